@@ -1,1 +1,4 @@
+export * from './backend/index.js';
+export * from './configuration/index.js';
 export * from './errors.js';
+export * from './models/index.js';

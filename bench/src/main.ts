@@ -1,1 +1,120 @@
-console.log('no benchmarks yet');
+/**
+ * Catalog benchmarks: load time and query time of the bundled snapshot and of a
+ * synthetic 200,000-row catalog, against the targets (load < 300 ms, query < 5 ms).
+ * Run with `pnpm bench` (builds first). gpuhunt itself is not runnable here (no
+ * PyPI), so there is no reference column.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import {
+  bundledSource,
+  Catalog,
+  type CatalogSource,
+  directorySource,
+  formatCatalogCsv,
+  type QueryFilterInput,
+} from '@dstack/catalog';
+import { measure, type Timing } from './stats.js';
+import { generateSyntheticCatalog } from './synthetic-catalog.js';
+
+const LOAD_RUNS = 7;
+const QUERY_RUNS = 50;
+const QUERY_WARMUPS = 5;
+const LOAD_TARGET_MS = 300;
+const QUERY_TARGET_MS = 5;
+const SYNTHETIC_ROWS = 200_000;
+
+const QUERIES: ReadonlyArray<readonly [string, QueryFilterInput]> = [
+  ['(a) any GPU >= 24 GB', { minGpuCount: 1, minGpuMemory: 24 }],
+  [
+    '(b) A100 80 GB spot <= $3',
+    { gpuName: ['A100'], minGpuMemory: 80, maxGpuMemory: 80, spot: true, maxPrice: 3 },
+  ],
+  ['(c) CPU-only >= 16 vCPU', { maxGpuCount: 0, minCpu: 16 }],
+];
+
+interface Row {
+  name: string;
+  timing: Timing;
+  results: number | string;
+  targetMs: number;
+}
+
+async function benchmarkCatalog(label: string, makeSource: () => CatalogSource): Promise<Row[]> {
+  const load = await measure(
+    async () => {
+      // A fresh catalog each run: parse and build the in-memory store from scratch.
+      const catalog = new Catalog({ source: makeSource(), refreshIntervalMs: 0 });
+      await catalog.load();
+      return catalog;
+    },
+    { runs: LOAD_RUNS, warmups: 1 },
+  );
+  const catalog = load.result;
+  const rows = catalog.providers().reduce((sum, provider) => sum + (provider.rows ?? 0), 0);
+  const result: Row[] = [
+    {
+      name: `${label}: load (${rows.toLocaleString('en-US')} rows)`,
+      timing: load.timing,
+      results: '-',
+      targetMs: LOAD_TARGET_MS,
+    },
+  ];
+  for (const [name, filter] of QUERIES) {
+    const query = await measure(() => catalog.query(filter), { runs: QUERY_RUNS, warmups: QUERY_WARMUPS });
+    result.push({
+      name: `${label}: query ${name}`,
+      timing: query.timing,
+      results: query.result.length,
+      targetMs: QUERY_TARGET_MS,
+    });
+  }
+  return result;
+}
+
+function printTable(rows: readonly Row[]): void {
+  const ms = (value: number) => `${value.toFixed(value < 10 ? 2 : 1)} ms`;
+  const header = ['benchmark', 'median', 'p90', 'runs', 'results', 'target', 'status', 'reference'];
+  const lines = rows.map((row) => [
+    row.name,
+    ms(row.timing.medianMs),
+    ms(row.timing.p90Ms),
+    String(row.timing.runs),
+    String(row.results),
+    `< ${row.targetMs} ms`,
+    row.timing.medianMs < row.targetMs ? 'PASS' : 'MISS',
+    'no reference',
+  ]);
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...lines.map((line) => (line[column] as string).length)),
+  );
+  const format = (cells: readonly string[]) =>
+    cells
+      .map((cell, column) =>
+        column === 0 ? cell.padEnd(widths[0] as number) : cell.padStart(widths[column] as number),
+      )
+      .join('  ');
+  console.log(format(header));
+  for (const line of lines) console.log(format(line));
+}
+
+async function main(): Promise<void> {
+  console.log(`node ${process.version}, ${process.platform}/${process.arch}`);
+  console.log(
+    'status compares the median with the target; gpuhunt is not runnable here (no PyPI): no reference.\n',
+  );
+  const rows = await benchmarkCatalog('bundled snapshot', bundledSource);
+
+  const directory = await mkdtemp(path.join(tmpdir(), 'dstack-bench-'));
+  try {
+    const items = generateSyntheticCatalog({ rows: SYNTHETIC_ROWS, seed: 42, provider: 'synthetic' });
+    await writeFile(path.join(directory, 'synthetic.csv'), formatCatalogCsv(items));
+    rows.push(...(await benchmarkCatalog('synthetic 200k', () => directorySource(directory))));
+  } finally {
+    await rm(directory, { recursive: true, force: true });
+  }
+  printTable(rows);
+}
+
+await main();

@@ -1,2 +1,57 @@
+export {
+  BUNDLED_SNAPSHOT_DIRECTORY,
+  bundledSource,
+  Catalog,
+  type CatalogOptions,
+  type CatalogProvider,
+  type CatalogProviderStatus,
+  type CatalogSource,
+  type CatalogSourceFile,
+  type CatalogSourceLoadOptions,
+  type CollectOptions,
+  DEFAULT_REFRESH_INTERVAL_MS,
+  directorySource,
+  GPUHUNT_CATALOG_URL,
+  GPUHUNT_OFFLINE_PROVIDERS,
+  mergeByPrice,
+  type OfflineCatalogProvider,
+  type OnlineCatalogProvider,
+  snapshotSource,
+  type UrlSourceOptions,
+  urlSource,
+} from './catalog.js';
 export type { CatalogItem, QueryFilter } from './catalog-item.js';
+export {
+  CATALOG_CSV_COLUMNS,
+  type CatalogCsvColumn,
+  type CatalogWarning,
+  formatCatalogCsv,
+  formatCatalogCsvRow,
+  logCatalogWarning,
+  type ParseCatalogCsvOptions,
+  parseCatalogCsv,
+  quoteCsvField,
+} from './csv/catalog-csv.js';
+export { formatPythonFloat, pythonJsonDumps } from './csv/python-format.js';
+export { CatalogError } from './errors.js';
 export * from './gpus/known-accelerators.js';
+export {
+  checkCatalogIntegrity,
+  checkOfferRules,
+  checkPriceScaling,
+  findSpotAboveOnDemand,
+  type IntegrityExpectations,
+  type IntegrityProblem,
+  type PriceScalingExpectation,
+  type SpotAboveOnDemand,
+} from './integrity/check-catalog-integrity.js';
+export { AWS_SNAPSHOT_EXPECTATIONS, GCP_SNAPSHOT_EXPECTATIONS } from './integrity/snapshot-expectations.js';
+export {
+  compareComputeCapability,
+  isComputeCapabilityBetween,
+  matches,
+  normalizeQueryFilter,
+  parseComputeCapability,
+  type QueryFilterInput,
+} from './matching/matches.js';
+export { ColumnarCatalog, type ColumnarCatalogCsvOptions } from './store/columnar-catalog.js';

@@ -60,3 +60,281 @@ export class ConfigurationError extends DstackError {
 }
 
 export { hasName as isDstackErrorNamed };
+
+/**
+ * Checks a per-class `Symbol.for` marker. Subclasses inherit their parents'
+ * markers (every constructor in the chain sets its own), so
+ * `BackendError.isInstance(new NoCapacityError())` holds, across copies of core.
+ */
+function hasMarker(error: unknown, marker: symbol): boolean {
+  return typeof error === 'object' && error !== null && marker in error;
+}
+
+const SERVER_CLIENT_ERROR_MARKER = Symbol.for('@dstack/core/ServerClientError');
+const RESOURCE_NOT_FOUND_ERROR_MARKER = Symbol.for('@dstack/core/ResourceNotFoundError');
+const INVALID_CREDENTIALS_ERROR_MARKER = Symbol.for('@dstack/core/InvalidCredentialsError');
+const BACKEND_ERROR_MARKER = Symbol.for('@dstack/core/BackendError');
+const NO_CAPACITY_ERROR_MARKER = Symbol.for('@dstack/core/NoCapacityError');
+const PROVISIONING_ERROR_MARKER = Symbol.for('@dstack/core/ProvisioningError');
+const NOT_YET_TERMINATED_ERROR_MARKER = Symbol.for('@dstack/core/NotYetTerminatedError');
+const BACKEND_API_CALL_ERROR_MARKER = Symbol.for('@dstack/core/BackendApiCallError');
+const NOT_IMPLEMENTED_ERROR_MARKER = Symbol.for('@dstack/core/NotImplementedError');
+const UNSUPPORTED_CAPABILITY_ERROR_MARKER = Symbol.for('@dstack/core/UnsupportedCapabilityError');
+const BACKEND_PLUGIN_ERROR_MARKER = Symbol.for('@dstack/core/BackendPluginError');
+
+/**
+ * An error the client caused and can fix (bad input, missing resource, bad
+ * credentials). The server answers it with HTTP 400
+ * `{"detail": [{"msg", "code", "fields"}]}`, as dstack's `ServerClientError`.
+ */
+export class ServerClientError extends DstackError {
+  readonly [SERVER_CLIENT_ERROR_MARKER] = true;
+  override readonly name: string = 'ServerClientError';
+  /** Machine-readable code, stable across versions (`error`, `resource_not_exists`, `invalid_credentials`). */
+  readonly code: string;
+  /** Paths of the offending fields, e.g. `[['creds', 'api_key']]`. Empty when not field-specific. */
+  readonly fields: ReadonlyArray<ReadonlyArray<string>>;
+
+  constructor(
+    message: string,
+    options: { code?: string; fields?: ReadonlyArray<ReadonlyArray<string>>; cause?: unknown } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.code = options.code ?? 'error';
+    this.fields = options.fields ?? [];
+  }
+
+  static override isInstance(error: unknown): error is ServerClientError {
+    return hasMarker(error, SERVER_CLIENT_ERROR_MARKER);
+  }
+}
+
+/** A project, run, fleet, backend, … named by the client does not exist. */
+export class ResourceNotFoundError extends ServerClientError {
+  readonly [RESOURCE_NOT_FOUND_ERROR_MARKER] = true;
+  override readonly name: string = 'ResourceNotFoundError';
+
+  constructor(message = 'Resource not found', options: { cause?: unknown } = {}) {
+    super(message, { code: 'resource_not_exists', cause: options.cause });
+  }
+
+  static override isInstance(error: unknown): error is ResourceNotFoundError {
+    return hasMarker(error, RESOURCE_NOT_FOUND_ERROR_MARKER);
+  }
+}
+
+/**
+ * The provider rejected the backend's credentials, or a config field that the
+ * configurator checked against the provider (VPC, IAM profile, project id) is
+ * wrong. `fields` names the offending fields, e.g. `[['creds', 'api_key']]`.
+ */
+export class InvalidCredentialsError extends ServerClientError {
+  readonly [INVALID_CREDENTIALS_ERROR_MARKER] = true;
+  override readonly name: string = 'InvalidCredentialsError';
+  /** @param fields at least one field path; `[['creds']]` when the provider does not say which. */
+  constructor(
+    fields: ReadonlyArray<ReadonlyArray<string>> = [['creds']],
+    options: { message?: string; cause?: unknown } = {},
+  ) {
+    const named = fields.map((path) => path.join('.')).join(', ');
+    super(options.message ?? `Invalid credentials: ${named}`, {
+      code: 'invalid_credentials',
+      fields,
+      cause: options.cause,
+    });
+  }
+
+  static override isInstance(error: unknown): error is InvalidCredentialsError {
+    return hasMarker(error, INVALID_CREDENTIALS_ERROR_MARKER);
+  }
+}
+
+/** Base of the errors a backend raises while talking to its provider. */
+export class BackendError extends DstackError {
+  readonly [BACKEND_ERROR_MARKER] = true;
+  override readonly name: string = 'BackendError';
+
+  static override isInstance(error: unknown): error is BackendError {
+    return hasMarker(error, BACKEND_ERROR_MARKER);
+  }
+}
+
+/**
+ * The provider has no capacity (or quota, or balance) for this offer right now.
+ * The server moves on to the next offer; it is the "try next offer" error.
+ */
+export class NoCapacityError extends BackendError {
+  readonly [NO_CAPACITY_ERROR_MARKER] = true;
+  override readonly name: string = 'NoCapacityError';
+
+  constructor(message = 'No capacity for the offer', options?: { cause?: unknown }) {
+    super(message, options);
+  }
+
+  static override isInstance(error: unknown): error is NoCapacityError {
+    return hasMarker(error, NO_CAPACITY_ERROR_MARKER);
+  }
+}
+
+/**
+ * The instance will never become usable (stopped, terminated, the container
+ * failed to start). Raised by `updateProvisioningData`; the instance fails
+ * and is not polled again.
+ */
+export class ProvisioningError extends BackendError {
+  readonly [PROVISIONING_ERROR_MARKER] = true;
+  override readonly name: string = 'ProvisioningError';
+
+  static override isInstance(error: unknown): error is ProvisioningError {
+    return hasMarker(error, PROVISIONING_ERROR_MARKER);
+  }
+}
+
+/**
+ * `terminateInstance` started the termination but cannot confirm it yet;
+ * the server calls it again later (every 30 s, for up to 15 minutes).
+ */
+export class NotYetTerminatedError extends BackendError {
+  readonly [NOT_YET_TERMINATED_ERROR_MARKER] = true;
+  override readonly name: string = 'NotYetTerminatedError';
+
+  constructor(message = 'The instance is not terminated yet', options?: { cause?: unknown }) {
+    super(message, options);
+  }
+
+  static override isInstance(error: unknown): error is NotYetTerminatedError {
+    return hasMarker(error, NOT_YET_TERMINATED_ERROR_MARKER);
+  }
+}
+
+/** A provider API call failed with an HTTP status (or a transport error, `statusCode` undefined). */
+export class BackendApiCallError extends BackendError {
+  readonly [BACKEND_API_CALL_ERROR_MARKER] = true;
+  override readonly name: string = 'BackendApiCallError';
+  /** HTTP status of the provider's answer; undefined for transport errors (DNS, reset, timeout). */
+  readonly statusCode: number | undefined;
+  /** Whether repeating the same call later may succeed (429, 5xx, transport errors by default). */
+  readonly isRetryable: boolean;
+  /** The provider endpoint, for logs; never contains credentials. */
+  readonly url: string | undefined;
+  /** The provider's answer body, truncated by the caller if large. */
+  readonly responseBody: string | undefined;
+
+  constructor(
+    message: string,
+    options: {
+      statusCode?: number;
+      isRetryable?: boolean;
+      url?: string;
+      responseBody?: string;
+      cause?: unknown;
+    } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.statusCode = options.statusCode;
+    this.url = options.url;
+    this.responseBody = options.responseBody;
+    this.isRetryable =
+      options.isRetryable ??
+      (options.statusCode === undefined ||
+        options.statusCode === 408 ||
+        options.statusCode === 429 ||
+        options.statusCode >= 500);
+  }
+
+  static override isInstance(error: unknown): error is BackendApiCallError {
+    return hasMarker(error, BACKEND_API_CALL_ERROR_MARKER);
+  }
+}
+
+/**
+ * A contract method a backend has not implemented yet (generated stubs throw it).
+ * The message names the method and what an implementation must do.
+ */
+export class NotImplementedError extends DstackError {
+  readonly [NOT_IMPLEMENTED_ERROR_MARKER] = true;
+  override readonly name: string = 'NotImplementedError';
+  /** The method, e.g. `runJob` or `AwsCompute.runJob`. */
+  readonly method: string;
+
+  constructor(method: string, options: { description?: string; cause?: unknown } = {}) {
+    const description = options.description ?? describeMethod(method);
+    super(`${method}() is not implemented${description ? `: it ${description}` : ''}`, {
+      cause: options.cause,
+    });
+    this.method = method;
+  }
+
+  static override isInstance(error: unknown): error is NotImplementedError {
+    return hasMarker(error, NOT_IMPLEMENTED_ERROR_MARKER);
+  }
+}
+
+const METHOD_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  getOffers: 'must return the offers matching the requirements, each with its availability',
+  runJob: "must start the job's instance or container and return its JobProvisioningData quickly",
+  terminateInstance: 'must terminate the instance and succeed when it is already gone',
+  updateProvisioningData: 'must fill hostname, internal_ip and ssh_port once known, without waiting',
+  createInstance: 'must launch an instance for the offer and return its JobProvisioningData quickly',
+  createPlacementGroup: 'must create the placement group and return its PlacementGroupProvisioningData',
+  deletePlacementGroup: 'must delete the placement group and succeed when it is already gone',
+  isSuitablePlacementGroup: 'must tell, without API calls, whether the offer fits the placement group',
+  registerVolume: 'must look up the existing volume and return its VolumeProvisioningData',
+  createVolume: 'must create the volume and return its VolumeProvisioningData',
+  deleteVolume: 'must delete the volume',
+  attachVolume: 'must attach the volume to the instance and return its VolumeAttachmentData',
+  detachVolume: 'must detach the volume from the instance',
+  createGatewayReplica: 'must launch a gateway instance and return its GatewayReplicaProvisioningData',
+  terminateGatewayReplica: 'must terminate the gateway instance and succeed when it is already gone',
+  runJobs: 'must provision the compute group for the jobs and return its ComputeGroupProvisioningData',
+  terminateComputeGroup: 'must terminate every instance of the compute group',
+  validateConfig: 'must check the credentials and config against the provider',
+  createBackend: 'must fill defaults and return the BackendRecord to store',
+  getCompute: 'must build the Compute from the stored record',
+};
+
+function describeMethod(method: string): string | undefined {
+  const bare = method.slice(method.lastIndexOf('.') + 1);
+  return METHOD_DESCRIPTIONS[bare];
+}
+
+/** A Compute method was called for a capability its backend does not declare. */
+export class UnsupportedCapabilityError extends DstackError {
+  readonly [UNSUPPORTED_CAPABILITY_ERROR_MARKER] = true;
+  override readonly name: string = 'UnsupportedCapabilityError';
+  readonly capability: string;
+  readonly backendType: string | undefined;
+
+  constructor(capability: string, options: { backendType?: string; message?: string; cause?: unknown } = {}) {
+    const backend = options.backendType ? `Backend "${options.backendType}"` : 'The backend';
+    super(options.message ?? `${backend} does not support the "${capability}" capability`, {
+      cause: options.cause,
+    });
+    this.capability = capability;
+    this.backendType = options.backendType;
+  }
+
+  static override isInstance(error: unknown): error is UnsupportedCapabilityError {
+    return hasMarker(error, UNSUPPORTED_CAPABILITY_ERROR_MARKER);
+  }
+}
+
+/**
+ * A package's backend plugin descriptor is missing, malformed, of an unknown
+ * specification version, or its Compute does not match what it declares.
+ */
+export class BackendPluginError extends DstackError {
+  readonly [BACKEND_PLUGIN_ERROR_MARKER] = true;
+  override readonly name: string = 'BackendPluginError';
+  /** The npm package the plugin came from, when known. */
+  readonly packageName: string | undefined;
+
+  constructor(message: string, options: { packageName?: string; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.packageName = options.packageName;
+  }
+
+  static override isInstance(error: unknown): error is BackendPluginError {
+    return hasMarker(error, BACKEND_PLUGIN_ERROR_MARKER);
+  }
+}

@@ -1,1 +1,10 @@
-export {};
+export * from './backend-type.js';
+export * from './catalog-offers.js';
+export * from './compute-groups.js';
+export * from './gateways.js';
+export * from './instances.js';
+export * from './placement-groups.js';
+export * from './requirements.js';
+export * from './runs.js';
+export * from './statuses.js';
+export * from './volumes.js';

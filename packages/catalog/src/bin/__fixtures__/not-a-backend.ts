@@ -1,0 +1,2 @@
+/** A module without a catalog provider, for the error path. */
+export const something = 42;

@@ -1,0 +1,125 @@
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Command } from 'commander';
+import { formatCatalogCsv } from '../../csv/catalog-csv.js';
+import type { CollectOptions, OfflineCatalogProvider } from '../../providers/catalog-provider.js';
+import { CliError, usageError } from '../cli-error.js';
+
+/**
+ * Which backend package carries the offline catalog provider of each gpuhunt
+ * offline provider. Backends are optional peers: install the one you collect.
+ */
+export const BACKEND_PACKAGES: Readonly<Record<string, string>> = {
+  aws: '@dstack/backend-aws',
+  azure: '@dstack/backend-azure',
+  gcp: '@dstack/backend-gcp',
+  lambdalabs: '@dstack/backend-lambda',
+  nebius: '@dstack/backend-nebius',
+  oci: '@dstack/backend-oci',
+  runpod: '@dstack/backend-runpod',
+  verda: '@dstack/backend-verda',
+  cloudrift: '@dstack/backend-cloudrift',
+};
+
+function isOfflineProvider(value: unknown): value is OfflineCatalogProvider {
+  const candidate = value as Partial<OfflineCatalogProvider> | null;
+  return (
+    typeof candidate === 'object' &&
+    candidate !== null &&
+    candidate.kind === 'offline' &&
+    typeof candidate.name === 'string' &&
+    typeof candidate.collect === 'function'
+  );
+}
+
+/** A `--module` value that names a file rather than a package. */
+function isPathSpecifier(specifier: string): boolean {
+  return specifier.startsWith('.') || path.isAbsolute(specifier) || specifier.startsWith('file:');
+}
+
+/**
+ * Imports a backend module and returns its offline catalog provider: the default
+ * export's `catalogProvider` (the backend descriptor) or a named `catalogProvider`.
+ */
+export async function loadOfflineProvider(
+  provider: string,
+  moduleSpecifier?: string,
+): Promise<OfflineCatalogProvider> {
+  const specifier = moduleSpecifier ?? BACKEND_PACKAGES[provider];
+  if (!specifier) {
+    throw usageError(
+      `unknown provider "${provider}"; known: ${Object.keys(BACKEND_PACKAGES).join(', ')} (or pass --module SPECIFIER)`,
+    );
+  }
+  const importTarget =
+    isPathSpecifier(specifier) && !specifier.startsWith('file:')
+      ? pathToFileURL(path.resolve(specifier)).href
+      : specifier;
+  let loaded: Record<string, unknown>;
+  try {
+    loaded = (await import(importTarget)) as Record<string, unknown>;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    // Only a missing backend itself is an install hint; a missing dependency inside it is a real failure.
+    const backendMissing =
+      (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') &&
+      (error as Error).message.includes(isPathSpecifier(specifier) ? path.basename(specifier) : specifier);
+    if (backendMissing) {
+      throw new CliError(
+        isPathSpecifier(specifier)
+          ? `module ${specifier} not found`
+          : `install ${specifier} to collect ${provider}`,
+        1,
+        { cause: error },
+      );
+    }
+    throw new CliError(`cannot load ${specifier}: ${(error as Error).message}`, 1, { cause: error });
+  }
+  const descriptor = loaded.default as { catalogProvider?: unknown } | undefined;
+  const candidate = descriptor?.catalogProvider ?? loaded.catalogProvider;
+  if (isOfflineProvider(candidate)) return candidate;
+  const what =
+    (candidate as { kind?: unknown } | undefined)?.kind === 'online'
+      ? 'an online catalog provider, which has nothing to collect'
+      : 'no offline catalog provider (default export with catalogProvider, or a named catalogProvider export)';
+  throw new CliError(`${specifier} has ${what}`, 1);
+}
+
+/** Collects one provider's offers and writes them as a gpuhunt-format catalog CSV. */
+export async function collectToFile(
+  provider: string,
+  output: string,
+  options: { module?: string } & CollectOptions = {},
+): Promise<number> {
+  const { module: moduleSpecifier, ...collectOptions } = options;
+  const catalogProvider = await loadOfflineProvider(provider, moduleSpecifier);
+  const items = await catalogProvider.collect(collectOptions);
+  await writeFile(output, formatCatalogCsv(items));
+  return items.length;
+}
+
+export function registerCollectCommand(program: Command): void {
+  program
+    .command('collect')
+    .description("collect an offline provider's offers into a gpuhunt-format catalog CSV")
+    .argument('<provider>', `provider name (${Object.keys(BACKEND_PACKAGES).join(', ')})`)
+    .requiredOption('-o, --output <file>', 'CSV file to write')
+    .option(
+      '--module <specifier>',
+      'backend module to load instead of the default package (a package name or a file path)',
+    )
+    .option('--no-filter', "keep the rows the provider's filter would not publish (gpuhunt's --no-filter)")
+    .addHelpText(
+      'after',
+      '\nThe provider comes from its backend package (for aws: @dstack/backend-aws), whose default\nexport carries `catalogProvider`. Example:\n  dstack-catalog collect aws --output aws.csv\n',
+    )
+    .action(async (provider: string, options: { output: string; module?: string; filter: boolean }) => {
+      const count = await collectToFile(provider, options.output, {
+        module: options.module,
+        applyFilter: options.filter,
+        onProgress: (message) => process.stderr.write(`${message}\n`),
+      });
+      process.stderr.write(`wrote ${count} offers to ${options.output}\n`);
+    });
+}

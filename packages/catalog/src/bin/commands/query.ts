@@ -1,0 +1,145 @@
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { bundledSource, Catalog, directorySource, urlSource } from '../../catalog.js';
+import type { QueryFilter } from '../../catalog-item.js';
+import { type CatalogWarning, logCatalogWarning } from '../../csv/catalog-csv.js';
+import { describeError } from '../../errors.js';
+import { ACCELERATOR_VENDORS, CPU_ARCHITECTURES } from '../../gpus/known-accelerators.js';
+import { normalizeQueryFilter, type QueryFilterInput } from '../../matching/matches.js';
+import { usageError } from '../cli-error.js';
+import { formatOffersTable, offerToJson, shouldUseColor } from './query-output.js';
+
+/** Options as commander hands them over (camelCase of the kebab-case flags). */
+export interface QueryOptions extends Omit<QueryFilterInput, 'allowedFlags'> {
+  allowedFlags?: string[];
+  catalogDir?: string;
+  catalogUrl?: string;
+  limit?: number;
+  format: 'table' | 'json';
+}
+
+const NUMBER_FLAGS: ReadonlyArray<readonly [flag: string, description: string, integer: boolean]> = [
+  ['min-cpu', 'minimum vCPUs', true],
+  ['max-cpu', 'maximum vCPUs', true],
+  ['min-memory', 'minimum RAM, GiB', false],
+  ['max-memory', 'maximum RAM, GiB', false],
+  ['min-gpu-count', 'minimum number of GPUs (0 lets CPU-only offers through GPU filters)', true],
+  ['max-gpu-count', 'maximum number of GPUs (0: CPU-only)', true],
+  ['min-gpu-memory', 'minimum memory per GPU, GiB', false],
+  ['max-gpu-memory', 'maximum memory per GPU, GiB', false],
+  ['min-total-gpu-memory', 'minimum memory of all GPUs, GiB', false],
+  ['max-total-gpu-memory', 'maximum memory of all GPUs, GiB', false],
+  ['min-disk-size', 'minimum disk, GiB (offers without a fixed disk always pass)', true],
+  ['max-disk-size', 'maximum disk, GiB', true],
+  ['min-price', 'minimum price, USD per hour', false],
+  ['max-price', 'maximum price, USD per hour', false],
+];
+
+/** A commander parser for a number flag; the error names the flag (commander adds "option '--x <n>'"). */
+export function parseNumberOption(flag: string, integer: boolean): (value: string) => number {
+  return (value: string) => {
+    const number = value.trim() === '' ? Number.NaN : Number(value);
+    if (!Number.isFinite(number) || (integer && !Number.isInteger(number)) || number < 0) {
+      throw new InvalidArgumentError(
+        `--${flag} expects ${integer ? 'a whole number' : 'a number'} ≥ 0, got "${value}"`,
+      );
+    }
+    return number;
+  };
+}
+
+/** Accumulates repeatable, comma-separable list values: `--provider aws,gcp --provider vastai`. */
+export function collectList(value: string, previous: string[] | undefined): string[] {
+  return [
+    ...(previous ?? []),
+    ...value
+      .split(',')
+      .map((part) => part.trim())
+      .filter((part) => part !== ''),
+  ];
+}
+
+/** The QueryFilter of the parsed options; throws a usage error (exit 2) for invalid values. */
+export function queryOptionsToFilter(options: QueryOptions): QueryFilter {
+  const { catalogDir: _dir, catalogUrl: _url, limit: _limit, format: _format, ...input } = options;
+  try {
+    return normalizeQueryFilter(input);
+  } catch (error) {
+    throw usageError((error as Error).message);
+  }
+}
+
+export function registerQueryCommand(program: Command): void {
+  const command = program
+    .command('query')
+    .description('list offers matching a filter, cheapest first')
+    .addOption(
+      new Option('--provider <names...>', 'providers, repeatable or comma-separated').argParser(collectList),
+    )
+    .addOption(new Option('--cpu-arch <arch>', 'CPU architecture').choices(CPU_ARCHITECTURES));
+  for (const [flag, description, integer] of NUMBER_FLAGS) {
+    command.addOption(new Option(`--${flag} <n>`, description).argParser(parseNumberOption(flag, integer)));
+  }
+  command
+    .option('--min-compute-capability <major.minor>', 'minimum NVIDIA compute capability, such as 8.0')
+    .option('--max-compute-capability <major.minor>', 'maximum NVIDIA compute capability')
+    .addOption(new Option('--gpu-vendor <vendor>', 'GPU vendor').choices(ACCELERATOR_VENDORS))
+    .addOption(
+      new Option('--gpu-name <names...>', 'GPU names, repeatable or comma-separated').argParser(collectList),
+    )
+    .option('--spot', 'spot offers only')
+    .option('--no-spot', 'on-demand offers only (neither flag: both)')
+    .addOption(
+      new Option(
+        '--allowed-flags <flags...>',
+        "offer flags you accept; offers with other flags are hidden ('' hides every flagged offer)",
+      ).argParser(collectList),
+    )
+    .option(
+      '--catalog-dir <dir>',
+      'read {provider}.csv files from this directory instead of the bundled snapshot',
+    )
+    .option('--catalog-url <url>', 'download the catalog from this gpuhunt-v3-style base URL')
+    .addOption(
+      new Option('--limit <n>', 'print at most n offers').argParser(parseNumberOption('limit', true)),
+    )
+    .addOption(new Option('--format <format>', 'output format').choices(['table', 'json']).default('table'))
+    .addHelpText(
+      'after',
+      `
+Examples:
+  dstack-catalog query --gpu-name H100
+  dstack-catalog query --gpu-name A100 --min-gpu-memory 80 --spot --max-price 3
+  dstack-catalog query --max-gpu-count 0 --min-cpu 16 --provider aws --limit 5 --format json
+`,
+    )
+    .action(async (options: QueryOptions) => {
+      const filter = queryOptionsToFilter(options);
+      if (options.catalogDir && options.catalogUrl)
+        throw usageError('use either --catalog-dir or --catalog-url, not both');
+      const source = options.catalogDir
+        ? directorySource(options.catalogDir)
+        : options.catalogUrl
+          ? urlSource(options.catalogUrl)
+          : bundledSource();
+      const catalog = new Catalog({
+        source,
+        refreshIntervalMs: 0,
+        onWarning: (warning: CatalogWarning) => logCatalogWarning(warning),
+        onError: (error) => process.stderr.write(`warning: ${describeError(error)}\n`),
+      });
+      await catalog.load();
+      const known = catalog.providers().map((provider) => provider.name);
+      if (known.length === 0) throw usageError(`no catalog files ({provider}.csv) in ${source.description}`);
+      const unknown = filter.provider?.filter((name) => !known.includes(name)) ?? [];
+      if (unknown.length > 0) {
+        throw usageError(`unknown provider ${unknown.join(', ')}; this catalog has ${known.join(', ')}`);
+      }
+      let items = await catalog.query(filter);
+      if (options.limit !== undefined) items = items.slice(0, options.limit);
+      if (options.format === 'json') {
+        process.stdout.write(`${JSON.stringify(items.map(offerToJson), null, 2)}\n`);
+      } else {
+        process.stdout.write(formatOffersTable(items, { color: shouldUseColor(process.stdout) }));
+      }
+    });
+}

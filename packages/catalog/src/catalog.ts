@@ -1,0 +1,331 @@
+import type { CatalogItem } from './catalog-item.js';
+import { type CatalogWarning, logCatalogWarning } from './csv/catalog-row-decoder.js';
+import { CatalogError, describeError } from './errors.js';
+import { matches, normalizeQueryFilter, type QueryFilterInput } from './matching/matches.js';
+import { bundledSource } from './providers/bundled-source.js';
+import type { OnlineCatalogProvider } from './providers/catalog-provider.js';
+import type { CatalogSource } from './providers/catalog-source.js';
+import { ColumnarCatalog } from './store/columnar-catalog.js';
+
+export { BUNDLED_SNAPSHOT_DIRECTORY, bundledSource, snapshotSource } from './providers/bundled-source.js';
+export type {
+  CatalogProvider,
+  CollectOptions,
+  OfflineCatalogProvider,
+  OnlineCatalogProvider,
+} from './providers/catalog-provider.js';
+export type {
+  CatalogSource,
+  CatalogSourceFile,
+  CatalogSourceLoadOptions,
+} from './providers/catalog-source.js';
+export { directorySource } from './providers/directory-source.js';
+export {
+  GPUHUNT_CATALOG_URL,
+  GPUHUNT_OFFLINE_PROVIDERS,
+  type UrlSourceOptions,
+  urlSource,
+} from './providers/url-source.js';
+
+/** gpuhunt's `RELOAD_INTERVAL`. */
+export const DEFAULT_REFRESH_INTERVAL_MS = 15 * 60 * 1000;
+
+export interface CatalogOptions {
+  /** Where offline providers' catalogs come from. Default: {@link bundledSource}. */
+  source?: CatalogSource;
+  /** Offline providers to load. Default: every provider the source has. */
+  providers?: readonly string[];
+  /**
+   * Reload offline catalogs when a query comes this long after the last load. 0 disables
+   * refreshing: data is loaded once, on the first query or {@link Catalog.load}.
+   * Default: 15 minutes, as gpuhunt.
+   */
+  refreshIntervalMs?: number;
+  /** Malformed rows, which are skipped. Default: `console.warn`. */
+  onWarning?: (warning: CatalogWarning) => void;
+  /**
+   * Failures that do not fail the call: a provider that could not be refreshed (its last
+   * data is kept), an online provider that failed during a query (it is skipped).
+   * Default: `console.warn`.
+   */
+  onError?: (error: CatalogError) => void;
+}
+
+/** What {@link Catalog.providers} reports about one provider. */
+export interface CatalogProviderStatus {
+  name: string;
+  kind: 'offline' | 'online';
+  /** Version of the data in memory (offline providers). */
+  version?: string;
+  /** Number of offers in memory (offline providers). */
+  rows?: number;
+  /** When the data in memory was loaded (offline providers). */
+  loadedAt?: Date;
+  /** The last load failure, when the last attempt failed. */
+  lastError?: string;
+}
+
+interface OfflineState {
+  catalog?: ColumnarCatalog;
+  version?: string;
+  loadedAt?: Date;
+  lastError?: string;
+}
+
+type LoadOutcome =
+  | { provider: string; status: 'loaded'; version: string; catalog: ColumnarCatalog }
+  | { provider: string; status: 'unchanged' }
+  | { provider: string; status: 'failed'; error: CatalogError };
+
+/**
+ * Offers from many providers, queried like gpuhunt's `Catalog`: offline providers from
+ * catalog files held in memory in columnar form (refreshed when stale), online providers
+ * asked on each query; results are merged by price, each provider keeping its own order.
+ */
+export class Catalog {
+  private readonly source: CatalogSource;
+  private readonly refreshIntervalMs: number;
+  private readonly onWarning: (warning: CatalogWarning) => void;
+  private readonly onError: (error: CatalogError) => void;
+  private readonly online = new Map<string, OnlineCatalogProvider>();
+  private readonly offline = new Map<string, OfflineState>();
+  private offlineNames: string[] | undefined;
+  /** `performance.now()` of the last load attempt that did not throw. */
+  private lastLoadAt: number | undefined;
+  private inFlight: Promise<void> | undefined;
+
+  constructor(options: CatalogOptions = {}) {
+    this.source = options.source ?? bundledSource();
+    this.refreshIntervalMs = options.refreshIntervalMs ?? DEFAULT_REFRESH_INTERVAL_MS;
+    if (!(this.refreshIntervalMs >= 0)) {
+      throw new Error(`Invalid refreshIntervalMs ${options.refreshIntervalMs}: expected a number >= 0`);
+    }
+    this.onWarning = options.onWarning ?? logCatalogWarning;
+    this.onError = options.onError ?? ((error) => console.warn(`catalog: ${describeError(error)}`));
+    if (options.providers) this.offlineNames = dedupe(options.providers.map((name) => name.toLowerCase()));
+  }
+
+  /** Adds an online provider, asked on each query. Names are unique across all providers. */
+  addProvider(provider: OnlineCatalogProvider): this {
+    if (provider.kind !== 'online') {
+      throw new Error(`Catalog.addProvider takes online providers; '${provider.name}' is ${provider.kind}`);
+    }
+    const name = provider.name.toLowerCase();
+    if (this.online.has(name) || this.offlineNames?.includes(name)) {
+      throw new Error(`Provider '${name}' is already in the catalog`);
+    }
+    this.online.set(name, provider);
+    return this;
+  }
+
+  /**
+   * Loads or refreshes every offline provider's catalog, skipping those whose version did
+   * not change. A provider that fails keeps its last data and is reported to `onError`;
+   * throws only when every provider failed and none has data, or, for a pinned source,
+   * when any provider failed (then nothing is replaced).
+   */
+  load(): Promise<void> {
+    // Concurrent callers share one load.
+    this.inFlight ??= this.loadOnce().finally(() => {
+      this.inFlight = undefined;
+    });
+    return this.inFlight;
+  }
+
+  /**
+   * Offers matching the filter, from the requested providers (default: all), merged by
+   * price. Reloads stale offline data first. Throws for an unknown provider or an
+   * invalid filter; an online provider that fails is reported to `onError` and skipped.
+   */
+  async query(filter: QueryFilterInput = {}): Promise<CatalogItem[]> {
+    const normalized = normalizeQueryFilter(filter);
+    const onlineOnly = normalized.provider?.every((name) => this.online.has(name)) ?? false;
+    if (!onlineOnly && this.isStale()) await this.load();
+    const known = [...(this.offlineNames ?? []), ...this.online.keys()];
+    let selected: string[];
+    if (normalized.provider === undefined) {
+      selected = known;
+    } else {
+      selected = dedupe(normalized.provider);
+      for (const name of selected) {
+        if (!known.includes(name)) {
+          throw new Error(`Unknown provider '${name}'; known: ${known.join(', ') || '(none)'}`);
+        }
+      }
+    }
+    const lists = await Promise.all(
+      selected.map((name) => {
+        const onlineProvider = this.online.get(name);
+        if (onlineProvider) return this.queryOnline(name, onlineProvider, normalized);
+        return this.offline.get(name)?.catalog?.query(normalized) ?? [];
+      }),
+    );
+    return mergeByPrice(lists);
+  }
+
+  /** Providers known to the catalog, offline ones first, with what is in memory. */
+  providers(): CatalogProviderStatus[] {
+    const statuses: CatalogProviderStatus[] = [];
+    for (const name of this.offlineNames ?? []) {
+      const state = this.offline.get(name) ?? {};
+      statuses.push({
+        name,
+        kind: 'offline',
+        ...(state.version !== undefined && { version: state.version }),
+        ...(state.catalog !== undefined && { rows: state.catalog.size }),
+        ...(state.loadedAt !== undefined && { loadedAt: state.loadedAt }),
+        ...(state.lastError !== undefined && { lastError: state.lastError }),
+      });
+    }
+    for (const name of this.online.keys()) statuses.push({ name, kind: 'online' });
+    return statuses;
+  }
+
+  private isStale(): boolean {
+    if (this.lastLoadAt === undefined || this.source.revalidateOnQuery) return true;
+    return this.refreshIntervalMs > 0 && performance.now() - this.lastLoadAt > this.refreshIntervalMs;
+  }
+
+  private async loadOnce(): Promise<void> {
+    if (this.offlineNames === undefined) {
+      try {
+        this.offlineNames = dedupe((await this.source.listProviders()).map((name) => name.toLowerCase()));
+      } catch (error) {
+        throw new CatalogError(`Cannot list the providers of ${this.source.description}`, { cause: error });
+      }
+      for (const name of this.offlineNames) {
+        if (this.online.has(name)) throw new Error(`Provider '${name}' is both online and offline`);
+      }
+    }
+    const names = this.offlineNames;
+    const outcomes = await Promise.all(names.map((name) => this.loadProvider(name)));
+    const failures = outcomes.filter((outcome) => outcome.status === 'failed');
+    if (this.source.pinned && failures.length > 0) {
+      // All or nothing: keep every provider's previous data, only note the failures.
+      for (const failure of failures) {
+        const state = this.offline.get(failure.provider);
+        this.offline.set(failure.provider, { ...state, lastError: describeError(failure.error) });
+      }
+      throw new CatalogError(
+        `Cannot load ${this.source.description}: ${failures.map((failure) => describeError(failure.error)).join('; ')}`,
+        { cause: failures[0]?.error },
+      );
+    }
+    const now = new Date();
+    for (const outcome of outcomes) {
+      const state = this.offline.get(outcome.provider) ?? {};
+      if (outcome.status === 'loaded') {
+        this.offline.set(outcome.provider, {
+          catalog: outcome.catalog,
+          version: outcome.version,
+          loadedAt: now,
+        });
+      } else if (outcome.status === 'unchanged') {
+        const { lastError: _cleared, ...rest } = state;
+        this.offline.set(outcome.provider, rest);
+      } else {
+        this.offline.set(outcome.provider, { ...state, lastError: describeError(outcome.error) });
+      }
+    }
+    const hasData = names.some((name) => this.offline.get(name)?.catalog !== undefined);
+    if (names.length > 0 && failures.length === names.length && !hasData) {
+      throw new CatalogError(
+        `Cannot load any provider from ${this.source.description}: ` +
+          failures.map((failure) => describeError(failure.error)).join('; '),
+        { cause: failures[0]?.error },
+      );
+    }
+    for (const failure of failures) this.onError(failure.error);
+    this.lastLoadAt = performance.now();
+  }
+
+  private async loadProvider(provider: string): Promise<LoadOutcome> {
+    const knownVersion = this.offline.get(provider)?.version;
+    try {
+      const file = await this.source.load(provider, knownVersion === undefined ? {} : { knownVersion });
+      if (file === undefined) return { provider, status: 'unchanged' };
+      const catalog = ColumnarCatalog.fromCsv(provider, file.text, {
+        source: file.location,
+        onWarning: this.onWarning,
+      });
+      return { provider, status: 'loaded', version: file.version, catalog };
+    } catch (error) {
+      const wrapped = CatalogError.isInstance(error)
+        ? error
+        : new CatalogError(`Cannot load the '${provider}' catalog from ${this.source.description}`, {
+            cause: error,
+          });
+      return { provider, status: 'failed', error: wrapped };
+    }
+  }
+
+  private async queryOnline(
+    name: string,
+    provider: OnlineCatalogProvider,
+    filter: ReturnType<typeof normalizeQueryFilter>,
+  ): Promise<CatalogItem[]> {
+    let items: CatalogItem[];
+    try {
+      items = await provider.query(filter);
+    } catch (error) {
+      this.onError(new CatalogError(`Online provider '${name}' failed; skipping it`, { cause: error }));
+      return [];
+    }
+    const result: CatalogItem[] = [];
+    for (const item of items) {
+      const named = item.provider === name ? item : { ...item, provider: name };
+      if (matches(named, filter)) result.push(named);
+    }
+    return result;
+  }
+}
+
+/**
+ * Merges lists by price like Python's `heapq.merge(key=price)`: at each step the cheapest
+ * head wins, ties go to the earlier list, and each list keeps its own order (even when it
+ * is not sorted), so the result is not necessarily sorted.
+ */
+export function mergeByPrice(lists: readonly (readonly CatalogItem[])[]): CatalogItem[] {
+  const nonEmpty = lists.filter((list) => list.length > 0);
+  if (nonEmpty.length === 0) return [];
+  if (nonEmpty.length === 1) return [...nonEmpty[0]!];
+  const total = nonEmpty.reduce((sum, list) => sum + list.length, 0);
+  const result: CatalogItem[] = [];
+  // Binary min-heap of list numbers, keyed by (head price, list number).
+  const positions = new Array<number>(nonEmpty.length).fill(0);
+  const heap = nonEmpty.map((_, index) => index);
+  const head = (list: number): number => nonEmpty[list]![positions[list]!]!.price;
+  const less = (left: number, right: number): boolean => {
+    const difference = head(left) - head(right);
+    return difference < 0 || (difference === 0 && left < right);
+  };
+  const siftDown = (start: number): void => {
+    let index = start;
+    for (;;) {
+      const left = 2 * index + 1;
+      const right = left + 1;
+      let smallest = index;
+      if (left < heap.length && less(heap[left]!, heap[smallest]!)) smallest = left;
+      if (right < heap.length && less(heap[right]!, heap[smallest]!)) smallest = right;
+      if (smallest === index) return;
+      [heap[index], heap[smallest]] = [heap[smallest]!, heap[index]!];
+      index = smallest;
+    }
+  };
+  for (let index = (heap.length >> 1) - 1; index >= 0; index--) siftDown(index);
+  while (result.length < total) {
+    const list = heap[0]!;
+    result.push(nonEmpty[list]![positions[list]!]!);
+    positions[list] = positions[list]! + 1;
+    if (positions[list] === nonEmpty[list]!.length) {
+      heap[0] = heap[heap.length - 1]!;
+      heap.pop();
+    }
+    if (heap.length > 0) siftDown(0);
+  }
+  return result;
+}
+
+function dedupe(names: readonly string[]): string[] {
+  return [...new Set(names)];
+}

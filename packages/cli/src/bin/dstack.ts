@@ -1,0 +1,11 @@
+#!/usr/bin/env node
+import { run } from '../program.js';
+
+try {
+  process.exitCode = await run(process.argv);
+} catch (error) {
+  process.stderr.write(
+    `dstack: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  process.exitCode = 2;
+}

@@ -1,0 +1,309 @@
+import type { BackendType } from '../models/backend-type.js';
+import type { ComputeGroup, ComputeGroupProvisioningData } from '../models/compute-groups.js';
+import type { GatewayReplicaConfiguration, GatewayReplicaProvisioningData } from '../models/gateways.js';
+import type {
+  InstanceConfiguration,
+  InstanceOffer,
+  InstanceOfferWithAvailability,
+} from '../models/instances.js';
+import type { PlacementGroup, PlacementGroupProvisioningData } from '../models/placement-groups.js';
+import type { Requirements } from '../models/requirements.js';
+import type { JobProvisioningData } from '../models/runs.js';
+import type { Volume, VolumeAttachmentData, VolumeProvisioningData } from '../models/volumes.js';
+
+/**
+ * Capabilities a backend declares in its plugin descriptor and on its Compute.
+ * The server selects backends by them (dstack's `BACKENDS_WITH_*` lists), so a
+ * capability must be declared, never inferred from method presence alone.
+ */
+export const CAPABILITIES = [
+  /** `createInstance`: fleets (instances without a job). Every VM backend. */
+  'create-instance',
+  /** Runs with `privileged: true`. Every shim (VM) backend. */
+  'privileged',
+  /** Instance (host path) mounts. Every shim (VM) backend. */
+  'instance-volumes',
+  /** Instances in one project/region are interconnected: multinode tasks, cluster fleets. */
+  'multinode',
+  /** Placement groups for cluster fleets. */
+  'placement-groups',
+  /** Network volumes: register, create, delete, attach, detach. */
+  'volumes',
+  /** Gateway instances. */
+  'gateways',
+  /** Gateways without a public IP (`createGatewayReplica` honours `public_ip: false`). */
+  'private-gateways',
+  /** `getOffers` honours `Requirements.reservation` and `createInstance` `InstanceConfiguration.reservation`. */
+  'reservations',
+  /** `runJobs`: several jobs provisioned as one compute group. */
+  'group-provisioning',
+] as const;
+export type Capability = (typeof CAPABILITIES)[number];
+
+export function isCapability(value: unknown): value is Capability {
+  return typeof value === 'string' && (CAPABILITIES as readonly string[]).includes(value);
+}
+
+/** Options of `getOffers`, for backends that slice nodes (Kubernetes, Slurm); others ignore them. */
+export interface GetOffersOptions {
+  /** Return offers for whole nodes as well as for slices. */
+  fullOffers?: boolean;
+  /** Size offers by unallocated rather than total node resources. */
+  unallocatedResources?: boolean;
+  /** Aborted when the caller no longer needs the answer (plan cancelled, server stopping). */
+  signal?: AbortSignal;
+}
+
+/**
+ * The parts of dstack's `Run` a backend reads. Structural (snake_case, as on the
+ * wire) so the server's full `Run` model satisfies it.
+ */
+export interface RunForCompute {
+  id?: string;
+  project_name: string;
+  /** The dstack user name. */
+  user: string;
+  run_spec: {
+    run_name?: string | null;
+    /** The user's key, authorized in containers on container backends. */
+    ssh_key_pub?: string | null;
+    configuration: { reservation?: string | null; [key: string]: unknown };
+    /** Profile merged into the configuration; its `tags` go on cloud resources. */
+    merged_profile?: { tags?: Record<string, string> | null; [key: string]: unknown } | null;
+  };
+}
+
+/** The parts of dstack's `Job` a backend reads. */
+export interface JobForCompute {
+  job_spec: {
+    /** `{run}-{job_num}-{replica_num}`; the instance name for `createInstance`. */
+    job_name: string;
+    job_num: number;
+    replica_num?: number;
+    image_name: string;
+    privileged?: boolean;
+    registry_auth?: { username?: string | null; password?: string | null } | null;
+    requirements: Requirements;
+    [key: string]: unknown;
+  };
+}
+
+export interface RunJobParams {
+  run: RunForCompute;
+  job: JobForCompute;
+  /** The offer chosen from this backend's `getOffers`. */
+  offer: InstanceOfferWithAvailability;
+  /** The project key the server uses for SSH; authorize it on the instance/container. */
+  projectSshPublicKey: string;
+  projectSshPrivateKey: string;
+  /** Volumes to mount; all in the offer's region (and zone, when the volume has one). */
+  volumes: readonly Volume[];
+  placementGroup: PlacementGroup | null;
+  requirements: Requirements;
+}
+
+export interface ProjectSshKeys {
+  publicKey: string;
+  privateKey: string;
+}
+
+/**
+ * What every backend implements. Methods are async and may be called
+ * concurrently, from several server replicas; the server applies its own timeouts.
+ *
+ * Errors: `NoCapacityError` means "try the next offer" (capacity, quota,
+ * balance); `BackendApiCallError` is a failed provider call (retryable or not);
+ * `InvalidCredentialsError` means the stored credentials stopped working. Any
+ * other error during provisioning also moves the server to the next offer,
+ * but is logged as a bug.
+ */
+export interface Compute {
+  /** The backend type; equal to the plugin descriptor's `type`. */
+  readonly type: BackendType;
+  /** The capabilities this Compute implements; equal to the plugin descriptor's list. */
+  readonly capabilities: readonly Capability[];
+
+  /**
+   * Offers matching `requirements`, each with its availability, cheapest first
+   * unless the backend has a better order (Vast.ai orders by score); the server
+   * keeps each backend's order when merging. Typically `getCatalogOffers` plus
+   * availability (quotas, zones). Should be cheap to call repeatedly: cache
+   * provider answers (dstack caches 180 s). Offers that cannot be provisioned
+   * now are returned with `not_available`/`no_quota`/`no_balance`, not dropped,
+   * so plans can show them. Returns `[]` rather than throwing when nothing matches.
+   */
+  getOffers(requirements: Requirements, options?: GetOffersOptions): Promise<InstanceOfferWithAvailability[]>;
+
+  /**
+   * Starts the job's instance (VM backends: usually `runJobWithCreateInstance`)
+   * or container (container backends) and returns quickly, without waiting
+   * for it to boot: `hostname` and `ssh_port` may be null, to be filled later
+   * by `updateProvisioningData`. Throws `NoCapacityError` (after cleaning up
+   * anything half-created) when the offer cannot be provisioned; the server
+   * then tries the next offer. Not idempotent: each call creates a new instance.
+   */
+  runJob(params: RunJobParams): Promise<JobProvisioningData>;
+
+  /**
+   * Terminates the instance. Idempotent: must succeed when the instance is
+   * already gone or was never fully created. Should return quickly; when the
+   * provider needs time (e.g. to release an IP after the instance stops), throw
+   * `NotYetTerminatedError` and the server calls again later (every 30 s, up to
+   * 15 minutes). `backendData` is the JSON string from the provisioning data.
+   */
+  terminateInstance(instanceId: string, region: string, backendData?: string | null): Promise<void>;
+
+  /**
+   * Called repeatedly while the provisioning data has no `hostname`. Must not
+   * wait: look the instance up once and return the provisioning data, with
+   * `hostname`, `internal_ip` and `ssh_port` filled once known, unchanged
+   * otherwise. The server stores what is returned. Throws `ProvisioningError`
+   * when the instance will never come up (stopped, terminated, container
+   * failed); the instance then fails and is not polled again. Transient errors
+   * (throttling) should be swallowed and the data returned unchanged.
+   */
+  updateProvisioningData(
+    provisioningData: JobProvisioningData,
+    projectSshKeys: ProjectSshKeys,
+  ): Promise<JobProvisioningData>;
+}
+
+/** Capability `create-instance`: instances without a job (fleets). */
+export interface ComputeWithCreateInstance extends Compute {
+  /**
+   * Launches an instance for `offer` and returns quickly with partial
+   * provisioning data (`hostname` null until `updateProvisioningData` fills it).
+   * Use `generateUniqueBackendName` for the cloud name, authorize
+   * `config.ssh_keys`, start the shim (cloud-init), honour `offer.availability_zones`
+   * (try each zone; `NoCapacityError` when all fail), `config.reservation`
+   * (with `reservations`) and `placementGroup` (with `placement-groups`).
+   */
+  createInstance(
+    offer: InstanceOfferWithAvailability,
+    config: InstanceConfiguration,
+    placementGroup: PlacementGroup | null,
+  ): Promise<JobProvisioningData>;
+}
+
+/** Capability `privileged` (marker): runs may use `privileged: true`. */
+export interface ComputeWithPrivileged extends Compute {}
+/** Capability `instance-volumes` (marker): instance (host path) mounts. */
+export interface ComputeWithInstanceVolumes extends Compute {}
+/** Capability `multinode` (marker): instances of a project/region are interconnected. */
+export interface ComputeWithMultinode extends Compute {}
+/** Capability `reservations` (marker): offers and instances honour reservations. */
+export interface ComputeWithReservations extends Compute {}
+/** Capability `private-gateways` (marker): gateways without a public IP. */
+export interface ComputeWithPrivateGateways extends Compute {}
+
+/** Capability `placement-groups`. */
+export interface ComputeWithPlacementGroups extends Compute {
+  /**
+   * Creates the placement group. `masterOffer` is the first offer the server
+   * will try to place in it (some clouds tie a group to an instance family).
+   */
+  createPlacementGroup(
+    placementGroup: PlacementGroup,
+    masterOffer: InstanceOffer,
+  ): Promise<PlacementGroupProvisioningData>;
+  /** Deletes the placement group; succeeds when it does not exist. */
+  deletePlacementGroup(placementGroup: PlacementGroup): Promise<void>;
+  /** Whether `offer` can be provisioned in the group. Synchronous: no API calls. */
+  isSuitablePlacementGroup(placementGroup: PlacementGroup, offer: InstanceOffer): boolean;
+  /** Whether placement groups can hold reserved instances; default true when absent. */
+  arePlacementGroupsCompatibleWithReservations?(backendType: BackendType): boolean;
+}
+
+/** Capability `volumes`. */
+export interface ComputeWithVolumes extends Compute {
+  /** Looks up an existing volume (`configuration.volume_id`); throws when it does not exist. */
+  registerVolume(volume: Volume): Promise<VolumeProvisioningData>;
+  /** Creates a volume of `configuration.size` GB in `configuration.region`. */
+  createVolume(volume: Volume): Promise<VolumeProvisioningData>;
+  /** Deletes the volume; succeeds when it is already gone. */
+  deleteVolume(volume: Volume): Promise<void>;
+  /**
+   * Attaches the volume to the instance. Needed when `createVolume` may return
+   * `attachable: true`; otherwise `runJob` attaches volumes itself.
+   * Throws `BackendError` when the volume is not found.
+   */
+  attachVolume?(volume: Volume, provisioningData: JobProvisioningData): Promise<VolumeAttachmentData>;
+  /** Detaches the volume; with `force`, even if in use. Needed when volumes may be `detachable`. */
+  detachVolume?(
+    volume: Volume,
+    provisioningData: JobProvisioningData,
+    options?: { force?: boolean },
+  ): Promise<void>;
+  /** Whether a detach finished; the server forces a detach when it stays false. Default true when absent. */
+  isVolumeDetached?(volume: Volume, provisioningData: JobProvisioningData): Promise<boolean>;
+}
+
+/** Capability `gateways`. */
+export interface ComputeWithGateways extends Compute {
+  /** Launches a gateway instance (nginx + dstack-gateway) and returns its address. */
+  createGatewayReplica(configuration: GatewayReplicaConfiguration): Promise<GatewayReplicaProvisioningData>;
+  /** Terminates the gateway instance (and any load balancer); idempotent. */
+  terminateGatewayReplica(
+    instanceId: string,
+    configuration: GatewayReplicaConfiguration,
+    backendData?: string | null,
+  ): Promise<void>;
+}
+
+export interface JobConfigurationForCompute {
+  job: JobForCompute;
+  volumes: readonly Volume[];
+}
+
+export interface RunJobsParams {
+  run: RunForCompute;
+  jobConfigurations: readonly JobConfigurationForCompute[];
+  offer: InstanceOfferWithAvailability;
+  projectSshPublicKey: string;
+  projectSshPrivateKey: string;
+  placementGroup: PlacementGroup | null;
+}
+
+/** Capability `group-provisioning`: used for batches of two or more jobs. */
+export interface ComputeWithGroupProvisioning extends Compute {
+  /** Provisions all jobs as one compute group; returns one provisioning data per job, in order. */
+  runJobs(params: RunJobsParams): Promise<ComputeGroupProvisioningData>;
+  /** Terminates every instance of the group; idempotent. */
+  terminateComputeGroup(computeGroup: ComputeGroup): Promise<void>;
+}
+
+/** The Compute interface each capability adds. */
+export interface ComputeByCapability {
+  'create-instance': ComputeWithCreateInstance;
+  privileged: ComputeWithPrivileged;
+  'instance-volumes': ComputeWithInstanceVolumes;
+  multinode: ComputeWithMultinode;
+  'placement-groups': ComputeWithPlacementGroups;
+  volumes: ComputeWithVolumes;
+  gateways: ComputeWithGateways;
+  'private-gateways': ComputeWithPrivateGateways;
+  reservations: ComputeWithReservations;
+  'group-provisioning': ComputeWithGroupProvisioning;
+}
+
+/** The methods each capability requires (the optional ones are not listed). */
+export const CAPABILITY_METHODS: { readonly [C in Capability]: readonly string[] } = {
+  'create-instance': ['createInstance'],
+  privileged: [],
+  'instance-volumes': [],
+  multinode: [],
+  'placement-groups': ['createPlacementGroup', 'deletePlacementGroup', 'isSuitablePlacementGroup'],
+  volumes: ['registerVolume', 'createVolume', 'deleteVolume'],
+  gateways: ['createGatewayReplica', 'terminateGatewayReplica'],
+  'private-gateways': [],
+  reservations: [],
+  'group-provisioning': ['runJobs', 'terminateComputeGroup'],
+};
+
+/** The methods every Compute has. */
+export const COMPUTE_METHODS = [
+  'getOffers',
+  'runJob',
+  'terminateInstance',
+  'updateProvisioningData',
+] as const;

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { DSTACK_RUNNER_HTTP_PORT, DSTACK_RUNNER_SSH_PORT, DSTACK_SHIM_HTTP_PORT } from './consts.js';
+import { generateUniqueBackendName, mergeTags } from './names.js';
+
+describe('generateUniqueBackendName', () => {
+  it('is dstack-{project}-{name}-{8 random [a-z0-9]}', () => {
+    const name = generateUniqueBackendName('main', 'train-0-0');
+    expect(name).toMatch(/^dstack-main-train-0-0-[a-z0-9]{8}$/);
+    expect(generateUniqueBackendName('main', 'train-0-0')).not.toBe(name);
+  });
+
+  it('truncates the prefix to stay within 60 characters', () => {
+    const name = generateUniqueBackendName('project', 'x'.repeat(80));
+    expect(name).toHaveLength(60);
+    expect(name).toMatch(/^dstack-project-x+-[a-z0-9]{8}$/);
+    expect(generateUniqueBackendName('p1', 'abc', { maxLength: 12, random: () => 0 })).toBe('dst-aaaaaaaa');
+  });
+
+  it('leaves out a project name that is not valid in every backend', () => {
+    expect(generateUniqueBackendName('My_Project', 'fleet-1')).toMatch(/^dstack-fleet-1-[a-z0-9]{8}$/);
+    expect(generateUniqueBackendName(null, 'fleet-1')).toMatch(/^dstack-fleet-1-[a-z0-9]{8}$/);
+  });
+});
+
+describe('mergeTags', () => {
+  it('lets base tags win over backend tags, and backend tags over user tags', () => {
+    expect(
+      mergeTags({ owner: 'dstack' }, { team: 'infra', owner: 'me' }, { team: 'ml', env: 'dev', owner: 'x' }),
+    ).toEqual({ owner: 'dstack', team: 'infra', env: 'dev' });
+  });
+});
+
+it('exposes the agent ports', () => {
+  expect([DSTACK_SHIM_HTTP_PORT, DSTACK_RUNNER_HTTP_PORT, DSTACK_RUNNER_SSH_PORT]).toEqual([
+    10998, 10999, 10022,
+  ]);
+});

@@ -1,0 +1,48 @@
+/** dstack's rule for names valid in every backend (`is_valid_dstack_resource_name`). */
+const DSTACK_RESOURCE_NAME_PATTERN = /^[a-z][a-z0-9-]{1,40}$/;
+const SUFFIX_LENGTH = 8;
+const SUFFIX_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+
+export const DEFAULT_MAX_RESOURCE_NAME_LENGTH = 60;
+
+export function isValidDstackResourceName(name: string): boolean {
+  return DSTACK_RESOURCE_NAME_PATTERN.test(name);
+}
+
+/**
+ * A cloud resource name unique on every call: `dstack-{project}-{name}-{8 random [a-z0-9]}`,
+ * at most `maxLength` (60) characters, the prefix truncated to fit. Unique names let
+ * re-submissions re-create resources on clouds that reject duplicate names (GCP, Azure).
+ * The project is left out when it is not a valid dstack resource name
+ * (`[a-z][a-z0-9-]{1,40}`); `name` is expected to be valid already.
+ */
+export function generateUniqueBackendName(
+  projectName: string | null | undefined,
+  name: string,
+  options: { maxLength?: number; random?: () => number } = {},
+): string {
+  const maxLength = options.maxLength ?? DEFAULT_MAX_RESOURCE_NAME_LENGTH;
+  const random = options.random ?? Math.random;
+  const prefix =
+    projectName != null && isValidDstackResourceName(projectName)
+      ? `dstack-${projectName}-${name}`
+      : `dstack-${name}`;
+  let suffix = '';
+  for (let i = 0; i < SUFFIX_LENGTH; i++) {
+    suffix += SUFFIX_ALPHABET[Math.floor(random() * SUFFIX_ALPHABET.length)];
+  }
+  return `${prefix.slice(0, Math.max(0, maxLength - SUFFIX_LENGTH - 1))}-${suffix}`;
+}
+
+/**
+ * Tags for a cloud resource (`merge_tags`): dstack's base tags win over the
+ * backend config's tags, which win over the user's resource tags, so users
+ * cannot override tags set by admins.
+ */
+export function mergeTags(
+  base: Readonly<Record<string, string>>,
+  backendTags?: Readonly<Record<string, string>> | null,
+  resourceTags?: Readonly<Record<string, string>> | null,
+): Record<string, string> {
+  return { ...(resourceTags ?? {}), ...(backendTags ?? {}), ...base };
+}

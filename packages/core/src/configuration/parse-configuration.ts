@@ -1,0 +1,170 @@
+/**
+ * Entry points: YAML text → typed configuration with defaults, or a `ConfigurationError` that
+ * names the file, line, column and field path.
+ */
+import { type Document, isMap, isSeq, LineCounter, parseDocument } from 'yaml';
+import { z } from 'zod';
+import { ConfigurationError } from '../errors.js';
+import { issuesToConfigurationError } from './configuration-error.js';
+import { fleetConfigurationSchema } from './fleet-configuration.js';
+import { gatewayConfigurationSchema } from './gateway-configuration.js';
+import { type ProfilesFile, profilesFileSchema } from './profile.js';
+import { devEnvironmentConfigurationSchema, taskConfigurationSchema } from './run-configurations.js';
+import { closestName, describeValue, isPlainObject } from './schema-helpers.js';
+import { serviceConfigurationSchema } from './service-configuration.js';
+import { volumeConfigurationSchema } from './volume-configuration.js';
+import { locateInDocument } from './yaml-positions.js';
+
+/** Schemas by `type`, in the order dstack lists them. */
+export const CONFIGURATION_SCHEMAS = {
+  task: taskConfigurationSchema,
+  service: serviceConfigurationSchema,
+  'dev-environment': devEnvironmentConfigurationSchema,
+  fleet: fleetConfigurationSchema,
+  volume: volumeConfigurationSchema,
+  gateway: gatewayConfigurationSchema,
+} as const;
+export type ConfigurationType = keyof typeof CONFIGURATION_SCHEMAS;
+export const CONFIGURATION_TYPES = Object.keys(CONFIGURATION_SCHEMAS) as ConfigurationType[];
+
+/** Any configuration a user can apply, chosen by `type`; also validates API bodies. */
+export const anyConfigurationSchema = z.discriminatedUnion('type', [
+  taskConfigurationSchema,
+  serviceConfigurationSchema,
+  devEnvironmentConfigurationSchema,
+  fleetConfigurationSchema,
+  volumeConfigurationSchema,
+  gatewayConfigurationSchema,
+]);
+export type AnyConfiguration = z.infer<typeof anyConfigurationSchema>;
+
+export interface ParseOptions {
+  /** The file the text came from; named in errors. */
+  path?: string;
+}
+
+interface ParsedYaml {
+  document: Document;
+  lineCounter: LineCounter;
+}
+
+/** Parses YAML text; syntax errors become `ConfigurationError`s at their position. */
+function parseYaml(text: string, file: string | undefined): ParsedYaml {
+  const lineCounter = new LineCounter();
+  const document = parseDocument(text, { lineCounter, prettyErrors: false });
+  const [error] = document.errors;
+  if (error) {
+    const { line, col } = lineCounter.linePos(error.pos[0]);
+    const message = error.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+    throw new ConfigurationError(`invalid YAML: ${message}`, {
+      ...(file === undefined ? {} : { file }),
+      line: Math.max(line, 1),
+      column: Math.max(col, 1),
+      cause: error,
+    });
+  }
+  return { document, lineCounter };
+}
+
+function rootKind(document: Document): string {
+  if (isSeq(document.contents)) return 'a list';
+  return describeValue(document.toJS());
+}
+
+const TYPE_LIST = CONFIGURATION_TYPES.join(', ');
+
+/**
+ * Parses a dstack configuration file (`.dstack.yml`) into a typed configuration with defaults
+ * applied. Throws `ConfigurationError` (with file, line, column and field path) when the YAML
+ * is malformed or the configuration is invalid.
+ */
+export function parseConfiguration(text: string, options: ParseOptions = {}): AnyConfiguration {
+  const file = options.path;
+  const { document, lineCounter } = parseYaml(text, file);
+  const fileDetails = file === undefined ? {} : { file };
+  if (document.contents === null || (document.contents as { value?: unknown }).value === null) {
+    throw new ConfigurationError(
+      `the configuration is empty; expected a mapping with 'type' (one of ${TYPE_LIST})`,
+      {
+        ...fileDetails,
+        line: 1,
+        column: 1,
+      },
+    );
+  }
+  if (!isMap(document.contents)) {
+    const { line, column } = locateInDocument(document, lineCounter, []);
+    throw new ConfigurationError(`expected a mapping at the top level, got ${rootKind(document)}`, {
+      ...fileDetails,
+      line,
+      column,
+    });
+  }
+  const data: unknown = document.toJS();
+  const type = isPlainObject(data) ? data.type : undefined;
+  if (type === undefined || type === null) {
+    const { line, column } = locateInDocument(document, lineCounter, []);
+    throw new ConfigurationError(`missing field 'type': expected one of ${TYPE_LIST}`, {
+      ...fileDetails,
+      path: ['type'],
+      line,
+      column,
+    });
+  }
+  if (typeof type !== 'string' || !(type in CONFIGURATION_SCHEMAS)) {
+    const { line, column } = locateInDocument(document, lineCounter, ['type']);
+    const suggestion = typeof type === 'string' ? closestName(type, CONFIGURATION_TYPES) : undefined;
+    throw new ConfigurationError(
+      `unknown configuration type ${describeValue(type)}: expected one of ${TYPE_LIST}${suggestion ? `; did you mean '${suggestion}'?` : ''}`,
+      { ...fileDetails, path: ['type'], line, column },
+    );
+  }
+  const schema = CONFIGURATION_SCHEMAS[type as ConfigurationType];
+  const result = schema.safeParse(data, { reportInput: true });
+  if (!result.success) {
+    throw issuesToConfigurationError(
+      result.error.issues,
+      {
+        file,
+        document,
+        lineCounter,
+        rootLabel: `${type} configuration`,
+      },
+      result.error,
+    );
+  }
+  return result.data as AnyConfiguration;
+}
+
+/**
+ * Validates an already-parsed configuration (an API body, a JSON object). Errors carry the
+ * field path but no position.
+ */
+export function validateConfiguration(value: unknown): AnyConfiguration {
+  const result = anyConfigurationSchema.safeParse(value, { reportInput: true });
+  if (!result.success) {
+    throw issuesToConfigurationError(result.error.issues, { rootLabel: 'configuration' }, result.error);
+  }
+  return result.data;
+}
+
+/**
+ * Parses `.dstack/profiles.yml` (`{profiles: [{name, default, ...profile params}]}`). An empty
+ * file has no profiles.
+ */
+export function parseProfilesFile(text: string, options: ParseOptions = {}): ProfilesFile {
+  const file = options.path;
+  const { document, lineCounter } = parseYaml(text, file);
+  if (document.contents === null || (document.contents as { value?: unknown }).value === null) {
+    return { profiles: [] };
+  }
+  const result = profilesFileSchema.safeParse(document.toJS(), { reportInput: true });
+  if (!result.success) {
+    throw issuesToConfigurationError(
+      result.error.issues,
+      { file, document, lineCounter, rootLabel: 'profiles file' },
+      result.error,
+    );
+  }
+  return result.data;
+}

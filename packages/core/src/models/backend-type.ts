@@ -1,0 +1,47 @@
+import { z } from 'zod';
+
+/**
+ * Backend types dstack knows (`core/models/backends/base.py`). Third-party
+ * backends add their own, so `BackendType` accepts any lowercase identifier.
+ */
+export const KNOWN_BACKEND_TYPES = [
+  'amddevcloud',
+  'aws',
+  'azure',
+  'cloudrift',
+  'crusoe',
+  'cudo',
+  'datacrunch',
+  'digitalocean',
+  'dstack',
+  'gcp',
+  'hotaisle',
+  'jarvislabs',
+  'kubernetes',
+  'lambda',
+  'local',
+  'nebius',
+  'oci',
+  'remote',
+  'runpod',
+  'slurm',
+  'tensordock',
+  'vastai',
+  'verda',
+  'vultr',
+] as const;
+export type KnownBackendType = (typeof KNOWN_BACKEND_TYPES)[number];
+
+/** A backend type: a known one or any lowercase identifier (`[a-z][a-z0-9_-]*`). */
+// `string & {}` keeps editor completion for the known names.
+export type BackendType = KnownBackendType | (string & {});
+
+export const BACKEND_TYPE_PATTERN = /^[a-z][a-z0-9_-]*$/;
+
+export const BackendTypeSchema: z.ZodType<BackendType, string> = z
+  .string()
+  .regex(BACKEND_TYPE_PATTERN, 'Backend type must be a lowercase identifier ([a-z][a-z0-9_-]*)');
+
+export function isKnownBackendType(value: string): value is KnownBackendType {
+  return (KNOWN_BACKEND_TYPES as readonly string[]).includes(value);
+}

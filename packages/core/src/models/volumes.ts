@@ -1,0 +1,77 @@
+import { z } from 'zod';
+import { BackendTypeSchema } from './backend-type.js';
+import { VolumeStatusSchema } from './statuses.js';
+
+export const VolumeProvisioningDataSchema = z.object({
+  backend: BackendTypeSchema.nullish(),
+  /** The provider's volume id. */
+  volume_id: z.string(),
+  size_gb: z.number().int().nonnegative(),
+  availability_zone: z.string().nullish(),
+  /** USD per month. */
+  price: z.number().nullish(),
+  /** Whether the server must attach/detach the volume itself (else `runJob` attaches it). */
+  attachable: z.boolean().default(true),
+  detachable: z.boolean().default(true),
+  /** Backend-specific data, a JSON string. */
+  backend_data: z.string().nullish(),
+});
+export type VolumeProvisioningData = z.output<typeof VolumeProvisioningDataSchema>;
+
+export const VolumeAttachmentDataSchema = z.object({
+  /** The device the volume appeared as (`/dev/sdf`), when the provider says. */
+  device_name: z.string().nullish(),
+});
+export type VolumeAttachmentData = z.output<typeof VolumeAttachmentDataSchema>;
+
+/**
+ * The volume configuration as a backend sees it. The full per-backend schemas
+ * live in `configuration/`; unknown fields are kept here for backend-specific keys.
+ */
+export const VolumeConfigurationForComputeSchema = z.looseObject({
+  type: z.literal('volume').default('volume'),
+  name: z.string().nullish(),
+  backend: BackendTypeSchema,
+  region: z.string(),
+  availability_zone: z.string().nullish(),
+  /** GB; required when creating a volume. */
+  size: z.number().nullish(),
+  /** Set when registering an existing volume. */
+  volume_id: z.string().nullish(),
+  tags: z.record(z.string(), z.string()).nullish(),
+});
+export type VolumeConfigurationForCompute = z.output<typeof VolumeConfigurationForComputeSchema>;
+
+export const VolumeInstanceSchema = z.object({
+  name: z.string(),
+  fleet_name: z.string().nullish(),
+  instance_num: z.number().int(),
+  instance_id: z.string().nullish(),
+});
+
+export const VolumeAttachmentSchema = z.object({
+  instance: VolumeInstanceSchema,
+  attachment_data: VolumeAttachmentDataSchema.nullish(),
+});
+export type VolumeAttachment = z.output<typeof VolumeAttachmentSchema>;
+
+/** A volume as the API returns it and as `ComputeWithVolumes` methods receive it. */
+export const VolumeSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  user: z.string().default(''),
+  project_name: z.string(),
+  configuration: VolumeConfigurationForComputeSchema,
+  external: z.boolean(),
+  created_at: z.string(),
+  last_processed_at: z.string().nullish(),
+  status: VolumeStatusSchema,
+  status_message: z.string().nullish(),
+  deleted: z.boolean().default(false),
+  volume_id: z.string().nullish(),
+  provisioning_data: VolumeProvisioningDataSchema.nullish(),
+  attachments: z.array(VolumeAttachmentSchema).nullish(),
+  /** Deprecated in dstack in favour of `attachments`. */
+  attachment_data: VolumeAttachmentDataSchema.nullish(),
+});
+export type Volume = z.output<typeof VolumeSchema>;

@@ -5,6 +5,7 @@ import { matches, normalizeQueryFilter, type QueryFilterInput } from './matching
 import { bundledSource } from './providers/bundled-source.js';
 import type { OnlineCatalogProvider } from './providers/catalog-provider.js';
 import type { CatalogSource } from './providers/catalog-source.js';
+import { CatalogSelection, type OrderedOffers, orderedOffersOf } from './selection.js';
 import { ColumnarCatalog } from './store/columnar-catalog.js';
 
 export { BUNDLED_SNAPSHOT_DIRECTORY, bundledSource, snapshotSource } from './providers/bundled-source.js';
@@ -26,6 +27,8 @@ export {
   type UrlSourceOptions,
   urlSource,
 } from './providers/url-source.js';
+
+export { CatalogSelection, mergeByPrice, type OrderedOffers, orderedOffersOf } from './selection.js';
 
 /** gpuhunt's `RELOAD_INTERVAL`. */
 export const DEFAULT_REFRESH_INTERVAL_MS = 15 * 60 * 1000;
@@ -138,6 +141,14 @@ export class Catalog {
    * invalid filter; an online provider that fails is reported to `onError` and skipped.
    */
   async query(filter: QueryFilterInput = {}): Promise<CatalogItem[]> {
+    return (await this.select(filter)).toArray();
+  }
+
+  /**
+   * Like {@link query}, but the offers are built only as they are read: the way to ask for
+   * the cheapest few of a large result (`(await catalog.select(filter)).take(50)`).
+   */
+  async select(filter: QueryFilterInput = {}): Promise<CatalogSelection> {
     const normalized = normalizeQueryFilter(filter);
     const onlineOnly = normalized.provider?.every((name) => this.online.has(name)) ?? false;
     if (!onlineOnly && this.isStale()) await this.load();
@@ -154,13 +165,13 @@ export class Catalog {
       }
     }
     const lists = await Promise.all(
-      selected.map((name) => {
+      selected.map(async (name): Promise<OrderedOffers> => {
         const onlineProvider = this.online.get(name);
-        if (onlineProvider) return this.queryOnline(name, onlineProvider, normalized);
-        return this.offline.get(name)?.catalog?.query(normalized) ?? [];
+        if (onlineProvider) return orderedOffersOf(await this.queryOnline(name, onlineProvider, normalized));
+        return this.offline.get(name)?.catalog?.select(normalized) ?? orderedOffersOf([]);
       }),
     );
-    return mergeByPrice(lists);
+    return new CatalogSelection(lists);
   }
 
   /** Providers known to the catalog, offline ones first, with what is in memory. */
@@ -278,52 +289,6 @@ export class Catalog {
     }
     return result;
   }
-}
-
-/**
- * Merges lists by price like Python's `heapq.merge(key=price)`: at each step the cheapest
- * head wins, ties go to the earlier list, and each list keeps its own order (even when it
- * is not sorted), so the result is not necessarily sorted.
- */
-export function mergeByPrice(lists: readonly (readonly CatalogItem[])[]): CatalogItem[] {
-  const nonEmpty = lists.filter((list) => list.length > 0);
-  if (nonEmpty.length === 0) return [];
-  if (nonEmpty.length === 1) return [...nonEmpty[0]!];
-  const total = nonEmpty.reduce((sum, list) => sum + list.length, 0);
-  const result: CatalogItem[] = [];
-  // Binary min-heap of list numbers, keyed by (head price, list number).
-  const positions = new Array<number>(nonEmpty.length).fill(0);
-  const heap = nonEmpty.map((_, index) => index);
-  const head = (list: number): number => nonEmpty[list]![positions[list]!]!.price;
-  const less = (left: number, right: number): boolean => {
-    const difference = head(left) - head(right);
-    return difference < 0 || (difference === 0 && left < right);
-  };
-  const siftDown = (start: number): void => {
-    let index = start;
-    for (;;) {
-      const left = 2 * index + 1;
-      const right = left + 1;
-      let smallest = index;
-      if (left < heap.length && less(heap[left]!, heap[smallest]!)) smallest = left;
-      if (right < heap.length && less(heap[right]!, heap[smallest]!)) smallest = right;
-      if (smallest === index) return;
-      [heap[index], heap[smallest]] = [heap[smallest]!, heap[index]!];
-      index = smallest;
-    }
-  };
-  for (let index = (heap.length >> 1) - 1; index >= 0; index--) siftDown(index);
-  while (result.length < total) {
-    const list = heap[0]!;
-    result.push(nonEmpty[list]![positions[list]!]!);
-    positions[list] = positions[list]! + 1;
-    if (positions[list] === nonEmpty[list]!.length) {
-      heap[0] = heap[heap.length - 1]!;
-      heap.pop();
-    }
-    if (heap.length > 0) siftDown(0);
-  }
-  return result;
 }
 
 function dedupe(names: readonly string[]): string[] {

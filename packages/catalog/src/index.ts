@@ -5,6 +5,7 @@ export {
   type CatalogOptions,
   type CatalogProvider,
   type CatalogProviderStatus,
+  CatalogSelection,
   type CatalogSource,
   type CatalogSourceFile,
   type CatalogSourceLoadOptions,
@@ -16,6 +17,8 @@ export {
   mergeByPrice,
   type OfflineCatalogProvider,
   type OnlineCatalogProvider,
+  type OrderedOffers,
+  orderedOffersOf,
   snapshotSource,
   type UrlSourceOptions,
   urlSource,
@@ -54,4 +57,4 @@ export {
   parseComputeCapability,
   type QueryFilterInput,
 } from './matching/matches.js';
-export { ColumnarCatalog, type ColumnarCatalogCsvOptions } from './store/columnar-catalog.js';
+export { ColumnarCatalog, type ColumnarCatalogCsvOptions, ColumnarRows } from './store/columnar-catalog.js';

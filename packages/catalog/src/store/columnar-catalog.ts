@@ -8,6 +8,7 @@ import {
 } from '../csv/catalog-row-decoder.js';
 import { ACCELERATOR_VENDORS, CPU_ARCHITECTURES, getComputeCapability } from '../gpus/known-accelerators.js';
 import { isComputeCapabilityBetween } from '../matching/matches.js';
+import type { OrderedOffers } from '../selection.js';
 
 export interface ColumnarCatalogCsvOptions {
   /** File name or URL, quoted in warnings. */
@@ -347,6 +348,11 @@ export class ColumnarCatalog {
     return builder.build();
   }
 
+  /** @internal price of a row, unchecked. */
+  priceOf(index: number): number {
+    return this.columns.price[index]!;
+  }
+
   /** The row at `index` in price order. */
   at(index: number): CatalogItem {
     if (!Number.isInteger(index) || index < 0 || index >= this.size) {
@@ -368,9 +374,22 @@ export class ColumnarCatalog {
 
   /** Rows that match the filter (gpuhunt's `matches()`), in price order. */
   query(filter: QueryFilter): CatalogItem[] {
+    const rows = this.select(filter);
+    const items = new Array<CatalogItem>(rows.length);
+    for (let index = 0; index < rows.length; index++) items[index] = rows.itemAt(index);
+    return items;
+  }
+
+  /**
+   * The rows {@link query} would return, as row numbers: nothing is built per row, so this
+   * is the cost of a query whatever the number of matches.
+   */
+  select(filter: QueryFilter): ColumnarRows {
     if (filter.provider !== undefined) {
       const provider = this.provider;
-      if (!filter.provider.some((name) => name.toLowerCase() === provider)) return [];
+      if (!filter.provider.some((name) => name.toLowerCase() === provider)) {
+        return new ColumnarRows(this, new Int32Array(0));
+      }
     }
     const {
       price,
@@ -410,7 +429,8 @@ export class ColumnarCatalog {
     const start = filter.minPrice === undefined ? 0 : lowerBound(price, filter.minPrice, this.size);
     const end = filter.maxPrice === undefined ? this.size : upperBound(price, filter.maxPrice, this.size);
 
-    const result: CatalogItem[] = [];
+    const rows = new Int32Array(Math.max(0, end - start));
+    let matched = 0;
     for (let index = start; index < end; index++) {
       if (spot >= 0 && spotColumn[index] !== spot) continue;
       if (cpuArch >= 0 && arch[index] !== cpuArch) continue;
@@ -436,9 +456,9 @@ export class ColumnarCatalog {
       const disk = diskSize[index]!;
       if (!Number.isNaN(disk) && (disk < minDisk || disk > maxDisk)) continue;
       if (flagSetAllowed !== null && flagSetAllowed[flagSetId[index]!] === 0) continue;
-      result.push(this.materialize(index));
+      rows[matched++] = index;
     }
-    return result;
+    return new ColumnarRows(this, rows.subarray(0, matched));
   }
 
   /**
@@ -477,7 +497,8 @@ export class ColumnarCatalog {
     return table;
   }
 
-  private materialize(index: number): CatalogItem {
+  /** @internal the row at `index`, unchecked. */
+  materialize(index: number): CatalogItem {
     const columns = this.columns;
     const dictionaries = this.dictionaries;
     const gpuNameId = columns.gpuNameId[index]!;
@@ -515,6 +536,27 @@ export class ColumnarCatalog {
       this.parsedProviderData[id] = parsed;
     }
     return parsed === null ? JSON.parse(this.dictionaries.providerDataTexts[id]!) : { ...parsed };
+  }
+}
+
+/** Rows of one {@link ColumnarCatalog} selected by a query, in price order. */
+export class ColumnarRows implements OrderedOffers {
+  constructor(
+    private readonly catalog: ColumnarCatalog,
+    /** Row numbers in the catalog, ascending. */
+    readonly rows: Int32Array,
+  ) {}
+
+  get length(): number {
+    return this.rows.length;
+  }
+
+  priceAt(index: number): number {
+    return this.catalog.priceOf(this.rows[index]!);
+  }
+
+  itemAt(index: number): CatalogItem {
+    return this.catalog.materialize(this.rows[index]!);
   }
 }
 

@@ -134,8 +134,8 @@ Examples:
       if (unknown.length > 0) {
         throw usageError(`unknown provider ${unknown.join(', ')}; this catalog has ${known.join(', ')}`);
       }
-      let items = await catalog.query(filter);
-      if (options.limit !== undefined) items = items.slice(0, options.limit);
+      const selection = await catalog.select(filter);
+      const items = options.limit === undefined ? selection.toArray() : selection.take(options.limit);
       if (options.format === 'json') {
         process.stdout.write(`${JSON.stringify(items.map(offerToJson), null, 2)}\n`);
       } else {

@@ -11,11 +11,10 @@ import { parseArgs } from 'node:util';
 import { buildSnapshot, readSnapshotSources, renderSnapshotFiles } from '../src/snapshot/build-snapshot.js';
 
 const packageDirectory = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const repositoryDirectory = path.resolve(packageDirectory, '../..');
 
 const { values } = parseArgs({
   options: {
-    'data-dir': { type: 'string', default: path.resolve(repositoryDirectory, '../shared/catalog-data') },
+    'data-dir': { type: 'string', default: path.join(packageDirectory, 'snapshot-data') },
     'out-dir': { type: 'string', default: path.join(packageDirectory, 'assets/snapshot') },
     check: { type: 'boolean', default: false },
     'no-filter': { type: 'boolean', default: false },
@@ -26,7 +25,7 @@ const { values } = parseArgs({
 if (values.help) {
   console.log(`Usage: build-snapshot [--data-dir DIR] [--out-dir DIR] [--check] [--no-filter]
 
-  --data-dir DIR  SkyPilot extracts (default: <repo>/../shared/catalog-data)
+  --data-dir DIR  SkyPilot extracts (default: snapshot-data)
   --out-dir DIR   where aws.csv, gcp.csv and version go (default: assets/snapshot)
   --check         compare with the files in --out-dir instead of writing; exit 1 on a difference
   --no-filter     keep the rows gpuhunt's filter() would not publish (for inspection only)`);

@@ -8,7 +8,9 @@ import { parse } from 'yaml';
 
 // These tests run the built bin as a real child process: build first (`pnpm build`).
 const bin = fileURLToPath(new URL('../../dist/bin/dstack.js', import.meta.url));
-const example = '/work/shared/dstack-examples/misc__http.server__task.dstack.yml';
+const example = fileURLToPath(
+  new URL('../../../../examples/dstack/misc__http.server__task.dstack.yml', import.meta.url),
+);
 const packageVersion = (
   JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
 ).version;

@@ -11,8 +11,7 @@ import {
 } from './index.js';
 
 const EXAMPLES_DIR =
-  process.env.DSTACK_EXAMPLES_DIR ??
-  fileURLToPath(new URL('../../../../../shared/dstack-examples/', import.meta.url));
+  process.env.DSTACK_EXAMPLES_DIR ?? fileURLToPath(new URL('../../../../examples/dstack/', import.meta.url));
 const exampleFiles = readdirSync(EXAMPLES_DIR).filter((name) => /\.dstack\.ya?ml$/.test(name));
 
 function parseExample(name: string): AnyConfiguration {

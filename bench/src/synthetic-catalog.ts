@@ -1,4 +1,4 @@
-import type { AcceleratorVendor, CatalogItem } from '@dstack/catalog';
+import { type AcceleratorVendor, type CatalogItem, createCatalogItem } from '@dstack/catalog';
 
 /** mulberry32: a tiny seeded PRNG, so the same seed always gives the same catalog. */
 export function createRandom(seed: number): () => number {
@@ -39,10 +39,10 @@ const pick = <T>(random: () => number, list: readonly T[]): T =>
   list[Math.floor(random() * list.length)] as T;
 const round = (value: number, digits: number) => Math.round(value * 10 ** digits) / 10 ** digits;
 
-type InstanceType = Omit<CatalogItem, 'provider' | 'location' | 'spot'>;
+type InstanceType = Omit<CatalogItem, 'provider' | 'location' | 'spot' | 'flags' | 'providerData'>;
 
 function generateInstanceType(random: () => number, index: number): InstanceType {
-  const base = { diskSize: null, flags: [], providerData: {} };
+  const base = { diskSize: null };
   if (random() < 0.7) {
     const [gpuName, gpuMemory, gpuVendor, perGpu] = pick(random, GPUS);
     const gpuCount = pick(random, GPU_COUNTS);
@@ -97,15 +97,15 @@ export function generateSyntheticCatalog(options: {
     const spot = random() < 0.5;
     const regionFactor = 0.9 + random() * 0.3;
     const discount = spot ? 0.3 + random() * 0.4 : 1;
-    items.push({
-      ...type,
-      provider,
-      location: pick(random, REGIONS),
-      price: round(type.price * regionFactor * discount, 5),
-      spot,
-      flags: [],
-      providerData: {},
-    });
+    items.push(
+      createCatalogItem({
+        ...type,
+        provider,
+        location: pick(random, REGIONS),
+        price: round(type.price * regionFactor * discount, 5),
+        spot,
+      }),
+    );
   }
   return items.sort((a, b) => a.price - b.price);
 }

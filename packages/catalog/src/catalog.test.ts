@@ -16,14 +16,14 @@ import {
   snapshotSource,
   urlSource,
 } from './catalog.js';
-import type { CatalogItem, QueryFilter } from './catalog-item.js';
+import { type CatalogItem, createCatalogItem, type QueryFilter } from './catalog-item.js';
 import { CATALOG_CSV_COLUMNS, formatCatalogCsv } from './csv/catalog-csv.js';
 import { CatalogError } from './errors.js';
 
 // Cases ported from gpuhunt's src/tests/_internal/test_catalog.py.
 
 function catalogItem(overrides: Partial<CatalogItem> = {}): CatalogItem {
-  return {
+  return createCatalogItem({
     provider: 'vultr',
     instanceName: 'instance',
     location: 'location',
@@ -33,14 +33,9 @@ function catalogItem(overrides: Partial<CatalogItem> = {}): CatalogItem {
     gpuCount: 1,
     gpuName: 'gpu',
     gpuMemory: 1,
-    spot: false,
-    diskSize: null,
     gpuVendor: 'nvidia',
-    flags: [],
-    cpuArch: 'x86',
-    providerData: {},
     ...overrides,
-  };
+  });
 }
 
 function onlineProvider(

@@ -23,7 +23,12 @@ export {
   type UrlSourceOptions,
   urlSource,
 } from './catalog.js';
-export type { CatalogItem, QueryFilter } from './catalog-item.js';
+export {
+  type CatalogItem,
+  type CatalogItemInit,
+  createCatalogItem,
+  type QueryFilter,
+} from './catalog-item.js';
 export {
   CATALOG_CSV_COLUMNS,
   type CatalogCsvColumn,

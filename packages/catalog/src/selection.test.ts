@@ -1,26 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { CatalogItem } from './catalog-item.js';
+import { type CatalogItem, createCatalogItem } from './catalog-item.js';
 import { CatalogSelection, mergeByPrice, type OrderedOffers, orderedOffersOf } from './selection.js';
 import { ColumnarCatalog } from './store/columnar-catalog.js';
 
 function offer(provider: string, price: number, instanceName = `${provider}-${price}`): CatalogItem {
-  return {
-    provider,
-    instanceName,
-    location: 'somewhere',
-    price,
-    cpu: 4,
-    memory: 16,
-    gpuCount: 0,
-    gpuName: null,
-    gpuMemory: null,
-    spot: false,
-    diskSize: null,
-    gpuVendor: null,
-    flags: [],
-    cpuArch: 'x86',
-    providerData: {},
-  };
+  return createCatalogItem({ provider, instanceName, location: 'somewhere', price, cpu: 4, memory: 16 });
 }
 
 /** Counts the items built, to prove the selection builds only what is read. */

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { CatalogItem } from '../catalog-item.js';
+import { type CatalogItem, createCatalogItem } from '../catalog-item.js';
 import {
   CATALOG_CSV_COLUMNS,
   type CatalogWarning,
@@ -12,24 +12,15 @@ import {
 // checked against a file written by Python's csv module with gpuhunt's item_to_row.
 
 function catalogItem(overrides: Partial<CatalogItem> = {}): CatalogItem {
-  return {
+  return createCatalogItem({
     provider: 'test',
     instanceName: 'test-instance',
     location: 'eu-west-1',
     price: 1,
     cpu: 1,
     memory: 32,
-    gpuCount: 0,
-    gpuName: null,
-    gpuMemory: null,
-    spot: false,
-    diskSize: null,
-    gpuVendor: null,
-    flags: [],
-    cpuArch: 'x86',
-    providerData: {},
     ...overrides,
-  };
+  });
 }
 
 type Row = Partial<Record<(typeof CATALOG_CSV_COLUMNS)[number], string>>;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { CatalogItem } from '../catalog-item.js';
+import { type CatalogItem, createCatalogItem } from '../catalog-item.js';
 import {
   checkCatalogIntegrity,
   checkOfferRules,
@@ -8,7 +8,7 @@ import {
 } from './check-catalog-integrity.js';
 
 function offer(overrides: Partial<CatalogItem> = {}): CatalogItem {
-  return {
+  return createCatalogItem({
     provider: 'test',
     instanceName: 'g.1',
     location: 'here',
@@ -18,14 +18,9 @@ function offer(overrides: Partial<CatalogItem> = {}): CatalogItem {
     gpuCount: 1,
     gpuName: 'T4',
     gpuMemory: 16,
-    spot: false,
-    diskSize: null,
     gpuVendor: 'nvidia',
-    flags: [],
-    cpuArch: 'x86',
-    providerData: {},
     ...overrides,
-  };
+  });
 }
 
 describe('checkOfferRules', () => {
@@ -46,7 +41,8 @@ describe('checkOfferRules', () => {
     [{ gpuVendor: null }, 'gpu'],
     [{ gpuCount: 0 }, 'gpu'],
   ] as Array<[Partial<CatalogItem>, string]>)('flags %o as %s', (overrides, check) => {
-    const problems = checkOfferRules([offer(overrides)]);
+    // Overrides spread over a valid offer, not through createCatalogItem, which would infer the vendor.
+    const problems = checkOfferRules([{ ...offer(), ...overrides }]);
     expect(problems.map((p) => p.check)).toEqual([check]);
     expect(problems[0]?.index).toBe(0);
   });

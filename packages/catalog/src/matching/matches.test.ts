@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { CatalogItem, QueryFilter } from '../catalog-item.js';
+import { type CatalogItem, createCatalogItem, type QueryFilter } from '../catalog-item.js';
 import { correctGpuMemoryGib } from '../gpus/known-accelerators.js';
 import { matches, normalizeQueryFilter, parseComputeCapability } from './matches.js';
 
 // Cases ported from gpuhunt's src/tests/_internal/test_constraints.py.
 
 function gpuItem(overrides: Partial<CatalogItem> = {}): CatalogItem {
-  return {
+  return createCatalogItem({
     provider: 'aws',
     instanceName: 'large',
     location: 'us-east-1',
@@ -16,14 +16,9 @@ function gpuItem(overrides: Partial<CatalogItem> = {}): CatalogItem {
     gpuCount: 1,
     gpuName: 'A100',
     gpuMemory: 40,
-    spot: false,
-    diskSize: null,
     gpuVendor: 'nvidia',
-    flags: [],
-    cpuArch: 'x86',
-    providerData: {},
     ...overrides,
-  };
+  });
 }
 
 function cpuItem(overrides: Partial<CatalogItem> = {}): CatalogItem {

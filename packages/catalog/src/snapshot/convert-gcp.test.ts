@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createCatalogItem } from '../catalog-item.js';
 import { createConversionReport } from './conversion-report.js';
 import { convertGcpRows, gcpBuiltInGpus } from './convert-gcp.js';
 
@@ -65,23 +66,21 @@ describe('convertGcpRows', () => {
     ]);
     const byName = (name: string, spot: boolean) =>
       items.find((i) => i.instanceName === name && i.spot === spot);
-    expect(byName('a2-highgpu-1g', false)).toEqual({
-      provider: 'gcp',
-      instanceName: 'a2-highgpu-1g',
-      location: zone,
-      price: 3.67339,
-      cpu: 12,
-      memory: 85,
-      gpuCount: 1,
-      gpuName: 'A100',
-      gpuMemory: 40,
-      spot: false,
-      diskSize: null,
-      gpuVendor: 'nvidia',
-      flags: [],
-      cpuArch: 'x86',
-      providerData: { is_dws_calendar_mode: false },
-    });
+    expect(byName('a2-highgpu-1g', false)).toEqual(
+      createCatalogItem({
+        provider: 'gcp',
+        instanceName: 'a2-highgpu-1g',
+        location: zone,
+        price: 3.67339,
+        cpu: 12,
+        memory: 85,
+        gpuCount: 1,
+        gpuName: 'A100',
+        gpuMemory: 40,
+        gpuVendor: 'nvidia',
+        providerData: { is_dws_calendar_mode: false },
+      }),
+    );
     expect(byName('a2-highgpu-1g', true)?.price).toBe(1.38);
     expect(byName('g2-standard-4', false)).toMatchObject({ price: 0.70683, gpuName: 'L4', gpuMemory: 24 });
   });

@@ -1,26 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import type { CatalogItem } from '../catalog-item.js';
+import { type CatalogItem, createCatalogItem } from '../catalog-item.js';
 import { filterAwsOffers, filterGcpOffers } from './gpuhunt-filters.js';
 
 function item(instanceName: string, overrides: Partial<CatalogItem> = {}): CatalogItem {
-  return {
+  return createCatalogItem({
     provider: 'x',
     instanceName,
     location: 'l',
     price: 1,
     cpu: 1,
     memory: 1,
-    gpuCount: 0,
-    gpuName: null,
-    gpuMemory: null,
-    spot: false,
-    diskSize: null,
-    gpuVendor: null,
-    flags: [],
-    cpuArch: 'x86',
-    providerData: {},
     ...overrides,
-  };
+  });
 }
 const gpu = (name: string, count = 1): Partial<CatalogItem> => ({
   gpuCount: count,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { CatalogItem, QueryFilter } from '../catalog-item.js';
+import { type CatalogItem, createCatalogItem, type QueryFilter } from '../catalog-item.js';
 import { formatCatalogCsv, parseCatalogCsv } from '../csv/catalog-csv.js';
 import type { CatalogWarning } from '../csv/catalog-row-decoder.js';
 import { ACCELERATOR_VENDORS, type AcceleratorVendor } from '../gpus/known-accelerators.js';
@@ -50,24 +50,26 @@ function generateItems(count: number, seed: number): CatalogItem[] {
     const hasGpu = next() < 0.7;
     const [gpuName, gpuVendor, gpuMemory] = pick(next, GPUS);
     const gpuCount = hasGpu ? pick(next, [1, 1, 2, 4, 8]) : 0;
-    items.push({
-      provider: 'test',
-      instanceName: `type-${Math.floor(next() * 50)}`,
-      location: pick(next, LOCATIONS),
-      // Ties are common in real catalogs and test the stable order.
-      price: next() < 0.5 ? pick(next, PRICES) : Math.round(next() * 10000) / 100,
-      cpu: pick(next, [1, 2, 4, 8, 16, 48, 96, 192]),
-      memory: pick(next, [0.5, 2, 8, 16, 64, 85, 2048]),
-      gpuCount,
-      gpuName: hasGpu ? gpuName : null,
-      gpuMemory: hasGpu ? (next() < 0.05 ? null : gpuMemory) : null,
-      spot: next() < 0.3,
-      diskSize: next() < 0.6 ? null : pick(next, [0, 50, 100, 500]),
-      gpuVendor: hasGpu ? gpuVendor : null,
-      flags: [...pick(next, FLAG_SETS)],
-      cpuArch: next() < 0.8 ? 'x86' : 'arm',
-      providerData: next() < 0.8 ? {} : { zone: pick(next, LOCATIONS), dws: next() < 0.5 },
-    });
+    items.push(
+      createCatalogItem({
+        provider: 'test',
+        instanceName: `type-${Math.floor(next() * 50)}`,
+        location: pick(next, LOCATIONS),
+        // Ties are common in real catalogs and test the stable order.
+        price: next() < 0.5 ? pick(next, PRICES) : Math.round(next() * 10000) / 100,
+        cpu: pick(next, [1, 2, 4, 8, 16, 48, 96, 192]),
+        memory: pick(next, [0.5, 2, 8, 16, 64, 85, 2048]),
+        gpuCount,
+        gpuName: hasGpu ? gpuName : null,
+        gpuMemory: hasGpu ? (next() < 0.05 ? null : gpuMemory) : null,
+        spot: next() < 0.3,
+        diskSize: next() < 0.6 ? null : pick(next, [0, 50, 100, 500]),
+        gpuVendor: hasGpu ? gpuVendor : null,
+        flags: [...pick(next, FLAG_SETS)],
+        cpuArch: next() < 0.8 ? 'x86' : 'arm',
+        providerData: next() < 0.8 ? {} : { zone: pick(next, LOCATIONS), dws: next() < 0.5 },
+      }),
+    );
   }
   return items;
 }

@@ -47,40 +47,63 @@ function detach(value: string): string {
   return value.length < 13 ? value : Buffer.from(value, 'utf8').toString('utf8');
 }
 
-function growFloat(array: Float64Array, capacity: number): Float64Array {
-  const grown = new Float64Array(capacity);
-  grown.set(array);
-  return grown;
+/** The columns of a catalog and the typed array of each: the one place that lists them. */
+const COLUMN_TYPES = {
+  price: Float64Array,
+  memory: Float64Array,
+  /** NaN for none. */
+  gpuMemory: Float64Array,
+  /** NaN for none. */
+  diskSize: Float64Array,
+  cpu: Int32Array,
+  gpuCount: Int32Array,
+  instanceNameId: Int32Array,
+  locationId: Int32Array,
+  /** -1 for none. */
+  gpuNameId: Int32Array,
+  flagSetId: Int32Array,
+  providerDataId: Int32Array,
+  spot: Uint8Array,
+  /** 0 for none, else index in ACCELERATOR_VENDORS + 1. */
+  vendor: Uint8Array,
+  /** Index in CPU_ARCHITECTURES. */
+  arch: Uint8Array,
+} as const;
+
+type ColumnName = keyof typeof COLUMN_TYPES;
+/** One typed array per column, of the type given by {@link COLUMN_TYPES}. */
+type Columns = { [Name in ColumnName]: InstanceType<(typeof COLUMN_TYPES)[Name]> };
+type ColumnArray = Columns[ColumnName];
+type ColumnArrayType = new (length: number) => ColumnArray;
+
+const COLUMN_NAMES = Object.keys(COLUMN_TYPES) as ColumnName[];
+
+/** Zero-filled columns of `length` rows. */
+function allocateColumns(length: number): Columns {
+  const columns: Partial<Record<ColumnName, ColumnArray>> = {};
+  for (const name of COLUMN_NAMES) columns[name] = new COLUMN_TYPES[name](length);
+  return columns as Columns;
 }
-function growInt(array: Int32Array, capacity: number): Int32Array {
-  const grown = new Int32Array(capacity);
-  grown.set(array);
-  return grown;
-}
-function growByte(array: Uint8Array, capacity: number): Uint8Array {
-  const grown = new Uint8Array(capacity);
-  grown.set(array);
-  return grown;
+
+/**
+ * New columns, each `map(array, type)` of the same column of `columns`; `map` must return
+ * an array of the given `type` (a new one of it, or a slice of `array`).
+ */
+function mapColumns(
+  columns: Columns,
+  map: (array: ColumnArray, type: ColumnArrayType) => ColumnArray,
+): Columns {
+  const mapped: Partial<Record<ColumnName, ColumnArray>> = {};
+  for (const name of COLUMN_NAMES) mapped[name] = map(columns[name], COLUMN_TYPES[name]);
+  return mapped as Columns;
 }
 
 /** Rows appended in file order; `build()` sorts them by price. */
 class ColumnarCatalogBuilder {
   size = 0;
   capacity: number;
-  price: Float64Array;
-  memory: Float64Array;
-  gpuMemory: Float64Array;
-  diskSize: Float64Array;
-  cpu: Int32Array;
-  gpuCount: Int32Array;
-  instanceNameId: Int32Array;
-  locationId: Int32Array;
-  gpuNameId: Int32Array;
-  flagSetId: Int32Array;
-  providerDataId: Int32Array;
-  spot: Uint8Array;
-  vendor: Uint8Array;
-  arch: Uint8Array;
+  /** `capacity` rows, the first `size` of them filled; replaced when it grows. */
+  columns: Columns;
   readonly instanceNames = new StringTable();
   readonly locations = new StringTable();
   readonly gpuNames = new StringTable();
@@ -96,39 +119,17 @@ class ColumnarCatalogBuilder {
     capacity: number,
   ) {
     this.capacity = Math.max(16, capacity);
-    this.price = new Float64Array(this.capacity);
-    this.memory = new Float64Array(this.capacity);
-    this.gpuMemory = new Float64Array(this.capacity);
-    this.diskSize = new Float64Array(this.capacity);
-    this.cpu = new Int32Array(this.capacity);
-    this.gpuCount = new Int32Array(this.capacity);
-    this.instanceNameId = new Int32Array(this.capacity);
-    this.locationId = new Int32Array(this.capacity);
-    this.gpuNameId = new Int32Array(this.capacity);
-    this.flagSetId = new Int32Array(this.capacity);
-    this.providerDataId = new Int32Array(this.capacity);
-    this.spot = new Uint8Array(this.capacity);
-    this.vendor = new Uint8Array(this.capacity);
-    this.arch = new Uint8Array(this.capacity);
+    this.columns = allocateColumns(this.capacity);
   }
 
   private reserve(): number {
     if (this.size === this.capacity) {
       const capacity = this.capacity * 2;
-      this.price = growFloat(this.price, capacity);
-      this.memory = growFloat(this.memory, capacity);
-      this.gpuMemory = growFloat(this.gpuMemory, capacity);
-      this.diskSize = growFloat(this.diskSize, capacity);
-      this.cpu = growInt(this.cpu, capacity);
-      this.gpuCount = growInt(this.gpuCount, capacity);
-      this.instanceNameId = growInt(this.instanceNameId, capacity);
-      this.locationId = growInt(this.locationId, capacity);
-      this.gpuNameId = growInt(this.gpuNameId, capacity);
-      this.flagSetId = growInt(this.flagSetId, capacity);
-      this.providerDataId = growInt(this.providerDataId, capacity);
-      this.spot = growByte(this.spot, capacity);
-      this.vendor = growByte(this.vendor, capacity);
-      this.arch = growByte(this.arch, capacity);
+      this.columns = mapColumns(this.columns, (array, Type) => {
+        const grown = new Type(capacity);
+        grown.set(array);
+        return grown;
+      });
       this.capacity = capacity;
     }
     return this.size++;
@@ -157,21 +158,22 @@ class ColumnarCatalogBuilder {
 
   addDecoded(row: DecodedCatalogRow): void {
     const index = this.reserve();
-    this.price[index] = row.price;
-    this.memory[index] = row.memory;
-    this.gpuMemory[index] = row.gpuMemory;
-    this.diskSize[index] = row.diskSize;
-    this.cpu[index] = row.cpu;
-    this.gpuCount[index] = row.gpuCount;
-    this.instanceNameId[index] = this.instanceNames.intern(row.instanceName);
-    this.locationId[index] = this.locations.intern(row.location);
-    this.gpuNameId[index] = row.gpuName === null ? -1 : this.gpuNames.intern(row.gpuName);
-    this.flagSetId[index] = row.flagsText === '' ? 0 : this.internFlags(row.flagsText);
-    this.providerDataId[index] =
+    const columns = this.columns;
+    columns.price[index] = row.price;
+    columns.memory[index] = row.memory;
+    columns.gpuMemory[index] = row.gpuMemory;
+    columns.diskSize[index] = row.diskSize;
+    columns.cpu[index] = row.cpu;
+    columns.gpuCount[index] = row.gpuCount;
+    columns.instanceNameId[index] = this.instanceNames.intern(row.instanceName);
+    columns.locationId[index] = this.locations.intern(row.location);
+    columns.gpuNameId[index] = row.gpuName === null ? -1 : this.gpuNames.intern(row.gpuName);
+    columns.flagSetId[index] = row.flagsText === '' ? 0 : this.internFlags(row.flagsText);
+    columns.providerDataId[index] =
       row.providerDataText === EMPTY_JSON ? 0 : this.internProviderData(row.providerDataText);
-    this.spot[index] = row.spot ? 1 : 0;
-    this.vendor[index] = row.vendorCode;
-    this.arch[index] = row.archCode;
+    columns.spot[index] = row.spot ? 1 : 0;
+    columns.vendor[index] = row.vendorCode;
+    columns.arch[index] = row.archCode;
   }
 
   addItem(item: CatalogItem): void {
@@ -188,26 +190,27 @@ class ColumnarCatalogBuilder {
       }
     }
     const index = this.reserve();
-    this.price[index] = item.price;
-    this.memory[index] = item.memory;
-    this.gpuMemory[index] = item.gpuMemory ?? Number.NaN;
-    this.diskSize[index] = item.diskSize ?? Number.NaN;
-    this.cpu[index] = item.cpu;
-    this.gpuCount[index] = item.gpuCount;
-    this.instanceNameId[index] = this.instanceNames.intern(item.instanceName);
-    this.locationId[index] = this.locations.intern(item.location);
-    this.gpuNameId[index] = item.gpuName === null ? -1 : this.gpuNames.intern(item.gpuName);
-    this.flagSetId[index] = item.flags.length === 0 ? 0 : this.internFlags(item.flags.join(' '));
+    const columns = this.columns;
+    columns.price[index] = item.price;
+    columns.memory[index] = item.memory;
+    columns.gpuMemory[index] = item.gpuMemory ?? Number.NaN;
+    columns.diskSize[index] = item.diskSize ?? Number.NaN;
+    columns.cpu[index] = item.cpu;
+    columns.gpuCount[index] = item.gpuCount;
+    columns.instanceNameId[index] = this.instanceNames.intern(item.instanceName);
+    columns.locationId[index] = this.locations.intern(item.location);
+    columns.gpuNameId[index] = item.gpuName === null ? -1 : this.gpuNames.intern(item.gpuName);
+    columns.flagSetId[index] = item.flags.length === 0 ? 0 : this.internFlags(item.flags.join(' '));
     const providerData = JSON.stringify(item.providerData ?? {});
-    this.providerDataId[index] = providerData === EMPTY_JSON ? 0 : this.internProviderData(providerData);
-    this.spot[index] = item.spot ? 1 : 0;
-    this.vendor[index] = item.gpuVendor === null ? 0 : (VENDOR_CODES.get(item.gpuVendor) ?? 0);
-    this.arch[index] = ARCH_CODES.get(item.cpuArch) ?? 0;
+    columns.providerDataId[index] = providerData === EMPTY_JSON ? 0 : this.internProviderData(providerData);
+    columns.spot[index] = item.spot ? 1 : 0;
+    columns.vendor[index] = item.gpuVendor === null ? 0 : (VENDOR_CODES.get(item.gpuVendor) ?? 0);
+    columns.arch[index] = ARCH_CODES.get(item.cpuArch) ?? 0;
   }
 
   build(): ColumnarCatalog {
     const size = this.size;
-    const price = this.price;
+    const price = this.columns.price;
     let sorted = true;
     for (let index = 1; index < size; index++) {
       if (price[index - 1]! > price[index]!) {
@@ -217,55 +220,14 @@ class ColumnarCatalogBuilder {
     }
     let columns: Columns;
     if (sorted) {
-      columns = {
-        price: this.price.slice(0, size),
-        memory: this.memory.slice(0, size),
-        gpuMemory: this.gpuMemory.slice(0, size),
-        diskSize: this.diskSize.slice(0, size),
-        cpu: this.cpu.slice(0, size),
-        gpuCount: this.gpuCount.slice(0, size),
-        instanceNameId: this.instanceNameId.slice(0, size),
-        locationId: this.locationId.slice(0, size),
-        gpuNameId: this.gpuNameId.slice(0, size),
-        flagSetId: this.flagSetId.slice(0, size),
-        providerDataId: this.providerDataId.slice(0, size),
-        spot: this.spot.slice(0, size),
-        vendor: this.vendor.slice(0, size),
-        arch: this.arch.slice(0, size),
-      };
+      columns = mapColumns(this.columns, (array) => array.slice(0, size));
     } else {
       const order = stableOrderByPrice(price, size);
-      const permuteFloat = (source: Float64Array): Float64Array => {
-        const target = new Float64Array(size);
+      columns = mapColumns(this.columns, (source, Type) => {
+        const target = new Type(size);
         for (let index = 0; index < size; index++) target[index] = source[order[index]!]!;
         return target;
-      };
-      const permuteInt = (source: Int32Array): Int32Array => {
-        const target = new Int32Array(size);
-        for (let index = 0; index < size; index++) target[index] = source[order[index]!]!;
-        return target;
-      };
-      const permuteByte = (source: Uint8Array): Uint8Array => {
-        const target = new Uint8Array(size);
-        for (let index = 0; index < size; index++) target[index] = source[order[index]!]!;
-        return target;
-      };
-      columns = {
-        price: permuteFloat(this.price),
-        memory: permuteFloat(this.memory),
-        gpuMemory: permuteFloat(this.gpuMemory),
-        diskSize: permuteFloat(this.diskSize),
-        cpu: permuteInt(this.cpu),
-        gpuCount: permuteInt(this.gpuCount),
-        instanceNameId: permuteInt(this.instanceNameId),
-        locationId: permuteInt(this.locationId),
-        gpuNameId: permuteInt(this.gpuNameId),
-        flagSetId: permuteInt(this.flagSetId),
-        providerDataId: permuteInt(this.providerDataId),
-        spot: permuteByte(this.spot),
-        vendor: permuteByte(this.vendor),
-        arch: permuteByte(this.arch),
-      };
+      });
     }
     return new ColumnarCatalog(this.provider, size, columns, {
       instanceNames: this.instanceNames,
@@ -275,28 +237,6 @@ class ColumnarCatalogBuilder {
       providerDataTexts: this.providerDataTexts,
     });
   }
-}
-
-interface Columns {
-  price: Float64Array;
-  memory: Float64Array;
-  /** NaN for none. */
-  gpuMemory: Float64Array;
-  /** NaN for none. */
-  diskSize: Float64Array;
-  cpu: Int32Array;
-  gpuCount: Int32Array;
-  instanceNameId: Int32Array;
-  locationId: Int32Array;
-  /** -1 for none. */
-  gpuNameId: Int32Array;
-  flagSetId: Int32Array;
-  providerDataId: Int32Array;
-  spot: Uint8Array;
-  /** 0 for none, else index in ACCELERATOR_VENDORS + 1. */
-  vendor: Uint8Array;
-  /** Index in CPU_ARCHITECTURES. */
-  arch: Uint8Array;
 }
 
 interface Dictionaries {

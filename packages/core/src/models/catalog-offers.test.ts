@@ -1,4 +1,4 @@
-import type { CatalogItem, QueryFilter } from '@dstack/catalog';
+import { type CatalogItem, createCatalogItem, type QueryFilter } from '@dstack/catalog';
 import { describe, expect, it } from 'vitest';
 import {
   catalogItemToOffer,
@@ -9,7 +9,7 @@ import {
   SUPPORTED_CATALOG_FLAGS,
 } from './index.js';
 
-const item: CatalogItem = {
+const item: CatalogItem = createCatalogItem({
   provider: 'aws',
   instanceName: 'p4d.24xlarge',
   location: 'us-east-1',
@@ -19,13 +19,9 @@ const item: CatalogItem = {
   gpuCount: 8,
   gpuName: 'A100',
   gpuMemory: 40,
-  spot: false,
-  diskSize: null,
   gpuVendor: 'nvidia',
-  flags: [],
-  cpuArch: 'x86',
   providerData: { family: 'p4d' },
-};
+});
 
 function requirements(resources: Record<string, unknown>, extra: Record<string, unknown> = {}): Requirements {
   return RequirementsSchema.parse({ resources: { cpu: { count: {} }, memory: {}, ...resources }, ...extra });

@@ -1,9 +1,9 @@
-import type { CatalogItem } from '../../catalog-item.js';
+import { type CatalogItem, createCatalogItem } from '../../catalog-item.js';
 import type { CollectOptions } from '../../providers/catalog-provider.js';
 
 /** A backend-package lookalike: its default export is a descriptor carrying `catalogProvider`. */
 const items: CatalogItem[] = [
-  {
+  createCatalogItem({
     provider: 'fake',
     instanceName: 'fake.gpu-2',
     location: 'moon-1',
@@ -13,30 +13,21 @@ const items: CatalogItem[] = [
     gpuCount: 2,
     gpuName: 'L4',
     gpuMemory: 24,
-    spot: false,
-    diskSize: null,
     gpuVendor: 'nvidia',
-    flags: [],
-    cpuArch: 'x86',
-    providerData: {},
-  },
-  {
+  }),
+  createCatalogItem({
     provider: 'fake',
     instanceName: 'fake.cpu-4',
     location: 'moon-1',
     price: 0.1,
     cpu: 4,
     memory: 16,
-    gpuCount: 0,
-    gpuName: null,
-    gpuMemory: null,
     spot: true,
     diskSize: 100,
-    gpuVendor: null,
     flags: ['fake-preview'],
     cpuArch: 'arm',
     providerData: { zone: 'moon-1a' },
-  },
+  }),
 ];
 
 export default {

@@ -1,4 +1,4 @@
-import type { CatalogItem } from '../../catalog-item.js';
+import { type CatalogItem, createCatalogItem } from '../../catalog-item.js';
 
 /** Exports its provider by name (`catalogProvider`) instead of on a default descriptor. */
 export const catalogProvider = {
@@ -6,23 +6,14 @@ export const catalogProvider = {
   name: 'named',
   async collect(): Promise<CatalogItem[]> {
     return [
-      {
+      createCatalogItem({
         provider: 'named',
         instanceName: 'n.small',
         location: 'r1',
         price: 0.01,
         cpu: 1,
         memory: 0.5,
-        gpuCount: 0,
-        gpuName: null,
-        gpuMemory: null,
-        spot: false,
-        diskSize: null,
-        gpuVendor: null,
-        flags: [],
-        cpuArch: 'x86',
-        providerData: {},
-      },
+      }),
     ];
   },
 };

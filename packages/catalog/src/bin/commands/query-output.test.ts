@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { CatalogItem } from '../../catalog-item.js';
+import { type CatalogItem, createCatalogItem } from '../../catalog-item.js';
 import { collectList, parseNumberOption, queryOptionsToFilter } from './query.js';
 import { formatGpu, formatOffersTable, offerToJson, shouldUseColor } from './query-output.js';
 
-const h100: CatalogItem = {
+const h100: CatalogItem = createCatalogItem({
   provider: 'aws',
   instanceName: 'p5.48xlarge',
   location: 'us-east-1',
@@ -13,25 +13,17 @@ const h100: CatalogItem = {
   gpuCount: 8,
   gpuName: 'H100',
   gpuMemory: 80,
-  spot: false,
-  diskSize: null,
   gpuVendor: 'nvidia',
-  flags: [],
-  cpuArch: 'x86',
-  providerData: {},
-};
-const cpu: CatalogItem = {
-  ...h100,
+});
+const cpu: CatalogItem = createCatalogItem({
+  provider: 'aws',
   instanceName: 't3.medium',
+  location: 'us-east-1',
   price: 0.0142,
   cpu: 2,
   memory: 3.8,
-  gpuCount: 0,
-  gpuName: null,
-  gpuMemory: null,
-  gpuVendor: null,
   spot: true,
-};
+});
 
 describe('formatOffersTable', () => {
   it('aligns columns, right-aligns numbers and shows GPUs as 8xH100 (80GB)', () => {

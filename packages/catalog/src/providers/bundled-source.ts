@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { CatalogSource, CatalogSourceFile, CatalogSourceLoadOptions } from './catalog-source.js';
-import { fileVersion, listCsvProviders, readCatalogText } from './directory-source.js';
+import type { CatalogSource } from './catalog-source.js';
+import { csvFileSource, fileVersion } from './directory-source.js';
 
 /**
  * The snapshot shipped inside this package: `assets/snapshot/{provider}.csv` and
@@ -24,19 +24,11 @@ export function bundledSource(): CatalogSource {
  * its modification time and size.
  */
 export function snapshotSource(directory: string, description = `snapshot ${directory}`): CatalogSource {
-  return {
+  return csvFileSource(
+    directory,
     description,
-    listProviders: () => listCsvProviders(directory),
-    async load(
-      provider: string,
-      options: CatalogSourceLoadOptions = {},
-    ): Promise<CatalogSourceFile | undefined> {
-      const path = join(directory, `${provider}.csv`);
-      const version = (await readSnapshotVersion(directory)) ?? (await fileVersion(path));
-      if (version === options.knownVersion) return undefined;
-      return { version, text: await readCatalogText(path), location: path };
-    },
-  };
+    async (path) => (await readSnapshotVersion(directory)) ?? (await fileVersion(path)),
+  );
 }
 
 async function readSnapshotVersion(directory: string): Promise<string | undefined> {

@@ -8,16 +8,27 @@ import type { CatalogSource, CatalogSourceFile, CatalogSourceLoadOptions } from 
  * every query, so an edited file is picked up at once; a missing file fails that provider.
  */
 export function directorySource(directory: string): CatalogSource {
+  return { ...csvFileSource(directory, `directory ${directory}`, fileVersion), revalidateOnQuery: true };
+}
+
+/**
+ * `{directory}/{provider}.csv` files whose version comes from `versionOf(path)`; a file is
+ * read only when its version differs from the one in memory.
+ */
+export function csvFileSource(
+  directory: string,
+  description: string,
+  versionOf: (path: string) => Promise<string>,
+): CatalogSource {
   return {
-    description: `directory ${directory}`,
-    revalidateOnQuery: true,
+    description,
     listProviders: () => listCsvProviders(directory),
     async load(
       provider: string,
       options: CatalogSourceLoadOptions = {},
     ): Promise<CatalogSourceFile | undefined> {
       const path = join(directory, `${provider}.csv`);
-      const version = await fileVersion(path);
+      const version = await versionOf(path);
       if (version === options.knownVersion) return undefined;
       return { version, text: await readCatalogText(path), location: path };
     },

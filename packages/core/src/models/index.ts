@@ -1,3 +1,4 @@
+export * from './api.js';
 export * from './backend-type.js';
 export * from './catalog-offers.js';
 export * from './compute-groups.js';

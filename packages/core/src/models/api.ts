@@ -1,0 +1,296 @@
+/**
+ * The server's HTTP API models: what `/api/...` endpoints take and return.
+ * Shared by the server (validation, OpenAPI) and the CLI (parsing answers).
+ * Field names are dstack's (snake_case on the wire).
+ */
+import { z } from 'zod';
+import { BackendTypeSchema } from './backend-type.js';
+import { InstanceOfferWithAvailabilitySchema } from './instances.js';
+import { RequirementsSchema } from './requirements.js';
+import { JobProvisioningDataSchema, JobRuntimeDataSchema } from './runs.js';
+import {
+  FleetStatusSchema,
+  InstanceStatusSchema,
+  InstanceTerminationReasonSchema,
+  JobStatusSchema,
+  JobTerminationReasonSchema,
+  RetryEventSchema,
+  RunStatusSchema,
+  RunTerminationReasonSchema,
+} from './statuses.js';
+
+/** ISO 8601 date-time strings on the wire. */
+const DateTimeSchema = z.string();
+
+/** A run configuration or profile as sent by clients; the server validates it with the configuration schemas. */
+const ConfigurationObjectSchema = z.looseObject({ type: z.string() });
+
+export const ProjectRoleSchema = z.enum(['admin', 'manager', 'user']);
+export type ProjectRole = z.output<typeof ProjectRoleSchema>;
+export const GlobalRoleSchema = z.enum(['admin', 'user']);
+export type GlobalRole = z.output<typeof GlobalRoleSchema>;
+
+export const UserSchema = z.object({
+  id: z.string(),
+  username: z.string(),
+  global_role: GlobalRoleSchema,
+  created_at: DateTimeSchema,
+  active: z.boolean().default(true),
+});
+export type User = z.output<typeof UserSchema>;
+
+/** Returned only by `users/create` and `users/refresh_token`: the token is never stored in clear. */
+export const UserWithCredsSchema = UserSchema.extend({ creds: z.object({ token: z.string() }) });
+export type UserWithCreds = z.output<typeof UserWithCredsSchema>;
+
+export const MemberSchema = z.object({ user: UserSchema, project_role: ProjectRoleSchema });
+export type Member = z.output<typeof MemberSchema>;
+
+export const ProjectSchema = z.object({
+  project_id: z.string(),
+  project_name: z.string(),
+  owner: UserSchema,
+  created_at: DateTimeSchema,
+  backends: z.array(z.object({ name: BackendTypeSchema })).default([]),
+  members: z.array(MemberSchema).default([]),
+});
+export type Project = z.output<typeof ProjectSchema>;
+
+export const ServerInfoSchema = z.object({ server_version: z.string().nullable() });
+
+/** The retry policy of a job: which events resubmit it and for how long (seconds). */
+export const RetrySpecSchema = z.object({
+  on_events: z.array(RetryEventSchema),
+  duration: z.number().int().nonnegative().nullish(),
+});
+export type RetrySpec = z.output<typeof RetrySpecSchema>;
+
+/** What one job runs: built by the server from the run configuration (dstack's `JobSpec`). */
+export const JobSpecSchema = z.object({
+  /** `{run_name}-{job_num}-{replica_num}`. */
+  job_name: z.string(),
+  job_num: z.number().int().nonnegative(),
+  replica_num: z.number().int().nonnegative().default(0),
+  jobs_per_replica: z.number().int().positive().default(1),
+  /** Shell commands, run in order by `/bin/sh -c` (joined with ` && `). */
+  commands: z.array(z.string()),
+  env: z.record(z.string(), z.string()).default({}),
+  image_name: z.string(),
+  user: z.string().nullish(),
+  privileged: z.boolean().default(false),
+  working_dir: z.string().nullish(),
+  /** Seconds, or null for no limit. */
+  max_duration: z.number().int().positive().nullish(),
+  /** Seconds between the graceful stop signal and SIGKILL. */
+  stop_duration: z.number().int().nonnegative().nullish(),
+  registry_auth: z.object({ username: z.string(), password: z.string() }).nullish(),
+  requirements: RequirementsSchema,
+  retry: RetrySpecSchema.nullish(),
+  /** Container ports the job exposes (services and `ports:`). */
+  ports: z.array(z.number().int().positive()).default([]),
+});
+export type JobSpec = z.output<typeof JobSpecSchema>;
+
+/** What the user submits: the configuration plus where it came from (dstack's `RunSpec`). */
+export const RunSpecSchema = z.object({
+  run_name: z.string().nullish(),
+  configuration_path: z.string().nullish(),
+  configuration: ConfigurationObjectSchema,
+  /** A `profiles.yml` profile merged under the configuration. */
+  profile: z.looseObject({}).nullish(),
+  ssh_key_pub: z.string().nullish(),
+  working_dir: z.string().nullish(),
+  repo_id: z.string().nullish(),
+});
+export type RunSpec = z.output<typeof RunSpecSchema>;
+
+export const JobSubmissionSchema = z.object({
+  id: z.string(),
+  submission_num: z.number().int().nonnegative(),
+  submitted_at: DateTimeSchema,
+  last_processed_at: DateTimeSchema,
+  finished_at: DateTimeSchema.nullish(),
+  status: JobStatusSchema,
+  termination_reason: JobTerminationReasonSchema.nullish(),
+  termination_reason_message: z.string().nullish(),
+  exit_status: z.number().int().nullish(),
+  job_provisioning_data: JobProvisioningDataSchema.nullish(),
+  job_runtime_data: JobRuntimeDataSchema.nullish(),
+  /** The instance's dstack name, when the job has one. */
+  instance_name: z.string().nullish(),
+  fleet_name: z.string().nullish(),
+});
+export type JobSubmission = z.output<typeof JobSubmissionSchema>;
+
+export const JobSchema = z.object({
+  job_spec: JobSpecSchema,
+  job_submissions: z.array(JobSubmissionSchema),
+});
+export type Job = z.output<typeof JobSchema>;
+
+export const RunSchema = z.object({
+  id: z.string(),
+  project_name: z.string(),
+  user: z.string(),
+  submitted_at: DateTimeSchema,
+  last_processed_at: DateTimeSchema,
+  status: RunStatusSchema,
+  termination_reason: RunTerminationReasonSchema.nullish(),
+  run_spec: RunSpecSchema,
+  jobs: z.array(JobSchema),
+  latest_job_submission: JobSubmissionSchema.nullish(),
+  /** USD spent so far. */
+  cost: z.number().nonnegative().default(0),
+  /** Human-readable reason of a failure, for `dstack ps -v`. */
+  error: z.string().nullish(),
+  deleted: z.boolean().default(false),
+});
+export type Run = z.output<typeof RunSchema>;
+
+/** Why a job has no offers: which requirement excluded how many offers (shown by the CLI). */
+export const OfferExclusionSchema = z.object({
+  requirement: z.string(),
+  excluded: z.number().int().nonnegative(),
+});
+
+export const JobPlanSchema = z.object({
+  job_spec: JobSpecSchema,
+  offers: z.array(InstanceOfferWithAvailabilitySchema),
+  total_offers: z.number().int().nonnegative(),
+  max_price: z.number().nullish(),
+  /** Filled when `offers` is empty: what excluded the host's/catalog's offers. */
+  exclusions: z.array(OfferExclusionSchema).default([]),
+});
+export type JobPlan = z.output<typeof JobPlanSchema>;
+
+export const RunPlanSchema = z.object({
+  project_name: z.string(),
+  user: z.string(),
+  run_spec: RunSpecSchema,
+  job_plans: z.array(JobPlanSchema),
+  current_resource: RunSchema.nullish(),
+  action: z.enum(['create', 'update']).default('create'),
+});
+export type RunPlan = z.output<typeof RunPlanSchema>;
+
+export const InstanceSchema = z.object({
+  id: z.string(),
+  project_name: z.string(),
+  name: z.string(),
+  fleet_id: z.string().nullish(),
+  fleet_name: z.string().nullish(),
+  instance_num: z.number().int().nonnegative(),
+  status: InstanceStatusSchema,
+  unreachable: z.boolean().default(false),
+  termination_reason: InstanceTerminationReasonSchema.nullish(),
+  created: DateTimeSchema,
+  backend: BackendTypeSchema.nullish(),
+  region: z.string().nullish(),
+  instance_type: z.looseObject({ name: z.string() }).nullish(),
+  hostname: z.string().nullish(),
+  price: z.number().nullish(),
+  total_blocks: z.number().int().nullish(),
+  busy_blocks: z.number().int().default(0),
+});
+export type Instance = z.output<typeof InstanceSchema>;
+
+export const FleetSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  project_name: z.string(),
+  /** `{configuration, profile}` as applied. */
+  spec: z.looseObject({ configuration: ConfigurationObjectSchema }),
+  created_at: DateTimeSchema,
+  status: FleetStatusSchema,
+  status_message: z.string().nullish(),
+  instances: z.array(InstanceSchema),
+});
+export type Fleet = z.output<typeof FleetSchema>;
+
+export const LogEventSchema = z.object({
+  /** ISO 8601 with milliseconds. */
+  timestamp: DateTimeSchema,
+  log_source: z.enum(['stdout', 'stderr', 'runner']),
+  /** Base64 of the bytes, as in dstack (logs may not be UTF-8). */
+  message: z.string(),
+});
+export type LogEvent = z.output<typeof LogEventSchema>;
+
+// ---- Request bodies ----
+
+export const GetRunPlanRequestSchema = z.object({
+  run_spec: RunSpecSchema,
+  max_offers: z.number().int().positive().max(1000).nullish(),
+});
+export const ApplyRunRequestSchema = z.object({
+  plan: z.object({ run_spec: RunSpecSchema, current_resource: RunSchema.nullish() }),
+  force: z.boolean().default(false),
+});
+export const GetRunRequestSchema = z.object({
+  run_name: z.string().nullish(),
+  id: z.string().nullish(),
+});
+export const ListRunsRequestSchema = z.object({
+  project_name: z.string().nullish(),
+  only_active: z.boolean().default(false),
+  prev_submitted_at: DateTimeSchema.nullish(),
+  prev_run_id: z.string().nullish(),
+  limit: z.number().int().positive().max(100).default(100),
+  ascending: z.boolean().default(false),
+});
+export const StopRunsRequestSchema = z.object({
+  runs_names: z.array(z.string()).min(1),
+  abort: z.boolean().default(false),
+});
+export const DeleteRunsRequestSchema = z.object({ runs_names: z.array(z.string()).min(1) });
+export const PollLogsRequestSchema = z.object({
+  run_name: z.string(),
+  job_submission_id: z.string().nullish(),
+  /** Exclusive lower bound (ISO 8601). */
+  start_time: DateTimeSchema.nullish(),
+  end_time: DateTimeSchema.nullish(),
+  descending: z.boolean().default(false),
+  next_token: z.string().nullish(),
+  limit: z.number().int().positive().max(1000).default(1000),
+});
+export const PollLogsResponseSchema = z.object({
+  logs: z.array(LogEventSchema),
+  next_token: z.string().nullish(),
+});
+export const GetOffersRequestSchema = z.object({
+  /** Requirements as a run configuration would state them: `{resources, spot_policy, max_price, backends, regions}`. */
+  configuration: ConfigurationObjectSchema,
+  max_offers: z.number().int().positive().max(1000).nullish(),
+});
+export const ApplyFleetRequestSchema = z.object({
+  plan: z.object({ spec: z.looseObject({ configuration: ConfigurationObjectSchema }) }),
+  force: z.boolean().default(false),
+});
+export const GetFleetRequestSchema = z.object({ name: z.string() });
+export const DeleteFleetsRequestSchema = z.object({ names: z.array(z.string()).min(1) });
+export const DeleteFleetInstancesRequestSchema = z.object({
+  name: z.string(),
+  instance_nums: z.array(z.number().int().nonnegative()).min(1),
+});
+export const CreateProjectRequestSchema = z.object({ project_name: z.string() });
+export const DeleteProjectsRequestSchema = z.object({ projects_names: z.array(z.string()).min(1) });
+export const AddMembersRequestSchema = z.object({
+  members: z.array(z.object({ username: z.string(), project_role: ProjectRoleSchema })).min(1),
+});
+export const CreateUserRequestSchema = z.object({
+  username: z.string(),
+  global_role: GlobalRoleSchema.default('user'),
+});
+
+/** The one error body of the API (dstack's 400 shape): each problem with its field path. */
+export const ApiErrorSchema = z.object({
+  detail: z.array(
+    z.object({
+      msg: z.string(),
+      code: z.string(),
+      /** Path of the offending field in the request body, e.g. `["run_spec","configuration","resources","gpu"]`. */
+      fields: z.array(z.array(z.union([z.string(), z.number()]))).nullish(),
+    }),
+  ),
+});
+export type ApiError = z.output<typeof ApiErrorSchema>;

@@ -1,0 +1,182 @@
+/**
+ * The database tables, as Kysely types. Both dialects store the same values:
+ * ids are UUID strings, times are integer milliseconds since the epoch (so
+ * comparisons and ordering work alike on SQLite and Postgres), booleans are
+ * 0/1 integers, and JSON documents are text.
+ */
+import type { Generated } from 'kysely';
+
+/** Lock columns of every table a pipeline processes (dstack's PIPELINES.md design). */
+export interface LockColumns {
+  /** When the current claim expires (ms); null when unclaimed. */
+  lock_expires_at: number | null;
+  /** Random token of the current claim; results are applied only while it matches. */
+  lock_token: string | null;
+  /** Which server process holds the claim (`host:pid:boot-id`), for debugging. */
+  lock_owner: string | null;
+}
+
+export interface UsersTable {
+  id: string;
+  name: string;
+  /** sha256 hex of the bearer token; the token itself is never stored. */
+  token_hash: string;
+  global_role: 'admin' | 'user';
+  created_at: number;
+  active: number;
+}
+
+export interface ProjectsTable {
+  id: string;
+  name: string;
+  owner_id: string;
+  /** OpenSSH private key the server uses for all SSH to this project's instances (encrypted when a key is configured). */
+  ssh_private_key: string;
+  ssh_public_key: string;
+  created_at: number;
+  deleted: number;
+}
+
+export interface MembersTable {
+  project_id: string;
+  user_id: string;
+  project_role: 'admin' | 'manager' | 'user';
+}
+
+export interface BackendsTable {
+  id: string;
+  project_id: string;
+  type: string;
+  /** The stored config (no creds), JSON. */
+  config: string;
+  /** The creds, JSON, encrypted (`enc:{aes|identity}:{key}:{ciphertext}`). */
+  auth: string;
+  created_at: number;
+}
+
+export interface FleetsTable extends LockColumns {
+  id: string;
+  project_id: string;
+  name: string;
+  status: string;
+  status_message: string | null;
+  /** `{configuration, profile}` JSON. */
+  spec: string;
+  created_at: number;
+  last_processed_at: number;
+  /** Set by the server for fleets it made itself (the local backend's default fleet, run-made fleets). */
+  auto_created: number;
+  deleted: number;
+}
+
+export interface InstancesTable extends LockColumns {
+  id: string;
+  project_id: string;
+  fleet_id: string | null;
+  name: string;
+  instance_num: number;
+  status: string;
+  unreachable: number;
+  termination_reason: string | null;
+  termination_reason_message: string | null;
+  created_at: number;
+  last_processed_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+  backend: string | null;
+  region: string | null;
+  price: number | null;
+  /** InstanceOfferWithAvailability JSON. */
+  offer: string | null;
+  /** JobProvisioningData JSON. */
+  job_provisioning_data: string | null;
+  /** Requirements JSON, for instances created for a fleet. */
+  requirements: string | null;
+  /** InstanceConfiguration JSON. */
+  instance_configuration: string | null;
+  /** Seconds an idle instance is kept; null = forever. */
+  termination_idle_time: number | null;
+  /** When an unreachable instance is given up (ms). */
+  termination_deadline: number | null;
+  /** When provisioning must have finished (ms). */
+  provisioning_deadline: number | null;
+  first_termination_retry_at: number | null;
+  last_termination_retry_at: number | null;
+  /** When the instance last became idle (ms), for `idle_duration`. */
+  idle_since: number | null;
+  total_blocks: number;
+  busy_blocks: number;
+  deleted: number;
+}
+
+export interface RunsTable extends LockColumns {
+  id: string;
+  project_id: string;
+  user_id: string;
+  run_name: string;
+  status: string;
+  termination_reason: string | null;
+  /** RunSpec JSON (configuration validated and defaults applied). */
+  run_spec: string;
+  submitted_at: number;
+  last_processed_at: number;
+  resubmission_attempt: number;
+  /** When a pending run is resubmitted (retry backoff), ms. */
+  next_triggered_at: number | null;
+  fleet_id: string | null;
+  deleted: number;
+}
+
+export interface JobsTable extends LockColumns {
+  id: string;
+  project_id: string;
+  run_id: string;
+  run_name: string;
+  job_num: number;
+  replica_num: number;
+  job_name: string;
+  submission_num: number;
+  status: string;
+  termination_reason: string | null;
+  termination_reason_message: string | null;
+  exit_status: number | null;
+  /** JobSpec JSON. */
+  job_spec_data: string;
+  job_provisioning_data: string | null;
+  job_runtime_data: string | null;
+  instance_id: string | null;
+  instance_assigned: number;
+  submitted_at: number;
+  last_processed_at: number;
+  finished_at: number | null;
+  /** The runner's `last_updated` of the last pull (ms), the next pull's `timestamp`. */
+  runner_timestamp: number | null;
+  /** Graceful stop: when to stop waiting for the runner (ms). */
+  remove_at: number | null;
+  /** Since when the job's agent has not answered (ms). */
+  disconnected_at: number | null;
+}
+
+export interface JobLogsTable {
+  id: Generated<number>;
+  project_id: string;
+  run_id: string;
+  job_id: string;
+  /** ms since the epoch, as the runner reported it. */
+  timestamp: number;
+  log_source: 'stdout' | 'stderr' | 'runner';
+  /** Base64 of the bytes. */
+  message: string;
+}
+
+export interface Database {
+  users: UsersTable;
+  projects: ProjectsTable;
+  members: MembersTable;
+  backends: BackendsTable;
+  fleets: FleetsTable;
+  instances: InstancesTable;
+  runs: RunsTable;
+  jobs: JobsTable;
+  job_logs: JobLogsTable;
+}

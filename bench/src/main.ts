@@ -15,6 +15,7 @@ import {
   formatCatalogCsv,
   type QueryFilterInput,
 } from '@dstack/catalog';
+import { benchmarkServer } from './server-bench.js';
 import { measure, type Timing } from './stats.js';
 import { generateSyntheticCatalog } from './synthetic-catalog.js';
 
@@ -130,6 +131,7 @@ async function main(): Promise<void> {
     await rm(directory, { recursive: true, force: true });
   }
   printTable(rows);
+  await benchmarkServer();
 }
 
 await main();

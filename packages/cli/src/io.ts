@@ -1,20 +1,58 @@
+import { createInterface } from 'node:readline/promises';
+import { streamShowsColors } from './output/colors.js';
+
 /** Where a command writes; the real process streams, or buffers in tests. */
 export interface CliIo {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
   /** Whether stderr is a terminal that shows colors. */
   stderrColors: boolean;
+  /** Whether stdout is a terminal that shows colors. Default false. */
+  stdoutColors?: boolean;
+  /** Whether stdout is a terminal, where progress lines are redrawn in place. Default false. */
+  stdoutIsTerminal?: boolean;
+  /**
+   * Asks a yes/no question and resolves to the answer. Undefined when nobody can answer
+   * (stdin is not a terminal); commands then require `-y`.
+   */
+  confirm?: (question: string) => Promise<boolean>;
 }
 
-/** Colors only on a TTY, and never when `NO_COLOR` is set (https://no-color.org). */
+/** Reads `y`/`n` from the terminal; asks again on anything else. Ctrl-C answers no. */
+async function confirmOnTerminal(question: string): Promise<boolean> {
+  const readline = createInterface({ input: process.stdin, output: process.stdout });
+  // readline takes over Ctrl-C while it reads; without a listener the prompt would just pause.
+  const interrupted = new AbortController();
+  readline.on('SIGINT', () => interrupted.abort());
+  try {
+    for (;;) {
+      const answer = (await readline.question(`${question} [y/n]: `, { signal: interrupted.signal }))
+        .trim()
+        .toLowerCase();
+      if (answer === 'y' || answer === 'yes') return true;
+      if (answer === 'n' || answer === 'no') return false;
+    }
+  } catch (error) {
+    if (interrupted.signal.aborted) {
+      process.stdout.write('\n');
+      return false;
+    }
+    throw error;
+  } finally {
+    readline.close();
+  }
+}
+
+/** The process streams; colors and prompts only where a terminal is attached. */
 export function processIo(): CliIo {
   return {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
-    stderrColors: Boolean(process.stderr.isTTY) && !process.env.NO_COLOR,
+    stderrColors: streamShowsColors(process.stderr),
+    stdoutColors: streamShowsColors(process.stdout),
+    stdoutIsTerminal: Boolean(process.stdout.isTTY),
+    ...(process.stdin.isTTY ? { confirm: confirmOnTerminal } : {}),
   };
 }
 
-export function red(text: string, enabled: boolean): string {
-  return enabled ? `\u001b[31m${text}\u001b[39m` : text;
-}
+export { red } from './output/colors.js';

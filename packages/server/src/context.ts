@@ -3,7 +3,10 @@
  * Built once by `createServerApp` (app.ts).
  */
 import type { Kysely } from 'kysely';
+import type { BackendRegistry } from './backends/registry.js';
+import type { DefaultPermissions } from './config/server-config.js';
 import type { Database } from './db/schema.js';
+import type { RouteDefinition } from './http/route.js';
 
 export type SqlDialect = 'sqlite' | 'postgres';
 
@@ -21,6 +24,11 @@ export interface ServerSettings {
   adminToken: string | null;
   /** `DSTACK_SERVER_MAX_OFFERS_TRIED`, default 25. */
   maxOffersTried: number;
+  /**
+   * Whether backends may use creds of type `default` (the server's own environment);
+   * false when `DSTACK_DEFAULT_CREDS_DISABLED` is set. Absent means true.
+   */
+  defaultCredsEnabled?: boolean;
 }
 
 /** Encrypts secrets at rest with the keys of config.yml (`enc:{aes|identity}:{key}:{ciphertext}`). */
@@ -41,6 +49,8 @@ export interface AppContext {
   signal: AbortSignal;
   /** Extension point filled by the assembly: pipelines, backend registry, agent connector. */
   services: AppServices;
+  /** config.yml `default_permissions`; absent means dstack's defaults (non-admins may create projects). */
+  defaultPermissions?: DefaultPermissions;
 }
 
 /**
@@ -49,4 +59,8 @@ export interface AppContext {
  */
 export interface AppServices {
   [name: string]: unknown;
+  /** Project backends and their Computes; created on first use by `getBackendRegistry(app)`. */
+  backendRegistry?: BackendRegistry;
+  /** The routes the HTTP handler serves (set by `createHttpHandler`), for the OpenAPI document. */
+  apiRoutes?: readonly RouteDefinition[];
 }

@@ -1,1 +1,19 @@
-export {};
+export * from './api/schemas.js';
+export { ShimClient, type ShimClientOptions } from './client/shim-client.js';
+export { readInstanceInfo } from './instance/instance-info.js';
+export { findFreePort } from './net/free-port.js';
+export { SHIM_BIN_PATH } from './paths.js';
+export { createProcessRuntime, type ProcessRuntimeOptions } from './runtime/process/process-runtime.js';
+export {
+  type StartedTask,
+  type TaskEvents,
+  type TaskRuntime,
+  TaskStartError,
+} from './runtime/task-runtime.js';
+export {
+  SHIM_DEFAULT_HTTP_PORT,
+  type ShimOptions,
+  type ShimServer,
+  startShim,
+} from './server/shim-server.js';
+export { VERSION } from './version.js';

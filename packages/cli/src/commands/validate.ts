@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { ConfigurationError, formatConfigurationError, parseConfiguration } from '@dstack/core';
 import { stringify } from 'yaml';
 import { type CliIo, red } from '../io.js';
+import { describeReadError } from './read-configuration.js';
 
 export const VALIDATE_FORMATS = ['yaml', 'json'] as const;
 export type ValidateFormat = (typeof VALIDATE_FORMATS)[number];
@@ -9,14 +10,6 @@ export type ValidateFormat = (typeof VALIDATE_FORMATS)[number];
 export interface ValidateOptions {
   file: string;
   format: ValidateFormat;
-}
-
-function describeReadError(file: string, error: unknown): string {
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  if (code === 'ENOENT') return `${file}: no such file`;
-  if (code === 'EISDIR') return `${file}: is a directory, expected a configuration file`;
-  if (code === 'EACCES') return `${file}: permission denied`;
-  return `${file}: cannot read: ${(error as Error)?.message ?? String(error)}`;
 }
 
 /**

@@ -1,0 +1,66 @@
+import { existsSync } from 'node:fs';
+import {
+  type InstanceConfiguration,
+  type JobProvisioningData,
+  type Requirements,
+  RequirementsSchema,
+} from '@dstack/core';
+import { SHIM_BIN_PATH } from '@dstack/shim';
+import type { LocalCompute } from '../local-compute.js';
+
+/** Why the process tests cannot run, or null when the shim is built. */
+export function shimUnavailableReason(): string | null {
+  return existsSync(SHIM_BIN_PATH)
+    ? null
+    : `${SHIM_BIN_PATH} is missing: build it with pnpm turbo run build --filter=@dstack/shim`;
+}
+
+/** Requirements any host meets: 1 CPU, 0.1 GB of memory, 1 GB of disk, no GPU. */
+export function modestRequirements(gpu?: Record<string, unknown>): Requirements {
+  return RequirementsSchema.parse({
+    resources: { cpu: { count: { min: 1 } }, memory: { min: 0.1 }, disk: { size: { min: 1 } }, gpu },
+  });
+}
+
+export function testInstanceConfiguration(instanceName: string): InstanceConfiguration {
+  return { project_name: 'main', instance_name: instanceName, user: 'admin', ssh_keys: [] };
+}
+
+/** Calls `updateProvisioningData` as the server does, until the shim has announced its port. */
+export async function waitUntilProvisioned(
+  compute: LocalCompute,
+  provisioningData: JobProvisioningData,
+  timeoutMs = 30_000,
+): Promise<JobProvisioningData> {
+  const deadline = Date.now() + timeoutMs;
+  let current = provisioningData;
+  while (current.hostname == null) {
+    if (Date.now() > deadline) throw new Error(`the shim did not come up within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    current = await compute.updateProvisioningData(current);
+  }
+  return current;
+}
+
+export function backendDataOf(provisioningData: JobProvisioningData): {
+  home: string;
+  pid: number;
+  agent_ports?: { shim: number };
+} {
+  return JSON.parse(provisioningData.backend_data ?? '{}');
+}
+
+/** Polls `check` until it returns a value other than undefined. */
+export async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

@@ -1,0 +1,244 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type JobProvisioningData, ProvisioningError } from '@dstack/core';
+import { ShimClient, type TaskInfo } from '@dstack/shim';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  backendDataOf,
+  eventually,
+  modestRequirements,
+  shimUnavailableReason,
+  testInstanceConfiguration,
+  waitUntilProvisioned,
+} from './__fixtures__/local-instances.js';
+import { createLocalBackend, type LocalCompute } from './local-compute.js';
+import { explainOfferMismatch } from './local-offers.js';
+import { isShimProcess } from './shim-process.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+let instancesDir: string;
+let compute: LocalCompute;
+/** Every instance a test created, terminated afterwards even when the test failed. */
+const created: JobProvisioningData[] = [];
+
+beforeEach(async () => {
+  instancesDir = await mkdtemp(join(tmpdir(), 'dstack-local-instances-'));
+  compute = createLocalBackend({ instancesDir });
+});
+
+afterEach(async () => {
+  for (const provisioningData of created.splice(0)) {
+    await compute.terminateInstance(provisioningData.instance_id, 'local', provisioningData.backend_data);
+  }
+  await rm(instancesDir, { recursive: true, force: true });
+});
+
+async function createInstance(name = 'test-run-0-0'): Promise<JobProvisioningData> {
+  const [offer] = await compute.getOffers(modestRequirements());
+  if (!offer) throw new Error('the host has no local offer');
+  const provisioningData = await compute.createInstance(offer, testInstanceConfiguration(name));
+  created.push(provisioningData);
+  return provisioningData;
+}
+
+describe('LocalCompute offers on this host', () => {
+  it('offers the host for a CPU job', async () => {
+    const offers = await compute.getOffers(modestRequirements());
+
+    expect(offers).toHaveLength(1);
+    expect(offers[0]).toMatchObject({
+      backend: 'local',
+      region: 'local',
+      price: 0,
+      availability: 'available',
+      instance_runtime: 'shim',
+      instance: { name: 'local' },
+    });
+  });
+
+  it('offers nothing for a GPU job on a GPU-less host, and says why', async (context) => {
+    const resources = await compute.hostResources();
+    if (resources.gpus.length > 0) context.skip('this host has GPUs');
+    const wanted = modestRequirements({ count: { min: 1 } });
+
+    expect(await compute.getOffers(wanted)).toEqual([]);
+    expect(explainOfferMismatch(wanted, resources)).toEqual(['gpu: requires 1..∞ GPUs, the host has 0']);
+  });
+});
+
+const skipReason = shimUnavailableReason();
+if (skipReason !== null) console.warn(`Skipping the local instance tests: ${skipReason}`);
+
+describe.skipIf(skipReason !== null)('LocalCompute instances (real shim processes)', () => {
+  it('starts a shim that runs a job through its runner, then terminates it', {
+    timeout: 90_000,
+  }, async () => {
+    const started = await createInstance();
+    const { home, pid } = backendDataOf(started);
+    expect(started).toMatchObject({
+      backend: 'local',
+      hostname: null,
+      ssh_port: null,
+      region: 'local',
+      price: 0,
+      dockerized: true,
+    });
+    expect(started.instance_id).toMatch(/^test-run-0-0-[0-9a-f-]{36}$/);
+    expect(home).toBe(join(instancesDir, started.instance_id));
+
+    const ready = await waitUntilProvisioned(compute, started);
+    const shimPort = backendDataOf(ready).agent_ports?.shim;
+    expect(ready.hostname).toBe('127.0.0.1');
+    expect(shimPort).toBeGreaterThan(0);
+
+    const shim = new ShimClient(`http://127.0.0.1:${shimPort}`);
+    expect(await shim.healthcheck()).toMatchObject({ service: 'dstack-shim' });
+    await shim.submitTask({ id: 'task-1', name: 'test-run-0-0', image_name: 'ignored-by-process-runtime' });
+    const task = await eventually(async () => {
+      const info = await shim.getTask('task-1');
+      if (info?.status === 'terminated') throw new Error(`the task ended: ${info.termination_message}`);
+      return info?.status === 'running' ? info : undefined;
+    }, 'the task to run');
+    const runnerUrl = `http://127.0.0.1:${runnerPortOf(task)}`;
+    const output = await runJob(runnerUrl, ['echo hi']);
+    expect(output.state).toBe('done');
+    expect(output.logs).toContain('hi');
+
+    await compute.terminateInstance(ready.instance_id, 'local', ready.backend_data);
+    await compute.terminateInstance(ready.instance_id, 'local', ready.backend_data);
+
+    expect(await isShimProcess(pid, home)).toBe(false);
+    expect(existsSync(home)).toBe(false);
+    await expect(shim.healthcheck()).rejects.toThrow();
+  });
+
+  it('keeps the shim running after the process that created it exits', { timeout: 60_000 }, async () => {
+    const tsx = findTsx();
+    const child = spawn(
+      tsx,
+      ['--conditions=source', join(here, '__fixtures__', 'create-instance-and-exit.ts'), instancesDir],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    // The creator must end by itself: a shim still tied to it would keep it alive.
+    const exitCode = await new Promise<number | null>((resolvePromise) => child.once('exit', resolvePromise));
+    expect(exitCode, stderr).toBe(0);
+    const started = JSON.parse(stdout.trim()) as JobProvisioningData;
+    created.push(started);
+
+    const ready = await waitUntilProvisioned(compute, started);
+    const shim = new ShimClient(`http://127.0.0.1:${backendDataOf(ready).agent_ports?.shim}`);
+    expect(await shim.healthcheck()).toMatchObject({ service: 'dstack-shim' });
+    expect(await isShimProcess(backendDataOf(ready).pid, backendDataOf(ready).home)).toBe(true);
+  });
+
+  it('fails provisioning with the shim log when the shim dies before listening', {
+    timeout: 30_000,
+  }, async () => {
+    const broken = createLocalBackend({ instancesDir, shimBinPath: join(here, 'no-such-shim.js') });
+    const [offer] = await broken.getOffers(modestRequirements());
+    if (!offer) throw new Error('the host has no local offer');
+    const started = await broken.createInstance(offer, testInstanceConfiguration('broken'));
+    created.push(started);
+
+    const failure = await eventually(
+      () =>
+        broken.updateProvisioningData(started).then(
+          () => undefined,
+          (error: unknown) => error,
+        ),
+      'provisioning to fail',
+    );
+
+    expect(ProvisioningError.isInstance(failure)).toBe(true);
+    expect((failure as Error).message).toContain('Cannot find module');
+  });
+
+  it('terminates an instance that is already gone', async () => {
+    await compute.terminateInstance('never-created-0-0-abc', 'local', null);
+    await compute.terminateInstance(
+      'gone-0-0-abc',
+      'local',
+      JSON.stringify({ home: join(instancesDir, 'gone-0-0-abc'), pid: 2 ** 22 + 1 }),
+    );
+  });
+
+  it('leaves a process alone when its pid no longer belongs to the shim', async () => {
+    // Our own pid, recorded as the shim's: the command line does not name the home, so it is not killed.
+    const home = join(instancesDir, 'reused-pid-0-0-abc');
+    await compute.terminateInstance(
+      'reused-pid-0-0-abc',
+      'local',
+      JSON.stringify({ home, pid: process.pid }),
+    );
+    expect(await readFile(`/proc/${process.pid}/cmdline`, 'utf8')).not.toBe('');
+  });
+});
+
+function runnerPortOf(task: TaskInfo): number {
+  const port = task.ports.find((each) => each.container === 10999) ?? task.ports[0];
+  if (!port) throw new Error(`task ${task.id} publishes no runner port`);
+  return port.host;
+}
+
+/**
+ * Runs commands through the runner HTTP API as dstack's server does: submit,
+ * upload (empty) code, run, then pull until a final state. Plain fetch: this
+ * package does not depend on @dstack/runner's client.
+ */
+async function runJob(runnerUrl: string, commands: string[]): Promise<{ state: string; logs: string }> {
+  const post = async (path: string, body: string | Uint8Array, contentType = 'application/json') => {
+    const response = await fetch(`${runnerUrl}${path}`, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': contentType },
+    });
+    if (!response.ok) throw new Error(`runner ${path} answered ${response.status}: ${await response.text()}`);
+  };
+  await post(
+    '/api/submit',
+    JSON.stringify({
+      run: { id: 'run-1', run_name: 'test-run', project_name: 'main', user: 'admin' },
+      job_spec: { job_name: 'test-run-0-0', job_num: 0, commands, env: {} },
+      job_submission: { id: 'submission-1', submission_num: 0 },
+    }),
+  );
+  await post('/api/upload_code', new Uint8Array(), 'application/octet-stream');
+  await post('/api/run', '{}');
+  let timestamp = 0;
+  let logs = '';
+  return eventually(async () => {
+    const response = await fetch(`${runnerUrl}/api/pull?timestamp=${timestamp}`);
+    const answer = (await response.json()) as {
+      job_states: { state: string }[];
+      job_logs: { message: string }[];
+      last_updated: number;
+    };
+    timestamp = answer.last_updated;
+    logs += answer.job_logs.map((log) => Buffer.from(log.message, 'base64').toString('utf8')).join('');
+    const final = answer.job_states.find((each) => ['done', 'failed', 'terminated'].includes(each.state));
+    return final ? { state: final.state, logs } : undefined;
+  }, 'the job to finish');
+}
+
+/** tsx from the workspace's node_modules, to run the TypeScript fixture in a separate process. */
+function findTsx(): string {
+  for (let directory = here; ; directory = dirname(directory)) {
+    const candidate = join(directory, 'node_modules', '.bin', 'tsx');
+    if (existsSync(candidate)) return candidate;
+    if (dirname(directory) === directory) break;
+  }
+  return resolve('node_modules/.bin/tsx');
+}

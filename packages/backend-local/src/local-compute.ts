@@ -1,0 +1,180 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir, rm } from 'node:fs/promises';
+import { userInfo } from 'node:os';
+import { basename, join, resolve } from 'node:path';
+import {
+  type Capability,
+  type ComputeWithCreateInstance,
+  type InstanceConfiguration,
+  type InstanceOfferWithAvailability,
+  type JobProvisioningData,
+  ProvisioningError,
+  type Requirements,
+  type RunJobParams,
+  runJobWithCreateInstance,
+} from '@dstack/core';
+import { SHIM_BIN_PATH } from '@dstack/shim';
+import { detectHostResources, type HostResources } from './host-resources.js';
+import { DEFAULT_LOCAL_RUNTIME, type LocalRuntime, resolveInstancesDir } from './local-config.js';
+import { getLocalOffers, LOCAL_BACKEND_TYPE, LOCAL_REGION } from './local-offers.js';
+import { isShimProcess, readShimState, shimLogTail, spawnDetachedShim, stopShim } from './shim-process.js';
+
+export const LOCAL_CAPABILITIES: readonly Capability[] = ['create-instance'];
+
+/** Settings of `createLocalBackend`. */
+export interface LocalBackendSettings {
+  /** How the shim runs jobs. Default `process`. */
+  runtime?: LocalRuntime;
+  /**
+   * Where instance homes are created, one directory per instance.
+   * Default `$DSTACK_SERVER_DIR/local-instances`, else `~/.dstack/server/local-instances`.
+   */
+  instancesDir?: string;
+  /** The host's resources; default detected once, on the first `getOffers`. For tests. */
+  hostResources?: HostResources;
+  /** The shim entry point; default `SHIM_BIN_PATH` of @dstack/shim. */
+  shimBinPath?: string;
+  /** How long a terminating shim gets to stop its tasks before it is killed; default 10000 ms. */
+  terminationGraceMs?: number;
+}
+
+/** What `backend_data` holds for a local instance (JSON). */
+export interface LocalBackendData {
+  /** The instance home, `<instances_dir>/<instance id>`. */
+  home: string;
+  /** The shim's pid. */
+  pid: number;
+  /** Set once the shim listens; the server's agent connector reads it. */
+  agent_ports?: { shim: number };
+}
+
+/** The hostname of every local instance: agents listen on loopback. */
+export const LOCAL_HOSTNAME = '127.0.0.1';
+
+/**
+ * Runs jobs on the server's own host: each instance is a shim process with its
+ * own home directory under `instancesDir`, started detached so that its jobs
+ * survive a server restart. There is no SSH: the server talks to the shim on
+ * loopback at the port the shim announces in `<home>/shim.json`.
+ */
+export class LocalCompute implements ComputeWithCreateInstance {
+  readonly type = LOCAL_BACKEND_TYPE;
+  readonly capabilities = LOCAL_CAPABILITIES;
+  readonly runtime: LocalRuntime;
+  readonly instancesDir: string;
+  readonly #shimBinPath: string;
+  readonly #terminationGraceMs: number;
+  #hostResources: Promise<HostResources> | undefined;
+
+  constructor(settings: LocalBackendSettings = {}) {
+    this.runtime = settings.runtime ?? DEFAULT_LOCAL_RUNTIME;
+    this.instancesDir = resolveInstancesDir(settings.instancesDir);
+    this.#shimBinPath = settings.shimBinPath ?? SHIM_BIN_PATH;
+    this.#terminationGraceMs = settings.terminationGraceMs ?? 10_000;
+    if (settings.hostResources) this.#hostResources = Promise.resolve(settings.hostResources);
+  }
+
+  /** The host's resources, detected once. */
+  hostResources(): Promise<HostResources> {
+    this.#hostResources ??= detectHostResources({ instancesDir: this.instancesDir });
+    return this.#hostResources;
+  }
+
+  async getOffers(requirements: Requirements): Promise<InstanceOfferWithAvailability[]> {
+    return getLocalOffers(requirements, await this.hostResources());
+  }
+
+  runJob(params: RunJobParams): Promise<JobProvisioningData> {
+    return runJobWithCreateInstance(this, params);
+  }
+
+  async createInstance(
+    offer: InstanceOfferWithAvailability,
+    config: InstanceConfiguration,
+  ): Promise<JobProvisioningData> {
+    const instanceId = `${safeDirectoryName(config.instance_name)}-${randomUUID()}`;
+    const home = join(this.instancesDir, instanceId);
+    await mkdir(home, { recursive: true });
+    let pid: number;
+    try {
+      pid = spawnDetachedShim({ shimBinPath: this.#shimBinPath, home, runtime: this.runtime });
+    } catch (error) {
+      await rm(home, { recursive: true, force: true });
+      throw error;
+    }
+    const backendData: LocalBackendData = { home, pid };
+    return {
+      backend: LOCAL_BACKEND_TYPE,
+      instance_type: offer.instance,
+      instance_id: instanceId,
+      hostname: null,
+      internal_ip: null,
+      // Nothing is exposed beyond loopback.
+      public_ip_enabled: false,
+      region: LOCAL_REGION,
+      price: 0,
+      username: userInfo().username,
+      ssh_port: null,
+      dockerized: true,
+      backend_data: JSON.stringify(backendData),
+    };
+  }
+
+  async updateProvisioningData(provisioningData: JobProvisioningData): Promise<JobProvisioningData> {
+    if (provisioningData.hostname != null) return provisioningData;
+    const backendData = this.#backendDataOf(provisioningData.instance_id, provisioningData.backend_data);
+    const { home, pid } = backendData;
+    const state = await readShimState(home);
+    if (state !== null) {
+      const ready: LocalBackendData = { home, pid, agent_ports: { shim: state.http_port } };
+      return {
+        ...provisioningData,
+        hostname: LOCAL_HOSTNAME,
+        internal_ip: LOCAL_HOSTNAME,
+        backend_data: JSON.stringify(ready),
+      };
+    }
+    // Read the state before checking the pid: a shim that wrote it and then exited still came up.
+    if (!(await isShimProcess(pid, home)) && (await readShimState(home)) === null) {
+      const log = await shimLogTail(home);
+      throw new ProvisioningError(
+        `The local shim (pid ${pid}) exited before it started listening${log ? `; the end of ${join(home, 'shim.log')}:\n${log}` : ''}`,
+      );
+    }
+    return provisioningData;
+  }
+
+  async terminateInstance(instanceId: string, _region: string, backendData?: string | null): Promise<void> {
+    const { home, pid } = this.#backendDataOf(instanceId, backendData);
+    if (pid > 0) await stopShim(pid, home, this.#terminationGraceMs);
+    // Removes only a directory named after the instance, whatever the backend data says.
+    if (basename(home) === instanceId) await rm(home, { recursive: true, force: true });
+  }
+
+  /**
+   * The instance's backend data; without it (never stored), the home follows
+   * from the instance id and there is no known pid.
+   */
+  #backendDataOf(instanceId: string, backendData: string | null | undefined): LocalBackendData {
+    if (backendData) {
+      const parsed = JSON.parse(backendData) as Partial<LocalBackendData>;
+      if (typeof parsed.home === 'string' && Number.isInteger(parsed.pid)) {
+        return parsed as LocalBackendData;
+      }
+    }
+    if (basename(instanceId) !== instanceId || instanceId === '..' || instanceId === '.') {
+      throw new Error(`Invalid local instance id ${JSON.stringify(instanceId)}`);
+    }
+    return { home: resolve(this.instancesDir, instanceId), pid: 0 };
+  }
+}
+
+/** Job and fleet names are dstack resource names already; this keeps a stray `/` from escaping the directory. */
+function safeDirectoryName(name: string): string {
+  return name.replace(/[^A-Za-z0-9._-]/g, '-').replace(/^\.+/, '') || 'instance';
+}
+
+/** The local backend's Compute, from settings (the configurator builds it from config.yml). */
+export function createLocalBackend(settings: LocalBackendSettings = {}): LocalCompute {
+  return new LocalCompute(settings);
+}

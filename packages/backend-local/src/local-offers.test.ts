@@ -1,0 +1,102 @@
+import { type Requirements, RequirementsSchema } from '@dstack/core';
+import { describe, expect, it } from 'vitest';
+import type { HostResources } from './host-resources.js';
+import { explainOfferMismatch, getLocalOffers } from './local-offers.js';
+
+const CPU_HOST: HostResources = { cpuCount: 8, cpuArch: 'x86', memoryGib: 31.3, diskGib: 250, gpus: [] };
+const GPU_HOST: HostResources = {
+  ...CPU_HOST,
+  gpus: [
+    { name: 'A100', memoryGib: 80, vendor: 'nvidia' },
+    { name: 'A100', memoryGib: 80, vendor: 'nvidia' },
+  ],
+};
+
+function requirements(
+  resources: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
+): Requirements {
+  return RequirementsSchema.parse({
+    resources: { cpu: { count: { min: 2 } }, memory: { min: 8 }, disk: { size: { min: 100 } }, ...resources },
+    ...extra,
+  });
+}
+
+describe('getLocalOffers', () => {
+  it('offers the host, free and available, when it fits', () => {
+    const offers = getLocalOffers(requirements(), CPU_HOST);
+
+    expect(offers).toEqual([
+      {
+        backend: 'local',
+        instance: {
+          name: 'local',
+          resources: {
+            cpus: 8,
+            memory_mib: Math.round(31.3 * 1024),
+            gpus: [],
+            spot: false,
+            disk: { size_mib: 250 * 1024 },
+            cpu_arch: 'x86',
+          },
+        },
+        region: 'local',
+        price: 0,
+        backend_data: {},
+        availability: 'available',
+        availability_zones: null,
+        instance_runtime: 'shim',
+        blocks: 1,
+        total_blocks: 1,
+      },
+    ]);
+  });
+
+  it('lists each GPU of the host', () => {
+    const [offer] = getLocalOffers(requirements({ gpu: { name: ['a100'], count: { min: 2 } } }), GPU_HOST);
+
+    expect(offer?.instance.resources.gpus).toEqual([
+      { name: 'A100', memory_mib: 80 * 1024, vendor: 'nvidia' },
+      { name: 'A100', memory_mib: 80 * 1024, vendor: 'nvidia' },
+    ]);
+  });
+
+  it.each([
+    ['a GPU on a GPU-less host', requirements({ gpu: { count: { min: 1 } } }), CPU_HOST],
+    ['more memory', requirements({ memory: { min: 512 } }), CPU_HOST],
+    ['more CPUs', requirements({ cpu: { count: { min: 16 } } }), CPU_HOST],
+    ['another architecture', requirements({ cpu: { arch: 'arm', count: { min: 1 } } }), CPU_HOST],
+    ['another GPU model', requirements({ gpu: { name: ['H100'], count: { min: 1 } } }), GPU_HOST],
+    ['spot', requirements({}, { spot: true }), CPU_HOST],
+  ])('offers nothing when the job needs %s', (_what, wanted, host) => {
+    expect(getLocalOffers(wanted, host)).toEqual([]);
+    expect(explainOfferMismatch(wanted, host)).not.toEqual([]);
+  });
+});
+
+describe('explainOfferMismatch', () => {
+  it('explains each unmet dimension', () => {
+    const wanted = requirements({ gpu: { count: { min: 1 } }, memory: { min: 512 } });
+
+    expect(explainOfferMismatch(wanted, CPU_HOST)).toEqual([
+      'memory: requires 512GB.., the host has 31.3GB',
+      'gpu: requires 1..∞ GPUs, the host has 0',
+    ]);
+  });
+
+  it('names the GPU model and the architecture', () => {
+    expect(
+      explainOfferMismatch(requirements({ gpu: { name: ['H100', 'H200'], count: { min: 1 } } }), GPU_HOST),
+    ).toEqual(['gpu: requires H100 or H200, the host has A100']);
+    expect(
+      explainOfferMismatch(requirements({ cpu: { arch: 'arm', count: { min: 1, max: 4 } } }), CPU_HOST),
+    ).toEqual([
+      'cpu: requires the arm architecture, the host is x86',
+      'cpu: requires 1..4 CPUs, the host has 8',
+    ]);
+  });
+
+  it('is empty when the host fits', () => {
+    expect(explainOfferMismatch(requirements({ gpu: { count: { min: 0 } } }), CPU_HOST)).toEqual([]);
+  });
+});

@@ -1,0 +1,116 @@
+import { spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { LocalRuntime } from './local-config.js';
+
+/** What the shim writes to `<home>/shim.json` once it listens. */
+export interface ShimState {
+  pid: number;
+  http_port: number;
+  version?: string;
+  runtime?: string;
+}
+
+export const SHIM_STATE_FILE = 'shim.json';
+export const SHIM_LOG_FILE = 'shim.log';
+
+export interface SpawnShimOptions {
+  /** `dist/bin/dstack-shim.js` of @dstack/shim. */
+  shimBinPath: string;
+  /** The instance home: the shim's state, its tasks and its log live there. */
+  home: string;
+  runtime: LocalRuntime;
+}
+
+/**
+ * Starts a shim in its own session (detached, its output in `<home>/shim.log`),
+ * so it and its jobs survive a restart of the server that started it.
+ * Returns its pid; the shim announces its port later in `<home>/shim.json`.
+ */
+export function spawnDetachedShim(options: SpawnShimOptions): number {
+  const logFd = openSync(join(options.home, SHIM_LOG_FILE), 'a');
+  try {
+    const child = spawn(
+      process.execPath,
+      [options.shimBinPath, '--http-port', '0', '--home', options.home, '--runtime', options.runtime],
+      { detached: true, stdio: ['ignore', logFd, logFd], cwd: options.home },
+    );
+    // Spawn failures (a missing node binary) arrive as an event; the pid tells us synchronously.
+    child.on('error', () => {});
+    child.unref();
+    if (child.pid === undefined) throw new Error(`Cannot start the shim ${options.shimBinPath}`);
+    return child.pid;
+  } finally {
+    closeSync(logFd);
+  }
+}
+
+/** `<home>/shim.json`, or null while the shim has not written it (or wrote it partly). */
+export async function readShimState(home: string): Promise<ShimState | null> {
+  let text: string;
+  try {
+    text = await readFile(join(home, SHIM_STATE_FILE), 'utf8');
+  } catch {
+    return null;
+  }
+  try {
+    const state = JSON.parse(text) as Partial<ShimState>;
+    return Number.isInteger(state.http_port) && Number.isInteger(state.pid) ? (state as ShimState) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether `pid` is still the shim of `home`. Pids are reused, so a live pid is
+ * ours only when its command line names our home directory; a zombie has an
+ * empty command line and counts as gone.
+ */
+export async function isShimProcess(pid: number, home: string): Promise<boolean> {
+  try {
+    const commandLine = await readFile(`/proc/${pid}/cmdline`, 'utf8');
+    return commandLine.split('\0').includes(home);
+  } catch {
+    return false;
+  }
+}
+
+/** The last `count` lines of the shim's log, for error messages. */
+export async function shimLogTail(home: string, count = 20): Promise<string> {
+  try {
+    const text = await readFile(join(home, SHIM_LOG_FILE), 'utf8');
+    return text.trimEnd().split('\n').slice(-count).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Stops the shim of `home`: SIGTERM (it stops its tasks and exits), then,
+ * after `graceMs`, SIGKILL to its whole process group, which takes its task
+ * processes along. Does nothing when `pid` is no longer that shim.
+ */
+export async function stopShim(pid: number, home: string, graceMs = 10_000): Promise<void> {
+  if (!(await isShimProcess(pid, home))) return;
+  signal(pid, 'SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    if (!(await isShimProcess(pid, home))) return;
+    await sleep(100);
+  }
+  // Detached: the shim leads its own process group.
+  signal(-pid, 'SIGKILL');
+  const killDeadline = Date.now() + 5_000;
+  while (Date.now() < killDeadline && (await isShimProcess(pid, home))) await sleep(50);
+}
+
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch (error) {
+    // ESRCH: gone in the meantime, which is what we want.
+    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * A loopback HTTP server speaking the few endpoints of the dstack API that a test needs.
+ * Request bodies are checked with the core request schemas (and run configurations with the
+ * configuration schemas); anything wrong is answered 400 and recorded in `problems`, which
+ * tests assert empty.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  ApplyFleetRequestSchema,
+  ApplyRunRequestSchema,
+  DeleteFleetsRequestSchema,
+  DeleteRunsRequestSchema,
+  GetOffersRequestSchema,
+  GetRunPlanRequestSchema,
+  GetRunRequestSchema,
+  ListRunsRequestSchema,
+  PollLogsRequestSchema,
+  StopRunsRequestSchema,
+  validateConfiguration,
+} from '@dstack/core';
+
+export interface RecordedRequest {
+  /** The path, e.g. `/api/project/main/runs/get_plan`. */
+  path: string;
+  /** The parsed JSON body. */
+  body: unknown;
+  authorization: string | undefined;
+}
+
+/** Answers a request; an `HttpAnswer` sets the status, anything else is a 200 JSON body. */
+export type FakeHandler = (body: never, request: RecordedRequest) => unknown;
+
+export class HttpAnswer {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {}
+}
+
+interface SchemaLike {
+  safeParse(value: unknown): { success: boolean; error?: { message: string } };
+}
+
+/** Request schemas by endpoint (the part after `/api/` or `/api/project/{p}/`). */
+const REQUEST_SCHEMAS: Record<string, SchemaLike> = {
+  'runs/get_plan': GetRunPlanRequestSchema,
+  'runs/apply': ApplyRunRequestSchema,
+  'runs/get': GetRunRequestSchema,
+  'runs/list': ListRunsRequestSchema,
+  'runs/stop': StopRunsRequestSchema,
+  'runs/delete': DeleteRunsRequestSchema,
+  'logs/poll': PollLogsRequestSchema,
+  'offers/list': GetOffersRequestSchema,
+  'fleets/apply': ApplyFleetRequestSchema,
+  'fleets/delete': DeleteFleetsRequestSchema,
+};
+
+/** `/api/project/main/runs/get` → `runs/get`; `/api/runs/list` → `runs/list`. */
+export function endpointOf(path: string): string {
+  return path.replace(/^\/api\/project\/[^/]+\//, '').replace(/^\/api\//, '');
+}
+
+function readBody(request: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    request.on('error', reject);
+  });
+}
+
+function send(response: ServerResponse, status: number, body: unknown): void {
+  const text = body === undefined ? '' : JSON.stringify(body);
+  response.writeHead(status, { 'content-type': 'application/json' }).end(text);
+}
+
+export interface FakeDstackServerOptions {
+  /** The token requests must carry. Default `test-token`. */
+  token?: string;
+  /** Handlers by full path (`/api/project/main/runs/get`) or endpoint (`runs/get`). */
+  handlers?: Record<string, FakeHandler>;
+}
+
+export class FakeDstackServer {
+  readonly requests: RecordedRequest[] = [];
+  /** What was wrong with requests (bad body, unknown path, handler crash). */
+  readonly problems: string[] = [];
+  readonly token: string;
+  readonly handlers: Record<string, FakeHandler>;
+  #server: Server;
+  #url = '';
+
+  private constructor(options: FakeDstackServerOptions) {
+    this.token = options.token ?? 'test-token';
+    this.handlers = { ...options.handlers };
+    this.#server = createServer((request, response) => {
+      this.#handle(request, response).catch((error: unknown) => {
+        this.problems.push(`handler failed: ${(error as Error).stack ?? String(error)}`);
+        send(response, 500, { detail: [{ msg: 'fake server failure', code: 'error' }] });
+      });
+    });
+  }
+
+  static async start(options: FakeDstackServerOptions = {}): Promise<FakeDstackServer> {
+    const server = new FakeDstackServer(options);
+    await new Promise<void>((resolve) => server.#server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.#server.address() as AddressInfo;
+    server.#url = `http://127.0.0.1:${port}`;
+    return server;
+  }
+
+  get url(): string {
+    return this.#url;
+  }
+
+  /** The recorded requests to an endpoint (`runs/stop`). */
+  requestsTo(endpoint: string): RecordedRequest[] {
+    return this.requests.filter((request) => endpointOf(request.path) === endpoint);
+  }
+
+  async close(): Promise<void> {
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  async #handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const path = new URL(request.url ?? '/', 'http://localhost').pathname;
+    const text = await readBody(request);
+    let body: unknown;
+    try {
+      body = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      this.problems.push(`${path}: body is not JSON: ${text}`);
+      send(response, 400, { detail: [{ msg: 'body is not JSON', code: 'error' }] });
+      return;
+    }
+    const recorded = { path, body, authorization: request.headers.authorization };
+    this.requests.push(recorded);
+    if (request.method !== 'POST') this.problems.push(`${path}: method ${request.method}, expected POST`);
+    if (request.headers.authorization !== `Bearer ${this.token}`) {
+      send(response, 401, { detail: [{ msg: 'Unauthorized', code: 'error' }] });
+      return;
+    }
+    const endpoint = endpointOf(path);
+    const problem = this.#checkBody(endpoint, body);
+    if (problem) {
+      this.problems.push(`${path}: ${problem}`);
+      send(response, 400, { detail: [{ msg: problem, code: 'invalid_request' }] });
+      return;
+    }
+    const handler = this.handlers[path] ?? this.handlers[endpoint];
+    if (!handler) {
+      this.problems.push(`${path}: no handler`);
+      send(response, 404, { detail: [{ msg: `no handler for ${path}`, code: 'not_found' }] });
+      return;
+    }
+    const answer = await handler(body as never, recorded);
+    if (answer instanceof HttpAnswer) send(response, answer.status, answer.body);
+    else send(response, 200, answer ?? null);
+  }
+
+  #checkBody(endpoint: string, body: unknown): string | undefined {
+    const schema = REQUEST_SCHEMAS[endpoint];
+    if (!schema) return undefined;
+    const result = schema.safeParse(body);
+    if (!result.success) return `invalid body: ${result.error?.message}`;
+    const runSpec =
+      endpoint === 'runs/get_plan'
+        ? (body as { run_spec: { configuration: unknown } }).run_spec
+        : endpoint === 'runs/apply'
+          ? (body as { plan: { run_spec: { configuration: unknown } } }).plan.run_spec
+          : undefined;
+    const configuration =
+      runSpec?.configuration ??
+      (endpoint === 'fleets/apply'
+        ? (body as { plan: { spec: { configuration: unknown } } }).plan.spec.configuration
+        : undefined);
+    if (configuration !== undefined) {
+      try {
+        validateConfiguration(configuration);
+      } catch (error) {
+        return `invalid configuration: ${(error as Error).message}`;
+      }
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,266 @@
+/**
+ * `DstackApiClient`: one method per server endpoint the CLI uses. Requests and answers are the
+ * API models of `@dstack/core` (answers are validated with them); failures become the errors of
+ * `api-errors.ts`.
+ */
+import {
+  ApiErrorSchema,
+  type ApplyFleetRequestSchema,
+  type ApplyRunRequestSchema,
+  type DeleteFleetsRequestSchema,
+  type DeleteRunsRequestSchema,
+  type Fleet,
+  FleetSchema,
+  type GetOffersRequestSchema,
+  type GetRunPlanRequestSchema,
+  type InstanceOfferWithAvailability,
+  InstanceOfferWithAvailabilitySchema,
+  type ListRunsRequestSchema,
+  type PollLogsRequestSchema,
+  PollLogsResponseSchema,
+  type Project,
+  ProjectSchema,
+  type Run,
+  type RunPlan,
+  RunPlanSchema,
+  RunSchema,
+  ServerInfoSchema,
+  type StopRunsRequestSchema,
+  type User,
+  UserSchema,
+} from '@dstack/core';
+import { type Dispatcher, request } from 'undici';
+import {
+  type ApiErrorDetail,
+  InvalidTokenError,
+  ServerApiError,
+  ServerUnreachableError,
+  UnexpectedResponseError,
+} from './api-errors.js';
+
+/** A zod schema, seen only through what the CLI needs (the CLI does not depend on zod). */
+interface Schema<Output> {
+  safeParse(value: unknown): { success: true; data: Output } | { success: false; error: Error };
+  _zod: { input: unknown; output: Output };
+}
+type RequestBody<S extends { _zod: { input: unknown } }> = S['_zod']['input'];
+
+export type GetRunPlanRequest = RequestBody<typeof GetRunPlanRequestSchema>;
+export type ApplyRunRequest = RequestBody<typeof ApplyRunRequestSchema>;
+export type ListRunsRequest = RequestBody<typeof ListRunsRequestSchema>;
+export type StopRunsRequest = RequestBody<typeof StopRunsRequestSchema>;
+export type DeleteRunsRequest = RequestBody<typeof DeleteRunsRequestSchema>;
+export type PollLogsRequest = RequestBody<typeof PollLogsRequestSchema>;
+export type PollLogsResponse = (typeof PollLogsResponseSchema)['_zod']['output'];
+export type GetOffersRequest = RequestBody<typeof GetOffersRequestSchema>;
+export type ApplyFleetRequest = RequestBody<typeof ApplyFleetRequestSchema>;
+export type DeleteFleetsRequest = RequestBody<typeof DeleteFleetsRequestSchema>;
+
+export interface OffersResponse {
+  offers: InstanceOfferWithAvailability[];
+  total_offers: number;
+}
+
+export interface DstackApiClientOptions {
+  /** The server URL, e.g. `http://127.0.0.1:3000`. */
+  url: string;
+  /** The user's token, sent as `Authorization: Bearer <token>`. */
+  token: string;
+  /** The project of `/api/project/{project}/...` endpoints. */
+  projectName: string;
+  /** The undici dispatcher (a `MockAgent` in tests). Default: undici's global dispatcher. */
+  dispatcher?: Dispatcher;
+  /** Milliseconds to wait for the answer's headers. Default 60 000. */
+  timeoutMs?: number;
+}
+
+export interface RequestOptions {
+  /** Aborts the request (e.g. Ctrl-C while attached). */
+  signal?: AbortSignal;
+}
+
+/** Error codes meaning nothing answers at the URL. */
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+function isUnreachable(error: unknown): boolean {
+  const candidate = error as { code?: unknown; errors?: unknown[]; cause?: unknown } | undefined;
+  if (!candidate) return false;
+  if (typeof candidate.code === 'string' && UNREACHABLE_CODES.has(candidate.code)) return true;
+  // `localhost` resolves to IPv4 and IPv6; undici reports both failures together.
+  if (Array.isArray(candidate.errors) && candidate.errors.some(isUnreachable)) return true;
+  return candidate.cause !== undefined && candidate.cause !== error && isUnreachable(candidate.cause);
+}
+
+/** Reads dstack's `{"detail": [...]}` body, also the `{"detail": {"msg"}}` and plain-text forms. */
+function parseErrorDetails(statusCode: number, text: string): ApiErrorDetail[] {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    const summary = text.trim().slice(0, 200);
+    return [
+      { message: `HTTP ${statusCode}${summary ? `: ${summary}` : ''}`, code: 'http_error', fields: [] },
+    ];
+  }
+  const parsed = ApiErrorSchema.safeParse(body);
+  if (parsed.success) {
+    return parsed.data.detail.map((detail) => ({
+      message: detail.msg,
+      code: detail.code,
+      fields: detail.fields ?? [],
+    }));
+  }
+  const detail = (body as { detail?: unknown } | null)?.detail;
+  if (typeof detail === 'string') return [{ message: detail, code: 'error', fields: [] }];
+  const message = (detail as { msg?: unknown } | undefined)?.msg;
+  if (typeof message === 'string') return [{ message, code: 'error', fields: [] }];
+  return [{ message: `HTTP ${statusCode}: ${text.slice(0, 200)}`, code: 'http_error', fields: [] }];
+}
+
+export class DstackApiClient {
+  readonly url: string;
+  readonly projectName: string;
+  readonly #token: string;
+  readonly #dispatcher: Dispatcher | undefined;
+  readonly #timeoutMs: number;
+
+  constructor(options: DstackApiClientOptions) {
+    this.url = options.url.replace(/\/+$/, '');
+    this.projectName = options.projectName;
+    this.#token = options.token;
+    this.#dispatcher = options.dispatcher;
+    this.#timeoutMs = options.timeoutMs ?? 60_000;
+  }
+
+  getServerInfo(options?: RequestOptions): Promise<{ server_version: string | null }> {
+    return this.#post('/api/server/get_info', {}, ServerInfoSchema, options);
+  }
+
+  listProjects(options?: RequestOptions): Promise<Project[]> {
+    return this.#post('/api/projects/list', {}, ProjectSchema.array(), options);
+  }
+
+  getMyUser(options?: RequestOptions): Promise<User> {
+    return this.#post('/api/users/get_my_user', {}, UserSchema, options);
+  }
+
+  getRunPlan(body: GetRunPlanRequest, options?: RequestOptions): Promise<RunPlan> {
+    return this.#post(this.#projectPath('runs/get_plan'), body, RunPlanSchema, options);
+  }
+
+  applyRun(body: ApplyRunRequest, options?: RequestOptions): Promise<Run> {
+    return this.#post(this.#projectPath('runs/apply'), body, RunSchema, options);
+  }
+
+  getRun(runName: string, options?: RequestOptions): Promise<Run> {
+    return this.#post(this.#projectPath('runs/get'), { run_name: runName }, RunSchema, options);
+  }
+
+  /** Runs of this client's project (`project_name` defaults to it). */
+  listRuns(body: ListRunsRequest, options?: RequestOptions): Promise<Run[]> {
+    return this.#post(
+      '/api/runs/list',
+      { project_name: this.projectName, ...body },
+      RunSchema.array(),
+      options,
+    );
+  }
+
+  async stopRuns(body: StopRunsRequest, options?: RequestOptions): Promise<void> {
+    await this.#post(this.#projectPath('runs/stop'), body, undefined, options);
+  }
+
+  async deleteRuns(body: DeleteRunsRequest, options?: RequestOptions): Promise<void> {
+    await this.#post(this.#projectPath('runs/delete'), body, undefined, options);
+  }
+
+  pollLogs(body: PollLogsRequest, options?: RequestOptions): Promise<PollLogsResponse> {
+    return this.#post(this.#projectPath('logs/poll'), body, PollLogsResponseSchema, options);
+  }
+
+  async listOffers(body: GetOffersRequest, options?: RequestOptions): Promise<OffersResponse> {
+    const endpoint = this.#projectPath('offers/list');
+    const answer = (await this.#post(endpoint, body, undefined, options)) as {
+      offers?: unknown;
+      total_offers?: unknown;
+    } | null;
+    const offers = InstanceOfferWithAvailabilitySchema.array().safeParse(answer?.offers);
+    if (!offers.success || typeof answer?.total_offers !== 'number') {
+      throw new UnexpectedResponseError(
+        `unexpected answer from ${endpoint}: expected {offers, total_offers}`,
+      );
+    }
+    return { offers: offers.data, total_offers: answer.total_offers };
+  }
+
+  listFleets(options?: RequestOptions): Promise<Fleet[]> {
+    return this.#post(this.#projectPath('fleets/list'), {}, FleetSchema.array(), options);
+  }
+
+  applyFleet(body: ApplyFleetRequest, options?: RequestOptions): Promise<Fleet> {
+    return this.#post(this.#projectPath('fleets/apply'), body, FleetSchema, options);
+  }
+
+  async deleteFleets(body: DeleteFleetsRequest, options?: RequestOptions): Promise<void> {
+    await this.#post(this.#projectPath('fleets/delete'), body, undefined, options);
+  }
+
+  #projectPath(endpoint: string): string {
+    return `/api/project/${encodeURIComponent(this.projectName)}/${endpoint}`;
+  }
+
+  async #post<Output>(
+    endpoint: string,
+    body: unknown,
+    schema: Schema<Output> | undefined,
+    options: RequestOptions = {},
+  ): Promise<Output> {
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await request(`${this.url}${endpoint}`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${this.#token}`,
+          'content-type': 'application/json',
+          accept: 'application/json',
+        },
+        body: JSON.stringify(body),
+        headersTimeout: this.#timeoutMs,
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(this.#dispatcher ? { dispatcher: this.#dispatcher } : {}),
+      });
+    } catch (error) {
+      if (isUnreachable(error)) throw new ServerUnreachableError(this.url, error);
+      throw error;
+    }
+    const text = await response.body.text();
+    if (response.statusCode === 401) throw new InvalidTokenError(this.url, this.projectName);
+    if (response.statusCode < 200 || response.statusCode >= 300) {
+      throw new ServerApiError(endpoint, response.statusCode, parseErrorDetails(response.statusCode, text));
+    }
+    let json: unknown = null;
+    if (text.trim() !== '') {
+      try {
+        json = JSON.parse(text);
+      } catch {
+        throw new UnexpectedResponseError(`unexpected answer from ${endpoint}: not JSON`);
+      }
+    }
+    if (!schema) return json as Output;
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) {
+      throw new UnexpectedResponseError(`unexpected answer from ${endpoint}: ${parsed.error.message}`, {
+        cause: parsed.error,
+      });
+    }
+    return parsed.data;
+  }
+}

@@ -1,0 +1,297 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { LogEvent, RunSpec, RunStatus } from '@dstack/core';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { makeFleet, makeLogEvent, makeOffer, makeRun, makeRunPlan } from '../__fixtures__/api-objects.js';
+import { CLI_TEST_TIMEOUT_MS, CliHarness, waitFor } from '../__fixtures__/cli-harness.js';
+import { FakeDstackServer, type FakeHandler, HttpAnswer } from '../__fixtures__/fake-dstack-server.js';
+
+let harness: CliHarness;
+let server: FakeDstackServer | undefined;
+
+beforeEach(() => {
+  harness = new CliHarness();
+});
+
+afterEach(async () => {
+  harness.cleanUp();
+  const problems = server?.problems ?? [];
+  await server?.close();
+  server = undefined;
+  expect(problems).toEqual([]);
+});
+
+interface ScriptedRun {
+  name: string;
+  /** Statuses returned by successive `runs/get` calls; the last one repeats. */
+  statuses: RunStatus[];
+  logs: LogEvent[];
+  exitStatus?: number;
+}
+
+/**
+ * Handlers for a run that moves through `statuses`, one per `runs/get`. Logs appear two per
+ * `runs/get` once running, and all of them once finished; `logs/poll` treats `start_time` as
+ * exclusive and pages by `limit`, as the server does.
+ */
+function scriptedRunHandlers(script: ScriptedRun): Record<string, FakeHandler> {
+  let step = -1;
+  let firstRunningStep: number | undefined;
+  const status = () => script.statuses[Math.min(Math.max(step, 0), script.statuses.length - 1)]!;
+  const visibleLogs = () => {
+    if (['done', 'failed', 'terminated'].includes(status())) return script.logs;
+    if (firstRunningStep === undefined) return [];
+    return script.logs.slice(0, (step - firstRunningStep + 1) * 2);
+  };
+  return {
+    'runs/get_plan': (body: { run_spec: RunSpec }) =>
+      makeRunPlan({ ...body.run_spec, run_name: body.run_spec.run_name ?? script.name }, [
+        makeOffer({ price: 0 }),
+        makeOffer({ name: 'big', cpus: 16, price: 0.25 }),
+        makeOffer({ name: 'bigger', cpus: 32, price: 0.5 }),
+        makeOffer({ name: 'biggest', cpus: 64, price: 1 }),
+      ]),
+    'runs/apply': () => makeRun({ name: script.name, status: 'submitted' }),
+    'runs/get': () => {
+      step += 1;
+      if (status() === 'running' && firstRunningStep === undefined) firstRunningStep = step;
+      return makeRun({
+        name: script.name,
+        status: status(),
+        ...(script.exitStatus === undefined ? {} : { exitStatus: script.exitStatus }),
+      });
+    },
+    'logs/poll': (body: { start_time?: string; limit: number }) => {
+      const after = body.start_time ? Date.parse(body.start_time) : -Infinity;
+      const logs = visibleLogs()
+        .filter((event) => Date.parse(event.timestamp) > after)
+        .slice(0, body.limit);
+      return { logs, next_token: null };
+    },
+  };
+}
+
+function writeTask(name: string, extra = ''): string {
+  const file = join(harness.home, `${name}.dstack.yml`);
+  writeFileSync(file, `type: task\nname: ${name}\ncommands:\n  - echo hi\n${extra}`);
+  return file;
+}
+
+/** Five stdout lines and five stderr lines, interleaved, 1 ms apart. */
+function interleavedLogs(): LogEvent[] {
+  const logs: LogEvent[] = [];
+  for (let index = 1; index <= 5; index += 1) {
+    logs.push(makeLogEvent('stdout', `out ${index}\n`, index * 10));
+    logs.push(makeLogEvent('stderr', `err ${index}\n`, index * 10 + 1));
+  }
+  return logs;
+}
+
+describe('dstack apply (built bin, fake server)', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
+  it('prints the plan, streams logs in order to stdout and stderr, and exits 0 when done', async () => {
+    server = await FakeDstackServer.start({
+      handlers: scriptedRunHandlers({
+        name: 'hello',
+        statuses: ['submitted', 'provisioning', 'running', 'running', 'running', 'running', 'done'],
+        logs: interleavedLogs(),
+      }),
+    });
+    await harness.useProject(server.url, server.token);
+    const file = writeTask('hello', 'resources:\n  gpu: A100:80GB:2\nmax_price: 2\n');
+    const result = await harness.run(['apply', '-f', file, '-y']);
+    expect(result.stderr).toBe('err 1\nerr 2\nerr 3\nerr 4\nerr 5\n');
+    expect(result.code).toBe(0);
+    const out = result.stdout;
+    expect(out).toMatch(/^Project\s+main$/m);
+    expect(out).toMatch(/^Configuration\s+.*hello\.dstack\.yml$/m);
+    expect(out).toMatch(/^Resources\s+cpu=2\.\. mem=8GB\.\. gpu=A100:80GB:2 disk=100GB\.\.$/m);
+    expect(out).toMatch(/^Max price\s+\$2$/m);
+    expect(out).toMatch(/^#\s+BACKEND\s+REGION\s+RESOURCES\s+INSTANCE TYPE\s+PRICE\s+AVAILABILITY$/m);
+    expect(out).toMatch(/^1\s+local\s+local\s+4xCPU, 16GB, 100GB \(disk\)\s+local\s+\$0\s+available$/m);
+    expect(out).toContain('and 1 more');
+    expect(out).toContain('hello provisioning…');
+    // Job output in order, each line once, then the final status.
+    const jobOutput = out.slice(out.indexOf('out 1'));
+    expect(jobOutput).toBe('out 1\nout 2\nout 3\nout 4\nout 5\nRun hello done\n');
+    const plan = server.requestsTo('runs/get_plan')[0]?.body as { run_spec: RunSpec; max_offers: number };
+    expect(plan.run_spec).toMatchObject({ run_name: 'hello', configuration_path: file });
+    expect(plan.run_spec.configuration).toMatchObject({
+      type: 'task',
+      resources: { gpu: { name: ['A100'], count: { min: 2, max: 2 } } },
+    });
+    expect(server.requestsTo('runs/apply')[0]?.body).toMatchObject({
+      plan: { run_spec: { run_name: 'hello' } },
+      force: false,
+    });
+    expect(server.requestsTo('runs/stop')).toEqual([]);
+  });
+
+  it('exits 1 and prints the exit status when the run fails', async () => {
+    server = await FakeDstackServer.start({
+      handlers: scriptedRunHandlers({
+        name: 'broken',
+        statuses: ['provisioning', 'running', 'failed'],
+        logs: [makeLogEvent('stderr', 'boom\n', 5)],
+        exitStatus: 3,
+      }),
+    });
+    await harness.useProject(server.url, server.token);
+    const result = await harness.run(['apply', '-f', writeTask('broken'), '-y']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('boom\n');
+    expect(result.stdout).toMatch(/Run broken failed \(exit status 3\)\n$/);
+  });
+
+  it('prints the run name and exits at once with -d', async () => {
+    server = await FakeDstackServer.start({
+      handlers: scriptedRunHandlers({ name: 'detached', statuses: ['running'], logs: [] }),
+    });
+    await harness.useProject(server.url, server.token);
+    const result = await harness.run(['apply', '-f', writeTask('detached'), '-y', '-d']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/\ndetached\n$/);
+    expect(server.requestsTo('runs/get')).toEqual([]);
+  });
+
+  it('uses -n as the run name', async () => {
+    server = await FakeDstackServer.start({
+      handlers: scriptedRunHandlers({ name: 'renamed', statuses: ['running'], logs: [] }),
+    });
+    await harness.useProject(server.url, server.token);
+    const result = await harness.run(['apply', '-f', writeTask('original'), '-y', '-d', '-n', 'renamed']);
+    expect(result.code).toBe(0);
+    expect(server.requestsTo('runs/get_plan')[0]?.body).toMatchObject({ run_spec: { run_name: 'renamed' } });
+  });
+
+  it('detaches on SIGINT without stopping the run', async () => {
+    server = await FakeDstackServer.start({
+      handlers: scriptedRunHandlers({
+        name: 'forever',
+        statuses: ['running'],
+        logs: [makeLogEvent('stdout', 'still going\n', 1)],
+      }),
+    });
+    await harness.useProject(server.url, server.token);
+    const cli = harness.start(['apply', '-f', writeTask('forever'), '-y']);
+    await waitFor(() => cli.stdout().includes('still going'), 'the job output');
+    const getsBefore = server.requestsTo('runs/get').length;
+    await waitFor(() => server!.requestsTo('runs/get').length > getsBefore, 'another poll');
+    cli.child.kill('SIGINT');
+    const result = await cli.result;
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('Detached; the run continues. Stop it with dstack stop forever');
+    expect(server.requestsTo('runs/stop')).toEqual([]);
+    expect(server.requestsTo('runs/delete')).toEqual([]);
+  });
+
+  it('prints the exclusions and exits 1 when no offer matches', async () => {
+    server = await FakeDstackServer.start({
+      handlers: {
+        'runs/get_plan': (body: { run_spec: RunSpec }) =>
+          makeRunPlan(
+            body.run_spec,
+            [],
+            [
+              { requirement: 'gpu A100', excluded: 12 },
+              { requirement: 'max_price 0.1', excluded: 1 },
+            ],
+          ),
+      },
+    });
+    await harness.useProject(server.url, server.token);
+    const result = await harness.run(['apply', '-f', writeTask('nothing'), '-y']);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(
+      'No offers match the requirements.\n  gpu A100: excluded 12 offers\n  max_price 0.1: excluded 1 offer\n',
+    );
+    expect(server.requestsTo('runs/apply')).toEqual([]);
+  });
+
+  it('asks for -y when there is no terminal to confirm on', async () => {
+    server = await FakeDstackServer.start({
+      handlers: scriptedRunHandlers({ name: 'unconfirmed', statuses: ['running'], logs: [] }),
+    });
+    await harness.useProject(server.url, server.token);
+    const result = await harness.run(['apply', '-f', writeTask('unconfirmed')]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('pass -y');
+    expect(server.requestsTo('runs/apply')).toEqual([]);
+  });
+
+  it('reports file:line:column for an invalid file and makes no request', async () => {
+    server = await FakeDstackServer.start();
+    await harness.useProject(server.url, server.token);
+    const file = join(harness.home, 'bad.dstack.yml');
+    writeFileSync(file, 'type: task\ncommands:\n  - echo hi\nresources:\n  gpu: "A100:lots"\n');
+    const result = await harness.run(['apply', '-f', file, '-y']);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(new RegExp(`^${file.replaceAll('.', '\\.')}:5:8: resources\\.gpu: .+\\n$`));
+    expect(server.requests).toEqual([]);
+  });
+
+  it('says how to fix a rejected token', async () => {
+    server = await FakeDstackServer.start({ token: 'right-token' });
+    await harness.useProject(server.url, 'wrong-token');
+    const result = await harness.run(['apply', '-f', writeTask('denied'), '-y']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(
+      `error: invalid token for project main (server ${server.url}); run dstack project add --name main --url ${server.url} --token TOKEN -y\n`,
+    );
+  });
+
+  it('prints the server error with its field path', async () => {
+    server = await FakeDstackServer.start({
+      handlers: {
+        'runs/get_plan': () =>
+          new HttpAnswer(400, {
+            detail: [
+              {
+                msg: 'no backend offers A100',
+                code: 'invalid',
+                fields: [['run_spec', 'configuration', 'resources', 'gpu']],
+              },
+            ],
+          }),
+      },
+    });
+    await harness.useProject(server.url, server.token);
+    const result = await harness.run(['apply', '-f', writeTask('rejected'), '-y']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('error: run_spec.configuration.resources.gpu: no backend offers A100\n');
+  });
+
+  it('says when the server cannot be reached', async () => {
+    await harness.useProject('http://127.0.0.1:9', 'token');
+    const result = await harness.run(['apply', '-f', writeTask('offline'), '-y']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(
+      'cannot reach the dstack server at http://127.0.0.1:9: is `dstack server` running?\n',
+    );
+  });
+
+  it('applies a fleet configuration', async () => {
+    server = await FakeDstackServer.start({ handlers: { 'fleets/apply': () => makeFleet('my-fleet', 2) } });
+    await harness.useProject(server.url, server.token);
+    const file = join(harness.home, 'fleet.dstack.yml');
+    writeFileSync(file, 'type: fleet\nname: my-fleet\nnodes: 2\n');
+    const result = await harness.run(['apply', '-f', file, '-y']);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^NAME\s+NODES\s+RESOURCES\s+BACKEND\s+PRICE\s+STATUS\s+CREATED$/m);
+    expect(result.stdout).toMatch(
+      /^my-fleet\s+2\s+4xCPU, 16GB, 100GB \(disk\)\s+local \(local\)\s+\$0\.5\s+idle/m,
+    );
+    expect(server.requestsTo('fleets/apply')[0]?.body).toMatchObject({
+      plan: { spec: { configuration: { type: 'fleet', name: 'my-fleet' } } },
+    });
+  });
+
+  it('refuses volumes for now', async () => {
+    const file = join(harness.home, 'volume.dstack.yml');
+    writeFileSync(file, 'type: volume\nname: data\nbackend: aws\nregion: us-east-1\nsize: 100GB\n');
+    const result = await harness.run(['apply', '-f', file, '-y']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('error: volume configurations are not supported yet\n');
+  });
+});

@@ -1,0 +1,29 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isRunFinished } from '@dstack/core';
+import { LogReader, LogWriter } from '../api/log-reader.js';
+import type { CliIo } from '../io.js';
+import { connect, type ProjectOption } from './connect.js';
+
+/** Delay between polls with `-f`. */
+const FOLLOW_INTERVAL_MS = 200;
+
+export interface LogsOptions extends ProjectOption {
+  /** Keep printing new logs until the run finishes. Default false. */
+  follow?: boolean;
+}
+
+/** `dstack logs RUN [-f]`: the run's job output, stdout and stderr to their streams. */
+export async function logsCommand(runName: string, options: LogsOptions, io: CliIo): Promise<number> {
+  const client = await connect(options);
+  // Fails early with the server's message when the run does not exist.
+  let run = await client.getRun(runName);
+  const reader = new LogReader(client, runName);
+  const writer = new LogWriter(io);
+  writer.write(await reader.readNew());
+  while (options.follow && !isRunFinished(run.status)) {
+    await sleep(FOLLOW_INTERVAL_MS);
+    run = await client.getRun(runName);
+    writer.write(await reader.readNew());
+  }
+  return 0;
+}

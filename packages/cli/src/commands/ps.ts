@@ -1,0 +1,81 @@
+import { InstanceTypeSchema, type Run } from '@dstack/core';
+import type { CliIo } from '../io.js';
+import { type Colors, createColors } from '../output/colors.js';
+import {
+  formatBackend,
+  formatGpus,
+  formatPrice,
+  formatRelativeTime,
+  formatResources,
+  latestSubmission,
+  runName,
+} from '../output/format.js';
+import { formatTable } from '../output/table.js';
+import { connect, type ProjectOption } from './connect.js';
+
+export const PS_FORMATS = ['table', 'json'] as const;
+export type PsFormat = (typeof PS_FORMATS)[number];
+
+export interface PsOptions extends ProjectOption {
+  /** Include finished runs. Default false (active runs only). */
+  all?: boolean;
+  /** Add RESOURCES, INSTANCE TYPE and ERROR. Default false. */
+  verbose?: boolean;
+  /** `table` or `json` (the Run array). Default `table`. */
+  format?: PsFormat;
+}
+
+function colorStatus(run: Run, colors: Colors): string {
+  if (run.status === 'done') return colors.green(run.status);
+  if (run.status === 'failed') return colors.red(run.status);
+  if (run.status === 'running') return colors.bold(run.status);
+  return run.status;
+}
+
+function runError(run: Run): string {
+  const submission = latestSubmission(run);
+  if (run.error) return run.error;
+  if (run.status === 'failed' && submission?.exit_status) return `exit status ${submission.exit_status}`;
+  if (run.status === 'failed' || run.status === 'terminated') return run.termination_reason ?? '-';
+  return '-';
+}
+
+/** `NAME BACKEND GPU PRICE STATUS SUBMITTED` (+ `RESOURCES INSTANCE TYPE ERROR` with `-v`). */
+export function formatRuns(runs: readonly Run[], verbose: boolean, colors: Colors, now = new Date()): string {
+  const columns = ['NAME', 'BACKEND', 'GPU', 'PRICE', 'STATUS', 'SUBMITTED'];
+  if (verbose) columns.push('RESOURCES', 'INSTANCE TYPE', 'ERROR');
+  const rows = runs.map((run) => {
+    const submission = latestSubmission(run);
+    const provisioning = submission?.job_provisioning_data;
+    const instanceType = InstanceTypeSchema.safeParse(provisioning?.instance_type);
+    const row = [
+      runName(run),
+      formatBackend(submission),
+      instanceType.success ? formatGpus(instanceType.data.resources.gpus) : '-',
+      formatPrice(provisioning?.price),
+      colorStatus(run, colors),
+      formatRelativeTime(run.submitted_at, now),
+    ];
+    if (verbose) {
+      row.push(
+        instanceType.success ? formatResources(instanceType.data.resources) : '-',
+        instanceType.success ? instanceType.data.name : '-',
+        runError(run),
+      );
+    }
+    return row;
+  });
+  return formatTable(columns, rows, { styleHeader: colors.bold });
+}
+
+/** `dstack ps`: the project's runs, active ones unless `-a`. */
+export async function psCommand(options: PsOptions, io: CliIo): Promise<number> {
+  const client = await connect(options);
+  const runs = await client.listRuns({ only_active: !options.all, limit: 100 });
+  if (options.format === 'json') {
+    io.stdout(`${JSON.stringify(runs, null, 2)}\n`);
+    return 0;
+  }
+  io.stdout(formatRuns(runs, Boolean(options.verbose), createColors(Boolean(io.stdoutColors))));
+  return 0;
+}

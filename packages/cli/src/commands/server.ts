@@ -1,0 +1,120 @@
+import { cliConfigPath, loadCliConfig, saveCliConfig, upsertProject } from '../config/cli-config.js';
+import type { CliIo } from '../io.js';
+import { CommandError } from '../output/report-error.js';
+
+/** What `@dstack/server` exports for the CLI. */
+export interface ServerModule {
+  startServer(options: { host?: string; port?: number }): Promise<RunningServer>;
+}
+
+export interface RunningServer {
+  url: string;
+  /** The admin's token on first start; null when the admin already existed. */
+  adminToken: string | null;
+  close(): Promise<void>;
+}
+
+export interface ServerOptions {
+  /** Interface to listen on. Default: the server's (`127.0.0.1`; env `DSTACK_SERVER_HOST`). */
+  host?: string;
+  /** Port to listen on. Default: the server's (3000; env `DSTACK_SERVER_PORT`). */
+  port?: string;
+  /** Update the CLI configuration without asking. Accepted for dstack compatibility; the CLI never asks. */
+  yes?: boolean;
+}
+
+export interface ServerDependencies {
+  /** Loads `@dstack/server`. Default: a dynamic import, so the CLI works without it. */
+  loadServer?: () => Promise<ServerModule>;
+  /** Resolves when the server should stop. Default: the first SIGINT or SIGTERM. */
+  waitForShutdown?: () => Promise<void>;
+}
+
+/** The server package; a variable keeps TypeScript from resolving the optional peer at build time. */
+const SERVER_PACKAGE = '@dstack/server';
+
+/** The `main` project that `dstack server` registers, as dstack does. */
+const DEFAULT_PROJECT_NAME = 'main';
+
+async function importServer(): Promise<ServerModule> {
+  let module: Partial<ServerModule>;
+  try {
+    module = (await import(SERVER_PACKAGE)) as Partial<ServerModule>;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(SERVER_PACKAGE)) {
+      throw new CommandError(`dstack server needs ${SERVER_PACKAGE}: install @dstack/server`, {
+        cause: error,
+      });
+    }
+    throw error;
+  }
+  if (typeof module.startServer !== 'function') {
+    throw new CommandError(
+      `${SERVER_PACKAGE} does not export startServer: install a matching @dstack/server`,
+    );
+  }
+  return module as ServerModule;
+}
+
+function waitForSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
+function parsePort(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const port = Number(text);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new CommandError(`--port: expected a port number (0-65535), got '${text}'`);
+  }
+  return port;
+}
+
+/**
+ * `dstack server`: starts `@dstack/server`, prints the admin token (first start) and URL, and
+ * points the CLI's `main` project at it. Stops on SIGINT/SIGTERM with exit code 0.
+ */
+export async function serverCommand(
+  options: ServerOptions,
+  io: CliIo,
+  dependencies: ServerDependencies = {},
+): Promise<number> {
+  const port = parsePort(options.port);
+  const server = await (dependencies.loadServer ?? importServer)();
+  // Listen for signals before starting, so that an early Ctrl-C still closes the server.
+  const shutdown = (dependencies.waitForShutdown ?? waitForSignal)();
+  const running = await server.startServer({
+    ...(options.host === undefined ? {} : { host: options.host }),
+    ...(port === undefined ? {} : { port }),
+  });
+  try {
+    if (running.adminToken !== null) {
+      io.stdout(`The admin token is ${running.adminToken}\n`);
+      const path = cliConfigPath();
+      const config = await loadCliConfig(path);
+      const existing = config.projects.find((project) => project.name === DEFAULT_PROJECT_NAME);
+      await saveCliConfig(
+        upsertProject(config, {
+          name: DEFAULT_PROJECT_NAME,
+          url: running.url,
+          token: running.adminToken,
+          default: existing?.default ?? true,
+        }),
+        path,
+      );
+    }
+    io.stdout(`The server is running at ${running.url}\n`);
+    await shutdown;
+  } finally {
+    await running.close();
+  }
+  return 0;
+}

@@ -1,0 +1,61 @@
+import { ConfigurationError, DstackError, formatConfigurationError } from '@dstack/core';
+import {
+  InvalidTokenError,
+  ServerApiError,
+  ServerUnreachableError,
+  UnexpectedResponseError,
+} from '../api/api-errors.js';
+import { CliConfigError } from '../config/cli-config.js';
+import type { CliIo } from '../io.js';
+import { createColors } from './colors.js';
+
+/** A failure to report to the user as `error: <message>`, with exit code 1. */
+export class CommandError extends DstackError {
+  override readonly name = 'CommandError';
+
+  static override isInstance(error: unknown): error is CommandError {
+    return DstackError.isInstance(error) && error.name === 'CommandError';
+  }
+}
+
+function fieldPath(fields: ReadonlyArray<string | number>): string {
+  return fields
+    .map((field, index) => (typeof field === 'number' ? `[${field}]` : `${index ? '.' : ''}${field}`))
+    .join('');
+}
+
+/** The lines to print for an error the CLI knows, or undefined for a bug. */
+export function describeError(error: unknown): string[] | undefined {
+  if (ConfigurationError.isInstance(error)) return [formatConfigurationError(error)];
+  if (InvalidTokenError.isInstance(error)) {
+    return [
+      `error: invalid token for project ${error.projectName} (server ${error.serverUrl}); run dstack project add --name ${error.projectName} --url ${error.serverUrl} --token TOKEN -y`,
+    ];
+  }
+  if (ServerUnreachableError.isInstance(error)) {
+    return [`cannot reach the dstack server at ${error.serverUrl}: is \`dstack server\` running?`];
+  }
+  if (ServerApiError.isInstance(error)) {
+    return error.details.map((detail) => {
+      const paths = detail.fields.filter((path) => path.length > 0).map(fieldPath);
+      return `error: ${paths.length > 0 ? `${paths.join(', ')}: ` : ''}${detail.message}`;
+    });
+  }
+  if (
+    CommandError.isInstance(error) ||
+    CliConfigError.isInstance(error) ||
+    UnexpectedResponseError.isInstance(error)
+  ) {
+    return [`error: ${error.message}`];
+  }
+  return undefined;
+}
+
+/** Prints a known error to stderr and returns exit code 1; rethrows anything else (a bug). */
+export function reportError(error: unknown, io: CliIo): number {
+  const lines = describeError(error);
+  if (!lines) throw error;
+  const colors = createColors(io.stderrColors);
+  io.stderr(lines.map((line) => `${colors.red(line)}\n`).join(''));
+  return 1;
+}

@@ -1,0 +1,114 @@
+/**
+ * The runner's HTTP API models (dstack's `runner/internal/runner/api`).
+ * Field names are dstack's (snake_case on the wire). Request objects are loose because the
+ * server sends dstack's full models, of which the runner reads only a part.
+ */
+import { z } from 'zod';
+
+export const RunnerRunSchema = z.looseObject({
+  id: z.string(),
+  run_name: z.string(),
+  project_name: z.string(),
+  user: z.string(),
+  /** dstack's `RunSpec`; the runner reads `repo_id` from it. */
+  run_spec: z.looseObject({ repo_id: z.string().nullish() }).nullish(),
+});
+export type RunnerRun = z.output<typeof RunnerRunSchema>;
+
+export const RunnerJobSpecSchema = z.looseObject({
+  job_name: z.string(),
+  job_num: z.number().int().nonnegative(),
+  replica_num: z.number().int().nonnegative().default(0),
+  jobs_per_replica: z.number().int().positive().default(1),
+  /** Shell commands, run by `/bin/sh -c` joined with ` && `. */
+  commands: z.array(z.string()),
+  env: z.record(z.string(), z.string()).default({}),
+  /** Relative paths are resolved against the repo directory; null means the repo directory. */
+  working_dir: z.string().nullish(),
+  /** Seconds between SIGTERM and SIGKILL on stop; null means 5. */
+  stop_duration: z.number().nonnegative().nullish(),
+  image_name: z.string().nullish(),
+});
+export type RunnerJobSpec = z.output<typeof RunnerJobSpecSchema>;
+
+export const RunnerJobSubmissionSchema = z.looseObject({
+  id: z.string(),
+  submission_num: z.number().int().nonnegative().default(0),
+});
+export type RunnerJobSubmission = z.output<typeof RunnerJobSubmissionSchema>;
+
+export const RunnerClusterInfoSchema = z.looseObject({
+  job_ips: z.array(z.string()),
+  master_job_ip: z.string(),
+  gpus_per_job: z.number().int().nonnegative(),
+});
+export type RunnerClusterInfo = z.output<typeof RunnerClusterInfoSchema>;
+
+/** `POST /api/submit`. */
+export const RunnerSubmitBodySchema = z.looseObject({
+  run: RunnerRunSchema,
+  job_spec: RunnerJobSpecSchema,
+  job_submission: RunnerJobSubmissionSchema,
+  cluster_info: RunnerClusterInfoSchema.nullish(),
+  secrets: z.record(z.string(), z.string()).nullish(),
+  repo_credentials: z.unknown().optional(),
+});
+/** A submit body with defaults applied, as the runner holds it. */
+export type RunnerSubmission = z.output<typeof RunnerSubmitBodySchema>;
+/** A submit body as a client sends it: fields with defaults may be left out. */
+export type RunnerSubmitBody = z.input<typeof RunnerSubmitBodySchema>;
+
+export const RunnerJobStatusSchema = z.enum(['running', 'terminating', 'terminated', 'failed', 'done']);
+export type RunnerJobStatus = z.output<typeof RunnerJobStatusSchema>;
+
+/** One state change of the job; `timestamp` is in milliseconds since the epoch. */
+export const RunnerJobStateSchema = z.object({
+  state: RunnerJobStatusSchema,
+  timestamp: z.number().int(),
+  termination_reason: z.string().nullable(),
+  termination_message: z.string().nullable(),
+  exit_status: z.number().int().nullable(),
+});
+export type RunnerJobState = z.output<typeof RunnerJobStateSchema>;
+
+export const RunnerLogSourceSchema = z.enum(['stdout', 'stderr', 'runner']);
+export type RunnerLogSource = z.output<typeof RunnerLogSourceSchema>;
+
+/**
+ * One log line. `message` is base64 of the line's bytes including its trailing newline (a
+ * partial last line has none), so concatenating decoded messages restores the output.
+ */
+export const RunnerLogEventSchema = z.object({
+  message: z.string(),
+  timestamp: z.number().int(),
+  source: RunnerLogSourceSchema,
+});
+export type RunnerLogEvent = z.output<typeof RunnerLogEventSchema>;
+
+/** `GET /api/pull?timestamp=N`: everything strictly newer than N, oldest first. */
+export const RunnerPullResponseSchema = z.object({
+  job_states: z.array(RunnerJobStateSchema),
+  job_logs: z.array(RunnerLogEventSchema),
+  runner_logs: z.array(RunnerLogEventSchema),
+  /** Pass this as the next `timestamp`: nothing is lost or repeated. */
+  last_updated: z.number().int(),
+  /** True when the answer was cut (too many log lines): pull again at once. */
+  has_more: z.boolean(),
+});
+export type RunnerPullResponse = z.output<typeof RunnerPullResponseSchema>;
+
+/** `POST /api/run`. */
+export const RunnerRunResponseSchema = z.object({ working_dir: z.string(), username: z.string() });
+export type RunnerRunResponse = z.output<typeof RunnerRunResponseSchema>;
+
+/** `GET /api/healthcheck`. */
+export const RunnerHealthcheckSchema = z.object({ service: z.literal('dstack-runner'), version: z.string() });
+export type RunnerHealthcheck = z.output<typeof RunnerHealthcheckSchema>;
+
+/** The job's termination reasons the runner reports (a subset of dstack's `JobTerminationReason`). */
+export const RunnerTerminationReason = {
+  doneByRunner: 'done_by_runner',
+  containerExitedWithError: 'container_exited_with_error',
+  terminatedByUser: 'terminated_by_user',
+  executorError: 'executor_error',
+} as const;

@@ -1,0 +1,85 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { RunnerClient } from '../client/runner-client.js';
+import { RUNNER_BIN_PATH, RUNNER_BUNDLE_PATH } from '../paths.js';
+import {
+  buildIfMissing,
+  type Child,
+  killChild,
+  spawnNode,
+  waitForExit,
+  waitForOutput,
+} from '../testing/child-process.test.helpers.js';
+import { decodeLogs, pullUntil, submitBody } from '../testing/runner-job.test.helpers.js';
+
+let homeDir: string;
+let child: Child | undefined;
+
+beforeAll(() => {
+  buildIfMissing(RUNNER_BIN_PATH, '@dstack/runner');
+  buildIfMissing(RUNNER_BUNDLE_PATH, '@dstack/runner');
+}, 120_000);
+
+beforeEach(() => {
+  homeDir = mkdtempSync(join(tmpdir(), 'dstack-runner-bin-'));
+});
+
+afterEach(async () => {
+  await killChild(child);
+  child = undefined;
+  rmSync(homeDir, { recursive: true, force: true });
+});
+
+/** Starts the command, runs one job through it, then stops it with SIGTERM. */
+async function runJobThrough(script: string) {
+  const portFile = join(homeDir, 'runner.port');
+  const started = spawnNode(script, [
+    'start',
+    '--http-port',
+    '0',
+    '--home',
+    homeDir,
+    '--port-file',
+    portFile,
+  ]);
+  child = started.child;
+  const [, printedPort] = await waitForOutput(child, /listening on (\d+)\n/);
+  expect(readFileSync(portFile, 'utf8').trim()).toBe(printedPort);
+  const client = new RunnerClient(`http://127.0.0.1:${printedPort}`);
+  expect(await client.healthcheck()).toMatchObject({ service: 'dstack-runner' });
+  await client.submit(submitBody(['echo "from $DSTACK_RUN_NAME"']));
+  await client.run();
+  const job = await pullUntil(client);
+  child.kill('SIGTERM');
+  return { job, exitCode: await waitForExit(child), output: started.output() };
+}
+
+describe('dstack-runner command', () => {
+  it('serves a job from the built bin and exits 0 on SIGTERM', async () => {
+    const { job, exitCode } = await runJobThrough(RUNNER_BIN_PATH);
+    expect(decodeLogs(job.jobLogs)).toBe('from test-run\n');
+    expect(job.states.at(-1)?.state).toBe('done');
+    expect(exitCode).toBe(0);
+  });
+
+  it('serves a job from the single-file bundle, which imports only node built-ins', async () => {
+    const bundle = readFileSync(RUNNER_BUNDLE_PATH, 'utf8');
+    const imported = [...bundle.matchAll(/(?:from|import)\s*\(?\s*["']([^"']+)["']/g)].map(
+      (match) => match[1],
+    );
+    expect(imported.length).toBeGreaterThan(0);
+    expect(imported.filter((specifier) => !specifier!.startsWith('node:'))).toEqual([]);
+    const { job, exitCode } = await runJobThrough(RUNNER_BUNDLE_PATH);
+    expect(decodeLogs(job.jobLogs)).toBe('from test-run\n');
+    expect(exitCode).toBe(0);
+  });
+
+  it('prints usage and exits 2 without --home', async () => {
+    const started = spawnNode(RUNNER_BIN_PATH, ['start', '--http-port', '0']);
+    child = started.child;
+    expect(await waitForExit(child)).toBe(2);
+    expect(started.output()).toContain('usage: dstack-runner start');
+  });
+});

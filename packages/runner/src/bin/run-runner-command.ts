@@ -1,0 +1,72 @@
+import { rename, writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { startRunner } from '../server/runner-server.js';
+import { VERSION } from '../version.js';
+
+const USAGE = `usage: dstack-runner start --home DIR [--http-port N] [--host H] [--port-file PATH]
+       dstack-runner --version`;
+
+/**
+ * `dstack-runner start ...`: serves the runner API until SIGTERM or SIGINT. Prints
+ * `listening on <port>` once it listens (and writes the port to --port-file if given), so a
+ * parent that passed `--http-port 0` learns the port.
+ */
+export async function runRunnerCommand(argv: string[]): Promise<number> {
+  let parsed: ReturnType<typeof parseOptions>;
+  try {
+    parsed = parseOptions(argv);
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.version) {
+    process.stdout.write(`${VERSION}\n`);
+    return 0;
+  }
+  if (positionals[0] !== 'start' || positionals.length !== 1 || values.home === undefined) {
+    process.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  const port = Number(values['http-port'] ?? '10999');
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    process.stderr.write(`invalid --http-port: ${values['http-port']}\n`);
+    return 2;
+  }
+  const runner = await startRunner({ host: values.host, port, homeDir: values.home });
+  const portFile = values['port-file'];
+  if (portFile !== undefined) {
+    await writeFile(`${portFile}.tmp`, `${runner.port}\n`);
+    await rename(`${portFile}.tmp`, portFile);
+  }
+  process.stdout.write(`listening on ${runner.port}\n`);
+  return new Promise((resolve) => {
+    const shutdown = () => {
+      runner.close().then(
+        () => resolve(0),
+        () => resolve(1),
+      );
+    };
+    process.once('SIGTERM', shutdown);
+    process.once('SIGINT', shutdown);
+  });
+}
+
+function parseOptions(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      'http-port': { type: 'string' },
+      home: { type: 'string' },
+      host: { type: 'string' },
+      'port-file': { type: 'string' },
+      version: { type: 'boolean' },
+      // dstack's shim passes these to its Go runner; accepted so either shim can start this runner.
+      'ssh-port': { type: 'string' },
+      'temp-dir': { type: 'string' },
+      'log-level': { type: 'string' },
+      'ssh-authorized-key': { type: 'string', multiple: true },
+    },
+  });
+}

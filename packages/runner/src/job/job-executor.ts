@@ -1,0 +1,222 @@
+import { spawn } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { userInfo } from 'node:os';
+import { join, resolve } from 'node:path';
+import {
+  type RunnerPullResponse,
+  type RunnerRunResponse,
+  type RunnerSubmission,
+  RunnerTerminationReason,
+} from '../api/schemas.js';
+import { buildJobEnvironment, formatMpiHostfile } from './job-environment.js';
+import { JobEventLog, type JobEventLogOptions } from './job-event-log.js';
+import { JobProcess } from './job-process.js';
+
+/** A request that does not fit the job's lifecycle (run before submit, second submit, ...). */
+export class JobStateConflictError extends Error {
+  override readonly name = 'JobStateConflictError';
+}
+
+export interface JobExecutorOptions extends JobEventLogOptions {
+  /** The runner's home: the repo is extracted into `<homeDir>/workflow`. */
+  homeDir: string;
+  /** The environment jobs inherit. Default: the runner's `process.env`. */
+  baseEnv?: Readonly<Record<string, string | undefined>>;
+}
+
+/** Grace period between SIGTERM and SIGKILL when the job spec has no `stop_duration`. */
+const DEFAULT_STOP_DURATION_SECONDS = 5;
+
+type Phase = 'waiting' | 'submitted' | 'running' | 'finished';
+
+/**
+ * Runs one job through dstack's runner lifecycle: submit → (upload code) → run → done, failed
+ * or terminated, recording states and output in a {@link JobEventLog}.
+ */
+export class JobExecutor {
+  private readonly events: JobEventLog;
+  private phase: Phase = 'waiting';
+  private submission: RunnerSubmission | undefined;
+  private job: JobProcess | undefined;
+  private finished: Promise<void> = Promise.resolve();
+  private stopRequested = false;
+  private killTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: JobExecutorOptions) {
+    this.events = new JobEventLog(options);
+  }
+
+  get repoDir(): string {
+    return join(this.options.homeDir, 'workflow');
+  }
+
+  submit(submission: RunnerSubmission): void {
+    if (this.phase !== 'waiting') {
+      throw new JobStateConflictError('a job was already submitted to this runner');
+    }
+    this.submission = submission;
+    this.phase = 'submitted';
+    this.events.addRunnerLog(`job ${submission.job_spec.job_name} submitted`);
+  }
+
+  /** Extracts a tar archive (a file on disk) into the repo directory with the system `tar`. */
+  async uploadCode(archivePath: string, archiveBytes: number): Promise<void> {
+    if (this.phase !== 'submitted') {
+      throw new JobStateConflictError('code can be uploaded only after submit and before run');
+    }
+    if (archiveBytes === 0) {
+      this.events.addRunnerLog('empty code archive: nothing to extract');
+      return;
+    }
+    await mkdir(this.repoDir, { recursive: true });
+    await runTar(['-xf', archivePath, '-C', this.repoDir]);
+    this.events.addRunnerLog(`code extracted into ${this.repoDir} (${archiveBytes} bytes)`);
+  }
+
+  async run(): Promise<RunnerRunResponse> {
+    const submission = this.submission;
+    if (this.phase !== 'submitted' || submission === undefined) {
+      throw new JobStateConflictError(
+        this.phase === 'waiting' ? 'submit a job before running it' : 'the job was already started',
+      );
+    }
+    this.phase = 'running';
+    const workingDir = resolve(this.repoDir, submission.job_spec.working_dir ?? '.');
+    const response = { working_dir: workingDir, username: currentUsername() };
+    this.events.addState('running');
+    try {
+      await mkdir(this.repoDir, { recursive: true });
+      await mkdir(workingDir, { recursive: true });
+      const mpiHostfilePath = join(this.options.homeDir, 'mpi', 'hostfile');
+      await mkdir(join(this.options.homeDir, 'mpi'), { recursive: true });
+      await writeFile(mpiHostfilePath, formatMpiHostfile(submission));
+      const env = buildJobEnvironment({
+        baseEnv: this.options.baseEnv ?? process.env,
+        submission,
+        repoDir: this.repoDir,
+        workingDir,
+        mpiHostfilePath,
+      });
+      if (this.currentPhase() !== 'running') {
+        // Stopped while the directories were being prepared.
+        return response;
+      }
+      const script = submission.job_spec.commands.join(' && ');
+      this.events.addRunnerLog(`starting the job in ${workingDir}`);
+      const job = new JobProcess({
+        script,
+        cwd: workingDir,
+        env,
+        onLine: (source, line) => this.events.addJobLog(source, line),
+      });
+      this.job = job;
+      this.finished = job.exit.then((exit) => this.finish(exit));
+    } catch (error) {
+      this.failToStart(error);
+    }
+    return response;
+  }
+
+  /**
+   * Graceful stop: SIGTERM to the job's process group, SIGKILL after `graceSeconds` (default:
+   * the job's `stop_duration`, or 5). Resolves once the job has exited.
+   */
+  async stop(graceSeconds?: number): Promise<void> {
+    if (this.phase === 'finished') {
+      return this.finished;
+    }
+    const grace = graceSeconds ?? this.submission?.job_spec.stop_duration ?? DEFAULT_STOP_DURATION_SECONDS;
+    if (this.phase !== 'running' || this.job === undefined) {
+      // Nothing started yet: the job ends here, a later run is refused.
+      this.phase = 'finished';
+      this.events.addState('terminated', { terminationReason: RunnerTerminationReason.terminatedByUser });
+      return;
+    }
+    if (!this.stopRequested) {
+      this.stopRequested = true;
+      this.events.addRunnerLog(`stopping the job: SIGTERM, SIGKILL in ${grace}s`);
+      this.job.signalGroup('SIGTERM');
+      this.killTimer = setTimeout(() => this.job?.signalGroup('SIGKILL'), grace * 1000);
+    } else if (grace === 0) {
+      this.job.signalGroup('SIGKILL');
+    }
+    return this.finished;
+  }
+
+  pull(timestamp: number): RunnerPullResponse {
+    return this.events.pull(timestamp);
+  }
+
+  /** Read through a method: the phase changes across awaits, which narrowing does not see. */
+  private currentPhase(): Phase {
+    return this.phase;
+  }
+
+  private finish(exit: Awaited<JobProcess['exit']>): void {
+    clearTimeout(this.killTimer);
+    this.phase = 'finished';
+    if (exit.kind === 'spawn-failed') {
+      this.failToStart(exit.error);
+      return;
+    }
+    // Background processes the job left behind would outlive it; dstack's container would be gone.
+    this.job?.signalGroup('SIGKILL');
+    const exitStatus = exit.code ?? null;
+    const how = exit.signal !== null ? `signal ${exit.signal}` : `exit status ${exit.code}`;
+    this.events.addRunnerLog(`job exited with ${how}`);
+    if (this.stopRequested) {
+      this.events.addState('terminated', {
+        terminationReason: RunnerTerminationReason.terminatedByUser,
+        exitStatus,
+      });
+    } else if (exit.code === 0) {
+      this.events.addState('done', {
+        terminationReason: RunnerTerminationReason.doneByRunner,
+        exitStatus: 0,
+      });
+    } else {
+      this.events.addState('failed', {
+        terminationReason: RunnerTerminationReason.containerExitedWithError,
+        terminationMessage: how,
+        exitStatus,
+      });
+    }
+  }
+
+  private failToStart(error: unknown): void {
+    const message = error instanceof Error ? error.message : String(error);
+    this.phase = 'finished';
+    this.events.addRunnerLog(`the job could not start: ${message}`);
+    this.events.addState('failed', {
+      terminationReason: RunnerTerminationReason.executorError,
+      terminationMessage: message,
+    });
+  }
+}
+
+/** The runner's user name; a container user without a passwd entry (`--user 1234`) has only its uid. */
+function currentUsername(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return process.env.USER ?? String(process.getuid?.() ?? '');
+  }
+}
+
+function runTar(args: string[]): Promise<void> {
+  return new Promise((resolvePromise, reject) => {
+    const tar = spawn('tar', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    tar.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    tar.once('error', reject);
+    tar.once('close', (code) => {
+      if (code === 0) {
+        resolvePromise();
+      } else {
+        reject(new Error(`tar ${args.join(' ')} failed (exit status ${code}): ${stderr.trim()}`));
+      }
+    });
+  });
+}

@@ -1,0 +1,157 @@
+import { randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { RunnerSubmitBodySchema } from '../api/schemas.js';
+import { JobExecutor, JobStateConflictError } from '../job/job-executor.js';
+import { VERSION } from '../version.js';
+import { HttpError, readJsonBody, sendError, sendJson } from './http-helpers.js';
+
+/** dstack's runner port inside a job's container. */
+export const RUNNER_DEFAULT_HTTP_PORT = 10999;
+
+export interface RunnerOptions {
+  /** Address to listen on. Default `127.0.0.1`. */
+  host?: string;
+  /** Port to listen on; 0 picks a free one. Default 10999. */
+  port?: number;
+  /** The runner's working area: the repo goes to `<homeDir>/workflow`. Created if missing. */
+  homeDir: string;
+  /** The environment jobs inherit (DSTACK_* variables, secrets and the job's env are added). Default: `process.env`. */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Job log lines kept in memory; the oldest are dropped beyond it. Default 100 000. */
+  maxJobLogLines?: number;
+}
+
+export interface RunnerServer {
+  readonly port: number;
+  /** `http://host:port`. */
+  readonly url: string;
+  /** Stops the job gracefully (SIGTERM, SIGKILL after `graceSeconds`, default the job's stop_duration) and waits for it to exit. */
+  stopJob(graceSeconds?: number): Promise<void>;
+  /** Kills the job's process group and stops listening. */
+  close(): Promise<void>;
+}
+
+/** Starts dstack's runner API for one job; resolves once it listens. */
+export async function startRunner(options: RunnerOptions): Promise<RunnerServer> {
+  const host = options.host ?? '127.0.0.1';
+  await mkdir(options.homeDir, { recursive: true });
+  const executor = new JobExecutor({
+    homeDir: options.homeDir,
+    baseEnv: options.env,
+    maxJobLogLines: options.maxJobLogLines,
+  });
+  const server = createServer((request, response) => {
+    handleRequest(executor, options.homeDir, request, response).catch((error: unknown) => {
+      if (error instanceof JobStateConflictError) {
+        sendError(response, new HttpError(409, error.message));
+      } else if (!response.headersSent) {
+        sendError(response, error);
+      } else {
+        response.destroy();
+      }
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? RUNNER_DEFAULT_HTTP_PORT, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  let closing: Promise<void> | undefined;
+  return {
+    port,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    stopJob: (graceSeconds) => executor.stop(graceSeconds),
+    close() {
+      closing ??= (async () => {
+        await executor.stop(0);
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        });
+      })();
+      return closing;
+    },
+  };
+}
+
+async function handleRequest(
+  executor: JobExecutor,
+  homeDir: string,
+  request: IncomingMessage,
+  response: ServerResponse,
+): Promise<void> {
+  const url = new URL(request.url ?? '/', 'http://runner');
+  const route = `${request.method} ${url.pathname}`;
+  switch (route) {
+    case 'GET /api/healthcheck':
+      sendJson(response, 200, { service: 'dstack-runner', version: VERSION });
+      return;
+    case 'POST /api/submit': {
+      const submission = await readJsonBody(request, RunnerSubmitBodySchema);
+      executor.submit(submission);
+      sendJson(response, 200, {});
+      return;
+    }
+    case 'POST /api/upload_code': {
+      await receiveCode(executor, homeDir, request);
+      sendJson(response, 200, {});
+      return;
+    }
+    case 'POST /api/run':
+      request.resume();
+      sendJson(response, 200, await executor.run());
+      return;
+    case 'GET /api/pull':
+      sendJson(response, 200, executor.pull(parseTimestamp(url.searchParams.get('timestamp'))));
+      return;
+    case 'POST /api/stop':
+      request.resume();
+      // The stop proceeds in the background; pull reports the final state. It cannot fail in a
+      // way the client could act on, so a rejection is not reported here.
+      executor.stop().catch(() => undefined);
+      sendJson(response, 200, {});
+      return;
+    default:
+      request.resume();
+      throw new HttpError(404, `no route ${route}`);
+  }
+}
+
+/** Streams the tar to a file first: archives can be large and tar reads a file best. */
+async function receiveCode(executor: JobExecutor, homeDir: string, request: IncomingMessage): Promise<void> {
+  const uploadDir = join(homeDir, '.uploads');
+  await mkdir(uploadDir, { recursive: true });
+  const archivePath = join(uploadDir, `${randomUUID()}.tar`);
+  let size = 0;
+  request.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+  });
+  try {
+    await pipeline(request, createWriteStream(archivePath));
+    await executor.uploadCode(archivePath, size);
+  } finally {
+    await rm(archivePath, { force: true });
+  }
+}
+
+function parseTimestamp(value: string | null): number {
+  if (value === null || value === '') {
+    return 0;
+  }
+  const timestamp = Number(value);
+  if (!Number.isSafeInteger(timestamp) || timestamp < 0) {
+    throw new HttpError(
+      400,
+      `invalid query parameter timestamp: expected a non-negative integer, got "${value}"`,
+    );
+  }
+  return timestamp;
+}

@@ -1,0 +1,2 @@
+/** The runner's version, reported by `GET /api/healthcheck`. Kept equal to package.json's by a test. */
+export const VERSION = '0.1.0';

@@ -1,0 +1,60 @@
+import { BackendPluginError, ConfigurationError } from '@dstack/core';
+import { describe, expect, it } from 'vitest';
+import { createFakeBackendPlugin } from '../testing/fake-backend.js';
+import { isPackageNotFound, listAvailableBackendTypes, loadBackendPlugin } from './discovery.js';
+
+function notFound(packageName: string): Error {
+  return Object.assign(
+    new Error(`Cannot find package '${packageName}' imported from /srv/server/dist/backends/discovery.js`),
+    {
+      code: 'ERR_MODULE_NOT_FOUND',
+    },
+  );
+}
+
+describe('loadBackendPlugin', () => {
+  it('loads and checks the plugin of a configured type', async () => {
+    const plugin = { ...createFakeBackendPlugin(), type: 'aws' };
+    const loaded = await loadBackendPlugin('aws', async (name) => {
+      expect(name).toBe('@dstack/backend-aws');
+      return { default: plugin };
+    });
+    expect(loaded.type).toBe('aws');
+  });
+
+  it('says how to install a missing package', async () => {
+    const error = await loadBackendPlugin('aws', async (name) => {
+      throw notFound(name);
+    }).catch((thrown: unknown) => thrown);
+    expect(ConfigurationError.isInstance(error)).toBe(true);
+    expect((error as Error).message).toBe(
+      'Backend "aws" is configured but its package is not installed: run "pnpm add @dstack/backend-aws" (or npm install @dstack/backend-aws)',
+    );
+  });
+
+  it('does not blame the package for its own missing dependency', async () => {
+    await expect(
+      loadBackendPlugin('aws', async () => {
+        throw notFound('@aws-sdk/client-ec2');
+      }),
+    ).rejects.toThrow(/Cannot find package '@aws-sdk\/client-ec2'/);
+    expect(isPackageNotFound(notFound('@dstack/backend-aws-extra'), '@dstack/backend-aws')).toBe(false);
+  });
+
+  it('lists the known types for an unknown one, and rejects non-plugins', async () => {
+    await expect(loadBackendPlugin('azure')).rejects.toThrow(
+      'Unknown backend type "azure"; known types: local, aws, gcp, vastai',
+    );
+    const error = await loadBackendPlugin('gcp', async () => ({ default: { hello: 1 } })).catch(
+      (thrown: unknown) => thrown,
+    );
+    expect(BackendPluginError.isInstance(error)).toBe(true);
+  });
+
+  it('recognises the real "not installed" error of this runtime', async () => {
+    // @dstack/backend-aws is not a dependency of the server package.
+    const error = await import('@dstack/backend-aws' as string).catch((thrown: unknown) => thrown);
+    expect(isPackageNotFound(error, '@dstack/backend-aws')).toBe(true);
+    expect(await listAvailableBackendTypes()).not.toContain('aws');
+  });
+});

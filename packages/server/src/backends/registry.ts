@@ -1,0 +1,161 @@
+/**
+ * Builds each project's Computes from its `backends` rows and caches them.
+ * A backend that fails to load is logged and reported by `getProjectBackendErrors`,
+ * without hiding the project's other backends.
+ */
+import {
+  assertComputeMatchesPlugin,
+  type BackendPlugin,
+  type Compute,
+  ConfigurationError,
+} from '@dstack/core';
+import type { AppContext } from '../context.js';
+import type { BackendsTable } from '../db/schema.js';
+import {
+  BACKEND_PACKAGES,
+  listAvailableBackendTypes,
+  loadBackendPlugin,
+  type ModuleImporter,
+} from './discovery.js';
+
+export interface ProjectBackend {
+  type: string;
+  plugin: BackendPlugin;
+  compute: Compute;
+}
+
+export interface BackendLoadError {
+  type: string;
+  /** Why the backend is unusable, for the API and the logs. */
+  message: string;
+}
+
+interface ProjectBackendsEntry {
+  backends: ProjectBackend[];
+  errors: BackendLoadError[];
+}
+
+export interface BackendRegistryOptions {
+  /** How packages are imported; default `import()`. */
+  importer?: ModuleImporter;
+  /** Where load failures are reported; default `console.error`. */
+  logError?: (message: string) => void;
+}
+
+export class BackendRegistry {
+  readonly #app: AppContext;
+  readonly #importer: ModuleImporter | undefined;
+  readonly #logError: (message: string) => void;
+  readonly #registered = new Map<string, BackendPlugin>();
+  readonly #loaded = new Map<string, Promise<BackendPlugin>>();
+  readonly #projects = new Map<string, Promise<ProjectBackendsEntry>>();
+
+  constructor(app: AppContext, options: BackendRegistryOptions = {}) {
+    this.#app = app;
+    this.#importer = options.importer;
+    this.#logError = options.logError ?? ((message) => console.error(`[dstack-server] ${message}`));
+  }
+
+  /** Makes a plugin available without a package (tests, benchmarks, embedders); it wins over the package of its type. */
+  registerPlugin(plugin: BackendPlugin): void {
+    this.#registered.set(plugin.type, plugin);
+    this.#loaded.delete(plugin.type);
+    this.invalidate();
+  }
+
+  /** The plugin of backend `type`: a registered one, or its package's (imported once). */
+  getPlugin(type: string): Promise<BackendPlugin> {
+    const registered = this.#registered.get(type);
+    if (registered) return Promise.resolve(registered);
+    if (!BACKEND_PACKAGES[type]) {
+      const known = [...new Set([...Object.keys(BACKEND_PACKAGES), ...this.#registered.keys()])];
+      return Promise.reject(
+        new ConfigurationError(`Unknown backend type "${type}"; known types: ${known.join(', ')}`),
+      );
+    }
+    let loading = this.#loaded.get(type);
+    if (!loading) {
+      loading = loadBackendPlugin(type, this.#importer);
+      // A failed import is retried next time (the package may have been installed meanwhile).
+      loading.catch(() => this.#loaded.delete(type));
+      this.#loaded.set(type, loading);
+    }
+    return loading;
+  }
+
+  /** Types that can be configured: registered plugins and installed packages. */
+  async listAvailableTypes(): Promise<string[]> {
+    const installed = await listAvailableBackendTypes(this.#importer);
+    return [...new Set([...installed, ...this.#registered.keys()])].sort();
+  }
+
+  /** The project's usable backends (built once, until `invalidate`). */
+  async getProjectBackends(projectId: string): Promise<ProjectBackend[]> {
+    return (await this.#getEntry(projectId)).backends;
+  }
+
+  /** The project's backends that are configured but could not be loaded. */
+  async getProjectBackendErrors(projectId: string): Promise<BackendLoadError[]> {
+    return (await this.#getEntry(projectId)).errors;
+  }
+
+  /** Forgets the cached Computes of a project (after its backends changed), or of all projects. */
+  invalidate(projectId?: string): void {
+    if (projectId === undefined) this.#projects.clear();
+    else this.#projects.delete(projectId);
+  }
+
+  #getEntry(projectId: string): Promise<ProjectBackendsEntry> {
+    let entry = this.#projects.get(projectId);
+    if (!entry) {
+      entry = this.#build(projectId);
+      entry.catch(() => this.#projects.delete(projectId));
+      this.#projects.set(projectId, entry);
+    }
+    return entry;
+  }
+
+  async #build(projectId: string): Promise<ProjectBackendsEntry> {
+    const rows = await this.#app.db
+      .selectFrom('backends')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .orderBy('type')
+      .execute();
+    const results = await Promise.all(rows.map((row) => this.#buildOne(row)));
+    const entry: ProjectBackendsEntry = { backends: [], errors: [] };
+    for (const result of results) {
+      if ('compute' in result) entry.backends.push(result);
+      else entry.errors.push(result);
+    }
+    return entry;
+  }
+
+  async #buildOne(row: BackendsTable): Promise<ProjectBackend | BackendLoadError> {
+    try {
+      const plugin = await this.getPlugin(row.type);
+      const configurator = plugin.createConfigurator();
+      const compute = await configurator.getCompute({
+        projectId: row.project_id,
+        backendId: row.id,
+        config: row.config,
+        auth: this.#app.encryption.decrypt(row.auth),
+      });
+      assertComputeMatchesPlugin(plugin, compute);
+      return { type: row.type, plugin, compute };
+    } catch (error) {
+      const message = `Backend "${row.type}" of project ${row.project_id} cannot be loaded: ${(error as Error).message}`;
+      this.#logError(message);
+      return { type: row.type, message };
+    }
+  }
+}
+
+/** The app's registry, created on first use and kept in `app.services.backendRegistry`. */
+export function getBackendRegistry(app: AppContext): BackendRegistry {
+  const existing = app.services.backendRegistry;
+  if (existing instanceof BackendRegistry) return existing;
+  const registry = new BackendRegistry(app);
+  app.services.backendRegistry = registry;
+  return registry;
+}

@@ -1,0 +1,67 @@
+/**
+ * What the server makes sure of at start: the `admin` user, the projects of
+ * config.yml with their backends (config.yml is the source of truth for the
+ * projects it lists), and the default project `main`.
+ */
+import { InvalidCredentialsError, ServerClientError } from '@dstack/core';
+import { getBackendRegistry } from '../backends/registry.js';
+import type { AppContext } from '../context.js';
+import { prepareBackendRecord, storeBackendRecord } from '../services/backends.js';
+import { ensureProject } from '../services/projects.js';
+import { ensureAdminUser } from '../services/users.js';
+import type { ServerConfig, ServerConfigFile } from './server-config.js';
+
+export const DEFAULT_PROJECT_NAME = 'main';
+
+export interface ServerStateResult {
+  /** The admin token to print once: set when it was just generated or given by `DSTACK_SERVER_ADMIN_TOKEN`. */
+  adminToken: string | null;
+}
+
+function isConfigFile(config: ServerConfig | ServerConfigFile): config is ServerConfigFile {
+  return 'errorAt' in config;
+}
+
+/**
+ * Creates the admin user and the config.yml projects, and syncs each listed
+ * project's backends (validated by their configurators, creds encrypted;
+ * backends no longer listed are removed). Pass the `ServerConfigFile` from
+ * `loadServerConfig` so that errors point at config.yml lines.
+ */
+export async function initializeServerState(
+  app: AppContext,
+  config: ServerConfig | ServerConfigFile,
+): Promise<ServerStateResult> {
+  const file = isConfigFile(config) ? config : undefined;
+  const serverConfig: ServerConfig = isConfigFile(config) ? config.config : config;
+  app.defaultPermissions = serverConfig.default_permissions;
+  const { user: admin, adminToken } = await ensureAdminUser(app, app.settings.adminToken);
+
+  for (const [projectIndex, projectConfig] of serverConfig.projects.entries()) {
+    const project = await ensureProject(app, admin, projectConfig.name);
+    for (const [backendIndex, entry] of projectConfig.backends.entries()) {
+      let record: { config: string; auth: string };
+      try {
+        record = await prepareBackendRecord(app, project.name, entry);
+      } catch (error) {
+        if (!file || !ServerClientError.isInstance(error)) throw error;
+        // Point at the field the configurator named (e.g. creds.api_key), else at the entry.
+        const field = InvalidCredentialsError.isInstance(error) ? (error.fields[0] ?? []) : [];
+        throw file.errorAt(
+          ['projects', projectIndex, 'backends', backendIndex, ...field],
+          error.message,
+          error,
+        );
+      }
+      await storeBackendRecord(app, project.id, entry.type, record);
+    }
+    const listed = projectConfig.backends.map((entry) => entry.type);
+    let stale = app.db.deleteFrom('backends').where('project_id', '=', project.id);
+    if (listed.length > 0) stale = stale.where('type', 'not in', listed);
+    await stale.execute();
+  }
+  getBackendRegistry(app).invalidate();
+
+  await ensureProject(app, admin, DEFAULT_PROJECT_NAME);
+  return { adminToken };
+}

@@ -1,0 +1,71 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openDatabase, parseDatabaseUrl } from './database.js';
+import { migrateToLatest } from './migrations.js';
+
+describe('parseDatabaseUrl', () => {
+  it('defaults to SQLite in the server directory', () => {
+    expect(parseDatabaseUrl(null, '/srv/d')).toEqual({
+      dialect: 'sqlite',
+      filename: '/srv/d/data/sqlite.db',
+    });
+  });
+
+  it("accepts dstack's URL forms", () => {
+    expect(parseDatabaseUrl('postgresql+asyncpg://u:p@h:5432/db', '/x')).toEqual({
+      dialect: 'postgres',
+      connectionString: 'postgresql://u:p@h:5432/db',
+    });
+    expect(parseDatabaseUrl('postgres://h/db', '/x').dialect).toBe('postgres');
+    expect(parseDatabaseUrl('sqlite:///var/lib/d.db', '/x')).toEqual({
+      dialect: 'sqlite',
+      filename: '/var/lib/d.db',
+    });
+    expect(parseDatabaseUrl('sqlite+aiosqlite:///var/lib/d.db', '/x')).toEqual({
+      dialect: 'sqlite',
+      filename: '/var/lib/d.db',
+    });
+    expect(parseDatabaseUrl('sqlite::memory:', '/x')).toEqual({ dialect: 'sqlite', filename: ':memory:' });
+  });
+
+  it('rejects other URLs without echoing the password', () => {
+    expect(() => parseDatabaseUrl('mysql://root:hunter2@h/db', '/x')).toThrow(
+      /DSTACK_DATABASE_URL: unsupported database URL "mysql:\/\/root:\*\*\*@h\/db"/,
+    );
+  });
+});
+
+describe('openDatabase', () => {
+  let directory: string | undefined;
+  afterEach(() => {
+    if (directory) rmSync(directory, { recursive: true, force: true });
+  });
+
+  it('creates the SQLite file under {serverDir}/data with WAL and foreign keys', async () => {
+    directory = mkdtempSync(join(tmpdir(), 'dstack-db-'));
+    const opened = await openDatabase({ url: null, serverDir: directory });
+    try {
+      await migrateToLatest(opened.db);
+      expect(existsSync(join(directory, 'data', 'sqlite.db'))).toBe(true);
+      // members.project_id references projects: a dangling row must be refused.
+      await expect(
+        opened.db
+          .insertInto('members')
+          .values({ project_id: 'nope', user_id: 'nope', project_role: 'user' })
+          .execute(),
+      ).rejects.toThrow(/FOREIGN KEY/);
+    } finally {
+      await opened.close();
+    }
+  });
+
+  it('names the variable when Postgres cannot be reached', async () => {
+    await expect(
+      openDatabase({ url: 'postgresql://nobody@127.0.0.1:1/none', serverDir: '/tmp' }),
+    ).rejects.toThrow(
+      /DSTACK_DATABASE_URL: cannot connect to Postgres at postgresql:\/\/nobody@127.0.0.1:1\/none/,
+    );
+  });
+});

@@ -1,0 +1,112 @@
+/**
+ * The one place errors become HTTP answers. Every status uses the same body,
+ * `{"detail":[{"msg","code","fields"?}]}` (ApiErrorSchema of @dstack/core).
+ */
+import {
+  type ApiError,
+  ConfigurationError,
+  InvalidCredentialsError,
+  NoCapacityError,
+  ResourceNotFoundError,
+  ServerClientError,
+} from '@dstack/core';
+import type { z } from 'zod';
+import { ForbiddenError, NotAuthenticatedError } from '../security/access-errors.js';
+
+export interface HttpErrorAnswer {
+  status: number;
+  body: ApiError;
+  /** Set for 500s: what to log (the client sees only a generic message). */
+  logMessage?: string;
+}
+
+/** An error whose status and message are chosen by the router itself (404, 405, 413, bad JSON). */
+export class HttpError extends Error {
+  override readonly name = 'HttpError';
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly code: string,
+  ) {
+    super(message);
+  }
+}
+
+function answer(
+  status: number,
+  msg: string,
+  code: string,
+  fields?: ReadonlyArray<ReadonlyArray<string | number>>,
+): HttpErrorAnswer {
+  return {
+    status,
+    body: {
+      detail: [
+        { msg, code, ...(fields && fields.length > 0 ? { fields: fields.map((path) => [...path]) } : {}) },
+      ],
+    },
+  };
+}
+
+/** Whether `error` is a zod validation error (from any copy of zod: plugins bring their own). */
+function isZodError(error: unknown): error is { issues: z.core.$ZodIssue[] } {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { name?: unknown }).name === 'ZodError' &&
+    Array.isArray((error as { issues?: unknown }).issues)
+  );
+}
+
+/** Whether an `invalid_type` issue is about an absent value (zod reports `input` only when asked to). */
+function isMissingValue(issue: z.core.$ZodIssue): boolean {
+  return 'input' in issue ? issue.input === undefined : /received undefined$/.test(issue.message);
+}
+
+function issuePath(issue: z.core.$ZodIssue): Array<string | number> {
+  const path = issue.path.map((segment) => (typeof segment === 'number' ? segment : String(segment)));
+  if (issue.code === 'unrecognized_keys' && issue.keys[0] !== undefined) path.push(issue.keys[0]);
+  return path;
+}
+
+function issueMessage(issue: z.core.$ZodIssue, path: ReadonlyArray<string | number>): string {
+  const where = path.length > 0 ? `${path.join('.')}: ` : '';
+  if (issue.code === 'invalid_type' && isMissingValue(issue)) return `${where}field required`;
+  if (issue.code === 'unrecognized_keys') return `${where}unknown field`;
+  return `${where}${issue.message}`;
+}
+
+/** The answer for zod issues: 400, one detail per issue, each naming its field path. */
+export function zodIssuesToAnswer(issues: readonly z.core.$ZodIssue[]): HttpErrorAnswer {
+  return {
+    status: 400,
+    body: {
+      detail: issues.map((issue) => {
+        const path = issuePath(issue);
+        return { msg: issueMessage(issue, path), code: 'invalid_request', fields: [path] };
+      }),
+    },
+  };
+}
+
+/** Maps any thrown value to the HTTP answer. */
+export function mapErrorToHttp(error: unknown): HttpErrorAnswer {
+  if (error instanceof HttpError) return answer(error.status, error.message, error.code);
+  if (isZodError(error)) return zodIssuesToAnswer(error.issues);
+  if (NotAuthenticatedError.isInstance(error)) return answer(401, error.message, 'not_authenticated');
+  if (ForbiddenError.isInstance(error)) return answer(403, error.message, 'forbidden');
+  if (ResourceNotFoundError.isInstance(error)) return answer(404, error.message, error.code);
+  if (InvalidCredentialsError.isInstance(error)) return answer(400, error.message, error.code, error.fields);
+  if (ServerClientError.isInstance(error)) return answer(400, error.message, error.code, error.fields);
+  if (ConfigurationError.isInstance(error)) {
+    return answer(
+      400,
+      error.message,
+      'invalid_configuration',
+      error.path.length > 0 ? [error.path] : undefined,
+    );
+  }
+  if (NoCapacityError.isInstance(error)) return answer(400, error.message, 'no_offers');
+  const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  return { ...answer(500, 'Internal server error', 'server_error'), logMessage: message };
+}

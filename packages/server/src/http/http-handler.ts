@@ -1,0 +1,218 @@
+/**
+ * The API on node:http without a framework: route matching, bearer auth,
+ * project membership, body validation with the route's zod schema, JSON and
+ * streamed answers, and every error in the one shape of error-mapping.ts.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AppContext } from '../context.js';
+import type { ProjectsTable, UsersTable } from '../db/schema.js';
+import { ForbiddenError, NotAuthenticatedError } from '../security/access-errors.js';
+import { getProjectForUser, hasProjectRole } from '../services/projects.js';
+import { findUserByToken } from '../services/users.js';
+import { HttpError, mapErrorToHttp } from './error-mapping.js';
+import type { ProjectRole, RequestContext, RouteDefinition, StreamResult } from './route.js';
+import { createRouteMatcher } from './route-matcher.js';
+
+/** Largest accepted request body: 16 MiB. */
+export const MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+export interface HttpHandlerOptions {
+  /** Where unexpected (500) errors are reported; default `console.error`. */
+  logError?: (message: string) => void;
+}
+
+export type HttpHandler = (request: IncomingMessage, response: ServerResponse) => void;
+
+const REQUIRED_PROJECT_ROLE: Partial<Record<RouteDefinition['auth'], ProjectRole>> = {
+  'project-member': 'user',
+  'project-manager': 'manager',
+  'project-admin': 'admin',
+};
+
+/**
+ * Reads the body up to MAX_BODY_BYTES. A larger body is read to its end and
+ * discarded before answering 413: closing the socket mid-upload would make the
+ * client see a connection reset instead of the answer.
+ */
+function readBody(request: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(request.headers['content-length']);
+    let tooLarge = Number.isFinite(declared) && declared > MAX_BODY_BYTES;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    request.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) tooLarge = true;
+      if (!tooLarge) chunks.push(chunk);
+    });
+    request.on('end', () => {
+      if (tooLarge) {
+        reject(
+          new HttpError(413, `Request body is larger than ${MAX_BODY_BYTES} bytes`, 'request_too_large'),
+        );
+      } else {
+        resolve(Buffer.concat(chunks));
+      }
+    });
+    request.on('error', reject);
+  });
+}
+
+function parseJson(bytes: Buffer): unknown {
+  const text = bytes.toString('utf8');
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new HttpError(400, `Malformed JSON body: ${(error as Error).message}`, 'invalid_json');
+  }
+}
+
+async function authenticate(app: AppContext, request: IncomingMessage): Promise<UsersTable> {
+  const header = request.headers.authorization;
+  if (!header) throw new NotAuthenticatedError('Not authenticated: send "Authorization: Bearer <token>"');
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!match)
+    throw new NotAuthenticatedError('Not authenticated: the Authorization header must be "Bearer <token>"');
+  const user = await findUserByToken(app, match[1]!);
+  if (!user) throw new NotAuthenticatedError('Invalid token');
+  return user;
+}
+
+function writeJson(response: ServerResponse, status: number, body: unknown): void {
+  const payload = JSON.stringify(body ?? null);
+  response.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(payload),
+  });
+  response.end(payload);
+}
+
+function isStreamResult(value: unknown): value is StreamResult {
+  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'stream';
+}
+
+async function writeStream(
+  response: ServerResponse,
+  result: StreamResult,
+  signal: AbortSignal,
+): Promise<void> {
+  response.writeHead(200, { 'content-type': result.contentType, 'cache-control': 'no-cache' });
+  for await (const chunk of result.chunks) {
+    if (signal.aborted) break;
+    if (!response.write(chunk)) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          response.off('drain', done);
+          response.off('close', done);
+          resolve();
+        };
+        response.on('drain', done);
+        response.on('close', done);
+      });
+    }
+  }
+  response.end();
+}
+
+/** Builds the request handler for `http.createServer`. */
+export function createHttpHandler(
+  app: AppContext,
+  routes: readonly RouteDefinition[],
+  options: HttpHandlerOptions = {},
+): HttpHandler {
+  const match = createRouteMatcher(routes);
+  app.services.apiRoutes = routes;
+  const logError = options.logError ?? ((message: string) => console.error(`[dstack-server] ${message}`));
+
+  async function handle(
+    request: IncomingMessage,
+    response: ServerResponse,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const url = new URL(request.url ?? '/', 'http://localhost');
+    const found = match(request.method ?? 'GET', url.pathname);
+    if (found.kind === 'not-found') throw new HttpError(404, `Not found: ${url.pathname}`, 'not_found');
+    if (found.kind === 'method-not-allowed') {
+      response.setHeader('allow', found.allowed.join(', '));
+      throw new HttpError(
+        405,
+        `Method ${request.method} not allowed; use ${found.allowed.join(' or ')}`,
+        'method_not_allowed',
+      );
+    }
+    const { route, params } = found;
+
+    let user: UsersTable | null = null;
+    let project: ProjectsTable | null = null;
+    let projectRole: ProjectRole | null = null;
+    if (route.auth !== 'none') {
+      user = await authenticate(app, request);
+      if (route.auth === 'admin' && user.global_role !== 'admin') throw new ForbiddenError();
+      const requiredRole = REQUIRED_PROJECT_ROLE[route.auth];
+      if (requiredRole) {
+        const projectName = params.project_name;
+        if (projectName === undefined) {
+          throw new Error(`Route ${route.path} has auth "${route.auth}" but no {project_name} parameter`);
+        }
+        const access = await getProjectForUser(app, user, projectName);
+        if (!hasProjectRole(access.role, requiredRole)) throw new ForbiddenError();
+        project = access.project;
+        projectRole = access.role;
+      }
+    }
+
+    const raw = await readBody(request);
+    let body: unknown;
+    if (route.body) {
+      const result = route.body.safeParse(parseJson(raw));
+      if (!result.success) throw result.error;
+      body = result.data;
+    }
+
+    const context: RequestContext<unknown> = {
+      app,
+      body,
+      params,
+      query: url.searchParams,
+      user,
+      project,
+      projectRole,
+      signal,
+    };
+    const result = await route.handler(context);
+    if (isStreamResult(result)) {
+      await writeStream(response, result, signal);
+      return;
+    }
+    // The response schema is the API's contract: answers that break it are server bugs, not client data.
+    let output: unknown = result ?? null;
+    if (route.response && result !== undefined) {
+      const checked = route.response.safeParse(result);
+      if (!checked.success) {
+        throw new Error(
+          `The answer of ${route.method} ${route.path} does not match its response schema: ${checked.error.message}`,
+        );
+      }
+      output = checked.data;
+    }
+    writeJson(response, 200, output);
+  }
+
+  return (request, response) => {
+    const controller = new AbortController();
+    response.on('close', () => {
+      if (!response.writableFinished) controller.abort(new Error('The client disconnected'));
+    });
+    handle(request, response, controller.signal).catch((error: unknown) => {
+      const mapped = mapErrorToHttp(error);
+      if (mapped.logMessage) logError(`${request.method} ${request.url}: ${mapped.logMessage}`);
+      if (response.headersSent) {
+        // Mid-stream failure: the status is already sent; cut the stream so the client sees it ended abnormally.
+        response.destroy();
+        return;
+      }
+      writeJson(response, mapped.status, mapped.body);
+    });
+  };
+}

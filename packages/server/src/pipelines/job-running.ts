@@ -1,0 +1,299 @@
+/**
+ * Jobs in `provisioning`, `pulling` and `running`: submit the task to the shim
+ * once the instance answers, hand the job to the runner once the task runs,
+ * then pull the runner's state and logs until the job ends.
+ */
+import {
+  JOB_TERMINATION_REASONS,
+  type JobProvisioningData,
+  type JobRuntimeData,
+  type JobTerminationReason,
+} from '@dstack/core';
+import type { RunnerPullResponse } from '@dstack/runner';
+import type { AppContext } from '../context.js';
+import type { InstancesTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
+import { runServicesOf } from '../run-services.js';
+import { storeRunnerLogs } from '../services/logs.js';
+import { RUNNER_CONTAINER_PORT, runnerClientFor, shimClientFor } from './agent-clients.js';
+import type { PipelineDefinition, RowLock } from './pipeline.js';
+import {
+  dueIn,
+  errorMessage,
+  instanceRowOf,
+  jobSpecOf,
+  markRunDue,
+  projectOf,
+  provisioningDataOf,
+  runRowOf,
+} from './rows.js';
+
+const MIN_INTERVAL_MS = 1_000;
+/** While a job starts, look again this soon. */
+const STARTING_POLL_MS = 100;
+/** A running job whose agent does not answer this long is given up (dstack: 2 minutes). */
+const UNREACHABLE_LIMIT_MS = 120_000;
+/** Provisioning deadline when the instance has none (dstack's default provisioning timeout). */
+const DEFAULT_PROVISIONING_MS = 600_000;
+const MAX_PULLS_PER_PASS = 20;
+
+interface JobContext {
+  app: AppContext;
+  job: JobsTable;
+  lock: RowLock;
+  run: RunsTable;
+  project: ProjectsTable;
+  instance: InstancesTable;
+  provisioningData: JobProvisioningData;
+}
+
+function asTerminationReason(
+  value: string | null | undefined,
+  fallback: JobTerminationReason,
+): JobTerminationReason {
+  return value && (JOB_TERMINATION_REASONS as readonly string[]).includes(value)
+    ? (value as JobTerminationReason)
+    : fallback;
+}
+
+async function terminate(
+  context: Pick<JobContext, 'app' | 'lock' | 'job'>,
+  reason: JobTerminationReason,
+  message: string | null,
+  extra: Record<string, unknown> = {},
+): Promise<void> {
+  await context.lock.release({
+    status: 'terminating',
+    termination_reason: reason,
+    termination_reason_message: message,
+    last_processed_at: 0,
+    ...extra,
+  });
+  runServicesOf(context.app).wakeUps.wake('jobs-terminating');
+  await markRunDue(context.app, context.job.run_id);
+}
+
+function startingDeadline(context: JobContext): number {
+  return context.instance.provisioning_deadline ?? context.job.submitted_at + DEFAULT_PROVISIONING_MS;
+}
+
+async function retrySoonOrTimeOut(context: JobContext, why: string): Promise<void> {
+  if (Date.now() > startingDeadline(context)) {
+    await terminate(
+      context,
+      'waiting_runner_limit_exceeded',
+      `the job's agent did not start in time: ${why}`,
+    );
+    return;
+  }
+  await context.lock.release({ last_processed_at: dueIn(STARTING_POLL_MS * 5, MIN_INTERVAL_MS) });
+}
+
+/** provisioning → pulling: the shim accepted the task. */
+async function submitTask(context: JobContext): Promise<void> {
+  const { app, job, project, provisioningData } = context;
+  const jobSpec = jobSpecOf(job);
+  try {
+    const shim = await shimClientFor(app, project, provisioningData);
+    const existing = await shim.getTask(job.id);
+    if (!existing) {
+      await shim.submitTask({
+        id: job.id,
+        name: job.job_name,
+        image_name: jobSpec.image_name,
+        registry_username: jobSpec.registry_auth?.username ?? '',
+        registry_password: jobSpec.registry_auth?.password ?? '',
+        container_user: jobSpec.user ?? 'root',
+        privileged: jobSpec.privileged,
+        gpu: (jobSpec.requirements.resources.gpu?.count.min ?? 0) > 0 ? -1 : 0,
+        network_mode: 'host',
+        env: jobSpec.env,
+      });
+    }
+  } catch (error) {
+    await retrySoonOrTimeOut(context, errorMessage(error));
+    return;
+  }
+  await context.lock.release({
+    status: 'pulling',
+    job_provisioning_data: JSON.stringify(provisioningData),
+    last_processed_at: dueIn(STARTING_POLL_MS, MIN_INTERVAL_MS),
+  });
+  await markRunDue(app, job.run_id);
+}
+
+/** pulling → running: the task runs; give the job to its runner. */
+async function startJob(context: JobContext): Promise<void> {
+  const { app, job, run, project, provisioningData } = context;
+  let runnerPort = RUNNER_CONTAINER_PORT;
+  try {
+    if (provisioningData.dockerized) {
+      const shim = await shimClientFor(app, project, provisioningData);
+      const task = await shim.getTask(job.id);
+      if (!task) throw new Error('the shim does not know the task');
+      if (task.status === 'terminated') {
+        await terminate(
+          context,
+          asTerminationReason(task.termination_reason, 'creating_container_error'),
+          task.termination_message ?? 'the task ended before the job started',
+        );
+        return;
+      }
+      if (task.status !== 'running') {
+        await context.lock.release({ last_processed_at: dueIn(STARTING_POLL_MS, MIN_INTERVAL_MS) });
+        return;
+      }
+      runnerPort =
+        task.ports.find((port) => port.container === RUNNER_CONTAINER_PORT)?.host ?? RUNNER_CONTAINER_PORT;
+    }
+    const runner = await runnerClientFor(app, project, provisioningData, runnerPort);
+    await runner.healthcheck();
+    const jobSpec = jobSpecOf(job);
+    const user = await app.db
+      .selectFrom('users')
+      .select('name')
+      .where('id', '=', run.user_id)
+      .executeTakeFirst();
+    const address = provisioningData.internal_ip ?? provisioningData.hostname ?? '127.0.0.1';
+    await runner.submit({
+      run: { id: run.id, run_name: run.run_name, project_name: project.name, user: user?.name ?? '' },
+      job_spec: jobSpec,
+      job_submission: { id: job.id, submission_num: job.submission_num },
+      cluster_info: {
+        job_ips: [address],
+        master_job_ip: address,
+        gpus_per_job: provisioningData.instance_type.resources.gpus.length,
+      },
+      secrets: {},
+    });
+    await runner.uploadCode(new Uint8Array());
+    const started = await runner.run();
+    const runtimeData: JobRuntimeData = {
+      network_mode: 'host',
+      ports: { [String(RUNNER_CONTAINER_PORT)]: runnerPort },
+      offer: null,
+      working_dir: started.working_dir ?? null,
+      username: started.username ?? null,
+    };
+    await context.lock.release({
+      status: 'running',
+      job_runtime_data: JSON.stringify(runtimeData),
+      runner_timestamp: 0,
+      last_processed_at: dueIn(STARTING_POLL_MS * 2, MIN_INTERVAL_MS),
+    });
+    await markRunDue(app, job.run_id);
+  } catch (error) {
+    await retrySoonOrTimeOut(context, errorMessage(error));
+  }
+}
+
+export function runnerPortOf(job: JobsTable): number {
+  const runtime = job.job_runtime_data ? (JSON.parse(job.job_runtime_data) as JobRuntimeData) : null;
+  return runtime?.ports?.[String(RUNNER_CONTAINER_PORT)] ?? RUNNER_CONTAINER_PORT;
+}
+
+/**
+ * Pulls new state and logs from the runner, storing the logs; returns the last
+ * job state seen (null when none is new) and the next timestamp.
+ */
+export async function pullRunner(
+  context: Pick<JobContext, 'app' | 'job' | 'project' | 'provisioningData'>,
+): Promise<{ finalState: RunnerPullResponse['job_states'][number] | null; timestamp: number }> {
+  const { app, job, project, provisioningData } = context;
+  const runner = await runnerClientFor(app, project, provisioningData, runnerPortOf(job));
+  let timestamp = job.runner_timestamp ?? 0;
+  let finalState: RunnerPullResponse['job_states'][number] | null = null;
+  for (let pulls = 0; pulls < MAX_PULLS_PER_PASS; pulls++) {
+    const response = await runner.pull(timestamp);
+    await storeRunnerLogs(app, job, response);
+    for (const state of response.job_states) {
+      if (['done', 'failed', 'terminated'].includes(state.state)) finalState = state;
+    }
+    timestamp = Math.max(timestamp, response.last_updated);
+    if (!response.has_more) break;
+  }
+  return { finalState, timestamp };
+}
+
+/** running: pull state and logs; end the job when the runner says so, or on max_duration / unreachability. */
+async function followJob(context: JobContext): Promise<void> {
+  const { app, job } = context;
+  const jobSpec = jobSpecOf(job);
+  let pulled: Awaited<ReturnType<typeof pullRunner>>;
+  try {
+    pulled = await pullRunner(context);
+  } catch (error) {
+    const since = job.disconnected_at ?? Date.now();
+    if (Date.now() - since > UNREACHABLE_LIMIT_MS) {
+      await terminate(
+        context,
+        'instance_unreachable',
+        `the runner did not answer for 2 minutes: ${errorMessage(error)}`,
+      );
+      return;
+    }
+    await context.lock.release({ disconnected_at: since });
+    return;
+  }
+  const { finalState, timestamp } = pulled;
+  if (finalState) {
+    const reason = asTerminationReason(
+      finalState.termination_reason,
+      finalState.state === 'done' ? 'done_by_runner' : 'executor_error',
+    );
+    await terminate(context, reason, finalState.termination_message ?? null, {
+      exit_status: finalState.exit_status ?? null,
+      runner_timestamp: timestamp,
+      disconnected_at: null,
+    });
+    return;
+  }
+  if (jobSpec.max_duration && Date.now() - job.submitted_at > jobSpec.max_duration * 1000) {
+    await terminate(context, 'max_duration_exceeded', `max_duration ${jobSpec.max_duration}s exceeded`, {
+      runner_timestamp: timestamp,
+    });
+    return;
+  }
+  await context.lock.release({ runner_timestamp: timestamp, disconnected_at: null });
+}
+
+export function jobRunningPipeline(app: AppContext): PipelineDefinition<JobsTable> {
+  return {
+    name: 'jobs-running',
+    table: 'jobs',
+    statuses: ['provisioning', 'pulling', 'running'],
+    minIntervalMs: MIN_INTERVAL_MS,
+    workers: 20,
+    async process(job, lock) {
+      const run = await runRowOf(app, job.run_id);
+      if (run.status === 'terminating') return;
+      const instance = await instanceRowOf(app, job.instance_id);
+      if (!instance || ['terminating', 'terminated'].includes(instance.status)) {
+        await terminate(
+          { app, lock, job },
+          'waiting_instance_limit_exceeded',
+          instance?.termination_reason_message ?? 'the instance is gone',
+        );
+        return;
+      }
+      const provisioningData = provisioningDataOf(instance);
+      if (
+        !provisioningData?.hostname ||
+        instance.status === 'provisioning' ||
+        instance.status === 'pending'
+      ) {
+        // The instance pipeline wakes us when the instance is up.
+        return;
+      }
+      const project = await projectOf(app, job.project_id);
+      const context: JobContext = { app, job, lock, run, project, instance, provisioningData };
+      if (job.status === 'provisioning') {
+        if (provisioningData.dockerized) await submitTask(context);
+        else await startJob(context);
+      } else if (job.status === 'pulling') {
+        await startJob(context);
+      } else {
+        await followJob(context);
+      }
+    },
+  };
+}

@@ -1,0 +1,212 @@
+/**
+ * One pipeline of dstack's newer background design (contributing/PIPELINES.md):
+ * a fetcher claims due rows by setting their lock columns, workers process each
+ * claimed row outside any transaction, and every write of a result is guarded
+ * by `id + lock_token`, so a row is never processed by two servers at once.
+ *
+ * A row is due when it is in one of the pipeline's statuses, unlocked (or its
+ * lock expired) and `last_processed_at <= now - minIntervalMs`. Services make a
+ * row due at once by setting `last_processed_at = 0` and waking the pipeline
+ * (see `markRunDue` in rows.ts); a row marked so while it is being processed
+ * stays due after its release, so no wake-up is lost.
+ */
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import type { AppContext } from '../context.js';
+import type { PipelineName, WakeUps } from './wake-ups.js';
+
+export type PipelineTable = 'runs' | 'jobs' | 'instances' | 'fleets';
+
+export interface ClaimedRow {
+  id: string;
+  lock_token: string | null;
+}
+
+export interface PipelineDefinition<Row extends ClaimedRow> {
+  name: PipelineName;
+  table: PipelineTable;
+  statuses: readonly string[];
+  /** How often an unchanged row is processed again. */
+  minIntervalMs: number;
+  /** How many rows are processed at the same time. */
+  workers: number;
+  /** How long a claim lasts without a heartbeat. */
+  lockMs?: number;
+  process(row: Row, lock: RowLock): Promise<void>;
+}
+
+/** The claim on one row: writes through it succeed only while the claim holds. */
+export interface RowLock {
+  readonly token: string;
+  /**
+   * Applies `values` to the row and releases it, when the claim still holds.
+   * Returns false when another process took the row over (the result is dropped).
+   */
+  release(values?: Record<string, unknown>): Promise<boolean>;
+}
+
+const DEFAULT_LOCK_MS = 30_000;
+/** How often the fetcher looks for due rows when nothing wakes it. */
+const FETCH_TICK_MS = 1_000;
+
+export class Pipeline<Row extends ClaimedRow> {
+  readonly #app: AppContext;
+  readonly #definition: PipelineDefinition<Row>;
+  /** Rows being processed, by `id:token` (a row may be claimed again before its finally runs). */
+  readonly #inFlight = new Map<string, { id: string; work: Promise<void> }>();
+  #stopped = false;
+  #wakeRequested = false;
+  #wakeFetcher: (() => void) | null = null;
+  #loop: Promise<void> | null = null;
+  #unsubscribe: (() => void) | null = null;
+  #heartbeat: NodeJS.Timeout | null = null;
+
+  constructor(app: AppContext, definition: PipelineDefinition<Row>) {
+    this.#app = app;
+    this.#definition = definition;
+  }
+
+  get name(): PipelineName {
+    return this.#definition.name;
+  }
+
+  start(wakeUps: WakeUps): void {
+    this.#unsubscribe = wakeUps.subscribe(this.#definition.name, () => this.#requestFetch());
+    const lockMs = this.#definition.lockMs ?? DEFAULT_LOCK_MS;
+    this.#heartbeat = setInterval(() => void this.#extendLocks(lockMs), lockMs / 3);
+    this.#heartbeat.unref();
+    this.#loop = this.#run();
+  }
+
+  /** Stops fetching, waits for rows in flight, and releases nothing else (their results are applied). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#unsubscribe?.();
+    this.#requestFetch();
+    await this.#loop;
+    await Promise.allSettled([...this.#inFlight.values()].map((entry) => entry.work));
+    if (this.#heartbeat) clearInterval(this.#heartbeat);
+  }
+
+  #requestFetch(): void {
+    this.#wakeRequested = true;
+    this.#wakeFetcher?.();
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopped) {
+      this.#wakeRequested = false;
+      const free = this.#definition.workers - this.#inFlight.size;
+      if (free > 0) {
+        try {
+          const rows = await this.#claim(free);
+          for (const row of rows) this.#dispatch(row);
+          // A full batch means more may be due: fetch again as soon as a worker frees up.
+          if (rows.length === free) this.#wakeRequested = true;
+        } catch (error) {
+          if (!this.#stopped) console.error(`[pipeline ${this.name}] fetch failed:`, error);
+        }
+      }
+      if (this.#stopped) break;
+      if (this.#wakeRequested && this.#inFlight.size < this.#definition.workers) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, FETCH_TICK_MS);
+        this.#wakeFetcher = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#wakeFetcher = null;
+    }
+  }
+
+  #dispatch(row: Row): void {
+    const token = row.lock_token as string;
+    const key = `${row.id}:${token}`;
+    const lock: RowLock = { token, release: (values) => this.#release(row.id, token, values) };
+    const work = (async () => {
+      try {
+        await this.#definition.process(row, lock);
+      } catch (error) {
+        console.error(`[pipeline ${this.name}] processing ${row.id} failed:`, error);
+      } finally {
+        // Whatever happened, give the row back (a no-op when process released it).
+        await this.#release(row.id, token).catch(() => {});
+        this.#inFlight.delete(key);
+        this.#requestFetch();
+      }
+    })();
+    this.#inFlight.set(key, { id: row.id, work });
+  }
+
+  /** Claims up to `limit` due rows in one statement (atomic on SQLite; SKIP LOCKED on Postgres). */
+  async #claim(limit: number): Promise<Row[]> {
+    const { db, dialect, serverId } = this.#app;
+    const { table, statuses, minIntervalMs } = this.#definition;
+    const now = Date.now();
+    const token = randomUUID();
+    const lockMs = this.#definition.lockMs ?? DEFAULT_LOCK_MS;
+    const lockFree = sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`;
+    let due = db
+      .selectFrom(table)
+      .select('id')
+      .where('status', 'in', [...statuses])
+      .where(lockFree)
+      .where('last_processed_at', '<=', now - minIntervalMs)
+      .orderBy('last_processed_at')
+      .limit(limit);
+    if (dialect === 'postgres') due = due.forUpdate().skipLocked();
+    const rows = await db
+      .updateTable(table)
+      .set({
+        lock_token: token,
+        lock_owner: serverId,
+        lock_expires_at: now + lockMs,
+        last_processed_at: now,
+      } as never)
+      .where('id', 'in', due)
+      .where(lockFree)
+      .returningAll()
+      .execute();
+    return rows as unknown as Row[];
+  }
+
+  async #release(id: string, token: string, values: Record<string, unknown> = {}): Promise<boolean> {
+    const { last_processed_at: requested, ...rest } = values;
+    const processedAt = typeof requested === 'number' ? requested : Date.now();
+    const result = await this.#app.db
+      .updateTable(this.#definition.table)
+      .set({
+        ...rest,
+        last_processed_at: sql`CASE WHEN last_processed_at = 0 THEN last_processed_at ELSE CAST(${processedAt} AS BIGINT) END`,
+        lock_token: null,
+        lock_owner: null,
+        lock_expires_at: null,
+      } as never)
+      .where('id', '=', id)
+      .where('lock_token', '=', token)
+      .executeTakeFirst();
+    const released = Number(result.numUpdatedRows) === 1;
+    // A row released to be looked at again soon (polling a starting agent) must not wait for the fetch tick.
+    const dueInMs = processedAt + this.#definition.minIntervalMs - Date.now();
+    if (released && dueInMs < FETCH_TICK_MS && !this.#stopped) {
+      setTimeout(() => this.#requestFetch(), Math.max(0, dueInMs)).unref();
+    }
+    return released;
+  }
+
+  async #extendLocks(lockMs: number): Promise<void> {
+    if (this.#inFlight.size === 0) return;
+    await this.#app.db
+      .updateTable(this.#definition.table)
+      .set({ lock_expires_at: Date.now() + lockMs } as never)
+      .where(
+        'id',
+        'in',
+        [...this.#inFlight.values()].map((entry) => entry.id),
+      )
+      .where('lock_owner', '=', this.#app.serverId)
+      .execute()
+      .catch(() => {});
+  }
+}

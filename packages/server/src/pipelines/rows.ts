@@ -1,0 +1,59 @@
+/** Small row helpers shared by the pipelines. */
+import type { JobProvisioningData, JobSpec } from '@dstack/core';
+import type { AppContext } from '../context.js';
+import type { InstancesTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
+import { runServicesOf } from '../run-services.js';
+
+/** `last_processed_at` that makes a row due again in `ms` (pipelines process rows older than their interval). */
+export function dueIn(ms: number, minIntervalMs: number): number {
+  return Date.now() - minIntervalMs + ms;
+}
+
+export async function projectOf(app: AppContext, projectId: string): Promise<ProjectsTable> {
+  return app.db.selectFrom('projects').selectAll().where('id', '=', projectId).executeTakeFirstOrThrow();
+}
+
+export async function runRowOf(app: AppContext, runId: string): Promise<RunsTable> {
+  return app.db.selectFrom('runs').selectAll().where('id', '=', runId).executeTakeFirstOrThrow();
+}
+
+export async function instanceRowOf(
+  app: AppContext,
+  instanceId: string | null,
+): Promise<InstancesTable | null> {
+  if (!instanceId) return null;
+  return (
+    (await app.db.selectFrom('instances').selectAll().where('id', '=', instanceId).executeTakeFirst()) ?? null
+  );
+}
+
+export function jobSpecOf(job: JobsTable): JobSpec {
+  return JSON.parse(job.job_spec_data) as JobSpec;
+}
+
+export function provisioningDataOf(row: {
+  job_provisioning_data: string | null;
+}): JobProvisioningData | null {
+  return row.job_provisioning_data ? (JSON.parse(row.job_provisioning_data) as JobProvisioningData) : null;
+}
+
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Makes the run due now and wakes the run pipeline: its status follows its jobs. */
+export async function markRunDue(app: AppContext, runId: string): Promise<void> {
+  await app.db.updateTable('runs').set({ last_processed_at: 0 }).where('id', '=', runId).execute();
+  runServicesOf(app).wakeUps.wake('runs');
+}
+
+/** Makes the starting jobs of an instance due now: the instance came up, or went away. */
+export async function markInstanceJobsDue(app: AppContext, instanceId: string): Promise<void> {
+  await app.db
+    .updateTable('jobs')
+    .set({ last_processed_at: 0 })
+    .where('instance_id', '=', instanceId)
+    .where('status', 'in', ['provisioning', 'pulling', 'running'])
+    .execute();
+  runServicesOf(app).wakeUps.wake('jobs-running');
+}

@@ -1,0 +1,175 @@
+/**
+ * Runs: the run status follows its jobs (dstack's `process_runs`). A failed
+ * job is resubmitted per the `retry` policy after dstack's backoff; a stopping
+ * run moves its unfinished jobs to terminating and ends when they have.
+ */
+import {
+  type JobSpec,
+  type JobTerminationReason,
+  jobTerminationReasonToRetryEvent,
+  type RunTerminationReason,
+  runTerminationReasonToJobTerminationReason,
+  runTerminationReasonToStatus,
+} from '@dstack/core';
+import { sql } from 'kysely';
+import type { AppContext } from '../context.js';
+import type { JobsTable, RunsTable } from '../db/schema.js';
+import { runServicesOf } from '../run-services.js';
+import { newJobRow } from '../services/runs.js';
+import type { PipelineDefinition, RowLock } from './pipeline.js';
+import { dueIn } from './rows.js';
+
+const MIN_INTERVAL_MS = 2_000;
+/** dstack's resubmission backoff: 15s, 30s, 1m, 2m, 5m, then 10m. */
+const RETRY_BACKOFF_SECONDS = [15, 30, 60, 120, 300, 600];
+const FINISHED_JOB_STATUSES = ['terminated', 'aborted', 'failed', 'done'];
+
+export function retryDelayMs(attempt: number): number {
+  const seconds = RETRY_BACKOFF_SECONDS[Math.min(attempt, RETRY_BACKOFF_SECONDS.length - 1)] as number;
+  return seconds * 1000;
+}
+
+/** The latest submission of each job of the run. */
+function latestSubmissions(jobs: readonly JobsTable[]): JobsTable[] {
+  const latest = new Map<string, JobsTable>();
+  for (const job of jobs) {
+    const key = `${job.replica_num}:${job.job_num}`;
+    const current = latest.get(key);
+    if (!current || job.submission_num > current.submission_num) latest.set(key, job);
+  }
+  return [...latest.values()];
+}
+
+/** Moves unfinished jobs to terminating; false when one is claimed by a job pipeline (try again soon). */
+async function terminateJobs(
+  app: AppContext,
+  jobs: readonly JobsTable[],
+  reason: JobTerminationReason,
+): Promise<boolean> {
+  let allDone = true;
+  for (const job of jobs) {
+    if (FINISHED_JOB_STATUSES.includes(job.status) || job.status === 'terminating') continue;
+    const now = Date.now();
+    const result = await app.db
+      .updateTable('jobs')
+      .set({ status: 'terminating', termination_reason: reason, last_processed_at: 0 })
+      .where('id', '=', job.id)
+      .where('status', '=', job.status)
+      .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) !== 1) allDone = false;
+  }
+  runServicesOf(app).wakeUps.wake('jobs-terminating');
+  return allDone;
+}
+
+function shouldRetry(run: RunsTable, job: JobsTable): boolean {
+  const retry = (JSON.parse(job.job_spec_data) as JobSpec).retry;
+  if (!retry || !job.termination_reason) return false;
+  const event = jobTerminationReasonToRetryEvent(job.termination_reason as JobTerminationReason);
+  if (!event || !retry.on_events.includes(event)) return false;
+  const duration = retry.duration ?? 3600;
+  return Date.now() - run.submitted_at <= duration * 1000;
+}
+
+async function processTerminating(
+  app: AppContext,
+  run: RunsTable,
+  jobs: JobsTable[],
+  lock: RowLock,
+): Promise<void> {
+  const reason = (run.termination_reason ?? 'stopped_by_user') as RunTerminationReason;
+  const latest = latestSubmissions(jobs);
+  const claimedAll = await terminateJobs(app, latest, runTerminationReasonToJobTerminationReason(reason));
+  const unfinished = latest.filter((job) => !FINISHED_JOB_STATUSES.includes(job.status));
+  if (unfinished.length === 0) {
+    await lock.release({ status: runTerminationReasonToStatus(reason) });
+    runServicesOf(app).wakeUps.wake('fleets');
+    return;
+  }
+  // Jobs finish in their own pipeline, which wakes us; poll as a fallback.
+  await lock.release({ last_processed_at: dueIn(claimedAll ? 1_000 : 100, MIN_INTERVAL_MS) });
+}
+
+async function resubmit(app: AppContext, run: RunsTable, jobs: JobsTable[], lock: RowLock): Promise<void> {
+  if ((run.next_triggered_at ?? 0) > Date.now()) {
+    await lock.release({ last_processed_at: dueIn(run.next_triggered_at! - Date.now(), MIN_INTERVAL_MS) });
+    return;
+  }
+  const now = Date.now();
+  const rows = latestSubmissions(jobs)
+    .filter((job) => FINISHED_JOB_STATUSES.includes(job.status))
+    .map((job) =>
+      newJobRow(
+        run.project_id,
+        run.id,
+        run.run_name,
+        JSON.parse(job.job_spec_data) as JobSpec,
+        job.submission_num + 1,
+        now,
+      ),
+    );
+  if (rows.length > 0) await app.db.insertInto('jobs').values(rows).execute();
+  await lock.release({ status: 'submitted', next_triggered_at: null, last_processed_at: now });
+  runServicesOf(app).wakeUps.wake('jobs-submitted');
+}
+
+async function followJobs(app: AppContext, run: RunsTable, jobs: JobsTable[], lock: RowLock): Promise<void> {
+  const latest = latestSubmissions(jobs);
+  const failed = latest.filter((job) => ['failed', 'terminated', 'aborted'].includes(job.status));
+  if (failed.length > 0) {
+    const active = latest.filter((job) => !FINISHED_JOB_STATUSES.includes(job.status));
+    if (failed.every((job) => shouldRetry(run, job))) {
+      if (active.length > 0) {
+        // Multi-node: the other nodes stop before the run is resubmitted.
+        await terminateJobs(app, active, 'terminated_by_server');
+        await lock.release({ last_processed_at: dueIn(200, MIN_INTERVAL_MS) });
+        return;
+      }
+      await lock.release({
+        status: 'pending',
+        resubmission_attempt: run.resubmission_attempt + 1,
+        next_triggered_at: Date.now() + retryDelayMs(run.resubmission_attempt),
+        last_processed_at: 0,
+      });
+      runServicesOf(app).wakeUps.wake('runs');
+      return;
+    }
+    // A job stopped by the user ends the run as stopped; any other ending ends it as failed.
+    const byUser = failed.every((job) =>
+      ['terminated_by_user', 'aborted_by_user'].includes(job.termination_reason ?? ''),
+    );
+    const reason: RunTerminationReason = byUser ? 'stopped_by_user' : 'job_failed';
+    await lock.release({ status: 'terminating', termination_reason: reason, last_processed_at: 0 });
+    runServicesOf(app).wakeUps.wake('runs');
+    return;
+  }
+  if (latest.length > 0 && latest.every((job) => job.status === 'done')) {
+    await lock.release({ status: 'terminating', termination_reason: 'all_jobs_done', last_processed_at: 0 });
+    runServicesOf(app).wakeUps.wake('runs');
+    return;
+  }
+  const statuses = latest.map((job) => job.status);
+  const status = statuses.includes('running')
+    ? 'running'
+    : statuses.some((s) => s === 'provisioning' || s === 'pulling')
+      ? 'provisioning'
+      : run.status;
+  await lock.release({ status });
+}
+
+export function runPipeline(app: AppContext): PipelineDefinition<RunsTable> {
+  return {
+    name: 'runs',
+    table: 'runs',
+    statuses: ['pending', 'submitted', 'provisioning', 'running', 'terminating'],
+    minIntervalMs: MIN_INTERVAL_MS,
+    workers: 10,
+    async process(run, lock) {
+      const jobs = await app.db.selectFrom('jobs').selectAll().where('run_id', '=', run.id).execute();
+      if (run.status === 'terminating') await processTerminating(app, run, jobs, lock);
+      else if (run.status === 'pending') await resubmit(app, run, jobs, lock);
+      else await followJobs(app, run, jobs, lock);
+    },
+  };
+}

@@ -1,0 +1,39 @@
+/** `/api/project/{p}/offers/list`: what `dstack offer` shows. */
+import { GetOffersRequestSchema, InstanceOfferWithAvailabilitySchema } from '@dstack/core';
+import { z } from 'zod';
+import { defineRoute } from '../http/route.js';
+import { runServicesOf } from '../run-services.js';
+import { buildJobSpecs } from '../services/job-specs.js';
+import { getOffers } from '../services/offers.js';
+import { normalizeRunSpec, offerFiltersOf } from '../services/runs.js';
+import { projectContext } from './runs-routes.js';
+
+export const offerRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/offers/list',
+    summary: "Offers of the project's backends matching a configuration's requirements",
+    tags: ['offers'],
+    auth: 'project-member',
+    body: GetOffersRequestSchema,
+    response: z.object({
+      offers: z.array(InstanceOfferWithAvailabilitySchema),
+      total_offers: z.number().int(),
+    }),
+    async handler(ctx) {
+      const { project } = projectContext(ctx);
+      const runSpec = normalizeRunSpec({ configuration: { commands: [':'], ...ctx.body.configuration } });
+      const [jobSpec] = buildJobSpecs('offers', runSpec);
+      const backends = await runServicesOf(ctx.app).backends.getProjectBackends(project.id);
+      const { offers } = await getOffers(
+        backends,
+        jobSpec!.requirements,
+        offerFiltersOf(runSpec.configuration),
+      );
+      return {
+        offers: offers.slice(0, ctx.body.max_offers ?? 50).map((entry) => entry.offer),
+        total_offers: offers.length,
+      };
+    },
+  }),
+];

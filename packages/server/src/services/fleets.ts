@@ -1,0 +1,255 @@
+/**
+ * Fleets: the instance pools runs are placed in. A project with the local
+ * backend gets a `local` fleet out of the box, so the quickstart needs no
+ * fleet file; a project without any fleet gets one made for each run.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  ConfigurationError,
+  DEFAULT_RUN_IDLE_DURATION,
+  type Fleet,
+  ResourceNotFoundError,
+  ServerClientError,
+  validateConfiguration,
+} from '@dstack/core';
+import type { AppContext } from '../context.js';
+import type { FleetsTable, ProjectsTable } from '../db/schema.js';
+import { runServicesOf } from '../run-services.js';
+import { fleetOf } from './run-models.js';
+
+export const DEFAULT_LOCAL_FLEET_NAME = 'local';
+
+/** The fleet configuration fields the scheduler reads. */
+export interface FleetConfigurationFields {
+  type: 'fleet';
+  name?: string;
+  nodes?: { min: number; target: number; max: number | null };
+  backends?: string[];
+  regions?: string[];
+  instance_types?: string[];
+  idle_duration?: number | 'off';
+  ssh_config?: unknown;
+}
+
+export function fleetConfigurationOf(fleet: FleetsTable): FleetConfigurationFields {
+  return (JSON.parse(fleet.spec) as { configuration: FleetConfigurationFields }).configuration;
+}
+
+function newFleetRow(
+  projectId: string,
+  name: string,
+  configuration: FleetConfigurationFields,
+  autoCreated: boolean,
+): FleetsTable {
+  const now = Date.now();
+  return {
+    id: randomUUID(),
+    project_id: projectId,
+    name,
+    status: 'active',
+    status_message: null,
+    spec: JSON.stringify({ configuration }),
+    created_at: now,
+    last_processed_at: now,
+    auto_created: autoCreated ? 1 : 0,
+    deleted: 0,
+    lock_expires_at: null,
+    lock_token: null,
+    lock_owner: null,
+  };
+}
+
+/** Creates the `local` fleet in every project that has the local backend and no fleet of that name. */
+export async function ensureDefaultLocalFleets(app: AppContext): Promise<void> {
+  const projects = await app.db
+    .selectFrom('backends')
+    .innerJoin('projects', 'projects.id', 'backends.project_id')
+    .select('projects.id as id')
+    .where('backends.type', '=', 'local')
+    .where('projects.deleted', '=', 0)
+    .execute();
+  for (const { id } of projects) {
+    const existing = await app.db
+      .selectFrom('fleets')
+      .select('id')
+      .where('project_id', '=', id)
+      .where('name', '=', DEFAULT_LOCAL_FLEET_NAME)
+      .where('deleted', '=', 0)
+      .executeTakeFirst();
+    if (existing) continue;
+    const configuration: FleetConfigurationFields = {
+      type: 'fleet',
+      name: DEFAULT_LOCAL_FLEET_NAME,
+      nodes: { min: 0, target: 0, max: null },
+      backends: ['local'],
+      idle_duration: DEFAULT_RUN_IDLE_DURATION,
+    };
+    await app.db
+      .insertInto('fleets')
+      .values(newFleetRow(id, DEFAULT_LOCAL_FLEET_NAME, configuration, false))
+      .execute();
+  }
+}
+
+/** A fleet made for one run in a project without fleets; deleted by the fleet pipeline once empty. */
+export async function createRunFleet(
+  app: AppContext,
+  projectId: string,
+  runName: string,
+): Promise<FleetsTable> {
+  const configuration: FleetConfigurationFields = {
+    type: 'fleet',
+    name: runName,
+    nodes: { min: 0, target: 0, max: null },
+  };
+  const row = newFleetRow(projectId, runName, configuration, true);
+  await app.db.insertInto('fleets').values(row).execute();
+  return row;
+}
+
+export async function activeFleets(app: AppContext, projectId: string): Promise<FleetsTable[]> {
+  return app.db
+    .selectFrom('fleets')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('deleted', '=', 0)
+    .where('status', '=', 'active')
+    .orderBy('auto_created')
+    .orderBy('created_at')
+    .execute();
+}
+
+export async function applyFleet(
+  app: AppContext,
+  project: ProjectsTable,
+  configurationInput: unknown,
+): Promise<Fleet> {
+  let configuration: FleetConfigurationFields;
+  try {
+    configuration = validateConfiguration(configurationInput) as unknown as FleetConfigurationFields;
+  } catch (error) {
+    if (ConfigurationError.isInstance(error)) {
+      throw new ConfigurationError(error.message, { path: ['plan', 'spec', 'configuration', ...error.path] });
+    }
+    throw error;
+  }
+  if (configuration.type !== 'fleet') {
+    throw new ConfigurationError(`expected a fleet configuration, got ${configuration.type}`, {
+      path: ['plan', 'spec', 'configuration', 'type'],
+    });
+  }
+  if (configuration.ssh_config !== undefined) {
+    throw new ServerClientError('SSH fleets are not supported yet', { code: 'not_supported' });
+  }
+  const name = configuration.name ?? `fleet-${randomUUID().slice(0, 8)}`;
+  const existing = await app.db
+    .selectFrom('fleets')
+    .selectAll()
+    .where('project_id', '=', project.id)
+    .where('name', '=', name)
+    .where('deleted', '=', 0)
+    .executeTakeFirst();
+  if (existing) {
+    await app.db
+      .updateTable('fleets')
+      .set({ spec: JSON.stringify({ configuration: { ...configuration, name } }), last_processed_at: 0 })
+      .where('id', '=', existing.id)
+      .execute();
+  } else {
+    await app.db
+      .insertInto('fleets')
+      .values(newFleetRow(project.id, name, { ...configuration, name }, false))
+      .execute();
+  }
+  runServicesOf(app).wakeUps.wake('fleets');
+  return getFleet(app, project, name);
+}
+
+export async function getFleet(app: AppContext, project: ProjectsTable, name: string): Promise<Fleet> {
+  const fleet = await app.db
+    .selectFrom('fleets')
+    .selectAll()
+    .where('project_id', '=', project.id)
+    .where('name', '=', name)
+    .where('deleted', '=', 0)
+    .executeTakeFirst();
+  if (!fleet) throw new ResourceNotFoundError(`Fleet ${name} not found`);
+  const instances = await app.db
+    .selectFrom('instances')
+    .selectAll()
+    .where('fleet_id', '=', fleet.id)
+    .execute();
+  return fleetOf(fleet, project.name, instances);
+}
+
+export async function listFleets(app: AppContext, project: ProjectsTable): Promise<Fleet[]> {
+  const fleets = await app.db
+    .selectFrom('fleets')
+    .selectAll()
+    .where('project_id', '=', project.id)
+    .where('deleted', '=', 0)
+    .orderBy('created_at')
+    .execute();
+  if (fleets.length === 0) return [];
+  const instances = await app.db
+    .selectFrom('instances')
+    .selectAll()
+    .where(
+      'fleet_id',
+      'in',
+      fleets.map((fleet) => fleet.id),
+    )
+    .where('deleted', '=', 0)
+    .execute();
+  return fleets.map((fleet) =>
+    fleetOf(
+      fleet,
+      project.name,
+      instances.filter((instance) => instance.fleet_id === fleet.id),
+    ),
+  );
+}
+
+/** Marks fleets terminating; the fleet pipeline terminates their idle instances, then the fleet. */
+export async function deleteFleets(
+  app: AppContext,
+  project: ProjectsTable,
+  names: readonly string[],
+): Promise<void> {
+  const fleets = await app.db
+    .selectFrom('fleets')
+    .select(['id', 'name'])
+    .where('project_id', '=', project.id)
+    .where('name', 'in', [...names])
+    .where('deleted', '=', 0)
+    .execute();
+  const missing = names.filter((name) => !fleets.some((fleet) => fleet.name === name));
+  if (missing.length > 0) throw new ResourceNotFoundError(`Fleet ${missing.join(', ')} not found`);
+  const busy = await app.db
+    .selectFrom('instances')
+    .select('fleet_id')
+    .where(
+      'fleet_id',
+      'in',
+      fleets.map((fleet) => fleet.id),
+    )
+    .where('status', '=', 'busy')
+    .where('deleted', '=', 0)
+    .execute();
+  if (busy.length > 0) {
+    const busyNames = fleets
+      .filter((fleet) => busy.some((row) => row.fleet_id === fleet.id))
+      .map((fleet) => fleet.name);
+    throw new ServerClientError(`Fleet ${busyNames.join(', ')} has busy instances; stop their runs first`);
+  }
+  await app.db
+    .updateTable('fleets')
+    .set({ status: 'terminating', last_processed_at: 0 })
+    .where(
+      'id',
+      'in',
+      fleets.map((fleet) => fleet.id),
+    )
+    .execute();
+  runServicesOf(app).wakeUps.wake('fleets');
+}

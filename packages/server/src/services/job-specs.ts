@@ -1,0 +1,116 @@
+/**
+ * Turns a run configuration into the job specs the server runs (dstack's job
+ * configurators): one job per node, commands, environment, requirements,
+ * retry and durations.
+ */
+import {
+  DEFAULT_STOP_DURATION,
+  type JobSpec,
+  RETRY_EVENTS,
+  type Requirements,
+  type RetrySpec,
+  type RunSpec,
+} from '@dstack/core';
+
+/** dstack's base image; only container runtimes use it (the process runtime runs on the host). */
+export const DEFAULT_IMAGE = 'dstackai/base:py3.12-0.10-cuda-12.1';
+
+/** The run configuration fields the job specs read (validated by core's schemas before). */
+export interface RunConfigurationFields {
+  type: string;
+  name?: string;
+  image?: string;
+  user?: string;
+  privileged?: boolean;
+  working_dir?: string;
+  registry_auth?: { username: string; password: string };
+  commands?: string[];
+  env?: Record<string, string | null>;
+  resources: Requirements['resources'];
+  nodes?: number;
+  ports?: Array<{ container_port?: number; local_port?: number | null } | number>;
+  port?: number | { container_port?: number };
+  spot_policy?: 'spot' | 'on-demand' | 'auto';
+  max_price?: number;
+  reservation?: string;
+  retry?: false | { on_events: string[]; duration: number };
+  max_duration?: number | 'off';
+  stop_duration?: number | 'off';
+  backend_options?: Array<{ type: string }>;
+}
+
+/** `spot_policy` → `Requirements.spot`: on-demand by default, as in dstack. */
+function spotRequirement(policy: RunConfigurationFields['spot_policy']): boolean | null {
+  if (policy === 'spot') return true;
+  if (policy === 'auto') return null;
+  return false;
+}
+
+export function requirementsOf(configuration: RunConfigurationFields, nodes: number): Requirements {
+  return {
+    resources: configuration.resources,
+    max_price: configuration.max_price ?? null,
+    spot: spotRequirement(configuration.spot_policy),
+    reservation: configuration.reservation ?? null,
+    multinode: nodes > 1,
+    backend_options: configuration.backend_options ?? null,
+  };
+}
+
+function retryOf(configuration: RunConfigurationFields): RetrySpec | null {
+  const retry = configuration.retry;
+  if (retry === undefined || retry === false) return null;
+  return {
+    on_events: retry.on_events.filter((event): event is (typeof RETRY_EVENTS)[number] =>
+      (RETRY_EVENTS as readonly string[]).includes(event),
+    ),
+    duration: retry.duration,
+  };
+}
+
+function containerPorts(configuration: RunConfigurationFields): number[] {
+  const ports = new Set<number>();
+  for (const port of configuration.ports ?? []) {
+    const value = typeof port === 'number' ? port : port.container_port;
+    if (value !== undefined) ports.add(value);
+  }
+  const servicePort = configuration.port;
+  if (typeof servicePort === 'number') ports.add(servicePort);
+  else if (servicePort?.container_port !== undefined) ports.add(servicePort.container_port);
+  return [...ports];
+}
+
+/**
+ * `env` entries with a null value take their value from the client's
+ * environment in dstack; the CLI fills them in before sending, so a null left
+ * here means the user's environment had no such variable: it becomes empty.
+ */
+function resolvedEnv(env: RunConfigurationFields['env']): Record<string, string> {
+  return Object.fromEntries(Object.entries(env ?? {}).map(([key, value]) => [key, value ?? '']));
+}
+
+/** The job specs of one replica of a run: one per node. */
+export function buildJobSpecs(runName: string, runSpec: RunSpec, replicaNum = 0): JobSpec[] {
+  const configuration = runSpec.configuration as unknown as RunConfigurationFields;
+  const nodes = configuration.nodes ?? 1;
+  const maxDuration = configuration.max_duration;
+  const stopDuration = configuration.stop_duration;
+  return Array.from({ length: nodes }, (_, jobNum) => ({
+    job_name: `${runName}-${jobNum}-${replicaNum}`,
+    job_num: jobNum,
+    replica_num: replicaNum,
+    jobs_per_replica: nodes,
+    commands: configuration.commands ?? [],
+    env: resolvedEnv(configuration.env),
+    image_name: configuration.image ?? DEFAULT_IMAGE,
+    user: configuration.user ?? null,
+    privileged: configuration.privileged ?? false,
+    working_dir: configuration.working_dir ?? runSpec.working_dir ?? null,
+    max_duration: typeof maxDuration === 'number' && maxDuration > 0 ? maxDuration : null,
+    stop_duration: stopDuration === 'off' ? null : (stopDuration ?? DEFAULT_STOP_DURATION),
+    registry_auth: configuration.registry_auth ?? null,
+    requirements: requirementsOf(configuration, nodes),
+    retry: retryOf(configuration),
+    ports: containerPorts(configuration),
+  }));
+}

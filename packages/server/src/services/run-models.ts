@@ -1,0 +1,158 @@
+/** Database rows → the API models of @dstack/core (Run, JobSubmission, Fleet, Instance). */
+import type { Fleet, Instance, Job, JobSpec, JobSubmission, Run, RunSpec } from '@dstack/core';
+import type { FleetsTable, InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
+
+export function isoTime(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
+
+export function parseJson<T>(text: string | null): T | null {
+  return text === null ? null : (JSON.parse(text) as T);
+}
+
+export function jobSubmissionOf(
+  job: JobsTable,
+  instance?: Pick<InstancesTable, 'name'> | null,
+): JobSubmission {
+  return {
+    id: job.id,
+    submission_num: job.submission_num,
+    submitted_at: isoTime(job.submitted_at) as string,
+    last_processed_at: isoTime(job.last_processed_at || job.submitted_at) as string,
+    finished_at: isoTime(job.finished_at),
+    status: job.status as JobSubmission['status'],
+    termination_reason: job.termination_reason as JobSubmission['termination_reason'],
+    termination_reason_message: job.termination_reason_message,
+    exit_status: job.exit_status,
+    job_provisioning_data: parseJson(job.job_provisioning_data),
+    job_runtime_data: parseJson(job.job_runtime_data),
+    instance_name: instance?.name ?? null,
+    fleet_name: null,
+  };
+}
+
+/** Groups job rows (all submissions) into API jobs, ordered by job and replica number. */
+export function jobsOf(jobs: readonly JobsTable[], instances: ReadonlyMap<string, InstancesTable>): Job[] {
+  const byJob = new Map<string, JobsTable[]>();
+  for (const job of jobs) {
+    const key = `${job.replica_num}:${job.job_num}`;
+    const list = byJob.get(key) ?? [];
+    list.push(job);
+    byJob.set(key, list);
+  }
+  return [...byJob.values()]
+    .map((submissions) => submissions.sort((a, b) => a.submission_num - b.submission_num))
+    .sort(
+      (a, b) =>
+        (a[0] as JobsTable).replica_num - (b[0] as JobsTable).replica_num ||
+        (a[0] as JobsTable).job_num - (b[0] as JobsTable).job_num,
+    )
+    .map((submissions) => {
+      const latest = submissions[submissions.length - 1] as JobsTable;
+      return {
+        job_spec: JSON.parse(latest.job_spec_data) as JobSpec,
+        job_submissions: submissions.map((job) =>
+          jobSubmissionOf(job, job.instance_id ? instances.get(job.instance_id) : null),
+        ),
+      };
+    });
+}
+
+/** What a run has cost so far: each submission's price times its running time. */
+function costOf(jobs: readonly JobsTable[], now: number): number {
+  let cost = 0;
+  for (const job of jobs) {
+    const provisioning = parseJson<{ price?: number }>(job.job_provisioning_data);
+    if (!provisioning?.price) continue;
+    const end = job.finished_at ?? now;
+    cost += (provisioning.price * Math.max(0, end - job.submitted_at)) / 3_600_000;
+  }
+  return Math.round(cost * 10_000) / 10_000;
+}
+
+function errorOf(run: RunsTable, latest: JobsTable | undefined): string | null {
+  if (!latest || !['failed', 'terminated', 'aborted'].includes(latest.status)) {
+    return run.termination_reason === 'server_error' ? 'server error' : null;
+  }
+  return latest.termination_reason_message ?? latest.termination_reason;
+}
+
+export function runOf(
+  run: RunsTable,
+  projectName: string,
+  userName: string,
+  jobs: readonly JobsTable[],
+  instances: ReadonlyMap<string, InstancesTable>,
+): Run {
+  const apiJobs = jobsOf(jobs, instances);
+  const latestRow = [...jobs].sort(
+    (a, b) => b.submitted_at - a.submitted_at || b.submission_num - a.submission_num,
+  )[0];
+  return {
+    id: run.id,
+    project_name: projectName,
+    user: userName,
+    submitted_at: isoTime(run.submitted_at) as string,
+    last_processed_at: isoTime(run.last_processed_at || run.submitted_at) as string,
+    status: run.status as Run['status'],
+    termination_reason: run.termination_reason as Run['termination_reason'],
+    run_spec: JSON.parse(run.run_spec) as RunSpec,
+    jobs: apiJobs,
+    latest_job_submission: latestRow
+      ? jobSubmissionOf(latestRow, latestRow.instance_id ? instances.get(latestRow.instance_id) : null)
+      : null,
+    cost: costOf(jobs, Date.now()),
+    error: errorOf(run, latestRow),
+    deleted: run.deleted === 1,
+  };
+}
+
+export function instanceOf(
+  instance: InstancesTable,
+  projectName: string,
+  fleetName: string | null,
+): Instance {
+  const provisioning = parseJson<{ instance_type?: { name: string }; hostname?: string | null }>(
+    instance.job_provisioning_data,
+  );
+  const offer = parseJson<{ instance?: { name: string } }>(instance.offer);
+  return {
+    id: instance.id,
+    project_name: projectName,
+    name: instance.name,
+    fleet_id: instance.fleet_id,
+    fleet_name: fleetName,
+    instance_num: instance.instance_num,
+    status: instance.status as Instance['status'],
+    unreachable: instance.unreachable === 1,
+    termination_reason: instance.termination_reason as Instance['termination_reason'],
+    created: isoTime(instance.created_at) as string,
+    backend: instance.backend,
+    region: instance.region,
+    instance_type: provisioning?.instance_type ?? offer?.instance ?? null,
+    hostname: provisioning?.hostname ?? null,
+    price: instance.price,
+    total_blocks: instance.total_blocks,
+    busy_blocks: instance.busy_blocks,
+  };
+}
+
+export function fleetOf(
+  fleet: FleetsTable,
+  projectName: string,
+  instances: readonly InstancesTable[],
+): Fleet {
+  return {
+    id: fleet.id,
+    name: fleet.name,
+    project_name: projectName,
+    spec: JSON.parse(fleet.spec),
+    created_at: isoTime(fleet.created_at) as string,
+    status: fleet.status as Fleet['status'],
+    status_message: fleet.status_message,
+    instances: instances
+      .filter((instance) => instance.deleted === 0)
+      .sort((a, b) => a.instance_num - b.instance_num)
+      .map((instance) => instanceOf(instance, projectName, fleet.name)),
+  };
+}

@@ -1,0 +1,53 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigurationError } from '@dstack/core';
+import { describe, expect, it } from 'vitest';
+import { loadServerSettings } from './settings.js';
+
+describe('loadServerSettings', () => {
+  it("uses dstack's defaults", () => {
+    expect(loadServerSettings({})).toEqual({
+      serverDir: join(homedir(), '.dstack', 'server'),
+      host: '127.0.0.1',
+      port: 8000,
+      databaseUrl: null,
+      adminToken: null,
+      maxOffersTried: 25,
+      defaultCredsEnabled: true,
+    });
+  });
+
+  it('reads the environment, and overrides win', () => {
+    const settings = loadServerSettings(
+      {
+        DSTACK_SERVER_DIR: '/srv/dstack',
+        DSTACK_SERVER_HOST: '0.0.0.0',
+        DSTACK_SERVER_PORT: '3000',
+        DSTACK_DATABASE_URL: 'postgresql+asyncpg://u@db/dstack',
+        DSTACK_SERVER_ADMIN_TOKEN: 'tok',
+        DSTACK_SERVER_MAX_OFFERS_TRIED: '5',
+        DSTACK_DEFAULT_CREDS_DISABLED: '1',
+      },
+      { port: 0 },
+    );
+    expect(settings).toMatchObject({
+      serverDir: '/srv/dstack',
+      host: '0.0.0.0',
+      port: 0,
+      databaseUrl: 'postgresql+asyncpg://u@db/dstack',
+      adminToken: 'tok',
+      maxOffersTried: 5,
+      defaultCredsEnabled: false,
+    });
+  });
+
+  it('names the variable of a bad value', () => {
+    expect(() => loadServerSettings({ DSTACK_SERVER_PORT: 'eighty' })).toThrow(ConfigurationError);
+    expect(() => loadServerSettings({ DSTACK_SERVER_PORT: '70000' })).toThrow(
+      /DSTACK_SERVER_PORT must be a whole number/,
+    );
+    expect(() => loadServerSettings({ DSTACK_SERVER_MAX_OFFERS_TRIED: '0' })).toThrow(
+      /DSTACK_SERVER_MAX_OFFERS_TRIED/,
+    );
+  });
+});

@@ -1,0 +1,75 @@
+/**
+ * Server settings from the environment (`DSTACK_SERVER_*`), with dstack's defaults.
+ */
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { ConfigurationError } from '@dstack/core';
+import type { ServerSettings } from './context.js';
+
+export const DEFAULT_SERVER_PORT = 8000;
+export const DEFAULT_SERVER_HOST = '127.0.0.1';
+export const DEFAULT_MAX_OFFERS_TRIED = 25;
+
+function integerVariable(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  bounds: { min: number; max: number },
+): number {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || value < bounds.min || value > bounds.max) {
+    throw new ConfigurationError(
+      `${name} must be a whole number from ${bounds.min} to ${bounds.max}, got "${raw}"`,
+      { path: [name] },
+    );
+  }
+  return value;
+}
+
+function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
+  const value = env[name]?.trim();
+  return value ? value : null;
+}
+
+/**
+ * Reads the settings: `DSTACK_SERVER_DIR` (default `~/.dstack/server`),
+ * `DSTACK_SERVER_HOST` (`127.0.0.1`), `DSTACK_SERVER_PORT` (8000),
+ * `DSTACK_DATABASE_URL` (unset: SQLite), `DSTACK_SERVER_ADMIN_TOKEN`,
+ * `DSTACK_SERVER_MAX_OFFERS_TRIED` (25), `DSTACK_DEFAULT_CREDS_DISABLED` (unset). `overrides` (e.g. from command-line
+ * flags) win over the environment. Throws ConfigurationError naming the variable.
+ */
+export function loadServerSettings(
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: Partial<ServerSettings> = {},
+): ServerSettings {
+  const serverDir = stringVariable(env, 'DSTACK_SERVER_DIR');
+  const adminToken = stringVariable(env, 'DSTACK_SERVER_ADMIN_TOKEN');
+  if (adminToken !== null && /\s/.test(adminToken)) {
+    throw new ConfigurationError('DSTACK_SERVER_ADMIN_TOKEN must not contain whitespace', {
+      path: ['DSTACK_SERVER_ADMIN_TOKEN'],
+    });
+  }
+  const settings: ServerSettings = {
+    serverDir: resolve(serverDir ?? join(homedir(), '.dstack', 'server')),
+    host: stringVariable(env, 'DSTACK_SERVER_HOST') ?? DEFAULT_SERVER_HOST,
+    port: integerVariable(env, 'DSTACK_SERVER_PORT', DEFAULT_SERVER_PORT, { min: 0, max: 65535 }),
+    databaseUrl: stringVariable(env, 'DSTACK_DATABASE_URL'),
+    adminToken,
+    maxOffersTried: integerVariable(env, 'DSTACK_SERVER_MAX_OFFERS_TRIED', DEFAULT_MAX_OFFERS_TRIED, {
+      min: 1,
+      max: 10_000,
+    }),
+    defaultCredsEnabled: !isTruthy(env.DSTACK_DEFAULT_CREDS_DISABLED),
+  };
+  return { ...settings, ...definedOnly(overrides) };
+}
+
+function isTruthy(value: string | undefined): boolean {
+  return value !== undefined && !['', '0', 'false', 'no', 'off'].includes(value.trim().toLowerCase());
+}
+
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

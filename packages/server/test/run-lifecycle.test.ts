@@ -1,0 +1,143 @@
+/**
+ * End to end on the embedded default: a real server on SQLite with the local
+ * backend; jobs run through a real detached shim and runner on this host.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+
+// Real processes start and stop here; nothing is timed, the limits only catch hangs.
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
+
+import {
+  applyTask,
+  type HarnessServer,
+  localBackendConfig,
+  makeTempDir,
+  startHarnessServer,
+  task,
+} from './server-harness.js';
+
+describe('runs on the local backend', () => {
+  const temp = makeTempDir();
+  let harness: HarnessServer;
+
+  beforeAll(async () => {
+    harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
+  });
+
+  afterAll(async () => {
+    // Deleting the default fleet terminates its idle instances (their shim processes).
+    await harness.call('/api/project/main/fleets/delete', { names: ['local'] });
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      const fleets = await harness.call('/api/project/main/fleets/list');
+      if (fleets.body.length === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await harness.close();
+    temp.remove();
+  });
+
+  it('runs a task to done and keeps its output in order', async () => {
+    await applyTask(harness, task('hello', ['echo hello', 'echo to-stderr >&2', 'echo world']));
+    const run = await harness.waitForRun('hello', ['done', 'failed', 'terminated']);
+    expect(run.status).toBe('done');
+    expect(run.latest_job_submission?.exit_status).toBe(0);
+    // stdout and stderr are separate pipes: each keeps its order, their interleaving is up to the OS.
+    const logs = await harness.logs('hello');
+    expect(logs.replace('to-stderr\n', '')).toBe('hello\nworld\n');
+    expect(logs).toContain('to-stderr\n');
+  });
+
+  it('ends a failing task failed with its exit status', async () => {
+    await applyTask(harness, task('fails', ['echo before', 'exit 3']));
+    const run = await harness.waitForRun('fails', ['done', 'failed', 'terminated']);
+    expect(run.status).toBe('failed');
+    expect(run.termination_reason).toBe('job_failed');
+    expect(run.latest_job_submission?.exit_status).toBe(3);
+    expect(run.latest_job_submission?.termination_reason).toBe('container_exited_with_error');
+    expect(await harness.logs('fails')).toBe('before\n');
+  });
+
+  it('reuses the idle fleet instance for the next run', async () => {
+    await applyTask(harness, task('first', ['true']));
+    const first = await harness.waitForRun('first', ['done']);
+    await applyTask(harness, task('second', ['true']));
+    const second = await harness.waitForRun('second', ['done']);
+    expect(second.latest_job_submission?.instance_name).toBe(first.latest_job_submission?.instance_name);
+    const fleets = (await harness.call('/api/project/main/fleets/list')).body;
+    const local = fleets.find((fleet: { name: string }) => fleet.name === 'local');
+    expect(local.instances.filter((i: { status: string }) => i.status !== 'terminated')).toHaveLength(1);
+  });
+
+  it('stops a running task', async () => {
+    await applyTask(harness, task('sleeper', ['echo started', 'sleep 60']));
+    await harness.waitForRun('sleeper', ['running']);
+    // Wait for the command to have started before stopping it.
+    const deadline = Date.now() + 10_000;
+    while (!(await harness.logs('sleeper')).includes('started') && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const stop = await harness.call('/api/project/main/runs/stop', { runs_names: ['sleeper'], abort: false });
+    expect(stop.status).toBe(200);
+    const run = await harness.waitForRun('sleeper', ['terminated', 'failed', 'done']);
+    expect(run.status).toBe('terminated');
+    expect(run.termination_reason).toBe('stopped_by_user');
+    expect(run.latest_job_submission?.termination_reason).toBe('terminated_by_user');
+  });
+
+  it('explains which requirement excluded the offers when the host has too little', async () => {
+    const configuration = task('too-big', ['true'], { resources: { gpu: 8, cpu: '1..', memory: '1GB..' } });
+    const plan = await harness.call('/api/project/main/runs/get_plan', { run_spec: { configuration } });
+    expect(plan.status).toBe(200);
+    expect(plan.body.job_plans[0].offers).toEqual([]);
+    expect(plan.body.job_plans[0].exclusions).toEqual([{ requirement: 'gpu count 8', excluded: 1 }]);
+    await applyTask(harness, configuration);
+    const run = await harness.waitForRun('too-big', ['failed', 'terminated', 'done']);
+    expect(run.status).toBe('failed');
+    expect(run.latest_job_submission?.termination_reason).toBe('failed_to_start_due_to_no_capacity');
+    expect(run.latest_job_submission?.termination_reason_message).toContain('gpu count 8 excluded 1 offer');
+  });
+
+  it('rejects a bad configuration naming the field', async () => {
+    const answer = await harness.call('/api/project/main/runs/apply', {
+      plan: { run_spec: { configuration: { type: 'task', commands: ['true'], resources: { cpu: 'many' } } } },
+    });
+    expect(answer.status).toBe(400);
+    expect(answer.body.detail[0].fields[0]).toEqual(['run_spec', 'configuration', 'resources', 'cpu']);
+  });
+});
+
+describe('a server restart during a run', () => {
+  const temp = makeTempDir();
+  let harness: HarnessServer | null = null;
+
+  afterEach(async () => {
+    if (harness) {
+      await harness.call('/api/project/main/fleets/delete', { names: ['local'] }).catch(() => {});
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline) {
+        const fleets = await harness.call('/api/project/main/fleets/list');
+        if (fleets.body.length === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      await harness.close();
+    }
+    temp.remove();
+  });
+
+  it('loses nothing: the run continues and finishes with every line once', async () => {
+    harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
+    await applyTask(harness, task('counter', ['for i in $(seq 1 30); do echo line-$i; sleep 0.1; done']));
+    await harness.waitForRun('counter', ['running']);
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    await harness.close();
+    harness = null;
+    // The job keeps running in the detached shim while no server is up.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
+    const run = await harness.waitForRun('counter', ['done', 'failed', 'terminated']);
+    expect(run.status).toBe('done');
+    const expected = Array.from({ length: 30 }, (_, index) => `line-${index + 1}\n`).join('');
+    expect(await harness.logs('counter')).toBe(expected);
+  });
+});

@@ -1,0 +1,110 @@
+/** Starts real servers on a temporary directory and talks to them over HTTP, for end-to-end tests. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BackendPlugin, Run } from '@dstack/core';
+import { type RunningServer, startServer } from '../src/app.js';
+import type { ServerConfigInput } from '../src/config/server-config.js';
+
+export const ADMIN_TOKEN = 'e2e-admin-token';
+
+export interface HarnessServer {
+  server: RunningServer;
+  call(path: string, body?: unknown, token?: string): Promise<{ status: number; body: any }>;
+  waitForRun(runName: string, statuses: readonly string[], timeoutMs?: number): Promise<Run>;
+  logs(runName: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+export function makeTempDir(prefix = 'dstack-e2e-'): { dir: string; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export function localBackendConfig(dir: string): ServerConfigInput {
+  return {
+    projects: [{ name: 'main', backends: [{ type: 'local', instances_dir: join(dir, 'instances') }] }],
+  };
+}
+
+export async function startHarnessServer(options: {
+  dir: string;
+  config: ServerConfigInput;
+  databaseUrl?: string;
+  plugins?: readonly BackendPlugin[];
+}): Promise<HarnessServer> {
+  const server = await startServer({
+    env: {
+      DSTACK_SERVER_DIR: options.dir,
+      DSTACK_SERVER_ADMIN_TOKEN: ADMIN_TOKEN,
+      ...(options.databaseUrl ? { DSTACK_DATABASE_URL: options.databaseUrl } : {}),
+    },
+    port: 0,
+    config: options.config,
+    plugins: options.plugins,
+  });
+  const call: HarnessServer['call'] = async (path, body = {}, token = ADMIN_TOKEN) => {
+    const response = await fetch(server.url + path, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : null };
+  };
+  return {
+    server,
+    call,
+    async waitForRun(runName, statuses, timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      let last: Run | null = null;
+      while (Date.now() < deadline) {
+        const answer = await call('/api/project/main/runs/get', { run_name: runName });
+        last = answer.body as Run;
+        if (answer.status === 200 && statuses.includes(last.status)) return last;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      throw new Error(
+        `run ${runName} did not reach ${statuses.join('|')}; last: ${JSON.stringify(last?.status)} ${JSON.stringify(last?.latest_job_submission)}`,
+      );
+    },
+    async logs(runName) {
+      let text = '';
+      let nextToken: string | null = null;
+      for (;;) {
+        const answer = await call('/api/project/main/logs/poll', {
+          run_name: runName,
+          next_token: nextToken,
+          limit: 1000,
+        });
+        const logs = answer.body.logs as Array<{ message: string }>;
+        text += logs.map((entry) => Buffer.from(entry.message, 'base64').toString()).join('');
+        if (logs.length < 1000) return text;
+        nextToken = answer.body.next_token;
+      }
+    },
+    close: () => server.close(),
+  };
+}
+
+/** A task configuration running `commands` with requirements the host meets. */
+export function task(name: string, commands: string[], extra: Record<string, unknown> = {}) {
+  return {
+    type: 'task',
+    name,
+    commands,
+    resources: { cpu: '1..', memory: '0.5GB..', disk: '1GB..' },
+    ...extra,
+  };
+}
+
+export async function applyTask(
+  harness: HarnessServer,
+  configuration: Record<string, unknown>,
+): Promise<Run> {
+  const answer = await harness.call('/api/project/main/runs/apply', {
+    plan: { run_spec: { configuration } },
+  });
+  if (answer.status !== 200) throw new Error(`apply failed: ${answer.status} ${JSON.stringify(answer.body)}`);
+  return answer.body as Run;
+}

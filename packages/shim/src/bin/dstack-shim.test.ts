@@ -1,0 +1,121 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { RunnerClient } from '@dstack/runner';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { TaskInfo } from '../api/schemas.js';
+import { ShimClient } from '../client/shim-client.js';
+import { SHIM_BIN_PATH } from '../paths.js';
+import {
+  buildIfMissing,
+  type Child,
+  eventually,
+  isFinished,
+  killChild,
+  processExists,
+  pullUntil,
+  spawnNode,
+  submitBody,
+  taskConfig,
+  waitForExit,
+} from '../testing/shim-test.test.helpers.js';
+
+let homeDir: string;
+let shimProcess: Child | undefined;
+let output: () => string = () => '';
+
+beforeAll(() => {
+  buildIfMissing(SHIM_BIN_PATH, '@dstack/shim');
+}, 180_000);
+
+beforeEach(() => {
+  homeDir = mkdtempSync(join(tmpdir(), 'dstack-shim-bin-'));
+});
+
+afterEach(async () => {
+  await killChild(shimProcess);
+  shimProcess = undefined;
+  rmSync(homeDir, { recursive: true, force: true });
+});
+
+interface ShimState {
+  pid: number;
+  http_port: number;
+  version: string;
+  runtime: string;
+}
+
+/** Starts the built shim with the process runtime; resolves with its shim.json once written. */
+async function startShimProcess(): Promise<{ state: ShimState; client: ShimClient }> {
+  const started = spawnNode(SHIM_BIN_PATH, ['--http-port', '0', '--home', homeDir, '--runtime', 'process']);
+  shimProcess = started.child;
+  output = started.output;
+  const stateFile = join(homeDir, 'shim.json');
+  const state = await eventually(() => {
+    if (shimProcess?.exitCode !== null) {
+      throw new Error(`the shim exited: ${output()}`);
+    }
+    return existsSync(stateFile) ? (JSON.parse(readFileSync(stateFile, 'utf8')) as ShimState) : undefined;
+  }, 'shim.json');
+  return { state, client: new ShimClient(`http://127.0.0.1:${state.http_port}`) };
+}
+
+async function runningTask(client: ShimClient, id: string): Promise<TaskInfo> {
+  return eventually(async () => {
+    const task = await client.getTask(id);
+    return task?.status === 'running' ? task : undefined;
+  }, `task ${id} to run`);
+}
+
+describe('dstack-shim command (process runtime)', () => {
+  it('writes shim.json, runs a task to done, terminates and removes it, and exits 0 on shutdown', async () => {
+    const { state, client } = await startShimProcess();
+    expect(state).toEqual({
+      pid: shimProcess!.pid,
+      http_port: expect.any(Number),
+      version: '0.1.0',
+      runtime: 'process',
+    });
+    expect(await client.healthcheck()).toMatchObject({ service: 'dstack-shim' });
+
+    await client.submitTask(taskConfig('bin-task'));
+    const task = await runningTask(client, 'bin-task');
+    const runner = new RunnerClient(`http://127.0.0.1:${task.ports[0]!.host}`);
+    await runner.submit(submitBody(['echo hello from the shim']));
+    await runner.run();
+    const job = await pullUntil(runner, isFinished);
+    expect(job.output).toBe('hello from the shim\n');
+    expect(job.states.at(-1)).toMatchObject({ state: 'done', termination_reason: 'done_by_runner' });
+
+    await client.terminateTask('bin-task', { termination_reason: 'done_by_runner', timeout: 2 });
+    expect(await client.getTask('bin-task')).toMatchObject({ status: 'terminated' });
+    await client.removeTask('bin-task');
+    expect(await client.listTasks()).toEqual([]);
+
+    await client.shutdown();
+    expect(await waitForExit(shimProcess!)).toBe(0);
+  });
+
+  it('stops running jobs and exits 0 on SIGTERM', async () => {
+    const { client } = await startShimProcess();
+    await client.submitTask(taskConfig('sleeper'));
+    const task = await runningTask(client, 'sleeper');
+    const runner = new RunnerClient(`http://127.0.0.1:${task.ports[0]!.host}`);
+    await runner.submit(submitBody(['echo pid=$$', 'sleep 60'], 60));
+    await runner.run();
+    const running = await pullUntil(runner, (collected) => collected.output.includes('pid='));
+    const pid = Number(/pid=(\d+)/.exec(running.output)![1]);
+    expect(processExists(pid)).toBe(true);
+
+    shimProcess!.kill('SIGTERM');
+    expect(await waitForExit(shimProcess!)).toBe(0);
+    await eventually(() => (processExists(-pid) ? undefined : true), 'the job’s processes to be gone');
+  });
+
+  it('refuses an unknown runtime with exit status 2', async () => {
+    const started = spawnNode(SHIM_BIN_PATH, ['--home', homeDir, '--runtime', 'vm']);
+    shimProcess = started.child;
+    expect(await waitForExit(shimProcess)).toBe(2);
+    expect(started.output()).toContain('invalid --runtime: vm');
+  });
+});

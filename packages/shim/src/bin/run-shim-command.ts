@@ -1,0 +1,109 @@
+import { rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createProcessRuntime } from '../runtime/process/process-runtime.js';
+import type { TaskRuntime } from '../runtime/task-runtime.js';
+import { startShim } from '../server/shim-server.js';
+import { VERSION } from '../version.js';
+
+const USAGE = `usage: dstack-shim --home DIR [--http-port N] [--runtime process|docker] [--host H] [--docker-socket PATH]
+       dstack-shim --version`;
+
+/** A usage error: printed with the usage, exit status 2. */
+class UsageError extends Error {}
+
+/**
+ * `dstack-shim ...`: serves the shim API until SIGTERM, SIGINT or `POST /api/shutdown`, then
+ * stops the tasks and exits 0. Once listening it writes `<home>/shim.json`
+ * (`{pid, http_port, version, runtime}`), so a parent that passed `--http-port 0` learns the port.
+ */
+export async function runShimCommand(argv: string[]): Promise<number> {
+  let options: ReturnType<typeof parseOptions>;
+  try {
+    options = parseOptions(argv);
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  if (options === 'version') {
+    process.stdout.write(`${VERSION}\n`);
+    return 0;
+  }
+  const runtime = await createRuntime(options.runtime, options.dockerSocket);
+  if (runtime === undefined) {
+    return 1;
+  }
+  const shim = await startShim({ host: options.host, port: options.port, homeDir: options.home, runtime });
+  const stateFile = join(options.home, 'shim.json');
+  const state = { pid: process.pid, http_port: shim.port, version: VERSION, runtime: runtime.name };
+  // Write then rename, so a reader never sees a half-written file.
+  await writeFile(`${stateFile}.tmp`, `${JSON.stringify(state)}\n`);
+  await rename(`${stateFile}.tmp`, stateFile);
+  process.stdout.write(`listening on ${shim.port}\n`);
+  const stop = () => {
+    shim.close().catch((error: unknown) => {
+      process.stderr.write(`dstack-shim: stopping tasks failed: ${(error as Error).message}\n`);
+    });
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  await shim.closed;
+  return 0;
+}
+
+function parseOptions(argv: string[]) {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      'http-port': { type: 'string' },
+      home: { type: 'string' },
+      host: { type: 'string' },
+      runtime: { type: 'string' },
+      'docker-socket': { type: 'string' },
+      version: { type: 'boolean' },
+    },
+  });
+  if (values.version) {
+    return 'version' as const;
+  }
+  if (positionals.length > 0) {
+    throw new UsageError(`unexpected argument: ${positionals[0]}`);
+  }
+  if (values.home === undefined) {
+    throw new UsageError('--home is required');
+  }
+  const port = Number(values['http-port'] ?? '10998');
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new UsageError(`invalid --http-port: ${values['http-port']}`);
+  }
+  const runtime = values.runtime ?? 'docker';
+  if (!isRuntimeName(runtime)) {
+    throw new UsageError(`invalid --runtime: ${runtime} (expected process or docker)`);
+  }
+  return { home: values.home, port, host: values.host, runtime, dockerSocket: values['docker-socket'] };
+}
+
+function isRuntimeName(name: string): name is TaskRuntime['name'] {
+  return name === 'process' || name === 'docker';
+}
+
+async function createRuntime(
+  name: TaskRuntime['name'],
+  dockerSocket: string | undefined,
+): Promise<TaskRuntime | undefined> {
+  if (name === 'process') {
+    return createProcessRuntime();
+  }
+  // Loaded on demand: the process runtime needs none of it. A variable specifier keeps the
+  // type checker from requiring the module at build time.
+  const dockerModulePath = '../runtime/docker/index.js';
+  const dockerModule = (await import(dockerModulePath).catch(() => undefined)) as
+    | { createDockerRuntime?: (options: { socketPath?: string }) => TaskRuntime }
+    | undefined;
+  if (typeof dockerModule?.createDockerRuntime !== 'function') {
+    process.stderr.write('dstack-shim: the docker runtime is not available in this build of @dstack/shim\n');
+    return undefined;
+  }
+  return dockerModule.createDockerRuntime({ socketPath: dockerSocket });
+}

@@ -1,0 +1,28 @@
+import { execFile } from 'node:child_process';
+import type { InstanceInfo } from '../api/schemas.js';
+
+/**
+ * The host's GPU vendor and driver, as `GET /api/instance/info` reports them. Only NVIDIA
+ * (through `nvidia-smi`) is detected; a host without it reports nulls.
+ */
+export async function readInstanceInfo(): Promise<InstanceInfo> {
+  const driverVersion = await nvidiaDriverVersion();
+  if (driverVersion === null) {
+    return { gpu_vendor: null, gpu_driver_version: null };
+  }
+  return { gpu_vendor: 'nvidia', gpu_driver_version: driverVersion };
+}
+
+function nvidiaDriverVersion(): Promise<string | null> {
+  return new Promise((resolve) => {
+    execFile(
+      'nvidia-smi',
+      ['--query-gpu=driver_version', '--format=csv,noheader'],
+      { timeout: 10_000 },
+      (error, stdout) => {
+        const firstLine = stdout.split('\n')[0]?.trim() ?? '';
+        resolve(error === null && firstLine !== '' ? firstLine : null);
+      },
+    );
+  });
+}

@@ -1,0 +1,143 @@
+import type { TaskConfig } from '../../api/schemas.js';
+
+/** The label every task container carries; its value is the task id. */
+export const TASK_ID_LABEL = 'ai.dstack.task-id';
+/** Where the host's node binary appears in the container. */
+export const CONTAINER_NODE_PATH = '/dstack/bin/node';
+/** Where the runner bundle appears in the container. */
+export const CONTAINER_RUNNER_BUNDLE_PATH = '/dstack/bin/dstack-runner.mjs';
+/** Where the task's home directory on the host appears in the container. */
+export const CONTAINER_RUNNER_HOME = '/dstack/home';
+/** The runner's port inside the container in bridge mode (dstack's `DSTACK_RUNNER_HTTP_PORT`). */
+export const BRIDGE_RUNNER_PORT = 10999;
+
+export interface ContainerSpecInput {
+  task: TaskConfig;
+  /** The task's home directory on the host. */
+  taskHomeDir: string;
+  nodeBinaryPath: string;
+  runnerBundlePath: string;
+  /** Host networking: the free host port the runner listens on. Unused in bridge mode. */
+  runnerPort: number;
+  /** Variables the shim sets for the runner; they win over the task's `env`. */
+  shimEnvironment?: Record<string, string>;
+}
+
+export interface ContainerMount {
+  Type: 'bind';
+  Source: string;
+  Target: string;
+  ReadOnly: boolean;
+}
+
+export interface DeviceRequest {
+  Driver: string;
+  Count: number;
+  Capabilities: string[][];
+}
+
+export interface PortBinding {
+  HostIp: string;
+  HostPort: string;
+}
+
+/** The body of `POST /containers/create` (the fields this runtime sets). */
+export interface ContainerCreateBody {
+  Image: string;
+  User?: string;
+  Env: string[];
+  Cmd: string[];
+  Labels: Record<string, string>;
+  ExposedPorts?: Record<string, Record<string, never>>;
+  HostConfig: {
+    NetworkMode: 'host' | 'bridge';
+    Init: boolean;
+    Privileged: boolean;
+    Mounts: ContainerMount[];
+    PortBindings?: Record<string, PortBinding[]>;
+    Memory?: number;
+    NanoCpus?: number;
+    ShmSize?: number;
+    DeviceRequests?: DeviceRequest[];
+  };
+}
+
+export interface ContainerSpec {
+  name: string;
+  body: ContainerCreateBody;
+}
+
+/** The port key Docker uses for the runner in bridge mode. */
+export const BRIDGE_RUNNER_PORT_KEY = `${BRIDGE_RUNNER_PORT}/tcp`;
+
+/** Builds the container name and the create request for a task. Pure: no I/O. */
+export function buildContainerSpec(input: ContainerSpecInput): ContainerSpec {
+  const { task } = input;
+  const bridge = task.network_mode === 'bridge';
+  const runnerPort = bridge ? BRIDGE_RUNNER_PORT : input.runnerPort;
+  const environment = { ...task.env, ...input.shimEnvironment };
+
+  const body: ContainerCreateBody = {
+    Image: task.image_name,
+    Env: Object.entries(environment).map(([key, value]) => `${key}=${value}`),
+    Cmd: [
+      CONTAINER_NODE_PATH,
+      CONTAINER_RUNNER_BUNDLE_PATH,
+      'start',
+      '--http-port',
+      String(runnerPort),
+      '--home',
+      CONTAINER_RUNNER_HOME,
+      '--host',
+      // With host networking loopback is the host's; in bridge mode Docker forwards from outside.
+      bridge ? '0.0.0.0' : '127.0.0.1',
+    ],
+    Labels: { [TASK_ID_LABEL]: task.id },
+    HostConfig: {
+      NetworkMode: bridge ? 'bridge' : 'host',
+      // An init process as PID 1 forwards `docker stop`'s SIGTERM and reaps the job's orphans.
+      Init: true,
+      Privileged: task.privileged,
+      Mounts: [
+        bindMount(input.nodeBinaryPath, CONTAINER_NODE_PATH, true),
+        bindMount(input.runnerBundlePath, CONTAINER_RUNNER_BUNDLE_PATH, true),
+        bindMount(input.taskHomeDir, CONTAINER_RUNNER_HOME, false),
+        ...task.instance_mounts.map((mount) => bindMount(mount.instance_path, mount.path, false)),
+      ],
+    },
+  };
+  if (task.container_user !== '') body.User = task.container_user;
+  if (bridge) {
+    body.ExposedPorts = { [BRIDGE_RUNNER_PORT_KEY]: {} };
+    // An empty HostPort lets Docker choose; the runtime reads it back from inspect.
+    body.HostConfig.PortBindings = { [BRIDGE_RUNNER_PORT_KEY]: [{ HostIp: '127.0.0.1', HostPort: '' }] };
+  }
+  if (task.memory > 0) body.HostConfig.Memory = task.memory;
+  if (task.cpu > 0) body.HostConfig.NanoCpus = Math.round(task.cpu * 1e9);
+  if (task.shm_size > 0) body.HostConfig.ShmSize = task.shm_size;
+  if (task.gpu !== 0) {
+    body.HostConfig.DeviceRequests = [{ Driver: 'nvidia', Count: task.gpu, Capabilities: [['gpu']] }];
+  }
+  return { name: containerNameFor(task), body };
+}
+
+function bindMount(source: string, target: string, readOnly: boolean): ContainerMount {
+  return { Type: 'bind', Source: source, Target: target, ReadOnly: readOnly };
+}
+
+/**
+ * `dstack-<task name>-<first 8 characters of the id>`, reduced to what Docker accepts in a
+ * name (`[a-zA-Z0-9][a-zA-Z0-9_.-]*`); the id part keeps two tasks of one name apart.
+ */
+export function containerNameFor(task: Pick<TaskConfig, 'id' | 'name'>): string {
+  const name = sanitizeNamePart(task.name);
+  const shortId = sanitizeNamePart(task.id).slice(0, 8);
+  return ['dstack', name, shortId].filter((part) => part !== '').join('-');
+}
+
+function sanitizeNamePart(text: string): string {
+  return text
+    .replace(/[^a-zA-Z0-9_.-]+/g, '-')
+    .replace(/^[-_.]+|[-_.]+$/g, '')
+    .slice(0, 63);
+}

@@ -1,0 +1,128 @@
+import { type DockerEngineClient, DockerEngineError } from './docker-engine-client.js';
+
+/** An image name split the way `POST /images/create` wants it. */
+export interface ImageReference {
+  /** Everything before the tag or digest, e.g. `ghcr.io/org/app` or `ubuntu`. */
+  repository: string;
+  /** The tag (`latest` when none is given) or the digest (`sha256:…`). */
+  tag: string;
+  /** The registry host the credentials are for; Docker Hub is `docker.io`. */
+  registry: string;
+}
+
+const DOCKER_HUB = 'docker.io';
+
+export function parseImageReference(imageName: string): ImageReference {
+  let repository = imageName;
+  let tag = 'latest';
+  const digestAt = imageName.indexOf('@');
+  if (digestAt >= 0) {
+    repository = imageName.slice(0, digestAt);
+    tag = imageName.slice(digestAt + 1);
+  } else {
+    // A colon after the last slash is a tag; one before it belongs to a registry's port.
+    const colon = imageName.lastIndexOf(':');
+    if (colon > imageName.lastIndexOf('/')) {
+      repository = imageName.slice(0, colon);
+      tag = imageName.slice(colon + 1);
+    }
+  }
+  return { repository, tag, registry: registryOf(repository) };
+}
+
+/** Docker's rule: the first path part is a registry when it has a dot or a port, or is localhost. */
+function registryOf(repository: string): string {
+  const slash = repository.indexOf('/');
+  if (slash < 0) return DOCKER_HUB;
+  const first = repository.slice(0, slash);
+  return first.includes('.') || first.includes(':') || first === 'localhost' ? first : DOCKER_HUB;
+}
+
+/** The `X-Registry-Auth` header value: base64url JSON of the credentials. */
+export function encodeRegistryAuth(username: string, password: string, serverAddress: string): string {
+  const json = JSON.stringify({ username, password, serveraddress: serverAddress });
+  return Buffer.from(json, 'utf8').toString('base64url');
+}
+
+export interface EnsureImageOptions {
+  imageName: string;
+  registryUsername?: string;
+  registryPassword?: string;
+  /** Called once before a pull starts (the image is not present). */
+  onPull?: () => void;
+}
+
+/** Whether the image exists locally (`GET /images/{name}/json`). */
+export async function imageExists(client: DockerEngineClient, imageName: string): Promise<boolean> {
+  try {
+    await client.request({ method: 'GET', path: `/images/${encodeURIComponent(imageName)}/json` });
+    return true;
+  } catch (error) {
+    if (DockerEngineError.isNotFound(error)) return false;
+    throw error;
+  }
+}
+
+/** Thrown when an image is missing and cannot be pulled; the message names the image. */
+export class ImagePullError extends Error {
+  constructor(
+    readonly imageName: string,
+    readonly detail: string,
+  ) {
+    super(`cannot pull image ${imageName}: ${detail}`);
+    this.name = 'ImagePullError';
+  }
+}
+
+/** Makes sure the image is present, pulling it when it is not. */
+export async function ensureImage(client: DockerEngineClient, options: EnsureImageOptions): Promise<void> {
+  if (await imageExists(client, options.imageName)) return;
+  options.onPull?.();
+  const reference = parseImageReference(options.imageName);
+  const headers: Record<string, string> = {};
+  if (options.registryUsername || options.registryPassword) {
+    headers['x-registry-auth'] = encodeRegistryAuth(
+      options.registryUsername ?? '',
+      options.registryPassword ?? '',
+      reference.registry,
+    );
+  }
+  let progress: string;
+  try {
+    const response = await client.request({
+      method: 'POST',
+      path: '/images/create',
+      query: { fromImage: reference.repository, tag: reference.tag },
+      headers,
+      longPoll: true,
+    });
+    progress = response.body.toString('utf8');
+  } catch (error) {
+    throw new ImagePullError(options.imageName, describe(error));
+  }
+  // A pull that fails after it started still answers 200; the error is in the progress stream.
+  const streamError = findProgressError(progress);
+  if (streamError !== undefined) throw new ImagePullError(options.imageName, streamError);
+  if (!(await imageExists(client, options.imageName))) {
+    throw new ImagePullError(options.imageName, 'the pull finished but the image is not present');
+  }
+}
+
+/** The first `{"error": …}` message in a newline-delimited JSON progress stream. */
+export function findProgressError(progress: string): string | undefined {
+  for (const line of progress.split('\n')) {
+    if (line.trim() === '') continue;
+    try {
+      const message = JSON.parse(line) as { error?: unknown };
+      if (typeof message.error === 'string') return message.error;
+    } catch {
+      // A progress line cut short is not an error report.
+    }
+  }
+  return undefined;
+}
+
+function describe(error: unknown): string {
+  if (error instanceof DockerEngineError) return error.dockerMessage;
+  return error instanceof Error ? error.message : String(error);
+}

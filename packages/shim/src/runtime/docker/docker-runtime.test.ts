@@ -1,0 +1,244 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { RunnerClient, type RunnerJobState } from '@dstack/runner';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type TaskConfig, type TaskConfigInput, TaskConfigSchema } from '../../api/schemas.js';
+import { type StartedTask, TaskStartError } from '../task-runtime.js';
+import { prepareDockerForTests, TEST_IMAGE } from './__fixtures__/docker-test-environment.js';
+import { TASK_ID_LABEL } from './container-spec.js';
+import { DockerEngineError } from './docker-engine-client.js';
+import { createDockerRuntime, type DockerTaskRuntime } from './docker-runtime.js';
+
+const docker = await prepareDockerForTests();
+if (!docker.available) {
+  console.warn(`skipping the Docker runtime tests: ${docker.reason}`);
+}
+
+interface JobResult {
+  states: RunnerJobState[];
+  output: string;
+}
+
+/** Submits the commands to the runner, runs them, and pulls until the job reaches a final state. */
+async function runJob(runnerPort: number, commands: string[]): Promise<JobResult> {
+  const runner = new RunnerClient(`http://127.0.0.1:${runnerPort}`);
+  await runner.submit({
+    run: { id: 'r', run_name: 'r', project_name: 'p', user: 'u' },
+    job_spec: { job_name: 'r-0-0', job_num: 0, commands, env: {} },
+    job_submission: { id: 's' },
+  });
+  await runner.run();
+  const states: RunnerJobState[] = [];
+  let output = '';
+  let timestamp = 0;
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const pulled = await runner.pull(timestamp);
+    states.push(...pulled.job_states);
+    for (const log of pulled.job_logs) output += Buffer.from(log.message, 'base64').toString('utf8');
+    timestamp = pulled.last_updated;
+    if (states.some((state) => ['done', 'failed', 'terminated'].includes(state.state)) && !pulled.has_more) {
+      return { states, output };
+    }
+    if (!pulled.has_more) await sleep(200);
+  }
+  throw new Error(`the job did not finish; states so far: ${JSON.stringify(states)}; output: ${output}`);
+}
+
+describe.skipIf(!docker.available)('Docker runtime against the real daemon', () => {
+  let runtime: DockerTaskRuntime;
+  const startedTasks: StartedTask[] = [];
+  const taskIds: string[] = [];
+  const temporaryDirectories: string[] = [];
+
+  async function temporaryDirectory(): Promise<string> {
+    const directory = await mkdtemp(join(tmpdir(), 'dstack-docker-test-'));
+    temporaryDirectories.push(directory);
+    return directory;
+  }
+
+  function testTask(overrides: Partial<TaskConfigInput> = {}): TaskConfig {
+    const id = randomUUID();
+    taskIds.push(id);
+    return TaskConfigSchema.parse({ id, name: 'docker-test', image_name: TEST_IMAGE, ...overrides });
+  }
+
+  const noEvents = { onStatus: () => undefined };
+
+  beforeAll(() => {
+    runtime = createDockerRuntime();
+  });
+
+  afterEach(async () => {
+    for (const task of startedTasks.splice(0)) await task.remove();
+  });
+
+  afterAll(async () => {
+    // Whatever a failed test left behind: every container labelled with one of this file's tasks.
+    for (const id of taskIds) {
+      for (const containerId of await runtime.containers.listByLabel(`${TASK_ID_LABEL}=${id}`)) {
+        await runtime.containers.remove(containerId);
+      }
+    }
+    await runtime.close();
+    for (const directory of temporaryDirectories) await rm(directory, { recursive: true, force: true });
+  });
+
+  it('runs a job in the container to done, then stops and removes the container', async () => {
+    const statuses: string[] = [];
+    const task = testTask();
+    const started = await runtime.start(task, await temporaryDirectory(), {
+      onStatus: (status) => statuses.push(status),
+    });
+    startedTasks.push(started);
+    expect(statuses).toEqual(['preparing', 'pulling', 'creating']);
+    expect(started.containerName).toBe(`dstack-docker-test-${task.id.slice(0, 8)}`);
+    const inspection = await runtime.containers.inspect(started.containerId!);
+    expect(inspection.Config.Labels?.[TASK_ID_LABEL]).toBe(task.id);
+    expect(inspection.State.Running).toBe(true);
+
+    const result = await runJob(started.runnerPort, [
+      'echo hello-from-container',
+      'cat /etc/hostname || true',
+    ]);
+    expect(result.states.at(-1)?.state).toBe('done');
+    expect(result.output.split('\n')).toContain('hello-from-container');
+
+    await started.stop(10);
+    // The init process passes SIGTERM on to the runner, which shuts down cleanly.
+    expect(await started.exited).toEqual({ exitCode: 0 });
+    expect((await runtime.containers.inspect(started.containerId!)).State.Running).toBe(false);
+    await started.stop(1);
+
+    await started.remove();
+    const inspectError = await runtime.containers.inspect(started.containerId!).catch((error) => error);
+    expect(inspectError).toBeInstanceOf(DockerEngineError);
+    expect((inspectError as DockerEngineError).statusCode).toBe(404);
+    await started.remove();
+    await started.stop(1);
+  }, 120_000);
+
+  it('passes the task env and bind-mounts the home and instance directories', async () => {
+    const shared = await temporaryDirectory();
+    await writeFile(join(shared, 'from-host.txt'), 'written-on-the-host\n');
+    const homeDir = await temporaryDirectory();
+    const task = testTask({
+      env: { DSTACK_TEST_MARKER: 'marker-value' },
+      instance_mounts: [
+        { instance_path: shared, path: '/mnt/shared' },
+        { instance_path: join(shared, 'missing'), path: '/mnt/optional', optional: true },
+      ],
+    });
+    const started = await runtime.start(task, homeDir, noEvents);
+    startedTasks.push(started);
+
+    const result = await runJob(started.runnerPort, [
+      'echo "marker=$DSTACK_TEST_MARKER"',
+      'cat /mnt/shared/from-host.txt',
+      'echo written-in-the-container > /mnt/shared/from-container.txt',
+      'test ! -e /mnt/optional && echo optional-mount-skipped',
+    ]);
+    expect(result.states.at(-1)?.state).toBe('done');
+    const lines = result.output.split('\n');
+    expect(lines).toContain('marker=marker-value');
+    expect(lines).toContain('written-on-the-host');
+    expect(lines).toContain('optional-mount-skipped');
+    expect(await readFile(join(shared, 'from-container.txt'), 'utf8')).toBe('written-in-the-container\n');
+  }, 120_000);
+
+  it('reports a job that fails inside the container as failed', async () => {
+    const started = await runtime.start(testTask(), await temporaryDirectory(), noEvents);
+    startedTasks.push(started);
+    const result = await runJob(started.runnerPort, ['echo about-to-fail', 'exit 7']);
+    expect(result.states.at(-1)).toMatchObject({ state: 'failed', exit_status: 7 });
+  }, 120_000);
+
+  it('fails with creating_container_error naming an image that cannot be pulled', async () => {
+    // A registry on a closed loopback port: the pull fails at once and nothing leaves the machine.
+    const imageName = 'localhost:1/dstack-test/missing-image:latest';
+    const statuses: string[] = [];
+    const error = await runtime
+      .start(testTask({ image_name: imageName }), await temporaryDirectory(), {
+        onStatus: (status) => statuses.push(status),
+      })
+      .catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(TaskStartError);
+    expect((error as TaskStartError).reason).toBe('creating_container_error');
+    expect((error as TaskStartError).message).toContain(imageName);
+    expect(statuses).toEqual(['preparing', 'pulling']);
+  }, 60_000);
+
+  it("fails with the container's output when its runner cannot start", async () => {
+    const brokenBundle = join(await temporaryDirectory(), 'broken-runner.mjs');
+    await writeFile(brokenBundle, "console.error('the runner broke on purpose');\nprocess.exit(3);\n");
+    const brokenRuntime = createDockerRuntime({ runnerBundlePath: brokenBundle });
+    const task = testTask();
+    try {
+      const error = await brokenRuntime
+        .start(task, await temporaryDirectory(), noEvents)
+        .catch((thrown: unknown) => thrown);
+      expect(error).toBeInstanceOf(TaskStartError);
+      expect((error as TaskStartError).reason).toBe('creating_container_error');
+      expect((error as TaskStartError).message).toContain('exited with code 3');
+      expect((error as TaskStartError).message).toContain('the runner broke on purpose');
+      // The failed container is not left behind.
+      expect(await brokenRuntime.containers.listByLabel(`${TASK_ID_LABEL}=${task.id}`)).toEqual([]);
+    } finally {
+      await brokenRuntime.close();
+    }
+  }, 60_000);
+
+  it('chooses another port when the runner finds its port taken', async () => {
+    // A stand-in runner: the first time it fails as node does on a taken port, then it serves
+    // the healthcheck. The marker file lives in the task home, which both attempts share.
+    const flakyBundle = join(await temporaryDirectory(), 'flaky-runner.mjs');
+    await writeFile(
+      flakyBundle,
+      [
+        "import { existsSync, writeFileSync } from 'node:fs';",
+        "import { createServer } from 'node:http';",
+        "const port = Number(process.argv[process.argv.indexOf('--http-port') + 1]);",
+        "if (!existsSync('/dstack/home/tried')) {",
+        "  writeFileSync('/dstack/home/tried', String(port));",
+        "  console.error('Error: listen EADDRINUSE: address already in use 127.0.0.1:' + port);",
+        '  process.exit(1);',
+        '}',
+        'createServer((_request, response) => response.end(\'{"service":"dstack-runner","version":"0"}\'))',
+        "  .listen(port, '127.0.0.1');",
+        "process.on('SIGTERM', () => process.exit(0));",
+      ].join('\n'),
+    );
+    const flakyRuntime = createDockerRuntime({ runnerBundlePath: flakyBundle });
+    const task = testTask();
+    const homeDir = await temporaryDirectory();
+    let started: StartedTask | undefined;
+    try {
+      started = await flakyRuntime.start(task, homeDir, noEvents);
+      const firstPort = Number(await readFile(join(homeDir, 'tried'), 'utf8'));
+      expect(started.runnerPort).not.toBe(firstPort);
+      expect(await flakyRuntime.containers.listByLabel(`${TASK_ID_LABEL}=${task.id}`)).toEqual([
+        started.containerId,
+      ]);
+    } finally {
+      await started?.remove();
+      await flakyRuntime.close();
+    }
+  }, 60_000);
+
+  it('replaces a container left from an earlier attempt at the same task', async () => {
+    const task = testTask();
+    const first = await runtime.start(task, await temporaryDirectory(), noEvents);
+    startedTasks.push(first);
+    const second = await runtime.start(task, await temporaryDirectory(), noEvents);
+    startedTasks.push(second);
+    expect(second.containerName).toBe(first.containerName);
+    expect(second.containerId).not.toBe(first.containerId);
+    // Force removal kills the old container: 128 + SIGKILL.
+    expect(await first.exited).toEqual({ exitCode: 137 });
+    const result = await runJob(second.runnerPort, ['echo second-attempt']);
+    expect(result.output.split('\n')).toContain('second-attempt');
+  }, 120_000);
+});

@@ -1,0 +1,234 @@
+import { existsSync } from 'node:fs';
+import { access, mkdir } from 'node:fs/promises';
+import { RUNNER_BUNDLE_PATH } from '@dstack/runner';
+import type { TaskConfig } from '../../api/schemas.js';
+import { findFreePort } from '../../net/free-port.js';
+import { type StartedTask, type TaskEvents, type TaskRuntime, TaskStartError } from '../task-runtime.js';
+import {
+  BRIDGE_RUNNER_PORT_KEY,
+  buildContainerSpec,
+  CONTAINER_RUNNER_HOME,
+  type ContainerSpec,
+} from './container-spec.js';
+import { DockerContainers } from './docker-containers.js';
+import { DockerEngineClient, DockerEngineError } from './docker-engine-client.js';
+import { ensureImage } from './docker-images.js';
+import { waitForRunner } from './wait-for-runner.js';
+
+/** Why a task failed to start, in dstack's termination reasons. */
+const CREATING_CONTAINER_ERROR = 'creating_container_error';
+const PORTS_BINDING_FAILED = 'ports_binding_failed';
+const VOLUME_ERROR = 'volume_error';
+
+/** Host networking: how many free ports to try when another process takes the chosen one first. */
+const HOST_PORT_ATTEMPTS = 3;
+
+/** The runner could not bind its host port: another process took it after it was chosen. */
+class RunnerPortTakenError extends Error {
+  constructor(readonly startError: TaskStartError) {
+    super(startError.message);
+  }
+}
+
+/** How many of the container's last log lines a start error quotes. */
+const LOG_LINES_IN_ERRORS = 50;
+
+export interface DockerRuntimeOptions {
+  /**
+   * The Docker daemon's unix socket.
+   * Default: the path in `DOCKER_HOST` when it is `unix://…`, else `/var/run/docker.sock`.
+   */
+  socketPath?: string;
+  /** The runner bundle bind-mounted into containers. Default: `@dstack/runner`'s `RUNNER_BUNDLE_PATH`. */
+  runnerBundlePath?: string;
+  /** The node binary bind-mounted into containers to run the bundle. Default: `process.execPath`. */
+  nodeBinaryPath?: string;
+  /** How long the runner has to answer its healthcheck after the container starts. Default 60 000 ms. */
+  runnerStartTimeoutMs?: number;
+}
+
+/** The Docker runtime, with what tests and the shim need beyond {@link TaskRuntime}. */
+export interface DockerTaskRuntime extends TaskRuntime {
+  readonly name: 'docker';
+  readonly containers: DockerContainers;
+  /** Closes the connections to the daemon. Containers keep running. */
+  close(): Promise<void>;
+}
+
+/** Runs each task's runner in a Docker container: the task's image, the host's node, the runner bundle. */
+export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerTaskRuntime {
+  const client = new DockerEngineClient({ socketPath: options.socketPath });
+  const containers = new DockerContainers(client);
+  const runnerBundlePath = options.runnerBundlePath ?? RUNNER_BUNDLE_PATH;
+  const nodeBinaryPath = options.nodeBinaryPath ?? process.execPath;
+  const runnerStartTimeoutMs = options.runnerStartTimeoutMs ?? 60_000;
+
+  async function start(task: TaskConfig, taskHomeDir: string, events: TaskEvents): Promise<StartedTask> {
+    events.onStatus('preparing');
+    await prepareHost(task, taskHomeDir, runnerBundlePath, nodeBinaryPath);
+
+    events.onStatus('pulling');
+    try {
+      await ensureImage(client, {
+        imageName: task.image_name,
+        registryUsername: task.registry_username,
+        registryPassword: task.registry_password,
+      });
+    } catch (error) {
+      throw new TaskStartError(CREATING_CONTAINER_ERROR, messageOf(error));
+    }
+
+    events.onStatus('creating');
+    const mountedTask = withExistingInstanceMounts(task);
+    for (let attempt = 1; ; attempt++) {
+      const hostNetworkPort = task.network_mode === 'host' ? await findFreePort('127.0.0.1') : 0;
+      const spec = buildContainerSpec({
+        task: mountedTask,
+        taskHomeDir,
+        nodeBinaryPath,
+        runnerBundlePath,
+        runnerPort: hostNetworkPort,
+        shimEnvironment: { DSTACK_TASK_ID: task.id, DSTACK_RUNNER_HOME: CONTAINER_RUNNER_HOME },
+      });
+      const containerId = await createContainer(containers, spec);
+      try {
+        return await startAndAwaitRunner(containerId, spec, hostNetworkPort);
+      } catch (error) {
+        await containers.remove(containerId).catch(() => undefined);
+        if (error instanceof RunnerPortTakenError) {
+          if (attempt < HOST_PORT_ATTEMPTS) continue;
+          throw error.startError;
+        }
+        throw error;
+      }
+    }
+  }
+
+  async function startAndAwaitRunner(
+    containerId: string,
+    spec: ContainerSpec,
+    hostNetworkPort: number,
+  ): Promise<StartedTask> {
+    try {
+      await containers.start(containerId);
+    } catch (error) {
+      const reason =
+        spec.body.HostConfig.NetworkMode === 'bridge' ? PORTS_BINDING_FAILED : CREATING_CONTAINER_ERROR;
+      throw new TaskStartError(reason, `cannot start container ${spec.name}: ${messageOf(error)}`);
+    }
+    const runnerPort =
+      spec.body.HostConfig.NetworkMode === 'host'
+        ? hostNetworkPort
+        : await readPublishedRunnerPort(containers, containerId, spec.name);
+    const exited = containers.wait(containerId).then(
+      (exitCode) => ({ exitCode }),
+      // The container was removed, or the daemon went away: its exit code is unknown.
+      () => ({ exitCode: null }),
+    );
+    const outcome = await waitForRunner({
+      url: `http://127.0.0.1:${runnerPort}`,
+      exited,
+      timeoutMs: runnerStartTimeoutMs,
+    });
+    if (outcome.kind !== 'healthy') {
+      const why =
+        outcome.kind === 'exited'
+          ? `exited with code ${outcome.exitCode ?? 'unknown'} before its runner answered`
+          : `did not answer the runner healthcheck within ${runnerStartTimeoutMs} ms`;
+      const logs = await containers.logs(containerId, LOG_LINES_IN_ERRORS).catch(() => '');
+      const startError = new TaskStartError(
+        CREATING_CONTAINER_ERROR,
+        `container ${spec.name} ${why}${logs.trim() === '' ? '' : `; its last output:\n${logs.trimEnd()}`}`,
+      );
+      if (spec.body.HostConfig.NetworkMode === 'host' && logs.includes('EADDRINUSE')) {
+        throw new RunnerPortTakenError(startError);
+      }
+      throw startError;
+    }
+    return {
+      runnerPort,
+      containerName: spec.name,
+      containerId,
+      exited,
+      stop: (timeoutSeconds) => containers.stop(containerId, timeoutSeconds),
+      remove: () => containers.remove(containerId),
+    };
+  }
+
+  return {
+    name: 'docker',
+    containers,
+    start,
+    close: () => client.close(),
+  };
+}
+
+async function prepareHost(
+  task: TaskConfig,
+  taskHomeDir: string,
+  runnerBundlePath: string,
+  nodeBinaryPath: string,
+): Promise<void> {
+  if (task.volumes.length > 0 || task.volume_mounts.length > 0) {
+    throw new TaskStartError(VOLUME_ERROR, 'network volumes are not supported by this shim yet');
+  }
+  for (const [what, path] of [
+    ['runner bundle', runnerBundlePath],
+    ['node binary', nodeBinaryPath],
+  ] as const) {
+    try {
+      await access(path);
+    } catch {
+      throw new TaskStartError(CREATING_CONTAINER_ERROR, `the ${what} ${path} does not exist`);
+    }
+  }
+  await mkdir(taskHomeDir, { recursive: true });
+}
+
+/** Optional instance mounts whose host path is missing are left out; required ones fail in Docker. */
+function withExistingInstanceMounts(task: TaskConfig): TaskConfig {
+  const mounts = task.instance_mounts.filter((mount) => !mount.optional || existsSync(mount.instance_path));
+  return { ...task, instance_mounts: mounts };
+}
+
+async function createContainer(containers: DockerContainers, spec: ContainerSpec): Promise<string> {
+  let failure: unknown;
+  try {
+    return await containers.create(spec.name, spec.body);
+  } catch (error) {
+    failure = error;
+  }
+  if (failure instanceof DockerEngineError && failure.statusCode === 409) {
+    // A container of this name is left from an earlier attempt at the same task: replace it.
+    try {
+      await containers.remove(spec.name);
+      return await containers.create(spec.name, spec.body);
+    } catch (error) {
+      failure = error;
+    }
+  }
+  throw new TaskStartError(
+    CREATING_CONTAINER_ERROR,
+    `cannot create container ${spec.name} from ${spec.body.Image}: ${messageOf(failure)}`,
+  );
+}
+
+/** Bridge networking: the host port Docker chose for the runner's port. */
+async function readPublishedRunnerPort(
+  containers: DockerContainers,
+  containerId: string,
+  containerName: string,
+): Promise<number> {
+  const inspection = await containers.inspect(containerId);
+  const hostPort = inspection.NetworkSettings.Ports?.[BRIDGE_RUNNER_PORT_KEY]?.[0]?.HostPort;
+  const port = Number(hostPort);
+  if (hostPort === undefined || !Number.isInteger(port) || port <= 0) {
+    throw new TaskStartError(PORTS_BINDING_FAILED, `Docker published no host port for ${containerName}`);
+  }
+  return port;
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof DockerEngineError) return error.dockerMessage;
+  return error instanceof Error ? error.message : String(error);
+}

@@ -233,7 +233,7 @@ async function runJob(runnerUrl: string, commands: string[]): Promise<{ state: s
   }, 'the job to finish');
 }
 
-/** tsx from the workspace's node_modules, to run the TypeScript fixture in a separate process. */
+/** tsx (a devDependency of this package), to run the TypeScript fixture in a separate process. */
 function findTsx(): string {
   for (let directory = here; ; directory = dirname(directory)) {
     const candidate = join(directory, 'node_modules', '.bin', 'tsx');

@@ -2,6 +2,8 @@ export * from './api/schemas.js';
 export { AgentApiError } from './client/agent-api-error.js';
 export { type FetchFunction, RunnerClient, type RunnerClientOptions } from './client/runner-client.js';
 export { RUNNER_BIN_PATH, RUNNER_BUNDLE_PATH } from './paths.js';
+/** The agents' small HTTP toolkit, shared with the shim (which depends on this package). */
+export { HttpError, readJsonBody, sendError, sendJson } from './server/http-helpers.js';
 export {
   RUNNER_DEFAULT_HTTP_PORT,
   type RunnerOptions,

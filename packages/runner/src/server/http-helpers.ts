@@ -13,7 +13,7 @@ export class HttpError extends Error {
   }
 }
 
-/** Largest JSON body accepted: a job spec with its environment and secrets is far smaller. */
+/** Largest JSON body accepted: a job spec with its secrets, or a task config with its keys and mounts, is far smaller. */
 const MAX_JSON_BODY_BYTES = 16 * 1024 * 1024;
 
 export function sendJson(response: ServerResponse, statusCode: number, body: unknown): void {

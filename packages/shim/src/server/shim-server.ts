@@ -2,13 +2,13 @@ import { mkdir } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { HttpError, readJsonBody, sendJson } from '@dstack/runner';
 import { ShutdownRequestSchema, TaskConfigSchema, TaskTerminateRequestSchema } from '../api/schemas.js';
 import { readInstanceInfo } from '../instance/instance-info.js';
 import { createProcessRuntime } from '../runtime/process/process-runtime.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
 import { TaskConflictError, TaskManager, TaskNotFoundError } from '../tasks/task-manager.js';
 import { VERSION } from '../version.js';
-import { HttpError, readJsonBody, sendJson } from './http-helpers.js';
 
 /** dstack's shim port on a host. */
 export const SHIM_DEFAULT_HTTP_PORT = 10998;

@@ -26,14 +26,7 @@ describe('runs on the local backend', () => {
 
   afterAll(async () => {
     // Deleting the default fleet terminates its idle instances (their shim processes).
-    await harness.call('/api/project/main/fleets/delete', { names: ['local'] });
-    const deadline = Date.now() + 20_000;
-    while (Date.now() < deadline) {
-      const fleets = await harness.call('/api/project/main/fleets/list');
-      if (fleets.body.length === 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    await harness.close();
+    await harness.terminateFleetsAndClose();
     temp.remove();
   });
 
@@ -113,14 +106,7 @@ describe('a server restart during a run', () => {
 
   afterEach(async () => {
     if (harness) {
-      await harness.call('/api/project/main/fleets/delete', { names: ['local'] }).catch(() => {});
-      const deadline = Date.now() + 20_000;
-      while (Date.now() < deadline) {
-        const fleets = await harness.call('/api/project/main/fleets/list');
-        if (fleets.body.length === 0) break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      await harness.close();
+      await harness.terminateFleetsAndClose();
     }
     temp.remove();
   });

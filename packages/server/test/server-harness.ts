@@ -13,6 +13,8 @@ export interface HarnessServer {
   call(path: string, body?: unknown, token?: string): Promise<{ status: number; body: any }>;
   waitForRun(runName: string, statuses: readonly string[], timeoutMs?: number): Promise<Run>;
   logs(runName: string): Promise<string>;
+  /** Deletes every fleet, waits until their instances (detached shims) are terminated, then stops the server. */
+  terminateFleetsAndClose(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -82,6 +84,17 @@ export async function startHarnessServer(options: {
         if (logs.length < 1000) return text;
         nextToken = answer.body.next_token;
       }
+    },
+    async terminateFleetsAndClose() {
+      const fleets = (await call('/api/project/main/fleets/list')).body as Array<{ name: string }>;
+      if (fleets.length > 0) {
+        await call('/api/project/main/fleets/delete', { names: fleets.map((fleet) => fleet.name) });
+      }
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline && (await call('/api/project/main/fleets/list')).body.length > 0) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      await server.close();
     },
     close: () => server.close(),
   };

@@ -216,7 +216,7 @@ export async function pullRunner(
 
 /** running: pull state and logs; end the job when the runner says so, or on max_duration / unreachability. */
 async function followJob(context: JobContext): Promise<void> {
-  const { app, job } = context;
+  const { job } = context;
   const jobSpec = jobSpecOf(job);
   let pulled: Awaited<ReturnType<typeof pullRunner>>;
   try {

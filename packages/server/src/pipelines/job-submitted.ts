@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import {
+  DEFAULT_RUN_IDLE_DURATION,
   getProvisioningTimeoutSeconds,
   type InstanceOfferWithAvailability,
   isAvailable,
@@ -30,7 +31,6 @@ import type { PipelineDefinition, RowLock } from './pipeline.js';
 import { dueIn, errorMessage, jobSpecOf, markRunDue, projectOf, runRowOf } from './rows.js';
 
 const MIN_INTERVAL_MS = 1_000;
-const DEFAULT_RUN_IDLE_SECONDS = 300;
 
 interface RunConfigurationView {
   fleets?: string[];
@@ -45,7 +45,7 @@ function runConfiguration(run: RunsTable): { spec: RunSpec; configuration: RunCo
 }
 
 function idleSeconds(run: RunConfigurationView, fleet: FleetConfigurationFields): number | null {
-  const value = run.idle_duration ?? fleet.idle_duration ?? DEFAULT_RUN_IDLE_SECONDS;
+  const value = run.idle_duration ?? fleet.idle_duration ?? DEFAULT_RUN_IDLE_DURATION;
   return value === 'off' ? null : value;
 }
 

@@ -3,7 +3,7 @@
  * kills after `stop_duration`), collect the last logs, remove the shim task,
  * free the instance block, and set the final status from the termination reason.
  */
-import { type JobTerminationReason, jobTerminationReasonToStatus } from '@dstack/core';
+import { DEFAULT_STOP_DURATION, type JobTerminationReason, jobTerminationReasonToStatus } from '@dstack/core';
 import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable } from '../db/schema.js';
@@ -58,7 +58,7 @@ async function stopOnRunner(
   if (!provisioningData?.hostname || !job.job_runtime_data) return { ended: true, values: {} };
   const now = Date.now();
   const firstPass = job.remove_at === null;
-  const stopSeconds = jobSpecOf(job).stop_duration ?? 300;
+  const stopSeconds = jobSpecOf(job).stop_duration ?? DEFAULT_STOP_DURATION;
   const removeAt = job.remove_at ?? now + stopSeconds * 1000 + UNREACHABLE_GRACE_MS;
   try {
     if (firstPass && !RUNNER_REASONS.includes(job.termination_reason ?? '')) {

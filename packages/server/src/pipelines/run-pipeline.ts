@@ -4,6 +4,7 @@
  * run moves its unfinished jobs to terminating and ends when they have.
  */
 import {
+  DEFAULT_RETRY_DURATION,
   type JobSpec,
   type JobTerminationReason,
   jobTerminationReasonToRetryEvent,
@@ -68,7 +69,7 @@ function shouldRetry(run: RunsTable, job: JobsTable): boolean {
   if (!retry || !job.termination_reason) return false;
   const event = jobTerminationReasonToRetryEvent(job.termination_reason as JobTerminationReason);
   if (!event || !retry.on_events.includes(event)) return false;
-  const duration = retry.duration ?? 3600;
+  const duration = retry.duration ?? DEFAULT_RETRY_DURATION;
   return Date.now() - run.submitted_at <= duration * 1000;
 }
 

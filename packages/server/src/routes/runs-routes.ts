@@ -98,7 +98,6 @@ export const runRoutes = [
     response: z.array(RunSchema),
     async handler(ctx) {
       const user = ctx.user as UsersTable;
-      let projectIds: string[] | null = null;
       const members = ctx.app.db
         .selectFrom('projects')
         .select('projects.id')
@@ -112,7 +111,7 @@ export const runRoutes = [
       const filtered = ctx.body.project_name
         ? scoped.where('projects.name', '=', ctx.body.project_name)
         : scoped;
-      projectIds = (await filtered.execute()).map((row) => row.id);
+      const projectIds = (await filtered.execute()).map((row) => row.id);
       return listRuns(ctx.app, {
         projectIds,
         onlyActive: ctx.body.only_active,

@@ -322,13 +322,8 @@ export async function listRuns(app: AppContext, options: ListRunsOptions): Promi
   return loadRuns(app, rows, new Map(projects.map((project) => [project.id, project.name])));
 }
 
-/** Moves active runs to terminating; the run pipeline stops their jobs. */
-export async function stopRuns(
-  app: AppContext,
-  project: ProjectsTable,
-  runNames: readonly string[],
-  abort: boolean,
-): Promise<void> {
+/** The runs of these names, or a not-found error naming the missing ones. */
+async function findRunsByName(app: AppContext, project: ProjectsTable, runNames: readonly string[]) {
   const rows = await app.db
     .selectFrom('runs')
     .select(['id', 'run_name', 'status'])
@@ -338,10 +333,21 @@ export async function stopRuns(
     .execute();
   const missing = runNames.filter((name) => !rows.some((row) => row.run_name === name));
   if (missing.length > 0) throw new ResourceNotFoundError(`Run ${missing.join(', ')} not found`);
-  const active = rows.filter(
-    (row) => ACTIVE_RUN_STATUSES.includes(row.status) && row.status !== 'terminating',
-  );
-  if (active.length === 0 && !abort) return;
+  return rows;
+}
+
+/** Moves active runs to terminating; the run pipeline stops their jobs. */
+export async function stopRuns(
+  app: AppContext,
+  project: ProjectsTable,
+  runNames: readonly string[],
+  abort: boolean,
+): Promise<void> {
+  const rows = await findRunsByName(app, project, runNames);
+  const active = rows.filter((row) => ACTIVE_RUN_STATUSES.includes(row.status));
+  // A run already stopping changes only when the stop is escalated to an abort.
+  const toStop = abort ? active : active.filter((row) => row.status !== 'terminating');
+  if (toStop.length === 0) return;
   await app.db
     .updateTable('runs')
     .set({
@@ -352,10 +358,7 @@ export async function stopRuns(
     .where(
       'id',
       'in',
-      rows
-        .filter((row) => ACTIVE_RUN_STATUSES.includes(row.status))
-        .map((row) => row.id)
-        .concat(['']),
+      toStop.map((row) => row.id),
     )
     .execute();
   runServicesOf(app).wakeUps.wake('runs');
@@ -367,15 +370,7 @@ export async function deleteRuns(
   project: ProjectsTable,
   runNames: readonly string[],
 ): Promise<void> {
-  const rows = await app.db
-    .selectFrom('runs')
-    .select(['id', 'run_name', 'status'])
-    .where('project_id', '=', project.id)
-    .where('run_name', 'in', [...runNames])
-    .where('deleted', '=', 0)
-    .execute();
-  const missing = runNames.filter((name) => !rows.some((row) => row.run_name === name));
-  if (missing.length > 0) throw new ResourceNotFoundError(`Run ${missing.join(', ')} not found`);
+  const rows = await findRunsByName(app, project, runNames);
   const active = rows.filter((row) => ACTIVE_RUN_STATUSES.includes(row.status));
   if (active.length > 0) {
     throw new ServerClientError(

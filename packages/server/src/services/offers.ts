@@ -86,54 +86,50 @@ function formatRange(range: Range | null | undefined, unit = ''): string {
   return `${min ?? ''}${min !== null ? unit : ''}..${max ?? ''}${max !== null ? unit : ''}`;
 }
 
-/** One requirement the user stated, and `requirements` with only that one kept. */
+/** One requirement the user stated, and the offers query that keeps only that one. */
 interface RequirementDimension {
   label: string;
-  only(open: Requirements, full: Requirements): Requirements;
+  requirements: Requirements;
+  filters: OfferFilters;
 }
 
-function dimensions(requirements: Requirements, filters: OfferFilters): RequirementDimension[] {
+/** `open` is `requirements` with every resource, spot and price requirement dropped. */
+function dimensions(
+  requirements: Requirements,
+  filters: OfferFilters,
+  open: Requirements,
+): RequirementDimension[] {
   const resources = requirements.resources;
+  const unfiltered: OfferFilters = { backends: filters.backends };
+  const withResources = (extra: Partial<Requirements['resources']>): Requirements => ({
+    ...open,
+    resources: { ...open.resources, ...extra },
+  });
   const result: RequirementDimension[] = [];
+  const add = (label: string, only: Requirements, onlyFilters = unfiltered) =>
+    result.push({ label, requirements: only, filters: onlyFilters });
   const gpu = resources.gpu;
   if (gpu && ((gpu.count.min ?? 0) > 0 || gpu.name?.length || gpu.memory || gpu.vendor)) {
     const parts = [`count ${formatRange(gpu.count)}`];
     if (gpu.name?.length) parts.push(`name ${gpu.name.join('|')}`);
     if (gpu.memory) parts.push(`memory ${formatRange(gpu.memory, 'GB')}`);
     if (gpu.vendor) parts.push(`vendor ${gpu.vendor}`);
-    result.push({
-      label: `gpu ${parts.join(', ')}`,
-      only: (open) => ({ ...open, resources: { ...open.resources, gpu } }),
-    });
+    add(`gpu ${parts.join(', ')}`, withResources({ gpu }));
   }
-  result.push({
-    label: `cpu ${formatRange(resources.cpu.count)}`,
-    only: (open) => ({ ...open, resources: { ...open.resources, cpu: resources.cpu } }),
-  });
-  result.push({
-    label: `memory ${formatRange(resources.memory, 'GB')}`,
-    only: (open) => ({ ...open, resources: { ...open.resources, memory: resources.memory } }),
-  });
-  if (resources.disk) {
-    const disk = resources.disk;
-    result.push({
-      label: `disk ${formatRange(disk.size, 'GB')}`,
-      only: (open) => ({ ...open, resources: { ...open.resources, disk } }),
-    });
-  }
-  if (requirements.spot !== null && requirements.spot !== undefined) {
-    const spot = requirements.spot;
-    result.push({
-      label: spot ? 'spot instances only' : 'on-demand instances only',
-      only: (open) => ({ ...open, spot }),
+  add(`cpu ${formatRange(resources.cpu.count)}`, withResources({ cpu: resources.cpu }));
+  add(`memory ${formatRange(resources.memory, 'GB')}`, withResources({ memory: resources.memory }));
+  if (resources.disk)
+    add(`disk ${formatRange(resources.disk.size, 'GB')}`, withResources({ disk: resources.disk }));
+  if (requirements.spot != null) {
+    add(requirements.spot ? 'spot instances only' : 'on-demand instances only', {
+      ...open,
+      spot: requirements.spot,
     });
   }
   if (requirements.max_price != null) {
-    const maxPrice = requirements.max_price;
-    result.push({ label: `max_price $${maxPrice}/h`, only: (open) => ({ ...open, max_price: maxPrice }) });
+    add(`max_price $${requirements.max_price}/h`, { ...open, max_price: requirements.max_price });
   }
-  if (filters.regions?.length)
-    result.push({ label: `regions ${filters.regions.join(', ')}`, only: (open) => open });
+  if (filters.regions?.length) add(`regions ${filters.regions.join(', ')}`, open, filters);
   return result;
 }
 
@@ -155,19 +151,16 @@ export async function explainNoOffers(
   filters: OfferFilters = {},
 ): Promise<Array<{ requirement: string; excluded: number }>> {
   const open: Requirements = { ...requirements, resources: OPEN_RESOURCES, spot: null, max_price: null };
-  const unfiltered = { backends: filters.backends };
-  const all = (await getOffers(backends, open, unfiltered)).offers.length;
-  const explained = await Promise.all(
-    dimensions(requirements, filters).map(async (dimension) => {
-      const dimensionFilters = dimension.label.startsWith('regions') ? filters : unfiltered;
-      const kept = (await getOffers(backends, dimension.only(open, requirements), dimensionFilters)).offers
-        .length;
-      return { requirement: dimension.label, excluded: all - kept };
-    }),
-  );
+  const all = (await getOffers(backends, open, { backends: filters.backends })).offers.length;
   if (all === 0) {
     const names = backends.map((b) => b.type).join(', ') || 'none';
     return [{ requirement: `the configured backends (${names}) have no offers at all`, excluded: 0 }];
   }
+  const explained = await Promise.all(
+    dimensions(requirements, filters, open).map(async (dimension) => {
+      const kept = (await getOffers(backends, dimension.requirements, dimension.filters)).offers.length;
+      return { requirement: dimension.label, excluded: all - kept };
+    }),
+  );
   return explained.filter((entry) => entry.excluded > 0);
 }

@@ -20,7 +20,6 @@ import type { AppContext, ServerSettings } from './context.js';
 import { openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrations.js';
 import { createHttpHandler } from './http/http-handler.js';
-import type { RouteDefinition } from './http/route.js';
 import { fleetPipeline } from './pipelines/fleet-pipeline.js';
 import { instancePipeline } from './pipelines/instance-pipeline.js';
 import { jobRunningPipeline } from './pipelines/job-running.js';
@@ -134,8 +133,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
   const started = runPipelines ? PIPELINE_FACTORIES.map((factory) => new Pipeline(app, factory(app))) : [];
   for (const pipeline of started) pipeline.start(wakeUps);
 
-  const routes: readonly RouteDefinition[] = allRoutes;
-  const server = createServer(createHttpHandler(app, routes));
+  const server = createServer(createHttpHandler(app, allRoutes));
   server.keepAliveTimeout = 65_000;
   const port = await listen(server, settings.host, settings.port);
   const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${port}`;

@@ -1,8 +1,13 @@
 /**
  * Catalog benchmarks: load time and query time of the bundled snapshot and of a
- * synthetic 200,000-row catalog, against the targets (load < 300 ms, query < 5 ms).
+ * synthetic 200,000-row catalog, against the targets (load < 300 ms, query < 5 ms),
+ * then the server benchmarks (server-bench.ts).
  * Run with `pnpm bench` (builds first). gpuhunt itself is not runnable here (no
  * PyPI), so there is no reference column.
+ *
+ * `--only=catalog`, `--only=server` or `--only=throughput` runs one part: e.g.
+ * `pnpm exec tsx src/main.ts --only=server`. `--shim-in-process` runs the throughput
+ * benchmark's shim inside the server's process (the shim's work then counts as the server's).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -115,8 +120,26 @@ function printTable(rows: readonly Row[]): void {
   for (const line of lines) console.log(format(line));
 }
 
+const PARTS = ['all', 'catalog', 'server', 'throughput'] as const;
+type Part = (typeof PARTS)[number];
+
+function selectedPart(argv: readonly string[]): Part {
+  const flag = argv.find((argument) => argument.startsWith('--only='));
+  const value = flag ? flag.slice('--only='.length) : 'all';
+  if (!(PARTS as readonly string[]).includes(value)) {
+    throw new Error(`--only: expected one of ${PARTS.join(', ')}, got "${value}"`);
+  }
+  return value as Part;
+}
+
 async function main(): Promise<void> {
+  const part = selectedPart(process.argv.slice(2));
+  const shimProcess = !process.argv.includes('--shim-in-process');
   console.log(`node ${process.version}, ${process.platform}/${process.arch}`);
+  if (part === 'server' || part === 'throughput') {
+    await benchmarkServer({ latency: part === 'server', shimProcess });
+    return;
+  }
   console.log(
     'status compares the median with the target; gpuhunt is not runnable here (no PyPI): no reference.\n',
   );
@@ -131,7 +154,7 @@ async function main(): Promise<void> {
     await rm(directory, { recursive: true, force: true });
   }
   printTable(rows);
-  await benchmarkServer();
+  if (part === 'all') await benchmarkServer({ latency: true, shimProcess });
 }
 
 await main();

@@ -3,11 +3,12 @@
  * - apply → running on the local backend, with an idle instance in the local fleet
  *   (target p50 < 300 ms) and, for information, with a new instance;
  * - throughput: 500 runs applied at once to a backend with unlimited instant
- *   capacity (one shared real shim) and a trivial command, all to `done`
- *   (target >= 50 runs/s), with p50/p99 apply → running and peak memory.
+ *   capacity (one shared real shim, in its own process as on a real host) and a
+ *   trivial command, all to `done` (target >= 50 runs/s), with p50/p99
+ *   apply → running, peak memory and CPU time.
  * dstack itself is not runnable here (no PyPI), so there is no reference column.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInstantBackend, type RunningServer, startServer } from '@dstack/server';
@@ -17,8 +18,11 @@ const TOKEN = 'bench-admin-token';
 const LATENCY_RUNS = 10;
 const THROUGHPUT_RUNS = 500;
 const APPLY_CONCURRENCY = 50;
+/** Linux's USER_HZ: /proc reports CPU times in these ticks. */
+const CLOCK_TICKS_PER_SECOND = 100;
 
-async function call(server: RunningServer, route: string, body: unknown): Promise<any> {
+/** POSTs `body` to the server's API as the admin; resolves with the parsed answer (null when empty). */
+async function call<Answer = unknown>(server: RunningServer, route: string, body: unknown): Promise<Answer> {
   const response = await fetch(server.url + route, {
     method: 'POST',
     headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
@@ -26,7 +30,7 @@ async function call(server: RunningServer, route: string, body: unknown): Promis
   });
   if (!response.ok) throw new Error(`${route}: ${response.status} ${await response.text()}`);
   const text = await response.text();
-  return text ? JSON.parse(text) : null;
+  return (text ? JSON.parse(text) : null) as Answer;
 }
 
 function task(name: string, commands: string[]) {
@@ -78,11 +82,14 @@ async function withServer<T>(
   try {
     return await body(server);
   } finally {
-    await call(server, '/api/project/main/fleets/list', {}).then(async (fleets: Array<{ name: string }>) => {
+    await call<Array<{ name: string }>>(server, '/api/project/main/fleets/list', {}).then(async (fleets) => {
       if (fleets.length > 0)
         await call(server, '/api/project/main/fleets/delete', { names: fleets.map((f) => f.name) });
       const deadline = Date.now() + 30_000;
-      while (Date.now() < deadline && (await call(server, '/api/project/main/fleets/list', {})).length > 0) {
+      while (
+        Date.now() < deadline &&
+        (await call<unknown[]>(server, '/api/project/main/fleets/list', {})).length > 0
+      ) {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     });
@@ -119,10 +126,38 @@ async function localLatency(): Promise<{ warm: number[]; cold: number }> {
   );
 }
 
-async function throughput(): Promise<{ seconds: number; toRunning: number[]; peakRssMb: number }> {
+export interface ThroughputResult {
+  seconds: number;
+  /** Milliseconds from apply to running, one per run. */
+  toRunning: number[];
+  peakRssMb: number;
+  /** CPU seconds (user + system) this process spent: less sensitive than wall time to other load on the machine. */
+  cpuSeconds: number;
+  /** The same for the shim's process (its runners run inside it; the jobs' own processes are not counted). */
+  shimPeakRssMb: number;
+  shimCpuSeconds: number;
+}
+
+/** RSS and CPU seconds (user + system) of another process, from /proc. */
+async function processUsage(pid: number): Promise<{ rssMb: number; cpuSeconds: number }> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+  const stat = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? [];
+  const ticks = Number(stat[11] ?? 0) + Number(stat[12] ?? 0);
+  return { rssMb: rssKb / 1024, cpuSeconds: ticks / CLOCK_TICKS_PER_SECOND };
+}
+
+export async function throughput(options: { shimProcess: boolean }): Promise<ThroughputResult> {
+  let shimPid: number | null = null;
   return withServer(
     async (dir) => {
-      const backend = await createInstantBackend({ homeDir: path.join(dir, 'shim') });
+      // By default the shim runs as its own process, as on a real host: its jobs and runners are not the server's work.
+      const backend = await createInstantBackend({
+        homeDir: path.join(dir, 'shim'),
+        shimProcess: options.shimProcess,
+      });
+      shimPid = backend.shimPid;
       return {
         options: {
           config: {
@@ -138,13 +173,24 @@ async function throughput(): Promise<{ seconds: number; toRunning: number[]; pea
         plan: { spec: { configuration: { type: 'fleet', name: 'pool', nodes: '0..', idle_duration: '1h' } } },
       });
       let peakRss = process.memoryUsage().rss;
+      let peakShimRssMb = 0;
+      const shimCpuBefore = shimPid === null ? 0 : (await processUsage(shimPid)).cpuSeconds;
       const sampler = setInterval(() => {
         peakRss = Math.max(peakRss, process.memoryUsage().rss);
+        if (shimPid !== null) {
+          void processUsage(shimPid).then(
+            (usage) => {
+              peakShimRssMb = Math.max(peakShimRssMb, usage.rssMb);
+            },
+            () => {},
+          );
+        }
       }, 50);
       const names = Array.from({ length: THROUGHPUT_RUNS }, (_, index) => `load-${index}`);
       const started = new Map<string, number>();
       const running = new Map<string, number>();
       const begin = performance.now();
+      const cpuBefore = process.cpuUsage();
       const queue = [...names];
       await Promise.all(
         Array.from({ length: APPLY_CONCURRENCY }, async () => {
@@ -170,8 +216,17 @@ async function throughput(): Promise<{ seconds: number; toRunning: number[]; pea
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
       const seconds = (performance.now() - begin) / 1000;
+      const cpu = process.cpuUsage(cpuBefore);
+      const shimCpuSeconds = shimPid === null ? 0 : (await processUsage(shimPid)).cpuSeconds - shimCpuBefore;
       clearInterval(sampler);
-      return { seconds, toRunning: [...running.values()], peakRssMb: peakRss / 1024 / 1024 };
+      return {
+        seconds,
+        toRunning: [...running.values()],
+        peakRssMb: peakRss / 1024 / 1024,
+        cpuSeconds: (cpu.user + cpu.system) / 1e6,
+        shimPeakRssMb: peakShimRssMb,
+        shimCpuSeconds,
+      };
     },
   );
 }
@@ -181,8 +236,20 @@ function p(values: readonly number[], fraction: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? Number.NaN;
 }
 
-export async function benchmarkServer(): Promise<void> {
+export interface ServerBenchmarkOptions {
+  /** Measure the local backend's apply → running latency before the throughput. Default true. */
+  latency?: boolean;
+  /** Run the throughput benchmark's shim as its own process, as on a real host. Default true. */
+  shimProcess?: boolean;
+}
+
+export async function benchmarkServer(options: ServerBenchmarkOptions = {}): Promise<void> {
   console.log('\nServer (SQLite, in-process; the shim and runner are real):');
+  if (options.latency ?? true) await reportLocalLatency();
+  reportThroughput(await throughput({ shimProcess: options.shimProcess ?? true }));
+}
+
+async function reportLocalLatency(): Promise<void> {
   const latency = await localLatency();
   const warm = summarise(latency.warm);
   console.log(
@@ -191,9 +258,15 @@ export async function benchmarkServer(): Promise<void> {
   console.log(
     `  local apply→running, new instance (shim start): ${latency.cold.toFixed(0)} ms (informational)`,
   );
-  const load = await throughput();
+}
+
+function reportThroughput(load: ThroughputResult): void {
   const rate = THROUGHPUT_RUNS / load.seconds;
+  const shim =
+    load.shimCpuSeconds > 0 || load.shimPeakRssMb > 0
+      ? `; the shim process: peak RSS ${load.shimPeakRssMb.toFixed(0)} MB, CPU ${load.shimCpuSeconds.toFixed(1)} s`
+      : '; the shim inside it';
   console.log(
-    `  ${THROUGHPUT_RUNS} runs at once, instant backend: ${rate.toFixed(1)} runs/s to done (${load.seconds.toFixed(1)} s; target >= 50: ${rate >= 50 ? 'ok' : 'MISSED'}), apply→running p50 ${p(load.toRunning, 0.5).toFixed(0)} ms, p99 ${p(load.toRunning, 0.99).toFixed(0)} ms, peak RSS ${load.peakRssMb.toFixed(0)} MB (server and bench in one process)`,
+    `  ${THROUGHPUT_RUNS} runs at once, instant backend: ${rate.toFixed(1)} runs/s to done (${load.seconds.toFixed(1)} s; target >= 50: ${rate >= 50 ? 'ok' : 'MISSED'}), apply→running p50 ${p(load.toRunning, 0.5).toFixed(0)} ms, p99 ${p(load.toRunning, 0.99).toFixed(0)} ms, peak RSS ${load.peakRssMb.toFixed(0)} MB, CPU ${load.cpuSeconds.toFixed(1)} s (server and bench in one process${shim})`,
   );
 }

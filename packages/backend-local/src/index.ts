@@ -10,6 +10,11 @@ export {
   parseNvidiaSmiGpus,
 } from './host-resources.js';
 export {
+  LocalCatalogProvider,
+  type LocalCatalogProviderSettings,
+  localCatalogProvider,
+} from './local-catalog-provider.js';
+export {
   createLocalBackend,
   LOCAL_CAPABILITIES,
   LOCAL_HOSTNAME,
@@ -35,5 +40,5 @@ export {
   LOCAL_INSTANCE_TYPE_NAME,
   LOCAL_REGION,
 } from './local-offers.js';
-export { localBackendPlugin } from './local-plugin.js';
+export { LOCAL_PROVISIONING_TIMEOUT_SECONDS, localBackendPlugin } from './local-plugin.js';
 export { VERSION } from './version.js';

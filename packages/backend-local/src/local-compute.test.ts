@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -142,6 +142,31 @@ describe.skipIf(skipReason !== null)('LocalCompute instances (real shim processe
     const shim = new ShimClient(`http://127.0.0.1:${backendDataOf(ready).agent_ports?.shim}`);
     expect(await shim.healthcheck()).toMatchObject({ service: 'dstack-shim' });
     expect(await isShimProcess(backendDataOf(ready).pid, backendDataOf(ready).home)).toBe(true);
+  });
+
+  it('returns the running shim for a second launch with the same instance id, starting no other', {
+    timeout: 60_000,
+  }, async () => {
+    const [offer] = await compute.getOffers(modestRequirements());
+    if (!offer) throw new Error('the host has no local offer');
+    const configuration = testInstanceConfiguration('retried-0-0');
+    const first = await compute.createInstance(offer, configuration);
+    created.push(first);
+    await waitUntilProvisioned(compute, first);
+
+    // A server that died before storing `first` retries, in a fresh process (a new Compute).
+    const again = await createLocalBackend({ instancesDir }).createInstance(offer, configuration);
+    const concurrent = await Promise.all([
+      compute.createInstance(offer, configuration),
+      compute.createInstance(offer, configuration),
+    ]);
+
+    expect(again).toEqual(first);
+    expect(concurrent).toEqual([first, first]);
+    expect(await readdir(instancesDir)).toEqual([first.instance_id]);
+    const other = await createInstance('retried-0-0');
+    expect(other.instance_id).not.toBe(first.instance_id);
+    expect(backendDataOf(other).pid).not.toBe(backendDataOf(first).pid);
   });
 
   it('fails provisioning with the shim log when the shim dies before listening', {

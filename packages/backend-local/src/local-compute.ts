@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
+import { writeFileSync } from 'node:fs';
+import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import {
@@ -48,6 +48,15 @@ export interface LocalBackendData {
   agent_ports?: { shim: number };
 }
 
+/** What `<home>/launch.json` records: the launch's provisioning data and the dstack instance id it was keyed by. */
+interface LaunchRecord {
+  dstack_instance_id: string;
+  provisioning_data: JobProvisioningData;
+}
+
+/** The record of a launch in each instance home, written right after the shim is spawned. */
+const LAUNCH_RECORD_FILE = 'launch.json';
+
 /** The hostname of every local instance: agents listen on loopback. */
 export const LOCAL_HOSTNAME = '127.0.0.1';
 
@@ -56,6 +65,10 @@ export const LOCAL_HOSTNAME = '127.0.0.1';
  * own home directory under `instancesDir`, started detached so that its jobs
  * survive a server restart. There is no SSH: the server talks to the shim on
  * loopback at the port the shim announces in `<home>/shim.json`.
+ *
+ * Launches are keyed by dstack's instance id: the home is
+ * `<instance name>-<dstack instance id>` and records the launch, so a second
+ * launch with the same id returns the running shim's data instead of starting another.
  */
 export class LocalCompute implements ComputeWithCreateInstance {
   readonly type = LOCAL_BACKEND_TYPE;
@@ -64,6 +77,8 @@ export class LocalCompute implements ComputeWithCreateInstance {
   readonly instancesDir: string;
   readonly #shimBinPath: string;
   readonly #terminationGraceMs: number;
+  /** Launches in progress in this process, by dstack instance id: concurrent repeats share one. */
+  readonly #launching = new Map<string, Promise<JobProvisioningData>>();
   #hostResources: Promise<HostResources> | undefined;
 
   constructor(settings: LocalBackendSettings = {}) {
@@ -92,7 +107,22 @@ export class LocalCompute implements ComputeWithCreateInstance {
     offer: InstanceOfferWithAvailability,
     config: InstanceConfiguration,
   ): Promise<JobProvisioningData> {
-    const instanceId = `${safeDirectoryName(config.instance_name)}-${randomUUID()}`;
+    const key = config.instance_id;
+    const inProgress = this.#launching.get(key);
+    if (inProgress) return inProgress;
+    const launch = this.#launchOnce(offer, config).finally(() => this.#launching.delete(key));
+    this.#launching.set(key, launch);
+    return launch;
+  }
+
+  /** The instance launched with dstack instance id `config.instance_id`, started now unless it already was. */
+  async #launchOnce(
+    offer: InstanceOfferWithAvailability,
+    config: InstanceConfiguration,
+  ): Promise<JobProvisioningData> {
+    const launched = await this.#launchRecordOf(config.instance_id);
+    if (launched) return launched.provisioning_data;
+    const instanceId = `${safeDirectoryName(config.instance_name)}-${safeDirectoryName(config.instance_id)}`;
     const home = join(this.instancesDir, instanceId);
     await mkdir(home, { recursive: true });
     let pid: number;
@@ -103,7 +133,7 @@ export class LocalCompute implements ComputeWithCreateInstance {
       throw error;
     }
     const backendData: LocalBackendData = { home, pid };
-    return {
+    const provisioningData: JobProvisioningData = {
       backend: LOCAL_BACKEND_TYPE,
       instance_type: offer.instance,
       instance_id: instanceId,
@@ -118,6 +148,35 @@ export class LocalCompute implements ComputeWithCreateInstance {
       dockerized: true,
       backend_data: JSON.stringify(backendData),
     };
+    const record: LaunchRecord = {
+      dstack_instance_id: config.instance_id,
+      provisioning_data: provisioningData,
+    };
+    // Synchronously after the spawn, so the launch is never running unrecorded for long.
+    writeFileSync(join(home, LAUNCH_RECORD_FILE), JSON.stringify(record));
+    return provisioningData;
+  }
+
+  /** The recorded launch keyed by `dstackInstanceId`, or null when there is none. */
+  async #launchRecordOf(dstackInstanceId: string): Promise<LaunchRecord | null> {
+    const suffix = `-${safeDirectoryName(dstackInstanceId)}`;
+    let entries: string[];
+    try {
+      entries = await readdir(this.instancesDir);
+    } catch {
+      return null;
+    }
+    for (const entry of entries.filter((name) => name.endsWith(suffix))) {
+      let record: LaunchRecord;
+      try {
+        record = JSON.parse(await readFile(join(this.instancesDir, entry, LAUNCH_RECORD_FILE), 'utf8'));
+      } catch {
+        continue;
+      }
+      // The suffix may match another id that ends the same way: the record names its own.
+      if (record.dstack_instance_id === dstackInstanceId) return record;
+    }
+    return null;
   }
 
   async updateProvisioningData(provisioningData: JobProvisioningData): Promise<JobProvisioningData> {

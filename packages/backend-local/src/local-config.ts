@@ -13,9 +13,20 @@ const models = defineBackendConfigModels({
   type: 'local',
   configFields: {
     /** Default `process`. */
-    runtime: z.enum(LOCAL_RUNTIMES).optional(),
+    runtime: z
+      .enum(LOCAL_RUNTIMES)
+      .optional()
+      .describe(
+        'How the shim runs jobs: `process` (host processes, no isolation) or `docker` (containers; needs a reachable Docker daemon). Absent: `process`.',
+      ),
     /** Default `$DSTACK_SERVER_DIR/local-instances`, else `~/.dstack/server/local-instances`. */
-    instances_dir: z.string().min(1).optional(),
+    instances_dir: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'Where instance homes are created, one directory per instance; `~/` and relative paths are expanded. Absent: `$DSTACK_SERVER_DIR/local-instances`, else `~/.dstack/server/local-instances`.',
+      ),
   },
   // The host needs no credentials; one empty creds type satisfies the config-model chain.
   credsSchemas: { none: {} },

@@ -1,8 +1,15 @@
 import { defineBackendPlugin } from '@dstack/core';
+import { localCatalogProvider } from './local-catalog-provider.js';
 import { LOCAL_CAPABILITIES } from './local-compute.js';
 import type { LocalBackendConfig, LocalBackendConfigWithCreds } from './local-config.js';
 import { localConfigModels } from './local-config.js';
 import { LocalConfigurator } from './local-configurator.js';
+
+/**
+ * How long a local instance may take to a reachable shim: a local process comes
+ * up in seconds, so a minute means it is stuck.
+ */
+export const LOCAL_PROVISIONING_TIMEOUT_SECONDS = 60;
 
 /** The local backend's plugin descriptor (contract v1). */
 export const localBackendPlugin = defineBackendPlugin<LocalBackendConfigWithCreds, LocalBackendConfig>({
@@ -11,6 +18,6 @@ export const localBackendPlugin = defineBackendPlugin<LocalBackendConfigWithCred
   capabilities: LOCAL_CAPABILITIES,
   configSchemas: localConfigModels,
   createConfigurator: () => new LocalConfigurator(),
-  // A local process comes up in seconds; a minute means it is stuck.
-  provisioningTimeoutSeconds: 60,
+  catalogProvider: localCatalogProvider,
+  provisioningTimeoutSeconds: LOCAL_PROVISIONING_TIMEOUT_SECONDS,
 });

@@ -33,3 +33,8 @@ export { type CliIo, processIo } from './io.js';
 export { formatRelativeTime } from './output/format.js';
 export { formatProperties, formatTable, type TableColumn, type TableOptions } from './output/table.js';
 export { createProgram, run, VERSION } from './program.js';
+export {
+  type ExpandConfigurationProviderOptions,
+  expandConfigurationProvider,
+} from './providers/expand-configuration-provider.js';
+export { isFileSpecifier, loadProvider, resolveProviderModule } from './providers/load-provider.js';

@@ -2,3 +2,4 @@ export * from './backend/index.js';
 export * from './configuration/index.js';
 export * from './errors.js';
 export * from './models/index.js';
+export * from './providers/index.js';

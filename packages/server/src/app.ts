@@ -19,6 +19,7 @@ import { initializeServerState } from './config/server-state.js';
 import type { AppContext, ServerSettings } from './context.js';
 import { openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrations.js';
+import { closeHttpServer } from './http/close-http-server.js';
 import { createHttpHandler } from './http/http-handler.js';
 import { fleetPipeline } from './pipelines/fleet-pipeline.js';
 import { instancePipeline } from './pipelines/instance-pipeline.js';
@@ -29,6 +30,7 @@ import { type ClaimedRow, Pipeline, type PipelineDefinition } from './pipelines/
 import { runPipeline } from './pipelines/run-pipeline.js';
 import { WakeUps } from './pipelines/wake-ups.js';
 import { allRoutes } from './routes/all-routes.js';
+import { rawRoutes } from './routes/proxy-routes.js';
 import type { RunServices } from './run-services.js';
 import { createEncryption } from './security/encryption.js';
 import { ensureDefaultLocalFleets } from './services/fleets.js';
@@ -133,7 +135,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
   const started = runPipelines ? PIPELINE_FACTORIES.map((factory) => new Pipeline(app, factory(app))) : [];
   for (const pipeline of started) pipeline.start(wakeUps);
 
-  const server = createServer(createHttpHandler(app, allRoutes));
+  const handler = createHttpHandler(app, allRoutes, { rawRoutes });
+  const server = createServer(handler);
   server.keepAliveTimeout = 65_000;
   const port = await listen(server, settings.host, settings.port);
   const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${port}`;
@@ -145,11 +148,9 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     app,
     close() {
       closing ??= (async () => {
+        // Streams see the abort and write their last line; the database stays open until they are done.
         controller.abort();
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeAllConnections();
-        });
+        await closeHttpServer(server, handler);
         await Promise.all(started.map((pipeline) => pipeline.stop()));
         await agents.close();
         await opened.close();

@@ -2,6 +2,8 @@
  * End to end on the embedded default: a real server on SQLite with the local
  * backend; jobs run through a real detached shim and runner on this host.
  */
+
+import type { ApiError, Fleet, RunPlan } from '@dstack/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 
 // Real processes start and stop here; nothing is timed, the limits only catch hangs.
@@ -57,9 +59,9 @@ describe('runs on the local backend', () => {
     await applyTask(harness, task('second', ['true']));
     const second = await harness.waitForRun('second', ['done']);
     expect(second.latest_job_submission?.instance_name).toBe(first.latest_job_submission?.instance_name);
-    const fleets = (await harness.call('/api/project/main/fleets/list')).body;
-    const local = fleets.find((fleet: { name: string }) => fleet.name === 'local');
-    expect(local.instances.filter((i: { status: string }) => i.status !== 'terminated')).toHaveLength(1);
+    const fleets = (await harness.call<Fleet[]>('/api/project/main/fleets/list')).body;
+    const local = fleets.find((fleet) => fleet.name === 'local');
+    expect(local?.instances.filter((instance) => instance.status !== 'terminated')).toHaveLength(1);
   });
 
   it('stops a running task', async () => {
@@ -80,10 +82,12 @@ describe('runs on the local backend', () => {
 
   it('explains which requirement excluded the offers when the host has too little', async () => {
     const configuration = task('too-big', ['true'], { resources: { gpu: 8, cpu: '1..', memory: '1GB..' } });
-    const plan = await harness.call('/api/project/main/runs/get_plan', { run_spec: { configuration } });
+    const plan = await harness.call<RunPlan>('/api/project/main/runs/get_plan', {
+      run_spec: { configuration },
+    });
     expect(plan.status).toBe(200);
-    expect(plan.body.job_plans[0].offers).toEqual([]);
-    expect(plan.body.job_plans[0].exclusions).toEqual([{ requirement: 'gpu count 8', excluded: 1 }]);
+    expect(plan.body.job_plans[0]?.offers).toEqual([]);
+    expect(plan.body.job_plans[0]?.exclusions).toEqual([{ requirement: 'gpu count 8', excluded: 1 }]);
     await applyTask(harness, configuration);
     const run = await harness.waitForRun('too-big', ['failed', 'terminated', 'done']);
     expect(run.status).toBe('failed');
@@ -92,11 +96,11 @@ describe('runs on the local backend', () => {
   });
 
   it('rejects a bad configuration naming the field', async () => {
-    const answer = await harness.call('/api/project/main/runs/apply', {
+    const answer = await harness.call<ApiError>('/api/project/main/runs/apply', {
       plan: { run_spec: { configuration: { type: 'task', commands: ['true'], resources: { cpu: 'many' } } } },
     });
     expect(answer.status).toBe(400);
-    expect(answer.body.detail[0].fields[0]).toEqual(['run_spec', 'configuration', 'resources', 'cpu']);
+    expect(answer.body.detail[0]?.fields?.[0]).toEqual(['run_spec', 'configuration', 'resources', 'cpu']);
   });
 });
 

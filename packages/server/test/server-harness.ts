@@ -2,15 +2,28 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BackendPlugin, Run } from '@dstack/core';
+import type { BackendPlugin, Fleet, Run } from '@dstack/core';
 import { type RunningServer, startServer } from '../src/app.js';
 import type { ServerConfigInput } from '../src/config/server-config.js';
 
 export const ADMIN_TOKEN = 'e2e-admin-token';
 
+/** The part of a `logs/poll` answer the harness reads. */
+type LogsPage = { logs: Array<{ message: string }>; next_token: string | null };
+
+/** An HTTP answer: the status and the parsed JSON body (null when empty). */
+export interface HarnessAnswer<TBody> {
+  status: number;
+  body: TBody;
+}
+
 export interface HarnessServer {
   server: RunningServer;
-  call(path: string, body?: unknown, token?: string): Promise<{ status: number; body: any }>;
+  /**
+   * POSTs `body` as JSON with `token` (default the admin's). The answer is parsed but not
+   * checked: `TBody` is what the caller expects (e.g. `ApiError` for a 4xx answer).
+   */
+  call<TBody = unknown>(path: string, body?: unknown, token?: string): Promise<HarnessAnswer<TBody>>;
   waitForRun(runName: string, statuses: readonly string[], timeoutMs?: number): Promise<Run>;
   logs(runName: string): Promise<string>;
   /** Deletes every fleet, waits until their instances (detached shims) are terminated, then stops the server. */
@@ -45,14 +58,18 @@ export async function startHarnessServer(options: {
     config: options.config,
     plugins: options.plugins,
   });
-  const call: HarnessServer['call'] = async (path, body = {}, token = ADMIN_TOKEN) => {
+  const call = async <TBody = unknown>(
+    path: string,
+    body: unknown = {},
+    token = ADMIN_TOKEN,
+  ): Promise<HarnessAnswer<TBody>> => {
     const response = await fetch(server.url + path, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
     });
     const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : null };
+    return { status: response.status, body: (text ? JSON.parse(text) : null) as TBody };
   };
   return {
     server,
@@ -61,8 +78,8 @@ export async function startHarnessServer(options: {
       const deadline = Date.now() + timeoutMs;
       let last: Run | null = null;
       while (Date.now() < deadline) {
-        const answer = await call('/api/project/main/runs/get', { run_name: runName });
-        last = answer.body as Run;
+        const answer = await call<Run>('/api/project/main/runs/get', { run_name: runName });
+        last = answer.body;
         if (answer.status === 200 && statuses.includes(last.status)) return last;
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
@@ -74,24 +91,27 @@ export async function startHarnessServer(options: {
       let text = '';
       let nextToken: string | null = null;
       for (;;) {
-        const answer = await call('/api/project/main/logs/poll', {
+        const answer: HarnessAnswer<LogsPage> = await call<LogsPage>('/api/project/main/logs/poll', {
           run_name: runName,
           next_token: nextToken,
           limit: 1000,
         });
-        const logs = answer.body.logs as Array<{ message: string }>;
+        const logs = answer.body.logs;
         text += logs.map((entry) => Buffer.from(entry.message, 'base64').toString()).join('');
         if (logs.length < 1000) return text;
         nextToken = answer.body.next_token;
       }
     },
     async terminateFleetsAndClose() {
-      const fleets = (await call('/api/project/main/fleets/list')).body as Array<{ name: string }>;
+      const fleets = (await call<Fleet[]>('/api/project/main/fleets/list')).body;
       if (fleets.length > 0) {
         await call('/api/project/main/fleets/delete', { names: fleets.map((fleet) => fleet.name) });
       }
       const deadline = Date.now() + 20_000;
-      while (Date.now() < deadline && (await call('/api/project/main/fleets/list')).body.length > 0) {
+      while (
+        Date.now() < deadline &&
+        (await call<Fleet[]>('/api/project/main/fleets/list')).body.length > 0
+      ) {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       await server.close();

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import {
   type InstanceConfiguration,
@@ -22,8 +23,18 @@ export function modestRequirements(gpu?: Record<string, unknown>): Requirements 
   });
 }
 
-export function testInstanceConfiguration(instanceName: string): InstanceConfiguration {
-  return { project_name: 'main', instance_name: instanceName, user: 'admin', ssh_keys: [] };
+/** A fleet instance's configuration; a fresh dstack instance id (the launch's key) unless one is given. */
+export function testInstanceConfiguration(
+  instanceName: string,
+  instanceId: string = randomUUID(),
+): InstanceConfiguration {
+  return {
+    project_name: 'main',
+    instance_name: instanceName,
+    instance_id: instanceId,
+    user: 'admin',
+    ssh_keys: [],
+  };
 }
 
 /** Calls `updateProvisioningData` as the server does, until the shim has announced its port. */

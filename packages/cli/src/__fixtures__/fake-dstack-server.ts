@@ -17,6 +17,7 @@ import {
   ListRunsRequestSchema,
   PollLogsRequestSchema,
   StopRunsRequestSchema,
+  StreamLogsRequestSchema,
   validateConfiguration,
 } from '@dstack/core';
 
@@ -28,8 +29,16 @@ export interface RecordedRequest {
   authorization: string | undefined;
 }
 
-/** Answers a request; an `HttpAnswer` sets the status, anything else is a 200 JSON body. */
-export type FakeHandler = (body: never, request: RecordedRequest) => unknown;
+/**
+ * Answers a request; an `HttpAnswer` sets the status, a `StreamAnswer` streams NDJSON lines,
+ * anything else is a 200 JSON body.
+ */
+export type FakeHandler = (
+  body: never,
+  request: RecordedRequest,
+  /** Aborted when the connection closes (a streaming handler stops then). */
+  signal: AbortSignal,
+) => unknown;
 
 export class HttpAnswer {
   constructor(
@@ -37,6 +46,17 @@ export class HttpAnswer {
     readonly body: unknown,
   ) {}
 }
+
+/** A 200 answer of newline-delimited JSON: each value the iterable yields is written as one line at once. */
+export class StreamAnswer {
+  constructor(readonly lines: AsyncIterable<unknown> | Iterable<unknown>) {}
+}
+
+/**
+ * Endpoints that a server of an older version lacks: without a handler they answer 404 the way
+ * such a server does (FastAPI's `{"detail": "Not Found"}`), and that is not a problem.
+ */
+const OPTIONAL_ENDPOINTS = new Set(['logs/stream']);
 
 interface SchemaLike {
   safeParse(value: unknown): { success: boolean; error?: { message: string } };
@@ -51,6 +71,7 @@ const REQUEST_SCHEMAS: Record<string, SchemaLike> = {
   'runs/stop': StopRunsRequestSchema,
   'runs/delete': DeleteRunsRequestSchema,
   'logs/poll': PollLogsRequestSchema,
+  'logs/stream': StreamLogsRequestSchema,
   'offers/list': GetOffersRequestSchema,
   'fleets/apply': ApplyFleetRequestSchema,
   'fleets/delete': DeleteFleetsRequestSchema,
@@ -73,6 +94,16 @@ function readBody(request: IncomingMessage): Promise<string> {
 function send(response: ServerResponse, status: number, body: unknown): void {
   const text = body === undefined ? '' : JSON.stringify(body);
   response.writeHead(status, { 'content-type': 'application/json' }).end(text);
+}
+
+async function streamLines(response: ServerResponse, answer: StreamAnswer): Promise<void> {
+  response.writeHead(200, { 'content-type': 'application/x-ndjson' });
+  // A client that went away (Ctrl-C) stops the iterable through its `return`.
+  for await (const line of answer.lines) {
+    if (response.destroyed) break;
+    response.write(`${JSON.stringify(line)}\n`);
+  }
+  response.end();
 }
 
 export interface FakeDstackServerOptions {
@@ -150,13 +181,20 @@ export class FakeDstackServer {
       return;
     }
     const handler = this.handlers[path] ?? this.handlers[endpoint];
+    if (!handler && OPTIONAL_ENDPOINTS.has(endpoint)) {
+      send(response, 404, { detail: 'Not Found' });
+      return;
+    }
     if (!handler) {
       this.problems.push(`${path}: no handler`);
       send(response, 404, { detail: [{ msg: `no handler for ${path}`, code: 'not_found' }] });
       return;
     }
-    const answer = await handler(body as never, recorded);
+    const closed = new AbortController();
+    response.on('close', () => closed.abort());
+    const answer = await handler(body as never, recorded, closed.signal);
     if (answer instanceof HttpAnswer) send(response, answer.status, answer.body);
+    else if (answer instanceof StreamAnswer) await streamLines(response, answer);
     else send(response, 200, answer ?? null);
   }
 

@@ -26,6 +26,7 @@ import {
   RunSchema,
   ServerInfoSchema,
   type StopRunsRequestSchema,
+  type StreamLogsRequestSchema,
   type User,
   UserSchema,
 } from '@dstack/core';
@@ -37,6 +38,7 @@ import {
   ServerUnreachableError,
   UnexpectedResponseError,
 } from './api-errors.js';
+import { type LogStreamLines, readLogStreamLines } from './log-stream-lines.js';
 
 /** A zod schema, seen only through what the CLI needs (the CLI does not depend on zod). */
 interface Schema<Output> {
@@ -52,6 +54,7 @@ export type StopRunsRequest = RequestBody<typeof StopRunsRequestSchema>;
 export type DeleteRunsRequest = RequestBody<typeof DeleteRunsRequestSchema>;
 export type PollLogsRequest = RequestBody<typeof PollLogsRequestSchema>;
 export type PollLogsResponse = (typeof PollLogsResponseSchema)['_zod']['output'];
+export type StreamLogsRequest = RequestBody<typeof StreamLogsRequestSchema>;
 export type GetOffersRequest = RequestBody<typeof GetOffersRequestSchema>;
 export type ApplyFleetRequest = RequestBody<typeof ApplyFleetRequestSchema>;
 export type DeleteFleetsRequest = RequestBody<typeof DeleteFleetsRequestSchema>;
@@ -78,6 +81,9 @@ export interface RequestOptions {
   /** Aborts the request (e.g. Ctrl-C while attached). */
   signal?: AbortSignal;
 }
+
+/** Silence after which a log stream counts as dead (the server's heartbeat comes every 15 s). */
+const LOG_STREAM_SILENCE_LIMIT_MS = 60_000;
 
 /** Error codes meaning nothing answers at the URL. */
 const UNREACHABLE_CODES = new Set([
@@ -186,6 +192,20 @@ export class DstackApiClient {
     return this.#post(this.#projectPath('logs/poll'), body, PollLogsResponseSchema, options);
   }
 
+  /**
+   * Opens `logs/stream` (newline-delimited JSON). Fails like every request before the first
+   * line (a server without the endpoint answers 404); the lines then come as they are sent.
+   */
+  async streamLogs(body: StreamLogsRequest, options: RequestOptions = {}): Promise<LogStreamLines> {
+    const endpoint = this.#projectPath('logs/stream');
+    const response = await this.#send(endpoint, body, options, {
+      accept: 'application/x-ndjson',
+      // The server sends a heartbeat every 15 s: a minute of silence means a dead connection.
+      bodyTimeout: LOG_STREAM_SILENCE_LIMIT_MS,
+    });
+    return readLogStreamLines(response.body, endpoint);
+  }
+
   async listOffers(body: GetOffersRequest, options?: RequestOptions): Promise<OffersResponse> {
     const endpoint = this.#projectPath('offers/list');
     const answer = (await this.#post(endpoint, body, undefined, options)) as {
@@ -223,29 +243,8 @@ export class DstackApiClient {
     schema: Schema<Output> | undefined,
     options: RequestOptions = {},
   ): Promise<Output> {
-    let response: Dispatcher.ResponseData;
-    try {
-      response = await request(`${this.url}${endpoint}`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${this.#token}`,
-          'content-type': 'application/json',
-          accept: 'application/json',
-        },
-        body: JSON.stringify(body),
-        headersTimeout: this.#timeoutMs,
-        ...(options.signal ? { signal: options.signal } : {}),
-        ...(this.#dispatcher ? { dispatcher: this.#dispatcher } : {}),
-      });
-    } catch (error) {
-      if (isUnreachable(error)) throw new ServerUnreachableError(this.url, error);
-      throw error;
-    }
+    const response = await this.#send(endpoint, body, options);
     const text = await response.body.text();
-    if (response.statusCode === 401) throw new InvalidTokenError(this.url, this.projectName);
-    if (response.statusCode < 200 || response.statusCode >= 300) {
-      throw new ServerApiError(endpoint, response.statusCode, parseErrorDetails(response.statusCode, text));
-    }
     let json: unknown = null;
     if (text.trim() !== '') {
       try {
@@ -262,5 +261,37 @@ export class DstackApiClient {
       });
     }
     return parsed.data;
+  }
+
+  /** POSTs `body`; answers other than 2xx become errors (their body read), 2xx ones are returned unread. */
+  async #send(
+    endpoint: string,
+    body: unknown,
+    options: RequestOptions,
+    extra: { accept?: string; bodyTimeout?: number } = {},
+  ): Promise<Dispatcher.ResponseData> {
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await request(`${this.url}${endpoint}`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${this.#token}`,
+          'content-type': 'application/json',
+          accept: extra.accept ?? 'application/json',
+        },
+        body: JSON.stringify(body),
+        headersTimeout: this.#timeoutMs,
+        ...(extra.bodyTimeout === undefined ? {} : { bodyTimeout: extra.bodyTimeout }),
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(this.#dispatcher ? { dispatcher: this.#dispatcher } : {}),
+      });
+    } catch (error) {
+      if (isUnreachable(error)) throw new ServerUnreachableError(this.url, error);
+      throw error;
+    }
+    if (response.statusCode >= 200 && response.statusCode < 300) return response;
+    const text = await response.body.text();
+    if (response.statusCode === 401) throw new InvalidTokenError(this.url, this.projectName);
+    throw new ServerApiError(endpoint, response.statusCode, parseErrorDetails(response.statusCode, text));
   }
 }

@@ -1,10 +1,16 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { LogEvent, RunSpec, RunStatus } from '@dstack/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeFleet, makeLogEvent, makeOffer, makeRun, makeRunPlan } from '../__fixtures__/api-objects.js';
 import { CLI_TEST_TIMEOUT_MS, CliHarness, waitFor } from '../__fixtures__/cli-harness.js';
-import { FakeDstackServer, type FakeHandler, HttpAnswer } from '../__fixtures__/fake-dstack-server.js';
+import {
+  FakeDstackServer,
+  type FakeHandler,
+  HttpAnswer,
+  StreamAnswer,
+} from '../__fixtures__/fake-dstack-server.js';
 
 let harness: CliHarness;
 let server: FakeDstackServer | undefined;
@@ -32,18 +38,45 @@ interface ScriptedRun {
 /**
  * Handlers for a run that moves through `statuses`, one per `runs/get`. Logs appear two per
  * `runs/get` once running, and all of them once finished; `logs/poll` treats `start_time` as
- * exclusive and pages by `limit`, as the server does.
+ * exclusive and pages by `limit`, as the server does. With `stream`, `logs/stream` pushes each
+ * log as soon as it is visible and ends once the run is finished; without it, the server is an
+ * older one without that endpoint.
  */
-function scriptedRunHandlers(script: ScriptedRun): Record<string, FakeHandler> {
+function scriptedRunHandlers(
+  script: ScriptedRun,
+  options: { stream?: boolean } = {},
+): Record<string, FakeHandler> {
   let step = -1;
   let firstRunningStep: number | undefined;
   const status = () => script.statuses[Math.min(Math.max(step, 0), script.statuses.length - 1)]!;
+  const finished = () => ['done', 'failed', 'terminated'].includes(status());
   const visibleLogs = () => {
-    if (['done', 'failed', 'terminated'].includes(status())) return script.logs;
+    if (finished()) return script.logs;
     if (firstRunningStep === undefined) return [];
     return script.logs.slice(0, (step - firstRunningStep + 1) * 2);
   };
+  async function* streamLines(nextToken: string | undefined, signal: AbortSignal) {
+    let sent = Number(nextToken ?? 0);
+    yield { heartbeat: true, next_token: nextToken ?? null };
+    while (!signal.aborted) {
+      const done = finished();
+      const logs = visibleLogs();
+      for (; sent < logs.length; sent += 1) yield { ...logs[sent], next_token: String(sent + 1) };
+      if (done) {
+        yield { end: 'run_finished', status: status(), next_token: String(sent) };
+        return;
+      }
+      await sleep(5);
+    }
+  }
+  const streamHandlers: Record<string, FakeHandler> = options.stream
+    ? {
+        'logs/stream': (body: { next_token?: string }, _request, signal) =>
+          new StreamAnswer(streamLines(body.next_token, signal)),
+      }
+    : {};
   return {
+    ...streamHandlers,
     'runs/get_plan': (body: { run_spec: RunSpec }) =>
       makeRunPlan({ ...body.run_spec, run_name: body.run_spec.run_name ?? script.name }, [
         makeOffer({ price: 0 }),
@@ -126,6 +159,69 @@ describe('dstack apply (built bin, fake server)', { timeout: CLI_TEST_TIMEOUT_MS
     expect(server.requestsTo('runs/stop')).toEqual([]);
   });
 
+  it('prints the same output through logs/stream, without polling logs', async () => {
+    const script = {
+      statuses: ['submitted', 'provisioning', 'running', 'running', 'running', 'running', 'done'],
+      logs: interleavedLogs(),
+    } satisfies Omit<ScriptedRun, 'name'>;
+    const results = [];
+    for (const stream of [true, false]) {
+      server = await FakeDstackServer.start({
+        handlers: scriptedRunHandlers({ name: 'hello', ...script }, { stream }),
+      });
+      await harness.useProject(server.url, server.token);
+      results.push(await harness.run(['apply', '-f', writeTask('hello'), '-y']));
+      // With the stream, logs/poll is never asked; without it (404), the CLI falls back to it.
+      expect(server.requestsTo('logs/stream')).toHaveLength(1);
+      expect(server.requestsTo('logs/poll').length > 0).toBe(!stream);
+      expect(server.problems).toEqual([]);
+      await server.close();
+      server = undefined;
+    }
+    const [streamed, polled] = results;
+    expect(streamed?.stderr).toBe('err 1\nerr 2\nerr 3\nerr 4\nerr 5\n');
+    expect(streamed?.stdout).toContain('hello provisioning…');
+    expect(streamed?.stdout.slice(streamed.stdout.indexOf('out 1'))).toBe(
+      'out 1\nout 2\nout 3\nout 4\nout 5\nRun hello done\n',
+    );
+    expect(streamed).toEqual(polled);
+  });
+
+  it('prints where a service is published once it runs, and keeps following its logs', async () => {
+    const handlers = scriptedRunHandlers({
+      name: 'web',
+      statuses: ['submitted', 'provisioning', 'running', 'running', 'running', 'done'],
+      logs: interleavedLogs(),
+    });
+    const getRun = handlers['runs/get'] as FakeHandler;
+    server = await FakeDstackServer.start({
+      handlers: {
+        ...handlers,
+        'runs/get': (...args: Parameters<FakeHandler>) => ({
+          ...(getRun(...args) as object),
+          service: {
+            url: '/proxy/services/main/web/',
+            model: { name: 'org/model-7b', base_url: '/proxy/services/main/web/v1', type: 'chat' },
+            options: {},
+          },
+        }),
+      },
+    });
+    await harness.useProject(server.url, server.token);
+    const file = join(harness.home, 'web.dstack.yml');
+    writeFileSync(file, 'type: service\nname: web\nport: 8000\nmodel: org/model-7b\ncommands:\n  - serve\n');
+    const result = await harness.run(['apply', '-f', file, '-y']);
+    expect(result.code).toBe(0);
+    const endpoint =
+      `Service is published at:\n  ${server.url}/proxy/services/main/web/\n` +
+      `Model org/model-7b is published at:\n  ${server.url}/proxy/services/main/web/v1\n`;
+    // Once, before the job output it keeps following.
+    expect(result.stdout.split('Service is published at:')).toHaveLength(2);
+    expect(result.stdout).toContain(endpoint);
+    expect(result.stdout.indexOf(endpoint)).toBeLessThan(result.stdout.indexOf('out 1'));
+    expect(result.stdout).toMatch(/out 5\nRun web done\n$/);
+  });
+
   it('exits 1 and prints the exit status when the run fails', async () => {
     server = await FakeDstackServer.start({
       handlers: scriptedRunHandlers({
@@ -182,6 +278,24 @@ describe('dstack apply (built bin, fake server)', { timeout: CLI_TEST_TIMEOUT_MS
     expect(result.stdout).toContain('Detached; the run continues. Stop it with dstack stop forever');
     expect(server.requestsTo('runs/stop')).toEqual([]);
     expect(server.requestsTo('runs/delete')).toEqual([]);
+  });
+
+  it('detaches on SIGINT while following logs/stream', async () => {
+    server = await FakeDstackServer.start({
+      handlers: scriptedRunHandlers(
+        { name: 'forever', statuses: ['running'], logs: [makeLogEvent('stdout', 'still going\n', 1)] },
+        { stream: true },
+      ),
+    });
+    await harness.useProject(server.url, server.token);
+    const cli = harness.start(['apply', '-f', writeTask('forever'), '-y']);
+    await waitFor(() => cli.stdout().includes('still going'), 'the job output');
+    cli.child.kill('SIGINT');
+    const result = await cli.result;
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('Detached; the run continues. Stop it with dstack stop forever');
+    expect(server.requestsTo('logs/poll')).toEqual([]);
+    expect(server.requestsTo('runs/stop')).toEqual([]);
   });
 
   it('prints the exclusions and exits 1 when no offer matches', async () => {

@@ -5,11 +5,13 @@ import { createColors } from '../output/colors.js';
 import { formatOffersTable } from '../output/offers-table.js';
 import { CommandError } from '../output/report-error.js';
 import { formatRunPlan } from '../output/run-plan.js';
+import { expandConfigurationProvider } from '../providers/expand-configuration-provider.js';
 import { abortOnInterrupt, attachToRun } from './attach-run.js';
 import { confirmAction } from './confirm.js';
 import { connect, type ProjectOption } from './connect.js';
 import { formatFleets } from './fleet.js';
-import { readConfigurationFile } from './read-configuration.js';
+import { readConfigurationSource } from './read-configuration.js';
+import { withSshKeyContents } from './read-ssh-keys.js';
 
 export interface ApplyOptions extends ProjectOption {
   /** The configuration file. */
@@ -42,27 +44,37 @@ function isRunConfiguration(configuration: AnyConfiguration): configuration is R
  * applies a fleet. Returns the exit code: for an attached run, 0 when it is done.
  */
 export async function applyCommand(options: ApplyOptions, io: CliIo): Promise<number> {
-  const configuration = await readConfigurationFile(options.file);
+  const { configuration, text } = await readConfigurationSource(options.file);
   if (configuration.type === 'fleet') return applyFleet(configuration, options, io);
   if (!isRunConfiguration(configuration)) {
     throw new CommandError(`${configuration.type} configurations are not supported yet`);
   }
+  const runName = options.name ?? configuration.name ?? null;
+  // The provider module is on this machine, not the server's: its jobs travel in the run spec.
+  const providerJobs = await expandConfigurationProvider({
+    configuration,
+    configurationPath: options.file,
+    configurationText: text,
+    runName,
+  });
+  const runSpec: RunSpec = {
+    run_name: runName,
+    configuration_path: options.file,
+    configuration: configuration as RunSpec['configuration'],
+    ...(providerJobs === null ? {} : { provider_jobs: providerJobs }),
+  };
   const client = await connect(options);
-  return applyRun(client, configuration, options, io);
+  return applyRun(client, configuration, runSpec, options, io);
 }
 
 async function applyRun(
   client: DstackApiClient,
   configuration: RunConfiguration,
+  runSpec: RunSpec,
   options: ApplyOptions,
   io: CliIo,
 ): Promise<number> {
   const colors = createColors(Boolean(io.stdoutColors));
-  const runSpec: RunSpec = {
-    run_name: options.name ?? configuration.name ?? null,
-    configuration_path: options.file,
-    configuration: configuration as RunSpec['configuration'],
-  };
   const plan = await client.getRunPlan({ run_spec: runSpec, max_offers: MAX_PLAN_OFFERS });
   io.stdout(`${formatRunPlan(plan, configuration, options.file, colors)}\n`);
   const jobPlan = plan.job_plans[0];
@@ -106,7 +118,7 @@ async function applyFleet(
   const name = options.name ?? configuration.name;
   const question = name ? `Apply the fleet ${name}?` : 'Create a new fleet?';
   if (!(await confirmAction(io, question, options.yes))) return 0;
-  const fleetConfiguration = { ...configuration, ...(name ? { name } : {}) };
+  const fleetConfiguration = { ...(await withSshKeyContents(configuration)), ...(name ? { name } : {}) };
   const fleet = await client.applyFleet({
     plan: { spec: { configuration: fleetConfiguration } },
     force: Boolean(options.force),

@@ -11,13 +11,24 @@ export function describeReadError(file: string, error: unknown): string {
   return `${file}: cannot read: ${(error as Error)?.message ?? String(error)}`;
 }
 
-/** Reads and parses a configuration file; throws `ConfigurationError` or `CommandError`. */
-export async function readConfigurationFile(file: string): Promise<AnyConfiguration> {
+/** A parsed configuration and the text it came from (for positions in later errors). */
+export interface ConfigurationSource {
+  configuration: AnyConfiguration;
+  text: string;
+}
+
+/** Reads and parses a configuration file, keeping its text; throws `ConfigurationError` or `CommandError`. */
+export async function readConfigurationSource(file: string): Promise<ConfigurationSource> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
     throw new CommandError(describeReadError(file, error), { cause: error });
   }
-  return parseConfiguration(text, { path: file });
+  return { configuration: parseConfiguration(text, { path: file }), text };
+}
+
+/** Reads and parses a configuration file; throws `ConfigurationError` or `CommandError`. */
+export async function readConfigurationFile(file: string): Promise<AnyConfiguration> {
+  return (await readConfigurationSource(file)).configuration;
 }

@@ -1,10 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Run } from '@dstack/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeFleet, makeLogEvent, makeOffer, makeRun } from '../__fixtures__/api-objects.js';
 import { CLI_TEST_TIMEOUT_MS, CliHarness } from '../__fixtures__/cli-harness.js';
-import { FakeDstackServer, type FakeHandler } from '../__fixtures__/fake-dstack-server.js';
+import { FakeDstackServer, type FakeHandler, StreamAnswer } from '../__fixtures__/fake-dstack-server.js';
 
 let harness: CliHarness;
 let server: FakeDstackServer | undefined;
@@ -138,6 +139,59 @@ describe('dstack logs', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
         .join('');
     expect(result.stdout).toBe(expected('stdout'));
     expect(result.stderr).toBe(expected('stderr'));
+  });
+});
+
+describe('dstack logs -f', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
+  const logs = Array.from({ length: 6 }, (_, index) =>
+    makeLogEvent(index === 3 ? 'stderr' : 'stdout', `line ${index}\n`, index),
+  );
+  const decoded = (source: string) =>
+    logs
+      .filter((event) => event.log_source === source)
+      .map((event) => Buffer.from(event.message, 'base64').toString())
+      .join('');
+
+  it('follows logs/stream until the run ends', async () => {
+    await startServer({
+      'runs/get': () => makeRun({ name: 'train', status: 'running' }),
+      'logs/stream': () =>
+        new StreamAnswer(
+          (async function* () {
+            yield { heartbeat: true, next_token: null };
+            for (const [index, event] of logs.entries()) {
+              yield { ...event, next_token: String(index + 1) };
+              await sleep(10);
+            }
+            yield { end: 'run_finished', status: 'done', next_token: String(logs.length) };
+          })(),
+        ),
+    });
+    const result = await harness.run(['logs', 'train', '-f']);
+    expect(result).toMatchObject({ code: 0, stdout: decoded('stdout'), stderr: decoded('stderr') });
+    expect(server?.requestsTo('logs/stream').map((request) => request.body)).toEqual([{ run_name: 'train' }]);
+    expect(server?.requestsTo('logs/poll')).toEqual([]);
+  });
+
+  it('polls logs/poll on a server without logs/stream, with the same output', async () => {
+    let gets = 0;
+    await startServer({
+      'runs/get': () => {
+        gets += 1;
+        return makeRun({ name: 'train', status: gets < 4 ? 'running' : 'done' });
+      },
+      'logs/poll': (body: { start_time?: string; limit: number }) => ({
+        logs: logs
+          .slice(0, gets * 2)
+          .filter((event) => !body.start_time || event.timestamp > body.start_time)
+          .slice(0, body.limit),
+        next_token: null,
+      }),
+    });
+    const result = await harness.run(['logs', 'train', '-f']);
+    expect(result).toMatchObject({ code: 0, stdout: decoded('stdout'), stderr: decoded('stderr') });
+    expect(server?.requestsTo('logs/stream')).toHaveLength(1);
+    expect(server?.requestsTo('logs/poll').length).toBeGreaterThan(1);
   });
 });
 

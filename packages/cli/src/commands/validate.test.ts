@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { ProviderProject } from '../__fixtures__/provider-project.js';
 import type { CliIo } from '../io.js';
 import { run } from '../program.js';
 import { validateCommand } from './validate.js';
@@ -36,6 +37,27 @@ describe('validateCommand', () => {
     const colored = bufferIo(true);
     await validateCommand({ file, format: 'yaml' }, colored.io);
     expect(colored.stderr()).toContain('\u001b[31m');
+  });
+
+  it("checks a provider's parameters with the provider's schema", async () => {
+    const project = new ProviderProject();
+    try {
+      project.copyExample('providers/curl.mjs');
+      const file = project.write(
+        'curl.dstack.yml',
+        'type: task\nprovider: ./providers/curl.mjs\nparameters:\n  url: https://example.com/\n  outptu: x\n',
+      );
+      const buffers = bufferIo();
+      expect(await validateCommand({ file, format: 'yaml' }, buffers.io)).toBe(1);
+      expect(buffers.stderr()).toBe(`${file}:4:3: parameters.output: required field 'output' is missing\n`);
+      project.write('providers/empty.mjs', 'export default null;\n');
+      const notProvider = project.write('empty.dstack.yml', 'type: task\nprovider: ./providers/empty.mjs\n');
+      const other = bufferIo();
+      expect(await validateCommand({ file: notProvider, format: 'yaml' }, other.io)).toBe(1);
+      expect(other.stderr()).toContain('error: "./providers/empty.mjs" is not a dstack provider');
+    } finally {
+      project.remove();
+    }
   });
 
   it('runs through the program in-process', async () => {

@@ -1,7 +1,14 @@
 import { readFile } from 'node:fs/promises';
-import { ConfigurationError, formatConfigurationError, parseConfiguration } from '@dstack/core';
+import {
+  type AnyConfiguration,
+  ConfigurationError,
+  formatConfigurationError,
+  ProviderError,
+  parseConfiguration,
+} from '@dstack/core';
 import { stringify } from 'yaml';
 import { type CliIo, red } from '../io.js';
+import { expandConfigurationProvider } from '../providers/expand-configuration-provider.js';
 import { describeReadError } from './read-configuration.js';
 
 export const VALIDATE_FORMATS = ['yaml', 'json'] as const;
@@ -16,7 +23,8 @@ export interface ValidateOptions {
  * `dstack validate -f FILE`: parses a configuration and prints it with defaults
  * applied (YAML, or JSON with `--format json`). Returns the exit code: 0 when
  * valid, 1 when the file cannot be read or the configuration is invalid
- * (`file:line:column: field.path: message` on stderr).
+ * (`file:line:column: field.path: message` on stderr). A task's provider is loaded and its
+ * `parameters` checked with the provider's schema, as `dstack apply` does.
  */
 export async function validateCommand(options: ValidateOptions, io: CliIo): Promise<number> {
   let text: string;
@@ -26,13 +34,25 @@ export async function validateCommand(options: ValidateOptions, io: CliIo): Prom
     io.stderr(`${red(describeReadError(options.file, error), io.stderrColors)}\n`);
     return 1;
   }
-  let configuration: unknown;
+  let configuration: AnyConfiguration;
   try {
     configuration = parseConfiguration(text, { path: options.file });
+    // A provider's schema checks `parameters`, so the provider is loaded and run here too.
+    await expandConfigurationProvider({
+      configuration,
+      configurationPath: options.file,
+      configurationText: text,
+    });
   } catch (error) {
-    if (!ConfigurationError.isInstance(error)) throw error;
-    io.stderr(`${red(formatConfigurationError(error), io.stderrColors)}\n`);
-    return 1;
+    if (ConfigurationError.isInstance(error)) {
+      io.stderr(`${red(formatConfigurationError(error), io.stderrColors)}\n`);
+      return 1;
+    }
+    if (ProviderError.isInstance(error)) {
+      io.stderr(`${red(`error: ${error.message}`, io.stderrColors)}\n`);
+      return 1;
+    }
+    throw error;
   }
   io.stdout(
     options.format === 'json'

@@ -1,4 +1,4 @@
-import { ConfigurationError, DstackError, formatConfigurationError } from '@dstack/core';
+import { ConfigurationError, DstackError, formatConfigurationError, ProviderError } from '@dstack/core';
 import {
   InvalidTokenError,
   ServerApiError,
@@ -43,6 +43,7 @@ export function describeError(error: unknown): string[] | undefined {
   }
   if (
     CommandError.isInstance(error) ||
+    ProviderError.isInstance(error) ||
     CliConfigError.isInstance(error) ||
     UnexpectedResponseError.isInstance(error)
   ) {

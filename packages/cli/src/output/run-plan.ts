@@ -8,9 +8,23 @@ function formatRetry(retry: RunConfiguration['retry']): string {
   return `${retry.on_events.join(', ')} for ${formatDuration(retry.duration)}`;
 }
 
+/** `Provider` and one `Job N` line per job the provider created, for a task with a provider. */
+function providerProperties(plan: RunPlan, configuration: RunConfiguration): Array<[string, string]> {
+  if (configuration.type !== 'task' || configuration.provider === undefined) return [];
+  const jobs = plan.run_spec.provider_jobs ?? [];
+  return [
+    ['Provider', configuration.provider],
+    ...jobs.map((job, index): [string, string] => [
+      `Job ${index}`,
+      `${job.name ? `${job.name}: ` : ''}${job.commands.join(' && ')}`,
+    ]),
+  ];
+}
+
 /**
- * The plan's properties: Project, User, Configuration, Type, Resources, Spot policy, Max price,
- * Retry, Max duration, Idle duration (defaults shown as the server applies them).
+ * The plan's properties: Project, User, Configuration, Type, the provider and its jobs (for a
+ * task with a provider), Resources, Spot policy, Max price, Retry, Max duration, Idle duration
+ * (defaults shown as the server applies them).
  */
 export function formatRunPlan(
   plan: RunPlan,
@@ -24,6 +38,7 @@ export function formatRunPlan(
       ['User', plan.user],
       ['Configuration', configurationPath],
       ['Type', configuration.type],
+      ...providerProperties(plan, configuration),
       ['Resources', formatResourcesSpec(configuration.resources)],
       ['Spot policy', configuration.spot_policy ?? 'on-demand'],
       ['Max price', configuration.max_price ? formatPrice(configuration.max_price) : '-'],

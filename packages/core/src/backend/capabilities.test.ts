@@ -79,7 +79,7 @@ describe('requireCapability', () => {
     const withCreate = requireCapability(compute, 'create-instance');
     const jpd = await withCreate.createInstance(
       offer,
-      { project_name: 'p', instance_name: 'i', user: 'u', ssh_keys: [] },
+      { project_name: 'p', instance_name: 'i', instance_id: 'instance-1', user: 'u', ssh_keys: [] },
       null,
     );
     expect(jpd.instance_id).toBe('i-r1-a');
@@ -116,6 +116,7 @@ describe('runJobWithCreateInstance', () => {
       },
     }) as SampleCompute;
     const jpd = await spy.runJob({
+      instanceId: 'instance-1',
       run: {
         project_name: 'main',
         user: 'admin',
@@ -135,6 +136,7 @@ describe('runJobWithCreateInstance', () => {
     expect(calls[0]?.[1]).toEqual({
       project_name: 'main',
       instance_name: 'train-0-0',
+      instance_id: 'instance-1',
       user: 'admin',
       ssh_keys: [{ public: 'ssh-ed25519 AAAA project' }],
       volumes: [volume],

@@ -89,6 +89,15 @@ export interface JobForCompute {
 }
 
 export interface RunJobParams {
+  /**
+   * dstack's id of the instance the job gets (the server's `instances` row), recorded before
+   * the call: the idempotency key of the launch. A second `runJob` with the same `instanceId`
+   * must return the instance (or container) the first call launched, or fail, never launch
+   * another, so a server that died mid-call and retries leaves no orphaned machine. Use it as
+   * EC2 `ClientToken`, in the GCP instance name, as a Vast.ai label; `runJobWithCreateInstance`
+   * passes it on as `InstanceConfiguration.instance_id`.
+   */
+  instanceId: string;
   run: RunForCompute;
   job: JobForCompute;
   /** The offer chosen from this backend's `getOffers`. */
@@ -140,7 +149,9 @@ export interface Compute {
    * for it to boot: `hostname` and `ssh_port` may be null, to be filled later
    * by `updateProvisioningData`. Throws `NoCapacityError` (after cleaning up
    * anything half-created) when the offer cannot be provisioned; the server
-   * then tries the next offer. Not idempotent: each call creates a new instance.
+   * then tries the next offer. Idempotent on `params.instanceId`: a second call with the
+   * same `instanceId` must return the instance the first call launched (or fail), never
+   * launch another.
    */
   runJob(params: RunJobParams): Promise<JobProvisioningData>;
 
@@ -177,6 +188,12 @@ export interface ComputeWithCreateInstance extends Compute {
    * `config.ssh_keys`, start the shim (cloud-init), honour `offer.availability_zones`
    * (try each zone; `NoCapacityError` when all fail), `config.reservation`
    * (with `reservations`) and `placementGroup` (with `placement-groups`).
+   *
+   * Idempotent on `config.instance_id`, dstack's id of the instance: a second call with the
+   * same `instance_id` must return the instance the first call launched (or fail), never
+   * launch another; the server retries a launch whose result it never stored (it died
+   * mid-call). Use it as EC2 `ClientToken`, in the GCP instance name (names are unique per
+   * zone), as a Vast.ai label.
    */
   createInstance(
     offer: InstanceOfferWithAvailability,

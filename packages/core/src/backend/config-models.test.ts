@@ -105,3 +105,17 @@ describe('a configurator built on the config models', () => {
     expect(compute.config.project_slug).toBe('main');
   });
 });
+
+describe('defineBackendConfigModels without stored-only fields', () => {
+  it('types the stored config as the user config (a record built from it type-checks)', () => {
+    const models = defineBackendConfigModels({
+      type: 'plain',
+      configFields: { region: z.string().optional() },
+      credsSchemas: { none: {} },
+    });
+    // Compile-time: before the fix, the stored config was `& Record<string, never>` and this failed.
+    const stored: Parameters<typeof models.toRecord>[0] = { type: 'plain', region: 'r1' };
+    const record = models.toRecord(stored, { type: 'none' });
+    expect(models.configFromRecord(record)).toEqual({ type: 'plain', region: 'r1', creds: { type: 'none' } });
+  });
+});

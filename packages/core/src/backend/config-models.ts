@@ -5,9 +5,18 @@ import type { BackendRecord } from './configurator.js';
 type CredsShapes = Record<string, z.ZodRawShape | z.ZodObject>;
 type ShapeOf<T> = T extends z.ZodObject<infer Shape> ? Shape : T extends z.ZodRawShape ? T : never;
 
+/**
+ * The output type of an object shape. An empty shape gives the empty object type:
+ * zod types an empty object's output as `Record<string, never>`, which no value
+ * with fields (a config, a creds `type`) satisfies once intersected.
+ */
+type ShapeOutput<TShape extends z.ZodRawShape> = keyof TShape extends never
+  ? Record<never, never>
+  : z.output<z.ZodObject<TShape>>;
+
 /** The creds union: one object per creds type, discriminated by `type`. */
 export type CredsOf<TCreds extends CredsShapes> = {
-  [K in keyof TCreds & string]: { type: K } & z.output<z.ZodObject<ShapeOf<TCreds[K]>>>;
+  [K in keyof TCreds & string]: { type: K } & ShapeOutput<ShapeOf<TCreds[K]>>;
 }[keyof TCreds & string];
 
 export interface BackendConfigModels<
@@ -101,7 +110,7 @@ export function defineBackendConfigModels<
   TType,
   z.output<z.ZodObject<TConfigShape>>,
   CredsOf<TCreds>,
-  z.output<z.ZodObject<TStoredShape>>
+  ShapeOutput<TStoredShape>
 > {
   const { type, configFields } = options;
   for (const reserved of ['type', 'creds']) {
@@ -174,6 +183,6 @@ export function defineBackendConfigModels<
     TType,
     z.output<z.ZodObject<TConfigShape>>,
     CredsOf<TCreds>,
-    z.output<z.ZodObject<TStoredShape>>
+    ShapeOutput<TStoredShape>
   >;
 }

@@ -4,5 +4,6 @@ export * from './config-models.js';
 export * from './configurator.js';
 export * from './consts.js';
 export * from './names.js';
+export * from './not-implemented.js';
 export * from './plugin.js';
 export * from './run-job-with-create-instance.js';

@@ -6,7 +6,8 @@ import type { ComputeWithCreateInstance, RunJobParams } from './compute.js';
 /**
  * The `runJob` of VM backends (dstack's `ComputeWithCreateInstanceSupport.run_job`):
  * builds the `InstanceConfiguration` for the job (instance name = job name,
- * project key, volumes, reservation, profile tags), restricts the offer's zones
+ * `instance_id` = `params.instanceId`, the launch's idempotency key, project key,
+ * volumes, reservation, profile tags), restricts the offer's zones
  * to the first volume's zone, and calls `createInstance`.
  */
 export function runJobWithCreateInstance(
@@ -17,6 +18,7 @@ export function runJobWithCreateInstance(
   const config: InstanceConfiguration = {
     project_name: run.project_name,
     instance_name: job.job_spec.job_name,
+    instance_id: params.instanceId,
     user: run.user,
     ssh_keys: [{ public: params.projectSshPublicKey.trim() }],
     volumes: [...params.volumes],

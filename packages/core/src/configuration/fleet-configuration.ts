@@ -85,6 +85,18 @@ const proxyJumpSchema = strictObject({
   identity_file: z.string().min(1),
 });
 
+/**
+ * A key's content, as dstack's CLI sends it: it reads `identity_file` and puts the file's
+ * content here, so the server (which cannot read the user's files) can log in.
+ */
+const sshKeySchema = strictObject({
+  /** Public key, OpenSSH format. Optional: the server only logs in with the private one. */
+  public: z.string().min(1).optional(),
+  /** Private key, OpenSSH or PEM. */
+  private: z.string().min(1),
+});
+export type SshKey = z.infer<typeof sshKeySchema>;
+
 const sshHostObjectSchema = strictObject({
   /** Host name or IP. */
   hostname: z.string().min(1),
@@ -94,6 +106,8 @@ const sshHostObjectSchema = strictObject({
   user: z.string().min(1).optional(),
   /** Private key. Default: `ssh_config.identity_file`. */
   identity_file: z.string().min(1).optional(),
+  /** Content of `identity_file`, filled in by the CLI. Default: `ssh_config.ssh_key`. */
+  ssh_key: sshKeySchema.optional(),
   /** Proxy for this host. Default: `ssh_config.proxy_jump`. */
   proxy_jump: proxyJumpSchema.optional(),
   /** Private IP used inside the cluster. Default: from `network` or the first private network. */
@@ -109,6 +123,8 @@ const sshConfigSchema = strictObject({
   port: z.int().min(1).max(65_535).optional(),
   /** Private key for all hosts, e.g. `~/.ssh/id_rsa`. */
   identity_file: z.string().min(1).optional(),
+  /** Content of `identity_file`, filled in by the CLI (the server logs in with it). */
+  ssh_key: sshKeySchema.optional(),
   /** Proxy for all hosts. */
   proxy_jump: proxyJumpSchema.optional(),
   /** Hosts: names/IPs or per-host objects. */

@@ -108,3 +108,4 @@ export {
   serviceConfigurationSchema,
 } from './service-configuration.js';
 export { type VolumeConfiguration, volumeConfigurationSchema } from './volume-configuration.js';
+export { locateInDocument, type YamlLocation } from './yaml-positions.js';

@@ -212,6 +212,56 @@ describe('task', () => {
     expect(() => parse('type: task\ngroups: [{nodes: 1}]')).toThrow("node group '0' needs 'commands'");
     expect(() => parse('type: task\nimage: x\nnodes: 0')).toThrow('must be at least 1');
   });
+
+  describe('with a provider', () => {
+    /** The `ConfigurationError` of `text`, for its message, path and position. */
+    function errorOf(text: string) {
+      try {
+        parse(text);
+      } catch (error) {
+        return error as { message: string; path: unknown; line: number; column: number };
+      }
+      throw new Error('expected the configuration to be invalid');
+    }
+
+    test('needs no commands and keeps provider and parameters as written', () => {
+      const task = parse(
+        'type: task\nprovider: ./providers/curl.mjs\nparameters:\n  url: https://example.com/a\n  output: a.txt\n  retries: 3\n',
+      );
+      expect(task).toMatchObject({
+        provider: './providers/curl.mjs',
+        parameters: { url: 'https://example.com/a', output: 'a.txt', retries: 3 },
+        commands: [],
+      });
+      expect(parse('type: task\nprovider: "@acme/provider"\n')).not.toHaveProperty('parameters');
+    });
+
+    test('rejects commands, nodes and groups, naming the field', () => {
+      expect(errorOf('type: task\nprovider: ./p.mjs\ncommands: [echo hi]\n')).toMatchObject({
+        message: "'commands' and 'provider' are mutually exclusive: the provider creates the commands",
+        path: ['commands'],
+        line: 3,
+        column: 11,
+      });
+      expect(errorOf('type: task\nprovider: ./p.mjs\nnodes: 2\n')).toMatchObject({ path: ['nodes'] });
+      expect(errorOf('type: task\nprovider: ./p.mjs\ngroups: [{commands: [a]}]\n')).toMatchObject({
+        path: ['groups'],
+      });
+    });
+
+    test('rejects parameters without a provider, and parameters that are not a mapping', () => {
+      expect(errorOf('type: task\ncommands: [a]\nparameters: {url: x}\n')).toMatchObject({
+        message: "'parameters' needs 'provider'",
+        path: ['parameters'],
+        line: 3,
+      });
+      expect(errorOf('type: task\nprovider: ./p.mjs\nparameters: [a]\n')).toMatchObject({
+        message: 'expected a mapping, got a list',
+        path: ['parameters'],
+      });
+      expect(errorOf('type: task\nprovider: ""\n')).toMatchObject({ path: ['provider'] });
+    });
+  });
 });
 
 describe('service', () => {

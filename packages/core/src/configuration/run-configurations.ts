@@ -27,7 +27,30 @@ const nodeGroupSchema = strictObject({
 });
 export type NodeGroup = z.infer<typeof nodeGroupSchema>;
 
-/** A task configuration: a batch job, optionally multi-node. */
+/** A provider creates the task's jobs, so the fields that shape jobs otherwise are excluded. */
+function checkProviderTask(
+  task: { commands: string[]; nodes?: number | undefined; groups?: unknown },
+  ctx: z.RefinementCtx,
+): void {
+  if (task.commands.length > 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: "'commands' and 'provider' are mutually exclusive: the provider creates the commands",
+      path: ['commands'],
+    });
+  }
+  for (const field of ['nodes', 'groups'] as const) {
+    if (task[field] !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `'${field}' and 'provider' are mutually exclusive: the provider creates the jobs`,
+        path: [field],
+      });
+    }
+  }
+}
+
+/** A task configuration: a batch job, optionally multi-node, or jobs created by a provider. */
 export const taskConfigurationSchema = strictObject({
   type: z.literal('task'),
   ...baseRunConfigurationShape,
@@ -38,8 +61,23 @@ export const taskConfigurationSchema = strictObject({
   nodes: z.int().min(1).optional(),
   /** Node groups of a heterogeneous multi-node task; excludes `nodes`. */
   groups: z.array(nodeGroupSchema).min(1, { error: 'groups cannot be empty' }).optional(),
+  /**
+   * A provider module that creates the task's jobs from `parameters` instead of `commands`:
+   * a file relative to the configuration (`./providers/curl.mjs`) or a package name. The CLI
+   * loads it and sends its jobs as the run spec's `provider_jobs`. Default: none.
+   */
+  provider: z.string().min(1).optional(),
+  /** Parameters of `provider`, validated only by the provider's schema. Default: none (`{}`). */
+  parameters: z.record(z.string(), z.unknown()).optional(),
 }).superRefine((task, ctx) => {
   checkImageSources(task, ctx);
+  if (task.provider !== undefined) {
+    checkProviderTask(task, ctx);
+    return;
+  }
+  if (task.parameters !== undefined) {
+    ctx.addIssue({ code: 'custom', message: "'parameters' needs 'provider'", path: ['parameters'] });
+  }
   if (task.groups === undefined) {
     if (task.commands.length === 0 && task.image === undefined) {
       ctx.addIssue({

@@ -4,6 +4,7 @@
  * Field names are dstack's (snake_case on the wire).
  */
 import { z } from 'zod';
+import { ProviderJobSpecSchema } from '../providers/provider-job-spec.js';
 import { BackendTypeSchema } from './backend-type.js';
 import { InstanceOfferWithAvailabilitySchema } from './instances.js';
 import { RequirementsSchema } from './requirements.js';
@@ -101,6 +102,11 @@ export const RunSpecSchema = z.object({
   ssh_key_pub: z.string().nullish(),
   working_dir: z.string().nullish(),
   repo_id: z.string().nullish(),
+  /**
+   * The jobs a task's `provider` created, one job each; set by the client that loaded the
+   * provider (the CLI). Required when the configuration names a `provider`, absent otherwise.
+   */
+  provider_jobs: z.array(ProviderJobSpecSchema).min(1).nullish(),
 });
 export type RunSpec = z.output<typeof RunSpecSchema>;
 
@@ -128,6 +134,24 @@ export const JobSchema = z.object({
 });
 export type Job = z.output<typeof JobSchema>;
 
+/** The model a service serves, as an OpenAI-compatible endpoint (dstack's `ServiceModelSpec`). */
+export const ServiceModelSpecSchema = z.object({
+  name: z.string(),
+  /** Base URL of the OpenAI-compatible API; a path (`/proxy/…`) is relative to the server's URL. */
+  base_url: z.string(),
+  type: z.string(),
+});
+export type ServiceModelSpec = z.output<typeof ServiceModelSpecSchema>;
+
+/** Where a service answers (dstack's `ServiceSpec`). */
+export const ServiceSpecSchema = z.object({
+  /** The service's endpoint; a path (`/proxy/services/{project}/{run}/`) is relative to the server's URL. */
+  url: z.string(),
+  model: ServiceModelSpecSchema.nullish(),
+  options: z.record(z.string(), z.unknown()).default({}),
+});
+export type ServiceSpec = z.output<typeof ServiceSpecSchema>;
+
 export const RunSchema = z.object({
   id: z.string(),
   project_name: z.string(),
@@ -144,6 +168,8 @@ export const RunSchema = z.object({
   /** Human-readable reason of a failure, for `dstack ps -v`. */
   error: z.string().nullish(),
   deleted: z.boolean().default(false),
+  /** Where a service answers; null for tasks and dev environments. */
+  service: ServiceSpecSchema.nullish(),
 });
 export type Run = z.output<typeof RunSchema>;
 
@@ -257,6 +283,50 @@ export const PollLogsResponseSchema = z.object({
   logs: z.array(LogEventSchema),
   next_token: z.string().nullish(),
 });
+/**
+ * `logs/stream`: the fields of `logs/poll` that make sense for a stream that follows the run
+ * to its end (oldest first, no page size, no upper bound).
+ */
+export const StreamLogsRequestSchema = z.object({
+  run_name: z.string(),
+  job_submission_id: z.string().nullish(),
+  /** Exclusive lower bound (ISO 8601). */
+  start_time: DateTimeSchema.nullish(),
+  /** Resume after this cursor: the `next_token` of the last line received (from either endpoint). */
+  next_token: z.string().nullish(),
+});
+
+/** One line of `logs/stream`: a log event with the cursor that resumes right after it. */
+export const LogStreamEventLineSchema = LogEventSchema.extend({ next_token: z.string() });
+/**
+ * Sent first, then whenever nothing else was sent for the heartbeat interval (15 s), so that
+ * clients and proxies can tell a quiet run from a dead connection.
+ */
+export const LogStreamHeartbeatLineSchema = z.object({
+  heartbeat: z.literal(true),
+  /** The cursor so far (null before any event). */
+  next_token: z.string().nullable(),
+});
+/**
+ * The last line. `run_finished`: the run is finished and every log line was sent.
+ * `server_stopping`: the server is shutting down; reconnect with `next_token`.
+ */
+export const LogStreamEndLineSchema = z.object({
+  end: z.enum(['run_finished', 'server_stopping']),
+  /** The run's status for `run_finished`. */
+  status: RunStatusSchema.nullish(),
+  next_token: z.string().nullable(),
+});
+/** A line of the newline-delimited JSON answer of `logs/stream`. */
+export const LogStreamLineSchema = z.union([
+  LogStreamEventLineSchema,
+  LogStreamHeartbeatLineSchema,
+  LogStreamEndLineSchema,
+]);
+export type LogStreamLine = z.output<typeof LogStreamLineSchema>;
+export type LogStreamEventLine = z.output<typeof LogStreamEventLineSchema>;
+export type LogStreamEndLine = z.output<typeof LogStreamEndLineSchema>;
+
 export const GetOffersRequestSchema = z.object({
   /** Requirements as a run configuration would state them: `{resources, spot_policy, max_price, backends, regions}`. */
   configuration: ConfigurationObjectSchema,

@@ -152,7 +152,14 @@ export const InstanceConfigurationSchema = z.object({
   user: z.string(),
   /** Keys to authorize on the instance; the first is the project key. */
   ssh_keys: z.array(SSHKeySchema),
-  instance_id: z.string().nullish(),
+  /**
+   * dstack's id of the instance (the server's `instances` row): the idempotency key of the
+   * launch. A second `createInstance` with the same `instance_id` must return the instance
+   * the first call launched (or fail), never launch another, so a server that died mid-call
+   * and retries leaves no orphaned machine. Use it as EC2 `ClientToken`, in the GCP instance
+   * name, as a Vast.ai label.
+   */
+  instance_id: z.string().min(1),
   reservation: z.string().nullish(),
   volumes: z.array(VolumeSchema).nullish(),
   /** User tags; backend tags win on conflict (see `mergeTags`). */

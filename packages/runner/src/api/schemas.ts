@@ -28,6 +28,21 @@ export const RunnerJobSpecSchema = z.looseObject({
   /** Seconds between SIGTERM and SIGKILL on stop; null means 5. */
   stop_duration: z.number().nonnegative().nullish(),
   image_name: z.string().nullish(),
+  /**
+   * Who the job's commands run as: `uid[:gid]` or `name[:group]`, resolved in the container's
+   * `/etc/passwd` and `/etc/group`, or dstack's parsed `UnixUser`. Null: the runner's default.
+   */
+  user: z
+    .union([
+      z.string(),
+      z.looseObject({
+        uid: z.number().int().nonnegative().nullish(),
+        gid: z.number().int().nonnegative().nullish(),
+        username: z.string().nullish(),
+        groupname: z.string().nullish(),
+      }),
+    ])
+    .nullish(),
 });
 export type RunnerJobSpec = z.output<typeof RunnerJobSpecSchema>;
 

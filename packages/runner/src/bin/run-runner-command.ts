@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { startRunner } from '../server/runner-server.js';
 import { VERSION } from '../version.js';
 
-const USAGE = `usage: dstack-runner start --home DIR [--http-port N] [--host H] [--port-file PATH]
+const USAGE = `usage: dstack-runner start --home DIR [--http-port N] [--host H] [--port-file PATH] [--job-user USER]
        dstack-runner --version`;
 
 /**
@@ -33,7 +33,13 @@ export async function runRunnerCommand(argv: string[]): Promise<number> {
     process.stderr.write(`invalid --http-port: ${values['http-port']}\n`);
     return 2;
   }
-  const runner = await startRunner({ host: values.host, port, homeDir: values.home });
+  const runner = await startRunner({
+    host: values.host,
+    port,
+    homeDir: values.home,
+    // Who jobs without a `user` of their own run as (uid[:gid] or name[:group]); the runner stays root.
+    defaultJobUser: values['job-user'],
+  });
   const portFile = values['port-file'];
   if (portFile !== undefined) {
     await writeFile(`${portFile}.tmp`, `${runner.port}\n`);
@@ -61,6 +67,7 @@ function parseOptions(argv: string[]) {
       home: { type: 'string' },
       host: { type: 'string' },
       'port-file': { type: 'string' },
+      'job-user': { type: 'string' },
       version: { type: 'boolean' },
       // dstack's shim passes these to its Go runner; accepted so either shim can start this runner.
       'ssh-port': { type: 'string' },

@@ -7,11 +7,14 @@ export interface JobEnvironmentInput {
   repoDir: string;
   workingDir: string;
   mpiHostfilePath: string;
+  /** The job user's HOME, USER and LOGNAME, over the runner's own; undefined removes a variable. */
+  userEnv?: Readonly<Record<string, string | undefined>>;
 }
 
 /**
  * The job's environment, layered as dstack's runner does: the runner's own variables, then the
- * DSTACK_* variables, then secrets, then the job spec's `env` (which wins).
+ * job user's login variables, then the DSTACK_* variables, then secrets, then the job spec's
+ * `env` (which wins).
  */
 export function buildJobEnvironment(input: JobEnvironmentInput): Record<string, string> {
   const { submission } = input;
@@ -22,6 +25,13 @@ export function buildJobEnvironment(input: JobEnvironmentInput): Record<string, 
   const environment: Record<string, string> = {};
   for (const [name, value] of Object.entries(input.baseEnv)) {
     if (value !== undefined) {
+      environment[name] = value;
+    }
+  }
+  for (const [name, value] of Object.entries(input.userEnv ?? {})) {
+    if (value === undefined) {
+      delete environment[name];
+    } else {
       environment[name] = value;
     }
   }

@@ -1,16 +1,29 @@
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import {
   type RunnerPullResponse,
   type RunnerRunResponse,
   type RunnerSubmission,
   RunnerTerminationReason,
 } from '../api/schemas.js';
+import { allowTraversal, chownTree } from './hand-over-directory.js';
 import { buildJobEnvironment, formatMpiHostfile } from './job-environment.js';
 import { JobEventLog, type JobEventLogOptions } from './job-event-log.js';
 import { JobProcess } from './job-process.js';
+import {
+  currentProcessIdentity,
+  describeJobUser,
+  type JobSpecUser,
+  type JobUser,
+  JobUserError,
+  jobUserEnvironment,
+  loadJobUser,
+  type ProcessIdentity,
+  spawnIdentityFor,
+} from './job-user.js';
+import type { UserDatabasePaths } from './user-database.js';
 
 /** A request that does not fit the job's lifecycle (run before submit, second submit, ...). */
 export class JobStateConflictError extends Error {
@@ -22,6 +35,19 @@ export interface JobExecutorOptions extends JobEventLogOptions {
   homeDir: string;
   /** The environment jobs inherit. Default: the runner's `process.env`. */
   baseEnv?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Who jobs run as when their spec names no `user`: `uid[:gid]` or `name[:group]` (a shim passes
+   * its task's `container_user`). Default: the runner's own user, with its environment unchanged.
+   */
+  defaultUser?: string;
+  /** Where users and groups are looked up. Default: `/etc/passwd` and `/etc/group`. */
+  userDatabase?: UserDatabasePaths;
+}
+
+/** Who the job runs as: the user (undefined: the runner's own) and the ids to switch to, if any. */
+interface JobLaunchUser {
+  user: JobUser | undefined;
+  spawnAs: ProcessIdentity | undefined;
 }
 
 /** Grace period between SIGTERM and SIGKILL when the job spec has no `stop_duration`. */
@@ -85,8 +111,18 @@ export class JobExecutor {
     const response = { working_dir: workingDir, username: currentUsername() };
     this.events.addState('running');
     try {
-      await mkdir(this.repoDir, { recursive: true });
-      await mkdir(workingDir, { recursive: true });
+      const { user, spawnAs } = await this.launchUser(submission.job_spec.user);
+      if (user !== undefined) response.username = user.username === '' ? String(user.uid) : user.username;
+      // The working directory is usually inside the repo: one recursive mkdir makes both.
+      const firstCreated = await mkdir(workingDir, { recursive: true });
+      const outsideRepo = relative(this.repoDir, workingDir).startsWith('..');
+      if (outsideRepo) await mkdir(this.repoDir, { recursive: true });
+      if (spawnAs !== undefined) {
+        // The runner (root) made these; the job's user must be able to reach and write them.
+        await allowTraversal(this.options.homeDir);
+        await chownTree(this.repoDir, spawnAs);
+        if (outsideRepo && firstCreated !== undefined) await chownTree(firstCreated, spawnAs);
+      }
       const mpiHostfilePath = join(this.options.homeDir, 'mpi', 'hostfile');
       await mkdir(join(this.options.homeDir, 'mpi'), { recursive: true });
       await writeFile(mpiHostfilePath, formatMpiHostfile(submission));
@@ -96,17 +132,21 @@ export class JobExecutor {
         repoDir: this.repoDir,
         workingDir,
         mpiHostfilePath,
+        userEnv: user === undefined ? undefined : jobUserEnvironment(user),
       });
       if (this.currentPhase() !== 'running') {
         // Stopped while the directories were being prepared.
         return response;
       }
       const script = submission.job_spec.commands.join(' && ');
-      this.events.addRunnerLog(`starting the job in ${workingDir}`);
+      this.events.addRunnerLog(
+        `starting the job in ${workingDir}${user === undefined ? '' : ` as ${describeJobUser(user)}`}`,
+      );
       const job = new JobProcess({
         script,
         cwd: workingDir,
         env,
+        spawnAs,
         onLine: (source, line) => this.events.addJobLog(source, line),
       });
       this.job = job;
@@ -145,6 +185,24 @@ export class JobExecutor {
 
   pull(timestamp: number): RunnerPullResponse {
     return this.events.pull(timestamp);
+  }
+
+  /**
+   * The job spec's `user`, else the runner's default; none means the runner's own user. Throws
+   * a {@link JobUserError} naming `user` when it is unknown or the runner cannot switch to it.
+   */
+  private async launchUser(specUser: JobSpecUser | null | undefined): Promise<JobLaunchUser> {
+    const requested =
+      specUser === null || specUser === undefined || specUser === '' ? this.options.defaultUser : specUser;
+    if (requested === undefined || requested === '') return { user: undefined, spawnAs: undefined };
+    const user = await loadJobUser(requested, this.options.userDatabase);
+    const runner = currentProcessIdentity();
+    if (runner === undefined) {
+      throw new JobUserError(
+        `user: cannot run the job as ${describeJobUser(user)}: this system has no POSIX users`,
+      );
+    }
+    return { user, spawnAs: spawnIdentityFor(user, runner) };
   }
 
   /** Read through a method: the phase changes across awaits, which narrowing does not see. */

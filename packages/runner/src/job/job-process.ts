@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import type { ProcessIdentity } from './job-user.js';
 import { LineSplitter } from './line-splitter.js';
 
 export interface JobProcessOptions {
@@ -6,6 +7,8 @@ export interface JobProcessOptions {
   script: string;
   cwd: string;
   env: Record<string, string>;
+  /** The user and group the shell runs as (the runner must be root). Default: the runner's own. */
+  spawnAs?: ProcessIdentity;
   onLine(source: 'stdout' | 'stderr', line: Buffer): void;
 }
 
@@ -30,6 +33,9 @@ export class JobProcess {
       env: options.env,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
+      // The child changes into `cwd` before it drops to these ids, and it keeps no supplementary
+      // groups (libuv clears them): the user's primary group is its only one.
+      ...(options.spawnAs === undefined ? {} : { uid: options.spawnAs.uid, gid: options.spawnAs.gid }),
     });
     this.processGroupId = child.pid;
     const stdout = new LineSplitter((line) => options.onLine('stdout', line));

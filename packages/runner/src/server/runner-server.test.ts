@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -218,6 +218,8 @@ describe('runner API', () => {
     const job = await pullUntil(client);
     expect(job.states.at(-1)?.state).toBe('done');
     expect(decodeLogs(job.jobLogs)).toBe('');
+    // Nothing to extract: no archive was written on the way.
+    expect(existsSync(join(homeDir, '.uploads'))).toBe(false);
   });
 
   it('reports a corrupt code archive as a 500 with tar’s message', async () => {

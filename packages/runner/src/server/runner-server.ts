@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { RunnerSubmitBodySchema } from '../api/schemas.js';
 import { JobExecutor, JobStateConflictError } from '../job/job-executor.js';
+import type { UserDatabasePaths } from '../job/user-database.js';
 import { VERSION } from '../version.js';
 import { HttpError, readJsonBody, sendError, sendJson } from './http-helpers.js';
 
@@ -24,6 +25,14 @@ export interface RunnerOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** Job log lines kept in memory; the oldest are dropped beyond it. Default 100 000. */
   maxJobLogLines?: number;
+  /**
+   * Who jobs run as when their spec names no `user` (dstack's `uid[:gid]` or `name[:group]`; a
+   * shim passes its task's `container_user`). Switching to another user needs a runner running as
+   * root; otherwise such a job fails naming `user`. Default: the runner's own user.
+   */
+  defaultJobUser?: string;
+  /** Where job users and groups are looked up. Default: `/etc/passwd` and `/etc/group`. */
+  userDatabase?: UserDatabasePaths;
 }
 
 export interface RunnerServer {
@@ -44,6 +53,8 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
     homeDir: options.homeDir,
     baseEnv: options.env,
     maxJobLogLines: options.maxJobLogLines,
+    defaultUser: options.defaultJobUser,
+    userDatabase: options.userDatabase,
   });
   const server = createServer((request, response) => {
     handleRequest(executor, options.homeDir, request, response).catch((error: unknown) => {
@@ -127,6 +138,12 @@ async function handleRequest(
 
 /** Streams the tar to a file first: archives can be large and tar reads a file best. */
 async function receiveCode(executor: JobExecutor, homeDir: string, request: IncomingMessage): Promise<void> {
+  if (request.headers['content-length'] === '0') {
+    // No code (the server always uploads, often nothing): no file to write and remove.
+    request.resume();
+    await executor.uploadCode('', 0);
+    return;
+  }
   const uploadDir = join(homeDir, '.uploads');
   await mkdir(uploadDir, { recursive: true });
   const archivePath = join(uploadDir, `${randomUUID()}.tar`);

@@ -1,6 +1,8 @@
 import type { Duplex } from 'node:stream';
-import ssh2, { type ClientChannel, type ConnectConfig } from 'ssh2';
+import type ssh2 from 'ssh2';
+import type { ClientChannel, ConnectConfig } from 'ssh2';
 import { AgentUnreachableError } from './agent-unreachable-error.js';
+import { connectSshClient } from './ssh-client.js';
 
 /** Where an SSH connection goes: `username@hostname:port`. */
 export interface SshTarget {
@@ -107,52 +109,28 @@ function connectClient(
   target: SshTarget,
   options: { privateKey: string; connectTimeoutMs: number; sock?: Duplex },
 ): Promise<ssh2.Client> {
-  return new Promise((resolve, reject) => {
-    const client = new ssh2.Client();
-    let settled = false;
-    const fail = (cause: unknown) => {
-      if (settled) return;
-      settled = true;
-      client.end();
-      reject(
-        new AgentUnreachableError(
-          `Cannot connect over SSH to ${describeTarget(target)}: ${messageOf(cause)}`,
-          {
-            host: target.hostname,
-            port: target.port,
-            cause,
-          },
-        ),
-      );
-    };
-    client.once('ready', () => {
-      settled = true;
-      resolve(client);
-    });
-    // After `ready`, errors surface as `close` (handled by SshConnection); the
-    // listener stays so an `error` event never goes unhandled.
-    client.on('error', fail);
-    client.once('close', () => fail(new Error('the connection closed during the handshake')));
-    const config: ConnectConfig = {
-      host: target.hostname,
-      port: target.port,
-      username: target.username,
-      privateKey: options.privateKey,
-      readyTimeout: options.connectTimeoutMs,
-      keepaliveInterval: KEEPALIVE_INTERVAL_MS,
-      keepaliveCountMax: KEEPALIVE_COUNT_MAX,
-      // Instances are created fresh with unknown host keys; dstack connects with
-      // StrictHostKeyChecking=no for the same reason.
-      hostVerifier: () => true,
-      ...(options.sock ? { sock: options.sock } : {}),
-    };
-    try {
-      client.connect(config);
-    } catch (error) {
-      // Synchronous failures: an unparsable private key, for instance.
-      fail(error);
-    }
-  });
+  const config: ConnectConfig = {
+    host: target.hostname,
+    port: target.port,
+    username: target.username,
+    privateKey: options.privateKey,
+    readyTimeout: options.connectTimeoutMs,
+    keepaliveInterval: KEEPALIVE_INTERVAL_MS,
+    keepaliveCountMax: KEEPALIVE_COUNT_MAX,
+    // Instances are created fresh with unknown host keys; dstack connects with
+    // StrictHostKeyChecking=no for the same reason.
+    hostVerifier: () => true,
+    ...(options.sock ? { sock: options.sock } : {}),
+  };
+  return connectSshClient(
+    config,
+    (cause) =>
+      new AgentUnreachableError(`Cannot connect over SSH to ${describeTarget(target)}: ${messageOf(cause)}`, {
+        host: target.hostname,
+        port: target.port,
+        cause,
+      }),
+  );
 }
 
 function openChannel(client: ssh2.Client, host: string, port: number): Promise<ClientChannel> {

@@ -1,7 +1,13 @@
-import { BackendPluginError, ConfigurationError } from '@dstack/core';
+import { BACKEND_TYPE_PATTERN, BackendPluginError, ConfigurationError } from '@dstack/core';
+import { createFakeBackendPlugin } from '@dstack/testing';
 import { describe, expect, it } from 'vitest';
-import { createFakeBackendPlugin } from '../testing/fake-backend.js';
-import { isPackageNotFound, listAvailableBackendTypes, loadBackendPlugin } from './discovery.js';
+import { BACKEND_PACKAGES as MAP_MODULE_PACKAGES } from './backend-packages.js';
+import {
+  BACKEND_PACKAGES,
+  isPackageNotFound,
+  listAvailableBackendTypes,
+  loadBackendPlugin,
+} from './discovery.js';
 
 function notFound(packageName: string): Error {
   return Object.assign(
@@ -56,5 +62,15 @@ describe('loadBackendPlugin', () => {
     const error = await import('@dstack/backend-aws' as string).catch((thrown: unknown) => thrown);
     expect(isPackageNotFound(error, '@dstack/backend-aws')).toBe(true);
     expect(await listAvailableBackendTypes()).not.toContain('aws');
+  });
+});
+
+describe('BACKEND_PACKAGES', () => {
+  it('is the map the generator edits, with a valid type and a @dstack/backend-* package per entry', () => {
+    expect(BACKEND_PACKAGES).toBe(MAP_MODULE_PACKAGES);
+    for (const [type, packageName] of Object.entries(BACKEND_PACKAGES)) {
+      expect(type).toMatch(BACKEND_TYPE_PATTERN);
+      expect(packageName).toMatch(/^@dstack\/backend-[a-z0-9-]+$/);
+    }
   });
 });

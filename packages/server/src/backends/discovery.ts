@@ -4,14 +4,10 @@
  * and a missing package is reported with the command that installs it.
  */
 import { assertBackendPlugin, type BackendPlugin, ConfigurationError } from '@dstack/core';
+import { BACKEND_PACKAGES } from './backend-packages.js';
 
 /** Backend type → package. Third-party backends can be registered in memory (BackendRegistry.registerPlugin). */
-export const BACKEND_PACKAGES: Readonly<Record<string, string>> = {
-  local: '@dstack/backend-local',
-  aws: '@dstack/backend-aws',
-  gcp: '@dstack/backend-gcp',
-  vastai: '@dstack/backend-vastai',
-};
+export { BACKEND_PACKAGES };
 
 /** Imports a module by name; tests inject one to simulate installed or missing packages. */
 export type ModuleImporter = (packageName: string) => Promise<unknown>;

@@ -2,9 +2,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigurationError, formatConfigurationError } from '@dstack/core';
+import { createFakeBackendPlugin } from '@dstack/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateAesSecret } from '../security/encryption.js';
-import { createFakeBackendPlugin } from '../testing/fake-backend.js';
 import { loadServerConfig } from './server-config.js';
 
 const fake = createFakeBackendPlugin();

@@ -1,9 +1,9 @@
 /**
  * Field paths → positions in a YAML document, for `config.yml:line:column`
- * errors. (A small copy of @dstack/core's yaml-positions, which core does not export.)
+ * errors, in the server's words. Positions come from @dstack/core's `locateInDocument`.
  */
-import { ConfigurationError } from '@dstack/core';
-import { type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
+import { ConfigurationError, locateInDocument } from '@dstack/core';
+import { type Document, LineCounter, parseDocument } from 'yaml';
 import type { z } from 'zod';
 
 export interface ParsedYamlFile {
@@ -30,38 +30,13 @@ export function parseYamlFile(text: string, file: string): ParsedYamlFile {
 }
 
 /** 1-based position of the deepest node of `path` that exists (the key itself with `pointAtKey`). */
-export function locatePath(
+function locatePath(
   parsed: ParsedYamlFile,
   path: ReadonlyArray<string | number>,
   options: { pointAtKey?: boolean } = {},
 ): { line: number; column: number } {
-  let node = parsed.document.contents as Node | null;
-  let offset = node?.range?.[0] ?? 0;
-  for (const [index, segment] of path.entries()) {
-    if (isMap(node)) {
-      const pair = node.items.find(
-        (item) => isScalar(item.key) && String(item.key.value) === String(segment),
-      );
-      if (!pair) break;
-      const value = pair.value as Node | null;
-      const isLast = index === path.length - 1;
-      if ((isLast && options.pointAtKey) || !value?.range) {
-        offset = (pair.key as Node).range?.[0] ?? offset;
-        break;
-      }
-      node = value;
-      offset = value.range[0];
-    } else if (isSeq(node) && typeof segment === 'number') {
-      const item = node.items[segment] as Node | undefined;
-      if (!item?.range) break;
-      node = item;
-      offset = item.range[0];
-    } else {
-      break;
-    }
-  }
-  const { line, col } = parsed.lineCounter.linePos(offset);
-  return { line: Math.max(line, 1), column: Math.max(col, 1) };
+  const { line, column } = locateInDocument(parsed.document, parsed.lineCounter, path, options);
+  return { line, column };
 }
 
 /** A ConfigurationError for `path` of the file, positioned when the path exists. */

@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase, parseDatabaseUrl } from './database.js';
 import { migrateToLatest } from './migrations.js';
@@ -43,12 +44,17 @@ describe('openDatabase', () => {
     if (directory) rmSync(directory, { recursive: true, force: true });
   });
 
-  it('creates the SQLite file under {serverDir}/data with WAL and foreign keys', async () => {
+  it('creates the SQLite file under {serverDir}/data with WAL, NORMAL sync and foreign keys', async () => {
     directory = mkdtempSync(join(tmpdir(), 'dstack-db-'));
     const opened = await openDatabase({ url: null, serverDir: directory });
     try {
       await migrateToLatest(opened.db);
       expect(existsSync(join(directory, 'data', 'sqlite.db'))).toBe(true);
+      const pragma = async (name: string) =>
+        Object.values((await sql.raw(`PRAGMA ${name}`).execute(opened.db)).rows[0] as object)[0];
+      expect(await pragma('journal_mode')).toBe('wal');
+      // 1 = NORMAL: no fsync per commit (see openSqlite).
+      expect(await pragma('synchronous')).toBe(1);
       // members.project_id references projects: a dangling row must be refused.
       await expect(
         opened.db

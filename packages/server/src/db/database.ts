@@ -11,6 +11,7 @@ import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import type { SqlDialect } from '../context.js';
 import type { Database } from './schema.js';
+import { withStatementCache } from './statement-cache.js';
 
 export interface OpenDatabaseOptions {
   /**
@@ -78,9 +79,15 @@ function openSqlite(filename: string): OpenedDatabase {
   if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
   const connection = new BetterSqlite3(filename);
   connection.pragma('journal_mode = WAL');
+  // In WAL mode NORMAL keeps the database consistent through crashes and power loss; it only
+  // skips the fsync of every commit (a power cut may lose the last commits, a process crash
+  // loses none). FULL's fsync per commit blocks the event loop: SQLite calls are synchronous.
+  connection.pragma('synchronous = NORMAL');
   connection.pragma('busy_timeout = 5000');
   connection.pragma('foreign_keys = ON');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }) });
+  const db = new Kysely<Database>({
+    dialect: new SqliteDialect({ database: withStatementCache(connection) }),
+  });
   return { db, dialect: 'sqlite', close: () => db.destroy() };
 }
 

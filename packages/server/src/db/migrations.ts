@@ -225,10 +225,46 @@ function initialMigration(dialect: SqlDialect): Migration {
   };
 }
 
+/**
+ * The claim query asks for rows of some statuses with `last_processed_at <= due`.
+ * The first pipeline index puts `lock_expires_at` between the two, so SQLite could
+ * only seek on the status and then read every active row; with the time next to
+ * the status it reads only the due ones.
+ */
+const pipelineDueIndexes: Migration = {
+  async up(db: AnyDatabase) {
+    for (const table of PIPELINE_TABLES) {
+      await db.schema
+        .createIndex(`${table}_status_due_idx`)
+        .on(table)
+        .columns(['status', 'last_processed_at'])
+        .execute();
+    }
+  },
+  async down(db: AnyDatabase) {
+    for (const table of PIPELINE_TABLES) await db.schema.dropIndex(`${table}_status_due_idx`).execute();
+  },
+};
+
+/**
+ * SSH fleet hosts: how the server logs in to each host (encrypted, it holds the key) and
+ * where the deploy left the shim, so deleting the fleet can stop it.
+ */
+const instanceRemoteConnection: Migration = {
+  async up(db: AnyDatabase) {
+    await db.schema.alterTable('instances').addColumn('remote_connection_info', 'text').execute();
+  },
+  async down(db: AnyDatabase) {
+    await db.schema.alterTable('instances').dropColumn('remote_connection_info').execute();
+  },
+};
+
 /** Every migration, by name; names sort in application order. */
 export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
   return {
     '001_initial': initialMigration(dialect),
+    '002_pipeline_due_indexes': pipelineDueIndexes,
+    '003_instance_remote_connection': instanceRemoteConnection,
   };
 }
 

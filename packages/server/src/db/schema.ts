@@ -107,6 +107,11 @@ export interface InstancesTable extends LockColumns {
   total_blocks: number;
   busy_blocks: number;
   deleted: number;
+  /**
+   * An SSH fleet host's `RemoteConnectionInfo` JSON, encrypted (it holds the private key);
+   * null for cloud instances. Optional so rows written before the column existed still type.
+   */
+  remote_connection_info?: string | null;
 }
 
 export interface RunsTable extends LockColumns {

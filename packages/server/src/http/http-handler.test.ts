@@ -1,7 +1,7 @@
 /** The router's own behaviour, through a real server on loopback. */
 import { request as httpRequest } from 'node:http';
 import { NoCapacityError, ResourceNotFoundError } from '@dstack/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createTestApp, type TestApp } from '../testing/test-app.js';
 import { defineRoute, type RouteDefinition } from './route.js';
@@ -43,9 +43,9 @@ const routes: readonly RouteDefinition[] = [
     path: '/api/test/stream',
     summary: 'Streams lines until the client leaves',
     auth: 'none',
+    responseContentType: 'application/x-ndjson',
     handler: async ({ signal }) => ({
       kind: 'stream',
-      contentType: 'application/x-ndjson',
       chunks: (async function* () {
         yield '{"n":1}\n';
         yield '{"n":2}\n';
@@ -59,10 +59,28 @@ const routes: readonly RouteDefinition[] = [
   }),
 ];
 
+const mismatchedRoutes: readonly RouteDefinition[] = [
+  defineRoute({
+    method: 'POST',
+    path: '/api/test/json_route_streams',
+    summary: 'A JSON route answering with a stream',
+    auth: 'none',
+    handler: async () => ({ kind: 'stream', chunks: (async function* () {})() }),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/test/stream_route_answers_json',
+    summary: 'A streaming route answering with one value',
+    auth: 'none',
+    responseContentType: 'application/x-ndjson',
+    handler: async () => ({ n: 1 }),
+  }),
+];
+
 describe('createHttpHandler', () => {
   let server: TestApp;
   beforeAll(async () => {
-    server = await createTestApp({ dialect: 'sqlite', routes });
+    server = await createTestApp({ dialect: 'sqlite', routes: [...routes, ...mismatchedRoutes] });
   });
   afterAll(async () => {
     await server?.close();
@@ -130,6 +148,9 @@ describe('createHttpHandler', () => {
     await new Promise<void>((resolve, reject) => {
       const request = httpRequest(`${server.url}/api/test/stream`, { method: 'POST' }, (response) => {
         expect(response.headers['content-type']).toBe('application/x-ndjson');
+        // Proxies must pass lines on as they come.
+        expect(response.headers['x-accel-buffering']).toBe('no');
+        expect(response.headers['cache-control']).toBe('no-cache');
         response.setEncoding('utf8');
         response.on('data', (chunk: string) => {
           received.push(chunk);
@@ -144,5 +165,25 @@ describe('createHttpHandler', () => {
     await expect.poll(() => streamAborted.value).toBe(true);
     expect(received.join('')).toBe('{"n":1}\n{"n":2}\n');
     releaseStream?.();
+  });
+
+  it('answers 500 when a handler answers other than its route declares (stream or JSON)', async () => {
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      for (const path of ['/api/test/json_route_streams', '/api/test/stream_route_answers_json']) {
+        expect(await server.request(path, undefined, null)).toEqual({
+          status: 500,
+          body: { detail: [{ msg: 'Internal server error', code: 'server_error' }] },
+        });
+      }
+      expect(logged.mock.calls.map(([message]) => String(message))).toEqual([
+        expect.stringContaining('is a stream but the route declares responseContentType application/json'),
+        expect.stringContaining(
+          'is not a stream but the route declares responseContentType application/x-ndjson',
+        ),
+      ]);
+    } finally {
+      logged.mockRestore();
+    }
   });
 });

@@ -10,7 +10,14 @@ import { ForbiddenError, NotAuthenticatedError } from '../security/access-errors
 import { getProjectForUser, hasProjectRole } from '../services/projects.js';
 import { findUserByToken } from '../services/users.js';
 import { HttpError, mapErrorToHttp } from './error-mapping.js';
-import type { ProjectRole, RequestContext, RouteDefinition, StreamResult } from './route.js';
+import { matchRawRoute, type RawRouteDefinition } from './raw-route.js';
+import {
+  JSON_CONTENT_TYPE,
+  type ProjectRole,
+  type RequestContext,
+  type RouteDefinition,
+  type StreamResult,
+} from './route.js';
 import { createRouteMatcher } from './route-matcher.js';
 
 /** Largest accepted request body: 16 MiB. */
@@ -19,9 +26,23 @@ export const MAX_BODY_BYTES = 16 * 1024 * 1024;
 export interface HttpHandlerOptions {
   /** Where unexpected (500) errors are reported; default `console.error`. */
   logError?: (message: string) => void;
+  /**
+   * Path prefixes answered by their own function instead of a JSON route (any method, bodies
+   * streamed untouched; see raw-route.ts), e.g. the service proxy. Default: none.
+   */
+  rawRoutes?: readonly RawRouteDefinition[];
 }
 
-export type HttpHandler = (request: IncomingMessage, response: ServerResponse) => void;
+/** The request handler for `http.createServer`, which also knows whether requests are still being answered. */
+export interface HttpHandler {
+  (request: IncomingMessage, response: ServerResponse): void;
+  /**
+   * Resolves once every request taken so far is answered: its handler returned and its
+   * response closed (finished or cut). Used on shutdown so that streams write their last
+   * line, and no handler is mid-query, before the database closes.
+   */
+  whenIdle(): Promise<void>;
+}
 
 const REQUIRED_PROJECT_ROLE: Partial<Record<RouteDefinition['auth'], ProjectRole>> = {
   'project-member': 'user',
@@ -68,7 +89,8 @@ function parseJson(bytes: Buffer): unknown {
   }
 }
 
-async function authenticate(app: AppContext, request: IncomingMessage): Promise<UsersTable> {
+/** The user of the request's `Authorization: Bearer <token>`; throws `NotAuthenticatedError`. */
+export async function authenticate(app: AppContext, request: IncomingMessage): Promise<UsersTable> {
   const header = request.headers.authorization;
   if (!header) throw new NotAuthenticatedError('Not authenticated: send "Authorization: Bearer <token>"');
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
@@ -92,12 +114,19 @@ function isStreamResult(value: unknown): value is StreamResult {
   return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'stream';
 }
 
+/**
+ * Headers of every streamed answer: proxies (nginx and others honouring `x-accel-buffering`)
+ * must pass lines on as they come rather than buffer the answer, and nothing may cache it.
+ */
+export const STREAM_HEADERS = { 'cache-control': 'no-cache', 'x-accel-buffering': 'no' } as const;
+
 async function writeStream(
   response: ServerResponse,
+  contentType: string,
   result: StreamResult,
   signal: AbortSignal,
 ): Promise<void> {
-  response.writeHead(200, { 'content-type': result.contentType, 'cache-control': 'no-cache' });
+  response.writeHead(200, { 'content-type': contentType, ...STREAM_HEADERS });
   for await (const chunk of result.chunks) {
     if (signal.aborted) break;
     if (!response.write(chunk)) {
@@ -124,6 +153,7 @@ export function createHttpHandler(
   const match = createRouteMatcher(routes);
   app.services.apiRoutes = routes;
   const logError = options.logError ?? ((message: string) => console.error(`[dstack-server] ${message}`));
+  const rawRoutes = options.rawRoutes ?? [];
 
   async function handle(
     request: IncomingMessage,
@@ -131,6 +161,11 @@ export function createHttpHandler(
     signal: AbortSignal,
   ): Promise<void> {
     const url = new URL(request.url ?? '/', 'http://localhost');
+    const rawRoute = matchRawRoute(rawRoutes, url.pathname);
+    if (rawRoute) {
+      await rawRoute.handle({ app, request, response, signal });
+      return;
+    }
     const found = match(request.method ?? 'GET', url.pathname);
     if (found.kind === 'not-found') throw new HttpError(404, `Not found: ${url.pathname}`, 'not_found');
     if (found.kind === 'method-not-allowed') {
@@ -181,8 +216,15 @@ export function createHttpHandler(
       signal,
     };
     const result = await route.handler(context);
+    const contentType = route.responseContentType ?? JSON_CONTENT_TYPE;
+    if (isStreamResult(result) !== (contentType !== JSON_CONTENT_TYPE)) {
+      throw new Error(
+        `The answer of ${route.method} ${route.path} is ${isStreamResult(result) ? 'a stream' : 'not a stream'} ` +
+          `but the route declares responseContentType ${contentType}`,
+      );
+    }
     if (isStreamResult(result)) {
-      await writeStream(response, result, signal);
+      await writeStream(response, contentType, result, signal);
       return;
     }
     // The response schema is the API's contract: answers that break it are server bugs, not client data.
@@ -199,12 +241,16 @@ export function createHttpHandler(
     writeJson(response, 200, output);
   }
 
-  return (request, response) => {
+  const active = new Set<Promise<unknown>>();
+  const handler = (request: IncomingMessage, response: ServerResponse) => {
     const controller = new AbortController();
-    response.on('close', () => {
-      if (!response.writableFinished) controller.abort(new Error('The client disconnected'));
+    const closed = new Promise<void>((resolve) => {
+      response.on('close', () => {
+        if (!response.writableFinished) controller.abort(new Error('The client disconnected'));
+        resolve();
+      });
     });
-    handle(request, response, controller.signal).catch((error: unknown) => {
+    const handled = handle(request, response, controller.signal).catch((error: unknown) => {
       const mapped = mapErrorToHttp(error);
       if (mapped.logMessage) logError(`${request.method} ${request.url}: ${mapped.logMessage}`);
       if (response.headersSent) {
@@ -214,5 +260,13 @@ export function createHttpHandler(
       }
       writeJson(response, mapped.status, mapped.body);
     });
+    const answered = Promise.all([handled, closed]);
+    active.add(answered);
+    void answered.finally(() => active.delete(answered));
   };
+  return Object.assign(handler, {
+    async whenIdle() {
+      while (active.size > 0) await Promise.allSettled([...active]);
+    },
+  });
 }

@@ -4,7 +4,7 @@
  */
 import { ApiErrorSchema } from '@dstack/core';
 import { z } from 'zod';
-import type { RouteDefinition } from './route.js';
+import { JSON_CONTENT_TYPE, type RouteDefinition } from './route.js';
 
 export interface OpenApiInfo {
   /** Default "dstack server API". */
@@ -70,13 +70,16 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
         content: { 'application/json': { schema: toJsonSchema(route.body, 'input') } },
       };
     }
+    const contentType = route.responseContentType ?? JSON_CONTENT_TYPE;
+    const streamed = contentType !== JSON_CONTENT_TYPE;
     operation.responses = {
       '200': route.response
         ? {
-            description: 'OK',
-            content: { 'application/json': { schema: toJsonSchema(route.response, 'output') } },
+            // OpenAPI 3.1 has no item schema for streams: a streamed answer's schema is that of one line.
+            description: streamed ? `A stream (${contentType}) of lines, each matching the schema` : 'OK',
+            content: { [contentType]: { schema: toJsonSchema(route.response, 'output') } },
           }
-        : { description: 'OK' },
+        : { description: 'OK', ...(streamed ? { content: { [contentType]: {} } } : {}) },
       ...(route.auth === 'none' ? {} : ERROR_RESPONSES(errorSchema)),
     };
     paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: operation };

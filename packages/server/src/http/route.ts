@@ -40,12 +40,18 @@ export interface RequestContext<TBody> {
   signal: AbortSignal;
 }
 
-/** A streamed answer (e.g. logs as NDJSON): written chunk by chunk until the iterable ends. */
+/**
+ * A streamed answer (e.g. logs as NDJSON): written chunk by chunk until the iterable ends, with
+ * the route's `responseContentType`. The iterable should watch `app.signal` and end with a last
+ * chunk when the server stops: the server waits a moment for it before closing connections.
+ */
 export interface StreamResult {
   kind: 'stream';
-  contentType: string;
   chunks: AsyncIterable<string | Uint8Array>;
 }
+
+/** The default `responseContentType`: one JSON answer. */
+export const JSON_CONTENT_TYPE = 'application/json';
 
 export interface RouteDefinition<
   TBody extends z.ZodType = z.ZodType,
@@ -60,8 +66,17 @@ export interface RouteDefinition<
   auth: RouteAuth;
   /** The JSON body schema; absent for routes without a body. */
   body?: TBody;
-  /** The JSON response schema; absent for streaming routes and empty answers. */
+  /**
+   * The response schema; absent for empty answers. For a streaming content type it is the
+   * schema of one line (the stream itself is not validated).
+   */
   response?: TResponse;
+  /**
+   * Default `application/json`: the handler returns one value, checked against `response`.
+   * Any other type (e.g. `application/x-ndjson`) makes this a streaming route: the handler
+   * returns a `StreamResult`, and the OpenAPI document lists `response` under this type.
+   */
+  responseContentType?: string;
   handler(ctx: RequestContext<z.output<TBody>>): Promise<z.input<TResponse> | StreamResult | undefined>;
 }
 

@@ -1,16 +1,55 @@
-/** Shim and runner clients for a job's instance, reached directly or through the project's SSH tunnel. */
+/**
+ * Shim and runner clients for a job's instance, reached directly or through an SSH tunnel:
+ * with the host's own key for an SSH fleet host, else with the project key.
+ */
 import type { JobProvisioningData } from '@dstack/core';
 import { RunnerClient } from '@dstack/runner';
 import { ShimClient } from '@dstack/shim';
 import type { AppContext } from '../context.js';
 import type { ProjectsTable } from '../db/schema.js';
 import { runServicesOf } from '../run-services.js';
+import { REMOTE_BACKEND_TYPE, remoteConnectionOf } from '../services/remote-connection.js';
 
 /** dstack's runner port inside the container (the shim maps it to a host port). */
 export const RUNNER_CONTAINER_PORT = 10999;
 
-function privateKeyOf(app: AppContext, project: ProjectsTable): string {
-  return app.encryption.decrypt(project.ssh_private_key);
+/** Decrypted keys by project row (rows come from the short-lived cache of `projectOf`). */
+const privateKeys = new WeakMap<ProjectsTable, string>();
+/** Decrypted SSH fleet host keys by instance id; an instance's key never changes. */
+const hostKeys = new WeakMap<AppContext, Map<string, string>>();
+
+function projectKeyOf(app: AppContext, project: ProjectsTable): string {
+  let key = privateKeys.get(project);
+  if (key === undefined) {
+    key = app.encryption.decrypt(project.ssh_private_key);
+    privateKeys.set(project, key);
+  }
+  return key;
+}
+
+/** An SSH fleet host's own key (its instance id is the instance row's), else the project key. */
+async function privateKeyOf(
+  app: AppContext,
+  project: ProjectsTable,
+  provisioningData: JobProvisioningData,
+): Promise<string> {
+  if (provisioningData.backend !== REMOTE_BACKEND_TYPE) return projectKeyOf(app, project);
+  let keys = hostKeys.get(app);
+  if (keys === undefined) {
+    keys = new Map();
+    hostKeys.set(app, keys);
+  }
+  const cached = keys.get(provisioningData.instance_id);
+  if (cached !== undefined) return cached;
+  const instance = await app.db
+    .selectFrom('instances')
+    .select('remote_connection_info')
+    .where('id', '=', provisioningData.instance_id)
+    .executeTakeFirst();
+  const connection = instance ? remoteConnectionOf(app, instance) : null;
+  if (connection === null) return projectKeyOf(app, project);
+  keys.set(provisioningData.instance_id, connection.ssh_private_key);
+  return connection.ssh_private_key;
 }
 
 export async function shimClientFor(
@@ -18,8 +57,28 @@ export async function shimClientFor(
   project: ProjectsTable,
   provisioningData: JobProvisioningData,
 ): Promise<ShimClient> {
-  const url = await runServicesOf(app).agents.shimUrl(provisioningData, privateKeyOf(app, project));
+  const url = await runServicesOf(app).agents.shimUrl(
+    provisioningData,
+    await privateKeyOf(app, project, provisioningData),
+  );
   return new ShimClient(url);
+}
+
+/**
+ * `http://host:port` through which this server reaches `port` on the instance: directly, or
+ * through an SSH tunnel with the instance's key (the runner's port, a service's port).
+ */
+export async function instancePortUrl(
+  app: AppContext,
+  project: ProjectsTable,
+  provisioningData: JobProvisioningData,
+  port: number,
+): Promise<string> {
+  return runServicesOf(app).agents.runnerUrl(
+    provisioningData,
+    await privateKeyOf(app, project, provisioningData),
+    port,
+  );
 }
 
 export async function runnerClientFor(
@@ -28,10 +87,5 @@ export async function runnerClientFor(
   provisioningData: JobProvisioningData,
   runnerPort: number,
 ): Promise<RunnerClient> {
-  const url = await runServicesOf(app).agents.runnerUrl(
-    provisioningData,
-    privateKeyOf(app, project),
-    runnerPort,
-  );
-  return new RunnerClient(url);
+  return new RunnerClient(await instancePortUrl(app, project, provisioningData, runnerPort));
 }

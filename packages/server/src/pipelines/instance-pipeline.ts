@@ -2,13 +2,25 @@
  * Instances: poll a provisioning instance until its shim answers, terminate
  * idle ones after their idle time, and terminate (retrying) those asked to.
  * Termination is what guarantees no machine is left behind: it is retried
- * every 30 s for up to 15 minutes, as in dstack.
+ * every 30 s for up to 15 minutes, as in dstack. A pending instance whose
+ * owner is gone is given up, and one terminating whose launch result was never
+ * stored is launched again with the same id to find the machine it ends.
  */
-import { type Compute, NotYetTerminatedError, ProvisioningError } from '@dstack/core';
+import {
+  type Compute,
+  FINISHED_JOB_STATUSES,
+  type JobProvisioningData,
+  NotYetTerminatedError,
+  ProvisioningError,
+} from '@dstack/core';
+import { stopDeployedShim } from '../agents/ssh-host-deploy.js';
 import type { AppContext } from '../context.js';
 import type { InstancesTable, ProjectsTable } from '../db/schema.js';
 import { runServicesOf } from '../run-services.js';
+import { fleetConfigurationOf, fleetNodesOf, liveFleetInstances } from '../services/fleets.js';
+import { remoteConnectionOf } from '../services/remote-connection.js';
 import { shimClientFor } from './agent-clients.js';
+import { abandonPendingInstance, relaunchStrandedInstance } from './instance-launch.js';
 import type { PipelineDefinition, RowLock } from './pipeline.js';
 import { dueIn, errorMessage, markInstanceJobsDue, projectOf, provisioningDataOf } from './rows.js';
 
@@ -18,6 +30,13 @@ const TERMINATION_RETRY_MS = 30_000;
 const TERMINATION_RETRY_LIMIT_MS = 15 * 60_000;
 /** An idle instance whose shim does not answer this long is terminated (dstack: 20 minutes). */
 const UNREACHABLE_LIMIT_MS = 20 * 60_000;
+/**
+ * A pending row younger than this is left to its owner: longer than a claim lasts (30 s), so
+ * that a launch whose owner is between inserting the row and recording it is never taken.
+ */
+const PENDING_OWNER_GRACE_MS = 60_000;
+/** How often a pending row is looked at (its owner launches it; this only finds strays). */
+const PENDING_CHECK_MS = 30_000;
 
 async function computeOf(app: AppContext, instance: InstancesTable): Promise<Compute | null> {
   const backends = await runServicesOf(app).backends.getProjectBackends(instance.project_id);
@@ -95,7 +114,8 @@ async function processProvisioning(app: AppContext, instance: InstancesTable, lo
       idle_since: idle ? Date.now() : null,
     });
     await markInstanceJobsDue(app, instance.id);
-    runServicesOf(app).wakeUps.wake('jobs-submitted');
+    // An instance that came up idle (a fleet's) may take a waiting job.
+    if (idle) runServicesOf(app).wakeUps.wake('jobs-submitted');
     return;
   }
   await lock.release({
@@ -110,7 +130,8 @@ async function processIdleOrBusy(app: AppContext, instance: InstancesTable, lock
     instance.status === 'idle' &&
     instance.termination_idle_time !== null &&
     instance.idle_since !== null &&
-    now - instance.idle_since > instance.termination_idle_time * 1000
+    now - instance.idle_since > instance.termination_idle_time * 1000 &&
+    !(await fleetKeepsInstance(app, instance))
   ) {
     await startTerminating(lock, 'idle_timeout', `idle for more than ${instance.termination_idle_time}s`);
     runServicesOf(app).wakeUps.wake('instances');
@@ -122,26 +143,148 @@ async function processIdleOrBusy(app: AppContext, instance: InstancesTable, lock
     return;
   }
   const deadline = instance.termination_deadline ?? now + UNREACHABLE_LIMIT_MS;
-  if (instance.status === 'idle' && now > deadline) {
+  // An SSH fleet host belongs to the user: it stays in the fleet, marked unreachable, until it answers again.
+  if (instance.status === 'idle' && now > deadline && !instance.remote_connection_info) {
     await startTerminating(lock, 'unreachable', 'the instance did not answer for 20 minutes');
     return;
   }
   await lock.release({ unreachable: 1, termination_deadline: deadline });
 }
 
+/**
+ * Whether the instance is one of the `nodes.min` instances its fleet keeps, idle or not: the
+ * `min` live ones with the lowest numbers. Deciding by rank, not by a count, keeps two idle
+ * instances timing out at once from both going.
+ */
+async function fleetKeepsInstance(app: AppContext, instance: InstancesTable): Promise<boolean> {
+  if (!instance.fleet_id) return false;
+  const fleet = await app.db
+    .selectFrom('fleets')
+    .selectAll()
+    .where('id', '=', instance.fleet_id)
+    .where('deleted', '=', 0)
+    .executeTakeFirst();
+  if (fleet?.status !== 'active') return false;
+  const { min } = fleetNodesOf(fleetConfigurationOf(fleet));
+  if (min === 0) return false;
+  const live = await liveFleetInstances(app, fleet.id);
+  return live.filter((other) => other.instance_num < instance.instance_num).length < min;
+}
+
+/**
+ * Lets go of an SSH fleet host: stops the shim the deploy started (by its recorded pid) and
+ * removes its home. The host itself is never terminated.
+ */
+async function releaseSshHost(app: AppContext, instance: InstancesTable): Promise<void> {
+  const connection = remoteConnectionOf(app, instance);
+  if (connection === null) return;
+  await stopDeployedShim(
+    {
+      hostname: connection.host,
+      port: connection.port,
+      username: connection.ssh_user,
+      privateKey: connection.ssh_private_key,
+    },
+    { home: connection.shim_home, pid: connection.shim_pid },
+  );
+}
+
+/**
+ * The machine of a launch whose result was never stored (an offer is recorded, no provisioning
+ * data): launched again with the same id, the backend hands it back. Stored at once, so that
+ * a termination retried later needs no second launch.
+ */
+async function learnStrandedMachine(
+  app: AppContext,
+  instance: InstancesTable,
+  compute: Compute,
+  lock: RowLock,
+): Promise<JobProvisioningData> {
+  const machine = await relaunchStrandedInstance(app, instance, compute);
+  await app.db
+    .updateTable('instances')
+    .set({ job_provisioning_data: JSON.stringify(machine) })
+    .where('id', '=', instance.id)
+    .where('lock_token', '=', lock.token)
+    .execute();
+  return machine;
+}
+
+/**
+ * Whether the owner of a pending instance may still launch it: a job that is not finished (a
+ * submitted one resumes the launch, a terminating one gives it up itself), or, for a fleet's
+ * own instance, a fleet not yet terminated (its pipeline launches or terminates the row).
+ */
+async function ownerNeedsPendingInstance(app: AppContext, instance: InstancesTable): Promise<boolean> {
+  const job = await app.db
+    .selectFrom('jobs')
+    .select('id')
+    .where('instance_id', '=', instance.id)
+    .where('status', 'not in', [...FINISHED_JOB_STATUSES])
+    .executeTakeFirst();
+  if (job) return true;
+  // Made for a job (busy from the start): no job is left to launch it.
+  if (instance.busy_blocks > 0 || !instance.fleet_id) return false;
+  const fleet = await app.db
+    .selectFrom('fleets')
+    .select(['status', 'deleted'])
+    .where('id', '=', instance.fleet_id)
+    .executeTakeFirst();
+  return fleet !== undefined && fleet.deleted === 0 && fleet.status !== 'terminated';
+}
+
+/**
+ * A `pending` row is launched by its owner (the job's or the fleet's pipeline, under the
+ * owner's claim). One left behind, older than a claim and wanted by no owner, is given up:
+ * terminated when no offer was recorded, else `terminating`, to end the machine it may have.
+ */
+async function processPending(app: AppContext, instance: InstancesTable, lock: RowLock): Promise<void> {
+  const stranded =
+    Date.now() - instance.created_at > PENDING_OWNER_GRACE_MS &&
+    !(await ownerNeedsPendingInstance(app, instance));
+  if (!stranded) {
+    await lock.release({ last_processed_at: dueIn(PENDING_CHECK_MS, MIN_INTERVAL_MS) });
+    return;
+  }
+  const reason = instance.busy_blocks > 0 ? 'job_finished' : 'terminated_by_user';
+  const outcome = await abandonPendingInstance(
+    app,
+    instance.id,
+    reason,
+    'nobody will complete its launch any more',
+  );
+  await lock.release(outcome === 'terminating' ? { last_processed_at: 0 } : {});
+  if (outcome === 'terminated') runServicesOf(app).wakeUps.wake('fleets');
+}
+
 async function processTerminating(app: AppContext, instance: InstancesTable, lock: RowLock): Promise<void> {
   const provisioningData = provisioningDataOf(instance);
   const now = Date.now();
-  if (provisioningData) {
+  if (instance.remote_connection_info) {
+    const firstTry = instance.first_termination_retry_at ?? now;
+    try {
+      await releaseSshHost(app, instance);
+    } catch (error) {
+      if (now - firstTry < TERMINATION_RETRY_LIMIT_MS) {
+        console.error(
+          `[instances] stopping the shim of ${instance.name} failed, retrying: ${errorMessage(error)}`,
+        );
+        await lock.release({
+          first_termination_retry_at: firstTry,
+          last_termination_retry_at: now,
+          last_processed_at: dueIn(TERMINATION_RETRY_MS, MIN_INTERVAL_MS),
+        });
+        return;
+      }
+      console.error(`[instances] giving up stopping the shim of ${instance.name}: ${errorMessage(error)}`);
+    }
+  } else if (provisioningData || instance.offer !== null) {
     const compute = await computeOf(app, instance);
     const firstTry = instance.first_termination_retry_at ?? now;
     try {
       if (!compute) throw new Error(`backend ${instance.backend} is not configured`);
-      await compute.terminateInstance(
-        provisioningData.instance_id,
-        provisioningData.region,
-        provisioningData.backend_data,
-      );
+      const machine = provisioningData ?? (await learnStrandedMachine(app, instance, compute, lock));
+      await compute.terminateInstance(machine.instance_id, machine.region, machine.backend_data);
     } catch (error) {
       if (now - firstTry < TERMINATION_RETRY_LIMIT_MS) {
         const retryIn = NotYetTerminatedError.isInstance(error) ? 2_000 : TERMINATION_RETRY_MS;
@@ -169,11 +312,13 @@ export function instancePipeline(app: AppContext): PipelineDefinition<InstancesT
   return {
     name: 'instances',
     table: 'instances',
-    statuses: ['provisioning', 'idle', 'busy', 'terminating'],
+    statuses: ['pending', 'provisioning', 'idle', 'busy', 'terminating'],
     minIntervalMs: MIN_INTERVAL_MS,
-    workers: 20,
+    // A pass mostly waits for a shim or a cloud API.
+    workers: 50,
     async process(instance, lock) {
-      if (instance.status === 'provisioning') await processProvisioning(app, instance, lock);
+      if (instance.status === 'pending') await processPending(app, instance, lock);
+      else if (instance.status === 'provisioning') await processProvisioning(app, instance, lock);
       else if (instance.status === 'terminating') await processTerminating(app, instance, lock);
       else await processIdleOrBusy(app, instance, lock);
     },

@@ -9,7 +9,8 @@ import {
   type JobRuntimeData,
   type JobTerminationReason,
 } from '@dstack/core';
-import type { RunnerPullResponse } from '@dstack/runner';
+import { AgentApiError, type RunnerPullResponse } from '@dstack/runner';
+import type { ShimClient } from '@dstack/shim';
 import type { AppContext } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
 import { runServicesOf } from '../run-services.js';
@@ -69,7 +70,7 @@ async function terminate(
     ...extra,
   });
   runServicesOf(context.app).wakeUps.wake('jobs-terminating');
-  await markRunDue(context.app, context.job.run_id);
+  // The run follows the job once it has ended (job-terminating marks the run due then).
 }
 
 function startingDeadline(context: JobContext): number {
@@ -88,27 +89,38 @@ async function retrySoonOrTimeOut(context: JobContext, why: string): Promise<voi
   await context.lock.release({ last_processed_at: dueIn(STARTING_POLL_MS * 5, MIN_INTERVAL_MS) });
 }
 
+/** Submits the task; a shim that already has it (an earlier pass's submit got through) answers 409. */
+async function submitTaskOnce(
+  shim: ShimClient,
+  task: Parameters<ShimClient['submitTask']>[0],
+): Promise<void> {
+  try {
+    await shim.submitTask(task);
+  } catch (error) {
+    if (error instanceof AgentApiError && error.statusCode === 409) return;
+    throw error;
+  }
+}
+
 /** provisioning → pulling: the shim accepted the task. */
 async function submitTask(context: JobContext): Promise<void> {
   const { app, job, project, provisioningData } = context;
   const jobSpec = jobSpecOf(job);
   try {
     const shim = await shimClientFor(app, project, provisioningData);
-    const existing = await shim.getTask(job.id);
-    if (!existing) {
-      await shim.submitTask({
-        id: job.id,
-        name: job.job_name,
-        image_name: jobSpec.image_name,
-        registry_username: jobSpec.registry_auth?.username ?? '',
-        registry_password: jobSpec.registry_auth?.password ?? '',
-        container_user: jobSpec.user ?? 'root',
-        privileged: jobSpec.privileged,
-        gpu: (jobSpec.requirements.resources.gpu?.count.min ?? 0) > 0 ? -1 : 0,
-        network_mode: 'host',
-        env: jobSpec.env,
-      });
-    }
+    await submitTaskOnce(shim, {
+      id: job.id,
+      name: job.job_name,
+      image_name: jobSpec.image_name,
+      registry_username: jobSpec.registry_auth?.username ?? '',
+      registry_password: jobSpec.registry_auth?.password ?? '',
+      // Empty: the image's own USER (root if it has none), or the shim's own user without containers.
+      container_user: jobSpec.user ?? '',
+      privileged: jobSpec.privileged,
+      gpu: (jobSpec.requirements.resources.gpu?.count.min ?? 0) > 0 ? -1 : 0,
+      network_mode: 'host',
+      env: jobSpec.env,
+    });
   } catch (error) {
     await retrySoonOrTimeOut(context, errorMessage(error));
     return;
@@ -118,7 +130,7 @@ async function submitTask(context: JobContext): Promise<void> {
     job_provisioning_data: JSON.stringify(provisioningData),
     last_processed_at: dueIn(STARTING_POLL_MS, MIN_INTERVAL_MS),
   });
-  await markRunDue(app, job.run_id);
+  // The run is `provisioning` for a pulling job as for a provisioning one: nothing for it to follow.
 }
 
 /** pulling → running: the task runs; give the job to its runner. */
@@ -145,8 +157,8 @@ async function startJob(context: JobContext): Promise<void> {
       runnerPort =
         task.ports.find((port) => port.container === RUNNER_CONTAINER_PORT)?.host ?? RUNNER_CONTAINER_PORT;
     }
+    // No healthcheck first: a runner that is not up yet fails the submit just the same.
     const runner = await runnerClientFor(app, project, provisioningData, runnerPort);
-    await runner.healthcheck();
     const jobSpec = jobSpecOf(job);
     const user = await app.db
       .selectFrom('users')
@@ -253,7 +265,20 @@ async function followJob(context: JobContext): Promise<void> {
     });
     return;
   }
-  await context.lock.release({ runner_timestamp: timestamp, disconnected_at: null });
+  await context.lock.release({
+    runner_timestamp: timestamp,
+    disconnected_at: null,
+    last_processed_at: dueIn(pullIntervalMs(job, Date.now()), MIN_INTERVAL_MS),
+  });
+}
+
+/**
+ * How soon to pull a running job again: a young submission (a short task on a warm instance)
+ * is pulled every few hundred milliseconds, so its end is reported promptly; from a few
+ * seconds of age on, every second.
+ */
+export function pullIntervalMs(job: Pick<JobsTable, 'submitted_at'>, now: number): number {
+  return Math.min(MIN_INTERVAL_MS, Math.max(STARTING_POLL_MS * 2, (now - job.submitted_at) / 4));
 }
 
 export function jobRunningPipeline(app: AppContext): PipelineDefinition<JobsTable> {
@@ -262,7 +287,8 @@ export function jobRunningPipeline(app: AppContext): PipelineDefinition<JobsTabl
     table: 'jobs',
     statuses: ['provisioning', 'pulling', 'running'],
     minIntervalMs: MIN_INTERVAL_MS,
-    workers: 20,
+    // A pass mostly waits for the agents (several HTTP round trips): many run at once.
+    workers: 100,
     async process(job, lock) {
       const run = await runRowOf(app, job.run_id);
       if (run.status === 'terminating') return;

@@ -3,14 +3,17 @@
  * provision new capacity by trying offers in price order (capacity errors move
  * on to the next offer). The job's claim makes this exclusive: with several
  * servers on one database, a job is provisioned by exactly one of them.
+ *
+ * New capacity is recorded on the job (`instance_id`, not yet assigned) before
+ * the backend is called, and the pending instance's id is the launch's
+ * idempotency key: when a server dies mid-launch, the server that claims the
+ * job next launches that same instance again and the backend returns the
+ * machine it already started, instead of a second one nobody knows of.
  */
-import { randomUUID } from 'node:crypto';
 import {
   DEFAULT_RUN_IDLE_DURATION,
-  getProvisioningTimeoutSeconds,
   type InstanceOfferWithAvailability,
   isAvailable,
-  type JobProvisioningData,
   type JobSpec,
   type RunSpec,
 } from '@dstack/core';
@@ -27,8 +30,9 @@ import {
 import { offerSatisfies } from '../services/instance-matching.js';
 import { type BackendOffer, explainNoOffers, getOffers } from '../services/offers.js';
 import { offerFiltersOf } from '../services/runs.js';
+import { insertPendingInstance, launchOnFirstOffer, runJobParamsOf } from './instance-launch.js';
 import type { PipelineDefinition, RowLock } from './pipeline.js';
-import { dueIn, errorMessage, jobSpecOf, markRunDue, projectOf, runRowOf } from './rows.js';
+import { dueIn, jobSpecOf, markRunDue, projectOf, runRowOf } from './rows.js';
 
 const MIN_INTERVAL_MS = 1_000;
 
@@ -57,6 +61,8 @@ async function failJob(
   message: string,
 ): Promise<void> {
   await lock.release({
+    // A launch that failed on every offer leaves no instance for the job.
+    instance_id: null,
     status: 'terminating',
     termination_reason: reason,
     termination_reason_message: message,
@@ -122,13 +128,25 @@ async function assignIdleInstance(
   return { instance: null, fittingWasLocked };
 }
 
-async function nextInstanceNum(app: AppContext, fleetId: string): Promise<number> {
-  const row = await app.db
-    .selectFrom('instances')
-    .select(sql<number>`COALESCE(MAX(instance_num), -1)`.as('max'))
-    .where('fleet_id', '=', fleetId)
-    .executeTakeFirst();
-  return Number(row?.max ?? -1) + 1;
+/** Available offers for one instance of `fleet` for the job; the fleet's own backend and region limits apply. */
+async function fleetOffersForJob(
+  fleet: FleetsTable,
+  backends: readonly ProjectBackend[],
+  spec: RunSpec,
+  jobSpec: JobSpec,
+): Promise<BackendOffer[]> {
+  const runFilters = offerFiltersOf(spec.configuration);
+  const fleetConfiguration = fleetConfigurationOf(fleet);
+  const fleetBackends = fleetConfiguration.backends;
+  const allowed = backends.filter(
+    (backend) => !fleetBackends?.length || fleetBackends.includes(backend.type),
+  );
+  const { offers } = await getOffers(allowed, jobSpec.requirements, {
+    ...runFilters,
+    regions: runFilters.regions ?? fleetConfiguration.regions,
+    instanceTypes: runFilters.instanceTypes ?? fleetConfiguration.instance_types,
+  });
+  return offers.filter((entry) => isAvailable(entry.offer.availability));
 }
 
 /** Offers of the first fleet that can grow and has any; the fleet's own backend and region limits apply. */
@@ -140,9 +158,10 @@ async function offersForNewCapacity(
   spec: RunSpec,
   jobSpec: JobSpec,
 ): Promise<{ fleet: FleetsTable | null; offers: BackendOffer[] }> {
-  const runFilters = offerFiltersOf(spec.configuration);
   for (const fleet of fleets) {
     const fleetConfiguration = fleetConfigurationOf(fleet);
+    // An SSH fleet is its hosts: it never grows by new cloud or local instances.
+    if (fleetConfiguration.ssh_config !== undefined) continue;
     const max = fleetConfiguration.nodes?.max ?? null;
     if (max !== null) {
       const count = await app.db
@@ -154,20 +173,11 @@ async function offersForNewCapacity(
         .executeTakeFirst();
       if (Number(count?.count ?? 0) >= max) continue;
     }
-    const fleetBackends = fleetConfiguration.backends;
-    const allowed = backends.filter(
-      (backend) => !fleetBackends?.length || fleetBackends.includes(backend.type),
-    );
-    const { offers } = await getOffers(allowed, jobSpec.requirements, {
-      ...runFilters,
-      regions: runFilters.regions ?? fleetConfiguration.regions,
-      instanceTypes: runFilters.instanceTypes ?? fleetConfiguration.instance_types,
-    });
-    const available = offers.filter((entry) => isAvailable(entry.offer.availability));
+    const available = await fleetOffersForJob(fleet, backends, spec, jobSpec);
     if (available.length > 0) return { fleet, offers: available };
   }
   if (fleets.length === 0) {
-    const { offers } = await getOffers(backends, jobSpec.requirements, runFilters);
+    const { offers } = await getOffers(backends, jobSpec.requirements, offerFiltersOf(spec.configuration));
     const available = offers.filter((entry) => isAvailable(entry.offer.availability));
     if (available.length > 0)
       return { fleet: await createRunFleet(app, run.project_id, run.run_name), offers: available };
@@ -208,121 +218,119 @@ async function provision(
     return;
   }
   const fleetConfiguration = fleetConfigurationOf(fleet);
-  const now = Date.now();
-  const instanceId = randomUUID();
-  const instanceNum = await nextInstanceNum(app, fleet.id);
   // The placeholder is written before any cloud call, so every machine we create is tracked.
-  await app.db
-    .insertInto('instances')
-    .values({
-      id: instanceId,
-      project_id: project.id,
-      fleet_id: fleet.id,
-      name: `${fleet.name}-${instanceNum}`,
-      instance_num: instanceNum,
-      status: 'pending',
-      unreachable: 0,
-      termination_reason: null,
-      termination_reason_message: null,
-      created_at: now,
-      last_processed_at: now,
-      started_at: null,
-      finished_at: null,
-      backend: null,
-      region: null,
-      price: null,
-      offer: null,
-      job_provisioning_data: null,
-      requirements: JSON.stringify(jobSpec.requirements),
-      instance_configuration: null,
-      termination_idle_time: idleSeconds(configuration, fleetConfiguration),
-      termination_deadline: null,
-      provisioning_deadline: null,
-      first_termination_retry_at: null,
-      last_termination_retry_at: null,
-      idle_since: null,
-      total_blocks: 1,
-      busy_blocks: 1,
-      deleted: 0,
-      lock_expires_at: null,
-      lock_token: null,
-      lock_owner: null,
-    })
-    .execute();
-  const user = await app.db
-    .selectFrom('users')
-    .select('name')
-    .where('id', '=', run.user_id)
+  const instance = await insertPendingInstance(app, {
+    projectId: project.id,
+    fleet,
+    requirements: jobSpec.requirements,
+    terminationIdleTime: idleSeconds(configuration, fleetConfiguration),
+    busyBlocks: 1,
+  });
+  // Recorded on the job before the backend is called: a retry after a crash launches this
+  // same instance (same idempotency key) instead of a second one.
+  const recorded = await app.db
+    .updateTable('jobs')
+    .set({ instance_id: instance.id })
+    .where('id', '=', job.id)
+    .where('lock_token', '=', lock.token)
     .executeTakeFirst();
-  const errors: string[] = [];
-  for (const { backend, offer } of offers.slice(0, app.settings.maxOffersTried)) {
-    let provisioningData: JobProvisioningData;
-    try {
-      provisioningData = await backend.compute.runJob({
-        run: {
-          id: run.id,
-          project_name: project.name,
-          user: user?.name ?? '',
-          run_spec: {
-            run_name: run.run_name,
-            ssh_key_pub: spec.ssh_key_pub ?? null,
-            configuration: spec.configuration as { [key: string]: unknown },
-            merged_profile: null,
-          },
-        },
-        job: {
-          job_spec: jobSpec as unknown as Parameters<typeof backend.compute.runJob>[0]['job']['job_spec'],
-        },
-        offer,
-        projectSshPublicKey: project.ssh_public_key,
-        projectSshPrivateKey: app.encryption.decrypt(project.ssh_private_key),
-        volumes: [],
-        placementGroup: null,
-        requirements: jobSpec.requirements,
-      });
-    } catch (error) {
-      errors.push(`${backend.type}/${offer.region}/${offer.instance.name}: ${errorMessage(error)}`);
-      continue;
-    }
-    const timeoutSeconds = getProvisioningTimeoutSeconds(backend.plugin, offer.instance.name);
+  if (Number(recorded.numUpdatedRows) !== 1) {
+    // Another server took the job over: nothing was launched for this row.
     await app.db
       .updateTable('instances')
-      .set({
-        status: 'provisioning',
-        backend: backend.type,
-        region: offer.region,
-        price: offer.price,
-        offer: JSON.stringify(offer),
-        job_provisioning_data: JSON.stringify(provisioningData),
-        started_at: Date.now(),
-        provisioning_deadline: Date.now() + timeoutSeconds * 1000,
-        last_processed_at: 0,
-      })
-      .where('id', '=', instanceId)
+      .set({ status: 'terminated', termination_reason: 'no_offers', deleted: 1, finished_at: Date.now() })
+      .where('id', '=', instance.id)
       .execute();
+    return;
+  }
+  await launchJobInstance(app, job, lock, run, project, instance, offers);
+}
+
+/**
+ * Launches the job's pending instance on the first offer that works, with the instance's id as
+ * the idempotency key, and moves the job to `provisioning` (or fails it when every offer failed).
+ */
+async function launchJobInstance(
+  app: AppContext,
+  job: JobsTable,
+  lock: RowLock,
+  run: RunsTable,
+  project: ProjectsTable,
+  instance: InstancesTable,
+  offers: readonly BackendOffer[],
+): Promise<void> {
+  const paramsFor = await runJobParamsOf(app, { run, job, project, instanceId: instance.id });
+  const result = await launchOnFirstOffer(app, instance, offers, ({ backend, offer }) =>
+    backend.compute.runJob(paramsFor(offer)),
+  );
+  if (result.launched) {
+    // Not due yet: the instance pipeline makes the job due once the instance is up (or gone).
     await lock.release({
       status: 'provisioning',
-      instance_id: instanceId,
+      instance_id: instance.id,
       instance_assigned: 1,
-      job_provisioning_data: JSON.stringify(provisioningData),
-      last_processed_at: 0,
+      job_provisioning_data: JSON.stringify(result.provisioningData),
     });
-    runServicesOf(app).wakeUps.wake('instances', 'jobs-running');
+    runServicesOf(app).wakeUps.wake('instances');
     await markRunDue(app, job.run_id);
     return;
   }
-  await app.db
-    .updateTable('instances')
-    .set({ status: 'terminated', termination_reason: 'no_offers', deleted: 1, finished_at: Date.now() })
-    .where('id', '=', instanceId)
-    .execute();
   await failJob(
     lock,
     app,
     job,
     'failed_to_start_due_to_no_capacity',
-    `every offer failed: ${errors.join('; ')}`,
+    `every offer failed: ${result.errors.join('; ')}`,
   );
+}
+
+/**
+ * The job has an instance recorded but not assigned: a server claimed it, recorded its pending
+ * instance and stopped (it died, or lost its claim) before storing the outcome. A `pending`
+ * instance is launched again with the same id, so the backend returns the machine the first
+ * launch started, if any; an instance whose launch was stored is assigned. Returns false when
+ * the recorded instance is gone, and the job needs new capacity.
+ */
+async function resumeRecordedLaunch(
+  app: AppContext,
+  job: JobsTable,
+  lock: RowLock,
+  run: RunsTable,
+  project: ProjectsTable,
+  instanceId: string,
+): Promise<boolean> {
+  const instance = await app.db
+    .selectFrom('instances')
+    .selectAll()
+    .where('id', '=', instanceId)
+    .executeTakeFirst();
+  if (!instance || instance.deleted === 1 || ['terminating', 'terminated'].includes(instance.status)) {
+    return false;
+  }
+  if (instance.status === 'pending') {
+    const fleet = await app.db
+      .selectFrom('fleets')
+      .selectAll()
+      .where('id', '=', instance.fleet_id)
+      .executeTakeFirst();
+    const { spec } = runConfiguration(run);
+    const backends = await runServicesOf(app).backends.getProjectBackends(project.id);
+    const offers = fleet ? await fleetOffersForJob(fleet, backends, spec, jobSpecOf(job)) : [];
+    await launchJobInstance(app, job, lock, run, project, instance, offers);
+    return true;
+  }
+  // The launch was stored on the instance, not on the job: the job takes it as a new launch would.
+  const alreadyUp = instance.status !== 'provisioning';
+  await lock.release({
+    status: 'provisioning',
+    instance_id: instance.id,
+    instance_assigned: 1,
+    job_provisioning_data: instance.job_provisioning_data,
+    ...(alreadyUp ? { last_processed_at: 0 } : {}),
+  });
+  runServicesOf(app).wakeUps.wake(alreadyUp ? 'jobs-running' : 'instances');
+  await markRunDue(app, job.run_id);
+  return true;
 }
 
 export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<JobsTable> {
@@ -337,6 +345,9 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<JobsTa
       // A stopping run moves its jobs to terminating itself.
       if (run.status === 'terminating' || run.status === 'pending') return;
       const project = await projectOf(app, job.project_id);
+      if (job.instance_id !== null && job.instance_assigned === 0) {
+        if (await resumeRecordedLaunch(app, job, lock, run, project, job.instance_id)) return;
+      }
       const { configuration } = runConfiguration(run);
       const jobSpec = jobSpecOf(job);
       const fleets = await candidateFleets(app, run, configuration);

@@ -2,6 +2,8 @@
  * Jobs in `terminating`: stop the job gracefully (the runner sends SIGTERM and
  * kills after `stop_duration`), collect the last logs, remove the shim task,
  * free the instance block, and set the final status from the termination reason.
+ * A job stopped while its launch is stranded (instance recorded, still `pending`)
+ * gives that instance up, so the machine the launch may have started is ended.
  */
 import { DEFAULT_STOP_DURATION, type JobTerminationReason, jobTerminationReasonToStatus } from '@dstack/core';
 import { sql } from 'kysely';
@@ -9,6 +11,7 @@ import type { AppContext } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable } from '../db/schema.js';
 import { runServicesOf } from '../run-services.js';
 import { runnerClientFor, shimClientFor } from './agent-clients.js';
+import { abandonPendingInstance } from './instance-launch.js';
 import { pullRunner, runnerPortOf } from './job-running.js';
 import type { PipelineDefinition, RowLock } from './pipeline.js';
 import { dueIn, instanceRowOf, jobSpecOf, markRunDue, projectOf, provisioningDataOf } from './rows.js';
@@ -29,18 +32,23 @@ const RUNNER_REASONS: readonly string[] = [
   'log_quota_exceeded',
 ];
 
-/** Frees the job's block; the instance becomes idle when it was the last one. */
+/**
+ * Frees the job's block; a busy instance becomes idle when it was the last one. A job stopped
+ * while its instance is still provisioning frees its block too, so the instance comes up idle
+ * (and its fleet's idle rules apply) instead of busy with no job forever.
+ */
 async function freeInstanceBlock(app: AppContext, instance: InstancesTable): Promise<void> {
+  const becomesIdle = sql<boolean>`(status = 'busy' AND busy_blocks <= 1)`;
   await app.db
     .updateTable('instances')
     .set({
       busy_blocks: sql`CASE WHEN busy_blocks > 0 THEN busy_blocks - 1 ELSE 0 END`,
-      status: sql`CASE WHEN busy_blocks <= 1 THEN 'idle' ELSE 'busy' END`,
-      idle_since: sql`CASE WHEN busy_blocks <= 1 THEN CAST(${Date.now()} AS BIGINT) ELSE idle_since END`,
+      status: sql`CASE WHEN ${becomesIdle} THEN 'idle' ELSE status END`,
+      idle_since: sql`CASE WHEN ${becomesIdle} THEN CAST(${Date.now()} AS BIGINT) ELSE idle_since END`,
       last_processed_at: 0,
     })
     .where('id', '=', instance.id)
-    .where('status', '=', 'busy')
+    .where('status', 'in', ['busy', 'provisioning'])
     .execute();
 }
 
@@ -60,13 +68,18 @@ async function stopOnRunner(
   const firstPass = job.remove_at === null;
   const stopSeconds = jobSpecOf(job).stop_duration ?? DEFAULT_STOP_DURATION;
   const removeAt = job.remove_at ?? now + stopSeconds * 1000 + UNREACHABLE_GRACE_MS;
+  // The runner ended the job and its final state was pulled with every log line before it:
+  // there is nothing to stop and nothing more to pull.
+  if (RUNNER_REASONS.includes(job.termination_reason ?? '')) {
+    return { ended: true, values: { remove_at: removeAt } };
+  }
   try {
-    if (firstPass && !RUNNER_REASONS.includes(job.termination_reason ?? '')) {
+    if (firstPass) {
       const runner = await runnerClientFor(app, project, provisioningData, runnerPortOf(job));
       await runner.stop();
     }
     const { finalState, timestamp } = await pullRunner({ app, job, project, provisioningData });
-    const ended = finalState !== null || RUNNER_REASONS.includes(job.termination_reason ?? '');
+    const ended = finalState !== null;
     const exitStatus = finalState?.exit_status ?? job.exit_status;
     return {
       ended: ended || now > removeAt,
@@ -88,15 +101,12 @@ async function removeShimTask(
   if (!provisioningData?.hostname || !provisioningData.dockerized) return;
   try {
     const shim = await shimClientFor(app, project, provisioningData);
-    const task = await shim.getTask(job.id);
-    if (!task) return;
-    if (task.status !== 'terminated') {
-      await shim.terminateTask(job.id, {
-        termination_reason: job.termination_reason ?? 'terminated_by_server',
-        termination_message: job.termination_reason_message ?? '',
-        timeout: 0,
-      });
-    }
+    // Terminating a terminated task changes nothing; a task the shim does not know answers 404.
+    await shim.terminateTask(job.id, {
+      termination_reason: job.termination_reason ?? 'terminated_by_server',
+      termination_message: job.termination_reason_message ?? '',
+      timeout: 0,
+    });
     await shim.removeTask(job.id);
   } catch {
     // Best effort: the instance may already be gone; its own pipeline cleans up.
@@ -127,12 +137,24 @@ export function jobTerminatingPipeline(app: AppContext): PipelineDefinition<Jobs
     table: 'jobs',
     statuses: ['terminating'],
     minIntervalMs: MIN_INTERVAL_MS,
-    workers: 20,
+    // A pass mostly waits for the agents.
+    workers: 50,
     async process(job, lock) {
       const instance = await instanceRowOf(app, job.instance_id);
       if (!instance) {
         await finish(app, job, lock, {});
         return;
+      }
+      if (job.instance_assigned === 0 && instance.status === 'pending') {
+        // The job's launch is stranded (its server died mid-call) and nobody will retry it now:
+        // give the instance up, so that the instance pipeline ends the machine it may have.
+        const outcome = await abandonPendingInstance(
+          app,
+          instance.id,
+          'job_finished',
+          'the job stopped before its launch completed',
+        );
+        if (outcome === 'terminating') runServicesOf(app).wakeUps.wake('instances');
       }
       const project = await projectOf(app, job.project_id);
       const { ended, values } = await stopOnRunner(app, job, project, instance);

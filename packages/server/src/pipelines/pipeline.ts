@@ -8,7 +8,8 @@
  * lock expired) and `last_processed_at <= now - minIntervalMs`. Services make a
  * row due at once by setting `last_processed_at = 0` and waking the pipeline
  * (see `markRunDue` in rows.ts); a row marked so while it is being processed
- * stays due after its release, so no wake-up is lost.
+ * stays due after its release, and its pipeline fetches it again at once, so
+ * no wake-up is lost.
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
@@ -55,7 +56,10 @@ export class Pipeline<Row extends ClaimedRow> {
   /** Rows being processed, by `id:token` (a row may be claimed again before its finally runs). */
   readonly #inFlight = new Map<string, { id: string; work: Promise<void> }>();
   #stopped = false;
-  #wakeRequested = false;
+  /** Something may have become due since the last claim (a wake-up, a due timer, a row released due). */
+  #dueSignalled = false;
+  /** The last claim filled every free worker: more rows may be waiting for one. */
+  #backlog = false;
   #wakeFetcher: (() => void) | null = null;
   #loop: Promise<void> | null = null;
   #unsubscribe: (() => void) | null = null;
@@ -71,7 +75,7 @@ export class Pipeline<Row extends ClaimedRow> {
   }
 
   start(wakeUps: WakeUps): void {
-    this.#unsubscribe = wakeUps.subscribe(this.#definition.name, () => this.#requestFetch());
+    this.#unsubscribe = wakeUps.subscribe(this.#definition.name, () => this.#signalDue());
     const lockMs = this.#definition.lockMs ?? DEFAULT_LOCK_MS;
     this.#heartbeat = setInterval(() => void this.#extendLocks(lockMs), lockMs / 3);
     this.#heartbeat.unref();
@@ -82,33 +86,49 @@ export class Pipeline<Row extends ClaimedRow> {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#unsubscribe?.();
-    this.#requestFetch();
+    this.#signalDue();
     await this.#loop;
     await Promise.allSettled([...this.#inFlight.values()].map((entry) => entry.work));
     if (this.#heartbeat) clearInterval(this.#heartbeat);
   }
 
-  #requestFetch(): void {
-    this.#wakeRequested = true;
+  /**
+   * Claims the rows due now (up to `workers`) and processes them, resolving once they are done;
+   * returns how many there were. For tests and tools that step a pipeline by hand instead of
+   * `start`ing it.
+   */
+  async processDue(): Promise<number> {
+    const rows = await this.#claim(this.#definition.workers - this.#inFlight.size);
+    const keys = rows.map((row) => `${row.id}:${row.lock_token}`);
+    for (const row of rows) this.#dispatch(row);
+    await Promise.all(keys.map((key) => this.#inFlight.get(key)?.work));
+    return rows.length;
+  }
+
+  #signalDue(): void {
+    this.#dueSignalled = true;
     this.#wakeFetcher?.();
   }
 
   async #run(): Promise<void> {
     while (!this.#stopped) {
-      this.#wakeRequested = false;
+      // Let the signals of this turn of the event loop (several wake-ups, several workers
+      // finishing) gather, so that one claim serves them all.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (this.#stopped) break;
+      this.#dueSignalled = false;
       const free = this.#definition.workers - this.#inFlight.size;
       if (free > 0) {
         try {
           const rows = await this.#claim(free);
           for (const row of rows) this.#dispatch(row);
-          // A full batch means more may be due: fetch again as soon as a worker frees up.
-          if (rows.length === free) this.#wakeRequested = true;
+          this.#backlog = rows.length === free;
         } catch (error) {
           if (!this.#stopped) console.error(`[pipeline ${this.name}] fetch failed:`, error);
         }
       }
       if (this.#stopped) break;
-      if (this.#wakeRequested && this.#inFlight.size < this.#definition.workers) continue;
+      if (this.#dueSignalled && this.#inFlight.size < this.#definition.workers) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, FETCH_TICK_MS);
         this.#wakeFetcher = () => {
@@ -123,17 +143,26 @@ export class Pipeline<Row extends ClaimedRow> {
   #dispatch(row: Row): void {
     const token = row.lock_token as string;
     const key = `${row.id}:${token}`;
-    const lock: RowLock = { token, release: (values) => this.#release(row.id, token, values) };
+    let released = false;
+    const lock: RowLock = {
+      token,
+      release: (values) => {
+        released = true;
+        return this.#release(row.id, token, values);
+      },
+    };
     const work = (async () => {
       try {
         await this.#definition.process(row, lock);
       } catch (error) {
         console.error(`[pipeline ${this.name}] processing ${row.id} failed:`, error);
       } finally {
-        // Whatever happened, give the row back (a no-op when process released it).
-        await this.#release(row.id, token).catch(() => {});
+        // Whatever happened, give the row back, unless process did.
+        if (!released) await this.#release(row.id, token).catch(() => {});
         this.#inFlight.delete(key);
-        this.#requestFetch();
+        // A freed worker looks for more only when the last claim left rows waiting, or rows
+        // became due while every worker was busy.
+        if (this.#backlog || this.#dueSignalled) this.#signalDue();
       }
     })();
     this.#inFlight.set(key, { id: row.id, work });
@@ -174,7 +203,7 @@ export class Pipeline<Row extends ClaimedRow> {
   async #release(id: string, token: string, values: Record<string, unknown> = {}): Promise<boolean> {
     const { last_processed_at: requested, ...rest } = values;
     const processedAt = typeof requested === 'number' ? requested : Date.now();
-    const result = await this.#app.db
+    const released = await this.#app.db
       .updateTable(this.#definition.table)
       .set({
         ...rest,
@@ -185,14 +214,16 @@ export class Pipeline<Row extends ClaimedRow> {
       } as never)
       .where('id', '=', id)
       .where('lock_token', '=', token)
+      .returning('last_processed_at')
       .executeTakeFirst();
-    const released = Number(result.numUpdatedRows) === 1;
-    // A row released to be looked at again soon (polling a starting agent) must not wait for the fetch tick.
-    const dueInMs = processedAt + this.#definition.minIntervalMs - Date.now();
-    if (released && dueInMs < FETCH_TICK_MS && !this.#stopped) {
-      setTimeout(() => this.#requestFetch(), Math.max(0, dueInMs)).unref();
-    }
-    return released;
+    if (!released || this.#stopped) return released !== undefined;
+    // A row marked due while it was processed (or released due) is fetched at once; one released
+    // to be looked at again soon (polling a starting agent) must not wait for the fetch tick.
+    const dueAt = Number(released.last_processed_at) + this.#definition.minIntervalMs;
+    const dueInMs = dueAt - Date.now();
+    if (dueInMs <= 0) this.#signalDue();
+    else if (dueInMs < FETCH_TICK_MS) setTimeout(() => this.#signalDue(), dueInMs).unref();
+    return true;
   }
 
   async #extendLocks(lockMs: number): Promise<void> {

@@ -9,8 +9,25 @@ export function dueIn(ms: number, minIntervalMs: number): number {
   return Date.now() - minIntervalMs + ms;
 }
 
+/** How long the pipelines reuse a project row: its name and SSH keys never change, and every pass needs them. */
+const PROJECT_CACHE_MS = 10_000;
+const projectCaches = new WeakMap<AppContext, Map<string, { row: ProjectsTable; expiresAt: number }>>();
+
 export async function projectOf(app: AppContext, projectId: string): Promise<ProjectsTable> {
-  return app.db.selectFrom('projects').selectAll().where('id', '=', projectId).executeTakeFirstOrThrow();
+  let cache = projectCaches.get(app);
+  if (!cache) {
+    cache = new Map();
+    projectCaches.set(app, cache);
+  }
+  const cached = cache.get(projectId);
+  if (cached && cached.expiresAt > Date.now()) return cached.row;
+  const row = await app.db
+    .selectFrom('projects')
+    .selectAll()
+    .where('id', '=', projectId)
+    .executeTakeFirstOrThrow();
+  cache.set(projectId, { row, expiresAt: Date.now() + PROJECT_CACHE_MS });
+  return row;
 }
 
 export async function runRowOf(app: AppContext, runId: string): Promise<RunsTable> {

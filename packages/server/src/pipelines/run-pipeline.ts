@@ -16,11 +16,16 @@ import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import type { JobsTable, RunsTable } from '../db/schema.js';
 import { runServicesOf } from '../run-services.js';
+import { getLogNotifications } from '../services/log-notifications.js';
 import { newJobRow } from '../services/runs.js';
 import type { PipelineDefinition, RowLock } from './pipeline.js';
 import { dueIn } from './rows.js';
 
-const MIN_INTERVAL_MS = 2_000;
+/**
+ * A safety net only: every job that changes in a way the run follows marks its run due
+ * (in the database, so other replicas see it too), and waits are scheduled explicitly.
+ */
+const MIN_INTERVAL_MS = 10_000;
 /** dstack's resubmission backoff: 15s, 30s, 1m, 2m, 5m, then 10m. */
 const RETRY_BACKOFF_SECONDS = [15, 30, 60, 120, 300, 600];
 const FINISHED_JOB_STATUSES = ['terminated', 'aborted', 'failed', 'done'];
@@ -85,6 +90,8 @@ async function processTerminating(
   const unfinished = latest.filter((job) => !FINISHED_JOB_STATUSES.includes(job.status));
   if (unfinished.length === 0) {
     await lock.release({ status: runTerminationReasonToStatus(reason) });
+    // Log streams end on the run's final status; tell this replica's streams now.
+    getLogNotifications(app).notify(run.id);
     runServicesOf(app).wakeUps.wake('fleets');
     return;
   }
@@ -165,7 +172,9 @@ export function runPipeline(app: AppContext): PipelineDefinition<RunsTable> {
     table: 'runs',
     statuses: ['pending', 'submitted', 'provisioning', 'running', 'terminating'],
     minIntervalMs: MIN_INTERVAL_MS,
-    workers: 10,
+    // A pass is a few quick statements; a fetch claims at most this many rows, so it must be
+    // large enough that a busy event loop (one fetch per turn) does not hold runs back.
+    workers: 100,
     async process(run, lock) {
       const jobs = await app.db.selectFrom('jobs').selectAll().where('run_id', '=', run.id).execute();
       if (run.status === 'terminating') await processTerminating(app, run, jobs, lock);

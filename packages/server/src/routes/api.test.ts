@@ -1,8 +1,9 @@
 /**
  * Users, projects and backends through real HTTP, on SQLite and Postgres.
  */
+
+import { createFakeBackendPlugin, FAKE_BACKEND_VALID_API_KEY } from '@dstack/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFakeBackendPlugin, FAKE_BACKEND_VALID_API_KEY } from '../testing/fake-backend.js';
 import { createTestApp, type TestApp } from '../testing/test-app.js';
 import { checkPostgresReachable } from '../testing/test-database.js';
 import { backendRoutes } from './backends-routes.js';

@@ -10,12 +10,16 @@ import {
   type Fleet,
   ResourceNotFoundError,
   ServerClientError,
+  type SshConfig,
   validateConfiguration,
 } from '@dstack/core';
+import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
-import type { FleetsTable, ProjectsTable } from '../db/schema.js';
+import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
+import { addPendingFleetInstances } from '../pipelines/fleet-provisioning.js';
 import { runServicesOf } from '../run-services.js';
 import { fleetOf } from './run-models.js';
+import { applySshFleet, withoutKeyContents } from './ssh-fleets.js';
 
 export const DEFAULT_LOCAL_FLEET_NAME = 'local';
 
@@ -28,7 +32,67 @@ export interface FleetConfigurationFields {
   regions?: string[];
   instance_types?: string[];
   idle_duration?: number | 'off';
+  resources?: unknown;
+  spot_policy?: 'spot' | 'on-demand' | 'auto';
+  max_price?: number;
+  reservation?: string;
+  placement?: 'any' | 'cluster';
+  tags?: Record<string, string>;
+  backend_options?: unknown[];
   ssh_config?: unknown;
+}
+
+/** `nodes` of a fleet; a fleet without it (an SSH fleet, a run-made one) keeps nothing by itself. */
+export function fleetNodesOf(configuration: FleetConfigurationFields): {
+  min: number;
+  target: number;
+  max: number | null;
+} {
+  return configuration.nodes ?? { min: 0, target: 0, max: null };
+}
+
+/** Instances of the fleet that count towards its size: neither terminating nor gone. */
+export async function liveFleetInstances(app: AppContext, fleetId: string): Promise<InstancesTable[]> {
+  return app.db
+    .selectFrom('instances')
+    .selectAll()
+    .where('fleet_id', '=', fleetId)
+    .where('deleted', '=', 0)
+    .where('status', 'not in', ['terminating', 'terminated'])
+    .orderBy('instance_num')
+    .execute();
+}
+
+/**
+ * Terminates up to `count` of the fleet's instances that hold no job, newest first
+ * (pending and provisioning before idle); returns how many were marked.
+ */
+export async function terminateSpareInstances(
+  app: AppContext,
+  fleetId: string,
+  count: number,
+  reason: string,
+): Promise<number> {
+  if (count <= 0) return 0;
+  const spare = (await liveFleetInstances(app, fleetId))
+    .filter((instance) => instance.busy_blocks === 0 && instance.status !== 'busy')
+    .sort((a, b) => b.instance_num - a.instance_num);
+  let marked = 0;
+  for (const instance of spare) {
+    if (marked >= count) break;
+    const now = Date.now();
+    const result = await app.db
+      .updateTable('instances')
+      .set({ status: 'terminating', termination_reason: reason, last_processed_at: 0 })
+      .where('id', '=', instance.id)
+      .where('status', '=', instance.status)
+      .where('busy_blocks', '=', 0)
+      .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+      .executeTakeFirst();
+    marked += Number(result.numUpdatedRows);
+  }
+  if (marked > 0) runServicesOf(app).wakeUps.wake('instances');
+  return marked;
 }
 
 export function fleetConfigurationOf(fleet: FleetsTable): FleetConfigurationFields {
@@ -138,9 +202,6 @@ export async function applyFleet(
       path: ['plan', 'spec', 'configuration', 'type'],
     });
   }
-  if (configuration.ssh_config !== undefined) {
-    throw new ServerClientError('SSH fleets are not supported yet', { code: 'not_supported' });
-  }
   const name = configuration.name ?? `fleet-${randomUUID().slice(0, 8)}`;
   const existing = await app.db
     .selectFrom('fleets')
@@ -149,20 +210,74 @@ export async function applyFleet(
     .where('name', '=', name)
     .where('deleted', '=', 0)
     .executeTakeFirst();
+  if (existing?.status === 'terminating') {
+    throw new ServerClientError(`Fleet ${name} is being deleted; apply it again once it is gone`, {
+      code: 'resource_exists',
+    });
+  }
+  if (configuration.ssh_config !== undefined || (existing && fleetConfigurationOf(existing).ssh_config)) {
+    await applySshFleetConfiguration(app, project, { ...configuration, name }, existing);
+    return getFleet(app, project, name);
+  }
+  const spec = JSON.stringify({ configuration: { ...configuration, name } });
+  let fleet: FleetsTable;
   if (existing) {
     await app.db
       .updateTable('fleets')
-      .set({ spec: JSON.stringify({ configuration: { ...configuration, name } }), last_processed_at: 0 })
+      .set({ spec, last_processed_at: 0 })
       .where('id', '=', existing.id)
       .execute();
+    fleet = { ...existing, spec };
   } else {
-    await app.db
-      .insertInto('fleets')
-      .values(newFleetRow(project.id, name, { ...configuration, name }, false))
-      .execute();
+    // Due at once: the fleet pipeline provisions its instances.
+    fleet = { ...newFleetRow(project.id, name, { ...configuration, name }, false), last_processed_at: 0 };
+    await app.db.insertInto('fleets').values(fleet).execute();
   }
+  await scaleToTarget(app, fleet);
   runServicesOf(app).wakeUps.wake('fleets');
   return getFleet(app, project, name);
+}
+
+/** An SSH fleet: deployed to its hosts before it is recorded (see `ssh-fleets.ts`). */
+async function applySshFleetConfiguration(
+  app: AppContext,
+  project: ProjectsTable,
+  configuration: FleetConfigurationFields & { name: string },
+  existing: FleetsTable | undefined,
+): Promise<void> {
+  const sshConfig = configuration.ssh_config as SshConfig | undefined;
+  if (sshConfig === undefined) {
+    throw new ConfigurationError(
+      `Fleet ${configuration.name} is an SSH fleet: it keeps ssh_config (delete it to make a cloud fleet)`,
+      { path: ['plan', 'spec', 'configuration', 'ssh_config'] },
+    );
+  }
+  if (existing && fleetConfigurationOf(existing).ssh_config === undefined) {
+    throw new ConfigurationError(
+      `Fleet ${configuration.name} is a cloud fleet: delete it before applying it with ssh_config`,
+      { path: ['plan', 'spec', 'configuration', 'ssh_config'] },
+    );
+  }
+  const stored = { ...configuration, ssh_config: withoutKeyContents(sshConfig) };
+  const row = existing
+    ? { ...existing, spec: JSON.stringify({ configuration: stored }) }
+    : newFleetRow(project.id, configuration.name, stored, false);
+  await applySshFleet(app, project, row, sshConfig, existing !== undefined);
+  runServicesOf(app).wakeUps.wake('fleets');
+}
+
+/**
+ * Applying `nodes` provisions `target` instances (dstack creates them on apply); re-applying
+ * with a smaller target terminates instances without jobs down to it. The fleet pipeline
+ * then keeps the count within `min..max`.
+ */
+async function scaleToTarget(app: AppContext, fleet: FleetsTable): Promise<void> {
+  const configuration = fleetConfigurationOf(fleet);
+  if (configuration.nodes === undefined) return;
+  const { target } = fleetNodesOf(configuration);
+  const live = (await liveFleetInstances(app, fleet.id)).length;
+  if (live < target) await addPendingFleetInstances(app, fleet, target - live);
+  else if (live > target) await terminateSpareInstances(app, fleet.id, live - target, 'terminated_by_user');
 }
 
 export async function getFleet(app: AppContext, project: ProjectsTable, name: string): Promise<Fleet> {

@@ -1,11 +1,13 @@
 /**
  * Turns a run configuration into the job specs the server runs (dstack's job
- * configurators): one job per node, commands, environment, requirements,
- * retry and durations.
+ * configurators): one job per node (or per provider job), commands,
+ * environment, requirements, retry and durations.
  */
 import {
+  ConfigurationError,
   DEFAULT_STOP_DURATION,
   type JobSpec,
+  type ProviderJobSpec,
   RETRY_EVENTS,
   type Requirements,
   type RetrySpec,
@@ -37,6 +39,8 @@ export interface RunConfigurationFields {
   max_duration?: number | 'off';
   stop_duration?: number | 'off';
   backend_options?: Array<{ type: string }>;
+  /** A task's provider module; its jobs come in the run spec's `provider_jobs`. */
+  provider?: string;
 }
 
 /** `spot_policy` → `Requirements.spot`: on-demand by default, as in dstack. */
@@ -89,27 +93,79 @@ function resolvedEnv(env: RunConfigurationFields['env']): Record<string, string>
   return Object.fromEntries(Object.entries(env ?? {}).map(([key, value]) => [key, value ?? '']));
 }
 
-/** The job specs of one replica of a run: one per node. */
+/** What differs between the jobs of one replica. */
+interface JobShape {
+  commands: string[];
+  env: Record<string, string>;
+  image: string | undefined;
+  workingDir: string | undefined;
+}
+
+/**
+ * The provider's jobs of a task that names a `provider`, or undefined for any other run.
+ * The server never loads provider modules (they live on the user's machine): the client
+ * expands them into `provider_jobs`, so a provider without them is the client's mistake.
+ */
+function providerJobsOf(
+  runSpec: RunSpec,
+  configuration: RunConfigurationFields,
+): ProviderJobSpec[] | undefined {
+  const providerJobs = runSpec.provider_jobs ?? undefined;
+  if (configuration.provider !== undefined && providerJobs === undefined) {
+    throw new ConfigurationError(
+      `the configuration names provider '${configuration.provider}' but the run spec has no provider_jobs: load the provider and send the jobs it creates (dstack apply does)`,
+      { path: ['run_spec', 'provider_jobs'] },
+    );
+  }
+  if (configuration.provider === undefined && providerJobs !== undefined) {
+    throw new ConfigurationError("provider_jobs needs a task configuration with 'provider'", {
+      path: ['run_spec', 'provider_jobs'],
+    });
+  }
+  return providerJobs;
+}
+
+/**
+ * The job specs of one replica of a run: one per provider job for a task with a `provider`,
+ * else one per node. Throws `ConfigurationError` (HTTP 400) when `provider` and
+ * `provider_jobs` do not come together.
+ */
 export function buildJobSpecs(runName: string, runSpec: RunSpec, replicaNum = 0): JobSpec[] {
   const configuration = runSpec.configuration as unknown as RunConfigurationFields;
-  const nodes = configuration.nodes ?? 1;
+  const providerJobs = providerJobsOf(runSpec, configuration);
+  const configurationEnv = resolvedEnv(configuration.env);
+  const shapes: JobShape[] = providerJobs
+    ? providerJobs.map((job) => ({
+        commands: job.commands,
+        env: { ...configurationEnv, ...job.env },
+        image: job.image ?? configuration.image,
+        workingDir: job.working_dir ?? configuration.working_dir,
+      }))
+    : Array.from({ length: configuration.nodes ?? 1 }, () => ({
+        commands: configuration.commands ?? [],
+        env: configurationEnv,
+        image: configuration.image,
+        workingDir: configuration.working_dir,
+      }));
+  // Provider jobs are independent of each other; only nodes of one task form a cluster.
+  const clusterSize = providerJobs ? 1 : shapes.length;
   const maxDuration = configuration.max_duration;
   const stopDuration = configuration.stop_duration;
-  return Array.from({ length: nodes }, (_, jobNum) => ({
+  return shapes.map((shape, jobNum) => ({
     job_name: `${runName}-${jobNum}-${replicaNum}`,
     job_num: jobNum,
     replica_num: replicaNum,
-    jobs_per_replica: nodes,
-    commands: configuration.commands ?? [],
-    env: resolvedEnv(configuration.env),
-    image_name: configuration.image ?? DEFAULT_IMAGE,
+    jobs_per_replica: shapes.length,
+    commands: shape.commands,
+    env: shape.env,
+    image_name: shape.image ?? DEFAULT_IMAGE,
     user: configuration.user ?? null,
     privileged: configuration.privileged ?? false,
-    working_dir: configuration.working_dir ?? runSpec.working_dir ?? null,
+    working_dir: shape.workingDir ?? runSpec.working_dir ?? null,
     max_duration: typeof maxDuration === 'number' && maxDuration > 0 ? maxDuration : null,
     stop_duration: stopDuration === 'off' ? null : (stopDuration ?? DEFAULT_STOP_DURATION),
     registry_auth: configuration.registry_auth ?? null,
-    requirements: requirementsOf(configuration, nodes),
+    requirements: requirementsOf(configuration, clusterSize),
     retry: retryOf(configuration),
     ports: containerPorts(configuration),
   }));

@@ -1,6 +1,7 @@
 /** Database rows → the API models of @dstack/core (Run, JobSubmission, Fleet, Instance). */
 import type { Fleet, Instance, Job, JobSpec, JobSubmission, Run, RunSpec } from '@dstack/core';
 import type { FleetsTable, InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
+import { serviceSpecOf } from './service-proxy-spec.js';
 
 export function isoTime(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString();
@@ -85,6 +86,7 @@ export function runOf(
   instances: ReadonlyMap<string, InstancesTable>,
 ): Run {
   const apiJobs = jobsOf(jobs, instances);
+  const runSpec = JSON.parse(run.run_spec) as RunSpec;
   const latestRow = [...jobs].sort(
     (a, b) => b.submitted_at - a.submitted_at || b.submission_num - a.submission_num,
   )[0];
@@ -96,7 +98,7 @@ export function runOf(
     last_processed_at: isoTime(run.last_processed_at || run.submitted_at) as string,
     status: run.status as Run['status'],
     termination_reason: run.termination_reason as Run['termination_reason'],
-    run_spec: JSON.parse(run.run_spec) as RunSpec,
+    run_spec: runSpec,
     jobs: apiJobs,
     latest_job_submission: latestRow
       ? jobSubmissionOf(latestRow, latestRow.instance_id ? instances.get(latestRow.instance_id) : null)
@@ -104,6 +106,7 @@ export function runOf(
     cost: costOf(jobs, Date.now()),
     error: errorOf(run, latestRow),
     deleted: run.deleted === 1,
+    service: serviceSpecOf(runSpec, projectName, run.run_name),
   };
 }
 

@@ -163,7 +163,8 @@ export async function applyRun(
         termination_reason: null,
         run_spec: JSON.stringify(runSpec),
         submitted_at: now,
-        last_processed_at: 0,
+        // Not due: a new run has nothing to follow until its jobs move, and they mark it due then.
+        last_processed_at: now,
         resubmission_attempt: 0,
         next_triggered_at: null,
         fleet_id: null,
@@ -178,7 +179,7 @@ export async function applyRun(
       .values(jobSpecs.map((jobSpec) => newJobRow(project.id, runId, runName, jobSpec, 0, now)))
       .execute();
   });
-  runServicesOf(app).wakeUps.wake('jobs-submitted', 'runs');
+  runServicesOf(app).wakeUps.wake('jobs-submitted');
   const row = await findRunRow(app, project.id, runName);
   if (!row) throw new Error(`run ${runName} vanished after apply`);
   return loadRun(app, row, project);

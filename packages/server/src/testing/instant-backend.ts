@@ -2,18 +2,23 @@
  * A backend with unlimited, instant capacity for server tests and benchmarks:
  * every "instance" is one shared, real shim (process runtime) on this host, so
  * jobs run through the real agents; `runJob` answers at once and is counted.
+ * Launches are keyed by dstack's instance id, as the contract asks: a repeated
+ * launch with the same id returns the first one's instance.
+ * The shim runs inside this process, or, as on a real host, as its own process.
  */
 import {
   type Capability,
   type ComputeWithCreateInstance,
   defineBackendConfigModels,
   defineBackendPlugin,
+  type InstanceConfiguration,
   type InstanceOfferWithAvailability,
   type JobProvisioningData,
   runJobWithCreateInstance,
   type StoredBackendRecord,
 } from '@dstack/core';
-import { type ShimServer, startShim } from '@dstack/shim';
+import { startShim } from '@dstack/shim';
+import { type ShimProcess, startShimProcess } from './shim-process.js';
 
 export const INSTANT_BACKEND_TYPE = 'instant';
 const CAPABILITIES: readonly Capability[] = ['create-instance'];
@@ -31,19 +36,44 @@ export interface InstantBackendOptions {
   /** CPUs, memory (GB) and GPUs the offer claims; default 4 CPUs, 16 GB, no GPU. */
   cpus?: number;
   memoryGb?: number;
+  /**
+   * Run the shim as its own process (the built `dstack-shim` command), so that its jobs and
+   * runners do not share this process's event loop, as on a real host. Needs `@dstack/shim`
+   * built. Default false: the shim runs inside this process.
+   */
+  shimProcess?: boolean;
+  /**
+   * Instances never become reachable: they get no hostname, as a machine that never boots,
+   * so they stay provisioning until their provisioning deadline. Default false.
+   */
+  unreachable?: boolean;
+  /** The backend's provisioning timeout (the plugin's `provisioningTimeoutSeconds`). Default: dstack's 10 minutes. */
+  provisioningTimeoutSeconds?: number;
 }
 
 export interface InstantBackend {
   plugin: ReturnType<typeof defineBackendPlugin>;
-  /** How many times `runJob`/`createInstance` was called, by job or instance name. */
+  /**
+   * The job or instance name of each machine launched by `runJob`/`createInstance`; a repeated
+   * launch with the same dstack instance id launches none and is not listed.
+   */
   readonly provisioned: string[];
   readonly terminated: string[];
+  /** How many times `updateProvisioningData` was called. */
+  readonly provisioningPolls: number;
+  /** The shim's process id when it runs as its own process (`shimProcess`), else null. */
+  readonly shimPid: number | null;
   close(): Promise<void>;
 }
 
 export async function createInstantBackend(options: InstantBackendOptions): Promise<InstantBackend> {
-  const shim: ShimServer = await startShim({ port: 0, homeDir: options.homeDir });
+  const shim: Pick<ShimProcess, 'port' | 'close'> & { pid?: number } = options.shimProcess
+    ? await startShimProcess({ homeDir: options.homeDir })
+    : await startShim({ port: 0, homeDir: options.homeDir });
   const provisioned: string[] = [];
+  /** Launched instances by the dstack instance id they were keyed by. */
+  const launches = new Map<string, JobProvisioningData>();
+  let polled = 0;
   const terminated: string[] = [];
   const offer: InstanceOfferWithAvailability = {
     backend: INSTANT_BACKEND_TYPE,
@@ -81,14 +111,16 @@ export async function createInstantBackend(options: InstantBackendOptions): Prom
     }
     async createInstance(
       chosen: InstanceOfferWithAvailability,
-      configuration: { instance_name: string },
+      configuration: Pick<InstanceConfiguration, 'instance_name' | 'instance_id'>,
     ): Promise<JobProvisioningData> {
+      const launched = launches.get(configuration.instance_id);
+      if (launched) return { ...launched };
       provisioned.push(configuration.instance_name);
-      return {
+      const data: JobProvisioningData = {
         backend: INSTANT_BACKEND_TYPE,
         instance_type: chosen.instance,
         instance_id: `instant-${provisioned.length}`,
-        hostname: '127.0.0.1',
+        hostname: options.unreachable ? null : '127.0.0.1',
         public_ip_enabled: false,
         region: chosen.region,
         price: chosen.price,
@@ -97,11 +129,14 @@ export async function createInstantBackend(options: InstantBackendOptions): Prom
         dockerized: true,
         backend_data: JSON.stringify({ agent_ports: { shim: shim.port } }),
       };
+      launches.set(configuration.instance_id, data);
+      return { ...data };
     }
     async terminateInstance(instanceId: string) {
       terminated.push(instanceId);
     }
     async updateProvisioningData(data: JobProvisioningData) {
+      polled += 1;
       return data;
     }
   }
@@ -111,6 +146,9 @@ export async function createInstantBackend(options: InstantBackendOptions): Prom
     computeKind: 'vm',
     capabilities: CAPABILITIES,
     configSchemas: instantConfigModels,
+    ...(options.provisioningTimeoutSeconds === undefined
+      ? {}
+      : { provisioningTimeoutSeconds: options.provisioningTimeoutSeconds }),
     createConfigurator: () => ({
       type: INSTANT_BACKEND_TYPE,
       async validateConfig() {},
@@ -127,5 +165,14 @@ export async function createInstantBackend(options: InstantBackendOptions): Prom
       },
     }),
   });
-  return { plugin, provisioned, terminated, close: () => shim.close() };
+  return {
+    plugin,
+    provisioned,
+    terminated,
+    get provisioningPolls() {
+      return polled;
+    },
+    shimPid: shim.pid ?? null,
+    close: () => shim.close(),
+  };
 }

@@ -15,6 +15,7 @@ import { getBackendRegistry } from '../backends/registry.js';
 import { loadServerConfig, type ServerConfigInput } from '../config/server-config.js';
 import { initializeServerState } from '../config/server-state.js';
 import type { AppContext, SqlDialect } from '../context.js';
+import { closeHttpServer } from '../http/close-http-server.js';
 import { createHttpHandler } from '../http/http-handler.js';
 import type { RouteDefinition } from '../http/route.js';
 import { createEncryption } from '../security/encryption.js';
@@ -130,10 +131,8 @@ export async function createTestApp(options: TestAppOptions): Promise<TestApp> {
       },
       async close() {
         controller.abort();
-        await new Promise<void>((resolve) => {
-          started.close(() => resolve());
-          started.closeAllConnections();
-        });
+        // As the real server: open streams write their last line before the database closes.
+        await closeHttpServer(started, handler);
         await database.close();
       },
     };

@@ -30,7 +30,12 @@ export interface TestSshd {
   stop(): Promise<void>;
 }
 
-export async function startTestSshd(): Promise<TestSshd> {
+export interface TestSshdOptions {
+  /** Offer the SFTP subsystem (OpenSSH's internal-sftp). Default false. */
+  sftp?: boolean;
+}
+
+export async function startTestSshd(options: TestSshdOptions = {}): Promise<TestSshd> {
   const directory = await mkdtemp(join(tmpdir(), 'dstack-sshd-'));
   const hostKey = generateProjectSshKeyPair();
   const clientKey = generateProjectSshKeyPair();
@@ -52,6 +57,7 @@ export async function startTestSshd(): Promise<TestSshd> {
     'UsePAM no',
     `PidFile ${join(directory, 'sshd.pid')}`,
     'LogLevel VERBOSE',
+    ...(options.sftp ? ['Subsystem sftp internal-sftp'] : []),
   ].join('\n');
   await writeFile(join(directory, 'sshd_config'), `${config}\n`);
 

@@ -46,7 +46,8 @@ describe('buildContainerSpec', () => {
       },
       { Type: 'bind', Source: '/var/lib/dstack/tasks/t1', Target: '/dstack/home', ReadOnly: false },
     ]);
-    expect(body.User).toBeUndefined();
+    // Root runs the runner; with no user anywhere the job runs as root too.
+    expect(body.User).toBe('0:0');
     expect(body.ExposedPorts).toBeUndefined();
     expect(body.HostConfig.PortBindings).toBeUndefined();
   });
@@ -60,21 +61,32 @@ describe('buildContainerSpec', () => {
     expect(HostConfig.DeviceRequests).toBeUndefined();
   });
 
-  it('passes the user, privileges and resource limits', () => {
+  it('passes privileges and resource limits', () => {
     const { body } = specFor({
-      container_user: '1000:1000',
       privileged: true,
       memory: 2 * 1024 ** 3,
       cpu: 1.5,
       shm_size: 64 * 1024 ** 2,
     });
-    expect(body.User).toBe('1000:1000');
     expect(body.HostConfig).toMatchObject({
       Privileged: true,
       Memory: 2147483648,
       NanoCpus: 1_500_000_000,
       ShmSize: 67108864,
     });
+  });
+
+  it('keeps the container root and has the runner run the job as container_user', () => {
+    const { body } = specFor({ container_user: 'alice:staff' }, { imageUser: '1000' });
+    expect(body.User).toBe('0:0');
+    expect(body.Cmd.slice(-2)).toEqual(['--job-user', 'alice:staff']);
+  });
+
+  it("runs the job as the image's own user when the task has no container_user", () => {
+    const { body } = specFor({}, { imageUser: '1000:1000' });
+    expect(body.User).toBe('0:0');
+    expect(body.Cmd.slice(-2)).toEqual(['--job-user', '1000:1000']);
+    expect(specFor({}, { imageUser: '' }).body.Cmd).not.toContain('--job-user');
   });
 
   it.each([

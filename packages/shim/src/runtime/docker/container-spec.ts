@@ -10,6 +10,11 @@ export const CONTAINER_RUNNER_BUNDLE_PATH = '/dstack/bin/dstack-runner.mjs';
 export const CONTAINER_RUNNER_HOME = '/dstack/home';
 /** The runner's port inside the container in bridge mode (dstack's `DSTACK_RUNNER_HTTP_PORT`). */
 export const BRIDGE_RUNNER_PORT = 10999;
+/**
+ * The container's user: always root, as dstack's shim does, so that the runner can manage its
+ * home, logs and the job's process group. Numeric, so that images without a passwd entry work.
+ */
+export const CONTAINER_ROOT_USER = '0:0';
 
 export interface ContainerSpecInput {
   task: TaskConfig;
@@ -21,6 +26,11 @@ export interface ContainerSpecInput {
   runnerPort: number;
   /** Variables the shim sets for the runner; they win over the task's `env`. */
   shimEnvironment?: Record<string, string>;
+  /**
+   * The image's own user (its `USER`, Docker's `Config.User`): jobs run as it when the task's
+   * `container_user` is empty. Default: none, so such jobs run as root.
+   */
+  imageUser?: string;
 }
 
 export interface ContainerMount {
@@ -44,7 +54,7 @@ export interface PortBinding {
 /** The body of `POST /containers/create` (the fields this runtime sets). */
 export interface ContainerCreateBody {
   Image: string;
-  User?: string;
+  User: string;
   Env: string[];
   Cmd: string[];
   Labels: Record<string, string>;
@@ -76,9 +86,13 @@ export function buildContainerSpec(input: ContainerSpecInput): ContainerSpec {
   const bridge = task.network_mode === 'bridge';
   const runnerPort = bridge ? BRIDGE_RUNNER_PORT : input.runnerPort;
   const environment = { ...task.env, ...input.shimEnvironment };
+  // The runner, not Docker, switches to the job's user: it resolves it in the container's
+  // /etc/passwd and /etc/group and runs the job's shell as it (dstack's runner does the same).
+  const jobUser = task.container_user !== '' ? task.container_user : (input.imageUser ?? '');
 
   const body: ContainerCreateBody = {
     Image: task.image_name,
+    User: CONTAINER_ROOT_USER,
     Env: Object.entries(environment).map(([key, value]) => `${key}=${value}`),
     Cmd: [
       CONTAINER_NODE_PATH,
@@ -91,6 +105,7 @@ export function buildContainerSpec(input: ContainerSpecInput): ContainerSpec {
       '--host',
       // With host networking loopback is the host's; in bridge mode Docker forwards from outside.
       bridge ? '0.0.0.0' : '127.0.0.1',
+      ...(jobUser === '' ? [] : ['--job-user', jobUser]),
     ],
     Labels: { [TASK_ID_LABEL]: task.id },
     HostConfig: {
@@ -106,7 +121,6 @@ export function buildContainerSpec(input: ContainerSpecInput): ContainerSpec {
       ],
     },
   };
-  if (task.container_user !== '') body.User = task.container_user;
   if (bridge) {
     body.ExposedPorts = { [BRIDGE_RUNNER_PORT_KEY]: {} };
     // An empty HostPort lets Docker choose; the runtime reads it back from inspect.

@@ -7,7 +7,7 @@ export interface ContainerInspection {
   Id: string;
   Name: string;
   State: { Status: string; Running: boolean; ExitCode: number };
-  Config: { Labels: Record<string, string> | null };
+  Config: { Labels: Record<string, string> | null; User?: string };
   NetworkSettings: { Ports: Record<string, { HostIp: string; HostPort: string }[] | null> | null };
 }
 

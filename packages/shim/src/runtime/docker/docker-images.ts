@@ -63,6 +63,15 @@ export async function imageExists(client: DockerEngineClient, imageName: string)
   }
 }
 
+/** The image's own user (`USER` in its Dockerfile, `Config.User`); empty when it sets none. */
+export async function imageUser(client: DockerEngineClient, imageName: string): Promise<string> {
+  const image = await client.requestJson<{ Config?: { User?: string | null } | null }>({
+    method: 'GET',
+    path: `/images/${encodeURIComponent(imageName)}/json`,
+  });
+  return image.Config?.User ?? '';
+}
+
 /** Thrown when an image is missing and cannot be pulled; the message names the image. */
 export class ImagePullError extends Error {
   constructor(

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,7 +9,7 @@ import { type TaskConfig, type TaskConfigInput, TaskConfigSchema } from '../../a
 import { type StartedTask, TaskStartError } from '../task-runtime.js';
 import { prepareDockerForTests, TEST_IMAGE } from './__fixtures__/docker-test-environment.js';
 import { TASK_ID_LABEL } from './container-spec.js';
-import { DockerEngineError } from './docker-engine-client.js';
+import { DockerEngineClient, DockerEngineError } from './docker-engine-client.js';
 import { createDockerRuntime, type DockerTaskRuntime } from './docker-runtime.js';
 
 const docker = await prepareDockerForTests();
@@ -147,6 +147,87 @@ describe.skipIf(!docker.available)('Docker runtime against the real daemon', () 
     expect(lines).toContain('written-on-the-host');
     expect(lines).toContain('optional-mount-skipped');
     expect(await readFile(join(shared, 'from-container.txt'), 'utf8')).toBe('written-in-the-container\n');
+  }, 120_000);
+
+  it.each([
+    ['a uid', '65534'],
+    ['a name from the image', 'nobody'],
+  ])(
+    'runs the job as container_user given as %s while the runner stays root',
+    async (_how, user) => {
+      const homeDir = await temporaryDirectory();
+      const started = await runtime.start(testTask({ container_user: user }), homeDir, noEvents);
+      startedTasks.push(started);
+      expect((await runtime.containers.inspect(started.containerId!)).Config.User).toBe('0:0');
+
+      const result = await runJob(started.runnerPort, [
+        'echo "uid=$(id -u) gid=$(id -g) home=$HOME user=$USER"',
+        // The job's shell is the runner's child: the runner's own uid is in its parent's status.
+        'awk \'/^Uid:/ { print "runner-uid=" $2 }\' /proc/$PPID/status',
+        'echo from-the-job > written.txt',
+      ]);
+      expect(result.states.at(-1)?.state).toBe('done');
+      const lines = result.output.split('\n');
+      // The image's passwd has nobody:x:65534:65534 with home /nonexistent, which becomes /.
+      expect(lines).toContain('uid=65534 gid=65534 home=/ user=nobody');
+      expect(lines).toContain('runner-uid=0');
+      expect((await stat(join(homeDir, 'workflow', 'written.txt'))).uid).toBe(65534);
+    },
+    120_000,
+  );
+
+  it("runs the job as the image's own USER when the task has no container_user", async () => {
+    // An image like TEST_IMAGE whose Dockerfile would say `USER 65534`: committed from a container of it.
+    const client = new DockerEngineClient();
+    const imageName = `dstack-test/runner-base-user:${randomUUID().slice(0, 8)}`;
+    const [repo = '', tag = ''] = imageName.split(':');
+    const source = await runtime.containers.create(`dstack-user-image-${tag}`, {
+      Image: TEST_IMAGE,
+      User: '0:0',
+      Env: [],
+      Cmd: ['/bin/true'],
+      Labels: {},
+      HostConfig: { NetworkMode: 'host', Init: false, Privileged: false, Mounts: [] },
+    });
+    try {
+      await client.request({
+        method: 'POST',
+        path: '/commit',
+        query: { container: source, repo, tag, changes: 'USER 65534' },
+      });
+      const started = await runtime.start(
+        testTask({ image_name: imageName }),
+        await temporaryDirectory(),
+        noEvents,
+      );
+      startedTasks.push(started);
+      const result = await runJob(started.runnerPort, ['id -u']);
+      expect(result.states.at(-1)?.state).toBe('done');
+      expect(result.output).toBe('65534\n');
+    } finally {
+      for (const task of startedTasks.splice(0)) await task.remove();
+      await runtime.containers.remove(source);
+      await client
+        .request({ method: 'DELETE', path: `/images/${encodeURIComponent(imageName)}` })
+        .catch(() => undefined);
+      await client.close();
+    }
+  }, 120_000);
+
+  it('fails the job naming user when container_user is not a user of the image', async () => {
+    const started = await runtime.start(
+      testTask({ container_user: 'dstack-no-such-user' }),
+      await temporaryDirectory(),
+      noEvents,
+    );
+    startedTasks.push(started);
+    const result = await runJob(started.runnerPort, ['echo should-not-run']);
+    expect(result.output).toBe('');
+    expect(result.states.at(-1)).toMatchObject({
+      state: 'failed',
+      termination_reason: 'executor_error',
+      termination_message: 'user "dstack-no-such-user": no user named "dstack-no-such-user" in /etc/passwd',
+    });
   }, 120_000);
 
   it('reports a job that fails inside the container as failed', async () => {

@@ -12,7 +12,7 @@ import {
 } from './container-spec.js';
 import { DockerContainers } from './docker-containers.js';
 import { DockerEngineClient, DockerEngineError } from './docker-engine-client.js';
-import { ensureImage } from './docker-images.js';
+import { ensureImage, imageUser } from './docker-images.js';
 import { waitForRunner } from './wait-for-runner.js';
 
 /** Why a task failed to start, in dstack's termination reasons. */
@@ -68,12 +68,14 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
     await prepareHost(task, taskHomeDir, runnerBundlePath, nodeBinaryPath);
 
     events.onStatus('pulling');
+    let userOfImage: string;
     try {
       await ensureImage(client, {
         imageName: task.image_name,
         registryUsername: task.registry_username,
         registryPassword: task.registry_password,
       });
+      userOfImage = task.container_user === '' ? await imageUser(client, task.image_name) : '';
     } catch (error) {
       throw new TaskStartError(CREATING_CONTAINER_ERROR, messageOf(error));
     }
@@ -88,6 +90,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
         nodeBinaryPath,
         runnerBundlePath,
         runnerPort: hostNetworkPort,
+        imageUser: userOfImage,
         shimEnvironment: { DSTACK_TASK_ID: task.id, DSTACK_RUNNER_HOME: CONTAINER_RUNNER_HOME },
       });
       const containerId = await createContainer(containers, spec);

@@ -1,5 +1,4 @@
-import { mkdir } from 'node:fs/promises';
-import { RunnerClient, startRunner } from '@dstack/runner';
+import { startRunner } from '@dstack/runner';
 import type { TaskConfig } from '../../api/schemas.js';
 import type { StartedTask, TaskEvents, TaskRuntime } from '../task-runtime.js';
 import { TaskStartError } from '../task-runtime.js';
@@ -11,29 +10,30 @@ export interface ProcessRuntimeOptions {
 
 /**
  * Runs each task's runner inside the shim's own process, and its job as a child process of the
- * shim's host. There is no container: `image_name`, resources, volumes and users are ignored,
- * so this runtime suits local machines and tests, not isolation.
+ * shim's host. There is no container: `image_name`, resources and volumes are ignored, so this
+ * runtime suits local machines and tests, not isolation.
+ *
+ * Users: the task's `container_user` (or the job spec's `user`) is resolved in the host's
+ * /etc/passwd and /etc/group. A shim running as root runs the job as that user; a shim running as
+ * that very user runs it as is; any other shim fails the job with a message naming `user`,
+ * because only root can switch users. No user at all runs the job as the shim's own user.
  */
 export function createProcessRuntime(options: ProcessRuntimeOptions = {}): TaskRuntime {
   return {
     name: 'process',
     async start(task: TaskConfig, taskHomeDir: string, _events: TaskEvents): Promise<StartedTask> {
-      await mkdir(taskHomeDir, { recursive: true });
       let runner: Awaited<ReturnType<typeof startRunner>>;
+      // `startRunner` creates the task's home. The runner lives in this process and answers once
+      // `startRunner` resolves (it is listening then): no healthcheck round trip is needed first.
       try {
         runner = await startRunner({
           port: 0,
           homeDir: taskHomeDir,
           env: { ...(options.env ?? process.env), ...task.env },
+          defaultJobUser: task.container_user === '' ? undefined : task.container_user,
         });
       } catch (error) {
         throw new TaskStartError('executor_error', `the runner did not start: ${messageOf(error)}`);
-      }
-      try {
-        await new RunnerClient(runner.url, { timeoutMs: 10_000 }).healthcheck();
-      } catch (error) {
-        await runner.close();
-        throw new TaskStartError('executor_error', `the runner does not answer: ${messageOf(error)}`);
       }
       return startedProcessTask(runner);
     },

@@ -1,0 +1,248 @@
+/**
+ * Runs `pnpm plop backend` non-interactively in a scratch copy of the
+ * repository (tracked and untracked-not-ignored files), for both compute kinds
+ * and both catalog modes, then builds, lints and tests what it generated and
+ * asks the scratch copy's server which backend types it can load.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkPackedPackage, packPackage } from '../../scripts/lib/release-check.mjs';
+import { backendNames } from './backend-names.js';
+import { registerBackend } from './registration.js';
+
+const execFileAsync = promisify(execFile);
+const repositoryRoot = resolve(import.meta.dirname, '../..');
+
+// Names no one generates for real: the scratch copy includes the work tree's own
+// generated packages (e.g. the `Example` of the issue's walk-through).
+const GENERATED = [
+  { name: 'Scratch Vm', kind: 'vm', catalog: 'online' },
+  { name: 'Acme Gpu', kind: 'container', catalog: 'offline' },
+] as const;
+const generated = GENERATED.map((options) => ({ ...options, names: backendNames(options.name) }));
+
+interface CommandResult {
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command in `cwd`; a failure carries the command's output. */
+async function run(cwd: string, command: string, args: string[]): Promise<CommandResult> {
+  try {
+    return await execFileAsync(command, args, { cwd, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  } catch (error) {
+    const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
+    throw new Error(`${command} ${args.join(' ')} failed in ${cwd}:\n${stdout}\n${stderr}`, { cause: error });
+  }
+}
+
+/** Copies the repository's tracked and untracked-but-not-ignored files (no node_modules, no dist). */
+async function copyRepository(destination: string): Promise<void> {
+  const { stdout } = await run(repositoryRoot, 'git', [
+    'ls-files',
+    '-z',
+    '--cached',
+    '--others',
+    '--exclude-standard',
+  ]);
+  const files = [...new Set(stdout.split('\0').filter((file) => file !== ''))];
+  for (const file of files) {
+    // Tracked files deleted in the working tree are listed too; the copy mirrors the working tree.
+    const exists = await stat(join(repositoryRoot, file)).then(
+      (stats) => stats.isFile(),
+      () => false,
+    );
+    if (!exists) continue;
+    await mkdir(dirname(join(destination, file)), { recursive: true });
+    await copyFile(join(repositoryRoot, file), join(destination, file));
+  }
+}
+
+/** How long each setup step took, printed after the suite (the test must stay within ~3 minutes on 2 cores). */
+const timings: string[] = [];
+async function timed<T>(step: string, action: () => Promise<T>): Promise<T> {
+  const start = performance.now();
+  try {
+    return await action();
+  } finally {
+    timings.push(`${step}: ${((performance.now() - start) / 1000).toFixed(1)} s`);
+  }
+}
+
+interface VitestAssertion {
+  title: string;
+  status: string;
+}
+interface VitestReport {
+  testResults: { name: string; assertionResults: VitestAssertion[] }[];
+}
+
+describe('pnpm plop backend', () => {
+  let scratch: string;
+  let vitestReport: VitestReport;
+
+  beforeAll(async () => {
+    scratch = await mkdtemp(join(tmpdir(), 'dstack-plop-backend-'));
+    await timed('copy', () => copyRepository(scratch));
+    // Links workspace packages from pnpm's store; better-sqlite3 comes from the side-effects cache.
+    await timed('pnpm install --offline', () => run(scratch, 'pnpm', ['install', '--offline']));
+    for (const { name, kind, catalog } of GENERATED) {
+      const args = ['plop', 'backend', '--', '--name', name, '--kind', kind, '--catalog', catalog];
+      await timed(`pnpm ${args.join(' ')}`, () => run(scratch, 'pnpm', args));
+    }
+    const packageDirectories = generated.map(({ names }) => names.directory);
+    await timed('build', () =>
+      run(scratch, 'pnpm', ['exec', 'tsc', '--build', ...packageDirectories, 'packages/server']),
+    );
+    const reportFile = join(scratch, 'vitest-report.json');
+    await timed('test', () =>
+      run(scratch, 'pnpm', [
+        'exec',
+        'vitest',
+        'run',
+        ...generated.flatMap(({ names }) => ['--project', names.packageName]),
+        '--reporter=json',
+        `--outputFile=${reportFile}`,
+      ]),
+    );
+    vitestReport = JSON.parse(await readFile(reportFile, 'utf8')) as VitestReport;
+  }, 300_000);
+
+  afterAll(async () => {
+    console.info(`pnpm plop backend test, setup steps:\n  ${timings.join('\n  ')}`);
+    if (scratch) await rm(scratch, { recursive: true, force: true });
+  });
+
+  /** The statuses of a generated test file's tests, by title. */
+  function statuses(fileSuffix: string): VitestAssertion[] {
+    const file = vitestReport.testResults.find((result) => result.name.endsWith(fileSuffix));
+    if (!file) throw new Error(`vitest ran no ${fileSuffix}`);
+    return file.assertionResults;
+  }
+
+  it.each(generated)(
+    'generates $names.packageName ($kind, $catalog catalog) that builds',
+    async ({ names }) => {
+      const manifest = JSON.parse(await readFile(join(scratch, names.directory, 'package.json'), 'utf8'));
+      const distributed = await import(join(scratch, names.directory, 'dist/index.js'));
+
+      expect(manifest.peerDependencies).toEqual({
+        '@dstack/core': 'workspace:>=0.1.0 <1.0.0',
+        '@dstack/catalog': 'workspace:>=0.1.0 <1.0.0',
+      });
+      expect(Object.values(manifest.devDependencies)).not.toContainEqual(expect.stringMatching(/^\^?\d/));
+      expect(distributed.default).toMatchObject({ $$type: '@dstack/BackendPlugin', type: names.type });
+      expect(distributed.VERSION).toBe(manifest.version);
+    },
+  );
+
+  it.each(generated)('generates $names.packageName that packs for publishing', async ({ names }) => {
+    const destination = await mkdtemp(join(tmpdir(), 'dstack-plop-pack-'));
+    try {
+      const packed = packPackage(join(scratch, names.directory), destination);
+      expect(checkPackedPackage(packed)).toEqual([]);
+    } finally {
+      await rm(destination, { recursive: true, force: true });
+    }
+  });
+
+  it('generates code that passes biome', async () => {
+    await run(scratch, 'pnpm', [
+      'exec',
+      'biome',
+      'check',
+      ...generated.map(({ names }) => names.directory),
+      'packages/server/src/backends',
+      'packages/server/package.json',
+      'packages/cli/package.json',
+      'tsconfig.json',
+    ]);
+  });
+
+  it.each(generated)(
+    'declares $kind capabilities and a $catalog catalog provider',
+    async ({ names, kind, catalog }) => {
+      const plugin = (await import(join(scratch, names.directory, 'dist/index.js'))).default;
+
+      expect(plugin.computeKind).toBe(kind);
+      expect(plugin.capabilities).toEqual(
+        kind === 'vm' ? ['create-instance', 'privileged', 'instance-volumes'] : [],
+      );
+      expect(plugin.catalogProvider).toMatchObject({ kind: catalog, name: names.type });
+      expect(plugin.provisioningTimeoutSeconds).toBe(600);
+    },
+  );
+
+  it.each(generated)("passes $names.packageName's config and version tests", ({ names }) => {
+    const configTests = statuses(`${names.kebab}-config.test.ts`);
+
+    expect(configTests.length).toBeGreaterThanOrEqual(5);
+    expect(configTests.filter((test) => test.status !== 'passed')).toEqual([]);
+    expect(statuses(`${names.directory}/src/version.test.ts`).map((test) => test.status)).toEqual(['passed']);
+  });
+
+  it.each(generated)("reports $names.packageName's unimplemented conformance checks as todo", ({ names }) => {
+    const conformance = statuses(`${names.kebab}-conformance.test.ts`);
+
+    expect(conformance.filter((test) => test.status === 'failed')).toEqual([]);
+    expect(conformance.some((test) => test.status === 'todo')).toBe(true);
+  });
+
+  it('registers every generated type with the server', async () => {
+    const { stdout } = await run(join(scratch, 'packages/server'), 'node', [
+      '--input-type=module',
+      '-e',
+      "const { listAvailableBackendTypes } = await import('./dist/backends/discovery.js'); console.log(JSON.stringify(await listAvailableBackendTypes()));",
+    ]);
+
+    expect(JSON.parse(stdout)).toEqual(expect.arrayContaining(generated.map(({ names }) => names.type)));
+  });
+
+  it('regenerates the docs with the new backends when the docs script exists', async (context) => {
+    if (!existsSync(join(scratch, 'scripts/generate-docs.mjs')))
+      context.skip('scripts/generate-docs.mjs is absent');
+    const backends = await readFile(join(scratch, 'docs/backends.md'), 'utf8');
+    const serverConfig = await readFile(join(scratch, 'docs/server-config.md'), 'utf8');
+
+    for (const { names } of generated) {
+      expect(backends).toContain(`\`${names.packageName}\``);
+      expect(serverConfig).toContain(`### ${names.type}`);
+    }
+  });
+
+  it('lists the new packages as optional peers of the server and CLI', async () => {
+    const server = JSON.parse(await readFile(join(scratch, 'packages/server/package.json'), 'utf8'));
+    const cli = JSON.parse(await readFile(join(scratch, 'packages/cli/package.json'), 'utf8'));
+
+    for (const { names } of generated) {
+      expect(server.devDependencies[names.packageName]).toBe('workspace:^');
+      for (const manifest of [server, cli]) {
+        expect(manifest.peerDependencies[names.packageName]).toBe('workspace:>=0.0.0 <1.0.0');
+        expect(manifest.peerDependenciesMeta[names.packageName]).toEqual({ optional: true });
+      }
+    }
+  });
+
+  it('leaves the registration unchanged when applied again, and refuses an existing backend', async () => {
+    expect(registerBackend(scratch, generated[0].names)).toEqual([]);
+
+    const again = run(scratch, 'pnpm', [
+      'plop',
+      'backend',
+      '--',
+      '--name',
+      generated[0].name,
+      '--kind',
+      'vm',
+      '--catalog',
+      'online',
+    ]);
+
+    await expect(again).rejects.toThrow(`${generated[0].names.directory} already exists`);
+  });
+});

@@ -1,0 +1,31 @@
+import { chmod, lchown, readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ProcessIdentity } from './job-user.js';
+
+/**
+ * Gives a directory the runner (root) prepared to the job's user: the directory and everything
+ * in it, symbolic links themselves rather than their targets (a link in the code must not hand
+ * over a file outside it).
+ */
+export async function chownTree(root: string, owner: ProcessIdentity): Promise<void> {
+  await lchown(root, owner.uid, owner.gid);
+  // A walk of its own: node 20's recursive readdir descends into symbolic links to directories.
+  const pending = [root];
+  for (let directory = pending.pop(); directory !== undefined; directory = pending.pop()) {
+    for (const entry of await readdir(directory, { withFileTypes: true })) {
+      const path = join(directory, entry.name);
+      await lchown(path, owner.uid, owner.gid);
+      if (entry.isDirectory()) pending.push(path);
+    }
+  }
+}
+
+/**
+ * Lets every user pass through `directory` (search permission, not listing), so that a job
+ * running as another user reaches its repo and working directory inside the runner's home.
+ */
+export async function allowTraversal(directory: string): Promise<void> {
+  const { mode } = await stat(directory);
+  const traversable = mode | 0o111;
+  if ((mode & 0o7777) !== (traversable & 0o7777)) await chmod(directory, traversable & 0o7777);
+}

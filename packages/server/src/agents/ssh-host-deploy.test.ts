@@ -1,0 +1,67 @@
+/** Deploying and stopping the shim on a host, against a real sshd on loopback (this machine is the host). */
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SHIM_BUNDLE_PATH } from '../services/ssh-fleets.js';
+import { sshdUnavailableReason, startTestSshd, type TestSshd } from './__fixtures__/test-sshd.js';
+import { deployShim, shellQuote, stopDeployedShim } from './ssh-host-deploy.js';
+import type { SshHostAddress } from './ssh-host-probe.js';
+
+describe('shellQuote', () => {
+  it('quotes single quotes', () => {
+    expect(shellQuote("a b'c")).toBe(`'a b'\\''c'`);
+  });
+});
+
+function isRunning(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+const skipReason = existsSync(SHIM_BUNDLE_PATH) ? sshdUnavailableReason() : 'the shim bundle is not built';
+
+describe.skipIf(skipReason !== null).each([
+  { sftp: true, how: 'over SFTP' },
+  { sftp: false, how: 'through cat when the host has no SFTP' },
+])('deployShim (real sshd), copying $how', { timeout: 60_000 }, ({ sftp }) => {
+  let sshd: TestSshd;
+  let directory: string;
+  let address: SshHostAddress;
+
+  beforeAll(async () => {
+    sshd = await startTestSshd({ sftp });
+    directory = await mkdtemp(join(tmpdir(), 'dstack-deploy-'));
+    address = { hostname: '127.0.0.1', port: sshd.port, username: 'root', privateKey: sshd.privateKey };
+  }, 30_000);
+
+  afterAll(async () => {
+    await sshd?.stop();
+    if (directory) await rm(directory, { recursive: true, force: true });
+  });
+
+  it('starts a shim that answers, and stopping it ends the process and removes its home', async () => {
+    const home = join(directory, 'instance');
+    const deployed = await deployShim(address, {
+      shimBundlePath: SHIM_BUNDLE_PATH,
+      homeDir: home,
+      runtime: 'process',
+    });
+    expect(deployed.home).toBe(home);
+    // The copy went the way this case is about.
+    expect(sshd.log().includes("Starting session: subsystem 'sftp'")).toBe(sftp);
+    expect(deployed.resources.cpus).toBeGreaterThan(0);
+    expect(isRunning(deployed.pid)).toBe(true);
+    const health = await fetch(`http://127.0.0.1:${deployed.port}/api/healthcheck`);
+    expect(health.status).toBe(200);
+
+    await stopDeployedShim(address, deployed, { graceMs: 5_000 });
+    expect(isRunning(deployed.pid)).toBe(false);
+    expect(existsSync(home)).toBe(false);
+  });
+});

@@ -1,0 +1,265 @@
+/**
+ * Deploying an SSH fleet host (dstack's remote instance): log in with the fleet's key, read
+ * the host's resources, copy the shim (one bundled file) into a home directory of its own on
+ * the host, start it detached with the host's `node`, and wait until it announces its port in
+ * `<home>/shim.json`. Stopping undoes it: the shim is stopped by the pid the deploy recorded
+ * (only while that pid is still our shim) and its home removed; the host itself stays.
+ */
+import { createReadStream } from 'node:fs';
+import type ssh2 from 'ssh2';
+import {
+  connectToHost,
+  DEFAULT_SSH_HOST_CONNECT_TIMEOUT_MS,
+  describeHost,
+  execOnHost,
+  type HostResources,
+  probeConnectedHost,
+  type SshHostAddress,
+  SshHostProbeError,
+} from './ssh-host-probe.js';
+
+/** How long a started shim gets to write `shim.json`. Default 30 s. */
+export const DEFAULT_SHIM_START_TIMEOUT_MS = 30_000;
+/** How long a stopped shim gets to end its tasks before it is killed. Default 10 s (the local backend's grace). */
+export const DEFAULT_SHIM_STOP_GRACE_MS = 10_000;
+const SHIM_STATE_POLL_MS = 200;
+const SHIM_FILE_NAME = 'dstack-shim.mjs';
+
+export interface DeployShimOptions {
+  /** The shim bundle on this machine (`dist/dstack-shim.bundle.mjs` of @dstack/shim). */
+  shimBundlePath: string;
+  /**
+   * The shim's home on the host, absolute or relative to the user's home directory;
+   * created if missing. One per instance: stopping removes it.
+   */
+  homeDir: string;
+  /** How the shim runs jobs. The bundle has only the process runtime. */
+  runtime: 'process';
+  connectTimeoutMs?: number;
+  startTimeoutMs?: number;
+}
+
+export interface DeployedShim {
+  resources: HostResources;
+  /** Absolute path of the shim's home on the host. */
+  home: string;
+  pid: number;
+  /** The port the shim listens on (host loopback). */
+  port: number;
+}
+
+/** Where a deployed shim is, for stopping it. */
+export interface ShimLocation {
+  home: string;
+  pid: number;
+}
+
+/** Quotes a value for a POSIX shell. */
+export function shellQuote(value: string): string {
+  return `'${value.replaceAll("'", `'\\''`)}'`;
+}
+
+function checkFailure(address: SshHostAddress, message: string, cause?: unknown): SshHostProbeError {
+  return new SshHostProbeError(
+    `Deploying to SSH host ${describeHost(address)} failed: ${message}`,
+    address.hostname,
+    'check',
+    { cause },
+  );
+}
+
+function uploadOverSftp(client: ssh2.Client, localPath: string, remotePath: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    client.sftp((error, sftp) => {
+      if (error) {
+        reject(Object.assign(error, { sftpUnavailable: true }));
+        return;
+      }
+      sftp.fastPut(localPath, remotePath, { mode: 0o755 }, (putError) => {
+        sftp.end();
+        if (putError) reject(putError);
+        else resolve();
+      });
+    });
+  });
+}
+
+/** Streams the file into `cat` on the host, for hosts whose sshd has no SFTP subsystem. */
+function uploadThroughCat(client: ssh2.Client, localPath: string, remotePath: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    client.exec(`cat > ${shellQuote(remotePath)} && chmod 755 ${shellQuote(remotePath)}`, (error, stream) => {
+      if (error) {
+        reject(error);
+        return;
+      }
+      let stderr = '';
+      stream.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8');
+      });
+      // The channel closes only once its output is read too (there is none).
+      stream.resume();
+      stream.on('close', (code: number | null) => {
+        if (code === 0) resolve();
+        else reject(new Error(`exit status ${code}: ${stderr.trim()}`));
+      });
+      const source = createReadStream(localPath);
+      source.once('error', (readError) => {
+        stream.close();
+        reject(readError);
+      });
+      source.pipe(stream);
+    });
+  });
+}
+
+/** Copies one file to the host over SFTP, or through `cat` when the host offers no SFTP. */
+async function uploadFile(client: ssh2.Client, localPath: string, remotePath: string): Promise<void> {
+  try {
+    await uploadOverSftp(client, localPath, remotePath);
+  } catch (error) {
+    if (!(error as { sftpUnavailable?: boolean }).sftpUnavailable) throw error;
+    await uploadThroughCat(client, localPath, remotePath);
+  }
+}
+
+/** A shell test that the pid is still the shim of `home`: pids are reused, and a zombie has no command line. */
+function isOurShimScript(home: string, pid: number): string {
+  return `tr '\\0' '\\n' < /proc/${pid}/cmdline 2>/dev/null | grep -qxF -- ${shellQuote(home)}`;
+}
+
+async function readShimState(
+  client: ssh2.Client,
+  home: string,
+): Promise<{ pid: number; port: number } | null> {
+  const text = await execOnHost(client, `cat ${shellQuote(`${home}/shim.json`)} 2>/dev/null || true`);
+  if (text.trim() === '') return null;
+  try {
+    const state = JSON.parse(text) as { pid?: unknown; http_port?: unknown };
+    return Number.isInteger(state.pid) && Number.isInteger(state.http_port)
+      ? { pid: state.pid as number, port: state.http_port as number }
+      : null;
+  } catch {
+    // Written by rename, so a partial file is not expected; treat it as not yet written.
+    return null;
+  }
+}
+
+async function waitForShim(
+  client: ssh2.Client,
+  address: SshHostAddress,
+  home: string,
+  pid: number,
+  timeoutMs: number,
+): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const state = await readShimState(client, home);
+    if (state !== null) return state.port;
+    const alive = await execOnHost(client, `${isOurShimScript(home, pid)} && echo yes || echo no`);
+    if (alive.trim() !== 'yes' || Date.now() > deadline) {
+      const log = await execOnHost(
+        client,
+        `tail -n 20 ${shellQuote(`${home}/shim.log`)} 2>/dev/null || true`,
+      );
+      const what =
+        alive.trim() !== 'yes' ? 'exited before it listened' : `did not listen within ${timeoutMs} ms`;
+      throw checkFailure(
+        address,
+        `the shim (pid ${pid}) ${what}${log.trim() ? `; shim.log ends:\n${log.trim()}` : ''}`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, SHIM_STATE_POLL_MS));
+  }
+}
+
+async function stopShimWith(client: ssh2.Client, location: ShimLocation, graceMs: number): Promise<void> {
+  const { home, pid } = location;
+  const tries = Math.max(1, Math.ceil(graceMs / 100));
+  const script = [
+    `if ${isOurShimScript(home, pid)}; then`,
+    `  kill ${pid} 2>/dev/null`,
+    '  i=0',
+    `  while ${isOurShimScript(home, pid)} && [ "$i" -lt ${tries} ]; do sleep 0.1; i=$((i+1)); done`,
+    `  if ${isOurShimScript(home, pid)}; then kill -9 ${pid} 2>/dev/null; fi`,
+    'fi',
+    `rm -rf -- ${shellQuote(home)}`,
+  ].join('\n');
+  await execOnHost(client, script);
+}
+
+/** Deploys and starts the shim; on any failure after login, removes what it left on the host. */
+export async function deployShim(address: SshHostAddress, options: DeployShimOptions): Promise<DeployedShim> {
+  const client = await connectToHost(
+    address,
+    options.connectTimeoutMs ?? DEFAULT_SSH_HOST_CONNECT_TIMEOUT_MS,
+  );
+  let location: ShimLocation | null = null;
+  let home: string | null = null;
+  try {
+    const resources = await probeConnectedHost(client, address);
+    if (resources.node_path === null) {
+      throw checkFailure(
+        address,
+        'node is not on the PATH of a non-interactive login; install Node.js 20 or newer',
+      );
+    }
+    const created = await execOnHost(
+      client,
+      `mkdir -p ${shellQuote(options.homeDir)} && cd ${shellQuote(options.homeDir)} && pwd`,
+    ).catch((error: unknown) => {
+      throw checkFailure(address, `cannot create ${options.homeDir}: ${(error as Error).message}`, error);
+    });
+    home = created.trim();
+    const shimPath = `${home}/${SHIM_FILE_NAME}`;
+    await uploadFile(client, options.shimBundlePath, shimPath).catch((error: unknown) => {
+      throw checkFailure(
+        address,
+        `copying the shim to ${shimPath} failed: ${(error as Error).message}`,
+        error,
+      );
+    });
+    // Only the shim goes to the background, with every descriptor away from the SSH channel;
+    // otherwise the channel (and this exec) stays open as long as the shim runs.
+    const start = [
+      `cd ${shellQuote(home)} || exit 1`,
+      `nohup ${shellQuote(resources.node_path)} ${shellQuote(shimPath)} --http-port 0 --home ${shellQuote(home)}` +
+        ` --runtime ${options.runtime} > ${shellQuote(`${home}/shim.log`)} 2>&1 < /dev/null &`,
+      'echo $!',
+    ].join('\n');
+    const pid = Number((await execOnHost(client, start)).trim());
+    if (!Number.isInteger(pid) || pid <= 0) throw checkFailure(address, 'the shim did not start');
+    location = { home, pid };
+    const port = await waitForShim(
+      client,
+      address,
+      home,
+      pid,
+      options.startTimeoutMs ?? DEFAULT_SHIM_START_TIMEOUT_MS,
+    );
+    return { resources, home, pid, port };
+  } catch (error) {
+    if (home !== null) {
+      await stopShimWith(client, location ?? { home, pid: 0 }, 0).catch(() => undefined);
+    }
+    throw error;
+  } finally {
+    client.end();
+  }
+}
+
+/** Stops a deployed shim (SIGTERM, then SIGKILL after `graceMs`) and removes its home. */
+export async function stopDeployedShim(
+  address: SshHostAddress,
+  location: ShimLocation,
+  options: { connectTimeoutMs?: number; graceMs?: number } = {},
+): Promise<void> {
+  const client = await connectToHost(
+    address,
+    options.connectTimeoutMs ?? DEFAULT_SSH_HOST_CONNECT_TIMEOUT_MS,
+  );
+  try {
+    await stopShimWith(client, location, options.graceMs ?? DEFAULT_SHIM_STOP_GRACE_MS);
+  } finally {
+    client.end();
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * A cloud fleet's own instances (`nodes`): the requirements and offers of its
+ * configuration, and the `createInstance` of one pending instance on the
+ * cheapest offer that works. Only backends with the `create-instance`
+ * capability can hold fleet instances, as in dstack.
+ */
+import {
+  DEFAULT_FLEET_IDLE_DURATION,
+  defaultResourcesSpec,
+  isAvailable,
+  isComputeWithCreateInstance,
+  type Requirements,
+} from '@dstack/core';
+import type { AppContext } from '../context.js';
+import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
+import { runServicesOf } from '../run-services.js';
+import { type FleetConfigurationFields, fleetConfigurationOf } from '../services/fleets.js';
+import { type BackendOffer, getOffers } from '../services/offers.js';
+import {
+  insertPendingInstance,
+  instanceConfigurationOf,
+  type LaunchResult,
+  launchOnFirstOffer,
+} from './instance-launch.js';
+
+/** `spot_policy` → `Requirements.spot`: on-demand by default, as in dstack. */
+function spotOf(policy: FleetConfigurationFields['spot_policy']): boolean | null {
+  if (policy === 'spot') return true;
+  if (policy === 'auto') return null;
+  return false;
+}
+
+/** What each instance of the fleet must offer. */
+export function fleetRequirementsOf(configuration: FleetConfigurationFields): Requirements {
+  return {
+    resources: (configuration.resources ?? defaultResourcesSpec()) as Requirements['resources'],
+    max_price: configuration.max_price ?? null,
+    spot: spotOf(configuration.spot_policy),
+    reservation: configuration.reservation ?? null,
+    multinode: configuration.placement === 'cluster',
+    backend_options: (configuration.backend_options ?? null) as Requirements['backend_options'],
+  };
+}
+
+/** Seconds a fleet instance may stay idle (beyond `nodes.min`): `idle_duration`, default 3 days; null = off. */
+export function fleetIdleSeconds(configuration: FleetConfigurationFields): number | null {
+  const value = configuration.idle_duration ?? DEFAULT_FLEET_IDLE_DURATION;
+  return value === 'off' ? null : value;
+}
+
+/** Available offers for one instance of the fleet, cheapest first. */
+export async function fleetOffers(
+  app: AppContext,
+  projectId: string,
+  configuration: FleetConfigurationFields,
+): Promise<BackendOffer[]> {
+  const backends = (await runServicesOf(app).backends.getProjectBackends(projectId)).filter((backend) =>
+    isComputeWithCreateInstance(backend.compute),
+  );
+  const { offers } = await getOffers(backends, fleetRequirementsOf(configuration), {
+    backends: configuration.backends,
+    regions: configuration.regions,
+    instanceTypes: configuration.instance_types,
+  });
+  return offers.filter((entry) => isAvailable(entry.offer.availability));
+}
+
+/** Adds `count` pending instances to the fleet (the fleet pipeline provisions them). */
+export async function addPendingFleetInstances(
+  app: AppContext,
+  fleet: FleetsTable,
+  count: number,
+): Promise<void> {
+  const configuration = fleetConfigurationOf(fleet);
+  for (let index = 0; index < count; index++) {
+    await insertPendingInstance(app, {
+      projectId: fleet.project_id,
+      fleet,
+      requirements: fleetRequirementsOf(configuration),
+      terminationIdleTime: fleetIdleSeconds(configuration),
+      busyBlocks: 0,
+    });
+  }
+}
+
+/**
+ * Calls `createInstance` for one pending fleet instance on the cheapest offer that works. The
+ * row's id is the launch's idempotency key: a pass that retries a launch whose result was
+ * never stored (a server that died mid-call) gets the machine the first call launched.
+ */
+export async function provisionFleetInstance(
+  app: AppContext,
+  fleet: FleetsTable,
+  project: ProjectsTable,
+  instance: InstancesTable,
+): Promise<LaunchResult> {
+  const configuration = fleetConfigurationOf(fleet);
+  const offers = await fleetOffers(app, project.id, configuration);
+  const instanceConfiguration = await instanceConfigurationOf(app, project, instance, fleet);
+  const result = await launchOnFirstOffer(app, instance, offers, ({ backend, offer }) => {
+    if (!isComputeWithCreateInstance(backend.compute)) {
+      throw new Error(`backend ${backend.type} cannot create instances`);
+    }
+    return backend.compute.createInstance(offer, instanceConfiguration, null);
+  });
+  if (result.launched) runServicesOf(app).wakeUps.wake('instances');
+  return result;
+}

@@ -1,0 +1,70 @@
+/**
+ * `max_duration`: a running job past it is stopped by the server with dstack's
+ * reason `max_duration_exceeded` (final status terminated), and the run ends
+ * failed (job_failed), as in dstack.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { pullIntervalMs } from './job-running.js';
+import { createPipelineHarness, type PipelineHarness } from './pipeline-harness.test.helpers.js';
+
+// Real agents start and stop here; nothing is timed, the limits only catch hangs.
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
+
+let harness: PipelineHarness | undefined;
+
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+describe('max_duration', () => {
+  it('terminates a running job once max_duration has passed since it was submitted', async () => {
+    const h = await createPipelineHarness();
+    harness = h;
+    const run = await h.applyTask('long', { commands: ['echo started', 'sleep 120'], max_duration: '2m' });
+    const submittedAt = run.submitted_at;
+    await h.stepUntil(async () => (await h.jobs(run.id))[0]?.status === 'running');
+
+    // Still inside max_duration: the job is pulled and keeps running.
+    h.advance(submittedAt + 119_000 - h.now());
+    await h.step('jobs-running');
+    expect((await h.jobs(run.id))[0]?.status).toBe('running');
+
+    h.advance(2_000);
+    await h.step('jobs-running');
+    const [job] = await h.jobs(run.id);
+    expect(job).toMatchObject({
+      status: 'terminating',
+      termination_reason: 'max_duration_exceeded',
+      termination_reason_message: 'max_duration 120s exceeded',
+    });
+
+    // The runner stops the command (SIGTERM); the job ends terminated and the run failed.
+    await h.stepUntil(async () => ['failed', 'terminated', 'done'].includes((await h.run(run.id)).status));
+    expect((await h.jobs(run.id))[0]).toMatchObject({
+      status: 'terminated',
+      termination_reason: 'max_duration_exceeded',
+    });
+    expect(await h.run(run.id)).toMatchObject({ status: 'failed', termination_reason: 'job_failed' });
+  });
+
+  it('lets a job without max_duration run on', async () => {
+    const h = await createPipelineHarness();
+    harness = h;
+    const run = await h.applyTask('unbounded', { commands: ['sleep 120'] });
+    await h.stepUntil(async () => (await h.jobs(run.id))[0]?.status === 'running');
+    h.advance(24 * 3_600_000);
+    await h.step('jobs-running');
+    expect((await h.jobs(run.id))[0]?.status).toBe('running');
+  });
+});
+
+describe('pullIntervalMs', () => {
+  it('pulls a young submission often and an older one every second', () => {
+    const submitted = { submitted_at: 1_000_000 };
+    expect(pullIntervalMs(submitted, 1_000_000)).toBe(200);
+    expect(pullIntervalMs(submitted, 1_000_000 + 2_000)).toBe(500);
+    expect(pullIntervalMs(submitted, 1_000_000 + 4_000)).toBe(1_000);
+    expect(pullIntervalMs(submitted, 1_000_000 + 3_600_000)).toBe(1_000);
+  });
+});

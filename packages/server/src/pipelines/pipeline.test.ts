@@ -1,0 +1,171 @@
+/**
+ * The pipeline machinery on both databases: claims take only due, unlocked rows
+ * of the pipeline's statuses; results are applied only through a claim that
+ * still holds; a row marked due while it is processed is processed again.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { beforeEach, expect, it, vi } from 'vitest';
+import type { AppContext } from '../context.js';
+import type { FleetsTable } from '../db/schema.js';
+import { createEncryption } from '../security/encryption.js';
+import { describeEachDialect } from '../testing/test-database.js';
+import { Pipeline, type PipelineDefinition, type RowLock } from './pipeline.js';
+import { WakeUps } from './wake-ups.js';
+
+vi.setConfig({ testTimeout: 30_000 });
+
+const MIN_INTERVAL_MS = 60_000;
+
+describeEachDialect('Pipeline', (getDb) => {
+  let app: AppContext;
+  let projectId: string;
+
+  beforeEach(async () => {
+    const { db, dialect } = getDb();
+    await db.deleteFrom('fleets').execute();
+    app = {
+      db,
+      dialect,
+      settings: {} as AppContext['settings'],
+      encryption: createEncryption(),
+      serverId: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+      signal: new AbortController().signal,
+      services: {},
+    };
+    projectId = randomUUID();
+    await db
+      .insertInto('users')
+      .values({
+        id: projectId,
+        name: `u-${projectId}`,
+        token_hash: projectId,
+        global_role: 'admin',
+        created_at: 0,
+        active: 1,
+      })
+      .execute();
+    await db
+      .insertInto('projects')
+      .values({
+        id: projectId,
+        name: `p-${projectId}`,
+        owner_id: projectId,
+        ssh_private_key: '',
+        ssh_public_key: '',
+        created_at: 0,
+        deleted: 0,
+      })
+      .execute();
+  });
+
+  async function addFleet(name: string, status: string, lastProcessedAt: number): Promise<string> {
+    const id = randomUUID();
+    await app.db
+      .insertInto('fleets')
+      .values({
+        id,
+        project_id: projectId,
+        name,
+        status,
+        status_message: null,
+        spec: '{}',
+        created_at: 0,
+        last_processed_at: lastProcessedAt,
+        auto_created: 0,
+        deleted: 0,
+        lock_expires_at: null,
+        lock_token: null,
+        lock_owner: null,
+      })
+      .execute();
+    return id;
+  }
+
+  function definition(
+    process: (row: FleetsTable, lock: RowLock) => Promise<void>,
+  ): PipelineDefinition<FleetsTable> {
+    return {
+      name: 'fleets',
+      table: 'fleets',
+      statuses: ['active'],
+      minIntervalMs: MIN_INTERVAL_MS,
+      workers: 5,
+      process,
+    };
+  }
+
+  it('claims only due, unlocked rows of its statuses, and applies what the process releases', async () => {
+    const due = await addFleet('due', 'active', 0);
+    await addFleet('recent', 'active', Date.now());
+    await addFleet('other-status', 'terminating', 0);
+    const locked = await addFleet('locked', 'active', 0);
+    await app.db
+      .updateTable('fleets')
+      .set({ lock_token: 'someone', lock_owner: 'elsewhere', lock_expires_at: Date.now() + 60_000 })
+      .where('id', '=', locked)
+      .execute();
+    const seen: string[] = [];
+    const pipeline = new Pipeline(
+      app,
+      definition(async (row, lock) => {
+        seen.push(row.name);
+        expect(await lock.release({ status_message: 'looked at' })).toBe(true);
+      }),
+    );
+    expect(await pipeline.processDue()).toBe(1);
+    expect(seen).toEqual(['due']);
+    const row = await app.db.selectFrom('fleets').selectAll().where('id', '=', due).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ status_message: 'looked at', lock_token: null, lock_owner: null });
+    // Released now: not due again before the interval.
+    expect(await pipeline.processDue()).toBe(0);
+  });
+
+  it('drops the result of a claim that another process took over', async () => {
+    const id = await addFleet('taken-over', 'active', 0);
+    const pipeline = new Pipeline(
+      app,
+      definition(async (_row, lock) => {
+        // Another server claimed the row after this claim expired.
+        await app.db.updateTable('fleets').set({ lock_token: 'theirs' }).where('id', '=', id).execute();
+        expect(await lock.release({ status_message: 'stale' })).toBe(false);
+      }),
+    );
+    await pipeline.processDue();
+    const row = await app.db.selectFrom('fleets').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ status_message: null, lock_token: 'theirs' });
+  });
+
+  it('processes again a row that was marked due while it was being processed', async () => {
+    const id = await addFleet('marked', 'active', Date.now());
+    const wakeUps = new WakeUps();
+    let calls = 0;
+    let processedTwice: () => void = () => {};
+    const twice = new Promise<void>((resolve) => {
+      processedTwice = resolve;
+    });
+    const pipeline = new Pipeline(
+      app,
+      definition(async () => {
+        calls += 1;
+        if (calls === 1) {
+          // A service changes the row meanwhile and wakes the pipeline: the row is locked, so the
+          // wake-up's claim cannot take it; its release must keep it due.
+          await app.db.updateTable('fleets').set({ last_processed_at: 0 }).where('id', '=', id).execute();
+          wakeUps.wake('fleets');
+        } else {
+          processedTwice();
+        }
+      }),
+    );
+    await app.db.updateTable('fleets').set({ last_processed_at: 0 }).where('id', '=', id).execute();
+    pipeline.start(wakeUps);
+    try {
+      wakeUps.wake('fleets');
+      await twice;
+      expect(calls).toBe(2);
+    } finally {
+      await pipeline.stop();
+    }
+  });
+});

@@ -1,0 +1,112 @@
+import { ConfigurationError, type RunSpec, validateConfiguration } from '@dstack/core';
+import { describe, expect, it } from 'vitest';
+import { buildJobSpecs, DEFAULT_IMAGE } from './job-specs.js';
+
+/** A run spec whose configuration is validated (defaults applied), as the server holds it. */
+function runSpecOf(configuration: Record<string, unknown>, extra: Partial<RunSpec> = {}): RunSpec {
+  return {
+    configuration: validateConfiguration(configuration) as RunSpec['configuration'],
+    ...extra,
+  };
+}
+
+function errorOf(call: () => unknown): ConfigurationError {
+  try {
+    call();
+  } catch (error) {
+    if (ConfigurationError.isInstance(error)) return error;
+    throw error;
+  }
+  throw new Error('expected a ConfigurationError');
+}
+
+describe('buildJobSpecs', () => {
+  it('makes one job per node of a task', () => {
+    const jobs = buildJobSpecs(
+      'train',
+      runSpecOf({ type: 'task', commands: ['python train.py'], nodes: 2, env: { A: '1' } }),
+    );
+    expect(jobs.map((job) => [job.job_name, job.job_num, job.jobs_per_replica])).toEqual([
+      ['train-0-0', 0, 2],
+      ['train-1-0', 1, 2],
+    ]);
+    expect(jobs[0]).toMatchObject({
+      commands: ['python train.py'],
+      env: { A: '1' },
+      image_name: DEFAULT_IMAGE,
+      requirements: { multinode: true },
+    });
+  });
+
+  it("makes one job per provider job, with the job's fields over the configuration's", () => {
+    const runSpec = runSpecOf(
+      {
+        type: 'task',
+        provider: './providers/fetch.mjs',
+        parameters: { urls: ['a', 'b'] },
+        image: 'ubuntu:24.04',
+        working_dir: '/work',
+        env: { SHARED: 'yes', MODE: 'configuration' },
+        resources: { cpu: '4..', memory: '1GB..' },
+        retry: { on_events: ['error'], duration: '1h' },
+        max_duration: '2h',
+        stop_duration: '30s',
+        ports: [8080],
+      },
+      {
+        provider_jobs: [
+          { name: 'fetch-a', commands: ['curl a -o a'], env: { MODE: 'job' } },
+          { commands: ['curl b -o b', 'sha256sum b'], image: 'curlimages/curl', working_dir: '/data' },
+        ],
+      },
+    );
+    const jobs = buildJobSpecs('fetch', runSpec);
+    expect(jobs).toHaveLength(2);
+    expect(jobs[0]).toMatchObject({
+      job_name: 'fetch-0-0',
+      job_num: 0,
+      jobs_per_replica: 2,
+      commands: ['curl a -o a'],
+      env: { SHARED: 'yes', MODE: 'job' },
+      image_name: 'ubuntu:24.04',
+      working_dir: '/work',
+    });
+    expect(jobs[1]).toMatchObject({
+      job_name: 'fetch-1-0',
+      job_num: 1,
+      commands: ['curl b -o b', 'sha256sum b'],
+      env: { SHARED: 'yes', MODE: 'configuration' },
+      image_name: 'curlimages/curl',
+      working_dir: '/data',
+    });
+    for (const job of jobs) {
+      expect(job).toMatchObject({
+        max_duration: 7200,
+        stop_duration: 30,
+        retry: { on_events: ['error'], duration: 3600 },
+        ports: [8080],
+        requirements: { multinode: false, resources: { cpu: { count: { min: 4, max: null } } } },
+      });
+    }
+  });
+
+  it('rejects a provider without provider_jobs, naming provider_jobs', () => {
+    const error = errorOf(() =>
+      buildJobSpecs('fetch', runSpecOf({ type: 'task', provider: './providers/curl.mjs' })),
+    );
+    expect(error.path).toEqual(['run_spec', 'provider_jobs']);
+    expect(error.message).toContain(
+      "names provider './providers/curl.mjs' but the run spec has no provider_jobs",
+    );
+  });
+
+  it('rejects provider_jobs without a provider', () => {
+    const error = errorOf(() =>
+      buildJobSpecs(
+        'plain',
+        runSpecOf({ type: 'task', commands: ['true'] }, { provider_jobs: [{ commands: ['x'] }] }),
+      ),
+    );
+    expect(error.path).toEqual(['run_spec', 'provider_jobs']);
+  });
+});

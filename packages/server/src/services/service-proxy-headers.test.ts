@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import {
+  downstreamResponseHeaders,
+  upstreamRequestHeaders,
+  withoutHopByHopHeaders,
+} from './service-proxy-headers.js';
+
+const forwarded = {
+  clientAddress: '10.0.0.7',
+  protocol: 'http' as const,
+  prefix: '/proxy/services/main/app',
+  keepAuthorization: false,
+};
+
+describe('service proxy headers', () => {
+  it('drops hop-by-hop headers and the ones Connection names', () => {
+    expect(
+      withoutHopByHopHeaders({
+        connection: 'keep-alive, X-Custom-Hop',
+        'keep-alive': 'timeout=5',
+        'x-custom-hop': 'secret',
+        'transfer-encoding': 'chunked',
+        upgrade: 'websocket',
+        te: 'trailers',
+        'proxy-authorization': 'Basic abc',
+        'content-type': 'text/plain',
+        'x-end-to-end': 'kept',
+      }),
+    ).toEqual({ 'content-type': 'text/plain', 'x-end-to-end': 'kept' });
+  });
+
+  it('sets X-Forwarded-* and leaves Host to the replica address', () => {
+    const headers = upstreamRequestHeaders(
+      { host: 'dstack.example:3000', accept: 'application/json', 'content-length': '12' },
+      forwarded,
+    );
+    expect(headers).toEqual({
+      accept: 'application/json',
+      'content-length': '12',
+      'x-forwarded-for': '10.0.0.7',
+      'x-forwarded-host': 'dstack.example:3000',
+      'x-forwarded-proto': 'http',
+      'x-forwarded-prefix': '/proxy/services/main/app',
+    });
+  });
+
+  it('appends to an existing X-Forwarded-For chain and keeps what a front proxy set', () => {
+    const headers = upstreamRequestHeaders(
+      {
+        host: '127.0.0.1:3000',
+        'x-forwarded-for': '203.0.113.9',
+        'x-forwarded-host': 'dstack.example',
+        'x-forwarded-proto': 'https',
+      },
+      forwarded,
+    );
+    expect(headers['x-forwarded-for']).toBe('203.0.113.9, 10.0.0.7');
+    expect(headers['x-forwarded-host']).toBe('dstack.example');
+    expect(headers['x-forwarded-proto']).toBe('https');
+  });
+
+  it('drops the dstack token unless the service does its own auth', () => {
+    const request = { host: 'h', authorization: 'Bearer dstack-user-token' };
+    expect(upstreamRequestHeaders(request, forwarded).authorization).toBeUndefined();
+    expect(upstreamRequestHeaders(request, { ...forwarded, keepAuthorization: true }).authorization).toBe(
+      'Bearer dstack-user-token',
+    );
+  });
+
+  it('passes response headers on without hop-by-hop ones, repeated ones intact', () => {
+    expect(
+      downstreamResponseHeaders({
+        'content-type': 'text/event-stream',
+        'set-cookie': ['a=1', 'b=2'],
+        connection: 'close',
+        'transfer-encoding': 'chunked',
+      }),
+    ).toEqual({ 'content-type': 'text/event-stream', 'set-cookie': ['a=1', 'b=2'] });
+  });
+});

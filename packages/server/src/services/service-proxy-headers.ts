@@ -1,0 +1,90 @@
+/**
+ * Headers across the service proxy. Hop-by-hop headers (RFC 9110 §7.6.1: `Connection`, the
+ * ones it names, `Keep-Alive`, `Transfer-Encoding`, `Upgrade`, …) describe one connection and
+ * are not passed on; Node frames each side's body itself. The replica learns who asked through
+ * `X-Forwarded-*`, and where it is mounted through `X-Forwarded-Prefix`.
+ */
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+
+/** RFC 9110 §7.6.1 and the older proxy headers that are hop-by-hop in practice. */
+const HOP_BY_HOP_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/** Headers a connection names as its own in `Connection: a, b`. */
+function connectionTokens(headers: IncomingHttpHeaders): Set<string> {
+  const value = headers.connection;
+  const tokens = new Set<string>();
+  for (const token of (Array.isArray(value) ? value.join(',') : (value ?? '')).split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name !== '') tokens.add(name);
+  }
+  return tokens;
+}
+
+/** `headers` without the hop-by-hop ones (Node gives names in lower case). */
+export function withoutHopByHopHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const named = connectionTokens(headers);
+  const kept: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || HOP_BY_HOP_HEADERS.has(name) || named.has(name)) continue;
+    kept[name] = value;
+  }
+  return kept;
+}
+
+export interface ForwardedRequest {
+  /** The client's address as the server's socket saw it. */
+  clientAddress: string | undefined;
+  /** `https` when the server's socket is TLS, else `http`. */
+  protocol: 'http' | 'https';
+  /** Where the service is mounted on this server, e.g. `/proxy/services/main/app`. */
+  prefix: string;
+  /**
+   * Whether the replica may see the client's `Authorization` header. False when dstack
+   * checked it: the token is a dstack user's and is none of the service's business.
+   */
+  keepAuthorization: boolean;
+}
+
+/**
+ * The headers sent to the replica: the client's end-to-end headers, `Host` left for the
+ * client library to set to the replica's address (the original one goes in
+ * `X-Forwarded-Host`), the client's address appended to `X-Forwarded-For`. A proxy in front
+ * of this server may already have set `X-Forwarded-Host` and `X-Forwarded-Proto`: those are
+ * kept, as they name what the user actually called.
+ */
+export function upstreamRequestHeaders(
+  headers: IncomingHttpHeaders,
+  forwarded: ForwardedRequest,
+): OutgoingHttpHeaders {
+  const upstream = withoutHopByHopHeaders(headers);
+  delete upstream.host;
+  // This server already answered `Expect: 100-continue`; the replica gets the body regardless.
+  delete upstream.expect;
+  if (!forwarded.keepAuthorization) delete upstream.authorization;
+  const previousFor = headers['x-forwarded-for'];
+  const chain = [
+    ...(Array.isArray(previousFor) ? previousFor : previousFor ? [previousFor] : []),
+    ...(forwarded.clientAddress ? [forwarded.clientAddress] : []),
+  ];
+  if (chain.length > 0) upstream['x-forwarded-for'] = chain.join(', ');
+  upstream['x-forwarded-host'] = headers['x-forwarded-host'] ?? headers.host ?? '';
+  if (upstream['x-forwarded-host'] === '') delete upstream['x-forwarded-host'];
+  upstream['x-forwarded-proto'] = headers['x-forwarded-proto'] ?? forwarded.protocol;
+  upstream['x-forwarded-prefix'] = forwarded.prefix;
+  return upstream;
+}
+
+/** The replica's answer headers as the client gets them: without the hop-by-hop ones. */
+export function downstreamResponseHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  return withoutHopByHopHeaders(headers);
+}

@@ -1,0 +1,350 @@
+/**
+ * SSH fleets (`ssh_config`): hosts the user already has. Applying one deploys the shim to every
+ * new host before anything is written, so a fleet whose hosts cannot all be reached is
+ * rejected with an error naming the host's field (or the key's) and leaves nothing behind;
+ * then the fleet and one `idle` instance per host are recorded. Re-applying adds new hosts and
+ * lets go of removed ones. Hosts are never terminated: their instance's termination stops the
+ * shim and removes its home (see the instance pipeline).
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import {
+  ConfigurationError,
+  type InstanceOfferWithAvailability,
+  type JobProvisioningData,
+  ServerClientError,
+  type SshConfig,
+} from '@dstack/core';
+import { SHIM_BIN_PATH } from '@dstack/shim';
+import { type DeployedShim, deployShim, stopDeployedShim } from '../agents/ssh-host-deploy.js';
+import { describeHost, type SshHostAddress, SshHostProbeError } from '../agents/ssh-host-probe.js';
+import type { AppContext } from '../context.js';
+import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
+import { nextInstanceNum } from '../pipelines/instance-launch.js';
+import { runServicesOf } from '../run-services.js';
+import {
+  encodeRemoteConnection,
+  REMOTE_BACKEND_TYPE,
+  REMOTE_REGION,
+  type RemoteConnectionInfo,
+} from './remote-connection.js';
+
+/** The shim as one file (`@dstack/shim`'s build writes it next to `dist/bin`). */
+export const SHIM_BUNDLE_PATH = join(dirname(dirname(SHIM_BIN_PATH)), 'dstack-shim.bundle.mjs');
+
+/**
+ * Where shims live on SSH fleet hosts, one directory per instance; relative paths are under
+ * the SSH user's home. Default `.dstack/ssh-fleet`; `DSTACK_SERVER_SSH_FLEET_DIR` overrides it.
+ */
+export const DEFAULT_SSH_FLEET_HOST_DIR = '.dstack/ssh-fleet';
+
+const DEFAULT_SSH_PORT = 22;
+const CONFIGURATION_PATH = ['plan', 'spec', 'configuration'] as const;
+
+/** One host of the configuration with everything needed to log in, and the fields to blame. */
+interface SshFleetHost {
+  address: SshHostAddress;
+  /** `ssh_config.hosts[i]`, as a path. */
+  hostField: Array<string | number>;
+  /** The field the key came from: the host's `identity_file`, else `ssh_config.identity_file`. */
+  keyField: Array<string | number>;
+}
+
+function fieldError(message: string, field: ReadonlyArray<string | number>): ConfigurationError {
+  const named = field.map((part, index) =>
+    typeof part === 'number' ? `[${part}]` : `${index > 0 ? '.' : ''}${part}`,
+  );
+  return new ConfigurationError(`${named.join('')}: ${message}`, { path: [...CONFIGURATION_PATH, ...field] });
+}
+
+/** The hosts of `ssh_config`, each with its user, port and key resolved (host values first). */
+export function sshFleetHostsOf(sshConfig: SshConfig): SshFleetHost[] {
+  if (sshConfig.proxy_jump !== undefined) {
+    throw fieldError('SSH fleets behind a proxy are not supported yet', ['ssh_config', 'proxy_jump']);
+  }
+  const seen = new Set<string>();
+  return sshConfig.hosts.map((entry, index) => {
+    const host = typeof entry === 'string' ? { hostname: entry } : entry;
+    const hostField = ['ssh_config', 'hosts', index];
+    if ('proxy_jump' in host && host.proxy_jump !== undefined) {
+      throw fieldError('SSH fleets behind a proxy are not supported yet', [...hostField, 'proxy_jump']);
+    }
+    const username = ('user' in host ? host.user : undefined) ?? sshConfig.user;
+    if (username === undefined) {
+      throw fieldError(`no user for host ${host.hostname}: set ssh_config.user or the host's user`, [
+        'ssh_config',
+        'user',
+      ]);
+    }
+    const ownKey = 'ssh_key' in host ? host.ssh_key : undefined;
+    const ownKeyFile = 'identity_file' in host ? host.identity_file : undefined;
+    const keyField =
+      ownKey !== undefined || ownKeyFile !== undefined
+        ? [...hostField, 'identity_file']
+        : ['ssh_config', 'identity_file'];
+    const privateKey = ownKey?.private ?? (ownKeyFile === undefined ? sshConfig.ssh_key?.private : undefined);
+    if (privateKey === undefined) {
+      throw fieldError(
+        `no key content for host ${host.hostname}: set identity_file (the CLI sends the file's content as ssh_key)`,
+        keyField,
+      );
+    }
+    const address: SshHostAddress = {
+      hostname: host.hostname,
+      port: ('port' in host ? host.port : undefined) ?? sshConfig.port ?? DEFAULT_SSH_PORT,
+      username,
+      privateKey,
+    };
+    const id = describeHost(address);
+    if (seen.has(id)) throw fieldError(`${id} is listed twice`, hostField);
+    seen.add(id);
+    return { address, hostField, keyField };
+  });
+}
+
+/** The configuration as stored and shown: the key contents live encrypted on the instances only. */
+export function withoutKeyContents(sshConfig: SshConfig): SshConfig {
+  const { ssh_key: _fleetKey, ...rest } = sshConfig;
+  return {
+    ...rest,
+    hosts: rest.hosts.map((host) => {
+      if (typeof host === 'string') return host;
+      const { ssh_key: _hostKey, ...hostRest } = host;
+      return hostRest;
+    }),
+  };
+}
+
+function hostDirectory(instanceId: string): string {
+  return `${process.env.DSTACK_SERVER_SSH_FLEET_DIR || DEFAULT_SSH_FLEET_HOST_DIR}/${instanceId}`;
+}
+
+function deployError(host: SshFleetHost, error: unknown): ConfigurationError {
+  if (error instanceof SshHostProbeError) {
+    const field = error.reason === 'authentication' ? host.keyField : host.hostField;
+    return fieldError(error.message, field);
+  }
+  return fieldError(
+    `deploying to ${describeHost(host.address)} failed: ${(error as Error).message}`,
+    host.hostField,
+  );
+}
+
+interface DeployedHost {
+  host: SshFleetHost;
+  instanceId: string;
+  shim: DeployedShim;
+}
+
+/** Deploys to every host at once; when any fails, stops the shims that did start and throws that failure. */
+async function deployAll(hosts: readonly SshFleetHost[]): Promise<DeployedHost[]> {
+  if (hosts.length > 0 && !existsSync(SHIM_BUNDLE_PATH)) {
+    throw new Error(`${SHIM_BUNDLE_PATH} is missing: build @dstack/shim (pnpm build)`);
+  }
+  const results = await Promise.allSettled(
+    hosts.map(async (host) => {
+      const instanceId = randomUUID();
+      const shim = await deployShim(host.address, {
+        shimBundlePath: SHIM_BUNDLE_PATH,
+        homeDir: hostDirectory(instanceId),
+        runtime: 'process',
+      });
+      return { host, instanceId, shim };
+    }),
+  );
+  const failureIndex = results.findIndex((result) => result.status === 'rejected');
+  const deployed = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+  if (failureIndex < 0) return deployed;
+  await Promise.all(
+    deployed.map(({ host, shim }) =>
+      stopDeployedShim(host.address, shim, { graceMs: 0 }).catch((error: unknown) => {
+        console.error(
+          `[fleets] removing the shim from ${describeHost(host.address)} failed: ${(error as Error).message}`,
+        );
+      }),
+    ),
+  );
+  const failure = results[failureIndex] as PromiseRejectedResult;
+  throw deployError(hosts[failureIndex] as SshFleetHost, failure.reason);
+}
+
+function hostOffer(deployed: DeployedHost): InstanceOfferWithAvailability {
+  const { resources } = deployed.shim;
+  return {
+    backend: REMOTE_BACKEND_TYPE,
+    instance: {
+      name: deployed.host.address.hostname,
+      resources: {
+        cpus: resources.cpus,
+        memory_mib: resources.memory_mib,
+        gpus: resources.gpus,
+        spot: false,
+        disk: { size_mib: resources.disk_mib },
+        cpu_arch: resources.cpu_arch,
+      },
+    },
+    region: REMOTE_REGION,
+    price: 0,
+    backend_data: {},
+    availability: 'available',
+    instance_runtime: 'shim',
+    blocks: 1,
+    total_blocks: 1,
+  };
+}
+
+function hostInstanceRow(
+  app: AppContext,
+  fleet: FleetsTable,
+  instanceNum: number,
+  deployed: DeployedHost,
+): InstancesTable {
+  const now = Date.now();
+  const { address } = deployed.host;
+  const offer = hostOffer(deployed);
+  const provisioningData: JobProvisioningData = {
+    backend: REMOTE_BACKEND_TYPE,
+    instance_type: offer.instance,
+    // The instance row's id: the agent clients find the host's key by it.
+    instance_id: deployed.instanceId,
+    hostname: address.hostname,
+    internal_ip: null,
+    public_ip_enabled: true,
+    region: REMOTE_REGION,
+    price: 0,
+    username: address.username,
+    ssh_port: address.port,
+    dockerized: true,
+    ssh_proxy: null,
+    backend_data: JSON.stringify({ agent_ports: { shim: deployed.shim.port } }),
+  };
+  const connection: RemoteConnectionInfo = {
+    host: address.hostname,
+    port: address.port,
+    ssh_user: address.username,
+    ssh_private_key: address.privateKey,
+    shim_home: deployed.shim.home,
+    shim_pid: deployed.shim.pid,
+  };
+  return {
+    id: deployed.instanceId,
+    project_id: fleet.project_id,
+    fleet_id: fleet.id,
+    name: `${fleet.name}-${instanceNum}`,
+    instance_num: instanceNum,
+    status: 'idle',
+    unreachable: 0,
+    termination_reason: null,
+    termination_reason_message: null,
+    created_at: now,
+    last_processed_at: now,
+    started_at: now,
+    finished_at: null,
+    backend: REMOTE_BACKEND_TYPE,
+    region: REMOTE_REGION,
+    price: 0,
+    offer: JSON.stringify(offer),
+    job_provisioning_data: JSON.stringify(provisioningData),
+    requirements: null,
+    instance_configuration: null,
+    // Hosts the user owns are kept however long they are idle.
+    termination_idle_time: null,
+    termination_deadline: null,
+    provisioning_deadline: null,
+    first_termination_retry_at: null,
+    last_termination_retry_at: null,
+    idle_since: now,
+    total_blocks: 1,
+    busy_blocks: 0,
+    deleted: 0,
+    remote_connection_info: encodeRemoteConnection(app, connection),
+    lock_expires_at: null,
+    lock_token: null,
+    lock_owner: null,
+  };
+}
+
+/** `user@host:port` of a live instance, from its provisioning data. */
+function hostIdOf(instance: InstancesTable): string | null {
+  if (!instance.job_provisioning_data) return null;
+  const data = JSON.parse(instance.job_provisioning_data) as JobProvisioningData;
+  if (!data.hostname) return null;
+  return `${data.username}@${data.hostname}:${data.ssh_port ?? DEFAULT_SSH_PORT}`;
+}
+
+/**
+ * Applies an SSH fleet: `fleetRow` is the row to write (new, or the existing one with the
+ * new spec), `existing` whether it is already stored. Throws before writing anything when a
+ * new host cannot be deployed.
+ */
+export async function applySshFleet(
+  app: AppContext,
+  _project: ProjectsTable,
+  fleetRow: FleetsTable,
+  sshConfig: SshConfig,
+  existing: boolean,
+): Promise<void> {
+  const hosts = sshFleetHostsOf(sshConfig);
+  const live = existing
+    ? await app.db
+        .selectFrom('instances')
+        .selectAll()
+        .where('fleet_id', '=', fleetRow.id)
+        .where('deleted', '=', 0)
+        .where('status', 'not in', ['terminating', 'terminated'])
+        .execute()
+    : [];
+  const liveIds = new Set(live.map(hostIdOf));
+  const wanted = new Set(hosts.map((host) => describeHost(host.address)));
+  const removed = live.filter((instance) => !wanted.has(hostIdOf(instance) ?? ''));
+  const busy = removed.filter((instance) => instance.busy_blocks > 0 || instance.status === 'busy');
+  if (busy.length > 0) {
+    throw new ServerClientError(
+      `Hosts ${busy.map((instance) => hostIdOf(instance)).join(', ')} run jobs; stop them before removing the hosts`,
+    );
+  }
+  const added = hosts.filter((host) => !liveIds.has(describeHost(host.address)));
+  const deployed = await deployAll(added);
+  try {
+    let instanceNum = existing ? await nextInstanceNum(app, fleetRow.id) : 0;
+    await app.db.transaction().execute(async (trx) => {
+      if (existing) {
+        await trx
+          .updateTable('fleets')
+          .set({ spec: fleetRow.spec, last_processed_at: 0 })
+          .where('id', '=', fleetRow.id)
+          .execute();
+      } else {
+        await trx.insertInto('fleets').values(fleetRow).execute();
+      }
+      for (const each of deployed) {
+        await trx
+          .insertInto('instances')
+          .values(hostInstanceRow(app, fleetRow, instanceNum++, each))
+          .execute();
+      }
+      if (removed.length > 0) {
+        await trx
+          .updateTable('instances')
+          .set({ status: 'terminating', termination_reason: 'terminated_by_user', last_processed_at: 0 })
+          .where(
+            'id',
+            'in',
+            removed.map((instance) => instance.id),
+          )
+          .execute();
+      }
+    });
+  } catch (error) {
+    // Recording failed (a name taken meanwhile): the shims started for it must not stay.
+    await Promise.all(
+      deployed.map(({ host, shim }) =>
+        stopDeployedShim(host.address, shim, { graceMs: 0 }).catch(() => undefined),
+      ),
+    );
+    throw error;
+  }
+  if (removed.length > 0) runServicesOf(app).wakeUps.wake('instances');
+  if (deployed.length > 0) runServicesOf(app).wakeUps.wake('jobs-submitted');
+}

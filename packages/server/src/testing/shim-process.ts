@@ -1,0 +1,81 @@
+/**
+ * The real `dstack-shim` command (process runtime) as a child process of this
+ * one, for tests and benchmarks that want the shim's work off their event loop.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { SHIM_BIN_PATH } from '@dstack/shim';
+
+export interface ShimProcessOptions {
+  /** The shim's home (`--home`): its state and its tasks' files. Created if missing. */
+  homeDir: string;
+  /** How long to wait for the shim to listen, and to exit when closed, in milliseconds. Default 30 000. */
+  timeoutMs?: number;
+}
+
+export interface ShimProcess {
+  readonly pid: number;
+  /** The port the shim listens on (loopback). */
+  readonly port: number;
+  /** SIGTERM (the shim stops its tasks and exits), SIGKILL if it has not exited in time. Idempotent. */
+  close(): Promise<void>;
+}
+
+export async function startShimProcess(options: ShimProcessOptions): Promise<ShimProcess> {
+  if (!existsSync(SHIM_BIN_PATH)) {
+    throw new Error(`${SHIM_BIN_PATH} is missing: build @dstack/shim first (pnpm build)`);
+  }
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  await mkdir(options.homeDir, { recursive: true });
+  const child = spawn(
+    process.execPath,
+    [SHIM_BIN_PATH, '--http-port', '0', '--home', options.homeDir, '--runtime', 'process'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let output = '';
+  const port = await new Promise<number>((resolve, reject) => {
+    let settled = false;
+    const timer = setTimeout(() => fail(`it did not listen within ${timeoutMs} ms`), timeoutMs);
+    const fail = (why: string) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      reject(new Error(`the shim did not start: ${why}\n${output}`));
+    };
+    child.once('error', (error) => fail(error.message));
+    child.once('exit', (code, signal) => fail(`it exited (${signal ?? `exit status ${code}`})`));
+    child.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const listening = /listening on (\d+)/.exec(output);
+      if (listening && !settled) {
+        settled = true;
+        clearTimeout(timer);
+        resolve(Number(listening[1]));
+      }
+    });
+  });
+  // Keep draining its output, so that a chatty shim never blocks on a full pipe.
+  child.stdout.resume();
+  child.stderr.resume();
+  let closing: Promise<void> | undefined;
+  return {
+    pid: child.pid as number,
+    port,
+    close() {
+      closing ??= (async () => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        child.kill('SIGTERM');
+        const killTimer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+        await exited;
+        clearTimeout(killTimer);
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,286 @@
+/**
+ * The in-server service proxy end to end: a real server on SQLite with the local backend runs
+ * a service whose command is a small Node HTTP server echoing what it receives; requests go
+ * through `/proxy/services/main/{run}/…` as a user of dstack would send them.
+ */
+import { existsSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import type { Run } from '@dstack/core';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+// Real processes start and stop here; nothing is timed, the limits only catch hangs.
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
+
+import {
+  ADMIN_TOKEN,
+  applyTask,
+  type HarnessServer,
+  localBackendConfig,
+  makeTempDir,
+  startHarnessServer,
+} from './server-harness.js';
+
+/** What the echo service answers: the request as it reached the replica. */
+interface Echo {
+  method: string;
+  url: string;
+  body: string;
+  authorization: string | null;
+  forwardedPrefix: string | null;
+  forwardedHost: string | null;
+  hop: string | null;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/**
+ * A shell command that waits for `startFile` (when given), then serves the echo on `port`.
+ * The JS avoids double quotes, `$` and backticks: it sits inside `node -e "…"`.
+ */
+function echoServiceCommand(port: number, startFile?: string): string {
+  const script = [
+    'let release = null;',
+    "require('http').createServer((request, response) => {",
+    // An answer that ends only when another request asks: it shows the proxy streams.
+    "  if (request.url === '/stream') { response.write('first;'); release = () => response.end('last'); return; }",
+    "  if (request.url === '/release') { if (release) release(); response.end('released'); return; }",
+    "  let body = '';",
+    "  request.on('data', (chunk) => { body += chunk; });",
+    "  request.on('end', () => {",
+    "    response.setHeader('content-type', 'application/json');",
+    "    response.setHeader('x-echo-replica', 'yes');",
+    '    const header = (name) => request.headers[name] || null;',
+    '    response.end(JSON.stringify({ method: request.method, url: request.url, body,',
+    "      authorization: header('authorization'), forwardedPrefix: header('x-forwarded-prefix'),",
+    "      forwardedHost: header('x-forwarded-host'), hop: header('x-hop') }));",
+    '  });',
+    `}).listen(${port}, '127.0.0.1');`,
+  ].join(' ');
+  const wait = startFile ? `while [ ! -f '${startFile}' ]; do sleep 0.05; done; ` : '';
+  return `${wait}exec '${process.execPath}' -e "${script}"`;
+}
+
+function service(name: string, port: number, command: string, extra: Record<string, unknown> = {}) {
+  return {
+    type: 'service',
+    name,
+    port,
+    commands: [command],
+    resources: { cpu: '1..', memory: '0.5GB..', disk: '1GB..' },
+    ...extra,
+  };
+}
+
+describe('the service proxy on the local backend', () => {
+  const temp = makeTempDir();
+  let harness: HarnessServer;
+  let outsiderToken: string;
+
+  beforeAll(async () => {
+    harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
+    const created = await harness.call<{ creds: { token: string } }>('/api/users/create', {
+      username: 'outsider',
+      global_role: 'user',
+    });
+    outsiderToken = created.body.creds.token;
+  });
+
+  afterAll(async () => {
+    await harness.terminateFleetsAndClose();
+    temp.remove();
+  });
+
+  const proxyUrl = (runName: string, rest = '') =>
+    `${harness.server.url}/proxy/services/main/${runName}/${rest}`;
+  const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+  async function waitForAnswer(url: string, init: RequestInit, status: number): Promise<Response> {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const response = await fetch(url, init);
+      if (response.status === status || Date.now() > deadline) return response;
+      await response.arrayBuffer();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  it('answers 503 before a replica runs, 502 while it refuses, then forwards with the token', async () => {
+    const port = await freePort();
+    const startFile = join(temp.dir, 'start-echo');
+    const applied = await applyTask(harness, service('echo', port, echoServiceCommand(port, startFile)));
+    expect(applied.service).toEqual({ url: '/proxy/services/main/echo/', model: null, options: {} });
+
+    // Just applied: the job is still submitted, far from running.
+    const early = await fetch(proxyUrl('echo'), { headers: bearer(ADMIN_TOKEN) });
+    expect(early.status).toBe(503);
+    expect(early.headers.get('retry-after')).toBe('5');
+    expect(
+      ((await early.json()) as { detail: Array<{ msg: string; code: string }> }).detail[0],
+    ).toMatchObject({
+      code: 'service_unavailable',
+      msg: expect.stringContaining('Service echo has no running replica yet'),
+    });
+
+    const running: Run = await harness.waitForRun('echo', ['running']);
+    expect(running.service?.url).toBe('/proxy/services/main/echo/');
+    // The job runs but its command waits for the start file: nothing listens on the port yet.
+    expect(existsSync(startFile)).toBe(false);
+    const refused = await fetch(proxyUrl('echo'), { headers: bearer(ADMIN_TOKEN) });
+    expect(refused.status).toBe(502);
+    expect(((await refused.json()) as { detail: Array<{ code: string }> }).detail[0]?.code).toBe(
+      'bad_gateway',
+    );
+
+    writeFileSync(startFile, '');
+    const get = await waitForAnswer(
+      proxyUrl('echo', 'v1/models?limit=2&name=a%20b'),
+      { headers: bearer(ADMIN_TOKEN) },
+      200,
+    );
+    expect(get.status).toBe(200);
+    expect(get.headers.get('x-echo-replica')).toBe('yes');
+    const echoed = (await get.json()) as Echo;
+    expect(echoed).toMatchObject({
+      method: 'GET',
+      url: '/v1/models?limit=2&name=a%20b',
+      body: '',
+      // The dstack token is dstack's, not the service's.
+      authorization: null,
+      forwardedPrefix: '/proxy/services/main/echo',
+      forwardedHost: new URL(harness.server.url).host,
+    });
+
+    // fetch cannot set Connection: node:http can. A header it names is hop-by-hop, not passed on.
+    const hop = await new Promise<Echo>((resolve, reject) => {
+      const request = httpRequest(
+        proxyUrl('echo'),
+        { headers: { ...bearer(ADMIN_TOKEN), connection: 'keep-alive, x-hop', 'x-hop': 'dropped' } },
+        (response) => {
+          let text = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => {
+            text += chunk;
+          });
+          response.on('end', () => resolve(JSON.parse(text) as Echo));
+        },
+      );
+      request.on('error', reject);
+      request.end();
+    });
+    expect(hop.hop).toBeNull();
+
+    // A streamed upload: the body reaches the replica whole, without the proxy holding it.
+    const chunks = ['{"prompt":', '"hello"', '}'];
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const chunk of chunks) controller.enqueue(new TextEncoder().encode(chunk));
+        controller.close();
+      },
+    });
+    const post = await fetch(proxyUrl('echo', 'v1/chat/completions'), {
+      method: 'POST',
+      headers: { ...bearer(ADMIN_TOKEN), 'content-type': 'application/json' },
+      body,
+      duplex: 'half',
+    } as RequestInit);
+    expect(post.status).toBe(200);
+    expect((await post.json()) as Echo).toMatchObject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      body: '{"prompt":"hello"}',
+    });
+
+    // The answer streams: its first part arrives while the replica has not finished it.
+    const streamed = await fetch(proxyUrl('echo', 'stream'), { headers: bearer(ADMIN_TOKEN) });
+    const reader = (streamed.body as ReadableStream<Uint8Array>).getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe('first;');
+    const release = await fetch(proxyUrl('echo', 'release'), { headers: bearer(ADMIN_TOKEN) });
+    expect(await release.text()).toBe('released');
+    let rest = '';
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      rest += new TextDecoder().decode(chunk.value);
+    }
+    expect(rest).toBe('last');
+
+    // The service root without a trailing slash is the replica's `/`.
+    const root = await fetch(`${harness.server.url}/proxy/services/main/echo`, {
+      headers: bearer(ADMIN_TOKEN),
+    });
+    expect(((await root.json()) as Echo).url).toBe('/');
+  });
+
+  it('asks for a token of a project member unless the service says auth: false', async () => {
+    const noToken = await fetch(proxyUrl('echo'));
+    expect(noToken.status).toBe(401);
+    const badToken = await fetch(proxyUrl('echo'), { headers: bearer('not-a-token') });
+    expect(badToken.status).toBe(401);
+    const outsider = await fetch(proxyUrl('echo'), { headers: bearer(outsiderToken) });
+    expect(outsider.status).toBe(403);
+
+    const port = await freePort();
+    await applyTask(harness, service('open-echo', port, echoServiceCommand(port), { auth: false }));
+    await harness.waitForRun('open-echo', ['running']);
+    const open = await waitForAnswer(proxyUrl('open-echo', 'hi'), {}, 200);
+    expect(open.status).toBe(200);
+    expect(((await open.json()) as Echo).url).toBe('/hi');
+    // Without dstack auth, the service does its own: the header is the client's to send.
+    const ownAuth = await fetch(proxyUrl('open-echo'), { headers: { authorization: 'Bearer app-key' } });
+    expect(((await ownAuth.json()) as Echo).authorization).toBe('Bearer app-key');
+  });
+
+  it('answers 404 for unknown runs, runs that are not services, and stopped services', async () => {
+    expect((await fetch(proxyUrl('no-such-run'), { headers: bearer(ADMIN_TOKEN) })).status).toBe(404);
+    // Strangers learn nothing: no token is a 401 whether or not the run exists.
+    expect((await fetch(proxyUrl('no-such-run'))).status).toBe(401);
+    expect(
+      (await fetch(`${harness.server.url}/proxy/services/nope/echo/`, { headers: bearer(ADMIN_TOKEN) }))
+        .status,
+    ).toBe(404);
+
+    await applyTask(harness, {
+      type: 'task',
+      name: 'plain-task',
+      commands: ['true'],
+      resources: { cpu: '1..', memory: '0.5GB..', disk: '1GB..' },
+    });
+    const task = await harness.waitForRun('plain-task', ['done', 'failed', 'terminated']);
+    expect(task.service ?? null).toBeNull();
+    expect((await fetch(proxyUrl('plain-task'), { headers: bearer(ADMIN_TOKEN) })).status).toBe(404);
+
+    for (const name of ['echo', 'open-echo']) {
+      const stop = await harness.call('/api/project/main/runs/stop', { runs_names: [name], abort: false });
+      expect(stop.status).toBe(200);
+      await harness.waitForRun(name, ['terminated', 'failed', 'done']);
+    }
+    const stopped = await fetch(proxyUrl('echo'), { headers: bearer(ADMIN_TOKEN) });
+    expect(stopped.status).toBe(404);
+    expect(((await stopped.json()) as { detail: Array<{ msg: string }> }).detail[0]?.msg).toContain(
+      'Service echo is not running',
+    );
+  });
+
+  it('gives the model endpoint on the run when the service sets model', async () => {
+    const applied = await applyTask(
+      harness,
+      service('llm', await freePort(), 'sleep 30', { model: 'org/model-7b', replicas: 1 }),
+    );
+    expect(applied.service).toEqual({
+      url: '/proxy/services/main/llm/',
+      model: { name: 'org/model-7b', base_url: '/proxy/services/main/llm/v1', type: 'chat' },
+      options: {},
+    });
+    await harness.call('/api/project/main/runs/stop', { runs_names: ['llm'], abort: true });
+    await harness.waitForRun('llm', ['terminated', 'failed', 'done']);
+  });
+});

@@ -1,0 +1,203 @@
+/**
+ * End to end: an SSH fleet whose one host is this machine, reached through a real sshd on
+ * loopback with a generated key. Applying it deploys the shim over SSH and records an idle
+ * instance with the host's resources; a task placed in the fleet runs there through the SSH
+ * tunnel (the project has no backend, so nothing else could run it); deleting the fleet stops
+ * the shim and removes its home. A host that cannot be reached or refuses the key fails the
+ * apply with a 400 naming the field, and leaves no fleet behind.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import type { Fleet } from '@dstack/core';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { sshdUnavailableReason, startTestSshd, type TestSshd } from '../src/agents/__fixtures__/test-sshd.js';
+import { generateProjectSshKeyPair } from '../src/agents/ssh-keys.js';
+import { SHIM_BUNDLE_PATH } from '../src/services/ssh-fleets.js';
+import { applyTask, type HarnessServer, makeTempDir, startHarnessServer, task } from './server-harness.js';
+
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
+
+type ErrorAnswer = { detail: Array<{ msg: string; code: string; fields?: Array<Array<string | number>> }> };
+
+function skipReason(): string | null {
+  if (!existsSync(SHIM_BUNDLE_PATH)) return `${SHIM_BUNDLE_PATH} is missing: build @dstack/shim first`;
+  return sshdUnavailableReason();
+}
+
+/** Alive and not a zombie (whoever adopted the detached shim may not reap it at once). */
+function isRunning(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | null> | T | null,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== null) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function closedPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+describe.skipIf(skipReason() !== null)('an SSH fleet on this machine through a real sshd', () => {
+  const temp = makeTempDir('dstack-ssh-fleet-');
+  const hostDir = join(temp.dir, 'host');
+  const keyFile = join(temp.dir, 'id_test');
+  const previousHostDir = process.env.DSTACK_SERVER_SSH_FLEET_DIR;
+  let sshd: TestSshd;
+  let harness: HarnessServer;
+
+  function fleetConfiguration(name: string, overrides: Record<string, unknown> = {}) {
+    return {
+      type: 'fleet',
+      name,
+      ssh_config: {
+        user: 'root',
+        port: sshd.port,
+        identity_file: keyFile,
+        // What the CLI sends: the content of identity_file.
+        ssh_key: { private: sshd.privateKey },
+        hosts: ['127.0.0.1'],
+        ...overrides,
+      },
+    };
+  }
+
+  async function fleetNames(): Promise<string[]> {
+    const listed = await harness.call<Fleet[]>('/api/project/main/fleets/list');
+    return listed.body.map((fleet) => fleet.name);
+  }
+
+  async function instanceRows(): Promise<number> {
+    const rows = await harness.server.app.db.selectFrom('instances').select('id').execute();
+    return rows.length;
+  }
+
+  beforeAll(async () => {
+    // Shims live under the test's directory, not under root's home.
+    process.env.DSTACK_SERVER_SSH_FLEET_DIR = hostDir;
+    sshd = await startTestSshd();
+    writeFileSync(keyFile, sshd.privateKey, { mode: 0o600 });
+    harness = await startHarnessServer({
+      dir: temp.dir,
+      config: { projects: [{ name: 'main', backends: [] }] },
+    });
+  });
+
+  afterAll(async () => {
+    await harness?.terminateFleetsAndClose();
+    await sshd?.stop();
+    if (previousHostDir === undefined) delete process.env.DSTACK_SERVER_SSH_FLEET_DIR;
+    else process.env.DSTACK_SERVER_SSH_FLEET_DIR = previousHostDir;
+    temp.remove();
+  });
+
+  it('rejects a host that cannot be reached, naming it, and keeps nothing', async () => {
+    const answer = await harness.call<ErrorAnswer>('/api/project/main/fleets/apply', {
+      plan: { spec: { configuration: fleetConfiguration('unreachable', { port: await closedPort() }) } },
+    });
+    expect(answer.status).toBe(400);
+    expect(answer.body.detail[0]?.msg).toMatch(
+      /^ssh_config\.hosts\[0\]: SSH host root@127\.0\.0\.1:\d+ cannot be reached/,
+    );
+    expect(answer.body.detail[0]?.fields).toEqual([
+      ['plan', 'spec', 'configuration', 'ssh_config', 'hosts', 0],
+    ]);
+    expect(await fleetNames()).toEqual([]);
+    expect(await instanceRows()).toBe(0);
+  });
+
+  it('rejects a key the host refuses, naming identity_file, and keeps nothing', async () => {
+    const answer = await harness.call<ErrorAnswer>('/api/project/main/fleets/apply', {
+      plan: {
+        spec: {
+          configuration: fleetConfiguration('refused', {
+            ssh_key: { private: generateProjectSshKeyPair().privateKey },
+          }),
+        },
+      },
+    });
+    expect(answer.status).toBe(400);
+    expect(answer.body.detail[0]?.msg).toMatch(
+      /^ssh_config\.identity_file: SSH host root@127\.0\.0\.1:\d+ refused the key/,
+    );
+    expect(await fleetNames()).toEqual([]);
+    expect(await instanceRows()).toBe(0);
+    // Nothing was deployed either.
+    expect(existsSync(hostDir) ? readdirSync(hostDir) : []).toEqual([]);
+  });
+
+  it('deploys the shim, runs a task through the SSH tunnel, and stops the shim once deleted', async () => {
+    const applied = await harness.call<Fleet>('/api/project/main/fleets/apply', {
+      plan: { spec: { configuration: fleetConfiguration('hosts') } },
+    });
+    expect(applied.status, JSON.stringify(applied.body)).toBe(200);
+    // The key's content is kept encrypted with the instance, never in the fleet's spec.
+    expect(JSON.stringify(applied.body)).not.toContain(sshd.privateKey.trim().split('\n')[1]);
+    const [instance] = applied.body.instances;
+    expect(applied.body.instances).toHaveLength(1);
+    expect(instance).toMatchObject({ status: 'idle', backend: 'remote', hostname: '127.0.0.1', price: 0 });
+    const memTotalKib = Number(/^MemTotal:\s+(\d+)/m.exec(readFileSync('/proc/meminfo', 'utf8'))?.[1]);
+    expect(instance?.instance_type?.resources).toMatchObject({
+      cpus: Number(execFileSync('nproc').toString().trim()),
+      memory_mib: Math.floor(memTotalKib / 1024),
+      gpus: [],
+      spot: false,
+    });
+
+    // Applying the same hosts again deploys nothing new.
+    const reapplied = await harness.call<Fleet>('/api/project/main/fleets/apply', {
+      plan: { spec: { configuration: fleetConfiguration('hosts') } },
+    });
+    expect(reapplied.status).toBe(200);
+    expect(reapplied.body.instances.map((each) => each.id)).toEqual([instance?.id]);
+    expect(readdirSync(hostDir)).toHaveLength(1);
+
+    const [home] = readdirSync(hostDir);
+    const shimState = JSON.parse(readFileSync(join(hostDir, String(home), 'shim.json'), 'utf8')) as {
+      pid: number;
+    };
+    expect(isRunning(shimState.pid)).toBe(true);
+
+    const loginsBeforeRun = sshd.acceptedLogins();
+    await applyTask(harness, task('on-host', ['echo hello from $(hostname) via ssh'], { fleets: ['hosts'] }));
+    const run = await harness.waitForRun('on-host', ['done', 'failed', 'terminated']);
+    expect(run.status).toBe('done');
+    expect(await harness.logs('on-host')).toContain(
+      `hello from ${execFileSync('hostname').toString().trim()} via ssh`,
+    );
+    // The server reached the shim and the runner through SSH, not directly on loopback.
+    expect(sshd.acceptedLogins()).toBeGreaterThan(loginsBeforeRun);
+    const jobData = run.latest_job_submission?.job_provisioning_data;
+    expect(jobData).toMatchObject({ backend: 'remote', hostname: '127.0.0.1', ssh_port: sshd.port });
+
+    const deleted = await harness.call('/api/project/main/fleets/delete', { names: ['hosts'] });
+    expect(deleted.status).toBe(200);
+    await waitFor('the fleet to be gone', async () => ((await fleetNames()).length === 0 ? true : null));
+    await waitFor('the shim to stop', () => (isRunning(shimState.pid) ? null : true));
+    expect(readdirSync(hostDir)).toEqual([]);
+  });
+});

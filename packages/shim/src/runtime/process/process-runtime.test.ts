@@ -1,0 +1,77 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { RunnerClient, type RunnerJobState } from '@dstack/runner';
+import { afterEach, describe, expect, it } from 'vitest';
+import { TaskConfigSchema } from '../../api/schemas.js';
+import type { StartedTask } from '../task-runtime.js';
+import { createProcessRuntime } from './process-runtime.js';
+
+const runsAsRoot = process.getuid?.() === 0;
+
+describe('process runtime', () => {
+  const started: StartedTask[] = [];
+  const directories: string[] = [];
+
+  afterEach(async () => {
+    for (const task of started.splice(0)) await task.remove();
+    for (const directory of directories.splice(0)) await rm(directory, { recursive: true, force: true });
+  });
+
+  async function runAs(containerUser: string, commands: string[]) {
+    const homeDir = await mkdtemp(join(tmpdir(), 'dstack-process-runtime-'));
+    directories.push(homeDir);
+    const task = TaskConfigSchema.parse({
+      id: randomUUID(),
+      name: 'process-test',
+      image_name: 'ignored',
+      container_user: containerUser,
+    });
+    const runtimeTask = await createProcessRuntime().start(task, homeDir, { onStatus: () => undefined });
+    started.push(runtimeTask);
+    const runner = new RunnerClient(`http://127.0.0.1:${runtimeTask.runnerPort}`);
+    await runner.submit({
+      run: { id: 'r', run_name: 'r', project_name: 'p', user: 'u' },
+      job_spec: { job_name: 'r-0-0', job_num: 0, commands, env: {} },
+      job_submission: { id: 's' },
+    });
+    await runner.run();
+    const states: RunnerJobState[] = [];
+    let output = '';
+    let timestamp = 0;
+    for (;;) {
+      const pulled = await runner.pull(timestamp);
+      states.push(...pulled.job_states);
+      for (const log of pulled.job_logs) output += Buffer.from(log.message, 'base64').toString('utf8');
+      timestamp = pulled.last_updated;
+      if (
+        !pulled.has_more &&
+        states.some((state) => ['done', 'failed', 'terminated'].includes(state.state))
+      ) {
+        return { states, output };
+      }
+      if (!pulled.has_more) await sleep(50);
+    }
+  }
+
+  it("runs the job as the shim's own user when the task names none", async () => {
+    const result = await runAs('', ['id -u']);
+    expect(result.output).toBe(`${process.getuid?.()}\n`);
+  });
+
+  it.skipIf(!runsAsRoot)('runs the job as container_user when the shim is root', async () => {
+    const result = await runAs('65534', ['id -u']);
+    expect(result.states.at(-1)?.state).toBe('done');
+    expect(result.output).toBe('65534\n');
+  });
+
+  it('fails the job naming user when container_user is unknown on the host', async () => {
+    const result = await runAs('dstack-no-such-user', ['echo should-not-run']);
+    expect(result.output).toBe('');
+    expect(result.states.at(-1)?.termination_message).toBe(
+      'user "dstack-no-such-user": no user named "dstack-no-such-user" in /etc/passwd',
+    );
+  });
+});

@@ -1,0 +1,71 @@
+import type {
+  InstanceConfiguration,
+  InstanceOfferWithAvailability,
+  ProjectSshKeys,
+  Requirements,
+  RunJobParams,
+} from '@dstack/core';
+import { RequirementsSchema } from '@dstack/core';
+
+/** Any offer with at least one CPU: no GPU, memory, disk, price or spot constraint. */
+export function anyCpuOfferRequirements(): Requirements {
+  return RequirementsSchema.parse({ resources: { cpu: { count: { min: 1 } }, memory: { min: null } } });
+}
+
+/** The `runJob` parameters of a one-node task named `<runName>` on `offer`, launched as dstack instance `instanceId`. */
+export function conformanceRunJobParams(options: {
+  instanceId: string;
+  runName: string;
+  projectName: string;
+  offer: InstanceOfferWithAvailability;
+  requirements: Requirements;
+  keys: ProjectSshKeys;
+}): RunJobParams {
+  return {
+    instanceId: options.instanceId,
+    run: {
+      project_name: options.projectName,
+      user: 'conformance',
+      run_spec: {
+        run_name: options.runName,
+        ssh_key_pub: options.keys.publicKey,
+        configuration: { type: 'task', commands: ['true'] },
+        merged_profile: { tags: { 'dstack-conformance': 'true' } },
+      },
+    },
+    job: {
+      job_spec: {
+        job_name: `${options.runName}-0-0`,
+        job_num: 0,
+        replica_num: 0,
+        image_name: 'dstackai/base:latest',
+        privileged: false,
+        requirements: options.requirements,
+      },
+    },
+    offer: options.offer,
+    projectSshPublicKey: options.keys.publicKey,
+    projectSshPrivateKey: options.keys.privateKey,
+    volumes: [],
+    placementGroup: null,
+    requirements: options.requirements,
+  };
+}
+
+/** The `createInstance` configuration of a fleet instance named `<instanceName>`, dstack instance `instanceId`. */
+export function conformanceInstanceConfiguration(options: {
+  instanceId: string;
+  instanceName: string;
+  projectName: string;
+  keys: ProjectSshKeys;
+}): InstanceConfiguration {
+  return {
+    project_name: options.projectName,
+    instance_name: options.instanceName,
+    instance_id: options.instanceId,
+    user: 'conformance',
+    ssh_keys: [{ public: options.keys.publicKey }],
+    volumes: [],
+    tags: { 'dstack-conformance': 'true' },
+  };
+}

@@ -1,0 +1,261 @@
+/**
+ * The optional-peer composition as users get it: the packed tarballs of the
+ * server, the CLI and the local backend (plus what they depend on) are
+ * installed with npm in a directory outside the workspace, with no other
+ * backend package, and the installed `dstack` runs a task to `done`. A
+ * configured backend whose package is missing must name the package to install.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findUnbuiltPackages, packPackage } from '../../../scripts/lib/release-check.mjs';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+/** What a user installs for the embedded default, and what those depend on in the workspace. */
+const INSTALLED = ['core', 'catalog', 'runner', 'shim', 'backend-local', 'server', 'cli'];
+const INSTALL_TIMEOUT_MS = 15 * 60_000;
+const SERVER_START_TIMEOUT_MS = 60_000;
+
+interface CommandResult {
+  code: number | null;
+  output: string;
+}
+
+/** Runs a command to its end, collecting stdout and stderr together. */
+function runCommand(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number },
+): Promise<CommandResult> {
+  return new Promise((resolveRun) => {
+    execFile(
+      command,
+      args,
+      { cwd: options.cwd, env: options.env, timeout: options.timeoutMs, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
+        resolveRun({ code, output: `${stdout}${stderr}` });
+      },
+    );
+  });
+}
+
+/** npm's registry answers (`npm ping`), within 30 seconds. */
+async function isRegistryReachable(env: NodeJS.ProcessEnv): Promise<boolean> {
+  const result = await runCommand('npm', ['ping'], { cwd: tmpdir(), env, timeoutMs: 30_000 });
+  return result.code === 0;
+}
+
+/**
+ * The environment for npm: no pnpm-injected `npm_config_*` (they would leak
+ * the workspace's settings), better-sqlite3 built from source (its prebuilt
+ * binary lives on GitHub, which is unreachable: without this, prebuild-install
+ * waits on the download before falling back), and node-gyp pointed at the
+ * running node's headers when it has them, so it downloads none.
+ */
+function npmEnvironment(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (/^npm_(config|package|lifecycle)_/i.test(key) && key.toLowerCase() !== 'npm_config_registry')
+      continue;
+    env[key] = value;
+  }
+  env.npm_config_build_from_source = 'true';
+  env.npm_config_audit = 'false';
+  env.npm_config_fund = 'false';
+  env.npm_config_update_notifier = 'false';
+  const nodePrefix = dirname(dirname(process.execPath));
+  if (existsSync(join(nodePrefix, 'include', 'node', 'node_api.h'))) env.npm_config_nodedir = nodePrefix;
+  return env;
+}
+
+/** The installed `dstack`'s environment: its own server and CLI directories, no inherited DSTACK_*. */
+function dstackEnvironment(home: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!key.startsWith('DSTACK_') && !/^npm_/i.test(key)) env[key] = value;
+  }
+  env.DSTACK_SERVER_DIR = join(home, 'server');
+  env.DSTACK_CLI_CONFIG_DIR = join(home, 'cli');
+  env.NO_COLOR = '1';
+  return env;
+}
+
+interface StartedServer {
+  process: ChildProcess;
+  url: string;
+  token: string;
+}
+
+/** Starts `dstack server --port 0`; resolves when it prints its URL and admin token, rejects when it exits. */
+function startServer(dstack: string, cwd: string, env: NodeJS.ProcessEnv): Promise<StartedServer> {
+  const child = spawn(dstack, ['server', '--port', '0'], {
+    cwd,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new Promise((resolveStart, rejectStart) => {
+    let output = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGTERM');
+      rejectStart(new Error(`dstack server did not start within ${SERVER_START_TIMEOUT_MS} ms:\n${output}`));
+    }, SERVER_START_TIMEOUT_MS);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const token = /The admin token is (\S+)/.exec(output)?.[1];
+      const url = /The server is running at (\S+)/.exec(output)?.[1];
+      if (url && token) {
+        clearTimeout(timer);
+        resolveStart({ process: child, url, token });
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      rejectStart(new Error(`dstack server exited with ${code}:\n${output}`));
+    });
+  });
+}
+
+async function stopServer(server: StartedServer): Promise<void> {
+  if (server.process.exitCode !== null || server.process.signalCode !== null) return;
+  const exited = new Promise((resolveExit) => server.process.once('exit', resolveExit));
+  server.process.kill('SIGTERM');
+  await exited;
+}
+
+/** Polls the fleets API until the project has none: the local instances' shims are gone. */
+async function waitForNoFleets(server: StartedServer, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const response = await fetch(`${server.url}/api/project/main/fleets/list`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    if (((await response.json()) as unknown[]).length === 0) return true;
+    await new Promise((resolveWait) => setTimeout(resolveWait, 250));
+  }
+  return false;
+}
+
+describe('packed install of server, CLI and the local backend', () => {
+  let workDir = '';
+  const servers: StartedServer[] = [];
+
+  beforeAll(() => {
+    workDir = mkdtempSync(join(tmpdir(), 'dstack-packed-install-'));
+  });
+
+  afterAll(async () => {
+    for (const server of servers) await stopServer(server);
+    if (workDir) rmSync(workDir, { recursive: true, force: true });
+  });
+
+  it(
+    'installs from the registry and runs a task to done with only @dstack/backend-local',
+    async (context) => {
+      const npmEnv = npmEnvironment();
+      if (!(await isRegistryReachable(npmEnv))) {
+        context.skip(
+          'the npm registry is unreachable (npm ping failed): cannot install third-party dependencies',
+        );
+      }
+      const unbuilt = findUnbuiltPackages(root);
+      expect(unbuilt, 'packages without dist/: run pnpm build first').toEqual([]);
+
+      const tarballsDir = join(workDir, 'tarballs');
+      const tarballs = INSTALLED.map(
+        (name) => packPackage(join(root, 'packages', name), tarballsDir).tarball,
+      );
+      const appDir = join(workDir, 'app');
+      const home = join(workDir, 'home');
+      mkdirSync(appDir);
+      writeFileSync(
+        join(appDir, 'package.json'),
+        `${JSON.stringify({ name: 'packed-install', version: '0.0.0', private: true }, null, 2)}\n`,
+      );
+
+      const install = await runCommand('npm', ['install', '--no-save', ...tarballs], {
+        cwd: appDir,
+        env: npmEnv,
+        timeoutMs: INSTALL_TIMEOUT_MS - 120_000,
+      });
+      expect(install.code, `npm install failed:\n${install.output}`).toBe(0);
+      expect(readdirSync(join(appDir, 'node_modules', '@dstack')).sort()).toEqual([...INSTALLED].sort());
+      expect(existsSync(join(appDir, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node'))).toBe(
+        true,
+      );
+
+      // The bin npm linked for the CLI package: proves its `bin` entry and shebang work once installed.
+      const dstack = join(appDir, 'node_modules', '.bin', 'dstack');
+      const env = dstackEnvironment(home);
+      const task = join(workDir, 'packed.dstack.yml');
+      writeFileSync(
+        task,
+        [
+          'type: task',
+          'name: packed-hello',
+          'commands:',
+          '  - echo "packed install says $((6 * 7))"',
+          'resources:',
+          '  cpu: 1..',
+          '  memory: 0.5GB..',
+          '',
+        ].join('\n'),
+      );
+
+      const server = await startServer(dstack, appDir, env);
+      servers.push(server);
+      let fleetsGone = false;
+      try {
+        const apply = await runCommand(dstack, ['apply', '-f', task, '-y'], {
+          cwd: appDir,
+          env,
+          timeoutMs: 5 * 60_000,
+        });
+        expect(apply.output).toContain('packed install says 42');
+        expect(apply.output).toContain('Run packed-hello done');
+        expect(apply.code, apply.output).toBe(0);
+      } finally {
+        await runCommand(dstack, ['fleet', 'delete', 'local', '-y'], {
+          cwd: appDir,
+          env,
+          timeoutMs: 60_000,
+        });
+        // No assertion here: it would hide why apply failed. The instances' shims must be gone either way.
+        fleetsGone = await waitForNoFleets(server, 60_000);
+        await stopServer(server);
+      }
+      expect(fleetsGone, 'the local fleet was not deleted').toBe(true);
+
+      // The same install with `aws` configured: its package is absent, and the server says which to install.
+      writeFileSync(
+        join(home, 'server', 'config.yml'),
+        [
+          'projects:',
+          '  - name: main',
+          '    backends:',
+          '      - type: local',
+          '      - type: aws',
+          '        creds:',
+          '          type: default',
+          '',
+        ].join('\n'),
+      );
+      const failedStart = await runCommand(dstack, ['server', '--port', '0'], {
+        cwd: appDir,
+        env,
+        timeoutMs: 60_000,
+      });
+      expect(failedStart.code).not.toBe(0);
+      expect(failedStart.output).toMatch(/config\.yml:\d+:\d+/);
+      expect(failedStart.output).toContain('install @dstack/backend-aws');
+    },
+    INSTALL_TIMEOUT_MS,
+  );
+});

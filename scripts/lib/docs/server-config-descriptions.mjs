@@ -1,0 +1,29 @@
+/**
+ * Descriptions of the server's own config.yml fields, for the generated
+ * reference. The schema's own `.describe()`/`.meta()` text wins over these;
+ * the generator fails when an entry here names a field the schema no longer
+ * has, so this list cannot drift silently. Backend fields are described by
+ * their packages' schemas.
+ */
+export const SERVER_CONFIG_DESCRIPTIONS = {
+  projects:
+    'The projects the server creates at start, with their backends. Backends of a listed project are kept in sync with this file. Absent or null: none.',
+  'projects[].name':
+    'Project name: 1–50 letters, digits, `-` or `_`, starting with a letter or digit. Unique in the file.',
+  'projects[].backends':
+    'The project’s backends. Each entry’s `type` selects its fields, described under [Backends](#backends); a type appears at most once per project. Absent or null: none.',
+  encryption:
+    'Encryption of secrets at rest (backend creds, project SSH keys). Absent: values are stored unencrypted (`identity`).',
+  'encryption.keys':
+    'The first key encrypts; every key decrypts, so a key is rotated by putting the new one first and keeping the old one after it.',
+  'encryption.keys[] (type: aes).type': 'AES-256-GCM.',
+  'encryption.keys[] (type: aes).name': 'The key’s name, stored with every value it encrypts.',
+  'encryption.keys[] (type: aes).secret':
+    'Base64 of 32 random bytes, e.g. `head -c 32 /dev/urandom | base64`.',
+  'encryption.keys[] (type: identity).type': 'No encryption: values are stored as they are.',
+  default_permissions: 'What users without the global admin role may do.',
+  'default_permissions.allow_non_admins_create_projects': 'Whether non-admin users may create projects.',
+  'default_permissions.allow_non_admins_manage_ssh_fleets':
+    'Whether non-admin users may create and delete SSH fleets.',
+  plugins: 'dstack’s plugin list: accepted for compatibility with dstack’s config.yml and ignored.',
+};

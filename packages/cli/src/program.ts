@@ -123,7 +123,7 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .command('ps')
     .description('list runs')
     .option('-a, --all', 'include finished runs')
-    .option('-v, --verbose', 'add resources, instance type and error')
+    .option('-v, --verbose', 'add resources, instance type, service URL and error')
     .addOption(new Option('--format <format>', 'output format').choices(PS_FORMATS).default('table'))
     .addOption(projectOption())
     .action((options: PsOptions) => run(() => psCommand(options, io)));

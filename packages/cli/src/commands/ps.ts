@@ -10,6 +10,7 @@ import {
   latestSubmission,
   runName,
 } from '../output/format.js';
+import { absoluteServiceUrl } from '../output/service-endpoint.js';
 import { formatTable } from '../output/table.js';
 import { connect, type ProjectOption } from './connect.js';
 
@@ -19,7 +20,7 @@ export type PsFormat = (typeof PS_FORMATS)[number];
 export interface PsOptions extends ProjectOption {
   /** Include finished runs. Default false (active runs only). */
   all?: boolean;
-  /** Add RESOURCES, INSTANCE TYPE and ERROR. Default false. */
+  /** Add RESOURCES, INSTANCE TYPE, URL (of services) and ERROR. Default false. */
   verbose?: boolean;
   /** `table` or `json` (the Run array). Default `table`. */
   format?: PsFormat;
@@ -40,10 +41,20 @@ function runError(run: Run): string {
   return '-';
 }
 
-/** `NAME BACKEND GPU PRICE STATUS SUBMITTED` (+ `RESOURCES INSTANCE TYPE ERROR` with `-v`). */
-export function formatRuns(runs: readonly Run[], verbose: boolean, colors: Colors, now = new Date()): string {
+export interface FormatRunsOptions {
+  /** Add `RESOURCES INSTANCE TYPE URL ERROR`. */
+  verbose: boolean;
+  colors: Colors;
+  /** The server's URL, which a service URL given as a path (its in-server proxy) is relative to. */
+  serverUrl: string;
+  now?: Date;
+}
+
+/** `NAME BACKEND GPU PRICE STATUS SUBMITTED` (+ `RESOURCES INSTANCE TYPE URL ERROR` with `-v`). */
+export function formatRuns(runs: readonly Run[], options: FormatRunsOptions): string {
+  const { verbose, colors, serverUrl, now = new Date() } = options;
   const columns = ['NAME', 'BACKEND', 'GPU', 'PRICE', 'STATUS', 'SUBMITTED'];
-  if (verbose) columns.push('RESOURCES', 'INSTANCE TYPE', 'ERROR');
+  if (verbose) columns.push('RESOURCES', 'INSTANCE TYPE', 'URL', 'ERROR');
   const rows = runs.map((run) => {
     const submission = latestSubmission(run);
     const provisioning = submission?.job_provisioning_data;
@@ -60,6 +71,7 @@ export function formatRuns(runs: readonly Run[], verbose: boolean, colors: Color
       row.push(
         instanceType.success ? formatResources(instanceType.data.resources) : '-',
         instanceType.success ? instanceType.data.name : '-',
+        run.service ? absoluteServiceUrl(run.service.url, serverUrl) : '-',
         runError(run),
       );
     }
@@ -76,6 +88,12 @@ export async function psCommand(options: PsOptions, io: CliIo): Promise<number> 
     io.stdout(`${JSON.stringify(runs, null, 2)}\n`);
     return 0;
   }
-  io.stdout(formatRuns(runs, Boolean(options.verbose), createColors(Boolean(io.stdoutColors))));
+  io.stdout(
+    formatRuns(runs, {
+      verbose: Boolean(options.verbose),
+      colors: createColors(Boolean(io.stdoutColors)),
+      serverUrl: client.url,
+    }),
+  );
   return 0;
 }

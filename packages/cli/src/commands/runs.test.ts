@@ -68,14 +68,21 @@ describe('dstack ps', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   });
 
   it('lists all runs with -a and adds details with -v', async () => {
-    const fake = await startServer({ 'runs/list': () => sampleRuns() });
+    const service = {
+      ...makeRun({ name: 'chat', status: 'running', submittedAt: minutesAgo(5) }),
+      service: { url: '/proxy/services/main/chat/', model: null, options: {} },
+    } as Run;
+    const fake = await startServer({ 'runs/list': () => [...sampleRuns(), service] });
     const result = await harness.run(['ps', '-a', '-v']);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(
-      /^NAME\s+BACKEND\s+GPU\s+PRICE\s+STATUS\s+SUBMITTED\s+RESOURCES\s+INSTANCE TYPE\s+ERROR$/m,
+      /^NAME\s+BACKEND\s+GPU\s+PRICE\s+STATUS\s+SUBMITTED\s+RESOURCES\s+INSTANCE TYPE\s+URL\s+ERROR$/m,
     );
-    expect(result.stdout).toMatch(/^train\s.*4xCPU, 16GB, 2xA100 \(80GB\), 100GB \(disk\)\s+local\s+-$/m);
-    expect(result.stdout).toMatch(/^crashed\s.*failed\s+30 mins ago\s+-\s+-\s+container exited with 3$/m);
+    expect(result.stdout).toMatch(/^train\s.*4xCPU, 16GB, 2xA100 \(80GB\), 100GB \(disk\)\s+local\s+-\s+-$/m);
+    expect(result.stdout).toMatch(/^crashed\s.*failed\s+30 mins ago\s+-\s+-\s+-\s+container exited with 3$/m);
+    // A service's URL is the server's proxy path made absolute against the project's server.
+    expect(result.stdout).toContain(`${fake.url}/proxy/services/main/chat/`);
+    expect(result.stdout).toMatch(/^chat\s.*running\s.*\/proxy\/services\/main\/chat\/\s+-$/m);
     expect(fake.requestsTo('runs/list')[0]?.body).toMatchObject({ only_active: false });
   });
 

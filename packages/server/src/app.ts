@@ -137,6 +137,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
 
   const handler = createHttpHandler(app, allRoutes, { rawRoutes });
   const server = createServer(handler);
+  server.on('upgrade', handler.upgrade);
   server.keepAliveTimeout = 65_000;
   const port = await listen(server, settings.host, settings.port);
   const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${port}`;

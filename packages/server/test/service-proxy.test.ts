@@ -1,14 +1,21 @@
 /**
  * The in-server service proxy end to end: a real server on SQLite with the local backend runs
- * a service whose command is a small Node HTTP server echoing what it receives; requests go
- * through `/proxy/services/main/{run}/…` as a user of dstack would send them.
+ * a service whose command is a small Node HTTP server echoing what it receives, and echoing
+ * raw bytes after a WebSocket handshake; requests go through `/proxy/services/main/{run}/…` as
+ * a user of dstack would send them.
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Run } from '@dstack/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import {
+  receiveUntil,
+  requestUpgrade,
+  type UpgradeResult,
+  WEBSOCKET_KEY,
+} from '../src/http/upgrade-request.test-helper.js';
 
 // Real processes start and stop here; nothing is timed, the limits only catch hangs.
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
@@ -44,6 +51,9 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** `Sec-WebSocket-Accept` for WEBSOCKET_KEY (RFC 6455 §1.3): what the echo's handshake must reach the client with. */
+const WEBSOCKET_ACCEPT = 's3pPLMBiTxaQ9kYGzzhZRbK+xOo=';
+
 /**
  * A shell command that waits for `startFile` (when given), then serves the echo on `port`.
  * The JS avoids double quotes, `$` and backticks: it sits inside `node -e "…"`.
@@ -51,10 +61,12 @@ async function freePort(): Promise<number> {
 function echoServiceCommand(port: number, startFile?: string): string {
   const script = [
     'let release = null;',
-    "require('http').createServer((request, response) => {",
+    'let tunnelsClosed = 0;',
+    "const server = require('http').createServer((request, response) => {",
     // An answer that ends only when another request asks: it shows the proxy streams.
     "  if (request.url === '/stream') { response.write('first;'); release = () => response.end('last'); return; }",
     "  if (request.url === '/release') { if (release) release(); response.end('released'); return; }",
+    "  if (request.url === '/tunnels-closed') { response.end(String(tunnelsClosed)); return; }",
     "  let body = '';",
     "  request.on('data', (chunk) => { body += chunk; });",
     "  request.on('end', () => {",
@@ -65,7 +77,23 @@ function echoServiceCommand(port: number, startFile?: string): string {
     "      authorization: header('authorization'), forwardedPrefix: header('x-forwarded-prefix'),",
     "      forwardedHost: header('x-forwarded-host'), hop: header('x-hop') }));",
     '  });',
-    `}).listen(${port}, '127.0.0.1');`,
+    '});',
+    // A WebSocket handshake by hand, then raw bytes echoed until the client ends its side.
+    "server.on('upgrade', (request, socket, head) => {",
+    "  socket.on('error', () => {});",
+    "  if (request.url === '/refuse') { const text = 'use /ws instead';",
+    "    socket.end('HTTP/1.1 426 Upgrade Required\\r\\nx-echo-replica: yes\\r\\ncontent-length: ' + text.length + '\\r\\n\\r\\n' + text); return; }",
+    "  const accept = require('crypto').createHash('sha1')",
+    "    .update(request.headers['sec-websocket-key'] + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');",
+    "  socket.write('HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n'",
+    "    + 'Sec-WebSocket-Accept: ' + accept + '\\r\\nx-echo-url: ' + request.url",
+    "    + '\\r\\nx-echo-authorization: ' + (request.headers.authorization || 'none')",
+    "    + '\\r\\nx-echo-prefix: ' + request.headers['x-forwarded-prefix'] + '\\r\\n\\r\\n');",
+    '  socket.write(head);',
+    "  socket.on('data', (chunk) => socket.write(chunk));",
+    "  socket.on('end', () => { tunnelsClosed += 1; socket.end(); });",
+    '});',
+    `server.listen(${port}, '127.0.0.1');`,
   ].join(' ');
   const wait = startFile ? `while [ ! -f '${startFile}' ]; do sleep 0.05; done; ` : '';
   return `${wait}exec '${process.execPath}' -e "${script}"`;
@@ -105,6 +133,13 @@ describe('the service proxy on the local backend', () => {
     `${harness.server.url}/proxy/services/main/${runName}/${rest}`;
   const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
+  /** The proxy's own error answer to an upgrade: its status and error code. */
+  function answeredError(result: UpgradeResult): { status: number | undefined; code: string | undefined } {
+    if (result.kind !== 'answered') throw new Error('The upgrade switched protocols');
+    const error = JSON.parse(result.body) as { detail: Array<{ code: string }> };
+    return { status: result.response.statusCode, code: error.detail[0]?.code };
+  }
+
   async function waitForAnswer(url: string, init: RequestInit, status: number): Promise<Response> {
     const deadline = Date.now() + 30_000;
     for (;;) {
@@ -131,6 +166,9 @@ describe('the service proxy on the local backend', () => {
       code: 'service_unavailable',
       msg: expect.stringContaining('Service echo has no running replica yet'),
     });
+    const earlyUpgrade = await requestUpgrade(proxyUrl('echo', 'ws'), bearer(ADMIN_TOKEN));
+    expect(answeredError(earlyUpgrade)).toEqual({ status: 503, code: 'service_unavailable' });
+    expect(earlyUpgrade.response.headers['retry-after']).toBe('5');
 
     const running: Run = await harness.waitForRun('echo', ['running']);
     expect(running.service?.url).toBe('/proxy/services/main/echo/');
@@ -141,6 +179,10 @@ describe('the service proxy on the local backend', () => {
     expect(((await refused.json()) as { detail: Array<{ code: string }> }).detail[0]?.code).toBe(
       'bad_gateway',
     );
+    expect(answeredError(await requestUpgrade(proxyUrl('echo', 'ws'), bearer(ADMIN_TOKEN)))).toEqual({
+      status: 502,
+      code: 'bad_gateway',
+    });
 
     writeFileSync(startFile, '');
     const get = await waitForAnswer(
@@ -220,6 +262,68 @@ describe('the service proxy on the local backend', () => {
     expect(((await root.json()) as Echo).url).toBe('/');
   });
 
+  it("forwards WebSocket upgrades: the replica's 101, bytes both ways, the close", async () => {
+    const closedTunnels = async () =>
+      Number(
+        await (await fetch(proxyUrl('echo', 'tunnels-closed'), { headers: bearer(ADMIN_TOKEN) })).text(),
+      );
+    const closedBefore = await closedTunnels();
+
+    const upgraded = await requestUpgrade(proxyUrl('echo', 'ws?room=1'), bearer(ADMIN_TOKEN));
+    if (upgraded.kind !== 'switched') {
+      throw new Error(`not switched: ${upgraded.response.statusCode} ${upgraded.body}`);
+    }
+    expect(upgraded.response.statusCode).toBe(101);
+    expect(upgraded.response.headers).toMatchObject({
+      connection: 'Upgrade',
+      upgrade: 'websocket',
+      'sec-websocket-accept': WEBSOCKET_ACCEPT,
+      'x-echo-url': '/ws?room=1',
+      // The dstack token is dstack's, not the service's.
+      'x-echo-authorization': 'none',
+      'x-echo-prefix': '/proxy/services/main/echo',
+    });
+    upgraded.socket.write('hello');
+    expect(await receiveUntil(upgraded.socket, 'hello', upgraded.head)).toBe('hello');
+    upgraded.socket.write(' again');
+    expect(await receiveUntil(upgraded.socket, ' again')).toBe(' again');
+
+    // The client leaving ends the replica's side too.
+    upgraded.socket.destroy();
+    await expect.poll(closedTunnels, { timeout: 10_000 }).toBe(closedBefore + 1);
+
+    // Bytes sent with the handshake, before any answer, reach the replica and come back after the 101.
+    const { hostname, port } = new URL(harness.server.url);
+    const raw = connect(Number(port), hostname);
+    try {
+      raw.write(
+        [
+          'GET /proxy/services/main/echo/ws HTTP/1.1',
+          `Host: ${hostname}`,
+          `Authorization: Bearer ${ADMIN_TOKEN}`,
+          'Connection: Upgrade',
+          'Upgrade: websocket',
+          `Sec-WebSocket-Key: ${WEBSOCKET_KEY}`,
+          'Sec-WebSocket-Version: 13',
+          '',
+          'early bytes',
+        ].join('\r\n'),
+      );
+      const received = await receiveUntil(raw, '\r\n\r\nearly bytes');
+      expect(received).toMatch(/^HTTP\/1\.1 101 Switching Protocols\r\n/);
+      expect(received.endsWith('\r\n\r\nearly bytes')).toBe(true);
+    } finally {
+      raw.destroy();
+    }
+
+    // A replica that does not switch has its answer relayed as it is.
+    const refused = await requestUpgrade(proxyUrl('echo', 'refuse'), bearer(ADMIN_TOKEN));
+    if (refused.kind !== 'answered') throw new Error('The refusing replica switched protocols');
+    expect(refused.response.statusCode).toBe(426);
+    expect(refused.response.headers['x-echo-replica']).toBe('yes');
+    expect(refused.body).toBe('use /ws instead');
+  });
+
   it('asks for a token of a project member unless the service says auth: false', async () => {
     const noToken = await fetch(proxyUrl('echo'));
     expect(noToken.status).toBe(401);
@@ -237,10 +341,30 @@ describe('the service proxy on the local backend', () => {
     // Without dstack auth, the service does its own: the header is the client's to send.
     const ownAuth = await fetch(proxyUrl('open-echo'), { headers: { authorization: 'Bearer app-key' } });
     expect(((await ownAuth.json()) as Echo).authorization).toBe('Bearer app-key');
+
+    // Upgrades pass the same checks.
+    expect(answeredError(await requestUpgrade(proxyUrl('echo', 'ws')))).toEqual({
+      status: 401,
+      code: 'not_authenticated',
+    });
+    expect(answeredError(await requestUpgrade(proxyUrl('echo', 'ws'), bearer(outsiderToken)))).toEqual({
+      status: 403,
+      code: 'forbidden',
+    });
+    const openUpgrade = await requestUpgrade(proxyUrl('open-echo', 'ws'), {
+      authorization: 'Bearer app-key',
+    });
+    if (openUpgrade.kind !== 'switched') throw new Error(`not switched: ${openUpgrade.response.statusCode}`);
+    openUpgrade.socket.destroy();
+    expect(openUpgrade.response.headers['x-echo-authorization']).toBe('Bearer app-key');
   });
 
   it('answers 404 for unknown runs, runs that are not services, and stopped services', async () => {
     expect((await fetch(proxyUrl('no-such-run'), { headers: bearer(ADMIN_TOKEN) })).status).toBe(404);
+    expect(answeredError(await requestUpgrade(proxyUrl('no-such-run', 'ws'), bearer(ADMIN_TOKEN)))).toEqual({
+      status: 404,
+      code: 'resource_not_exists',
+    });
     // Strangers learn nothing: no token is a 401 whether or not the run exists.
     expect((await fetch(proxyUrl('no-such-run'))).status).toBe(401);
     expect(

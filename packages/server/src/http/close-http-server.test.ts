@@ -6,7 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../testing/test-app.js';
 import { closeHttpServer } from './close-http-server.js';
 import { createHttpHandler, type HttpHandler } from './http-handler.js';
+import { defineRawRoute, formatResponseHead } from './raw-route.js';
 import { defineRoute, type RouteDefinition } from './route.js';
+import { receiveUntil, requestUpgrade } from './upgrade-request.test-helper.js';
 
 /** What the streams did, read by the tests once the server is closed. */
 const events: string[] = [];
@@ -58,6 +60,19 @@ const routes: readonly RouteDefinition[] = [
   }),
 ];
 
+/** Upgrades to a tunnel echoing bytes, which stays open until a side closes it. */
+const tunnelRoute = defineRawRoute({
+  pathPrefix: '/raw/tunnel',
+  summary: 'An echo tunnel',
+  async handle({ response }) {
+    response.end();
+  },
+  async upgrade({ socket }) {
+    socket.write(formatResponseHead(101, undefined, { connection: 'Upgrade', upgrade: 'echo' }));
+    socket.pipe(socket);
+  },
+});
+
 describe('closeHttpServer', () => {
   let testApp: TestApp;
   beforeAll(async () => {
@@ -75,8 +90,11 @@ describe('closeHttpServer', () => {
     url: string;
   }> {
     const stopping = new AbortController();
-    const handler = createHttpHandler({ ...testApp.app, signal: stopping.signal }, routes);
+    const handler = createHttpHandler({ ...testApp.app, signal: stopping.signal }, routes, {
+      rawRoutes: [tunnelRoute],
+    });
     const server = createServer(handler);
+    server.on('upgrade', handler.upgrade);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
     return { server, handler, stopping, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
   }
@@ -136,5 +154,19 @@ describe('closeHttpServer', () => {
     expect(await stubbornRest).toMatchObject({ cut: true });
     expect(await politeRest).toBe('{"end":"server_stopping"}\n');
     await handler.whenIdle();
+  });
+
+  it('closes upgraded connections, which node:http no longer tracks, instead of waiting for them', async () => {
+    const { server, handler, stopping, url } = await startServer();
+    const tunnel = await requestUpgrade(`${url}/raw/tunnel`);
+    if (tunnel.kind !== 'switched') throw new Error(`not switched: ${tunnel.response.statusCode}`);
+    tunnel.socket.write('ping');
+    expect(await receiveUntil(tunnel.socket, 'ping', tunnel.head)).toBe('ping');
+    const tunnelClosed = new Promise<void>((resolve) => tunnel.socket.once('close', () => resolve()));
+
+    stopping.abort();
+    await closeHttpServer(server, handler, { graceMs: 200 });
+    await tunnelClosed;
+    expect(server.listening).toBe(false);
   });
 });

@@ -1,8 +1,8 @@
 /**
  * Stops an HTTP server without cutting answers short: streams get a moment to write their
  * last line (they watch `app.signal`, which the caller aborts first), then every connection
- * is closed and the handlers that were cut get to return, so nothing is still querying
- * when the database closes afterwards.
+ * is closed, upgraded ones (WebSocket tunnels) included, and the handlers that were cut get
+ * to return, so nothing is still querying when the database closes afterwards.
  */
 import type { Server } from 'node:http';
 import type { HttpHandler } from './http-handler.js';
@@ -33,7 +33,8 @@ async function settlesWithin(promise: Promise<unknown>, milliseconds: number): P
 
 /**
  * Stops accepting connections, waits up to `graceMs` for the requests being answered, then
- * destroys the remaining connections and waits up to `graceMs` more for their handlers.
+ * destroys the remaining connections, upgraded ones included, and waits up to `graceMs` more
+ * for their handlers.
  */
 export async function closeHttpServer(
   server: Server,
@@ -46,6 +47,8 @@ export async function closeHttpServer(
   await settlesWithin(handler.whenIdle(), graceMs);
   // Keep-alive connections that went idle after the answers ended, and answers that did not end in time.
   server.closeAllConnections();
+  // Tunnels end only when one side closes them: `closed` would wait for them forever.
+  handler.destroyUpgradedConnections();
   await settlesWithin(handler.whenIdle(), graceMs);
   await closed;
 }

@@ -1,16 +1,19 @@
 /**
  * The API on node:http without a framework: route matching, bearer auth,
  * project membership, body validation with the route's zod schema, JSON and
- * streamed answers, and every error in the one shape of error-mapping.ts.
+ * streamed answers, protocol upgrades for the raw routes that take them, and
+ * every error in the one shape of error-mapping.ts.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { AppContext } from '../context.js';
 import type { ProjectsTable, UsersTable } from '../db/schema.js';
 import { ForbiddenError, NotAuthenticatedError } from '../security/access-errors.js';
 import { getProjectForUser, hasProjectRole } from '../services/projects.js';
 import { findUserByToken } from '../services/users.js';
 import { HttpError, mapErrorToHttp } from './error-mapping.js';
-import { matchRawRoute, type RawRouteDefinition } from './raw-route.js';
+import { formatResponseHead, matchRawRoute, type RawRouteDefinition } from './raw-route.js';
 import {
   JSON_CONTENT_TYPE,
   type ProjectRole,
@@ -37,11 +40,22 @@ export interface HttpHandlerOptions {
 export interface HttpHandler {
   (request: IncomingMessage, response: ServerResponse): void;
   /**
+   * The server's `'upgrade'` listener: gives the request to the raw route of its path that
+   * takes upgrades, else answers 404 on the socket.
+   */
+  upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /**
    * Resolves once every request taken so far is answered: its handler returned and its
-   * response closed (finished or cut). Used on shutdown so that streams write their last
-   * line, and no handler is mid-query, before the database closes.
+   * response closed (finished or cut); for an upgrade, once its handler returned (a tunnel it
+   * opened may stay open). Used on shutdown so that streams write their last line, and no
+   * handler is mid-query, before the database closes.
    */
   whenIdle(): Promise<void>;
+  /**
+   * Destroys the connections taken by upgrades. node:http no longer tracks them, so
+   * `server.closeAllConnections()` leaves them open and `server.close()` would wait for them.
+   */
+  destroyUpgradedConnections(): void;
 }
 
 const REQUIRED_PROJECT_ROLE: Partial<Record<RouteDefinition['auth'], ProjectRole>> = {
@@ -108,6 +122,28 @@ function writeJson(response: ServerResponse, status: number, body: unknown): voi
     'content-length': Buffer.byteLength(payload),
   });
   response.end(payload);
+}
+
+/**
+ * An error answer written on an upgrade's bare socket, which is then closed: node:http's own
+ * answers to bad requests end the same way.
+ */
+function writeJsonToSocket(
+  socket: Socket,
+  status: number,
+  body: unknown,
+  headers: OutgoingHttpHeaders,
+): void {
+  const payload = JSON.stringify(body ?? null);
+  socket.write(
+    formatResponseHead(status, undefined, {
+      ...headers,
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(payload),
+      connection: 'close',
+    }) + payload,
+  );
+  socket.destroySoon();
 }
 
 function isStreamResult(value: unknown): value is StreamResult {
@@ -241,7 +277,61 @@ export function createHttpHandler(
     writeJson(response, 200, output);
   }
 
+  async function handleUpgrade(
+    request: IncomingMessage,
+    socket: Socket,
+    head: Buffer,
+    signal: AbortSignal,
+    errorHeaders: OutgoingHttpHeaders,
+  ): Promise<void> {
+    const url = new URL(request.url ?? '/', 'http://localhost');
+    const rawRoute = matchRawRoute(rawRoutes, url.pathname);
+    if (!rawRoute?.upgrade) {
+      throw new HttpError(404, `Not found: ${url.pathname} takes no protocol upgrade`, 'not_found');
+    }
+    await rawRoute.upgrade({
+      app,
+      request,
+      socket,
+      head,
+      signal,
+      setErrorHeader: (name, value) => {
+        errorHeaders[name.toLowerCase()] = value;
+      },
+    });
+  }
+
   const active = new Set<Promise<unknown>>();
+  const upgradedConnections = new Set<Socket>();
+
+  const upgrade = (request: IncomingMessage, duplex: Duplex, head: Buffer) => {
+    // node:http passes a net.Socket unless the server was given another socket type ('upgrade' event docs).
+    const socket = duplex as Socket;
+    // node:http removed its own listeners: an error (a reset) must not crash the server; 'close' follows it.
+    socket.on('error', () => {});
+    const controller = new AbortController();
+    upgradedConnections.add(socket);
+    socket.once('close', () => {
+      upgradedConnections.delete(socket);
+      controller.abort(new Error('The client disconnected'));
+    });
+    const errorHeaders: OutgoingHttpHeaders = {};
+    const handled = handleUpgrade(request, socket, head, controller.signal, errorHeaders).catch(
+      (error: unknown) => {
+        const mapped = mapErrorToHttp(error);
+        if (mapped.logMessage) logError(`${request.method} ${request.url} (upgrade): ${mapped.logMessage}`);
+        // The route had started its answer: another one after it would be garbage to the client.
+        if (!socket.writable || socket.bytesWritten > 0) {
+          socket.destroy();
+          return;
+        }
+        writeJsonToSocket(socket, mapped.status, mapped.body, errorHeaders);
+      },
+    );
+    active.add(handled);
+    void handled.finally(() => active.delete(handled));
+  };
+
   const handler = (request: IncomingMessage, response: ServerResponse) => {
     const controller = new AbortController();
     const closed = new Promise<void>((resolve) => {
@@ -265,8 +355,12 @@ export function createHttpHandler(
     void answered.finally(() => active.delete(answered));
   };
   return Object.assign(handler, {
+    upgrade,
     async whenIdle() {
       while (active.size > 0) await Promise.allSettled([...active]);
+    },
+    destroyUpgradedConnections() {
+      for (const socket of upgradedConnections) socket.destroy();
     },
   });
 }

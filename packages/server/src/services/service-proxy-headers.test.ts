@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
   downstreamResponseHeaders,
+  switchingProtocolsHeaders,
+  upgradeRequestHeaders,
   upstreamRequestHeaders,
   withoutHopByHopHeaders,
 } from './service-proxy-headers.js';
@@ -76,5 +78,42 @@ describe('service proxy headers', () => {
         'transfer-encoding': 'chunked',
       }),
     ).toEqual({ 'content-type': 'text/event-stream', 'set-cookie': ['a=1', 'b=2'] });
+  });
+
+  it('keeps the switch of an upgrade and its WebSocket headers, both ways', () => {
+    const upgrade = upgradeRequestHeaders(
+      {
+        host: 'h',
+        connection: 'keep-alive, Upgrade',
+        upgrade: 'websocket',
+        'keep-alive': 'timeout=5',
+        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+        'sec-websocket-version': '13',
+        authorization: 'Bearer dstack-user-token',
+      },
+      forwarded,
+    );
+    expect(upgrade).toEqual({
+      connection: 'Upgrade',
+      upgrade: 'websocket',
+      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      'sec-websocket-version': '13',
+      'x-forwarded-for': '10.0.0.7',
+      'x-forwarded-host': 'h',
+      'x-forwarded-proto': 'http',
+      'x-forwarded-prefix': '/proxy/services/main/app',
+    });
+    expect(
+      switchingProtocolsHeaders({
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-accept': 's3pPLMBiTxaQ9kYGzzhZRbK+xOo=',
+        'transfer-encoding': 'chunked',
+      }),
+    ).toEqual({
+      connection: 'Upgrade',
+      upgrade: 'websocket',
+      'sec-websocket-accept': 's3pPLMBiTxaQ9kYGzzhZRbK+xOo=',
+    });
   });
 });

@@ -1,7 +1,9 @@
 /**
  * Headers across the service proxy. Hop-by-hop headers (RFC 9110 §7.6.1: `Connection`, the
  * ones it names, `Keep-Alive`, `Transfer-Encoding`, `Upgrade`, …) describe one connection and
- * are not passed on; Node frames each side's body itself. The replica learns who asked through
+ * are not passed on; Node frames each side's body itself. A protocol upgrade (WebSocket) is the
+ * exception: the replica must see `Connection: Upgrade` and `Upgrade`, and the client must see
+ * them on the replica's 101, for both ends to switch. The replica learns who asked through
  * `X-Forwarded-*`, and where it is mounted through `X-Forwarded-Prefix`.
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
@@ -87,4 +89,25 @@ export function upstreamRequestHeaders(
 /** The replica's answer headers as the client gets them: without the hop-by-hop ones. */
 export function downstreamResponseHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   return withoutHopByHopHeaders(headers);
+}
+
+/**
+ * The headers of an upgrade request sent to the replica: as `upstreamRequestHeaders`, plus the
+ * client's `Upgrade` and the `Connection: Upgrade` asking for it. `Sec-WebSocket-*` are
+ * end-to-end and pass as they are.
+ */
+export function upgradeRequestHeaders(
+  headers: IncomingHttpHeaders,
+  forwarded: ForwardedRequest,
+): OutgoingHttpHeaders {
+  const upstream = upstreamRequestHeaders(headers, forwarded);
+  if (headers.upgrade === undefined) return upstream;
+  return { ...upstream, connection: 'Upgrade', upgrade: headers.upgrade };
+}
+
+/** The replica's 101 headers as the client gets them: without hop-by-hop ones but the switch itself. */
+export function switchingProtocolsHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const downstream = downstreamResponseHeaders(headers);
+  if (headers.upgrade === undefined) return downstream;
+  return { ...downstream, connection: 'Upgrade', upgrade: headers.upgrade };
 }

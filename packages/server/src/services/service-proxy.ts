@@ -4,12 +4,17 @@
  * Any method; bodies stream both ways untouched; the query string is kept. A dstack token of
  * a project member is required unless the service says `auth: false`.
  *
+ * Protocol upgrades (WebSocket: Jupyter, Gradio, realtime APIs) go the same way: the replica's
+ * 101 reaches the client, then bytes flow both ways untouched until either side closes, which
+ * closes the other. A replica that answers otherwise has its answer relayed as it is.
+ *
  * Answers of its own: 401/403 without a valid token or membership, 404 for an unknown run,
  * a run that is not a service or one that has finished, 503 while no replica is running,
- * 502 when the replica cannot be reached or refuses the connection. WebSocket upgrades are
- * not proxied.
+ * 502 when the replica cannot be reached or refuses the connection; the same, on the socket,
+ * for an upgrade.
  */
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import type { TLSSocket } from 'node:tls';
 import { ResourceNotFoundError, type RunSpec } from '@dstack/core';
@@ -18,10 +23,22 @@ import type { AppContext } from '../context.js';
 import type { ProjectsTable, RunsTable } from '../db/schema.js';
 import { HttpError } from '../http/error-mapping.js';
 import { authenticate } from '../http/http-handler.js';
-import { defineRawRoute, type RawRequestContext, type RawRouteDefinition } from '../http/raw-route.js';
+import {
+  defineRawRoute,
+  formatResponseHead,
+  type RawRequestContext,
+  type RawRouteDefinition,
+  type RawUpgradeContext,
+} from '../http/raw-route.js';
 import { getProjectForUser } from './projects.js';
 import { ACTIVE_RUN_STATUSES } from './runs.js';
-import { downstreamResponseHeaders, upstreamRequestHeaders } from './service-proxy-headers.js';
+import {
+  downstreamResponseHeaders,
+  type ForwardedRequest,
+  switchingProtocolsHeaders,
+  upgradeRequestHeaders,
+  upstreamRequestHeaders,
+} from './service-proxy-headers.js';
 import { forgetReplicaTurn, nextReplica, replicaBaseUrl, runningReplicas } from './service-proxy-replicas.js';
 import {
   SERVICE_PROXY_PREFIX,
@@ -89,7 +106,26 @@ function notFound(target: ProxyTarget): ResourceNotFoundError {
   return new ResourceNotFoundError(`Service ${target.runName} not found in project ${target.projectName}`);
 }
 
-async function handleProxyRequest({ app, request, response, signal }: RawRequestContext): Promise<void> {
+/** Where a request through the proxy goes. */
+interface ProxyDestination {
+  /** `http://host:port` of the replica's service port. */
+  replica: URL;
+  /** Path and query as the client sent them (not resolved against the replica's URL: `//x` stays a path). */
+  path: string;
+  replicaName: string;
+  /** What the replica is told about the client (see service-proxy-headers.ts). */
+  forwarded: ForwardedRequest;
+}
+
+/**
+ * The replica a request goes to, after the proxy's checks. Throws the proxy's own answers
+ * (401/403/404/503/502); `setHeader` adds a header to that answer (`Retry-After` on 503).
+ */
+async function resolveDestination(
+  app: AppContext,
+  request: IncomingMessage,
+  setHeader: (name: string, value: string) => void,
+): Promise<ProxyDestination> {
   const target = parseTarget(request.url ?? '/');
   if (!target) {
     throw new HttpError(
@@ -117,7 +153,7 @@ async function handleProxyRequest({ app, request, response, signal }: RawRequest
 
   const replicas = await runningReplicas(app, run.id);
   if (replicas.length === 0) {
-    response.setHeader('retry-after', String(RETRY_AFTER_SECONDS));
+    setHeader('retry-after', String(RETRY_AFTER_SECONDS));
     throw new HttpError(
       503,
       `Service ${target.runName} has no running replica yet (the run is ${run.status}); retry later`,
@@ -136,47 +172,72 @@ async function handleProxyRequest({ app, request, response, signal }: RawRequest
       'bad_gateway',
     );
   }
-  await forward({
-    request,
-    response: response,
-    signal,
+  return {
     replica: new URL(baseUrl),
     path: target.upstreamPath,
     replicaName: replica.job_name,
-    headers: upstreamRequestHeaders(request.headers, {
+    forwarded: {
       clientAddress: request.socket.remoteAddress,
       protocol: (request.socket as Partial<TLSSocket>).encrypted ? 'https' : 'http',
       prefix: serviceProxyPrefix(target.projectName, target.runName),
       keepAuthorization: !requiresAuth,
-    }),
+    },
+  };
+}
+
+/** The request to the replica, not yet ended. */
+function requestReplica(
+  destination: ProxyDestination,
+  method: string | undefined,
+  headers: ReturnType<typeof upstreamRequestHeaders>,
+  signal: AbortSignal,
+): ClientRequest {
+  const { replica } = destination;
+  return httpRequest({
+    protocol: replica.protocol,
+    hostname: replica.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port: replica.port,
+    path: destination.path,
+    method,
+    headers,
+    signal,
   });
 }
 
+/** The 502 for a replica that did not answer (refused, reset, unreachable). */
+function didNotAnswer(destination: ProxyDestination, error: unknown): HttpError {
+  const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+  return new HttpError(
+    502,
+    `Replica ${destination.replicaName} did not answer on ${destination.replica.host}: ${reason}`,
+    'bad_gateway',
+  );
+}
+
+async function handleProxyRequest({ app, request, response, signal }: RawRequestContext): Promise<void> {
+  const destination = await resolveDestination(app, request, (name, value) =>
+    response.setHeader(name, value),
+  );
+  await forward({ request, response, signal, destination });
+}
+
 /**
- * Streams the request to `url` and the answer back. Fails with 502 when the replica does not
- * answer; once the answer has started, a failure cuts the response (the handler destroys it).
+ * Streams the request to the replica and the answer back. Fails with 502 when the replica does
+ * not answer; once the answer has started, a failure cuts the response (the handler destroys it).
  */
 async function forward(options: {
   request: IncomingMessage;
   response: RawRequestContext['response'];
   signal: AbortSignal;
-  /** `http://host:port` of the replica's service port. */
-  replica: URL;
-  /** Path and query as the client sent them (not resolved against the replica's URL: `//x` stays a path). */
-  path: string;
-  replicaName: string;
-  headers: ReturnType<typeof upstreamRequestHeaders>;
+  destination: ProxyDestination;
 }): Promise<void> {
-  const { request, response, signal, replica } = options;
-  const upstream = httpRequest({
-    protocol: replica.protocol,
-    hostname: replica.hostname.replace(/^\[(.*)\]$/, '$1'),
-    port: replica.port,
-    path: options.path,
-    method: request.method,
-    headers: options.headers,
+  const { request, response, signal, destination } = options;
+  const upstream = requestReplica(
+    destination,
+    request.method,
+    upstreamRequestHeaders(request.headers, destination.forwarded),
     signal,
-  });
+  );
   const answered = new Promise<IncomingMessage>((resolve, reject) => {
     upstream.once('response', resolve);
     upstream.once('error', reject);
@@ -188,12 +249,7 @@ async function forward(options: {
     upstreamResponse = await answered;
   } catch (error) {
     if (signal.aborted) return;
-    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-    throw new HttpError(
-      502,
-      `Replica ${options.replicaName} did not answer on ${replica.host}: ${reason}`,
-      'bad_gateway',
-    );
+    throw didNotAnswer(destination, error);
   }
   response.writeHead(
     upstreamResponse.statusCode ?? 502,
@@ -209,9 +265,103 @@ async function forward(options: {
   }
 }
 
+/** How the replica answered an upgrade request. */
+type UpgradeAnswer =
+  | { kind: 'switched'; response: IncomingMessage; socket: Socket; head: Buffer }
+  | { kind: 'answered'; response: IncomingMessage };
+
+async function handleProxyUpgrade(context: RawUpgradeContext): Promise<void> {
+  const { app, request, socket, head, signal } = context;
+  const destination = await resolveDestination(app, request, context.setErrorHeader);
+  const upstream = requestReplica(
+    destination,
+    request.method,
+    upgradeRequestHeaders(request.headers, destination.forwarded),
+    signal,
+  );
+  const answered = new Promise<UpgradeAnswer>((resolve, reject) => {
+    upstream.once('upgrade', (response: IncomingMessage, upstreamSocket: Socket, upstreamHead: Buffer) => {
+      // node:http took its listeners off the socket: a reset must not crash the server ('close' follows).
+      upstreamSocket.on('error', () => {});
+      resolve({ kind: 'switched', response, socket: upstreamSocket, head: upstreamHead });
+    });
+    upstream.once('response', (response: IncomingMessage) => resolve({ kind: 'answered', response }));
+    // `on`, not `once`: a later error (the answer cut) rejects a settled promise, harmlessly.
+    upstream.on('error', reject);
+  });
+  // An upgrade request has no body: what the client sends next is for the new protocol (`head`).
+  upstream.end();
+  let answer: UpgradeAnswer;
+  try {
+    answer = await answered;
+  } catch (error) {
+    if (signal.aborted) return;
+    throw didNotAnswer(destination, error);
+  }
+  if (answer.kind === 'answered') {
+    await relayAnswer(answer.response, socket);
+    return;
+  }
+  joinTunnel(socket, head, answer);
+}
+
+/**
+ * The replica's 101 to the client, then bytes both ways as they come, `head`s first. Either side
+ * closing or failing closes the other; an end of input (half-close) is passed on as one.
+ */
+function joinTunnel(
+  client: Socket,
+  clientHead: Buffer,
+  replica: { response: IncomingMessage; socket: Socket; head: Buffer },
+): void {
+  const upstream = replica.socket;
+  if (client.destroyed || upstream.destroyed) {
+    // One side left while the replica was switching: its 'close' has passed.
+    client.destroy();
+    upstream.destroy();
+    return;
+  }
+  // Soon, not at once: what one side sent just before it closed still reaches the other.
+  client.once('close', () => upstream.destroySoon());
+  upstream.once('close', () => client.destroySoon());
+  // Interactive protocols send small frames that must not wait to be batched.
+  upstream.setNoDelay(true);
+  client.write(
+    formatResponseHead(
+      101,
+      replica.response.statusMessage,
+      switchingProtocolsHeaders(replica.response.headers),
+    ),
+  );
+  if (replica.head.length > 0) client.write(replica.head);
+  if (clientHead.length > 0) upstream.write(clientHead);
+  upstream.pipe(client);
+  client.pipe(upstream);
+}
+
+/** A replica's answer other than 101, relayed whole on the client's socket, which is then closed. */
+async function relayAnswer(response: IncomingMessage, client: Socket): Promise<void> {
+  // Node has decoded the body (no more chunked framing): closing the connection delimits it.
+  client.write(
+    formatResponseHead(response.statusCode ?? 502, response.statusMessage, {
+      ...downstreamResponseHeaders(response.headers),
+      connection: 'close',
+    }),
+  );
+  try {
+    await pipeline(response, client);
+    client.destroySoon();
+  } catch {
+    // The replica or the client cut the answer short: the client sees the connection drop.
+    client.destroy();
+  }
+}
+
 /** The raw route of the proxy, mounted by app.ts next to the JSON API. */
 export const serviceProxyRoute: RawRouteDefinition = defineRawRoute({
   pathPrefix: SERVICE_PROXY_PREFIX,
-  summary: 'Forwards HTTP to a running replica of a service (dstack in-server proxy)',
+  summary:
+    'Forwards HTTP and WebSocket (protocol upgrades) to a running replica of a service (dstack in-server proxy)',
   handle: handleProxyRequest,
+  upgrade: handleProxyUpgrade,
 });

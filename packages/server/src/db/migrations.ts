@@ -259,12 +259,30 @@ const instanceRemoteConnection: Migration = {
   },
 };
 
+/**
+ * Log reads go by job: the jobs of a run (one seek each) and each job's rows past its own
+ * cursor (services/log-cursor.ts says why per job).
+ */
+const jobLogsByRunAndJob: Migration = {
+  async up(db: AnyDatabase) {
+    await db.schema
+      .createIndex('job_logs_run_id_job_id_id_idx')
+      .on('job_logs')
+      .columns(['run_id', 'job_id', 'id'])
+      .execute();
+  },
+  async down(db: AnyDatabase) {
+    await db.schema.dropIndex('job_logs_run_id_job_id_id_idx').execute();
+  },
+};
+
 /** Every migration, by name; names sort in application order. */
 export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
   return {
     '001_initial': initialMigration(dialect),
     '002_pipeline_due_indexes': pipelineDueIndexes,
     '003_instance_remote_connection': instanceRemoteConnection,
+    '004_job_logs_run_job_index': jobLogsByRunAndJob,
   };
 }
 

@@ -1,6 +1,7 @@
 /**
  * `logs/stream` through real HTTP on SQLite and Postgres: pushed lines, resume by cursor,
- * the end of the run, heartbeats, disconnects and access checks.
+ * the end of the run, heartbeats, disconnects and access checks; and the per-job cursor that
+ * `logs/poll` and `logs/stream` share (nothing lost when jobs commit out of id order).
  */
 import { randomUUID } from 'node:crypto';
 import { getEventListeners } from 'node:events';
@@ -12,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startServer } from '../app.js';
 import type { AppContext } from '../context.js';
 import type { JobsTable } from '../db/schema.js';
+import { parseLogCursor } from '../services/log-cursor.js';
 import { getLogNotifications } from '../services/log-notifications.js';
 import { openLogStream } from '../services/log-stream.js';
 import { storeRunnerLogs } from '../services/logs.js';
@@ -216,9 +218,9 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect(textOf([...first, ...second])).toBe('one\ntwo\nthree\nerr\n');
       const events = [...first, ...second].filter(isEvent);
       expect(events.map((event) => event.log_source)).toEqual(['stdout', 'stdout', 'stdout', 'stderr']);
-      const tokens = events.map((event) => Number(event.next_token));
-      expect(tokens).toEqual([...tokens].sort((a, b) => a - b));
-      expect(new Set(tokens).size).toBe(tokens.length);
+      const ids = events.map((event) => parseLogCursor(event.next_token)?.jobs.get(run.job.id));
+      expect(ids).toEqual([...ids].sort((a = 0, b = 0) => a - b));
+      expect(new Set(ids).size).toBe(ids.length);
       expect(events[0]?.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 
       await run.store(['last\n']);
@@ -425,6 +427,248 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         next_token: event.next_token,
       });
       expect((await stream.next()).done).toBe(true);
+    });
+  });
+}
+
+for (const dialect of ['sqlite', 'postgres'] as const) {
+  describe(`logs cursor across the jobs of a run [${dialect}]`, async () => {
+    const unreachable = dialect === 'postgres' ? await checkPostgresReachable() : null;
+    if (unreachable) {
+      it.skip(unreachable, () => {});
+      return;
+    }
+    let server: TestApp;
+    beforeAll(async () => {
+      server = await createTestApp({ dialect, routes: createLogRoutes({ recheckIntervalMs: 600_000 }) });
+    });
+    afterAll(async () => {
+      if (server)
+        await eventually(() => getLogNotifications(server.app).listenerCount() === 0, 'streams to end');
+      await server?.close();
+    });
+
+    async function poll(body: Record<string, unknown>) {
+      const answer = await server.request('/api/project/main/logs/poll', body);
+      expect(answer.status).toBe(200);
+      return {
+        texts: (answer.body.logs as Array<{ message: string }>).map((event) =>
+          Buffer.from(event.message, 'base64').toString(),
+        ),
+        token: answer.body.next_token as string | null,
+      };
+    }
+
+    /** All lines of a finished run's stream from `token`, up to its end line. */
+    async function streamToEnd(runName: string, token: string | null): Promise<LogStreamLine[]> {
+      const response = await fetch(`${server.url}/api/project/main/logs/stream`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${server.adminToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ run_name: runName, ...(token === null ? {} : { next_token: token }) }),
+      });
+      if (!response.body) throw new Error('no body');
+      return new LineReader(response.body).readUntil((line) => 'end' in line);
+    }
+
+    function logRow(run: { id: string; projectId: string }, jobId: string, text: string) {
+      return {
+        project_id: run.projectId,
+        run_id: run.id,
+        job_id: jobId,
+        timestamp: Date.now(),
+        log_source: 'stdout' as const,
+        message: Buffer.from(text).toString('base64'),
+      };
+    }
+
+    async function finish(runId: string) {
+      await server.app.db.updateTable('runs').set({ status: 'done' }).where('id', '=', runId).execute();
+    }
+
+    /**
+     * Job A's row takes the lower id but becomes visible only after job B's row and `between`:
+     * two replicas writing two jobs of one run.
+     */
+    async function commitOutOfOrder(
+      run: { id: string; projectId: string },
+      jobs: { a: string; b: string },
+      between: () => Promise<void>,
+    ) {
+      const { db } = server.app;
+      if (dialect === 'postgres') {
+        await db.transaction().execute(async (transaction) => {
+          await transaction
+            .insertInto('job_logs')
+            .values(logRow(run, jobs.a, 'from A\n'))
+            .execute();
+          await db
+            .insertInto('job_logs')
+            .values(logRow(run, jobs.b, 'from B\n'))
+            .execute();
+          await between();
+        });
+      } else {
+        // SQLite has one writer: explicit ids stand in for the late commit.
+        const { last } = await db
+          .selectFrom('job_logs')
+          .select((eb) => eb.fn.coalesce(eb.fn.max('id'), eb.lit(0)).as('last'))
+          .executeTakeFirstOrThrow();
+        await db
+          .insertInto('job_logs')
+          .values({ ...logRow(run, jobs.b, 'from B\n'), id: Number(last) + 2 })
+          .execute();
+        await between();
+        await db
+          .insertInto('job_logs')
+          .values({ ...logRow(run, jobs.a, 'from A\n'), id: Number(last) + 1 })
+          .execute();
+      }
+      const rows = await db
+        .selectFrom('job_logs')
+        .select(['job_id', 'id'])
+        .where('run_id', '=', run.id)
+        .orderBy('id')
+        .execute();
+      expect(rows.map((row) => row.job_id)).toEqual([jobs.a, jobs.b]);
+    }
+
+    it('returns a row of one job committed after a later-numbered row of another was read', async () => {
+      const run = await insertRunningRun(server.app, 'main', 'out-of-order');
+      const jobs = { a: randomUUID(), b: randomUUID() };
+      let afterB: string | null = null;
+      await commitOutOfOrder(run, jobs, async () => {
+        const page = await poll({ run_name: 'out-of-order' });
+        expect(page.texts).toEqual(['from B\n']);
+        afterB = page.token;
+      });
+      const rest = await poll({ run_name: 'out-of-order', next_token: afterB });
+      expect(rest.texts).toEqual(['from A\n']);
+      expect(await poll({ run_name: 'out-of-order', next_token: rest.token })).toEqual({
+        texts: [],
+        token: rest.token,
+      });
+
+      // The stream resumes from the same token and finds the late row too.
+      await finish(run.id);
+      const lines = await streamToEnd('out-of-order', afterB);
+      expect(lines[0]).toEqual({ heartbeat: true, next_token: afterB });
+      expect(textOf(lines)).toBe('from A\n');
+      expect(lines.at(-1)).toMatchObject({ end: 'run_finished', next_token: rest.token });
+    });
+
+    it('resumes a stream that read past a row committed late', async () => {
+      const run = await insertRunningRun(server.app, 'main', 'out-of-order-stream');
+      const jobs = { a: randomUUID(), b: randomUUID() };
+      let afterB: string | null = null;
+      await commitOutOfOrder(run, jobs, async () => {
+        const project = await server.app.db
+          .selectFrom('projects')
+          .selectAll()
+          .where('name', '=', 'main')
+          .executeTakeFirstOrThrow();
+        const reading = new AbortController();
+        const stream = await openLogStream(server.app, project, {
+          runName: 'out-of-order-stream',
+          signal: reading.signal,
+        });
+        await stream.next();
+        const event = JSON.parse((await stream.next()).value ?? '') as {
+          message: string;
+          next_token: string;
+        };
+        expect(Buffer.from(event.message, 'base64').toString()).toBe('from B\n');
+        afterB = event.next_token;
+        reading.abort();
+        await stream.return();
+      });
+      await finish(run.id);
+      expect(textOf(await streamToEnd('out-of-order-stream', afterB))).toBe('from A\n');
+    });
+
+    it('still takes a plain numeric token (older servers) as "after this id" for every job', async () => {
+      const run = await insertRunningRun(server.app, 'main', 'legacy');
+      const jobs = [randomUUID(), randomUUID()];
+      for (const text of ['A0\n', 'B0\n', 'A1\n', 'B1\n']) {
+        const jobId = text.startsWith('A') ? jobs[0] : jobs[1];
+        await server.app.db
+          .insertInto('job_logs')
+          .values(logRow(run, jobId as string, text))
+          .execute();
+      }
+      const ids = await server.app.db
+        .selectFrom('job_logs')
+        .select('id')
+        .where('run_id', '=', run.id)
+        .orderBy('id')
+        .execute();
+      const legacy = String(ids[1]?.id);
+      const page = await poll({ run_name: 'legacy', next_token: legacy });
+      expect(page.texts).toEqual(['A1\n', 'B1\n']);
+      expect((await poll({ run_name: 'legacy', next_token: page.token })).texts).toEqual([]);
+      expect(await poll({ run_name: 'legacy', next_token: String(ids[3]?.id) })).toEqual({
+        texts: [],
+        token: String(ids[3]?.id),
+      });
+      await finish(run.id);
+      expect(textOf(await streamToEnd('legacy', legacy))).toBe('A1\nB1\n');
+    });
+
+    it('pages backwards with descending through the jobs of a run', async () => {
+      const run = await insertRunningRun(server.app, 'main', 'backwards');
+      const jobs = [randomUUID(), randomUUID(), randomUUID()];
+      const texts = Array.from({ length: 7 }, (_, index) => `line ${index}\n`);
+      for (const [index, text] of texts.entries()) {
+        await server.app.db
+          .insertInto('job_logs')
+          .values(logRow(run, jobs[index % jobs.length] as string, text))
+          .execute();
+      }
+      const pages: string[][] = [];
+      let token: string | null = null;
+      for (;;) {
+        const page = await poll({ run_name: 'backwards', descending: true, limit: 2, next_token: token });
+        if (page.texts.length === 0) break;
+        pages.push(page.texts);
+        token = page.token;
+      }
+      expect(pages).toEqual([
+        ['line 6\n', 'line 5\n'],
+        ['line 4\n', 'line 3\n'],
+        ['line 2\n', 'line 1\n'],
+        ['line 0\n'],
+      ]);
+      // One job alone, backwards from the same kind of cursor.
+      const onlyFirst = await poll({
+        run_name: 'backwards',
+        descending: true,
+        job_submission_id: jobs[0],
+        limit: 1,
+      });
+      expect(onlyFirst.texts).toEqual(['line 6\n']);
+      expect(
+        (
+          await poll({
+            run_name: 'backwards',
+            descending: true,
+            job_submission_id: jobs[0],
+            next_token: onlyFirst.token,
+          })
+        ).texts,
+      ).toEqual(['line 3\n', 'line 0\n']);
+    });
+
+    it('answers a malformed next_token with 400 naming the field, on both endpoints', async () => {
+      await insertRunningRun(server.app, 'main', 'malformed');
+      for (const path of ['poll', 'stream']) {
+        for (const next_token of ['abc', '12~uAAAA', '1.2']) {
+          const answer = await server.request(`/api/project/main/logs/${path}`, {
+            run_name: 'malformed',
+            next_token,
+          });
+          expect(answer.status).toBe(400);
+          expect(answer.body.detail[0]).toMatchObject({ fields: [['next_token']] });
+        }
+      }
     });
   });
 }

@@ -6,9 +6,16 @@
  * after every quiet interval, one line per log event carrying its cursor, and
  * a final `end` line once the run is finished and every row was sent.
  */
-import { isRunFinished, type LogStreamLine, type RunStatus, ServerClientError } from '@dstack/core';
+import { isRunFinished, type LogStreamLine, type RunStatus } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import type { ProjectsTable } from '../db/schema.js';
+import {
+  advanceLogCursor,
+  emptyLogCursor,
+  formatLogCursor,
+  type LogCursor,
+  parseLogCursor,
+} from './log-cursor.js';
 import { getLogNotifications } from './log-notifications.js';
 import { findRunForLogs, type LogRowFilter, selectLogRows, toLogEvent } from './logs.js';
 
@@ -38,18 +45,6 @@ export interface StreamLogsOptions extends LogStreamSettings {
   signal: AbortSignal;
 }
 
-/** The id cursor of `next_token`; a malformed one is the client's error, naming the field. */
-function parseCursor(nextToken: string | null | undefined): number | null {
-  if (nextToken === null || nextToken === undefined || nextToken === '') return null;
-  if (!/^\d+$/.test(nextToken)) {
-    throw new ServerClientError(
-      `next_token: "${nextToken}" is not a cursor returned by logs/poll or logs/stream`,
-      { fields: [['next_token']] },
-    );
-  }
-  return Number(nextToken);
-}
-
 function line(value: LogStreamLine): string {
   return `${JSON.stringify(value)}\n`;
 }
@@ -68,7 +63,7 @@ export async function openLogStream(
   project: ProjectsTable,
   options: StreamLogsOptions,
 ): Promise<AsyncGenerator<string, void, undefined>> {
-  const cursor = parseCursor(options.nextToken);
+  const cursor = parseLogCursor(options.nextToken);
   const run = await findRunForLogs(app, project, options.runName);
   return streamRunLogs(
     app,
@@ -85,14 +80,14 @@ export async function openLogStream(
 async function* streamRunLogs(
   app: AppContext,
   filter: LogRowFilter,
-  startCursor: number | null,
+  startCursor: LogCursor | null,
   options: StreamLogsOptions,
 ): AsyncGenerator<string, void, undefined> {
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS;
   const recheckIntervalMs = options.recheckIntervalMs ?? DEFAULT_RECHECK_INTERVAL_MS;
   const { signal } = options;
-  let cursor = startCursor;
-  const nextToken = () => (cursor === null ? null : String(cursor));
+  const cursor = startCursor ?? emptyLogCursor();
+  const nextToken = () => formatLogCursor(cursor);
 
   // Set when rows may have arrived since the last read; `wakeUp` ends the current wait early.
   let noticed = false;
@@ -132,8 +127,9 @@ async function* streamRunLogs(
         const rows = await selectLogRows(app, filter, cursor, READ_BATCH);
         if (signal.aborted) return;
         if (rows.length === 0) break;
-        cursor = Number(rows[rows.length - 1]?.id);
-        yield rows.map((row) => line({ ...toLogEvent(row), next_token: String(row.id) })).join('');
+        yield rows
+          .map((row) => line({ ...toLogEvent(row), next_token: advanceLogCursor(cursor, row) }))
+          .join('');
         lastLineAt = Date.now();
         if (rows.length < READ_BATCH) break;
       }

@@ -1,13 +1,20 @@
 /**
  * Job logs: stored in the database as the runner reports them (so every server
  * replica can serve them, and nothing is lost across restarts), read back by
- * `logs/poll` in insertion order with an id cursor.
+ * `logs/poll` and `logs/stream` in insertion order with a per-job id cursor.
  */
 import { type LogEvent, ResourceNotFoundError } from '@dstack/core';
 import type { RunnerPullResponse } from '@dstack/runner';
-import type { Selectable } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import type { JobLogsTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
+import {
+  advanceLogCursor,
+  emptyLogCursor,
+  formatLogCursor,
+  type LogCursor,
+  parseLogCursor,
+} from './log-cursor.js';
 import { getLogNotifications } from './log-notifications.js';
 
 /** Rows per insert statement (SQLite allows 32766 bound values; 6 columns each). */
@@ -67,24 +74,73 @@ export interface LogRowFilter {
   includeRunnerLogs?: boolean;
 }
 
-/** Up to `limit` log rows of a run after (or, descending, before) the id `cursor`, in id order. */
+/** Jobs per statement: SQLite allows 500 terms in one compound select. */
+const JOBS_PER_STATEMENT = 100;
+
+/**
+ * The job submissions with logs in run `runId`, one index seek each (a loose index scan on
+ * `job_logs (run_id, job_id, id)`) rather than a read of every row of the run.
+ */
+async function selectRunJobIds(app: AppContext, runId: string): Promise<string[]> {
+  const result = await sql<{ job_id: string }>`
+    with recursive run_jobs(job_id) as (
+      select (select job_id from job_logs where run_id = ${runId} order by job_id limit 1)
+      union all
+      select (
+        select job_id from job_logs
+        where run_id = ${runId} and job_id > run_jobs.job_id
+        order by job_id limit 1
+      )
+      from run_jobs where run_jobs.job_id is not null
+    )
+    select job_id from run_jobs where job_id is not null`.execute(app.db);
+  return result.rows.map((row) => row.job_id);
+}
+
+/**
+ * Up to `limit` log rows of a run after (or, descending, before) `cursor`, in id order: for each
+ * job, the rows past that job's own cursor (see log-cursor.ts for why per job). Each job is its
+ * own index range read, so a follower at the end of a long run reads only the new rows.
+ */
 export async function selectLogRows(
   app: AppContext,
   filter: LogRowFilter,
-  cursor: number | null,
+  cursor: LogCursor | null,
   limit: number,
   descending = false,
 ): Promise<Array<Selectable<JobLogsTable>>> {
-  let query = app.db.selectFrom('job_logs').selectAll().where('run_id', '=', filter.runId);
-  if (filter.jobSubmissionId) query = query.where('job_id', '=', filter.jobSubmissionId);
-  if (!filter.includeRunnerLogs) query = query.where('log_source', '!=', 'runner');
-  if (filter.startTime) query = query.where('timestamp', '>', Date.parse(filter.startTime));
-  if (filter.endTime) query = query.where('timestamp', '<=', Date.parse(filter.endTime));
-  if (cursor !== null) query = query.where('id', descending ? '<' : '>', cursor);
-  return query
-    .orderBy('id', descending ? 'desc' : 'asc')
-    .limit(limit)
-    .execute();
+  const direction = descending ? 'desc' : 'asc';
+  const jobIds = filter.jobSubmissionId ? [filter.jobSubmissionId] : await selectRunJobIds(app, filter.runId);
+  const jobRows = (jobId: string) => {
+    let query = app.db
+      .selectFrom('job_logs')
+      .selectAll()
+      .where('run_id', '=', filter.runId)
+      .where('job_id', '=', jobId);
+    if (!filter.includeRunnerLogs) query = query.where('log_source', '!=', 'runner');
+    if (filter.startTime) query = query.where('timestamp', '>', Date.parse(filter.startTime));
+    if (filter.endTime) query = query.where('timestamp', '<=', Date.parse(filter.endTime));
+    const after = cursor ? (cursor.jobs.get(jobId) ?? cursor.floor) : null;
+    if (after !== null) query = query.where('id', descending ? '<' : '>', after);
+    // Wrapped: SQLite takes ORDER BY and LIMIT only on a whole compound select, not on its terms.
+    return app.db.selectFrom(query.orderBy('id', direction).limit(limit).as('job_rows')).selectAll();
+  };
+  const rows: Array<Selectable<JobLogsTable>> = [];
+  for (let start = 0; start < jobIds.length; start += JOBS_PER_STATEMENT) {
+    const [first, ...rest] = jobIds.slice(start, start + JOBS_PER_STATEMENT).map(jobRows);
+    if (!first) break;
+    const union = rest.reduce((all, next) => all.unionAll(next), first);
+    rows.push(
+      ...(await app.db
+        .selectFrom(union.as('page'))
+        .selectAll()
+        .orderBy('id', direction)
+        .limit(limit)
+        .execute()),
+    );
+  }
+  const order = descending ? -1 : 1;
+  return rows.sort((a, b) => order * (Number(a.id) - Number(b.id))).slice(0, limit);
 }
 
 /** The API shape of a stored row. */
@@ -113,8 +169,8 @@ export async function pollLogs(
   project: ProjectsTable,
   options: PollLogsOptions,
 ): Promise<{ logs: LogEvent[]; next_token: string | null }> {
+  const cursor = parseLogCursor(options.nextToken);
   const run = await findRunForLogs(app, project, options.runName);
-  const cursor = options.nextToken ? Number(options.nextToken) : null;
   const rows = await selectLogRows(
     app,
     {
@@ -124,14 +180,15 @@ export async function pollLogs(
       endTime: options.endTime,
       includeRunnerLogs: options.includeRunnerLogs,
     },
-    cursor !== null && Number.isFinite(cursor) ? cursor : null,
+    cursor,
     options.limit,
     options.descending,
   );
-  const last = rows[rows.length - 1];
+  const next = cursor ?? emptyLogCursor();
+  for (const row of rows) advanceLogCursor(next, row);
   return {
     logs: rows.map(toLogEvent),
-    // The cursor always advances to the last row returned, so followers can keep polling with it.
-    next_token: last ? String(last.id) : (options.nextToken ?? null),
+    // The cursor always advances past the rows returned, so followers can keep polling with it.
+    next_token: formatLogCursor(next),
   };
 }

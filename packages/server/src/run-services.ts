@@ -17,10 +17,22 @@ export interface ProjectBackendSource {
   getProjectBackends(projectId: string): Promise<ProjectBackend[]>;
 }
 
-/** Where the agents of an instance answer (directly on loopback, or through an SSH tunnel). */
+/**
+ * Where the agents of an instance answer (directly on loopback, or through an SSH tunnel).
+ * `proxyPrivateKey` is the `ssh_proxy`'s own key (an SSH fleet's `proxy_jump`); default `privateKey`.
+ */
 export interface AgentAddresses {
-  shimUrl(provisioningData: JobProvisioningData, privateKey: string): Promise<string>;
-  runnerUrl(provisioningData: JobProvisioningData, privateKey: string, runnerPort: number): Promise<string>;
+  shimUrl(
+    provisioningData: JobProvisioningData,
+    privateKey: string,
+    proxyPrivateKey?: string,
+  ): Promise<string>;
+  runnerUrl(
+    provisioningData: JobProvisioningData,
+    privateKey: string,
+    runnerPort: number,
+    proxyPrivateKey?: string,
+  ): Promise<string>;
 }
 
 export interface RunServices {

@@ -4,7 +4,10 @@
  * instance with the host's resources; a task placed in the fleet runs there through the SSH
  * tunnel (the project has no backend, so nothing else could run it); deleting the fleet stops
  * the shim and removes its home. A host that cannot be reached or refuses the key fails the
- * apply with a 400 naming the field, and leaves no fleet behind.
+ * apply with a 400 naming the field, and leaves no fleet behind. The same host behind a second
+ * sshd acting as its `proxy_jump` (a bastion with a key of its own) is deployed to, runs a task
+ * and is released through that bastion; a bastion that cannot be reached or refuses its key
+ * fails the apply naming the `proxy_jump` field.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -66,8 +69,11 @@ describe.skipIf(skipReason() !== null)('an SSH fleet on this machine through a r
   const temp = makeTempDir('dstack-ssh-fleet-');
   const hostDir = join(temp.dir, 'host');
   const keyFile = join(temp.dir, 'id_test');
+  const bastionKeyFile = join(temp.dir, 'id_bastion');
   const previousHostDir = process.env.DSTACK_SERVER_SSH_FLEET_DIR;
   let sshd: TestSshd;
+  /** The jump host: another sshd on loopback, which forwards to `sshd` and knows only its own key. */
+  let bastion: TestSshd;
   let harness: HarnessServer;
 
   function fleetConfiguration(name: string, overrides: Record<string, unknown> = {}) {
@@ -86,6 +92,18 @@ describe.skipIf(skipReason() !== null)('an SSH fleet on this machine through a r
     };
   }
 
+  /** What the CLI sends for a `proxy_jump` through the bastion. */
+  function bastionProxy(overrides: Record<string, unknown> = {}) {
+    return {
+      hostname: '127.0.0.1',
+      port: bastion.port,
+      user: 'root',
+      identity_file: bastionKeyFile,
+      ssh_key: { private: bastion.privateKey },
+      ...overrides,
+    };
+  }
+
   async function fleetNames(): Promise<string[]> {
     const listed = await harness.call<Fleet[]>('/api/project/main/fleets/list');
     return listed.body.map((fleet) => fleet.name);
@@ -100,7 +118,9 @@ describe.skipIf(skipReason() !== null)('an SSH fleet on this machine through a r
     // Shims live under the test's directory, not under root's home.
     process.env.DSTACK_SERVER_SSH_FLEET_DIR = hostDir;
     sshd = await startTestSshd();
+    bastion = await startTestSshd();
     writeFileSync(keyFile, sshd.privateKey, { mode: 0o600 });
+    writeFileSync(bastionKeyFile, bastion.privateKey, { mode: 0o600 });
     harness = await startHarnessServer({
       dir: temp.dir,
       config: { projects: [{ name: 'main', backends: [] }] },
@@ -110,6 +130,7 @@ describe.skipIf(skipReason() !== null)('an SSH fleet on this machine through a r
   afterAll(async () => {
     await harness?.terminateFleetsAndClose();
     await sshd?.stop();
+    await bastion?.stop();
     if (previousHostDir === undefined) delete process.env.DSTACK_SERVER_SSH_FLEET_DIR;
     else process.env.DSTACK_SERVER_SSH_FLEET_DIR = previousHostDir;
     temp.remove();
@@ -199,5 +220,103 @@ describe.skipIf(skipReason() !== null)('an SSH fleet on this machine through a r
     await waitFor('the fleet to be gone', async () => ((await fleetNames()).length === 0 ? true : null));
     await waitFor('the shim to stop', () => (isRunning(shimState.pid) ? null : true));
     expect(readdirSync(hostDir)).toEqual([]);
+  });
+
+  it('rejects a proxy_jump that cannot be reached, naming it, and keeps nothing', async () => {
+    // Rows of earlier tests' fleets stay (soft-deleted); this apply must add none.
+    const rowsBefore = await instanceRows();
+    const answer = await harness.call<ErrorAnswer>('/api/project/main/fleets/apply', {
+      plan: {
+        spec: {
+          configuration: fleetConfiguration('proxy-unreachable', {
+            proxy_jump: bastionProxy({ port: await closedPort() }),
+          }),
+        },
+      },
+    });
+    expect(answer.status).toBe(400);
+    expect(answer.body.detail[0]?.msg).toMatch(
+      /^ssh_config\.proxy_jump: SSH proxy root@127\.0\.0\.1:\d+ cannot be reached/,
+    );
+    expect(answer.body.detail[0]?.fields).toEqual([
+      ['plan', 'spec', 'configuration', 'ssh_config', 'proxy_jump'],
+    ]);
+    expect(await fleetNames()).toEqual([]);
+    expect(await instanceRows()).toBe(rowsBefore);
+  });
+
+  it("rejects a key the host's proxy_jump refuses, naming its identity_file, and keeps nothing", async () => {
+    // Rows of earlier tests' fleets stay (soft-deleted); this apply must add none.
+    const rowsBefore = await instanceRows();
+    const answer = await harness.call<ErrorAnswer>('/api/project/main/fleets/apply', {
+      plan: {
+        spec: {
+          configuration: fleetConfiguration('proxy-refused', {
+            // The host's own proxy_jump replaces a working fleet-wide one.
+            proxy_jump: bastionProxy(),
+            hosts: [
+              {
+                hostname: '127.0.0.1',
+                proxy_jump: bastionProxy({ ssh_key: { private: generateProjectSshKeyPair().privateKey } }),
+              },
+            ],
+          }),
+        },
+      },
+    });
+    expect(answer.status).toBe(400);
+    expect(answer.body.detail[0]?.msg).toMatch(
+      /^ssh_config\.hosts\[0\]\.proxy_jump\.identity_file: SSH proxy root@127\.0\.0\.1:\d+ refused the key/,
+    );
+    expect(answer.body.detail[0]?.fields).toEqual([
+      ['plan', 'spec', 'configuration', 'ssh_config', 'hosts', 0, 'proxy_jump', 'identity_file'],
+    ]);
+    expect(await fleetNames()).toEqual([]);
+    expect(await instanceRows()).toBe(rowsBefore);
+    expect(existsSync(hostDir) ? readdirSync(hostDir) : []).toEqual([]);
+  });
+
+  it('deploys, runs a task and stops the shim through a proxy_jump', async () => {
+    const configuration = fleetConfiguration('behind-bastion', { proxy_jump: bastionProxy() });
+    const bastionLoginsBeforeApply = bastion.acceptedLogins();
+    const applied = await harness.call<Fleet>('/api/project/main/fleets/apply', {
+      plan: { spec: { configuration } },
+    });
+    expect(applied.status, JSON.stringify(applied.body)).toBe(200);
+    expect(bastion.acceptedLogins()).toBeGreaterThan(bastionLoginsBeforeApply);
+    // The proxy's key content is kept with the instance only, like the host's.
+    expect(JSON.stringify(applied.body)).not.toContain(bastion.privateKey.trim().split('\n')[1]);
+    expect(applied.body.instances).toMatchObject([
+      { status: 'idle', backend: 'remote', hostname: '127.0.0.1' },
+    ]);
+    expect(readdirSync(hostDir)).toHaveLength(1);
+    const [home] = readdirSync(hostDir);
+    const shimState = JSON.parse(readFileSync(join(hostDir, String(home), 'shim.json'), 'utf8')) as {
+      pid: number;
+    };
+
+    const bastionLoginsBeforeRun = bastion.acceptedLogins();
+    await applyTask(
+      harness,
+      task('via-bastion', ['echo hello via the bastion'], { fleets: ['behind-bastion'] }),
+    );
+    const run = await harness.waitForRun('via-bastion', ['done', 'failed', 'terminated']);
+    expect(run.status).toBe('done');
+    expect(await harness.logs('via-bastion')).toContain('hello via the bastion');
+    // The shim and the runner were reached through tunnels that went through the bastion.
+    expect(bastion.acceptedLogins()).toBeGreaterThan(bastionLoginsBeforeRun);
+    expect(run.latest_job_submission?.job_provisioning_data).toMatchObject({
+      hostname: '127.0.0.1',
+      ssh_port: sshd.port,
+      ssh_proxy: { hostname: '127.0.0.1', port: bastion.port, username: 'root' },
+    });
+
+    const bastionLoginsBeforeDelete = bastion.acceptedLogins();
+    const deleted = await harness.call('/api/project/main/fleets/delete', { names: ['behind-bastion'] });
+    expect(deleted.status).toBe(200);
+    await waitFor('the fleet to be gone', async () => ((await fleetNames()).length === 0 ? true : null));
+    await waitFor('the shim to stop', () => (isRunning(shimState.pid) ? null : true));
+    expect(readdirSync(hostDir)).toEqual([]);
+    expect(bastion.acceptedLogins()).toBeGreaterThan(bastionLoginsBeforeDelete);
   });
 });

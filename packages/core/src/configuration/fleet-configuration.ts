@@ -74,17 +74,6 @@ const blocksSchema = z.union([z.int().min(1), z.literal('auto')], {
   error: "expected a number (>= 1) or 'auto'",
 });
 
-const proxyJumpSchema = strictObject({
-  /** Proxy host name or IP. */
-  hostname: z.string().min(1),
-  /** Proxy SSH port. Default 22. */
-  port: z.int().min(1).max(65_535).optional(),
-  /** Proxy user. */
-  user: z.string().min(1),
-  /** Private key for the proxy. */
-  identity_file: z.string().min(1),
-});
-
 /**
  * A key's content, as dstack's CLI sends it: it reads `identity_file` and puts the file's
  * content here, so the server (which cannot read the user's files) can log in.
@@ -96,6 +85,20 @@ const sshKeySchema = strictObject({
   private: z.string().min(1),
 });
 export type SshKey = z.infer<typeof sshKeySchema>;
+
+/** `proxy_jump`: a jump host the server logs in to first and reaches the fleet host through (`ssh -J`). */
+const proxyJumpSchema = strictObject({
+  /** Proxy host name or IP. */
+  hostname: z.string().min(1),
+  /** Proxy SSH port. Default 22. */
+  port: z.int().min(1).max(65_535).optional(),
+  /** Proxy user. */
+  user: z.string().min(1),
+  /** Private key for the proxy. */
+  identity_file: z.string().min(1),
+  /** Content of `identity_file`, filled in by the CLI (the server logs in to the proxy with it). */
+  ssh_key: sshKeySchema.optional(),
+});
 
 const sshHostObjectSchema = strictObject({
   /** Host name or IP. */

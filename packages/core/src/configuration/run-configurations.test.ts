@@ -415,6 +415,55 @@ describe('fleet', () => {
     );
     expect(() => parse('type: fleet\nblocks: 0')).toThrow('must be at least 1');
   });
+
+  test('proxy_jump: fleet-wide and per host, with the key content the CLI adds', () => {
+    const fleet = parse(
+      [
+        'type: fleet',
+        'ssh_config:',
+        '  user: ubuntu',
+        '  proxy_jump: {hostname: bastion, user: me, identity_file: ~/.ssh/b, ssh_key: {private: KEY}}',
+        '  hosts:',
+        '    - 10.0.0.1',
+        '    - hostname: 10.0.0.2',
+        '      proxy_jump: {hostname: other, port: 2222, user: you, identity_file: ~/.ssh/o}',
+      ].join('\n'),
+    );
+    expect(fleet).toMatchObject({
+      ssh_config: {
+        proxy_jump: {
+          hostname: 'bastion',
+          user: 'me',
+          identity_file: '~/.ssh/b',
+          ssh_key: { private: 'KEY' },
+        },
+        hosts: [
+          '10.0.0.1',
+          { hostname: '10.0.0.2', proxy_jump: { hostname: 'other', port: 2222, user: 'you' } },
+        ],
+      },
+    });
+    const proxyErrorPath = (proxy: string) => {
+      try {
+        parse(`type: fleet\nssh_config:\n  proxy_jump: ${proxy}\n  hosts: [a]`);
+      } catch (error) {
+        return (error as { path?: unknown }).path;
+      }
+      throw new Error(`proxy_jump ${proxy} was accepted`);
+    };
+    expect(proxyErrorPath('{user: me, identity_file: k}')).toEqual(['ssh_config', 'proxy_jump', 'hostname']);
+    expect(proxyErrorPath('{hostname: b, user: me, identity_file: k, ssh_key: {public: p}}')).toEqual([
+      'ssh_config',
+      'proxy_jump',
+      'ssh_key',
+      'private',
+    ]);
+    expect(proxyErrorPath('{hostname: b, user: me, identity_file: k, port: 0}')).toEqual([
+      'ssh_config',
+      'proxy_jump',
+      'port',
+    ]);
+  });
 });
 
 describe('volume and gateway', () => {

@@ -38,17 +38,30 @@ export class AgentConnector {
     this.#connectTimeoutMs = options.connectTimeoutMs ?? connectTimeoutFromEnvironment();
   }
 
-  /** The shim's base URL, e.g. `http://127.0.0.1:41234`. Throws `AgentUnreachableError`. */
-  shimUrl(provisioningData: JobProvisioningData, privateKey: string): Promise<string> {
-    return this.#agentUrl(provisioningData, privateKey, shimPortOf(provisioningData));
+  /**
+   * The shim's base URL, e.g. `http://127.0.0.1:41234`. `proxyPrivateKey` is the `ssh_proxy`'s
+   * own key (an SSH fleet's `proxy_jump`); default `privateKey`. Throws `AgentUnreachableError`.
+   */
+  shimUrl(
+    provisioningData: JobProvisioningData,
+    privateKey: string,
+    proxyPrivateKey?: string,
+  ): Promise<string> {
+    return this.#agentUrl(provisioningData, privateKey, shimPortOf(provisioningData), proxyPrivateKey);
   }
 
   /**
    * The runner's base URL. `runnerPort` is the runner's port on the instance
-   * (10999, or the host port the shim mapped it to). Throws `AgentUnreachableError`.
+   * (10999, or the host port the shim mapped it to); `proxyPrivateKey` as for `shimUrl`.
+   * Throws `AgentUnreachableError`.
    */
-  runnerUrl(provisioningData: JobProvisioningData, privateKey: string, runnerPort: number): Promise<string> {
-    return this.#agentUrl(provisioningData, privateKey, runnerPort);
+  runnerUrl(
+    provisioningData: JobProvisioningData,
+    privateKey: string,
+    runnerPort: number,
+    proxyPrivateKey?: string,
+  ): Promise<string> {
+    return this.#agentUrl(provisioningData, privateKey, runnerPort, proxyPrivateKey);
   }
 
   /** Closes every tunnel and SSH connection; the connector cannot be used afterwards. */
@@ -59,7 +72,12 @@ export class AgentConnector {
     await Promise.all(tunnels.map((tunnel) => tunnel.close()));
   }
 
-  async #agentUrl(provisioningData: JobProvisioningData, privateKey: string, port: number): Promise<string> {
+  async #agentUrl(
+    provisioningData: JobProvisioningData,
+    privateKey: string,
+    port: number,
+    proxyPrivateKey: string | undefined,
+  ): Promise<string> {
     if (this.#closed) throw new Error('The AgentConnector is closed');
     const hostname = provisioningData.hostname;
     if (hostname == null) {
@@ -92,7 +110,7 @@ export class AgentConnector {
       tunnel = created;
     }
     try {
-      return httpUrl('127.0.0.1', await tunnel.localPortFor(port, privateKey));
+      return httpUrl('127.0.0.1', await tunnel.localPortFor(port, privateKey, proxyPrivateKey));
     } catch (error) {
       // A host that was never reached leaves nothing to reuse; do not pool it.
       if (!tunnel.hasForwards && this.#tunnels.get(key) === tunnel) {

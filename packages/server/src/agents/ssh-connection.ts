@@ -1,8 +1,7 @@
-import type { Duplex } from 'node:stream';
 import type ssh2 from 'ssh2';
-import type { ClientChannel, ConnectConfig } from 'ssh2';
+import type { ClientChannel } from 'ssh2';
 import { AgentUnreachableError } from './agent-unreachable-error.js';
-import { connectSshClient } from './ssh-client.js';
+import { connectSshClientThrough, forwardOut, type SshLogin } from './ssh-client.js';
 
 /** Where an SSH connection goes: `username@hostname:port`. */
 export interface SshTarget {
@@ -15,8 +14,10 @@ export interface OpenSshConnectionOptions {
   target: SshTarget;
   /** A jump host to go through (`ssh -J`); null for a direct connection. */
   proxy: SshTarget | null;
-  /** OpenSSH or PEM private key, used for the proxy and the target alike. */
+  /** OpenSSH or PEM private key of the target, and of the proxy unless it has its own. */
   privateKey: string;
+  /** The proxy's own key (an SSH fleet's `proxy_jump`); default `privateKey`. */
+  proxyPrivateKey?: string;
   /** Limit on reaching each host and finishing the SSH handshake. */
   connectTimeoutMs: number;
 }
@@ -37,13 +38,11 @@ export class SshConnection {
 
   private constructor(
     readonly target: SshTarget,
+    /** Owns the proxy's session when there is one: ending either ends both. */
     private readonly client: ssh2.Client,
-    private readonly proxyClient: ssh2.Client | null,
   ) {
-    for (const each of [client, proxyClient]) {
-      each?.on('close', () => this.close());
-      each?.on('end', () => this.close());
-    }
+    client.on('close', () => this.close());
+    client.on('end', () => this.close());
   }
 
   /**
@@ -52,24 +51,11 @@ export class SshConnection {
    */
   static async open(options: OpenSshConnectionOptions): Promise<SshConnection> {
     const { target, proxy, privateKey, connectTimeoutMs } = options;
-    if (proxy === null) {
-      const client = await connectClient(target, { privateKey, connectTimeoutMs });
-      return new SshConnection(target, client, null);
-    }
-    const proxyClient = await connectClient(proxy, { privateKey, connectTimeoutMs });
-    try {
-      const stream = await openChannel(proxyClient, target.hostname, target.port).catch((error: unknown) => {
-        throw new AgentUnreachableError(
-          `Cannot reach ${describeTarget(target)} through the SSH proxy ${describeTarget(proxy)}: ${messageOf(error)}`,
-          { host: target.hostname, port: target.port, cause: error },
-        );
-      });
-      const client = await connectClient(target, { privateKey, connectTimeoutMs, sock: stream });
-      return new SshConnection(target, client, proxyClient);
-    } catch (error) {
-      proxyClient.end();
-      throw error;
-    }
+    const client = await connectSshClientThrough(
+      sshLogin(target, privateKey, connectTimeoutMs),
+      proxy === null ? null : sshLogin(proxy, options.proxyPrivateKey ?? privateKey, connectTimeoutMs),
+    );
+    return new SshConnection(target, client);
   }
 
   get isOpen(): boolean {
@@ -92,54 +78,39 @@ export class SshConnection {
         }),
       );
     }
-    return openChannel(this.client, '127.0.0.1', remotePort);
+    return forwardOut(this.client, '127.0.0.1', remotePort);
   }
 
   close(): void {
     if (!this.#open) return;
     this.#open = false;
     this.client.end();
-    this.proxyClient?.end();
     for (const listener of this.#closeListeners) listener();
     this.#closeListeners.clear();
   }
 }
 
-function connectClient(
-  target: SshTarget,
-  options: { privateKey: string; connectTimeoutMs: number; sock?: Duplex },
-): Promise<ssh2.Client> {
-  const config: ConnectConfig = {
-    host: target.hostname,
-    port: target.port,
-    username: target.username,
-    privateKey: options.privateKey,
-    readyTimeout: options.connectTimeoutMs,
-    keepaliveInterval: KEEPALIVE_INTERVAL_MS,
-    keepaliveCountMax: KEEPALIVE_COUNT_MAX,
-    // Instances are created fresh with unknown host keys; dstack connects with
-    // StrictHostKeyChecking=no for the same reason.
-    hostVerifier: () => true,
-    ...(options.sock ? { sock: options.sock } : {}),
-  };
-  return connectSshClient(
-    config,
-    (cause) =>
+function sshLogin(target: SshTarget, privateKey: string, connectTimeoutMs: number): SshLogin {
+  return {
+    config: {
+      host: target.hostname,
+      port: target.port,
+      username: target.username,
+      privateKey,
+      readyTimeout: connectTimeoutMs,
+      keepaliveInterval: KEEPALIVE_INTERVAL_MS,
+      keepaliveCountMax: KEEPALIVE_COUNT_MAX,
+      // Instances are created fresh with unknown host keys; dstack connects with
+      // StrictHostKeyChecking=no for the same reason.
+      hostVerifier: () => true,
+    },
+    describeFailure: (cause) =>
       new AgentUnreachableError(`Cannot connect over SSH to ${describeTarget(target)}: ${messageOf(cause)}`, {
         host: target.hostname,
         port: target.port,
         cause,
       }),
-  );
-}
-
-function openChannel(client: ssh2.Client, host: string, port: number): Promise<ClientChannel> {
-  return new Promise((resolve, reject) => {
-    client.forwardOut('127.0.0.1', 0, host, port, (error, channel) => {
-      if (error) reject(error);
-      else resolve(channel);
-    });
-  });
+  };
 }
 
 export function describeTarget(target: SshTarget): string {

@@ -2,7 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sshdUnavailableReason, startTestSshd, type TestSshd } from './__fixtures__/test-sshd.js';
 import { parseHostProbe, probeSshHost, SshHostProbeError } from './ssh-host-probe.js';
 import { generateProjectSshKeyPair } from './ssh-keys.js';
@@ -42,14 +42,28 @@ const skipReason = sshdUnavailableReason();
 
 describe.skipIf(skipReason !== null)('probeSshHost (real sshd)', () => {
   let sshd: TestSshd;
+  /** A jump host in front of `sshd`: another sshd with a key of its own. */
+  let bastion: TestSshd;
 
   beforeAll(async () => {
     sshd = await startTestSshd();
+    bastion = await startTestSshd();
   });
 
   afterAll(async () => {
     await sshd?.stop();
+    await bastion?.stop();
   });
+
+  function behindBastion(proxyKey: string, port = sshd.port) {
+    return {
+      hostname: '127.0.0.1',
+      port,
+      username: 'root',
+      privateKey: sshd.privateKey,
+      proxy: { hostname: '127.0.0.1', port: bastion.port, username: 'root', privateKey: proxyKey },
+    };
+  }
 
   it("reads this machine's resources over SSH", async () => {
     const resources = await probeSshHost({
@@ -79,6 +93,33 @@ describe.skipIf(skipReason !== null)('probeSshHost (real sshd)', () => {
     expect(failure).toBeInstanceOf(SshHostProbeError);
     expect(failure).toMatchObject({ host: 'localhost', reason: 'authentication' });
     expect((failure as Error).message).toContain(`root@localhost:${sshd.port} refused the key`);
+  });
+
+  it("logs in through a proxy with the proxy's own key, and ends the proxy's session with the host's", async () => {
+    const bastionLogins = bastion.acceptedLogins();
+    const resources = await probeSshHost(behindBastion(bastion.privateKey));
+    expect(resources.cpus).toBe(Number(execFileSync('nproc').toString().trim()));
+    expect(bastion.acceptedLogins() - bastionLogins).toBe(1);
+    await vi.waitFor(async () => expect(await bastion.sessionPids()).toEqual([]), { timeout: 4_000 });
+  });
+
+  it('names the proxy when it refuses its key', async () => {
+    const failure = await probeSshHost(behindBastion(generateProjectSshKeyPair().privateKey)).catch(
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(SshHostProbeError);
+    expect(failure).toMatchObject({ host: '127.0.0.1', reason: 'authentication', hop: 'proxy' });
+    expect((failure as Error).message).toContain(`SSH proxy root@127.0.0.1:${bastion.port} refused the key`);
+  });
+
+  it('names the host when the proxy cannot reach it', async () => {
+    const failure = await probeSshHost(behindBastion(bastion.privateKey, 1)).catch((error: unknown) => error);
+    expect(failure).toMatchObject({ host: '127.0.0.1', reason: 'unreachable', hop: 'host' });
+    expect((failure as Error).message).toMatch(
+      new RegExp(
+        `^SSH host root@127\\.0\\.0\\.1:1 cannot be reached: the SSH proxy root@127\\.0\\.0\\.1:${bastion.port} cannot open a connection to it`,
+      ),
+    );
   });
 
   it('names the host when it cannot be reached', async () => {

@@ -1,22 +1,28 @@
 /**
  * The first step of deploying an SSH fleet host (dstack's remote instances):
- * log in with the fleet's key and read what the host has — CPUs, memory, root
- * disk, architecture, NVIDIA GPUs (through `nvidia-smi` when present) and
- * whether Node.js is installed for the shim. A host that cannot be reached or
- * refuses the key fails with an `SshHostProbeError` naming the host and why,
- * so the fleet service can name the offending configuration field.
+ * log in with the fleet's key (through the host's `proxy_jump` when it has one)
+ * and read what the host has — CPUs, memory, root disk, architecture, NVIDIA
+ * GPUs (through `nvidia-smi` when present) and whether Node.js is installed for
+ * the shim. A host (or proxy) that cannot be reached or refuses the key fails
+ * with an `SshHostProbeError` naming it and why, so the fleet service can name
+ * the offending configuration field.
  */
 import type ssh2 from 'ssh2';
-import type { ConnectConfig } from 'ssh2';
-import { connectSshClient } from './ssh-client.js';
+import { connectSshClientThrough, type SshLogin } from './ssh-client.js';
 
-export interface SshHostAddress {
+/** Where and how to log in: a fleet host, or the jump host in front of one. */
+export interface SshLoginAddress {
   hostname: string;
   /** Default 22. */
   port: number;
   username: string;
   /** The private key's content (the CLI sends the file's content, as dstack's does). */
   privateKey: string;
+}
+
+export interface SshHostAddress extends SshLoginAddress {
+  /** The jump host the host is reached through (`proxy_jump`, `ssh -J`); none when absent. */
+  proxy?: SshLoginAddress;
 }
 
 export interface HostGpu {
@@ -40,13 +46,16 @@ export type SshHostProbeFailure = 'unreachable' | 'authentication' | 'check';
 
 export class SshHostProbeError extends Error {
   override readonly name = 'SshHostProbeError';
+  /** Which login failed: the host's own, or its `proxy_jump`'s. */
+  readonly hop: 'host' | 'proxy';
   constructor(
     message: string,
     readonly host: string,
     readonly reason: SshHostProbeFailure,
-    options: { cause?: unknown } = {},
+    options: { cause?: unknown; hop?: 'host' | 'proxy' } = {},
   ) {
-    super(message, options);
+    super(message, { cause: options.cause });
+    this.hop = options.hop ?? 'host';
   }
 }
 
@@ -66,7 +75,7 @@ const PROBE_SCRIPT = [
 ].join('\n');
 
 /** `user@host:port`, for messages. */
-export function describeHost(address: SshHostAddress): string {
+export function describeHost(address: Pick<SshLoginAddress, 'hostname' | 'port' | 'username'>): string {
   return `${address.username}@${address.hostname}:${address.port}`;
 }
 
@@ -75,31 +84,40 @@ function isAuthenticationFailure(error: unknown): boolean {
   return level === 'client-authentication' || /authentication|key/i.test(String((error as Error).message));
 }
 
-/** Logs in and returns an authenticated client; the caller ends it. */
+function hostLogin(address: SshLoginAddress, hop: 'host' | 'proxy', connectTimeoutMs: number): SshLogin {
+  return {
+    config: {
+      host: address.hostname,
+      port: address.port,
+      username: address.username,
+      privateKey: address.privateKey,
+      readyTimeout: connectTimeoutMs,
+      // The user names the host; dstack connects to fleet hosts with StrictHostKeyChecking=no too.
+      hostVerifier: () => true,
+    },
+    describeFailure: (cause) => {
+      // A key ssh2 cannot parse (thrown synchronously, "Cannot parse privateKey") counts as refused too.
+      const reason = isAuthenticationFailure(cause) ? 'authentication' : 'unreachable';
+      const what = reason === 'authentication' ? 'refused the key' : 'cannot be reached';
+      return new SshHostProbeError(
+        `SSH ${hop} ${describeHost(address)} ${what}: ${(cause as Error).message ?? String(cause)}`,
+        address.hostname,
+        reason,
+        { cause, hop },
+      );
+    },
+  };
+}
+
+/** Logs in (through the host's proxy, if any) and returns an authenticated client; the caller ends it. */
 export function connectToHost(
   address: SshHostAddress,
   connectTimeoutMs = DEFAULT_SSH_HOST_CONNECT_TIMEOUT_MS,
 ): Promise<ssh2.Client> {
-  const config: ConnectConfig = {
-    host: address.hostname,
-    port: address.port,
-    username: address.username,
-    privateKey: address.privateKey,
-    readyTimeout: connectTimeoutMs,
-    // The user names the host; dstack connects to fleet hosts with StrictHostKeyChecking=no too.
-    hostVerifier: () => true,
-  };
-  return connectSshClient(config, (cause) => {
-    // A key ssh2 cannot parse (thrown synchronously, "Cannot parse privateKey") counts as refused too.
-    const reason = isAuthenticationFailure(cause) ? 'authentication' : 'unreachable';
-    const what = reason === 'authentication' ? 'refused the key' : 'cannot be reached';
-    return new SshHostProbeError(
-      `SSH host ${describeHost(address)} ${what}: ${(cause as Error).message ?? String(cause)}`,
-      address.hostname,
-      reason,
-      { cause },
-    );
-  });
+  return connectSshClientThrough(
+    hostLogin(address, 'host', connectTimeoutMs),
+    address.proxy === undefined ? null : hostLogin(address.proxy, 'proxy', connectTimeoutMs),
+  );
 }
 
 /** Runs `command` and resolves with its stdout; a non-zero exit rejects with its stderr. */

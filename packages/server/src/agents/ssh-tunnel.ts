@@ -22,6 +22,7 @@ export class SshTunnel {
   #connecting: Promise<SshConnection> | null = null;
   readonly #forwards = new Map<number, Promise<LocalPortForward>>();
   #privateKey = '';
+  #proxyPrivateKey: string | undefined;
   #idleTimer: NodeJS.Timeout | undefined;
   /** `localPortFor` calls in progress; a tunnel being connected is not idle. */
   #pendingRequests = 0;
@@ -32,11 +33,13 @@ export class SshTunnel {
   /**
    * Connects (or reuses the connection) and returns the local port that leads
    * to `remotePort` on the target's loopback. Throws `AgentUnreachableError`
-   * when the SSH connection cannot be made.
+   * when the SSH connection cannot be made. `proxyPrivateKey` is the proxy's own key
+   * (an SSH fleet's `proxy_jump`); without it the proxy is logged in to with `privateKey`.
    */
-  async localPortFor(remotePort: number, privateKey: string): Promise<number> {
+  async localPortFor(remotePort: number, privateKey: string, proxyPrivateKey?: string): Promise<number> {
     // The project key may have been rotated; reconnects use the newest one.
     this.#privateKey = privateKey;
+    this.#proxyPrivateKey = proxyPrivateKey;
     this.#pendingRequests += 1;
     try {
       await this.#connected();
@@ -87,6 +90,7 @@ export class SshTunnel {
         target: this.options.target,
         proxy: this.options.proxy,
         privateKey: this.#privateKey,
+        proxyPrivateKey: this.#proxyPrivateKey,
         connectTimeoutMs: this.options.connectTimeoutMs,
       })
         .then((connection) => {

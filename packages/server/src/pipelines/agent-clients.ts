@@ -1,6 +1,6 @@
 /**
  * Shim and runner clients for a job's instance, reached directly or through an SSH tunnel:
- * with the host's own key for an SSH fleet host, else with the project key.
+ * with the host's own key (and its proxy's) for an SSH fleet host, else with the project key.
  */
 import type { JobProvisioningData } from '@dstack/core';
 import { RunnerClient } from '@dstack/runner';
@@ -13,10 +13,16 @@ import { REMOTE_BACKEND_TYPE, remoteConnectionOf } from '../services/remote-conn
 /** dstack's runner port inside the container (the shim maps it to a host port). */
 export const RUNNER_CONTAINER_PORT = 10999;
 
+/** The keys of an instance's SSH tunnel: the instance's, and its `ssh_proxy`'s own (if it has one). */
+interface InstanceKeys {
+  privateKey: string;
+  proxyPrivateKey?: string;
+}
+
 /** Decrypted keys by project row (rows come from the short-lived cache of `projectOf`). */
 const privateKeys = new WeakMap<ProjectsTable, string>();
-/** Decrypted SSH fleet host keys by instance id; an instance's key never changes. */
-const hostKeys = new WeakMap<AppContext, Map<string, string>>();
+/** Decrypted SSH fleet host keys by instance id; an instance's keys never change. */
+const hostKeys = new WeakMap<AppContext, Map<string, InstanceKeys>>();
 
 function projectKeyOf(app: AppContext, project: ProjectsTable): string {
   let key = privateKeys.get(project);
@@ -27,13 +33,16 @@ function projectKeyOf(app: AppContext, project: ProjectsTable): string {
   return key;
 }
 
-/** An SSH fleet host's own key (its instance id is the instance row's), else the project key. */
-async function privateKeyOf(
+/**
+ * An SSH fleet host's own keys (its instance id is the instance row's): the host's and its
+ * proxy's, which the provisioning data's `ssh_proxy` names. Else the project key.
+ */
+async function keysOf(
   app: AppContext,
   project: ProjectsTable,
   provisioningData: JobProvisioningData,
-): Promise<string> {
-  if (provisioningData.backend !== REMOTE_BACKEND_TYPE) return projectKeyOf(app, project);
+): Promise<InstanceKeys> {
+  if (provisioningData.backend !== REMOTE_BACKEND_TYPE) return { privateKey: projectKeyOf(app, project) };
   let keys = hostKeys.get(app);
   if (keys === undefined) {
     keys = new Map();
@@ -47,9 +56,13 @@ async function privateKeyOf(
     .where('id', '=', provisioningData.instance_id)
     .executeTakeFirst();
   const connection = instance ? remoteConnectionOf(app, instance) : null;
-  if (connection === null) return projectKeyOf(app, project);
-  keys.set(provisioningData.instance_id, connection.ssh_private_key);
-  return connection.ssh_private_key;
+  if (connection === null) return { privateKey: projectKeyOf(app, project) };
+  const found: InstanceKeys = {
+    privateKey: connection.ssh_private_key,
+    ...(connection.ssh_proxy ? { proxyPrivateKey: connection.ssh_proxy.ssh_private_key } : {}),
+  };
+  keys.set(provisioningData.instance_id, found);
+  return found;
 }
 
 export async function shimClientFor(
@@ -57,16 +70,15 @@ export async function shimClientFor(
   project: ProjectsTable,
   provisioningData: JobProvisioningData,
 ): Promise<ShimClient> {
-  const url = await runServicesOf(app).agents.shimUrl(
-    provisioningData,
-    await privateKeyOf(app, project, provisioningData),
+  const { privateKey, proxyPrivateKey } = await keysOf(app, project, provisioningData);
+  return new ShimClient(
+    await runServicesOf(app).agents.shimUrl(provisioningData, privateKey, proxyPrivateKey),
   );
-  return new ShimClient(url);
 }
 
 /**
  * `http://host:port` through which this server reaches `port` on the instance: directly, or
- * through an SSH tunnel with the instance's key (the runner's port, a service's port).
+ * through an SSH tunnel with the instance's keys (the runner's port, a service's port).
  */
 export async function instancePortUrl(
   app: AppContext,
@@ -74,11 +86,8 @@ export async function instancePortUrl(
   provisioningData: JobProvisioningData,
   port: number,
 ): Promise<string> {
-  return runServicesOf(app).agents.runnerUrl(
-    provisioningData,
-    await privateKeyOf(app, project, provisioningData),
-    port,
-  );
+  const { privateKey, proxyPrivateKey } = await keysOf(app, project, provisioningData);
+  return runServicesOf(app).agents.runnerUrl(provisioningData, privateKey, port, proxyPrivateKey);
 }
 
 export async function runnerClientFor(

@@ -18,7 +18,7 @@ import type { AppContext } from '../context.js';
 import type { InstancesTable, ProjectsTable } from '../db/schema.js';
 import { runServicesOf } from '../run-services.js';
 import { fleetConfigurationOf, fleetNodesOf, liveFleetInstances } from '../services/fleets.js';
-import { remoteConnectionOf } from '../services/remote-connection.js';
+import { remoteConnectionOf, sshHostAddressOf } from '../services/remote-connection.js';
 import { shimClientFor } from './agent-clients.js';
 import { abandonPendingInstance, relaunchStrandedInstance } from './instance-launch.js';
 import type { PipelineDefinition, RowLock } from './pipeline.js';
@@ -173,20 +173,16 @@ async function fleetKeepsInstance(app: AppContext, instance: InstancesTable): Pr
 
 /**
  * Lets go of an SSH fleet host: stops the shim the deploy started (by its recorded pid) and
- * removes its home. The host itself is never terminated.
+ * removes its home, logging in as the deploy did (through the host's proxy, if any). The host
+ * itself is never terminated.
  */
 async function releaseSshHost(app: AppContext, instance: InstancesTable): Promise<void> {
   const connection = remoteConnectionOf(app, instance);
   if (connection === null) return;
-  await stopDeployedShim(
-    {
-      hostname: connection.host,
-      port: connection.port,
-      username: connection.ssh_user,
-      privateKey: connection.ssh_private_key,
-    },
-    { home: connection.shim_home, pid: connection.shim_pid },
-  );
+  await stopDeployedShim(sshHostAddressOf(connection), {
+    home: connection.shim_home,
+    pid: connection.shim_pid,
+  });
 }
 
 /**

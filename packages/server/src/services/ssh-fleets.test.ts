@@ -41,30 +41,100 @@ describe('sshFleetHostsOf', () => {
     );
   });
 
-  it('rejects a host listed twice and proxies', () => {
+  it('rejects a host listed twice', () => {
     expect(() =>
       sshFleetHostsOf({ user: 'u', ssh_key: KEY, hosts: ['h', { hostname: 'h', port: 22 }] }),
     ).toThrow(/^ssh_config\.hosts\[1\]: u@h:22 is listed twice/);
+  });
+
+  it("gives every host the fleet's proxy_jump unless it has its own", () => {
+    const hosts = sshFleetHostsOf({
+      user: 'u',
+      ssh_key: KEY,
+      proxy_jump: {
+        hostname: 'bastion',
+        user: 'jump',
+        identity_file: 'b',
+        ssh_key: { private: 'bastion-key' },
+      },
+      hosts: [
+        'h1',
+        {
+          hostname: 'h2',
+          proxy_jump: {
+            hostname: 'other',
+            port: 2222,
+            user: 'me',
+            identity_file: 'o',
+            ssh_key: { private: 'other-key' },
+          },
+        },
+      ],
+    });
+    expect(hosts.map((host) => host.address.proxy)).toEqual([
+      { hostname: 'bastion', port: 22, username: 'jump', privateKey: 'bastion-key' },
+      { hostname: 'other', port: 2222, username: 'me', privateKey: 'other-key' },
+    ]);
+    expect(hosts.map((host) => host.proxyField)).toEqual([
+      ['ssh_config', 'proxy_jump'],
+      ['ssh_config', 'hosts', 1, 'proxy_jump'],
+    ]);
+    expect(sshFleetHostsOf({ user: 'u', ssh_key: KEY, hosts: ['h'] })[0]).toMatchObject({ proxyField: null });
+    expect(sshFleetHostsOf({ user: 'u', ssh_key: KEY, hosts: ['h'] })[0]?.address).not.toHaveProperty(
+      'proxy',
+    );
+  });
+
+  it('tells the same address behind two proxies apart', () => {
+    const proxy = (hostname: string) => ({ hostname, user: 'j', identity_file: 'k', ssh_key: KEY });
+    expect(
+      sshFleetHostsOf({
+        user: 'u',
+        ssh_key: KEY,
+        proxy_jump: proxy('a'),
+        hosts: ['10.0.0.1', { hostname: '10.0.0.1', proxy_jump: proxy('b') }],
+      }),
+    ).toHaveLength(2);
     expect(() =>
       sshFleetHostsOf({
         user: 'u',
         ssh_key: KEY,
-        proxy_jump: { hostname: 'p', user: 'u', identity_file: 'k' },
-        hosts: ['h'],
+        proxy_jump: proxy('a'),
+        hosts: ['10.0.0.1', { hostname: '10.0.0.1', proxy_jump: proxy('a') }],
       }),
-    ).toThrow(/^ssh_config\.proxy_jump: SSH fleets behind a proxy are not supported yet/);
+    ).toThrow(/^ssh_config\.hosts\[1\]: u@10\.0\.0\.1:22 via j@a:22 is listed twice/);
+  });
+
+  it("names the proxy's identity_file when its key content is missing", () => {
+    const noKey = { hostname: 'p', user: 'j', identity_file: '~/.ssh/p' };
+    expect(() => sshFleetHostsOf({ user: 'u', ssh_key: KEY, proxy_jump: noKey, hosts: ['h'] })).toThrow(
+      /^ssh_config\.proxy_jump\.identity_file: no key content for the proxy p/,
+    );
+    expect(() =>
+      sshFleetHostsOf({ user: 'u', ssh_key: KEY, hosts: ['a', { hostname: 'h', proxy_jump: noKey }] }),
+    ).toThrow(/^ssh_config\.hosts\[1\]\.proxy_jump\.identity_file: no key content for the proxy p/);
   });
 });
 
 describe('withoutKeyContents', () => {
-  it('drops every ssh_key and keeps the rest', () => {
+  it("drops every ssh_key, the proxies' too, and keeps the rest", () => {
+    const proxy = { hostname: 'p', user: 'j', identity_file: 'pk' };
     expect(
       withoutKeyContents({
         user: 'u',
         identity_file: 'k',
         ssh_key: KEY,
-        hosts: ['a', { hostname: 'b', identity_file: 'o', ssh_key: KEY }],
+        proxy_jump: { ...proxy, ssh_key: KEY },
+        hosts: [
+          'a',
+          { hostname: 'b', identity_file: 'o', ssh_key: KEY, proxy_jump: { ...proxy, ssh_key: KEY } },
+        ],
       }),
-    ).toEqual({ user: 'u', identity_file: 'k', hosts: ['a', { hostname: 'b', identity_file: 'o' }] });
+    ).toEqual({
+      user: 'u',
+      identity_file: 'k',
+      proxy_jump: proxy,
+      hosts: ['a', { hostname: 'b', identity_file: 'o', proxy_jump: proxy }],
+    });
   });
 });

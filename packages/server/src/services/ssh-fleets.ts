@@ -1,7 +1,8 @@
 /**
- * SSH fleets (`ssh_config`): hosts the user already has. Applying one deploys the shim to every
- * new host before anything is written, so a fleet whose hosts cannot all be reached is
- * rejected with an error naming the host's field (or the key's) and leaves nothing behind;
+ * SSH fleets (`ssh_config`): hosts the user already has, reached directly or through a jump
+ * host (`proxy_jump`). Applying one deploys the shim to every new host before anything is
+ * written, so a fleet whose hosts cannot all be reached is rejected with an error naming the
+ * host's field (or the key's, or the proxy's) and leaves nothing behind;
  * then the fleet and one `idle` instance per host are recorded. Re-applying adds new hosts and
  * lets go of removed ones. Hosts are never terminated: their instance's termination stops the
  * shim and removes its home (see the instance pipeline).
@@ -18,7 +19,12 @@ import {
 } from '@dstack/core';
 import { SHIM_BIN_PATH } from '@dstack/shim';
 import { type DeployedShim, deployShim, stopDeployedShim } from '../agents/ssh-host-deploy.js';
-import { describeHost, type SshHostAddress, SshHostProbeError } from '../agents/ssh-host-probe.js';
+import {
+  describeHost,
+  type SshHostAddress,
+  SshHostProbeError,
+  type SshLoginAddress,
+} from '../agents/ssh-host-probe.js';
 import type { AppContext } from '../context.js';
 import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
 import { nextInstanceNum } from '../pipelines/instance-launch.js';
@@ -28,6 +34,7 @@ import {
   REMOTE_BACKEND_TYPE,
   REMOTE_REGION,
   type RemoteConnectionInfo,
+  remoteLoginOf,
 } from './remote-connection.js';
 
 /** The shim as one file (`@dstack/shim`'s build writes it next to `dist/bin`). */
@@ -49,6 +56,8 @@ interface SshFleetHost {
   hostField: Array<string | number>;
   /** The field the key came from: the host's `identity_file`, else `ssh_config.identity_file`. */
   keyField: Array<string | number>;
+  /** The proxy's field: the host's `proxy_jump`, else `ssh_config.proxy_jump`; null without a proxy. */
+  proxyField: Array<string | number> | null;
 }
 
 function fieldError(message: string, field: ReadonlyArray<string | number>): ConfigurationError {
@@ -58,18 +67,43 @@ function fieldError(message: string, field: ReadonlyArray<string | number>): Con
   return new ConfigurationError(`${named.join('')}: ${message}`, { path: [...CONFIGURATION_PATH, ...field] });
 }
 
-/** The hosts of `ssh_config`, each with its user, port and key resolved (host values first). */
-export function sshFleetHostsOf(sshConfig: SshConfig): SshFleetHost[] {
-  if (sshConfig.proxy_jump !== undefined) {
-    throw fieldError('SSH fleets behind a proxy are not supported yet', ['ssh_config', 'proxy_jump']);
+type SshEndpoint = Pick<SshLoginAddress, 'hostname' | 'port' | 'username'>;
+
+/**
+ * `user@host:port`, and ` via user@proxy:port` behind a proxy: one host of a fleet (the same
+ * private address behind two proxies is two machines).
+ */
+function hostIdentity(address: SshEndpoint, proxy: SshEndpoint | null | undefined): string {
+  return proxy ? `${describeHost(address)} via ${describeHost(proxy)}` : describeHost(address);
+}
+
+type ProxyJump = NonNullable<SshConfig['proxy_jump']>;
+
+/** The proxy's login; its key content is required as the host's is. */
+function proxyAddressOf(proxyJump: ProxyJump, proxyField: Array<string | number>): SshLoginAddress {
+  if (proxyJump.ssh_key === undefined) {
+    throw fieldError(
+      `no key content for the proxy ${proxyJump.hostname}: set identity_file (the CLI sends the file's content as ssh_key)`,
+      [...proxyField, 'identity_file'],
+    );
   }
+  return {
+    hostname: proxyJump.hostname,
+    port: proxyJump.port ?? DEFAULT_SSH_PORT,
+    username: proxyJump.user,
+    privateKey: proxyJump.ssh_key.private,
+  };
+}
+
+/**
+ * The hosts of `ssh_config`, each with its user, port, key and proxy resolved (host values
+ * first: a host's own `proxy_jump` replaces the fleet's).
+ */
+export function sshFleetHostsOf(sshConfig: SshConfig): SshFleetHost[] {
   const seen = new Set<string>();
   return sshConfig.hosts.map((entry, index) => {
     const host = typeof entry === 'string' ? { hostname: entry } : entry;
     const hostField = ['ssh_config', 'hosts', index];
-    if ('proxy_jump' in host && host.proxy_jump !== undefined) {
-      throw fieldError('SSH fleets behind a proxy are not supported yet', [...hostField, 'proxy_jump']);
-    }
     const username = ('user' in host ? host.user : undefined) ?? sshConfig.user;
     if (username === undefined) {
       throw fieldError(`no user for host ${host.hostname}: set ssh_config.user or the host's user`, [
@@ -90,28 +124,39 @@ export function sshFleetHostsOf(sshConfig: SshConfig): SshFleetHost[] {
         keyField,
       );
     }
+    const ownProxy = 'proxy_jump' in host ? host.proxy_jump : undefined;
+    const proxyJump = ownProxy ?? sshConfig.proxy_jump;
+    const proxyField = ownProxy !== undefined ? [...hostField, 'proxy_jump'] : ['ssh_config', 'proxy_jump'];
     const address: SshHostAddress = {
       hostname: host.hostname,
       port: ('port' in host ? host.port : undefined) ?? sshConfig.port ?? DEFAULT_SSH_PORT,
       username,
       privateKey,
+      ...(proxyJump ? { proxy: proxyAddressOf(proxyJump, proxyField) } : {}),
     };
-    const id = describeHost(address);
+    const id = hostIdentity(address, address.proxy);
     if (seen.has(id)) throw fieldError(`${id} is listed twice`, hostField);
     seen.add(id);
-    return { address, hostField, keyField };
+    return { address, hostField, keyField, proxyField: proxyJump ? proxyField : null };
   });
+}
+
+/** The proxy as stored and shown: without its key content. */
+function proxyWithoutKeyContent(proxyJump: ProxyJump): ProxyJump {
+  const { ssh_key: _proxyKey, ...rest } = proxyJump;
+  return rest;
 }
 
 /** The configuration as stored and shown: the key contents live encrypted on the instances only. */
 export function withoutKeyContents(sshConfig: SshConfig): SshConfig {
-  const { ssh_key: _fleetKey, ...rest } = sshConfig;
+  const { ssh_key: _fleetKey, proxy_jump: proxyJump, ...rest } = sshConfig;
   return {
     ...rest,
+    ...(proxyJump ? { proxy_jump: proxyWithoutKeyContent(proxyJump) } : {}),
     hosts: rest.hosts.map((host) => {
       if (typeof host === 'string') return host;
-      const { ssh_key: _hostKey, ...hostRest } = host;
-      return hostRest;
+      const { ssh_key: _hostKey, proxy_jump: hostProxy, ...hostRest } = host;
+      return hostProxy ? { ...hostRest, proxy_jump: proxyWithoutKeyContent(hostProxy) } : hostRest;
     }),
   };
 }
@@ -121,6 +166,10 @@ function hostDirectory(instanceId: string): string {
 }
 
 function deployError(host: SshFleetHost, error: unknown): ConfigurationError {
+  if (error instanceof SshHostProbeError && error.hop === 'proxy' && host.proxyField !== null) {
+    const field = error.reason === 'authentication' ? [...host.proxyField, 'identity_file'] : host.proxyField;
+    return fieldError(error.message, field);
+  }
   if (error instanceof SshHostProbeError) {
     const field = error.reason === 'authentication' ? host.keyField : host.hostField;
     return fieldError(error.message, field);
@@ -216,14 +265,13 @@ function hostInstanceRow(
     username: address.username,
     ssh_port: address.port,
     dockerized: true,
-    ssh_proxy: null,
+    ssh_proxy: address.proxy
+      ? { hostname: address.proxy.hostname, username: address.proxy.username, port: address.proxy.port }
+      : null,
     backend_data: JSON.stringify({ agent_ports: { shim: deployed.shim.port } }),
   };
   const connection: RemoteConnectionInfo = {
-    host: address.hostname,
-    port: address.port,
-    ssh_user: address.username,
-    ssh_private_key: address.privateKey,
+    ...remoteLoginOf(address),
     shim_home: deployed.shim.home,
     shim_pid: deployed.shim.pid,
   };
@@ -265,12 +313,15 @@ function hostInstanceRow(
   };
 }
 
-/** `user@host:port` of a live instance, from its provisioning data. */
+/** The `hostIdentity` of a live instance, from its provisioning data. */
 function hostIdOf(instance: InstancesTable): string | null {
   if (!instance.job_provisioning_data) return null;
   const data = JSON.parse(instance.job_provisioning_data) as JobProvisioningData;
   if (!data.hostname) return null;
-  return `${data.username}@${data.hostname}:${data.ssh_port ?? DEFAULT_SSH_PORT}`;
+  return hostIdentity(
+    { hostname: data.hostname, username: data.username, port: data.ssh_port ?? DEFAULT_SSH_PORT },
+    data.ssh_proxy,
+  );
 }
 
 /**
@@ -296,7 +347,7 @@ export async function applySshFleet(
         .execute()
     : [];
   const liveIds = new Set(live.map(hostIdOf));
-  const wanted = new Set(hosts.map((host) => describeHost(host.address)));
+  const wanted = new Set(hosts.map((host) => hostIdentity(host.address, host.address.proxy)));
   const removed = live.filter((instance) => !wanted.has(hostIdOf(instance) ?? ''));
   const busy = removed.filter((instance) => instance.busy_blocks > 0 || instance.status === 'busy');
   if (busy.length > 0) {
@@ -304,7 +355,7 @@ export async function applySshFleet(
       `Hosts ${busy.map((instance) => hostIdOf(instance)).join(', ')} run jobs; stop them before removing the hosts`,
     );
   }
-  const added = hosts.filter((host) => !liveIds.has(describeHost(host.address)));
+  const added = hosts.filter((host) => !liveIds.has(hostIdentity(host.address, host.address.proxy)));
   const deployed = await deployAll(added);
   try {
     let instanceNum = existing ? await nextInstanceNum(app, fleetRow.id) : 0;

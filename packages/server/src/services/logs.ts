@@ -16,6 +16,7 @@ import {
   parseLogCursor,
 } from './log-cursor.js';
 import { getLogNotifications } from './log-notifications.js';
+import { findRunRow } from './runs.js';
 
 /** Rows per insert statement (SQLite allows 32766 bound values; 6 columns each). */
 const INSERT_BATCH = 500;
@@ -54,14 +55,7 @@ export async function findRunForLogs(
   project: ProjectsTable,
   runName: string,
 ): Promise<Pick<RunsTable, 'id' | 'status'>> {
-  const run = await app.db
-    .selectFrom('runs')
-    .select(['id', 'status'])
-    .where('project_id', '=', project.id)
-    .where('run_name', '=', runName)
-    .where('deleted', '=', 0)
-    .orderBy('submitted_at', 'desc')
-    .executeTakeFirst();
+  const run = await findRunRow(app, project.id, runName);
   if (!run) throw new ResourceNotFoundError(`Run ${runName} not found`);
   return run;
 }

@@ -27,7 +27,8 @@ export function hasProjectRole(role: ProjectRole, required: ProjectRole): boolea
   return ROLE_RANK[role] >= ROLE_RANK[required];
 }
 
-async function findProject(app: AppContext, projectName: string): Promise<ProjectsTable | undefined> {
+/** The live (not deleted) project named `projectName`. */
+export async function findProject(app: AppContext, projectName: string): Promise<ProjectsTable | undefined> {
   return app.db
     .selectFrom('projects')
     .selectAll()

@@ -95,7 +95,12 @@ export async function getRunPlan(
   };
 }
 
-async function findRunRow(app: AppContext, projectId: string, runName: string): Promise<RunsTable | null> {
+/** The newest live (not deleted) run named `runName` in the project. */
+export async function findRunRow(
+  app: AppContext,
+  projectId: string,
+  runName: string,
+): Promise<RunsTable | null> {
   const row = await app.db
     .selectFrom('runs')
     .selectAll()

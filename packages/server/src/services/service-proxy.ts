@@ -20,7 +20,6 @@ import type { TLSSocket } from 'node:tls';
 import { ResourceNotFoundError, type RunSpec } from '@dstack/core';
 import { AgentUnreachableError } from '../agents/agent-unreachable-error.js';
 import type { AppContext } from '../context.js';
-import type { ProjectsTable, RunsTable } from '../db/schema.js';
 import { HttpError } from '../http/error-mapping.js';
 import { authenticate } from '../http/http-handler.js';
 import {
@@ -30,8 +29,8 @@ import {
   type RawRouteDefinition,
   type RawUpgradeContext,
 } from '../http/raw-route.js';
-import { getProjectForUser } from './projects.js';
-import { ACTIVE_RUN_STATUSES } from './runs.js';
+import { findProject, getProjectForUser } from './projects.js';
+import { ACTIVE_RUN_STATUSES, findRunRow } from './runs.js';
 import {
   downstreamResponseHeaders,
   type ForwardedRequest,
@@ -78,30 +77,6 @@ function parseTarget(requestUrl: string): ProxyTarget | null {
   }
 }
 
-async function findProjectRow(app: AppContext, name: string): Promise<ProjectsTable | undefined> {
-  return app.db
-    .selectFrom('projects')
-    .selectAll()
-    .where('name', '=', name)
-    .where('deleted', '=', 0)
-    .executeTakeFirst();
-}
-
-async function findRunRow(
-  app: AppContext,
-  projectId: string,
-  runName: string,
-): Promise<RunsTable | undefined> {
-  return app.db
-    .selectFrom('runs')
-    .selectAll()
-    .where('project_id', '=', projectId)
-    .where('run_name', '=', runName)
-    .where('deleted', '=', 0)
-    .orderBy('submitted_at', 'desc')
-    .executeTakeFirst();
-}
-
 function notFound(target: ProxyTarget): ResourceNotFoundError {
   return new ResourceNotFoundError(`Service ${target.runName} not found in project ${target.projectName}`);
 }
@@ -134,8 +109,8 @@ async function resolveDestination(
       'not_found',
     );
   }
-  const project = await findProjectRow(app, target.projectName);
-  const run = project ? await findRunRow(app, project.id, target.runName) : undefined;
+  const project = await findProject(app, target.projectName);
+  const run = project ? await findRunRow(app, project.id, target.runName) : null;
   const service = run ? serviceConfigurationOf(JSON.parse(run.run_spec) as RunSpec) : null;
   // Only an open service is answered without a token; nothing else tells strangers what exists.
   const requiresAuth = service === null || serviceRequiresAuth(service);

@@ -22,7 +22,10 @@ export const offerRoutes = [
     }),
     async handler(ctx) {
       const { project } = projectContext(ctx);
-      const runSpec = normalizeRunSpec({ configuration: { commands: [':'], ...ctx.body.configuration } });
+      // Offers depend on requirements only: what makes the jobs (commands, or a provider and
+      // its parameters) is replaced by a no-op command so any run configuration is accepted.
+      const { provider: _provider, parameters: _parameters, ...requirements } = ctx.body.configuration;
+      const runSpec = normalizeRunSpec({ configuration: { ...requirements, commands: [':'] } });
       const [jobSpec] = buildJobSpecs('offers', runSpec);
       const backends = await runServicesOf(ctx.app).backends.getProjectBackends(project.id);
       const { offers } = await getOffers(

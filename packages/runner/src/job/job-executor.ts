@@ -20,7 +20,7 @@ import {
   JobUserError,
   jobUserEnvironment,
   loadJobUser,
-  type ProcessIdentity,
+  type SpawnIdentity,
   spawnIdentityFor,
 } from './job-user.js';
 import type { UserDatabasePaths } from './user-database.js';
@@ -47,7 +47,7 @@ export interface JobExecutorOptions extends JobEventLogOptions {
 /** Who the job runs as: the user (undefined: the runner's own) and the ids to switch to, if any. */
 interface JobLaunchUser {
   user: JobUser | undefined;
-  spawnAs: ProcessIdentity | undefined;
+  spawnAs: SpawnIdentity | undefined;
 }
 
 /** Grace period between SIGTERM and SIGKILL when the job spec has no `stop_duration`. */

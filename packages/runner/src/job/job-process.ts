@@ -1,5 +1,7 @@
-import { spawn } from 'node:child_process';
-import type { ProcessIdentity } from './job-user.js';
+import { type ChildProcess, spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import { needsGroupWrapper, spawnDroppingPrivileges, type WrapperReport } from './drop-privileges.js';
+import type { SpawnIdentity } from './job-user.js';
 import { LineSplitter } from './line-splitter.js';
 
 export interface JobProcessOptions {
@@ -7,8 +9,8 @@ export interface JobProcessOptions {
   script: string;
   cwd: string;
   env: Record<string, string>;
-  /** The user and group the shell runs as (the runner must be root). Default: the runner's own. */
-  spawnAs?: ProcessIdentity;
+  /** The user and groups the shell runs as (the runner must be root). Default: the runner's own. */
+  spawnAs?: SpawnIdentity;
   onLine(source: 'stdout' | 'stderr', line: Buffer): void;
 }
 
@@ -19,6 +21,15 @@ export type JobProcessExit =
 /** How long to wait for the output pipes to close after the shell exits (a background child may hold them). */
 const PIPE_DRAIN_TIMEOUT_MS = 2000;
 
+/** The process the runner started for the job: the shell itself, or the wrapper that starts it. */
+interface LaunchedShell {
+  child: ChildProcess;
+  stdout: Readable;
+  stderr: Readable;
+  /** The wrapper's report on the shell; undefined when the child is the shell. */
+  report: Promise<WrapperReport | undefined>;
+}
+
 /**
  * The job's shell, in a process group of its own so that a stop reaches every process the
  * job started. `exit` settles once the shell has exited and its output has been read.
@@ -28,20 +39,12 @@ export class JobProcess {
   private readonly processGroupId: number | undefined;
 
   constructor(options: JobProcessOptions) {
-    const child = spawn('/bin/sh', ['-c', options.script], {
-      cwd: options.cwd,
-      env: options.env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      // The child changes into `cwd` before it drops to these ids, and it keeps no supplementary
-      // groups (libuv clears them): the user's primary group is its only one.
-      ...(options.spawnAs === undefined ? {} : { uid: options.spawnAs.uid, gid: options.spawnAs.gid }),
-    });
+    const { child, stdout: stdoutPipe, stderr: stderrPipe, report } = launchShell(options);
     this.processGroupId = child.pid;
     const stdout = new LineSplitter((line) => options.onLine('stdout', line));
     const stderr = new LineSplitter((line) => options.onLine('stderr', line));
-    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+    stdoutPipe.on('data', (chunk: Buffer) => stdout.push(chunk));
+    stderrPipe.on('data', (chunk: Buffer) => stderr.push(chunk));
 
     this.exit = new Promise((resolve) => {
       child.once('error', (error) => {
@@ -51,29 +54,38 @@ export class JobProcess {
         }
       });
       child.once('exit', (code, signal) => {
-        const finish = () => {
-          stdout.flush();
-          stderr.flush();
-          resolve({ kind: 'exited', code, signal });
-        };
-        if (child.stdout.closed && child.stderr.closed) {
-          finish();
-          return;
-        }
-        const timer = setTimeout(() => {
-          child.stdout.destroy();
-          child.stderr.destroy();
-          finish();
-        }, PIPE_DRAIN_TIMEOUT_MS);
-        child.once('close', () => {
-          clearTimeout(timer);
-          finish();
+        void report.then((reported) => {
+          const finish = () => {
+            stdout.flush();
+            stderr.flush();
+            if (reported === undefined) {
+              // The shell itself, or a wrapper killed before it could report (SIGKILL kills the whole group).
+              resolve({ kind: 'exited', code, signal });
+            } else if (reported.kind === 'spawn-failed') {
+              resolve({ kind: 'spawn-failed', error: new Error(reported.message) });
+            } else {
+              resolve({ kind: 'exited', code: reported.code, signal: reported.signal });
+            }
+          };
+          if (stdoutPipe.closed && stderrPipe.closed) {
+            finish();
+            return;
+          }
+          const timer = setTimeout(() => {
+            stdoutPipe.destroy();
+            stderrPipe.destroy();
+            finish();
+          }, PIPE_DRAIN_TIMEOUT_MS);
+          child.once('close', () => {
+            clearTimeout(timer);
+            finish();
+          });
         });
       });
     });
   }
 
-  /** The shell's pid, which is also the process group id; undefined if it never started. */
+  /** The process group id (the pid of the shell, or of its wrapper); undefined if it never started. */
   get pid(): number | undefined {
     return this.processGroupId;
   }
@@ -91,4 +103,27 @@ export class JobProcess {
       }
     }
   }
+}
+
+/**
+ * Starts `/bin/sh -c script` as the leader of a new process group. A user with supplementary
+ * groups goes through the wrapper of {@link spawnDroppingPrivileges}; otherwise node switches the
+ * ids itself (libuv clears the groups, which leaves the primary group, the user's only one).
+ * Either way the child changes into `cwd` before it drops to the job's ids.
+ */
+function launchShell(options: JobProcessOptions): LaunchedShell {
+  const command = '/bin/sh';
+  const args = ['-c', options.script];
+  const identity = options.spawnAs;
+  if (identity !== undefined && needsGroupWrapper(identity)) {
+    return spawnDroppingPrivileges({ command, args, cwd: options.cwd, env: options.env, identity });
+  }
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: options.env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(identity === undefined ? {} : { uid: identity.uid, gid: identity.gid }),
+  });
+  return { child, stdout: child.stdout, stderr: child.stderr, report: Promise.resolve(undefined) };
 }

@@ -17,11 +17,14 @@ const database: UserDatabase = {
   users: [
     { name: 'root', uid: 0, gid: 0, homeDir: '/root' },
     { name: 'alice', uid: 1000, gid: 1000, homeDir: '/home/alice' },
+    { name: 'dave', uid: 1001, gid: 1001, homeDir: '/home/dave' },
   ],
   groups: [
-    { name: 'root', gid: 0 },
-    { name: 'alice', gid: 1000 },
-    { name: 'staff', gid: 50 },
+    { name: 'root', gid: 0, members: [] },
+    // alice is listed in her own primary group too: it must not appear twice.
+    { name: 'alice', gid: 1000, members: ['alice'] },
+    { name: 'staff', gid: 50, members: ['dave', 'alice'] },
+    { name: 'video', gid: 44, members: ['alice'] },
   ],
 };
 
@@ -60,19 +63,22 @@ describe('parseUserSpec', () => {
 });
 
 describe('resolveUserSpec', () => {
-  it('takes name, primary group and home from passwd', () => {
-    expect(resolve('alice')).toEqual({ uid: 1000, gid: 1000, username: 'alice', homeDir: '/home/alice' });
-    expect(resolve('1000')).toEqual({ uid: 1000, gid: 1000, username: 'alice', homeDir: '/home/alice' });
+  it('takes name, primary group, home and group memberships from passwd and group', () => {
+    const alice = { uid: 1000, gid: 1000, username: 'alice', homeDir: '/home/alice', groups: [1000, 50, 44] };
+    expect(resolve('alice')).toEqual(alice);
+    expect(resolve('1000')).toEqual(alice);
+    expect(resolve('dave').groups).toEqual([1001, 50]);
+    expect(resolve('root').groups).toEqual([0]);
   });
 
-  it('uses a given group instead of the primary one', () => {
-    expect(resolve('alice:staff')).toMatchObject({ uid: 1000, gid: 50 });
-    expect(resolve('alice:7')).toMatchObject({ uid: 1000, gid: 7 });
+  it('uses a given group instead of the primary one, and then no other group, as Docker does', () => {
+    expect(resolve('alice:staff')).toMatchObject({ uid: 1000, gid: 50, groups: [50] });
+    expect(resolve('alice:7')).toMatchObject({ uid: 1000, gid: 7, groups: [7] });
   });
 
   it('runs a uid without a passwd entry as Docker does: no name, no home, gid 0 unless given', () => {
-    expect(resolve('4242')).toEqual({ uid: 4242, gid: 0, username: '', homeDir: '' });
-    expect(resolve('4242:4242')).toEqual({ uid: 4242, gid: 4242, username: '', homeDir: '' });
+    expect(resolve('4242')).toEqual({ uid: 4242, gid: 0, username: '', homeDir: '', groups: [0] });
+    expect(resolve('4242:4242')).toEqual({ uid: 4242, gid: 4242, username: '', homeDir: '', groups: [4242] });
   });
 
   it('fails naming user and the passwd file for an unknown name', () => {
@@ -87,29 +93,32 @@ describe('resolveUserSpec', () => {
 });
 
 describe('spawnIdentityFor', () => {
-  const alice = { uid: 1000, gid: 1000, username: 'alice', homeDir: '/home/alice' };
+  const alice = { uid: 1000, gid: 1000, username: 'alice', homeDir: '/home/alice', groups: [1000, 44] };
 
   it('switches nothing when the runner already is that user', () => {
     expect(spawnIdentityFor(alice, { uid: 1000, gid: 1000 })).toBeUndefined();
   });
 
-  it('switches ids when the runner is root', () => {
-    expect(spawnIdentityFor(alice, { uid: 0, gid: 0 })).toEqual({ uid: 1000, gid: 1000 });
+  it('switches ids and groups when the runner is root', () => {
+    expect(spawnIdentityFor(alice, { uid: 0, gid: 0 })).toEqual({ uid: 1000, gid: 1000, groups: [1000, 44] });
   });
 
   it('refuses another user when the runner is not root', () => {
     expect(() => spawnIdentityFor(alice, { uid: 1001, gid: 1001 })).toThrow(
-      'user: cannot run the job as alice (uid 1000, gid 1000): the runner runs as uid 1001 (gid 1001), and only a runner running as root can switch users',
+      'user: cannot run the job as alice (uid 1000, gid 1000, groups 1000,44): the runner runs as uid 1001 (gid 1001), and only a runner running as root can switch users',
     );
     expect(() => spawnIdentityFor({ ...alice, gid: 50 }, { uid: 1000, gid: 1000 })).toThrow(JobUserError);
   });
 });
 
 describe('describeJobUser and jobUserEnvironment', () => {
-  it('name the user, or only its ids when it has no name', () => {
-    const alice = { uid: 1000, gid: 1000, username: 'alice', homeDir: '/home/alice' };
-    const anonymous = { uid: 4242, gid: 0, username: '', homeDir: '/' };
+  it('name the user, its supplementary groups, or only its ids when it has no name', () => {
+    const alice = { uid: 1000, gid: 1000, username: 'alice', homeDir: '/home/alice', groups: [1000] };
+    const anonymous = { uid: 4242, gid: 0, username: '', homeDir: '/', groups: [0] };
     expect(describeJobUser(alice)).toBe('alice (uid 1000, gid 1000)');
+    expect(describeJobUser({ ...alice, groups: [1000, 44] })).toBe(
+      'alice (uid 1000, gid 1000, groups 1000,44)',
+    );
     expect(describeJobUser(anonymous)).toBe('uid 4242 (gid 0)');
     expect(jobUserEnvironment(alice)).toEqual({ HOME: '/home/alice', USER: 'alice', LOGNAME: 'alice' });
     expect(jobUserEnvironment(anonymous)).toEqual({ HOME: '/', USER: undefined, LOGNAME: undefined });
@@ -129,7 +138,7 @@ describe('loadJobUser', () => {
 
   function writeDatabase(passwdLines: string[]) {
     writeFileSync(join(directory, 'passwd'), `${passwdLines.join('\n')}\n`);
-    writeFileSync(join(directory, 'group'), 'root:x:0:\nusers:x:100:\n');
+    writeFileSync(join(directory, 'group'), 'root:x:0:\nusers:x:100:\nvideo:x:44:carol,alice\n');
     return { passwd: join(directory, 'passwd'), group: join(directory, 'group') };
   }
 
@@ -145,6 +154,7 @@ describe('loadJobUser', () => {
       gid: 100,
       username: 'alice',
       homeDir: home,
+      groups: [100, 44],
     });
     expect((await loadJobUser('carol:users', paths)).homeDir).toBe(join(directory, 'not-yet'));
   });

@@ -35,12 +35,22 @@ export interface JobUser {
   username: string;
   /** The passwd home directory; `/` when there is no usable one (as dstack's runner does). */
   homeDir: string;
+  /**
+   * Every group the job's process is in: `gid` first, then the supplementary ones. Like dstack's
+   * runner (and Docker's `--user`), only a user given without a group gets its memberships.
+   */
+  groups: number[];
 }
 
 /** The ids a process runs with. */
 export interface ProcessIdentity {
   uid: number;
   gid: number;
+}
+
+/** The ids a job's process is switched to, with its group list (`gid` first). */
+export interface SpawnIdentity extends ProcessIdentity {
+  groups: number[];
 }
 
 // Node's spawn takes uid and gid as int32.
@@ -95,6 +105,8 @@ export function resolveUserSpec(
     throw new JobUserError(`user ${described}: no user named "${spec.user}" in ${paths.passwd}`);
   }
   let gid: number;
+  // Docker: "when specifying a group for the user, the user will have only the specified group membership".
+  let groups: number[] | undefined;
   if (typeof spec.group === 'number') {
     gid = spec.group;
   } else if (typeof spec.group === 'string') {
@@ -107,13 +119,24 @@ export function resolveUserSpec(
   } else {
     // Docker: "when the user doesn't have a primary group then the image will be run with the root group".
     gid = entry?.gid ?? 0;
+    if (entry !== undefined) groups = groupsOfMember(entry.name, gid, database);
   }
   return {
     uid: typeof spec.user === 'number' ? spec.user : (entry?.uid ?? 0),
     gid,
     username: entry?.name ?? '',
     homeDir: entry?.homeDir ?? '',
+    groups: groups ?? [gid],
   };
+}
+
+/** As `initgroups(3)` builds it: `gid`, then every group that lists `username` as a member. */
+function groupsOfMember(username: string, gid: number, database: UserDatabase): number[] {
+  const groups = [gid];
+  for (const group of database.groups) {
+    if (group.members.includes(username) && !groups.includes(group.gid)) groups.push(group.gid);
+  }
+  return groups;
 }
 
 /** Parses `user` and resolves it against this system's `/etc/passwd` and `/etc/group`. */
@@ -126,23 +149,28 @@ export async function loadJobUser(user: JobSpecUser, paths: UserDatabasePaths = 
 }
 
 /**
- * The ids to spawn the job with, or undefined when the runner already runs as that user. Only a
- * runner running as root can switch; otherwise a different user is refused with a clear error.
+ * The ids to spawn the job with, or undefined when the runner already runs as that user (the job
+ * then keeps the runner's groups). Only a runner running as root can switch; otherwise a
+ * different user is refused with a clear error.
  */
-export function spawnIdentityFor(user: JobUser, runner: ProcessIdentity): ProcessIdentity | undefined {
+export function spawnIdentityFor(user: JobUser, runner: ProcessIdentity): SpawnIdentity | undefined {
   if (user.uid === runner.uid && user.gid === runner.gid) return undefined;
-  if (runner.uid === 0) return { uid: user.uid, gid: user.gid };
+  if (runner.uid === 0) return { uid: user.uid, gid: user.gid, groups: user.groups };
   throw new JobUserError(
     `user: cannot run the job as ${describeJobUser(user)}: the runner runs as uid ${runner.uid} (gid ${runner.gid}), ` +
       'and only a runner running as root can switch users',
   );
 }
 
-/** `nobody (uid 65534, gid 65534)`, or `uid 1234 (gid 0)` for a uid without a passwd entry. */
+/**
+ * `nobody (uid 65534, gid 65534)`, `alice (uid 1000, gid 1000, groups 1000,27)` when it has
+ * supplementary groups, or `uid 1234 (gid 0)` for a uid without a passwd entry.
+ */
 export function describeJobUser(user: JobUser): string {
+  const groups = user.groups.length > 1 ? `, groups ${user.groups.join(',')}` : '';
   return user.username === ''
-    ? `uid ${user.uid} (gid ${user.gid})`
-    : `${user.username} (uid ${user.uid}, gid ${user.gid})`;
+    ? `uid ${user.uid} (gid ${user.gid}${groups})`
+    : `${user.username} (uid ${user.uid}, gid ${user.gid}${groups})`;
 }
 
 /**

@@ -23,10 +23,14 @@ describe('parsePasswd', () => {
 });
 
 describe('parseGroup', () => {
-  it('reads name and gid', () => {
-    expect(parseGroup('root:x:0:\nstaff:x:50:alice,bob\n# c\nbad:x:y:\n')).toEqual([
-      { name: 'root', gid: 0 },
-      { name: 'staff', gid: 50 },
+  it('reads name, gid and members, skipping comments and malformed lines', () => {
+    expect(
+      parseGroup('root:x:0:\nstaff:x:50:alice,bob\n# c\nbad:x:y:\nvideo:x:44: carol ,,dave\nshort:x:7\n'),
+    ).toEqual([
+      { name: 'root', gid: 0, members: [] },
+      { name: 'staff', gid: 50, members: ['alice', 'bob'] },
+      { name: 'video', gid: 44, members: ['carol', 'dave'] },
+      { name: 'short', gid: 7, members: [] },
     ]);
   });
 });

@@ -12,6 +12,8 @@ export interface PasswdEntry {
 export interface GroupEntry {
   name: string;
   gid: number;
+  /** The user names listed as members: the group is a supplementary group of each. */
+  members: string[];
 }
 
 /** The users and groups of the system the runner runs on (the job's container, or the host). */
@@ -52,14 +54,18 @@ export function parsePasswd(text: string): PasswdEntry[] {
   return entries;
 }
 
-/** `name:password:gid:members` lines; comments, NIS lines and malformed lines are skipped. */
+/** `name:password:gid:member,member` lines; comments, NIS lines and malformed lines are skipped. */
 export function parseGroup(text: string): GroupEntry[] {
   const entries: GroupEntry[] = [];
   for (const fields of databaseLines(text)) {
     if (fields.length < 3) continue;
     const gid = parseId(fields[2]);
     if (gid === undefined) continue;
-    entries.push({ name: fields[0] ?? '', gid });
+    const members = (fields[3] ?? '')
+      .split(',')
+      .map((member) => member.trim())
+      .filter((member) => member !== '');
+    entries.push({ name: fields[0] ?? '', gid, members });
   }
   return entries;
 }

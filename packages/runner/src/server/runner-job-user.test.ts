@@ -4,7 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RunnerClient } from '../client/runner-client.js';
-import { decodeLogs, pullUntil, submitBody } from '../testing/runner-job.test.helpers.js';
+import {
+  decodeLogs,
+  processExists,
+  pullUntil,
+  submitBody,
+  waitFor,
+} from '../testing/runner-job.test.helpers.js';
 import { type RunnerOptions, type RunnerServer, startRunner } from './runner-server.js';
 
 // `nobody` exists in Debian's /etc/passwd (and in the shim's test image): uid and gid 65534.
@@ -113,5 +119,116 @@ describe.skipIf(!runsAsRoot)('a job with a user, run by a root runner', () => {
       termination_reason: 'executor_error',
       termination_message: 'user "dstack-no-such-user": no user named "dstack-no-such-user" in /etc/passwd',
     });
+  });
+});
+
+describe.skipIf(!runsAsRoot)('a job whose user has supplementary groups, run by a root runner', () => {
+  // A user of a group file of the test's own: the job's process must carry the groups listing it.
+  const MEMBER = { name: 'dstack-member', uid: 4243 };
+  const EXTRA_GROUPS = [4244, 4245];
+  let homeDir: string;
+  let databaseDir: string;
+  let runner: RunnerServer | undefined;
+
+  beforeEach(() => {
+    homeDir = mkdtempSync(join(tmpdir(), 'dstack-runner-groups-'));
+    databaseDir = mkdtempSync(join(tmpdir(), 'dstack-runner-groups-db-'));
+    writeFileSync(join(databaseDir, 'passwd'), `${MEMBER.name}:x:${MEMBER.uid}:${MEMBER.uid}::/:/bin/sh\n`);
+    writeFileSync(
+      join(databaseDir, 'group'),
+      [
+        `${MEMBER.name}:x:${MEMBER.uid}:`,
+        `dstack-extra:x:${EXTRA_GROUPS[0]}:someone-else,${MEMBER.name}`,
+        `dstack-other:x:${EXTRA_GROUPS[1]}:${MEMBER.name}`,
+        'dstack-unrelated:x:4246:someone-else',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  afterEach(async () => {
+    await runner?.close();
+    runner = undefined;
+    rmSync(homeDir, { recursive: true, force: true });
+    rmSync(databaseDir, { recursive: true, force: true });
+  });
+
+  async function runAsMember(commands: string[], stopDuration?: number): Promise<RunnerClient> {
+    runner = await startRunner({
+      port: 0,
+      homeDir,
+      userDatabase: { passwd: join(databaseDir, 'passwd'), group: join(databaseDir, 'group') },
+    });
+    const client = new RunnerClient(runner.url);
+    await client.submit(submitBody(commands, { user: MEMBER.name, stop_duration: stopDuration }));
+    await client.run();
+    return client;
+  }
+
+  /** The job's process group id, from the line `pgid=N` the job printed. */
+  function printedGroupId(logs: string): number {
+    const match = /pgid=(\d+)/.exec(logs);
+    if (match?.[1] === undefined) throw new Error(`no pgid in ${JSON.stringify(logs)}`);
+    return Number(match[1]);
+  }
+
+  const PRINT_GROUP_ID = "echo pgid=$(cut -d' ' -f5 /proc/$$/stat)";
+
+  it("runs the commands with the user's supplementary groups, as `id -G` shows them", async () => {
+    const client = await runAsMember(['id -u', 'id -G']);
+    const job = await pullUntil(client);
+    expect(job.states.at(-1)).toMatchObject({ state: 'done', exit_status: 0 });
+    expect(decodeLogs(job.jobLogs)).toBe(`${MEMBER.uid}\n${[MEMBER.uid, ...EXTRA_GROUPS].join(' ')}\n`);
+    expect(decodeLogs(job.runnerLogs)).toContain(
+      `as ${MEMBER.name} (uid ${MEMBER.uid}, gid ${MEMBER.uid}, groups ${[MEMBER.uid, ...EXTRA_GROUPS].join(',')})`,
+    );
+  });
+
+  it.each([
+    ['an exit status', 'exit 3', { state: 'failed', exit_status: 3, termination_message: 'exit status 3' }],
+    // SIGUSR1 would start node's inspector: the signal must be the shell's, not replayed by node.
+    [
+      'a signal',
+      'kill -USR1 $$',
+      { state: 'failed', exit_status: null, termination_message: 'signal SIGUSR1' },
+    ],
+  ])('reports %s of the shell exactly', async (_, command, expected) => {
+    const client = await runAsMember(['echo before', command]);
+    const job = await pullUntil(client);
+    expect(job.states.at(-1)).toMatchObject({
+      ...expected,
+      termination_reason: 'container_exited_with_error',
+    });
+    expect(decodeLogs(job.jobLogs)).toBe('before\n');
+  });
+
+  it('stops a job that honours SIGTERM without waiting for the kill', async () => {
+    // A minute of grace: the test times out long before if only SIGKILL ends the job.
+    const client = await runAsMember([PRINT_GROUP_ID, 'sleep 60'], 60);
+    const running = await pullUntil(client, (job) => decodeLogs(job.jobLogs).includes('pgid='));
+    const groupId = printedGroupId(decodeLogs(running.jobLogs));
+    await client.stop();
+    const job = await pullUntil(client, undefined, running, running.states.at(-1)!.timestamp);
+    expect(job.states.at(-1)).toMatchObject({
+      state: 'terminated',
+      termination_reason: 'terminated_by_user',
+    });
+    expect(decodeLogs(job.runnerLogs)).toContain('job exited with signal SIGTERM');
+    await waitFor(() => !processExists(-groupId), 10_000, 'the job process group to exit');
+  });
+
+  it('kills a job that ignores SIGTERM once stop_duration has passed', async () => {
+    const client = await runAsMember([`trap '' TERM; ${PRINT_GROUP_ID}; sleep 60`], 1);
+    const running = await pullUntil(client, (job) => decodeLogs(job.jobLogs).includes('pgid='));
+    const groupId = printedGroupId(decodeLogs(running.jobLogs));
+    await client.stop();
+    const job = await pullUntil(client, undefined, running, running.states.at(-1)!.timestamp);
+    expect(job.states.at(-1)).toMatchObject({
+      state: 'terminated',
+      termination_reason: 'terminated_by_user',
+      exit_status: null,
+    });
+    expect(decodeLogs(job.runnerLogs)).toContain('job exited with signal SIGKILL');
+    await waitFor(() => !processExists(-groupId), 10_000, 'the job process group to exit');
   });
 });

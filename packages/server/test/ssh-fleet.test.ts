@@ -171,6 +171,38 @@ describe.skipIf(skipReason() !== null)('an SSH fleet on this machine through a r
     expect(existsSync(hostDir) ? readdirSync(hostDir) : []).toEqual([]);
   });
 
+  it("splits a host into its blocks, and rejects blocks its CPUs do not divide, naming the host's blocks", async () => {
+    const cpus = Number(execFileSync('nproc').toString().trim());
+    const rejected = await harness.call<ErrorAnswer>('/api/project/main/fleets/apply', {
+      plan: {
+        spec: {
+          configuration: fleetConfiguration('uneven', {
+            hosts: [{ hostname: '127.0.0.1', blocks: cpus + 1 }],
+          }),
+        },
+      },
+    });
+    expect(rejected.status).toBe(400);
+    expect(rejected.body.detail[0]?.fields).toEqual([
+      ['plan', 'spec', 'configuration', 'ssh_config', 'hosts', 0, 'blocks'],
+    ]);
+    expect(await fleetNames()).toEqual([]);
+    // The shim deployed before the check was stopped and removed.
+    await waitFor('the shim home to be removed', () =>
+      (existsSync(hostDir) ? readdirSync(hostDir) : []).length === 0 ? true : null,
+    );
+
+    const applied = await harness.call<Fleet>('/api/project/main/fleets/apply', {
+      plan: { spec: { configuration: { ...fleetConfiguration('split'), blocks: 'auto' } } },
+    });
+    expect(applied.status, JSON.stringify(applied.body)).toBe(200);
+    expect(applied.body.instances[0]).toMatchObject({ total_blocks: cpus, busy_blocks: 0 });
+    const deleted = await harness.call('/api/project/main/fleets/delete', { names: ['split'] });
+    expect(deleted.status).toBe(200);
+    await waitFor('the fleet to be gone', async () => ((await fleetNames()).length === 0 ? true : null));
+    await waitFor('the shim home to be removed', () => (readdirSync(hostDir).length === 0 ? true : null));
+  });
+
   it('deploys the shim, runs a task through the SSH tunnel, and stops the shim once deleted', async () => {
     const applied = await harness.call<Fleet>('/api/project/main/fleets/apply', {
       plan: { spec: { configuration: fleetConfiguration('hosts') } },

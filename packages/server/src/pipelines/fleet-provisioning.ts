@@ -15,6 +15,7 @@ import type { AppContext } from '../context.js';
 import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
 import { runServicesOf } from '../run-services.js';
 import { type FleetConfigurationFields, fleetConfigurationOf } from '../services/fleets.js';
+import { shareableOffers } from '../services/instance-blocks.js';
 import { type BackendOffer, getOffers } from '../services/offers.js';
 import {
   insertPendingInstance,
@@ -48,7 +49,7 @@ export function fleetIdleSeconds(configuration: FleetConfigurationFields): numbe
   return value === 'off' ? null : value;
 }
 
-/** Available offers for one instance of the fleet, cheapest first. */
+/** Available offers for one instance of the fleet, cheapest first, each split into the fleet's `blocks`. */
 export async function fleetOffers(
   app: AppContext,
   projectId: string,
@@ -62,7 +63,8 @@ export async function fleetOffers(
     regions: configuration.regions,
     instanceTypes: configuration.instance_types,
   });
-  return offers.filter((entry) => isAvailable(entry.offer.availability));
+  const available = offers.filter((entry) => isAvailable(entry.offer.availability));
+  return shareableOffers(available, configuration.blocks ?? 1);
 }
 
 /** Adds `count` pending instances to the fleet (the fleet pipeline provisions them). */

@@ -54,7 +54,10 @@ export interface PendingInstanceOptions {
   requirements: Requirements;
   /** Seconds the instance may stay idle; null = forever. */
   terminationIdleTime: number | null;
-  /** 1 when the instance is made for a job (it is busy from the start), 0 for a fleet's own instance. */
+  /**
+   * 1 when the instance is made for a job (it is busy from the start; the launch sets the
+   * blocks the job takes), 0 for a fleet's own instance.
+   */
   busyBlocks: number;
 }
 
@@ -136,12 +139,15 @@ export function attemptedOfferFirst(
  * pending instance: `provisioning` with the offer and provisioning data (due at once for the
  * instance pipeline), or `terminated(no_offers)`. The offer the row records as tried before
  * (a launch retried after a crash) goes first; each offer is recorded before its launch.
+ * The instance is split into the offer's `total_blocks`, of which `busyBlocksFor` are taken
+ * (by the job it is launched for; none for a fleet's own instance).
  */
 export async function launchOnFirstOffer(
   app: AppContext,
   instance: PendingInstance,
   offers: readonly BackendOffer[],
   launch: (entry: BackendOffer) => Promise<JobProvisioningData>,
+  busyBlocksFor: (offer: InstanceOfferWithAvailability) => number = () => 0,
 ): Promise<LaunchResult> {
   const instanceId = instance.id;
   const errors: string[] = [];
@@ -174,6 +180,9 @@ export async function launchOnFirstOffer(
         price: offer.price,
         offer: JSON.stringify(offer),
         job_provisioning_data: JSON.stringify(provisioningData),
+        // A plugin's offer may leave blocks out: such an instance is one block.
+        total_blocks: offer.total_blocks ?? 1,
+        busy_blocks: busyBlocksFor(offer),
         started_at: Date.now(),
         provisioning_deadline: Date.now() + timeoutSeconds * 1000,
         last_processed_at: 0,

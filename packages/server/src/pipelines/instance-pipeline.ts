@@ -114,8 +114,8 @@ async function processProvisioning(app: AppContext, instance: InstancesTable, lo
       idle_since: idle ? Date.now() : null,
     });
     await markInstanceJobsDue(app, instance.id);
-    // An instance that came up idle (a fleet's) may take a waiting job.
-    if (idle) runServicesOf(app).wakeUps.wake('jobs-submitted');
+    // An instance that came up with free blocks (a fleet's, or one split into blocks) may take a waiting job.
+    if (instance.busy_blocks < instance.total_blocks) runServicesOf(app).wakeUps.wake('jobs-submitted');
     return;
   }
   await lock.release({

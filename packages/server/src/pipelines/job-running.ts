@@ -7,6 +7,7 @@ import {
   JOB_TERMINATION_REASONS,
   type JobProvisioningData,
   type JobRuntimeData,
+  type JobSpec,
   type JobTerminationReason,
 } from '@dstack/core';
 import { AgentApiError, type RunnerPullResponse } from '@dstack/runner';
@@ -102,6 +103,35 @@ async function submitTaskOnce(
   }
 }
 
+/** The job's runtime data, as placing it (its share of the instance) or starting it left it. */
+function runtimeDataOf(job: JobsTable): JobRuntimeData | null {
+  return job.job_runtime_data ? (JSON.parse(job.job_runtime_data) as JobRuntimeData) : null;
+}
+
+/** Whether the job's runner was reached: starting the job records the runner's port. */
+export function runnerWasStarted(job: JobsTable): boolean {
+  return runtimeDataOf(job)?.ports != null;
+}
+
+/**
+ * The resources the shim gives the task: a job on part of an instance gets its share's GPUs,
+ * CPUs and memory (bytes); a job on a whole instance gets every GPU when it asks for any, and
+ * no CPU or memory limit.
+ */
+export function taskResourcesOf(
+  jobSpec: JobSpec,
+  runtime: JobRuntimeData | null,
+): { gpu: number; cpu: number; memory: number } {
+  if (runtime?.gpu != null) {
+    return {
+      gpu: runtime.gpu,
+      cpu: runtime.cpu ?? 0,
+      memory: Math.round((runtime.memory ?? 0) * 1024 ** 3),
+    };
+  }
+  return { gpu: (jobSpec.requirements.resources.gpu?.count.min ?? 0) > 0 ? -1 : 0, cpu: 0, memory: 0 };
+}
+
 /** provisioning → pulling: the shim accepted the task. */
 async function submitTask(context: JobContext): Promise<void> {
   const { app, job, project, provisioningData } = context;
@@ -117,7 +147,7 @@ async function submitTask(context: JobContext): Promise<void> {
       // Empty: the image's own USER (root if it has none), or the shim's own user without containers.
       container_user: jobSpec.user ?? '',
       privileged: jobSpec.privileged,
-      gpu: (jobSpec.requirements.resources.gpu?.count.min ?? 0) > 0 ? -1 : 0,
+      ...taskResourcesOf(jobSpec, runtimeDataOf(job)),
       network_mode: 'host',
       env: jobSpec.env,
     });
@@ -166,6 +196,8 @@ async function startJob(context: JobContext): Promise<void> {
       .where('id', '=', run.user_id)
       .executeTakeFirst();
     const address = provisioningData.internal_ip ?? provisioningData.hostname ?? '127.0.0.1';
+    const placed = runtimeDataOf(job);
+    const resources = placed?.offer?.instance.resources ?? provisioningData.instance_type.resources;
     await runner.submit({
       run: { id: run.id, run_name: run.run_name, project_name: project.name, user: user?.name ?? '' },
       job_spec: jobSpec,
@@ -173,16 +205,18 @@ async function startJob(context: JobContext): Promise<void> {
       cluster_info: {
         job_ips: [address],
         master_job_ip: address,
-        gpus_per_job: provisioningData.instance_type.resources.gpus.length,
+        gpus_per_job: resources.gpus.length,
       },
       secrets: {},
     });
     await runner.uploadCode(new Uint8Array());
     const started = await runner.run();
     const runtimeData: JobRuntimeData = {
+      // The job's share of the instance, as placing it recorded it.
+      ...placed,
       network_mode: 'host',
       ports: { [String(RUNNER_CONTAINER_PORT)]: runnerPort },
-      offer: null,
+      offer: placed?.offer ?? null,
       working_dir: started.working_dir ?? null,
       username: started.username ?? null,
     };
@@ -199,7 +233,7 @@ async function startJob(context: JobContext): Promise<void> {
 }
 
 export function runnerPortOf(job: JobsTable): number {
-  const runtime = job.job_runtime_data ? (JSON.parse(job.job_runtime_data) as JobRuntimeData) : null;
+  const runtime = runtimeDataOf(job);
   return runtime?.ports?.[String(RUNNER_CONTAINER_PORT)] ?? RUNNER_CONTAINER_PORT;
 }
 

@@ -27,7 +27,14 @@ import {
   type FleetConfigurationFields,
   fleetConfigurationOf,
 } from '../services/fleets.js';
-import { offerSatisfies } from '../services/instance-matching.js';
+import {
+  offersWithFittingShare,
+  requirementsForSplitInstance,
+  runtimeDataForShare,
+  shareableOffers,
+  shareOfNewInstance,
+  smallestFittingShare,
+} from '../services/instance-blocks.js';
 import { type BackendOffer, explainNoOffers, getOffers } from '../services/offers.js';
 import { offerFiltersOf } from '../services/runs.js';
 import { insertPendingInstance, launchOnFirstOffer, runJobParamsOf } from './instance-launch.js';
@@ -84,16 +91,26 @@ async function candidateFleets(
   return fleets;
 }
 
-/** Takes one block of an idle instance that fits; returns it, or null (and whether a fitting one was locked). */
-async function assignIdleInstance(
+/** An instance the job took blocks of, and the share it runs on. */
+interface AssignedInstance {
+  instance: InstancesTable;
+  share: InstanceOfferWithAvailability;
+}
+
+/**
+ * Takes the fewest blocks that satisfy the job of a fleet instance that has them free: an idle
+ * instance, or a busy one split into blocks with some still free. Returns it with the job's
+ * share, or null (and whether a fitting one was locked or taken meanwhile).
+ */
+async function assignFleetInstance(
   app: AppContext,
   job: JobsTable,
   jobSpec: JobSpec,
   fleets: readonly FleetsTable[],
   configuration: RunConfigurationView,
-): Promise<{ instance: InstancesTable | null; fittingWasLocked: boolean }> {
-  if (fleets.length === 0) return { instance: null, fittingWasLocked: false };
-  const idle = await app.db
+): Promise<{ assigned: AssignedInstance | null; fittingWasLocked: boolean }> {
+  if (fleets.length === 0) return { assigned: null, fittingWasLocked: false };
+  const candidates = await app.db
     .selectFrom('instances')
     .selectAll()
     .where('project_id', '=', job.project_id)
@@ -102,30 +119,33 @@ async function assignIdleInstance(
       'in',
       fleets.map((fleet) => fleet.id),
     )
-    .where('status', '=', 'idle')
+    .where('status', 'in', ['idle', 'busy'])
     .where('deleted', '=', 0)
+    .where(sql<boolean>`busy_blocks < total_blocks`)
     .orderBy('price')
     .execute();
   let fittingWasLocked = false;
-  for (const instance of idle) {
+  for (const instance of candidates) {
     if (!instance.offer) continue;
     if (configuration.backends?.length && !configuration.backends.includes(instance.backend ?? '')) continue;
     const offer = JSON.parse(instance.offer) as InstanceOfferWithAvailability;
-    if (!offerSatisfies(offer, jobSpec.requirements)) continue;
+    const freeBlocks = instance.total_blocks - instance.busy_blocks;
+    const share = smallestFittingShare(offer, instance.total_blocks, freeBlocks, jobSpec.requirements);
+    if (!share) continue;
     const now = Date.now();
     const result = await app.db
       .updateTable('instances')
-      .set({ status: 'busy', busy_blocks: sql`busy_blocks + 1`, idle_since: null })
+      .set({ status: 'busy', busy_blocks: sql`busy_blocks + ${share.blocks}`, idle_since: null })
       .where('id', '=', instance.id)
-      .where('status', '=', 'idle')
+      .where('status', 'in', ['idle', 'busy'])
       .where('deleted', '=', 0)
-      .where(sql<boolean>`busy_blocks < total_blocks`)
+      .where(sql<boolean>`busy_blocks + ${share.blocks} <= total_blocks`)
       .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
       .executeTakeFirst();
-    if (Number(result.numUpdatedRows) === 1) return { instance, fittingWasLocked };
+    if (Number(result.numUpdatedRows) === 1) return { assigned: { instance, share }, fittingWasLocked };
     fittingWasLocked = true;
   }
-  return { instance: null, fittingWasLocked };
+  return { assigned: null, fittingWasLocked };
 }
 
 /** Available offers for one instance of `fleet` for the job; the fleet's own backend and region limits apply. */
@@ -141,12 +161,17 @@ async function fleetOffersForJob(
   const allowed = backends.filter(
     (backend) => !fleetBackends?.length || fleetBackends.includes(backend.type),
   );
-  const { offers } = await getOffers(allowed, jobSpec.requirements, {
+  const blocks = fleetConfiguration.blocks ?? 1;
+  // A fleet split into blocks may launch an instance larger than the job: its share must fit.
+  const requirements =
+    blocks === 1 ? jobSpec.requirements : requirementsForSplitInstance(jobSpec.requirements);
+  const { offers } = await getOffers(allowed, requirements, {
     ...runFilters,
     regions: runFilters.regions ?? fleetConfiguration.regions,
     instanceTypes: runFilters.instanceTypes ?? fleetConfiguration.instance_types,
   });
-  return offers.filter((entry) => isAvailable(entry.offer.availability));
+  const available = offers.filter((entry) => isAvailable(entry.offer.availability));
+  return offersWithFittingShare(shareableOffers(available, blocks), jobSpec.requirements);
 }
 
 /** Offers of the first fleet that can grow and has any; the fleet's own backend and region limits apply. */
@@ -260,8 +285,13 @@ async function launchJobInstance(
   offers: readonly BackendOffer[],
 ): Promise<void> {
   const paramsFor = await runJobParamsOf(app, { run, job, project, instanceId: instance.id });
-  const result = await launchOnFirstOffer(app, instance, offers, ({ backend, offer }) =>
-    backend.compute.runJob(paramsFor(offer)),
+  const { requirements } = jobSpecOf(job);
+  const result = await launchOnFirstOffer(
+    app,
+    instance,
+    offers,
+    ({ backend, offer }) => backend.compute.runJob(paramsFor(offer)),
+    (offer) => shareOfNewInstance(offer, requirements).blocks,
   );
   if (result.launched) {
     // Not due yet: the instance pipeline makes the job due once the instance is up (or gone).
@@ -270,6 +300,9 @@ async function launchJobInstance(
       instance_id: instance.id,
       instance_assigned: 1,
       job_provisioning_data: JSON.stringify(result.provisioningData),
+      job_runtime_data: JSON.stringify(
+        runtimeDataForShare(shareOfNewInstance(result.offer.offer, requirements)),
+      ),
     });
     runServicesOf(app).wakeUps.wake('instances');
     await markRunDue(app, job.run_id);
@@ -319,13 +352,24 @@ async function resumeRecordedLaunch(
     await launchJobInstance(app, job, lock, run, project, instance, offers);
     return true;
   }
-  // The launch was stored on the instance, not on the job: the job takes it as a new launch would.
+  // The launch was stored on the instance, not on the job: the job takes it as a new launch would
+  // (the blocks it holds were counted when the launch was stored).
   const alreadyUp = instance.status !== 'provisioning';
+  const share = instance.offer
+    ? shareOfNewInstance(
+        {
+          ...(JSON.parse(instance.offer) as InstanceOfferWithAvailability),
+          total_blocks: instance.total_blocks,
+        },
+        jobSpecOf(job).requirements,
+      )
+    : null;
   await lock.release({
     status: 'provisioning',
     instance_id: instance.id,
     instance_assigned: 1,
     job_provisioning_data: instance.job_provisioning_data,
+    job_runtime_data: share ? JSON.stringify(runtimeDataForShare(share)) : null,
     ...(alreadyUp ? { last_processed_at: 0 } : {}),
   });
   runServicesOf(app).wakeUps.wake(alreadyUp ? 'jobs-running' : 'instances');
@@ -351,19 +395,20 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<JobsTa
       const { configuration } = runConfiguration(run);
       const jobSpec = jobSpecOf(job);
       const fleets = await candidateFleets(app, run, configuration);
-      const { instance, fittingWasLocked } = await assignIdleInstance(
+      const { assigned, fittingWasLocked } = await assignFleetInstance(
         app,
         job,
         jobSpec,
         fleets,
         configuration,
       );
-      if (instance) {
+      if (assigned) {
         await lock.release({
           status: 'provisioning',
-          instance_id: instance.id,
+          instance_id: assigned.instance.id,
           instance_assigned: 1,
-          job_provisioning_data: instance.job_provisioning_data,
+          job_provisioning_data: assigned.instance.job_provisioning_data,
+          job_runtime_data: JSON.stringify(runtimeDataForShare(assigned.share)),
           last_processed_at: 0,
         });
         runServicesOf(app).wakeUps.wake('jobs-running');

@@ -1,7 +1,7 @@
 /**
  * Jobs in `terminating`: stop the job gracefully (the runner sends SIGTERM and
  * kills after `stop_duration`), collect the last logs, remove the shim task,
- * free the instance block, and set the final status from the termination reason.
+ * free the job's instance blocks, and set the final status from the termination reason.
  * A job stopped while its launch is stranded (instance recorded, still `pending`)
  * gives that instance up, so the machine the launch may have started is ended.
  */
@@ -10,9 +10,10 @@ import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable } from '../db/schema.js';
 import { runServicesOf } from '../run-services.js';
+import { blocksHeldBy } from '../services/instance-blocks.js';
 import { runnerClientFor, shimClientFor } from './agent-clients.js';
 import { abandonPendingInstance } from './instance-launch.js';
-import { pullRunner, runnerPortOf } from './job-running.js';
+import { pullRunner, runnerPortOf, runnerWasStarted } from './job-running.js';
 import type { PipelineDefinition, RowLock } from './pipeline.js';
 import { dueIn, instanceRowOf, jobSpecOf, markRunDue, projectOf, provisioningDataOf } from './rows.js';
 
@@ -33,16 +34,17 @@ const RUNNER_REASONS: readonly string[] = [
 ];
 
 /**
- * Frees the job's block; a busy instance becomes idle when it was the last one. A job stopped
- * while its instance is still provisioning frees its block too, so the instance comes up idle
- * (and its fleet's idle rules apply) instead of busy with no job forever.
+ * Frees the blocks the job holds; a busy instance becomes idle when they were the last ones. A
+ * job stopped while its instance is still provisioning frees its blocks too, so the instance
+ * comes up idle (and its fleet's idle rules apply) instead of busy with no job forever.
  */
-async function freeInstanceBlock(app: AppContext, instance: InstancesTable): Promise<void> {
-  const becomesIdle = sql<boolean>`(status = 'busy' AND busy_blocks <= 1)`;
+async function freeInstanceBlocks(app: AppContext, instance: InstancesTable, job: JobsTable): Promise<void> {
+  const blocks = blocksHeldBy(job.job_runtime_data);
+  const becomesIdle = sql<boolean>`(status = 'busy' AND busy_blocks <= ${blocks})`;
   await app.db
     .updateTable('instances')
     .set({
-      busy_blocks: sql`CASE WHEN busy_blocks > 0 THEN busy_blocks - 1 ELSE 0 END`,
+      busy_blocks: sql`CASE WHEN busy_blocks > ${blocks} THEN busy_blocks - ${blocks} ELSE 0 END`,
       status: sql`CASE WHEN ${becomesIdle} THEN 'idle' ELSE status END`,
       idle_since: sql`CASE WHEN ${becomesIdle} THEN CAST(${Date.now()} AS BIGINT) ELSE idle_since END`,
       last_processed_at: 0,
@@ -63,7 +65,7 @@ async function stopOnRunner(
   instance: InstancesTable,
 ): Promise<{ ended: boolean; values: Record<string, unknown> }> {
   const provisioningData = provisioningDataOf(instance);
-  if (!provisioningData?.hostname || !job.job_runtime_data) return { ended: true, values: {} };
+  if (!provisioningData?.hostname || !runnerWasStarted(job)) return { ended: true, values: {} };
   const now = Date.now();
   const firstPass = job.remove_at === null;
   const stopSeconds = jobSpecOf(job).stop_duration ?? DEFAULT_STOP_DURATION;
@@ -163,7 +165,7 @@ export function jobTerminatingPipeline(app: AppContext): PipelineDefinition<Jobs
         return;
       }
       await removeShimTask(app, job, project, instance);
-      await freeInstanceBlock(app, instance);
+      await freeInstanceBlocks(app, instance, job);
       await finish(app, job, lock, values);
     },
   };

@@ -37,6 +37,8 @@ export interface FleetConfigurationFields {
   max_price?: number;
   reservation?: string;
   placement?: 'any' | 'cluster';
+  /** Blocks to split each instance into (default 1: not split). */
+  blocks?: number | 'auto';
   tags?: Record<string, string>;
   backend_options?: unknown[];
   ssh_config?: unknown;

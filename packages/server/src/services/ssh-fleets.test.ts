@@ -116,6 +116,25 @@ describe('sshFleetHostsOf', () => {
   });
 });
 
+describe('sshFleetHostsOf blocks', () => {
+  it("takes a host's blocks over the fleet's, and names the field each came from", () => {
+    const hosts = sshFleetHostsOf(
+      {
+        user: 'u',
+        ssh_key: KEY,
+        hosts: ['a', { hostname: 'b', blocks: 2 }, { hostname: 'c', blocks: 'auto' }],
+      },
+      4,
+    );
+    expect(hosts.map((host) => [host.blocks, host.blocksField])).toEqual([
+      [4, ['blocks']],
+      [2, ['ssh_config', 'hosts', 1, 'blocks']],
+      ['auto', ['ssh_config', 'hosts', 2, 'blocks']],
+    ]);
+    expect(sshFleetHostsOf({ user: 'u', ssh_key: KEY, hosts: ['a'] })[0]?.blocks).toBe(1);
+  });
+});
+
 describe('withoutKeyContents', () => {
   it("drops every ssh_key, the proxies' too, and keeps the rest", () => {
     const proxy = { hostname: 'p', user: 'j', identity_file: 'pk' };

@@ -29,6 +29,7 @@ import type { AppContext } from '../context.js';
 import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
 import { nextInstanceNum } from '../pipelines/instance-launch.js';
 import { runServicesOf } from '../run-services.js';
+import { type BlocksSetting, totalBlocksFor } from './instance-blocks.js';
 import {
   encodeRemoteConnection,
   REMOTE_BACKEND_TYPE,
@@ -58,6 +59,10 @@ interface SshFleetHost {
   keyField: Array<string | number>;
   /** The proxy's field: the host's `proxy_jump`, else `ssh_config.proxy_jump`; null without a proxy. */
   proxyField: Array<string | number> | null;
+  /** Blocks to split the host into: the host's `blocks`, else the fleet's. */
+  blocks: BlocksSetting;
+  /** The field `blocks` came from. */
+  blocksField: Array<string | number>;
 }
 
 function fieldError(message: string, field: ReadonlyArray<string | number>): ConfigurationError {
@@ -96,10 +101,10 @@ function proxyAddressOf(proxyJump: ProxyJump, proxyField: Array<string | number>
 }
 
 /**
- * The hosts of `ssh_config`, each with its user, port, key and proxy resolved (host values
- * first: a host's own `proxy_jump` replaces the fleet's).
+ * The hosts of `ssh_config`, each with its user, port, key, proxy and blocks resolved (host
+ * values first: a host's own `proxy_jump` replaces the fleet's, its `blocks` the fleet's `blocks`).
  */
-export function sshFleetHostsOf(sshConfig: SshConfig): SshFleetHost[] {
+export function sshFleetHostsOf(sshConfig: SshConfig, fleetBlocks: BlocksSetting = 1): SshFleetHost[] {
   const seen = new Set<string>();
   return sshConfig.hosts.map((entry, index) => {
     const host = typeof entry === 'string' ? { hostname: entry } : entry;
@@ -137,7 +142,15 @@ export function sshFleetHostsOf(sshConfig: SshConfig): SshFleetHost[] {
     const id = hostIdentity(address, address.proxy);
     if (seen.has(id)) throw fieldError(`${id} is listed twice`, hostField);
     seen.add(id);
-    return { address, hostField, keyField, proxyField: proxyJump ? proxyField : null };
+    const ownBlocks = 'blocks' in host ? host.blocks : undefined;
+    return {
+      address,
+      hostField,
+      keyField,
+      proxyField: proxyJump ? proxyField : null,
+      blocks: ownBlocks ?? fleetBlocks,
+      blocksField: ownBlocks !== undefined ? [...hostField, 'blocks'] : ['blocks'],
+    };
   });
 }
 
@@ -166,6 +179,7 @@ function hostDirectory(instanceId: string): string {
 }
 
 function deployError(host: SshFleetHost, error: unknown): ConfigurationError {
+  if (error instanceof ConfigurationError) return error;
   if (error instanceof SshHostProbeError && error.hop === 'proxy' && host.proxyField !== null) {
     const field = error.reason === 'authentication' ? [...host.proxyField, 'identity_file'] : host.proxyField;
     return fieldError(error.message, field);
@@ -184,6 +198,20 @@ interface DeployedHost {
   host: SshFleetHost;
   instanceId: string;
   shim: DeployedShim;
+  /** The blocks the host is split into, from its `blocks` and the resources the deploy found. */
+  totalBlocks: number;
+}
+
+/** The host's blocks for the resources found on it; an uneven split is an error naming `blocks`. */
+function hostTotalBlocks(host: SshFleetHost, shim: DeployedShim): number {
+  const totalBlocks = totalBlocksFor(host.blocks, shim.resources);
+  if (totalBlocks !== null) return totalBlocks;
+  const { cpus, gpus } = shim.resources;
+  throw fieldError(
+    `${describeHost(host.address)} has ${cpus} CPUs and ${gpus.length} GPUs: ` +
+      `they cannot be split into ${host.blocks} blocks (both must be divisible by the number of blocks)`,
+    host.blocksField,
+  );
 }
 
 /** Deploys to every host at once; when any fails, stops the shims that did start and throws that failure. */
@@ -199,7 +227,13 @@ async function deployAll(hosts: readonly SshFleetHost[]): Promise<DeployedHost[]
         homeDir: hostDirectory(instanceId),
         runtime: 'process',
       });
-      return { host, instanceId, shim };
+      try {
+        return { host, instanceId, shim, totalBlocks: hostTotalBlocks(host, shim) };
+      } catch (error) {
+        // Only deployed hosts are undone below: this one's shim must not stay either.
+        await stopDeployedShim(host.address, shim, { graceMs: 0 }).catch(() => undefined);
+        throw error;
+      }
     }),
   );
   const failureIndex = results.findIndex((result) => result.status === 'rejected');
@@ -238,8 +272,8 @@ function hostOffer(deployed: DeployedHost): InstanceOfferWithAvailability {
     backend_data: {},
     availability: 'available',
     instance_runtime: 'shim',
-    blocks: 1,
-    total_blocks: 1,
+    blocks: deployed.totalBlocks,
+    total_blocks: deployed.totalBlocks,
   };
 }
 
@@ -303,7 +337,7 @@ function hostInstanceRow(
     first_termination_retry_at: null,
     last_termination_retry_at: null,
     idle_since: now,
-    total_blocks: 1,
+    total_blocks: deployed.totalBlocks,
     busy_blocks: 0,
     deleted: 0,
     remote_connection_info: encodeRemoteConnection(app, connection),
@@ -336,7 +370,9 @@ export async function applySshFleet(
   sshConfig: SshConfig,
   existing: boolean,
 ): Promise<void> {
-  const hosts = sshFleetHostsOf(sshConfig);
+  const fleetBlocks = (JSON.parse(fleetRow.spec) as { configuration: { blocks?: BlocksSetting } })
+    .configuration.blocks;
+  const hosts = sshFleetHostsOf(sshConfig, fleetBlocks ?? 1);
   const live = existing
     ? await app.db
         .selectFrom('instances')

@@ -26,3 +26,29 @@ function nvidiaDriverVersion(): Promise<string | null> {
     );
   });
 }
+
+/**
+ * The host's NVIDIA GPUs by index, as `nvidia-smi` lists them (the ids Docker's `DeviceIDs` and
+ * `CUDA_VISIBLE_DEVICES` take); empty on a host without them.
+ */
+export function readHostGpuIds(): Promise<string[]> {
+  return new Promise((resolve) => {
+    execFile(
+      'nvidia-smi',
+      ['--query-gpu=index', '--format=csv,noheader'],
+      { timeout: 10_000 },
+      (error, stdout) => {
+        if (error !== null) {
+          resolve([]);
+          return;
+        }
+        resolve(
+          stdout
+            .split('\n')
+            .map((line) => line.trim())
+            .filter((line) => line !== ''),
+        );
+      },
+    );
+  });
+}

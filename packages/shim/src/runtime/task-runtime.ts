@@ -5,10 +5,27 @@ export interface TaskEvents {
   onStatus(status: 'preparing' | 'pulling' | 'creating'): void;
 }
 
+/** The host devices the shim assigned to a task. */
+export interface TaskDevices {
+  /**
+   * The host GPUs (NVIDIA indices) the task holds and alone may use; null when the shim does
+   * not know the host's GPUs, and the runtime hands the task's `gpu` count on as is.
+   */
+  readonly gpuIds: readonly string[] | null;
+}
+
 export interface TaskRuntime {
   readonly name: 'process' | 'docker';
-  /** Starts the task's runner and resolves once it answers its healthcheck. Throws TaskStartError with a reason ('creating_container_error', 'ports_binding_failed', ...). */
-  start(task: TaskConfig, taskHomeDir: string, events: TaskEvents): Promise<StartedTask>;
+  /**
+   * Starts the task's runner and resolves once it answers its healthcheck. Throws TaskStartError with a reason ('creating_container_error', 'ports_binding_failed', ...).
+   * `devices`: what the task holds of the host; default none assigned (`gpuIds` null).
+   */
+  start(
+    task: TaskConfig,
+    taskHomeDir: string,
+    events: TaskEvents,
+    devices?: TaskDevices,
+  ): Promise<StartedTask>;
 }
 
 export interface StartedTask {

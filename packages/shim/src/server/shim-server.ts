@@ -4,9 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { HttpError, readJsonBody, sendJson } from '@dstack/runner';
 import { ShutdownRequestSchema, TaskConfigSchema, TaskTerminateRequestSchema } from '../api/schemas.js';
-import { readInstanceInfo } from '../instance/instance-info.js';
+import { readHostGpuIds, readInstanceInfo } from '../instance/instance-info.js';
 import { createProcessRuntime } from '../runtime/process/process-runtime.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
+import { GpuAllocator } from '../tasks/gpu-allocator.js';
 import { TaskConflictError, TaskManager, TaskNotFoundError } from '../tasks/task-manager.js';
 import { VERSION } from '../version.js';
 
@@ -25,6 +26,8 @@ export interface ShimOptions {
   homeDir: string;
   /** How tasks run. Default: the process runtime (no containers). */
   runtime?: TaskRuntime;
+  /** The host's GPUs (NVIDIA indices) the shim hands out to tasks. Default: those `nvidia-smi` lists. */
+  gpuIds?: readonly string[];
 }
 
 export interface ShimServer {
@@ -43,7 +46,8 @@ export async function startShim(options: ShimOptions): Promise<ShimServer> {
   const tasksDir = join(options.homeDir, 'tasks');
   await mkdir(tasksDir, { recursive: true });
   const runtime = options.runtime ?? createProcessRuntime();
-  const tasks = new TaskManager(runtime, tasksDir);
+  const gpuIds = options.gpuIds ?? (await readHostGpuIds());
+  const tasks = new TaskManager(runtime, tasksDir, new GpuAllocator(gpuIds));
 
   let closing: Promise<void> | undefined;
   let markClosed: () => void = () => undefined;

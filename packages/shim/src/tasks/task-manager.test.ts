@@ -5,11 +5,13 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type TaskConfig, TaskConfigSchema } from '../api/schemas.js';
 import {
   type StartedTask,
+  type TaskDevices,
   type TaskEvents,
   type TaskRuntime,
   TaskStartError,
 } from '../runtime/task-runtime.js';
 import { eventually } from '../testing/shim-test.test.helpers.js';
+import { GpuAllocator } from './gpu-allocator.js';
 import { TaskConflictError, TaskManager, TaskNotFoundError } from './task-manager.js';
 
 /** A runtime whose starts the test settles by hand, to observe every intermediate status. */
@@ -18,16 +20,23 @@ class ScriptedRuntime implements TaskRuntime {
   readonly starts: Array<{
     task: TaskConfig;
     events: TaskEvents;
+    devices: TaskDevices | undefined;
     succeed(): ScriptedTask;
     fail(error: Error): void;
   }> = [];
 
-  start(task: TaskConfig, taskHomeDir: string, events: TaskEvents): Promise<StartedTask> {
+  start(
+    task: TaskConfig,
+    taskHomeDir: string,
+    events: TaskEvents,
+    devices?: TaskDevices,
+  ): Promise<StartedTask> {
     mkdirSync(taskHomeDir, { recursive: true });
     return new Promise((resolve, reject) => {
       this.starts.push({
         task,
         events,
+        devices,
         succeed: () => {
           const started = new ScriptedTask();
           resolve(started);
@@ -78,8 +87,8 @@ afterEach(() => {
   rmSync(tasksDir, { recursive: true, force: true });
 });
 
-function submit(id: string): void {
-  manager.submit(TaskConfigSchema.parse({ id, name: id, image_name: 'ubuntu' }));
+function submit(id: string, gpu = 0): void {
+  manager.submit(TaskConfigSchema.parse({ id, name: id, image_name: 'ubuntu', gpu }));
 }
 
 async function nextStart() {
@@ -176,5 +185,29 @@ describe('TaskManager', () => {
       status: 'terminated',
       termination_reason: 'terminated_by_user',
     });
+  });
+
+  it('gives concurrent tasks different GPUs of the host, and frees them when a task ends', async () => {
+    manager = new TaskManager(runtime, tasksDir, new GpuAllocator(['0', '1']));
+    submit('a', 1);
+    submit('b', 1);
+    const first = await nextStart();
+    const second = await nextStart();
+    expect([first.devices, second.devices]).toEqual([{ gpuIds: ['0'] }, { gpuIds: ['1'] }]);
+    first.succeed();
+    second.succeed();
+    await eventually(() => (manager.get('b')?.status === 'running' ? true : undefined), 'running');
+
+    submit('c', 1);
+    await eventually(() => (manager.get('c')?.status === 'terminated' ? true : undefined), 'terminated');
+    expect(manager.get('c')).toMatchObject({
+      termination_reason: 'executor_error',
+      termination_message: "the task asks for 1 GPUs but 0 of the host's 2 are free",
+    });
+    expect(runtime.starts).toHaveLength(0);
+
+    await manager.terminate('a', { timeoutSeconds: 0 });
+    submit('d', 1);
+    expect((await nextStart()).devices).toEqual({ gpuIds: ['0'] });
   });
 });

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { RUNNER_DEFAULT_HTTP_PORT } from '@dstack/runner';
 import type { TaskConfig, TaskInfo, TaskStatus } from '../api/schemas.js';
 import { type StartedTask, type TaskRuntime, TaskStartError } from '../runtime/task-runtime.js';
+import { GpuAllocator } from './gpu-allocator.js';
 
 /** A request that does not fit a task's state (duplicate id, removing a running task). */
 export class TaskConflictError extends Error {
@@ -47,6 +48,8 @@ export class TaskManager {
     private readonly runtime: TaskRuntime,
     /** Each task's files go to `<tasksDir>/<task id>`. */
     private readonly tasksDir: string,
+    /** Hands each task GPUs no other task holds. Default: the host's GPUs are unknown. */
+    private readonly gpus: GpuAllocator = new GpuAllocator([]),
   ) {}
 
   list(): Array<{ id: string; status: TaskStatus }> {
@@ -139,14 +142,22 @@ export class TaskManager {
     // Let submit answer before the runtime starts working.
     await Promise.resolve();
     task.status = 'preparing';
+    let gpuIds: readonly string[] | null;
     try {
-      const started = await this.runtime.start(task.config, task.homeDir, {
-        onStatus: (status) => {
+      gpuIds = this.gpus.acquire(task.config.id, task.config.gpu);
+    } catch (error) {
+      this.markTerminated(task, 'executor_error', error instanceof Error ? error.message : String(error));
+      return;
+    }
+    try {
+      const events = {
+        onStatus: (status: 'preparing' | 'pulling' | 'creating') => {
           if (task.status !== 'terminated') {
             task.status = status;
           }
         },
-      });
+      };
+      const started = await this.runtime.start(task.config, task.homeDir, events, { gpuIds });
       task.started = started;
       task.status = 'running';
       started.exited.then(({ exitCode }) => {
@@ -165,7 +176,9 @@ export class TaskManager {
     }
   }
 
+  /** A terminated task's runner is stopped: its GPUs go back to the other tasks. */
   private markTerminated(task: Task, reason: string, message: string | null): void {
+    this.gpus.release(task.config.id);
     task.status = 'terminated';
     task.terminationReason = reason;
     task.terminationMessage = message;

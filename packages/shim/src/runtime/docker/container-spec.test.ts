@@ -137,4 +137,11 @@ describe('containerNameFor', () => {
   it('leaves out an empty task name', () => {
     expect(containerNameFor({ id: 'abcdef0123', name: '' })).toBe('dstack-abcdef01');
   });
+
+  it('requests exactly the GPUs the task holds, by id', () => {
+    expect(specFor({ gpu: 1 }, { gpuIds: ['1'] }).body.HostConfig.DeviceRequests).toEqual([
+      { Driver: 'nvidia', DeviceIDs: ['1'], Capabilities: [['gpu']] },
+    ]);
+    expect(specFor({ gpu: 0 }, { gpuIds: [] }).body.HostConfig.DeviceRequests).toBeUndefined();
+  });
 });

@@ -24,6 +24,11 @@ export interface ContainerSpecInput {
   runnerBundlePath: string;
   /** Host networking: the free host port the runner listens on. Unused in bridge mode. */
   runnerPort: number;
+  /**
+   * The host GPUs (NVIDIA indices) the task holds: the container gets exactly these. Default
+   * null: the host's GPUs are unknown, and the task's `gpu` count goes to Docker as is.
+   */
+  gpuIds?: readonly string[] | null;
   /** Variables the shim sets for the runner; they win over the task's `env`. */
   shimEnvironment?: Record<string, string>;
   /**
@@ -40,9 +45,11 @@ export interface ContainerMount {
   ReadOnly: boolean;
 }
 
+/** Docker's device request: `Count` devices of the driver, or exactly `DeviceIDs`. */
 export interface DeviceRequest {
   Driver: string;
-  Count: number;
+  Count?: number;
+  DeviceIDs?: string[];
   Capabilities: string[][];
 }
 
@@ -129,10 +136,17 @@ export function buildContainerSpec(input: ContainerSpecInput): ContainerSpec {
   if (task.memory > 0) body.HostConfig.Memory = task.memory;
   if (task.cpu > 0) body.HostConfig.NanoCpus = Math.round(task.cpu * 1e9);
   if (task.shm_size > 0) body.HostConfig.ShmSize = task.shm_size;
-  if (task.gpu !== 0) {
-    body.HostConfig.DeviceRequests = [{ Driver: 'nvidia', Count: task.gpu, Capabilities: [['gpu']] }];
-  }
+  const deviceRequest = gpuDeviceRequest(task, input.gpuIds ?? null);
+  if (deviceRequest) body.HostConfig.DeviceRequests = [deviceRequest];
   return { name: containerNameFor(task), body };
+}
+
+/** The task's GPUs: the ones it holds by id, or by count when the host's GPUs are unknown. */
+function gpuDeviceRequest(task: TaskConfig, gpuIds: readonly string[] | null): DeviceRequest | null {
+  if (gpuIds !== null) {
+    return gpuIds.length > 0 ? { Driver: 'nvidia', DeviceIDs: [...gpuIds], Capabilities: [['gpu']] } : null;
+  }
+  return task.gpu !== 0 ? { Driver: 'nvidia', Count: task.gpu, Capabilities: [['gpu']] } : null;
 }
 
 function bindMount(source: string, target: string, readOnly: boolean): ContainerMount {

@@ -3,7 +3,13 @@ import { access, mkdir } from 'node:fs/promises';
 import { RUNNER_BUNDLE_PATH } from '@dstack/runner';
 import type { TaskConfig } from '../../api/schemas.js';
 import { findFreePort } from '../../net/free-port.js';
-import { type StartedTask, type TaskEvents, type TaskRuntime, TaskStartError } from '../task-runtime.js';
+import {
+  type StartedTask,
+  type TaskDevices,
+  type TaskEvents,
+  type TaskRuntime,
+  TaskStartError,
+} from '../task-runtime.js';
 import {
   BRIDGE_RUNNER_PORT_KEY,
   buildContainerSpec,
@@ -63,7 +69,12 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
   const nodeBinaryPath = options.nodeBinaryPath ?? process.execPath;
   const runnerStartTimeoutMs = options.runnerStartTimeoutMs ?? 60_000;
 
-  async function start(task: TaskConfig, taskHomeDir: string, events: TaskEvents): Promise<StartedTask> {
+  async function start(
+    task: TaskConfig,
+    taskHomeDir: string,
+    events: TaskEvents,
+    devices: TaskDevices = { gpuIds: null },
+  ): Promise<StartedTask> {
     events.onStatus('preparing');
     await prepareHost(task, taskHomeDir, runnerBundlePath, nodeBinaryPath);
 
@@ -91,6 +102,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
         runnerBundlePath,
         runnerPort: hostNetworkPort,
         imageUser: userOfImage,
+        gpuIds: devices.gpuIds,
         shimEnvironment: { DSTACK_TASK_ID: task.id, DSTACK_RUNNER_HOME: CONTAINER_RUNNER_HOME },
       });
       const containerId = await createContainer(containers, spec);

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { RunnerClient, type RunnerJobState } from '@dstack/runner';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TaskConfigSchema } from '../../api/schemas.js';
-import type { StartedTask } from '../task-runtime.js';
+import type { StartedTask, TaskDevices } from '../task-runtime.js';
 import { createProcessRuntime } from './process-runtime.js';
 
 const runsAsRoot = process.getuid?.() === 0;
@@ -20,7 +20,7 @@ describe('process runtime', () => {
     for (const directory of directories.splice(0)) await rm(directory, { recursive: true, force: true });
   });
 
-  async function runAs(containerUser: string, commands: string[]) {
+  async function runAs(containerUser: string, commands: string[], devices?: TaskDevices) {
     const homeDir = await mkdtemp(join(tmpdir(), 'dstack-process-runtime-'));
     directories.push(homeDir);
     const task = TaskConfigSchema.parse({
@@ -29,7 +29,12 @@ describe('process runtime', () => {
       image_name: 'ignored',
       container_user: containerUser,
     });
-    const runtimeTask = await createProcessRuntime().start(task, homeDir, { onStatus: () => undefined });
+    const runtimeTask = await createProcessRuntime().start(
+      task,
+      homeDir,
+      { onStatus: () => undefined },
+      devices,
+    );
     started.push(runtimeTask);
     const runner = new RunnerClient(`http://127.0.0.1:${runtimeTask.runnerPort}`);
     await runner.submit({
@@ -73,5 +78,12 @@ describe('process runtime', () => {
     expect(result.states.at(-1)?.termination_message).toBe(
       'user "dstack-no-such-user": no user named "dstack-no-such-user" in /etc/passwd',
     );
+  });
+
+  it('shows the job only the GPUs the task holds', async () => {
+    const result = await runAs('', ['echo "$CUDA_VISIBLE_DEVICES/$NVIDIA_VISIBLE_DEVICES"'], {
+      gpuIds: ['1', '3'],
+    });
+    expect(result.output).toBe('1,3/1,3\n');
   });
 });

@@ -1,6 +1,6 @@
 import { startRunner } from '@dstack/runner';
 import type { TaskConfig } from '../../api/schemas.js';
-import type { StartedTask, TaskEvents, TaskRuntime } from '../task-runtime.js';
+import type { StartedTask, TaskDevices, TaskEvents, TaskRuntime } from '../task-runtime.js';
 import { TaskStartError } from '../task-runtime.js';
 
 export interface ProcessRuntimeOptions {
@@ -11,7 +11,9 @@ export interface ProcessRuntimeOptions {
 /**
  * Runs each task's runner inside the shim's own process, and its job as a child process of the
  * shim's host. There is no container: `image_name`, resources and volumes are ignored, so this
- * runtime suits local machines and tests, not isolation.
+ * runtime suits local machines and tests, not isolation. The only limit it applies is the GPUs
+ * the task holds: its job sees just those (`CUDA_VISIBLE_DEVICES`, `NVIDIA_VISIBLE_DEVICES`);
+ * `cpu` and `memory` are not enforced.
  *
  * Users: the task's `container_user` (or the job spec's `user`) is resolved in the host's
  * /etc/passwd and /etc/group. A shim running as root runs the job as that user; a shim running as
@@ -21,7 +23,12 @@ export interface ProcessRuntimeOptions {
 export function createProcessRuntime(options: ProcessRuntimeOptions = {}): TaskRuntime {
   return {
     name: 'process',
-    async start(task: TaskConfig, taskHomeDir: string, _events: TaskEvents): Promise<StartedTask> {
+    async start(
+      task: TaskConfig,
+      taskHomeDir: string,
+      _events: TaskEvents,
+      devices: TaskDevices = { gpuIds: null },
+    ): Promise<StartedTask> {
       let runner: Awaited<ReturnType<typeof startRunner>>;
       // `startRunner` creates the task's home. The runner lives in this process and answers once
       // `startRunner` resolves (it is listening then): no healthcheck round trip is needed first.
@@ -29,7 +36,7 @@ export function createProcessRuntime(options: ProcessRuntimeOptions = {}): TaskR
         runner = await startRunner({
           port: 0,
           homeDir: taskHomeDir,
-          env: { ...(options.env ?? process.env), ...task.env },
+          env: { ...(options.env ?? process.env), ...task.env, ...visibleGpusEnvironment(devices) },
           defaultJobUser: task.container_user === '' ? undefined : task.container_user,
         });
       } catch (error) {
@@ -38,6 +45,16 @@ export function createProcessRuntime(options: ProcessRuntimeOptions = {}): TaskR
       return startedProcessTask(runner);
     },
   };
+}
+
+/**
+ * The variables that limit CUDA and NVIDIA's container tools to the task's GPUs (none when it
+ * holds none); nothing when the host's GPUs are unknown. They win over the task's own `env`.
+ */
+export function visibleGpusEnvironment(devices: TaskDevices): Record<string, string> {
+  if (devices.gpuIds === null) return {};
+  const visible = devices.gpuIds.join(',');
+  return { CUDA_VISIBLE_DEVICES: visible, NVIDIA_VISIBLE_DEVICES: visible === '' ? 'void' : visible };
 }
 
 function startedProcessTask(runner: Awaited<ReturnType<typeof startRunner>>): StartedTask {

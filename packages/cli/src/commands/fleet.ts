@@ -31,6 +31,19 @@ function instanceBackend(instance: Instance): string {
   return instance.region ? `${instance.backend} (${instance.region})` : instance.backend;
 }
 
+/** The instance's status; one split into blocks and partly taken says how many (`2/4 busy`), as dstack does. */
+function instanceStatus(instance: Instance): string {
+  const totalBlocks = instance.total_blocks ?? 1;
+  if (
+    totalBlocks > 1 &&
+    instance.busy_blocks > 0 &&
+    (instance.status === 'idle' || instance.status === 'busy')
+  ) {
+    return `${instance.busy_blocks}/${totalBlocks} busy`;
+  }
+  return instance.status;
+}
+
 /**
  * Fleets as a table, one line per instance: the fleet's name and nodes on its first line; a fleet
  * without instances gets one line with its own status.
@@ -50,7 +63,7 @@ export function formatFleets(fleets: readonly Fleet[], colors: Colors, now = new
         instanceResources(instance),
         instanceBackend(instance),
         formatPrice(instance.price),
-        instance.status,
+        instanceStatus(instance),
         formatRelativeTime(instance.created, now),
       ]);
     });

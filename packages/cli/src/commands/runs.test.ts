@@ -268,13 +268,16 @@ describe('dstack offer', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
 
 describe('dstack fleet', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it('lists fleets one line per instance', async () => {
-    await startServer({ 'fleets/list': () => [makeFleet('gpus', 2), makeFleet('empty', 0)] });
+    const gpus = makeFleet('gpus', 2);
+    // The second instance is split into 4 blocks, 3 of them taken.
+    Object.assign(gpus.instances[1] ?? {}, { status: 'busy', total_blocks: 4, busy_blocks: 3 });
+    await startServer({ 'fleets/list': () => [gpus, makeFleet('empty', 0)] });
     const result = await harness.run(['fleet', 'list']);
     expect(result.code).toBe(0);
     const lines = result.stdout.trimEnd().split('\n');
     expect(lines).toHaveLength(4);
     expect(lines[1]).toMatch(/^gpus\s+2\s+4xCPU, 16GB, 100GB \(disk\)\s+local \(local\)\s+\$0\.5\s+idle\s+/);
-    expect(lines[2]).toMatch(/^\s+4xCPU, 16GB, 100GB \(disk\)\s+local \(local\)/);
+    expect(lines[2]).toMatch(/^\s+4xCPU, 16GB, 100GB \(disk\)\s+local \(local\)\s+\$0\.5\s+3\/4 busy\s+/);
     expect(lines[3]).toMatch(/^empty\s+0\s+-\s+-\s+-\s+active\s+/);
   });
 

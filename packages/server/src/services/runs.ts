@@ -16,6 +16,7 @@ import {
 import type { AppContext } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
 import { runServicesOf } from '../run-services.js';
+import { type FleetPlacement, fleetInstanceOffers } from './fleet-instance-offers.js';
 import { buildJobSpecs } from './job-specs.js';
 import { explainNoOffers, getOffers, type OfferFilters } from './offers.js';
 import { runOf } from './run-models.js';
@@ -70,16 +71,26 @@ export async function getRunPlan(
   const backends = await runServicesOf(app).backends.getProjectBackends(project.id);
   const filters = offerFiltersOf(runSpec.configuration);
   const jobSpecs = buildJobSpecs(runSpec.run_name ?? 'plan', runSpec);
+  const placement = runSpec.configuration as FleetPlacement & { creation_policy?: string };
+  // With `creation_policy: reuse` the run only takes fleet instances, so backends offer nothing.
+  const mayCreate = placement.creation_policy !== 'reuse';
   const jobPlans: JobPlan[] = await Promise.all(
     jobSpecs.map(async (jobSpec) => {
-      const { offers } = await getOffers(backends, jobSpec.requirements, filters);
+      // Fleet instances first, as dstack lists them: the run takes one of them before launching.
+      const instanceOffers = await fleetInstanceOffers(app, project.id, placement, jobSpec.requirements);
+      const backendOffers = mayCreate
+        ? (await getOffers(backends, jobSpec.requirements, filters)).offers.map((entry) => entry.offer)
+        : [];
+      const offers = [...instanceOffers, ...backendOffers];
       const exclusions =
-        offers.length === 0 ? await explainNoOffers(backends, jobSpec.requirements, filters) : [];
+        offers.length === 0 && mayCreate
+          ? await explainNoOffers(backends, jobSpec.requirements, filters)
+          : [];
       return {
         job_spec: jobSpec,
-        offers: offers.slice(0, maxOffers ?? DEFAULT_MAX_OFFERS).map((entry) => entry.offer),
+        offers: offers.slice(0, maxOffers ?? DEFAULT_MAX_OFFERS),
         total_offers: offers.length,
-        max_price: offers.reduce((max, entry) => Math.max(max, entry.offer.price), 0) || null,
+        max_price: offers.reduce((max, offer) => Math.max(max, offer.price), 0) || null,
         exclusions,
       };
     }),

@@ -67,6 +67,8 @@ export class JobExecutor {
   private finished: Promise<void> = Promise.resolve();
   private stopRequested = false;
   private killTimer: NodeJS.Timeout | undefined;
+  /** When the pending SIGKILL fires (epoch ms). */
+  private killAt = Number.POSITIVE_INFINITY;
 
   constructor(private readonly options: JobExecutorOptions) {
     this.events = new JobEventLog(options);
@@ -172,14 +174,18 @@ export class JobExecutor {
       this.events.addState('terminated', { terminationReason: RunnerTerminationReason.terminatedByUser });
       return;
     }
+    const killAt = Date.now() + grace * 1000;
     if (!this.stopRequested) {
       this.stopRequested = true;
       this.events.addRunnerLog(`stopping the job: SIGTERM, SIGKILL in ${grace}s`);
       this.job.signalGroup('SIGTERM');
-      this.killTimer = setTimeout(() => this.job?.signalGroup('SIGKILL'), grace * 1000);
-    } else if (grace === 0) {
-      this.job.signalGroup('SIGKILL');
+    } else if (killAt >= this.killAt) {
+      return this.finished;
     }
+    // A later stop with a shorter grace (a shim's terminate after the server's stop) brings the kill forward.
+    this.killAt = killAt;
+    clearTimeout(this.killTimer);
+    this.killTimer = setTimeout(() => this.job?.signalGroup('SIGKILL'), grace * 1000);
     return this.finished;
   }
 

@@ -160,6 +160,23 @@ describe('runner API', () => {
     await waitFor(() => !processExists(-pid), 10_000, 'the job process group to exit');
   });
 
+  it('kills the job sooner when a later stop gives a shorter grace (a shim terminate after the server’s stop)', async () => {
+    // A minute of grace from the first stop: the test times out long before if the second is ignored.
+    await runJob(["trap '' TERM; echo pid=$$; sleep 60"], { stop_duration: 60 });
+    const running = await pullUntil(client, (job) => decodeLogs(job.jobLogs).includes('pid='));
+    const pid = printedPid(decodeLogs(running.jobLogs));
+    await client.stop();
+    await pullUntil(client, (job) => decodeLogs(job.runnerLogs).includes('stopping the job'), running);
+    await runner!.stopJob(1);
+    const job = await pullUntil(client, undefined, running, running.states.at(-1)!.timestamp);
+    expect(job.states.at(-1)).toMatchObject({
+      state: 'terminated',
+      termination_reason: 'terminated_by_user',
+    });
+    expect(decodeLogs(job.runnerLogs)).toContain('job exited with signal SIGKILL');
+    await waitFor(() => !processExists(-pid), 10_000, 'the job process group to exit');
+  });
+
   it('pages more than 1000 lines without losing or repeating one', async () => {
     await runJob(['seq 1 2500']);
     const job = await pullUntil(client);

@@ -54,6 +54,8 @@ class ScriptedTask implements StartedTask {
   readonly containerId = 'scripted-id';
   readonly stopCalls: number[] = [];
   removed = false;
+  /** When set, the next stop fails with it (a daemon that does not answer). */
+  stopFailure: Error | undefined;
   private exit: (result: { exitCode: number | null }) => void = () => undefined;
   readonly exited = new Promise<{ exitCode: number | null }>((resolve) => {
     this.exit = resolve;
@@ -61,6 +63,9 @@ class ScriptedTask implements StartedTask {
 
   async stop(timeoutSeconds: number): Promise<void> {
     this.stopCalls.push(timeoutSeconds);
+    const failure = this.stopFailure;
+    this.stopFailure = undefined;
+    if (failure) throw failure;
     this.exit({ exitCode: null });
   }
 
@@ -172,6 +177,25 @@ describe('TaskManager', () => {
     expect(existsSync(join(tasksDir, 'a'))).toBe(false);
     expect(manager.get('a')).toBeUndefined();
     await expect(manager.terminate('a')).rejects.toThrow(TaskNotFoundError);
+  });
+
+  it('lets a terminate that failed to stop the runner be retried, and frees the GPUs then', async () => {
+    manager = new TaskManager(runtime, tasksDir, new GpuAllocator(['0']));
+    submit('a', 1);
+    const started = (await nextStart()).succeed();
+    await eventually(() => (manager.get('a')?.status === 'running' ? true : undefined), 'running');
+    started.stopFailure = new Error('the Docker daemon did not answer');
+    await expect(manager.terminate('a', { timeoutSeconds: 1 })).rejects.toThrow('did not answer');
+    expect(manager.get('a')?.status).toBe('running');
+
+    await manager.terminate('a', { timeoutSeconds: 2 });
+    expect(started.stopCalls).toEqual([1, 2]);
+    expect(manager.get('a')).toMatchObject({
+      status: 'terminated',
+      termination_reason: 'terminated_by_user',
+    });
+    submit('b', 1);
+    expect((await nextStart()).devices).toEqual({ gpuIds: ['0'] });
   });
 
   it('waits for a start in progress before stopping it', async () => {

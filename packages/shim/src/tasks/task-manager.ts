@@ -111,6 +111,11 @@ export class TaskManager {
         );
       }
     })();
+    // A stop that failed (the daemon did not answer) leaves the task as it was: a later
+    // terminate tries again, as with dstack's shim, instead of getting this failure forever.
+    task.terminating.catch(() => {
+      task.terminating = undefined;
+    });
     return task.terminating;
   }
 

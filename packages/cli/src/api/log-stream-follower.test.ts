@@ -80,6 +80,28 @@ describe('LogStreamFollower', () => {
     ]);
   });
 
+  it('retries a first open that fails with a server error, and gives up like a broken stream', async () => {
+    let opened = 0;
+    const client = await clientFor({
+      'logs/stream': () => {
+        opened += 1;
+        if (opened <= 2) return new HttpAnswer(503, { detail: [{ msg: 'restarting', code: 'error' }] });
+        return new StreamAnswer([eventLine(0), { end: 'run_finished', status: 'done', next_token: '1' }]);
+      },
+    });
+    const follower = await LogStreamFollower.open(client, 'train', { reconnectDelayMs: 1 });
+    const events: LogEvent[] = [];
+    await follower?.follow((event) => events.push(event));
+    expect(events).toEqual([logs[0]]);
+    expect(opened).toBe(3);
+
+    if (server)
+      server.handlers['logs/stream'] = () =>
+        new HttpAnswer(500, { detail: [{ msg: 'down', code: 'error' }] });
+    const failing = await LogStreamFollower.open(client, 'train', { reconnectDelayMs: 1 });
+    await expect(failing?.follow(() => {})).rejects.toThrow('down');
+  });
+
   it('gives up after repeated failures without progress', async () => {
     let opened = 0;
     const client = await clientFor({

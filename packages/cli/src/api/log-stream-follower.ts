@@ -42,21 +42,28 @@ export class LogStreamFollower {
   readonly #reconnectDelayMs: number;
   #lines: LogStreamLines | null;
   #nextToken: string | null = null;
+  /** Why the first open failed, when `follow` must open the stream itself. */
+  readonly #openError: unknown;
 
   private constructor(
     client: DstackApiClient,
     runName: string,
-    lines: LogStreamLines,
+    opened: { lines: LogStreamLines } | { error: unknown },
     options: LogStreamFollowerOptions,
   ) {
     this.#client = client;
     this.#runName = runName;
-    this.#lines = lines;
+    this.#lines = 'lines' in opened ? opened.lines : null;
+    this.#openError = 'error' in opened ? opened.error : undefined;
     this.#signal = options.signal;
     this.#reconnectDelayMs = options.reconnectDelayMs ?? 1_000;
   }
 
-  /** Opens the stream; null when the server has no `logs/stream` (then poll with `LogReader`). */
+  /**
+   * Opens the stream; null when the server has no `logs/stream` (then poll with `LogReader`).
+   * A failure that reopening may cure (a restarting server, a reset) is left to `follow`, which
+   * retries as it does for a broken stream.
+   */
   static async open(
     client: DstackApiClient,
     runName: string,
@@ -64,17 +71,18 @@ export class LogStreamFollower {
   ): Promise<LogStreamFollower | null> {
     try {
       const lines = await client.streamLogs({ run_name: runName }, { signal: options.signal });
-      return new LogStreamFollower(client, runName, lines, options);
+      return new LogStreamFollower(client, runName, { lines }, options);
     } catch (error) {
       if (isMissingEndpoint(error)) return null;
-      throw error;
+      if (options.signal?.aborted || !isRetryable(error)) throw error;
+      return new LogStreamFollower(client, runName, { error }, options);
     }
   }
 
   /** Calls `onEvent` for each log event, in order, until the run is finished and all were delivered. */
   async follow(onEvent: (event: LogEvent) => void): Promise<void> {
     let failures = 0;
-    let lastError: unknown;
+    let lastError: unknown = this.#openError;
     for (;;) {
       if (this.#lines) {
         lastError = new UnexpectedResponseError(

@@ -86,4 +86,24 @@ describe.skipIf(!reachable)('two servers on one Postgres', () => {
     expect(runs).toHaveLength(24);
     for (const run of runs) expect(run.jobs[0]?.job_submissions).toHaveLength(1);
   });
+
+  it('never grows a fleet past nodes.max while both servers place jobs in it', async () => {
+    const [a, b] = servers as [HarnessServer, HarnessServer];
+    const applied = await a.call('/api/project/main/fleets/apply', {
+      plan: {
+        spec: { configuration: { type: 'fleet', name: 'capped', nodes: { min: 0, target: 0, max: 2 } } },
+      },
+    });
+    expect(applied.status).toBe(200);
+    const launchedBefore = backend.provisioned.length;
+    const names = Array.from({ length: 12 }, (_, index) => `capped-${index}`);
+    await Promise.all(
+      names.map((name, index) =>
+        applyTask(index % 2 === 0 ? a : b, task(name, ['echo ok'], { fleets: ['capped'] })),
+      ),
+    );
+    // Jobs that find the fleet full end with no capacity (as in dstack); the others run on its instances.
+    for (const name of names) await a.waitForRun(name, ['done', 'failed', 'terminated'], 90_000);
+    expect(backend.provisioned.length - launchedBefore).toBeLessThanOrEqual(2);
+  });
 });

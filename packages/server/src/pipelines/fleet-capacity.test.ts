@@ -137,3 +137,51 @@ describe('fleet provisioning with limited capacity', () => {
     expect(await instancesOf(s)).toHaveLength(0);
   });
 });
+
+describe('fleet max under concurrent jobs', () => {
+  it('launches no more than max instances for jobs placed at the same time', async () => {
+    const s = await start();
+    await applyFleet(s.app, s.project, {
+      type: 'fleet',
+      name: 'pool',
+      nodes: { min: 0, target: 0, max: 1 },
+    });
+    for (const name of ['first', 'second']) {
+      const spec = { configuration: { type: 'task', name, commands: ['true'], fleets: ['pool'] } };
+      await applyRun(s.app, s.project, s.admin, spec as unknown as RunSpec);
+    }
+    // One round claims both jobs: their workers run at the same time.
+    await s.step('jobs-submitted');
+    const live = (await instancesOf(s)).filter((row) => row.status !== 'terminated');
+    expect(live).toHaveLength(1);
+    expect(s.backend.callsOf('runJob')).toHaveLength(1);
+  });
+});
+
+describe('fleet instances that do not answer', () => {
+  it('places no job on an unreachable idle instance (as dstack)', async () => {
+    const s = await start();
+    await applyFleet(s.app, s.project, { type: 'fleet', name: 'pool', nodes: { min: 1, target: 1, max: 1 } });
+    await s.step('fleets');
+    const [instance] = await instancesOf(s);
+    // The instance came up, then its shim stopped answering.
+    await s.app.db
+      .updateTable('instances')
+      .set({ status: 'idle', idle_since: Date.now(), unreachable: 1 })
+      .where('id', '=', instance?.id ?? '')
+      .execute();
+    const spec = {
+      configuration: { type: 'task', name: 'needs-host', commands: ['true'], fleets: ['pool'] },
+    };
+    const run = await applyRun(s.app, s.project, s.admin, spec as unknown as RunSpec);
+    await s.step('jobs-submitted');
+    const job = await s.app.db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('run_id', '=', run.id)
+      .executeTakeFirstOrThrow();
+    expect(job.instance_id).toBeNull();
+    expect(job.termination_reason).toBe('failed_to_start_due_to_no_capacity');
+    expect((await instancesOf(s))[0]).toMatchObject({ status: 'idle', busy_blocks: 0 });
+  });
+});

@@ -179,6 +179,38 @@ describe('fleet blocks on GPU instances', () => {
   });
 });
 
+describe('blocks of a job stopped while its launch is stranded', () => {
+  it('frees every block the stored launch took for the job', async () => {
+    const h = await startWithGpuHosts();
+    await applyFleet(h.app, h.project, { type: 'fleet', name: 'pool', nodes: '0..1', blocks: 'auto' });
+    const run = await h.applyTask('two-gpus', {
+      commands: ['true'],
+      fleets: ['pool'],
+      resources: { gpu: 2, cpu: '1..', memory: '1GB..' },
+    });
+    await h.step('jobs-submitted');
+    const job = await onlyJob(h, run.id);
+    expect(await h.instance(job.instance_id)).toMatchObject({ total_blocks: 4, busy_blocks: 2 });
+    // The state a server leaves when it dies after the launch was stored on the instance and
+    // before it was stored on the job; then the run is stopped.
+    await h.app.db
+      .updateTable('jobs')
+      .set({
+        status: 'terminating',
+        termination_reason: 'terminated_by_user',
+        instance_assigned: 0,
+        job_provisioning_data: null,
+        job_runtime_data: null,
+        last_processed_at: 0,
+      })
+      .where('id', '=', job.id)
+      .execute();
+    await h.step('jobs-terminating');
+    expect((await onlyJob(h, run.id)).status).toBe('terminated');
+    expect(await h.instance(job.instance_id)).toMatchObject({ status: 'provisioning', busy_blocks: 0 });
+  });
+});
+
 describe('fleet blocks with real agents', () => {
   it('runs 4 one-block jobs at once on a 4-block instance; a 5th waits for a block', async () => {
     const h = await createPipelineHarness({ cpus: 4, memoryGb: 16 });

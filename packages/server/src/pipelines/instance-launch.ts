@@ -32,15 +32,22 @@ import {
   type RunJobParams,
   type RunSpec,
 } from '@dstack/core';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { AppContext } from '../context.js';
-import type { FleetsTable, InstancesTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
+import type {
+  Database,
+  FleetsTable,
+  InstancesTable,
+  JobsTable,
+  ProjectsTable,
+  RunsTable,
+} from '../db/schema.js';
 import { fleetConfigurationOf } from '../services/fleets.js';
 import type { BackendOffer } from '../services/offers.js';
 import { errorMessage, projectOf, runRowOf } from './rows.js';
 
-export async function nextInstanceNum(app: AppContext, fleetId: string): Promise<number> {
-  const row = await app.db
+export async function nextInstanceNum(db: Kysely<Database>, fleetId: string): Promise<number> {
+  const row = await db
     .selectFrom('instances')
     .select(sql<number>`COALESCE(MAX(instance_num), -1)`.as('max'))
     .where('fleet_id', '=', fleetId)
@@ -61,49 +68,80 @@ export interface PendingInstanceOptions {
   busyBlocks: number;
 }
 
-/** Inserts a `pending` instance named `{fleet}-{n}` (dstack's naming) and returns it. */
+/**
+ * Inserts a `pending` instance named `{fleet}-{n}` (dstack's naming) and returns it; with
+ * `maxLive`, only while the fleet has fewer live instances than that (null otherwise). The
+ * fleet row is locked meanwhile (a transaction is exclusive on SQLite), as dstack locks the
+ * fleet it provisions in: two jobs or servers growing one fleet at once neither pass its `max`
+ * nor take the same instance number.
+ */
+export function insertPendingInstance(
+  app: AppContext,
+  options: PendingInstanceOptions,
+): Promise<InstancesTable>;
+export function insertPendingInstance(
+  app: AppContext,
+  options: PendingInstanceOptions,
+  maxLive: number | null,
+): Promise<InstancesTable | null>;
 export async function insertPendingInstance(
   app: AppContext,
   options: PendingInstanceOptions,
-): Promise<InstancesTable> {
-  const now = Date.now();
-  const instanceNum = await nextInstanceNum(app, options.fleet.id);
-  const row: InstancesTable = {
-    id: randomUUID(),
-    project_id: options.projectId,
-    fleet_id: options.fleet.id,
-    name: `${options.fleet.name}-${instanceNum}`,
-    instance_num: instanceNum,
-    status: 'pending',
-    unreachable: 0,
-    termination_reason: null,
-    termination_reason_message: null,
-    created_at: now,
-    last_processed_at: now,
-    started_at: null,
-    finished_at: null,
-    backend: null,
-    region: null,
-    price: null,
-    offer: null,
-    job_provisioning_data: null,
-    requirements: JSON.stringify(options.requirements),
-    instance_configuration: null,
-    termination_idle_time: options.terminationIdleTime,
-    termination_deadline: null,
-    provisioning_deadline: null,
-    first_termination_retry_at: null,
-    last_termination_retry_at: null,
-    idle_since: null,
-    total_blocks: 1,
-    busy_blocks: options.busyBlocks,
-    deleted: 0,
-    lock_expires_at: null,
-    lock_token: null,
-    lock_owner: null,
-  };
-  await app.db.insertInto('instances').values(row).execute();
-  return row;
+  maxLive: number | null = null,
+): Promise<InstancesTable | null> {
+  return app.db.transaction().execute(async (transaction) => {
+    let fleetLock = transaction.selectFrom('fleets').select('id').where('id', '=', options.fleet.id);
+    if (app.dialect === 'postgres') fleetLock = fleetLock.forUpdate();
+    await fleetLock.execute();
+    if (maxLive !== null) {
+      const live = await transaction
+        .selectFrom('instances')
+        .select(sql<number>`COUNT(*)`.as('count'))
+        .where('fleet_id', '=', options.fleet.id)
+        .where('deleted', '=', 0)
+        .where('status', 'not in', ['terminating', 'terminated'])
+        .executeTakeFirst();
+      if (Number(live?.count ?? 0) >= maxLive) return null;
+    }
+    const now = Date.now();
+    const instanceNum = await nextInstanceNum(transaction, options.fleet.id);
+    const row: InstancesTable = {
+      id: randomUUID(),
+      project_id: options.projectId,
+      fleet_id: options.fleet.id,
+      name: `${options.fleet.name}-${instanceNum}`,
+      instance_num: instanceNum,
+      status: 'pending',
+      unreachable: 0,
+      termination_reason: null,
+      termination_reason_message: null,
+      created_at: now,
+      last_processed_at: now,
+      started_at: null,
+      finished_at: null,
+      backend: null,
+      region: null,
+      price: null,
+      offer: null,
+      job_provisioning_data: null,
+      requirements: JSON.stringify(options.requirements),
+      instance_configuration: null,
+      termination_idle_time: options.terminationIdleTime,
+      termination_deadline: null,
+      provisioning_deadline: null,
+      first_termination_retry_at: null,
+      last_termination_retry_at: null,
+      idle_since: null,
+      total_blocks: 1,
+      busy_blocks: options.busyBlocks,
+      deleted: 0,
+      lock_expires_at: null,
+      lock_token: null,
+      lock_owner: null,
+    };
+    await transaction.insertInto('instances').values(row).execute();
+    return row;
+  });
 }
 
 export type LaunchResult =

@@ -5,12 +5,19 @@
  * `waiting_instance_limit_exceeded`, and the run fails, or is resubmitted when
  * its `retry` covers errors.
  */
+import type { Compute } from '@dstack/core';
+import type { FakeBackend } from '@dstack/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createPipelineHarness, type PipelineHarness } from './pipeline-harness.test.helpers.js';
+import { runServicesOf } from '../run-services.js';
+import {
+  createFakeBackendPipelineHarness,
+  createPipelineHarness,
+  type PipelineHarness,
+} from './pipeline-harness.test.helpers.js';
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
-let harness: PipelineHarness | undefined;
+let harness: PipelineHarness | PipelineHarness<FakeBackend> | undefined;
 
 afterEach(async () => {
   await harness?.close();
@@ -95,5 +102,39 @@ describe('provisioning timeout', () => {
     ]);
     // The resubmission gets a new instance: the timed-out one is gone.
     expect(h.backend.provisioned).toHaveLength(2);
+  });
+});
+
+describe('an instance coming up while its job stops', () => {
+  it('comes up idle when the job freed its blocks during the pass', async () => {
+    // Container instances answer as soon as they have a hostname: the pass that fills it brings them up.
+    const h = await createFakeBackendPipelineHarness({ computeKind: 'container' });
+    harness = h;
+    const run = await h.applyTask('stopped-early', { commands: ['true'] });
+    await h.step('jobs-submitted');
+    const [job] = await h.jobs(run.id);
+    expect(job?.status).toBe('provisioning');
+    expect((await h.instance(job?.instance_id ?? null)).busy_blocks).toBe(1);
+    // The job is stopped and freed while the instance pipeline polls the cloud for its hostname.
+    const backends = runServicesOf(h.app).backends;
+    const projectBackends = backends.getProjectBackends.bind(backends);
+    vi.spyOn(backends, 'getProjectBackends').mockImplementation(async (projectId) =>
+      (await projectBackends(projectId)).map((backend) => {
+        const compute: Compute = Object.create(backend.compute);
+        compute.updateProvisioningData = async (...args) => {
+          await h.app.db
+            .updateTable('jobs')
+            .set({ status: 'terminating', termination_reason: 'terminated_by_user', last_processed_at: 0 })
+            .where('id', '=', job?.id ?? '')
+            .execute();
+          await h.step('jobs-terminating');
+          return backend.compute.updateProvisioningData(...args);
+        };
+        return { ...backend, compute };
+      }),
+    );
+    await h.step('instances');
+    expect((await h.jobs(run.id))[0]?.status).toBe('terminated');
+    expect(await h.instance(job?.instance_id ?? null)).toMatchObject({ status: 'idle', busy_blocks: 0 });
   });
 });

@@ -13,6 +13,7 @@ import {
   NotYetTerminatedError,
   ProvisioningError,
 } from '@dstack/core';
+import { sql } from 'kysely';
 import { stopDeployedShim } from '../agents/ssh-host-deploy.js';
 import type { AppContext } from '../context.js';
 import type { InstancesTable, ProjectsTable } from '../db/schema.js';
@@ -107,11 +108,13 @@ async function processProvisioning(app: AppContext, instance: InstancesTable, lo
   }
   const updated = { ...instance, job_provisioning_data: JSON.stringify(provisioningData) };
   if (provisioningData.hostname && (await shimAnswers(app, project, updated))) {
-    const idle = instance.busy_blocks === 0;
+    // Decided on the row as it is now: a job that stopped during this pass freed its blocks
+    // without the claim, and an instance left busy with no job would never time out idle.
+    const idle = sql<boolean>`busy_blocks = 0`;
     await lock.release({
       job_provisioning_data: updated.job_provisioning_data,
-      status: idle ? 'idle' : 'busy',
-      idle_since: idle ? Date.now() : null,
+      status: sql`CASE WHEN ${idle} THEN 'idle' ELSE 'busy' END`,
+      idle_since: sql`CASE WHEN ${idle} THEN CAST(${Date.now()} AS BIGINT) ELSE NULL END`,
     });
     await markInstanceJobsDue(app, instance.id);
     // An instance that came up with free blocks (a fleet's, or one split into blocks) may take a waiting job.

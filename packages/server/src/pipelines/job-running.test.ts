@@ -3,6 +3,7 @@
  * reason `max_duration_exceeded` (final status terminated), and the run ends
  * failed (job_failed), as in dstack.
  */
+import { ShimClient } from '@dstack/shim';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { pullIntervalMs } from './job-running.js';
 import { createPipelineHarness, type PipelineHarness } from './pipeline-harness.test.helpers.js';
@@ -66,5 +67,26 @@ describe('pullIntervalMs', () => {
     expect(pullIntervalMs(submitted, 1_000_000 + 2_000)).toBe(500);
     expect(pullIntervalMs(submitted, 1_000_000 + 4_000)).toBe(1_000);
     expect(pullIntervalMs(submitted, 1_000_000 + 3_600_000)).toBe(1_000);
+  });
+});
+
+describe('a job placed on an instance that is already up', () => {
+  it('waits for its runner from the job submission, not from when the instance was provisioned', async () => {
+    const h = await createPipelineHarness();
+    harness = h;
+    const first = await h.applyTask('warm-up', { commands: ['true'] });
+    await h.stepUntil(async () => (await h.run(first.id)).status === 'done');
+    const instanceId = (await h.jobs(first.id))[0]?.instance_id ?? null;
+    expect((await h.instance(instanceId)).status).toBe('idle');
+    // The instance has been up for longer than its provisioning timeout.
+    h.advance(11 * 60_000);
+    const second = await h.applyTask('reuses', { commands: ['true'] });
+    await h.step('jobs-submitted');
+    expect((await h.jobs(second.id))[0]).toMatchObject({ status: 'provisioning', instance_id: instanceId });
+    // One submit that does not get through (a dropped connection) is tried again.
+    vi.spyOn(ShimClient.prototype, 'submitTask').mockRejectedValueOnce(new Error('socket hang up'));
+    await h.step('jobs-running');
+    expect((await h.jobs(second.id))[0]?.status).toBe('provisioning');
+    await h.stepUntil(async () => (await h.run(second.id)).status === 'done');
   });
 });

@@ -74,8 +74,15 @@ async function terminate(
   // The run follows the job once it has ended (job-terminating marks the run due then).
 }
 
+/**
+ * When the job's agent must have started: the instance's provisioning timeout after the job was
+ * submitted (dstack measures the submission's age), not the instance's own deadline, which has
+ * long passed for an instance that was up before the job was placed on it.
+ */
 function startingDeadline(context: JobContext): number {
-  return context.instance.provisioning_deadline ?? context.job.submitted_at + DEFAULT_PROVISIONING_MS;
+  const { provisioning_deadline: deadline, started_at: startedAt } = context.instance;
+  const timeoutMs = deadline !== null && startedAt !== null ? deadline - startedAt : DEFAULT_PROVISIONING_MS;
+  return context.job.submitted_at + timeoutMs;
 }
 
 async function retrySoonOrTimeOut(context: JobContext, why: string): Promise<void> {

@@ -32,6 +32,7 @@ import {
   requirementsForSplitInstance,
   runtimeDataForShare,
   shareableOffers,
+  shareOfLaunchedInstance,
   shareOfNewInstance,
   smallestFittingShare,
 } from '../services/instance-blocks.js';
@@ -121,6 +122,8 @@ async function assignFleetInstance(
     )
     .where('status', 'in', ['idle', 'busy'])
     .where('deleted', '=', 0)
+    // A job on an instance whose shim does not answer could only wait for it (dstack skips them too).
+    .where('unreachable', '=', 0)
     .where(sql<boolean>`busy_blocks < total_blocks`)
     .orderBy('price')
     .execute();
@@ -244,13 +247,22 @@ async function provision(
   }
   const fleetConfiguration = fleetConfigurationOf(fleet);
   // The placeholder is written before any cloud call, so every machine we create is tracked.
-  const instance = await insertPendingInstance(app, {
-    projectId: project.id,
-    fleet,
-    requirements: jobSpec.requirements,
-    terminationIdleTime: idleSeconds(configuration, fleetConfiguration),
-    busyBlocks: 1,
-  });
+  const instance = await insertPendingInstance(
+    app,
+    {
+      projectId: project.id,
+      fleet,
+      requirements: jobSpec.requirements,
+      terminationIdleTime: idleSeconds(configuration, fleetConfiguration),
+      busyBlocks: 1,
+    },
+    fleetConfiguration.nodes?.max ?? null,
+  );
+  if (instance === null) {
+    // Another job took the fleet's last place meanwhile: the next pass looks for capacity again.
+    await lock.release({ last_processed_at: dueIn(100, MIN_INTERVAL_MS) });
+    return;
+  }
   // Recorded on the job before the backend is called: a retry after a crash launches this
   // same instance (same idempotency key) instead of a second one.
   const recorded = await app.db
@@ -355,15 +367,7 @@ async function resumeRecordedLaunch(
   // The launch was stored on the instance, not on the job: the job takes it as a new launch would
   // (the blocks it holds were counted when the launch was stored).
   const alreadyUp = instance.status !== 'provisioning';
-  const share = instance.offer
-    ? shareOfNewInstance(
-        {
-          ...(JSON.parse(instance.offer) as InstanceOfferWithAvailability),
-          total_blocks: instance.total_blocks,
-        },
-        jobSpecOf(job).requirements,
-      )
-    : null;
+  const share = shareOfLaunchedInstance(instance, jobSpecOf(job).requirements);
   await lock.release({
     status: 'provisioning',
     instance_id: instance.id,

@@ -10,7 +10,7 @@ import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable } from '../db/schema.js';
 import { runServicesOf } from '../run-services.js';
-import { blocksHeldBy } from '../services/instance-blocks.js';
+import { blocksHeldBy, shareOfLaunchedInstance } from '../services/instance-blocks.js';
 import { runnerClientFor, shimClientFor } from './agent-clients.js';
 import { abandonPendingInstance } from './instance-launch.js';
 import { pullRunner, runnerPortOf, runnerWasStarted } from './job-running.js';
@@ -39,7 +39,12 @@ const RUNNER_REASONS: readonly string[] = [
  * comes up idle (and its fleet's idle rules apply) instead of busy with no job forever.
  */
 async function freeInstanceBlocks(app: AppContext, instance: InstancesTable, job: JobsTable): Promise<void> {
-  const blocks = blocksHeldBy(job.job_runtime_data);
+  // A launch stored on the instance but never on the job (its server died in between) counted
+  // the job's share on the instance only.
+  const storedLaunchOnly = job.instance_assigned === 0 && job.job_runtime_data === null;
+  const blocks = storedLaunchOnly
+    ? (shareOfLaunchedInstance(instance, jobSpecOf(job).requirements)?.blocks ?? 1)
+    : blocksHeldBy(job.job_runtime_data);
   const becomesIdle = sql<boolean>`(status = 'busy' AND busy_blocks <= ${blocks})`;
   await app.db
     .updateTable('instances')

@@ -1,7 +1,8 @@
 /**
  * `retry`: a run whose job failed on one of `retry.on_events` goes back to
  * pending and is resubmitted after dstack's backoff (15s, 30s, 1m, 2m, 5m,
- * then 10m), as long as `retry.duration` has not passed since it was submitted.
+ * then 10m), as long as `retry.duration` has not passed since the job's last submission that
+ * got an instance failed (since the run was submitted, when none ever got one), as in dstack.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createPipelineHarness, type PipelineHarness } from './pipeline-harness.test.helpers.js';
@@ -121,7 +122,12 @@ describe('run retry', () => {
     // Nothing here interrupts an instance: the job is put in the state an interruption leaves.
     await h.app.db
       .updateTable('jobs')
-      .set({ status: 'failed', termination_reason: 'interrupted_by_no_capacity', finished_at: h.now() })
+      .set({
+        status: 'failed',
+        termination_reason: 'interrupted_by_no_capacity',
+        finished_at: h.now(),
+        job_provisioning_data: '{}',
+      })
       .where('run_id', '=', run.id)
       .execute();
     await h.app.db.updateTable('runs').set({ last_processed_at: 0 }).where('id', '=', run.id).execute();
@@ -129,6 +135,107 @@ describe('run retry', () => {
     const row = await h.run(run.id);
     expect(row).toMatchObject({ status: 'pending', resubmission_attempt: 1 });
     expect(row.next_triggered_at).toBe(h.now() + 15_000);
+  });
+
+  it('counts retry.duration from the failure of a job that ran, not from the run submission (as dstack)', async () => {
+    const h = await createPipelineHarness();
+    harness = h;
+    const run = await h.applyTask('long-job', {
+      commands: ['true'],
+      retry: { on_events: ['interruption'], duration: '1h' },
+    });
+    await h.step('jobs-submitted');
+    expect((await h.jobs(run.id))[0]?.status).toBe('provisioning');
+    // The job ran for two hours, longer than retry.duration, before its spot instance was lost.
+    h.advance(2 * 3_600_000);
+    await h.app.db
+      .updateTable('jobs')
+      .set({ status: 'failed', termination_reason: 'interrupted_by_no_capacity', finished_at: h.now() })
+      .where('run_id', '=', run.id)
+      .execute();
+    await h.app.db.updateTable('runs').set({ last_processed_at: 0 }).where('id', '=', run.id).execute();
+    await h.step('runs');
+    expect(await h.run(run.id)).toMatchObject({ status: 'pending', resubmission_attempt: 1 });
+  });
+
+  it('stops retrying once retry.duration has passed since the job that ran failed', async () => {
+    const h = await createPipelineHarness();
+    harness = h;
+    const run = await h.applyTask('lost-for-long', {
+      ...NO_CAPACITY_TASK,
+      retry: { on_events: ['interruption', 'no-capacity'], duration: '1h' },
+    });
+    // The first submission ran and was interrupted; no capacity was found for it since.
+    await h.app.db
+      .updateTable('jobs')
+      .set({
+        status: 'failed',
+        termination_reason: 'interrupted_by_no_capacity',
+        finished_at: h.now(),
+        job_provisioning_data: '{}',
+      })
+      .where('run_id', '=', run.id)
+      .execute();
+    await h.app.db.updateTable('runs').set({ last_processed_at: 0 }).where('id', '=', run.id).execute();
+    await h.step('runs');
+    h.advance(3_601_000);
+    await h.step('runs');
+    await failForNoCapacity(h);
+    expect(await h.jobs(run.id)).toHaveLength(2);
+    expect(await h.run(run.id)).toMatchObject({ status: 'terminating', termination_reason: 'job_failed' });
+  });
+
+  it('starts the backoff over once a resubmission gets an instance (as dstack)', async () => {
+    const h = await createPipelineHarness();
+    harness = h;
+    const run = await h.applyTask('interrupted-often', {
+      commands: ['true'],
+      retry: { on_events: ['interruption'], duration: '1h' },
+    });
+    // Three earlier submissions were interrupted; this one got an instance again.
+    await h.app.db.updateTable('runs').set({ resubmission_attempt: 3 }).where('id', '=', run.id).execute();
+    await h.step('jobs-submitted');
+    expect((await h.jobs(run.id))[0]?.status).toBe('provisioning');
+    await h.step('runs');
+    expect(await h.run(run.id)).toMatchObject({ status: 'provisioning', resubmission_attempt: 0 });
+  });
+
+  it('resubmits a multi-node task once the nodes it stopped for the retry have ended', async () => {
+    const h = await createPipelineHarness();
+    harness = h;
+    const run = await h.applyTask('cluster', {
+      commands: ['true'],
+      nodes: 2,
+      retry: { on_events: ['error'], duration: '1h' },
+    });
+    const [master, worker] = await h.jobs(run.id);
+    // The master failed while the worker still runs.
+    await h.app.db
+      .updateTable('jobs')
+      .set({
+        status: 'failed',
+        termination_reason: 'container_exited_with_error',
+        finished_at: h.now(),
+        job_provisioning_data: '{}',
+      })
+      .where('id', '=', master?.id ?? '')
+      .execute();
+    await h.app.db
+      .updateTable('jobs')
+      .set({ status: 'running', job_provisioning_data: '{}' })
+      .where('id', '=', worker?.id ?? '')
+      .execute();
+    await h.app.db.updateTable('runs').set({ last_processed_at: 0 }).where('id', '=', run.id).execute();
+    await h.step('runs');
+    expect((await h.jobs(run.id))[1]).toMatchObject({
+      status: 'terminating',
+      termination_reason: 'terminated_by_server',
+    });
+    await h.step('jobs-terminating');
+    expect((await h.jobs(run.id))[1]?.status).toBe('terminated');
+    h.advance(1_000);
+    await h.step('runs');
+    expect(await h.run(run.id)).toMatchObject({ status: 'pending', resubmission_attempt: 1 });
   });
 
   it('retries on error: a command that fails through the real agents is resubmitted', async () => {

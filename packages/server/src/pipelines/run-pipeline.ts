@@ -69,13 +69,40 @@ async function terminateJobs(
   return allDone;
 }
 
-function shouldRetry(run: RunsTable, job: JobsTable): boolean {
+/**
+ * Whether the failed `job` is retried (dstack's `_should_retry_job`). Retrying lasts
+ * `retry.duration` from the failure of the job's last submission that got an instance (by
+ * its reason's event), or, when none ever did and it found no capacity, from the run's submission.
+ */
+function shouldRetry(run: RunsTable, job: JobsTable, submissions: readonly JobsTable[]): boolean {
   const retry = (JSON.parse(job.job_spec_data) as JobSpec).retry;
-  if (!retry || !job.termination_reason) return false;
-  const event = jobTerminationReasonToRetryEvent(job.termination_reason as JobTerminationReason);
-  if (!event || !retry.on_events.includes(event)) return false;
+  if (!retry) return false;
+  const retriedOn = (reason: string | null) => {
+    const event = reason === null ? null : jobTerminationReasonToRetryEvent(reason as JobTerminationReason);
+    return event !== null && retry.on_events.includes(event);
+  };
+  const lastProvisioned = submissions
+    .filter(
+      (other) =>
+        other.replica_num === job.replica_num &&
+        other.job_num === job.job_num &&
+        other.job_provisioning_data !== null,
+    )
+    .sort((a, b) => b.submission_num - a.submission_num)[0];
+  let retryingSince: number;
+  if (lastProvisioned === undefined) {
+    if (
+      !(job.termination_reason === 'failed_to_start_due_to_no_capacity' && retriedOn(job.termination_reason))
+    ) {
+      return false;
+    }
+    retryingSince = run.submitted_at;
+  } else {
+    if (!retriedOn(lastProvisioned.termination_reason)) return false;
+    retryingSince = lastProvisioned.finished_at ?? lastProvisioned.last_processed_at;
+  }
   const duration = retry.duration ?? DEFAULT_RETRY_DURATION;
-  return Date.now() - run.submitted_at <= duration * 1000;
+  return Date.now() - retryingSince <= duration * 1000;
 }
 
 async function processTerminating(
@@ -127,7 +154,10 @@ async function followJobs(app: AppContext, run: RunsTable, jobs: JobsTable[], lo
   const failed = latest.filter((job) => ['failed', 'terminated', 'aborted'].includes(job.status));
   if (failed.length > 0) {
     const active = latest.filter((job) => !FINISHED_JOB_STATUSES.includes(job.status));
-    if (failed.every((job) => shouldRetry(run, job))) {
+    // The other nodes of a multi-node run are stopped by the server for its retry: their
+    // ending does not decide whether it is retried.
+    const failures = failed.filter((job) => job.termination_reason !== 'terminated_by_server');
+    if (failures.length > 0 && failures.every((job) => shouldRetry(run, job, jobs))) {
       if (active.length > 0) {
         // Multi-node: the other nodes stop before the run is resubmitted.
         await terminateJobs(app, active, 'terminated_by_server');
@@ -163,7 +193,10 @@ async function followJobs(app: AppContext, run: RunsTable, jobs: JobsTable[], lo
     : statuses.some((s) => s === 'provisioning' || s === 'pulling')
       ? 'provisioning'
       : run.status;
-  await lock.release({ status });
+  // A resubmission that got an instance starts the backoff over (dstack resets the attempts
+  // when the run becomes provisioning), so a long run interrupted now and then is not held 10 minutes.
+  const provisioned = status === 'provisioning' && run.status !== 'provisioning';
+  await lock.release({ status, ...(provisioned ? { resubmission_attempt: 0 } : {}) });
 }
 
 export function runPipeline(app: AppContext): PipelineDefinition<RunsTable> {

@@ -146,6 +146,19 @@ export function shareOfNewInstance(
 }
 
 /**
+ * The share a job took of an instance launched for it, from the offer stored with the launch
+ * (the blocks the launch counted for it); null when no offer was stored.
+ */
+export function shareOfLaunchedInstance(
+  instance: { offer: string | null; total_blocks: number },
+  requirements: Requirements,
+): InstanceOfferWithAvailability | null {
+  if (instance.offer === null) return null;
+  const offer = JSON.parse(instance.offer) as InstanceOfferWithAvailability;
+  return shareOfNewInstance({ ...offer, total_blocks: instance.total_blocks }, requirements);
+}
+
+/**
  * The job's runtime data before it starts (dstack's `_prepare_job_runtime_data`): a job on part
  * of an instance is limited to its share's GPUs, CPUs and memory; a job on a whole instance has
  * no limits. Host networking either way: every runner gets a port of its own from the shim.

@@ -394,7 +394,7 @@ export async function applySshFleet(
   const added = hosts.filter((host) => !liveIds.has(hostIdentity(host.address, host.address.proxy)));
   const deployed = await deployAll(added);
   try {
-    let instanceNum = existing ? await nextInstanceNum(app, fleetRow.id) : 0;
+    let instanceNum = existing ? await nextInstanceNum(app.db, fleetRow.id) : 0;
     await app.db.transaction().execute(async (trx) => {
       if (existing) {
         await trx

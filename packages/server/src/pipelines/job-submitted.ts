@@ -10,17 +10,12 @@
  * job next launches that same instance again and the backend returns the
  * machine it already started, instead of a second one nobody knows of.
  */
-import {
-  DEFAULT_RUN_IDLE_DURATION,
-  type InstanceOfferWithAvailability,
-  isAvailable,
-  type JobSpec,
-  type RunSpec,
-} from '@dstack/core';
+import { DEFAULT_RUN_IDLE_DURATION, isAvailable, type JobSpec, type RunSpec } from '@dstack/core';
 import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import type { FleetsTable, InstancesTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
 import { type ProjectBackend, runServicesOf } from '../run-services.js';
+import { type FittingInstance, fittingFleetInstances } from '../services/fleet-instance-offers.js';
 import {
   activeFleets,
   createRunFleet,
@@ -34,7 +29,6 @@ import {
   shareableOffers,
   shareOfLaunchedInstance,
   shareOfNewInstance,
-  smallestFittingShare,
 } from '../services/instance-blocks.js';
 import { type BackendOffer, explainNoOffers, getOffers } from '../services/offers.js';
 import { offerFiltersOf } from '../services/runs.js';
@@ -47,6 +41,7 @@ const MIN_INTERVAL_MS = 1_000;
 interface RunConfigurationView {
   fleets?: string[];
   backends?: string[];
+  regions?: string[];
   creation_policy?: 'reuse' | 'reuse-or-create';
   idle_duration?: number | 'off';
 }
@@ -92,12 +87,6 @@ async function candidateFleets(
   return fleets;
 }
 
-/** An instance the job took blocks of, and the share it runs on. */
-interface AssignedInstance {
-  instance: InstancesTable;
-  share: InstanceOfferWithAvailability;
-}
-
 /**
  * Takes the fewest blocks that satisfy the job of a fleet instance that has them free: an idle
  * instance, or a busy one split into blocks with some still free. Returns it with the job's
@@ -109,32 +98,16 @@ async function assignFleetInstance(
   jobSpec: JobSpec,
   fleets: readonly FleetsTable[],
   configuration: RunConfigurationView,
-): Promise<{ assigned: AssignedInstance | null; fittingWasLocked: boolean }> {
-  if (fleets.length === 0) return { assigned: null, fittingWasLocked: false };
-  const candidates = await app.db
-    .selectFrom('instances')
-    .selectAll()
-    .where('project_id', '=', job.project_id)
-    .where(
-      'fleet_id',
-      'in',
-      fleets.map((fleet) => fleet.id),
-    )
-    .where('status', 'in', ['idle', 'busy'])
-    .where('deleted', '=', 0)
-    // A job on an instance whose shim does not answer could only wait for it (dstack skips them too).
-    .where('unreachable', '=', 0)
-    .where(sql<boolean>`busy_blocks < total_blocks`)
-    .orderBy('price')
-    .execute();
+): Promise<{ assigned: FittingInstance | null; fittingWasLocked: boolean }> {
+  const candidates = await fittingFleetInstances(
+    app,
+    job.project_id,
+    fleets.map((fleet) => fleet.id),
+    configuration,
+    jobSpec.requirements,
+  );
   let fittingWasLocked = false;
-  for (const instance of candidates) {
-    if (!instance.offer) continue;
-    if (configuration.backends?.length && !configuration.backends.includes(instance.backend ?? '')) continue;
-    const offer = JSON.parse(instance.offer) as InstanceOfferWithAvailability;
-    const freeBlocks = instance.total_blocks - instance.busy_blocks;
-    const share = smallestFittingShare(offer, instance.total_blocks, freeBlocks, jobSpec.requirements);
-    if (!share) continue;
+  for (const { instance, share } of candidates) {
     const now = Date.now();
     const result = await app.db
       .updateTable('instances')

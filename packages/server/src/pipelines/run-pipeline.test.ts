@@ -93,7 +93,10 @@ describe('run retry', () => {
     // 21 s after submission the second failure is past the 20 s of retrying.
     h.advance(6_000);
     await failForNoCapacity(h);
-    expect(await h.run(run.id)).toMatchObject({ status: 'terminating', termination_reason: 'job_failed' });
+    expect(await h.run(run.id)).toMatchObject({
+      status: 'terminating',
+      termination_reason: 'retry_limit_exceeded',
+    });
     await h.step('runs');
     expect((await h.run(run.id)).status).toBe('failed');
     expect(await h.jobs(run.id)).toHaveLength(2);
@@ -182,7 +185,10 @@ describe('run retry', () => {
     await h.step('runs');
     await failForNoCapacity(h);
     expect(await h.jobs(run.id)).toHaveLength(2);
-    expect(await h.run(run.id)).toMatchObject({ status: 'terminating', termination_reason: 'job_failed' });
+    expect(await h.run(run.id)).toMatchObject({
+      status: 'terminating',
+      termination_reason: 'retry_limit_exceeded',
+    });
   });
 
   it('starts the backoff over once a resubmission gets an instance (as dstack)', async () => {

@@ -70,13 +70,19 @@ async function terminateJobs(
 }
 
 /**
- * Whether the failed `job` is retried (dstack's `_should_retry_job`). Retrying lasts
- * `retry.duration` from the failure of the job's last submission that got an instance (by
- * its reason's event), or, when none ever did and it found no capacity, from the run's submission.
+ * What becomes of the failed `job` (dstack's `_should_retry_job`): `retry`, `not-retried` (no
+ * `retry`, or its event is not retried), or `limit-exceeded` (retried, but `retry.duration`
+ * has passed). Retrying lasts `retry.duration` from the failure of the job's last submission
+ * that got an instance (by its reason's event), or, when none ever did and it found no
+ * capacity, from the run's submission.
  */
-function shouldRetry(run: RunsTable, job: JobsTable, submissions: readonly JobsTable[]): boolean {
+function retryDecision(
+  run: RunsTable,
+  job: JobsTable,
+  submissions: readonly JobsTable[],
+): 'retry' | 'not-retried' | 'limit-exceeded' {
   const retry = (JSON.parse(job.job_spec_data) as JobSpec).retry;
-  if (!retry) return false;
+  if (!retry) return 'not-retried';
   const retriedOn = (reason: string | null) => {
     const event = reason === null ? null : jobTerminationReasonToRetryEvent(reason as JobTerminationReason);
     return event !== null && retry.on_events.includes(event);
@@ -94,15 +100,15 @@ function shouldRetry(run: RunsTable, job: JobsTable, submissions: readonly JobsT
     if (
       !(job.termination_reason === 'failed_to_start_due_to_no_capacity' && retriedOn(job.termination_reason))
     ) {
-      return false;
+      return 'not-retried';
     }
     retryingSince = run.submitted_at;
   } else {
-    if (!retriedOn(lastProvisioned.termination_reason)) return false;
+    if (!retriedOn(lastProvisioned.termination_reason)) return 'not-retried';
     retryingSince = lastProvisioned.finished_at ?? lastProvisioned.last_processed_at;
   }
   const duration = retry.duration ?? DEFAULT_RETRY_DURATION;
-  return Date.now() - retryingSince <= duration * 1000;
+  return Date.now() - retryingSince <= duration * 1000 ? 'retry' : 'limit-exceeded';
 }
 
 async function processTerminating(
@@ -157,7 +163,8 @@ async function followJobs(app: AppContext, run: RunsTable, jobs: JobsTable[], lo
     // The other nodes of a multi-node run are stopped by the server for its retry: their
     // ending does not decide whether it is retried.
     const failures = failed.filter((job) => job.termination_reason !== 'terminated_by_server');
-    if (failures.length > 0 && failures.every((job) => shouldRetry(run, job, jobs))) {
+    const decisions = failures.map((job) => retryDecision(run, job, jobs));
+    if (decisions.length > 0 && decisions.every((decision) => decision === 'retry')) {
       if (active.length > 0) {
         // Multi-node: the other nodes stop before the run is resubmitted.
         await terminateJobs(app, active, 'terminated_by_server');
@@ -173,11 +180,16 @@ async function followJobs(app: AppContext, run: RunsTable, jobs: JobsTable[], lo
       runServicesOf(app).wakeUps.wake('runs');
       return;
     }
-    // A job stopped by the user ends the run as stopped; any other ending ends it as failed.
+    // A job stopped by the user ends the run as stopped; a job whose retrying ran out, as
+    // dstack says it (`retry_limit_exceeded`); any other ending ends it as failed.
     const byUser = failed.every((job) =>
       ['terminated_by_user', 'aborted_by_user'].includes(job.termination_reason ?? ''),
     );
-    const reason: RunTerminationReason = byUser ? 'stopped_by_user' : 'job_failed';
+    const reason: RunTerminationReason = byUser
+      ? 'stopped_by_user'
+      : decisions.includes('limit-exceeded')
+        ? 'retry_limit_exceeded'
+        : 'job_failed';
     await lock.release({ status: 'terminating', termination_reason: reason, last_processed_at: 0 });
     runServicesOf(app).wakeUps.wake('runs');
     return;

@@ -1,12 +1,12 @@
 /**
- * What a run could take of the project's fleets right now, for its plan (dstack's pool offers):
- * each instance of a candidate fleet that is idle, or busy with blocks still free, offered as
- * the smallest share of it that satisfies the job. Its availability says which (`idle` or
- * `busy`); the job pipeline claims from the same instances when the run is applied.
+ * The fleet instances a job could take right now: each reachable instance of the given fleets
+ * that is idle, or busy with blocks still free, with the smallest share of it that satisfies the
+ * job. The job pipeline claims from them; the plan shows them as offers (dstack's pool offers).
  */
 import type { InstanceOfferWithAvailability, Requirements } from '@dstack/core';
 import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
+import type { InstancesTable } from '../db/schema.js';
 import { activeFleets } from './fleets.js';
 import { smallestFittingShare } from './instance-blocks.js';
 
@@ -20,27 +20,30 @@ export interface FleetPlacement {
   regions?: string[];
 }
 
-export async function fleetInstanceOffers(
+/** A fleet instance and the share of it a job would run on. */
+export interface FittingInstance {
+  instance: InstancesTable;
+  share: InstanceOfferWithAvailability;
+}
+
+/** The instances of `fleetIds` the job fits on now, cheapest first. */
+export async function fittingFleetInstances(
   app: AppContext,
   projectId: string,
+  fleetIds: readonly string[],
   placement: FleetPlacement,
   requirements: Requirements,
-): Promise<InstanceOfferWithAvailability[]> {
-  const fleets = (await activeFleets(app, projectId)).filter(
-    (fleet) => !placement.fleets?.length || placement.fleets.includes(fleet.name),
-  );
-  if (fleets.length === 0) return [];
+): Promise<FittingInstance[]> {
+  if (fleetIds.length === 0) return [];
   const instances = await app.db
     .selectFrom('instances')
     .selectAll()
     .where('project_id', '=', projectId)
-    .where(
-      'fleet_id',
-      'in',
-      fleets.map((fleet) => fleet.id),
-    )
+    .where('fleet_id', 'in', [...fleetIds])
     .where('status', 'in', ['idle', 'busy'])
     .where('deleted', '=', 0)
+    // A job on an instance whose shim does not answer could only wait for it (dstack skips them too).
+    .where('unreachable', '=', 0)
     .where(sql<boolean>`busy_blocks < total_blocks`)
     .orderBy('price')
     .execute();
@@ -51,7 +54,29 @@ export async function fleetInstanceOffers(
     const offer = JSON.parse(instance.offer) as InstanceOfferWithAvailability;
     const freeBlocks = instance.total_blocks - instance.busy_blocks;
     const share = smallestFittingShare(offer, instance.total_blocks, freeBlocks, requirements);
-    if (!share) return [];
-    return [{ ...share, availability: instance.busy_blocks === 0 ? ('idle' as const) : ('busy' as const) }];
+    return share ? [{ instance, share }] : [];
   });
+}
+
+/** The plan's offers of fleet instances, `idle` or `busy` as each instance is. */
+export async function fleetInstanceOffers(
+  app: AppContext,
+  projectId: string,
+  placement: FleetPlacement,
+  requirements: Requirements,
+): Promise<InstanceOfferWithAvailability[]> {
+  const fleets = (await activeFleets(app, projectId)).filter(
+    (fleet) => !placement.fleets?.length || placement.fleets.includes(fleet.name),
+  );
+  const fitting = await fittingFleetInstances(
+    app,
+    projectId,
+    fleets.map((fleet) => fleet.id),
+    placement,
+    requirements,
+  );
+  return fitting.map(({ instance, share }) => ({
+    ...share,
+    availability: instance.busy_blocks === 0 ? ('idle' as const) : ('busy' as const),
+  }));
 }

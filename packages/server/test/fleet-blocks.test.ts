@@ -10,25 +10,15 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   applyTask,
   type HarnessServer,
+  HOST_RESOURCES,
   localBackendConfig,
   makeTempDir,
   startHarnessServer,
   task,
+  waitFor,
 } from './server-harness.js';
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
-
-const HOST_RESOURCES = { cpu: '1..', memory: '0.5GB..', disk: '1GB..' };
-
-async function waitFor<T>(what: string, probe: () => Promise<T | null>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const value = await probe();
-    if (value !== null) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 // The local instance is this host: 2 blocks need an even number of CPUs.
 describe.skipIf(availableParallelism() % 2 !== 0)('a local fleet with blocks: 2', () => {

@@ -11,15 +11,15 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   applyTask,
   type HarnessServer,
+  HOST_RESOURCES,
   localBackendConfig,
   makeTempDir,
   startHarnessServer,
   task,
+  waitFor,
 } from './server-harness.js';
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
-
-const HOST_RESOURCES = { cpu: '1..', memory: '0.5GB..', disk: '1GB..' };
 
 function isAlive(pid: number): boolean {
   try {
@@ -28,17 +28,6 @@ function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | null>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: T | null = null;
-  while (Date.now() < deadline) {
-    last = await probe();
-    if (last !== null) return last;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 describe('a cloud fleet with nodes on the local backend', () => {

@@ -6,15 +6,15 @@ import type { Fleet, RunPlan } from '@dstack/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   type HarnessServer,
+  HOST_RESOURCES,
   localBackendConfig,
   makeTempDir,
   startHarnessServer,
   task,
+  waitFor,
 } from './server-harness.js';
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
-
-const HOST_RESOURCES = { cpu: '1..', memory: '0.5GB..', disk: '1GB..' };
 
 describe('the plan of a run with a fleet instance to take', () => {
   const temp = makeTempDir();
@@ -36,13 +36,10 @@ describe('the plan of a run with a fleet instance to take', () => {
       plan: { spec: { configuration: { type: 'fleet', name: 'pool', nodes: 1, resources: HOST_RESOURCES } } },
     });
     expect(applied.status).toBe(200);
-    const deadline = Date.now() + 30_000;
-    for (;;) {
+    await waitFor('the fleet instance to be idle', async () => {
       const fleet = (await harness.call<Fleet>('/api/project/main/fleets/get', { name: 'pool' })).body;
-      if (fleet.instances[0]?.status === 'idle') break;
-      if (Date.now() > deadline) throw new Error('the fleet instance did not become idle');
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+      return fleet.instances[0]?.status === 'idle' ? true : null;
+    });
   });
 
   afterAll(async () => {

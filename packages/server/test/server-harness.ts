@@ -121,14 +121,26 @@ export async function startHarnessServer(options: {
 }
 
 /** A task configuration running `commands` with requirements the host meets. */
+/** Resources this host always has: what tasks and fleets of the e2e tests ask for. */
+export const HOST_RESOURCES = { cpu: '1..', memory: '0.5GB..', disk: '1GB..' };
+
 export function task(name: string, commands: string[], extra: Record<string, unknown> = {}) {
-  return {
-    type: 'task',
-    name,
-    commands,
-    resources: { cpu: '1..', memory: '0.5GB..', disk: '1GB..' },
-    ...extra,
-  };
+  return { type: 'task', name, commands, resources: HOST_RESOURCES, ...extra };
+}
+
+/** Polls `probe` every 50 ms until it gives something other than null. */
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | null> | T | null,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== null) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 export async function applyTask(

@@ -18,7 +18,14 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sshdUnavailableReason, startTestSshd, type TestSshd } from '../src/agents/__fixtures__/test-sshd.js';
 import { generateProjectSshKeyPair } from '../src/agents/ssh-keys.js';
 import { SHIM_BUNDLE_PATH } from '../src/services/ssh-fleets.js';
-import { applyTask, type HarnessServer, makeTempDir, startHarnessServer, task } from './server-harness.js';
+import {
+  applyTask,
+  type HarnessServer,
+  makeTempDir,
+  startHarnessServer,
+  task,
+  waitFor,
+} from './server-harness.js';
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
@@ -36,20 +43,6 @@ function isRunning(pid: number): boolean {
     return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
   } catch {
     return false;
-  }
-}
-
-async function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | null> | T | null,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== null) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
 

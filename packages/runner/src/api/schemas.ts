@@ -10,8 +10,14 @@ export const RunnerRunSchema = z.looseObject({
   run_name: z.string(),
   project_name: z.string(),
   user: z.string(),
-  /** dstack's `RunSpec`; the runner reads `repo_id` from it. */
-  run_spec: z.looseObject({ repo_id: z.string().nullish() }).nullish(),
+  /** dstack's `RunSpec`; the runner reads `repo_id` and `ssh_key_pub` from it. */
+  run_spec: z
+    .looseObject({
+      repo_id: z.string().nullish(),
+      /** The user's public key line(s) (`ssh-rsa AAAA… comment`), authorized for SSH into the job. */
+      ssh_key_pub: z.string().nullish(),
+    })
+    .nullish(),
 });
 export type RunnerRun = z.output<typeof RunnerRunSchema>;
 
@@ -67,6 +73,8 @@ export const RunnerSubmitBodySchema = z.looseObject({
   cluster_info: RunnerClusterInfoSchema.nullish(),
   secrets: z.record(z.string(), z.string()).nullish(),
   repo_credentials: z.unknown().optional(),
+  /** More public key lines authorized for SSH into the job, besides `run.run_spec.ssh_key_pub`. */
+  ssh_authorized_keys: z.array(z.string()).nullish(),
 });
 /** A submit body with defaults applied, as the runner holds it. */
 export type RunnerSubmission = z.output<typeof RunnerSubmitBodySchema>;

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { z } from 'zod';
 import type { SpawnIdentity } from './job-user.js';
 
@@ -17,6 +17,7 @@ import type { SpawnIdentity } from './job-user.js';
  * - The request and the report travel over node's IPC channel. The command does not inherit it
  *   (node keeps it close-on-exec), and the exit status comes back exactly as the command's,
  *   signal included, with no exit code convention to decode.
+ * - The command inherits the wrapper's stdin: /dev/null for a job, a pipe for an SSH session.
  * - The wrapper runs with an empty environment and gets the job's in the request: a NODE_OPTIONS
  *   in the job's environment must not run code in a node process that is still root.
  *
@@ -41,7 +42,7 @@ process.once('message', (request) => {
   }
   let child;
   try {
-    child = spawn(request.command, request.args, { env: request.env, stdio: ['ignore', 'inherit', 'inherit'] });
+    child = spawn(request.command, request.args, { env: request.env, stdio: 'inherit' });
   } catch (error) {
     report({ kind: 'spawn-failed', message: error.message });
     return;
@@ -81,11 +82,15 @@ export interface DropPrivilegesOptions {
   cwd: string;
   env: Record<string, string>;
   identity: SpawnIdentity;
+  /** The command's stdin: `/dev/null`, or a pipe the caller writes. Default `ignore`. */
+  stdin?: 'ignore' | 'pipe';
 }
 
 export interface PrivilegeDroppingChild {
   /** The wrapper, leader of a new process group; the command writes to its stdout and stderr. */
   child: ChildProcess;
+  /** The command's stdin; null unless `stdin: 'pipe'` was asked for. */
+  stdin: Writable | null;
   stdout: Readable;
   stderr: Readable;
   /**
@@ -106,7 +111,7 @@ export function spawnDroppingPrivileges(options: DropPrivilegesOptions): Privile
     cwd: options.cwd,
     env: {},
     detached: true,
-    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    stdio: [options.stdin ?? 'ignore', 'pipe', 'pipe', 'ipc'],
   });
   const report = new Promise<WrapperReport | undefined>((resolve) => {
     child.once('message', (message) => {
@@ -133,5 +138,5 @@ export function spawnDroppingPrivileges(options: DropPrivilegesOptions): Privile
   if (child.stdout === null || child.stderr === null) {
     throw new Error('the privilege-dropping wrapper was spawned without output pipes');
   }
-  return { child, stdout: child.stdout, stderr: child.stderr, report };
+  return { child, stdin: child.stdin, stdout: child.stdout, stderr: child.stderr, report };
 }

@@ -50,6 +50,13 @@ interface JobLaunchUser {
   spawnAs: SpawnIdentity | undefined;
 }
 
+/** Who the job's commands run as, where and with what environment; SSH sessions get the same. */
+export interface JobLaunch extends JobLaunchUser {
+  workingDir: string;
+  env: Record<string, string>;
+  mpiHostfilePath: string;
+}
+
 /** Grace period between SIGTERM and SIGKILL when the job spec has no `stop_duration`. */
 const DEFAULT_STOP_DURATION_SECONDS = 5;
 
@@ -63,6 +70,7 @@ export class JobExecutor {
   private readonly events: JobEventLog;
   private phase: Phase = 'waiting';
   private submission: RunnerSubmission | undefined;
+  private resolvedLaunch: Promise<JobLaunch> | undefined;
   private job: JobProcess | undefined;
   private finished: Promise<void> = Promise.resolve();
   private stopRequested = false;
@@ -109,11 +117,11 @@ export class JobExecutor {
       );
     }
     this.phase = 'running';
-    const workingDir = resolve(this.repoDir, submission.job_spec.working_dir ?? '.');
+    const workingDir = this.workingDirOf(submission);
     const response = { working_dir: workingDir, username: currentUsername() };
     this.events.addState('running');
     try {
-      const { user, spawnAs } = await this.launchUser(submission.job_spec.user);
+      const { user, spawnAs, env, mpiHostfilePath } = await this.launch();
       if (user !== undefined) response.username = user.username === '' ? String(user.uid) : user.username;
       // The working directory is usually inside the repo: one recursive mkdir makes both.
       const firstCreated = await mkdir(workingDir, { recursive: true });
@@ -125,17 +133,8 @@ export class JobExecutor {
         await chownTree(this.repoDir, spawnAs);
         if (outsideRepo && firstCreated !== undefined) await chownTree(firstCreated, spawnAs);
       }
-      const mpiHostfilePath = join(this.options.homeDir, 'mpi', 'hostfile');
       await mkdir(join(this.options.homeDir, 'mpi'), { recursive: true });
       await writeFile(mpiHostfilePath, formatMpiHostfile(submission));
-      const env = buildJobEnvironment({
-        baseEnv: this.options.baseEnv ?? process.env,
-        submission,
-        repoDir: this.repoDir,
-        workingDir,
-        mpiHostfilePath,
-        userEnv: user === undefined ? undefined : jobUserEnvironment(user),
-      });
       if (this.currentPhase() !== 'running') {
         // Stopped while the directories were being prepared.
         return response;
@@ -191,6 +190,39 @@ export class JobExecutor {
 
   pull(timestamp: number): RunnerPullResponse {
     return this.events.pull(timestamp);
+  }
+
+  /**
+   * The job's user, working directory and environment, resolved once and shared by the job and
+   * its SSH sessions. Throws a {@link JobStateConflictError} before submit; rejects with a
+   * {@link JobUserError} naming `user` when the job cannot run as its user.
+   */
+  launch(): Promise<JobLaunch> {
+    const submission = this.submission;
+    if (submission === undefined) {
+      throw new JobStateConflictError('no job was submitted to this runner');
+    }
+    this.resolvedLaunch ??= this.resolveLaunch(submission);
+    return this.resolvedLaunch;
+  }
+
+  private async resolveLaunch(submission: RunnerSubmission): Promise<JobLaunch> {
+    const { user, spawnAs } = await this.launchUser(submission.job_spec.user);
+    const workingDir = this.workingDirOf(submission);
+    const mpiHostfilePath = join(this.options.homeDir, 'mpi', 'hostfile');
+    const env = buildJobEnvironment({
+      baseEnv: this.options.baseEnv ?? process.env,
+      submission,
+      repoDir: this.repoDir,
+      workingDir,
+      mpiHostfilePath,
+      userEnv: user === undefined ? undefined : jobUserEnvironment(user),
+    });
+    return { user, spawnAs, workingDir, env, mpiHostfilePath };
+  }
+
+  private workingDirOf(submission: RunnerSubmission): string {
+    return resolve(this.repoDir, submission.job_spec.working_dir ?? '.');
   }
 
   /**

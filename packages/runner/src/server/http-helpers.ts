@@ -1,4 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { z } from 'zod';
 
 /** An error that maps to an HTTP status; its message is sent to the client. */
@@ -31,6 +32,21 @@ export function sendError(response: ServerResponse, error: unknown): void {
   } else {
     sendJson(response, 500, { detail: error instanceof Error ? error.message : String(error) });
   }
+}
+
+/**
+ * Answers an upgrade request that is refused: a JSON error like {@link sendError}'s, written on
+ * the raw socket (an upgrade request has no response object), then the socket is closed.
+ */
+export function rejectUpgrade(socket: Duplex, error: HttpError): void {
+  const body = JSON.stringify({ detail: error.message });
+  socket.end(
+    `HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode] ?? ''}\r\n` +
+      'Content-Type: application/json\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      'Connection: close\r\n\r\n' +
+      body,
+  );
 }
 
 async function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {

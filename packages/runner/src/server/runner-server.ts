@@ -4,12 +4,15 @@ import { mkdir, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import type { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { RunnerSubmitBodySchema } from '../api/schemas.js';
+import { type RunnerSubmission, RunnerSubmitBodySchema } from '../api/schemas.js';
 import { JobExecutor, JobStateConflictError } from '../job/job-executor.js';
 import type { UserDatabasePaths } from '../job/user-database.js';
+import { type AuthorizedKey, AuthorizedKeyError, authorizedKeysOf } from '../ssh/authorized-keys.js';
+import { SshEndpoint } from '../ssh/ssh-endpoint.js';
 import { VERSION } from '../version.js';
-import { HttpError, readJsonBody, sendError, sendJson } from './http-helpers.js';
+import { HttpError, readJsonBody, rejectUpgrade, sendError, sendJson } from './http-helpers.js';
 
 /** dstack's runner port inside a job's container. */
 export const RUNNER_DEFAULT_HTTP_PORT = 10999;
@@ -41,7 +44,7 @@ export interface RunnerServer {
   readonly url: string;
   /** Stops the job gracefully (SIGTERM, SIGKILL after `graceSeconds`, default the job's stop_duration) and waits for it to exit. */
   stopJob(graceSeconds?: number): Promise<void>;
-  /** Kills the job's process group and stops listening. */
+  /** Kills the job's process group and its SSH sessions, closes SSH connections and stops listening. */
   close(): Promise<void>;
 }
 
@@ -56,8 +59,14 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
     defaultUser: options.defaultJobUser,
     userDatabase: options.userDatabase,
   });
+  const sshEndpoint = new SshEndpoint({
+    launch: async () => {
+      const { spawnAs, workingDir, env } = await executor.launch();
+      return { identity: spawnAs, workingDir, env };
+    },
+  });
   const server = createServer((request, response) => {
-    handleRequest(executor, options.homeDir, request, response).catch((error: unknown) => {
+    handleRequest(executor, sshEndpoint, options.homeDir, request, response).catch((error: unknown) => {
       if (error instanceof JobStateConflictError) {
         sendError(response, new HttpError(409, error.message));
       } else if (!response.headersSent) {
@@ -66,6 +75,14 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
         response.destroy();
       }
     });
+  });
+  server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const route = `${request.method} ${new URL(request.url ?? '/', 'http://runner').pathname}`;
+    if (route === 'GET /api/ssh') {
+      sshEndpoint.handleUpgrade(request, socket, head);
+    } else {
+      rejectUpgrade(socket, new HttpError(404, `no upgrade route ${route}`));
+    }
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -83,6 +100,8 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
     close() {
       closing ??= (async () => {
         await executor.stop(0);
+        // Upgraded sockets are no longer the HTTP server's: closeAllConnections does not end them.
+        sshEndpoint.close();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeAllConnections();
@@ -95,6 +114,7 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
 
 async function handleRequest(
   executor: JobExecutor,
+  sshEndpoint: SshEndpoint,
   homeDir: string,
   request: IncomingMessage,
   response: ServerResponse,
@@ -107,7 +127,9 @@ async function handleRequest(
       return;
     case 'POST /api/submit': {
       const submission = await readJsonBody(request, RunnerSubmitBodySchema);
+      const keys = parseSubmittedKeys(submission);
       executor.submit(submission);
+      sshEndpoint.authorize(keys);
       sendJson(response, 200, {});
       return;
     }
@@ -156,6 +178,16 @@ async function receiveCode(executor: JobExecutor, homeDir: string, request: Inco
     await executor.uploadCode(archivePath, size);
   } finally {
     await rm(archivePath, { force: true });
+  }
+}
+
+function parseSubmittedKeys(submission: RunnerSubmission): AuthorizedKey[] {
+  try {
+    return authorizedKeysOf(submission);
+  } catch (error) {
+    if (error instanceof AuthorizedKeyError)
+      throw new HttpError(400, `invalid request body: ${error.message}`);
+    throw error;
   }
 }
 

@@ -1,0 +1,137 @@
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import ssh2, { type AuthContext, type Connection } from 'ssh2';
+import { signalProcessGroup } from '../job/spawn-as.js';
+import { HttpError, rejectUpgrade } from '../server/http-helpers.js';
+import { type AuthorizedKey, findAuthorizedKey } from './authorized-keys.js';
+import { generateHostKey } from './host-key.js';
+import { forwardDirectTcpip } from './ssh-port-forwarding.js';
+import { type SessionLaunch, serveSession } from './ssh-sessions.js';
+
+/** The `Upgrade` protocol of `GET /api/ssh`: after the 101 the socket carries SSH-2. */
+export const SSH_UPGRADE_PROTOCOL = 'ssh';
+
+export interface SshEndpointOptions {
+  /** Who sessions run as, where and with what environment: the job's. */
+  launch(): Promise<SessionLaunch>;
+}
+
+/**
+ * The runner's SSH server, reached by upgrading `GET /api/ssh` on its HTTP port: no port of its
+ * own, so it works over every path the dstack server already uses to reach the runner. Logins
+ * need one of the keys authorized by the submitted job; any user name is accepted, and sessions
+ * run as the job's user.
+ */
+export class SshEndpoint {
+  private readonly hostKey: Promise<string>;
+  private server: Promise<ssh2.Server> | undefined;
+  private authorizedKeys: readonly AuthorizedKey[] | undefined;
+  private readonly sockets = new Set<Duplex>();
+  private readonly processGroups = new Set<number>();
+  private closed = false;
+
+  constructor(private readonly options: SshEndpointOptions) {
+    // Generated at start so the first connection does not wait; a failure surfaces as a 500 on it.
+    this.hostKey = generateHostKey();
+    this.hostKey.catch(() => undefined);
+  }
+
+  /** The keys of the submitted job; until it is set, connections are refused with 409. No key: every login is refused. */
+  authorize(keys: readonly AuthorizedKey[]): void {
+    this.authorizedKeys = keys;
+  }
+
+  /** Handles the `upgrade` event of `GET /api/ssh`. */
+  handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
+    this.accept(request, socket, head).catch((error: unknown) => {
+      rejectUpgrade(socket, new HttpError(500, error instanceof Error ? error.message : String(error)));
+    });
+  }
+
+  /** Ends every connection and kills every session's processes. */
+  close(): void {
+    this.closed = true;
+    for (const socket of this.sockets) socket.destroy();
+    for (const groupId of this.processGroups) signalProcessGroup(groupId, 'SIGKILL');
+  }
+
+  private async accept(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const protocol = request.headers.upgrade?.toLowerCase();
+    if (protocol !== SSH_UPGRADE_PROTOCOL) {
+      rejectUpgrade(
+        socket,
+        new HttpError(
+          400,
+          `header upgrade: expected "${SSH_UPGRADE_PROTOCOL}", got "${request.headers.upgrade}"`,
+        ),
+      );
+      return;
+    }
+    if (this.authorizedKeys === undefined) {
+      rejectUpgrade(socket, new HttpError(409, 'no job was submitted to this runner'));
+      return;
+    }
+    const server = await this.sshServer();
+    if (this.closed || socket.destroyed) {
+      socket.destroy();
+      return;
+    }
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${SSH_UPGRADE_PROTOCOL}\r\n\r\n`,
+    );
+    // Bytes the client sent right after its request (its SSH version line) belong to SSH.
+    if (head.length > 0) socket.unshift(head);
+    // The upgrade event hands over the connection's net.Socket, typed as a Duplex.
+    server.injectSocket(socket as Socket);
+  }
+
+  private sshServer(): Promise<ssh2.Server> {
+    this.server ??= this.hostKey.then(
+      (hostKey) => new ssh2.Server({ hostKeys: [hostKey] }, (connection) => this.serveConnection(connection)),
+    );
+    return this.server;
+  }
+
+  private serveConnection(connection: Connection): void {
+    // A client that vanishes or speaks garbage ends its own connection, never the runner.
+    connection.on('error', () => undefined);
+    connection.on('authentication', (context) => this.authenticate(context));
+    connection.on('ready', () => {
+      connection.on('session', (accept) => {
+        serveSession(accept(), {
+          launch: () => this.options.launch(),
+          track: (groupId) => {
+            this.processGroups.add(groupId);
+            return () => this.processGroups.delete(groupId);
+          },
+        });
+      });
+      connection.on('tcpip', forwardDirectTcpip);
+    });
+  }
+
+  private authenticate(context: AuthContext): void {
+    if (context.method !== 'publickey') {
+      context.reject(['publickey']);
+      return;
+    }
+    const key = findAuthorizedKey(this.authorizedKeys ?? [], context.key.algo, context.key.data);
+    if (key === undefined) {
+      context.reject(['publickey']);
+      return;
+    }
+    // Without a signature the client only asks whether the key would do; with one, it proves it holds the private half.
+    if (
+      context.signature === undefined ||
+      context.blob === undefined ||
+      key.key.verify(context.blob, context.signature, context.hashAlgo) === true
+    ) {
+      context.accept();
+    } else {
+      context.reject(['publickey']);
+    }
+  }
+}

@@ -3,8 +3,11 @@
  * reason `max_duration_exceeded` (final status terminated), and the run ends
  * failed (job_failed), as in dstack.
  */
+import type { RunSpec } from '@dstack/core';
+import { RunnerClient } from '@dstack/runner';
 import { ShimClient } from '@dstack/shim';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { applyRun } from '../services/runs.js';
 import { pullIntervalMs } from './job-running.js';
 import { createPipelineHarness, type PipelineHarness } from './pipeline-harness.test.helpers.js';
 
@@ -88,5 +91,27 @@ describe('a job placed on an instance that is already up', () => {
     await h.step('jobs-running');
     expect((await h.jobs(second.id))[0]?.status).toBe('provisioning');
     await h.stepUntil(async () => (await h.run(second.id)).status === 'done');
+  });
+});
+
+describe('the submit to the runner', () => {
+  it("carries the run spec's ssh_key_pub, the key the runner's SSH server lets in", async () => {
+    const h = await createPipelineHarness();
+    harness = h;
+    const key =
+      'ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7 dstack\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI second';
+    const submit = vi.spyOn(RunnerClient.prototype, 'submit');
+    const spec = {
+      configuration: { type: 'task', name: 'keyed', commands: ['true'] },
+      ssh_key_pub: key,
+    } as unknown as RunSpec;
+    const run = await applyRun(h.app, h.project, h.admin, spec);
+    await h.stepUntil(async () => submit.mock.calls.length > 0);
+    expect(submit.mock.calls[0]?.[0].run).toMatchObject({
+      id: run.id,
+      run_name: 'keyed',
+      project_name: 'main',
+      run_spec: { ssh_key_pub: key },
+    });
   });
 });

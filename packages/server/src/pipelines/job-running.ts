@@ -9,6 +9,7 @@ import {
   type JobRuntimeData,
   type JobSpec,
   type JobTerminationReason,
+  type RunSpec,
 } from '@dstack/core';
 import { AgentApiError, type RunnerPullResponse } from '@dstack/runner';
 import type { ShimClient } from '@dstack/shim';
@@ -205,8 +206,16 @@ async function startJob(context: JobContext): Promise<void> {
     const address = provisioningData.internal_ip ?? provisioningData.hostname ?? '127.0.0.1';
     const placed = runtimeDataOf(job);
     const resources = placed?.offer?.instance.resources ?? provisioningData.instance_type.resources;
+    const runSpec = JSON.parse(run.run_spec) as RunSpec;
     await runner.submit({
-      run: { id: run.id, run_name: run.run_name, project_name: project.name, user: user?.name ?? '' },
+      run: {
+        id: run.id,
+        run_name: run.run_name,
+        project_name: project.name,
+        user: user?.name ?? '',
+        // The runner's SSH server lets in the holder of this key (dstack's field; may be several lines).
+        run_spec: { ssh_key_pub: runSpec.ssh_key_pub ?? null },
+      },
       job_spec: jobSpec,
       job_submission: { id: job.id, submission_num: job.submission_num },
       cluster_info: {

@@ -4,5 +4,6 @@
  */
 import type { RawRouteDefinition } from '../http/raw-route.js';
 import { serviceProxyRoute } from '../services/service-proxy.js';
+import { sshProxyRoute } from '../services/ssh-proxy.js';
 
-export const rawRoutes: readonly RawRouteDefinition[] = [serviceProxyRoute];
+export const rawRoutes: readonly RawRouteDefinition[] = [serviceProxyRoute, sshProxyRoute];

@@ -1,6 +1,6 @@
 import { ConfigurationError, type RunSpec, validateConfiguration } from '@dstack/core';
 import { describe, expect, it } from 'vitest';
-import { buildJobSpecs, DEFAULT_IMAGE } from './job-specs.js';
+import { buildJobSpecs, DEFAULT_IMAGE, DEV_ENVIRONMENT_KEEP_ALIVE } from './job-specs.js';
 
 /** A run spec whose configuration is validated (defaults applied), as the server holds it. */
 function runSpecOf(configuration: Record<string, unknown>, extra: Partial<RunSpec> = {}): RunSpec {
@@ -108,5 +108,34 @@ describe('buildJobSpecs', () => {
       ),
     );
     expect(error.path).toEqual(['run_spec', 'provider_jobs']);
+  });
+
+  it("runs a dev environment's setup and init, then keeps it up until it is stopped", () => {
+    const [job, ...others] = buildJobSpecs(
+      'dev',
+      runSpecOf({
+        type: 'dev-environment',
+        ide: 'vscode',
+        setup: ['apt-get update'],
+        init: ['pip install -r requirements.txt', 'echo ready'],
+        ports: [8888],
+      }),
+    );
+    expect(others).toEqual([]);
+    expect(job).toMatchObject({
+      job_name: 'dev-0-0',
+      commands: [
+        'apt-get update',
+        'pip install -r requirements.txt',
+        'echo ready',
+        'while true; do sleep 3600; done',
+      ],
+      ports: [8888],
+    });
+  });
+
+  it('keeps a dev environment without init up', () => {
+    const [job] = buildJobSpecs('bare', runSpecOf({ type: 'dev-environment' }));
+    expect(job?.commands).toEqual([DEV_ENVIRONMENT_KEEP_ALIVE]);
   });
 });

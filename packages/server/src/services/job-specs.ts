@@ -27,6 +27,10 @@ export interface RunConfigurationFields {
   working_dir?: string;
   registry_auth?: { username: string; password: string };
   commands?: string[];
+  /** A dev environment's commands, run before it waits for SSH connections. */
+  init?: string[];
+  /** Deprecated dev-environment commands, run before `init`. */
+  setup?: string[];
   env?: Record<string, string | null>;
   resources: Requirements['resources'];
   nodes?: number;
@@ -93,6 +97,19 @@ function resolvedEnv(env: RunConfigurationFields['env']): Record<string, string>
   return Object.fromEntries(Object.entries(env ?? {}).map(([key, value]) => [key, value ?? '']));
 }
 
+/**
+ * What keeps a dev environment up once its `init` commands are done, until the job is stopped:
+ * the environment is there to be reached over SSH. (dstack's `inactivity_duration`, which would
+ * stop it after a time without SSH connections, is not implemented.)
+ */
+export const DEV_ENVIRONMENT_KEEP_ALIVE = 'while true; do sleep 3600; done';
+
+/** The commands of a run's jobs: a dev environment's `setup` and `init`, then the keep-alive; else `commands`. */
+function commandsOf(configuration: RunConfigurationFields): string[] {
+  if (configuration.type !== 'dev-environment') return configuration.commands ?? [];
+  return [...(configuration.setup ?? []), ...(configuration.init ?? []), DEV_ENVIRONMENT_KEEP_ALIVE];
+}
+
 /** What differs between the jobs of one replica. */
 interface JobShape {
   commands: string[];
@@ -142,7 +159,7 @@ export function buildJobSpecs(runName: string, runSpec: RunSpec, replicaNum = 0)
         workingDir: job.working_dir ?? configuration.working_dir,
       }))
     : Array.from({ length: configuration.nodes ?? 1 }, () => ({
-        commands: configuration.commands ?? [],
+        commands: commandsOf(configuration),
         env: configurationEnv,
         image: configuration.image,
         workingDir: configuration.working_dir,

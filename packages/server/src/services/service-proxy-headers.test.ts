@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { switchingProtocolsHeaders, withoutHopByHopHeaders } from '../http/hop-by-hop-headers.js';
 import {
   downstreamResponseHeaders,
-  switchingProtocolsHeaders,
   upgradeRequestHeaders,
   upstreamRequestHeaders,
-  withoutHopByHopHeaders,
 } from './service-proxy-headers.js';
 
 const forwarded = {

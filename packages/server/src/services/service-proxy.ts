@@ -13,8 +13,7 @@
  * 502 when the replica cannot be reached or refuses the connection; the same, on the socket,
  * for an upgrade.
  */
-import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http';
-import type { Socket } from 'node:net';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import type { TLSSocket } from 'node:tls';
 import { ResourceNotFoundError, type RunSpec } from '@dstack/core';
@@ -24,17 +23,21 @@ import { HttpError } from '../http/error-mapping.js';
 import { authenticate } from '../http/http-handler.js';
 import {
   defineRawRoute,
-  formatResponseHead,
   type RawRequestContext,
   type RawRouteDefinition,
   type RawUpgradeContext,
 } from '../http/raw-route.js';
+import {
+  awaitUpgradeAnswer,
+  passUpgradeAnswer,
+  requestUpstream,
+  type UpgradeAnswer,
+} from '../http/upgrade-tunnel.js';
 import { findProject, getProjectForUser } from './projects.js';
 import { ACTIVE_RUN_STATUSES, findRunRow } from './runs.js';
 import {
   downstreamResponseHeaders,
   type ForwardedRequest,
-  switchingProtocolsHeaders,
   upgradeRequestHeaders,
   upstreamRequestHeaders,
 } from './service-proxy-headers.js';
@@ -167,16 +170,7 @@ function requestReplica(
   headers: ReturnType<typeof upstreamRequestHeaders>,
   signal: AbortSignal,
 ): ClientRequest {
-  const { replica } = destination;
-  return httpRequest({
-    protocol: replica.protocol,
-    hostname: replica.hostname.replace(/^\[(.*)\]$/, '$1'),
-    port: replica.port,
-    path: destination.path,
-    method,
-    headers,
-    signal,
-  });
+  return requestUpstream(destination.replica, { path: destination.path, method, headers, signal });
 }
 
 /** The 502 for a replica that did not answer (refused, reset, unreachable). */
@@ -240,11 +234,6 @@ async function forward(options: {
   }
 }
 
-/** How the replica answered an upgrade request. */
-type UpgradeAnswer =
-  | { kind: 'switched'; response: IncomingMessage; socket: Socket; head: Buffer }
-  | { kind: 'answered'; response: IncomingMessage };
-
 async function handleProxyUpgrade(context: RawUpgradeContext): Promise<void> {
   const { app, request, socket, head, signal } = context;
   const destination = await resolveDestination(app, request, context.setErrorHeader);
@@ -254,82 +243,14 @@ async function handleProxyUpgrade(context: RawUpgradeContext): Promise<void> {
     upgradeRequestHeaders(request.headers, destination.forwarded),
     signal,
   );
-  const answered = new Promise<UpgradeAnswer>((resolve, reject) => {
-    upstream.once('upgrade', (response: IncomingMessage, upstreamSocket: Socket, upstreamHead: Buffer) => {
-      // node:http took its listeners off the socket: a reset must not crash the server ('close' follows).
-      upstreamSocket.on('error', () => {});
-      resolve({ kind: 'switched', response, socket: upstreamSocket, head: upstreamHead });
-    });
-    upstream.once('response', (response: IncomingMessage) => resolve({ kind: 'answered', response }));
-    // `on`, not `once`: a later error (the answer cut) rejects a settled promise, harmlessly.
-    upstream.on('error', reject);
-  });
-  // An upgrade request has no body: what the client sends next is for the new protocol (`head`).
-  upstream.end();
   let answer: UpgradeAnswer;
   try {
-    answer = await answered;
+    answer = await awaitUpgradeAnswer(upstream);
   } catch (error) {
     if (signal.aborted) return;
     throw didNotAnswer(destination, error);
   }
-  if (answer.kind === 'answered') {
-    await relayAnswer(answer.response, socket);
-    return;
-  }
-  joinTunnel(socket, head, answer);
-}
-
-/**
- * The replica's 101 to the client, then bytes both ways as they come, `head`s first. Either side
- * closing or failing closes the other; an end of input (half-close) is passed on as one.
- */
-function joinTunnel(
-  client: Socket,
-  clientHead: Buffer,
-  replica: { response: IncomingMessage; socket: Socket; head: Buffer },
-): void {
-  const upstream = replica.socket;
-  if (client.destroyed || upstream.destroyed) {
-    // One side left while the replica was switching: its 'close' has passed.
-    client.destroy();
-    upstream.destroy();
-    return;
-  }
-  // Soon, not at once: what one side sent just before it closed still reaches the other.
-  client.once('close', () => upstream.destroySoon());
-  upstream.once('close', () => client.destroySoon());
-  // Interactive protocols send small frames that must not wait to be batched.
-  upstream.setNoDelay(true);
-  client.write(
-    formatResponseHead(
-      101,
-      replica.response.statusMessage,
-      switchingProtocolsHeaders(replica.response.headers),
-    ),
-  );
-  if (replica.head.length > 0) client.write(replica.head);
-  if (clientHead.length > 0) upstream.write(clientHead);
-  upstream.pipe(client);
-  client.pipe(upstream);
-}
-
-/** A replica's answer other than 101, relayed whole on the client's socket, which is then closed. */
-async function relayAnswer(response: IncomingMessage, client: Socket): Promise<void> {
-  // Node has decoded the body (no more chunked framing): closing the connection delimits it.
-  client.write(
-    formatResponseHead(response.statusCode ?? 502, response.statusMessage, {
-      ...downstreamResponseHeaders(response.headers),
-      connection: 'close',
-    }),
-  );
-  try {
-    await pipeline(response, client);
-    client.destroySoon();
-  } catch {
-    // The replica or the client cut the answer short: the client sees the connection drop.
-    client.destroy();
-  }
+  await passUpgradeAnswer(socket, head, answer);
 }
 
 /** The raw route of the proxy, mounted by app.ts next to the JSON API. */

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError, Option } from 'commander';
 import { type ApplyOptions, applyCommand } from './commands/apply.js';
+import { type AttachCommandOptions, attachCommand } from './commands/attach.js';
 import { type DeleteOptions, deleteCommand } from './commands/delete.js';
 import { type FleetDeleteOptions, fleetDeleteCommand, fleetListCommand } from './commands/fleet.js';
 import { type LogsOptions, logsCommand } from './commands/logs.js';
@@ -14,6 +15,7 @@ import {
 } from './commands/project.js';
 import { PS_FORMATS, type PsOptions, psCommand } from './commands/ps.js';
 import { type ServerOptions, serverCommand } from './commands/server.js';
+import { type SshProxyOptions, sshProxyCommand } from './commands/ssh-proxy.js';
 import { type StopOptions, stopCommand } from './commands/stop.js';
 import { VALIDATE_FORMATS, type ValidateFormat, validateCommand } from './commands/validate.js';
 import { type CliIo, processIo, red } from './io.js';
@@ -135,6 +137,26 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .option('-f, --follow', 'keep printing until the run finishes')
     .addOption(projectOption())
     .action((runName: string, options: LogsOptions) => run(() => logsCommand(runName, options, io)));
+
+  program
+    .command('attach')
+    .description("configure `ssh RUN`, forward the run's ports to localhost and stay until Ctrl-C")
+    .argument('<run>', 'the run name')
+    .addOption(projectOption())
+    .action((runName: string, options: AttachCommandOptions) =>
+      run(() => attachCommand(runName, options, io)),
+    );
+
+  program
+    .command('ssh-proxy')
+    .description("join stdin/stdout to a job's SSH server (OpenSSH's ProxyCommand for `ssh RUN`)")
+    .argument('<run>', 'the run name')
+    .option('--job <number>', 'the job number', '0')
+    .option('--replica <number>', 'the replica number', '0')
+    .addOption(projectOption())
+    .action((runName: string, options: SshProxyOptions) =>
+      run(() => sshProxyCommand(runName, options, { input: process.stdin, output: process.stdout })),
+    );
 
   program
     .command('stop')

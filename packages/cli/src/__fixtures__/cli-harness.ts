@@ -44,11 +44,16 @@ export class CliHarness {
     await saveCliConfig({ projects: [{ name, url, token, default: true }] }, this.configPath);
   }
 
-  start(args: readonly string[], environment: NodeJS.ProcessEnv = {}): RunningCli {
+  /** Starts the bin; with `stdin: 'pipe'` the test writes to `child.stdin` (default: no input). */
+  start(
+    args: readonly string[],
+    environment: NodeJS.ProcessEnv = {},
+    options: { stdin?: 'pipe' | 'ignore' } = {},
+  ): RunningCli {
     const { DSTACK_PROJECT: _project, DSTACK_CLI_CONFIG_DIR: _directory, ...inherited } = process.env;
     const child = spawn(process.execPath, [BIN, ...args], {
       env: { ...inherited, HOME: this.home, NO_COLOR: '1', ...environment },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [options.stdin ?? 'ignore', 'pipe', 'pipe'],
     });
     this.#children.add(child);
     let stdout = '';

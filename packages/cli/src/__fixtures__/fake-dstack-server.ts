@@ -4,8 +4,14 @@
  * configuration schemas); anything wrong is answered 400 and recorded in `problems`, which
  * tests assert empty.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import {
+  createServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+  STATUS_CODES,
+} from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import {
   ApplyFleetRequestSchema,
   ApplyRunRequestSchema,
@@ -106,31 +112,65 @@ async function streamLines(response: ServerResponse, answer: StreamAnswer): Prom
   response.end();
 }
 
+/** An upgrade request (`/proxy/ssh/...`) as the server received it. */
+export interface RecordedUpgrade {
+  /** The path without the query, e.g. `/proxy/ssh/main/my-run`. */
+  path: string;
+  query: Record<string, string>;
+  authorization: string | undefined;
+}
+
+/**
+ * Answers an authorized upgrade request: an `HttpAnswer` refuses it (JSON body, then the
+ * socket is closed); a function is given the client's socket after the 101.
+ */
+export type FakeUpgradeHandler = (request: RecordedUpgrade) => HttpAnswer | ((socket: Socket) => void);
+
 export interface FakeDstackServerOptions {
   /** The token requests must carry. Default `test-token`. */
   token?: string;
   /** Handlers by full path (`/api/project/main/runs/get`) or endpoint (`runs/get`). */
   handlers?: Record<string, FakeHandler>;
+  /** Answers `GET` requests with `Upgrade: ssh` (the SSH route). Default: none (a problem). */
+  upgrade?: FakeUpgradeHandler;
+}
+
+/** Writes a whole HTTP/1.1 answer on a raw socket and closes it: an upgrade refused. */
+function refuseUpgrade(socket: Socket, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: application/json\r\n` +
+      `content-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+  );
 }
 
 export class FakeDstackServer {
   readonly requests: RecordedRequest[] = [];
+  readonly upgrades: RecordedUpgrade[] = [];
   /** What was wrong with requests (bad body, unknown path, handler crash). */
   readonly problems: string[] = [];
   readonly token: string;
   readonly handlers: Record<string, FakeHandler>;
+  /** Settable after start, like `handlers`. */
+  upgrade: FakeUpgradeHandler | undefined;
   #server: Server;
+  /** Upgraded sockets are no longer the HTTP server's: `close` ends them itself. */
+  readonly #upgradedSockets = new Set<Socket>();
   #url = '';
 
   private constructor(options: FakeDstackServerOptions) {
     this.token = options.token ?? 'test-token';
     this.handlers = { ...options.handlers };
+    this.upgrade = options.upgrade;
     this.#server = createServer((request, response) => {
       this.#handle(request, response).catch((error: unknown) => {
         this.problems.push(`handler failed: ${(error as Error).stack ?? String(error)}`);
         send(response, 500, { detail: [{ msg: 'fake server failure', code: 'error' }] });
       });
     });
+    this.#server.on('upgrade', (request: IncomingMessage, socket: Socket, head: Buffer) =>
+      this.#handleUpgrade(request, socket, head),
+    );
   }
 
   static async start(options: FakeDstackServerOptions = {}): Promise<FakeDstackServer> {
@@ -152,7 +192,43 @@ export class FakeDstackServer {
 
   async close(): Promise<void> {
     this.#server.closeAllConnections();
+    for (const socket of this.#upgradedSockets) socket.destroy();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  #handleUpgrade(request: IncomingMessage, socket: Socket, head: Buffer): void {
+    socket.on('error', () => socket.destroy());
+    this.#upgradedSockets.add(socket);
+    socket.once('close', () => this.#upgradedSockets.delete(socket));
+    const url = new URL(request.url ?? '/', 'http://localhost');
+    const recorded = {
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      authorization: request.headers.authorization,
+    };
+    this.upgrades.push(recorded);
+    if (request.method !== 'GET')
+      this.problems.push(`${url.pathname}: upgrade with method ${request.method}`);
+    if (request.headers.upgrade !== 'ssh') {
+      this.problems.push(`${url.pathname}: Upgrade: ${request.headers.upgrade}, expected ssh`);
+    }
+    if (request.headers.authorization !== `Bearer ${this.token}`) {
+      refuseUpgrade(socket, 401, { detail: [{ msg: 'Unauthorized', code: 'error' }] });
+      return;
+    }
+    if (!this.upgrade) {
+      this.problems.push(`${url.pathname}: no upgrade handler`);
+      refuseUpgrade(socket, 404, { detail: [{ msg: 'no upgrade handler', code: 'not_found' }] });
+      return;
+    }
+    const answer = this.upgrade(recorded);
+    if (answer instanceof HttpAnswer) {
+      refuseUpgrade(socket, answer.status, answer.body);
+      return;
+    }
+    socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ssh\r\n\r\n');
+    if (head.length > 0) socket.unshift(head);
+    answer(socket);
   }
 
   async #handle(request: IncomingMessage, response: ServerResponse): Promise<void> {

@@ -1,4 +1,4 @@
-import { DstackError } from '@dstack/core';
+import { ApiErrorSchema, DstackError } from '@dstack/core';
 
 /** One problem reported by the server, with the path of the offending request field if any. */
 export interface ApiErrorDetail {
@@ -65,4 +65,51 @@ export class UnexpectedResponseError extends DstackError {
   static override isInstance(error: unknown): error is UnexpectedResponseError {
     return DstackError.isInstance(error) && error.name === 'UnexpectedResponseError';
   }
+}
+
+/** Reads dstack's `{"detail": [...]}` body, also the `{"detail": {"msg"}}` and plain-text forms. */
+export function parseErrorDetails(statusCode: number, text: string): ApiErrorDetail[] {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    const summary = text.trim().slice(0, 200);
+    return [
+      { message: `HTTP ${statusCode}${summary ? `: ${summary}` : ''}`, code: 'http_error', fields: [] },
+    ];
+  }
+  const parsed = ApiErrorSchema.safeParse(body);
+  if (parsed.success) {
+    return parsed.data.detail.map((detail) => ({
+      message: detail.msg,
+      code: detail.code,
+      fields: detail.fields ?? [],
+    }));
+  }
+  const detail = (body as { detail?: unknown } | null)?.detail;
+  if (typeof detail === 'string') return [{ message: detail, code: 'error', fields: [] }];
+  const message = (detail as { msg?: unknown } | undefined)?.msg;
+  if (typeof message === 'string') return [{ message, code: 'error', fields: [] }];
+  return [{ message: `HTTP ${statusCode}: ${text.slice(0, 200)}`, code: 'http_error', fields: [] }];
+}
+
+/** Error codes meaning nothing answers at the URL. */
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/** Whether a request failed because nothing answers at the URL (not an HTTP error). */
+export function isUnreachableError(error: unknown): boolean {
+  const candidate = error as { code?: unknown; errors?: unknown[]; cause?: unknown } | undefined;
+  if (!candidate) return false;
+  if (typeof candidate.code === 'string' && UNREACHABLE_CODES.has(candidate.code)) return true;
+  // `localhost` resolves to IPv4 and IPv6; undici reports both failures together.
+  if (Array.isArray(candidate.errors) && candidate.errors.some(isUnreachableError)) return true;
+  return candidate.cause !== undefined && candidate.cause !== error && isUnreachableError(candidate.cause);
 }

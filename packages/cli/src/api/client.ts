@@ -3,8 +3,9 @@
  * API models of `@dstack/core` (answers are validated with them); failures become the errors of
  * `api-errors.ts`.
  */
+
+import type { Socket } from 'node:net';
 import {
-  ApiErrorSchema,
   type ApplyFleetRequestSchema,
   type ApplyRunRequestSchema,
   type DeleteFleetsRequestSchema,
@@ -32,13 +33,15 @@ import {
 } from '@dstack/core';
 import { type Dispatcher, request } from 'undici';
 import {
-  type ApiErrorDetail,
   InvalidTokenError,
+  isUnreachableError,
+  parseErrorDetails,
   ServerApiError,
   ServerUnreachableError,
   UnexpectedResponseError,
 } from './api-errors.js';
 import { type LogStreamLines, readLogStreamLines } from './log-stream-lines.js';
+import { openSshTunnel } from './ssh-tunnel.js';
 
 /** A zod schema, seen only through what the CLI needs (the CLI does not depend on zod). */
 interface Schema<Output> {
@@ -84,52 +87,6 @@ export interface RequestOptions {
 
 /** Silence after which a log stream counts as dead (the server's heartbeat comes every 15 s). */
 const LOG_STREAM_SILENCE_LIMIT_MS = 60_000;
-
-/** Error codes meaning nothing answers at the URL. */
-const UNREACHABLE_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ETIMEDOUT',
-  'UND_ERR_CONNECT_TIMEOUT',
-]);
-
-function isUnreachable(error: unknown): boolean {
-  const candidate = error as { code?: unknown; errors?: unknown[]; cause?: unknown } | undefined;
-  if (!candidate) return false;
-  if (typeof candidate.code === 'string' && UNREACHABLE_CODES.has(candidate.code)) return true;
-  // `localhost` resolves to IPv4 and IPv6; undici reports both failures together.
-  if (Array.isArray(candidate.errors) && candidate.errors.some(isUnreachable)) return true;
-  return candidate.cause !== undefined && candidate.cause !== error && isUnreachable(candidate.cause);
-}
-
-/** Reads dstack's `{"detail": [...]}` body, also the `{"detail": {"msg"}}` and plain-text forms. */
-function parseErrorDetails(statusCode: number, text: string): ApiErrorDetail[] {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    const summary = text.trim().slice(0, 200);
-    return [
-      { message: `HTTP ${statusCode}${summary ? `: ${summary}` : ''}`, code: 'http_error', fields: [] },
-    ];
-  }
-  const parsed = ApiErrorSchema.safeParse(body);
-  if (parsed.success) {
-    return parsed.data.detail.map((detail) => ({
-      message: detail.msg,
-      code: detail.code,
-      fields: detail.fields ?? [],
-    }));
-  }
-  const detail = (body as { detail?: unknown } | null)?.detail;
-  if (typeof detail === 'string') return [{ message: detail, code: 'error', fields: [] }];
-  const message = (detail as { msg?: unknown } | undefined)?.msg;
-  if (typeof message === 'string') return [{ message, code: 'error', fields: [] }];
-  return [{ message: `HTTP ${statusCode}: ${text.slice(0, 200)}`, code: 'http_error', fields: [] }];
-}
 
 export class DstackApiClient {
   readonly url: string;
@@ -233,6 +190,23 @@ export class DstackApiClient {
     await this.#post(this.#projectPath('fleets/delete'), body, undefined, options);
   }
 
+  /**
+   * Opens an SSH connection to a job of a run through the server (`/proxy/ssh`): the socket
+   * speaks SSH-2 to the job's runner. Refusals throw like every request.
+   */
+  openSshTunnel(
+    runName: string,
+    options: { jobNum?: number; replicaNum?: number } & RequestOptions = {},
+  ): Promise<Socket> {
+    return openSshTunnel({
+      serverUrl: this.url,
+      token: this.#token,
+      projectName: this.projectName,
+      runName,
+      ...options,
+    });
+  }
+
   #projectPath(endpoint: string): string {
     return `/api/project/${encodeURIComponent(this.projectName)}/${endpoint}`;
   }
@@ -286,7 +260,7 @@ export class DstackApiClient {
         ...(this.#dispatcher ? { dispatcher: this.#dispatcher } : {}),
       });
     } catch (error) {
-      if (isUnreachable(error)) throw new ServerUnreachableError(this.url, error);
+      if (isUnreachableError(error)) throw new ServerUnreachableError(this.url, error);
       throw error;
     }
     if (response.statusCode >= 200 && response.statusCode < 300) return response;

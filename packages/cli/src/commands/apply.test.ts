@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LogEvent, RunSpec, RunStatus } from '@dstack/core';
@@ -257,6 +257,24 @@ describe('dstack apply (built bin, fake server)', { timeout: CLI_TEST_TIMEOUT_MS
     const result = await harness.run(['apply', '-f', writeTask('original'), '-y', '-d', '-n', 'renamed']);
     expect(result.code).toBe(0);
     expect(server.requestsTo('runs/get_plan')[0]?.body).toMatchObject({ run_spec: { run_name: 'renamed' } });
+  });
+
+  it("sends the user's public key as run_spec.ssh_key_pub, created once and reused", async () => {
+    server = await FakeDstackServer.start({
+      handlers: scriptedRunHandlers({ name: 'keyed', statuses: ['running'], logs: [] }),
+    });
+    await harness.useProject(server.url, server.token);
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      expect((await harness.run(['apply', '-f', writeTask('keyed'), '-y', '-d'])).code).toBe(0);
+    }
+    const publicKey = readFileSync(join(harness.home, '.dstack', 'ssh', 'id_rsa.pub'), 'utf8').trim();
+    expect(publicKey).toMatch(/^ssh-rsa AAAA\S+ dstack$/);
+    const sent = [...server.requestsTo('runs/get_plan'), ...server.requestsTo('runs/apply')].map(
+      (request) => request.body as { run_spec?: RunSpec; plan?: { run_spec: RunSpec } },
+    );
+    expect(sent.map((body) => (body.run_spec ?? body.plan?.run_spec)?.ssh_key_pub)).toEqual(
+      Array(4).fill(publicKey),
+    );
   });
 
   it('detaches on SIGINT without stopping the run', async () => {

@@ -1,4 +1,4 @@
-import type { AnyConfiguration, FleetConfiguration, RunConfiguration, RunSpec } from '@dstack/core';
+import type { AnyConfiguration, FleetConfiguration, Run, RunConfiguration, RunSpec } from '@dstack/core';
 import type { DstackApiClient } from '../api/client.js';
 import type { CliIo } from '../io.js';
 import { createColors } from '../output/colors.js';
@@ -6,12 +6,15 @@ import { formatOffersTable } from '../output/offers-table.js';
 import { CommandError } from '../output/report-error.js';
 import { formatRunPlan } from '../output/run-plan.js';
 import { expandConfigurationProvider } from '../providers/expand-configuration-provider.js';
+import type { SshPortForwarder } from '../ssh/port-forwarder.js';
+import { ensureUserSshKey } from '../ssh/user-ssh-key.js';
 import { abortOnInterrupt, attachToRun } from './attach-run.js';
 import { confirmAction } from './confirm.js';
 import { connect, type ProjectOption } from './connect.js';
 import { formatFleets } from './fleet.js';
 import { readConfigurationSource } from './read-configuration.js';
 import { withSshKeyContents } from './read-ssh-keys.js';
+import { prepareRunSsh, startRunSsh } from './run-ssh.js';
 
 export interface ApplyOptions extends ProjectOption {
   /** The configuration file. */
@@ -57,10 +60,13 @@ export async function applyCommand(options: ApplyOptions, io: CliIo): Promise<nu
     configurationText: text,
     runName,
   });
+  // The runner authorizes this key for `ssh RUN` (and the CLI's own port forwarding).
+  const { publicKey } = await ensureUserSshKey();
   const runSpec: RunSpec = {
     run_name: runName,
     configuration_path: options.file,
     configuration: configuration as RunSpec['configuration'],
+    ssh_key_pub: publicKey,
     ...(providerJobs === null ? {} : { provider_jobs: providerJobs }),
   };
   const client = await connect(options);
@@ -101,10 +107,23 @@ async function applyRun(
     return 0;
   }
   io.stdout(`Submitted ${name}\n`);
+  // A dev environment is worked in over SSH: once it runs, `dstack attach`'s access while its logs stream.
+  const key = configuration.type === 'dev-environment' ? await prepareRunSsh(client, name) : undefined;
+  let forwarder: SshPortForwarder | undefined;
   const interrupt = abortOnInterrupt();
   try {
-    return await attachToRun(client, name, io, { signal: interrupt.signal });
+    return await attachToRun(client, name, io, {
+      signal: interrupt.signal,
+      ...(key
+        ? {
+            onRunning: async (running: Run) => {
+              forwarder = await startRunSsh(client, running, name, key, io);
+            },
+          }
+        : {}),
+    });
   } finally {
+    forwarder?.close();
     interrupt.dispose();
   }
 }

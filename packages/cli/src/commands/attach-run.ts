@@ -18,6 +18,13 @@ const WAITING_STATUSES: readonly RunStatus[] = ['pending', 'submitted', 'provisi
 export interface AttachOptions {
   /** Detaches when aborted (Ctrl-C): the run goes on. */
   signal: AbortSignal;
+  /** Called once, the first time the run is seen running (a dev environment's SSH access). */
+  onRunning?: (run: Run) => Promise<void>;
+}
+
+/** What is printed when the user detaches with Ctrl-C. */
+export function formatDetached(name: string): string {
+  return `\nDetached; the run continues. Stop it with dstack stop ${name}\n`;
 }
 
 /**
@@ -35,12 +42,18 @@ export async function attachToRun(
   const progress = createProgressLine(io);
   const writer = new LogWriter(io);
   let servicePrinted = false;
-  const showStatus = (run: Run) => {
+  let runningSeen = false;
+  const showStatus = async (run: Run) => {
     if (WAITING_STATUSES.includes(run.status)) progress.update(`${name} ${run.status}…`);
     else progress.clear();
-    if (run.status === 'running' && run.service && !servicePrinted) {
+    if (run.status !== 'running') return;
+    if (run.service && !servicePrinted) {
       servicePrinted = true;
       io.stdout(formatServiceEndpoint(run.service, client.url));
+    }
+    if (!runningSeen) {
+      runningSeen = true;
+      await options.onRunning?.(run);
     }
   };
   const showEvents = (events: readonly LogEvent[]) => {
@@ -62,7 +75,7 @@ export async function attachToRun(
     // Whatever was in flight when the user pressed Ctrl-C fails with an abort error.
     if (!options.signal.aborted) throw error;
     progress.clear();
-    io.stdout(`\nDetached; the run continues. Stop it with dstack stop ${name}\n`);
+    io.stdout(formatDetached(name));
     return 0;
   } finally {
     done.abort();
@@ -70,7 +83,7 @@ export async function attachToRun(
 }
 
 interface FollowHandlers {
-  showStatus(run: Run): void;
+  showStatus(run: Run): Promise<void>;
   showEvents(events: readonly LogEvent[]): void;
   signal: AbortSignal;
 }
@@ -101,7 +114,7 @@ async function followStream(
       await following;
       return isRunFinished(run.status) ? run : client.getRun(name, request);
     }
-    handlers.showStatus(run);
+    await handlers.showStatus(run);
     await Promise.race([sleep(POLL_INTERVAL_MS, undefined, request), following]);
   }
 }
@@ -121,7 +134,7 @@ async function followByPolling(
       handlers.showEvents(await reader.readNew(request));
       return run;
     }
-    handlers.showStatus(run);
+    await handlers.showStatus(run);
     handlers.showEvents(await reader.readNew(request));
     await sleep(POLL_INTERVAL_MS, undefined, request);
   }

@@ -103,6 +103,22 @@ export async function startHarnessServer(options: {
       }
     },
     async terminateFleetsAndClose() {
+      // Runs a failed test left going keep their instances busy, and busy instances outlive
+      // their fleet's deletion: abort them first.
+      const activeRuns = async () =>
+        (await call<Run[]>('/api/runs/list', { project_name: 'main', only_active: true })).body;
+      const active = await activeRuns();
+      if (active.length > 0) {
+        await call('/api/project/main/runs/stop', {
+          runs_names: active.map((run) => run.run_spec.run_name),
+          abort: true,
+        });
+        await waitFor(
+          'the runs to end',
+          async () => ((await activeRuns()).length === 0 ? true : null),
+          20_000,
+        );
+      }
       const fleets = (await call<Fleet[]>('/api/project/main/fleets/list')).body;
       if (fleets.length > 0) {
         await call('/api/project/main/fleets/delete', { names: fleets.map((fleet) => fleet.name) });
@@ -120,10 +136,10 @@ export async function startHarnessServer(options: {
   };
 }
 
-/** A task configuration running `commands` with requirements the host meets. */
 /** Resources this host always has: what tasks and fleets of the e2e tests ask for. */
 export const HOST_RESOURCES = { cpu: '1..', memory: '0.5GB..', disk: '1GB..' };
 
+/** A task configuration running `commands` with requirements the host meets. */
 export function task(name: string, commands: string[], extra: Record<string, unknown> = {}) {
   return { type: 'task', name, commands, resources: HOST_RESOURCES, ...extra };
 }

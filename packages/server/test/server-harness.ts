@@ -103,8 +103,8 @@ export async function startHarnessServer(options: {
       }
     },
     async terminateFleetsAndClose() {
-      // Runs a failed test left going keep their instances busy, and busy instances outlive
-      // their fleet's deletion: abort them first.
+      // Runs a failed test left going keep their instances busy, and a fleet with a busy
+      // instance refuses deletion: abort them first.
       const activeRuns = async () =>
         (await call<Run[]>('/api/runs/list', { project_name: 'main', only_active: true })).body;
       const active = await activeRuns();
@@ -113,23 +113,19 @@ export async function startHarnessServer(options: {
           runs_names: active.map((run) => run.run_spec.run_name),
           abort: true,
         });
-        await waitFor(
-          'the runs to end',
-          async () => ((await activeRuns()).length === 0 ? true : null),
-          20_000,
-        );
+        await waitFor('the runs to end', async () => ((await activeRuns()).length === 0 ? true : null));
       }
-      const fleets = (await call<Fleet[]>('/api/project/main/fleets/list')).body;
-      if (fleets.length > 0) {
-        await call('/api/project/main/fleets/delete', { names: fleets.map((fleet) => fleet.name) });
-      }
-      const deadline = Date.now() + 20_000;
-      while (
-        Date.now() < deadline &&
-        (await call<Fleet[]>('/api/project/main/fleets/list')).body.length > 0
-      ) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      // A run that just ended may hold its instance a moment longer: ask again until every fleet
+      // is going, and fail the suite rather than leave a machine behind.
+      await waitFor('the fleets and their instances to be gone', async () => {
+        const fleets = (await call<Fleet[]>('/api/project/main/fleets/list')).body;
+        if (fleets.length === 0) return true;
+        const standing = fleets.filter((fleet) => fleet.status !== 'terminating');
+        if (standing.length > 0) {
+          await call('/api/project/main/fleets/delete', { names: standing.map((fleet) => fleet.name) });
+        }
+        return null;
+      });
       await server.close();
     },
     close: () => server.close(),

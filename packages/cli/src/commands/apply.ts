@@ -42,6 +42,12 @@ function isRunConfiguration(configuration: AnyConfiguration): configuration is R
   );
 }
 
+/** Whether attaching to the run also sets up SSH: dev environments, and tasks with `ports`. */
+function attachesOverSsh(configuration: RunConfiguration): boolean {
+  if (configuration.type === 'dev-environment') return true;
+  return configuration.type === 'task' && (configuration.ports?.length ?? 0) > 0;
+}
+
 /**
  * `dstack apply -f FILE`: plans, confirms and submits a run (then attaches unless `-d`), or
  * applies a fleet. Returns the exit code: for an attached run, 0 when it is done.
@@ -107,8 +113,9 @@ async function applyRun(
     return 0;
   }
   io.stdout(`Submitted ${name}\n`);
-  // A dev environment is worked in over SSH: once it runs, `dstack attach`'s access while its logs stream.
-  const key = configuration.type === 'dev-environment' ? await prepareRunSsh(client, name) : undefined;
+  // A dev environment is worked in over SSH, and a task's `ports` are forwarded while attached
+  // (as dstack does): once the run is running, `dstack attach`'s access while its logs stream.
+  const key = attachesOverSsh(configuration) ? await prepareRunSsh(client, name) : undefined;
   let forwarder: SshPortForwarder | undefined;
   const interrupt = abortOnInterrupt();
   try {

@@ -84,7 +84,11 @@ function startJobSshServer() {
 }
 
 /** A dev environment forwarding `*:jobPort` (any free local port), in `status`. */
-function devEnvironmentRun(name: string, status: RunStatus): Run {
+function devEnvironmentRun(
+  name: string,
+  status: RunStatus,
+  type: 'dev-environment' | 'task' = 'dev-environment',
+): Run {
   const run = makeRun({ name, status });
   const submission = {
     ...run.latest_job_submission!,
@@ -94,7 +98,10 @@ function devEnvironmentRun(name: string, status: RunStatus): Run {
     ...run,
     run_spec: {
       run_name: name,
-      configuration: { type: 'dev-environment', ide: 'vscode', ports: [`*:${jobPort}`] },
+      configuration:
+        type === 'task'
+          ? { type, commands: ['serve'], ports: [`*:${jobPort}`] }
+          : { type, ide: 'vscode', ports: [`*:${jobPort}`] },
     },
     latest_job_submission: submission,
     jobs: [{ ...run.jobs[0]!, job_submissions: [submission] }],
@@ -196,44 +203,47 @@ describe('dstack attach (built bin, fake server, ssh2 job server)', { timeout: C
   });
 });
 
-describe('dstack apply of a dev environment', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
-  it('streams the init logs and, once running, attaches like dstack attach', async () => {
-    let status: RunStatus = 'provisioning';
-    const initOutput = makeLogEvent('stdout', 'init done\n', 1);
-    const job = startJobSshServer();
-    server = await FakeDstackServer.start({
-      handlers: {
-        'runs/get_plan': (body: { run_spec: RunSpec }) => makeRunPlan(body.run_spec, [makeOffer()]),
-        'runs/apply': () => devEnvironmentRun('dev', 'submitted'),
-        'runs/get': () => devEnvironmentRun('dev', status),
-        'logs/poll': (body: { start_time?: string }) => ({
-          logs: status !== 'running' || body.start_time ? [] : [initOutput],
-          next_token: null,
-        }),
-      },
-      upgrade: () => job.serve,
-    });
-    await harness.useProject(server.url, server.token);
-    const file = join(harness.home, 'dev.dstack.yml');
-    writeFileSync(
-      file,
-      `type: dev-environment\nname: dev\nide: vscode\ninit:\n  - echo init done\nports:\n  - '*:${jobPort}'\n`,
-    );
-    const cli = harness.start(['apply', '-f', file, '-y']);
-    await waitFor(() => server!.requestsTo('runs/get').length > 0, 'the first poll');
-    status = 'running';
-    await waitFor(
-      () => cli.stdout().includes('init done') && cli.stdout().includes('localhost:'),
-      'attaching',
-    );
-    expect(cli.stdout()).toContain('To connect to dev via SSH, use: ssh dev\n');
-    const response = await fetch(`http://127.0.0.1:${forwardedPort(cli.stdout())}/`);
-    expect(await response.text()).toBe('hello from the job');
-    expect(readFileSync(join(harness.home, '.dstack', 'ssh', 'config'), 'utf8')).toMatch(/^Host dev\n/);
+describe('dstack apply of a dev environment or a task with ports', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
+  it.each([
+    ['a dev environment', 'dev-environment', 'ide: vscode\ninit:\n  - echo init done'],
+    ['a task with ports', 'task', 'commands:\n  - echo init done'],
+  ] as const)(
+    'streams the logs of %s and, once running, attaches like dstack attach',
+    async (_what, type, body) => {
+      let status: RunStatus = 'provisioning';
+      const initOutput = makeLogEvent('stdout', 'init done\n', 1);
+      const job = startJobSshServer();
+      server = await FakeDstackServer.start({
+        handlers: {
+          'runs/get_plan': (body: { run_spec: RunSpec }) => makeRunPlan(body.run_spec, [makeOffer()]),
+          'runs/apply': () => devEnvironmentRun('dev', 'submitted', type),
+          'runs/get': () => devEnvironmentRun('dev', status, type),
+          'logs/poll': (body: { start_time?: string }) => ({
+            logs: status !== 'running' || body.start_time ? [] : [initOutput],
+            next_token: null,
+          }),
+        },
+        upgrade: () => job.serve,
+      });
+      await harness.useProject(server.url, server.token);
+      const file = join(harness.home, 'dev.dstack.yml');
+      writeFileSync(file, `type: ${type}\nname: dev\n${body}\nports:\n  - '*:${jobPort}'\n`);
+      const cli = harness.start(['apply', '-f', file, '-y']);
+      await waitFor(() => server!.requestsTo('runs/get').length > 0, 'the first poll');
+      status = 'running';
+      await waitFor(
+        () => cli.stdout().includes('init done') && cli.stdout().includes('localhost:'),
+        'attaching',
+      );
+      expect(cli.stdout()).toContain('To connect to dev via SSH, use: ssh dev\n');
+      const response = await fetch(`http://127.0.0.1:${forwardedPort(cli.stdout())}/`);
+      expect(await response.text()).toBe('hello from the job');
+      expect(readFileSync(join(harness.home, '.dstack', 'ssh', 'config'), 'utf8')).toMatch(/^Host dev\n/);
 
-    cli.child.kill('SIGINT');
-    const result = await cli.result;
-    expect(result.code).toBe(0);
-    expect(result.stdout).toContain('Detached; the run continues');
-  });
+      cli.child.kill('SIGINT');
+      const result = await cli.result;
+      expect(result.code).toBe(0);
+      expect(result.stdout).toContain('Detached; the run continues');
+    },
+  );
 });

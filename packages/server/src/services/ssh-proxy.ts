@@ -13,6 +13,8 @@
  * than 101 (409 before the job was submitted to it) are relayed as they are.
  */
 import type { JobProvisioningData } from '@dstack/core';
+// The protocol a client asks for, and the runner is asked for, in `Upgrade`.
+import { SSH_UPGRADE_PROTOCOL } from '@dstack/runner';
 import { AgentUnreachableError } from '../agents/agent-unreachable-error.js';
 import type { AppContext } from '../context.js';
 import type { JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
@@ -31,9 +33,6 @@ import { getProjectForUser } from './projects.js';
 import { ACTIVE_RUN_STATUSES, findRunRow } from './runs.js';
 
 export const SSH_PROXY_PREFIX = '/proxy/ssh';
-
-/** The protocol a client asks for, and the runner is asked for, in `Upgrade`. */
-const SSH_UPGRADE = 'ssh';
 
 /** The runner's endpoint that switches a connection to its SSH server. */
 const RUNNER_SSH_PATH = '/api/ssh';
@@ -147,10 +146,10 @@ function runnerUnreachable(job: JobsTable, error: unknown): HttpError {
 async function handleSshUpgrade(context: RawUpgradeContext): Promise<void> {
   const { app, request, socket, head, signal } = context;
   const target = parseTarget(request.url ?? '/');
-  if (request.headers.upgrade?.toLowerCase() !== SSH_UPGRADE) {
+  if (request.headers.upgrade?.toLowerCase() !== SSH_UPGRADE_PROTOCOL) {
     throw new HttpError(
       400,
-      `The SSH proxy switches to "Upgrade: ${SSH_UPGRADE}" only, not "${request.headers.upgrade}"`,
+      `The SSH proxy switches to "Upgrade: ${SSH_UPGRADE_PROTOCOL}" only, not "${request.headers.upgrade}"`,
       'invalid_request',
     );
   }
@@ -167,7 +166,7 @@ async function handleSshUpgrade(context: RawUpgradeContext): Promise<void> {
   const upstream = requestUpstream(new URL(runnerUrl), {
     path: RUNNER_SSH_PATH,
     method: 'GET',
-    headers: { connection: 'Upgrade', upgrade: SSH_UPGRADE },
+    headers: { connection: 'Upgrade', upgrade: SSH_UPGRADE_PROTOCOL },
     signal,
   });
   let answer: UpgradeAnswer;
@@ -186,10 +185,10 @@ export const sshProxyRoute: RawRouteDefinition = defineRawRoute({
   summary:
     'SSH to a running job: an upgrade to "ssh" (query job_num, replica_num) joined to the job runner\'s SSH server',
   async handle({ response }) {
-    response.setHeader('upgrade', SSH_UPGRADE);
+    response.setHeader('upgrade', SSH_UPGRADE_PROTOCOL);
     throw new HttpError(
       426,
-      `Connect with "Connection: Upgrade" and "Upgrade: ${SSH_UPGRADE}" (dstack ssh-proxy does)`,
+      `Connect with "Connection: Upgrade" and "Upgrade: ${SSH_UPGRADE_PROTOCOL}" (dstack ssh-proxy does)`,
       'upgrade_required',
     );
   },

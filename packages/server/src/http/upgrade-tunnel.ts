@@ -11,7 +11,7 @@ import { switchingProtocolsHeaders, withoutHopByHopHeaders } from './hop-by-hop-
 import { formatResponseHead } from './raw-route.js';
 
 /** How the upstream answered an upgrade request. */
-export type UpgradeAnswer =
+type UpgradeAnswer =
   | { kind: 'switched'; response: IncomingMessage; socket: Socket; head: Buffer }
   | { kind: 'answered'; response: IncomingMessage };
 
@@ -29,10 +29,30 @@ export function requestUpstream(
 }
 
 /**
+ * Sends `upstream`, an upgrade request, and gives its answer to the client (see
+ * `passUpgradeAnswer`). An upstream that does not answer throws `didNotAnswer(error)`, the
+ * proxy's own error answer, unless the client has gone (`signal` aborted).
+ */
+export async function forwardUpgrade(
+  upstream: ClientRequest,
+  client: { socket: Socket; head: Buffer; signal: AbortSignal },
+  didNotAnswer: (error: unknown) => Error,
+): Promise<void> {
+  let answer: UpgradeAnswer;
+  try {
+    answer = await awaitUpgradeAnswer(upstream);
+  } catch (error) {
+    if (client.signal.aborted) return;
+    throw didNotAnswer(error);
+  }
+  await passUpgradeAnswer(client.socket, client.head, answer);
+}
+
+/**
  * Ends `upstream`, an upgrade request, and resolves with the answer; rejects when the upstream
  * does not answer (refused, reset, unreachable) or the request is aborted.
  */
-export function awaitUpgradeAnswer(upstream: ClientRequest): Promise<UpgradeAnswer> {
+function awaitUpgradeAnswer(upstream: ClientRequest): Promise<UpgradeAnswer> {
   const answered = new Promise<UpgradeAnswer>((resolve, reject) => {
     upstream.once('upgrade', (response: IncomingMessage, socket: Socket, head: Buffer) => {
       // node:http took its listeners off the socket: a reset must not crash the server ('close' follows).
@@ -54,11 +74,7 @@ export function awaitUpgradeAnswer(upstream: ClientRequest): Promise<UpgradeAnsw
  * relayed whole, then the client's socket closed. Resolves once the tunnel is open or the
  * answer relayed; never throws (a cut answer destroys the client's socket).
  */
-export async function passUpgradeAnswer(
-  client: Socket,
-  clientHead: Buffer,
-  answer: UpgradeAnswer,
-): Promise<void> {
+async function passUpgradeAnswer(client: Socket, clientHead: Buffer, answer: UpgradeAnswer): Promise<void> {
   if (answer.kind === 'answered') await relayAnswer(answer.response, client);
   else joinTunnel(client, clientHead, answer);
 }

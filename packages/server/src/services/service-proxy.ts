@@ -27,12 +27,7 @@ import {
   type RawRouteDefinition,
   type RawUpgradeContext,
 } from '../http/raw-route.js';
-import {
-  awaitUpgradeAnswer,
-  passUpgradeAnswer,
-  requestUpstream,
-  type UpgradeAnswer,
-} from '../http/upgrade-tunnel.js';
+import { forwardUpgrade, requestUpstream } from '../http/upgrade-tunnel.js';
 import { findProject, getProjectForUser } from './projects.js';
 import { ACTIVE_RUN_STATUSES, findRunRow } from './runs.js';
 import {
@@ -243,14 +238,7 @@ async function handleProxyUpgrade(context: RawUpgradeContext): Promise<void> {
     upgradeRequestHeaders(request.headers, destination.forwarded),
     signal,
   );
-  let answer: UpgradeAnswer;
-  try {
-    answer = await awaitUpgradeAnswer(upstream);
-  } catch (error) {
-    if (signal.aborted) return;
-    throw didNotAnswer(destination, error);
-  }
-  await passUpgradeAnswer(socket, head, answer);
+  await forwardUpgrade(upstream, { socket, head, signal }, (error) => didNotAnswer(destination, error));
 }
 
 /** The raw route of the proxy, mounted by app.ts next to the JSON API. */

@@ -21,12 +21,7 @@ import type { JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
 import { HttpError } from '../http/error-mapping.js';
 import { authenticate } from '../http/http-handler.js';
 import { defineRawRoute, type RawRouteDefinition, type RawUpgradeContext } from '../http/raw-route.js';
-import {
-  awaitUpgradeAnswer,
-  passUpgradeAnswer,
-  requestUpstream,
-  type UpgradeAnswer,
-} from '../http/upgrade-tunnel.js';
+import { forwardUpgrade, requestUpstream } from '../http/upgrade-tunnel.js';
 import { instancePortUrl } from '../pipelines/agent-clients.js';
 import { runnerPortOf } from '../pipelines/job-running.js';
 import { getProjectForUser } from './projects.js';
@@ -169,14 +164,7 @@ async function handleSshUpgrade(context: RawUpgradeContext): Promise<void> {
     headers: { connection: 'Upgrade', upgrade: SSH_UPGRADE_PROTOCOL },
     signal,
   });
-  let answer: UpgradeAnswer;
-  try {
-    answer = await awaitUpgradeAnswer(upstream);
-  } catch (error) {
-    if (signal.aborted) return;
-    throw runnerUnreachable(job, error);
-  }
-  await passUpgradeAnswer(socket, head, answer);
+  await forwardUpgrade(upstream, { socket, head, signal }, (error) => runnerUnreachable(job, error));
 }
 
 /** The raw route of the SSH proxy, mounted by routes/proxy-routes.ts next to the service proxy. */

@@ -26,6 +26,8 @@ export interface HarnessServer {
   call<TBody = unknown>(path: string, body?: unknown, token?: string): Promise<HarnessAnswer<TBody>>;
   waitForRun(runName: string, statuses: readonly string[], timeoutMs?: number): Promise<Run>;
   logs(runName: string): Promise<string>;
+  /** Creates a user with the global role `user` (a member of no project); resolves with its token. */
+  createUser(username: string): Promise<string>;
   /** Deletes every fleet, waits until their instances (detached shims) are terminated, then stops the server. */
   terminateFleetsAndClose(): Promise<void>;
   close(): Promise<void>;
@@ -101,6 +103,14 @@ export async function startHarnessServer(options: {
         if (logs.length < 1000) return text;
         nextToken = answer.body.next_token;
       }
+    },
+    async createUser(username) {
+      const created = await call<{ creds: { token: string } }>('/api/users/create', {
+        username,
+        global_role: 'user',
+      });
+      if (created.status !== 200) throw new Error(`users/create failed: ${created.status}`);
+      return created.body.creds.token;
     },
     async terminateFleetsAndClose() {
       // Runs a failed test left going keep their instances busy, and a fleet with a busy

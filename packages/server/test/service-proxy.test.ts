@@ -24,6 +24,7 @@ import {
   ADMIN_TOKEN,
   applyTask,
   type HarnessServer,
+  HOST_RESOURCES,
   localBackendConfig,
   makeTempDir,
   startHarnessServer,
@@ -105,7 +106,7 @@ function service(name: string, port: number, command: string, extra: Record<stri
     name,
     port,
     commands: [command],
-    resources: { cpu: '1..', memory: '0.5GB..', disk: '1GB..' },
+    resources: HOST_RESOURCES,
     ...extra,
   };
 }
@@ -117,11 +118,7 @@ describe('the service proxy on the local backend', () => {
 
   beforeAll(async () => {
     harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
-    const created = await harness.call<{ creds: { token: string } }>('/api/users/create', {
-      username: 'outsider',
-      global_role: 'user',
-    });
-    outsiderToken = created.body.creds.token;
+    outsiderToken = await harness.createUser('outsider');
   });
 
   afterAll(async () => {
@@ -376,7 +373,7 @@ describe('the service proxy on the local backend', () => {
       type: 'task',
       name: 'plain-task',
       commands: ['true'],
-      resources: { cpu: '1..', memory: '0.5GB..', disk: '1GB..' },
+      resources: HOST_RESOURCES,
     });
     const task = await harness.waitForRun('plain-task', ['done', 'failed', 'terminated']);
     expect(task.service ?? null).toBeNull();

@@ -81,11 +81,7 @@ describe('the SSH proxy on the local backend', () => {
 
   beforeAll(async () => {
     harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
-    const created = await harness.call<{ creds: { token: string } }>('/api/users/create', {
-      username: 'outsider',
-      global_role: 'user',
-    });
-    outsiderToken = created.body.creds.token;
+    outsiderToken = await harness.createUser('outsider');
   });
 
   afterAll(async () => {

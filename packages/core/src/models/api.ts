@@ -120,6 +120,8 @@ export const JobSubmissionSchema = z.object({
   termination_reason: JobTerminationReasonSchema.nullish(),
   termination_reason_message: z.string().nullish(),
   exit_status: z.number().int().nullish(),
+  /** Seconds without an SSH connection, for a dev environment with `inactivity_duration`. */
+  inactivity_secs: z.number().int().nonnegative().nullish(),
   job_provisioning_data: JobProvisioningDataSchema.nullish(),
   job_runtime_data: JobRuntimeDataSchema.nullish(),
   /** The instance's dstack name, when the job has one. */

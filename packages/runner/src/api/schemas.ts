@@ -115,6 +115,11 @@ export const RunnerPullResponseSchema = z.object({
   runner_logs: z.array(RunnerLogEventSchema),
   /** Pass this as the next `timestamp`: nothing is lost or repeated. */
   last_updated: z.number().int(),
+  /**
+   * Seconds since the job's last SSH connection closed, or since it started running if none
+   * has; 0 while one is open. Null or absent: the runner does not track connections.
+   */
+  no_connections_secs: z.number().int().nonnegative().nullish(),
   /** True when the answer was cut (too many log lines): pull again at once. */
   has_more: z.boolean(),
 });

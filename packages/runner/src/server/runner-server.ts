@@ -138,12 +138,18 @@ async function handleRequest(
       sendJson(response, 200, {});
       return;
     }
-    case 'POST /api/run':
+    case 'POST /api/run': {
       request.resume();
-      sendJson(response, 200, await executor.run());
+      const started = await executor.run();
+      sshEndpoint.activity.start();
+      sendJson(response, 200, started);
       return;
+    }
     case 'GET /api/pull':
-      sendJson(response, 200, executor.pull(parseTimestamp(url.searchParams.get('timestamp'))));
+      sendJson(response, 200, {
+        ...executor.pull(parseTimestamp(url.searchParams.get('timestamp'))),
+        no_connections_secs: sshEndpoint.activity.noConnectionsSecs(),
+      });
       return;
     case 'POST /api/stop':
       request.resume();

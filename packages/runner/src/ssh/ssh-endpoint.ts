@@ -6,6 +6,7 @@ import { signalProcessGroup } from '../job/spawn-as.js';
 import { HttpError, rejectUpgrade } from '../server/http-helpers.js';
 import { type AuthorizedKey, findAuthorizedKey } from './authorized-keys.js';
 import { generateHostKey } from './host-key.js';
+import { SshConnectionActivity } from './ssh-connection-activity.js';
 import { forwardDirectTcpip } from './ssh-port-forwarding.js';
 import { type SessionLaunch, serveSession } from './ssh-sessions.js';
 
@@ -24,6 +25,8 @@ export interface SshEndpointOptions {
  * run as the job's user.
  */
 export class SshEndpoint {
+  /** Logged-in connections, for the pull's `no_connections_secs`. */
+  readonly activity = new SshConnectionActivity();
   private readonly hostKey: Promise<string>;
   private server: Promise<ssh2.Server> | undefined;
   private authorizedKeys: readonly AuthorizedKey[] | undefined;
@@ -100,6 +103,7 @@ export class SshEndpoint {
     connection.on('error', () => undefined);
     connection.on('authentication', (context) => this.authenticate(context));
     connection.on('ready', () => {
+      connection.once('close', this.activity.opened());
       connection.on('session', (accept) => {
         serveSession(accept(), {
           launch: () => this.options.launch(),

@@ -276,6 +276,19 @@ const jobLogsByRunAndJob: Migration = {
   },
 };
 
+/**
+ * A dev environment's seconds without an SSH connection, as its runner last reported them
+ * (dstack's `jobs.inactivity_secs`); null for jobs that have no `inactivity_duration`.
+ */
+const jobInactivitySecs: Migration = {
+  async up(db: AnyDatabase) {
+    await db.schema.alterTable('jobs').addColumn('inactivity_secs', 'integer').execute();
+  },
+  async down(db: AnyDatabase) {
+    await db.schema.alterTable('jobs').dropColumn('inactivity_secs').execute();
+  },
+};
+
 /** Every migration, by name; names sort in application order. */
 export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
   return {
@@ -283,6 +296,7 @@ export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
     '002_pipeline_due_indexes': pipelineDueIndexes,
     '003_instance_remote_connection': instanceRemoteConnection,
     '004_job_logs_run_job_index': jobLogsByRunAndJob,
+    '005_job_inactivity_secs': jobInactivitySecs,
   };
 }
 

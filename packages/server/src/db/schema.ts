@@ -160,6 +160,8 @@ export interface JobsTable extends LockColumns {
   remove_at: number | null;
   /** Since when the job's agent has not answered (ms). */
   disconnected_at: number | null;
+  /** Seconds without an SSH connection at the last pull, for a job with `inactivity_duration`; else null. */
+  inactivity_secs: number | null;
 }
 
 export interface JobLogsTable {

@@ -8,7 +8,7 @@ import { RunnerClient } from '@dstack/runner';
 import { ShimClient } from '@dstack/shim';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { applyRun } from '../services/runs.js';
-import { pullIntervalMs } from './job-running.js';
+import { inactivityDurationOf, pullIntervalMs } from './job-running.js';
 import { createPipelineHarness, type PipelineHarness } from './pipeline-harness.test.helpers.js';
 
 // Real agents start and stop here; nothing is timed, the limits only catch hangs.
@@ -60,6 +60,72 @@ describe('max_duration', () => {
     h.advance(24 * 3_600_000);
     await h.step('jobs-running');
     expect((await h.jobs(run.id))[0]?.status).toBe('running');
+  });
+});
+
+/** Applies a dev environment as the admin in project `main`; returns its run's id. */
+async function applyDevEnvironment(
+  h: PipelineHarness,
+  fields: Record<string, unknown> = {},
+): Promise<string> {
+  const spec = {
+    configuration: { type: 'dev-environment', name: 'dev', ...fields },
+  } as unknown as RunSpec;
+  return (await applyRun(h.app, h.project, h.admin, spec)).id;
+}
+
+describe('inactivity_duration', () => {
+  it('terminates a dev environment once its runner reports no SSH connection for that long', async () => {
+    const h = await createPipelineHarness();
+    harness = h;
+    const runId = await applyDevEnvironment(h, { inactivity_duration: '1h' });
+    await h.stepUntil(async () => (await h.jobs(runId))[0]?.status === 'running');
+
+    // The runner counts from the job's start (the clock is shared): half an hour is not enough.
+    h.advance(30 * 60_000);
+    await h.step('jobs-running');
+    const [halfway] = await h.jobs(runId);
+    expect(halfway?.status).toBe('running');
+    expect(halfway?.inactivity_secs).toBeGreaterThanOrEqual(30 * 60);
+    expect(halfway?.inactivity_secs).toBeLessThan(60 * 60);
+
+    h.advance(31 * 60_000);
+    await h.step('jobs-running');
+    const [job] = await h.jobs(runId);
+    expect(job).toMatchObject({ status: 'terminating', termination_reason: 'inactivity_duration_exceeded' });
+    expect(job?.inactivity_secs).toBeGreaterThanOrEqual(60 * 60);
+    expect(job?.termination_reason_message).toBe(
+      `The job was inactive for ${job?.inactivity_secs} seconds, exceeding the inactivity_duration of 3600 seconds`,
+    );
+
+    await h.stepUntil(async () => (await h.jobs(runId))[0]?.status === 'terminated');
+    expect((await h.jobs(runId))[0]?.termination_reason).toBe('inactivity_duration_exceeded');
+  });
+
+  it('lets a dev environment without inactivity_duration, or with it off, run on', async () => {
+    const h = await createPipelineHarness();
+    harness = h;
+    const unset = await applyDevEnvironment(h, { name: 'dev-unset' });
+    const off = await applyDevEnvironment(h, { name: 'dev-off', inactivity_duration: 'off' });
+    await h.stepUntil(async () =>
+      (await Promise.all([h.jobs(unset), h.jobs(off)])).every((jobs) => jobs[0]?.status === 'running'),
+    );
+    h.advance(24 * 3_600_000);
+    await h.step('jobs-running');
+    for (const runId of [unset, off]) {
+      expect((await h.jobs(runId))[0]).toMatchObject({ status: 'running', inactivity_secs: null });
+    }
+  });
+});
+
+describe('inactivityDurationOf', () => {
+  const runOf = (configuration: Record<string, unknown>) => ({ run_spec: JSON.stringify({ configuration }) });
+
+  it("is a dev environment's inactivity_duration in seconds, and null when unset, off or not a dev environment", () => {
+    expect(inactivityDurationOf(runOf({ type: 'dev-environment', inactivity_duration: 7200 }))).toBe(7200);
+    expect(inactivityDurationOf(runOf({ type: 'dev-environment' }))).toBeNull();
+    expect(inactivityDurationOf(runOf({ type: 'dev-environment', inactivity_duration: 'off' }))).toBeNull();
+    expect(inactivityDurationOf(runOf({ type: 'task', inactivity_duration: 60 }))).toBeNull();
   });
 });
 

@@ -4,6 +4,7 @@
  * then pull the runner's state and logs until the job ends.
  */
 import {
+  type DevEnvironmentConfiguration,
   JOB_TERMINATION_REASONS,
   type JobProvisioningData,
   type JobRuntimeData,
@@ -253,17 +254,24 @@ export function runnerPortOf(job: JobsTable): number {
   return runtime?.ports?.[String(RUNNER_CONTAINER_PORT)] ?? RUNNER_CONTAINER_PORT;
 }
 
-/**
- * Pulls new state and logs from the runner, storing the logs; returns the last
- * job state seen (null when none is new) and the next timestamp.
- */
+export interface PulledRunner {
+  /** The last final job state seen (done, failed, terminated); null when none is new. */
+  finalState: RunnerPullResponse['job_states'][number] | null;
+  /** The next pull's timestamp. */
+  timestamp: number;
+  /** The last answer's `no_connections_secs`: null when the runner does not report it. */
+  noConnectionsSecs: number | null;
+}
+
+/** Pulls new state and logs from the runner, storing the logs. */
 export async function pullRunner(
   context: Pick<JobContext, 'app' | 'job' | 'project' | 'provisioningData'>,
-): Promise<{ finalState: RunnerPullResponse['job_states'][number] | null; timestamp: number }> {
+): Promise<PulledRunner> {
   const { app, job, project, provisioningData } = context;
   const runner = await runnerClientFor(app, project, provisioningData, runnerPortOf(job));
   let timestamp = job.runner_timestamp ?? 0;
   let finalState: RunnerPullResponse['job_states'][number] | null = null;
+  let noConnectionsSecs: number | null = null;
   for (let pulls = 0; pulls < MAX_PULLS_PER_PASS; pulls++) {
     const response = await runner.pull(timestamp);
     await storeRunnerLogs(app, job, response);
@@ -271,16 +279,31 @@ export async function pullRunner(
       if (['done', 'failed', 'terminated'].includes(state.state)) finalState = state;
     }
     timestamp = Math.max(timestamp, response.last_updated);
+    noConnectionsSecs = response.no_connections_secs ?? null;
     if (!response.has_more) break;
   }
-  return { finalState, timestamp };
+  return { finalState, timestamp, noConnectionsSecs };
 }
 
-/** running: pull state and logs; end the job when the runner says so, or on max_duration / unreachability. */
+/**
+ * A dev environment's `inactivity_duration` in seconds; null for other runs and when it is
+ * unset or `off` (dstack's default: a dev environment is not stopped for inactivity).
+ */
+export function inactivityDurationOf(run: Pick<RunsTable, 'run_spec'>): number | null {
+  const { configuration } = JSON.parse(run.run_spec) as RunSpec;
+  if (configuration.type !== 'dev-environment') return null;
+  const { inactivity_duration: duration } = configuration as DevEnvironmentConfiguration;
+  return typeof duration === 'number' ? duration : null;
+}
+
+/**
+ * running: pull state and logs; end the job when the runner says so, or on max_duration,
+ * inactivity_duration or unreachability.
+ */
 async function followJob(context: JobContext): Promise<void> {
   const { job } = context;
   const jobSpec = jobSpecOf(job);
-  let pulled: Awaited<ReturnType<typeof pullRunner>>;
+  let pulled: PulledRunner;
   try {
     pulled = await pullRunner(context);
   } catch (error) {
@@ -296,7 +319,7 @@ async function followJob(context: JobContext): Promise<void> {
     await context.lock.release({ disconnected_at: since });
     return;
   }
-  const { finalState, timestamp } = pulled;
+  const { finalState, timestamp, noConnectionsSecs } = pulled;
   if (finalState) {
     const reason = asTerminationReason(
       finalState.termination_reason,
@@ -315,9 +338,22 @@ async function followJob(context: JobContext): Promise<void> {
     });
     return;
   }
+  // As dstack: recorded only while the run has an inactivity_duration (so it clears when that goes).
+  const inactivityDuration = inactivityDurationOf(context.run);
+  const inactivitySecs = inactivityDuration === null ? null : noConnectionsSecs;
+  if (inactivityDuration !== null && inactivitySecs !== null && inactivitySecs >= inactivityDuration) {
+    await terminate(
+      context,
+      'inactivity_duration_exceeded',
+      `The job was inactive for ${inactivitySecs} seconds, exceeding the inactivity_duration of ${inactivityDuration} seconds`,
+      { runner_timestamp: timestamp, inactivity_secs: inactivitySecs },
+    );
+    return;
+  }
   await context.lock.release({
     runner_timestamp: timestamp,
     disconnected_at: null,
+    inactivity_secs: inactivitySecs,
     last_processed_at: dueIn(pullIntervalMs(job, Date.now()), MIN_INTERVAL_MS),
   });
 }

@@ -99,8 +99,9 @@ function resolvedEnv(env: RunConfigurationFields['env']): Record<string, string>
 
 /**
  * What keeps a dev environment up once its `init` commands are done, until the job is stopped:
- * the environment is there to be reached over SSH. (dstack's `inactivity_duration`, which would
- * stop it after a time without SSH connections, is not implemented.)
+ * the environment is there to be reached over SSH. With `inactivity_duration` the server stops it
+ * after that long without SSH connections (the jobs-running pipeline, from the runner's
+ * `no_connections_secs`); the job spec does not carry it, the run spec's configuration does, as in dstack.
  */
 export const DEV_ENVIRONMENT_KEEP_ALIVE = 'while true; do sleep 3600; done';
 

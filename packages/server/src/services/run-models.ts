@@ -25,6 +25,7 @@ export function jobSubmissionOf(
     termination_reason: job.termination_reason as JobSubmission['termination_reason'],
     termination_reason_message: job.termination_reason_message,
     exit_status: job.exit_status,
+    inactivity_secs: job.inactivity_secs,
     job_provisioning_data: parseJson(job.job_provisioning_data),
     job_runtime_data: parseJson(job.job_runtime_data),
     instance_name: instance?.name ?? null,

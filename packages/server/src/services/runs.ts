@@ -233,6 +233,7 @@ export function newJobRow(
     runner_timestamp: null,
     remove_at: null,
     disconnected_at: null,
+    inactivity_secs: null,
     lock_expires_at: null,
     lock_token: null,
     lock_owner: null,

@@ -8,7 +8,7 @@ import { getEventListeners } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LogStreamLine } from '@dstack/core';
+import type { LogStreamLine, RunSpec } from '@dstack/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startServer } from '../app.js';
 import type { AppContext } from '../context.js';
@@ -17,6 +17,7 @@ import { parseLogCursor } from '../services/log-cursor.js';
 import { getLogNotifications } from '../services/log-notifications.js';
 import { openLogStream } from '../services/log-stream.js';
 import { storeRunnerLogs } from '../services/logs.js';
+import { newRunRow } from '../services/runs.js';
 import { createTestApp, type TestApp } from '../testing/test-app.js';
 import { checkPostgresReachable } from '../testing/test-database.js';
 import { createLogRoutes } from './logs-routes.js';
@@ -105,22 +106,8 @@ async function insertRunningRun(
   await app.db
     .insertInto('runs')
     .values({
-      id,
-      project_id: project.id,
-      user_id: user.id,
-      run_name: runName,
+      ...newRunRow({ id, projectId: project.id, userId: user.id, runName, runSpec: {} as RunSpec, now }),
       status: 'running',
-      termination_reason: null,
-      run_spec: '{}',
-      submitted_at: now,
-      last_processed_at: now,
-      resubmission_attempt: 0,
-      next_triggered_at: null,
-      fleet_id: null,
-      deleted: 0,
-      lock_expires_at: null,
-      lock_token: null,
-      lock_owner: null,
     })
     .execute();
   return { id, projectId: project.id };

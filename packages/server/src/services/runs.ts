@@ -170,25 +170,7 @@ export async function applyRun(
     }
     await trx
       .insertInto('runs')
-      .values({
-        id: runId,
-        project_id: project.id,
-        user_id: user.id,
-        run_name: runName,
-        status: 'submitted',
-        termination_reason: null,
-        run_spec: JSON.stringify(runSpec),
-        submitted_at: now,
-        // Not due: a new run has nothing to follow until its jobs move, and they mark it due then.
-        last_processed_at: now,
-        resubmission_attempt: 0,
-        next_triggered_at: null,
-        fleet_id: null,
-        deleted: 0,
-        lock_expires_at: null,
-        lock_token: null,
-        lock_owner: null,
-      })
+      .values(newRunRow({ id: runId, projectId: project.id, userId: user.id, runName, runSpec, now }))
       .execute();
     await trx
       .insertInto('jobs')
@@ -199,6 +181,38 @@ export async function applyRun(
   const row = await findRunRow(app, project.id, runName);
   if (!row) throw new Error(`run ${runName} vanished after apply`);
   return loadRun(app, row, project);
+}
+
+/**
+ * A new run row: `submitted`, unclaimed, and not due (a new run has nothing to follow until its
+ * jobs move, and they mark it due then).
+ */
+export function newRunRow(fields: {
+  id: string;
+  projectId: string;
+  userId: string;
+  runName: string;
+  runSpec: RunSpec;
+  now: number;
+}): RunsTable {
+  return {
+    id: fields.id,
+    project_id: fields.projectId,
+    user_id: fields.userId,
+    run_name: fields.runName,
+    status: 'submitted',
+    termination_reason: null,
+    run_spec: JSON.stringify(fields.runSpec),
+    submitted_at: fields.now,
+    last_processed_at: fields.now,
+    resubmission_attempt: 0,
+    next_triggered_at: null,
+    fleet_id: null,
+    deleted: 0,
+    lock_expires_at: null,
+    lock_token: null,
+    lock_owner: null,
+  };
 }
 
 export function newJobRow(

@@ -41,14 +41,22 @@ describe('the local backend in a project owned by a plain user', () => {
   const localBackend = () => ({ type: 'local', instances_dir: join(temp.dir, 'bobs-instances') });
 
   it('is refused with 403 when the plain user adds it, and their task does not run on the host', async () => {
-    const created = await harness.call<ApiError>(`/api/project/${PROJECT}/backends/create`, localBackend(), bob);
+    const created = await harness.call<ApiError>(
+      `/api/project/${PROJECT}/backends/create`,
+      localBackend(),
+      bob,
+    );
     expect(created.status).toBe(403);
     expect(created.body.detail[0]?.msg).toMatch(/only global admins.*"local".*server's own host/i);
 
     // What the user was after: a task reading the server's database on the host.
     const apply = await harness.call<Run>(
       `/api/project/${PROJECT}/runs/apply`,
-      { plan: { run_spec: { configuration: task('steal', [`cat ${join(temp.dir, 'data', 'sqlite.db')} | wc -c`]) } } },
+      {
+        plan: {
+          run_spec: { configuration: task('steal', [`cat ${join(temp.dir, 'data', 'sqlite.db')} | wc -c`]) },
+        },
+      },
       bob,
     );
     expect(apply.status).toBe(200);
@@ -63,20 +71,30 @@ describe('the local backend in a project owned by a plain user', () => {
   });
 
   it('is refused with 403 on update too', async () => {
-    const updated = await harness.call<ApiError>(`/api/project/${PROJECT}/backends/update`, localBackend(), bob);
+    const updated = await harness.call<ApiError>(
+      `/api/project/${PROJECT}/backends/update`,
+      localBackend(),
+      bob,
+    );
     expect(updated.status).toBe(403);
     expect(updated.body.detail[0]?.msg).toMatch(/only global admins/i);
   });
 
-  it('is refused with 403 when a global admin adds it to the plain user\'s project', async () => {
+  it("is refused with 403 when a global admin adds it to the plain user's project", async () => {
     const created = await harness.call<ApiError>(`/api/project/${PROJECT}/backends/create`, localBackend());
     expect(created.status).toBe(403);
-    expect(created.body.detail[0]?.msg).toMatch(/project "bobs" is owned by "bob", who is not a global admin/);
+    expect(created.body.detail[0]?.msg).toMatch(
+      /project "bobs" is owned by "bob", who is not a global admin/,
+    );
   });
 
   it('stays unusable when an older server stored it: no offers, no default fleet, an error in the listing', async () => {
     const app = harness.server.app;
-    const project = await app.db.selectFrom('projects').select('id').where('name', '=', PROJECT).executeTakeFirstOrThrow();
+    const project = await app.db
+      .selectFrom('projects')
+      .select('id')
+      .where('name', '=', PROJECT)
+      .executeTakeFirstOrThrow();
     await app.db.deleteFrom('backends').where('project_id', '=', project.id).execute();
     await app.db
       .insertInto('backends')

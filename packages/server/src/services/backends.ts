@@ -92,7 +92,11 @@ export async function listProjectBackends(app: AppContext, project: ProjectsTabl
           auth: '{}',
         });
         const refused = await hostBackendOwnerProblem(app, project.id, plugin);
-        return { name: row.type, config: config as Record<string, unknown>, ...(refused ? { error: refused } : {}) };
+        return {
+          name: row.type,
+          config: config as Record<string, unknown>,
+          ...(refused ? { error: refused } : {}),
+        };
       } catch (error) {
         return { name: row.type, config: null, error: (error as Error).message };
       }
@@ -113,7 +117,12 @@ export async function createProjectBackend(
   project: ProjectsTable,
   input: BackendConfigInput,
 ): Promise<BackendInfo> {
-  await assertMayConfigureBackend(app, actor, project.id, await getBackendRegistry(app).getPlugin(input.type));
+  await assertMayConfigureBackend(
+    app,
+    actor,
+    project.id,
+    await getBackendRegistry(app).getPlugin(input.type),
+  );
   if (await findBackend(app, project.id, input.type)) {
     throw new ServerClientError(`Backend "${input.type}" already exists in project "${project.name}"`, {
       code: 'resource_exists',
@@ -131,7 +140,12 @@ export async function updateProjectBackend(
   project: ProjectsTable,
   input: BackendConfigInput,
 ): Promise<BackendInfo> {
-  await assertMayConfigureBackend(app, actor, project.id, await getBackendRegistry(app).getPlugin(input.type));
+  await assertMayConfigureBackend(
+    app,
+    actor,
+    project.id,
+    await getBackendRegistry(app).getPlugin(input.type),
+  );
   if (!(await findBackend(app, project.id, input.type))) {
     throw new ResourceNotFoundError(`Backend "${input.type}" does not exist in project "${project.name}"`);
   }

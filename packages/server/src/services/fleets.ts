@@ -164,7 +164,10 @@ export async function ensureDefaultLocalFleets(app: AppContext): Promise<void> {
       backends: [type],
       idle_duration: DEFAULT_RUN_IDLE_DURATION,
     };
-    await app.db.insertInto('fleets').values(newFleetRow(id, type, configuration, false)).execute();
+    await app.db
+      .insertInto('fleets')
+      .values(newFleetRow(id, type, configuration, false))
+      .execute();
   }
 }
 

@@ -37,7 +37,9 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         plugins: [localBackendPlugin, createFakeBackendPlugin()],
       });
       alice = (await server.request('/api/users/create', { username: 'alice' })).body.creds.token;
-      expect((await server.request('/api/projects/create', { project_name: 'alices' }, alice)).status).toBe(200);
+      expect((await server.request('/api/projects/create', { project_name: 'alices' }, alice)).status).toBe(
+        200,
+      );
     });
     afterAll(async () => {
       await server?.close();
@@ -84,8 +86,13 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       const created = await server.request('/api/project/ops/backends/create', local());
       expect(created.status).toBe(200);
       const backends = await getBackendRegistry(server.app).getProjectBackends(
-        (await server.app.db.selectFrom('projects').select('id').where('name', '=', 'ops').executeTakeFirstOrThrow())
-          .id,
+        (
+          await server.app.db
+            .selectFrom('projects')
+            .select('id')
+            .where('name', '=', 'ops')
+            .executeTakeFirstOrThrow()
+        ).id,
       );
       expect(backends.map((backend) => backend.type)).toEqual(['local']);
     });
@@ -96,7 +103,10 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         join(serverDir, 'config.yml'),
         ['projects:', '  - name: alices', '    backends:', '      - type: local', ''].join('\n'),
       );
-      const file = await loadServerConfig({ serverDir, resolvePlugin: (type) => getBackendRegistry(server.app).getPlugin(type) });
+      const file = await loadServerConfig({
+        serverDir,
+        resolvePlugin: (type) => getBackendRegistry(server.app).getPlugin(type),
+      });
       const started = initializeServerState(server.app, file);
       await expect(started).rejects.toThrow(ConfigurationError);
       await expect(started).rejects.toMatchObject({

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -115,6 +115,23 @@ describe.skipIf(skipReason !== null)('LocalCompute instances (real shim processe
     expect(await isShimProcess(pid, home)).toBe(false);
     expect(existsSync(home)).toBe(false);
     await expect(shim.healthcheck()).rejects.toThrow();
+  });
+
+  it('creates instance homes and the instances directory for the server user only (0700)', {
+    timeout: 60_000,
+  }, async () => {
+    // Job specs with their secrets land in the home: other users of the host must not read them.
+    const nested = join(instancesDir, 'nested', 'instances');
+    const own = createLocalBackend({ instancesDir: nested });
+    const [offer] = await own.getOffers(modestRequirements());
+    if (!offer) throw new Error('the host has no local offer');
+    const started = await own.createInstance(offer, testInstanceConfiguration('modes-0-0'));
+    try {
+      expect(statSync(nested).mode & 0o777).toBe(0o700);
+      expect(statSync(backendDataOf(started).home).mode & 0o777).toBe(0o700);
+    } finally {
+      await own.terminateInstance(started.instance_id, 'local', started.backend_data);
+    }
   });
 
   it('keeps the shim running after the process that created it exits', { timeout: 60_000 }, async () => {

@@ -124,7 +124,8 @@ export class LocalCompute implements ComputeWithCreateInstance {
     if (launched) return launched.provisioning_data;
     const instanceId = `${safeDirectoryName(config.instance_name)}-${safeDirectoryName(config.instance_id)}`;
     const home = join(this.instancesDir, instanceId);
-    await mkdir(home, { recursive: true });
+    // The instance's shim keeps job specs there (env, secrets, code): the server's user only.
+    await mkdir(home, { recursive: true, mode: 0o700 });
     let pid: number;
     try {
       pid = spawnDetachedShim({ shimBinPath: this.#shimBinPath, home, runtime: this.runtime });

@@ -20,4 +20,6 @@ export const localBackendPlugin = defineBackendPlugin<LocalBackendConfigWithCred
   createConfigurator: () => new LocalConfigurator(),
   catalogProvider: localCatalogProvider,
   provisioningTimeoutSeconds: LOCAL_PROVISIONING_TIMEOUT_SECONDS,
+  // Jobs run as the server's user beside its database and config.yml: global admins only.
+  runsOnServerHost: true,
 });

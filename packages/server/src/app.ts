@@ -33,6 +33,7 @@ import { allRoutes } from './routes/all-routes.js';
 import { rawRoutes } from './routes/proxy-routes.js';
 import type { RunServices } from './run-services.js';
 import { createEncryption } from './security/encryption.js';
+import { protectSecretsAtRest } from './security/secrets-at-rest.js';
 import { ensureDefaultLocalFleets } from './services/fleets.js';
 import { loadServerSettings } from './settings.js';
 
@@ -129,6 +130,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     app.encryption = createEncryption(config.config.encryption.keys);
   }
   const { adminToken } = await initializeServerState(app, config);
+  await protectSecretsAtRest(app);
   await ensureDefaultLocalFleets(app);
   await releaseStaleSqliteLocks(app);
 

@@ -36,6 +36,13 @@ export interface Encryption {
   encrypt(plaintext: string): string;
   /** Accepts any configured key's ciphertext, and plain text written before encryption was configured. */
   decrypt(stored: string): string;
+  /**
+   * What `encrypt` uses: the first AES key, or identity (values stored unencrypted) because
+   * an identity key comes first (`configured`) or no key is configured.
+   */
+  readonly encryptingKey: { type: 'aes'; name: string } | { type: 'identity'; configured: boolean };
+  /** The names of the configured AES keys: values under any of them decrypt. */
+  readonly aesKeyNames: readonly string[];
 }
 
 export interface AppContext {

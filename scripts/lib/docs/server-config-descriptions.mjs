@@ -13,14 +13,15 @@ export const SERVER_CONFIG_DESCRIPTIONS = {
   'projects[].backends':
     'The project’s backends. Each entry’s `type` selects its fields, described under [Backends](#backends); a type appears at most once per project. Absent or null: none.',
   encryption:
-    'Encryption of secrets at rest (backend creds, project SSH keys). Absent: values are stored unencrypted (`identity`).',
+    'Encryption of secrets at rest (backend creds, project SSH keys, SSH fleet logins). A new server writes a generated `aes` key here. Absent: values are stored unencrypted (`identity`) and the server warns at start.',
   'encryption.keys':
-    'The first key encrypts; every key decrypts, so a key is rotated by putting the new one first and keeping the old one after it.',
+    'The first key encrypts; every key decrypts, so a key is rotated by putting the new one first and keeping the old one after it. At start, values not yet under an `aes` key are encrypted with the first key when it is an `aes` one; values under an older `aes` key are left as they are. Every server replica on one database needs the same keys.',
   'encryption.keys[] (type: aes).type': 'AES-256-GCM.',
   'encryption.keys[] (type: aes).name': 'The key’s name, stored with every value it encrypts.',
   'encryption.keys[] (type: aes).secret':
     'Base64 of 32 random bytes, e.g. `head -c 32 /dev/urandom | base64`.',
-  'encryption.keys[] (type: identity).type': 'No encryption: values are stored as they are.',
+  'encryption.keys[] (type: identity).type':
+    'No encryption: values are stored as they are (base64). First in the list, it stores new values unencrypted and the server warns at start.',
   default_permissions: 'What users without the global admin role may do.',
   'default_permissions.allow_non_admins_create_projects': 'Whether non-admin users may create projects.',
   'default_permissions.allow_non_admins_manage_ssh_fleets':

@@ -36,12 +36,19 @@ describe('defineBackendPlugin', () => {
         computeKind: 'serverless' as 'vm',
         capabilities: ['create-instance', 'teleport' as 'multinode'],
         configSchemas: { ...samplePlugin.configSchemas, storedConfig: {} as never },
+        runsOnServerHost: 'yes' as unknown as boolean,
       });
     expect(call).toThrow(BackendPluginError);
     expect(call).toThrow(/type must be a lowercase identifier/);
     expect(call).toThrow(/computeKind must be "vm" or "container", got "serverless"/);
     expect(call).toThrow(/unknown values "teleport"/);
     expect(call).toThrow(/configSchemas.storedConfig must be a zod schema/);
+    expect(call).toThrow(/runsOnServerHost must be a boolean when set, got "yes"/);
+  });
+
+  it('keeps runsOnServerHost, absent meaning a backend away from the server', () => {
+    expect(samplePlugin.runsOnServerHost).toBeUndefined();
+    expect(defineBackendPlugin({ ...samplePlugin, runsOnServerHost: true }).runsOnServerHost).toBe(true);
   });
 
   it('computes the provisioning timeout', () => {

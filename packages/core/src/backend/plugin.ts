@@ -58,6 +58,12 @@ export interface BackendPluginV1<TConfigWithCreds = unknown, TConfigWithoutCreds
   readonly catalogProvider?: object;
   /** Seconds (or a function of the instance type); default 600. */
   readonly provisioningTimeoutSeconds?: ProvisioningTimeout;
+  /**
+   * Whether jobs run on the dstack server's own host (the local backend), with the
+   * server's user and files in reach. The server lets only global admins configure
+   * such a backend, and only in projects a global admin owns. Default false.
+   */
+  readonly runsOnServerHost?: boolean;
 }
 
 /** Every version of the contract this core knows. */
@@ -126,6 +132,9 @@ function validateV1(plugin: Record<string, unknown>): string[] {
     problems.push(
       `provisioningTimeoutSeconds must be a positive number or a function, got ${describe(timeout)}`,
     );
+  }
+  if (plugin.runsOnServerHost !== undefined && typeof plugin.runsOnServerHost !== 'boolean') {
+    problems.push(`runsOnServerHost must be a boolean when set, got ${describe(plugin.runsOnServerHost)}`);
   }
   if (
     plugin.catalogProvider !== undefined &&

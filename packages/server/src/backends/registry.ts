@@ -11,6 +11,7 @@ import {
 } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import type { BackendsTable } from '../db/schema.js';
+import { hostBackendOwnerProblem } from '../services/host-backends.js';
 import {
   BACKEND_PACKAGES,
   listAvailableBackendTypes,
@@ -134,6 +135,9 @@ export class BackendRegistry {
   async #buildOne(row: BackendsTable): Promise<ProjectBackend | BackendLoadError> {
     try {
       const plugin = await this.getPlugin(row.type);
+      // A row stored before host backends were refused to plain users' projects stays unusable.
+      const refused = await hostBackendOwnerProblem(this.#app, row.project_id, plugin);
+      if (refused) throw new ConfigurationError(refused);
       const configurator = plugin.createConfigurator();
       const compute = await configurator.getCompute({
         projectId: row.project_id,

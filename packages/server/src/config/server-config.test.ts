@@ -1,11 +1,11 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigurationError, formatConfigurationError } from '@dstack/core';
 import { createFakeBackendPlugin } from '@dstack/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateAesSecret } from '../security/encryption.js';
-import { loadServerConfig } from './server-config.js';
+import { loadServerConfig, parseServerConfig, renderDefaultServerConfig } from './server-config.js';
 
 const fake = createFakeBackendPlugin();
 const resolvePlugin = async (type: string) => {
@@ -36,8 +36,31 @@ describe('loadServerConfig', () => {
     const text = readFileSync(join(serverDir, 'config.yml'), 'utf8');
     expect(text).toMatch(/^# dstack server configuration/);
     expect(loaded.config.projects).toEqual([{ name: 'main', backends: [{ type: 'local' }] }]);
-    expect(loaded.config.encryption.keys).toEqual([]);
+    // A new server encrypts secrets at rest from the start.
+    expect(loaded.config.encryption.keys).toEqual([
+      { type: 'aes', name: expect.stringMatching(/^key-[0-9a-f]{8}$/), secret: expect.any(String) },
+    ]);
     expect((await loadServerConfig({ serverDir })).created).toBe(false);
+  });
+
+  it('creates a missing server directory 0700 and config.yml 0600, and closes an existing config.yml to others', async () => {
+    const nested = join(serverDir, 'new', 'server');
+    await loadServerConfig({ serverDir: nested, defaultBackendTypes: [] });
+    expect(statSync(nested).mode & 0o777).toBe(0o700);
+    expect(statSync(join(nested, 'config.yml')).mode & 0o777).toBe(0o600);
+
+    writeFileSync(join(serverDir, 'config.yml'), 'projects: []\n', { mode: 0o644 });
+    chmodSync(join(serverDir, 'config.yml'), 0o644);
+    await loadServerConfig({ serverDir });
+    expect(statSync(join(serverDir, 'config.yml')).mode & 0o777).toBe(0o600);
+  });
+
+  it('gives each written config.yml its own key', () => {
+    const [first, second] = [renderDefaultServerConfig(), renderDefaultServerConfig()].map(
+      (text) => parseServerConfig(text, 'config.yml').config.encryption.keys[0],
+    );
+    expect(first).toMatchObject({ type: 'aes' });
+    expect(second).not.toEqual(first);
   });
 
   it('leaves the local backend out of the default when its package does not load', async () => {

@@ -1,15 +1,21 @@
 /**
  * `~/.dstack/server/config.yml`: the projects and backends the server keeps
  * in sync at start, and the encryption keys. Written with a default (project
- * `main`, the local backend when installed) when missing.
+ * `main`, the local backend when installed, a new AES key) when missing,
+ * readable by the server's user only.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BackendPlugin, ConfigurationError } from '@dstack/core';
 import { z } from 'zod';
 import { loadBackendPlugin } from '../backends/discovery.js';
-import { decodeAesSecret, EncryptionError } from '../security/encryption.js';
+import { decodeAesSecret, EncryptionError, generateAesKey } from '../security/encryption.js';
+import {
+  makeOwnerOnlyDirectory,
+  OWNER_ONLY_FILE_MODE,
+  restrictToOwner,
+} from '../security/owner-only-files.js';
 import {
   errorAtPath,
   type ParsedYamlFile,
@@ -91,8 +97,14 @@ export interface LoadServerConfigOptions {
   defaultBackendTypes?: readonly string[];
 }
 
-/** The default config.yml: project `main` with `defaultBackendTypes`. */
-export function renderDefaultServerConfig(defaultBackendTypes: readonly string[] = []): string {
+/**
+ * The default config.yml: project `main` with `defaultBackendTypes`, and `encryptionKey`
+ * (a new server encrypts creds and SSH keys from the start).
+ */
+export function renderDefaultServerConfig(
+  defaultBackendTypes: readonly string[] = [],
+  encryptionKey: { name: string; secret: string } = generateAesKey(),
+): string {
   const backends =
     defaultBackendTypes.length === 0
       ? '    backends: []\n'
@@ -100,15 +112,18 @@ export function renderDefaultServerConfig(defaultBackendTypes: readonly string[]
   return [
     '# dstack server configuration: projects and their backends, kept in sync at start.',
     '# Backends: https://dstack.ai/docs/concepts/backends',
-    '# To encrypt creds at rest, add a key (secret: `head -c 32 /dev/urandom | base64`):',
-    '# encryption:',
-    '#   keys:',
-    '#     - type: aes',
-    '#       name: key1',
-    '#       secret: <base64 of 32 bytes>',
     'projects:',
     '  - name: main',
     backends,
+    '# Backend creds and project SSH keys are encrypted at rest with the first key. Keep this',
+    '# file safe, and give every server replica on one database the same keys. To rotate, put a',
+    '# new key first (secret: `head -c 32 /dev/urandom | base64`) and keep this one after it.',
+    'encryption:',
+    '  keys:',
+    '    - type: aes',
+    `      name: ${encryptionKey.name}`,
+    `      secret: ${encryptionKey.secret}`,
+    '',
   ].join('\n');
 }
 
@@ -173,17 +188,20 @@ export async function loadServerConfig(options: LoadServerConfigOptions): Promis
   const path = join(options.serverDir, 'config.yml');
   let created = false;
   if (!existsSync(path)) {
-    await mkdir(options.serverDir, { recursive: true });
+    makeOwnerOnlyDirectory(options.serverDir);
     const defaultTypes =
       options.defaultBackendTypes ?? (await detectDefaultBackendTypes(options.resolvePlugin));
-    await writeFile(path, renderDefaultServerConfig(defaultTypes), { flag: 'wx' }).catch(
-      (error: NodeJS.ErrnoException) => {
-        // Another server process wrote it first.
-        if (error.code !== 'EEXIST') throw error;
-      },
-    );
+    await writeFile(path, renderDefaultServerConfig(defaultTypes), {
+      flag: 'wx',
+      mode: OWNER_ONLY_FILE_MODE,
+    }).catch((error: NodeJS.ErrnoException) => {
+      // Another server process wrote it first.
+      if (error.code !== 'EEXIST') throw error;
+    });
     created = true;
   }
+  // It holds the encryption keys (and maybe creds); an older server wrote it readable by all.
+  restrictToOwner(path);
   const text = await readFile(path, 'utf8');
   const { config, parsed } = parseServerConfig(text, path);
   if (options.resolvePlugin) {

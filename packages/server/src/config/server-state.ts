@@ -3,10 +3,11 @@
  * config.yml with their backends (config.yml is the source of truth for the
  * projects it lists), and the default project `main`.
  */
-import { InvalidCredentialsError, ServerClientError } from '@dstack/core';
+import { ConfigurationError, InvalidCredentialsError, ServerClientError } from '@dstack/core';
 import { getBackendRegistry } from '../backends/registry.js';
 import type { AppContext } from '../context.js';
 import { prepareBackendRecord, storeBackendRecord } from '../services/backends.js';
+import { hostBackendOwnerProblem } from '../services/host-backends.js';
 import { ensureProject } from '../services/projects.js';
 import { ensureAdminUser } from '../services/users.js';
 import type { ServerConfig, ServerConfigFile } from './server-config.js';
@@ -40,6 +41,13 @@ export async function initializeServerState(
   for (const [projectIndex, projectConfig] of serverConfig.projects.entries()) {
     const project = await ensureProject(app, admin, projectConfig.name);
     for (const [backendIndex, entry] of projectConfig.backends.entries()) {
+      // A listed project may be one a plain user created: config.yml cannot hand it the server's host.
+      const plugin = await getBackendRegistry(app).getPlugin(entry.type);
+      const refused = await hostBackendOwnerProblem(app, project.id, plugin);
+      if (refused) {
+        const at = ['projects', projectIndex, 'backends', backendIndex, 'type'];
+        throw file ? file.errorAt(at, refused) : new ConfigurationError(refused, { path: at });
+      }
       let record: { config: string; auth: string };
       try {
         record = await prepareBackendRecord(app, project.name, entry);

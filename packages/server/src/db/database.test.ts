@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -65,6 +65,29 @@ describe('openDatabase', () => {
     } finally {
       await opened.close();
     }
+  });
+
+  it('keeps the SQLite files to the server user: data/ 0700, the database and its -wal and -shm 0600', async () => {
+    directory = mkdtempSync(join(tmpdir(), 'dstack-db-'));
+    const serverDir = join(directory, 'server');
+    const opened = await openDatabase({ url: null, serverDir });
+    try {
+      await migrateToLatest(opened.db);
+      expect(statSync(serverDir).mode & 0o777).toBe(0o700);
+      expect(statSync(join(serverDir, 'data')).mode & 0o777).toBe(0o700);
+      for (const file of ['sqlite.db', 'sqlite.db-wal', 'sqlite.db-shm']) {
+        expect(statSync(join(serverDir, 'data', file)).mode & 0o777).toBe(0o600);
+      }
+    } finally {
+      await opened.close();
+    }
+    // A database an older server left readable by all is closed to others at the next open.
+    const readable = join(directory, 'old.db');
+    writeFileSync(readable, '', { mode: 0o644 });
+    chmodSync(readable, 0o644);
+    const reopened = await openDatabase({ url: `sqlite://${readable}`, serverDir });
+    await reopened.close();
+    expect(statSync(readable).mode & 0o777).toBe(0o600);
   });
 
   it('names the variable when Postgres cannot be reached', async () => {

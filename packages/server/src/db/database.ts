@@ -3,13 +3,17 @@
  * or Postgres (`DSTACK_DATABASE_URL`). Both dialects return the same JS values
  * (numbers for integer columns, strings for text), so queries are dialect-independent.
  */
-import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ConfigurationError } from '@dstack/core';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import type { SqlDialect } from '../context.js';
+import {
+  ensureOwnerOnlyFile,
+  makeOwnerOnlyDirectory,
+  restrictToOwner,
+} from '../security/owner-only-files.js';
 import type { Database } from './schema.js';
 import { withStatementCache } from './statement-cache.js';
 
@@ -76,7 +80,12 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Opened
 }
 
 function openSqlite(filename: string): OpenedDatabase {
-  if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
+  if (filename !== ':memory:') {
+    // The file holds creds and SSH keys. SQLite makes -wal and -shm with the database's mode.
+    makeOwnerOnlyDirectory(dirname(filename));
+    ensureOwnerOnlyFile(filename);
+    for (const companion of [`${filename}-wal`, `${filename}-shm`]) restrictToOwner(companion);
+  }
   const connection = new BetterSqlite3(filename);
   connection.pragma('journal_mode = WAL');
   // In WAL mode NORMAL keeps the database consistent through crashes and power loss; it only

@@ -47,8 +47,8 @@ export const backendRoutes: readonly RouteDefinition[] = [
     auth: 'project-admin',
     body: BackendConfigWithCredsSchema,
     response: BackendInfoSchema,
-    handler: async ({ app, project, body }) =>
-      createProjectBackend(app, project!, body as BackendConfigInput),
+    handler: async ({ app, user, project, body }) =>
+      createProjectBackend(app, user!, project!, body as BackendConfigInput),
   }),
   defineRoute({
     method: 'POST',
@@ -58,8 +58,8 @@ export const backendRoutes: readonly RouteDefinition[] = [
     auth: 'project-admin',
     body: BackendConfigWithCredsSchema,
     response: BackendInfoSchema,
-    handler: async ({ app, project, body }) =>
-      updateProjectBackend(app, project!, body as BackendConfigInput),
+    handler: async ({ app, user, project, body }) =>
+      updateProjectBackend(app, user!, project!, body as BackendConfigInput),
   }),
   defineRoute({
     method: 'POST',

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { createEncryption, EncryptionError, generateAesSecret } from './encryption.js';
+import {
+  aesKeyNameOf,
+  createEncryption,
+  EncryptionError,
+  generateAesKey,
+  generateAesSecret,
+} from './encryption.js';
 import { generateToken, hashToken } from './tokens.js';
 
 describe('createEncryption', () => {
@@ -38,6 +44,28 @@ describe('createEncryption', () => {
     const wrong = createEncryption([{ type: 'aes', name: 'key1', secret: generateAesSecret() }]);
     expect(() => wrong.decrypt(stored)).toThrow(EncryptionError);
     expect(() => wrong.decrypt(stored)).toThrow(/not the one it was encrypted with/);
+  });
+
+  it('says which key encrypts and which AES keys it has', () => {
+    expect(createEncryption([key2, key1]).encryptingKey).toEqual({ type: 'aes', name: 'key2' });
+    expect(createEncryption([key2, key1]).aesKeyNames).toEqual(['key2', 'key1']);
+    expect(createEncryption([]).encryptingKey).toEqual({ type: 'identity', configured: false });
+    expect(createEncryption([{ type: 'identity' }, key1]).encryptingKey).toEqual({
+      type: 'identity',
+      configured: true,
+    });
+  });
+
+  it('reads the AES key name of a stored value', () => {
+    expect(aesKeyNameOf(createEncryption([key1]).encrypt('x'))).toBe('key1');
+    expect(aesKeyNameOf(createEncryption([]).encrypt('x'))).toBeNull();
+    expect(aesKeyNameOf('plain text')).toBeNull();
+  });
+
+  it('generates keys with distinct names and 32-byte secrets', () => {
+    const [a, b] = [generateAesKey(), generateAesKey()];
+    expect(a.name).not.toBe(b.name);
+    expect(createEncryption([a]).decrypt(createEncryption([a, b]).encrypt('y'))).toBe('y');
   });
 
   it('rejects a secret that is not 32 bytes of base64', () => {

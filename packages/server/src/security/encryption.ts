@@ -45,6 +45,29 @@ export function generateAesSecret(): string {
   return randomBytes(AES_KEY_BYTES).toString('base64');
 }
 
+/**
+ * A new AES key for a config.yml the server writes. The name is random too: two servers
+ * that each wrote their own key for one database then fail with "no such key" naming both,
+ * rather than with a wrong secret under a shared name.
+ */
+export function generateAesKey(): { type: 'aes'; name: string; secret: string } {
+  return { type: 'aes', name: `key-${randomBytes(4).toString('hex')}`, secret: generateAesSecret() };
+}
+
+const AES_PREFIX = `${PREFIX}aes:`;
+
+/** Whether a stored value is encrypted under an AES key (which one is `aesKeyNameOf`). */
+function isAesEncrypted(stored: string): boolean {
+  return stored.startsWith(AES_PREFIX);
+}
+
+/** The AES key name a stored value is encrypted under, or null when it is not under an AES key. */
+export function aesKeyNameOf(stored: string): string | null {
+  if (!isAesEncrypted(stored)) return null;
+  const end = stored.indexOf(':', AES_PREFIX.length);
+  return end === -1 ? null : stored.slice(AES_PREFIX.length, end);
+}
+
 function encryptAes(name: string, key: Buffer, plaintext: string): string {
   const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
@@ -88,6 +111,11 @@ export function createEncryption(keys: readonly EncryptionKeyConfig[] = []): Enc
   }
   const first = keys[0];
   return {
+    encryptingKey:
+      first?.type === 'aes'
+        ? { type: 'aes', name: first.name }
+        : { type: 'identity', configured: first !== undefined },
+    aesKeyNames: [...aesKeys.keys()],
     encrypt(plaintext: string): string {
       if (first?.type === 'aes') return encryptAes(first.name, aesKeys.get(first.name)!, plaintext);
       return `${PREFIX}identity:${IDENTITY_KEY_NAME}:${Buffer.from(plaintext, 'utf8').toString('base64')}`;

@@ -6,7 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { ResourceNotFoundError, ServerClientError } from '@dstack/core';
 import { getBackendRegistry } from '../backends/registry.js';
 import type { AppContext } from '../context.js';
-import type { BackendsTable, ProjectsTable } from '../db/schema.js';
+import type { BackendsTable, ProjectsTable, UsersTable } from '../db/schema.js';
+import { assertMayConfigureBackend, hostBackendOwnerProblem } from './host-backends.js';
 
 export interface BackendInfo {
   /** The backend type. */
@@ -90,7 +91,12 @@ export async function listProjectBackends(app: AppContext, project: ProjectsTabl
           config: row.config,
           auth: '{}',
         });
-        return { name: row.type, config: config as Record<string, unknown> };
+        const refused = await hostBackendOwnerProblem(app, project.id, plugin);
+        return {
+          name: row.type,
+          config: config as Record<string, unknown>,
+          ...(refused ? { error: refused } : {}),
+        };
       } catch (error) {
         return { name: row.type, config: null, error: (error as Error).message };
       }
@@ -107,9 +113,16 @@ async function describeBackend(app: AppContext, project: ProjectsTable, type: st
 /** Adds a backend to the project; fails when one of the same type exists. */
 export async function createProjectBackend(
   app: AppContext,
+  actor: UsersTable,
   project: ProjectsTable,
   input: BackendConfigInput,
 ): Promise<BackendInfo> {
+  await assertMayConfigureBackend(
+    app,
+    actor,
+    project.id,
+    await getBackendRegistry(app).getPlugin(input.type),
+  );
   if (await findBackend(app, project.id, input.type)) {
     throw new ServerClientError(`Backend "${input.type}" already exists in project "${project.name}"`, {
       code: 'resource_exists',
@@ -123,9 +136,16 @@ export async function createProjectBackend(
 /** Replaces the config and creds of an existing backend. */
 export async function updateProjectBackend(
   app: AppContext,
+  actor: UsersTable,
   project: ProjectsTable,
   input: BackendConfigInput,
 ): Promise<BackendInfo> {
+  await assertMayConfigureBackend(
+    app,
+    actor,
+    project.id,
+    await getBackendRegistry(app).getPlugin(input.type),
+  );
   if (!(await findBackend(app, project.id, input.type))) {
     throw new ResourceNotFoundError(`Backend "${input.type}" does not exist in project "${project.name}"`);
   }

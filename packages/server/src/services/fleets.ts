@@ -1,7 +1,7 @@
 /**
  * Fleets: the instance pools runs are placed in. A project with the local
- * backend gets a `local` fleet out of the box, so the quickstart needs no
- * fleet file; a project without any fleet gets one made for each run.
+ * backend gets a `local` fleet out of the box (when it may use that backend),
+ * so the quickstart needs no fleet file; a project without any fleet gets one made for each run.
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -14,14 +14,13 @@ import {
   validateConfiguration,
 } from '@dstack/core';
 import { sql } from 'kysely';
+import { getBackendRegistry } from '../backends/registry.js';
 import type { AppContext } from '../context.js';
 import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
 import { addPendingFleetInstances } from '../pipelines/fleet-provisioning.js';
 import { runServicesOf } from '../run-services.js';
 import { fleetOf } from './run-models.js';
 import { applySshFleet, withoutKeyContents } from './ssh-fleets.js';
-
-export const DEFAULT_LOCAL_FLEET_NAME = 'local';
 
 /** The fleet configuration fields the scheduler reads. */
 export interface FleetConfigurationFields {
@@ -125,34 +124,49 @@ function newFleetRow(
   };
 }
 
-/** Creates the `local` fleet in every project that has the local backend and no fleet of that name. */
+/**
+ * Creates a default fleet, named after the backend (`local`), in every project with a
+ * backend on the server's host that it may use (see host-backends.ts) and no fleet of that name.
+ */
 export async function ensureDefaultLocalFleets(app: AppContext): Promise<void> {
-  const projects = await app.db
+  const registry = getBackendRegistry(app);
+  const configured = await app.db.selectFrom('backends').select('type').distinct().execute();
+  const hostTypes: string[] = [];
+  for (const { type } of configured) {
+    // A type whose package is missing is reported when its projects load; it gets no fleet.
+    const plugin = await registry.getPlugin(type).catch(() => undefined);
+    if (plugin?.runsOnServerHost) hostTypes.push(type);
+  }
+  if (hostTypes.length === 0) return;
+  const rows = await app.db
     .selectFrom('backends')
     .innerJoin('projects', 'projects.id', 'backends.project_id')
-    .select('projects.id as id')
-    .where('backends.type', '=', 'local')
+    .select(['projects.id as id', 'backends.type as type'])
+    .where('backends.type', 'in', hostTypes)
     .where('projects.deleted', '=', 0)
     .execute();
-  for (const { id } of projects) {
+  for (const { id, type } of rows) {
+    // Only a backend the registry builds: a plain user's project is refused the server's host.
+    const usable = await registry.getProjectBackends(id);
+    if (!usable.some((backend) => backend.type === type)) continue;
     const existing = await app.db
       .selectFrom('fleets')
       .select('id')
       .where('project_id', '=', id)
-      .where('name', '=', DEFAULT_LOCAL_FLEET_NAME)
+      .where('name', '=', type)
       .where('deleted', '=', 0)
       .executeTakeFirst();
     if (existing) continue;
     const configuration: FleetConfigurationFields = {
       type: 'fleet',
-      name: DEFAULT_LOCAL_FLEET_NAME,
+      name: type,
       nodes: { min: 0, target: 0, max: null },
-      backends: ['local'],
+      backends: [type],
       idle_duration: DEFAULT_RUN_IDLE_DURATION,
     };
     await app.db
       .insertInto('fleets')
-      .values(newFleetRow(id, DEFAULT_LOCAL_FLEET_NAME, configuration, false))
+      .values(newFleetRow(id, type, configuration, false))
       .execute();
   }
 }

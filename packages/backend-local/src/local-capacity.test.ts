@@ -81,6 +81,8 @@ describe.skipIf(skipReason !== null)('LocalCompute capacity (real shim processes
 
     const refused = await noCapacityOf(launch(compute, 'third'));
     expect(refused.message).toContain('it needs 1 CPUs, 0 of 2 are free');
+    // The host's capacity frees as the instances' jobs end: worth asking again soon.
+    expect(refused.retryAfterMs).toBeGreaterThan(0);
     await noCapacityOf(launch(replica, 'third'));
 
     await compute.terminateInstance(first.instance_id, 'local', first.backend_data);

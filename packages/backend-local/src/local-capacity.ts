@@ -57,6 +57,9 @@ export async function liveLocalInstances(instancesDir: string): Promise<LiveLoca
   return instances.filter((instance) => instance !== null);
 }
 
+/** Local capacity frees as soon as an instance's shim ends: worth asking again this soon. */
+const CAPACITY_RETRY_AFTER_MS = 1_000;
+
 /** The NVIDIA index of each of the host's GPUs: nvidia-smi lists them in index order. */
 function hostGpuIds(host: HostResources): string[] {
   return host.gpus.map((_, index) => String(index));
@@ -94,6 +97,7 @@ export function placeOnHost(
   if (shortages.length > 0) {
     throw new NoCapacityError(
       `The host has no room for another local instance (it needs ${shortages.join('; ')}): ${live.length} local instance(s) hold the rest`,
+      { retryAfterMs: CAPACITY_RETRY_AFTER_MS },
     );
   }
   return freeGpuIds.slice(0, resources.gpus.length);

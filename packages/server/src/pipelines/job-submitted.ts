@@ -13,6 +13,7 @@
 import {
   DEFAULT_RETRY_DURATION,
   DEFAULT_RUN_IDLE_DURATION,
+  type InstanceOfferWithAvailability,
   isAvailable,
   type JobSpec,
   type RunSpec,
@@ -35,6 +36,7 @@ import {
   shareableOffers,
   shareOfLaunchedInstance,
   shareOfNewInstance,
+  smallestFittingShare,
 } from '../services/instance-blocks.js';
 import { type BackendOffer, explainNoOffers, getOffers } from '../services/offers.js';
 import { offerFiltersOf } from '../services/runs.js';
@@ -302,7 +304,7 @@ async function launchJobInstance(
   const capacityRetry = result.capacityRetry;
   if (capacityRetry !== null) {
     // Idle instances the job did not fit may be what holds the host: one goes, and the job waits for its room.
-    const roomComing = await makeRoomOnHost(app, job.project_id, capacityRetry.backends);
+    const roomComing = await makeRoomOnHost(app, job, capacityRetry.backends);
     if (roomComing || waitsForCapacity(job)) {
       await waitForCapacity(app, lock, instance.id, capacityRetry.afterMs);
       return;
@@ -337,20 +339,33 @@ function waitsForCapacity(job: JobsTable): boolean {
  */
 async function makeRoomOnHost(
   app: AppContext,
-  projectId: string,
+  job: JobsTable,
   backends: readonly string[],
 ): Promise<boolean> {
   const instances = await app.db
     .selectFrom('instances')
-    .select(['id', 'status', 'busy_blocks'])
-    .where('project_id', '=', projectId)
+    .selectAll()
+    .where('project_id', '=', job.project_id)
     .where('backend', 'in', [...backends])
     .where('status', 'in', ['idle', 'terminating'])
     .where('deleted', '=', 0)
     .orderBy('idle_since')
     .execute();
   if (instances.some((instance) => instance.status === 'terminating')) return true;
-  for (const { id } of instances.filter((instance) => instance.busy_blocks === 0)) {
+  const idle = instances.filter((instance) => instance.busy_blocks === 0);
+  // One became idle since the job looked: the job takes it on its next pass, nothing needs to go.
+  const { requirements } = jobSpecOf(job);
+  const fitsJob = (instance: InstancesTable) =>
+    instance.unreachable === 0 &&
+    instance.offer !== null &&
+    smallestFittingShare(
+      JSON.parse(instance.offer) as InstanceOfferWithAvailability,
+      instance.total_blocks,
+      instance.total_blocks - instance.busy_blocks,
+      requirements,
+    ) !== null;
+  if (idle.some(fitsJob)) return true;
+  for (const { id } of idle) {
     const now = Date.now();
     const result = await app.db
       .updateTable('instances')

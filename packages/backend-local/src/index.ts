@@ -31,7 +31,7 @@ export {
   type LocalConfig,
   type LocalRuntime,
 } from './local-config.js';
-export { LocalConfigurator } from './local-configurator.js';
+export { type LocalComputeOverrides, LocalConfigurator } from './local-configurator.js';
 export {
   explainOfferMismatch,
   getLocalOffers,
@@ -40,5 +40,9 @@ export {
   LOCAL_INSTANCE_TYPE_NAME,
   LOCAL_REGION,
 } from './local-offers.js';
-export { LOCAL_PROVISIONING_TIMEOUT_SECONDS, localBackendPlugin } from './local-plugin.js';
+export {
+  createLocalBackendPlugin,
+  LOCAL_PROVISIONING_TIMEOUT_SECONDS,
+  localBackendPlugin,
+} from './local-plugin.js';
 export { VERSION } from './version.js';

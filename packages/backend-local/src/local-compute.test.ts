@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type JobProvisioningData, ProvisioningError } from '@dstack/core';
 import { ShimClient, type TaskInfo } from '@dstack/shim';
@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   backendDataOf,
   eventually,
+  findTsx,
   modestRequirements,
   shimUnavailableReason,
   testInstanceConfiguration,
@@ -47,10 +48,13 @@ async function createInstance(name = 'test-run-0-0'): Promise<JobProvisioningDat
 }
 
 describe('LocalCompute offers on this host', () => {
-  it('offers the host for a CPU job', async () => {
+  it('offers the share of the host a CPU job asks for, then the whole host', async () => {
     const offers = await compute.getOffers(modestRequirements());
+    const host = await compute.hostResources();
 
-    expect(offers).toHaveLength(1);
+    expect(offers.map((offer) => offer.instance.resources.cpus)).toEqual(
+      host.cpuCount === 1 ? [1] : [1, host.cpuCount],
+    );
     expect(offers[0]).toMatchObject({
       backend: 'local',
       region: 'local',
@@ -273,14 +277,4 @@ async function runJob(runnerUrl: string, commands: string[]): Promise<{ state: s
     const final = answer.job_states.find((each) => ['done', 'failed', 'terminated'].includes(each.state));
     return final ? { state: final.state, logs } : undefined;
   }, 'the job to finish');
-}
-
-/** tsx (a devDependency of this package), to run the TypeScript fixture in a separate process. */
-function findTsx(): string {
-  for (let directory = here; ; directory = dirname(directory)) {
-    const candidate = join(directory, 'node_modules', '.bin', 'tsx');
-    if (existsSync(candidate)) return candidate;
-    if (dirname(directory) === directory) break;
-  }
-  return resolve('node_modules/.bin/tsx');
 }

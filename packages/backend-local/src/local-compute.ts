@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import {
@@ -15,6 +15,8 @@ import {
 } from '@dstack/core';
 import { SHIM_BIN_PATH } from '@dstack/shim';
 import { detectHostResources, type HostResources } from './host-resources.js';
+import { LAUNCH_RECORD_FILE, type LaunchRecord, readLaunchRecord } from './launch-record.js';
+import { liveLocalInstances, placeOnHost, withCapacityLock } from './local-capacity.js';
 import { DEFAULT_LOCAL_RUNTIME, type LocalRuntime, resolveInstancesDir } from './local-config.js';
 import { getLocalOffers, LOCAL_BACKEND_TYPE, LOCAL_REGION } from './local-offers.js';
 import { isShimProcess, readShimState, shimLogTail, spawnDetachedShim, stopShim } from './shim-process.js';
@@ -48,15 +50,6 @@ export interface LocalBackendData {
   agent_ports?: { shim: number };
 }
 
-/** What `<home>/launch.json` records: the launch's provisioning data and the dstack instance id it was keyed by. */
-interface LaunchRecord {
-  dstack_instance_id: string;
-  provisioning_data: JobProvisioningData;
-}
-
-/** The record of a launch in each instance home, written right after the shim is spawned. */
-const LAUNCH_RECORD_FILE = 'launch.json';
-
 /** The hostname of every local instance: agents listen on loopback. */
 export const LOCAL_HOSTNAME = '127.0.0.1';
 
@@ -69,6 +62,9 @@ export const LOCAL_HOSTNAME = '127.0.0.1';
  * Launches are keyed by dstack's instance id: the home is
  * `<instance name>-<dstack instance id>` and records the launch, so a second
  * launch with the same id returns the running shim's data instead of starting another.
+ *
+ * An instance takes the share of the host its offer describes (see `getLocalOffers`); a launch
+ * that does not fit beside the live instances of `instancesDir` fails with `NoCapacityError`.
  */
 export class LocalCompute implements ComputeWithCreateInstance {
   readonly type = LOCAL_BACKEND_TYPE;
@@ -115,20 +111,38 @@ export class LocalCompute implements ComputeWithCreateInstance {
     return launch;
   }
 
-  /** The instance launched with dstack instance id `config.instance_id`, started now unless it already was. */
+  /**
+   * The instance launched with dstack instance id `config.instance_id`, started now unless it
+   * already was; refused with `NoCapacityError` when its share of the host is taken.
+   */
   async #launchOnce(
     offer: InstanceOfferWithAvailability,
     config: InstanceConfiguration,
   ): Promise<JobProvisioningData> {
-    const launched = await this.#launchRecordOf(config.instance_id);
-    if (launched) return launched.provisioning_data;
+    const host = await this.hostResources();
+    await mkdir(this.instancesDir, { recursive: true });
+    // Checking what is free and recording the new instance are one step for every process on the host.
+    return withCapacityLock(this.instancesDir, async () => {
+      const launched = await this.#launchRecordOf(config.instance_id);
+      if (launched) return launched.provisioning_data;
+      const gpuIds = placeOnHost(host, await liveLocalInstances(this.instancesDir), offer.instance.resources);
+      return this.#spawnInstance(offer, config, gpuIds);
+    });
+  }
+
+  /** Starts the shim of a new instance holding `gpuIds`, and records the launch in its home. */
+  async #spawnInstance(
+    offer: InstanceOfferWithAvailability,
+    config: InstanceConfiguration,
+    gpuIds: string[],
+  ): Promise<JobProvisioningData> {
     const instanceId = `${safeDirectoryName(config.instance_name)}-${safeDirectoryName(config.instance_id)}`;
     const home = join(this.instancesDir, instanceId);
     // The instance's shim keeps job specs there (env, secrets, code): the server's user only.
     await mkdir(home, { recursive: true, mode: 0o700 });
     let pid: number;
     try {
-      pid = spawnDetachedShim({ shimBinPath: this.#shimBinPath, home, runtime: this.runtime });
+      pid = spawnDetachedShim({ shimBinPath: this.#shimBinPath, home, runtime: this.runtime, gpuIds });
     } catch (error) {
       await rm(home, { recursive: true, force: true });
       throw error;
@@ -152,6 +166,7 @@ export class LocalCompute implements ComputeWithCreateInstance {
     const record: LaunchRecord = {
       dstack_instance_id: config.instance_id,
       provisioning_data: provisioningData,
+      gpu_ids: gpuIds,
     };
     // Synchronously after the spawn, so the launch is never running unrecorded for long.
     writeFileSync(join(home, LAUNCH_RECORD_FILE), JSON.stringify(record));
@@ -168,14 +183,9 @@ export class LocalCompute implements ComputeWithCreateInstance {
       return null;
     }
     for (const entry of entries.filter((name) => name.endsWith(suffix))) {
-      let record: LaunchRecord;
-      try {
-        record = JSON.parse(await readFile(join(this.instancesDir, entry, LAUNCH_RECORD_FILE), 'utf8'));
-      } catch {
-        continue;
-      }
+      const record = await readLaunchRecord(join(this.instancesDir, entry));
       // The suffix may match another id that ends the same way: the record names its own.
-      if (record.dstack_instance_id === dstackInstanceId) return record;
+      if (record?.dstack_instance_id === dstackInstanceId) return record;
     }
     return null;
   }

@@ -4,7 +4,7 @@ import {
   ServerClientError,
   type StoredBackendRecord,
 } from '@dstack/core';
-import { createLocalBackend, type LocalCompute } from './local-compute.js';
+import { createLocalBackend, type LocalBackendSettings, type LocalCompute } from './local-compute.js';
 import {
   DEFAULT_LOCAL_RUNTIME,
   LOCAL_RUNTIMES,
@@ -13,12 +13,21 @@ import {
   localConfigModels,
 } from './local-config.js';
 
+/** Settings of the local Computes that config.yml does not set. */
+export type LocalComputeOverrides = Omit<LocalBackendSettings, 'runtime' | 'instancesDir'>;
+
 /**
  * Turns `backends: [{type: local}]` into a stored record and a `LocalCompute`.
  * There are no credentials and no provider: validation only checks the fields.
  */
 export class LocalConfigurator implements Configurator<LocalBackendConfigWithCreds, LocalBackendConfig> {
   readonly type = 'local';
+  readonly #settings: LocalComputeOverrides;
+
+  /** `settings`: what every Compute it builds gets besides the config's fields (tests: the host's resources). */
+  constructor(settings: LocalComputeOverrides = {}) {
+    this.#settings = settings;
+  }
 
   /**
    * Throws `ServerClientError` naming the field (`fields: [['runtime']]`) for a
@@ -62,6 +71,10 @@ export class LocalConfigurator implements Configurator<LocalBackendConfigWithCre
 
   async getCompute(record: StoredBackendRecord): Promise<LocalCompute> {
     const config = localConfigModels.configFromRecord(record);
-    return createLocalBackend({ runtime: config.runtime, instancesDir: config.instances_dir });
+    return createLocalBackend({
+      ...this.#settings,
+      runtime: config.runtime,
+      instancesDir: config.instances_dir,
+    });
   }
 }

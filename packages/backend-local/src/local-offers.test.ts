@@ -23,33 +23,62 @@ function requirements(
 }
 
 describe('getLocalOffers', () => {
-  it('offers the host, free and available, when it fits', () => {
+  it('offers the share of the host the job asks for, then the whole host, free and available', () => {
     const offers = getLocalOffers(requirements(), CPU_HOST);
 
-    expect(offers).toEqual([
-      {
-        backend: 'local',
-        instance: {
-          name: 'local',
-          resources: {
-            cpus: 8,
-            memory_mib: Math.round(31.3 * 1024),
-            gpus: [],
-            spot: false,
-            disk: { size_mib: 250 * 1024 },
-            cpu_arch: 'x86',
-          },
+    const offerOf = (cpus: number, memoryMib: number) => ({
+      backend: 'local',
+      instance: {
+        name: 'local',
+        resources: {
+          cpus,
+          memory_mib: memoryMib,
+          gpus: [],
+          spot: false,
+          disk: { size_mib: 250 * 1024 },
+          cpu_arch: 'x86',
         },
-        region: 'local',
-        price: 0,
-        backend_data: {},
-        availability: 'available',
-        availability_zones: null,
-        instance_runtime: 'shim',
-        blocks: 1,
-        total_blocks: 1,
       },
+      region: 'local',
+      price: 0,
+      backend_data: {},
+      availability: 'available',
+      availability_zones: null,
+      instance_runtime: 'shim',
+      blocks: 1,
+      total_blocks: 1,
+    });
+    expect(offers).toEqual([offerOf(2, 8 * 1024), offerOf(8, Math.round(31.3 * 1024))]);
+  });
+
+  it('offers one instance when the share is the whole host, and none larger than the bounds', () => {
+    const whole = getLocalOffers(
+      requirements({ cpu: { count: { min: 8 } }, memory: { min: 31.3 } }),
+      CPU_HOST,
+    );
+    expect(whole.map((offer) => offer.instance.resources.cpus)).toEqual([8]);
+
+    const bounded = getLocalOffers(requirements({ cpu: { count: { min: 1, max: 4 } } }), CPU_HOST);
+    expect(bounded.map((offer) => offer.instance.resources.cpus)).toEqual([1]);
+  });
+
+  it('gives a GPU job whole GPUs, as many as it asks, and a CPU job none', () => {
+    const two = getLocalOffers(requirements({ gpu: { count: { min: 2 } } }), {
+      ...GPU_HOST,
+      gpus: [...GPU_HOST.gpus, ...GPU_HOST.gpus],
+    });
+    expect(two.map((offer) => offer.instance.resources.gpus.length)).toEqual([2, 4]);
+
+    const named = getLocalOffers(
+      requirements({ gpu: { name: ['A100'], count: { min: 1, max: 1 } } }),
+      GPU_HOST,
+    );
+    expect(named[0]?.instance.resources.gpus).toEqual([
+      { name: 'A100', memory_mib: 80 * 1024, vendor: 'nvidia' },
     ]);
+
+    const none = getLocalOffers(requirements(), GPU_HOST);
+    expect(none[0]?.instance.resources.gpus).toEqual([]);
   });
 
   it('lists each GPU of the host', () => {
@@ -89,11 +118,15 @@ describe('explainOfferMismatch', () => {
       explainOfferMismatch(requirements({ gpu: { name: ['H100', 'H200'], count: { min: 1 } } }), GPU_HOST),
     ).toEqual(['gpu: requires H100 or H200, the host has A100']);
     expect(
-      explainOfferMismatch(requirements({ cpu: { arch: 'arm', count: { min: 1, max: 4 } } }), CPU_HOST),
+      explainOfferMismatch(requirements({ cpu: { arch: 'arm', count: { min: 16, max: 32 } } }), CPU_HOST),
     ).toEqual([
       'cpu: requires the arm architecture, the host is x86',
-      'cpu: requires 1..4 CPUs, the host has 8',
+      'cpu: requires 16..32 CPUs, the host has 8',
     ]);
+  });
+
+  it('does not hold upper bounds against the host: an instance takes a share of it', () => {
+    expect(explainOfferMismatch(requirements({ cpu: { count: { min: 1, max: 4 } } }), CPU_HOST)).toEqual([]);
   });
 
   it('is empty when the host fits', () => {

@@ -34,18 +34,56 @@ export function hostCatalogItem(resources: HostResources): CatalogItem {
 }
 
 /**
- * The local offer when the host satisfies `requirements`, else nothing: the
- * host as a free, available instance type `local` in region `local`, run by the shim.
+ * The local offers for `requirements`: the smallest share of the host that satisfies them (each
+ * lower bound: CPUs, memory, GPUs; 1 CPU and 1 GiB when unbounded), then the whole host, each
+ * when it satisfies them. A local instance takes the share it was launched with out of the
+ * host's CPUs, memory and GPUs, so several fit side by side; the whole host is there for fleets
+ * split into `blocks`, which need an instance that divides evenly. The disk is the host's file
+ * system, shared and not divided. All are free and available: whether the host has room now is
+ * decided at launch (`NoCapacityError`), as a cloud decides it.
  */
 export function getLocalOffers(
   requirements: Requirements | null | undefined,
   resources: HostResources,
 ): InstanceOfferWithAvailability[] {
-  const item = hostCatalogItem(resources);
   const filter = requirementsToQueryFilter(requirements, { provider: LOCAL_BACKEND_TYPE });
-  if (!matches(item, filter)) return [];
-  const offer = catalogItemToOffer(item, LOCAL_BACKEND_TYPE, { requirements });
-  return offer === null ? [] : [withAvailability(offer, 'available', { instance_runtime: 'shim' })];
+  const host = hostCatalogItem(resources);
+  const share = smallestShareItem(resources, filter);
+  const items = share && sameSize(share, host) ? [host] : [share, host];
+  return items.flatMap((item) => {
+    if (!item || !matches(item, filter)) return [];
+    const offer = catalogItemToOffer(item, LOCAL_BACKEND_TYPE, { requirements });
+    return offer === null ? [] : [withAvailability(offer, 'available', { instance_runtime: 'shim' })];
+  });
+}
+
+/** The CPUs and GiB of memory a local instance takes when the requirements set no lower bound. */
+const UNBOUNDED_SHARE = { cpu: 1, memoryGib: 1 };
+
+/**
+ * The smallest share of the host that satisfies `filter`'s lower bounds, as a catalog row; null
+ * when the host has less than they ask. GPUs are whole devices: the fewest that satisfy the GPU
+ * bounds (their count, total memory), the host's first ones.
+ */
+function smallestShareItem(resources: HostResources, filter: QueryFilter): CatalogItem | null {
+  const cpu = Math.ceil(filter.minCpu ?? UNBOUNDED_SHARE.cpu);
+  const memoryGib = filter.minMemory ?? Math.min(UNBOUNDED_SHARE.memoryGib, resources.memoryGib);
+  if (cpu > resources.cpuCount || memoryGib > resources.memoryGib) return null;
+  // A GPU spec without a count (a name, a memory) is met from one GPU on: the loop gets there.
+  for (let gpuCount = Math.ceil(filter.minGpuCount ?? 0); gpuCount <= resources.gpus.length; gpuCount++) {
+    const item = hostCatalogItem({
+      ...resources,
+      cpuCount: cpu,
+      memoryGib,
+      gpus: resources.gpus.slice(0, gpuCount),
+    });
+    if (matches(item, filter)) return item;
+  }
+  return null;
+}
+
+function sameSize(left: CatalogItem, right: CatalogItem): boolean {
+  return left.cpu === right.cpu && left.memory === right.memory && left.gpuCount === right.gpuCount;
 }
 
 type FilterKey = keyof QueryFilter;
@@ -120,7 +158,8 @@ const DIMENSIONS: readonly Dimension[] = [
  * Why the host does not satisfy `requirements`, one human-readable reason per
  * unmet dimension (`gpu: requires 1..∞ GPUs, the host has 0`); empty when it does.
  * Each dimension is checked with the catalog matching alone, so the reasons
- * agree with `getLocalOffers`.
+ * agree with `getLocalOffers`. Upper bounds on CPUs, memory and the GPU count
+ * never exclude the host: an instance takes a share of it that meets them.
  */
 export function explainOfferMismatch(
   requirements: Requirements | null | undefined,
@@ -128,9 +167,10 @@ export function explainOfferMismatch(
 ): string[] {
   const item = hostCatalogItem(resources);
   const filter = requirementsToQueryFilter(requirements, { provider: LOCAL_BACKEND_TYPE });
+  const checked: QueryFilter = { ...filter, maxCpu: undefined, maxMemory: undefined, maxGpuCount: undefined };
   const reasons: string[] = [];
   for (const dimension of DIMENSIONS) {
-    const partial = pick(filter, dimension.keys);
+    const partial = pick(checked, dimension.keys);
     // A dimension made only of GPU count bounds is checked by the count dimension itself.
     const ownKeys = dimension.keys.filter((key) => key in partial && !GPU_COUNT_KEYS.includes(key));
     if (dimension.keys !== GPU_COUNT_KEYS && ownKeys.length === 0) continue;

@@ -1,9 +1,9 @@
 import { defineBackendPlugin } from '@dstack/core';
-import { localCatalogProvider } from './local-catalog-provider.js';
+import { LocalCatalogProvider, localCatalogProvider } from './local-catalog-provider.js';
 import { LOCAL_CAPABILITIES } from './local-compute.js';
 import type { LocalBackendConfig, LocalBackendConfigWithCreds } from './local-config.js';
 import { localConfigModels } from './local-config.js';
-import { LocalConfigurator } from './local-configurator.js';
+import { type LocalComputeOverrides, LocalConfigurator } from './local-configurator.js';
 
 /**
  * How long a local instance may take to a reachable shim: a local process comes
@@ -23,3 +23,18 @@ export const localBackendPlugin = defineBackendPlugin<LocalBackendConfigWithCred
   // Jobs run as the server's user beside its database and config.yml: global admins only.
   runsOnServerHost: true,
 });
+
+/**
+ * The local backend's plugin with Compute settings config.yml does not set: e.g. the host's
+ * resources, so that a server in a test sees a host of a given size. Register it with the
+ * server (`startServer({ plugins })`); it takes the place of the package's descriptor.
+ */
+export function createLocalBackendPlugin(settings: LocalComputeOverrides = {}) {
+  return defineBackendPlugin<LocalBackendConfigWithCreds, LocalBackendConfig>({
+    ...localBackendPlugin,
+    createConfigurator: () => new LocalConfigurator(settings),
+    catalogProvider: settings.hostResources
+      ? new LocalCatalogProvider({ hostResources: settings.hostResources })
+      : localCatalogProvider,
+  });
+}

@@ -22,6 +22,8 @@ export interface SpawnShimOptions {
   /** The instance home: the shim's state, its tasks and its log live there. */
   home: string;
   runtime: LocalRuntime;
+  /** The host's GPUs (NVIDIA indices) the shim may hand out to its tasks; default every GPU. */
+  gpuIds?: readonly string[];
 }
 
 /**
@@ -34,7 +36,11 @@ export function spawnDetachedShim(options: SpawnShimOptions): number {
   try {
     const child = spawn(
       process.execPath,
-      [options.shimBinPath, '--http-port', '0', '--home', options.home, '--runtime', options.runtime],
+      [
+        options.shimBinPath,
+        ...['--http-port', '0', '--home', options.home, '--runtime', options.runtime],
+        ...(options.gpuIds ? [`--gpu-ids=${options.gpuIds.join(',')}`] : []),
+      ],
       { detached: true, stdio: ['ignore', logFd, logFd], cwd: options.home },
     );
     // Spawn failures (a missing node binary) arrive as an event; the pid tells us synchronously.

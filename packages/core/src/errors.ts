@@ -166,9 +166,17 @@ export class BackendError extends DstackError {
 export class NoCapacityError extends BackendError {
   readonly [NO_CAPACITY_ERROR_MARKER] = true;
   override readonly name: string = 'NoCapacityError';
+  /**
+   * Set when the capacity is held by the backend's own instances and frees as their jobs end
+   * (the local backend's host): how long to wait before asking again. A job whose `retry`
+   * covers `no-capacity` then waits for it in `submitted` instead of being resubmitted after
+   * dstack's backoff. Default null: nothing is known about when capacity returns.
+   */
+  readonly retryAfterMs: number | null;
 
-  constructor(message = 'No capacity for the offer', options?: { cause?: unknown }) {
-    super(message, options);
+  constructor(message = 'No capacity for the offer', options?: { cause?: unknown; retryAfterMs?: number }) {
+    super(message, { cause: options?.cause });
+    this.retryAfterMs = options?.retryAfterMs ?? null;
   }
 
   static override isInstance(error: unknown): error is NoCapacityError {

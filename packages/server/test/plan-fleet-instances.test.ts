@@ -65,6 +65,7 @@ describe('the plan of a run with a fleet instance to take', () => {
     expect(otherFleet.offers).toEqual([]);
     const tooBig = await offersFor({ fleets: ['pool'], resources: { ...HOST_RESOURCES, gpu: 8 } });
     expect(tooBig.offers).toEqual([]);
-    expect(tooBig.exclusions).toEqual([{ requirement: 'gpu count 8', excluded: 1 }]);
+    // The local offers without the GPU count: the share of the host the run asks for, and the whole host.
+    expect(tooBig.exclusions).toEqual([{ requirement: 'gpu count 8', excluded: 2 }]);
   });
 });

@@ -87,12 +87,13 @@ describe('runs on the local backend', () => {
     });
     expect(plan.status).toBe(200);
     expect(plan.body.job_plans[0]?.offers).toEqual([]);
-    expect(plan.body.job_plans[0]?.exclusions).toEqual([{ requirement: 'gpu count 8', excluded: 1 }]);
+    // The local offers without the GPU count: the share of the host the run asks for, and the whole host.
+    expect(plan.body.job_plans[0]?.exclusions).toEqual([{ requirement: 'gpu count 8', excluded: 2 }]);
     await applyTask(harness, configuration);
     const run = await harness.waitForRun('too-big', ['failed', 'terminated', 'done']);
     expect(run.status).toBe('failed');
     expect(run.latest_job_submission?.termination_reason).toBe('failed_to_start_due_to_no_capacity');
-    expect(run.latest_job_submission?.termination_reason_message).toContain('gpu count 8 excluded 1 offer');
+    expect(run.latest_job_submission?.termination_reason_message).toContain('gpu count 8 excluded 2 offer');
   });
 
   it('rejects a bad configuration naming the field', async () => {

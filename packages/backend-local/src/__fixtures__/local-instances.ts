@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   type InstanceConfiguration,
   type JobProvisioningData,
@@ -7,6 +9,7 @@ import {
   RequirementsSchema,
 } from '@dstack/core';
 import { SHIM_BIN_PATH } from '@dstack/shim';
+import type { HostResources } from '../host-resources.js';
 import type { LocalCompute } from '../local-compute.js';
 
 /** Why the process tests cannot run, or null when the shim is built. */
@@ -21,6 +24,11 @@ export function modestRequirements(gpu?: Record<string, unknown>): Requirements 
   return RequirementsSchema.parse({
     resources: { cpu: { count: { min: 1 } }, memory: { min: 0.1 }, disk: { size: { min: 1 } }, gpu },
   });
+}
+
+/** A host of the given size, injected into a Compute so that capacity tests do not depend on the machine. */
+export function smallHost(resources: Partial<HostResources> = {}): HostResources {
+  return { cpuCount: 2, cpuArch: 'x86', memoryGib: 8, diskGib: 100, gpus: [], ...resources };
 }
 
 /** A fleet instance's configuration; a fresh dstack instance id (the launch's key) unless one is given. */
@@ -74,4 +82,14 @@ export async function eventually<T>(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** tsx (a devDependency of this package), to run a TypeScript fixture in a separate process. */
+export function findTsx(): string {
+  for (let directory = dirname(fileURLToPath(import.meta.url)); ; directory = dirname(directory)) {
+    const candidate = join(directory, 'node_modules', '.bin', 'tsx');
+    if (existsSync(candidate)) return candidate;
+    if (dirname(directory) === directory) break;
+  }
+  return resolve('node_modules/.bin/tsx');
 }

@@ -28,6 +28,7 @@ import {
   isComputeWithCreateInstance,
   type JobProvisioningData,
   type JobSpec,
+  NoCapacityError,
   type Requirements,
   type RunJobParams,
   type RunSpec,
@@ -146,7 +147,15 @@ export async function insertPendingInstance(
 
 export type LaunchResult =
   | { launched: true; offer: BackendOffer; provisioningData: JobProvisioningData }
-  | { launched: false; errors: string[] };
+  | {
+      launched: false;
+      errors: string[];
+      /**
+       * When backends said their capacity frees by itself (`NoCapacityError.retryAfterMs`: the
+       * local host, held by its own instances): which, and the shortest wait; null otherwise.
+       */
+      capacityRetry: CapacityRetry | null;
+    };
 
 /** The pending row a launch is for: its id is the idempotency key, its `offer` the one last tried. */
 export type PendingInstance = Pick<InstancesTable, 'id' | 'backend' | 'offer'>;
@@ -189,6 +198,7 @@ export async function launchOnFirstOffer(
 ): Promise<LaunchResult> {
   const instanceId = instance.id;
   const errors: string[] = [];
+  let capacityRetry: CapacityRetry | null = null;
   for (const entry of attemptedOfferFirst(instance, offers).slice(0, app.settings.maxOffersTried)) {
     const { backend, offer } = entry;
     // Written before the cloud call, so that a retry after a crash goes to the same offer.
@@ -206,6 +216,9 @@ export async function launchOnFirstOffer(
       provisioningData = await launch(entry);
     } catch (error) {
       errors.push(`${backend.type}/${offer.region}/${offer.instance.name}: ${errorMessage(error)}`);
+      if (NoCapacityError.isInstance(error) && error.retryAfterMs !== null) {
+        capacityRetry = withCapacityRetry(capacityRetry, error.retryAfterMs, backend.type);
+      }
       continue;
     }
     const timeoutSeconds = getProvisioningTimeoutSeconds(backend.plugin, offer.instance.name);
@@ -246,11 +259,24 @@ export async function launchOnFirstOffer(
     .where('id', '=', instanceId)
     .where('status', '=', 'pending')
     .execute();
-  return { launched: false, errors };
+  return { launched: false, errors, capacityRetry };
+}
+
+type CapacityRetry = { afterMs: number; backends: string[] };
+
+function withCapacityRetry(previous: CapacityRetry | null, afterMs: number, backend: string): CapacityRetry {
+  return {
+    afterMs: Math.min(previous?.afterMs ?? afterMs, afterMs),
+    backends: [...new Set([...(previous?.backends ?? []), backend])],
+  };
 }
 
 function abandonedResult(instanceId: string, errors: readonly string[]): LaunchResult {
-  return { launched: false, errors: [...errors, `instance ${instanceId} was given up during its launch`] };
+  return {
+    launched: false,
+    errors: [...errors, `instance ${instanceId} was given up during its launch`],
+    capacityRetry: null,
+  };
 }
 
 /** What became of a pending row given up by `abandonPendingInstance`. */

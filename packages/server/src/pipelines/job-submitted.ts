@@ -10,7 +10,14 @@
  * job next launches that same instance again and the backend returns the
  * machine it already started, instead of a second one nobody knows of.
  */
-import { DEFAULT_RUN_IDLE_DURATION, isAvailable, type JobSpec, type RunSpec } from '@dstack/core';
+import {
+  DEFAULT_RETRY_DURATION,
+  DEFAULT_RUN_IDLE_DURATION,
+  type InstanceOfferWithAvailability,
+  isAvailable,
+  type JobSpec,
+  type RunSpec,
+} from '@dstack/core';
 import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import type { FleetsTable, InstancesTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
@@ -29,6 +36,7 @@ import {
   shareableOffers,
   shareOfLaunchedInstance,
   shareOfNewInstance,
+  smallestFittingShare,
 } from '../services/instance-blocks.js';
 import { type BackendOffer, explainNoOffers, getOffers } from '../services/offers.js';
 import { offerFiltersOf } from '../services/runs.js';
@@ -293,6 +301,15 @@ async function launchJobInstance(
     await markRunDue(app, job.run_id);
     return;
   }
+  const capacityRetry = result.capacityRetry;
+  if (capacityRetry !== null) {
+    // Idle instances the job did not fit may be what holds the host: one goes, and the job waits for its room.
+    const roomComing = await makeRoomOnHost(app, job, capacityRetry.backends);
+    if (roomComing || waitsForCapacity(job)) {
+      await waitForCapacity(app, lock, instance.id, capacityRetry.afterMs);
+      return;
+    }
+  }
   await failJob(
     lock,
     app,
@@ -300,6 +317,96 @@ async function launchJobInstance(
     'failed_to_start_due_to_no_capacity',
     `every offer failed: ${result.errors.join('; ')}`,
   );
+}
+
+/**
+ * Whether the job waits in `submitted` for capacity that a backend said frees by itself (the
+ * local host, as its instances' jobs end), rather than failing and being resubmitted after
+ * dstack's backoff: its `retry` covers `no-capacity`, for `retry.duration` from its submission.
+ * Without such a `retry` it fails, as dstack's jobs do.
+ */
+function waitsForCapacity(job: JobsTable): boolean {
+  const retry = jobSpecOf(job).retry;
+  if (!retry?.on_events.includes('no-capacity')) return false;
+  return Date.now() - job.submitted_at <= (retry.duration ?? DEFAULT_RETRY_DURATION) * 1000;
+}
+
+/**
+ * Makes room on `backends` (whose capacity their own instances hold: the local host) for a job
+ * that fits none of the project's idle instances: terminates the longest idle one. Returns
+ * whether room is on its way: an instance was made to go, or one is terminating already. An
+ * idle instance is only kept for reuse: a job waiting for the host comes first.
+ */
+async function makeRoomOnHost(
+  app: AppContext,
+  job: JobsTable,
+  backends: readonly string[],
+): Promise<boolean> {
+  const instances = await app.db
+    .selectFrom('instances')
+    .selectAll()
+    .where('project_id', '=', job.project_id)
+    .where('backend', 'in', [...backends])
+    .where('status', 'in', ['idle', 'terminating'])
+    .where('deleted', '=', 0)
+    .orderBy('idle_since')
+    .execute();
+  if (instances.some((instance) => instance.status === 'terminating')) return true;
+  const idle = instances.filter((instance) => instance.busy_blocks === 0);
+  // One became idle since the job looked: the job takes it on its next pass, nothing needs to go.
+  const { requirements } = jobSpecOf(job);
+  const fitsJob = (instance: InstancesTable) =>
+    instance.unreachable === 0 &&
+    instance.offer !== null &&
+    smallestFittingShare(
+      JSON.parse(instance.offer) as InstanceOfferWithAvailability,
+      instance.total_blocks,
+      instance.total_blocks - instance.busy_blocks,
+      requirements,
+    ) !== null;
+  if (idle.some(fitsJob)) return true;
+  for (const { id } of idle) {
+    const now = Date.now();
+    const result = await app.db
+      .updateTable('instances')
+      .set({
+        status: 'terminating',
+        termination_reason: 'idle_timeout',
+        termination_reason_message: 'idle; terminated early to make room on the host for a job',
+        last_processed_at: 0,
+      })
+      .where('id', '=', id)
+      .where('status', '=', 'idle')
+      .where('busy_blocks', '=', 0)
+      .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 1) {
+      runServicesOf(app).wakeUps.wake('instances');
+      return true;
+    }
+  }
+  return false;
+}
+
+/**
+ * Leaves the job `submitted`, due again after `retryAfterMs`, when it looks for an idle instance
+ * first again (the one a finished job freed), then for new capacity. The
+ * placeholder row of the launch that found no capacity is removed: nothing was launched for it,
+ * and a waiting job would otherwise leave one behind on every attempt.
+ */
+async function waitForCapacity(
+  app: AppContext,
+  lock: RowLock,
+  placeholderId: string,
+  retryAfterMs: number,
+): Promise<void> {
+  await lock.release({ instance_id: null, last_processed_at: dueIn(retryAfterMs, MIN_INTERVAL_MS) });
+  await app.db
+    .deleteFrom('instances')
+    .where('id', '=', placeholderId)
+    .where('status', '=', 'terminated')
+    .where('termination_reason', '=', 'no_offers')
+    .execute();
 }
 
 /**

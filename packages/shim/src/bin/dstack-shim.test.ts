@@ -46,8 +46,11 @@ interface ShimState {
 }
 
 /** Starts the built shim with the process runtime; resolves with its shim.json once written. */
-async function startShimProcess(): Promise<{ state: ShimState; client: ShimClient }> {
-  const started = spawnNode(SHIM_BIN_PATH, ['--http-port', '0', '--home', homeDir, '--runtime', 'process']);
+async function startShimProcess(extraArgs: string[] = []): Promise<{ state: ShimState; client: ShimClient }> {
+  const started = spawnNode(SHIM_BIN_PATH, [
+    ...['--http-port', '0', '--home', homeDir, '--runtime', 'process'],
+    ...extraArgs,
+  ]);
   shimProcess = started.child;
   output = started.output;
   const stateFile = join(homeDir, 'shim.json');
@@ -110,6 +113,24 @@ describe('dstack-shim command (process runtime)', () => {
     shimProcess!.kill('SIGTERM');
     expect(await waitForExit(shimProcess!)).toBe(0);
     await eventually(() => (processExists(-pid) ? undefined : true), 'the job’s processes to be gone');
+  });
+
+  it('hands tasks only the GPUs of --gpu-ids: with an empty list, they see none', async () => {
+    const { client } = await startShimProcess(['--gpu-ids=']);
+    await client.submitTask(taskConfig('no-gpus', { gpu: -1 }));
+    const task = await runningTask(client, 'no-gpus');
+    const runner = new RunnerClient(`http://127.0.0.1:${task.ports[0]!.host}`);
+    await runner.submit(submitBody(['echo "cuda=[$CUDA_VISIBLE_DEVICES] nvidia=[$NVIDIA_VISIBLE_DEVICES]"']));
+    await runner.run();
+    const job = await pullUntil(runner, isFinished);
+    expect(job.output).toBe('cuda=[] nvidia=[void]\n');
+  });
+
+  it('refuses --gpu-ids that are not GPU indices with exit status 2', async () => {
+    const started = spawnNode(SHIM_BIN_PATH, ['--home', homeDir, '--runtime', 'process', '--gpu-ids=0,all']);
+    shimProcess = started.child;
+    expect(await waitForExit(shimProcess)).toBe(2);
+    expect(started.output()).toContain('invalid --gpu-ids: 0,all');
   });
 
   it('refuses an unknown runtime with exit status 2', async () => {

@@ -6,7 +6,7 @@ import type { TaskRuntime } from '../runtime/task-runtime.js';
 import { startShim } from '../server/shim-server.js';
 import { VERSION } from '../version.js';
 
-const USAGE = `usage: dstack-shim --home DIR [--http-port N] [--runtime process|docker] [--host H] [--docker-socket PATH]
+const USAGE = `usage: dstack-shim --home DIR [--http-port N] [--runtime process|docker] [--host H] [--docker-socket PATH] [--gpu-ids=ID,...]
        dstack-shim --version`;
 
 /** A usage error: printed with the usage, exit status 2. */
@@ -33,7 +33,13 @@ export async function runShimCommand(argv: string[]): Promise<number> {
   if (runtime === undefined) {
     return 1;
   }
-  const shim = await startShim({ host: options.host, port: options.port, homeDir: options.home, runtime });
+  const shim = await startShim({
+    host: options.host,
+    port: options.port,
+    homeDir: options.home,
+    runtime,
+    gpuIds: options.gpuIds,
+  });
   const stateFile = join(options.home, 'shim.json');
   const state = { pid: process.pid, http_port: shim.port, version: VERSION, runtime: runtime.name };
   // Write then rename, so a reader never sees a half-written file.
@@ -61,6 +67,7 @@ function parseOptions(argv: string[]) {
       host: { type: 'string' },
       runtime: { type: 'string' },
       'docker-socket': { type: 'string' },
+      'gpu-ids': { type: 'string' },
       version: { type: 'boolean' },
     },
   });
@@ -81,7 +88,27 @@ function parseOptions(argv: string[]) {
   if (!isRuntimeName(runtime)) {
     throw new UsageError(`invalid --runtime: ${runtime} (expected process or docker)`);
   }
-  return { home: values.home, port, host: values.host, runtime, dockerSocket: values['docker-socket'] };
+  return {
+    home: values.home,
+    port,
+    host: values.host,
+    runtime,
+    dockerSocket: values['docker-socket'],
+    gpuIds: parseGpuIds(values['gpu-ids']),
+  };
+}
+
+/**
+ * `--gpu-ids=0,2`: the host's GPUs (NVIDIA indices) this shim hands out to tasks, when it has a
+ * share of the host (a local instance); `--gpu-ids=` is none. Absent: every GPU nvidia-smi lists.
+ */
+function parseGpuIds(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  const ids = value === '' ? [] : value.split(',').map((id) => id.trim());
+  const invalid = ids.find((id) => !/^\d+$/.test(id));
+  if (invalid !== undefined)
+    throw new UsageError(`invalid --gpu-ids: ${value} (expected GPU indices like 0,1)`);
+  return ids;
 }
 
 function isRuntimeName(name: string): name is TaskRuntime['name'] {

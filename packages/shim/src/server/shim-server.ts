@@ -26,7 +26,10 @@ export interface ShimOptions {
   homeDir: string;
   /** How tasks run. Default: the process runtime (no containers). */
   runtime?: TaskRuntime;
-  /** The host's GPUs (NVIDIA indices) the shim hands out to tasks. Default: those `nvidia-smi` lists. */
+  /**
+   * The host's GPUs (NVIDIA indices) the shim hands out to tasks; an empty list gives tasks none
+   * (they see no GPU). Default: those `nvidia-smi` lists.
+   */
   gpuIds?: readonly string[];
 }
 
@@ -47,7 +50,11 @@ export async function startShim(options: ShimOptions): Promise<ShimServer> {
   await mkdir(tasksDir, { recursive: true });
   const runtime = options.runtime ?? createProcessRuntime();
   const gpuIds = options.gpuIds ?? (await readHostGpuIds());
-  const tasks = new TaskManager(runtime, tasksDir, new GpuAllocator(gpuIds));
+  const tasks = new TaskManager(
+    runtime,
+    tasksDir,
+    new GpuAllocator(gpuIds, { known: options.gpuIds !== undefined }),
+  );
 
   let closing: Promise<void> | undefined;
   let markClosed: () => void = () => undefined;

@@ -28,4 +28,10 @@ describe('GpuAllocator', () => {
   it('assigns nothing when the host GPUs are unknown', () => {
     expect(new GpuAllocator([]).acquire('a', 2)).toBeNull();
   });
+
+  it('gives no GPUs, rather than unknown ones, when it was given none', () => {
+    const gpus = new GpuAllocator([], { known: true });
+    expect(gpus.acquire('whole', -1)).toEqual([]);
+    expect(() => gpus.acquire('a', 1)).toThrow("the task asks for 1 GPUs but 0 of the host's 0 are free");
+  });
 });

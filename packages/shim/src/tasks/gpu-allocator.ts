@@ -7,8 +7,15 @@ export class GpuAllocator {
   /** Task id → the GPU ids it holds. */
   private readonly held = new Map<string, readonly string[]>();
 
-  /** `hostGpuIds`: the host's GPUs as the runtimes name them (NVIDIA indices); empty when none were found. */
-  constructor(private readonly hostGpuIds: readonly string[]) {}
+  /**
+   * `hostGpuIds`: the host's GPUs as the runtimes name them (NVIDIA indices); empty when none
+   * were found. `known`: the list was given (a shim with a share of the host), so an empty one
+   * means no GPUs for its tasks rather than GPUs unknown. Default false.
+   */
+  constructor(
+    private readonly hostGpuIds: readonly string[],
+    private readonly options: { known?: boolean } = {},
+  ) {}
 
   /**
    * Gives `taskId` `count` free GPUs (-1: every free one, 0: none), lowest ids first. Null when
@@ -16,7 +23,7 @@ export class GpuAllocator {
    * than `count` are free.
    */
   acquire(taskId: string, count: number): readonly string[] | null {
-    if (this.hostGpuIds.length === 0) return null;
+    if (this.hostGpuIds.length === 0 && !this.options.known) return null;
     const busy = new Set([...this.held.values()].flat());
     const free = this.hostGpuIds.filter((id) => !busy.has(id));
     if (count > free.length) {

@@ -6,6 +6,7 @@ export { SHIM_BIN_PATH } from './paths.js';
 export { createProcessRuntime, type ProcessRuntimeOptions } from './runtime/process/process-runtime.js';
 export {
   type StartedTask,
+  type TaskAccess,
   type TaskDevices,
   type TaskEvents,
   type TaskRuntime,

@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { HttpError, readJsonBody, sendJson } from '@dstack/runner';
+import { agentTokenRefusal, deriveRunnerToken, HttpError, readJsonBody, sendJson } from '@dstack/runner';
 import { ShutdownRequestSchema, TaskConfigSchema, TaskTerminateRequestSchema } from '../api/schemas.js';
 import { readHostGpuIds, readInstanceInfo } from '../instance/instance-info.js';
 import { createProcessRuntime } from '../runtime/process/process-runtime.js';
@@ -28,6 +28,13 @@ export interface ShimOptions {
   runtime?: TaskRuntime;
   /** The host's GPUs (NVIDIA indices) the shim hands out to tasks. Default: those `nvidia-smi` lists. */
   gpuIds?: readonly string[];
+  /**
+   * The access token (the server's per-instance token). When set, every request but the
+   * healthcheck must carry `Authorization: Bearer <token>`, else it is answered 401, and each
+   * task's runner requires `deriveRunnerToken(token, task id)`. Default none: the shim's and the
+   * runners' APIs are open to every process that reaches their ports.
+   */
+  token?: string | null;
 }
 
 export interface ShimServer {
@@ -47,7 +54,10 @@ export async function startShim(options: ShimOptions): Promise<ShimServer> {
   await mkdir(tasksDir, { recursive: true });
   const runtime = options.runtime ?? createProcessRuntime();
   const gpuIds = options.gpuIds ?? (await readHostGpuIds());
-  const tasks = new TaskManager(runtime, tasksDir, new GpuAllocator(gpuIds));
+  const token = options.token ?? null;
+  const tasks = new TaskManager(runtime, tasksDir, new GpuAllocator(gpuIds), (taskId) =>
+    token === null ? null : deriveRunnerToken(token, taskId),
+  );
 
   let closing: Promise<void> | undefined;
   let markClosed: () => void = () => undefined;
@@ -71,6 +81,13 @@ export async function startShim(options: ShimOptions): Promise<ShimServer> {
   };
 
   const server = createServer((request, response) => {
+    const refusal = agentTokenRefusal(request, token, 'shim');
+    if (refusal !== null) {
+      request.resume();
+      response.setHeader('www-authenticate', 'Bearer');
+      sendJson(response, refusal.statusCode, { detail: refusal.message });
+      return;
+    }
     handleRequest({ tasks, close }, request, response).catch((error: unknown) => {
       if (response.headersSent) {
         response.destroy();

@@ -127,7 +127,12 @@ export class LocalCompute implements ComputeWithCreateInstance {
     await mkdir(home, { recursive: true });
     let pid: number;
     try {
-      pid = spawnDetachedShim({ shimBinPath: this.#shimBinPath, home, runtime: this.runtime });
+      pid = spawnDetachedShim({
+        shimBinPath: this.#shimBinPath,
+        home,
+        runtime: this.runtime,
+        token: config.agent_token,
+      });
     } catch (error) {
       await rm(home, { recursive: true, force: true });
       throw error;

@@ -3,6 +3,7 @@ import { closeSync, openSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { SHIM_TOKEN_ENV } from '@dstack/shim';
 import type { LocalRuntime } from './local-config.js';
 
 /** What the shim writes to `<home>/shim.json` once it listens. */
@@ -22,6 +23,12 @@ export interface SpawnShimOptions {
   /** The instance home: the shim's state, its tasks and its log live there. */
   home: string;
   runtime: LocalRuntime;
+  /**
+   * The instance's agent token: the shim answers only requests that carry it. Passed in the
+   * shim's environment (`DSTACK_SHIM_TOKEN`), which only its own user can read, not on its
+   * command line, which every user can.
+   */
+  token: string;
 }
 
 /**
@@ -35,7 +42,12 @@ export function spawnDetachedShim(options: SpawnShimOptions): number {
     const child = spawn(
       process.execPath,
       [options.shimBinPath, '--http-port', '0', '--home', options.home, '--runtime', options.runtime],
-      { detached: true, stdio: ['ignore', logFd, logFd], cwd: options.home },
+      {
+        detached: true,
+        stdio: ['ignore', logFd, logFd],
+        cwd: options.home,
+        env: { ...process.env, [SHIM_TOKEN_ENV]: options.token },
+      },
     );
     // Spawn failures (a missing node binary) arrive as an event; the pid tells us synchronously.
     child.on('error', () => {});

@@ -23,6 +23,9 @@ export function modestRequirements(gpu?: Record<string, unknown>): Requirements 
   });
 }
 
+/** The agent token of the test instances: their shims answer only requests that carry it. */
+export const TEST_AGENT_TOKEN = 'local-test-agent-token';
+
 /** A fleet instance's configuration; a fresh dstack instance id (the launch's key) unless one is given. */
 export function testInstanceConfiguration(
   instanceName: string,
@@ -32,6 +35,7 @@ export function testInstanceConfiguration(
     project_name: 'main',
     instance_name: instanceName,
     instance_id: instanceId,
+    agent_token: TEST_AGENT_TOKEN,
     user: 'admin',
     ssh_keys: [],
   };

@@ -326,6 +326,7 @@ describe('a launch given up while it runs', () => {
           project_name: s.project.name,
           instance_name: instance.name,
           instance_id: instance.id,
+          agent_token: 'test-agent-token',
           user: s.admin.name,
           ssh_keys: [],
           volumes: [],

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type JobProvisioningData, ProvisioningError } from '@dstack/core';
-import { ShimClient, type TaskInfo } from '@dstack/shim';
+import { deriveRunnerToken, ShimClient, type TaskInfo } from '@dstack/shim';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   backendDataOf,
@@ -13,6 +13,7 @@ import {
   findTsx,
   modestRequirements,
   shimUnavailableReason,
+  TEST_AGENT_TOKEN,
   testInstanceConfiguration,
   waitUntilProvisioned,
 } from './__fixtures__/local-instances.js';
@@ -100,7 +101,11 @@ describe.skipIf(skipReason !== null)('LocalCompute instances (real shim processe
     expect(ready.hostname).toBe('127.0.0.1');
     expect(shimPort).toBeGreaterThan(0);
 
-    const shim = new ShimClient(`http://127.0.0.1:${shimPort}`);
+    // The shim requires the instance's agent token; no other process on the host gets in.
+    await expect(new ShimClient(`http://127.0.0.1:${shimPort}`).listTasks()).rejects.toMatchObject({
+      statusCode: 401,
+    });
+    const shim = new ShimClient(`http://127.0.0.1:${shimPort}`, { token: TEST_AGENT_TOKEN });
     expect(await shim.healthcheck()).toMatchObject({ service: 'dstack-shim' });
     await shim.submitTask({ id: 'task-1', name: 'test-run-0-0', image_name: 'ignored-by-process-runtime' });
     const task = await eventually(async () => {
@@ -109,7 +114,8 @@ describe.skipIf(skipReason !== null)('LocalCompute instances (real shim processe
       return info?.status === 'running' ? info : undefined;
     }, 'the task to run');
     const runnerUrl = `http://127.0.0.1:${runnerPortOf(task)}`;
-    const output = await runJob(runnerUrl, ['echo hi']);
+    await expect(runJob(runnerUrl, ['echo hi'], null)).rejects.toThrow('answered 401');
+    const output = await runJob(runnerUrl, ['echo hi'], deriveRunnerToken(TEST_AGENT_TOKEN, 'task-1'));
     expect(output.state).toBe('done');
     expect(output.logs).toContain('hi');
 
@@ -244,12 +250,17 @@ function runnerPortOf(task: TaskInfo): number {
  * upload (empty) code, run, then pull until a final state. Plain fetch: this
  * package does not depend on @dstack/runner's client.
  */
-async function runJob(runnerUrl: string, commands: string[]): Promise<{ state: string; logs: string }> {
+async function runJob(
+  runnerUrl: string,
+  commands: string[],
+  token: string | null,
+): Promise<{ state: string; logs: string }> {
+  const authorization: Record<string, string> = token === null ? {} : { authorization: `Bearer ${token}` };
   const post = async (path: string, body: string | Uint8Array, contentType = 'application/json') => {
     const response = await fetch(`${runnerUrl}${path}`, {
       method: 'POST',
       body,
-      headers: { 'content-type': contentType },
+      headers: { ...authorization, 'content-type': contentType },
     });
     if (!response.ok) throw new Error(`runner ${path} answered ${response.status}: ${await response.text()}`);
   };
@@ -266,7 +277,7 @@ async function runJob(runnerUrl: string, commands: string[]): Promise<{ state: s
   let timestamp = 0;
   let logs = '';
   return eventually(async () => {
-    const response = await fetch(`${runnerUrl}/api/pull?timestamp=${timestamp}`);
+    const response = await fetch(`${runnerUrl}/api/pull?timestamp=${timestamp}`, { headers: authorization });
     const answer = (await response.json()) as {
       job_states: { state: string }[];
       job_logs: { message: string }[];

@@ -120,7 +120,7 @@ export class LocalCompute implements ComputeWithCreateInstance {
     config: InstanceConfiguration,
   ): Promise<JobProvisioningData> {
     const host = await this.hostResources();
-    await mkdir(this.instancesDir, { recursive: true });
+    await mkdir(this.instancesDir, { recursive: true, mode: 0o700 });
     // Checking what is free and recording the new instance are one step for every process on the host.
     return withCapacityLock(this.instancesDir, async () => {
       const launched = await this.#launchRecordOf(config.instance_id);
@@ -142,7 +142,13 @@ export class LocalCompute implements ComputeWithCreateInstance {
     await mkdir(home, { recursive: true, mode: 0o700 });
     let pid: number;
     try {
-      pid = spawnDetachedShim({ shimBinPath: this.#shimBinPath, home, runtime: this.runtime, gpuIds });
+      pid = spawnDetachedShim({
+        shimBinPath: this.#shimBinPath,
+        home,
+        runtime: this.runtime,
+        gpuIds,
+        token: config.agent_token,
+      });
     } catch (error) {
       await rm(home, { recursive: true, force: true });
       throw error;

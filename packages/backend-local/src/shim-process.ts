@@ -3,6 +3,7 @@ import { closeSync, openSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { SHIM_TOKEN_ENV } from '@dstack/shim';
 import type { LocalRuntime } from './local-config.js';
 
 /** What the shim writes to `<home>/shim.json` once it listens. */
@@ -24,6 +25,12 @@ export interface SpawnShimOptions {
   runtime: LocalRuntime;
   /** The host's GPUs (NVIDIA indices) the shim may hand out to its tasks; default every GPU. */
   gpuIds?: readonly string[];
+  /**
+   * The instance's agent token: the shim answers only requests that carry it. Passed in the
+   * shim's environment (`DSTACK_SHIM_TOKEN`), which only its own user can read, not on its
+   * command line, which every user can.
+   */
+  token: string;
 }
 
 /**
@@ -41,7 +48,12 @@ export function spawnDetachedShim(options: SpawnShimOptions): number {
         ...['--http-port', '0', '--home', options.home, '--runtime', options.runtime],
         ...(options.gpuIds ? [`--gpu-ids=${options.gpuIds.join(',')}`] : []),
       ],
-      { detached: true, stdio: ['ignore', logFd, logFd], cwd: options.home },
+      {
+        detached: true,
+        stdio: ['ignore', logFd, logFd],
+        cwd: options.home,
+        env: { ...process.env, [SHIM_TOKEN_ENV]: options.token },
+      },
     );
     // Spawn failures (a missing node binary) arrive as an event; the pid tells us synchronously.
     child.on('error', () => {});

@@ -80,6 +80,33 @@ describe('runs on the local backend', () => {
     expect(run.latest_job_submission?.termination_reason).toBe('terminated_by_user');
   });
 
+  it("keeps the job's shim and runner closed to every other process on the host", async () => {
+    await applyTask(harness, task('guarded', ['echo started', 'sleep 60']));
+    const run = await harness.waitForRun('guarded', ['running']);
+    const submission = run.latest_job_submission;
+    const backendData = JSON.parse(submission?.job_provisioning_data?.backend_data ?? '{}') as {
+      agent_ports?: { shim?: number };
+    };
+    const shimPort = backendData.agent_ports?.shim;
+    const runnerPort = submission?.job_runtime_data?.ports?.['10999'];
+    expect(shimPort).toBeGreaterThan(0);
+    expect(runnerPort).toBeGreaterThan(0);
+    // Another process on this host: no token, no tasks and no logs.
+    const tasks = await fetch(`http://127.0.0.1:${shimPort}/api/tasks`);
+    expect(tasks.status).toBe(401);
+    const pulled = await fetch(`http://127.0.0.1:${runnerPort}/api/pull?timestamp=0`);
+    expect(pulled.status).toBe(401);
+    expect(await pulled.text()).not.toContain('started');
+    // The server, which holds the instance's token, still gets the job's logs and stops it.
+    const deadline = Date.now() + 10_000;
+    while (!(await harness.logs('guarded')).includes('started') && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(await harness.logs('guarded')).toBe('started\n');
+    await harness.call('/api/project/main/runs/stop', { runs_names: ['guarded'], abort: false });
+    expect((await harness.waitForRun('guarded', ['terminated', 'failed', 'done'])).status).toBe('terminated');
+  });
+
   it('explains which requirement excluded the offers when the host has too little', async () => {
     const configuration = task('too-big', ['true'], { resources: { gpu: 8, cpu: '1..', memory: '1GB..' } });
     const plan = await harness.call<RunPlan>('/api/project/main/runs/get_plan', {

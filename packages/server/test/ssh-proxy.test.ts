@@ -8,6 +8,7 @@
 import { createServer as createHttpServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { JobRuntimeData } from '@dstack/core';
+import { deriveRunnerToken } from '@dstack/runner';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { receiveUntil, requestUpgrade, type UpgradeResult } from '../src/http/upgrade-request.test-helper.js';
 import { RUNNER_CONTAINER_PORT } from '../src/pipelines/agent-clients.js';
@@ -119,6 +120,21 @@ describe('the SSH proxy on the local backend', () => {
     return () => setRuntime(runtime);
   }
 
+  /** The token the runner of `runName`'s running job requires: derived from its instance's for its task. */
+  async function runnerTokenOf(runName: string): Promise<string> {
+    const { db, encryption } = harness.server.app;
+    const row = await db
+      .selectFrom('jobs')
+      .innerJoin('runs', 'runs.id', 'jobs.run_id')
+      .innerJoin('instances', 'instances.id', 'jobs.instance_id')
+      .select(['jobs.id', 'instances.agent_token'])
+      .where('runs.run_name', '=', runName)
+      .where('jobs.status', '=', 'running')
+      .executeTakeFirstOrThrow();
+    if (!row.agent_token) throw new Error(`the instance of ${runName} has no agent token`);
+    return deriveRunnerToken(encryption.decrypt(row.agent_token), row.id);
+  }
+
   it('answers 503 before the job runs, then joins the client to the runner once it does', async () => {
     await applyTask(harness, task('dev', ['sleep 600']));
     // Just applied: the job is still submitted, far from running.
@@ -138,11 +154,13 @@ describe('the SSH proxy on the local backend', () => {
         throw new Error(`expected 101, got ${result.response.statusCode} ${result.body}`);
       expect(result.response.statusCode).toBe(101);
       expect(result.response.headers).toMatchObject({ connection: 'Upgrade', upgrade: 'ssh' });
-      // The runner was asked for its SSH endpoint; the user's dstack token is not the runner's business.
+      // The runner was asked for its SSH endpoint with its own token; the user's dstack token is
+      // not the runner's business.
       expect(runner.seen).toHaveLength(1);
       expect(runner.seen[0]?.url).toBe('/api/ssh');
       expect(runner.seen[0]?.headers).toMatchObject({ connection: 'Upgrade', upgrade: 'ssh' });
-      expect(runner.seen[0]?.headers.authorization).toBeUndefined();
+      expect(runner.seen[0]?.headers.authorization).not.toContain(ADMIN_TOKEN);
+      expect(runner.seen[0]?.headers.authorization).toBe(`Bearer ${await runnerTokenOf('dev')}`);
 
       const { socket, head } = result;
       await receiveUntil(socket, 'SSH-2.0-stand-in\r\n', head);

@@ -1,3 +1,5 @@
+/** The shim's token variable (or `--token-file`) and its tasks' runner tokens; defined with the runner's. */
+export { deriveRunnerToken, SHIM_TOKEN_ENV } from '@dstack/runner';
 export * from './api/schemas.js';
 export { ShimClient, type ShimClientOptions } from './client/shim-client.js';
 export { readInstanceInfo } from './instance/instance-info.js';
@@ -6,6 +8,7 @@ export { SHIM_BIN_PATH } from './paths.js';
 export { createProcessRuntime, type ProcessRuntimeOptions } from './runtime/process/process-runtime.js';
 export {
   type StartedTask,
+  type TaskAccess,
   type TaskDevices,
   type TaskEvents,
   type TaskRuntime,

@@ -31,6 +31,9 @@ export function smallHost(resources: Partial<HostResources> = {}): HostResources
   return { cpuCount: 2, cpuArch: 'x86', memoryGib: 8, diskGib: 100, gpus: [], ...resources };
 }
 
+/** The agent token of the test instances: their shims answer only requests that carry it. */
+export const TEST_AGENT_TOKEN = 'local-test-agent-token';
+
 /** A fleet instance's configuration; a fresh dstack instance id (the launch's key) unless one is given. */
 export function testInstanceConfiguration(
   instanceName: string,
@@ -40,6 +43,7 @@ export function testInstanceConfiguration(
     project_name: 'main',
     instance_name: instanceName,
     instance_id: instanceId,
+    agent_token: TEST_AGENT_TOKEN,
     user: 'admin',
     ssh_keys: [],
   };

@@ -79,7 +79,14 @@ describe('requireCapability', () => {
     const withCreate = requireCapability(compute, 'create-instance');
     const jpd = await withCreate.createInstance(
       offer,
-      { project_name: 'p', instance_name: 'i', instance_id: 'instance-1', user: 'u', ssh_keys: [] },
+      {
+        project_name: 'p',
+        instance_name: 'i',
+        instance_id: 'instance-1',
+        agent_token: 'agent-token-1',
+        user: 'u',
+        ssh_keys: [],
+      },
       null,
     );
     expect(jpd.instance_id).toBe('i-r1-a');
@@ -117,6 +124,7 @@ describe('runJobWithCreateInstance', () => {
     }) as SampleCompute;
     const jpd = await spy.runJob({
       instanceId: 'instance-1',
+      agentToken: 'agent-token-1',
       run: {
         project_name: 'main',
         user: 'admin',
@@ -137,6 +145,7 @@ describe('runJobWithCreateInstance', () => {
       project_name: 'main',
       instance_name: 'train-0-0',
       instance_id: 'instance-1',
+      agent_token: 'agent-token-1',
       user: 'admin',
       ssh_keys: [{ public: 'ssh-ed25519 AAAA project' }],
       volumes: [volume],

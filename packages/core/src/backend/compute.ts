@@ -98,6 +98,14 @@ export interface RunJobParams {
    * passes it on as `InstanceConfiguration.instance_id`.
    */
   instanceId: string;
+  /**
+   * The instance's agent token, chosen by the server: hand it to the agent the launch starts,
+   * never on its command line. VM backends pass it on as `InstanceConfiguration.agent_token`
+   * (`runJobWithCreateInstance` does) and the shim gets it; container backends give it to the
+   * runner they start in the container as `DSTACK_RUNNER_TOKEN`. The agent then answers only
+   * requests that carry it.
+   */
+  agentToken: string;
   run: RunForCompute;
   job: JobForCompute;
   /** The offer chosen from this backend's `getOffers`. */

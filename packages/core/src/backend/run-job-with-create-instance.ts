@@ -19,6 +19,7 @@ export function runJobWithCreateInstance(
     project_name: run.project_name,
     instance_name: job.job_spec.job_name,
     instance_id: params.instanceId,
+    agent_token: params.agentToken,
     user: run.user,
     ssh_keys: [{ public: params.projectSshPublicKey.trim() }],
     volumes: [...params.volumes],

@@ -160,6 +160,15 @@ export const InstanceConfigurationSchema = z.object({
    * name, as a Vast.ai label.
    */
   instance_id: z.string().min(1),
+  /**
+   * The instance's agent token, chosen by the server per instance: give it to the shim the
+   * instance starts, never on its command line (`ps` shows that to every user) — in
+   * `DSTACK_SHIM_TOKEN`, or in a file only the shim's user may read, passed as `--token-file`
+   * (cloud-init: a `write_files` entry with `permissions: '0600'`). The shim then answers only
+   * requests that carry it. Keep it out of logs, tags and labels: whoever holds it can run
+   * commands on the instance through the shim.
+   */
+  agent_token: z.string().min(1),
   reservation: z.string().nullish(),
   volumes: z.array(VolumeSchema).nullish(),
   /** User tags; backend tags win on conflict (see `mergeTags`). */

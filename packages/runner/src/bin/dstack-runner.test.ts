@@ -87,6 +87,30 @@ describe('dstack-runner command', () => {
     expect(exitCode).toBe(0);
   });
 
+  it('takes its token from DSTACK_RUNNER_TOKEN and keeps it from the job', async () => {
+    const started = spawnNode(RUNNER_BIN_PATH, ['start', '--http-port', '0', '--home', homeDir], {
+      ...process.env,
+      DSTACK_RUNNER_TOKEN: 'token-from-env',
+    });
+    child = started.child;
+    const [, port] = await waitForOutput(child, /listening on (\d+)\n/);
+    const url = `http://127.0.0.1:${port}`;
+    await expect(new RunnerClient(url).pull(0)).rejects.toMatchObject({ statusCode: 401 });
+    const client = new RunnerClient(url, { token: 'token-from-env' });
+    await client.submit(submitBody(['echo "token=[$DSTACK_RUNNER_TOKEN]"']));
+    await client.run();
+    expect(decodeLogs((await pullUntil(client)).jobLogs)).toBe('token=[]\n');
+    expect(started.output()).not.toContain('warning');
+  });
+
+  it('warns that its API is open when started without a token', async () => {
+    const { DSTACK_RUNNER_TOKEN: _ignored, ...environment } = process.env;
+    const started = spawnNode(RUNNER_BIN_PATH, ['start', '--http-port', '0', '--home', homeDir], environment);
+    child = started.child;
+    await waitForOutput(child, /listening on (\d+)\n/);
+    expect(started.output()).toContain('warning: no DSTACK_RUNNER_TOKEN');
+  });
+
   it('prints usage and exits 2 without --home', async () => {
     const started = spawnNode(RUNNER_BIN_PATH, ['start', '--http-port', '0']);
     child = started.child;

@@ -1,5 +1,6 @@
 import { rename, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { normalizeAgentToken, RUNNER_TOKEN_ENV } from '../server/agent-token.js';
 import { startRunner } from '../server/runner-server.js';
 import { VERSION } from '../version.js';
 
@@ -10,6 +11,10 @@ const USAGE = `usage: dstack-runner start --home DIR [--http-port N] [--host H] 
  * `dstack-runner start ...`: serves the runner API until SIGTERM or SIGINT. Prints
  * `listening on <port>` once it listens (and writes the port to --port-file if given), so a
  * parent that passed `--http-port 0` learns the port.
+ *
+ * The token comes in `DSTACK_RUNNER_TOKEN` (not on the command line, where `ps` shows it to
+ * every user); it is removed from the environment the job inherits. Without it the runner
+ * answers anyone who reaches its port, and says so.
  */
 export async function runRunnerCommand(argv: string[]): Promise<number> {
   let parsed: ReturnType<typeof parseOptions>;
@@ -33,7 +38,22 @@ export async function runRunnerCommand(argv: string[]): Promise<number> {
     process.stderr.write(`invalid --http-port: ${values['http-port']}\n`);
     return 2;
   }
+  let token: string | null;
+  try {
+    token = normalizeAgentToken(process.env[RUNNER_TOKEN_ENV], RUNNER_TOKEN_ENV);
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n`);
+    return 2;
+  }
+  // Read once: the job's environment is this process's, and the job must not see the token.
+  delete process.env[RUNNER_TOKEN_ENV];
+  if (token === null) {
+    process.stderr.write(
+      `dstack-runner: warning: no ${RUNNER_TOKEN_ENV}; the runner API is open to every process that reaches its port\n`,
+    );
+  }
   const runner = await startRunner({
+    token,
     host: values.host,
     port,
     homeDir: values.home,

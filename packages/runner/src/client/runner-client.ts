@@ -8,6 +8,7 @@ import {
   RunnerRunResponseSchema,
   type RunnerSubmitBody,
 } from '../api/schemas.js';
+import { agentAuthorizationHeader } from '../server/agent-token.js';
 import { AgentApiError } from './agent-api-error.js';
 
 /** The subset of `fetch` the client uses; undici's `fetch` fits, as does the global one. */
@@ -24,6 +25,8 @@ export interface RunnerClientOptions {
   fetch?: FetchFunction;
   /** Per-request timeout in milliseconds. Default 30 000. */
   timeoutMs?: number;
+  /** The runner's token, sent as `Authorization: Bearer <token>` on every request. Default none. */
+  token?: string | null;
 }
 
 /** Talks to dstack's runner API (`@dstack/runner`'s server or dstack's Go runner). */
@@ -76,10 +79,14 @@ export class RunnerClient {
       method,
       signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000),
     };
+    const headers: Record<string, string> = this.options.token
+      ? agentAuthorizationHeader(this.options.token)
+      : {};
     if (body !== undefined) {
       init.body = body;
-      init.headers = { 'content-type': contentType };
+      headers['content-type'] = contentType;
     }
+    init.headers = headers;
     if (this.options.dispatcher !== undefined) {
       // Not in the DOM RequestInit type; undici's fetch (global or imported) reads it.
       (init as { dispatcher?: object }).dispatcher = this.options.dispatcher;

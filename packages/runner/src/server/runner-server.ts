@@ -12,6 +12,7 @@ import type { UserDatabasePaths } from '../job/user-database.js';
 import { type AuthorizedKey, AuthorizedKeyError, authorizedKeysOf } from '../ssh/authorized-keys.js';
 import { SshEndpoint } from '../ssh/ssh-endpoint.js';
 import { VERSION } from '../version.js';
+import { agentTokenRefusal } from './agent-token.js';
 import { HttpError, readJsonBody, rejectUpgrade, sendError, sendJson } from './http-helpers.js';
 
 /** dstack's runner port inside a job's container. */
@@ -36,6 +37,12 @@ export interface RunnerOptions {
   defaultJobUser?: string;
   /** Where job users and groups are looked up. Default: `/etc/passwd` and `/etc/group`. */
   userDatabase?: UserDatabasePaths;
+  /**
+   * The access token: when set, every request but the healthcheck (the SSH upgrade included)
+   * must carry `Authorization: Bearer <token>`, else it is answered 401. Default none: the API
+   * is open to every process that reaches the port.
+   */
+  token?: string | null;
 }
 
 export interface RunnerServer {
@@ -65,7 +72,15 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
       return { identity: spawnAs, workingDir, env };
     },
   });
+  const token = options.token ?? null;
   const server = createServer((request, response) => {
+    const refusal = agentTokenRefusal(request, token, 'runner');
+    if (refusal !== null) {
+      request.resume();
+      response.setHeader('www-authenticate', 'Bearer');
+      sendError(response, refusal);
+      return;
+    }
     handleRequest(executor, sshEndpoint, options.homeDir, request, response).catch((error: unknown) => {
       if (error instanceof JobStateConflictError) {
         sendError(response, new HttpError(409, error.message));
@@ -78,7 +93,10 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
   });
   server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const route = `${request.method} ${new URL(request.url ?? '/', 'http://runner').pathname}`;
-    if (route === 'GET /api/ssh') {
+    const refusal = agentTokenRefusal(request, token, 'runner');
+    if (refusal !== null) {
+      rejectUpgrade(socket, refusal);
+    } else if (route === 'GET /api/ssh') {
       sshEndpoint.handleUpgrade(request, socket, head);
     } else {
       rejectUpgrade(socket, new HttpError(404, `no upgrade route ${route}`));

@@ -49,10 +49,14 @@ export class UpgradeRefusedError extends Error {
 }
 
 /** `GET /api/ssh` with `Upgrade: <protocol>`; resolves with the socket once the runner switched protocols. */
-export function openSshUpgrade(runnerUrl: string, protocol = 'ssh'): Promise<Socket> {
+export function openSshUpgrade(
+  runnerUrl: string,
+  protocol = 'ssh',
+  headers: Record<string, string> = {},
+): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const upgrade = request(new URL('/api/ssh', runnerUrl), {
-      headers: { Connection: 'Upgrade', Upgrade: protocol },
+      headers: { ...headers, Connection: 'Upgrade', Upgrade: protocol },
     });
     upgrade.once('upgrade', (response, socket, head) => {
       if (response.headers.upgrade !== 'ssh') {

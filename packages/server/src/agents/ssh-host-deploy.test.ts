@@ -1,5 +1,5 @@
 /** Deploying and stopping the shim on a host, against a real sshd on loopback (this machine is the host). */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,6 +51,7 @@ describe.skipIf(skipReason !== null).each([
       shimBundlePath: SHIM_BUNDLE_PATH,
       homeDir: home,
       runtime: 'process',
+      token: 'deployed-shim-token',
     });
     expect(deployed.home).toBe(home);
     // The copy went the way this case is about.
@@ -59,6 +60,14 @@ describe.skipIf(skipReason !== null).each([
     expect(isRunning(deployed.pid)).toBe(true);
     const health = await fetch(`http://127.0.0.1:${deployed.port}/api/healthcheck`);
     expect(health.status).toBe(200);
+    // The shim requires the token, which only its user may read and no command line shows.
+    expect((await fetch(`http://127.0.0.1:${deployed.port}/api/tasks`)).status).toBe(401);
+    const tasks = await fetch(`http://127.0.0.1:${deployed.port}/api/tasks`, {
+      headers: { authorization: 'Bearer deployed-shim-token' },
+    });
+    expect(tasks.status).toBe(200);
+    expect(statSync(join(home, 'shim-token')).mode & 0o777).toBe(0o600);
+    expect(readFileSync(`/proc/${deployed.pid}/cmdline`, 'utf8')).not.toContain('deployed-shim-token');
 
     await stopDeployedShim(address, deployed, { graceMs: 5_000 });
     expect(isRunning(deployed.pid)).toBe(false);

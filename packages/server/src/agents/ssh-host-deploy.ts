@@ -24,6 +24,7 @@ export const DEFAULT_SHIM_START_TIMEOUT_MS = 30_000;
 export const DEFAULT_SHIM_STOP_GRACE_MS = 10_000;
 const SHIM_STATE_POLL_MS = 200;
 const SHIM_FILE_NAME = 'dstack-shim.mjs';
+const TOKEN_FILE_NAME = 'shim-token';
 
 export interface DeployShimOptions {
   /** The shim bundle on this machine (`dist/dstack-shim.bundle.mjs` of @dstack/shim). */
@@ -35,6 +36,11 @@ export interface DeployShimOptions {
   homeDir: string;
   /** How the shim runs jobs. The bundle has only the process runtime. */
   runtime: 'process';
+  /**
+   * The instance's agent token: written to `<home>/shim-token` (mode 0600, sent over the SSH
+   * channel's input, never in a command line) and given to the shim as `--token-file`.
+   */
+  token: string;
   connectTimeoutMs?: number;
   startTimeoutMs?: number;
 }
@@ -218,12 +224,22 @@ export async function deployShim(address: SshHostAddress, options: DeployShimOpt
         error,
       );
     });
+    const tokenPath = `${home}/${TOKEN_FILE_NAME}`;
+    // Through the channel's input: a command line would show the token to every user of the host.
+    await execOnHost(
+      client,
+      `umask 077 && cat > ${shellQuote(tokenPath)} && chmod 600 ${shellQuote(tokenPath)}`,
+      options.token,
+    ).catch((error: unknown) => {
+      throw checkFailure(address, `writing ${tokenPath} failed: ${(error as Error).message}`, error);
+    });
     // Only the shim goes to the background, with every descriptor away from the SSH channel;
     // otherwise the channel (and this exec) stays open as long as the shim runs.
     const start = [
       `cd ${shellQuote(home)} || exit 1`,
       `nohup ${shellQuote(resources.node_path)} ${shellQuote(shimPath)} --http-port 0 --home ${shellQuote(home)}` +
-        ` --runtime ${options.runtime} > ${shellQuote(`${home}/shim.log`)} 2>&1 < /dev/null &`,
+        ` --runtime ${options.runtime} --token-file ${shellQuote(tokenPath)}` +
+        ` > ${shellQuote(`${home}/shim.log`)} 2>&1 < /dev/null &`,
       'echo $!',
     ].join('\n');
     const pid = Number((await execOnHost(client, start)).trim());

@@ -120,14 +120,18 @@ export function connectToHost(
   );
 }
 
-/** Runs `command` and resolves with its stdout; a non-zero exit rejects with its stderr. */
-export function execOnHost(client: ssh2.Client, command: string): Promise<string> {
+/**
+ * Runs `command` and resolves with its stdout; a non-zero exit rejects with its stderr.
+ * `input`, when given, is written to the command's standard input, which is then closed.
+ */
+export function execOnHost(client: ssh2.Client, command: string, input?: string): Promise<string> {
   return new Promise((resolve, reject) => {
     client.exec(command, (error, stream) => {
       if (error) {
         reject(error);
         return;
       }
+      if (input !== undefined) stream.end(input);
       let stdout = '';
       let stderr = '';
       stream.on('data', (chunk: Buffer) => {

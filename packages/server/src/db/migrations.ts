@@ -289,6 +289,19 @@ const jobInactivitySecs: Migration = {
   },
 };
 
+/**
+ * Each instance's agent token (encrypted): the shim or runner its launch started answers only
+ * requests that carry it. Null on rows written before: their agents were started without one.
+ */
+const instanceAgentToken: Migration = {
+  async up(db: AnyDatabase) {
+    await db.schema.alterTable('instances').addColumn('agent_token', 'text').execute();
+  },
+  async down(db: AnyDatabase) {
+    await db.schema.alterTable('instances').dropColumn('agent_token').execute();
+  },
+};
+
 /** Every migration, by name; names sort in application order. */
 export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
   return {
@@ -297,6 +310,7 @@ export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
     '003_instance_remote_connection': instanceRemoteConnection,
     '004_job_logs_run_job_index': jobLogsByRunAndJob,
     '005_job_inactivity_secs': jobInactivitySecs,
+    '006_instance_agent_token': instanceAgentToken,
   };
 }
 

@@ -112,6 +112,12 @@ export interface InstancesTable extends LockColumns {
    * null for cloud instances. Optional so rows written before the column existed still type.
    */
   remote_connection_info?: string | null;
+  /**
+   * The token the instance's agents require (`Authorization: Bearer`), encrypted; chosen when
+   * the row is made and handed to the backend with the launch. Null on rows written before
+   * agents had tokens. Optional so rows written before the column existed still type.
+   */
+  agent_token?: string | null;
 }
 
 export interface RunsTable extends LockColumns {

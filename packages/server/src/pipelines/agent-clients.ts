@@ -5,8 +5,9 @@
 import type { JobProvisioningData } from '@dstack/core';
 import { RunnerClient } from '@dstack/runner';
 import { ShimClient } from '@dstack/shim';
+import { instanceAgentToken, runnerAgentToken } from '../agents/agent-tokens.js';
 import type { AppContext } from '../context.js';
-import type { ProjectsTable } from '../db/schema.js';
+import type { JobsTable, ProjectsTable } from '../db/schema.js';
 import { runServicesOf } from '../run-services.js';
 import { REMOTE_BACKEND_TYPE, remoteConnectionOf } from '../services/remote-connection.js';
 
@@ -65,14 +66,17 @@ async function keysOf(
   return found;
 }
 
+/** The shim of the instance whose row id is `instanceId`, with the instance's agent token. */
 export async function shimClientFor(
   app: AppContext,
   project: ProjectsTable,
   provisioningData: JobProvisioningData,
+  instanceId: string,
 ): Promise<ShimClient> {
   const { privateKey, proxyPrivateKey } = await keysOf(app, project, provisioningData);
   return new ShimClient(
     await runServicesOf(app).agents.shimUrl(provisioningData, privateKey, proxyPrivateKey),
+    { token: await instanceAgentToken(app, instanceId) },
   );
 }
 
@@ -90,11 +94,15 @@ export async function instancePortUrl(
   return runServicesOf(app).agents.runnerUrl(provisioningData, privateKey, port, proxyPrivateKey);
 }
 
+/** The runner of `job`, with the token it requires. */
 export async function runnerClientFor(
   app: AppContext,
   project: ProjectsTable,
   provisioningData: JobProvisioningData,
   runnerPort: number,
+  job: Pick<JobsTable, 'id' | 'instance_id'>,
 ): Promise<RunnerClient> {
-  return new RunnerClient(await instancePortUrl(app, project, provisioningData, runnerPort));
+  return new RunnerClient(await instancePortUrl(app, project, provisioningData, runnerPort), {
+    token: await runnerAgentToken(app, job, provisioningData),
+  });
 }

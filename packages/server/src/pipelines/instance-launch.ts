@@ -34,6 +34,7 @@ import {
   type RunSpec,
 } from '@dstack/core';
 import { type Kysely, sql } from 'kysely';
+import { launchAgentToken, newEncryptedAgentToken } from '../agents/agent-tokens.js';
 import type { AppContext } from '../context.js';
 import type {
   Database,
@@ -136,6 +137,8 @@ export async function insertPendingInstance(
       total_blocks: 1,
       busy_blocks: options.busyBlocks,
       deleted: 0,
+      // Chosen with the row: every launch of it hands the same token to the backend.
+      agent_token: newEncryptedAgentToken(app),
       lock_expires_at: null,
       lock_token: null,
       lock_owner: null,
@@ -346,8 +349,10 @@ export async function runJobParamsOf(
     .select('name')
     .where('id', '=', run.user_id)
     .executeTakeFirst();
+  const agentToken = await launchAgentToken(app, target.instanceId);
   return (offer) => ({
     instanceId: target.instanceId,
+    agentToken,
     run: {
       id: run.id,
       project_name: project.name,
@@ -386,6 +391,7 @@ export async function instanceConfigurationOf(
     project_name: project.name,
     instance_name: instance.name,
     instance_id: instance.id,
+    agent_token: await launchAgentToken(app, instance.id),
     user: owner?.name ?? '',
     ssh_keys: [{ public: project.ssh_public_key.trim() }],
     volumes: [],

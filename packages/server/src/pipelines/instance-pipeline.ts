@@ -62,7 +62,7 @@ async function shimAnswers(
   if (!provisioningData?.hostname) return false;
   if (!provisioningData.dockerized) return true;
   try {
-    const shim = await shimClientFor(app, project, provisioningData);
+    const shim = await shimClientFor(app, project, provisioningData, instance.id);
     await shim.healthcheck();
     return true;
   } catch {

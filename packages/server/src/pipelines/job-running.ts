@@ -146,7 +146,7 @@ async function submitTask(context: JobContext): Promise<void> {
   const { app, job, project, provisioningData } = context;
   const jobSpec = jobSpecOf(job);
   try {
-    const shim = await shimClientFor(app, project, provisioningData);
+    const shim = await shimClientFor(app, project, provisioningData, context.instance.id);
     await submitTaskOnce(shim, {
       id: job.id,
       name: job.job_name,
@@ -178,7 +178,7 @@ async function startJob(context: JobContext): Promise<void> {
   let runnerPort = RUNNER_CONTAINER_PORT;
   try {
     if (provisioningData.dockerized) {
-      const shim = await shimClientFor(app, project, provisioningData);
+      const shim = await shimClientFor(app, project, provisioningData, context.instance.id);
       const task = await shim.getTask(job.id);
       if (!task) throw new Error('the shim does not know the task');
       if (task.status === 'terminated') {
@@ -197,7 +197,7 @@ async function startJob(context: JobContext): Promise<void> {
         task.ports.find((port) => port.container === RUNNER_CONTAINER_PORT)?.host ?? RUNNER_CONTAINER_PORT;
     }
     // No healthcheck first: a runner that is not up yet fails the submit just the same.
-    const runner = await runnerClientFor(app, project, provisioningData, runnerPort);
+    const runner = await runnerClientFor(app, project, provisioningData, runnerPort, job);
     const jobSpec = jobSpecOf(job);
     const user = await app.db
       .selectFrom('users')
@@ -268,7 +268,7 @@ export async function pullRunner(
   context: Pick<JobContext, 'app' | 'job' | 'project' | 'provisioningData'>,
 ): Promise<PulledRunner> {
   const { app, job, project, provisioningData } = context;
-  const runner = await runnerClientFor(app, project, provisioningData, runnerPortOf(job));
+  const runner = await runnerClientFor(app, project, provisioningData, runnerPortOf(job), job);
   let timestamp = job.runner_timestamp ?? 0;
   let finalState: RunnerPullResponse['job_states'][number] | null = null;
   let noConnectionsSecs: number | null = null;

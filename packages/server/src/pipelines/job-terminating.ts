@@ -82,7 +82,7 @@ async function stopOnRunner(
   }
   try {
     if (firstPass) {
-      const runner = await runnerClientFor(app, project, provisioningData, runnerPortOf(job));
+      const runner = await runnerClientFor(app, project, provisioningData, runnerPortOf(job), job);
       await runner.stop();
     }
     const { finalState, timestamp } = await pullRunner({ app, job, project, provisioningData });
@@ -107,7 +107,7 @@ async function removeShimTask(
   const provisioningData = provisioningDataOf(instance);
   if (!provisioningData?.hostname || !provisioningData.dockerized) return;
   try {
-    const shim = await shimClientFor(app, project, provisioningData);
+    const shim = await shimClientFor(app, project, provisioningData, instance.id);
     // Terminating a terminated task changes nothing; a task the shim does not know answers 404.
     await shim.terminateTask(job.id, {
       termination_reason: job.termination_reason ?? 'terminated_by_server',

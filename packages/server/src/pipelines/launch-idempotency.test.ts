@@ -98,6 +98,9 @@ describe('a launch retried after a crash reuses its dstack instance id', () => {
     const launches = s.backend.callsOf('runJob').map((call) => (call.args[0] as RunJobParams).instanceId);
     expect(launches).toHaveLength(2);
     expect(launches[1]).toBe(launches[0]);
+    // The machine's agent requires the token of the first launch: the retry hands over the same.
+    const tokens = s.backend.callsOf('runJob').map((call) => (call.args[0] as RunJobParams).agentToken);
+    expect(tokens[1]).toBe(tokens[0]);
     expect(s.backend.instances.size).toBe(1);
     const instances = await instancesOf(s);
     expect(instances.map((row) => row.id)).toEqual([launches[0]]);
@@ -326,6 +329,7 @@ describe('a launch given up while it runs', () => {
           project_name: s.project.name,
           instance_name: instance.name,
           instance_id: instance.id,
+          agent_token: 'test-agent-token',
           user: s.admin.name,
           ssh_keys: [],
           volumes: [],

@@ -18,6 +18,7 @@ import {
   type SshConfig,
 } from '@dstack/core';
 import { SHIM_BIN_PATH } from '@dstack/shim';
+import { newAgentToken } from '../agents/agent-tokens.js';
 import { type DeployedShim, deployShim, stopDeployedShim } from '../agents/ssh-host-deploy.js';
 import {
   describeHost,
@@ -197,6 +198,8 @@ function deployError(host: SshFleetHost, error: unknown): ConfigurationError {
 interface DeployedHost {
   host: SshFleetHost;
   instanceId: string;
+  /** The token the host's shim requires (plain; encrypted on the row). */
+  agentToken: string;
   shim: DeployedShim;
   /** The blocks the host is split into, from its `blocks` and the resources the deploy found. */
   totalBlocks: number;
@@ -222,13 +225,15 @@ async function deployAll(hosts: readonly SshFleetHost[]): Promise<DeployedHost[]
   const results = await Promise.allSettled(
     hosts.map(async (host) => {
       const instanceId = randomUUID();
+      const agentToken = newAgentToken();
       const shim = await deployShim(host.address, {
         shimBundlePath: SHIM_BUNDLE_PATH,
         homeDir: hostDirectory(instanceId),
         runtime: 'process',
+        token: agentToken,
       });
       try {
-        return { host, instanceId, shim, totalBlocks: hostTotalBlocks(host, shim) };
+        return { host, instanceId, agentToken, shim, totalBlocks: hostTotalBlocks(host, shim) };
       } catch (error) {
         // Only deployed hosts are undone below: this one's shim must not stay either.
         await stopDeployedShim(host.address, shim, { graceMs: 0 }).catch(() => undefined);
@@ -341,6 +346,7 @@ function hostInstanceRow(
     busy_blocks: 0,
     deleted: 0,
     remote_connection_info: encodeRemoteConnection(app, connection),
+    agent_token: app.encryption.encrypt(deployed.agentToken),
     lock_expires_at: null,
     lock_token: null,
     lock_owner: null,

@@ -14,7 +14,8 @@
  */
 import type { JobProvisioningData } from '@dstack/core';
 // The protocol a client asks for, and the runner is asked for, in `Upgrade`.
-import { SSH_UPGRADE_PROTOCOL } from '@dstack/runner';
+import { agentAuthorizationHeader, SSH_UPGRADE_PROTOCOL } from '@dstack/runner';
+import { runnerAgentToken } from '../agents/agent-tokens.js';
 import { AgentUnreachableError } from '../agents/agent-unreachable-error.js';
 import type { AppContext } from '../context.js';
 import type { JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
@@ -158,10 +159,15 @@ async function handleSshUpgrade(context: RawUpgradeContext): Promise<void> {
     if (!AgentUnreachableError.isInstance(error)) throw error;
     throw runnerUnreachable(job, error);
   }
+  const token = await runnerAgentToken(app, job, provisioningData);
   const upstream = requestUpstream(new URL(runnerUrl), {
     path: RUNNER_SSH_PATH,
     method: 'GET',
-    headers: { connection: 'Upgrade', upgrade: SSH_UPGRADE_PROTOCOL },
+    headers: {
+      connection: 'Upgrade',
+      upgrade: SSH_UPGRADE_PROTOCOL,
+      ...(token === null ? {} : agentAuthorizationHeader(token)),
+    },
     signal,
   });
   await forwardUpgrade(upstream, { socket, head, signal }, (error) => runnerUnreachable(job, error));

@@ -5,6 +5,8 @@
  * Launches are keyed by dstack's instance id, as the contract asks: a repeated
  * launch with the same id returns the first one's instance.
  * The shim runs inside this process, or, as on a real host, as its own process.
+ * Being every instance at once, the shared shim cannot require each instance's agent token: it
+ * runs without one (its API is open), and the tokens the server sends it are not checked.
  */
 import {
   type Capability,

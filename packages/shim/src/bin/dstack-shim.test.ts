@@ -1,7 +1,7 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RunnerClient } from '@dstack/runner';
+import { deriveRunnerToken, RunnerClient } from '@dstack/runner';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { TaskInfo } from '../api/schemas.js';
 import { ShimClient } from '../client/shim-client.js';
@@ -46,11 +46,15 @@ interface ShimState {
 }
 
 /** Starts the built shim with the process runtime; resolves with its shim.json once written. */
-async function startShimProcess(extraArgs: string[] = []): Promise<{ state: ShimState; client: ShimClient }> {
-  const started = spawnNode(SHIM_BIN_PATH, [
-    ...['--http-port', '0', '--home', homeDir, '--runtime', 'process'],
-    ...extraArgs,
-  ]);
+async function startShimProcess(
+  extraArgs: string[] = [],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ state: ShimState; client: ShimClient; url: string }> {
+  const started = spawnNode(
+    SHIM_BIN_PATH,
+    ['--http-port', '0', '--home', homeDir, '--runtime', 'process', ...extraArgs],
+    env,
+  );
   shimProcess = started.child;
   output = started.output;
   const stateFile = join(homeDir, 'shim.json');
@@ -60,7 +64,8 @@ async function startShimProcess(extraArgs: string[] = []): Promise<{ state: Shim
     }
     return existsSync(stateFile) ? (JSON.parse(readFileSync(stateFile, 'utf8')) as ShimState) : undefined;
   }, 'shim.json');
-  return { state, client: new ShimClient(`http://127.0.0.1:${state.http_port}`) };
+  const url = `http://127.0.0.1:${state.http_port}`;
+  return { state, client: new ShimClient(url), url };
 }
 
 async function runningTask(client: ShimClient, id: string): Promise<TaskInfo> {
@@ -131,6 +136,55 @@ describe('dstack-shim command (process runtime)', () => {
     shimProcess = started.child;
     expect(await waitForExit(shimProcess)).toBe(2);
     expect(started.output()).toContain('invalid --gpu-ids: 0,all');
+  });
+
+  it('takes its token from DSTACK_SHIM_TOKEN and keeps it from the tasks', async () => {
+    const { client, url } = await startShimProcess([], {
+      ...process.env,
+      DSTACK_SHIM_TOKEN: 'shim-env-token',
+    });
+    await expect(client.listTasks()).rejects.toMatchObject({ statusCode: 401 });
+    const authorized = new ShimClient(url, { token: 'shim-env-token' });
+    await authorized.submitTask(taskConfig('env-task'));
+    const task = await runningTask(authorized, 'env-task');
+    const runner = new RunnerClient(`http://127.0.0.1:${task.ports[0]!.host}`, {
+      token: deriveRunnerToken('shim-env-token', 'env-task'),
+    });
+    await runner.submit(submitBody(['echo "token=[$DSTACK_SHIM_TOKEN]"']));
+    await runner.run();
+    expect((await pullUntil(runner, isFinished)).output).toBe('token=[]\n');
+    expect(output()).not.toContain('warning');
+  });
+
+  it('takes its token from --token-file, which only its owner may read', async () => {
+    const tokenFile = join(homeDir, 'token');
+    writeFileSync(tokenFile, 'shim-file-token\n', { mode: 0o600 });
+    const { client, url } = await startShimProcess(['--token-file', tokenFile]);
+    await expect(client.listTasks()).rejects.toMatchObject({ statusCode: 401 });
+    expect(await new ShimClient(url, { token: 'shim-file-token' }).listTasks()).toEqual([]);
+  });
+
+  it('refuses a token file that other users may read, with exit status 2', async () => {
+    const tokenFile = join(homeDir, 'token');
+    writeFileSync(tokenFile, 'shim-file-token\n', { mode: 0o644 });
+    const started = spawnNode(SHIM_BIN_PATH, [
+      '--home',
+      homeDir,
+      '--http-port',
+      '0',
+      '--token-file',
+      tokenFile,
+    ]);
+    shimProcess = started.child;
+    expect(await waitForExit(shimProcess)).toBe(2);
+    expect(started.output()).toContain('may be read by other users (mode 0644)');
+  });
+
+  it('warns that its API is open when started without a token', async () => {
+    const { DSTACK_SHIM_TOKEN: _ignored, ...environment } = process.env;
+    const { client } = await startShimProcess([], environment);
+    expect(await client.listTasks()).toEqual([]);
+    expect(output()).toContain('warning: no --token-file or DSTACK_SHIM_TOKEN');
   });
 
   it('refuses an unknown runtime with exit status 2', async () => {

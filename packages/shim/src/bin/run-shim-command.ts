@@ -1,13 +1,15 @@
-import { rename, writeFile } from 'node:fs/promises';
+import { readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { normalizeAgentToken, SHIM_TOKEN_ENV } from '@dstack/runner';
 import { createProcessRuntime } from '../runtime/process/process-runtime.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
 import { startShim } from '../server/shim-server.js';
 import { VERSION } from '../version.js';
 
-const USAGE = `usage: dstack-shim --home DIR [--http-port N] [--runtime process|docker] [--host H] [--docker-socket PATH] [--gpu-ids=ID,...]
-       dstack-shim --version`;
+const USAGE = `usage: dstack-shim --home DIR [--http-port N] [--runtime process|docker] [--host H] [--docker-socket PATH] [--gpu-ids=ID,...] [--token-file PATH]
+       dstack-shim --version
+The token (\`Authorization: Bearer\` on every request) comes from --token-file (mode 0600) or ${SHIM_TOKEN_ENV}.`;
 
 /** A usage error: printed with the usage, exit status 2. */
 class UsageError extends Error {}
@@ -16,6 +18,11 @@ class UsageError extends Error {}
  * `dstack-shim ...`: serves the shim API until SIGTERM, SIGINT or `POST /api/shutdown`, then
  * stops the tasks and exits 0. Once listening it writes `<home>/shim.json`
  * (`{pid, http_port, version, runtime}`), so a parent that passed `--http-port 0` learns the port.
+ *
+ * The token comes from `--token-file` (readable by its owner only) or `DSTACK_SHIM_TOKEN`, never
+ * from the command line, where `ps` shows it to every user; the variable is removed from the
+ * environment the tasks inherit. Without a token the shim answers anyone who reaches its port,
+ * and says so.
  */
 export async function runShimCommand(argv: string[]): Promise<number> {
   let options: ReturnType<typeof parseOptions>;
@@ -29,6 +36,18 @@ export async function runShimCommand(argv: string[]): Promise<number> {
     process.stdout.write(`${VERSION}\n`);
     return 0;
   }
+  let token: string | null;
+  try {
+    token = await readToken(options.tokenFile);
+  } catch (error) {
+    process.stderr.write(`dstack-shim: ${(error as Error).message}\n`);
+    return 2;
+  }
+  if (token === null) {
+    process.stderr.write(
+      `dstack-shim: warning: no --token-file or ${SHIM_TOKEN_ENV}; the shim API and its tasks' runners are open to every process that reaches their ports\n`,
+    );
+  }
   const runtime = await createRuntime(options.runtime, options.dockerSocket);
   if (runtime === undefined) {
     return 1;
@@ -39,6 +58,7 @@ export async function runShimCommand(argv: string[]): Promise<number> {
     homeDir: options.home,
     runtime,
     gpuIds: options.gpuIds,
+    token,
   });
   const stateFile = join(options.home, 'shim.json');
   const state = { pid: process.pid, http_port: shim.port, version: VERSION, runtime: runtime.name };
@@ -68,6 +88,7 @@ function parseOptions(argv: string[]) {
       runtime: { type: 'string' },
       'docker-socket': { type: 'string' },
       'gpu-ids': { type: 'string' },
+      'token-file': { type: 'string' },
       version: { type: 'boolean' },
     },
   });
@@ -95,6 +116,7 @@ function parseOptions(argv: string[]) {
     runtime,
     dockerSocket: values['docker-socket'],
     gpuIds: parseGpuIds(values['gpu-ids']),
+    tokenFile: values['token-file'],
   };
 }
 
@@ -109,6 +131,26 @@ function parseGpuIds(value: string | undefined): string[] | undefined {
   if (invalid !== undefined)
     throw new UsageError(`invalid --gpu-ids: ${value} (expected GPU indices like 0,1)`);
   return ids;
+}
+
+/**
+ * The token from `tokenFile`, else from the environment (then removed from it: the process
+ * runtime's jobs inherit this environment). A token file others may read is refused, as ssh
+ * refuses such a private key.
+ */
+async function readToken(tokenFile: string | undefined): Promise<string | null> {
+  const fromEnvironment = process.env[SHIM_TOKEN_ENV];
+  delete process.env[SHIM_TOKEN_ENV];
+  if (tokenFile === undefined) return normalizeAgentToken(fromEnvironment, SHIM_TOKEN_ENV);
+  const mode = (await stat(tokenFile)).mode & 0o777;
+  if ((mode & 0o077) !== 0) {
+    throw new Error(
+      `--token-file ${tokenFile} may be read by other users (mode ${mode.toString(8).padStart(4, '0')}): make it 0600`,
+    );
+  }
+  const token = normalizeAgentToken(await readFile(tokenFile, 'utf8'), `--token-file ${tokenFile}`);
+  if (token === null) throw new Error(`--token-file ${tokenFile} is empty`);
+  return token;
 }
 
 function isRuntimeName(name: string): name is TaskRuntime['name'] {

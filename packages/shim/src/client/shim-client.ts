@@ -1,4 +1,4 @@
-import { AgentApiError } from '@dstack/runner';
+import { AgentApiError, agentAuthorizationHeader } from '@dstack/runner';
 import { type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
 import {
@@ -19,6 +19,8 @@ export interface ShimClientOptions {
   dispatcher?: Dispatcher;
   /** Per-request timeout in milliseconds. Default 30 000. */
   timeoutMs?: number;
+  /** The shim's token, sent as `Authorization: Bearer <token>` on every request. Default none. */
+  token?: string | null;
 }
 
 /** Talks to dstack's shim API (`@dstack/shim`'s server or dstack's Go shim). */
@@ -86,7 +88,10 @@ export class ShimClient {
     const response = await request(`${this.baseUrl}${path}`, {
       method,
       dispatcher: this.options.dispatcher,
-      headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+      headers: {
+        ...(this.options.token ? agentAuthorizationHeader(this.options.token) : {}),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
       headersTimeout: timeout,
       bodyTimeout: timeout,

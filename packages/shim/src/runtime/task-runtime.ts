@@ -14,17 +14,25 @@ export interface TaskDevices {
   readonly gpuIds: readonly string[] | null;
 }
 
+/** How the task's runner is protected. */
+export interface TaskAccess {
+  /** The token the task's runner requires (`Authorization: Bearer`); null: its API is open. */
+  readonly runnerToken: string | null;
+}
+
 export interface TaskRuntime {
   readonly name: 'process' | 'docker';
   /**
    * Starts the task's runner and resolves once it answers its healthcheck. Throws TaskStartError with a reason ('creating_container_error', 'ports_binding_failed', ...).
    * `devices`: what the task holds of the host; default none assigned (`gpuIds` null).
+   * `access`: the runner's token; default none (`runnerToken` null).
    */
   start(
     task: TaskConfig,
     taskHomeDir: string,
     events: TaskEvents,
     devices?: TaskDevices,
+    access?: TaskAccess,
   ): Promise<StartedTask>;
 }
 

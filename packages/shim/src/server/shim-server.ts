@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { HttpError, readJsonBody, sendJson } from '@dstack/runner';
+import { agentTokenRefusal, deriveRunnerToken, HttpError, readJsonBody, sendJson } from '@dstack/runner';
 import { ShutdownRequestSchema, TaskConfigSchema, TaskTerminateRequestSchema } from '../api/schemas.js';
 import { readHostGpuIds, readInstanceInfo } from '../instance/instance-info.js';
 import { createProcessRuntime } from '../runtime/process/process-runtime.js';
@@ -31,6 +31,13 @@ export interface ShimOptions {
    * (they see no GPU). Default: those `nvidia-smi` lists.
    */
   gpuIds?: readonly string[];
+  /**
+   * The access token (the server's per-instance token). When set, every request but the
+   * healthcheck must carry `Authorization: Bearer <token>`, else it is answered 401, and each
+   * task's runner requires `deriveRunnerToken(token, task id)`. Default none: the shim's and the
+   * runners' APIs are open to every process that reaches their ports.
+   */
+  token?: string | null;
 }
 
 export interface ShimServer {
@@ -50,10 +57,12 @@ export async function startShim(options: ShimOptions): Promise<ShimServer> {
   await mkdir(tasksDir, { recursive: true });
   const runtime = options.runtime ?? createProcessRuntime();
   const gpuIds = options.gpuIds ?? (await readHostGpuIds());
+  const token = options.token ?? null;
   const tasks = new TaskManager(
     runtime,
     tasksDir,
     new GpuAllocator(gpuIds, { known: options.gpuIds !== undefined }),
+    (taskId) => (token === null ? null : deriveRunnerToken(token, taskId)),
   );
 
   let closing: Promise<void> | undefined;
@@ -78,6 +87,13 @@ export async function startShim(options: ShimOptions): Promise<ShimServer> {
   };
 
   const server = createServer((request, response) => {
+    const refusal = agentTokenRefusal(request, token, 'shim');
+    if (refusal !== null) {
+      request.resume();
+      response.setHeader('www-authenticate', 'Bearer');
+      sendJson(response, refusal.statusCode, { detail: refusal.message });
+      return;
+    }
     handleRequest({ tasks, close }, request, response).catch((error: unknown) => {
       if (response.headersSent) {
         response.destroy();

@@ -50,6 +50,8 @@ export class TaskManager {
     private readonly tasksDir: string,
     /** Hands each task GPUs no other task holds. Default: the host's GPUs are unknown. */
     private readonly gpus: GpuAllocator = new GpuAllocator([]),
+    /** The token each task's runner requires; default none (the runners' APIs are open). */
+    private readonly runnerTokenFor: (taskId: string) => string | null = () => null,
   ) {}
 
   list(): Array<{ id: string; status: TaskStatus }> {
@@ -162,7 +164,13 @@ export class TaskManager {
           }
         },
       };
-      const started = await this.runtime.start(task.config, task.homeDir, events, { gpuIds });
+      const started = await this.runtime.start(
+        task.config,
+        task.homeDir,
+        events,
+        { gpuIds },
+        { runnerToken: this.runnerTokenFor(task.config.id) },
+      );
       task.started = started;
       task.status = 'running';
       started.exited.then(({ exitCode }) => {

@@ -97,8 +97,12 @@ export function buildIfMissing(requiredFile: string, filter: string): void {
 }
 
 /** Spawns `node script args...`, collecting stdout and stderr. */
-export function spawnNode(script: string, args: string[]): { child: Child; output: () => string } {
-  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnNode(
+  script: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): { child: Child; output: () => string } {
+  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
   let output = '';
   const collect = (chunk: Buffer) => {
     output += chunk.toString();

@@ -136,6 +136,39 @@ export async function checkAgentAnswers(address: EmulatedAgentAddress): Promise<
   }
 }
 
+/** A request no agent answers without its token: the shim's task list, the runner's state and logs. */
+const PROTECTED_PATHS = { vm: '/api/tasks', container: '/api/pull?timestamp=0' } as const;
+
+/**
+ * The agent requires the token the launch handed to the backend: a request without it gets
+ * 401, with it 200. A backend that drops the token (or passes it where the agent does not read
+ * it) leaves an agent anyone on the host can drive, or one the server cannot reach.
+ */
+export async function checkAgentRequiresToken(address: EmulatedAgentAddress, token: string): Promise<void> {
+  const rule = "the agent booted for the instance requires the launch's agent token";
+  const url = `${address.url}${PROTECTED_PATHS[address.kind]}`;
+  const statusWith = async (headers: Record<string, string>) => {
+    try {
+      const response = await fetch(url, { headers });
+      await response.body?.cancel();
+      return response.status;
+    } catch (error) {
+      throw new ConformanceViolation(rule, `${url} did not answer: ${show(error)}`, { cause: error });
+    }
+  };
+  const without = await statusWith({});
+  if (without !== 401) {
+    throw new ConformanceViolation(
+      rule,
+      `${url} answered ${without} without the token: pass InstanceConfiguration.agent_token / RunJobParams.agentToken to the agent`,
+    );
+  }
+  const withToken = await statusWith({ authorization: `Bearer ${token}` });
+  if (withToken !== 200) {
+    throw new ConformanceViolation(rule, `${url} answered ${withToken} with the launch's token`);
+  }
+}
+
 /**
  * `terminate` succeeds every time it is called (`times` calls, one after
  * another). `NotYetTerminatedError` is the contract's "call me again later":

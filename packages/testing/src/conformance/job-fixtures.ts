@@ -15,6 +15,7 @@ export function anyCpuOfferRequirements(): Requirements {
 /** The `runJob` parameters of a one-node task named `<runName>` on `offer`, launched as dstack instance `instanceId`. */
 export function conformanceRunJobParams(options: {
   instanceId: string;
+  agentToken: string;
   runName: string;
   projectName: string;
   offer: InstanceOfferWithAvailability;
@@ -23,6 +24,7 @@ export function conformanceRunJobParams(options: {
 }): RunJobParams {
   return {
     instanceId: options.instanceId,
+    agentToken: options.agentToken,
     run: {
       project_name: options.projectName,
       user: 'conformance',
@@ -55,6 +57,7 @@ export function conformanceRunJobParams(options: {
 /** The `createInstance` configuration of a fleet instance named `<instanceName>`, dstack instance `instanceId`. */
 export function conformanceInstanceConfiguration(options: {
   instanceId: string;
+  agentToken: string;
   instanceName: string;
   projectName: string;
   keys: ProjectSshKeys;
@@ -63,6 +66,7 @@ export function conformanceInstanceConfiguration(options: {
     project_name: options.projectName,
     instance_name: options.instanceName,
     instance_id: options.instanceId,
+    agent_token: options.agentToken,
     user: 'conformance',
     ssh_keys: [{ public: options.keys.publicKey }],
     volumes: [],

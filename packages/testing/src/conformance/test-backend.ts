@@ -12,6 +12,7 @@ import {
 import { afterAll, describe, it } from 'vitest';
 import {
   checkAgentAnswers,
+  checkAgentRequiresToken,
   checkInvalidCredentialsError,
   checkNoCapacityError,
   checkProvisioningData,
@@ -301,11 +302,12 @@ class ConformanceSuite<E extends BackendEmulator> {
   }
 
   /** A fresh launch: its own run name and dstack instance id (the idempotency key). */
-  #nextLaunch(): { runName: string; instanceId: string } {
+  #nextLaunch(): { runName: string; instanceId: string; agentToken: string } {
     this.#launches += 1;
     return {
       runName: `conformance-${this.#launches}`,
       instanceId: `conformance-${randomUUID()}`,
+      agentToken: `conformance-token-${randomUUID()}`,
     };
   }
 
@@ -323,12 +325,13 @@ class ConformanceSuite<E extends BackendEmulator> {
       );
     }
     const projectName = this.#options.projectName ?? DEFAULT_TEST_PROJECT_NAME;
-    const { runName, instanceId } = launch;
+    const { runName, instanceId, agentToken } = launch;
     const started =
       method === 'runJob'
         ? await compute.runJob(
             conformanceRunJobParams({
               instanceId,
+              agentToken,
               runName,
               projectName,
               offer,
@@ -340,6 +343,7 @@ class ConformanceSuite<E extends BackendEmulator> {
             offer,
             conformanceInstanceConfiguration({
               instanceId,
+              agentToken,
               instanceName: runName,
               projectName,
               keys: this.#keys,
@@ -399,13 +403,17 @@ class ConformanceSuite<E extends BackendEmulator> {
       `${method} returns at once and updateProvisioningData fills hostname within ${this.#polling.maxAttempts} calls`,
       ['getOffers', method, 'updateProvisioningData'],
       async (compute) => {
-        const started = await this.#launch(compute, method);
+        const launch = this.#nextLaunch();
+        const started = await this.#launch(compute, method, launch);
         const ready = await pollUntilHostname(compute, started, this.#keys, this.#polling);
         this.#live.set(ready.instance_id, ready);
         this.#provisioned = ready;
         const kind = this.#setup.plugin?.computeKind ?? 'vm';
         const agent = this.#setup.context.emulator.agentOf?.(ready.instance_id) ?? localAgentOf(ready, kind);
-        if (agent) await checkAgentAnswers(agent);
+        if (agent) {
+          await checkAgentAnswers(agent);
+          await checkAgentRequiresToken(agent, launch.agentToken);
+        }
       },
       this.#provisioningTimeout,
     );

@@ -13,6 +13,12 @@ export interface BootLocalAgentOptions {
    * temporary directory, removed by `stop()`; a given directory is left in place.
    */
   homeDir?: string;
+  /**
+   * The instance's agent token, as the backend handed it to the instance (cloud-init, the
+   * container's environment): the agent then answers only requests that carry it, and a shim
+   * gives each task's runner the token derived for the task. Default none: the API is open.
+   */
+  token?: string | null;
 }
 
 /** A real agent running on this machine for an emulated instance. */
@@ -42,7 +48,9 @@ export async function bootLocalAgent(options: BootLocalAgentOptions): Promise<Lo
   const homeDir = options.homeDir ?? (await mkdtemp(join(tmpdir(), `dstack-emulated-${options.kind}-`)));
   try {
     const server =
-      options.kind === 'vm' ? await startShim({ port: 0, homeDir }) : await startRunner({ port: 0, homeDir });
+      options.kind === 'vm'
+        ? await startShim({ port: 0, homeDir, token: options.token })
+        : await startRunner({ port: 0, homeDir, token: options.token });
     let stopping: Promise<void> | undefined;
     return {
       kind: options.kind,

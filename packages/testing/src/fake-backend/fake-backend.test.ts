@@ -35,6 +35,8 @@ async function computeOf(
   return { cloud, compute: compute as ComputeWithCreateInstance };
 }
 
+const TEST_AGENT_TOKEN = 'fake-agent-token';
+
 /** Launches a fleet instance; a fresh dstack instance id (idempotency key) unless `instanceId` is given. */
 async function launch(
   compute: ComputeWithCreateInstance,
@@ -45,7 +47,13 @@ async function launch(
   if (!offer) throw new Error('no offer');
   return compute.createInstance(
     offer,
-    conformanceInstanceConfiguration({ instanceId, instanceName: name, projectName: 'main', keys }),
+    conformanceInstanceConfiguration({
+      instanceId,
+      agentToken: TEST_AGENT_TOKEN,
+      instanceName: name,
+      projectName: 'main',
+      keys,
+    }),
     null,
   );
 }
@@ -117,6 +125,7 @@ describe('the fake cloud capacity', () => {
         offer,
         conformanceInstanceConfiguration({
           instanceId: 'instance-x',
+          agentToken: TEST_AGENT_TOKEN,
           instanceName: 'x',
           projectName: 'main',
           keys,
@@ -206,6 +215,7 @@ describe('the fake cloud launches are keyed by dstack instance id', () => {
     if (!offer) throw new Error('no offer');
     const params = conformanceRunJobParams({
       instanceId: 'job-instance',
+      agentToken: TEST_AGENT_TOKEN,
       runName: 'train',
       projectName: 'main',
       offer,
@@ -256,6 +266,11 @@ describe('the fake cloud records calls and boots agents', () => {
     expect(ready.hostname).toBe('127.0.0.1');
     const shim = new ShimClient(`http://127.0.0.1:${shimPort}`);
     expect(await shim.healthcheck()).toMatchObject({ service: 'dstack-shim' });
+    // The shim requires the token the launch handed over.
+    await expect(shim.listTasks()).rejects.toMatchObject({ statusCode: 401 });
+    expect(
+      await new ShimClient(`http://127.0.0.1:${shimPort}`, { token: TEST_AGENT_TOKEN }).listTasks(),
+    ).toEqual([]);
     expect(cloud.asEmulator().agentOf?.(ready.instance_id)?.url).toBe(`http://127.0.0.1:${shimPort}`);
 
     await compute.terminateInstance(ready.instance_id, ready.region, ready.backend_data);

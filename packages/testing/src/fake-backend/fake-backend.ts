@@ -49,6 +49,8 @@ export interface FakeInstance {
   readonly dstackInstanceId: string;
   /** The dstack-side name (job name or fleet instance name). */
   readonly name: string;
+  /** The agent token the launch handed over; the booted agent requires it. */
+  readonly agentToken: string;
   readonly offer: InstanceOfferWithAvailability;
   /** `running` once `updateProvisioningData` reported its hostname. */
   state: 'provisioning' | 'running' | 'terminated' | 'removed';
@@ -167,15 +169,21 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
     name: string,
     projectName: string,
     dstackInstanceId: string,
-    field: string,
+    field: 'RunJobParams.instanceId' | 'InstanceConfiguration.instance_id',
+    agentToken: string,
   ): Promise<JobProvisioningData> => {
     if (typeof dstackInstanceId !== 'string' || dstackInstanceId === '') {
       throw new TypeError(`${field} is required: it is the launch's idempotency key`);
     }
+    if (typeof agentToken !== 'string' || agentToken === '') {
+      const tokenField =
+        field === 'RunJobParams.instanceId' ? 'RunJobParams.agentToken' : 'InstanceConfiguration.agent_token';
+      throw new TypeError(`${tokenField} is required: the instance's agent must require it`);
+    }
     launchCounts.set(dstackInstanceId, (launchCounts.get(dstackInstanceId) ?? 0) + 1);
     const launched = launchesByKey.get(dstackInstanceId);
     if (launched) return { ...launched };
-    const data = launchMachine(offer, name, projectName, dstackInstanceId);
+    const data = launchMachine(offer, name, projectName, dstackInstanceId, agentToken);
     launchesByKey.set(dstackInstanceId, data);
     if (launchHangs > 0) {
       launchHangs -= 1;
@@ -189,6 +197,7 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
     name: string,
     projectName: string,
     dstackInstanceId: string,
+    agentToken: string,
   ) => {
     if (launchFailures > 0) {
       launchFailures -= 1;
@@ -210,6 +219,7 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
       instanceId,
       dstackInstanceId,
       name,
+      agentToken,
       offer,
       state: 'provisioning',
       polls: 0,
@@ -253,6 +263,7 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
         params.run.project_name,
         params.instanceId,
         'RunJobParams.instanceId',
+        params.agentToken,
       );
     }
 
@@ -267,6 +278,7 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
         config.project_name,
         config.instance_id,
         'InstanceConfiguration.instance_id',
+        config.agent_token,
       );
     }
 
@@ -288,7 +300,9 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
       instance.polls += 1;
       if (instance.polls < provisioningPolls) return provisioningData;
       if (instance.state === 'provisioning') {
-        if (options.bootAgents) instance.agent = await bootLocalAgent({ kind: computeKind });
+        if (options.bootAgents) {
+          instance.agent = await bootLocalAgent({ kind: computeKind, token: instance.agentToken });
+        }
         instance.state = 'running';
       }
       const sequence =

@@ -23,8 +23,8 @@ interface JobResult {
 }
 
 /** Submits the commands to the runner, runs them, and pulls until the job reaches a final state. */
-async function runJob(runnerPort: number, commands: string[]): Promise<JobResult> {
-  const runner = new RunnerClient(`http://127.0.0.1:${runnerPort}`);
+async function runJob(runnerPort: number, commands: string[], token?: string): Promise<JobResult> {
+  const runner = new RunnerClient(`http://127.0.0.1:${runnerPort}`, { token });
   await runner.submit({
     run: { id: 'r', run_name: 'r', project_name: 'p', user: 'u' },
     job_spec: { job_name: 'r-0-0', job_num: 0, commands, env: {} },
@@ -119,6 +119,25 @@ describe.skipIf(!docker.available)('Docker runtime against the real daemon', () 
     expect((inspectError as DockerEngineError).statusCode).toBe(404);
     await started.remove();
     await started.stop(1);
+  }, 120_000);
+
+  it("starts the container's runner with the task's token, kept from the job", async () => {
+    const task = testTask();
+    const started = await runtime.start(
+      task,
+      await temporaryDirectory(),
+      noEvents,
+      { gpuIds: null },
+      { runnerToken: 'container-runner-token' },
+    );
+    startedTasks.push(started);
+    await expect(runJob(started.runnerPort, ['echo no'])).rejects.toMatchObject({ statusCode: 401 });
+    const result = await runJob(
+      started.runnerPort,
+      ['echo "token=[$DSTACK_RUNNER_TOKEN]"'],
+      'container-runner-token',
+    );
+    expect(result.output.split('\n')).toContain('token=[]');
   }, 120_000);
 
   it('passes the task env and bind-mounts the home and instance directories', async () => {

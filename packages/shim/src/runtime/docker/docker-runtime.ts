@@ -1,10 +1,11 @@
 import { existsSync } from 'node:fs';
 import { access, mkdir } from 'node:fs/promises';
-import { RUNNER_BUNDLE_PATH } from '@dstack/runner';
+import { RUNNER_BUNDLE_PATH, RUNNER_TOKEN_ENV } from '@dstack/runner';
 import type { TaskConfig } from '../../api/schemas.js';
 import { findFreePort } from '../../net/free-port.js';
 import {
   type StartedTask,
+  type TaskAccess,
   type TaskDevices,
   type TaskEvents,
   type TaskRuntime,
@@ -74,6 +75,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
     taskHomeDir: string,
     events: TaskEvents,
     devices: TaskDevices = { gpuIds: null },
+    access: TaskAccess = { runnerToken: null },
   ): Promise<StartedTask> {
     events.onStatus('preparing');
     await prepareHost(task, taskHomeDir, runnerBundlePath, nodeBinaryPath);
@@ -103,7 +105,13 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
         runnerPort: hostNetworkPort,
         imageUser: userOfImage,
         gpuIds: devices.gpuIds,
-        shimEnvironment: { DSTACK_TASK_ID: task.id, DSTACK_RUNNER_HOME: CONTAINER_RUNNER_HOME },
+        shimEnvironment: {
+          DSTACK_TASK_ID: task.id,
+          DSTACK_RUNNER_HOME: CONTAINER_RUNNER_HOME,
+          // In the environment, not the command line: only who may inspect the container sees it,
+          // and the runner removes it from the environment its job inherits.
+          ...(access.runnerToken === null ? {} : { [RUNNER_TOKEN_ENV]: access.runnerToken }),
+        },
       });
       const containerId = await createContainer(containers, spec);
       try {

@@ -1,6 +1,6 @@
 import { startRunner } from '@dstack/runner';
 import type { TaskConfig } from '../../api/schemas.js';
-import type { StartedTask, TaskDevices, TaskEvents, TaskRuntime } from '../task-runtime.js';
+import type { StartedTask, TaskAccess, TaskDevices, TaskEvents, TaskRuntime } from '../task-runtime.js';
 import { TaskStartError } from '../task-runtime.js';
 
 export interface ProcessRuntimeOptions {
@@ -28,6 +28,7 @@ export function createProcessRuntime(options: ProcessRuntimeOptions = {}): TaskR
       taskHomeDir: string,
       _events: TaskEvents,
       devices: TaskDevices = { gpuIds: null },
+      access: TaskAccess = { runnerToken: null },
     ): Promise<StartedTask> {
       let runner: Awaited<ReturnType<typeof startRunner>>;
       // `startRunner` creates the task's home. The runner lives in this process and answers once
@@ -36,6 +37,7 @@ export function createProcessRuntime(options: ProcessRuntimeOptions = {}): TaskR
         runner = await startRunner({
           port: 0,
           homeDir: taskHomeDir,
+          token: access.runnerToken,
           env: { ...(options.env ?? process.env), ...task.env, ...visibleGpusEnvironment(devices) },
           defaultJobUser: task.container_user === '' ? undefined : task.container_user,
         });

@@ -117,6 +117,8 @@ class ToyCloudCompute implements ComputeWithCreateInstance {
       type: offer.instance.name,
       region: offer.region,
       client_token: config.instance_id,
+      // Toy Cloud's stand-in for user data: the instance starts its shim with this token.
+      agent_token: config.agent_token,
     });
     return {
       backend: 'toycloud',

@@ -25,6 +25,8 @@ interface ToyInstance {
   type: string;
   region: string;
   status: 'pending' | 'running';
+  /** What the create request gave the instance's shim to require. */
+  agentToken: string | null;
   agent: LocalAgent | undefined;
 }
 
@@ -83,10 +85,11 @@ export async function startToyCloudEmulator(): Promise<ToyCloudEmulator> {
         path: '/v1/instances',
         handle: (request) => {
           authorized(request);
-          const { type, region, client_token } = request.body as {
+          const { type, region, client_token, agent_token } = request.body as {
             type: string;
             region: string;
             client_token?: string;
+            agent_token?: string;
           };
           const existing = instances.get(byClientToken.get(client_token ?? '') ?? '');
           if (existing) return json(view(existing), 200);
@@ -96,6 +99,7 @@ export async function startToyCloudEmulator(): Promise<ToyCloudEmulator> {
             type,
             region,
             status: 'pending',
+            agentToken: agent_token ?? null,
             agent: undefined,
           };
           instances.set(instance.id, instance);
@@ -112,7 +116,7 @@ export async function startToyCloudEmulator(): Promise<ToyCloudEmulator> {
           const instance = instanceOf(request);
           // The instance "boots" on the first look after creation: the real shim starts here.
           if (instance.status === 'pending') {
-            instance.agent = await bootLocalAgent({ kind: 'vm' });
+            instance.agent = await bootLocalAgent({ kind: 'vm', token: instance.agentToken });
             instance.status = 'running';
           }
           return json(view(instance));

@@ -31,7 +31,15 @@ export {
 } from './config/cli-config.js';
 export { type CliIo, processIo } from './io.js';
 export { formatRelativeTime } from './output/format.js';
-export { formatProperties, formatTable, type TableColumn, type TableOptions } from './output/table.js';
+export {
+  formatProperties,
+  formatTable,
+  type StyledCell,
+  styled,
+  type TableCell,
+  type TableColumn,
+  type TableOptions,
+} from './output/table.js';
 export { createProgram, run, VERSION } from './program.js';
 export {
   type ExpandConfigurationProviderOptions,

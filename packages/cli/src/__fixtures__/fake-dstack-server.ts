@@ -24,6 +24,7 @@ import {
   PollLogsRequestSchema,
   StopRunsRequestSchema,
   StreamLogsRequestSchema,
+  strictRequestBody,
   validateConfiguration,
 } from '@dstack/core';
 
@@ -68,8 +69,11 @@ interface SchemaLike {
   safeParse(value: unknown): { success: boolean; error?: { message: string } };
 }
 
-/** Request schemas by endpoint (the part after `/api/` or `/api/project/{p}/`). */
-const REQUEST_SCHEMAS: Record<string, SchemaLike> = {
+/**
+ * Request schemas by endpoint (the part after `/api/` or `/api/project/{p}/`), strict at the top
+ * level as the real server's routes are.
+ */
+const REQUEST_SCHEMAS: Record<string, SchemaLike> = strictSchemas({
   'runs/get_plan': GetRunPlanRequestSchema,
   'runs/apply': ApplyRunRequestSchema,
   'runs/get': GetRunRequestSchema,
@@ -81,7 +85,15 @@ const REQUEST_SCHEMAS: Record<string, SchemaLike> = {
   'offers/list': GetOffersRequestSchema,
   'fleets/apply': ApplyFleetRequestSchema,
   'fleets/delete': DeleteFleetsRequestSchema,
-};
+});
+
+function strictSchemas(
+  schemas: Record<string, Parameters<typeof strictRequestBody>[0]>,
+): Record<string, SchemaLike> {
+  return Object.fromEntries(
+    Object.entries(schemas).map(([endpoint, schema]) => [endpoint, strictRequestBody(schema)]),
+  );
+}
 
 /** `/api/project/main/runs/get` → `runs/get`; `/api/runs/list` → `runs/list`. */
 export function endpointOf(path: string): string {

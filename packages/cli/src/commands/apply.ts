@@ -3,6 +3,7 @@ import type { DstackApiClient } from '../api/client.js';
 import type { CliIo } from '../io.js';
 import { createColors } from '../output/colors.js';
 import { formatOffersTable } from '../output/offers-table.js';
+import { printable } from '../output/printable.js';
 import { CommandError } from '../output/report-error.js';
 import { formatRunPlan } from '../output/run-plan.js';
 import { expandConfigurationProvider } from '../providers/expand-configuration-provider.js';
@@ -101,7 +102,7 @@ async function applyRun(
   }
   io.stdout(`${formatOffersTable(jobPlan.offers, jobPlan.total_offers, { shown: OFFERS_SHOWN, colors })}\n`);
   const displayName = plan.run_spec.run_name ?? runSpec.run_name;
-  const question = displayName ? `Submit the run ${displayName}?` : 'Submit a new run?';
+  const question = displayName ? `Submit the run ${printable(displayName)}?` : 'Submit a new run?';
   if (!(await confirmAction(io, question, options.yes))) return 0;
   const run = await client.applyRun({
     plan: { run_spec: plan.run_spec, current_resource: plan.current_resource ?? null },
@@ -109,10 +110,10 @@ async function applyRun(
   });
   const name = run.run_spec.run_name ?? displayName ?? run.id;
   if (options.detach) {
-    io.stdout(`${name}\n`);
+    io.stdout(`${printable(name)}\n`);
     return 0;
   }
-  io.stdout(`Submitted ${name}\n`);
+  io.stdout(`Submitted ${printable(name)}\n`);
   // A dev environment is worked in over SSH, and a task's `ports` are forwarded while attached
   // (as dstack does): once the run is running, `dstack attach`'s access while its logs stream.
   const key = attachesOverSsh(configuration) ? await prepareRunSsh(client, name) : undefined;

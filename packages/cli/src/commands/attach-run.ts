@@ -5,6 +5,7 @@ import { LogReader, LogWriter } from '../api/log-reader.js';
 import { LogStreamFollower } from '../api/log-stream-follower.js';
 import type { CliIo } from '../io.js';
 import { createColors } from '../output/colors.js';
+import { printable } from '../output/printable.js';
 import { createProgressLine } from '../output/progress.js';
 import { formatServiceEndpoint } from '../output/service-endpoint.js';
 import { exitCodeOf, formatFinalStatus } from './run-status.js';
@@ -24,7 +25,7 @@ export interface AttachOptions {
 
 /** What is printed when the user detaches with Ctrl-C. */
 export function formatDetached(name: string): string {
-  return `\nDetached; the run continues. Stop it with dstack stop ${name}\n`;
+  return `\nDetached; the run continues. Stop it with dstack stop ${printable(name)}\n`;
 }
 
 /**

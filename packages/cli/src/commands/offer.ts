@@ -3,6 +3,7 @@ import type { GetOffersRequest } from '../api/client.js';
 import type { CliIo } from '../io.js';
 import { createColors } from '../output/colors.js';
 import { formatOffersTable } from '../output/offers-table.js';
+import { formatJson } from '../output/printable.js';
 import { CommandError } from '../output/report-error.js';
 import { connect, type ProjectOption } from './connect.js';
 
@@ -108,7 +109,7 @@ export async function offerCommand(options: OfferOptions, io: CliIo): Promise<nu
   const client = await connect(options);
   const answer = await client.listOffers(body);
   if (options.format === 'json') {
-    io.stdout(`${JSON.stringify(answer, null, 2)}\n`);
+    io.stdout(`${formatJson(answer)}\n`);
     return 0;
   }
   if (answer.offers.length === 0) {

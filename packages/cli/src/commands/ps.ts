@@ -10,8 +10,9 @@ import {
   latestSubmission,
   runName,
 } from '../output/format.js';
+import { formatJson } from '../output/printable.js';
 import { absoluteServiceUrl } from '../output/service-endpoint.js';
-import { formatTable } from '../output/table.js';
+import { formatTable, styled, type TableCell } from '../output/table.js';
 import { connect, type ProjectOption } from './connect.js';
 
 export const PS_FORMATS = ['table', 'json'] as const;
@@ -26,10 +27,10 @@ export interface PsOptions extends ProjectOption {
   format?: PsFormat;
 }
 
-function colorStatus(run: Run, colors: Colors): string {
-  if (run.status === 'done') return colors.green(run.status);
-  if (run.status === 'failed') return colors.red(run.status);
-  if (run.status === 'running') return colors.bold(run.status);
+function colorStatus(run: Run, colors: Colors): TableCell {
+  if (run.status === 'done') return styled(run.status, colors.green);
+  if (run.status === 'failed') return styled(run.status, colors.red);
+  if (run.status === 'running') return styled(run.status, colors.bold);
   return run.status;
 }
 
@@ -59,7 +60,7 @@ export function formatRuns(runs: readonly Run[], options: FormatRunsOptions): st
     const submission = latestSubmission(run);
     const provisioning = submission?.job_provisioning_data;
     const instanceType = InstanceTypeSchema.safeParse(provisioning?.instance_type);
-    const row = [
+    const row: TableCell[] = [
       runName(run),
       formatBackend(submission),
       instanceType.success ? formatGpus(instanceType.data.resources.gpus) : '-',
@@ -85,7 +86,7 @@ export async function psCommand(options: PsOptions, io: CliIo): Promise<number> 
   const client = await connect(options);
   const runs = await client.listRuns({ only_active: !options.all, limit: 100 });
   if (options.format === 'json') {
-    io.stdout(`${JSON.stringify(runs, null, 2)}\n`);
+    io.stdout(`${formatJson(runs)}\n`);
     return 0;
   }
   io.stdout(

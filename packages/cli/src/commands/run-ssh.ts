@@ -9,6 +9,7 @@ import { type PortMapping, portMappingSchema, type Run } from '@dstack/core';
 import type { DstackApiClient } from '../api/client.js';
 import type { CliIo } from '../io.js';
 import { latestSubmission } from '../output/format.js';
+import { printable } from '../output/printable.js';
 import { CommandError, describeError } from '../output/report-error.js';
 import { type ForwardedPort, SshPortForwarder } from '../ssh/port-forwarder.js';
 import { installRunHost } from '../ssh/ssh-config.js';
@@ -49,11 +50,12 @@ export function formatConnectInstructions(
   runName: string,
   forwarded: readonly ForwardedPort[],
 ): string {
-  const lines = [`To connect to ${runName} via SSH, use: ssh ${runName}`];
+  const name = printable(runName);
+  const lines = [`To connect to ${name} via SSH, use: ssh ${name}`];
   if (run.run_spec.configuration.type === 'dev-environment') {
-    const workingDir = latestSubmission(run)?.job_runtime_data?.working_dir ?? '';
+    const workingDir = printable(latestSubmission(run)?.job_runtime_data?.working_dir ?? '');
     lines.push('To open it in VS Code Desktop, use this link:');
-    lines.push(`  vscode://vscode-remote/ssh-remote+${runName}${workingDir.replace(/^(?!\/|$)/, '/')}`);
+    lines.push(`  vscode://vscode-remote/ssh-remote+${name}${workingDir.replace(/^(?!\/|$)/, '/')}`);
   }
   if (forwarded.length > 0) {
     lines.push('Forwarded ports:');
@@ -65,7 +67,7 @@ export function formatConnectInstructions(
 /** One line about a failure the command goes on after (the CLI's wording for errors it knows). */
 function describeBriefly(error: unknown): string {
   const lines = describeError(error)?.map((line) => line.replace(/^error: /, ''));
-  return lines?.join('; ') ?? (error instanceof Error ? error.message : String(error));
+  return lines?.join('; ') ?? printable(error instanceof Error ? error.message : String(error));
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Run } from '@dstack/core';
 import type { Colors } from '../output/colors.js';
 import { latestSubmission, runName } from '../output/format.js';
+import { printable } from '../output/printable.js';
 
 /** Why the run ended, for the final line: `exit status 3`, `stopped_by_user`, a server message. */
 function describeTermination(run: Run): string | undefined {
@@ -18,16 +19,19 @@ function describeTermination(run: Run): string | undefined {
   return reason ?? message;
 }
 
-/** `Run NAME done`, `Run NAME failed (exit status 3)`, `Run NAME terminated (stopped_by_user)`. */
+/**
+ * `Run NAME done`, `Run NAME failed (exit status 3)`, `Run NAME terminated (stopped_by_user)`;
+ * the server's words through `printable`.
+ */
 export function formatFinalStatus(run: Run, colors: Colors): string {
   const status =
     run.status === 'done'
       ? colors.green(run.status)
       : run.status === 'failed'
         ? colors.red(run.status)
-        : run.status;
+        : printable(run.status);
   const detail = run.status === 'done' ? undefined : describeTermination(run);
-  return `Run ${runName(run)} ${status}${detail ? ` (${detail})` : ''}`;
+  return `Run ${printable(runName(run))} ${status}${detail ? ` (${printable(detail)})` : ''}`;
 }
 
 /** dstack's convention: 0 when the run is done, 1 when it failed or was stopped. */

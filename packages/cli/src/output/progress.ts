@@ -1,8 +1,12 @@
 import type { CliIo } from '../io.js';
+import { printable } from './printable.js';
 
 /** A status line: redrawn in place with a spinner on a terminal, printed once per change elsewhere. */
 export interface ProgressLine {
-  /** Shows `text`; on a pipe, prints it only when it differs from the last one. */
+  /**
+   * Shows `text` (through `printable`: it holds the server's names and statuses); on a pipe,
+   * prints it only when it differs from the last one.
+   */
   update(text: string): void;
   /** Removes the line (terminal) so that other output starts on a clean line. */
   clear(): void;
@@ -13,6 +17,11 @@ const SPINNER_INTERVAL_MS = 100;
 const CLEAR_LINE = '\r\u001b[2K';
 
 export function createProgressLine(io: CliIo): ProgressLine {
+  const line = createRawProgressLine(io);
+  return { update: (text) => line.update(printable(text)), clear: () => line.clear() };
+}
+
+function createRawProgressLine(io: CliIo): ProgressLine {
   let last: string | undefined;
   if (!io.stdoutIsTerminal) {
     return {

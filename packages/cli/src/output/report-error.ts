@@ -8,6 +8,7 @@ import {
 import { CliConfigError } from '../config/cli-config.js';
 import type { CliIo } from '../io.js';
 import { createColors } from './colors.js';
+import { printable } from './printable.js';
 
 /** A failure to report to the user as `error: <message>`, with exit code 1. */
 export class CommandError extends DstackError {
@@ -24,9 +25,17 @@ function fieldPath(fields: ReadonlyArray<string | number>): string {
     .join('');
 }
 
-/** The lines to print for an error the CLI knows, or undefined for a bug. */
+/**
+ * The lines to print for an error the CLI knows, or undefined for a bug. Messages may carry
+ * the server's words (and names users chose), so each line goes through `printable`; a
+ * configuration error is about the user's own file and keeps its layout.
+ */
 export function describeError(error: unknown): string[] | undefined {
   if (ConfigurationError.isInstance(error)) return [formatConfigurationError(error)];
+  return describeOtherError(error)?.map(printable);
+}
+
+function describeOtherError(error: unknown): string[] | undefined {
   if (InvalidTokenError.isInstance(error)) {
     return [
       `error: invalid token for project ${error.projectName} (server ${error.serverUrl}); run dstack project add --name ${error.projectName} --url ${error.serverUrl} --token TOKEN -y`,

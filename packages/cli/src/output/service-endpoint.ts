@@ -1,4 +1,5 @@
 import type { ServiceSpec } from '@dstack/core';
+import { printable } from './printable.js';
 
 /** A URL the server gives as a path (`/proxy/services/…`, its in-server proxy) made absolute. */
 export function absoluteServiceUrl(url: string, serverUrl: string): string {
@@ -10,11 +11,11 @@ export function absoluteServiceUrl(url: string, serverUrl: string): string {
  * `Service is published at:` and the URL, then the model's endpoint when the service has one.
  */
 export function formatServiceEndpoint(service: ServiceSpec, serverUrl: string): string {
-  const lines = ['Service is published at:', `  ${absoluteServiceUrl(service.url, serverUrl)}`];
+  const lines = ['Service is published at:', `  ${printable(absoluteServiceUrl(service.url, serverUrl))}`];
   if (service.model) {
     lines.push(
-      `Model ${service.model.name} is published at:`,
-      `  ${absoluteServiceUrl(service.model.base_url, serverUrl)}`,
+      `Model ${printable(service.model.name)} is published at:`,
+      `  ${printable(absoluteServiceUrl(service.model.base_url, serverUrl))}`,
     );
   }
   return `${lines.join('\n')}\n`;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createColors } from './colors.js';
-import { formatProperties, formatTable } from './table.js';
+import { formatProperties, formatTable, styled } from './table.js';
 
 describe('formatTable', () => {
   it('aligns columns under their headers and trims trailing spaces', () => {
@@ -29,7 +29,7 @@ describe('formatTable', () => {
 
   it('measures styled cells by what the terminal shows', () => {
     const colors = createColors(true);
-    const table = formatTable(['STATUS', 'AGE'], [[colors.green('done'), 'now']], {
+    const table = formatTable(['STATUS', 'AGE'], [[styled('done', colors.green), 'now']], {
       styleHeader: colors.bold,
     });
     const [header, row] = table.split('\n');
@@ -40,6 +40,25 @@ describe('formatTable', () => {
   it('prints only the header when there are no rows, and fills missing cells', () => {
     expect(formatTable(['A', 'B'], [])).toBe('A  B\n');
     expect(formatTable(['A', 'B'], [['x']])).toBe('A  B\nx\n');
+  });
+
+  it('shows control characters in cells as escapes, measured as shown, styles kept', () => {
+    const colors = createColors(true);
+    const table = formatTable(
+      ['NAME', 'STATUS'],
+      [
+        ['\u001b[31mred\r\nx\u0000', styled('bad\u001b[2J', colors.red)],
+        ['ok', 'done'],
+      ],
+    );
+    expect(table).toBe(
+      [
+        'NAME                  STATUS',
+        '\\x1b[31mred\\r\\nx\\x00  \u001b[31mbad\\x1b[2J\u001b[39m',
+        'ok                    done',
+        '',
+      ].join('\n'),
+    );
   });
 });
 
@@ -52,5 +71,11 @@ describe('formatProperties', () => {
         ['Retry', ''],
       ]),
     ).toBe('Project    main\nMax price  -\nRetry\n');
+  });
+
+  it('shows control characters in values as escapes', () => {
+    expect(formatProperties([['User', 'eve\u001b]0;title\u0007\u009b']])).toBe(
+      'User  eve\\x1b]0;title\\x07\\x9b\n',
+    );
   });
 });

@@ -1,12 +1,13 @@
-/** dstack's rule for names valid in every backend (`is_valid_dstack_resource_name`). */
-const DSTACK_RESOURCE_NAME_PATTERN = /^[a-z][a-z0-9-]{1,40}$/;
+import { isValidResourceName } from '../models/resource-names.js';
+
 const SUFFIX_LENGTH = 8;
 const SUFFIX_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 
 export const DEFAULT_MAX_RESOURCE_NAME_LENGTH = 60;
 
+/** dstack's rule for names valid in every backend (`is_valid_dstack_resource_name`). */
 export function isValidDstackResourceName(name: string): boolean {
-  return DSTACK_RESOURCE_NAME_PATTERN.test(name);
+  return isValidResourceName(name);
 }
 
 /**

@@ -94,7 +94,9 @@ function isSchema(value: unknown): boolean {
 function validateV1(plugin: Record<string, unknown>): string[] {
   const problems: string[] = [];
   if (typeof plugin.type !== 'string' || !BACKEND_TYPE_PATTERN.test(plugin.type)) {
-    problems.push(`type must be a lowercase identifier ([a-z][a-z0-9_-]*), got ${describe(plugin.type)}`);
+    problems.push(
+      `type must be a lowercase identifier ([a-z][a-z0-9_-]*) of at most 40 characters, got ${describe(plugin.type)}`,
+    );
   }
   if (plugin.computeKind !== 'vm' && plugin.computeKind !== 'container') {
     problems.push(`computeKind must be "vm" or "container", got ${describe(plugin.computeKind)}`);

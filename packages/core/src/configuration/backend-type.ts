@@ -4,7 +4,8 @@
  * `models/backend-type.ts`; a misspelt backend then matches no offers rather than failing here.
  */
 import { z } from 'zod';
+import { BACKEND_TYPE_PATTERN } from '../models/backend-type.js';
 
 export const configurationBackendSchema = z
   .string()
-  .regex(/^[a-z][a-z0-9_-]*$/, { error: 'expected a backend name such as aws, gcp or runpod (lowercase)' });
+  .regex(BACKEND_TYPE_PATTERN, { error: 'expected a backend name such as aws, gcp or runpod (lowercase)' });

@@ -1,5 +1,6 @@
 /** `type: fleet`: cloud fleets (`nodes`, `resources`…) and SSH fleets (`ssh_config`). */
 import { z } from 'zod';
+import { resourceNameSchema } from '../models/resource-names.js';
 import { configurationBackendSchema } from './backend-type.js';
 import { offableDurationSchema } from './duration.js';
 import { envSchema } from './env.js';
@@ -150,8 +151,8 @@ export { DEFAULT_FLEET_IDLE_DURATION } from './profile.js';
 /** A fleet configuration: cloud (`nodes`) or SSH (`ssh_config`). */
 export const fleetConfigurationSchema = strictObject({
   type: z.literal('fleet'),
-  /** Fleet name. Default: generated. */
-  name: z.string().min(1).optional(),
+  /** Fleet name (lowercase letters, digits, dashes). Default: generated. */
+  name: resourceNameSchema.optional(),
   /** `any` or `cluster` (interconnected instances). Default `any`. */
   placement: z.enum(['any', 'cluster']).optional(),
   /** Blocks to split each instance into, or `auto`. Default 1. */

@@ -1,5 +1,6 @@
 /** `type: gateway`: an instance that publishes services on a domain with HTTPS. */
 import { z } from 'zod';
+import { resourceNameSchema } from '../models/resource-names.js';
 import { configurationBackendSchema } from './backend-type.js';
 import { isPlainObject, selectSchema, strictObject, stringMapSchema } from './schema-helpers.js';
 
@@ -24,8 +25,8 @@ const certificateSchema = selectSchema(
 /** A gateway configuration. */
 export const gatewayConfigurationSchema = strictObject({
   type: z.literal('gateway'),
-  /** Gateway name. Default: generated. */
-  name: z.string().min(1).optional(),
+  /** Gateway name (lowercase letters, digits, dashes). Default: generated. */
+  name: resourceNameSchema.optional(),
   /** Make this the project's default gateway. Default `false`. */
   default: z.boolean().default(false),
   /** Backend to run the gateway in. Required. */

@@ -2,6 +2,7 @@
  * Fields every run configuration (task, service, dev-environment) shares, and the checks on them.
  */
 import { z } from 'zod';
+import { resourceNameSchema } from '../models/resource-names.js';
 import { envSchema } from './env.js';
 import { mountPointSchema } from './mount-point.js';
 import { portMappingSchema } from './ports.js';
@@ -125,8 +126,8 @@ export const commandsSchema = z.array(z.string());
 
 /** Fields of every run configuration, including every profile parameter. */
 export const baseRunConfigurationShape = {
-  /** Run name. Default: generated. */
-  name: z.string().min(1).optional(),
+  /** Run name (lowercase letters, digits, dashes). Default: generated. */
+  name: resourceNameSchema.optional(),
   /** Docker image. Default: dstack's base image (CUDA, Python, uv). */
   image: z.string().min(1).optional(),
   /** User in the container, `user[:group]`. Default: the image's user. */

@@ -1,5 +1,6 @@
 /** `type: volume`: a network volume, created (`size`) or registered (`volume_id`). */
 import { z } from 'zod';
+import { resourceNameSchema } from '../models/resource-names.js';
 import { configurationBackendSchema } from './backend-type.js';
 import { offableDurationSchema } from './duration.js';
 import { memorySchema } from './memory.js';
@@ -8,8 +9,8 @@ import { strictObject, stringMapSchema } from './schema-helpers.js';
 /** A volume configuration. */
 export const volumeConfigurationSchema = strictObject({
   type: z.literal('volume'),
-  /** Volume name. Default: generated. */
-  name: z.string().min(1).optional(),
+  /** Volume name (lowercase letters, digits, dashes). Default: generated. */
+  name: resourceNameSchema.optional(),
   /** Backend that holds the volume, e.g. `aws`. Required. */
   backend: configurationBackendSchema,
   /** Region of the volume. Required. */

@@ -8,6 +8,7 @@ import { ProviderJobSpecSchema } from '../providers/provider-job-spec.js';
 import { BackendTypeSchema } from './backend-type.js';
 import { InstanceOfferWithAvailabilitySchema } from './instances.js';
 import { RequirementsSchema } from './requirements.js';
+import { projectNameSchema, usernameSchema } from './resource-names.js';
 import { JobProvisioningDataSchema, JobRuntimeDataSchema } from './runs.js';
 import {
   FleetStatusSchema,
@@ -344,13 +345,13 @@ export const DeleteFleetInstancesRequestSchema = z.object({
   name: z.string(),
   instance_nums: z.array(z.number().int().nonnegative()).min(1),
 });
-export const CreateProjectRequestSchema = z.object({ project_name: z.string() });
+export const CreateProjectRequestSchema = z.object({ project_name: projectNameSchema });
 export const DeleteProjectsRequestSchema = z.object({ projects_names: z.array(z.string()).min(1) });
 export const AddMembersRequestSchema = z.object({
   members: z.array(z.object({ username: z.string(), project_role: ProjectRoleSchema })).min(1),
 });
 export const CreateUserRequestSchema = z.object({
-  username: z.string(),
+  username: usernameSchema,
   global_role: GlobalRoleSchema.default('user'),
 });
 

@@ -32,15 +32,18 @@ export const KNOWN_BACKEND_TYPES = [
 ] as const;
 export type KnownBackendType = (typeof KNOWN_BACKEND_TYPES)[number];
 
-/** A backend type: a known one or any lowercase identifier (`[a-z][a-z0-9_-]*`). */
+/** A backend type: a known one or any lowercase identifier of at most 40 characters (`[a-z][a-z0-9_-]*`). */
 // `string & {}` keeps editor completion for the known names.
 export type BackendType = KnownBackendType | (string & {});
 
-export const BACKEND_TYPE_PATTERN = /^[a-z][a-z0-9_-]*$/;
+export const BACKEND_TYPE_PATTERN = /^[a-z][a-z0-9_-]{0,39}$/;
 
 export const BackendTypeSchema: z.ZodType<BackendType, string> = z
   .string()
-  .regex(BACKEND_TYPE_PATTERN, 'Backend type must be a lowercase identifier ([a-z][a-z0-9_-]*)');
+  .regex(
+    BACKEND_TYPE_PATTERN,
+    'Backend type must be a lowercase identifier ([a-z][a-z0-9_-]*) of at most 40 characters',
+  );
 
 export function isKnownBackendType(value: string): value is KnownBackendType {
   return (KNOWN_BACKEND_TYPES as readonly string[]).includes(value);

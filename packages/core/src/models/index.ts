@@ -6,6 +6,8 @@ export * from './gateways.js';
 export * from './instances.js';
 export * from './placement-groups.js';
 export * from './requirements.js';
+export * from './resource-names.js';
 export * from './runs.js';
 export * from './statuses.js';
+export * from './strict-request-body.js';
 export * from './volumes.js';

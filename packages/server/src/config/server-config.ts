@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { BackendPlugin, ConfigurationError } from '@dstack/core';
+import { type BackendPlugin, type ConfigurationError, projectNameSchema } from '@dstack/core';
 import { z } from 'zod';
 import { loadBackendPlugin } from '../backends/discovery.js';
 import { decodeAesSecret, EncryptionError, generateAesKey } from '../security/encryption.js';
@@ -25,16 +25,12 @@ import {
 
 const LOCAL_BACKEND_TYPE = 'local';
 
-export const PROJECT_NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9_-]{0,49}$/;
-export const PROJECT_NAME_MESSAGE =
-  'project name must be 1-50 letters, digits, "-" or "_", starting with a letter or digit';
-
 /** A backend entry as written: its `type` plus fields its plugin validates. */
 const BackendEntrySchema = z.looseObject({ type: z.string().min(1) });
 export type BackendEntry = z.output<typeof BackendEntrySchema>;
 
 const ProjectEntrySchema = z.strictObject({
-  name: z.string().regex(PROJECT_NAME_PATTERN, PROJECT_NAME_MESSAGE),
+  name: projectNameSchema,
   backends: z
     .array(BackendEntrySchema)
     .nullish()

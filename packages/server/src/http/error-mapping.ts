@@ -64,26 +64,41 @@ function isMissingValue(issue: z.core.$ZodIssue): boolean {
 }
 
 function issuePath(issue: z.core.$ZodIssue): Array<string | number> {
-  const path = issue.path.map((segment) => (typeof segment === 'number' ? segment : String(segment)));
-  if (issue.code === 'unrecognized_keys' && issue.keys[0] !== undefined) path.push(issue.keys[0]);
-  return path;
+  return issue.path.map((segment) => (typeof segment === 'number' ? segment : String(segment)));
 }
 
 function issueMessage(issue: z.core.$ZodIssue, path: ReadonlyArray<string | number>): string {
   const where = path.length > 0 ? `${path.join('.')}: ` : '';
   if (issue.code === 'invalid_type' && isMissingValue(issue)) return `${where}field required`;
-  if (issue.code === 'unrecognized_keys') return `${where}unknown field`;
   return `${where}${issue.message}`;
 }
 
-/** The answer for zod issues: 400, one detail per issue, each naming its field path. */
+/**
+ * One detail per unknown field, naming it. The strict objects of @dstack/core word the first
+ * one themselves, with a "did you mean" when a known field is close.
+ */
+function unknownFieldDetails(issue: z.core.$ZodIssue & { code: 'unrecognized_keys' }): ApiError['detail'] {
+  const parent = issuePath(issue);
+  const where = parent.length > 0 ? `${parent.join('.')}: ` : '';
+  return issue.keys.map((key, index) => ({
+    msg:
+      index === 0 && issue.message.startsWith(`unknown field '${key}'`)
+        ? `${where}${issue.message}`
+        : `${where}unknown field '${key}'`,
+    code: 'invalid_request',
+    fields: [[...parent, key]],
+  }));
+}
+
+/** The answer for zod issues: 400, one detail per issue (per unknown field), each naming its field path. */
 export function zodIssuesToAnswer(issues: readonly z.core.$ZodIssue[]): HttpErrorAnswer {
   return {
     status: 400,
     body: {
-      detail: issues.map((issue) => {
+      detail: issues.flatMap((issue) => {
+        if (issue.code === 'unrecognized_keys') return unknownFieldDetails(issue);
         const path = issuePath(issue);
-        return { msg: issueMessage(issue, path), code: 'invalid_request', fields: [path] };
+        return [{ msg: issueMessage(issue, path), code: 'invalid_request', fields: [path] }];
       }),
     },
   };

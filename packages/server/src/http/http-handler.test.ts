@@ -21,6 +21,38 @@ const routes: readonly RouteDefinition[] = [
   }),
   defineRoute({
     method: 'POST',
+    path: '/api/test/no_body',
+    summary: 'Takes no body',
+    auth: 'none',
+    response: z.object({ ok: z.boolean() }),
+    handler: async () => ({ ok: true }),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/test/loose',
+    summary: 'Takes any fields besides `kind`, checked further on',
+    auth: 'none',
+    body: z.looseObject({ kind: z.string() }),
+    handler: async () => undefined,
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/test/optional_body',
+    summary: 'Takes an optional body',
+    auth: 'none',
+    body: z.object({ limit: z.number().optional() }).optional(),
+    handler: async () => undefined,
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/test/project/{project_name}/get',
+    summary: 'A project route',
+    auth: 'project-member',
+    response: z.object({ name: z.string() }),
+    handler: async ({ project }) => ({ name: project!.name }),
+  }),
+  defineRoute({
+    method: 'POST',
     path: '/api/test/fail/{kind}',
     summary: 'Throws',
     auth: 'none',
@@ -117,6 +149,61 @@ describe('createHttpHandler', () => {
       code: 'invalid_json',
       msg: expect.stringMatching(/^Malformed JSON body: /),
     });
+  });
+
+  it('refuses unknown top-level fields, one detail each, with a close known field suggested', async () => {
+    expect(await server.request('/api/test/echo/x', { count: 1, cont: 2 })).toEqual({
+      status: 400,
+      body: {
+        detail: [
+          { msg: "unknown field 'cont'; did you mean 'count'?", code: 'invalid_request', fields: [['cont']] },
+        ],
+      },
+    });
+    const several = await server.request('/api/test/echo/x', { count: 1, tagz: [], 'x\u001b[2J': 1 });
+    expect(several.status).toBe(400);
+    expect(several.body.detail).toEqual([
+      { msg: "unknown field 'tagz'; did you mean 'tags'?", code: 'invalid_request', fields: [['tagz']] },
+      { msg: "unknown field 'x\u001b[2J'", code: 'invalid_request', fields: [['x\u001b[2J']] },
+    ]);
+    // A route without a body takes no fields; an empty object or no body at all is fine.
+    expect(await server.request('/api/test/no_body', { verbose: true }, null)).toEqual({
+      status: 400,
+      body: { detail: [{ msg: "unknown field 'verbose'", code: 'invalid_request', fields: [['verbose']] }] },
+    });
+    expect((await server.request('/api/test/no_body', {}, null)).status).toBe(200);
+    expect((await server.request('/api/test/no_body', undefined, null)).status).toBe(200);
+    // Optional bodies are strict too; loose ones keep their extra fields for later checks.
+    expect((await server.request('/api/test/optional_body', { limt: 1 }, null)).body.detail).toEqual([
+      { msg: "unknown field 'limt'; did you mean 'limit'?", code: 'invalid_request', fields: [['limt']] },
+    ]);
+    expect((await server.request('/api/test/optional_body', { limit: 1 }, null)).status).toBe(200);
+    expect((await server.request('/api/test/loose', { kind: 'a', extra: 1 }, null)).status).toBe(200);
+  });
+
+  it('refuses bodies that are not objects, naming what was expected', async () => {
+    for (const body of [[{ count: 1 }], 'count', 3, null]) {
+      const response = await server.request('/api/test/echo/x', body);
+      expect(response.status, JSON.stringify(body)).toBe(400);
+      expect(response.body.detail[0]).toMatchObject({ code: 'invalid_request', fields: [[]] });
+    }
+    expect((await server.request('/api/test/no_body', [], null)).status).toBe(400);
+  });
+
+  it('refuses a {project_name} in the path that no project can have, naming the parameter', async () => {
+    for (const name of ['a\r\nb', '\u001b[31mred', 'x'.repeat(51), 'a b', 'nul\u0000']) {
+      const response = await server.request(`/api/test/project/${encodeURIComponent(name)}/get`);
+      expect(response.status, JSON.stringify(name)).toBe(400);
+      expect(response.body.detail).toEqual([
+        {
+          msg: expect.stringMatching(/^project_name \(in the path\): project name must be 1-50 letters/),
+          code: 'invalid_request',
+          fields: [['project_name']],
+        },
+      ]);
+    }
+    // A valid name goes on to the lookup.
+    expect((await server.request('/api/test/project/no-such-project/get')).status).toBe(404);
   });
 
   it('maps dstack errors and hides unexpected ones', async () => {

@@ -7,6 +7,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { isValidProjectName, PROJECT_NAME_RULE, ServerClientError } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import type { ProjectsTable, UsersTable } from '../db/schema.js';
 import { ForbiddenError, NotAuthenticatedError } from '../security/access-errors.js';
@@ -16,6 +17,7 @@ import { HttpError, mapErrorToHttp } from './error-mapping.js';
 import { formatResponseHead, matchRawRoute, type RawRouteDefinition } from './raw-route.js';
 import {
   JSON_CONTENT_TYPE,
+  NO_BODY_FIELDS,
   type ProjectRole,
   type RequestContext,
   type RouteDefinition,
@@ -226,6 +228,16 @@ export function createHttpHandler(
         if (projectName === undefined) {
           throw new Error(`Route ${route.path} has auth "${route.auth}" but no {project_name} parameter`);
         }
+        // Names that no project can have are refused before any lookup, naming the parameter.
+        if (!isValidProjectName(projectName)) {
+          throw new ServerClientError(
+            `project_name (in the path): project name must be ${PROJECT_NAME_RULE}`,
+            {
+              code: 'invalid_request',
+              fields: [['project_name']],
+            },
+          );
+        }
         const access = await getProjectForUser(app, user, projectName);
         if (!hasProjectRole(access.role, requiredRole)) throw new ForbiddenError();
         project = access.project;
@@ -234,12 +246,9 @@ export function createHttpHandler(
     }
 
     const raw = await readBody(request);
-    let body: unknown;
-    if (route.body) {
-      const result = route.body.safeParse(parseJson(raw));
-      if (!result.success) throw result.error;
-      body = result.data;
-    }
+    const parsed = (route.body ?? NO_BODY_FIELDS).safeParse(parseJson(raw));
+    if (!parsed.success) throw parsed.error;
+    const body: unknown = route.body ? parsed.data : undefined;
 
     const context: RequestContext<unknown> = {
       app,

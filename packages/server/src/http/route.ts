@@ -4,7 +4,8 @@
  * auth, maps errors to the one error shape, and the OpenAPI document is
  * generated from the same definitions.
  */
-import type { z } from 'zod';
+import { strictRequestBody } from '@dstack/core';
+import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import type { ProjectsTable, UsersTable } from '../db/schema.js';
 
@@ -64,7 +65,11 @@ export interface RouteDefinition<
   summary: string;
   tags?: readonly string[];
   auth: RouteAuth;
-  /** The JSON body schema; absent for routes without a body. */
+  /**
+   * The JSON body schema; absent for routes without a body (which then take no fields). An
+   * object's unknown top-level fields are refused (`defineRoute` makes it strict) unless it is a
+   * `z.looseObject`, whose extra fields are checked further on (a backend's own config).
+   */
   body?: TBody;
   /**
    * The response schema; absent for empty answers. For a streaming content type it is the
@@ -80,9 +85,16 @@ export interface RouteDefinition<
   handler(ctx: RequestContext<z.output<TBody>>): Promise<z.input<TResponse> | StreamResult | undefined>;
 }
 
-/** Identity with inference: `defineRoute({ ..., body: S, handler: async ({ body }) => ... })`. */
+/**
+ * The route with its body made strict at the top level (`strictRequestBody` of @dstack/core:
+ * an unknown field is a 400 naming it), types inferred:
+ * `defineRoute({ ..., body: S, handler: async ({ body }) => ... })`.
+ */
 export function defineRoute<TBody extends z.ZodType, TResponse extends z.ZodType>(
   route: RouteDefinition<TBody, TResponse>,
 ): RouteDefinition<TBody, TResponse> {
-  return route;
+  return route.body ? { ...route, body: strictRequestBody(route.body) } : route;
 }
+
+/** The body of routes that declare none: an empty object (or nothing), no fields. */
+export const NO_BODY_FIELDS = strictRequestBody(z.object({}));

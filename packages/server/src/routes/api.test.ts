@@ -6,13 +6,22 @@ import { createFakeBackendPlugin, FAKE_BACKEND_VALID_API_KEY } from '@dstack/tes
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../testing/test-app.js';
 import { checkPostgresReachable } from '../testing/test-database.js';
-import { backendRoutes } from './backends-routes.js';
-import { projectRoutes } from './projects-routes.js';
-import { serverRoutes } from './server-routes.js';
-import { userRoutes } from './users-routes.js';
+import { allRoutes } from './all-routes.js';
 
-const routes = [...serverRoutes, ...userRoutes, ...projectRoutes, ...backendRoutes];
+const routes = allRoutes;
 const fakeCreds = { type: 'api_key', api_key: FAKE_BACKEND_VALID_API_KEY };
+
+/** Names no resource may have: control characters, escape sequences, slashes, spaces, a megabyte. */
+const HOSTILE_NAMES = [
+  '',
+  'nul\u0000name',
+  'crlf\r\nname',
+  '\u001b[31mred',
+  '../etc',
+  'a/b',
+  'a b',
+  'x'.repeat(1024 * 1024),
+];
 
 for (const dialect of ['sqlite', 'postgres'] as const) {
   describe(`API [${dialect}]`, async () => {
@@ -113,6 +122,78 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect(missing.body.detail).toEqual([
         { msg: 'project_name: field required', code: 'invalid_request', fields: [['project_name']] },
       ]);
+    });
+
+    it('refuses an unknown top-level field on every route, naming it', async () => {
+      const posts = routes.filter((route) => route.method === 'POST');
+      expect(posts.length).toBeGreaterThan(25);
+      // `main` has the fake backend already: backends/create is tried where it has none.
+      await server.request('/api/projects/create', { project_name: 'no-backends' });
+      for (const route of posts) {
+        const project = route.path.endsWith('/backends/create') ? 'no-backends' : 'main';
+        const path = route.path.replace('{project_name}', project);
+        // A backend's fields are its plugin's: the body names the backend type for it.
+        const body = path.includes('/backends/') ? { type: 'fake', zz_unknown: 1 } : { zz_unknown: 1 };
+        const response = await server.request(path, body);
+        expect(response.status, route.path).toBe(400);
+        expect(response.body.detail, route.path).toContainEqual({
+          msg: expect.stringMatching(/unknown field/),
+          code: expect.any(String),
+          fields: [['zz_unknown']],
+        });
+      }
+    });
+
+    it('refuses hostile project, user, backend, fleet and run names, naming the field, without repeating them', async () => {
+      const attempts: Array<[string, (name: string) => unknown, Array<string | number>]> = [
+        ['/api/projects/create', (name) => ({ project_name: name }), ['project_name']],
+        ['/api/users/create', (name) => ({ username: name }), ['username']],
+        ['/api/project/main/backends/create', (name) => ({ type: name }), ['type']],
+        [
+          '/api/project/main/fleets/apply',
+          (name) => ({ plan: { spec: { configuration: { type: 'fleet', name, nodes: 0 } } } }),
+          ['plan', 'spec', 'configuration', 'name'],
+        ],
+        [
+          '/api/project/main/runs/get_plan',
+          (name) => ({ run_spec: { run_name: name, configuration: { type: 'task', commands: ['true'] } } }),
+          ['run_spec', 'run_name'],
+        ],
+        [
+          '/api/project/main/runs/get_plan',
+          (name) => ({ run_spec: { configuration: { type: 'task', name, commands: ['true'] } } }),
+          ['run_spec', 'configuration', 'name'],
+        ],
+      ];
+      for (const [path, body, field] of attempts) {
+        for (const name of HOSTILE_NAMES) {
+          const response = await server.request(path, body(name));
+          const what = `${path} ${JSON.stringify(name.slice(0, 20))}`;
+          expect(response.status, what).toBe(400);
+          expect(response.body.detail, what).toEqual([expect.objectContaining({ fields: [field] })]);
+          expect(JSON.stringify(response.body).length, what).toBeLessThan(1000);
+        }
+      }
+      const projects = await server.request('/api/projects/list');
+      expect(projects.body.map((project: { project_name: string }) => project.project_name)).not.toContain(
+        HOSTILE_NAMES[1],
+      );
+    });
+
+    it("keeps dstack's rules: resource names lowercase, user names of letters, digits, - and _", async () => {
+      const fleet = (name: string) => ({
+        plan: { spec: { configuration: { type: 'fleet', name, nodes: 0 } } },
+      });
+      for (const name of ['Pool', 'p', '1pool', 'pool_1', `p${'x'.repeat(41)}`]) {
+        expect((await server.request('/api/project/main/fleets/apply', fleet(name))).status, name).toBe(400);
+      }
+      for (const name of ['alice.smith', 'x'.repeat(61)]) {
+        expect((await server.request('/api/users/create', { username: name })).status, name).toBe(400);
+      }
+      for (const name of ['Alice_2', 'x'.repeat(60)]) {
+        expect((await server.request('/api/users/create', { username: name })).status, name).toBe(200);
+      }
+      expect((await server.request('/api/projects/create', { project_name: 'Team_B-2' })).status).toBe(200);
     });
 
     it('isolates projects: members only, the same 403 whether a project exists or not', async () => {

@@ -4,10 +4,15 @@
  * get the same "Access denied" whether a project exists or not.
  */
 import { randomUUID } from 'node:crypto';
-import { type Project, ResourceNotFoundError, ServerClientError } from '@dstack/core';
+import {
+  isValidProjectName,
+  PROJECT_NAME_RULE,
+  type Project,
+  ResourceNotFoundError,
+  ServerClientError,
+} from '@dstack/core';
 import { generateProjectSshKeyPair } from '../agents/ssh-keys.js';
 import { getBackendRegistry } from '../backends/registry.js';
-import { PROJECT_NAME_MESSAGE, PROJECT_NAME_PATTERN } from '../config/server-config.js';
 import type { AppContext } from '../context.js';
 import type { ProjectsTable, UsersTable } from '../db/schema.js';
 import type { ProjectRole } from '../http/route.js';
@@ -156,8 +161,8 @@ export async function createProject(
   if (user.global_role !== 'admin' && app.defaultPermissions?.allow_non_admins_create_projects === false) {
     throw new ForbiddenError('Only global admins can create projects on this server');
   }
-  if (!PROJECT_NAME_PATTERN.test(projectName)) {
-    throw new ServerClientError(PROJECT_NAME_MESSAGE, {
+  if (!isValidProjectName(projectName)) {
+    throw new ServerClientError(`project name must be ${PROJECT_NAME_RULE}`, {
       code: 'invalid_request',
       fields: [['project_name']],
     });

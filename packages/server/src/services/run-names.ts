@@ -43,9 +43,3 @@ export function generateRunName(): string {
   const animal = ANIMALS[randomInt(ANIMALS.length)];
   return `${adjective}-${animal}-${randomInt(1, 100)}`;
 }
-
-const RUN_NAME_PATTERN = /^[a-z][a-z0-9-]{1,40}$/;
-
-export function isValidRunName(name: string): boolean {
-  return RUN_NAME_PATTERN.test(name);
-}

@@ -5,7 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import {
   ConfigurationError,
+  isValidResourceName,
   type JobPlan,
+  RESOURCE_NAME_RULE,
   ResourceNotFoundError,
   type Run,
   type RunPlan,
@@ -20,7 +22,7 @@ import { type FleetPlacement, fleetInstanceOffers } from './fleet-instance-offer
 import { buildJobSpecs } from './job-specs.js';
 import { explainNoOffers, getOffers, type OfferFilters } from './offers.js';
 import { runOf } from './run-models.js';
-import { generateRunName, isValidRunName } from './run-names.js';
+import { generateRunName } from './run-names.js';
 
 const RUN_CONFIGURATION_TYPES = ['task', 'service', 'dev-environment'];
 export const ACTIVE_RUN_STATUSES = ['pending', 'submitted', 'provisioning', 'running', 'terminating'];
@@ -46,11 +48,10 @@ export function normalizeRunSpec(runSpec: RunSpec): RunSpec {
     );
   }
   const runName = runSpec.run_name ?? (configuration as { name?: string }).name ?? null;
-  if (runName !== null && !isValidRunName(runName)) {
-    throw new ConfigurationError(
-      `invalid run name "${runName}": use lowercase letters, digits and dashes, starting with a letter (2-41 characters)`,
-      { path: ['run_spec', 'run_name'] },
-    );
+  if (runName !== null && !isValidResourceName(runName)) {
+    throw new ConfigurationError(`invalid run name: expected ${RESOURCE_NAME_RULE}`, {
+      path: ['run_spec', 'run_name'],
+    });
   }
   return { ...runSpec, run_name: runName, configuration: configuration as RunSpec['configuration'] };
 }

@@ -3,15 +3,20 @@
  * lookup by token, token refresh, and the `admin` user made at start.
  */
 import { randomUUID } from 'node:crypto';
-import { ResourceNotFoundError, ServerClientError, type User, type UserWithCreds } from '@dstack/core';
+import {
+  isValidUsername,
+  ResourceNotFoundError,
+  ServerClientError,
+  USERNAME_RULE,
+  type User,
+  type UserWithCreds,
+} from '@dstack/core';
 import type { AppContext } from '../context.js';
 import type { UsersTable } from '../db/schema.js';
 import { ForbiddenError } from '../security/access-errors.js';
 import { generateToken, hashToken } from '../security/tokens.js';
 
 export const ADMIN_USERNAME = 'admin';
-export const USERNAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,59}$/;
-
 /** The API model of a user row. */
 export function toUserModel(row: UsersTable): User {
   return {
@@ -63,11 +68,11 @@ export async function createUser(
   app: AppContext,
   input: { username: string; global_role: 'admin' | 'user'; token?: string },
 ): Promise<UserWithCreds> {
-  if (!USERNAME_PATTERN.test(input.username)) {
-    throw new ServerClientError(
-      'Username must be 1-60 letters, digits, ".", "-" or "_", starting with a letter or digit',
-      { code: 'invalid_request', fields: [['username']] },
-    );
+  if (!isValidUsername(input.username)) {
+    throw new ServerClientError(`username must be ${USERNAME_RULE}`, {
+      code: 'invalid_request',
+      fields: [['username']],
+    });
   }
   const existing = await app.db
     .selectFrom('users')

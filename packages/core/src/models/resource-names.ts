@@ -1,0 +1,50 @@
+/**
+ * The names users give to what they create, one rule per kind, shared by the configuration
+ * schemas (YAML), the API request bodies and the server. Every rule refuses control characters,
+ * `/`, spaces and over-long names, so a name is safe in a path, a terminal and a cloud tag.
+ */
+import { z } from 'zod';
+
+/**
+ * Runs, fleets, volumes, gateways and instances: dstack's `is_valid_dstack_resource_name`,
+ * the rule that makes a name valid in every cloud backend.
+ */
+export const RESOURCE_NAME_PATTERN = /^[a-z][a-z0-9-]{1,40}$/;
+export const RESOURCE_NAME_RULE = '2-41 lowercase letters, digits and dashes, starting with a letter';
+
+/** Projects: as dstack allows (letters of either case and `_`), starting with a letter or digit. */
+export const PROJECT_NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9_-]{0,49}$/;
+export const PROJECT_NAME_RULE = '1-50 letters, digits, "-" or "_", starting with a letter or digit';
+
+/** Users: dstack's `is_valid_username` (`^[a-zA-Z0-9-_]{1,60}$`). */
+export const USERNAME_PATTERN = /^[a-zA-Z0-9_-]{1,60}$/;
+export const USERNAME_RULE = '1-60 letters, digits, "-" or "_"';
+
+export function isValidResourceName(name: string): boolean {
+  return RESOURCE_NAME_PATTERN.test(name);
+}
+
+export function isValidProjectName(name: string): boolean {
+  return PROJECT_NAME_PATTERN.test(name);
+}
+
+export function isValidUsername(name: string): boolean {
+  return USERNAME_PATTERN.test(name);
+}
+
+// The messages never repeat the value: it may be a megabyte long or hold terminal escapes.
+
+/** The `name` of a run, fleet, volume or gateway. */
+export const resourceNameSchema = z
+  .string()
+  .regex(RESOURCE_NAME_PATTERN, { error: `expected a name of ${RESOURCE_NAME_RULE}` });
+
+/** A project's name. */
+export const projectNameSchema = z
+  .string()
+  .regex(PROJECT_NAME_PATTERN, { error: `project name must be ${PROJECT_NAME_RULE}` });
+
+/** A user's name. */
+export const usernameSchema = z
+  .string()
+  .regex(USERNAME_PATTERN, { error: `username must be ${USERNAME_RULE}` });

@@ -12,8 +12,8 @@ import {
   type JobTerminationReason,
   type RunSpec,
 } from '@dstack/core';
-import { AgentApiError, type RunnerPullResponse } from '@dstack/runner';
-import type { ShimClient } from '@dstack/shim';
+import { AgentApiError, type RunnerPullResponse, type RunnerSubmitBody } from '@dstack/runner';
+import type { TaskConfigInput } from '@dstack/shim';
 import type { AppContext } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
 import { runServicesOf } from '../run-services.js';
@@ -99,17 +99,14 @@ async function retrySoonOrTimeOut(context: JobContext, why: string): Promise<voi
   await context.lock.release({ last_processed_at: dueIn(STARTING_POLL_MS * 5, MIN_INTERVAL_MS) });
 }
 
-/** Submits the task; a shim that already has it (an earlier pass's submit got through) answers 409. */
-async function submitTaskOnce(
-  shim: ShimClient,
-  task: Parameters<ShimClient['submitTask']>[0],
-): Promise<void> {
-  try {
-    await shim.submitTask(task);
-  } catch (error) {
-    if (error instanceof AgentApiError && error.statusCode === 409) return;
-    throw error;
-  }
+/**
+ * For a call that an earlier pass may have made already, its request through but its answer lost
+ * (a timeout, a dropped connection): the agent refuses it with 409, and the step counts as done
+ * (null), so a retried pass picks up where the lost one left off. Other errors are rethrown.
+ */
+function doneBefore(error: unknown): null {
+  if (error instanceof AgentApiError && error.statusCode === 409) return null;
+  throw error;
 }
 
 /** The job's runtime data, as placing it (its share of the instance) or starting it left it. */
@@ -147,7 +144,7 @@ async function submitTask(context: JobContext): Promise<void> {
   const jobSpec = jobSpecOf(job);
   try {
     const shim = await shimClientFor(app, project, provisioningData);
-    await submitTaskOnce(shim, {
+    const task: TaskConfigInput = {
       id: job.id,
       name: job.job_name,
       image_name: jobSpec.image_name,
@@ -159,7 +156,8 @@ async function submitTask(context: JobContext): Promise<void> {
       ...taskResourcesOf(jobSpec, runtimeDataOf(job)),
       network_mode: 'host',
       env: jobSpec.env,
-    });
+    };
+    await shim.submitTask(task).catch(doneBefore);
   } catch (error) {
     await retrySoonOrTimeOut(context, errorMessage(error));
     return;
@@ -208,7 +206,7 @@ async function startJob(context: JobContext): Promise<void> {
     const placed = runtimeDataOf(job);
     const resources = placed?.offer?.instance.resources ?? provisioningData.instance_type.resources;
     const runSpec = JSON.parse(run.run_spec) as RunSpec;
-    await runner.submit({
+    const submission: RunnerSubmitBody = {
       run: {
         id: run.id,
         run_name: run.run_name,
@@ -225,17 +223,20 @@ async function startJob(context: JobContext): Promise<void> {
         gpus_per_job: resources.gpus.length,
       },
       secrets: {},
-    });
-    await runner.uploadCode(new Uint8Array());
-    const started = await runner.run();
+    };
+    // One runner per job: a submit, upload or run it refuses (409) was this job's own.
+    await runner.submit(submission).catch(doneBefore);
+    await runner.uploadCode(new Uint8Array()).catch(doneBefore);
+    // null: that lost pass started the job; its working directory and user are unknown.
+    const started = await runner.run().catch(doneBefore);
     const runtimeData: JobRuntimeData = {
       // The job's share of the instance, as placing it recorded it.
       ...placed,
       network_mode: 'host',
       ports: { [String(RUNNER_CONTAINER_PORT)]: runnerPort },
       offer: placed?.offer ?? null,
-      working_dir: started.working_dir ?? null,
-      username: started.username ?? null,
+      working_dir: started?.working_dir ?? null,
+      username: started?.username ?? null,
     };
     await context.lock.release({
       status: 'running',

@@ -65,14 +65,20 @@ async function keysOf(
   return found;
 }
 
+/**
+ * The instance's shim. `signal` (a pipeline's `lock.signal`) aborts its calls when the pass is
+ * given up; each call also has the client's own deadline.
+ */
 export async function shimClientFor(
   app: AppContext,
   project: ProjectsTable,
   provisioningData: JobProvisioningData,
+  signal?: AbortSignal,
 ): Promise<ShimClient> {
   const { privateKey, proxyPrivateKey } = await keysOf(app, project, provisioningData);
   return new ShimClient(
     await runServicesOf(app).agents.shimUrl(provisioningData, privateKey, proxyPrivateKey),
+    { signal },
   );
 }
 
@@ -90,11 +96,13 @@ export async function instancePortUrl(
   return runServicesOf(app).agents.runnerUrl(provisioningData, privateKey, port, proxyPrivateKey);
 }
 
+/** The job's runner on `runnerPort`; `signal` as for `shimClientFor`. */
 export async function runnerClientFor(
   app: AppContext,
   project: ProjectsTable,
   provisioningData: JobProvisioningData,
   runnerPort: number,
+  signal?: AbortSignal,
 ): Promise<RunnerClient> {
-  return new RunnerClient(await instancePortUrl(app, project, provisioningData, runnerPort));
+  return new RunnerClient(await instancePortUrl(app, project, provisioningData, runnerPort), { signal });
 }

@@ -39,6 +39,8 @@ const UNREACHABLE_LIMIT_MS = 120_000;
 /** Provisioning deadline when the instance has none (dstack's default provisioning timeout). */
 const DEFAULT_PROVISIONING_MS = 600_000;
 const MAX_PULLS_PER_PASS = 20;
+/** A pass's limit: a few agent calls, each with its own 30 s deadline. */
+const PROCESS_TIMEOUT_MS = 60_000;
 
 interface JobContext {
   app: AppContext;
@@ -143,7 +145,7 @@ async function submitTask(context: JobContext): Promise<void> {
   const { app, job, project, provisioningData } = context;
   const jobSpec = jobSpecOf(job);
   try {
-    const shim = await shimClientFor(app, project, provisioningData);
+    const shim = await shimClientFor(app, project, provisioningData, context.lock.signal);
     const task: TaskConfigInput = {
       id: job.id,
       name: job.job_name,
@@ -176,7 +178,7 @@ async function startJob(context: JobContext): Promise<void> {
   let runnerPort = RUNNER_CONTAINER_PORT;
   try {
     if (provisioningData.dockerized) {
-      const shim = await shimClientFor(app, project, provisioningData);
+      const shim = await shimClientFor(app, project, provisioningData, context.lock.signal);
       const task = await shim.getTask(job.id);
       if (!task) throw new Error('the shim does not know the task');
       if (task.status === 'terminated') {
@@ -195,7 +197,7 @@ async function startJob(context: JobContext): Promise<void> {
         task.ports.find((port) => port.container === RUNNER_CONTAINER_PORT)?.host ?? RUNNER_CONTAINER_PORT;
     }
     // No healthcheck first: a runner that is not up yet fails the submit just the same.
-    const runner = await runnerClientFor(app, project, provisioningData, runnerPort);
+    const runner = await runnerClientFor(app, project, provisioningData, runnerPort, context.lock.signal);
     const jobSpec = jobSpecOf(job);
     const user = await app.db
       .selectFrom('users')
@@ -264,12 +266,12 @@ export interface PulledRunner {
   noConnectionsSecs: number | null;
 }
 
-/** Pulls new state and logs from the runner, storing the logs. */
+/** Pulls new state and logs from the runner, storing the logs; `signal` aborts the pulls. */
 export async function pullRunner(
-  context: Pick<JobContext, 'app' | 'job' | 'project' | 'provisioningData'>,
+  context: Pick<JobContext, 'app' | 'job' | 'project' | 'provisioningData'> & { signal?: AbortSignal },
 ): Promise<PulledRunner> {
-  const { app, job, project, provisioningData } = context;
-  const runner = await runnerClientFor(app, project, provisioningData, runnerPortOf(job));
+  const { app, job, project, provisioningData, signal } = context;
+  const runner = await runnerClientFor(app, project, provisioningData, runnerPortOf(job), signal);
   let timestamp = job.runner_timestamp ?? 0;
   let finalState: RunnerPullResponse['job_states'][number] | null = null;
   let noConnectionsSecs: number | null = null;
@@ -306,7 +308,7 @@ async function followJob(context: JobContext): Promise<void> {
   const jobSpec = jobSpecOf(job);
   let pulled: PulledRunner;
   try {
-    pulled = await pullRunner(context);
+    pulled = await pullRunner({ ...context, signal: context.lock.signal });
   } catch (error) {
     const since = job.disconnected_at ?? Date.now();
     if (Date.now() - since > UNREACHABLE_LIMIT_MS) {
@@ -376,6 +378,8 @@ export function jobRunningPipeline(app: AppContext): PipelineDefinition<JobsTabl
     minIntervalMs: MIN_INTERVAL_MS,
     // A pass mostly waits for the agents (several HTTP round trips): many run at once.
     workers: 100,
+    // A pass that outlasts this (agents that do not answer) frees its worker; its calls are aborted.
+    processTimeoutMs: PROCESS_TIMEOUT_MS,
     async process(job, lock) {
       const run = await runRowOf(app, job.run_id);
       if (run.status === 'terminating') return;

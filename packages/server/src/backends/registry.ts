@@ -11,6 +11,7 @@ import {
 } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import type { BackendsTable } from '../db/schema.js';
+import { withComputeDeadlines } from './compute-deadlines.js';
 import {
   BACKEND_PACKAGES,
   listAvailableBackendTypes,
@@ -142,7 +143,7 @@ export class BackendRegistry {
         auth: this.#app.encryption.decrypt(row.auth),
       });
       assertComputeMatchesPlugin(plugin, compute);
-      return { type: row.type, plugin, compute };
+      return { type: row.type, plugin, compute: withComputeDeadlines(compute) };
     } catch (error) {
       const message = `Backend "${row.type}" of project ${row.project_id} cannot be loaded: ${(error as Error).message}`;
       this.#logError(message);

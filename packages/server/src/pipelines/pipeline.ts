@@ -18,6 +18,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
+import { asBackgroundWork } from '../db/background-work.js';
 import type { PipelineName, WakeUps } from './wake-ups.js';
 
 export type PipelineTable = 'runs' | 'jobs' | 'instances' | 'fleets';
@@ -90,9 +91,10 @@ export class Pipeline<Row extends ClaimedRow> {
   start(wakeUps: WakeUps): void {
     this.#unsubscribe = wakeUps.subscribe(this.#definition.name, () => this.#signalDue());
     const lockMs = this.#definition.lockMs ?? DEFAULT_LOCK_MS;
-    this.#heartbeat = setInterval(() => void this.#extendLocks(lockMs), lockMs / 3);
+    this.#heartbeat = setInterval(() => void asBackgroundWork(() => this.#extendLocks(lockMs)), lockMs / 3);
     this.#heartbeat.unref();
-    this.#loop = this.#run();
+    // The fetcher and the workers it starts yield the event loop to API requests (background-work.ts).
+    this.#loop = asBackgroundWork(() => this.#run());
   }
 
   /** Stops fetching, waits for rows in flight, and releases nothing else (their results are applied). */
@@ -171,7 +173,7 @@ export class Pipeline<Row extends ClaimedRow> {
     };
     const work = (async () => {
       let timer: NodeJS.Timeout | undefined;
-      const processing = (async () => this.#definition.process(row, lock))();
+      const processing = asBackgroundWork(async () => this.#definition.process(row, lock));
       const deadline = new Promise<'timed-out'>((resolve) => {
         timer = setTimeout(() => resolve('timed-out'), timeoutMs);
       });

@@ -5,7 +5,9 @@
  * - throughput: 500 runs applied at once to a backend with unlimited instant
  *   capacity (one shared real shim, in its own process as on a real host) and a
  *   trivial command, all to `done` (target >= 50 runs/s), with p50/p99
- *   apply → running, peak memory and CPU time.
+ *   apply → running, peak memory and CPU time, and the latency of a cheap API route
+ *   (`users/get_my_user`) called in a loop meanwhile (target p99 < 50 ms): the API must stay
+ *   responsive while the pipelines work.
  * dstack itself is not runnable here (no PyPI), so there is no reference column.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -18,6 +20,10 @@ const TOKEN = 'bench-admin-token';
 const LATENCY_RUNS = 10;
 const THROUGHPUT_RUNS = 500;
 const APPLY_CONCURRENCY = 50;
+/** The cheap route called in a loop while the runs go, and the pause between two calls. */
+const CHEAP_ROUTE = '/api/users/get_my_user';
+const CHEAP_ROUTE_PAUSE_MS = 20;
+const CHEAP_ROUTE_TARGET_P99_MS = 50;
 /** Linux's USER_HZ: /proc reports CPU times in these ticks. */
 const CLOCK_TICKS_PER_SECOND = 100;
 
@@ -136,6 +142,22 @@ export interface ThroughputResult {
   /** The same for the shim's process (its runners run inside it; the jobs' own processes are not counted). */
   shimPeakRssMb: number;
   shimCpuSeconds: number;
+  /** Milliseconds of each cheap-route call made while the runs went. */
+  cheapRoute: number[];
+  /** The same before any run was applied. */
+  cheapRouteIdle: number[];
+}
+
+/** Calls the cheap route one call at a time until `stop` says so; resolves with each call's milliseconds. */
+async function timeCheapRoute(server: RunningServer, stop: () => boolean): Promise<number[]> {
+  const timings: number[] = [];
+  while (!stop()) {
+    const started = performance.now();
+    await call(server, CHEAP_ROUTE, {});
+    timings.push(performance.now() - started);
+    await new Promise((resolve) => setTimeout(resolve, CHEAP_ROUTE_PAUSE_MS));
+  }
+  return timings;
 }
 
 /** RSS and CPU seconds (user + system) of another process, from /proc. */
@@ -186,34 +208,43 @@ export async function throughput(options: { shimProcess: boolean }): Promise<Thr
           );
         }
       }, 50);
+      let idleCalls = 0;
+      const cheapRouteIdle = await timeCheapRoute(server, () => idleCalls++ >= 100);
+      let finished = false;
+      const cheapRoute = timeCheapRoute(server, () => finished);
+      cheapRoute.catch(() => {}); // Awaited below; not reported twice when the runs fail first.
       const names = Array.from({ length: THROUGHPUT_RUNS }, (_, index) => `load-${index}`);
       const started = new Map<string, number>();
       const running = new Map<string, number>();
       const begin = performance.now();
       const cpuBefore = process.cpuUsage();
-      const queue = [...names];
-      await Promise.all(
-        Array.from({ length: APPLY_CONCURRENCY }, async () => {
-          for (let name = queue.shift(); name; name = queue.shift())
-            started.set(name, await apply(server, name, ['true']));
-        }),
-      );
-      for (;;) {
-        const rows = await server.app.db
-          .selectFrom('runs')
-          .select(['run_name', 'status'])
-          .where('deleted', '=', 0)
-          .execute();
-        const now = performance.now();
-        for (const row of rows) {
-          if (!running.has(row.run_name) && ['running', 'terminating', 'done'].includes(row.status)) {
-            running.set(row.run_name, now - (started.get(row.run_name) ?? now));
+      try {
+        const queue = [...names];
+        await Promise.all(
+          Array.from({ length: APPLY_CONCURRENCY }, async () => {
+            for (let name = queue.shift(); name; name = queue.shift())
+              started.set(name, await apply(server, name, ['true']));
+          }),
+        );
+        for (;;) {
+          const rows = await server.app.db
+            .selectFrom('runs')
+            .select(['run_name', 'status'])
+            .where('deleted', '=', 0)
+            .execute();
+          const now = performance.now();
+          for (const row of rows) {
+            if (!running.has(row.run_name) && ['running', 'terminating', 'done'].includes(row.status)) {
+              running.set(row.run_name, now - (started.get(row.run_name) ?? now));
+            }
           }
+          const failed = rows.filter((row) => ['failed', 'terminated'].includes(row.status));
+          if (failed.length > 0) throw new Error(`${failed.length} runs did not finish done`);
+          if (rows.filter((row) => row.status === 'done').length === names.length) break;
+          await new Promise((resolve) => setTimeout(resolve, 10));
         }
-        const failed = rows.filter((row) => ['failed', 'terminated'].includes(row.status));
-        if (failed.length > 0) throw new Error(`${failed.length} runs did not finish done`);
-        if (rows.filter((row) => row.status === 'done').length === names.length) break;
-        await new Promise((resolve) => setTimeout(resolve, 10));
+      } finally {
+        finished = true;
       }
       const seconds = (performance.now() - begin) / 1000;
       const cpu = process.cpuUsage(cpuBefore);
@@ -226,6 +257,8 @@ export async function throughput(options: { shimProcess: boolean }): Promise<Thr
         cpuSeconds: (cpu.user + cpu.system) / 1e6,
         shimPeakRssMb: peakShimRssMb,
         shimCpuSeconds,
+        cheapRoute: await cheapRoute,
+        cheapRouteIdle,
       };
     },
   );
@@ -268,5 +301,9 @@ function reportThroughput(load: ThroughputResult): void {
       : '; the shim inside it';
   console.log(
     `  ${THROUGHPUT_RUNS} runs at once, instant backend: ${rate.toFixed(1)} runs/s to done (${load.seconds.toFixed(1)} s; target >= 50: ${rate >= 50 ? 'ok' : 'MISSED'}), apply→running p50 ${p(load.toRunning, 0.5).toFixed(0)} ms, p99 ${p(load.toRunning, 0.99).toFixed(0)} ms, peak RSS ${load.peakRssMb.toFixed(0)} MB, CPU ${load.cpuSeconds.toFixed(1)} s (server and bench in one process${shim})`,
+  );
+  const p99 = p(load.cheapRoute, 0.99);
+  console.log(
+    `  ${CHEAP_ROUTE} during the ${THROUGHPUT_RUNS} runs: p50 ${p(load.cheapRoute, 0.5).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms (${load.cheapRoute.length} calls; target p99 < ${CHEAP_ROUTE_TARGET_P99_MS} ms: ${p99 < CHEAP_ROUTE_TARGET_P99_MS ? 'ok' : 'MISSED'}); idle: p50 ${p(load.cheapRouteIdle, 0.5).toFixed(1)} ms, p99 ${p(load.cheapRouteIdle, 0.99).toFixed(1)} ms`,
   );
 }

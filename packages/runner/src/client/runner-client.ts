@@ -23,10 +23,12 @@ export interface RunnerClientOptions {
   dispatcher?: object;
   /** The fetch implementation. Default: the global `fetch`. */
   fetch?: FetchFunction;
-  /** Per-request timeout in milliseconds. Default 30 000. */
+  /** Per-request deadline in milliseconds, the whole answer included. Default 30 000. */
   timeoutMs?: number;
   /** The runner's token, sent as `Authorization: Bearer <token>` on every request. Default none. */
   token?: string | null;
+  /** Aborts every request (e.g. when the caller gives up on its work), besides each one's deadline. */
+  signal?: AbortSignal;
 }
 
 /** Talks to dstack's runner API (`@dstack/runner`'s server or dstack's Go runner). */
@@ -75,9 +77,10 @@ export class RunnerClient {
     body?: string | Uint8Array,
     contentType = 'application/json',
   ): Promise<z.output<Schema>> {
+    const deadline = AbortSignal.timeout(this.options.timeoutMs ?? 30_000);
     const init: RequestInit = {
       method,
-      signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000),
+      signal: this.options.signal === undefined ? deadline : AbortSignal.any([deadline, this.options.signal]),
     };
     const headers: Record<string, string> = this.options.token
       ? agentAuthorizationHeader(this.options.token)

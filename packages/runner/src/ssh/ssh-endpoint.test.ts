@@ -1,3 +1,4 @@
+import { createHook } from 'node:async_hooks';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -98,6 +99,28 @@ describe('GET /api/ssh', () => {
     expect(refused).toBeInstanceOf(AgentApiError);
     expect(refused).toMatchObject({ statusCode: 400 });
     expect((refused as AgentApiError).body).toContain('run.run_spec.ssh_key_pub line 2');
+  });
+});
+
+describe('the host key', () => {
+  it('is generated on the first SSH connection, not when the runner starts or runs its job', async () => {
+    // A key generation is thread-pool work: a shim starting hundreds of runners would queue every
+    // runner's file work (its job's start) behind their keys.
+    let keyGenerations = 0;
+    const hook = createHook({
+      init(_id, type) {
+        if (type === 'KEYPAIRGENREQUEST') keyGenerations += 1;
+      },
+    }).enable();
+    try {
+      await startJob();
+      expect(keyGenerations).toBe(0);
+      const result = await runOverSsh(await login(), 'echo in');
+      expect(result).toMatchObject({ stdout: 'in\n', code: 0 });
+      expect(keyGenerations).toBeGreaterThan(0);
+    } finally {
+      hook.disable();
+    }
   });
 });
 

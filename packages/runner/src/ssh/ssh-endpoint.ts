@@ -27,18 +27,13 @@ export interface SshEndpointOptions {
 export class SshEndpoint {
   /** Logged-in connections, for the pull's `no_connections_secs`. */
   readonly activity = new SshConnectionActivity();
-  private readonly hostKey: Promise<string>;
   private server: Promise<ssh2.Server> | undefined;
   private authorizedKeys: readonly AuthorizedKey[] | undefined;
   private readonly sockets = new Set<Duplex>();
   private readonly processGroups = new Set<number>();
   private closed = false;
 
-  constructor(private readonly options: SshEndpointOptions) {
-    // Generated at start so the first connection does not wait; a failure surfaces as a 500 on it.
-    this.hostKey = generateHostKey();
-    this.hostKey.catch(() => undefined);
-  }
+  constructor(private readonly options: SshEndpointOptions) {}
 
   /** The keys of the submitted job; until it is set, connections are refused with 409. No key: every login is refused. */
   authorize(keys: readonly AuthorizedKey[]): void {
@@ -91,8 +86,13 @@ export class SshEndpoint {
     server.injectSocket(socket as Socket);
   }
 
+  /**
+   * The SSH server, its host key generated on the first connection (a failure surfaces as a 500
+   * on it). Not at start: an RSA key takes the thread pool for a while, and a shim that starts
+   * hundreds of runners would queue every runner's file work behind their keys.
+   */
   private sshServer(): Promise<ssh2.Server> {
-    this.server ??= this.hostKey.then(
+    this.server ??= generateHostKey().then(
       (hostKey) => new ssh2.Server({ hostKeys: [hostKey] }, (connection) => this.serveConnection(connection)),
     );
     return this.server;

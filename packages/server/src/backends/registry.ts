@@ -12,6 +12,7 @@ import {
 import type { AppContext } from '../context.js';
 import type { BackendsTable } from '../db/schema.js';
 import { hostBackendOwnerProblem } from '../services/host-backends.js';
+import { withComputeDeadlines } from './compute-deadlines.js';
 import {
   BACKEND_PACKAGES,
   listAvailableBackendTypes,
@@ -146,7 +147,7 @@ export class BackendRegistry {
         auth: this.#app.encryption.decrypt(row.auth),
       });
       assertComputeMatchesPlugin(plugin, compute);
-      return { type: row.type, plugin, compute };
+      return { type: row.type, plugin, compute: withComputeDeadlines(compute) };
     } catch (error) {
       const message = `Backend "${row.type}" of project ${row.project_id} cannot be loaded: ${(error as Error).message}`;
       this.#logError(message);

@@ -6,7 +6,7 @@
 import { dirname, join } from 'node:path';
 import { ConfigurationError } from '@dstack/core';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { SqlDialect } from '../context.js';
 import {
@@ -14,6 +14,7 @@ import {
   makeOwnerOnlyDirectory,
   restrictToOwner,
 } from '../security/owner-only-files.js';
+import { YieldingSqliteDialect } from './background-work.js';
 import type { Database } from './schema.js';
 import { withStatementCache } from './statement-cache.js';
 
@@ -95,7 +96,8 @@ function openSqlite(filename: string): OpenedDatabase {
   connection.pragma('busy_timeout = 5000');
   connection.pragma('foreign_keys = ON');
   const db = new Kysely<Database>({
-    dialect: new SqliteDialect({ database: withStatementCache(connection) }),
+    // Background work yields to requests between its queries (see background-work.ts).
+    dialect: new YieldingSqliteDialect({ database: withStatementCache(connection) }),
   });
   return { db, dialect: 'sqlite', close: () => db.destroy() };
 }

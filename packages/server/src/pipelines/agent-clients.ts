@@ -66,17 +66,22 @@ async function keysOf(
   return found;
 }
 
-/** The shim of the instance whose row id is `instanceId`, with the instance's agent token. */
+/**
+ * The shim of the instance whose row id is `instanceId`, with the instance's agent token.
+ * `signal` (a pipeline's `lock.signal`) aborts its calls when the pass is given up; each call
+ * also has the client's own deadline.
+ */
 export async function shimClientFor(
   app: AppContext,
   project: ProjectsTable,
   provisioningData: JobProvisioningData,
   instanceId: string,
+  signal?: AbortSignal,
 ): Promise<ShimClient> {
   const { privateKey, proxyPrivateKey } = await keysOf(app, project, provisioningData);
   return new ShimClient(
     await runServicesOf(app).agents.shimUrl(provisioningData, privateKey, proxyPrivateKey),
-    { token: await instanceAgentToken(app, instanceId) },
+    { token: await instanceAgentToken(app, instanceId), signal },
   );
 }
 
@@ -94,15 +99,17 @@ export async function instancePortUrl(
   return runServicesOf(app).agents.runnerUrl(provisioningData, privateKey, port, proxyPrivateKey);
 }
 
-/** The runner of `job`, with the token it requires. */
+/** The runner of `job`, with the token it requires; `signal` as for `shimClientFor`. */
 export async function runnerClientFor(
   app: AppContext,
   project: ProjectsTable,
   provisioningData: JobProvisioningData,
   runnerPort: number,
   job: Pick<JobsTable, 'id' | 'instance_id'>,
+  signal?: AbortSignal,
 ): Promise<RunnerClient> {
   return new RunnerClient(await instancePortUrl(app, project, provisioningData, runnerPort), {
     token: await runnerAgentToken(app, job, provisioningData),
+    signal,
   });
 }

@@ -3,13 +3,14 @@
  * reason `max_duration_exceeded` (final status terminated), and the run ends
  * failed (job_failed), as in dstack.
  */
-import type { RunSpec } from '@dstack/core';
+import type { JobProvisioningData, RunSpec } from '@dstack/core';
 import { RunnerClient } from '@dstack/runner';
 import { ShimClient } from '@dstack/shim';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { applyRun } from '../services/runs.js';
 import { inactivityDurationOf, pullIntervalMs } from './job-running.js';
 import { createPipelineHarness, type PipelineHarness } from './pipeline-harness.test.helpers.js';
+import { jobSpecOf, provisioningDataOf } from './rows.js';
 
 // Real agents start and stop here; nothing is timed, the limits only catch hangs.
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
@@ -179,5 +180,43 @@ describe('the submit to the runner', () => {
       project_name: 'main',
       run_spec: { ssh_key_pub: key },
     });
+  });
+});
+
+describe('a start whose answers were lost', () => {
+  it('moves on when the runner already has the job: an earlier pass submitted and started it', async () => {
+    const h = await createPipelineHarness();
+    harness = h;
+    const run = await h.applyTask('answer-lost', { commands: ['true'] });
+    await h.stepUntil(async () => (await h.jobs(run.id))[0]?.status === 'pulling');
+    const [job] = await h.jobs(run.id);
+    if (!job) throw new Error('the run has no job');
+    // The shim runs the task: an earlier pass gave its runner the job, and timed out waiting for
+    // the answers (a busy host), so it left the job pulling.
+    const provisioningData = provisioningDataOf(job) as JobProvisioningData;
+    const shimPort = (JSON.parse(provisioningData.backend_data ?? '{}') as { agent_ports: { shim: number } })
+      .agent_ports.shim;
+    const shim = new ShimClient(`http://127.0.0.1:${shimPort}`);
+    let runnerPort: number | undefined;
+    while (runnerPort === undefined) {
+      const task = await shim.getTask(job.id);
+      if (task?.status === 'running') runnerPort = task.ports[0]?.host;
+      else await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const runner = new RunnerClient(`http://127.0.0.1:${runnerPort}`);
+    await runner.submit({
+      run: { id: run.id, run_name: run.run_name, project_name: 'main', user: 'admin', run_spec: {} },
+      job_spec: jobSpecOf(job),
+      job_submission: { id: job.id, submission_num: job.submission_num },
+      cluster_info: { job_ips: ['127.0.0.1'], master_job_ip: '127.0.0.1', gpus_per_job: 0 },
+      secrets: {},
+    });
+    await runner.uploadCode(new Uint8Array());
+    await runner.run();
+    // The next pass finds the runner refusing a second submit (409) and follows the job instead.
+    await h.step('jobs-running');
+    expect((await h.jobs(run.id))[0]?.status).toBe('running');
+    await h.stepUntil(async () => (await h.run(run.id)).status === 'done');
+    expect((await h.jobs(run.id))[0]).toMatchObject({ status: 'done', exit_status: 0 });
   });
 });

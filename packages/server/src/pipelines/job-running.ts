@@ -12,8 +12,8 @@ import {
   type JobTerminationReason,
   type RunSpec,
 } from '@dstack/core';
-import { AgentApiError, type RunnerPullResponse } from '@dstack/runner';
-import type { ShimClient } from '@dstack/shim';
+import { AgentApiError, type RunnerPullResponse, type RunnerSubmitBody } from '@dstack/runner';
+import type { TaskConfigInput } from '@dstack/shim';
 import type { AppContext } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
 import { runServicesOf } from '../run-services.js';
@@ -39,6 +39,8 @@ const UNREACHABLE_LIMIT_MS = 120_000;
 /** Provisioning deadline when the instance has none (dstack's default provisioning timeout). */
 const DEFAULT_PROVISIONING_MS = 600_000;
 const MAX_PULLS_PER_PASS = 20;
+/** A pass's limit: a few agent calls, each with its own 30 s deadline. */
+const PROCESS_TIMEOUT_MS = 60_000;
 
 interface JobContext {
   app: AppContext;
@@ -99,17 +101,14 @@ async function retrySoonOrTimeOut(context: JobContext, why: string): Promise<voi
   await context.lock.release({ last_processed_at: dueIn(STARTING_POLL_MS * 5, MIN_INTERVAL_MS) });
 }
 
-/** Submits the task; a shim that already has it (an earlier pass's submit got through) answers 409. */
-async function submitTaskOnce(
-  shim: ShimClient,
-  task: Parameters<ShimClient['submitTask']>[0],
-): Promise<void> {
-  try {
-    await shim.submitTask(task);
-  } catch (error) {
-    if (error instanceof AgentApiError && error.statusCode === 409) return;
-    throw error;
-  }
+/**
+ * For a call that an earlier pass may have made already, its request through but its answer lost
+ * (a timeout, a dropped connection): the agent refuses it with 409, and the step counts as done
+ * (null), so a retried pass picks up where the lost one left off. Other errors are rethrown.
+ */
+function doneBefore(error: unknown): null {
+  if (error instanceof AgentApiError && error.statusCode === 409) return null;
+  throw error;
 }
 
 /** The job's runtime data, as placing it (its share of the instance) or starting it left it. */
@@ -146,8 +145,14 @@ async function submitTask(context: JobContext): Promise<void> {
   const { app, job, project, provisioningData } = context;
   const jobSpec = jobSpecOf(job);
   try {
-    const shim = await shimClientFor(app, project, provisioningData, context.instance.id);
-    await submitTaskOnce(shim, {
+    const shim = await shimClientFor(
+      app,
+      project,
+      provisioningData,
+      context.instance.id,
+      context.lock.signal,
+    );
+    const task: TaskConfigInput = {
       id: job.id,
       name: job.job_name,
       image_name: jobSpec.image_name,
@@ -159,7 +164,8 @@ async function submitTask(context: JobContext): Promise<void> {
       ...taskResourcesOf(jobSpec, runtimeDataOf(job)),
       network_mode: 'host',
       env: jobSpec.env,
-    });
+    };
+    await shim.submitTask(task).catch(doneBefore);
   } catch (error) {
     await retrySoonOrTimeOut(context, errorMessage(error));
     return;
@@ -178,7 +184,13 @@ async function startJob(context: JobContext): Promise<void> {
   let runnerPort = RUNNER_CONTAINER_PORT;
   try {
     if (provisioningData.dockerized) {
-      const shim = await shimClientFor(app, project, provisioningData, context.instance.id);
+      const shim = await shimClientFor(
+        app,
+        project,
+        provisioningData,
+        context.instance.id,
+        context.lock.signal,
+      );
       const task = await shim.getTask(job.id);
       if (!task) throw new Error('the shim does not know the task');
       if (task.status === 'terminated') {
@@ -197,7 +209,14 @@ async function startJob(context: JobContext): Promise<void> {
         task.ports.find((port) => port.container === RUNNER_CONTAINER_PORT)?.host ?? RUNNER_CONTAINER_PORT;
     }
     // No healthcheck first: a runner that is not up yet fails the submit just the same.
-    const runner = await runnerClientFor(app, project, provisioningData, runnerPort, job);
+    const runner = await runnerClientFor(
+      app,
+      project,
+      provisioningData,
+      runnerPort,
+      job,
+      context.lock.signal,
+    );
     const jobSpec = jobSpecOf(job);
     const user = await app.db
       .selectFrom('users')
@@ -208,7 +227,7 @@ async function startJob(context: JobContext): Promise<void> {
     const placed = runtimeDataOf(job);
     const resources = placed?.offer?.instance.resources ?? provisioningData.instance_type.resources;
     const runSpec = JSON.parse(run.run_spec) as RunSpec;
-    await runner.submit({
+    const submission: RunnerSubmitBody = {
       run: {
         id: run.id,
         run_name: run.run_name,
@@ -225,17 +244,20 @@ async function startJob(context: JobContext): Promise<void> {
         gpus_per_job: resources.gpus.length,
       },
       secrets: {},
-    });
-    await runner.uploadCode(new Uint8Array());
-    const started = await runner.run();
+    };
+    // One runner per job: a submit, upload or run it refuses (409) was this job's own.
+    await runner.submit(submission).catch(doneBefore);
+    await runner.uploadCode(new Uint8Array()).catch(doneBefore);
+    // null: that lost pass started the job; its working directory and user are unknown.
+    const started = await runner.run().catch(doneBefore);
     const runtimeData: JobRuntimeData = {
       // The job's share of the instance, as placing it recorded it.
       ...placed,
       network_mode: 'host',
       ports: { [String(RUNNER_CONTAINER_PORT)]: runnerPort },
       offer: placed?.offer ?? null,
-      working_dir: started.working_dir ?? null,
-      username: started.username ?? null,
+      working_dir: started?.working_dir ?? null,
+      username: started?.username ?? null,
     };
     await context.lock.release({
       status: 'running',
@@ -263,12 +285,12 @@ export interface PulledRunner {
   noConnectionsSecs: number | null;
 }
 
-/** Pulls new state and logs from the runner, storing the logs. */
+/** Pulls new state and logs from the runner, storing the logs; `signal` aborts the pulls. */
 export async function pullRunner(
-  context: Pick<JobContext, 'app' | 'job' | 'project' | 'provisioningData'>,
+  context: Pick<JobContext, 'app' | 'job' | 'project' | 'provisioningData'> & { signal?: AbortSignal },
 ): Promise<PulledRunner> {
-  const { app, job, project, provisioningData } = context;
-  const runner = await runnerClientFor(app, project, provisioningData, runnerPortOf(job), job);
+  const { app, job, project, provisioningData, signal } = context;
+  const runner = await runnerClientFor(app, project, provisioningData, runnerPortOf(job), job, signal);
   let timestamp = job.runner_timestamp ?? 0;
   let finalState: RunnerPullResponse['job_states'][number] | null = null;
   let noConnectionsSecs: number | null = null;
@@ -305,7 +327,7 @@ async function followJob(context: JobContext): Promise<void> {
   const jobSpec = jobSpecOf(job);
   let pulled: PulledRunner;
   try {
-    pulled = await pullRunner(context);
+    pulled = await pullRunner({ ...context, signal: context.lock.signal });
   } catch (error) {
     const since = job.disconnected_at ?? Date.now();
     if (Date.now() - since > UNREACHABLE_LIMIT_MS) {
@@ -375,6 +397,8 @@ export function jobRunningPipeline(app: AppContext): PipelineDefinition<JobsTabl
     minIntervalMs: MIN_INTERVAL_MS,
     // A pass mostly waits for the agents (several HTTP round trips): many run at once.
     workers: 100,
+    // A pass that outlasts this (agents that do not answer) frees its worker; its calls are aborted.
+    processTimeoutMs: PROCESS_TIMEOUT_MS,
     async process(job, lock) {
       const run = await runRowOf(app, job.run_id);
       if (run.status === 'terminating') return;

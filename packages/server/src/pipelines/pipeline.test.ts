@@ -1,9 +1,12 @@
 /**
  * The pipeline machinery on both databases: claims take only due, unlocked rows
  * of the pipeline's statuses; results are applied only through a claim that
- * still holds; a row marked due while it is processed is processed again.
+ * still holds; a row marked due while it is processed is processed again; a
+ * processing that hangs is given up, so the other rows keep moving.
  */
 import { randomUUID } from 'node:crypto';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { beforeEach, expect, it, vi } from 'vitest';
 import type { AppContext } from '../context.js';
@@ -167,5 +170,72 @@ describeEachDialect('Pipeline', (getDb) => {
     } finally {
       await pipeline.stop();
     }
+  });
+
+  it('gives up a row whose processing hangs on an agent, keeps processing the others, and drops the late result', async () => {
+    // An agent that accepts requests and never answers them.
+    const held: ServerResponse[] = [];
+    const agent = createServer((_request, response) => {
+      held.push(response);
+    });
+    await new Promise<void>((resolve) => agent.listen(0, '127.0.0.1', resolve));
+    const agentUrl = `http://127.0.0.1:${(agent.address() as AddressInfo).port}/api/pull`;
+    const hung = await addFleet('hung', 'active', 0);
+    const other = await addFleet('other', 'active', 1);
+    const attempts: RowLock[] = [];
+    const lateReleases: Promise<boolean>[] = [];
+    let otherDone: () => void = () => {};
+    const otherProcessed = new Promise<void>((resolve) => {
+      otherDone = resolve;
+    });
+    let retried: () => void = () => {};
+    const hungRetried = new Promise<void>((resolve) => {
+      retried = resolve;
+    });
+    const pipeline = new Pipeline(app, {
+      name: 'fleets',
+      table: 'fleets',
+      statuses: ['active'],
+      minIntervalMs: 0,
+      // One worker: the other row is processed only if the hung one lets its worker go.
+      workers: 1,
+      processTimeoutMs: 200,
+      async process(row, lock) {
+        if (row.id === other) {
+          await lock.release({ status_message: 'processed' });
+          otherDone();
+          return;
+        }
+        attempts.push(lock);
+        if (attempts.length === 2) retried();
+        // A call without a deadline of its own (the engine's is the only one) that never settles
+        // until the test ends the agent's connections.
+        const answered = fetch(agentUrl).then(
+          () => 'answered',
+          () => 'failed',
+        );
+        lateReleases.push(answered.then(() => lock.release({ status_message: 'late result' })));
+        await answered;
+      },
+    });
+    const wakeUps = new WakeUps();
+    pipeline.start(wakeUps);
+    try {
+      wakeUps.wake('fleets');
+      await otherProcessed;
+      await hungRetried;
+    } finally {
+      await pipeline.stop();
+      for (const response of held) response.socket?.destroy();
+      await new Promise<void>((resolve) => agent.close(() => resolve()));
+    }
+    // The hung processings were given up: their signals aborted, their late releases dropped.
+    expect(attempts[0]?.signal.aborted).toBe(true);
+    expect(attempts[0]?.token).not.toBe(attempts[1]?.token);
+    expect(await Promise.all(lateReleases)).toEqual(lateReleases.map(() => false));
+    const rows = await app.db.selectFrom('fleets').selectAll().where('id', 'in', [hung, other]).execute();
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    expect(byId.get(other)).toMatchObject({ status_message: 'processed' });
+    expect(byId.get(hung)).toMatchObject({ status_message: null, lock_token: null });
   });
 });

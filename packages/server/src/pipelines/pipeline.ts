@@ -10,10 +10,15 @@
  * (see `markRunDue` in rows.ts); a row marked so while it is being processed
  * stays due after its release, and its pipeline fetches it again at once, so
  * no wake-up is lost.
+ *
+ * A row's processing is bounded (`processTimeoutMs`): past it the worker moves on to other
+ * rows, the claim is given back so the row is retried, and whatever the late processing
+ * releases is dropped, so an agent or a backend that never answers cannot hold a worker.
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
+import { asBackgroundWork } from '../db/background-work.js';
 import type { PipelineName, WakeUps } from './wake-ups.js';
 
 export type PipelineTable = 'runs' | 'jobs' | 'instances' | 'fleets';
@@ -33,6 +38,12 @@ export interface PipelineDefinition<Row extends ClaimedRow> {
   workers: number;
   /** How long a claim lasts without a heartbeat. */
   lockMs?: number;
+  /**
+   * How long one row's processing may take. Past it, `lock.signal` aborts, the worker is freed,
+   * the row is released (so it is retried) and the late processing's release is dropped.
+   * Default 5 minutes; keep it above the deadlines of the calls one pass makes.
+   */
+  processTimeoutMs?: number;
   process(row: Row, lock: RowLock): Promise<void>;
 }
 
@@ -44,9 +55,12 @@ export interface RowLock {
    * Returns false when another process took the row over (the result is dropped).
    */
   release(values?: Record<string, unknown>): Promise<boolean>;
+  /** Aborts when the processing is given up (`processTimeoutMs`): pass it to slow calls so they stop too. */
+  readonly signal: AbortSignal;
 }
 
 const DEFAULT_LOCK_MS = 30_000;
+const DEFAULT_PROCESS_TIMEOUT_MS = 300_000;
 /** How often the fetcher looks for due rows when nothing wakes it. */
 const FETCH_TICK_MS = 1_000;
 
@@ -77,9 +91,10 @@ export class Pipeline<Row extends ClaimedRow> {
   start(wakeUps: WakeUps): void {
     this.#unsubscribe = wakeUps.subscribe(this.#definition.name, () => this.#signalDue());
     const lockMs = this.#definition.lockMs ?? DEFAULT_LOCK_MS;
-    this.#heartbeat = setInterval(() => void this.#extendLocks(lockMs), lockMs / 3);
+    this.#heartbeat = setInterval(() => void asBackgroundWork(() => this.#extendLocks(lockMs)), lockMs / 3);
     this.#heartbeat.unref();
-    this.#loop = this.#run();
+    // The fetcher and the workers it starts yield the event loop to API requests (background-work.ts).
+    this.#loop = asBackgroundWork(() => this.#run());
   }
 
   /** Stops fetching, waits for rows in flight, and releases nothing else (their results are applied). */
@@ -143,20 +158,39 @@ export class Pipeline<Row extends ClaimedRow> {
   #dispatch(row: Row): void {
     const token = row.lock_token as string;
     const key = `${row.id}:${token}`;
+    const timeoutMs = this.#definition.processTimeoutMs ?? DEFAULT_PROCESS_TIMEOUT_MS;
+    const giveUp = new AbortController();
     let released = false;
     const lock: RowLock = {
       token,
+      signal: giveUp.signal,
       release: (values) => {
+        // Given up: the row was released and may be claimed again; this late result is dropped.
+        if (giveUp.signal.aborted) return Promise.resolve(false);
         released = true;
         return this.#release(row.id, token, values);
       },
     };
     const work = (async () => {
+      let timer: NodeJS.Timeout | undefined;
+      const processing = asBackgroundWork(async () => this.#definition.process(row, lock));
+      const deadline = new Promise<'timed-out'>((resolve) => {
+        timer = setTimeout(() => resolve('timed-out'), timeoutMs);
+      });
       try {
-        await this.#definition.process(row, lock);
+        if ((await Promise.race([processing, deadline])) === 'timed-out') {
+          giveUp.abort(new Error(`processing took longer than ${timeoutMs} ms`));
+          console.error(
+            `[pipeline ${this.name}] processing ${row.id} took longer than ${timeoutMs} ms: given up, the row will be retried`,
+          );
+          processing.catch((error: unknown) => {
+            console.error(`[pipeline ${this.name}] given-up processing of ${row.id} failed:`, error);
+          });
+        }
       } catch (error) {
         console.error(`[pipeline ${this.name}] processing ${row.id} failed:`, error);
       } finally {
+        clearTimeout(timer);
         // Whatever happened, give the row back, unless process did.
         if (!released) await this.#release(row.id, token).catch(() => {});
         this.#inFlight.delete(key);

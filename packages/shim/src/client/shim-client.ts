@@ -17,10 +17,12 @@ import {
 export interface ShimClientOptions {
   /** The undici dispatcher, e.g. an `Agent` with `connect.socketPath` for a forwarded Unix socket. Default: undici's global one. */
   dispatcher?: Dispatcher;
-  /** Per-request timeout in milliseconds. Default 30 000. */
+  /** Per-request deadline in milliseconds, the whole answer included. Default 30 000. */
   timeoutMs?: number;
   /** The shim's token, sent as `Authorization: Bearer <token>` on every request. Default none. */
   token?: string | null;
+  /** Aborts every request (e.g. when the caller gives up on its work), besides each one's deadline. */
+  signal?: AbortSignal;
 }
 
 /** Talks to dstack's shim API (`@dstack/shim`'s server or dstack's Go shim). */
@@ -85,6 +87,7 @@ export class ShimClient {
     body?: unknown,
   ): Promise<z.output<Schema>> {
     const timeout = this.options.timeoutMs ?? 30_000;
+    const deadline = AbortSignal.timeout(timeout);
     const response = await request(`${this.baseUrl}${path}`, {
       method,
       dispatcher: this.options.dispatcher,
@@ -95,6 +98,8 @@ export class ShimClient {
       body: body === undefined ? undefined : JSON.stringify(body),
       headersTimeout: timeout,
       bodyTimeout: timeout,
+      // bodyTimeout bounds the pause between two chunks only: a trickling answer needs a deadline.
+      signal: this.options.signal === undefined ? deadline : AbortSignal.any([deadline, this.options.signal]),
     });
     const text = await response.body.text();
     if (response.statusCode < 200 || response.statusCode >= 300) {

@@ -1,0 +1,59 @@
+/**
+ * SQLite queries are synchronous: a chain of them made by background work (the pipelines) never
+ * waits for I/O, so without yielding it would keep the event loop until it ends. Background work
+ * gives the loop back to requests between its queries; a request is answered while it goes on.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { asBackgroundWork } from './background-work.js';
+import { type OpenedDatabase, openDatabase } from './database.js';
+
+/** Far more queries than a few turns of the event loop hold: the chain stops once the request is answered. */
+const MAX_QUERIES = 200_000;
+
+let directory: string;
+let opened: OpenedDatabase;
+let server: Server;
+
+beforeEach(async () => {
+  directory = mkdtempSync(join(tmpdir(), 'dstack-background-work-'));
+  opened = await openDatabase({ url: `sqlite:///${join(directory, 'server.db')}`, serverDir: directory });
+  // A cheap API route: one query, then the answer.
+  server = createServer((_request, response) => {
+    void sql<{ one: number }>`select 1 as one`.execute(opened.db).then(({ rows }) => {
+      response.end(String(rows[0]?.one));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+});
+
+afterEach(async () => {
+  await new Promise((resolve) => server.close(resolve));
+  await opened.close();
+  rmSync(directory, { recursive: true, force: true });
+});
+
+it('answers a request while background work makes a long chain of queries', async () => {
+  let answered = false;
+  const request = fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`)
+    .then((response) => response.text())
+    .then((text) => {
+      answered = true;
+      return text;
+    });
+  const queriesBeforeTheAnswer = await asBackgroundWork(async () => {
+    let queries = 0;
+    while (!answered && queries < MAX_QUERIES) {
+      await sql`select 1`.execute(opened.db);
+      queries += 1;
+    }
+    return queries;
+  });
+  expect(await request).toBe('1');
+  expect(queriesBeforeTheAnswer).toBeLessThan(MAX_QUERIES);
+});

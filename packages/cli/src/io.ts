@@ -7,6 +7,8 @@ export interface CliIo {
   stderr: (text: string) => void;
   /** Whether stderr is a terminal that shows colors. */
   stderrColors: boolean;
+  /** Whether stderr is a terminal, where the wait notice is drawn. Default false. */
+  stderrIsTerminal?: boolean;
   /** Whether stdout is a terminal that shows colors. Default false. */
   stdoutColors?: boolean;
   /** Whether stdout is a terminal, where progress lines are redrawn in place. Default false. */
@@ -51,6 +53,7 @@ export function processIo(): CliIo {
     stderrColors: streamShowsColors(process.stderr),
     stdoutColors: streamShowsColors(process.stdout),
     stdoutIsTerminal: Boolean(process.stdout.isTTY),
+    stderrIsTerminal: Boolean(process.stderr.isTTY),
     ...(process.stdin.isTTY ? { confirm: confirmOnTerminal } : {}),
   };
 }

@@ -105,7 +105,7 @@ export function buildOffersRequest(options: OfferOptions): GetOffersRequest {
 /** `dstack offer`: what the configured backends offer for the requirements, cheapest first. */
 export async function offerCommand(options: OfferOptions, io: CliIo): Promise<number> {
   const body = buildOffersRequest(options);
-  const client = await connect(options);
+  const client = await connect(options, io);
   const answer = await client.listOffers(body);
   if (options.format === 'json') {
     io.stdout(`${JSON.stringify(answer, null, 2)}\n`);

@@ -82,7 +82,7 @@ export function formatRuns(runs: readonly Run[], options: FormatRunsOptions): st
 
 /** `dstack ps`: the project's runs, active ones unless `-a`. */
 export async function psCommand(options: PsOptions, io: CliIo): Promise<number> {
-  const client = await connect(options);
+  const client = await connect(options, io);
   const runs = await client.listRuns({ only_active: !options.all, limit: 100 });
   if (options.format === 'json') {
     io.stdout(`${JSON.stringify(runs, null, 2)}\n`);

@@ -1,4 +1,3 @@
-import { createInterface } from 'node:readline/promises';
 import { streamShowsColors } from './output/colors.js';
 
 /** Where a command writes; the real process streams, or buffers in tests. */
@@ -22,6 +21,8 @@ export interface CliIo {
 
 /** Reads `y`/`n` from the terminal; asks again on anything else. Ctrl-C answers no. */
 async function confirmOnTerminal(question: string): Promise<boolean> {
+  // Loaded when a question is asked: commands that ask none start without it.
+  const { createInterface } = await import('node:readline/promises');
   const readline = createInterface({ input: process.stdin, output: process.stdout });
   // readline takes over Ctrl-C while it reads; without a listener the prompt would just pause.
   const interrupted = new AbortController();

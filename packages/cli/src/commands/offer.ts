@@ -5,9 +5,9 @@ import { createColors } from '../output/colors.js';
 import { formatOffersTable } from '../output/offers-table.js';
 import { CommandError } from '../output/report-error.js';
 import { connect, type ProjectOption } from './connect.js';
+import type { OfferFormat } from './output-formats.js';
 
-export const OFFER_FORMATS = ['table', 'json'] as const;
-export type OfferFormat = (typeof OFFER_FORMATS)[number];
+export { OFFER_FORMATS, type OfferFormat } from './output-formats.js';
 
 export interface OfferOptions extends ProjectOption {
   /** GPU requirement in the configuration grammar, e.g. `A100:80GB:2`. Default: none. */

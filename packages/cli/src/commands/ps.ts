@@ -13,9 +13,9 @@ import {
 import { absoluteServiceUrl } from '../output/service-endpoint.js';
 import { formatTable } from '../output/table.js';
 import { connect, type ProjectOption } from './connect.js';
+import type { PsFormat } from './output-formats.js';
 
-export const PS_FORMATS = ['table', 'json'] as const;
-export type PsFormat = (typeof PS_FORMATS)[number];
+export { PS_FORMATS, type PsFormat } from './output-formats.js';
 
 export interface PsOptions extends ProjectOption {
   /** Include finished runs. Default false (active runs only). */

@@ -5,7 +5,8 @@
  * Run with `pnpm bench` (builds first). gpuhunt itself is not runnable here (no
  * PyPI), so there is no reference column.
  *
- * `--only=catalog`, `--only=server` or `--only=throughput` runs one part: e.g.
+ * `--only=catalog`, `--only=server`, `--only=throughput` or `--only=cli` (CLI startup, cli-bench.ts)
+ * runs one part: e.g.
  * `pnpm exec tsx src/main.ts --only=server`. `--shim-in-process` runs the throughput
  * benchmark's shim inside the server's process (the shim's work then counts as the server's).
  */
@@ -20,6 +21,7 @@ import {
   formatCatalogCsv,
   type QueryFilterInput,
 } from '@dstack/catalog';
+import { benchmarkCliStartup } from './cli-bench.js';
 import { benchmarkServer } from './server-bench.js';
 import { measure, type Timing } from './stats.js';
 import { generateSyntheticCatalog } from './synthetic-catalog.js';
@@ -120,7 +122,7 @@ function printTable(rows: readonly Row[]): void {
   for (const line of lines) console.log(format(line));
 }
 
-const PARTS = ['all', 'catalog', 'server', 'throughput'] as const;
+const PARTS = ['all', 'catalog', 'server', 'throughput', 'cli'] as const;
 type Part = (typeof PARTS)[number];
 
 function selectedPart(argv: readonly string[]): Part {
@@ -136,6 +138,10 @@ async function main(): Promise<void> {
   const part = selectedPart(process.argv.slice(2));
   const shimProcess = !process.argv.includes('--shim-in-process');
   console.log(`node ${process.version}, ${process.platform}/${process.arch}`);
+  if (part === 'cli') {
+    benchmarkCliStartup();
+    return;
+  }
   if (part === 'server' || part === 'throughput') {
     await benchmarkServer({ latency: part === 'server', shimProcess });
     return;
@@ -154,7 +160,11 @@ async function main(): Promise<void> {
     await rm(directory, { recursive: true, force: true });
   }
   printTable(rows);
-  if (part === 'all') await benchmarkServer({ latency: true, shimProcess });
+  if (part === 'all') {
+    await benchmarkServer({ latency: true, shimProcess });
+    console.log('');
+    benchmarkCliStartup();
+  }
 }
 
 await main();

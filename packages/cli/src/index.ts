@@ -2,14 +2,17 @@ export {
   type ApiErrorDetail,
   InvalidTokenError,
   ServerApiError,
+  ServerTimeoutError,
   ServerUnreachableError,
   UnexpectedResponseError,
 } from './api/api-errors.js';
 export {
+  DEFAULT_REQUEST_TIMEOUT_MS,
   DstackApiClient,
   type DstackApiClientOptions,
   type OffersResponse,
   type RequestOptions,
+  type WaitNotice,
 } from './api/client.js';
 export { LogReader, LogWriter } from './api/log-reader.js';
 export type { RunningServer, ServerModule } from './commands/server.js';

@@ -1,4 +1,3 @@
-import { createInterface } from 'node:readline/promises';
 import { streamShowsColors } from './output/colors.js';
 
 /** Where a command writes; the real process streams, or buffers in tests. */
@@ -7,6 +6,8 @@ export interface CliIo {
   stderr: (text: string) => void;
   /** Whether stderr is a terminal that shows colors. */
   stderrColors: boolean;
+  /** Whether stderr is a terminal, where the wait notice is drawn. Default false. */
+  stderrIsTerminal?: boolean;
   /** Whether stdout is a terminal that shows colors. Default false. */
   stdoutColors?: boolean;
   /** Whether stdout is a terminal, where progress lines are redrawn in place. Default false. */
@@ -20,6 +21,8 @@ export interface CliIo {
 
 /** Reads `y`/`n` from the terminal; asks again on anything else. Ctrl-C answers no. */
 async function confirmOnTerminal(question: string): Promise<boolean> {
+  // Loaded when a question is asked: commands that ask none start without it.
+  const { createInterface } = await import('node:readline/promises');
   const readline = createInterface({ input: process.stdin, output: process.stdout });
   // readline takes over Ctrl-C while it reads; without a listener the prompt would just pause.
   const interrupted = new AbortController();
@@ -51,6 +54,7 @@ export function processIo(): CliIo {
     stderrColors: streamShowsColors(process.stderr),
     stdoutColors: streamShowsColors(process.stdout),
     stdoutIsTerminal: Boolean(process.stdout.isTTY),
+    stderrIsTerminal: Boolean(process.stderr.isTTY),
     ...(process.stdin.isTTY ? { confirm: confirmOnTerminal } : {}),
   };
 }

@@ -1,25 +1,28 @@
+/**
+ * The `dstack` command tree. Only the definitions (names, options, descriptions) load here; a
+ * command's implementation is imported when that command runs, so `dstack --help` starts
+ * without zod schemas, undici, ssh2 or the server.
+ */
 import { createRequire } from 'node:module';
 import { Command, CommanderError, Option } from 'commander';
-import { type ApplyOptions, applyCommand } from './commands/apply.js';
-import { type AttachCommandOptions, attachCommand } from './commands/attach.js';
-import { type DeleteOptions, deleteCommand } from './commands/delete.js';
-import { type FleetDeleteOptions, fleetDeleteCommand, fleetListCommand } from './commands/fleet.js';
-import { type LogsOptions, logsCommand } from './commands/logs.js';
-import { OFFER_FORMATS, type OfferOptions, offerCommand } from './commands/offer.js';
+import type { ApplyOptions } from './commands/apply.js';
+import type { AttachCommandOptions } from './commands/attach.js';
+import type { DeleteOptions } from './commands/delete.js';
+import type { FleetDeleteOptions } from './commands/fleet.js';
+import type { LogsOptions } from './commands/logs.js';
+import type { OfferOptions } from './commands/offer.js';
 import {
-  type ProjectAddOptions,
-  projectAddCommand,
-  projectDeleteCommand,
-  projectListCommand,
-  projectSetDefaultCommand,
-} from './commands/project.js';
-import { PS_FORMATS, type PsOptions, psCommand } from './commands/ps.js';
-import { type ServerOptions, serverCommand } from './commands/server.js';
-import { type SshProxyOptions, sshProxyCommand } from './commands/ssh-proxy.js';
-import { type StopOptions, stopCommand } from './commands/stop.js';
-import { VALIDATE_FORMATS, type ValidateFormat, validateCommand } from './commands/validate.js';
+  OFFER_FORMATS,
+  PS_FORMATS,
+  VALIDATE_FORMATS,
+  type ValidateFormat,
+} from './commands/output-formats.js';
+import type { ProjectAddOptions } from './commands/project.js';
+import type { PsOptions } from './commands/ps.js';
+import type { ServerOptions } from './commands/server.js';
+import type { SshProxyOptions } from './commands/ssh-proxy.js';
+import type { StopOptions } from './commands/stop.js';
 import { type CliIo, processIo, red } from './io.js';
-import { reportError } from './output/report-error.js';
 
 const packageJson = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -50,6 +53,7 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     try {
       result.exitCode = await command();
     } catch (error) {
+      const { reportError } = await import('./output/report-error.js');
       result.exitCode = reportError(error, io);
     }
   };
@@ -72,6 +76,7 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .requiredOption('-f, --file <file>', 'the configuration file (.dstack.yml)')
     .addOption(new Option('--format <format>', 'output format').choices(VALIDATE_FORMATS).default('yaml'))
     .action(async (options: { file: string; format: ValidateFormat }) => {
+      const { validateCommand } = await import('./commands/validate.js');
       result.exitCode = await validateCommand(options, io);
     });
 
@@ -81,7 +86,9 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .option('--host <host>', 'the interface to listen on')
     .option('-p, --port <port>', 'the port to listen on')
     .addOption(yesOption())
-    .action((options: ServerOptions) => run(() => serverCommand(options, io)));
+    .action((options: ServerOptions) =>
+      run(async () => (await import('./commands/server.js')).serverCommand(options, io)),
+    );
 
   const project = program.command('project').description('manage the projects in ~/.dstack/config.yml');
   project
@@ -93,22 +100,28 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .option('--default', 'make it the default project')
     .option('--no-check', 'save without checking the token against the server')
     .addOption(yesOption())
-    .action((options: ProjectAddOptions) => run(() => projectAddCommand(options, io)));
+    .action((options: ProjectAddOptions) =>
+      run(async () => (await import('./commands/project.js')).projectAddCommand(options, io)),
+    );
   project
     .command('list')
     .description('list the projects')
-    .action(() => run(() => projectListCommand(io)));
+    .action(() => run(async () => (await import('./commands/project.js')).projectListCommand(io)));
   project
     .command('set-default')
     .description('make a project the default')
     .argument('<name>', 'the project name')
-    .action((name: string) => run(() => projectSetDefaultCommand(name, io)));
+    .action((name: string) =>
+      run(async () => (await import('./commands/project.js')).projectSetDefaultCommand(name, io)),
+    );
   project
     .command('delete')
     .description('remove a project from the configuration')
     .argument('<name>', 'the project name')
     .addOption(yesOption())
-    .action((name: string, options: { yes?: boolean }) => run(() => projectDeleteCommand(name, options, io)));
+    .action((name: string, options: { yes?: boolean }) =>
+      run(async () => (await import('./commands/project.js')).projectDeleteCommand(name, options, io)),
+    );
 
   program
     .command('apply')
@@ -119,7 +132,9 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .option('--force', 're-create even when nothing changed')
     .option('-n, --name <name>', 'the run name (overrides the file)')
     .addOption(projectOption())
-    .action((options: ApplyOptions) => run(() => applyCommand(options, io)));
+    .action((options: ApplyOptions) =>
+      run(async () => (await import('./commands/apply.js')).applyCommand(options, io)),
+    );
 
   program
     .command('ps')
@@ -128,7 +143,9 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .option('-v, --verbose', 'add resources, instance type, service URL and error')
     .addOption(new Option('--format <format>', 'output format').choices(PS_FORMATS).default('table'))
     .addOption(projectOption())
-    .action((options: PsOptions) => run(() => psCommand(options, io)));
+    .action((options: PsOptions) =>
+      run(async () => (await import('./commands/ps.js')).psCommand(options, io)),
+    );
 
   program
     .command('logs')
@@ -136,7 +153,9 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .argument('<run>', 'the run name')
     .option('-f, --follow', 'keep printing until the run finishes')
     .addOption(projectOption())
-    .action((runName: string, options: LogsOptions) => run(() => logsCommand(runName, options, io)));
+    .action((runName: string, options: LogsOptions) =>
+      run(async () => (await import('./commands/logs.js')).logsCommand(runName, options, io)),
+    );
 
   program
     .command('attach')
@@ -144,7 +163,7 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .argument('<run>', 'the run name')
     .addOption(projectOption())
     .action((runName: string, options: AttachCommandOptions) =>
-      run(() => attachCommand(runName, options, io)),
+      run(async () => (await import('./commands/attach.js')).attachCommand(runName, options, io)),
     );
 
   program
@@ -155,7 +174,12 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .option('--replica <number>', 'the replica number', '0')
     .addOption(projectOption())
     .action((runName: string, options: SshProxyOptions) =>
-      run(() => sshProxyCommand(runName, options, { input: process.stdin, output: process.stdout })),
+      run(async () =>
+        (await import('./commands/ssh-proxy.js')).sshProxyCommand(runName, options, {
+          input: process.stdin,
+          output: process.stdout,
+        }),
+      ),
     );
 
   program
@@ -165,7 +189,9 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .option('-x, --abort', 'terminate at once instead of stopping gracefully')
     .addOption(yesOption())
     .addOption(projectOption())
-    .action((runName: string, options: StopOptions) => run(() => stopCommand(runName, options, io)));
+    .action((runName: string, options: StopOptions) =>
+      run(async () => (await import('./commands/stop.js')).stopCommand(runName, options, io)),
+    );
 
   program
     .command('offer')
@@ -182,21 +208,27 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .option('--max-offers <count>', 'how many offers to fetch', '50')
     .addOption(new Option('--format <format>', 'output format').choices(OFFER_FORMATS).default('table'))
     .addOption(projectOption())
-    .action((options: OfferOptions) => run(() => offerCommand(options, io)));
+    .action((options: OfferOptions) =>
+      run(async () => (await import('./commands/offer.js')).offerCommand(options, io)),
+    );
 
   const fleet = program.command('fleet').description('manage fleets');
   fleet
     .command('list')
     .description('list fleets and their instances')
     .addOption(projectOption())
-    .action((options: { project?: string }) => run(() => fleetListCommand(options, io)));
+    .action((options: { project?: string }) =>
+      run(async () => (await import('./commands/fleet.js')).fleetListCommand(options, io)),
+    );
   fleet
     .command('delete')
     .description('delete a fleet and terminate its instances')
     .argument('<name>', 'the fleet name')
     .addOption(yesOption())
     .addOption(projectOption())
-    .action((name: string, options: FleetDeleteOptions) => run(() => fleetDeleteCommand(name, options, io)));
+    .action((name: string, options: FleetDeleteOptions) =>
+      run(async () => (await import('./commands/fleet.js')).fleetDeleteCommand(name, options, io)),
+    );
 
   program
     .command('delete')
@@ -204,7 +236,9 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .requiredOption('-f, --file <file>', 'the configuration file (.dstack.yml)')
     .addOption(yesOption())
     .addOption(projectOption())
-    .action((options: DeleteOptions) => run(() => deleteCommand(options, io)));
+    .action((options: DeleteOptions) =>
+      run(async () => (await import('./commands/delete.js')).deleteCommand(options, io)),
+    );
 
   return program;
 }

@@ -58,6 +58,32 @@ export class ServerUnreachableError extends DstackError {
   }
 }
 
+/** The server took the connection but did not answer within the CLI's timeout. */
+export class ServerTimeoutError extends DstackError {
+  override readonly name = 'ServerTimeoutError';
+  readonly serverUrl: string;
+  readonly timeoutMs: number;
+
+  constructor(serverUrl: string, timeoutMs: number, cause?: unknown) {
+    super(`the server at ${serverUrl} did not answer within ${formatSeconds(timeoutMs)}`, { cause });
+    this.serverUrl = serverUrl;
+    this.timeoutMs = timeoutMs;
+  }
+
+  static override isInstance(error: unknown): error is ServerTimeoutError {
+    return DstackError.isInstance(error) && error.name === 'ServerTimeoutError';
+  }
+}
+
+function formatSeconds(milliseconds: number): string {
+  return `${Number((milliseconds / 1000).toFixed(1))} s`;
+}
+
+/** Whether undici gave up waiting for an answer's headers (`headersTimeout`). */
+export function isHeadersTimeout(error: unknown): boolean {
+  return (error as { code?: unknown } | undefined)?.code === 'UND_ERR_HEADERS_TIMEOUT';
+}
+
 /** The server answered 2xx with a body that does not match the API models. */
 export class UnexpectedResponseError extends DstackError {
   override readonly name = 'UnexpectedResponseError';

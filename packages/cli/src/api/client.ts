@@ -34,9 +34,11 @@ import {
 import { type Dispatcher, request } from 'undici';
 import {
   InvalidTokenError,
+  isHeadersTimeout,
   isUnreachableError,
   parseErrorDetails,
   ServerApiError,
+  ServerTimeoutError,
   ServerUnreachableError,
   UnexpectedResponseError,
 } from './api-errors.js';
@@ -76,9 +78,27 @@ export interface DstackApiClientOptions {
   projectName: string;
   /** The undici dispatcher (a `MockAgent` in tests). Default: undici's global dispatcher. */
   dispatcher?: Dispatcher;
-  /** Milliseconds to wait for the answer's headers. Default 60 000. */
+  /**
+   * Milliseconds to wait for an answer's headers; then the request fails with
+   * `ServerTimeoutError`. A stream's body (logs, SSH) is not limited by it. Default 30 000 (the
+   * CLI takes it from `DSTACK_CLI_TIMEOUT`, in seconds).
+   */
   timeoutMs?: number;
+  /** Shown while an answer takes longer than `WAIT_NOTICE_DELAY_MS`. Default: none. */
+  waitNotice?: WaitNotice;
 }
+
+/** Tells the user that the CLI is waiting for the server, and that it no longer is. */
+export interface WaitNotice {
+  show(): void;
+  hide(): void;
+}
+
+/** How long the CLI waits for a server's answer by default. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+
+/** An answer slower than this shows the wait notice: a second is when silence starts to worry. */
+export const WAIT_NOTICE_DELAY_MS = 1_000;
 
 export interface RequestOptions {
   /** Aborts the request (e.g. Ctrl-C while attached). */
@@ -94,13 +114,17 @@ export class DstackApiClient {
   readonly #token: string;
   readonly #dispatcher: Dispatcher | undefined;
   readonly #timeoutMs: number;
+  readonly #waitNotice: WaitNotice | undefined;
+  /** Requests past `WAIT_NOTICE_DELAY_MS` without an answer; the notice shows while there are any. */
+  #slowAnswers = 0;
 
   constructor(options: DstackApiClientOptions) {
     this.url = options.url.replace(/\/+$/, '');
     this.projectName = options.projectName;
     this.#token = options.token;
     this.#dispatcher = options.dispatcher;
-    this.#timeoutMs = options.timeoutMs ?? 60_000;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.#waitNotice = options.waitNotice;
   }
 
   getServerInfo(options?: RequestOptions): Promise<{ server_version: string | null }> {
@@ -198,13 +222,33 @@ export class DstackApiClient {
     runName: string,
     options: { jobNum?: number; replicaNum?: number } & RequestOptions = {},
   ): Promise<Socket> {
-    return openSshTunnel({
-      serverUrl: this.url,
-      token: this.#token,
-      projectName: this.projectName,
-      runName,
-      ...options,
-    });
+    return this.#awaitAnswer(
+      openSshTunnel({
+        serverUrl: this.url,
+        token: this.#token,
+        projectName: this.projectName,
+        runName,
+        timeoutMs: this.#timeoutMs,
+        ...options,
+      }),
+    );
+  }
+
+  /** `answer`, with the wait notice shown while it is slower than `WAIT_NOTICE_DELAY_MS`. */
+  async #awaitAnswer<T>(answer: Promise<T>): Promise<T> {
+    const notice = this.#waitNotice;
+    if (!notice) return answer;
+    let slow = false;
+    const timer = setTimeout(() => {
+      slow = true;
+      if (this.#slowAnswers++ === 0) notice.show();
+    }, WAIT_NOTICE_DELAY_MS);
+    try {
+      return await answer;
+    } finally {
+      clearTimeout(timer);
+      if (slow && --this.#slowAnswers === 0) notice.hide();
+    }
   }
 
   #projectPath(endpoint: string): string {
@@ -246,21 +290,24 @@ export class DstackApiClient {
   ): Promise<Dispatcher.ResponseData> {
     let response: Dispatcher.ResponseData;
     try {
-      response = await request(`${this.url}${endpoint}`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${this.#token}`,
-          'content-type': 'application/json',
-          accept: extra.accept ?? 'application/json',
-        },
-        body: JSON.stringify(body),
-        headersTimeout: this.#timeoutMs,
-        ...(extra.bodyTimeout === undefined ? {} : { bodyTimeout: extra.bodyTimeout }),
-        ...(options.signal ? { signal: options.signal } : {}),
-        ...(this.#dispatcher ? { dispatcher: this.#dispatcher } : {}),
-      });
+      response = await this.#awaitAnswer(
+        request(`${this.url}${endpoint}`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${this.#token}`,
+            'content-type': 'application/json',
+            accept: extra.accept ?? 'application/json',
+          },
+          body: JSON.stringify(body),
+          headersTimeout: this.#timeoutMs,
+          ...(extra.bodyTimeout === undefined ? {} : { bodyTimeout: extra.bodyTimeout }),
+          ...(options.signal ? { signal: options.signal } : {}),
+          ...(this.#dispatcher ? { dispatcher: this.#dispatcher } : {}),
+        }),
+      );
     } catch (error) {
       if (isUnreachableError(error)) throw new ServerUnreachableError(this.url, error);
+      if (isHeadersTimeout(error)) throw new ServerTimeoutError(this.url, this.#timeoutMs, error);
       throw error;
     }
     if (response.statusCode >= 200 && response.statusCode < 300) return response;

@@ -11,6 +11,7 @@ import {
   isUnreachableError,
   parseErrorDetails,
   ServerApiError,
+  ServerTimeoutError,
   ServerUnreachableError,
 } from './api-errors.js';
 
@@ -27,6 +28,8 @@ export interface SshTunnelTarget {
   replicaNum?: number;
   /** Aborts the request before the server switched protocols. */
   signal?: AbortSignal;
+  /** Milliseconds to wait for the server's answer (not limiting the tunnel). Default: no limit. */
+  timeoutMs?: number;
 }
 
 /** The path of the SSH route, with its query. */
@@ -55,8 +58,9 @@ async function refusal(response: IncomingMessage, target: SshTunnelTarget, path:
 /**
  * Opens the tunnel: resolves with the socket once the server answered 101 (bytes the server
  * sent right after its answer are put back into the socket). Any other answer rejects with
- * `InvalidTokenError` (401) or `ServerApiError` (the server's message); a server that does not
- * answer with `ServerUnreachableError`.
+ * `InvalidTokenError` (401) or `ServerApiError` (the server's message); a server that cannot be
+ * reached with `ServerUnreachableError`, one that does not answer within `timeoutMs` with
+ * `ServerTimeoutError`.
  */
 export function openSshTunnel(target: SshTunnelTarget): Promise<Socket> {
   const base = new URL(target.serverUrl);
@@ -72,14 +76,22 @@ export function openSshTunnel(target: SshTunnelTarget): Promise<Socket> {
     ...(target.signal ? { signal: target.signal } : {}),
   });
   return new Promise<Socket>((resolve, reject) => {
+    const { timeoutMs } = target;
+    const timer =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => request.destroy(new ServerTimeoutError(target.serverUrl, timeoutMs)), timeoutMs);
     request.once('upgrade', (_response: IncomingMessage, socket: Socket, head: Buffer) => {
+      clearTimeout(timer);
       if (head.length > 0) socket.unshift(head);
       resolve(socket);
     });
     request.once('response', (response: IncomingMessage) => {
+      clearTimeout(timer);
       refusal(response, target, path).then(reject, reject);
     });
     request.on('error', (error) => {
+      clearTimeout(timer);
       reject(isUnreachableError(error) ? new ServerUnreachableError(target.serverUrl, error) : error);
     });
     request.end();

@@ -76,7 +76,7 @@ export async function applyCommand(options: ApplyOptions, io: CliIo): Promise<nu
     ssh_key_pub: publicKey,
     ...(providerJobs === null ? {} : { provider_jobs: providerJobs }),
   };
-  const client = await connect(options);
+  const client = await connect(options, io);
   return applyRun(client, configuration, runSpec, options, io);
 }
 
@@ -141,7 +141,7 @@ async function applyFleet(
   options: ApplyOptions,
   io: CliIo,
 ): Promise<number> {
-  const client = await connect(options);
+  const client = await connect(options, io);
   const name = options.name ?? configuration.name;
   const question = name ? `Apply the fleet ${name}?` : 'Create a new fleet?';
   if (!(await confirmAction(io, question, options.yes))) return 0;

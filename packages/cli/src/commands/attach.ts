@@ -31,7 +31,7 @@ export async function attachCommand(
   options: AttachCommandOptions,
   io: CliIo,
 ): Promise<number> {
-  const client = await connect(options);
+  const client = await connect(options, io);
   const first = await client.getRun(runName);
   if (isRunFinished(first.status)) throw new CommandError(`run ${runName} is ${first.status}`);
   const key = await prepareRunSsh(client, runName);

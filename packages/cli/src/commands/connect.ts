@@ -1,14 +1,47 @@
-import { DstackApiClient } from '../api/client.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, DstackApiClient, type DstackApiClientOptions } from '../api/client.js';
 import { cliConfigPath, loadCliConfig, selectProject } from '../config/cli-config.js';
+import type { CliIo } from '../io.js';
+import { CommandError } from '../output/report-error.js';
+import { createWaitNotice } from '../output/wait-notice.js';
 
 export interface ProjectOption {
   /** The project to use (`--project`, env `DSTACK_PROJECT`). Default: the default project. */
   project?: string;
 }
 
-/** A client for the chosen project of `~/.dstack/config.yml`. */
-export async function connect(options: ProjectOption): Promise<DstackApiClient> {
+/** The environment variable that sets how long the CLI waits for an answer, in seconds. */
+export const CLI_TIMEOUT_VARIABLE = 'DSTACK_CLI_TIMEOUT';
+
+/** Milliseconds to wait for the server's answers: `DSTACK_CLI_TIMEOUT` seconds, default 30. */
+export function requestTimeoutMs(environment: NodeJS.ProcessEnv = process.env): number {
+  const text = environment[CLI_TIMEOUT_VARIABLE]?.trim();
+  if (text === undefined || text === '') return DEFAULT_REQUEST_TIMEOUT_MS;
+  const seconds = Number(text);
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    throw new CommandError(
+      `${CLI_TIMEOUT_VARIABLE}: expected a number of seconds greater than 0, got '${text}'`,
+    );
+  }
+  return seconds * 1000;
+}
+
+/** What every client of the CLI shares: the timeout, and the wait notice on a terminal. */
+export function clientSettings(
+  serverUrl: string,
+  io?: CliIo,
+): Pick<DstackApiClientOptions, 'timeoutMs' | 'waitNotice'> {
+  const waitNotice = io ? createWaitNotice(io, serverUrl) : undefined;
+  return { timeoutMs: requestTimeoutMs(), ...(waitNotice ? { waitNotice } : {}) };
+}
+
+/** A client for the chosen project of `~/.dstack/config.yml`; with `io`, slow answers show a notice. */
+export async function connect(options: ProjectOption, io?: CliIo): Promise<DstackApiClient> {
   const config = await loadCliConfig(cliConfigPath());
   const project = selectProject(config, options.project);
-  return new DstackApiClient({ url: project.url, token: project.token, projectName: project.name });
+  return new DstackApiClient({
+    url: project.url,
+    token: project.token,
+    projectName: project.name,
+    ...clientSettings(project.url, io),
+  });
 }

@@ -42,7 +42,7 @@ export async function deleteCommand(options: DeleteOptions, io: CliIo): Promise<
   const name = configuration.name;
   if (!name)
     throw new CommandError(`${options.file}: the configuration has no name, so there is nothing to delete`);
-  const client = await connect(options);
+  const client = await connect(options, io);
   if (configuration.type === 'fleet') {
     if (!(await confirmAction(io, `Delete the fleet ${name}?`, options.yes))) return 0;
     await client.deleteFleets({ names: [name] });

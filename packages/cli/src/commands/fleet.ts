@@ -73,7 +73,7 @@ export function formatFleets(fleets: readonly Fleet[], colors: Colors, now = new
 
 /** `dstack fleet list`. */
 export async function fleetListCommand(options: ProjectOption, io: CliIo): Promise<number> {
-  const client = await connect(options);
+  const client = await connect(options, io);
   const fleets = await client.listFleets();
   io.stdout(formatFleets(fleets, createColors(Boolean(io.stdoutColors))));
   return 0;
@@ -90,7 +90,7 @@ export async function fleetDeleteCommand(
   options: FleetDeleteOptions,
   io: CliIo,
 ): Promise<number> {
-  const client = await connect(options);
+  const client = await connect(options, io);
   if (!(await confirmAction(io, `Delete the fleet ${name}?`, options.yes))) return 0;
   await client.deleteFleets({ names: [name] });
   io.stdout(`Deleting fleet ${name}\n`);

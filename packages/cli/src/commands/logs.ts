@@ -15,7 +15,7 @@ export interface LogsOptions extends ProjectOption {
 
 /** `dstack logs RUN [-f]`: the run's job output, stdout and stderr to their streams. */
 export async function logsCommand(runName: string, options: LogsOptions, io: CliIo): Promise<number> {
-  const client = await connect(options);
+  const client = await connect(options, io);
   // Fails early with the server's message when the run does not exist.
   let run = await client.getRun(runName);
   const writer = new LogWriter(io);

@@ -6,9 +6,9 @@ import { formatOffersTable } from '../output/offers-table.js';
 import { formatJson } from '../output/printable.js';
 import { CommandError } from '../output/report-error.js';
 import { connect, type ProjectOption } from './connect.js';
+import type { OfferFormat } from './output-formats.js';
 
-export const OFFER_FORMATS = ['table', 'json'] as const;
-export type OfferFormat = (typeof OFFER_FORMATS)[number];
+export { OFFER_FORMATS, type OfferFormat } from './output-formats.js';
 
 export interface OfferOptions extends ProjectOption {
   /** GPU requirement in the configuration grammar, e.g. `A100:80GB:2`. Default: none. */
@@ -106,7 +106,7 @@ export function buildOffersRequest(options: OfferOptions): GetOffersRequest {
 /** `dstack offer`: what the configured backends offer for the requirements, cheapest first. */
 export async function offerCommand(options: OfferOptions, io: CliIo): Promise<number> {
   const body = buildOffersRequest(options);
-  const client = await connect(options);
+  const client = await connect(options, io);
   const answer = await client.listOffers(body);
   if (options.format === 'json') {
     io.stdout(`${formatJson(answer)}\n`);

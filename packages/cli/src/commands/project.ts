@@ -12,6 +12,7 @@ import { createColors } from '../output/colors.js';
 import { CommandError } from '../output/report-error.js';
 import { formatTable } from '../output/table.js';
 import { confirmAction } from './confirm.js';
+import { clientSettings } from './connect.js';
 
 export interface ProjectAddOptions {
   name: string;
@@ -42,7 +43,12 @@ export async function projectAddCommand(options: ProjectAddOptions, io: CliIo): 
   }
   const serverUrl = url.href.replace(/\/+$/, '');
   if (options.check !== false) {
-    const client = new DstackApiClient({ url: serverUrl, token: options.token, projectName: options.name });
+    const client = new DstackApiClient({
+      url: serverUrl,
+      token: options.token,
+      projectName: options.name,
+      ...clientSettings(serverUrl, io),
+    });
     await client.getMyUser();
   }
   const path = cliConfigPath();

@@ -14,9 +14,9 @@ import { formatJson } from '../output/printable.js';
 import { absoluteServiceUrl } from '../output/service-endpoint.js';
 import { formatTable, styled, type TableCell } from '../output/table.js';
 import { connect, type ProjectOption } from './connect.js';
+import type { PsFormat } from './output-formats.js';
 
-export const PS_FORMATS = ['table', 'json'] as const;
-export type PsFormat = (typeof PS_FORMATS)[number];
+export { PS_FORMATS, type PsFormat } from './output-formats.js';
 
 export interface PsOptions extends ProjectOption {
   /** Include finished runs. Default false (active runs only). */
@@ -83,7 +83,7 @@ export function formatRuns(runs: readonly Run[], options: FormatRunsOptions): st
 
 /** `dstack ps`: the project's runs, active ones unless `-a`. */
 export async function psCommand(options: PsOptions, io: CliIo): Promise<number> {
-  const client = await connect(options);
+  const client = await connect(options, io);
   const runs = await client.listRuns({ only_active: !options.all, limit: 100 });
   if (options.format === 'json') {
     io.stdout(`${formatJson(runs)}\n`);

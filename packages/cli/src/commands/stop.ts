@@ -11,7 +11,7 @@ export interface StopOptions extends ProjectOption {
 
 /** `dstack stop RUN [-x]`: prints `Stopped RUN` or `Aborted RUN`. */
 export async function stopCommand(runName: string, options: StopOptions, io: CliIo): Promise<number> {
-  const client = await connect(options);
+  const client = await connect(options, io);
   const verb = options.abort ? 'Abort' : 'Stop';
   if (!(await confirmAction(io, `${verb} the run ${runName}?`, options.yes))) return 0;
   await client.stopRuns({ runs_names: [runName], abort: Boolean(options.abort) });

@@ -39,6 +39,31 @@ describe('validateCommand', () => {
     expect(colored.stderr()).toContain('\u001b[31m');
   });
 
+  it('reports an alias bomb, an oversized file and a misspelled field as one line each', async () => {
+    const bomb = join(dir, 'bomb.dstack.yml');
+    const levels = ['type: task', 'commands: [echo]', 'a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]'];
+    for (const name of ['b', 'c', 'd', 'e', 'f']) {
+      const previous = String.fromCharCode(name.charCodeAt(0) - 1);
+      levels.push(`${name}: &${name} [${Array(9).fill(`*${previous}`).join(', ')}]`);
+    }
+    writeFileSync(bomb, `${levels.join('\n')}\n`);
+    const big = join(dir, 'big.dstack.yml');
+    writeFileSync(big, `type: task\ncommands:\n${'  - echo hello\n'.repeat(100_000)}`);
+    const typo = join(dir, 'typo.dstack.yml');
+    writeFileSync(typo, 'type: service\nimage: nginx\nprot: 8000\n');
+    const printed: string[] = [];
+    for (const file of [bomb, big, typo]) {
+      const buffers = bufferIo();
+      expect(await validateCommand({ file, format: 'yaml' }, buffers.io)).toBe(1);
+      printed.push(buffers.stderr());
+    }
+    expect(printed).toEqual([
+      `${bomb}:8:8: invalid YAML: alias *e expands the document too much (aliases may repeat content at most 100 times)\n`,
+      `${big}: the file is 1.4 MiB, over the 1 MiB limit for YAML files\n`,
+      `${typo}:3:1: prot: unknown field 'prot' in the service configuration; did you mean 'port'?\n`,
+    ]);
+  });
+
   it("checks a provider's parameters with the provider's schema", async () => {
     const project = new ProviderProject();
     try {

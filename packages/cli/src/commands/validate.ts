@@ -9,10 +9,10 @@ import {
 import { stringify } from 'yaml';
 import { type CliIo, red } from '../io.js';
 import { expandConfigurationProvider } from '../providers/expand-configuration-provider.js';
+import type { ValidateFormat } from './output-formats.js';
 import { describeReadError } from './read-configuration.js';
 
-export const VALIDATE_FORMATS = ['yaml', 'json'] as const;
-export type ValidateFormat = (typeof VALIDATE_FORMATS)[number];
+export { VALIDATE_FORMATS, type ValidateFormat } from './output-formats.js';
 
 export interface ValidateOptions {
   file: string;

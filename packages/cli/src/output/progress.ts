@@ -16,17 +16,19 @@ const SPINNER_FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', 
 const SPINNER_INTERVAL_MS = 100;
 const CLEAR_LINE = '\r\u001b[2K';
 
-export function createProgressLine(io: CliIo): ProgressLine {
-  const line = createRawProgressLine(io);
+export function createProgressLine(io: CliIo, stream: 'stdout' | 'stderr' = 'stdout'): ProgressLine {
+  const line = createRawProgressLine(io, stream);
   return { update: (text) => line.update(printable(text)), clear: () => line.clear() };
 }
 
-function createRawProgressLine(io: CliIo): ProgressLine {
+function createRawProgressLine(io: CliIo, stream: 'stdout' | 'stderr'): ProgressLine {
+  const write = stream === 'stdout' ? io.stdout : io.stderr;
+  const isTerminal = stream === 'stdout' ? io.stdoutIsTerminal : io.stderrIsTerminal;
   let last: string | undefined;
-  if (!io.stdoutIsTerminal) {
+  if (!isTerminal) {
     return {
       update(text) {
-        if (text !== last) io.stdout(`${text}\n`);
+        if (text !== last) write(`${text}\n`);
         last = text;
       },
       clear() {},
@@ -36,7 +38,7 @@ function createRawProgressLine(io: CliIo): ProgressLine {
   let timer: NodeJS.Timeout | undefined;
   const draw = () => {
     if (last === undefined) return;
-    io.stdout(`${CLEAR_LINE}${SPINNER_FRAMES[frame % SPINNER_FRAMES.length]} ${last}`);
+    write(`${CLEAR_LINE}${SPINNER_FRAMES[frame % SPINNER_FRAMES.length]} ${last}`);
     frame += 1;
   };
   return {
@@ -49,7 +51,7 @@ function createRawProgressLine(io: CliIo): ProgressLine {
     clear() {
       if (timer) clearInterval(timer);
       timer = undefined;
-      if (last !== undefined) io.stdout(CLEAR_LINE);
+      if (last !== undefined) write(CLEAR_LINE);
       last = undefined;
     },
   };

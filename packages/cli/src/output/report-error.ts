@@ -2,6 +2,7 @@ import { ConfigurationError, DstackError, formatConfigurationError, ProviderErro
 import {
   InvalidTokenError,
   ServerApiError,
+  ServerTimeoutError,
   ServerUnreachableError,
   UnexpectedResponseError,
 } from '../api/api-errors.js';
@@ -43,6 +44,9 @@ function describeOtherError(error: unknown): string[] | undefined {
   }
   if (ServerUnreachableError.isInstance(error)) {
     return [`cannot reach the dstack server at ${error.serverUrl}: is \`dstack server\` running?`];
+  }
+  if (ServerTimeoutError.isInstance(error)) {
+    return [`error: ${error.message}; set DSTACK_CLI_TIMEOUT (seconds) to wait longer`];
   }
   if (ServerApiError.isInstance(error)) {
     return error.details.map((detail) => {

@@ -110,12 +110,41 @@ function normalisePath(path: ReadonlyArray<PropertyKey>): Array<string | number>
   return path.map((segment) => (typeof segment === 'number' ? segment : String(segment)));
 }
 
-/** Converts validation issues to the `ConfigurationError` of the first one in document order. */
+/**
+ * Whether an issue is about a field the user did not write: a required field, or a rule on a
+ * field that is absent ("either 'commands' or 'image' is required").
+ */
+function isMissingField(issue: Issue, source: IssueSource): boolean {
+  if (issue.code === 'invalid_type' && issue.input === undefined) return true;
+  if (issue.path.length === 0 || !source.document) return false;
+  const path = normalisePath(issue.path);
+  const parent = path.slice(0, -1);
+  return (parent.length === 0 || source.document.hasIn(parent)) && !source.document.hasIn(path);
+}
+
+/** The field an unknown-field message suggests ("did you mean 'port'?"), if any. */
+function suggestedField(issue: Issue): string | undefined {
+  if (issue.code !== 'unrecognized_keys') return undefined;
+  return /; did you mean '([^']+)'\?/.exec(issue.message)?.[1];
+}
+
+function samePath(left: ReadonlyArray<PropertyKey>, right: ReadonlyArray<PropertyKey>): boolean {
+  return (
+    left.length === right.length && left.every((segment, index) => String(segment) === String(right[index]))
+  );
+}
+
+/**
+ * Converts validation issues to the `ConfigurationError` of the first one in document order,
+ * except that a misspelled field comes before the required field it left missing (`prot:`
+ * for `port:`): the typo is what the user must fix, at its own line.
+ */
 export function issuesToConfigurationError(
   issues: readonly Issue[],
   source: IssueSource,
   cause?: unknown,
 ): ConfigurationError {
+  const unknownFields = issues.filter((issue) => issue.code === 'unrecognized_keys');
   const located = issues.map((issue, order) => {
     let path = normalisePath(issue.path);
     const isUnknownKey = issue.code === 'unrecognized_keys';
@@ -131,14 +160,39 @@ export function issuesToConfigurationError(
       path = location.path;
     }
     const field = normalisePath(issue.path).at(-1);
-    return { issue, order, path, line, column, message: describeIssue(issue, where, field) };
+    // An unknown field in the same mapping probably is the missing one, misspelled.
+    const explainedBy =
+      !isUnknownKey && isMissingField(issue, source)
+        ? unknownFields.find((unknown) => samePath(unknown.path, issue.path.slice(0, -1)))
+        : undefined;
+    return {
+      issue,
+      order,
+      path,
+      line,
+      column,
+      field,
+      explainedBy,
+      message: describeIssue(issue, where, field),
+    };
   });
   located.sort(
-    (a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0) || a.order - b.order,
+    (a, b) =>
+      Number(a.explainedBy !== undefined) - Number(b.explainedBy !== undefined) ||
+      (a.line ?? 0) - (b.line ?? 0) ||
+      (a.column ?? 0) - (b.column ?? 0) ||
+      a.order - b.order,
   );
   const first = located[0];
   if (!first) return new ConfigurationError('invalid configuration', { file: source.file, cause });
-  return new ConfigurationError(first.message, {
+  let message = first.message;
+  // Name a missing field the suggestion does not already name ("unknown field 'cmd'" alone
+  // would hide that 'commands' is required).
+  const missing = located.find(
+    (entry) => entry.explainedBy === first.issue && entry.field !== suggestedField(first.issue),
+  );
+  if (missing) message += ` (and ${missing.message})`;
+  return new ConfigurationError(message, {
     ...(source.file === undefined ? {} : { file: source.file }),
     path: first.path,
     ...(first.line === undefined ? {} : { line: first.line, column: first.column! }),

@@ -109,3 +109,10 @@ export {
 } from './service-configuration.js';
 export { type VolumeConfiguration, volumeConfigurationSchema } from './volume-configuration.js';
 export { locateInDocument, type YamlLocation } from './yaml-positions.js';
+export {
+  MAX_YAML_ALIAS_COUNT,
+  MAX_YAML_BYTES,
+  type ParsedYamlText,
+  parseYamlText,
+  type YamlTextOptions,
+} from './yaml-text.js';

@@ -366,6 +366,39 @@ describe('invalid configurations', () => {
       path: ['ssh_config', 'hosts', 0, 'identity_fle'],
       message: "unknown field 'identity_fle' in ssh_config.hosts[0]; did you mean 'identity_file'?",
     },
+    {
+      name: 'a misspelled required field (service port)',
+      text: 'type: service\nimage: nginx\nprot: 8000\n',
+      line: 3,
+      column: 1,
+      path: ['prot'],
+      message: "unknown field 'prot' in the service configuration; did you mean 'port'?",
+    },
+    {
+      name: 'a misspelled task commands',
+      text: 'type: task\nname: x\ncomands:\n  - train\n',
+      line: 3,
+      column: 1,
+      path: ['comands'],
+      message: "unknown field 'comands' in the task configuration; did you mean 'commands'?",
+    },
+    {
+      name: 'an unknown field that leaves a required one missing',
+      text: 'type: task\ncmds: [train]\n',
+      line: 2,
+      column: 1,
+      path: ['cmds'],
+      message:
+        "unknown field 'cmds' in the task configuration (and either 'commands' or 'image' is required)",
+    },
+    {
+      name: 'a misspelled nested required field',
+      text: 'type: gateway\nbackend: aws\nregion: us-east-1\ncertificate:\n  type: acm\n  ann: arn:aws:acm:x\n',
+      line: 6,
+      column: 3,
+      path: ['certificate', 'ann'],
+      message: "unknown field 'ann' in certificate; did you mean 'arn'?",
+    },
   ])('$name', ({ text, line, column, path, message }) => {
     const error = parseError(text);
     expect(error.name).toBe('ConfigurationError');

@@ -2,7 +2,7 @@
  * Entry points: YAML text → typed configuration with defaults, or a `ConfigurationError` that
  * names the file, line, column and field path.
  */
-import { type Document, isMap, isSeq, LineCounter, parseDocument } from 'yaml';
+import { type Document, isMap, isSeq } from 'yaml';
 import { z } from 'zod';
 import { ConfigurationError } from '../errors.js';
 import { issuesToConfigurationError } from './configuration-error.js';
@@ -14,6 +14,7 @@ import { closestName, describeValue, isPlainObject } from './schema-helpers.js';
 import { serviceConfigurationSchema } from './service-configuration.js';
 import { volumeConfigurationSchema } from './volume-configuration.js';
 import { locateInDocument } from './yaml-positions.js';
+import { parseYamlText } from './yaml-text.js';
 
 /** Schemas by `type`, in the order dstack lists them. */
 export const CONFIGURATION_SCHEMAS = {
@@ -43,32 +44,9 @@ export interface ParseOptions {
   path?: string;
 }
 
-interface ParsedYaml {
-  document: Document;
-  lineCounter: LineCounter;
-}
-
-/** Parses YAML text; syntax errors become `ConfigurationError`s at their position. */
-function parseYaml(text: string, file: string | undefined): ParsedYaml {
-  const lineCounter = new LineCounter();
-  const document = parseDocument(text, { lineCounter, prettyErrors: false });
-  const [error] = document.errors;
-  if (error) {
-    const { line, col } = lineCounter.linePos(error.pos[0]);
-    const message = error.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
-    throw new ConfigurationError(`invalid YAML: ${message}`, {
-      ...(file === undefined ? {} : { file }),
-      line: Math.max(line, 1),
-      column: Math.max(col, 1),
-      cause: error,
-    });
-  }
-  return { document, lineCounter };
-}
-
-function rootKind(document: Document): string {
+function rootKind(document: Document, data: unknown): string {
   if (isSeq(document.contents)) return 'a list';
-  return describeValue(document.toJS());
+  return describeValue(data);
 }
 
 const TYPE_LIST = CONFIGURATION_TYPES.join(', ');
@@ -80,7 +58,7 @@ const TYPE_LIST = CONFIGURATION_TYPES.join(', ');
  */
 export function parseConfiguration(text: string, options: ParseOptions = {}): AnyConfiguration {
   const file = options.path;
-  const { document, lineCounter } = parseYaml(text, file);
+  const { document, lineCounter, data } = parseYamlText(text, { file });
   const fileDetails = file === undefined ? {} : { file };
   if (document.contents === null || (document.contents as { value?: unknown }).value === null) {
     throw new ConfigurationError(
@@ -94,13 +72,12 @@ export function parseConfiguration(text: string, options: ParseOptions = {}): An
   }
   if (!isMap(document.contents)) {
     const { line, column } = locateInDocument(document, lineCounter, []);
-    throw new ConfigurationError(`expected a mapping at the top level, got ${rootKind(document)}`, {
+    throw new ConfigurationError(`expected a mapping at the top level, got ${rootKind(document, data)}`, {
       ...fileDetails,
       line,
       column,
     });
   }
-  const data: unknown = document.toJS();
   const type = isPlainObject(data) ? data.type : undefined;
   if (type === undefined || type === null) {
     const { line, column } = locateInDocument(document, lineCounter, []);
@@ -154,11 +131,11 @@ export function validateConfiguration(value: unknown): AnyConfiguration {
  */
 export function parseProfilesFile(text: string, options: ParseOptions = {}): ProfilesFile {
   const file = options.path;
-  const { document, lineCounter } = parseYaml(text, file);
+  const { document, lineCounter, data } = parseYamlText(text, { file });
   if (document.contents === null || (document.contents as { value?: unknown }).value === null) {
     return { profiles: [] };
   }
-  const result = profilesFileSchema.safeParse(document.toJS(), { reportInput: true });
+  const result = profilesFileSchema.safeParse(data, { reportInput: true });
   if (!result.success) {
     throw issuesToConfigurationError(
       result.error.issues,

@@ -132,4 +132,20 @@ encryption:
     writeFileSync(join(serverDir, 'config.yml'), 'projects: [\n');
     expect(await loadError(serverDir)).toMatch(/^config\.yml:\d+:\d+: invalid YAML/);
   });
+
+  it('refuses an alias bomb and an oversized file with one positioned line', async () => {
+    const levels = ['a: &a [x, x, x, x, x, x, x, x, x]'];
+    for (const [index, name] of ['b', 'c', 'd', 'e'].entries()) {
+      const previous = String.fromCharCode(97 + index);
+      levels.push(`${name}: &${name} [${Array(9).fill(`*${previous}`).join(', ')}]`);
+    }
+    writeFileSync(join(serverDir, 'config.yml'), `${levels.join('\n')}\nprojects: []\n`);
+    expect(await loadError(serverDir)).toBe(
+      'config.yml:5:8: invalid YAML: alias *d expands the document too much (aliases may repeat content at most 100 times)',
+    );
+    writeFileSync(join(serverDir, 'config.yml'), `# ${'x'.repeat(2 * 1024 * 1024)}\nprojects: []\n`);
+    expect(await loadError(serverDir)).toBe(
+      'config.yml: the file is 2 MiB, over the 1 MiB limit for YAML files',
+    );
+  });
 });

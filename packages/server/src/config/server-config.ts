@@ -139,7 +139,7 @@ export function parseServerConfig(
   file: string,
 ): { config: ServerConfig; parsed: ParsedYamlFile } {
   const parsed = parseYamlFile(text, file);
-  const raw = parsed.document.toJS() ?? {};
+  const raw = parsed.data ?? {};
   const result = ServerConfigSchema.safeParse(raw, { reportInput: true });
   if (!result.success) throw zodIssuesToConfigurationError(parsed, result.error.issues, [], result.error);
   const config = result.data;

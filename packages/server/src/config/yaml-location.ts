@@ -2,31 +2,24 @@
  * Field paths → positions in a YAML document, for `config.yml:line:column`
  * errors, in the server's words. Positions come from @dstack/core's `locateInDocument`.
  */
-import { ConfigurationError, locateInDocument } from '@dstack/core';
-import { type Document, LineCounter, parseDocument } from 'yaml';
+import { ConfigurationError, locateInDocument, parseYamlText } from '@dstack/core';
+import type { Document, LineCounter } from 'yaml';
 import type { z } from 'zod';
 
 export interface ParsedYamlFile {
   file: string;
   document: Document;
   lineCounter: LineCounter;
+  /** The document as plain values. */
+  data: unknown;
 }
 
-/** Parses YAML text; a syntax error becomes a ConfigurationError at its position. */
+/**
+ * Parses YAML text with @dstack/core's limits (size, aliases); a syntax error becomes a
+ * ConfigurationError at its position.
+ */
 export function parseYamlFile(text: string, file: string): ParsedYamlFile {
-  const lineCounter = new LineCounter();
-  const document = parseDocument(text, { lineCounter, prettyErrors: false });
-  const [error] = document.errors;
-  if (error) {
-    const { line, col } = lineCounter.linePos(error.pos[0]);
-    throw new ConfigurationError(`invalid YAML: ${error.message.split('\n')[0]}`, {
-      file,
-      line: Math.max(line, 1),
-      column: Math.max(col, 1),
-      cause: error,
-    });
-  }
-  return { file, document, lineCounter };
+  return { file, ...parseYamlText(text, { file }) };
 }
 
 /** 1-based position of the deepest node of `path` that exists (the key itself with `pointAtKey`). */

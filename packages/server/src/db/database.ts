@@ -12,6 +12,7 @@ import pg from 'pg';
 import type { SqlDialect } from '../context.js';
 import type { Database } from './schema.js';
 import { withStatementCache } from './statement-cache.js';
+import { WholeNumbersPlugin } from './whole-numbers.js';
 
 export interface OpenDatabaseOptions {
   /**
@@ -87,6 +88,7 @@ function openSqlite(filename: string): OpenedDatabase {
   connection.pragma('foreign_keys = ON');
   const db = new Kysely<Database>({
     dialect: new SqliteDialect({ database: withStatementCache(connection) }),
+    plugins: [new WholeNumbersPlugin()],
   });
   return { db, dialect: 'sqlite', close: () => db.destroy() };
 }
@@ -114,6 +116,9 @@ async function openPostgres(connectionString: string, options: OpenDatabaseOptio
       { cause: error },
     );
   }
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool }),
+    plugins: [new WholeNumbersPlugin()],
+  });
   return { db, dialect: 'postgres', close: () => db.destroy() };
 }

@@ -1,9 +1,8 @@
 /**
- * The server process: settings, config.yml, database, backends, pipelines and
- * the HTTP API, started in that order and stopped in reverse.
+ * The server process: settings, the listening socket, database, config.yml, backends,
+ * pipelines and the HTTP API, started in that order.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
 import type { BackendPlugin } from '@dstack/core';
 import { AgentConnector } from './agents/index.js';
@@ -17,9 +16,10 @@ import {
 } from './config/server-config.js';
 import { initializeServerState } from './config/server-state.js';
 import type { AppContext, ServerSettings } from './context.js';
-import { openDatabase } from './db/database.js';
+import { type OpenedDatabase, openDatabase, parseDatabaseUrl } from './db/database.js';
 import { migrateToLatest } from './db/migrations.js';
-import { closeHttpServer } from './http/close-http-server.js';
+import { lockSqliteDatabase, type SqliteServerLock } from './db/sqlite-server-lock.js';
+import { bindHttpServer } from './http/bind-http-server.js';
 import { createHttpHandler } from './http/http-handler.js';
 import { fleetPipeline } from './pipelines/fleet-pipeline.js';
 import { instancePipeline } from './pipelines/instance-pipeline.js';
@@ -67,8 +67,8 @@ const PIPELINE_FACTORIES: ReadonlyArray<(app: AppContext) => PipelineDefinition<
 ] as unknown as ReadonlyArray<(app: AppContext) => PipelineDefinition<ClaimedRow>>;
 
 /**
- * Only one server can use a SQLite file, so claims left by a previous process
- * (killed, or restarted mid-run) are released at once instead of expiring.
+ * Only one server can use a SQLite file (the server lock says so), so claims left by a previous
+ * process (killed, or restarted mid-run) are released at once instead of expiring.
  */
 async function releaseStaleSqliteLocks(app: AppContext): Promise<void> {
   if (app.dialect !== 'sqlite') return;
@@ -81,24 +81,87 @@ async function releaseStaleSqliteLocks(app: AppContext): Promise<void> {
   }
 }
 
-async function listen(server: Server, host: string, port: number): Promise<number> {
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address();
-  return typeof address === 'object' && address ? address.port : port;
+/** Takes a SQLite file database for this server (not Postgres, whose replicas share it; not `:memory:`). */
+function lockSqliteFile(settings: ServerSettings): SqliteServerLock | null {
+  const location = parseDatabaseUrl(settings.databaseUrl, settings.serverDir);
+  if (location.dialect !== 'sqlite' || location.filename === ':memory:') return null;
+  return lockSqliteDatabase(location.filename);
 }
 
+/**
+ * Starts the server. The port is bound first and the SQLite database locked next, so a server
+ * that cannot have either fails (ServerStartError) before it touches the database. A start that
+ * fails at any step closes what it had opened.
+ */
 export async function startServer(options: StartServerOptions = {}): Promise<RunningServer> {
   const { env, config: configOverride, plugins = [], pipelines: runPipelines = true, ...overrides } = options;
   const settings = loadServerSettings(env, overrides);
+  const http = await bindHttpServer(settings.host, settings.port);
+  let sqliteLock: SqliteServerLock | null = null;
+  let opened: OpenedDatabase | null = null;
+  const agents = new AgentConnector();
+  try {
+    sqliteLock = lockSqliteFile(settings);
+    opened = await openDatabase({ url: settings.databaseUrl, serverDir: settings.serverDir });
+    const database = opened;
+    const lock = sqliteLock;
+    const { app, adminToken, controller, wakeUps } = await prepareApp(database, settings, {
+      agents,
+      plugins,
+      configOverride,
+    });
+    const started = runPipelines ? PIPELINE_FACTORIES.map((factory) => new Pipeline(app, factory(app))) : [];
+    for (const pipeline of started) pipeline.start(wakeUps);
+    http.serve(createHttpHandler(app, allRoutes, { rawRoutes }));
+
+    let closing: Promise<void> | null = null;
+    return {
+      url: `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${http.port}`,
+      adminToken,
+      app,
+      close() {
+        closing ??= (async () => {
+          // Streams see the abort and write their last line; the database stays open until they are done.
+          controller.abort();
+          await http.close();
+          await Promise.all(started.map((pipeline) => pipeline.stop()));
+          await agents.close();
+          await database.close();
+          lock?.release();
+        })();
+        return closing;
+      },
+    };
+  } catch (error) {
+    await agents.close();
+    await opened?.close();
+    sqliteLock?.release();
+    await http.close();
+    throw error;
+  }
+}
+
+interface PreparedApp {
+  app: AppContext;
+  adminToken: string | null;
+  /** Aborts `app.signal` when the server closes. */
+  controller: AbortController;
+  wakeUps: WakeUps;
+}
+
+/** Migrates the database and brings the server's state (config.yml, admin, projects, fleets) up to date. */
+async function prepareApp(
+  opened: OpenedDatabase,
+  settings: ServerSettings,
+  parts: {
+    agents: AgentConnector;
+    plugins: readonly BackendPlugin[];
+    configOverride: ServerConfigInput | undefined;
+  },
+): Promise<PreparedApp> {
+  const { agents, plugins, configOverride } = parts;
   const defaultBackendTypes = (await listAvailableBackendTypes()).filter((type) => type === 'local');
   const controller = new AbortController();
-  const opened = await openDatabase({ url: settings.databaseUrl, serverDir: settings.serverDir });
   await migrateToLatest(opened.db, opened.dialect);
 
   const wakeUps = new WakeUps();
@@ -113,7 +176,6 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
   };
   const registry = getBackendRegistry(app);
   for (const plugin of plugins) registry.registerPlugin(plugin);
-  const agents = new AgentConnector();
   const runServices: RunServices = { backends: registry, agents, wakeUps };
   Object.assign(app.services, runServices);
 
@@ -133,32 +195,5 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
   await protectSecretsAtRest(app);
   await ensureDefaultLocalFleets(app);
   await releaseStaleSqliteLocks(app);
-
-  const started = runPipelines ? PIPELINE_FACTORIES.map((factory) => new Pipeline(app, factory(app))) : [];
-  for (const pipeline of started) pipeline.start(wakeUps);
-
-  const handler = createHttpHandler(app, allRoutes, { rawRoutes });
-  const server = createServer(handler);
-  server.on('upgrade', handler.upgrade);
-  server.keepAliveTimeout = 65_000;
-  const port = await listen(server, settings.host, settings.port);
-  const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${port}`;
-
-  let closing: Promise<void> | null = null;
-  return {
-    url,
-    adminToken,
-    app,
-    close() {
-      closing ??= (async () => {
-        // Streams see the abort and write their last line; the database stays open until they are done.
-        controller.abort();
-        await closeHttpServer(server, handler);
-        await Promise.all(started.map((pipeline) => pipeline.stop()));
-        await agents.close();
-        await opened.close();
-      })();
-      return closing;
-    },
-  };
+  return { app, adminToken, controller, wakeUps };
 }

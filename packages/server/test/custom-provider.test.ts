@@ -1,6 +1,6 @@
 /**
  * Custom providers end to end: the real `dstack apply` bin loads the repository's `curl`
- * example provider, sends its job to a real server on SQLite with the local backend, and
+ * example provider, sends its job to a real server (SQLite, then Postgres) with the local backend, and
  * the job (a real shim and runner on this host) downloads a file from a loopback HTTP server.
  */
 import { spawn } from 'node:child_process';
@@ -20,7 +20,7 @@ import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ApiError } from '@dstack/core';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { parse, stringify } from 'yaml';
 
 // Real processes start and stop here; nothing is timed, the limits only catch hangs.
@@ -28,6 +28,7 @@ vi.setConfig({ testTimeout: 90_000, hookTimeout: 60_000 });
 
 import {
   ADMIN_TOKEN,
+  describeEachDatabase,
   type HarnessServer,
   localBackendConfig,
   makeTempDir,
@@ -102,7 +103,7 @@ function runCli(args: readonly string[], environment: NodeJS.ProcessEnv): Promis
   return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
 }
 
-describe('a custom provider on the local backend', () => {
+describeEachDatabase('a custom provider on the local backend', (databaseUrl) => {
   const temp = makeTempDir('dstack-provider-e2e-');
   const projectDir = join(temp.dir, 'project');
   const cliEnvironment = { DSTACK_CLI_CONFIG_DIR: join(temp.dir, 'cli') };
@@ -115,6 +116,7 @@ describe('a custom provider on the local backend', () => {
     createProject(projectDir);
     files = await startFileServer('/files/data.bin', content);
     harness = await startHarnessServer({
+      databaseUrl: databaseUrl(),
       dir: join(temp.dir, 'server'),
       config: localBackendConfig(temp.dir),
     });

@@ -6,9 +6,10 @@ import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { Fleet } from '@dstack/core';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import {
   applyTask,
+  describeEachDatabase,
   type HarnessServer,
   HOST_RESOURCES,
   localBackendConfig,
@@ -21,12 +22,17 @@ import {
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
 // The local instance is this host: 2 blocks need an even number of CPUs.
-describe.skipIf(availableParallelism() % 2 !== 0)('a local fleet with blocks: 2', () => {
+const oddCpuCount = availableParallelism() % 2 !== 0;
+describeEachDatabase.skipIf(oddCpuCount)('a local fleet with blocks: 2', (databaseUrl) => {
   const temp = makeTempDir();
   let harness: HarnessServer;
 
   beforeAll(async () => {
-    harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
+    harness = await startHarnessServer({
+      databaseUrl: databaseUrl(),
+      dir: temp.dir,
+      config: localBackendConfig(temp.dir),
+    });
   });
 
   afterAll(async () => {

@@ -7,9 +7,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Fleet } from '@dstack/core';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import {
   applyTask,
+  describeEachDatabase,
   type HarnessServer,
   HOST_RESOURCES,
   localBackendConfig,
@@ -30,12 +31,16 @@ function isAlive(pid: number): boolean {
   }
 }
 
-describe('a cloud fleet with nodes on the local backend', () => {
+describeEachDatabase('a cloud fleet with nodes on the local backend', (databaseUrl) => {
   const temp = makeTempDir();
   let harness: HarnessServer;
 
   beforeAll(async () => {
-    harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
+    harness = await startHarnessServer({
+      databaseUrl: databaseUrl(),
+      dir: temp.dir,
+      config: localBackendConfig(temp.dir),
+    });
   });
 
   afterAll(async () => {

@@ -2,9 +2,10 @@
  * `inactivity_duration` end to end on the local backend: a dev environment nobody connects to
  * is stopped by the server once its real runner reports no SSH connection for that long.
  */
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { generateProjectSshKeyPair } from '../src/agents/ssh-keys.js';
 import {
+  describeEachDatabase,
   type HarnessServer,
   HOST_RESOURCES,
   localBackendConfig,
@@ -15,12 +16,16 @@ import {
 // Real processes start and stop here; nothing is timed, the limits only catch hangs.
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
-describe('inactivity_duration of a dev environment on the local backend', () => {
+describeEachDatabase('inactivity_duration of a dev environment on the local backend', (databaseUrl) => {
   const temp = makeTempDir();
   let harness: HarnessServer;
 
   beforeAll(async () => {
-    harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
+    harness = await startHarnessServer({
+      databaseUrl: databaseUrl(),
+      dir: temp.dir,
+      config: localBackendConfig(temp.dir),
+    });
   });
 
   afterAll(async () => {

@@ -1,10 +1,15 @@
 /**
- * `offers/list` (what `dstack offer` shows) end to end: a real server on SQLite whose project
+ * `offers/list` (what `dstack offer` shows) end to end: a real server (SQLite, then Postgres) whose project
  * has the fake backend.
  */
 import { createFakeBackendPlugin, FAKE_BACKEND_VALID_API_KEY } from '@dstack/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type HarnessServer, makeTempDir, startHarnessServer } from './server-harness.js';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import {
+  describeEachDatabase,
+  type HarnessServer,
+  makeTempDir,
+  startHarnessServer,
+} from './server-harness.js';
 
 const OFFERS = '/api/project/main/offers/list';
 
@@ -13,12 +18,13 @@ interface OffersAnswer {
   total_offers: number;
 }
 
-describe('offers/list', () => {
+describeEachDatabase('offers/list', (databaseUrl) => {
   const temp = makeTempDir('dstack-offers-');
   let harness: HarnessServer;
 
   beforeAll(async () => {
     harness = await startHarnessServer({
+      databaseUrl: databaseUrl(),
       dir: temp.dir,
       plugins: [createFakeBackendPlugin()],
       config: {

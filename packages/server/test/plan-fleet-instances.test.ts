@@ -1,10 +1,11 @@
 /**
  * The plan lists the fleet instances a run could take, before the backends' offers, as dstack
- * does: a real server on SQLite with the local backend and a fleet of one instance.
+ * does: a real server (SQLite, then Postgres) with the local backend and a fleet of one instance.
  */
 import type { Fleet, RunPlan } from '@dstack/core';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import {
+  describeEachDatabase,
   type HarnessServer,
   HOST_RESOURCES,
   localBackendConfig,
@@ -16,7 +17,7 @@ import {
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
-describe('the plan of a run with a fleet instance to take', () => {
+describeEachDatabase('the plan of a run with a fleet instance to take', (databaseUrl) => {
   const temp = makeTempDir();
   let harness: HarnessServer;
 
@@ -31,7 +32,11 @@ describe('the plan of a run with a fleet instance to take', () => {
   }
 
   beforeAll(async () => {
-    harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
+    harness = await startHarnessServer({
+      databaseUrl: databaseUrl(),
+      dir: temp.dir,
+      config: localBackendConfig(temp.dir),
+    });
     const applied = await harness.call('/api/project/main/fleets/apply', {
       plan: { spec: { configuration: { type: 'fleet', name: 'pool', nodes: 1, resources: HOST_RESOURCES } } },
     });

@@ -1,16 +1,17 @@
 /**
- * End to end on the embedded default: a real server on SQLite with the local
+ * End to end on the embedded default: a real server (SQLite, then Postgres) with the local
  * backend; jobs run through a real detached shim and runner on this host.
  */
 
 import type { ApiError, Fleet, RunPlan } from '@dstack/core';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest';
 
 // Real processes start and stop here; nothing is timed, the limits only catch hangs.
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
 import {
   applyTask,
+  describeEachDatabase,
   type HarnessServer,
   localBackendConfig,
   makeTempDir,
@@ -18,12 +19,16 @@ import {
   task,
 } from './server-harness.js';
 
-describe('runs on the local backend', () => {
+describeEachDatabase('runs on the local backend', (databaseUrl) => {
   const temp = makeTempDir();
   let harness: HarnessServer;
 
   beforeAll(async () => {
-    harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
+    harness = await startHarnessServer({
+      databaseUrl: databaseUrl(),
+      dir: temp.dir,
+      config: localBackendConfig(temp.dir),
+    });
   });
 
   afterAll(async () => {
@@ -132,7 +137,7 @@ describe('runs on the local backend', () => {
   });
 });
 
-describe('a server restart during a run', () => {
+describeEachDatabase('a server restart during a run', (databaseUrl) => {
   const temp = makeTempDir();
   let harness: HarnessServer | null = null;
 
@@ -144,7 +149,11 @@ describe('a server restart during a run', () => {
   });
 
   it('loses nothing: the run continues and finishes with every line once', async () => {
-    harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
+    harness = await startHarnessServer({
+      databaseUrl: databaseUrl(),
+      dir: temp.dir,
+      config: localBackendConfig(temp.dir),
+    });
     await applyTask(harness, task('counter', ['for i in $(seq 1 30); do echo line-$i; sleep 0.1; done']));
     await harness.waitForRun('counter', ['running']);
     await new Promise((resolve) => setTimeout(resolve, 800));
@@ -152,7 +161,11 @@ describe('a server restart during a run', () => {
     harness = null;
     // The job keeps running in the detached shim while no server is up.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
-    harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
+    harness = await startHarnessServer({
+      databaseUrl: databaseUrl(),
+      dir: temp.dir,
+      config: localBackendConfig(temp.dir),
+    });
     const run = await harness.waitForRun('counter', ['done', 'failed', 'terminated']);
     expect(run.status).toBe('done');
     const expected = Array.from({ length: 30 }, (_, index) => `line-${index + 1}\n`).join('');

@@ -3,8 +3,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BackendPlugin, Fleet, Run } from '@dstack/core';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { type RunningServer, startServer } from '../src/app.js';
 import type { ServerConfigInput } from '../src/config/server-config.js';
+import type { SqlDialect } from '../src/context.js';
+import {
+  checkPostgresReachable,
+  createTestDatabase,
+  type TestDatabase,
+} from '../src/testing/test-database.js';
 
 export const ADMIN_TOKEN = 'e2e-admin-token';
 
@@ -37,6 +44,56 @@ export function makeTempDir(prefix = 'dstack-e2e-'): { dir: string; remove(): vo
   const dir = mkdtempSync(join(tmpdir(), prefix));
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
+
+/** `DSTACK_DATABASE_URL` for a server on `database`'s Postgres schema. */
+export function postgresServerUrl(database: Pick<TestDatabase, 'url' | 'postgresSchema'>): string {
+  const url = new URL(database.url);
+  if (database.postgresSchema) url.searchParams.set('options', `-c search_path=${database.postgresSchema}`);
+  return url.toString();
+}
+
+/** An end-to-end suite, given the `DSTACK_DATABASE_URL` to start its servers with (undefined: SQLite). */
+type DatabaseSuite = (databaseUrl: () => string | undefined, dialect: SqlDialect) => void;
+
+function defineEachDatabase(title: string, suite: DatabaseSuite, skip: boolean): void {
+  for (const dialect of ['sqlite', 'postgres'] as const) {
+    describe.skipIf(skip)(`${title} [${dialect}]`, async () => {
+      if (dialect === 'postgres') {
+        const unreachable = await checkPostgresReachable();
+        if (unreachable) {
+          it.skip(unreachable, () => {});
+          return;
+        }
+      }
+      let database: TestDatabase | undefined;
+      // Registered before the suite's own hooks: the schema exists before its servers start and
+      // is dropped after they stopped.
+      beforeAll(async () => {
+        if (dialect === 'postgres') database = await createTestDatabase('postgres', { migrate: false });
+      });
+      afterAll(async () => {
+        await database?.close();
+      });
+      suite(() => (database ? postgresServerUrl(database) : undefined), dialect);
+    });
+  }
+}
+
+/**
+ * Runs an end-to-end suite once per database: `title [sqlite]` on the server directory's own
+ * SQLite file, `title [postgres]` on a fresh Postgres schema (dropped after the suite). When
+ * Postgres is not reachable (outside CI), the Postgres copy holds one skipped test that says
+ * why. `describeEachDatabase.skipIf(condition)` skips both (a host the suite cannot run on).
+ */
+export const describeEachDatabase = Object.assign(
+  (title: string, suite: DatabaseSuite): void => defineEachDatabase(title, suite, false),
+  {
+    skipIf:
+      (skip: boolean) =>
+      (title: string, suite: DatabaseSuite): void =>
+        defineEachDatabase(title, suite, skip),
+  },
+);
 
 export function localBackendConfig(dir: string): ServerConfigInput {
   return {

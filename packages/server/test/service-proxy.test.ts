@@ -1,5 +1,5 @@
 /**
- * The in-server service proxy end to end: a real server on SQLite with the local backend runs
+ * The in-server service proxy end to end: a real server (SQLite, then Postgres) with the local backend runs
  * a service whose command is a small Node HTTP server echoing what it receives, and echoing
  * raw bytes after a WebSocket handshake; requests go through `/proxy/services/main/{run}/…` as
  * a user of dstack would send them.
@@ -9,7 +9,7 @@ import { request as httpRequest } from 'node:http';
 import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Run } from '@dstack/core';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import {
   receiveUntil,
   requestUpgrade,
@@ -23,6 +23,7 @@ vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 import {
   ADMIN_TOKEN,
   applyTask,
+  describeEachDatabase,
   type HarnessServer,
   HOST_RESOURCES,
   localBackendConfig,
@@ -111,13 +112,17 @@ function service(name: string, port: number, command: string, extra: Record<stri
   };
 }
 
-describe('the service proxy on the local backend', () => {
+describeEachDatabase('the service proxy on the local backend', (databaseUrl) => {
   const temp = makeTempDir();
   let harness: HarnessServer;
   let outsiderToken: string;
 
   beforeAll(async () => {
-    harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
+    harness = await startHarnessServer({
+      databaseUrl: databaseUrl(),
+      dir: temp.dir,
+      config: localBackendConfig(temp.dir),
+    });
     outsiderToken = await harness.createUser('outsider');
   });
 

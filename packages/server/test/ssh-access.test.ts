@@ -5,11 +5,12 @@
  * key the run was applied with (`run_spec.ssh_key_pub`).
  */
 import ssh2 from 'ssh2';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { generateProjectSshKeyPair } from '../src/agents/ssh-keys.js';
 import { requestUpgrade } from '../src/http/upgrade-request.test-helper.js';
 import {
   ADMIN_TOKEN,
+  describeEachDatabase,
   type HarnessServer,
   HOST_RESOURCES,
   localBackendConfig,
@@ -65,13 +66,17 @@ async function sshExec(
   }
 }
 
-describe('SSH into a dev environment on the local backend', () => {
+describeEachDatabase('SSH into a dev environment on the local backend', (databaseUrl) => {
   const temp = makeTempDir();
   const key = generateProjectSshKeyPair();
   let harness: HarnessServer;
 
   beforeAll(async () => {
-    harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
+    harness = await startHarnessServer({
+      databaseUrl: databaseUrl(),
+      dir: temp.dir,
+      config: localBackendConfig(temp.dir),
+    });
   });
 
   afterAll(async () => {

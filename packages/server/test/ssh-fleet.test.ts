@@ -14,12 +14,13 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Fleet } from '@dstack/core';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { sshdUnavailableReason, startTestSshd, type TestSshd } from '../src/agents/__fixtures__/test-sshd.js';
 import { generateProjectSshKeyPair } from '../src/agents/ssh-keys.js';
 import { SHIM_BUNDLE_PATH } from '../src/services/ssh-fleets.js';
 import {
   applyTask,
+  describeEachDatabase,
   type HarnessServer,
   makeTempDir,
   startHarnessServer,
@@ -58,7 +59,8 @@ function closedPort(): Promise<number> {
   });
 }
 
-describe.skipIf(skipReason() !== null)('an SSH fleet on this machine through a real sshd', () => {
+const noSshd = skipReason() !== null;
+describeEachDatabase.skipIf(noSshd)('an SSH fleet on this machine through a real sshd', (databaseUrl) => {
   const temp = makeTempDir('dstack-ssh-fleet-');
   const hostDir = join(temp.dir, 'host');
   const keyFile = join(temp.dir, 'id_test');
@@ -115,6 +117,7 @@ describe.skipIf(skipReason() !== null)('an SSH fleet on this machine through a r
     writeFileSync(keyFile, sshd.privateKey, { mode: 0o600 });
     writeFileSync(bastionKeyFile, bastion.privateKey, { mode: 0o600 });
     harness = await startHarnessServer({
+      databaseUrl: databaseUrl(),
       dir: temp.dir,
       config: { projects: [{ name: 'main', backends: [] }] },
     });

@@ -1,5 +1,5 @@
 /**
- * The SSH proxy end to end: a real server on SQLite with the local backend runs a task through
+ * The SSH proxy end to end: a real server (SQLite, then Postgres) with the local backend runs a task through
  * a real shim and runner; upgrades go to `/proxy/ssh/main/{run}` over HTTP as `dstack
  * ssh-proxy` sends them. The runner's SSH server is not what is tested here: for the tunnel,
  * the running job's runner port is pointed at a stand-in runner that switches `/api/ssh` to
@@ -9,12 +9,13 @@ import { createServer as createHttpServer, type IncomingHttpHeaders, type Server
 import type { AddressInfo } from 'node:net';
 import type { JobRuntimeData } from '@dstack/core';
 import { deriveRunnerToken } from '@dstack/runner';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { receiveUntil, requestUpgrade, type UpgradeResult } from '../src/http/upgrade-request.test-helper.js';
 import { RUNNER_CONTAINER_PORT } from '../src/pipelines/agent-clients.js';
 import {
   ADMIN_TOKEN,
   applyTask,
+  describeEachDatabase,
   type HarnessServer,
   localBackendConfig,
   makeTempDir,
@@ -75,13 +76,17 @@ function answeredError(result: UpgradeResult): { status: number | undefined; cod
   };
 }
 
-describe('the SSH proxy on the local backend', () => {
+describeEachDatabase('the SSH proxy on the local backend', (databaseUrl) => {
   const temp = makeTempDir();
   let harness: HarnessServer;
   let outsiderToken: string;
 
   beforeAll(async () => {
-    harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
+    harness = await startHarnessServer({
+      databaseUrl: databaseUrl(),
+      dir: temp.dir,
+      config: localBackendConfig(temp.dir),
+    });
     outsiderToken = await harness.createUser('outsider');
   });
 

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { saveCliConfig } from '../config/cli-config.js';
 import type { CliIo } from '../io.js';
+import { CommandError } from '../output/report-error.js';
 import { type RunningServer, type ServerModule, serverCommand } from './server.js';
 
 let directory: string;
@@ -31,12 +32,38 @@ function bufferIo() {
   return { io, output: () => out.join('') };
 }
 
-/** A stand-in for `@dstack/server` that records how it was started and closed. */
-function fakeServerModule(adminToken: string | null) {
+/** Stop signals the test sends, and the exits the command asked for. */
+function testSignals() {
+  let listener: ((signal: NodeJS.Signals) => void) | undefined;
+  const exits: number[] = [];
+  return {
+    dependencies: {
+      onStopSignal(next: (signal: NodeJS.Signals) => void) {
+        listener = next;
+        return () => {
+          listener = undefined;
+        };
+      },
+      exit: (code: number) => {
+        exits.push(code);
+      },
+    },
+    send: (signal: NodeJS.Signals = 'SIGTERM') => listener?.(signal),
+    listening: () => listener !== undefined,
+    exits,
+  };
+}
+
+/**
+ * A stand-in for `@dstack/server` that records how it was started and closed. `afterStart` runs
+ * once the start has been answered (e.g. sends the stop signal).
+ */
+function fakeServerModule(adminToken: string | null, afterStart: () => void = () => {}) {
   const calls: { started: unknown[]; closed: number } = { started: [], closed: 0 };
   const module: ServerModule = {
     async startServer(options): Promise<RunningServer> {
       calls.started.push(options);
+      setImmediate(afterStart);
       return {
         url: 'http://127.0.0.1:3000',
         adminToken,
@@ -55,11 +82,12 @@ describe('serverCommand', () => {
       { projects: [{ name: 'other', url: 'http://example.com', token: 'x', default: true }] },
       join(directory, 'config.yml'),
     );
-    const { module, calls } = fakeServerModule('admin-token');
+    const signals = testSignals();
+    const { module, calls } = fakeServerModule('admin-token', () => signals.send());
     const buffers = bufferIo();
     const code = await serverCommand({ host: '0.0.0.0', port: '3001' }, buffers.io, {
       loadServer: async () => module,
-      waitForShutdown: () => Promise.resolve(),
+      ...signals.dependencies,
     });
     expect(code).toBe(0);
     expect(calls).toEqual({ started: [{ host: '0.0.0.0', port: 3001 }], closed: 1 });
@@ -75,11 +103,12 @@ describe('serverCommand', () => {
   });
 
   it('leaves the configuration alone when the server has no new token', async () => {
-    const { module } = fakeServerModule(null);
+    const signals = testSignals();
+    const { module } = fakeServerModule(null, () => signals.send());
     const buffers = bufferIo();
     await serverCommand({}, buffers.io, {
       loadServer: async () => module,
-      waitForShutdown: () => Promise.resolve(),
+      ...signals.dependencies,
     });
     expect(buffers.output()).toBe('The server is running at http://127.0.0.1:3000\n');
     expect(() => readFileSync(join(directory, 'config.yml'))).toThrow();
@@ -92,4 +121,75 @@ describe('serverCommand', () => {
     ).rejects.toThrow("--port: expected a port number (0-65535), got 'http'");
     expect(calls.started).toEqual([]);
   });
+
+  it('ends the process at once on a stop signal during start-up', async () => {
+    const signals = testSignals();
+    let finishStart = (_server: RunningServer) => {};
+    const module: ServerModule = {
+      startServer: () =>
+        new Promise((resolve) => {
+          finishStart = resolve;
+        }),
+    };
+    const command = serverCommand({}, bufferIo().io, {
+      loadServer: async () => module,
+      ...signals.dependencies,
+    });
+    await waitUntil(signals.listening);
+    signals.send('SIGTERM');
+    expect(signals.exits).toEqual([143]);
+    // (The process is gone by now; here the start finishes, and a signal closes it.)
+    let closed = 0;
+    finishStart({ url: 'http://127.0.0.1:3000', adminToken: null, close: async () => void closed++ });
+    setImmediate(() => signals.send('SIGINT'));
+    expect(await command).toBe(0);
+    expect(closed).toBe(1);
+  });
+
+  it('ends the process at once on a second stop signal while the server closes', async () => {
+    const signals = testSignals();
+    let closing = false;
+    const module: ServerModule = {
+      async startServer() {
+        setImmediate(() => signals.send('SIGTERM'));
+        return {
+          url: 'http://127.0.0.1:3000',
+          adminToken: null,
+          // A close that never ends (an agent that does not answer).
+          close: () => {
+            closing = true;
+            return new Promise(() => {});
+          },
+        };
+      },
+    };
+    void serverCommand({}, bufferIo().io, { loadServer: async () => module, ...signals.dependencies });
+    await waitUntil(() => closing);
+    expect(signals.exits).toEqual([]);
+    signals.send('SIGINT');
+    expect(signals.exits).toEqual([130]);
+  });
+
+  it('reports a failed start as one line, and stops listening for signals', async () => {
+    const signals = testSignals();
+    const module: ServerModule = {
+      startServer: async () => {
+        throw new Error('port 8000 on 127.0.0.1 is in use (EADDRINUSE)');
+      },
+    };
+    const failed = serverCommand({}, bufferIo().io, {
+      loadServer: async () => module,
+      ...signals.dependencies,
+    });
+    await expect(failed).rejects.toThrow(CommandError);
+    await expect(failed).rejects.toThrow('port 8000 on 127.0.0.1 is in use (EADDRINUSE)');
+    expect(signals.listening()).toBe(false);
+  });
 });
+
+async function waitUntil(condition: () => boolean): Promise<void> {
+  for (let attempt = 0; !condition(); attempt++) {
+    if (attempt > 1_000) throw new Error('the condition never held');
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}

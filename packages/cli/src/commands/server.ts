@@ -1,3 +1,5 @@
+import { constants } from 'node:os';
+import { ConfigurationError } from '@dstack/core';
 import { cliConfigPath, loadCliConfig, saveCliConfig, upsertProject } from '../config/cli-config.js';
 import type { CliIo } from '../io.js';
 import { CommandError } from '../output/report-error.js';
@@ -26,8 +28,13 @@ export interface ServerOptions {
 export interface ServerDependencies {
   /** Loads `@dstack/server`. Default: a dynamic import, so the CLI works without it. */
   loadServer?: () => Promise<ServerModule>;
-  /** Resolves when the server should stop. Default: the first SIGINT or SIGTERM. */
-  waitForShutdown?: () => Promise<void>;
+  /**
+   * Calls `listener` on each stop signal; returns a function that stops listening.
+   * Default: the process's SIGINT and SIGTERM.
+   */
+  onStopSignal?: (listener: (signal: NodeJS.Signals) => void) => () => void;
+  /** Ends the process at once with `code`. Default: `process.exit`. */
+  exit?: (code: number) => void;
 }
 
 /** The server package; a variable keeps TypeScript from resolving the optional peer at build time. */
@@ -57,16 +64,24 @@ async function importServer(): Promise<ServerModule> {
   return module as ServerModule;
 }
 
-function waitForSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+function onProcessStopSignal(listener: (signal: NodeJS.Signals) => void): () => void {
+  process.on('SIGINT', listener);
+  process.on('SIGTERM', listener);
+  return () => {
+    process.off('SIGINT', listener);
+    process.off('SIGTERM', listener);
+  };
+}
+
+/** The exit status of a process a signal ended (128 + its number, as a shell reports it). */
+function signalExitCode(signal: NodeJS.Signals): number {
+  return 128 + (constants.signals[signal] ?? 0);
+}
+
+/** Any start-up failure is one line for the user (a configuration error keeps its own format). */
+function startFailure(error: unknown): unknown {
+  if (ConfigurationError.isInstance(error) || CommandError.isInstance(error)) return error;
+  return new CommandError(error instanceof Error ? error.message : String(error), { cause: error });
 }
 
 function parsePort(text: string | undefined): number | undefined {
@@ -80,7 +95,10 @@ function parsePort(text: string | undefined): number | undefined {
 
 /**
  * `dstack server`: starts `@dstack/server`, prints the admin token (first start) and URL, and
- * points the CLI's `main` project at it. Stops on SIGINT/SIGTERM with exit code 0.
+ * points the CLI's `main` project at it. A stop signal (SIGINT, SIGTERM) closes the server and
+ * returns exit code 0. During start-up (which may wait on the database), or a second one while
+ * closing, it ends the process at once: Postgres rolls back what was unfinished, SQLite's WAL
+ * keeps every commit, and the server's SQLite lock goes with the process.
  */
 export async function serverCommand(
   options: ServerOptions,
@@ -89,32 +107,55 @@ export async function serverCommand(
 ): Promise<number> {
   const port = parsePort(options.port);
   const server = await (dependencies.loadServer ?? importServer)();
-  // Listen for signals before starting, so that an early Ctrl-C still closes the server.
-  const shutdown = (dependencies.waitForShutdown ?? waitForSignal)();
-  const running = await server.startServer({
-    ...(options.host === undefined ? {} : { host: options.host }),
-    ...(port === undefined ? {} : { port }),
+  const exit = dependencies.exit ?? ((code: number) => process.exit(code));
+  let running: RunningServer | null = null;
+  let stopRequested = false;
+  let requestStop = () => {};
+  const stop = new Promise<void>((resolve) => {
+    requestStop = resolve;
+  });
+  // Listening from before the start: the default action of a signal is replaced for the whole command.
+  const stopListening = (dependencies.onStopSignal ?? onProcessStopSignal)((signal) => {
+    if (running === null || stopRequested) {
+      exit(signalExitCode(signal));
+      return;
+    }
+    stopRequested = true;
+    requestStop();
   });
   try {
-    if (running.adminToken !== null) {
-      io.stdout(`The admin token is ${running.adminToken}\n`);
-      const path = cliConfigPath();
-      const config = await loadCliConfig(path);
-      const existing = config.projects.find((project) => project.name === DEFAULT_PROJECT_NAME);
-      await saveCliConfig(
-        upsertProject(config, {
-          name: DEFAULT_PROJECT_NAME,
-          url: running.url,
-          token: running.adminToken,
-          default: existing?.default ?? true,
-        }),
-        path,
-      );
+    try {
+      running = await server.startServer({
+        ...(options.host === undefined ? {} : { host: options.host }),
+        ...(port === undefined ? {} : { port }),
+      });
+    } catch (error) {
+      throw startFailure(error);
     }
-    io.stdout(`The server is running at ${running.url}\n`);
-    await shutdown;
+    try {
+      if (running.adminToken !== null) {
+        io.stdout(`The admin token is ${running.adminToken}\n`);
+        const path = cliConfigPath();
+        const config = await loadCliConfig(path);
+        const existing = config.projects.find((project) => project.name === DEFAULT_PROJECT_NAME);
+        await saveCliConfig(
+          upsertProject(config, {
+            name: DEFAULT_PROJECT_NAME,
+            url: running.url,
+            token: running.adminToken,
+            default: existing?.default ?? true,
+          }),
+          path,
+        );
+      }
+      io.stdout(`The server is running at ${running.url}\n`);
+      await stop;
+    } finally {
+      stopRequested = true;
+      await running.close();
+    }
   } finally {
-    await running.close();
+    stopListening();
   }
   return 0;
 }

@@ -105,6 +105,12 @@ export const RunnerLogEventSchema = z.object({
   message: z.string(),
   timestamp: z.number().int(),
   source: RunnerLogSourceSchema,
+  /**
+   * The entry's place in the job's log (output and runner lines share one sequence, from 1): the
+   * server stores each position once, however many replicas pull it. Absent from runners that
+   * predate it (a job started before an upgrade).
+   */
+  position: z.number().int().positive().optional(),
 });
 export type RunnerLogEvent = z.output<typeof RunnerLogEventSchema>;
 

@@ -33,6 +33,21 @@ describe('JobEventLog', () => {
     expect(answer.last_updated).toBe(timestamps.at(-1));
   });
 
+  it('numbers the log entries of job and runner in one sequence from 1', () => {
+    const log = new JobEventLog({ maxJobLogLines: 2 });
+    log.addJobLog('stdout', Buffer.from('a\n'));
+    log.addRunnerLog('r');
+    log.addState('running');
+    log.addJobLog('stderr', Buffer.from('b\n'));
+    log.addJobLog('stdout', Buffer.from('c\n'));
+    const answer = log.pull(0);
+    // The oldest job line was dropped (the limit is 2), which adds a runner line about it.
+    expect(answer.job_logs.map((entry) => entry.position)).toEqual([3, 4]);
+    expect(answer.runner_logs.map((entry) => entry.position)).toEqual([2, 5]);
+    // A second pull of the same entries carries the same positions.
+    expect(log.pull(0)).toEqual(answer);
+  });
+
   it('pages job and runner logs together without losing or repeating an entry', () => {
     const log = new JobEventLog({ maxLogsPerPull: 7 });
     const expected: string[] = [];

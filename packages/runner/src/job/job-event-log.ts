@@ -20,10 +20,13 @@ export interface JobEventLogOptions {
 /**
  * Everything a pull returns: job states, job output and the runner's own log, all stamped by
  * one clock so that every entry has a distinct timestamp and `timestamp=last_updated` resumes
- * exactly after the last entry returned.
+ * exactly after the last entry returned. Log entries also carry their position in the job's
+ * log, which identifies an entry pulled twice (by two server replicas).
  */
 export class JobEventLog {
   private readonly clock = new MonotonicClock();
+  /** The last log entry's `position`. */
+  private lastPosition = 0;
   private readonly states = new BoundedEventList<RunnerJobState>(Number.MAX_SAFE_INTEGER);
   private readonly jobLogs: BoundedEventList<RunnerLogEvent>;
   private readonly runnerLogs: BoundedEventList<RunnerLogEvent>;
@@ -54,6 +57,7 @@ export class JobEventLog {
       message: Buffer.from(line).toString('base64'),
       timestamp: this.clock.next(),
       source,
+      position: ++this.lastPosition,
     });
     if (dropped > 0) {
       if (this.droppedJobLogLines === 0) {
@@ -68,6 +72,7 @@ export class JobEventLog {
       message: Buffer.from(`${text}\n`).toString('base64'),
       timestamp: this.clock.next(),
       source: 'runner',
+      position: ++this.lastPosition,
     });
   }
 

@@ -17,6 +17,7 @@ import {
 import { YieldingSqliteDialect } from './background-work.js';
 import type { Database } from './schema.js';
 import { withStatementCache } from './statement-cache.js';
+import { WholeNumbersPlugin } from './whole-numbers.js';
 
 export interface OpenDatabaseOptions {
   /**
@@ -98,6 +99,7 @@ function openSqlite(filename: string): OpenedDatabase {
   const db = new Kysely<Database>({
     // Background work yields to requests between its queries (see background-work.ts).
     dialect: new YieldingSqliteDialect({ database: withStatementCache(connection) }),
+    plugins: [new WholeNumbersPlugin()],
   });
   return { db, dialect: 'sqlite', close: () => db.destroy() };
 }
@@ -125,6 +127,9 @@ async function openPostgres(connectionString: string, options: OpenDatabaseOptio
       { cause: error },
     );
   }
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool }),
+    plugins: [new WholeNumbersPlugin()],
+  });
   return { db, dialect: 'postgres', close: () => db.destroy() };
 }

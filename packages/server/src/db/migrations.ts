@@ -302,6 +302,29 @@ const instanceAgentToken: Migration = {
   },
 };
 
+/**
+ * A job's log entries are keyed by their runner position: storing inserts with ON CONFLICT DO
+ * NOTHING, so a batch two replicas pulled (or one pulled again after a failover) is kept once.
+ * Older rows have no position (NULLs never conflict).
+ */
+function jobLogsPositionKey(dialect: SqlDialect): Migration {
+  return {
+    async up(db: AnyDatabase) {
+      await db.schema.alterTable('job_logs').addColumn('position', columnTypes(dialect).time).execute();
+      await db.schema
+        .createIndex('job_logs_job_id_position_key')
+        .unique()
+        .on('job_logs')
+        .columns(['job_id', 'position'])
+        .execute();
+    },
+    async down(db: AnyDatabase) {
+      await db.schema.dropIndex('job_logs_job_id_position_key').execute();
+      await db.schema.alterTable('job_logs').dropColumn('position').execute();
+    },
+  };
+}
+
 /** Every migration, by name; names sort in application order. */
 export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
   return {
@@ -311,6 +334,7 @@ export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
     '004_job_logs_run_job_index': jobLogsByRunAndJob,
     '005_job_inactivity_secs': jobInactivitySecs,
     '006_instance_agent_token': instanceAgentToken,
+    '007_job_logs_position_key': jobLogsPositionKey(dialect),
   };
 }
 

@@ -180,6 +180,11 @@ export interface JobLogsTable {
   log_source: 'stdout' | 'stderr' | 'runner';
   /** Base64 of the bytes. */
   message: string;
+  /**
+   * The entry's position in the job's log, as the runner numbered it: unique per job, so a batch
+   * pulled twice (two replicas, a failover) is stored once. Null for rows of runners without it.
+   */
+  position?: number | null;
 }
 
 export interface Database {

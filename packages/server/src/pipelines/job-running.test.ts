@@ -135,8 +135,31 @@ describe('pullIntervalMs', () => {
     const submitted = { submitted_at: 1_000_000 };
     expect(pullIntervalMs(submitted, 1_000_000)).toBe(200);
     expect(pullIntervalMs(submitted, 1_000_000 + 2_000)).toBe(500);
+    expect(pullIntervalMs(submitted, 1_000_000 + 1_003)).toBe(251);
     expect(pullIntervalMs(submitted, 1_000_000 + 4_000)).toBe(1_000);
     expect(pullIntervalMs(submitted, 1_000_000 + 3_600_000)).toBe(1_000);
+  });
+});
+
+describe('a running job pulled on Postgres', () => {
+  it('is due again after a fraction of its age, written as a whole millisecond', async () => {
+    const h = await createPipelineHarness({ dialect: 'postgres' });
+    harness = h;
+    const run = await h.applyTask('young', { commands: ['sleep 120'] });
+    await h.stepUntil(async () => (await h.jobs(run.id))[0]?.status === 'running', { tickMs: 100 });
+    // Due (the start asked for a pull 200 ms later) at an age whose quarter, the pull interval
+    // from 800 ms to 4 s of age, is not a whole millisecond.
+    const submittedAt = (await h.jobs(run.id))[0]?.submitted_at ?? 0;
+    h.advance(Math.max(201, 801 - (h.now() - submittedAt)));
+    if ((h.now() - submittedAt) % 4 === 0) h.advance(1);
+    const age = h.now() - submittedAt;
+    expect(age).toBeLessThan(4_000);
+    expect(await h.step('jobs-running')).toBe(1);
+    const [job] = await h.jobs(run.id);
+    expect(job?.status).toBe('running');
+    // The pass's own release went through: it asked for the next pull sooner than the 1 s interval.
+    expect(job?.last_processed_at).toBe(h.now() - 1_000 + Math.round(age / 4));
+    expect(job?.runner_timestamp).toBeGreaterThan(0);
   });
 });
 

@@ -386,7 +386,8 @@ async function followJob(context: JobContext): Promise<void> {
  * seconds of age on, every second.
  */
 export function pullIntervalMs(job: Pick<JobsTable, 'submitted_at'>, now: number): number {
-  return Math.min(MIN_INTERVAL_MS, Math.max(STARTING_POLL_MS * 2, (now - job.submitted_at) / 4));
+  // Whole milliseconds: it becomes a time column's value (whole-numbers.ts rounds any write as well).
+  return Math.min(MIN_INTERVAL_MS, Math.max(STARTING_POLL_MS * 2, Math.round((now - job.submitted_at) / 4)));
 }
 
 export function jobRunningPipeline(app: AppContext): PipelineDefinition<JobsTable> {

@@ -21,7 +21,7 @@ import { vi } from 'vitest';
 import { AgentConnector } from '../agents/index.js';
 import { getBackendRegistry } from '../backends/registry.js';
 import type { ServerConfigInput } from '../config/server-config.js';
-import type { AppContext } from '../context.js';
+import type { AppContext, SqlDialect } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
 import type { RunServices } from '../run-services.js';
 import { applyRun } from '../services/runs.js';
@@ -90,6 +90,8 @@ export interface PipelineHarnessSettings<Backend extends HarnessBackend> {
   projectBackend: ProjectBackendInput;
   /** Runs last when the harness closes (or fails to start), e.g. to remove a directory the backend used. Default: nothing. */
   cleanUp?: () => Promise<void>;
+  /** The database: a SQLite file (default) or a fresh Postgres schema. */
+  dialect?: SqlDialect;
 }
 
 export interface StepUntilOptions {
@@ -144,11 +146,13 @@ export interface PipelineHarness<Backend extends HarnessBackend = InstantBackend
 
 /** A harness on the instant backend, which gets a temporary home for its shim. */
 export async function createPipelineHarness(
-  options: Omit<InstantBackendOptions, 'homeDir'> = {},
+  options: Omit<InstantBackendOptions, 'homeDir'> & { dialect?: SqlDialect } = {},
 ): Promise<PipelineHarness<InstantBackend>> {
+  const { dialect, ...backendOptions } = options;
   const shimHome = await mkdtemp(join(tmpdir(), 'dstack-pipelines-shim-'));
   return createPipelineHarnessOn({
-    createBackend: () => createInstantBackend({ ...options, homeDir: shimHome }),
+    dialect,
+    createBackend: () => createInstantBackend({ ...backendOptions, homeDir: shimHome }),
     projectBackend: { type: INSTANT_BACKEND_TYPE, creds: { type: 'default' } },
     cleanUp: () => rm(shimHome, { recursive: true, force: true }),
   });
@@ -178,7 +182,7 @@ export async function createPipelineHarnessOn<Backend extends HarnessBackend>(
   try {
     backend = await settings.createBackend();
     testApp = await createTestApp({
-      dialect: 'sqlite',
+      dialect: settings.dialect ?? 'sqlite',
       routes: [],
       plugins: [backend.plugin],
       config: { projects: [{ name: 'main', backends: [settings.projectBackend] }] },

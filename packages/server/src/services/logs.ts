@@ -18,9 +18,13 @@ import {
 import { getLogNotifications } from './log-notifications.js';
 import { findRunRow } from './runs.js';
 
-/** Rows per insert statement (SQLite allows 32766 bound values; 6 columns each). */
+/** Rows per insert statement (SQLite allows 32766 bound values; 7 columns each). */
 const INSERT_BATCH = 500;
 
+/**
+ * Stores the logs of a runner's pull answer. Idempotent: an entry whose position the job's log
+ * already has (the same batch pulled by another replica, or again after a failover) is skipped.
+ */
 export async function storeRunnerLogs(
   app: AppContext,
   job: Pick<JobsTable, 'id' | 'project_id' | 'run_id'>,
@@ -38,11 +42,13 @@ export async function storeRunnerLogs(
       timestamp: entry.timestamp,
       log_source: entry.source as 'stdout' | 'stderr' | 'runner',
       message: entry.message,
+      position: entry.position ?? null,
     }));
   for (let start = 0; start < rows.length; start += INSERT_BATCH) {
     await app.db
       .insertInto('job_logs')
       .values(rows.slice(start, start + INSERT_BATCH))
+      .onConflict((conflict) => conflict.columns(['job_id', 'position']).doNothing())
       .execute();
   }
   // Open `logs/stream` answers of this process push the new rows at once.

@@ -34,19 +34,27 @@ export interface TestDatabase {
 
 let postgresReachable: Promise<string | null> | undefined;
 
-/** Null when Postgres answers, otherwise why not (cached per process). */
+/**
+ * Null when Postgres answers, otherwise why not, for the Postgres half of a suite to be skipped
+ * with (cached per process). Under CI (`CI=true`) an unreachable Postgres rejects instead: CI
+ * must run that half, and a skip would keep a Postgres-only failure green.
+ */
 export function checkPostgresReachable(): Promise<string | null> {
   postgresReachable ??= (async () => {
     const client = new pg.Client({ connectionString: getTestPostgresUrl(), connectionTimeoutMillis: 3000 });
+    let unreachable: string | null = null;
     try {
       await client.connect();
       await client.query('select 1');
-      return null;
     } catch (error) {
-      return `Postgres not reachable at ${redactPassword(getTestPostgresUrl())} (${(error as Error).message}): set DSTACK_TEST_POSTGRES_URL`;
+      unreachable = `Postgres not reachable at ${redactPassword(getTestPostgresUrl())} (${(error as Error).message}): set DSTACK_TEST_POSTGRES_URL`;
     } finally {
       await client.end().catch(() => {});
     }
+    if (unreachable && process.env.CI === 'true') {
+      throw new Error(`${unreachable} (CI=true: the Postgres tests must run, not be skipped)`);
+    }
+    return unreachable;
   })();
   return postgresReachable;
 }
@@ -108,7 +116,7 @@ export async function createTestDatabase(
 /**
  * Runs `suite` once per dialect, each with its own migrated database shared by
  * the suite's tests. When Postgres is not reachable, the Postgres variant holds
- * one skipped test whose title says why.
+ * one skipped test whose title says why (outside CI; see `checkPostgresReachable`).
  */
 export function describeEachDialect(
   title: string,

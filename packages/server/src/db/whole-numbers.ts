@@ -1,0 +1,95 @@
+/**
+ * Every number column is an integer column (times are integer milliseconds, see schema.ts) but
+ * the few listed in `FRACTIONAL_COLUMNS`. Arithmetic on times (a quarter of a job's age, a
+ * backoff) easily yields a fraction, which Postgres refuses for a BIGINT column (`invalid input
+ * syntax for type bigint: "1795533110032.75"`, failing the whole write) and SQLite silently
+ * stores as a REAL. This plugin rounds every fractional number a query writes to any other
+ * column, on both dialects, so that no write anywhere can carry one.
+ */
+
+import type { ColumnUpdateNode, InsertQueryNode } from 'kysely';
+import {
+  type ColumnNode,
+  type KyselyPlugin,
+  type OperationNode,
+  OperationNodeTransformer,
+  type PluginTransformQueryArgs,
+  type PluginTransformResultArgs,
+  PrimitiveValueListNode,
+  type QueryResult,
+  type RootOperationNode,
+  type UnknownRow,
+  ValueListNode,
+  type ValueNode,
+  ValuesNode,
+} from 'kysely';
+
+/** The columns that hold fractional numbers (REAL / DOUBLE PRECISION); a test checks the schema against it. */
+export const FRACTIONAL_COLUMNS: ReadonlySet<string> = new Set(['price']);
+
+function roundNumber(value: unknown): unknown {
+  return typeof value === 'number' && Number.isFinite(value) && !Number.isInteger(value)
+    ? Math.round(value)
+    : value;
+}
+
+/** Rounds the numbers bound anywhere in an expression (a value, or raw SQL such as `CAST(? AS BIGINT)`). */
+class RoundBoundNumbers extends OperationNodeTransformer {
+  protected override transformValue(node: ValueNode): ValueNode {
+    const rounded = roundNumber(node.value);
+    return rounded === node.value ? node : { ...node, value: rounded };
+  }
+
+  protected override transformPrimitiveValueList(node: PrimitiveValueListNode): PrimitiveValueListNode {
+    return PrimitiveValueListNode.create(node.values.map(roundNumber));
+  }
+}
+
+const roundBoundNumbers = new RoundBoundNumbers();
+
+function isIntegerColumn(column: OperationNode): boolean {
+  const name = (column as ColumnNode).column?.name;
+  return name === undefined || !FRACTIONAL_COLUMNS.has(name);
+}
+
+class WholeNumberWrites extends OperationNodeTransformer {
+  /** `SET column = …` of updates and of `ON CONFLICT DO UPDATE`. */
+  protected override transformColumnUpdate(node: ColumnUpdateNode): ColumnUpdateNode {
+    const transformed = super.transformColumnUpdate(node);
+    if (!isIntegerColumn(transformed.column)) return transformed;
+    return { ...transformed, value: roundBoundNumbers.transformNode(transformed.value) };
+  }
+
+  /** `INSERT (columns) VALUES (…), (…)`: the values in the position of an integer column. */
+  protected override transformInsertQuery(node: InsertQueryNode): InsertQueryNode {
+    const transformed = super.transformInsertQuery(node);
+    const { columns, values } = transformed;
+    if (!columns || !values || !ValuesNode.is(values)) return transformed;
+    const rounds = columns.map(isIntegerColumn);
+    const rows = values.values.map((row) =>
+      PrimitiveValueListNode.is(row)
+        ? PrimitiveValueListNode.create(
+            row.values.map((value, index) => (rounds[index] ? roundNumber(value) : value)),
+          )
+        : ValueListNode.create(
+            row.values.map((value, index) =>
+              rounds[index] ? roundBoundNumbers.transformNode(value) : value,
+            ),
+          ),
+    );
+    return { ...transformed, values: ValuesNode.create(rows) };
+  }
+}
+
+/** The Kysely plugin both dialects are opened with (database.ts). */
+export class WholeNumbersPlugin implements KyselyPlugin {
+  readonly #transformer = new WholeNumberWrites();
+
+  transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
+    return this.#transformer.transformNode(args.node);
+  }
+
+  async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    return args.result;
+  }
+}

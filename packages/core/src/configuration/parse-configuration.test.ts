@@ -376,7 +376,7 @@ describe('invalid configurations', () => {
     },
     {
       name: 'a misspelled task commands',
-      text: 'type: task\nname: x\ncomands:\n  - train\n',
+      text: 'type: task\nname: train-x\ncomands:\n  - train\n',
       line: 3,
       column: 1,
       path: ['comands'],

@@ -9,9 +9,9 @@
  * the process dies however it dies, so a crash never leaves a stale lock behind (no pid file
  * to check, no pid reuse to fear).
  */
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
+import { ensureOwnerOnlyFile, makeOwnerOnlyDirectory } from '../security/owner-only-files.js';
 import { ServerStartError } from '../server-start-error.js';
 
 export interface SqliteServerLock {
@@ -24,7 +24,9 @@ export interface SqliteServerLock {
 /** Takes the database at `filename` for this server; throws ServerStartError when another server has it. */
 export function lockSqliteDatabase(filename: string): SqliteServerLock {
   const path = `${filename}.server-lock`;
-  mkdirSync(dirname(path), { recursive: true });
+  // The data directory holds the database's secrets: created for the server's user only.
+  makeOwnerOnlyDirectory(dirname(path));
+  ensureOwnerOnlyFile(path);
   // No busy timeout: a held lock is another live server, not a moment's contention.
   const connection = new BetterSqlite3(path, { timeout: 0 });
   try {

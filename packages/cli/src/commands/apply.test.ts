@@ -393,6 +393,27 @@ describe('dstack apply (built bin, fake server)', { timeout: CLI_TEST_TIMEOUT_MS
     expect(result.stderr).toBe('error: run_spec.configuration.resources.gpu: no backend offers A100\n');
   });
 
+  it('names the field once when the server message already starts with it', async () => {
+    server = await FakeDstackServer.start({
+      handlers: {
+        'runs/get_plan': () =>
+          new HttpAnswer(400, {
+            detail: [
+              {
+                msg: 'run_spec.configuration: field required',
+                code: 'invalid_request',
+                fields: [['run_spec', 'configuration']],
+              },
+            ],
+          }),
+      },
+    });
+    await harness.useProject(server.url, server.token);
+    const result = await harness.run(['apply', '-f', writeTask('unnamed'), '-y']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('error: run_spec.configuration: field required\n');
+  });
+
   it('says when the server cannot be reached', async () => {
     await harness.useProject('http://127.0.0.1:9', 'token');
     const result = await harness.run(['apply', '-f', writeTask('offline'), '-y']);

@@ -51,7 +51,9 @@ function describeOtherError(error: unknown): string[] | undefined {
   if (ServerApiError.isInstance(error)) {
     return error.details.map((detail) => {
       const paths = detail.fields.filter((path) => path.length > 0).map(fieldPath);
-      return `error: ${paths.length > 0 ? `${paths.join(', ')}: ` : ''}${detail.message}`;
+      // This server's messages already start with the field; other servers' (dstack's) do not.
+      const named = paths.length > 0 && !paths.some((path) => detail.message.startsWith(`${path}: `));
+      return `error: ${named ? `${paths.join(', ')}: ` : ''}${detail.message}`;
     });
   }
   if (

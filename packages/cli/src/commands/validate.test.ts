@@ -64,6 +64,12 @@ describe('validateCommand', () => {
     ]);
   });
 
+  it('stops reading an endless file once it is over the limit', async () => {
+    const buffers = bufferIo();
+    expect(await validateCommand({ file: '/dev/zero', format: 'yaml' }, buffers.io)).toBe(1);
+    expect(buffers.stderr()).toBe('/dev/zero: the file is over the 1 MiB limit for YAML files\n');
+  });
+
   it("checks a provider's parameters with the provider's schema", async () => {
     const project = new ProviderProject();
     try {

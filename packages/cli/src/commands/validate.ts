@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import {
   type AnyConfiguration,
   ConfigurationError,
@@ -8,9 +7,10 @@ import {
 } from '@dstack/core';
 import { stringify } from 'yaml';
 import { type CliIo, red } from '../io.js';
+import { CommandError } from '../output/report-error.js';
 import { expandConfigurationProvider } from '../providers/expand-configuration-provider.js';
 import type { ValidateFormat } from './output-formats.js';
-import { describeReadError } from './read-configuration.js';
+import { readConfigurationText } from './read-configuration.js';
 
 export { VALIDATE_FORMATS, type ValidateFormat } from './output-formats.js';
 
@@ -27,15 +27,9 @@ export interface ValidateOptions {
  * `parameters` checked with the provider's schema, as `dstack apply` does.
  */
 export async function validateCommand(options: ValidateOptions, io: CliIo): Promise<number> {
-  let text: string;
-  try {
-    text = await readFile(options.file, 'utf8');
-  } catch (error) {
-    io.stderr(`${red(describeReadError(options.file, error), io.stderrColors)}\n`);
-    return 1;
-  }
   let configuration: AnyConfiguration;
   try {
+    const text = await readConfigurationText(options.file);
     configuration = parseConfiguration(text, { path: options.file });
     // A provider's schema checks `parameters`, so the provider is loaded and run here too.
     await expandConfigurationProvider({
@@ -50,6 +44,11 @@ export async function validateCommand(options: ValidateOptions, io: CliIo): Prom
     }
     if (ProviderError.isInstance(error)) {
       io.stderr(`${red(`error: ${error.message}`, io.stderrColors)}\n`);
+      return 1;
+    }
+    // The file could not be read: its message names the file.
+    if (CommandError.isInstance(error)) {
+      io.stderr(`${red(error.message, io.stderrColors)}\n`);
       return 1;
     }
     throw error;

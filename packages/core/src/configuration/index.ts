@@ -110,6 +110,7 @@ export {
 export { type VolumeConfiguration, volumeConfigurationSchema } from './volume-configuration.js';
 export { locateInDocument, type YamlLocation } from './yaml-positions.js';
 export {
+  assertYamlSize,
   MAX_YAML_ALIAS_COUNT,
   MAX_YAML_BYTES,
   type ParsedYamlText,

@@ -98,19 +98,25 @@ function firstLine(message: string): string {
 }
 
 /**
+ * Throws the `ConfigurationError` of a YAML text of `bytes` bytes over `MAX_YAML_BYTES`; a
+ * reader that knows a file's size checks it before reading the file.
+ */
+export function assertYamlSize(bytes: number, file?: string): void {
+  if (bytes <= MAX_YAML_BYTES) return;
+  throw new ConfigurationError(
+    `the file is ${formatSize(bytes)}, over the ${formatSize(MAX_YAML_BYTES)} limit for YAML files`,
+    file === undefined ? {} : { file },
+  );
+}
+
+/**
  * Parses YAML text into a document (for positions) and plain data. Throws `ConfigurationError`
  * for text over `MAX_YAML_BYTES` (before parsing), for syntax errors and for aliases that
  * expand beyond `MAX_YAML_ALIAS_COUNT`, each at its line and column.
  */
 export function parseYamlText(text: string, options: YamlTextOptions = {}): ParsedYamlText {
   const { file } = options;
-  const bytes = utf8Length(text);
-  if (bytes > MAX_YAML_BYTES) {
-    throw new ConfigurationError(
-      `the file is ${formatSize(bytes)}, over the ${formatSize(MAX_YAML_BYTES)} limit for YAML files`,
-      file === undefined ? {} : { file },
-    );
-  }
+  assertYamlSize(utf8Length(text), file);
   const lineCounter = new LineCounter();
   const document = parseDocument(text, { lineCounter, prettyErrors: false });
   const [error] = document.errors;

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type JobProvisioningData, ProvisioningError } from '@dstack/core';
-import { deriveRunnerToken, ShimClient, type TaskInfo } from '@dstack/shim';
+import { deriveRunnerToken, type TaskInfo } from '@dstack/core/agent-protocol';
+import { ShimClient } from '@dstack/shim';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   backendDataOf,

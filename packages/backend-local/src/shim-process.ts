@@ -3,7 +3,7 @@ import { closeSync, openSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SHIM_TOKEN_ENV } from '@dstack/shim';
+import { SHIM_TOKEN_ENV } from '@dstack/core/agent-protocol';
 import type { LocalRuntime } from './local-config.js';
 
 /** What the shim writes to `<home>/shim.json` once it listens. */

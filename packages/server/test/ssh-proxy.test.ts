@@ -8,10 +8,9 @@
 import { createServer as createHttpServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { JobRuntimeData } from '@dstack/core';
-import { deriveRunnerToken } from '@dstack/runner';
+import { DSTACK_RUNNER_HTTP_PORT, deriveRunnerToken } from '@dstack/core/agent-protocol';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { receiveUntil, requestUpgrade, type UpgradeResult } from '../src/http/upgrade-request.test-helper.js';
-import { RUNNER_CONTAINER_PORT } from '../src/pipelines/agent-clients.js';
 import {
   ADMIN_TOKEN,
   applyTask,
@@ -113,7 +112,7 @@ describeEachDatabase('the SSH proxy on the local backend', (databaseUrl) => {
       .where('jobs.status', '=', 'running')
       .executeTakeFirstOrThrow();
     const runtime = JSON.parse(job.job_runtime_data ?? '{}') as JobRuntimeData;
-    const pointed = { ...runtime, ports: { ...runtime.ports, [String(RUNNER_CONTAINER_PORT)]: port } };
+    const pointed = { ...runtime, ports: { ...runtime.ports, [String(DSTACK_RUNNER_HTTP_PORT)]: port } };
     const setRuntime = async (data: JobRuntimeData) => {
       await db
         .updateTable('jobs')

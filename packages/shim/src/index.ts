@@ -1,6 +1,4 @@
-/** The shim's token variable (or `--token-file`) and its tasks' runner tokens; defined with the runner's. */
-export { deriveRunnerToken, SHIM_TOKEN_ENV } from '@dstack/runner';
-export * from './api/schemas.js';
+/** The protocol the shim speaks (its API's models, port, token) lives in `@dstack/core/agent-protocol`. */
 export { ShimClient, type ShimClientOptions } from './client/shim-client.js';
 export { readInstanceInfo } from './instance/instance-info.js';
 export { findFreePort } from './net/free-port.js';
@@ -14,10 +12,5 @@ export {
   type TaskRuntime,
   TaskStartError,
 } from './runtime/task-runtime.js';
-export {
-  SHIM_DEFAULT_HTTP_PORT,
-  type ShimOptions,
-  type ShimServer,
-  startShim,
-} from './server/shim-server.js';
+export { type ShimOptions, type ShimServer, startShim } from './server/shim-server.js';
 export { VERSION } from './version.js';

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { DSTACK_RUNNER_HTTP_PORT, DSTACK_RUNNER_SSH_PORT, DSTACK_SHIM_HTTP_PORT } from './consts.js';
 import { generateUniqueBackendName, mergeTags } from './names.js';
 
 describe('generateUniqueBackendName', () => {
@@ -28,10 +27,4 @@ describe('mergeTags', () => {
       mergeTags({ owner: 'dstack' }, { team: 'infra', owner: 'me' }, { team: 'ml', env: 'dev', owner: 'x' }),
     ).toEqual({ owner: 'dstack', team: 'infra', env: 'dev' });
   });
-});
-
-it('exposes the agent ports', () => {
-  expect([DSTACK_SHIM_HTTP_PORT, DSTACK_RUNNER_HTTP_PORT, DSTACK_RUNNER_SSH_PORT]).toEqual([
-    10998, 10999, 10022,
-  ]);
 });

@@ -4,6 +4,7 @@
  * Field names are dstack's (snake_case on the wire).
  */
 import { z } from 'zod';
+import { RunnerJobSpecSchema } from '../agent-protocol/runner-api.js';
 import { ProviderJobSpecSchema } from '../providers/provider-job-spec.js';
 import { BackendTypeSchema } from './backend-type.js';
 import { InstanceOfferWithAvailabilitySchema } from './instances.js';
@@ -67,24 +68,21 @@ export const RetrySpecSchema = z.object({
 });
 export type RetrySpec = z.output<typeof RetrySpecSchema>;
 
-/** What one job runs: built by the server from the run configuration (dstack's `JobSpec`). */
+/**
+ * What one job runs: built by the server from the run configuration (dstack's `JobSpec`). The
+ * fields the runner reads are the agent protocol's (`RunnerJobSpecSchema`), sent to it as they are.
+ */
 export const JobSpecSchema = z.object({
-  /** `{run_name}-{job_num}-{replica_num}`. */
-  job_name: z.string(),
-  job_num: z.number().int().nonnegative(),
-  replica_num: z.number().int().nonnegative().default(0),
-  jobs_per_replica: z.number().int().positive().default(1),
-  /** Shell commands, run in order by `/bin/sh -c` (joined with ` && `). */
-  commands: z.array(z.string()),
-  env: z.record(z.string(), z.string()).default({}),
+  ...RunnerJobSpecSchema.shape,
+  /** The server always names one (the runner also takes a job without it). */
   image_name: z.string(),
+  /** As the configuration writes it (the runner also takes dstack's parsed `UnixUser`). */
   user: z.string().nullish(),
+  /** Seconds between the graceful stop signal and SIGKILL (whole seconds, as dstack's). */
+  stop_duration: z.number().int().nonnegative().nullish(),
   privileged: z.boolean().default(false),
-  working_dir: z.string().nullish(),
   /** Seconds, or null for no limit. */
   max_duration: z.number().int().positive().nullish(),
-  /** Seconds between the graceful stop signal and SIGKILL. */
-  stop_duration: z.number().int().nonnegative().nullish(),
   registry_auth: z.object({ username: z.string(), password: z.string() }).nullish(),
   requirements: RequirementsSchema,
   retry: RetrySpecSchema.nullish(),

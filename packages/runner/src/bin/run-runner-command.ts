@@ -1,6 +1,7 @@
 import { rename, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { normalizeAgentToken, RUNNER_TOKEN_ENV } from '../server/agent-token.js';
+import { DSTACK_RUNNER_HTTP_PORT, RUNNER_TOKEN_ENV } from '@dstack/core/agent-protocol';
+import { normalizeAgentToken } from '../server/agent-token.js';
 import { startRunner } from '../server/runner-server.js';
 import { VERSION } from '../version.js';
 
@@ -33,7 +34,7 @@ export async function runRunnerCommand(argv: string[]): Promise<number> {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
-  const port = Number(values['http-port'] ?? '10999');
+  const port = Number(values['http-port'] ?? DSTACK_RUNNER_HTTP_PORT);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     process.stderr.write(`invalid --http-port: ${values['http-port']}\n`);
     return 2;

@@ -1,5 +1,5 @@
-import type { z } from 'zod';
 import {
+  agentAuthorizationHeader,
   type RunnerHealthcheck,
   RunnerHealthcheckSchema,
   type RunnerPullResponse,
@@ -7,8 +7,8 @@ import {
   type RunnerRunResponse,
   RunnerRunResponseSchema,
   type RunnerSubmitBody,
-} from '../api/schemas.js';
-import { agentAuthorizationHeader } from '../server/agent-token.js';
+} from '@dstack/core/agent-protocol';
+import type { z } from 'zod';
 import { AgentApiError } from './agent-api-error.js';
 
 /** The subset of `fetch` the client uses; undici's `fetch` fits, as does the global one. */

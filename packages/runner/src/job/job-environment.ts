@@ -1,4 +1,4 @@
-import type { RunnerSubmission } from '../api/schemas.js';
+import type { RunnerSubmission } from '@dstack/core/agent-protocol';
 
 export interface JobEnvironmentInput {
   /** The runner's own environment, which the job inherits. */

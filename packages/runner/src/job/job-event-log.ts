@@ -4,7 +4,7 @@ import type {
   RunnerLogEvent,
   RunnerLogSource,
   RunnerPullResponse,
-} from '../api/schemas.js';
+} from '@dstack/core/agent-protocol';
 import { BoundedEventList } from './bounded-event-list.js';
 import { MonotonicClock } from './monotonic-clock.js';
 

@@ -7,7 +7,7 @@ import {
   type RunnerRunResponse,
   type RunnerSubmission,
   RunnerTerminationReason,
-} from '../api/schemas.js';
+} from '@dstack/core/agent-protocol';
 import { allowTraversal, chownTree } from './hand-over-directory.js';
 import { buildJobEnvironment, formatMpiHostfile } from './job-environment.js';
 import { JobEventLog, type JobEventLogOptions } from './job-event-log.js';

@@ -6,7 +6,11 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { type RunnerSubmission, RunnerSubmitBodySchema } from '../api/schemas.js';
+import {
+  DSTACK_RUNNER_HTTP_PORT,
+  type RunnerSubmission,
+  RunnerSubmitBodySchema,
+} from '@dstack/core/agent-protocol';
 import { JobExecutor, JobStateConflictError } from '../job/job-executor.js';
 import type { UserDatabasePaths } from '../job/user-database.js';
 import { type AuthorizedKey, AuthorizedKeyError, authorizedKeysOf } from '../ssh/authorized-keys.js';
@@ -15,13 +19,10 @@ import { VERSION } from '../version.js';
 import { agentTokenRefusal } from './agent-token.js';
 import { HttpError, readJsonBody, rejectUpgrade, sendError, sendJson } from './http-helpers.js';
 
-/** dstack's runner port inside a job's container. */
-export const RUNNER_DEFAULT_HTTP_PORT = 10999;
-
 export interface RunnerOptions {
   /** Address to listen on. Default `127.0.0.1`. */
   host?: string;
-  /** Port to listen on; 0 picks a free one. Default 10999. */
+  /** Port to listen on; 0 picks a free one. Default `DSTACK_RUNNER_HTTP_PORT` (10999). */
   port?: number;
   /** The runner's working area: the repo goes to `<homeDir>/workflow`. Created if missing. */
   homeDir: string;
@@ -104,7 +105,7 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port ?? RUNNER_DEFAULT_HTTP_PORT, host, () => {
+    server.listen(options.port ?? DSTACK_RUNNER_HTTP_PORT, host, () => {
       server.off('error', reject);
       resolve();
     });

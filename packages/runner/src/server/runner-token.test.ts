@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { agentAuthorizationHeader } from '@dstack/core/agent-protocol';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AgentApiError } from '../client/agent-api-error.js';
 import { RunnerClient } from '../client/runner-client.js';
 import { decodeLogs, pullUntil, submitBody } from '../testing/runner-job.test.helpers.js';
 import { openSshUpgrade, UpgradeRefusedError } from '../testing/ssh.test.helpers.js';
-import { agentAuthorizationHeader, deriveRunnerToken, hasAgentToken } from './agent-token.js';
 import { type RunnerServer, startRunner } from './runner-server.js';
 
 const TOKEN = 'runner-secret-token';
@@ -82,24 +82,5 @@ describe('a runner started with a token', () => {
       (error: unknown) => error,
     );
     expect((noJob as UpgradeRefusedError).statusCode).toBe(409);
-  });
-});
-
-describe('agent tokens', () => {
-  it('accept only the exact bearer token', () => {
-    const request = (authorization?: string) => ({ headers: authorization ? { authorization } : {} });
-    expect(hasAgentToken(request(`Bearer ${TOKEN}`), TOKEN)).toBe(true);
-    expect(hasAgentToken(request(`bearer ${TOKEN}`), TOKEN)).toBe(true);
-    expect(hasAgentToken(request(TOKEN), TOKEN)).toBe(false);
-    expect(hasAgentToken(request(`Bearer ${TOKEN.slice(0, -1)}`), TOKEN)).toBe(false);
-    expect(hasAgentToken(request(), TOKEN)).toBe(false);
-  });
-
-  it('derive a runner token per task that differs between tasks and shims', () => {
-    const token = deriveRunnerToken('shim-token', 'task-1');
-    expect(token).toBe(deriveRunnerToken('shim-token', 'task-1'));
-    expect(token).not.toBe(deriveRunnerToken('shim-token', 'task-2'));
-    expect(token).not.toBe(deriveRunnerToken('other-shim-token', 'task-1'));
-    expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
 });

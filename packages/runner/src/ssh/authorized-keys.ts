@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
+import type { RunnerSubmission } from '@dstack/core/agent-protocol';
 import ssh2, { type ParsedKey } from 'ssh2';
-import type { RunnerSubmission } from '../api/schemas.js';
 
 /** A public key line that cannot be authorized; the message names the field and the line. */
 export class AuthorizedKeyError extends Error {

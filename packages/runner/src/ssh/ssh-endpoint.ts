@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { SSH_UPGRADE_PROTOCOL } from '@dstack/core/agent-protocol';
 import ssh2, { type AuthContext, type Connection } from 'ssh2';
 import { signalProcessGroup } from '../job/spawn-as.js';
 import { HttpError, rejectUpgrade } from '../server/http-helpers.js';
@@ -9,9 +10,6 @@ import { generateHostKey } from './host-key.js';
 import { SshConnectionActivity } from './ssh-connection-activity.js';
 import { forwardDirectTcpip } from './ssh-port-forwarding.js';
 import { type SessionLaunch, serveSession } from './ssh-sessions.js';
-
-/** The `Upgrade` protocol of `GET /api/ssh`: after the 101 the socket carries SSH-2. */
-export const SSH_UPGRADE_PROTOCOL = 'ssh';
 
 export interface SshEndpointOptions {
   /** Who sessions run as, where and with what environment: the job's. */

@@ -1,4 +1,4 @@
-import type { RunnerJobState, RunnerLogEvent, RunnerSubmitBody } from '../api/schemas.js';
+import type { RunnerJobState, RunnerLogEvent, RunnerSubmitBody } from '@dstack/core/agent-protocol';
 import type { RunnerClient } from '../client/runner-client.js';
 
 /** A minimal valid submit body running `commands`; `jobSpec` overrides job_spec fields. */

@@ -1,4 +1,5 @@
-import { DSTACK_SHIM_HTTP_PORT, type JobProvisioningData } from '@dstack/core';
+import type { JobProvisioningData } from '@dstack/core';
+import { DSTACK_SHIM_HTTP_PORT } from '@dstack/core/agent-protocol';
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '::1', 'localhost']);
 

@@ -1,4 +1,4 @@
-import { deriveRunnerToken } from '@dstack/runner';
+import { deriveRunnerToken } from '@dstack/core/agent-protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fleetRequirementsOf } from '../pipelines/fleet-provisioning.js';
 import { insertPendingInstance } from '../pipelines/instance-launch.js';

@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { JobProvisioningData } from '@dstack/core';
-import { deriveRunnerToken } from '@dstack/runner';
+import { deriveRunnerToken } from '@dstack/core/agent-protocol';
 import type { AppContext } from '../context.js';
 import type { InstancesTable, JobsTable } from '../db/schema.js';
 

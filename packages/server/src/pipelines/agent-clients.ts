@@ -11,9 +11,6 @@ import type { JobsTable, ProjectsTable } from '../db/schema.js';
 import { runServicesOf } from '../run-services.js';
 import { REMOTE_BACKEND_TYPE, remoteConnectionOf } from '../services/remote-connection.js';
 
-/** dstack's runner port inside the container (the shim maps it to a host port). */
-export const RUNNER_CONTAINER_PORT = 10999;
-
 /** The keys of an instance's SSH tunnel: the instance's, and its `ssh_proxy`'s own (if it has one). */
 interface InstanceKeys {
   privateKey: string;

@@ -364,7 +364,7 @@ export async function runJobParamsOf(
         merged_profile: null,
       },
     },
-    job: { job_spec: jobSpec as unknown as RunJobParams['job']['job_spec'] },
+    job: { job_spec: jobSpec },
     offer,
     projectSshPublicKey: project.ssh_public_key,
     projectSshPrivateKey: app.encryption.decrypt(project.ssh_private_key),

@@ -5,7 +5,8 @@
  * position.
  */
 import { randomUUID } from 'node:crypto';
-import { RunnerClient, type RunnerPullResponse } from '@dstack/runner';
+import type { RunnerPullResponse } from '@dstack/core/agent-protocol';
+import { RunnerClient } from '@dstack/runner';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { AppContext } from '../context.js';
 import { createEncryption } from '../security/encryption.js';

@@ -12,13 +12,18 @@ import {
   type JobTerminationReason,
   type RunSpec,
 } from '@dstack/core';
-import { AgentApiError, type RunnerPullResponse, type RunnerSubmitBody } from '@dstack/runner';
-import type { TaskConfigInput } from '@dstack/shim';
+import {
+  DSTACK_RUNNER_HTTP_PORT,
+  type RunnerPullResponse,
+  type RunnerSubmitBody,
+  type TaskConfigInput,
+} from '@dstack/core/agent-protocol';
+import { AgentApiError } from '@dstack/runner';
 import type { AppContext } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
 import { runServicesOf } from '../run-services.js';
 import { storeRunnerLogs } from '../services/logs.js';
-import { RUNNER_CONTAINER_PORT, runnerClientFor, shimClientFor } from './agent-clients.js';
+import { runnerClientFor, shimClientFor } from './agent-clients.js';
 import type { PipelineDefinition, RowLock } from './pipeline.js';
 import {
   dueIn,
@@ -181,7 +186,7 @@ async function submitTask(context: JobContext): Promise<void> {
 /** pulling → running: the task runs; give the job to its runner. */
 async function startJob(context: JobContext): Promise<void> {
   const { app, job, run, project, provisioningData } = context;
-  let runnerPort = RUNNER_CONTAINER_PORT;
+  let runnerPort = DSTACK_RUNNER_HTTP_PORT;
   try {
     if (provisioningData.dockerized) {
       const shim = await shimClientFor(
@@ -206,7 +211,8 @@ async function startJob(context: JobContext): Promise<void> {
         return;
       }
       runnerPort =
-        task.ports.find((port) => port.container === RUNNER_CONTAINER_PORT)?.host ?? RUNNER_CONTAINER_PORT;
+        task.ports.find((port) => port.container === DSTACK_RUNNER_HTTP_PORT)?.host ??
+        DSTACK_RUNNER_HTTP_PORT;
     }
     // No healthcheck first: a runner that is not up yet fails the submit just the same.
     const runner = await runnerClientFor(
@@ -254,7 +260,7 @@ async function startJob(context: JobContext): Promise<void> {
       // The job's share of the instance, as placing it recorded it.
       ...placed,
       network_mode: 'host',
-      ports: { [String(RUNNER_CONTAINER_PORT)]: runnerPort },
+      ports: { [String(DSTACK_RUNNER_HTTP_PORT)]: runnerPort },
       offer: placed?.offer ?? null,
       working_dir: started?.working_dir ?? null,
       username: started?.username ?? null,
@@ -273,7 +279,7 @@ async function startJob(context: JobContext): Promise<void> {
 
 export function runnerPortOf(job: JobsTable): number {
   const runtime = runtimeDataOf(job);
-  return runtime?.ports?.[String(RUNNER_CONTAINER_PORT)] ?? RUNNER_CONTAINER_PORT;
+  return runtime?.ports?.[String(DSTACK_RUNNER_HTTP_PORT)] ?? DSTACK_RUNNER_HTTP_PORT;
 }
 
 export interface PulledRunner {

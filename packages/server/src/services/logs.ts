@@ -4,7 +4,7 @@
  * `logs/poll` and `logs/stream` in insertion order with a per-job id cursor.
  */
 import { type LogEvent, ResourceNotFoundError } from '@dstack/core';
-import type { RunnerPullResponse } from '@dstack/runner';
+import type { RunnerPullResponse } from '@dstack/core/agent-protocol';
 import { type Selectable, sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import type { JobLogsTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';

@@ -14,7 +14,7 @@
  */
 import type { JobProvisioningData } from '@dstack/core';
 // The protocol a client asks for, and the runner is asked for, in `Upgrade`.
-import { agentAuthorizationHeader, SSH_UPGRADE_PROTOCOL } from '@dstack/runner';
+import { agentAuthorizationHeader, SSH_UPGRADE_PROTOCOL } from '@dstack/core/agent-protocol';
 import { runnerAgentToken } from '../agents/agent-tokens.js';
 import { AgentUnreachableError } from '../agents/agent-unreachable-error.js';
 import type { AppContext } from '../context.js';

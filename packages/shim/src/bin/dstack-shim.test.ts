@@ -1,9 +1,10 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { deriveRunnerToken, RunnerClient } from '@dstack/runner';
+import type { TaskInfo } from '@dstack/core/agent-protocol';
+import { deriveRunnerToken } from '@dstack/core/agent-protocol';
+import { RunnerClient } from '@dstack/runner';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { TaskInfo } from '../api/schemas.js';
 import { ShimClient } from '../client/shim-client.js';
 import { SHIM_BIN_PATH } from '../paths.js';
 import {

@@ -1,7 +1,8 @@
 import { readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { normalizeAgentToken, SHIM_TOKEN_ENV } from '@dstack/runner';
+import { DSTACK_SHIM_HTTP_PORT, SHIM_TOKEN_ENV } from '@dstack/core/agent-protocol';
+import { normalizeAgentToken } from '@dstack/runner';
 import { createProcessRuntime } from '../runtime/process/process-runtime.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
 import { startShim } from '../server/shim-server.js';
@@ -101,7 +102,7 @@ function parseOptions(argv: string[]) {
   if (values.home === undefined) {
     throw new UsageError('--home is required');
   }
-  const port = Number(values['http-port'] ?? '10998');
+  const port = Number(values['http-port'] ?? DSTACK_SHIM_HTTP_PORT);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new UsageError(`invalid --http-port: ${values['http-port']}`);
   }

@@ -1,7 +1,5 @@
-import { AgentApiError, agentAuthorizationHeader } from '@dstack/runner';
-import { type Dispatcher, request } from 'undici';
-import type { z } from 'zod';
 import {
+  agentAuthorizationHeader,
   type InstanceInfo,
   InstanceInfoSchema,
   type ShimHealthcheck,
@@ -12,7 +10,10 @@ import {
   type TaskList,
   TaskListSchema,
   type TaskTerminateRequest,
-} from '../api/schemas.js';
+} from '@dstack/core/agent-protocol';
+import { AgentApiError } from '@dstack/runner';
+import { type Dispatcher, request } from 'undici';
+import type { z } from 'zod';
 
 export interface ShimClientOptions {
   /** The undici dispatcher, e.g. an `Agent` with `connect.socketPath` for a forwarded Unix socket. Default: undici's global one. */

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import type { InstanceInfo } from '../api/schemas.js';
+import type { InstanceInfo } from '@dstack/core/agent-protocol';
 
 /**
  * The host's GPU vendor and driver, as `GET /api/instance/info` reports them. Only NVIDIA

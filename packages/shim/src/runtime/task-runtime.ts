@@ -1,4 +1,4 @@
-import type { TaskConfig } from '../api/schemas.js';
+import type { TaskConfig } from '@dstack/core/agent-protocol';
 
 export interface TaskEvents {
   /** Status changes the runtime reports while starting (pulling, creating). */

@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { TaskInfo } from '@dstack/core/agent-protocol';
 import { AgentApiError, RunnerClient } from '@dstack/runner';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { TaskInfo } from '../api/schemas.js';
 import { ShimClient } from '../client/shim-client.js';
 import {
   eventually,

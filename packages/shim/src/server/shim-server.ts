@@ -2,8 +2,14 @@ import { mkdir } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { agentTokenRefusal, deriveRunnerToken, HttpError, readJsonBody, sendJson } from '@dstack/runner';
-import { ShutdownRequestSchema, TaskConfigSchema, TaskTerminateRequestSchema } from '../api/schemas.js';
+import {
+  DSTACK_SHIM_HTTP_PORT,
+  deriveRunnerToken,
+  ShutdownRequestSchema,
+  TaskConfigSchema,
+  TaskTerminateRequestSchema,
+} from '@dstack/core/agent-protocol';
+import { agentTokenRefusal, HttpError, readJsonBody, sendJson } from '@dstack/runner';
 import { readHostGpuIds, readInstanceInfo } from '../instance/instance-info.js';
 import { createProcessRuntime } from '../runtime/process/process-runtime.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
@@ -11,16 +17,13 @@ import { GpuAllocator } from '../tasks/gpu-allocator.js';
 import { TaskConflictError, TaskManager, TaskNotFoundError } from '../tasks/task-manager.js';
 import { VERSION } from '../version.js';
 
-/** dstack's shim port on a host. */
-export const SHIM_DEFAULT_HTTP_PORT = 10998;
-
 /** Grace period for tasks when the shim stops (SIGTERM, then SIGKILL after it). */
 const SHUTDOWN_TIMEOUT_SECONDS = 5;
 
 export interface ShimOptions {
   /** Address to listen on. Default `127.0.0.1`. */
   host?: string;
-  /** Port to listen on; 0 picks a free one. Default 10998. */
+  /** Port to listen on; 0 picks a free one. Default `DSTACK_SHIM_HTTP_PORT` (10998). */
   port?: number;
   /** The shim's working area: each task's files go to `<homeDir>/tasks/<id>`. Created if missing. */
   homeDir: string;
@@ -112,7 +115,7 @@ export async function startShim(options: ShimOptions): Promise<ShimServer> {
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port ?? SHIM_DEFAULT_HTTP_PORT, host, () => {
+    server.listen(options.port ?? DSTACK_SHIM_HTTP_PORT, host, () => {
       server.off('error', reject);
       resolve();
     });

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AgentApiError, deriveRunnerToken, RunnerClient } from '@dstack/runner';
+import { deriveRunnerToken } from '@dstack/core/agent-protocol';
+import { AgentApiError, RunnerClient } from '@dstack/runner';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ShimClient } from '../client/shim-client.js';
 import {

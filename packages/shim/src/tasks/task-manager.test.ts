@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type TaskConfig, TaskConfigSchema } from '@dstack/core/agent-protocol';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type TaskConfig, TaskConfigSchema } from '../api/schemas.js';
 import {
   type StartedTask,
   type TaskDevices,

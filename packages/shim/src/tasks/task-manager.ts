@@ -1,7 +1,11 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { RUNNER_DEFAULT_HTTP_PORT } from '@dstack/runner';
-import type { TaskConfig, TaskInfo, TaskStatus } from '../api/schemas.js';
+import {
+  DSTACK_RUNNER_HTTP_PORT,
+  type TaskConfig,
+  type TaskInfo,
+  type TaskStatus,
+} from '@dstack/core/agent-protocol';
 import { type StartedTask, type TaskRuntime, TaskStartError } from '../runtime/task-runtime.js';
 import { GpuAllocator } from './gpu-allocator.js';
 
@@ -70,7 +74,7 @@ export class TaskManager {
       termination_message: task.terminationMessage,
       ports:
         task.started !== undefined && task.status !== 'terminated'
-          ? [{ container: RUNNER_DEFAULT_HTTP_PORT, host: task.started.runnerPort }]
+          ? [{ container: DSTACK_RUNNER_HTTP_PORT, host: task.started.runnerPort }]
           : [],
       container_name: task.started?.containerName ?? null,
       container_id: task.started?.containerId ?? null,

@@ -2,8 +2,13 @@ import { type ChildProcessByStdio, execFileSync, spawn } from 'node:child_proces
 import { existsSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import type { RunnerClient, RunnerJobState, RunnerLogEvent, RunnerSubmitBody } from '@dstack/runner';
-import type { TaskConfigInput } from '../api/schemas.js';
+import type {
+  RunnerJobState,
+  RunnerLogEvent,
+  RunnerSubmitBody,
+  TaskConfigInput,
+} from '@dstack/core/agent-protocol';
+import type { RunnerClient } from '@dstack/runner';
 
 export type Child = ChildProcessByStdio<null, Readable, Readable>;
 

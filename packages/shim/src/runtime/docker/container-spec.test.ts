@@ -1,5 +1,5 @@
+import { type TaskConfigInput, TaskConfigSchema } from '@dstack/core/agent-protocol';
 import { describe, expect, it } from 'vitest';
-import { type TaskConfigInput, TaskConfigSchema } from '../../api/schemas.js';
 import { buildContainerSpec, type ContainerSpecInput, containerNameFor } from './container-spec.js';
 
 function specFor(task: Partial<TaskConfigInput>, extra: Partial<ContainerSpecInput> = {}) {

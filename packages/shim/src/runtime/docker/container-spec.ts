@@ -1,4 +1,4 @@
-import type { TaskConfig } from '../../api/schemas.js';
+import { DSTACK_RUNNER_HTTP_PORT, type TaskConfig } from '@dstack/core/agent-protocol';
 
 /** The label every task container carries; its value is the task id. */
 export const TASK_ID_LABEL = 'ai.dstack.task-id';
@@ -8,8 +8,6 @@ export const CONTAINER_NODE_PATH = '/dstack/bin/node';
 export const CONTAINER_RUNNER_BUNDLE_PATH = '/dstack/bin/dstack-runner.mjs';
 /** Where the task's home directory on the host appears in the container. */
 export const CONTAINER_RUNNER_HOME = '/dstack/home';
-/** The runner's port inside the container in bridge mode (dstack's `DSTACK_RUNNER_HTTP_PORT`). */
-export const BRIDGE_RUNNER_PORT = 10999;
 /**
  * The container's user: always root, as dstack's shim does, so that the runner can manage its
  * home, logs and the job's process group. Numeric, so that images without a passwd entry work.
@@ -84,14 +82,14 @@ export interface ContainerSpec {
   body: ContainerCreateBody;
 }
 
-/** The port key Docker uses for the runner in bridge mode. */
-export const BRIDGE_RUNNER_PORT_KEY = `${BRIDGE_RUNNER_PORT}/tcp`;
+/** The port key Docker uses for the runner in bridge mode, where it listens on dstack's port. */
+export const BRIDGE_RUNNER_PORT_KEY = `${DSTACK_RUNNER_HTTP_PORT}/tcp`;
 
 /** Builds the container name and the create request for a task. Pure: no I/O. */
 export function buildContainerSpec(input: ContainerSpecInput): ContainerSpec {
   const { task } = input;
   const bridge = task.network_mode === 'bridge';
-  const runnerPort = bridge ? BRIDGE_RUNNER_PORT : input.runnerPort;
+  const runnerPort = bridge ? DSTACK_RUNNER_HTTP_PORT : input.runnerPort;
   const environment = { ...task.env, ...input.shimEnvironment };
   // The runner, not Docker, switches to the job's user: it resolves it in the container's
   // /etc/passwd and /etc/group and runs the job's shell as it (dstack's runner does the same).

@@ -3,9 +3,14 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { RunnerClient, type RunnerJobState } from '@dstack/runner';
+import {
+  type RunnerJobState,
+  type TaskConfig,
+  type TaskConfigInput,
+  TaskConfigSchema,
+} from '@dstack/core/agent-protocol';
+import { RunnerClient } from '@dstack/runner';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type TaskConfig, type TaskConfigInput, TaskConfigSchema } from '../../api/schemas.js';
 import { type StartedTask, TaskStartError } from '../task-runtime.js';
 import { prepareDockerForTests, TEST_IMAGE } from './__fixtures__/docker-test-environment.js';
 import { TASK_ID_LABEL } from './container-spec.js';

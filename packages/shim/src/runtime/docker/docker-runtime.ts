@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { access, mkdir } from 'node:fs/promises';
-import { RUNNER_BUNDLE_PATH, RUNNER_TOKEN_ENV } from '@dstack/runner';
-import type { TaskConfig } from '../../api/schemas.js';
+import { RUNNER_TOKEN_ENV, type TaskConfig } from '@dstack/core/agent-protocol';
+import { RUNNER_BUNDLE_PATH } from '@dstack/runner';
 import { findFreePort } from '../../net/free-port.js';
 import {
   type StartedTask,

@@ -3,9 +3,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { RunnerClient, type RunnerJobState } from '@dstack/runner';
+import { type RunnerJobState, TaskConfigSchema } from '@dstack/core/agent-protocol';
+import { RunnerClient } from '@dstack/runner';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TaskConfigSchema } from '../../api/schemas.js';
 import type { StartedTask, TaskDevices } from '../task-runtime.js';
 import { createProcessRuntime } from './process-runtime.js';
 

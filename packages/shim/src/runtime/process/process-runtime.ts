@@ -1,5 +1,5 @@
+import type { TaskConfig } from '@dstack/core/agent-protocol';
 import { startRunner } from '@dstack/runner';
-import type { TaskConfig } from '../../api/schemas.js';
 import type { StartedTask, TaskAccess, TaskDevices, TaskEvents, TaskRuntime } from '../task-runtime.js';
 import { TaskStartError } from '../task-runtime.js';
 

@@ -1,5 +1,6 @@
 /**
- * The shim's HTTP API models (dstack's `runner/docs/shim.openapi.yaml`, task API v2).
+ * The shim's HTTP API models (dstack's `runner/docs/shim.openapi.yaml`, task API v2): what the
+ * shim accepts and answers, and what the server sends it.
  * Field names are dstack's (snake_case on the wire). Request objects are loose: a newer
  * server may send fields this shim does not know yet.
  */

@@ -1,5 +1,6 @@
 /**
- * The runner's HTTP API models (dstack's `runner/internal/runner/api`).
+ * The runner's HTTP API models (dstack's `runner/internal/runner/api`): what the runner accepts
+ * and answers, and what the shim and the server send it.
  * Field names are dstack's (snake_case on the wire). Request objects are loose because the
  * server sends dstack's full models, of which the runner reads only a part.
  */
@@ -21,7 +22,12 @@ export const RunnerRunSchema = z.looseObject({
 });
 export type RunnerRun = z.output<typeof RunnerRunSchema>;
 
+/**
+ * The part of dstack's `JobSpec` the runner reads. The server's `JobSpecSchema` (core's API
+ * models) is built on these fields, so the job spec is defined once.
+ */
 export const RunnerJobSpecSchema = z.looseObject({
+  /** `{run_name}-{job_num}-{replica_num}`. */
   job_name: z.string(),
   job_num: z.number().int().nonnegative(),
   replica_num: z.number().int().nonnegative().default(0),
@@ -146,3 +152,6 @@ export const RunnerTerminationReason = {
   terminatedByUser: 'terminated_by_user',
   executorError: 'executor_error',
 } as const;
+
+/** The `Upgrade` protocol of the runner's `GET /api/ssh`: after the 101 the socket carries SSH-2. */
+export const SSH_UPGRADE_PROTOCOL = 'ssh';

@@ -1,0 +1,10 @@
+/**
+ * The agent protocol, defined once: the ports, the token (its variables, header and per-task
+ * derivation) and the wire models of the shim's and the runner's HTTP APIs. The runner, the shim
+ * and the server import it as `@dstack/core/agent-protocol`; it needs only zod and node:crypto,
+ * so the agents' single-file bundles carry nothing else of core.
+ */
+export * from './agent-token.js';
+export * from './ports.js';
+export * from './runner-api.js';
+export * from './shim-api.js';

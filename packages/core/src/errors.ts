@@ -294,8 +294,6 @@ const METHOD_DESCRIPTIONS: Readonly<Record<string, string>> = {
   detachVolume: 'must detach the volume from the instance',
   createGatewayReplica: 'must launch a gateway instance and return its GatewayReplicaProvisioningData',
   terminateGatewayReplica: 'must terminate the gateway instance and succeed when it is already gone',
-  runJobs: 'must provision the compute group for the jobs and return its ComputeGroupProvisioningData',
-  terminateComputeGroup: 'must terminate every instance of the compute group',
   validateConfig: 'must check the credentials and config against the provider',
   createBackend: 'must fill defaults and return the BackendRecord to store',
   getCompute: 'must build the Compute from the stored record',

@@ -92,6 +92,46 @@ describe('errors', () => {
     expect(NoCapacityError.isInstance(null)).toBe(false);
   });
 
+  it('gives a subclass that declares its marker its own isInstance, within the hierarchy', () => {
+    class QuotaError extends NoCapacityError {
+      static override readonly marker: string = '@dstack/test/QuotaError';
+      override readonly name: string = 'QuotaError';
+    }
+    const quota = new QuotaError('quota exceeded');
+    expect(QuotaError.isInstance(quota)).toBe(true);
+    expect(NoCapacityError.isInstance(quota)).toBe(true);
+    expect(BackendError.isInstance(quota)).toBe(true);
+    expect(DstackError.isInstance(quota)).toBe(true);
+    expect(QuotaError.isInstance(new NoCapacityError())).toBe(false);
+    expect(ProvisioningError.isInstance(quota)).toBe(false);
+    // From another copy of the package: the markers alone decide.
+    const copy = Object.assign(new Error('quota'), {
+      [Symbol.for('@dstack/core/DstackError')]: true,
+      [Symbol.for('@dstack/test/QuotaError')]: true,
+    });
+    expect(QuotaError.isInstance(copy)).toBe(true);
+    expect(NoCapacityError.isInstance(copy)).toBe(false);
+  });
+
+  it('recognises a ConfigurationError from another copy of core by its marker', () => {
+    const copy = Object.assign(new Error('bad'), {
+      name: 'ConfigurationError',
+      [Symbol.for('@dstack/core/DstackError')]: true,
+      [Symbol.for('@dstack/core/ConfigurationError')]: true,
+    });
+    expect(ConfigurationError.isInstance(copy)).toBe(true);
+    expect(ServerClientError.isInstance(copy)).toBe(false);
+  });
+
+  it('refuses isInstance on a subclass without its own marker, which would answer for its parent', () => {
+    class Unmarked extends BackendError {}
+    expect(() => Unmarked.isInstance(new BackendError('x'))).toThrow(
+      new TypeError('Unmarked must declare its own static marker to have isInstance'),
+    );
+    // Its instances still carry the markers of the classes above it.
+    expect(BackendError.isInstance(new Unmarked('x'))).toBe(true);
+  });
+
   it('keeps the cause', () => {
     const cause = new Error('socket hang up');
     expect(new BackendApiCallError('call failed', { cause }).cause).toBe(cause);

@@ -6,28 +6,62 @@
  * never `instanceof` across packages.
  */
 
-const DSTACK_ERROR_MARKER = Symbol.for('@dstack/core/DstackError');
+/** A class derived from `DstackError`, as its `isInstance` sees it. */
+type DstackErrorClass = (abstract new (...args: never[]) => DstackError) & { readonly marker: string };
 
+/**
+ * The base of dstack's errors. A subclass declares its own `static marker` and inherits an
+ * `isInstance` that recognises its instances (and its subclasses'):
+ *
+ * ```ts
+ * export class QuotaError extends BackendError {
+ *   static override readonly marker: string = '@dstack/backend-aws/QuotaError';
+ *   override readonly name = 'QuotaError';
+ * }
+ * QuotaError.isInstance(error); // also BackendError.isInstance(error), DstackError.isInstance(error)
+ * ```
+ */
 export class DstackError extends Error {
-  readonly [DSTACK_ERROR_MARKER] = true;
+  /**
+   * The `Symbol.for` key marking this class's instances: `@dstack/<package>/<ClassName>`, stable
+   * across versions. Every subclass declares its own; an instance carries the marker of each class
+   * in its chain, so `Parent.isInstance(child)` holds, also for an error from another copy.
+   */
+  static readonly marker: string = '@dstack/core/DstackError';
   override readonly name: string = 'DstackError';
 
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
+    for (let cls: unknown = new.target; typeof cls === 'function' && cls !== Error; ) {
+      if (Object.hasOwn(cls, 'marker')) {
+        (this as unknown as Record<symbol, boolean>)[Symbol.for((cls as DstackErrorClass).marker)] = true;
+      }
+      cls = Object.getPrototypeOf(cls);
+    }
   }
 
-  static isInstance(error: unknown): error is DstackError {
-    return typeof error === 'object' && error !== null && DSTACK_ERROR_MARKER in error;
+  /**
+   * Whether `error` is an instance of this class or of a subclass, from any copy of its package
+   * (checks the class's `Symbol.for` marker, unlike `instanceof`). Call it on the class:
+   * `NoCapacityError.isInstance(error)`.
+   */
+  static isInstance<T extends DstackErrorClass>(this: T, error: unknown): error is InstanceType<T> {
+    // biome-ignore lint/complexity/noThisInStatic: the class it is called on names the marker.
+    return carriesMarkerOf(this, error);
   }
 }
 
-/** Defines `isInstance` for a subclass from its stable `name`. */
-function hasName(error: unknown, name: string): boolean {
-  return DstackError.isInstance(error) && error.name === name;
+function carriesMarkerOf(cls: DstackErrorClass, error: unknown): boolean {
+  // Without its own marker a subclass would answer for its parent's instances.
+  if (!Object.hasOwn(cls, 'marker')) {
+    throw new TypeError(`${cls.name} must declare its own static marker to have isInstance`);
+  }
+  return typeof error === 'object' && error !== null && Symbol.for(cls.marker) in error;
 }
 
 /** A user-written configuration (YAML file, API body) is invalid. */
 export class ConfigurationError extends DstackError {
+  static override readonly marker: string = '@dstack/core/ConfigurationError';
   override readonly name = 'ConfigurationError';
   /** The file the configuration came from, when known. */
   readonly file: string | undefined;
@@ -53,34 +87,7 @@ export class ConfigurationError extends DstackError {
     this.line = details.line;
     this.column = details.column;
   }
-
-  static override isInstance(error: unknown): error is ConfigurationError {
-    return hasName(error, 'ConfigurationError');
-  }
 }
-
-export { hasName as isDstackErrorNamed };
-
-/**
- * Checks a per-class `Symbol.for` marker. Subclasses inherit their parents'
- * markers (every constructor in the chain sets its own), so
- * `BackendError.isInstance(new NoCapacityError())` holds, across copies of core.
- */
-function hasMarker(error: unknown, marker: symbol): boolean {
-  return typeof error === 'object' && error !== null && marker in error;
-}
-
-const SERVER_CLIENT_ERROR_MARKER = Symbol.for('@dstack/core/ServerClientError');
-const RESOURCE_NOT_FOUND_ERROR_MARKER = Symbol.for('@dstack/core/ResourceNotFoundError');
-const INVALID_CREDENTIALS_ERROR_MARKER = Symbol.for('@dstack/core/InvalidCredentialsError');
-const BACKEND_ERROR_MARKER = Symbol.for('@dstack/core/BackendError');
-const NO_CAPACITY_ERROR_MARKER = Symbol.for('@dstack/core/NoCapacityError');
-const PROVISIONING_ERROR_MARKER = Symbol.for('@dstack/core/ProvisioningError');
-const NOT_YET_TERMINATED_ERROR_MARKER = Symbol.for('@dstack/core/NotYetTerminatedError');
-const BACKEND_API_CALL_ERROR_MARKER = Symbol.for('@dstack/core/BackendApiCallError');
-const NOT_IMPLEMENTED_ERROR_MARKER = Symbol.for('@dstack/core/NotImplementedError');
-const UNSUPPORTED_CAPABILITY_ERROR_MARKER = Symbol.for('@dstack/core/UnsupportedCapabilityError');
-const BACKEND_PLUGIN_ERROR_MARKER = Symbol.for('@dstack/core/BackendPluginError');
 
 /**
  * An error the client caused and can fix (bad input, missing resource, bad
@@ -88,7 +95,7 @@ const BACKEND_PLUGIN_ERROR_MARKER = Symbol.for('@dstack/core/BackendPluginError'
  * `{"detail": [{"msg", "code", "fields"}]}`, as dstack's `ServerClientError`.
  */
 export class ServerClientError extends DstackError {
-  readonly [SERVER_CLIENT_ERROR_MARKER] = true;
+  static override readonly marker: string = '@dstack/core/ServerClientError';
   override readonly name: string = 'ServerClientError';
   /** Machine-readable code, stable across versions (`error`, `resource_not_exists`, `invalid_credentials`). */
   readonly code: string;
@@ -103,23 +110,15 @@ export class ServerClientError extends DstackError {
     this.code = options.code ?? 'error';
     this.fields = options.fields ?? [];
   }
-
-  static override isInstance(error: unknown): error is ServerClientError {
-    return hasMarker(error, SERVER_CLIENT_ERROR_MARKER);
-  }
 }
 
 /** A project, run, fleet, backend, … named by the client does not exist. */
 export class ResourceNotFoundError extends ServerClientError {
-  readonly [RESOURCE_NOT_FOUND_ERROR_MARKER] = true;
+  static override readonly marker: string = '@dstack/core/ResourceNotFoundError';
   override readonly name: string = 'ResourceNotFoundError';
 
   constructor(message = 'Resource not found', options: { cause?: unknown } = {}) {
     super(message, { code: 'resource_not_exists', cause: options.cause });
-  }
-
-  static override isInstance(error: unknown): error is ResourceNotFoundError {
-    return hasMarker(error, RESOURCE_NOT_FOUND_ERROR_MARKER);
   }
 }
 
@@ -129,7 +128,7 @@ export class ResourceNotFoundError extends ServerClientError {
  * wrong. `fields` names the offending fields, e.g. `[['creds', 'api_key']]`.
  */
 export class InvalidCredentialsError extends ServerClientError {
-  readonly [INVALID_CREDENTIALS_ERROR_MARKER] = true;
+  static override readonly marker: string = '@dstack/core/InvalidCredentialsError';
   override readonly name: string = 'InvalidCredentialsError';
   /** @param fields at least one field path; `[['creds']]` when the provider does not say which. */
   constructor(
@@ -143,20 +142,12 @@ export class InvalidCredentialsError extends ServerClientError {
       cause: options.cause,
     });
   }
-
-  static override isInstance(error: unknown): error is InvalidCredentialsError {
-    return hasMarker(error, INVALID_CREDENTIALS_ERROR_MARKER);
-  }
 }
 
 /** Base of the errors a backend raises while talking to its provider. */
 export class BackendError extends DstackError {
-  readonly [BACKEND_ERROR_MARKER] = true;
+  static override readonly marker: string = '@dstack/core/BackendError';
   override readonly name: string = 'BackendError';
-
-  static override isInstance(error: unknown): error is BackendError {
-    return hasMarker(error, BACKEND_ERROR_MARKER);
-  }
 }
 
 /**
@@ -164,7 +155,7 @@ export class BackendError extends DstackError {
  * The server moves on to the next offer; it is the "try next offer" error.
  */
 export class NoCapacityError extends BackendError {
-  readonly [NO_CAPACITY_ERROR_MARKER] = true;
+  static override readonly marker: string = '@dstack/core/NoCapacityError';
   override readonly name: string = 'NoCapacityError';
   /**
    * Set when the capacity is held by the backend's own instances and frees as their jobs end
@@ -178,10 +169,6 @@ export class NoCapacityError extends BackendError {
     super(message, { cause: options?.cause });
     this.retryAfterMs = options?.retryAfterMs ?? null;
   }
-
-  static override isInstance(error: unknown): error is NoCapacityError {
-    return hasMarker(error, NO_CAPACITY_ERROR_MARKER);
-  }
 }
 
 /**
@@ -190,12 +177,8 @@ export class NoCapacityError extends BackendError {
  * and is not polled again.
  */
 export class ProvisioningError extends BackendError {
-  readonly [PROVISIONING_ERROR_MARKER] = true;
+  static override readonly marker: string = '@dstack/core/ProvisioningError';
   override readonly name: string = 'ProvisioningError';
-
-  static override isInstance(error: unknown): error is ProvisioningError {
-    return hasMarker(error, PROVISIONING_ERROR_MARKER);
-  }
 }
 
 /**
@@ -203,21 +186,17 @@ export class ProvisioningError extends BackendError {
  * the server calls it again later (every 30 s, for up to 15 minutes).
  */
 export class NotYetTerminatedError extends BackendError {
-  readonly [NOT_YET_TERMINATED_ERROR_MARKER] = true;
+  static override readonly marker: string = '@dstack/core/NotYetTerminatedError';
   override readonly name: string = 'NotYetTerminatedError';
 
   constructor(message = 'The instance is not terminated yet', options?: { cause?: unknown }) {
     super(message, options);
   }
-
-  static override isInstance(error: unknown): error is NotYetTerminatedError {
-    return hasMarker(error, NOT_YET_TERMINATED_ERROR_MARKER);
-  }
 }
 
 /** A provider API call failed with an HTTP status (or a transport error, `statusCode` undefined). */
 export class BackendApiCallError extends BackendError {
-  readonly [BACKEND_API_CALL_ERROR_MARKER] = true;
+  static override readonly marker: string = '@dstack/core/BackendApiCallError';
   override readonly name: string = 'BackendApiCallError';
   /** HTTP status of the provider's answer; undefined for transport errors (DNS, reset, timeout). */
   readonly statusCode: number | undefined;
@@ -249,10 +228,6 @@ export class BackendApiCallError extends BackendError {
         options.statusCode === 429 ||
         options.statusCode >= 500);
   }
-
-  static override isInstance(error: unknown): error is BackendApiCallError {
-    return hasMarker(error, BACKEND_API_CALL_ERROR_MARKER);
-  }
 }
 
 /**
@@ -260,7 +235,7 @@ export class BackendApiCallError extends BackendError {
  * The message names the method and what an implementation must do.
  */
 export class NotImplementedError extends DstackError {
-  readonly [NOT_IMPLEMENTED_ERROR_MARKER] = true;
+  static override readonly marker: string = '@dstack/core/NotImplementedError';
   override readonly name: string = 'NotImplementedError';
   /** The method, e.g. `runJob` or `AwsCompute.runJob`. */
   readonly method: string;
@@ -271,10 +246,6 @@ export class NotImplementedError extends DstackError {
       cause: options.cause,
     });
     this.method = method;
-  }
-
-  static override isInstance(error: unknown): error is NotImplementedError {
-    return hasMarker(error, NOT_IMPLEMENTED_ERROR_MARKER);
   }
 }
 
@@ -294,8 +265,6 @@ const METHOD_DESCRIPTIONS: Readonly<Record<string, string>> = {
   detachVolume: 'must detach the volume from the instance',
   createGatewayReplica: 'must launch a gateway instance and return its GatewayReplicaProvisioningData',
   terminateGatewayReplica: 'must terminate the gateway instance and succeed when it is already gone',
-  runJobs: 'must provision the compute group for the jobs and return its ComputeGroupProvisioningData',
-  terminateComputeGroup: 'must terminate every instance of the compute group',
   validateConfig: 'must check the credentials and config against the provider',
   createBackend: 'must fill defaults and return the BackendRecord to store',
   getCompute: 'must build the Compute from the stored record',
@@ -308,7 +277,7 @@ function describeMethod(method: string): string | undefined {
 
 /** A Compute method was called for a capability its backend does not declare. */
 export class UnsupportedCapabilityError extends DstackError {
-  readonly [UNSUPPORTED_CAPABILITY_ERROR_MARKER] = true;
+  static override readonly marker: string = '@dstack/core/UnsupportedCapabilityError';
   override readonly name: string = 'UnsupportedCapabilityError';
   readonly capability: string;
   readonly backendType: string | undefined;
@@ -321,10 +290,6 @@ export class UnsupportedCapabilityError extends DstackError {
     this.capability = capability;
     this.backendType = options.backendType;
   }
-
-  static override isInstance(error: unknown): error is UnsupportedCapabilityError {
-    return hasMarker(error, UNSUPPORTED_CAPABILITY_ERROR_MARKER);
-  }
 }
 
 /**
@@ -332,7 +297,7 @@ export class UnsupportedCapabilityError extends DstackError {
  * specification version, or its Compute does not match what it declares.
  */
 export class BackendPluginError extends DstackError {
-  readonly [BACKEND_PLUGIN_ERROR_MARKER] = true;
+  static override readonly marker: string = '@dstack/core/BackendPluginError';
   override readonly name: string = 'BackendPluginError';
   /** The npm package the plugin came from, when known. */
   readonly packageName: string | undefined;
@@ -340,9 +305,5 @@ export class BackendPluginError extends DstackError {
   constructor(message: string, options: { packageName?: string; cause?: unknown } = {}) {
     super(message, { cause: options.cause });
     this.packageName = options.packageName;
-  }
-
-  static override isInstance(error: unknown): error is BackendPluginError {
-    return hasMarker(error, BACKEND_PLUGIN_ERROR_MARKER);
   }
 }

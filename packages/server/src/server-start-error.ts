@@ -6,9 +6,6 @@ import { DstackError } from '@dstack/core';
  * as `error: <message>`).
  */
 export class ServerStartError extends DstackError {
+  static override readonly marker: string = '@dstack/server/ServerStartError';
   override readonly name = 'ServerStartError';
-
-  static override isInstance(error: unknown): error is ServerStartError {
-    return DstackError.isInstance(error) && error.name === 'ServerStartError';
-  }
 }

@@ -9,6 +9,7 @@ export interface ApiErrorDetail {
 
 /** The server answered with a non-2xx status. */
 export class ServerApiError extends DstackError {
+  static override readonly marker: string = '@dstack/cli/ServerApiError';
   override readonly name = 'ServerApiError';
   readonly statusCode: number;
   readonly endpoint: string;
@@ -20,14 +21,11 @@ export class ServerApiError extends DstackError {
     this.statusCode = statusCode;
     this.details = details;
   }
-
-  static override isInstance(error: unknown): error is ServerApiError {
-    return DstackError.isInstance(error) && error.name === 'ServerApiError';
-  }
 }
 
 /** The token was rejected (HTTP 401). */
 export class InvalidTokenError extends DstackError {
+  static override readonly marker: string = '@dstack/cli/InvalidTokenError';
   override readonly name = 'InvalidTokenError';
   readonly serverUrl: string;
   readonly projectName: string;
@@ -37,14 +35,11 @@ export class InvalidTokenError extends DstackError {
     this.serverUrl = serverUrl;
     this.projectName = projectName;
   }
-
-  static override isInstance(error: unknown): error is InvalidTokenError {
-    return DstackError.isInstance(error) && error.name === 'InvalidTokenError';
-  }
 }
 
 /** Nothing answers at the server URL (connection refused, unknown host, timeout). */
 export class ServerUnreachableError extends DstackError {
+  static override readonly marker: string = '@dstack/cli/ServerUnreachableError';
   override readonly name = 'ServerUnreachableError';
   readonly serverUrl: string;
 
@@ -52,14 +47,11 @@ export class ServerUnreachableError extends DstackError {
     super(`cannot reach the dstack server at ${serverUrl}`, { cause });
     this.serverUrl = serverUrl;
   }
-
-  static override isInstance(error: unknown): error is ServerUnreachableError {
-    return DstackError.isInstance(error) && error.name === 'ServerUnreachableError';
-  }
 }
 
 /** The server took the connection but did not answer within the CLI's timeout. */
 export class ServerTimeoutError extends DstackError {
+  static override readonly marker: string = '@dstack/cli/ServerTimeoutError';
   override readonly name = 'ServerTimeoutError';
   readonly serverUrl: string;
   readonly timeoutMs: number;
@@ -68,10 +60,6 @@ export class ServerTimeoutError extends DstackError {
     super(`the server at ${serverUrl} did not answer within ${formatSeconds(timeoutMs)}`, { cause });
     this.serverUrl = serverUrl;
     this.timeoutMs = timeoutMs;
-  }
-
-  static override isInstance(error: unknown): error is ServerTimeoutError {
-    return DstackError.isInstance(error) && error.name === 'ServerTimeoutError';
   }
 }
 
@@ -86,11 +74,8 @@ export function isHeadersTimeout(error: unknown): boolean {
 
 /** The server answered 2xx with a body that does not match the API models. */
 export class UnexpectedResponseError extends DstackError {
+  static override readonly marker: string = '@dstack/cli/UnexpectedResponseError';
   override readonly name = 'UnexpectedResponseError';
-
-  static override isInstance(error: unknown): error is UnexpectedResponseError {
-    return DstackError.isInstance(error) && error.name === 'UnexpectedResponseError';
-  }
 }
 
 /** Reads dstack's `{"detail": [...]}` body, also the `{"detail": {"msg"}}` and plain-text forms. */

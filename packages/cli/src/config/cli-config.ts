@@ -22,11 +22,8 @@ export interface CliConfig {
 
 /** The configuration file is missing a project, or cannot be read. */
 export class CliConfigError extends DstackError {
+  static override readonly marker: string = '@dstack/cli/CliConfigError';
   override readonly name = 'CliConfigError';
-
-  static override isInstance(error: unknown): error is CliConfigError {
-    return DstackError.isInstance(error) && error.name === 'CliConfigError';
-  }
 }
 
 /**

@@ -13,11 +13,8 @@ import { printable } from './printable.js';
 
 /** A failure to report to the user as `error: <message>`, with exit code 1. */
 export class CommandError extends DstackError {
+  static override readonly marker: string = '@dstack/cli/CommandError';
   override readonly name = 'CommandError';
-
-  static override isInstance(error: unknown): error is CommandError {
-    return DstackError.isInstance(error) && error.name === 'CommandError';
-  }
 }
 
 function fieldPath(fields: ReadonlyArray<string | number>): string {

@@ -4,19 +4,7 @@ import type { InstanceOfferWithAvailability } from '../models/instances.js';
 import type { Requirements } from '../models/requirements.js';
 import type { Volume } from '../models/volumes.js';
 import { SampleCompute, sampleConfigModels, stubCompute } from './__fixtures__/sample-backend.js';
-import {
-  hasCapability,
-  isComputeWithCreateInstance,
-  isComputeWithGateways,
-  isComputeWithGroupProvisioning,
-  isComputeWithInstanceVolumes,
-  isComputeWithMultinode,
-  isComputeWithPlacementGroups,
-  isComputeWithPrivileged,
-  isComputeWithReservations,
-  isComputeWithVolumes,
-  requireCapability,
-} from './capabilities.js';
+import { hasCapability, requireCapability } from './capabilities.js';
 import { restrictOfferToVolumeZone } from './run-job-with-create-instance.js';
 
 const compute = new SampleCompute(
@@ -41,35 +29,34 @@ const offer: InstanceOfferWithAvailability = {
 
 describe('capability guards', () => {
   it('are true for declared and implemented capabilities', () => {
-    expect(isComputeWithCreateInstance(compute)).toBe(true);
-    expect(isComputeWithPrivileged(compute)).toBe(true);
-    expect(isComputeWithInstanceVolumes(compute)).toBe(true);
+    expect(hasCapability(compute, 'create-instance')).toBe(true);
+    expect(hasCapability(compute, 'privileged')).toBe(true);
+    expect(hasCapability(compute, 'instance-volumes')).toBe(true);
   });
 
   it('are false for undeclared capabilities', () => {
-    expect(isComputeWithMultinode(compute)).toBe(false);
-    expect(isComputeWithVolumes(compute)).toBe(false);
-    expect(isComputeWithGateways(compute)).toBe(false);
-    expect(isComputeWithPlacementGroups(compute)).toBe(false);
-    expect(isComputeWithReservations(compute)).toBe(false);
-    expect(isComputeWithGroupProvisioning(compute)).toBe(false);
+    expect(hasCapability(compute, 'multinode')).toBe(false);
+    expect(hasCapability(compute, 'volumes')).toBe(false);
+    expect(hasCapability(compute, 'gateways')).toBe(false);
+    expect(hasCapability(compute, 'placement-groups')).toBe(false);
+    expect(hasCapability(compute, 'reservations')).toBe(false);
   });
 
   it('are false when methods exist but the capability is not declared', () => {
     const undeclared = stubCompute([], ['createInstance', 'registerVolume', 'createVolume', 'deleteVolume']);
-    expect(isComputeWithCreateInstance(undeclared)).toBe(false);
-    expect(isComputeWithVolumes(undeclared)).toBe(false);
+    expect(hasCapability(undeclared, 'create-instance')).toBe(false);
+    expect(hasCapability(undeclared, 'volumes')).toBe(false);
   });
 
   it('are false when the capability is declared but methods are missing', () => {
     const partial = stubCompute(['volumes', 'gateways'], ['registerVolume', 'createVolume']);
-    expect(isComputeWithVolumes(partial)).toBe(false);
-    expect(isComputeWithGateways(partial)).toBe(false);
+    expect(hasCapability(partial, 'volumes')).toBe(false);
+    expect(hasCapability(partial, 'gateways')).toBe(false);
     const complete = stubCompute(
       ['volumes', 'multinode'],
       ['registerVolume', 'createVolume', 'deleteVolume'],
     );
-    expect(isComputeWithVolumes(complete)).toBe(true);
+    expect(hasCapability(complete, 'volumes')).toBe(true);
     expect(hasCapability(complete, 'multinode')).toBe(true);
   });
 });

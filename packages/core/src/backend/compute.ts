@@ -1,5 +1,4 @@
 import type { BackendType } from '../models/backend-type.js';
-import type { ComputeGroup, ComputeGroupProvisioningData } from '../models/compute-groups.js';
 import type { GatewayReplicaConfiguration, GatewayReplicaProvisioningData } from '../models/gateways.js';
 import type {
   InstanceConfiguration,
@@ -31,18 +30,10 @@ export const CAPABILITIES = [
   'volumes',
   /** Gateway instances. */
   'gateways',
-  /** Gateways without a public IP (`createGatewayReplica` honours `public_ip: false`). */
-  'private-gateways',
   /** `getOffers` honours `Requirements.reservation` and `createInstance` `InstanceConfiguration.reservation`. */
   'reservations',
-  /** `runJobs`: several jobs provisioned as one compute group. */
-  'group-provisioning',
 ] as const;
 export type Capability = (typeof CAPABILITIES)[number];
-
-export function isCapability(value: unknown): value is Capability {
-  return typeof value === 'string' && (CAPABILITIES as readonly string[]).includes(value);
-}
 
 /** Options of `getOffers`, for backends that slice nodes (Kubernetes, Slurm); others ignore them. */
 export interface GetOffersOptions {
@@ -218,8 +209,6 @@ export interface ComputeWithInstanceVolumes extends Compute {}
 export interface ComputeWithMultinode extends Compute {}
 /** Capability `reservations` (marker): offers and instances honour reservations. */
 export interface ComputeWithReservations extends Compute {}
-/** Capability `private-gateways` (marker): gateways without a public IP. */
-export interface ComputeWithPrivateGateways extends Compute {}
 
 /** Capability `placement-groups`. */
 export interface ComputeWithPlacementGroups extends Compute {
@@ -275,28 +264,6 @@ export interface ComputeWithGateways extends Compute {
   ): Promise<void>;
 }
 
-export interface JobConfigurationForCompute {
-  job: JobForCompute;
-  volumes: readonly Volume[];
-}
-
-export interface RunJobsParams {
-  run: RunForCompute;
-  jobConfigurations: readonly JobConfigurationForCompute[];
-  offer: InstanceOfferWithAvailability;
-  projectSshPublicKey: string;
-  projectSshPrivateKey: string;
-  placementGroup: PlacementGroup | null;
-}
-
-/** Capability `group-provisioning`: used for batches of two or more jobs. */
-export interface ComputeWithGroupProvisioning extends Compute {
-  /** Provisions all jobs as one compute group; returns one provisioning data per job, in order. */
-  runJobs(params: RunJobsParams): Promise<ComputeGroupProvisioningData>;
-  /** Terminates every instance of the group; idempotent. */
-  terminateComputeGroup(computeGroup: ComputeGroup): Promise<void>;
-}
-
 /** The Compute interface each capability adds. */
 export interface ComputeByCapability {
   'create-instance': ComputeWithCreateInstance;
@@ -306,9 +273,7 @@ export interface ComputeByCapability {
   'placement-groups': ComputeWithPlacementGroups;
   volumes: ComputeWithVolumes;
   gateways: ComputeWithGateways;
-  'private-gateways': ComputeWithPrivateGateways;
   reservations: ComputeWithReservations;
-  'group-provisioning': ComputeWithGroupProvisioning;
 }
 
 /** The methods each capability requires (the optional ones are not listed). */
@@ -320,9 +285,7 @@ export const CAPABILITY_METHODS: { readonly [C in Capability]: readonly string[]
   'placement-groups': ['createPlacementGroup', 'deletePlacementGroup', 'isSuitablePlacementGroup'],
   volumes: ['registerVolume', 'createVolume', 'deleteVolume'],
   gateways: ['createGatewayReplica', 'terminateGatewayReplica'],
-  'private-gateways': [],
   reservations: [],
-  'group-provisioning': ['runJobs', 'terminateComputeGroup'],
 };
 
 /** The methods every Compute has. */

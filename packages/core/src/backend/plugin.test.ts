@@ -46,6 +46,26 @@ describe('defineBackendPlugin', () => {
     expect(call).toThrow(/runsOnServerHost must be a boolean when set, got "yes"/);
   });
 
+  it('takes a catalog provider, offline or online, and refuses anything else', () => {
+    const offline = { kind: 'offline', name: 'sample', collect: async () => [] } as const;
+    const online = { kind: 'online', name: 'sample', query: async () => [] } as const;
+    expect(defineBackendPlugin({ ...samplePlugin, catalogProvider: offline }).catalogProvider).toBe(offline);
+    expect(defineBackendPlugin({ ...samplePlugin, catalogProvider: online }).catalogProvider).toBe(online);
+    const withProvider = (catalogProvider: unknown) => () =>
+      defineBackendPlugin({ ...samplePlugin, catalogProvider: catalogProvider as typeof offline });
+    expect(withProvider('aws')).toThrow(/catalogProvider must be an object when set, got "aws"/);
+    expect(withProvider({})).toThrow(/catalogProvider name must be a non-empty string, got undefined/);
+    expect(withProvider({ kind: 'live', name: 'sample' })).toThrow(
+      /catalogProvider kind must be "offline" or "online", got "live"/,
+    );
+    expect(withProvider({ kind: 'offline', name: 'sample', query: async () => [] })).toThrow(
+      /catalogProvider is offline but has no collect\(\) method/,
+    );
+    expect(withProvider({ kind: 'online', name: 'sample' })).toThrow(
+      /catalogProvider is online but has no query\(\) method/,
+    );
+  });
+
   it('keeps runsOnServerHost, absent meaning a backend away from the server', () => {
     expect(samplePlugin.runsOnServerHost).toBeUndefined();
     expect(defineBackendPlugin({ ...samplePlugin, runsOnServerHost: true }).runsOnServerHost).toBe(true);

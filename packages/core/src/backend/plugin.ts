@@ -1,3 +1,4 @@
+import type { CatalogProvider } from '@dstack/catalog';
 import type { z } from 'zod';
 import { BackendPluginError } from '../errors.js';
 import { BACKEND_TYPE_PATTERN, type BackendType } from '../models/backend-type.js';
@@ -51,11 +52,10 @@ export interface BackendPluginV1<TConfigWithCreds = unknown, TConfigWithoutCreds
   readonly configSchemas: BackendConfigSchemas;
   createConfigurator(): Configurator<TConfigWithCreds, TConfigWithoutCreds>;
   /**
-   * The backend's `@dstack/catalog` provider, for `dstack-catalog collect` and
-   * the bundled snapshot. Typed loosely until the catalog package exports
-   * its provider interface.
+   * The backend's `@dstack/catalog` provider: offline (`collect()`, for
+   * `dstack-catalog collect` and the bundled snapshot) or online (`query()`, asked live).
    */
-  readonly catalogProvider?: object;
+  readonly catalogProvider?: CatalogProvider;
   /** Seconds (or a function of the instance type); default 600. */
   readonly provisioningTimeoutSeconds?: ProvisioningTimeout;
   /**
@@ -138,13 +138,29 @@ function validateV1(plugin: Record<string, unknown>): string[] {
   if (plugin.runsOnServerHost !== undefined && typeof plugin.runsOnServerHost !== 'boolean') {
     problems.push(`runsOnServerHost must be a boolean when set, got ${describe(plugin.runsOnServerHost)}`);
   }
-  if (
-    plugin.catalogProvider !== undefined &&
-    (typeof plugin.catalogProvider !== 'object' || plugin.catalogProvider === null)
-  ) {
-    problems.push('catalogProvider must be an object when set');
+  if (plugin.catalogProvider !== undefined) {
+    const problem = catalogProviderProblem(plugin.catalogProvider);
+    if (problem) problems.push(`catalogProvider ${problem}`);
   }
   return problems;
+}
+
+/** What is wrong with a descriptor's `catalogProvider`, or undefined when it is a `CatalogProvider`. */
+function catalogProviderProblem(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null) {
+    return `must be an object when set, got ${describe(value)}`;
+  }
+  const provider = value as { kind?: unknown; name?: unknown; collect?: unknown; query?: unknown };
+  if (typeof provider.name !== 'string' || provider.name === '') {
+    return `name must be a non-empty string, got ${describe(provider.name)}`;
+  }
+  if (provider.kind === 'offline') {
+    return typeof provider.collect === 'function' ? undefined : 'is offline but has no collect() method';
+  }
+  if (provider.kind === 'online') {
+    return typeof provider.query === 'function' ? undefined : 'is online but has no query() method';
+  }
+  return `kind must be "offline" or "online", got ${describe(provider.kind)}`;
 }
 
 /**

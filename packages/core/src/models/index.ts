@@ -1,7 +1,6 @@
 export * from './api.js';
 export * from './backend-type.js';
 export * from './catalog-offers.js';
-export * from './compute-groups.js';
 export * from './gateways.js';
 export * from './instances.js';
 export * from './placement-groups.js';

@@ -6,6 +6,7 @@ import { DstackError } from '../errors.js';
  * configuration's; configuration mistakes (bad `parameters`) are `ConfigurationError`s.
  */
 export class ProviderError extends DstackError {
+  static override readonly marker: string = '@dstack/core/ProviderError';
   override readonly name = 'ProviderError';
   /** How the configuration named the provider (`./providers/curl.mjs`, `@acme/provider`), when known. */
   readonly specifier: string | undefined;
@@ -13,9 +14,5 @@ export class ProviderError extends DstackError {
   constructor(message: string, options: { specifier?: string; cause?: unknown } = {}) {
     super(message, { cause: options.cause });
     this.specifier = options.specifier;
-  }
-
-  static override isInstance(error: unknown): error is ProviderError {
-    return DstackError.isInstance(error) && error.name === 'ProviderError';
   }
 }

@@ -1,7 +1,5 @@
 import { DstackError } from '@dstack/core';
 
-const AGENT_UNREACHABLE_ERROR_MARKER = Symbol.for('@dstack/server/AgentUnreachableError');
-
 /**
  * The server could not reach an agent (shim or runner) of an instance: the SSH
  * connection failed (refused, timed out, key rejected), the instance has no
@@ -9,7 +7,7 @@ const AGENT_UNREACHABLE_ERROR_MARKER = Symbol.for('@dstack/server/AgentUnreachab
  * to decide when an instance is unreachable.
  */
 export class AgentUnreachableError extends DstackError {
-  readonly [AGENT_UNREACHABLE_ERROR_MARKER] = true;
+  static override readonly marker: string = '@dstack/server/AgentUnreachableError';
   override readonly name: string = 'AgentUnreachableError';
   /** The host the server tried to reach (the SSH target, or the agent itself in direct mode). */
   readonly host: string | null;
@@ -23,9 +21,5 @@ export class AgentUnreachableError extends DstackError {
     super(message, { cause: details.cause });
     this.host = details.host ?? null;
     this.port = details.port ?? null;
-  }
-
-  static override isInstance(error: unknown): error is AgentUnreachableError {
-    return typeof error === 'object' && error !== null && AGENT_UNREACHABLE_ERROR_MARKER in error;
   }
 }

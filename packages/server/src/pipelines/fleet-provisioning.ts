@@ -7,9 +7,10 @@
 import {
   DEFAULT_FLEET_IDLE_DURATION,
   defaultResourcesSpec,
+  hasCapability,
   isAvailable,
-  isComputeWithCreateInstance,
   type Requirements,
+  requireCapability,
 } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
@@ -56,7 +57,7 @@ export async function fleetOffers(
   configuration: FleetConfigurationFields,
 ): Promise<BackendOffer[]> {
   const backends = (await runServicesOf(app).backends.getProjectBackends(projectId)).filter((backend) =>
-    isComputeWithCreateInstance(backend.compute),
+    hasCapability(backend.compute, 'create-instance'),
   );
   const { offers } = await getOffers(backends, fleetRequirementsOf(configuration), {
     backends: configuration.backends,
@@ -100,10 +101,11 @@ export async function provisionFleetInstance(
   const offers = await fleetOffers(app, project.id, configuration);
   const instanceConfiguration = await instanceConfigurationOf(app, project, instance, fleet);
   const result = await launchOnFirstOffer(app, instance, offers, ({ backend, offer }) => {
-    if (!isComputeWithCreateInstance(backend.compute)) {
-      throw new Error(`backend ${backend.type} cannot create instances`);
-    }
-    return backend.compute.createInstance(offer, instanceConfiguration, null);
+    return requireCapability(backend.compute, 'create-instance').createInstance(
+      offer,
+      instanceConfiguration,
+      null,
+    );
   });
   if (result.launched) runServicesOf(app).wakeUps.wake('instances');
   return result;

@@ -25,13 +25,13 @@ import {
   getProvisioningTimeoutSeconds,
   type InstanceConfiguration,
   type InstanceOfferWithAvailability,
-  isComputeWithCreateInstance,
   type JobProvisioningData,
   type JobSpec,
   NoCapacityError,
   type Requirements,
   type RunJobParams,
   type RunSpec,
+  requireCapability,
 } from '@dstack/core';
 import { type Kysely, sql } from 'kysely';
 import { launchAgentToken, newEncryptedAgentToken } from '../agents/agent-tokens.js';
@@ -426,11 +426,9 @@ export async function relaunchStrandedInstance(
     const paramsFor = await runJobParamsOf(app, { run, job, project, instanceId: instance.id });
     return compute.runJob(paramsFor(offer));
   }
-  if (!isComputeWithCreateInstance(compute)) {
-    throw new Error(`backend ${compute.type} cannot create instances`);
-  }
+  const creator = requireCapability(compute, 'create-instance');
   const fleet = instance.fleet_id
     ? await app.db.selectFrom('fleets').selectAll().where('id', '=', instance.fleet_id).executeTakeFirst()
     : undefined;
-  return compute.createInstance(offer, await instanceConfigurationOf(app, project, instance, fleet), null);
+  return creator.createInstance(offer, await instanceConfigurationOf(app, project, instance, fleet), null);
 }

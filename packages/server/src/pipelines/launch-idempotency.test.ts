@@ -7,7 +7,7 @@
  * claim expires when the test moves the clock. The fake cloud boots real agents, so the run
  * goes all the way to `done`.
  */
-import { isComputeWithCreateInstance, type RunJobParams, type RunSpec } from '@dstack/core';
+import { hasCapability, type RunJobParams, type RunSpec } from '@dstack/core';
 import type { FakeBackend, FakeBackendOptions } from '@dstack/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { InstancesTable } from '../db/schema.js';
@@ -321,7 +321,7 @@ describe('a launch given up while it runs', () => {
     let launches = 0;
     const result = await launchOnFirstOffer(app, instance, offers, async ({ backend, offer }) => {
       launches += 1;
-      if (!isComputeWithCreateInstance(backend.compute))
+      if (!hasCapability(backend.compute, 'create-instance'))
         throw new Error('the fake backend creates instances');
       const machine = await backend.compute.createInstance(
         offer,

@@ -6,18 +6,15 @@
  * rotated by putting a new key first and keeping the old ones after it.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { DstackError, isDstackErrorNamed } from '@dstack/core';
+import { DstackError } from '@dstack/core';
 import type { Encryption } from '../context.js';
 
 export type EncryptionKeyConfig = { type: 'aes'; name: string; secret: string } | { type: 'identity' };
 
 /** A stored value cannot be decrypted with the configured keys. */
 export class EncryptionError extends DstackError {
+  static override readonly marker: string = '@dstack/server/EncryptionError';
   override readonly name = 'EncryptionError';
-
-  static override isInstance(error: unknown): error is EncryptionError {
-    return isDstackErrorNamed(error, 'EncryptionError');
-  }
 }
 
 const PREFIX = 'enc:';

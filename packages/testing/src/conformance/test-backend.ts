@@ -3,8 +3,8 @@ import {
   assertComputeMatchesPlugin,
   type Compute,
   type ComputeWithCreateInstance,
+  hasCapability,
   type InstanceOfferWithAvailability,
-  isComputeWithCreateInstance,
   isNotImplemented,
   type JobProvisioningData,
   type Requirements,
@@ -298,7 +298,7 @@ class ConformanceSuite<E extends BackendEmulator> {
   /** `createInstance` for backends with the capability, else `runJob`. */
   #launchMethod(): LaunchMethod {
     const compute = this.#setup.compute;
-    return compute && isComputeWithCreateInstance(compute) ? 'createInstance' : 'runJob';
+    return compute && hasCapability(compute, 'create-instance') ? 'createInstance' : 'runJob';
   }
 
   /** A fresh launch: its own run name and dstack instance id (the idempotency key). */

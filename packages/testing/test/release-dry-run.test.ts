@@ -131,10 +131,19 @@ describe('release dry run on the workspace', () => {
 
   it('publishes exports that point only at dist', () => {
     for (const { packed } of results) {
-      expect(packed.manifest.exports, packed.name).toEqual({
-        '.': { types: './dist/index.d.ts', import: './dist/index.js' },
-        './package.json': './package.json',
-      });
+      const exports = packed.manifest.exports as Record<string, unknown>;
+      expect(exports['.'], packed.name).toEqual({ types: './dist/index.d.ts', import: './dist/index.js' });
+      expect(exports['./package.json'], packed.name).toBe('./package.json');
+      // Subpaths (core's `./agent-protocol`) point at dist too, at files the tarball holds.
+      for (const [subpath, target] of Object.entries(exports)) {
+        if (subpath === './package.json') continue;
+        const { types, import: entry } = target as { types: string; import: string };
+        expect(Object.keys(target as object), `${packed.name} ${subpath}`).toEqual(['types', 'import']);
+        expect(packed.files, `${packed.name} ${subpath}`).toEqual(
+          expect.arrayContaining([types, entry].map((path) => path.replace(/^\.\//, ''))),
+        );
+        expect(entry, `${packed.name} ${subpath}`).toMatch(/^\.\/dist\/.+\.js$/);
+      }
       for (const bin of Object.values((packed.manifest.bin ?? {}) as Record<string, string>)) {
         expect(packed.files, `${packed.name} bin`).toContain(bin.replace(/^\.\//, ''));
       }

@@ -57,3 +57,37 @@ it('answers a request while background work makes a long chain of queries', asyn
   expect(await request).toBe('1');
   expect(queriesBeforeTheAnswer).toBeLessThan(MAX_QUERIES);
 });
+
+it('resumes only a turn budget of waiting background work per turn of the event loop', async () => {
+  // Many workers (a pipeline's) each alternating a query and a millisecond of computation: the
+  // turn after they all yielded must not resume every one of them before the request is read.
+  const workers = 100;
+  let answered = false;
+  let steps = 0;
+  let stepsBeforeTheAnswer = 0;
+  const busyFor = (ms: number) => {
+    const end = performance.now() + ms;
+    while (performance.now() < end) {}
+  };
+  const chains = asBackgroundWork(() =>
+    Promise.all(
+      Array.from({ length: workers }, async () => {
+        for (let step = 0; step < 5 && !answered; step++) {
+          await sql`select 1`.execute(opened.db);
+          busyFor(1);
+          steps += 1;
+        }
+      }),
+    ),
+  );
+  const text = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`).then((response) =>
+    response.text(),
+  );
+  answered = true;
+  stepsBeforeTheAnswer = steps;
+  await chains;
+  expect(text).toBe('1');
+  // A request takes a few turns (connect, read, answer); each turn resumes about TURN_BUDGET_MS of
+  // steps, far fewer than the workers waiting.
+  expect(stepsBeforeTheAnswer).toBeLessThan(workers / 2);
+});

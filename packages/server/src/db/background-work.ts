@@ -24,12 +24,11 @@ export function asBackgroundWork<T>(work: () => T): T {
 /** When the current turn's background work began; undefined once the event loop has moved on. */
 let turnStartedAt: number | undefined;
 
-/**
- * Resolves at once, or on a later turn of the event loop when background work has had the
- * current one for `TURN_BUDGET_MS`. Outside background work it never waits.
- */
-export function yieldToRequests(): Promise<void> | undefined {
-  if (background.getStore() === undefined) return undefined;
+/** Background work waiting for a later turn, first come first served. */
+const waiting: Array<() => void> = [];
+
+/** Milliseconds of the current turn background work has had; starts the turn's budget when new. */
+function turnElapsedMs(): number {
   const now = performance.now();
   if (turnStartedAt === undefined) {
     turnStartedAt = now;
@@ -37,10 +36,36 @@ export function yieldToRequests(): Promise<void> | undefined {
     setImmediate(() => {
       turnStartedAt = undefined;
     });
-    return undefined;
   }
-  if (now - turnStartedAt < TURN_BUDGET_MS) return undefined;
-  return new Promise((resolve) => setImmediate(resolve));
+  return now - turnStartedAt;
+}
+
+/**
+ * One per waiting piece of work (an immediate): resumes the first waiting one when the turn has
+ * budget left, else waits for the next turn, so that requests are read in between. Node drains
+ * the microtasks after each immediate, so the piece resumed here has run up to its next wait
+ * before the next immediate looks at the clock: a turn resumes about `TURN_BUDGET_MS` of work,
+ * not every piece that yielded in the turn before.
+ */
+function resumeNext(): void {
+  if (turnElapsedMs() >= TURN_BUDGET_MS) {
+    setImmediate(resumeNext);
+    return;
+  }
+  waiting.shift()?.();
+}
+
+/**
+ * Resolves at once, or on a later turn of the event loop when background work has had the
+ * current one for `TURN_BUDGET_MS`. Outside background work it never waits.
+ */
+export function yieldToRequests(): Promise<void> | undefined {
+  if (background.getStore() === undefined) return undefined;
+  if (waiting.length === 0 && turnElapsedMs() < TURN_BUDGET_MS) return undefined;
+  return new Promise((resolve) => {
+    waiting.push(resolve);
+    setImmediate(resumeNext);
+  });
 }
 
 /** Kysely's SQLite dialect whose queries, made by background work, yield to requests first. */

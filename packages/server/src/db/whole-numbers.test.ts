@@ -2,11 +2,11 @@
  * Times are whole milliseconds in both databases: a fraction computed for a time column (a
  * quarter of a job's age) is rounded when written, where Postgres would refuse the whole write.
  */
-import { sql } from 'kysely';
+import { DummyDriver, Kysely, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler, sql } from 'kysely';
 import { beforeEach, expect, it } from 'vitest';
 import { describeEachDialect } from '../testing/test-database.js';
-import type { InstancesTable } from './schema.js';
-import { FRACTIONAL_COLUMNS } from './whole-numbers.js';
+import type { Database, InstancesTable } from './schema.js';
+import { FRACTIONAL_COLUMNS, WholeNumbersPlugin } from './whole-numbers.js';
 
 const FRACTIONAL_TIME = 1_795_533_110_032.75;
 
@@ -117,4 +117,31 @@ describeEachDialect('whole numbers in integer columns', (getDb) => {
           ).rows;
     expect(new Set(fractional.map((row) => row.name))).toEqual(FRACTIONAL_COLUMNS);
   });
+});
+
+it('passes a query that binds no fraction through unchanged', () => {
+  // Kysely's transformer would rebuild every node of it: the pipelines' queries would pay for that.
+  const db = new Kysely<Database>({
+    dialect: {
+      createAdapter: () => new SqliteAdapter(),
+      createDriver: () => new DummyDriver(),
+      createIntrospector: (kysely) => new SqliteIntrospector(kysely),
+      createQueryCompiler: () => new SqliteQueryCompiler(),
+    },
+  });
+  const plugin = new WholeNumbersPlugin();
+  const queries = [
+    db.selectFrom('users').selectAll().where('created_at', '>', 5),
+    db.updateTable('users').set({ created_at: 10 }).where('id', '=', 'a'),
+    db
+      .insertInto('users')
+      .values({ id: 'a', name: 'a', token_hash: 'a', global_role: 'user', created_at: 5, active: 1 }),
+    db.deleteFrom('users').where('created_at', '<', 5.5),
+  ];
+  for (const query of queries) {
+    const node = query.toOperationNode();
+    expect(plugin.transformQuery({ node, queryId: { queryId: 'q' } })).toBe(node);
+  }
+  const fractional = db.updateTable('users').set({ created_at: 10.4 }).toOperationNode();
+  expect(plugin.transformQuery({ node: fractional, queryId: { queryId: 'q' } })).not.toBe(fractional);
 });

@@ -4,7 +4,7 @@
  */
 import { sql } from 'kysely';
 import { beforeEach, expect, it } from 'vitest';
-import { describeEachDialect } from '../testing/test-database.js';
+import { describeEachDialect } from '../testing/test-database.test.helpers.js';
 import type { InstancesTable } from './schema.js';
 import { FRACTIONAL_COLUMNS } from './whole-numbers.js';
 

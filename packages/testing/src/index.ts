@@ -96,9 +96,7 @@ export {
   INSTANT_BACKEND_TYPE,
   type InstantBackend,
   type InstantBackendOptions,
-} from './instant-backend/instant-backend.js';
-export {
   type ShimProcess,
   type ShimProcessOptions,
   startShimProcess,
-} from './instant-backend/shim-process.js';
+} from './instant-backend/index.js';

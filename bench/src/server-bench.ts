@@ -13,7 +13,8 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createInstantBackend, type RunningServer, startServer } from '@dstack/server';
+import { type RunningServer, startServer } from '@dstack/server';
+import { createInstantBackend } from '@dstack/testing/instant-backend';
 import { summarise } from './stats.js';
 
 const TOKEN = 'bench-admin-token';

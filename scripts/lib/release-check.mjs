@@ -188,7 +188,11 @@ export function whyNotPublishable(path) {
   if (segments.some((segment) => ['__fixtures__', '__tests__', '__mocks__'].includes(segment))) {
     return 'a test fixture';
   }
-  if (/\.(test|spec)\./.test(fileName)) return 'a test file';
+  // Test tooling is not published: shared tooling lives in the private @dstack/testing, a package's
+  // own test helpers are named `*.test.helpers.ts` (excluded with the tests).
+  if (segments.slice(0, -1).includes('testing')) return 'test tooling (move it to @dstack/testing)';
+  // `x.test.js`, and helpers named `x.test-helper.js` or `x.test.helpers.js`.
+  if (/\.(test|spec)[.-]/.test(fileName)) return 'a test file';
   if (fileName.endsWith('.tsbuildinfo')) return 'TypeScript build state';
   if (fileName.startsWith('.')) return 'a dotfile';
   return null;

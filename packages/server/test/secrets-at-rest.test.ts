@@ -13,7 +13,7 @@ import {
   checkPostgresReachable,
   createTestDatabase,
   type TestDatabase,
-} from '../src/testing/test-database.js';
+} from '../src/testing/test-database.test.helpers.js';
 import { ADMIN_TOKEN, makeTempDir } from './server-harness.js';
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });

@@ -11,7 +11,7 @@ import {
   checkPostgresReachable,
   createTestDatabase,
   type TestDatabase,
-} from '../src/testing/test-database.js';
+} from '../src/testing/test-database.test.helpers.js';
 
 export const ADMIN_TOKEN = 'e2e-admin-token';
 

@@ -15,7 +15,7 @@ import {
   requestUpgrade,
   type UpgradeResult,
   WEBSOCKET_KEY,
-} from '../src/http/upgrade-request.test-helper.js';
+} from '../src/http/upgrade-request.test.helpers.js';
 
 // Real processes start and stop here; nothing is timed, the limits only catch hangs.
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });

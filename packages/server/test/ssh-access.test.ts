@@ -7,7 +7,7 @@
 import ssh2 from 'ssh2';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { generateProjectSshKeyPair } from '../src/agents/ssh-keys.js';
-import { requestUpgrade } from '../src/http/upgrade-request.test-helper.js';
+import { requestUpgrade } from '../src/http/upgrade-request.test.helpers.js';
 import {
   ADMIN_TOKEN,
   describeEachDatabase,

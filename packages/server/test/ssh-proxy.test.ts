@@ -10,7 +10,11 @@ import type { AddressInfo } from 'node:net';
 import type { JobRuntimeData } from '@dstack/core';
 import { DSTACK_RUNNER_HTTP_PORT, deriveRunnerToken } from '@dstack/core/agent-protocol';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
-import { receiveUntil, requestUpgrade, type UpgradeResult } from '../src/http/upgrade-request.test-helper.js';
+import {
+  receiveUntil,
+  requestUpgrade,
+  type UpgradeResult,
+} from '../src/http/upgrade-request.test.helpers.js';
 import {
   ADMIN_TOKEN,
   applyTask,

@@ -3,13 +3,14 @@
  * pipelines and lock owner) on one Postgres database: every job must be
  * provisioned exactly once, whichever server claims it.
  */
+
+import { createInstantBackend, type InstantBackend } from '@dstack/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createInstantBackend, type InstantBackend } from '../src/testing/instant-backend.js';
 import {
   checkPostgresReachable,
   createTestDatabase,
   type TestDatabase,
-} from '../src/testing/test-database.js';
+} from '../src/testing/test-database.test.helpers.js';
 import {
   applyTask,
   type HarnessServer,

@@ -1,4 +1,5 @@
-// The public surface of @dstack/testing: the backend conformance suite, the fake backend and the emulator toolkit.
+// The public surface of @dstack/testing: the backend conformance suite, the fake backend, the emulator toolkit,
+// and the instant backend of the server's tests and the bench.
 export {
   checkAgentAnswers,
   checkInvalidCredentialsError,
@@ -90,3 +91,12 @@ export {
   fakeCatalog,
   fakeOffers,
 } from './fake-backend/fake-offers.js';
+export {
+  createInstantBackend,
+  INSTANT_BACKEND_TYPE,
+  type InstantBackend,
+  type InstantBackendOptions,
+  type ShimProcess,
+  type ShimProcessOptions,
+  startShimProcess,
+} from './instant-backend/index.js';

@@ -21,6 +21,7 @@ import {
   versionPackages,
   whyNotPublishable,
 } from '../../../scripts/lib/release-check.mjs';
+import { readTarball } from '../../../scripts/lib/tarball.mjs';
 import {
   listPublicPackages,
   listWorkspacePackages,
@@ -93,9 +94,23 @@ describe('release dry run on the workspace', () => {
       const unpublishable = packed.files.filter((file) => whyNotPublishable(file) !== null);
       expect(unpublishable, packed.name).toEqual([]);
       expect(
-        packed.files.filter((file) => /\.test\.|__fixtures__|tsbuildinfo/.test(file)),
+        packed.files.filter((file) =>
+          /\.(test|spec)[.-]|__fixtures__|(^|\/)testing\/|tsbuildinfo/.test(file),
+        ),
         packed.name,
       ).toEqual([]);
+    }
+  });
+
+  it('exports no test tooling: the instant backend and test app live in @dstack/testing and test helpers', () => {
+    const server = results.find(({ packed }) => packed.name === '@dstack/server')?.packed;
+    expect(server).toBeDefined();
+    const entryPoints = readTarball(server?.tarball ?? '').filter((entry) =>
+      ['dist/index.js', 'dist/index.d.ts'].includes(entry.path),
+    );
+    expect(entryPoints.map((entry) => entry.path).sort()).toEqual(['dist/index.d.ts', 'dist/index.js']);
+    for (const entry of entryPoints) {
+      expect(entry.content.toString('utf8'), entry.path).not.toMatch(/testing\/|InstantBackend/);
     }
   });
 
@@ -186,7 +201,7 @@ describe('release checks', () => {
       'LICENSE',
       'dist/index.js',
       'dist/bin/dstack.js',
-      'dist/testing/fake-backend.js',
+      'dist/backends/fake-backend.js',
       'assets/snapshot/aws.csv',
     ]) {
       expect(whyNotPublishable(file), file).toBeNull();
@@ -198,6 +213,8 @@ describe('release checks', () => {
       'dist/catalog.test.js',
       'dist/x.test.d.ts',
       'dist/testing/shim-test.test.helpers.js',
+      'dist/testing/instant-backend.js',
+      'dist/http/upgrade-request.test-helper.js',
       'dist/__fixtures__/local-instances.js',
       'dist/.tsbuildinfo',
       'tsconfig.tsbuildinfo',

@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fleetRequirementsOf } from '../pipelines/fleet-provisioning.js';
 import { insertPendingInstance } from '../pipelines/instance-launch.js';
 import { createRunFleet } from '../services/fleets.js';
-import { createTestApp, type TestApp } from '../testing/test-app.js';
-import { checkPostgresReachable } from '../testing/test-database.js';
+import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
+import { checkPostgresReachable } from '../testing/test-database.test.helpers.js';
 import { instanceAgentToken, launchAgentToken, runnerAgentToken } from './agent-tokens.js';
 
 for (const dialect of ['sqlite', 'postgres'] as const) {

@@ -9,7 +9,7 @@ import type { AppContext } from '../context.js';
 import { createEncryption, generateAesSecret } from '../security/encryption.js';
 import { hashToken } from '../security/tokens.js';
 import { loadServerSettings } from '../settings.js';
-import { describeEachDialect } from '../testing/test-database.js';
+import { describeEachDialect } from '../testing/test-database.test.helpers.js';
 import { loadServerConfig } from './server-config.js';
 import { initializeServerState } from './server-state.js';
 

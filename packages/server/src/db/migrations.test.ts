@@ -5,7 +5,7 @@ import {
   createTestDatabase,
   describeEachDialect,
   type TestDatabase,
-} from '../testing/test-database.js';
+} from '../testing/test-database.test.helpers.js';
 import { openDatabase } from './database.js';
 import { getMigrations, migrateToLatest } from './migrations.js';
 

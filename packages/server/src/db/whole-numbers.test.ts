@@ -4,7 +4,7 @@
  */
 import { DummyDriver, Kysely, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler, sql } from 'kysely';
 import { beforeEach, expect, it } from 'vitest';
-import { describeEachDialect } from '../testing/test-database.js';
+import { describeEachDialect } from '../testing/test-database.test.helpers.js';
 import type { Database, InstancesTable } from './schema.js';
 import { FRACTIONAL_COLUMNS, WholeNumbersPlugin } from './whole-numbers.js';
 

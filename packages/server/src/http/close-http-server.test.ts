@@ -3,12 +3,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from '../testing/test-app.js';
+import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
 import { closeHttpServer } from './close-http-server.js';
 import { createHttpHandler, type HttpHandler } from './http-handler.js';
 import { defineRawRoute, formatResponseHead } from './raw-route.js';
 import { defineRoute, type RouteDefinition } from './route.js';
-import { receiveUntil, requestUpgrade } from './upgrade-request.test-helper.js';
+import { receiveUntil, requestUpgrade } from './upgrade-request.test.helpers.js';
 
 /** What the streams did, read by the tests once the server is closed. */
 const events: string[] = [];

@@ -3,7 +3,7 @@ import { request as httpRequest } from 'node:http';
 import { NoCapacityError, ResourceNotFoundError } from '@dstack/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createTestApp, type TestApp } from '../testing/test-app.js';
+import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
 import { defineRoute, type RouteDefinition } from './route.js';
 
 const streamAborted: { value: boolean } = { value: false };

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logRoutes } from '../routes/logs-routes.js';
 import { serverRoutes } from '../routes/server-routes.js';
-import { createTestApp, type TestApp } from '../testing/test-app.js';
+import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
 
 describe('GET /api/openapi.json', () => {
   let server: TestApp;

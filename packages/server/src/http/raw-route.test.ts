@@ -3,12 +3,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createTestApp, type TestApp } from '../testing/test-app.js';
+import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
 import { HttpError } from './error-mapping.js';
 import { createHttpHandler } from './http-handler.js';
 import { defineRawRoute, formatResponseHead, matchRawRoute } from './raw-route.js';
 import { defineRoute } from './route.js';
-import { receiveUntil, requestUpgrade } from './upgrade-request.test-helper.js';
+import { receiveUntil, requestUpgrade } from './upgrade-request.test.helpers.js';
 
 const echoRoute = defineRawRoute({
   pathPrefix: '/raw/echo',

@@ -9,11 +9,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { JobRuntimeData } from '@dstack/core';
-import type { FakeBackend } from '@dstack/testing';
+import type { FakeBackend, InstantBackend } from '@dstack/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
 import { applyFleet } from '../services/fleets.js';
-import type { InstantBackend } from '../testing/instant-backend.js';
 import {
   createFakeBackendPipelineHarness,
   createPipelineHarness,

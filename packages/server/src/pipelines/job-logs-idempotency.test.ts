@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { AppContext } from '../context.js';
 import { createEncryption } from '../security/encryption.js';
 import { storeRunnerLogs } from '../services/logs.js';
-import { describeEachDialect } from '../testing/test-database.js';
+import { describeEachDialect } from '../testing/test-database.test.helpers.js';
 import { createPipelineHarness, type PipelineHarness } from './pipeline-harness.test.helpers.js';
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });

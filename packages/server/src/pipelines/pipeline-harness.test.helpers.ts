@@ -12,10 +12,14 @@ import { join } from 'node:path';
 import type { BackendPlugin, RunSpec } from '@dstack/core';
 import {
   createFakeBackend,
+  createInstantBackend,
   FAKE_BACKEND_TYPE,
   FAKE_BACKEND_VALID_API_KEY,
   type FakeBackend,
   type FakeBackendOptions,
+  INSTANT_BACKEND_TYPE,
+  type InstantBackend,
+  type InstantBackendOptions,
 } from '@dstack/testing';
 import { vi } from 'vitest';
 import { AgentConnector } from '../agents/index.js';
@@ -25,13 +29,7 @@ import type { AppContext, SqlDialect } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
 import type { RunServices } from '../run-services.js';
 import { applyRun } from '../services/runs.js';
-import {
-  createInstantBackend,
-  INSTANT_BACKEND_TYPE,
-  type InstantBackend,
-  type InstantBackendOptions,
-} from '../testing/instant-backend.js';
-import { createTestApp, type TestApp } from '../testing/test-app.js';
+import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
 import { fleetPipeline } from './fleet-pipeline.js';
 import { instancePipeline } from './instance-pipeline.js';
 import { jobRunningPipeline } from './job-running.js';

@@ -12,7 +12,7 @@ import { beforeEach, expect, it, vi } from 'vitest';
 import type { AppContext } from '../context.js';
 import type { FleetsTable } from '../db/schema.js';
 import { createEncryption } from '../security/encryption.js';
-import { describeEachDialect } from '../testing/test-database.js';
+import { describeEachDialect } from '../testing/test-database.test.helpers.js';
 import { Pipeline, type PipelineDefinition, type RowLock } from './pipeline.js';
 import { WakeUps } from './wake-ups.js';
 

@@ -4,8 +4,8 @@
 
 import { createFakeBackendPlugin, FAKE_BACKEND_VALID_API_KEY } from '@dstack/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from '../testing/test-app.js';
-import { checkPostgresReachable } from '../testing/test-database.js';
+import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
+import { checkPostgresReachable } from '../testing/test-database.test.helpers.js';
 import { allRoutes } from './all-routes.js';
 
 const routes = allRoutes;

@@ -7,7 +7,7 @@ import { storeBackendRecord } from '../services/backends.js';
 import { ensureProject } from '../services/projects.js';
 import { ensureAdminUser } from '../services/users.js';
 import { loadServerSettings } from '../settings.js';
-import { describeEachDialect } from '../testing/test-database.js';
+import { describeEachDialect } from '../testing/test-database.test.helpers.js';
 import { createEncryption, type EncryptionKeyConfig, generateAesKey } from './encryption.js';
 import { protectSecretsAtRest } from './secrets-at-rest.js';
 

@@ -14,8 +14,8 @@ import { initializeServerState } from '../config/server-state.js';
 import { backendRoutes } from '../routes/backends-routes.js';
 import { projectRoutes } from '../routes/projects-routes.js';
 import { userRoutes } from '../routes/users-routes.js';
-import { createTestApp, type TestApp } from '../testing/test-app.js';
-import { checkPostgresReachable } from '../testing/test-database.js';
+import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
+import { checkPostgresReachable } from '../testing/test-database.test.helpers.js';
 
 const routes = [...userRoutes, ...projectRoutes, ...backendRoutes];
 

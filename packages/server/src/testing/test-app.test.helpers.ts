@@ -20,7 +20,7 @@ import { createHttpHandler } from '../http/http-handler.js';
 import type { RouteDefinition } from '../http/route.js';
 import { createEncryption } from '../security/encryption.js';
 import { loadServerSettings } from '../settings.js';
-import { createTestDatabase, type TestDatabase } from './test-database.js';
+import { createTestDatabase, type TestDatabase } from './test-database.test.helpers.js';
 
 export interface TestAppOptions {
   dialect: SqlDialect;

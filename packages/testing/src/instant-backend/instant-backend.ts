@@ -1,5 +1,6 @@
 /**
- * A backend with unlimited, instant capacity for server tests and benchmarks:
+ * A backend with unlimited, instant capacity for server tests and benchmarks (it lives in
+ * the private @dstack/testing, so it never ships with the server):
  * every "instance" is one shared, real shim (process runtime) on this host, so
  * jobs run through the real agents; `runJob` answers at once and is counted.
  * Launches are keyed by dstack's instance id, as the contract asks: a repeated

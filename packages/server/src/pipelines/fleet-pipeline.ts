@@ -16,7 +16,7 @@ import {
   liveFleetInstances,
   terminateSpareInstances,
 } from '../services/fleets.js';
-import { addPendingFleetInstances, provisionFleetInstance } from './fleet-provisioning.js';
+import { provisionFleetInstance, topUpFleetInstances } from './fleet-provisioning.js';
 import type { PipelineDefinition, RowLock } from './pipeline.js';
 import { dueIn, projectOf } from './rows.js';
 
@@ -65,7 +65,7 @@ async function consolidate(app: AppContext, fleet: FleetsTable, lock: RowLock): 
   if (configuration.nodes === undefined || configuration.ssh_config !== undefined) return;
   const { min, max } = fleetNodesOf(configuration);
   const live = await liveFleetInstances(app, fleet.id);
-  if (live.length < min) await addPendingFleetInstances(app, fleet, min - live.length);
+  if (live.length < min) await topUpFleetInstances(app, fleet, min);
   if (max !== null && live.length > max) {
     await terminateSpareInstances(app, fleet.id, live.length - max, 'max_instances_limit');
   }

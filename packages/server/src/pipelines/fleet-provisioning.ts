@@ -68,22 +68,36 @@ export async function fleetOffers(
   return shareableOffers(available, configuration.blocks ?? 1);
 }
 
-/** Adds `count` pending instances to the fleet (the fleet pipeline provisions them). */
-export async function addPendingFleetInstances(
+/**
+ * Adds pending instances to the fleet until it has `wanted` live ones (the fleet pipeline
+ * provisions them); returns how many it added. Each is counted and inserted under the fleet's
+ * lock (`insertPendingInstance`), not from a count read before: the apply and the fleet pipeline
+ * topping one fleet up at once (on Postgres, each may read the size before the other inserts)
+ * add `wanted` in all, not `wanted` each.
+ */
+export async function topUpFleetInstances(
   app: AppContext,
   fleet: FleetsTable,
-  count: number,
-): Promise<void> {
+  wanted: number,
+): Promise<number> {
   const configuration = fleetConfigurationOf(fleet);
-  for (let index = 0; index < count; index++) {
-    await insertPendingInstance(app, {
-      projectId: fleet.project_id,
-      fleet,
-      requirements: fleetRequirementsOf(configuration),
-      terminationIdleTime: fleetIdleSeconds(configuration),
-      busyBlocks: 0,
-    });
+  let added = 0;
+  while (added < wanted) {
+    const instance = await insertPendingInstance(
+      app,
+      {
+        projectId: fleet.project_id,
+        fleet,
+        requirements: fleetRequirementsOf(configuration),
+        terminationIdleTime: fleetIdleSeconds(configuration),
+        busyBlocks: 0,
+      },
+      wanted,
+    );
+    if (instance === null) break;
+    added++;
   }
+  return added;
 }
 
 /**

@@ -18,11 +18,18 @@ import {
   type JobSpec,
   type RunSpec,
 } from '@dstack/core';
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { AppContext } from '../context.js';
-import type { FleetsTable, InstancesTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
+import type {
+  Database,
+  FleetsTable,
+  InstancesTable,
+  JobsTable,
+  ProjectsTable,
+  RunsTable,
+} from '../db/schema.js';
 import { type ProjectBackend, runServicesOf } from '../run-services.js';
-import { type FittingInstance, fittingFleetInstances } from '../services/fleet-instance-offers.js';
+import { fittingFleetInstances } from '../services/fleet-instance-offers.js';
 import {
   activeFleets,
   createRunFleet,
@@ -95,18 +102,31 @@ async function candidateFleets(
   return fleets;
 }
 
+/** What became of a job offered the fleet instances it fits on. */
+type FleetPlacement =
+  /** Placed on one: its blocks are taken and the job released `provisioning`, in one step. */
+  | 'placed'
+  /** Another server took the job over meanwhile: nothing was written. */
+  | 'lost'
+  /** A fitting one was locked (being checked) or taken meanwhile: try again shortly. */
+  | 'busy'
+  /** None fits. */
+  | 'none';
+
 /**
- * Takes the fewest blocks that satisfy the job of a fleet instance that has them free: an idle
- * instance, or a busy one split into blocks with some still free. Returns it with the job's
- * share, or null (and whether a fitting one was locked or taken meanwhile).
+ * Places the job on the fleet instance it fits best: the fewest blocks that satisfy it of an idle
+ * instance, or of a busy one split into blocks with some still free. The blocks are taken and
+ * the job is released `provisioning` in one transaction: a job whose claim was taken over
+ * (another server has it) takes no blocks, and an instance never counts a job that is not on it.
  */
-async function assignFleetInstance(
+async function placeOnFleetInstance(
   app: AppContext,
   job: JobsTable,
+  lock: RowLock,
   jobSpec: JobSpec,
   fleets: readonly FleetsTable[],
   configuration: RunConfigurationView,
-): Promise<{ assigned: FittingInstance | null; fittingWasLocked: boolean }> {
+): Promise<FleetPlacement> {
   const candidates = await fittingFleetInstances(
     app,
     job.project_id,
@@ -114,22 +134,32 @@ async function assignFleetInstance(
     configuration,
     jobSpec.requirements,
   );
-  let fittingWasLocked = false;
   for (const { instance, share } of candidates) {
-    const now = Date.now();
-    const result = await app.db
-      .updateTable('instances')
-      .set({ status: 'busy', busy_blocks: sql`busy_blocks + ${share.blocks}`, idle_since: null })
-      .where('id', '=', instance.id)
-      .where('status', 'in', ['idle', 'busy'])
-      .where('deleted', '=', 0)
-      .where(sql<boolean>`busy_blocks + ${share.blocks} <= total_blocks`)
-      .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
-      .executeTakeFirst();
-    if (Number(result.numUpdatedRows) === 1) return { assigned: { instance, share }, fittingWasLocked };
-    fittingWasLocked = true;
+    const takeBlocks = async (transaction: Transaction<Database>) => {
+      const now = Date.now();
+      const taken = await transaction
+        .updateTable('instances')
+        .set({ status: 'busy', busy_blocks: sql`busy_blocks + ${share.blocks}`, idle_since: null })
+        .where('id', '=', instance.id)
+        .where('status', 'in', ['idle', 'busy'])
+        .where('deleted', '=', 0)
+        .where(sql<boolean>`busy_blocks + ${share.blocks} <= total_blocks`)
+        .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+        .executeTakeFirst();
+      return Number(taken.numUpdatedRows) === 1;
+    };
+    const outcome = await lock.releaseWith(takeBlocks, {
+      status: 'provisioning',
+      instance_id: instance.id,
+      instance_assigned: 1,
+      job_provisioning_data: instance.job_provisioning_data,
+      job_runtime_data: JSON.stringify(runtimeDataForShare(share)),
+      last_processed_at: 0,
+    });
+    if (outcome === 'released') return 'placed';
+    if (outcome === 'lost') return 'lost';
   }
-  return { assigned: null, fittingWasLocked };
+  return candidates.length > 0 ? 'busy' : 'none';
 }
 
 /** Available offers for one instance of `fleet` for the job; the fleet's own backend and region limits apply. */
@@ -479,28 +509,15 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<JobsTa
       const { configuration } = runConfiguration(run);
       const jobSpec = jobSpecOf(job);
       const fleets = await candidateFleets(app, run, configuration);
-      const { assigned, fittingWasLocked } = await assignFleetInstance(
-        app,
-        job,
-        jobSpec,
-        fleets,
-        configuration,
-      );
-      if (assigned) {
-        await lock.release({
-          status: 'provisioning',
-          instance_id: assigned.instance.id,
-          instance_assigned: 1,
-          job_provisioning_data: assigned.instance.job_provisioning_data,
-          job_runtime_data: JSON.stringify(runtimeDataForShare(assigned.share)),
-          last_processed_at: 0,
-        });
+      const placement = await placeOnFleetInstance(app, job, lock, jobSpec, fleets, configuration);
+      if (placement === 'lost') return;
+      if (placement === 'placed') {
         runServicesOf(app).wakeUps.wake('jobs-running');
         await markRunDue(app, job.run_id);
         return;
       }
       // A fitting idle instance is being checked by its pipeline: try it again shortly rather than buy another.
-      if (fittingWasLocked) {
+      if (placement === 'busy') {
         await lock.release({ last_processed_at: dueIn(100, MIN_INTERVAL_MS) });
         return;
       }

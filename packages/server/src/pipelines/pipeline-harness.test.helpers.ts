@@ -158,10 +158,12 @@ export async function createPipelineHarness(
 
 /** A harness on the fake backend of `@dstack/testing`, made with `options` (its defaults otherwise). */
 export function createFakeBackendPipelineHarness(
-  options: FakeBackendOptions = {},
+  options: FakeBackendOptions & { dialect?: SqlDialect } = {},
 ): Promise<PipelineHarness<FakeBackend>> {
+  const { dialect, ...backendOptions } = options;
   return createPipelineHarnessOn({
-    createBackend: () => createFakeBackend(options),
+    dialect,
+    createBackend: () => createFakeBackend(backendOptions),
     projectBackend: {
       type: FAKE_BACKEND_TYPE,
       creds: { type: 'api_key', api_key: FAKE_BACKEND_VALID_API_KEY },

@@ -16,9 +16,10 @@
  * releases is dropped, so an agent or a backend that never answers cannot hold a worker.
  */
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import type { AppContext } from '../context.js';
 import { asBackgroundWork } from '../db/background-work.js';
+import type { Database } from '../db/schema.js';
 import type { PipelineName, WakeUps } from './wake-ups.js';
 
 export type PipelineTable = 'runs' | 'jobs' | 'instances' | 'fleets';
@@ -55,8 +56,28 @@ export interface RowLock {
    * Returns false when another process took the row over (the result is dropped).
    */
   release(values?: Record<string, unknown>): Promise<boolean>;
+  /**
+   * Like `release`, in one transaction with `alongside`: the writes to other rows that make one
+   * result with this row's (a job's placement and the blocks it takes of its instance), so that
+   * both are stored or neither. `alongside` runs first; when it returns false nothing is written
+   * and the row stays claimed (`refused`). When the claim no longer holds, the writes of
+   * `alongside` are undone too (`lost`).
+   */
+  releaseWith(
+    alongside: (transaction: Transaction<Database>) => Promise<boolean>,
+    values?: Record<string, unknown>,
+  ): Promise<ReleaseOutcome>;
   /** Aborts when the processing is given up (`processTimeoutMs`): pass it to slow calls so they stop too. */
   readonly signal: AbortSignal;
+}
+
+export type ReleaseOutcome = 'released' | 'refused' | 'lost';
+
+/** Thrown inside `releaseWith`'s transaction to roll it back with this outcome. */
+class RolledBack extends Error {
+  constructor(readonly outcome: Exclude<ReleaseOutcome, 'released'>) {
+    super(`release ${outcome}`);
+  }
 }
 
 const DEFAULT_LOCK_MS = 30_000;
@@ -170,6 +191,12 @@ export class Pipeline<Row extends ClaimedRow> {
         released = true;
         return this.#release(row.id, token, values);
       },
+      releaseWith: async (alongside, values) => {
+        if (giveUp.signal.aborted) return 'lost';
+        const outcome = await this.#releaseWith(row.id, token, alongside, values);
+        if (outcome === 'released') released = true;
+        return outcome;
+      },
     };
     const work = (async () => {
       let timer: NodeJS.Timeout | undefined;
@@ -235,9 +262,43 @@ export class Pipeline<Row extends ClaimedRow> {
   }
 
   async #release(id: string, token: string, values: Record<string, unknown> = {}): Promise<boolean> {
+    const released = await this.#releaseRow(this.#app.db, id, token, values);
+    if (released) this.#afterRelease(released.last_processed_at);
+    return released !== undefined;
+  }
+
+  async #releaseWith(
+    id: string,
+    token: string,
+    alongside: (transaction: Transaction<Database>) => Promise<boolean>,
+    values: Record<string, unknown> = {},
+  ): Promise<ReleaseOutcome> {
+    let released: { last_processed_at: unknown };
+    try {
+      released = await this.#app.db.transaction().execute(async (transaction) => {
+        if (!(await alongside(transaction))) throw new RolledBack('refused');
+        const row = await this.#releaseRow(transaction, id, token, values);
+        if (!row) throw new RolledBack('lost');
+        return row;
+      });
+    } catch (error) {
+      if (error instanceof RolledBack) return error.outcome;
+      throw error;
+    }
+    this.#afterRelease(released.last_processed_at);
+    return 'released';
+  }
+
+  /** Applies `values` to the row and clears its claim, when `token` still holds it. */
+  #releaseRow(
+    db: Kysely<Database>,
+    id: string,
+    token: string,
+    values: Record<string, unknown>,
+  ): Promise<{ last_processed_at: unknown } | undefined> {
     const { last_processed_at: requested, ...rest } = values;
     const processedAt = typeof requested === 'number' ? requested : Date.now();
-    const released = await this.#app.db
+    return db
       .updateTable(this.#definition.table)
       .set({
         ...rest,
@@ -250,14 +311,18 @@ export class Pipeline<Row extends ClaimedRow> {
       .where('lock_token', '=', token)
       .returning('last_processed_at')
       .executeTakeFirst();
-    if (!released || this.#stopped) return released !== undefined;
-    // A row marked due while it was processed (or released due) is fetched at once; one released
-    // to be looked at again soon (polling a starting agent) must not wait for the fetch tick.
-    const dueAt = Number(released.last_processed_at) + this.#definition.minIntervalMs;
+  }
+
+  /**
+   * A row marked due while it was processed (or released due) is fetched at once; one released
+   * to be looked at again soon (polling a starting agent) must not wait for the fetch tick.
+   */
+  #afterRelease(lastProcessedAt: unknown): void {
+    if (this.#stopped) return;
+    const dueAt = Number(lastProcessedAt) + this.#definition.minIntervalMs;
     const dueInMs = dueAt - Date.now();
     if (dueInMs <= 0) this.#signalDue();
     else if (dueInMs < FETCH_TICK_MS) setTimeout(() => this.#signalDue(), dueInMs).unref();
-    return true;
   }
 
   async #extendLocks(lockMs: number): Promise<void> {

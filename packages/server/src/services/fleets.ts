@@ -17,7 +17,7 @@ import { sql } from 'kysely';
 import { getBackendRegistry } from '../backends/registry.js';
 import type { AppContext } from '../context.js';
 import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
-import { addPendingFleetInstances } from '../pipelines/fleet-provisioning.js';
+import { topUpFleetInstances } from '../pipelines/fleet-provisioning.js';
 import { runServicesOf } from '../run-services.js';
 import { fleetOf } from './run-models.js';
 import { applySshFleet, withoutKeyContents } from './ssh-fleets.js';
@@ -292,7 +292,7 @@ async function scaleToTarget(app: AppContext, fleet: FleetsTable): Promise<void>
   if (configuration.nodes === undefined) return;
   const { target } = fleetNodesOf(configuration);
   const live = (await liveFleetInstances(app, fleet.id)).length;
-  if (live < target) await addPendingFleetInstances(app, fleet, target - live);
+  if (live < target) await topUpFleetInstances(app, fleet, target);
   else if (live > target) await terminateSpareInstances(app, fleet.id, live - target, 'terminated_by_user');
 }
 

@@ -49,6 +49,7 @@ export function createAppContext(parts: AppContextParts): AppContext {
 export function createAppCaches(): AppCaches {
   return {
     projects: new Map(),
+    projectKeys: new WeakMap(),
     instanceHostKeys: new Map(),
     agentTokens: new Map(),
     replicaTurns: new Map(),

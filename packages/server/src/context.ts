@@ -82,6 +82,8 @@ export interface AppContext {
 export interface AppCaches {
   /** Project rows the pipelines reuse for a few seconds (`projectOf`), by project id. */
   projects: Map<string, { row: ProjectsTable; expiresAt: number }>;
+  /** Decrypted project SSH keys by project row (rows come from `projects`, so they go with it). */
+  projectKeys: WeakMap<ProjectsTable, string>;
   /** Decrypted SSH fleet host keys by instance id; an instance's keys never change. */
   instanceHostKeys: Map<string, InstanceKeys>;
   /** Decrypted agent tokens by instance id; a launched instance's token never changes. Bounded. */

@@ -16,14 +16,11 @@ export interface InstanceKeys {
   proxyPrivateKey?: string;
 }
 
-/** Decrypted keys by project row (rows come from the short-lived cache of `projectOf`). */
-const privateKeys = new WeakMap<ProjectsTable, string>();
-
 function projectKeyOf(app: AppContext, project: ProjectsTable): string {
-  let key = privateKeys.get(project);
+  let key = app.caches.projectKeys.get(project);
   if (key === undefined) {
     key = app.encryption.decrypt(project.ssh_private_key);
-    privateKeys.set(project, key);
+    app.caches.projectKeys.set(project, key);
   }
   return key;
 }

@@ -2,12 +2,10 @@
  * The server process: settings, the listening socket, database, config.yml, backends,
  * pipelines and the HTTP API, started in that order.
  */
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { BackendPlugin } from '@dstack/core';
 import { AgentConnector } from './agents/index.js';
+import { createAppContext } from './app-context.js';
 import { listAvailableBackendTypes } from './backends/discovery.js';
-import { getBackendRegistry } from './backends/registry.js';
 import {
   loadServerConfig,
   type ServerConfig,
@@ -28,10 +26,8 @@ import { jobSubmittedPipeline } from './pipelines/job-submitted.js';
 import { jobTerminatingPipeline } from './pipelines/job-terminating.js';
 import { type ClaimedRow, Pipeline, type PipelineDefinition } from './pipelines/pipeline.js';
 import { runPipeline } from './pipelines/run-pipeline.js';
-import { WakeUps } from './pipelines/wake-ups.js';
 import { allRoutes } from './routes/all-routes.js';
 import { rawRoutes } from './routes/proxy-routes.js';
-import type { RunServices } from './run-services.js';
 import { createEncryption } from './security/encryption.js';
 import { protectSecretsAtRest } from './security/secrets-at-rest.js';
 import { ensureDefaultLocalFleets } from './services/fleets.js';
@@ -105,13 +101,13 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     opened = await openDatabase({ url: settings.databaseUrl, serverDir: settings.serverDir });
     const database = opened;
     const lock = sqliteLock;
-    const { app, adminToken, controller, wakeUps } = await prepareApp(database, settings, {
+    const { app, adminToken, controller } = await prepareApp(database, settings, {
       agents,
       plugins,
       configOverride,
     });
     const started = runPipelines ? PIPELINE_FACTORIES.map((factory) => new Pipeline(app, factory(app))) : [];
-    for (const pipeline of started) pipeline.start(wakeUps);
+    for (const pipeline of started) pipeline.start(app.wakeUps);
     http.serve(createHttpHandler(app, allRoutes, { rawRoutes }));
 
     let closing: Promise<void> | null = null;
@@ -146,7 +142,6 @@ interface PreparedApp {
   adminToken: string | null;
   /** Aborts `app.signal` when the server closes. */
   controller: AbortController;
-  wakeUps: WakeUps;
 }
 
 /** Migrates the database and brings the server's state (config.yml, admin, projects, fleets) up to date. */
@@ -164,20 +159,14 @@ async function prepareApp(
   const controller = new AbortController();
   await migrateToLatest(opened.db, opened.dialect);
 
-  const wakeUps = new WakeUps();
-  const app: AppContext = {
+  const app = createAppContext({
     db: opened.db,
     dialect: opened.dialect,
     settings,
-    encryption: createEncryption([]),
-    serverId: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
     signal: controller.signal,
-    services: {},
-  };
-  const registry = getBackendRegistry(app);
-  for (const plugin of plugins) registry.registerPlugin(plugin);
-  const runServices: RunServices = { backends: registry, agents, wakeUps };
-  Object.assign(app.services, runServices);
+    agents,
+    plugins,
+  });
 
   let config: ServerConfig | Awaited<ReturnType<typeof loadServerConfig>>;
   if (configOverride) {
@@ -186,7 +175,7 @@ async function prepareApp(
   } else {
     config = await loadServerConfig({
       serverDir: settings.serverDir,
-      resolvePlugin: (type) => registry.getPlugin(type),
+      resolvePlugin: (type) => app.backends.getPlugin(type),
       defaultBackendTypes,
     });
     app.encryption = createEncryption(config.config.encryption.keys);
@@ -195,5 +184,5 @@ async function prepareApp(
   await protectSecretsAtRest(app);
   await ensureDefaultLocalFleets(app);
   await releaseStaleSqliteLocks(app);
-  return { app, adminToken, controller, wakeUps };
+  return { app, adminToken, controller };
 }

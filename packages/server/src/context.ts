@@ -3,10 +3,14 @@
  * Built once by `createServerApp` (app.ts).
  */
 import type { Kysely } from 'kysely';
+import type { AgentConnector } from './agents/agent-connector.js';
 import type { BackendRegistry } from './backends/registry.js';
 import type { DefaultPermissions } from './config/server-config.js';
-import type { Database } from './db/schema.js';
+import type { Database, ProjectsTable } from './db/schema.js';
 import type { RouteDefinition } from './http/route.js';
+import type { InstanceKeys } from './pipelines/agent-clients.js';
+import type { WakeUps } from './pipelines/wake-ups.js';
+import type { LogNotifications } from './services/log-notifications.js';
 
 export type SqlDialect = 'sqlite' | 'postgres';
 
@@ -45,29 +49,45 @@ export interface Encryption {
   readonly aesKeyNames: readonly string[];
 }
 
+/**
+ * What every service, route and pipeline of one server process shares, each member created once
+ * by `createAppContext` (app-context.ts), for the server (app.ts) and for tests alike.
+ */
 export interface AppContext {
   db: Kysely<Database>;
   dialect: SqlDialect;
   settings: ServerSettings;
+  /** Replaced once config.yml's keys are loaded. */
   encryption: Encryption;
   /** Identifies this process in lock columns: `host:pid:random`. */
   serverId: string;
   /** Aborted when the server stops. */
   signal: AbortSignal;
-  /** Extension point filled by the assembly: pipelines, backend registry, agent connector. */
-  services: AppServices;
   /** config.yml `default_permissions`; absent means dstack's defaults (non-admins may create projects). */
   defaultPermissions?: DefaultPermissions;
-}
-
-/**
- * Services the run machinery adds; declared here so routes can reach them
- * without import cycles. Filled in by app.ts.
- */
-export interface AppServices {
-  [name: string]: unknown;
-  /** Project backends and their Computes; created on first use by `getBackendRegistry(app)`. */
-  backendRegistry?: BackendRegistry;
+  /** Backend plugins, and each project's backends and their Computes. */
+  backends: BackendRegistry;
+  /** Where the agents of an instance answer (directly, or through an SSH tunnel). */
+  agents: AgentConnector;
+  /** Wakes a pipeline at once when another one made work for it. */
+  wakeUps: WakeUps;
+  /** Tells this process's log streams that a run has new log rows. */
+  logNotifications: LogNotifications;
+  /** This process's caches of rows and decrypted values that never (or rarely) change. */
+  caches: AppCaches;
   /** The routes the HTTP handler serves (set by `createHttpHandler`), for the OpenAPI document. */
   apiRoutes?: readonly RouteDefinition[];
+}
+
+export interface AppCaches {
+  /** Project rows the pipelines reuse for a few seconds (`projectOf`), by project id. */
+  projects: Map<string, { row: ProjectsTable; expiresAt: number }>;
+  /** Decrypted project SSH keys by project row (rows come from `projects`, so they go with it). */
+  projectKeys: WeakMap<ProjectsTable, string>;
+  /** Decrypted SSH fleet host keys by instance id; an instance's keys never change. */
+  instanceHostKeys: Map<string, InstanceKeys>;
+  /** Decrypted agent tokens by instance id; a launched instance's token never changes. Bounded. */
+  agentTokens: Map<string, string>;
+  /** How many requests each service run's replicas were sent, for round-robin. */
+  replicaTurns: Map<string, number>;
 }

@@ -6,7 +6,6 @@
 import { join } from 'node:path';
 import type { ApiError, Fleet, Run, RunPlan } from '@dstack/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { getBackendRegistry } from '../src/backends/registry.js';
 import { ensureDefaultLocalFleets } from '../src/services/fleets.js';
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
@@ -107,7 +106,7 @@ describe('the local backend in a project owned by a plain user', () => {
         created_at: Date.now(),
       })
       .execute();
-    getBackendRegistry(app).invalidate(project.id);
+    app.backends.invalidate(project.id);
     await ensureDefaultLocalFleets(app);
 
     const fleets = await harness.call<Fleet[]>(`/api/project/${PROJECT}/fleets/list`, {}, bob);

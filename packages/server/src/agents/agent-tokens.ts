@@ -40,8 +40,7 @@ export async function launchAgentToken(app: AppContext, instanceId: string): Pro
   return created;
 }
 
-/** Decrypted tokens by instance id; a launched instance's token never changes. Bounded. */
-const tokenCache = new WeakMap<AppContext, Map<string, string>>();
+/** How many decrypted tokens `app.caches.agentTokens` keeps. */
 const TOKEN_CACHE_LIMIT = 10_000;
 
 /**
@@ -49,11 +48,7 @@ const TOKEN_CACHE_LIMIT = 10_000;
  * were started without one (launched before agents had tokens).
  */
 export async function instanceAgentToken(app: AppContext, instanceId: string): Promise<string | null> {
-  let cache = tokenCache.get(app);
-  if (cache === undefined) {
-    cache = new Map();
-    tokenCache.set(app, cache);
-  }
+  const cache = app.caches.agentTokens;
   const cached = cache.get(instanceId);
   if (cached !== undefined) return cached;
   const token = await storedTokenOf(app, instanceId);

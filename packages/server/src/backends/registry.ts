@@ -155,12 +155,3 @@ export class BackendRegistry {
     }
   }
 }
-
-/** The app's registry, created on first use and kept in `app.services.backendRegistry`. */
-export function getBackendRegistry(app: AppContext): BackendRegistry {
-  const existing = app.services.backendRegistry;
-  if (existing instanceof BackendRegistry) return existing;
-  const registry = new BackendRegistry(app);
-  app.services.backendRegistry = registry;
-  return registry;
-}

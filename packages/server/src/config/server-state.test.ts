@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { ConfigurationError, formatConfigurationError } from '@dstack/core';
 import { createFakeBackendPlugin, FAKE_BACKEND_VALID_API_KEY } from '@dstack/testing';
 import { beforeEach, expect, it } from 'vitest';
-import { BackendRegistry, getBackendRegistry } from '../backends/registry.js';
+import { AgentConnector } from '../agents/index.js';
+import { createAppContext } from '../app-context.js';
+import { BackendRegistry } from '../backends/registry.js';
 import type { AppContext } from '../context.js';
 import { createEncryption, generateAesSecret } from '../security/encryption.js';
 import { hashToken } from '../security/tokens.js';
@@ -22,23 +24,22 @@ describeEachDialect('initializeServerState', (getDb) => {
     // Each test starts from an empty database.
     for (const table of ['backends', 'members', 'projects', 'users'] as const)
       await db.deleteFrom(table).execute();
-    app = {
+    app = createAppContext({
       db,
       dialect,
       settings: loadServerSettings({ DSTACK_SERVER_DIR: directory }),
       encryption: createEncryption([{ type: 'aes', name: 'key1', secret }]),
-      serverId: 'test',
       signal: new AbortController().signal,
-      services: {},
-    };
-    getBackendRegistry(app).registerPlugin(createFakeBackendPlugin());
+      agents: new AgentConnector(),
+    });
+    app.backends.registerPlugin(createFakeBackendPlugin());
   });
 
   async function start(configText: string, adminToken: string | null = null) {
     const { directory } = getDb();
     writeFileSync(join(directory, 'config.yml'), configText);
     app.settings = { ...app.settings, adminToken };
-    const registry = getBackendRegistry(app);
+    const registry = app.backends;
     const file = await loadServerConfig({
       serverDir: directory,
       resolvePlugin: (type) => registry.getPlugin(type),
@@ -101,7 +102,7 @@ describeEachDialect('initializeServerState', (getDb) => {
       api_key: FAKE_BACKEND_VALID_API_KEY,
     });
 
-    const backends = await getBackendRegistry(app).getProjectBackends(project.id);
+    const backends = await app.backends.getProjectBackends(project.id);
     expect(backends.map((backend) => backend.type)).toEqual(['fake']);
 
     // Removing the backend from config.yml removes its row; the project stays.
@@ -109,7 +110,7 @@ describeEachDialect('initializeServerState', (getDb) => {
     expect(
       await app.db.selectFrom('backends').selectAll().where('project_id', '=', project.id).execute(),
     ).toEqual([]);
-    expect(await getBackendRegistry(app).getProjectBackends(project.id)).toEqual([]);
+    expect(await app.backends.getProjectBackends(project.id)).toEqual([]);
   });
 
   it('survives two servers starting at once on the same database', async () => {

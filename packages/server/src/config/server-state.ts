@@ -4,7 +4,6 @@
  * projects it lists), and the default project `main`.
  */
 import { ConfigurationError, InvalidCredentialsError, ServerClientError } from '@dstack/core';
-import { getBackendRegistry } from '../backends/registry.js';
 import type { AppContext } from '../context.js';
 import { prepareBackendRecord, storeBackendRecord } from '../services/backends.js';
 import { hostBackendOwnerProblem } from '../services/host-backends.js';
@@ -42,7 +41,7 @@ export async function initializeServerState(
     const project = await ensureProject(app, admin, projectConfig.name);
     for (const [backendIndex, entry] of projectConfig.backends.entries()) {
       // A listed project may be one a plain user created: config.yml cannot hand it the server's host.
-      const plugin = await getBackendRegistry(app).getPlugin(entry.type);
+      const plugin = await app.backends.getPlugin(entry.type);
       const refused = await hostBackendOwnerProblem(app, project.id, plugin);
       if (refused) {
         const at = ['projects', projectIndex, 'backends', backendIndex, 'type'];
@@ -68,7 +67,7 @@ export async function initializeServerState(
     if (listed.length > 0) stale = stale.where('type', 'not in', listed);
     await stale.execute();
   }
-  getBackendRegistry(app).invalidate();
+  app.backends.invalidate();
 
   await ensureProject(app, admin, DEFAULT_PROJECT_NAME);
   return { adminToken };

@@ -189,7 +189,7 @@ export function createHttpHandler(
   options: HttpHandlerOptions = {},
 ): HttpHandler {
   const match = createRouteMatcher(routes);
-  app.services.apiRoutes = routes;
+  app.apiRoutes = routes;
   const logError = options.logError ?? ((message: string) => console.error(`[dstack-server] ${message}`));
   const rawRoutes = options.rawRoutes ?? [];
 

@@ -8,25 +8,19 @@ import { ShimClient } from '@dstack/shim';
 import { instanceAgentToken, runnerAgentToken } from '../agents/agent-tokens.js';
 import type { AppContext } from '../context.js';
 import type { JobsTable, ProjectsTable } from '../db/schema.js';
-import { runServicesOf } from '../run-services.js';
 import { REMOTE_BACKEND_TYPE, remoteConnectionOf } from '../services/remote-connection.js';
 
 /** The keys of an instance's SSH tunnel: the instance's, and its `ssh_proxy`'s own (if it has one). */
-interface InstanceKeys {
+export interface InstanceKeys {
   privateKey: string;
   proxyPrivateKey?: string;
 }
 
-/** Decrypted keys by project row (rows come from the short-lived cache of `projectOf`). */
-const privateKeys = new WeakMap<ProjectsTable, string>();
-/** Decrypted SSH fleet host keys by instance id; an instance's keys never change. */
-const hostKeys = new WeakMap<AppContext, Map<string, InstanceKeys>>();
-
 function projectKeyOf(app: AppContext, project: ProjectsTable): string {
-  let key = privateKeys.get(project);
+  let key = app.caches.projectKeys.get(project);
   if (key === undefined) {
     key = app.encryption.decrypt(project.ssh_private_key);
-    privateKeys.set(project, key);
+    app.caches.projectKeys.set(project, key);
   }
   return key;
 }
@@ -41,11 +35,7 @@ async function keysOf(
   provisioningData: JobProvisioningData,
 ): Promise<InstanceKeys> {
   if (provisioningData.backend !== REMOTE_BACKEND_TYPE) return { privateKey: projectKeyOf(app, project) };
-  let keys = hostKeys.get(app);
-  if (keys === undefined) {
-    keys = new Map();
-    hostKeys.set(app, keys);
-  }
+  const keys = app.caches.instanceHostKeys;
   const cached = keys.get(provisioningData.instance_id);
   if (cached !== undefined) return cached;
   const instance = await app.db
@@ -76,10 +66,10 @@ export async function shimClientFor(
   signal?: AbortSignal,
 ): Promise<ShimClient> {
   const { privateKey, proxyPrivateKey } = await keysOf(app, project, provisioningData);
-  return new ShimClient(
-    await runServicesOf(app).agents.shimUrl(provisioningData, privateKey, proxyPrivateKey),
-    { token: await instanceAgentToken(app, instanceId), signal },
-  );
+  return new ShimClient(await app.agents.shimUrl(provisioningData, privateKey, proxyPrivateKey), {
+    token: await instanceAgentToken(app, instanceId),
+    signal,
+  });
 }
 
 /**
@@ -93,7 +83,7 @@ export async function instancePortUrl(
   port: number,
 ): Promise<string> {
   const { privateKey, proxyPrivateKey } = await keysOf(app, project, provisioningData);
-  return runServicesOf(app).agents.runnerUrl(provisioningData, privateKey, port, proxyPrivateKey);
+  return app.agents.runnerUrl(provisioningData, privateKey, port, proxyPrivateKey);
 }
 
 /** The runner of `job`, with the token it requires; `signal` as for `shimClientFor`. */

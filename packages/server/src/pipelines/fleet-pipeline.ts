@@ -9,7 +9,6 @@
 import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import type { FleetsTable } from '../db/schema.js';
-import { runServicesOf } from '../run-services.js';
 import {
   fleetConfigurationOf,
   fleetNodesOf,
@@ -50,7 +49,7 @@ async function processTerminating(app: AppContext, fleet: FleetsTable, lock: Row
     .where('status', 'in', ['idle', 'provisioning', 'pending'])
     .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
     .execute();
-  runServicesOf(app).wakeUps.wake('instances');
+  app.wakeUps.wake('instances');
   await lock.release({ last_processed_at: dueIn(500, MIN_INTERVAL_MS) });
 }
 

@@ -14,7 +14,6 @@ import {
 } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
-import { runServicesOf } from '../run-services.js';
 import { type FleetConfigurationFields, fleetConfigurationOf } from '../services/fleets.js';
 import { shareableOffers } from '../services/instance-blocks.js';
 import { type BackendOffer, getOffers } from '../services/offers.js';
@@ -56,7 +55,7 @@ export async function fleetOffers(
   projectId: string,
   configuration: FleetConfigurationFields,
 ): Promise<BackendOffer[]> {
-  const backends = (await runServicesOf(app).backends.getProjectBackends(projectId)).filter((backend) =>
+  const backends = (await app.backends.getProjectBackends(projectId)).filter((backend) =>
     hasCapability(backend.compute, 'create-instance'),
   );
   const { offers } = await getOffers(backends, fleetRequirementsOf(configuration), {
@@ -121,6 +120,6 @@ export async function provisionFleetInstance(
       null,
     );
   });
-  if (result.launched) runServicesOf(app).wakeUps.wake('instances');
+  if (result.launched) app.wakeUps.wake('instances');
   return result;
 }

@@ -8,7 +8,6 @@
 import type { Compute } from '@dstack/core';
 import type { FakeBackend } from '@dstack/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { runServicesOf } from '../run-services.js';
 import {
   createFakeBackendPipelineHarness,
   createPipelineHarness,
@@ -116,7 +115,7 @@ describe('an instance coming up while its job stops', () => {
     expect(job?.status).toBe('provisioning');
     expect((await h.instance(job?.instance_id ?? null)).busy_blocks).toBe(1);
     // The job is stopped and freed while the instance pipeline polls the cloud for its hostname.
-    const backends = runServicesOf(h.app).backends;
+    const backends = h.app.backends;
     const projectBackends = backends.getProjectBackends.bind(backends);
     vi.spyOn(backends, 'getProjectBackends').mockImplementation(async (projectId) =>
       (await projectBackends(projectId)).map((backend) => {

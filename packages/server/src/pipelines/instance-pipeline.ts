@@ -17,7 +17,6 @@ import { sql } from 'kysely';
 import { stopDeployedShim } from '../agents/ssh-host-deploy.js';
 import type { AppContext } from '../context.js';
 import type { InstancesTable, ProjectsTable } from '../db/schema.js';
-import { runServicesOf } from '../run-services.js';
 import { fleetConfigurationOf, fleetNodesOf, liveFleetInstances } from '../services/fleets.js';
 import { remoteConnectionOf, sshHostAddressOf } from '../services/remote-connection.js';
 import { shimClientFor } from './agent-clients.js';
@@ -40,7 +39,7 @@ const PENDING_OWNER_GRACE_MS = 60_000;
 const PENDING_CHECK_MS = 30_000;
 
 async function computeOf(app: AppContext, instance: InstancesTable): Promise<Compute | null> {
-  const backends = await runServicesOf(app).backends.getProjectBackends(instance.project_id);
+  const backends = await app.backends.getProjectBackends(instance.project_id);
   return backends.find((backend) => backend.type === instance.backend)?.compute ?? null;
 }
 
@@ -118,7 +117,7 @@ async function processProvisioning(app: AppContext, instance: InstancesTable, lo
     });
     await markInstanceJobsDue(app, instance.id);
     // An instance that came up with free blocks (a fleet's, or one split into blocks) may take a waiting job.
-    if (instance.busy_blocks < instance.total_blocks) runServicesOf(app).wakeUps.wake('jobs-submitted');
+    if (instance.busy_blocks < instance.total_blocks) app.wakeUps.wake('jobs-submitted');
     return;
   }
   await lock.release({
@@ -137,7 +136,7 @@ async function processIdleOrBusy(app: AppContext, instance: InstancesTable, lock
     !(await fleetKeepsInstance(app, instance))
   ) {
     await startTerminating(lock, 'idle_timeout', `idle for more than ${instance.termination_idle_time}s`);
-    runServicesOf(app).wakeUps.wake('instances');
+    app.wakeUps.wake('instances');
     return;
   }
   const project = await projectOf(app, instance.project_id);
@@ -253,7 +252,7 @@ async function processPending(app: AppContext, instance: InstancesTable, lock: R
     'nobody will complete its launch any more',
   );
   await lock.release(outcome === 'terminating' ? { last_processed_at: 0 } : {});
-  if (outcome === 'terminated') runServicesOf(app).wakeUps.wake('fleets');
+  if (outcome === 'terminated') app.wakeUps.wake('fleets');
 }
 
 async function processTerminating(app: AppContext, instance: InstancesTable, lock: RowLock): Promise<void> {
@@ -303,7 +302,7 @@ async function processTerminating(app: AppContext, instance: InstancesTable, loc
     }
   }
   await lock.release({ status: 'terminated', deleted: 1, finished_at: now });
-  runServicesOf(app).wakeUps.wake('fleets');
+  app.wakeUps.wake('fleets');
   await markInstanceJobsDue(app, instance.id);
 }
 

@@ -8,6 +8,8 @@ import { randomUUID } from 'node:crypto';
 import type { RunnerPullResponse } from '@dstack/core/agent-protocol';
 import { RunnerClient } from '@dstack/runner';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { AgentConnector } from '../agents/index.js';
+import { createAppContext } from '../app-context.js';
 import type { AppContext } from '../context.js';
 import { createEncryption } from '../security/encryption.js';
 import { storeRunnerLogs } from '../services/logs.js';
@@ -31,15 +33,14 @@ describeEachDialect('storeRunnerLogs', (getDb) => {
 
   beforeEach(() => {
     const { db, dialect } = getDb();
-    app = {
+    app = createAppContext({
       db,
       dialect,
       settings: {} as AppContext['settings'],
       encryption: createEncryption(),
-      serverId: 'test',
       signal: new AbortController().signal,
-      services: {},
-    };
+      agents: new AgentConnector(),
+    });
   });
 
   it('stores an entry pulled twice once, and the entries of other jobs and positions', async () => {

@@ -21,7 +21,6 @@ import {
 import { AgentApiError } from '@dstack/runner';
 import type { AppContext } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
-import { runServicesOf } from '../run-services.js';
 import { storeRunnerLogs } from '../services/logs.js';
 import { runnerClientFor, shimClientFor } from './agent-clients.js';
 import type { PipelineDefinition, RowLock } from './pipeline.js';
@@ -79,7 +78,7 @@ async function terminate(
     last_processed_at: 0,
     ...extra,
   });
-  runServicesOf(context.app).wakeUps.wake('jobs-terminating');
+  context.app.wakeUps.wake('jobs-terminating');
   // The run follows the job once it has ended (job-terminating marks the run due then).
 }
 

@@ -19,6 +19,7 @@ import {
   type RunSpec,
 } from '@dstack/core';
 import { sql, type Transaction } from 'kysely';
+import type { ProjectBackend } from '../backends/registry.js';
 import type { AppContext } from '../context.js';
 import type {
   Database,
@@ -28,7 +29,6 @@ import type {
   ProjectsTable,
   RunsTable,
 } from '../db/schema.js';
-import { type ProjectBackend, runServicesOf } from '../run-services.js';
 import { fittingFleetInstances } from '../services/fleet-instance-offers.js';
 import {
   activeFleets,
@@ -71,13 +71,21 @@ function idleSeconds(run: RunConfigurationView, fleet: FleetConfigurationFields)
   return value === 'off' ? null : value;
 }
 
+/** What the steps of one pass over a submitted job share (as job-running's `JobContext`). */
+interface JobContext {
+  app: AppContext;
+  job: JobsTable;
+  lock: RowLock;
+  run: RunsTable;
+  project: ProjectsTable;
+}
+
 async function failJob(
-  lock: RowLock,
-  app: AppContext,
-  job: JobsTable,
+  context: Pick<JobContext, 'app' | 'lock' | 'job'>,
   reason: string,
   message: string,
 ): Promise<void> {
+  const { app, lock, job } = context;
   await lock.release({
     // A launch that failed on every offer leaves no instance for the job.
     instance_id: null,
@@ -86,7 +94,7 @@ async function failJob(
     termination_reason_message: message,
     last_processed_at: 0,
   });
-  runServicesOf(app).wakeUps.wake('jobs-terminating');
+  app.wakeUps.wake('jobs-terminating');
   await markRunDue(app, job.run_id);
 }
 
@@ -225,17 +233,14 @@ async function offersForNewCapacity(
 }
 
 async function provision(
-  app: AppContext,
-  job: JobsTable,
-  lock: RowLock,
-  run: RunsTable,
-  project: ProjectsTable,
+  context: JobContext,
   fleets: readonly FleetsTable[],
   configuration: RunConfigurationView,
 ): Promise<void> {
+  const { app, job, lock, run, project } = context;
   const { spec } = runConfiguration(run);
   const jobSpec = jobSpecOf(job);
-  const backends = await runServicesOf(app).backends.getProjectBackends(project.id);
+  const backends = await app.backends.getProjectBackends(project.id);
   const { fleet, offers } = await offersForNewCapacity(app, fleets, backends, run, spec, jobSpec);
   if (!fleet || offers.length === 0) {
     const exclusions = await explainNoOffers(
@@ -248,9 +253,7 @@ async function provision(
     );
     const noFleet = fleets.length === 0 && configuration.fleets?.length ? 'no matching fleet found; ' : '';
     await failJob(
-      lock,
-      app,
-      job,
+      context,
       'failed_to_start_due_to_no_capacity',
       `${noFleet}no offers match the requirements${details.length ? `: ${details.join('; ')}` : ''}`,
     );
@@ -291,7 +294,7 @@ async function provision(
       .execute();
     return;
   }
-  await launchJobInstance(app, job, lock, run, project, instance, offers);
+  await launchJobInstance(context, instance, offers);
 }
 
 /**
@@ -299,14 +302,11 @@ async function provision(
  * the idempotency key, and moves the job to `provisioning` (or fails it when every offer failed).
  */
 async function launchJobInstance(
-  app: AppContext,
-  job: JobsTable,
-  lock: RowLock,
-  run: RunsTable,
-  project: ProjectsTable,
+  context: JobContext,
   instance: InstancesTable,
   offers: readonly BackendOffer[],
 ): Promise<void> {
+  const { app, job, lock, run, project } = context;
   const paramsFor = await runJobParamsOf(app, { run, job, project, instanceId: instance.id });
   const { requirements } = jobSpecOf(job);
   const result = await launchOnFirstOffer(
@@ -327,7 +327,7 @@ async function launchJobInstance(
         runtimeDataForShare(shareOfNewInstance(result.offer.offer, requirements)),
       ),
     });
-    runServicesOf(app).wakeUps.wake('instances');
+    app.wakeUps.wake('instances');
     await markRunDue(app, job.run_id);
     return;
   }
@@ -336,14 +336,12 @@ async function launchJobInstance(
     // Idle instances the job did not fit may be what holds the host: one goes, and the job waits for its room.
     const roomComing = await makeRoomOnHost(app, job, capacityRetry.backends);
     if (roomComing || waitsForCapacity(job)) {
-      await waitForCapacity(app, lock, instance.id, capacityRetry.afterMs);
+      await waitForCapacity(context, instance.id, capacityRetry.afterMs);
       return;
     }
   }
   await failJob(
-    lock,
-    app,
-    job,
+    context,
     'failed_to_start_due_to_no_capacity',
     `every offer failed: ${result.errors.join('; ')}`,
   );
@@ -411,7 +409,7 @@ async function makeRoomOnHost(
       .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
       .executeTakeFirst();
     if (Number(result.numUpdatedRows) === 1) {
-      runServicesOf(app).wakeUps.wake('instances');
+      app.wakeUps.wake('instances');
       return true;
     }
   }
@@ -425,11 +423,11 @@ async function makeRoomOnHost(
  * and a waiting job would otherwise leave one behind on every attempt.
  */
 async function waitForCapacity(
-  app: AppContext,
-  lock: RowLock,
+  context: Pick<JobContext, 'app' | 'lock'>,
   placeholderId: string,
   retryAfterMs: number,
 ): Promise<void> {
+  const { app, lock } = context;
   await lock.release({ instance_id: null, last_processed_at: dueIn(retryAfterMs, MIN_INTERVAL_MS) });
   await app.db
     .deleteFrom('instances')
@@ -446,14 +444,8 @@ async function waitForCapacity(
  * launch started, if any; an instance whose launch was stored is assigned. Returns false when
  * the recorded instance is gone, and the job needs new capacity.
  */
-async function resumeRecordedLaunch(
-  app: AppContext,
-  job: JobsTable,
-  lock: RowLock,
-  run: RunsTable,
-  project: ProjectsTable,
-  instanceId: string,
-): Promise<boolean> {
+async function resumeRecordedLaunch(context: JobContext, instanceId: string): Promise<boolean> {
+  const { app, job, lock, run, project } = context;
   const instance = await app.db
     .selectFrom('instances')
     .selectAll()
@@ -469,9 +461,9 @@ async function resumeRecordedLaunch(
       .where('id', '=', instance.fleet_id)
       .executeTakeFirst();
     const { spec } = runConfiguration(run);
-    const backends = await runServicesOf(app).backends.getProjectBackends(project.id);
+    const backends = await app.backends.getProjectBackends(project.id);
     const offers = fleet ? await fleetOffersForJob(fleet, backends, spec, jobSpecOf(job)) : [];
-    await launchJobInstance(app, job, lock, run, project, instance, offers);
+    await launchJobInstance(context, instance, offers);
     return true;
   }
   // The launch was stored on the instance, not on the job: the job takes it as a new launch would
@@ -486,7 +478,7 @@ async function resumeRecordedLaunch(
     job_runtime_data: share ? JSON.stringify(runtimeDataForShare(share)) : null,
     ...(alreadyUp ? { last_processed_at: 0 } : {}),
   });
-  runServicesOf(app).wakeUps.wake(alreadyUp ? 'jobs-running' : 'instances');
+  app.wakeUps.wake(alreadyUp ? 'jobs-running' : 'instances');
   await markRunDue(app, job.run_id);
   return true;
 }
@@ -503,8 +495,9 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<JobsTa
       // A stopping run moves its jobs to terminating itself.
       if (run.status === 'terminating' || run.status === 'pending') return;
       const project = await projectOf(app, job.project_id);
+      const context: JobContext = { app, job, lock, run, project };
       if (job.instance_id !== null && job.instance_assigned === 0) {
-        if (await resumeRecordedLaunch(app, job, lock, run, project, job.instance_id)) return;
+        if (await resumeRecordedLaunch(context, job.instance_id)) return;
       }
       const { configuration } = runConfiguration(run);
       const jobSpec = jobSpecOf(job);
@@ -512,7 +505,7 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<JobsTa
       const placement = await placeOnFleetInstance(app, job, lock, jobSpec, fleets, configuration);
       if (placement === 'lost') return;
       if (placement === 'placed') {
-        runServicesOf(app).wakeUps.wake('jobs-running');
+        app.wakeUps.wake('jobs-running');
         await markRunDue(app, job.run_id);
         return;
       }
@@ -523,15 +516,13 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<JobsTa
       }
       if (configuration.creation_policy === 'reuse') {
         await failJob(
-          lock,
-          app,
-          job,
+          context,
           'failed_to_start_due_to_no_capacity',
           'no idle instance fits the run and creation_policy is reuse',
         );
         return;
       }
-      await provision(app, job, lock, run, project, fleets, configuration);
+      await provision(context, fleets, configuration);
     },
   };
 }

@@ -9,7 +9,6 @@ import { DEFAULT_STOP_DURATION, type JobTerminationReason, jobTerminationReasonT
 import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable } from '../db/schema.js';
-import { runServicesOf } from '../run-services.js';
 import { blocksHeldBy, shareOfLaunchedInstance } from '../services/instance-blocks.js';
 import { runnerClientFor, shimClientFor } from './agent-clients.js';
 import { abandonPendingInstance } from './instance-launch.js';
@@ -134,7 +133,7 @@ async function finish(
     finished_at: Date.now(),
     last_processed_at: Date.now(),
   });
-  runServicesOf(app).wakeUps.wake('instances', 'jobs-submitted');
+  app.wakeUps.wake('instances', 'jobs-submitted');
   await markRunDue(app, job.run_id);
 }
 
@@ -161,7 +160,7 @@ export function jobTerminatingPipeline(app: AppContext): PipelineDefinition<Jobs
           'job_finished',
           'the job stopped before its launch completed',
         );
-        if (outcome === 'terminating') runServicesOf(app).wakeUps.wake('instances');
+        if (outcome === 'terminating') app.wakeUps.wake('instances');
       }
       const project = await projectOf(app, job.project_id);
       const { ended, values } = await stopOnRunner(app, job, project, instance);

@@ -11,7 +11,6 @@ import { hasCapability, type RunJobParams, type RunSpec } from '@dstack/core';
 import type { FakeBackend, FakeBackendOptions } from '@dstack/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { InstancesTable } from '../db/schema.js';
-import { runServicesOf } from '../run-services.js';
 import { applyFleet, createRunFleet, deleteFleets } from '../services/fleets.js';
 import { getOffers } from '../services/offers.js';
 import { applyRun, stopRuns } from '../services/runs.js';
@@ -307,7 +306,7 @@ describe('a launch given up while it runs', () => {
       terminationIdleTime: null,
       busyBlocks: 0,
     });
-    const backends = await runServicesOf(app).backends.getProjectBackends(s.project.id);
+    const backends = await app.backends.getProjectBackends(s.project.id);
     const { offers } = await getOffers(backends, requirements);
     expect(offers.length).toBeGreaterThan(1);
     const rowOf = () =>

@@ -22,12 +22,10 @@ import {
   type InstantBackendOptions,
 } from '@dstack/testing';
 import { vi } from 'vitest';
-import { AgentConnector } from '../agents/index.js';
-import { getBackendRegistry } from '../backends/registry.js';
+import type { AgentConnector } from '../agents/index.js';
 import type { ServerConfigInput } from '../config/server-config.js';
 import type { AppContext, SqlDialect } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
-import type { RunServices } from '../run-services.js';
 import { applyRun } from '../services/runs.js';
 import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
 import { fleetPipeline } from './fleet-pipeline.js';
@@ -37,7 +35,7 @@ import { jobSubmittedPipeline } from './job-submitted.js';
 import { jobTerminatingPipeline } from './job-terminating.js';
 import { type ClaimedRow, Pipeline, type PipelineDefinition } from './pipeline.js';
 import { runPipeline } from './run-pipeline.js';
-import { type PipelineName, WakeUps } from './wake-ups.js';
+import type { PipelineName } from './wake-ups.js';
 
 /** 2026-01-01T00:00:00Z: where the test clock starts. */
 const START_TIME = Date.UTC(2026, 0, 1);
@@ -187,13 +185,7 @@ export async function createPipelineHarnessOn<Backend extends HarnessBackend>(
       plugins: [backend.plugin],
       config: { projects: [{ name: 'main', backends: [settings.projectBackend] }] },
     });
-    agents = new AgentConnector();
-    const services: RunServices = {
-      backends: getBackendRegistry(testApp.app),
-      agents,
-      wakeUps: new WakeUps(),
-    };
-    Object.assign(testApp.app.services, services);
+    agents = testApp.app.agents;
     const project = (await testApp.app.db
       .selectFrom('projects')
       .selectAll()

@@ -7,8 +7,9 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { hostname } from 'node:os';
 import { beforeEach, expect, it, vi } from 'vitest';
+import { AgentConnector } from '../agents/index.js';
+import { createAppContext } from '../app-context.js';
 import type { AppContext } from '../context.js';
 import type { FleetsTable } from '../db/schema.js';
 import { createEncryption } from '../security/encryption.js';
@@ -27,15 +28,14 @@ describeEachDialect('Pipeline', (getDb) => {
   beforeEach(async () => {
     const { db, dialect } = getDb();
     await db.deleteFrom('fleets').execute();
-    app = {
+    app = createAppContext({
       db,
       dialect,
       settings: {} as AppContext['settings'],
       encryption: createEncryption(),
-      serverId: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
       signal: new AbortController().signal,
-      services: {},
-    };
+      agents: new AgentConnector(),
+    });
     projectId = randomUUID();
     await db
       .insertInto('users')

@@ -2,7 +2,6 @@
 import type { JobProvisioningData, JobSpec } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
-import { runServicesOf } from '../run-services.js';
 
 /** `last_processed_at` that makes a row due again in `ms` (pipelines process rows older than their interval). */
 export function dueIn(ms: number, minIntervalMs: number): number {
@@ -11,14 +10,9 @@ export function dueIn(ms: number, minIntervalMs: number): number {
 
 /** How long the pipelines reuse a project row: its name and SSH keys never change, and every pass needs them. */
 const PROJECT_CACHE_MS = 10_000;
-const projectCaches = new WeakMap<AppContext, Map<string, { row: ProjectsTable; expiresAt: number }>>();
 
 export async function projectOf(app: AppContext, projectId: string): Promise<ProjectsTable> {
-  let cache = projectCaches.get(app);
-  if (!cache) {
-    cache = new Map();
-    projectCaches.set(app, cache);
-  }
+  const cache = app.caches.projects;
   const cached = cache.get(projectId);
   if (cached && cached.expiresAt > Date.now()) return cached.row;
   const row = await app.db
@@ -61,7 +55,7 @@ export function errorMessage(error: unknown): string {
 /** Makes the run due now and wakes the run pipeline: its status follows its jobs. */
 export async function markRunDue(app: AppContext, runId: string): Promise<void> {
   await app.db.updateTable('runs').set({ last_processed_at: 0 }).where('id', '=', runId).execute();
-  runServicesOf(app).wakeUps.wake('runs');
+  app.wakeUps.wake('runs');
 }
 
 /** Makes the starting jobs of an instance due now: the instance came up, or went away. */
@@ -72,5 +66,5 @@ export async function markInstanceJobsDue(app: AppContext, instanceId: string): 
     .where('instance_id', '=', instanceId)
     .where('status', 'in', ['provisioning', 'pulling', 'running'])
     .execute();
-  runServicesOf(app).wakeUps.wake('jobs-running');
+  app.wakeUps.wake('jobs-running');
 }

@@ -15,8 +15,6 @@ import {
 import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import type { JobsTable, RunsTable } from '../db/schema.js';
-import { runServicesOf } from '../run-services.js';
-import { getLogNotifications } from '../services/log-notifications.js';
 import { newJobRow } from '../services/runs.js';
 import type { PipelineDefinition, RowLock } from './pipeline.js';
 import { dueIn } from './rows.js';
@@ -65,7 +63,7 @@ async function terminateJobs(
       .executeTakeFirst();
     if (Number(result.numUpdatedRows) !== 1) allDone = false;
   }
-  runServicesOf(app).wakeUps.wake('jobs-terminating');
+  app.wakeUps.wake('jobs-terminating');
   return allDone;
 }
 
@@ -124,8 +122,8 @@ async function processTerminating(
   if (unfinished.length === 0) {
     await lock.release({ status: runTerminationReasonToStatus(reason) });
     // Log streams end on the run's final status; tell this replica's streams now.
-    getLogNotifications(app).notify(run.id);
-    runServicesOf(app).wakeUps.wake('fleets');
+    app.logNotifications.notify(run.id);
+    app.wakeUps.wake('fleets');
     return;
   }
   // Jobs finish in their own pipeline, which wakes us; poll as a fallback.
@@ -152,7 +150,7 @@ async function resubmit(app: AppContext, run: RunsTable, jobs: JobsTable[], lock
     );
   if (rows.length > 0) await app.db.insertInto('jobs').values(rows).execute();
   await lock.release({ status: 'submitted', next_triggered_at: null, last_processed_at: now });
-  runServicesOf(app).wakeUps.wake('jobs-submitted');
+  app.wakeUps.wake('jobs-submitted');
 }
 
 async function followJobs(app: AppContext, run: RunsTable, jobs: JobsTable[], lock: RowLock): Promise<void> {
@@ -177,7 +175,7 @@ async function followJobs(app: AppContext, run: RunsTable, jobs: JobsTable[], lo
         next_triggered_at: Date.now() + retryDelayMs(run.resubmission_attempt),
         last_processed_at: 0,
       });
-      runServicesOf(app).wakeUps.wake('runs');
+      app.wakeUps.wake('runs');
       return;
     }
     // A job stopped by the user ends the run as stopped; a job whose retrying ran out, as
@@ -191,12 +189,12 @@ async function followJobs(app: AppContext, run: RunsTable, jobs: JobsTable[], lo
         ? 'retry_limit_exceeded'
         : 'job_failed';
     await lock.release({ status: 'terminating', termination_reason: reason, last_processed_at: 0 });
-    runServicesOf(app).wakeUps.wake('runs');
+    app.wakeUps.wake('runs');
     return;
   }
   if (latest.length > 0 && latest.every((job) => job.status === 'done')) {
     await lock.release({ status: 'terminating', termination_reason: 'all_jobs_done', last_processed_at: 0 });
-    runServicesOf(app).wakeUps.wake('runs');
+    app.wakeUps.wake('runs');
     return;
   }
   const statuses = latest.map((job) => job.status);

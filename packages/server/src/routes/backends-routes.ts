@@ -1,7 +1,6 @@
 /** `/api/backends/list_types` and `/api/project/{project_name}/backends/*`. */
 import { BackendTypeSchema } from '@dstack/core';
 import { z } from 'zod';
-import { getBackendRegistry } from '../backends/registry.js';
 import { defineRoute, type RouteDefinition } from '../http/route.js';
 import {
   type BackendConfigInput,
@@ -28,7 +27,7 @@ export const backendRoutes: readonly RouteDefinition[] = [
     tags: ['backends'],
     auth: 'user',
     response: z.array(z.string()),
-    handler: async ({ app }) => getBackendRegistry(app).listAvailableTypes(),
+    handler: async ({ app }) => app.backends.listAvailableTypes(),
   }),
   defineRoute({
     method: 'POST',

@@ -14,7 +14,6 @@ import { startServer } from '../app.js';
 import type { AppContext } from '../context.js';
 import type { JobsTable } from '../db/schema.js';
 import { parseLogCursor } from '../services/log-cursor.js';
-import { getLogNotifications } from '../services/log-notifications.js';
 import { openLogStream } from '../services/log-stream.js';
 import { storeRunnerLogs } from '../services/logs.js';
 import { newRunRow } from '../services/runs.js';
@@ -148,8 +147,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     afterAll(async () => {
       for (const controller of openStreams) controller.abort();
       // Closing the database under a stream still reading would log a failed query.
-      if (server)
-        await eventually(() => getLogNotifications(server.app).listenerCount() === 0, 'streams to end');
+      if (server) await eventually(() => server.app.logNotifications.listenerCount() === 0, 'streams to end');
       await server?.close();
     });
 
@@ -168,7 +166,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         /** Marks the run finished, as the run pipeline does, and says so the way new logs do. */
         finish: async (status = 'done') => {
           await server.app.db.updateTable('runs').set({ status }).where('id', '=', id).execute();
-          getLogNotifications(server.app).notify(id);
+          server.app.logNotifications.notify(id);
         },
       };
     }
@@ -220,7 +218,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         next_token: (rest.filter(isEvent).at(-1) as { next_token: string }).next_token,
       });
       expect(await stream.lines.next()).toBeNull();
-      await eventually(() => getLogNotifications(server.app).listenerCount() === 0, 'the listener to go');
+      await eventually(() => server.app.logNotifications.listenerCount() === 0, 'the listener to go');
     });
 
     it('resumes from next_token without losing or repeating a line, also from a logs/poll cursor', async () => {
@@ -272,7 +270,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
 
     it('stops its work when the client disconnects', async () => {
       await insertRun('main', 'abandoned');
-      const before = getLogNotifications(server.app).listenerCount();
+      const before = server.app.logNotifications.listenerCount();
       const appAbortListeners = getEventListeners(server.app.signal, 'abort').length;
       const stream = await openStream({ run_name: 'abandoned' });
       await stream.lines.next();
@@ -284,11 +282,11 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
           .where('run_name', '=', 'abandoned')
           .executeTakeFirstOrThrow()
       ).id;
-      expect(getLogNotifications(server.app).listenerCount(runId)).toBe(1);
+      expect(server.app.logNotifications.listenerCount(runId)).toBe(1);
       stream.controller.abort();
       // The listener goes in the stream's `finally`, together with its abort listeners and wait timer.
-      await eventually(() => getLogNotifications(server.app).listenerCount(runId) === 0, 'cleanup');
-      expect(getLogNotifications(server.app).listenerCount()).toBe(before);
+      await eventually(() => server.app.logNotifications.listenerCount(runId) === 0, 'cleanup');
+      expect(server.app.logNotifications.listenerCount()).toBe(before);
       expect(getEventListeners(server.app.signal, 'abort')).toHaveLength(appAbortListeners);
     });
 
@@ -347,8 +345,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       });
     });
     afterAll(async () => {
-      if (server)
-        await eventually(() => getLogNotifications(server.app).listenerCount() === 0, 'streams to end');
+      if (server) await eventually(() => server.app.logNotifications.listenerCount() === 0, 'streams to end');
       await server?.close();
     });
 
@@ -430,8 +427,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       server = await createTestApp({ dialect, routes: createLogRoutes({ recheckIntervalMs: 600_000 }) });
     });
     afterAll(async () => {
-      if (server)
-        await eventually(() => getLogNotifications(server.app).listenerCount() === 0, 'streams to end');
+      if (server) await eventually(() => server.app.logNotifications.listenerCount() === 0, 'streams to end');
       await server?.close();
     });
 

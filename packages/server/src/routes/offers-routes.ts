@@ -2,7 +2,6 @@
 import { GetOffersRequestSchema, InstanceOfferWithAvailabilitySchema } from '@dstack/core';
 import { z } from 'zod';
 import { defineRoute } from '../http/route.js';
-import { runServicesOf } from '../run-services.js';
 import { buildJobSpecs } from '../services/job-specs.js';
 import { getOffers } from '../services/offers.js';
 import { normalizeRunSpec, offerFiltersOf } from '../services/runs.js';
@@ -27,7 +26,7 @@ export const offerRoutes = [
       const { provider: _provider, parameters: _parameters, ...requirements } = ctx.body.configuration;
       const runSpec = normalizeRunSpec({ configuration: { ...requirements, commands: [':'] } });
       const [jobSpec] = buildJobSpecs('offers', runSpec);
-      const backends = await runServicesOf(ctx.app).backends.getProjectBackends(project.id);
+      const backends = await ctx.app.backends.getProjectBackends(project.id);
       const { offers } = await getOffers(
         backends,
         jobSpec!.requirements,

@@ -30,7 +30,7 @@ export const serverRoutes: readonly RouteDefinition[] = [
     auth: 'none',
     response: z.record(z.string(), z.unknown()),
     handler: async ({ app }) => {
-      const routes = app.services.apiRoutes ?? serverRoutes;
+      const routes = app.apiRoutes ?? serverRoutes;
       let document = documents.get(routes);
       if (!document) {
         document = buildOpenApiDocument(routes, { version: SERVER_VERSION });

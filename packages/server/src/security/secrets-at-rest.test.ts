@@ -1,5 +1,7 @@
 import type { Kysely } from 'kysely';
 import { afterAll, beforeEach, expect, it } from 'vitest';
+import { AgentConnector } from '../agents/index.js';
+import { createAppContext } from '../app-context.js';
 import type { AppContext } from '../context.js';
 import { openDatabase } from '../db/database.js';
 import type { Database, InstancesTable } from '../db/schema.js';
@@ -17,15 +19,14 @@ describeEachDialect('protectSecretsAtRest', (getDb) => {
   const closers: Array<() => Promise<void>> = [];
 
   function appWith(keys: readonly EncryptionKeyConfig[], db: Kysely<Database> = getDb().db): AppContext {
-    return {
+    return createAppContext({
       db,
       dialect: getDb().dialect,
       settings: loadServerSettings({ DSTACK_SERVER_DIR: getDb().directory }),
       encryption: createEncryption(keys),
-      serverId: 'test',
       signal: new AbortController().signal,
-      services: {},
-    };
+      agents: new AgentConnector(),
+    });
   }
 
   /** A second connection pool on the same database: another server process. */

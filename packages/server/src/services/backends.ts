@@ -4,7 +4,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ResourceNotFoundError, ServerClientError } from '@dstack/core';
-import { getBackendRegistry } from '../backends/registry.js';
 import type { AppContext } from '../context.js';
 import type { BackendsTable, ProjectsTable, UsersTable } from '../db/schema.js';
 import { assertMayConfigureBackend, hostBackendOwnerProblem } from './host-backends.js';
@@ -34,7 +33,7 @@ export async function prepareBackendRecord(
   projectName: string,
   input: BackendConfigInput,
 ): Promise<{ config: string; auth: string }> {
-  const plugin = await getBackendRegistry(app).getPlugin(input.type);
+  const plugin = await app.backends.getPlugin(input.type);
   const config = plugin.configSchemas.backendConfigWithCreds.parse(input);
   const configurator = plugin.createConfigurator();
   await configurator.validateConfig(config, { defaultCredsEnabled: defaultCredsEnabled(app) });
@@ -68,7 +67,7 @@ export async function storeBackendRecord(
     .values({ id: randomUUID(), project_id: projectId, type, ...record, created_at: Date.now() })
     .onConflict((conflict) => conflict.columns(['project_id', 'type']).doUpdateSet(record))
     .execute();
-  getBackendRegistry(app).invalidate(projectId);
+  app.backends.invalidate(projectId);
 }
 
 /** The project's backends without creds. */
@@ -79,7 +78,7 @@ export async function listProjectBackends(app: AppContext, project: ProjectsTabl
     .where('project_id', '=', project.id)
     .orderBy('type')
     .execute();
-  const registry = getBackendRegistry(app);
+  const registry = app.backends;
   return Promise.all(
     rows.map(async (row): Promise<BackendInfo> => {
       try {
@@ -117,12 +116,7 @@ export async function createProjectBackend(
   project: ProjectsTable,
   input: BackendConfigInput,
 ): Promise<BackendInfo> {
-  await assertMayConfigureBackend(
-    app,
-    actor,
-    project.id,
-    await getBackendRegistry(app).getPlugin(input.type),
-  );
+  await assertMayConfigureBackend(app, actor, project.id, await app.backends.getPlugin(input.type));
   if (await findBackend(app, project.id, input.type)) {
     throw new ServerClientError(`Backend "${input.type}" already exists in project "${project.name}"`, {
       code: 'resource_exists',
@@ -140,12 +134,7 @@ export async function updateProjectBackend(
   project: ProjectsTable,
   input: BackendConfigInput,
 ): Promise<BackendInfo> {
-  await assertMayConfigureBackend(
-    app,
-    actor,
-    project.id,
-    await getBackendRegistry(app).getPlugin(input.type),
-  );
+  await assertMayConfigureBackend(app, actor, project.id, await app.backends.getPlugin(input.type));
   if (!(await findBackend(app, project.id, input.type))) {
     throw new ResourceNotFoundError(`Backend "${input.type}" does not exist in project "${project.name}"`);
   }
@@ -179,5 +168,5 @@ export async function deleteProjectBackends(
       rows.map((row) => row.id),
     )
     .execute();
-  getBackendRegistry(app).invalidate(project.id);
+  app.backends.invalidate(project.id);
 }

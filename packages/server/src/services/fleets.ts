@@ -14,11 +14,9 @@ import {
   validateConfiguration,
 } from '@dstack/core';
 import { sql } from 'kysely';
-import { getBackendRegistry } from '../backends/registry.js';
 import type { AppContext } from '../context.js';
 import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
 import { topUpFleetInstances } from '../pipelines/fleet-provisioning.js';
-import { runServicesOf } from '../run-services.js';
 import { fleetOf } from './run-models.js';
 import { applySshFleet, withoutKeyContents } from './ssh-fleets.js';
 
@@ -92,7 +90,7 @@ export async function terminateSpareInstances(
       .executeTakeFirst();
     marked += Number(result.numUpdatedRows);
   }
-  if (marked > 0) runServicesOf(app).wakeUps.wake('instances');
+  if (marked > 0) app.wakeUps.wake('instances');
   return marked;
 }
 
@@ -129,7 +127,7 @@ function newFleetRow(
  * backend on the server's host that it may use (see host-backends.ts) and no fleet of that name.
  */
 export async function ensureDefaultLocalFleets(app: AppContext): Promise<void> {
-  const registry = getBackendRegistry(app);
+  const registry = app.backends;
   const configured = await app.db.selectFrom('backends').select('type').distinct().execute();
   const hostTypes: string[] = [];
   for (const { type } of configured) {
@@ -250,7 +248,7 @@ export async function applyFleet(
     await app.db.insertInto('fleets').values(fleet).execute();
   }
   await scaleToTarget(app, fleet);
-  runServicesOf(app).wakeUps.wake('fleets');
+  app.wakeUps.wake('fleets');
   return getFleet(app, project, name);
 }
 
@@ -279,7 +277,7 @@ async function applySshFleetConfiguration(
     ? { ...existing, spec: JSON.stringify({ configuration: stored }) }
     : newFleetRow(project.id, configuration.name, stored, false);
   await applySshFleet(app, project, row, sshConfig, existing !== undefined);
-  runServicesOf(app).wakeUps.wake('fleets');
+  app.wakeUps.wake('fleets');
 }
 
 /**
@@ -382,5 +380,5 @@ export async function deleteFleets(
       fleets.map((fleet) => fleet.id),
     )
     .execute();
-  runServicesOf(app).wakeUps.wake('fleets');
+  app.wakeUps.wake('fleets');
 }

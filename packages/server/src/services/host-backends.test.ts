@@ -8,7 +8,6 @@ import localBackendPlugin from '@dstack/backend-local';
 import { ConfigurationError } from '@dstack/core';
 import { createFakeBackendPlugin, FAKE_BACKEND_VALID_API_KEY } from '@dstack/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getBackendRegistry } from '../backends/registry.js';
 import { loadServerConfig } from '../config/server-config.js';
 import { initializeServerState } from '../config/server-state.js';
 import { backendRoutes } from '../routes/backends-routes.js';
@@ -85,7 +84,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect((await server.request('/api/projects/create', { project_name: 'ops' })).status).toBe(200);
       const created = await server.request('/api/project/ops/backends/create', local());
       expect(created.status).toBe(200);
-      const backends = await getBackendRegistry(server.app).getProjectBackends(
+      const backends = await server.app.backends.getProjectBackends(
         (
           await server.app.db
             .selectFrom('projects')
@@ -105,7 +104,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       );
       const file = await loadServerConfig({
         serverDir,
-        resolvePlugin: (type) => getBackendRegistry(server.app).getPlugin(type),
+        resolvePlugin: (type) => server.app.backends.getPlugin(type),
       });
       const started = initializeServerState(server.app, file);
       await expect(started).rejects.toThrow(ConfigurationError);

@@ -4,8 +4,6 @@
  * Logs stored by another replica are not announced here; streams find them
  * with their periodic database re-check.
  */
-import type { AppContext } from '../context.js';
-
 export class LogNotifications {
   readonly #listeners = new Map<string, Set<() => void>>();
 
@@ -35,13 +33,4 @@ export class LogNotifications {
     for (const listeners of this.#listeners.values()) count += listeners.size;
     return count;
   }
-}
-
-/** The process's `LogNotifications`, created on first use in `app.services`. */
-export function getLogNotifications(app: AppContext): LogNotifications {
-  const existing = app.services.logNotifications;
-  if (existing instanceof LogNotifications) return existing;
-  const notifications = new LogNotifications();
-  app.services.logNotifications = notifications;
-  return notifications;
 }

@@ -16,7 +16,6 @@ import {
   type LogCursor,
   parseLogCursor,
 } from './log-cursor.js';
-import { getLogNotifications } from './log-notifications.js';
 import { findRunForLogs, type LogRowFilter, selectLogRows, toLogEvent } from './logs.js';
 
 export interface LogStreamSettings {
@@ -92,7 +91,7 @@ async function* streamRunLogs(
   // Set when rows may have arrived since the last read; `wakeUp` ends the current wait early.
   let noticed = false;
   let wakeUp: (() => void) | null = null;
-  const unsubscribe = getLogNotifications(app).subscribe(filter.runId, () => {
+  const unsubscribe = app.logNotifications.subscribe(filter.runId, () => {
     noticed = true;
     wakeUp?.();
   });

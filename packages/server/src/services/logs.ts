@@ -15,7 +15,6 @@ import {
   type LogCursor,
   parseLogCursor,
 } from './log-cursor.js';
-import { getLogNotifications } from './log-notifications.js';
 import { findRunRow } from './runs.js';
 
 /** Rows per insert statement (SQLite allows 32766 bound values; 7 columns each). */
@@ -52,7 +51,7 @@ export async function storeRunnerLogs(
       .execute();
   }
   // Open `logs/stream` answers of this process push the new rows at once.
-  if (rows.length > 0) getLogNotifications(app).notify(job.run_id);
+  if (rows.length > 0) app.logNotifications.notify(job.run_id);
 }
 
 /** The newest run named `runName` in `project`, whose logs `logs/poll` and `logs/stream` read. */

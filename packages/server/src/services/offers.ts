@@ -5,7 +5,7 @@
  * cannot be provisioned now go last.
  */
 import { type InstanceOfferWithAvailability, isAvailable, type Range, type Requirements } from '@dstack/core';
-import type { ProjectBackend } from '../run-services.js';
+import type { ProjectBackend } from '../backends/registry.js';
 
 export interface OfferFilters {
   backends?: readonly string[] | null;

@@ -12,7 +12,6 @@ import {
   ServerClientError,
 } from '@dstack/core';
 import { generateProjectSshKeyPair } from '../agents/ssh-keys.js';
-import { getBackendRegistry } from '../backends/registry.js';
 import type { AppContext } from '../context.js';
 import type { ProjectsTable, UsersTable } from '../db/schema.js';
 import type { ProjectRole } from '../http/route.js';
@@ -215,7 +214,7 @@ export async function deleteProjects(
       .set({ deleted: 1, name: `${project.name}_deleted_${project.id}` })
       .where('id', '=', project.id)
       .execute();
-    getBackendRegistry(app).invalidate(project.id);
+    app.backends.invalidate(project.id);
   }
 }
 

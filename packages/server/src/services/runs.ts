@@ -17,7 +17,6 @@ import {
 } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
-import { runServicesOf } from '../run-services.js';
 import { type FleetPlacement, fleetInstanceOffers } from './fleet-instance-offers.js';
 import { buildJobSpecs } from './job-specs.js';
 import { explainNoOffers, getOffers, type OfferFilters } from './offers.js';
@@ -69,7 +68,7 @@ export async function getRunPlan(
   maxOffers: number | null | undefined,
 ): Promise<RunPlan> {
   const runSpec = normalizeRunSpec(requestedSpec);
-  const backends = await runServicesOf(app).backends.getProjectBackends(project.id);
+  const backends = await app.backends.getProjectBackends(project.id);
   const filters = offerFiltersOf(runSpec.configuration);
   const jobSpecs = buildJobSpecs(runSpec.run_name ?? 'plan', runSpec);
   const placement = runSpec.configuration as FleetPlacement & { creation_policy?: string };
@@ -178,7 +177,7 @@ export async function applyRun(
       .values(jobSpecs.map((jobSpec) => newJobRow(project.id, runId, runName, jobSpec, 0, now)))
       .execute();
   });
-  runServicesOf(app).wakeUps.wake('jobs-submitted');
+  app.wakeUps.wake('jobs-submitted');
   const row = await findRunRow(app, project.id, runName);
   if (!row) throw new Error(`run ${runName} vanished after apply`);
   return loadRun(app, row, project);
@@ -394,7 +393,7 @@ export async function stopRuns(
       toStop.map((row) => row.id),
     )
     .execute();
-  runServicesOf(app).wakeUps.wake('runs');
+  app.wakeUps.wake('runs');
 }
 
 /** Deletes finished runs (their logs stay until the project is deleted). */

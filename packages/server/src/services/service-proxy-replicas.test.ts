@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createAppCaches } from '../app-context.js';
 import type { AppContext } from '../context.js';
 import type { JobsTable } from '../db/schema.js';
 import { forgetReplicaTurn, instancePortOf, nextReplica } from './service-proxy-replicas.js';
@@ -7,7 +8,7 @@ const job = (name: string) => ({ job_name: name }) as JobsTable;
 
 describe('service replicas', () => {
   it('takes replicas in turn per run, and a run forgotten starts over', () => {
-    const app = {} as AppContext;
+    const app = { caches: createAppCaches() } as AppContext;
     const replicas = [job('a'), job('b'), job('c')];
     const names = Array.from({ length: 5 }, () => nextReplica(app, 'run-1', replicas).job_name);
     expect(names).toEqual(['a', 'b', 'c', 'a', 'b']);

@@ -21,17 +21,10 @@ export async function runningReplicas(app: AppContext, runId: string): Promise<J
     .execute();
 }
 
-/** Per server, per run: how many requests were sent, for round-robin. */
-const turns = new WeakMap<AppContext, Map<string, number>>();
-
 /** The next replica in turn for `runId`; replicas coming and going only shift the turn. */
 export function nextReplica(app: AppContext, runId: string, replicas: readonly JobsTable[]): JobsTable {
   if (replicas.length === 0) throw new Error('nextReplica needs at least one replica');
-  let byRun = turns.get(app);
-  if (byRun === undefined) {
-    byRun = new Map();
-    turns.set(app, byRun);
-  }
+  const byRun = app.caches.replicaTurns;
   const turn = byRun.get(runId) ?? 0;
   byRun.set(runId, (turn + 1) % Number.MAX_SAFE_INTEGER);
   return replicas[turn % replicas.length] as JobsTable;
@@ -39,7 +32,7 @@ export function nextReplica(app: AppContext, runId: string, replicas: readonly J
 
 /** Forgets the turn of a run that has no replicas left, so the map does not grow forever. */
 export function forgetReplicaTurn(app: AppContext, runId: string): void {
-  turns.get(app)?.delete(runId);
+  app.caches.replicaTurns.delete(runId);
 }
 
 /**

@@ -29,7 +29,6 @@ import {
 import type { AppContext } from '../context.js';
 import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
 import { nextInstanceNum } from '../pipelines/instance-launch.js';
-import { runServicesOf } from '../run-services.js';
 import { type BlocksSetting, totalBlocksFor } from './instance-blocks.js';
 import {
   encodeRemoteConnection,
@@ -438,6 +437,6 @@ export async function applySshFleet(
     );
     throw error;
   }
-  if (removed.length > 0) runServicesOf(app).wakeUps.wake('instances');
-  if (deployed.length > 0) runServicesOf(app).wakeUps.wake('jobs-submitted');
+  if (removed.length > 0) app.wakeUps.wake('instances');
+  if (deployed.length > 0) app.wakeUps.wake('jobs-submitted');
 }

@@ -7,11 +7,11 @@
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { BackendPlugin } from '@dstack/core';
 import { stringify } from 'yaml';
-import { getBackendRegistry } from '../backends/registry.js';
+import { AgentConnector } from '../agents/index.js';
+import { createAppContext } from '../app-context.js';
 import { loadServerConfig, type ServerConfigInput } from '../config/server-config.js';
 import { initializeServerState } from '../config/server-state.js';
 import type { AppContext, SqlDialect } from '../context.js';
@@ -60,6 +60,8 @@ export interface TestApp {
 export async function createTestApp(options: TestAppOptions): Promise<TestApp> {
   const database = await createTestDatabase(options.dialect);
   const controller = new AbortController();
+  // Closed with the server: the SSH tunnels pipelines open to agents.
+  const agents = new AgentConnector();
   let server: Server | undefined;
   try {
     const serverDir = database.directory;
@@ -74,20 +76,18 @@ export async function createTestApp(options: TestAppOptions): Promise<TestApp> {
       },
       { port: 0 },
     );
-    const app: AppContext = {
+    const app = createAppContext({
       db: database.db,
       dialect: database.dialect,
       settings,
-      encryption: createEncryption(),
-      serverId: `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
       signal: controller.signal,
-      services: {},
-    };
-    const registry = getBackendRegistry(app);
-    for (const plugin of options.plugins ?? []) registry.registerPlugin(plugin);
+      agents,
+      plugins: options.plugins,
+    });
+    const { backends } = app;
     const configFile = await loadServerConfig({
       serverDir,
-      resolvePlugin: (type) => registry.getPlugin(type),
+      resolvePlugin: (type) => backends.getPlugin(type),
     });
     app.encryption = createEncryption(configFile.config.encryption.keys);
     const { adminToken } = await initializeServerState(app, configFile);
@@ -133,12 +133,14 @@ export async function createTestApp(options: TestAppOptions): Promise<TestApp> {
         controller.abort();
         // As the real server: open streams write their last line before the database closes.
         await closeHttpServer(started, handler);
+        await agents.close();
         await database.close();
       },
     };
   } catch (error) {
     controller.abort();
     server?.close();
+    await agents.close();
     await database.close();
     throw error;
   }

@@ -6,8 +6,8 @@
  *   capacity (one shared real shim, in its own process as on a real host) and a
  *   trivial command, all to `done` (target >= 50 runs/s), with p50/p99
  *   apply → running, peak memory and CPU time, and the latency of a cheap API route
- *   (`users/get_my_user`) called in a loop meanwhile (target p99 < 50 ms): the API must stay
- *   responsive while the pipelines work.
+ *   (`users/get_my_user`) called in a loop meanwhile by a client process of its own (target
+ *   p99 < 50 ms): the API must stay responsive while the pipelines work.
  * dstack itself is not runnable here (no PyPI), so there is no reference column.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type RunningServer, startServer } from '@dstack/server';
 import { createInstantBackend } from '@dstack/testing/instant-backend';
+import { startCheapRouteProbe } from './cheap-route-probe.js';
 import { summarise } from './stats.js';
 
 const TOKEN = 'bench-admin-token';
@@ -149,16 +150,14 @@ export interface ThroughputResult {
   cheapRouteIdle: number[];
 }
 
-/** Calls the cheap route one call at a time until `stop` says so; resolves with each call's milliseconds. */
-async function timeCheapRoute(server: RunningServer, stop: () => boolean): Promise<number[]> {
-  const timings: number[] = [];
-  while (!stop()) {
-    const started = performance.now();
-    await call(server, CHEAP_ROUTE, {});
-    timings.push(performance.now() - started);
-    await new Promise((resolve) => setTimeout(resolve, CHEAP_ROUTE_PAUSE_MS));
-  }
-  return timings;
+/** A client process calling the cheap route one call at a time, `maxCalls` times or until stopped. */
+function probeCheapRoute(server: RunningServer, maxCalls: number) {
+  return startCheapRouteProbe({
+    url: server.url + CHEAP_ROUTE,
+    token: TOKEN,
+    pauseMs: CHEAP_ROUTE_PAUSE_MS,
+    maxCalls,
+  });
 }
 
 /** RSS and CPU seconds (user + system) of another process, from /proc. */
@@ -209,11 +208,9 @@ export async function throughput(options: { shimProcess: boolean }): Promise<Thr
           );
         }
       }, 50);
-      let idleCalls = 0;
-      const cheapRouteIdle = await timeCheapRoute(server, () => idleCalls++ >= 100);
-      let finished = false;
-      const cheapRoute = timeCheapRoute(server, () => finished);
-      cheapRoute.catch(() => {}); // Awaited below; not reported twice when the runs fail first.
+      const cheapRouteIdle = await probeCheapRoute(server, 100).calls;
+      const cheapRoute = probeCheapRoute(server, 0);
+      let cheapRouteCalls: Promise<number[]> = Promise.resolve([]);
       const names = Array.from({ length: THROUGHPUT_RUNS }, (_, index) => `load-${index}`);
       const started = new Map<string, number>();
       const running = new Map<string, number>();
@@ -245,7 +242,9 @@ export async function throughput(options: { shimProcess: boolean }): Promise<Thr
           await new Promise((resolve) => setTimeout(resolve, 10));
         }
       } finally {
-        finished = true;
+        // The probe ends with the runs, whatever their outcome; its figures are read below.
+        cheapRouteCalls = cheapRoute.stop();
+        cheapRouteCalls.catch(() => {});
       }
       const seconds = (performance.now() - begin) / 1000;
       const cpu = process.cpuUsage(cpuBefore);
@@ -258,7 +257,7 @@ export async function throughput(options: { shimProcess: boolean }): Promise<Thr
         cpuSeconds: (cpu.user + cpu.system) / 1e6,
         shimPeakRssMb: peakShimRssMb,
         shimCpuSeconds,
-        cheapRoute: await cheapRoute,
+        cheapRoute: await cheapRouteCalls,
         cheapRouteIdle,
       };
     },

@@ -1,0 +1,73 @@
+/**
+ * Times a cheap API route from its own process, as a user's client sees it: a client inside the
+ * server's process would wait on the server's busy event loop for its own reads and writes, and
+ * count that as the server's latency.
+ */
+import { spawn } from 'node:child_process';
+
+/** The client: calls the route one call at a time, then prints the milliseconds of each as JSON. */
+const PROBE_SCRIPT = `
+const { url, token, pauseMs, maxCalls } = JSON.parse(process.env.PROBE);
+let stopped = false;
+process.stdin.on('end', () => { stopped = true; });
+process.stdin.resume();
+const timings = [];
+while (!stopped && (maxCalls === 0 || timings.length < maxCalls)) {
+  const started = performance.now();
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { authorization: 'Bearer ' + token, 'content-type': 'application/json' },
+    body: '{}',
+  });
+  await response.text();
+  if (!response.ok) throw new Error(url + ': ' + response.status);
+  timings.push(performance.now() - started);
+  await new Promise((resolve) => setTimeout(resolve, pauseMs));
+}
+process.stdout.write(JSON.stringify(timings));
+process.exit(0);
+`;
+
+export interface CheapRouteProbeOptions {
+  url: string;
+  token: string;
+  /** The pause between two calls. */
+  pauseMs: number;
+  /** Stop after this many calls; 0: only when `stop()` is called. */
+  maxCalls: number;
+}
+
+export interface CheapRouteProbe {
+  /** Each call's milliseconds, once the probe has ended (after `maxCalls`, or `stop()`). */
+  calls: Promise<number[]>;
+  /** Ends the calls (if still going) and resolves with each call's milliseconds. */
+  stop(): Promise<number[]>;
+}
+
+export function startCheapRouteProbe(options: CheapRouteProbeOptions): CheapRouteProbe {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', PROBE_SCRIPT], {
+    env: { ...process.env, PROBE: JSON.stringify(options) },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  // Ending the input of a probe that already stopped by itself must not fail.
+  child.stdin.on('error', () => {});
+  let output = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk: string) => {
+    output += chunk;
+  });
+  const exited = new Promise<number[]>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      if (code === 0) resolve(JSON.parse(output) as number[]);
+      else reject(new Error(`the cheap-route probe exited with status ${code}`));
+    });
+  });
+  return {
+    calls: exited,
+    stop() {
+      child.stdin.end();
+      return exited;
+    },
+  };
+}

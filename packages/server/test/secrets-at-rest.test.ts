@@ -14,7 +14,7 @@ import {
   createTestDatabase,
   type TestDatabase,
 } from '../src/testing/test-database.test.helpers.js';
-import { ADMIN_TOKEN, makeTempDir } from './server-harness.js';
+import { ADMIN_TOKEN, makeTempDir, postgresServerUrl } from './server-harness.js';
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
@@ -42,11 +42,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         env: {
           DSTACK_SERVER_DIR: serverDir,
           DSTACK_SERVER_ADMIN_TOKEN: ADMIN_TOKEN,
-          ...(postgres
-            ? {
-                DSTACK_DATABASE_URL: `${postgres.url}?options=${encodeURIComponent(`-c search_path=${postgres.postgresSchema}`)}`,
-              }
-            : {}),
+          ...(postgres ? { DSTACK_DATABASE_URL: postgresServerUrl(postgres) } : {}),
         },
         port: 0,
         plugins: [fake],

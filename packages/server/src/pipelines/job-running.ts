@@ -19,15 +19,17 @@ import {
   type TaskConfigInput,
 } from '@dstack/core/agent-protocol';
 import { AgentApiError } from '@dstack/runner';
+import type { ShimClient } from '@dstack/shim';
 import type { AppContext } from '../context.js';
-import type { InstancesTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
+import type { InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
 import { storeRunnerLogs } from '../services/logs.js';
 import { runnerClientFor, shimClientFor } from './agent-clients.js';
-import type { PipelineDefinition, RowLock } from './pipeline.js';
+import type { PipelineDefinition } from './pipeline.js';
 import {
   dueIn,
   errorMessage,
   instanceRowOf,
+  type JobPassContext,
   jobSpecOf,
   markRunDue,
   projectOf,
@@ -46,12 +48,7 @@ const MAX_PULLS_PER_PASS = 20;
 /** A pass's limit: a few agent calls, each with its own 30 s deadline. */
 const PROCESS_TIMEOUT_MS = 60_000;
 
-interface JobContext {
-  app: AppContext;
-  job: JobsTable;
-  lock: RowLock;
-  run: RunsTable;
-  project: ProjectsTable;
+interface JobContext extends JobPassContext {
   instance: InstancesTable;
   provisioningData: JobProvisioningData;
 }
@@ -144,18 +141,18 @@ export function taskResourcesOf(
   return { gpu: (jobSpec.requirements.resources.gpu?.count.min ?? 0) > 0 ? -1 : 0, cpu: 0, memory: 0 };
 }
 
+/** The shim of the job's instance; its calls end with the pass (`lock.signal`). */
+function jobShim(context: JobContext): Promise<ShimClient> {
+  const { app, project, provisioningData, instance, lock } = context;
+  return shimClientFor(app, project, provisioningData, instance.id, lock.signal);
+}
+
 /** provisioning → pulling: the shim accepted the task. */
 async function submitTask(context: JobContext): Promise<void> {
-  const { app, job, project, provisioningData } = context;
+  const { job, provisioningData } = context;
   const jobSpec = jobSpecOf(job);
   try {
-    const shim = await shimClientFor(
-      app,
-      project,
-      provisioningData,
-      context.instance.id,
-      context.lock.signal,
-    );
+    const shim = await jobShim(context);
     const task: TaskConfigInput = {
       id: job.id,
       name: job.job_name,
@@ -188,13 +185,7 @@ async function startJob(context: JobContext): Promise<void> {
   let runnerPort = DSTACK_RUNNER_HTTP_PORT;
   try {
     if (provisioningData.dockerized) {
-      const shim = await shimClientFor(
-        app,
-        project,
-        provisioningData,
-        context.instance.id,
-        context.lock.signal,
-      );
+      const shim = await jobShim(context);
       const task = await shim.getTask(job.id);
       if (!task) throw new Error('the shim does not know the task');
       if (task.status === 'terminated') {

@@ -21,14 +21,7 @@ import {
 import { sql, type Transaction } from 'kysely';
 import type { ProjectBackend } from '../backends/registry.js';
 import type { AppContext } from '../context.js';
-import type {
-  Database,
-  FleetsTable,
-  InstancesTable,
-  JobsTable,
-  ProjectsTable,
-  RunsTable,
-} from '../db/schema.js';
+import type { Database, FleetsTable, InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
 import { fittingFleetInstances } from '../services/fleet-instance-offers.js';
 import {
   activeFleets,
@@ -49,7 +42,7 @@ import { type BackendOffer, explainNoOffers, getOffers } from '../services/offer
 import { offerFiltersOf } from '../services/runs.js';
 import { insertPendingInstance, launchOnFirstOffer, runJobParamsOf } from './instance-launch.js';
 import type { PipelineDefinition, RowLock } from './pipeline.js';
-import { dueIn, jobSpecOf, markRunDue, projectOf, runRowOf } from './rows.js';
+import { dueIn, type JobPassContext, jobSpecOf, markRunDue, projectOf, runRowOf } from './rows.js';
 
 const MIN_INTERVAL_MS = 1_000;
 
@@ -71,17 +64,8 @@ function idleSeconds(run: RunConfigurationView, fleet: FleetConfigurationFields)
   return value === 'off' ? null : value;
 }
 
-/** What the steps of one pass over a submitted job share (as job-running's `JobContext`). */
-interface JobContext {
-  app: AppContext;
-  job: JobsTable;
-  lock: RowLock;
-  run: RunsTable;
-  project: ProjectsTable;
-}
-
 async function failJob(
-  context: Pick<JobContext, 'app' | 'lock' | 'job'>,
+  context: Pick<JobPassContext, 'app' | 'lock' | 'job'>,
   reason: string,
   message: string,
 ): Promise<void> {
@@ -233,7 +217,7 @@ async function offersForNewCapacity(
 }
 
 async function provision(
-  context: JobContext,
+  context: JobPassContext,
   fleets: readonly FleetsTable[],
   configuration: RunConfigurationView,
 ): Promise<void> {
@@ -302,7 +286,7 @@ async function provision(
  * the idempotency key, and moves the job to `provisioning` (or fails it when every offer failed).
  */
 async function launchJobInstance(
-  context: JobContext,
+  context: JobPassContext,
   instance: InstancesTable,
   offers: readonly BackendOffer[],
 ): Promise<void> {
@@ -423,7 +407,7 @@ async function makeRoomOnHost(
  * and a waiting job would otherwise leave one behind on every attempt.
  */
 async function waitForCapacity(
-  context: Pick<JobContext, 'app' | 'lock'>,
+  context: Pick<JobPassContext, 'app' | 'lock'>,
   placeholderId: string,
   retryAfterMs: number,
 ): Promise<void> {
@@ -444,7 +428,7 @@ async function waitForCapacity(
  * launch started, if any; an instance whose launch was stored is assigned. Returns false when
  * the recorded instance is gone, and the job needs new capacity.
  */
-async function resumeRecordedLaunch(context: JobContext, instanceId: string): Promise<boolean> {
+async function resumeRecordedLaunch(context: JobPassContext, instanceId: string): Promise<boolean> {
   const { app, job, lock, run, project } = context;
   const instance = await app.db
     .selectFrom('instances')
@@ -495,7 +479,7 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<JobsTa
       // A stopping run moves its jobs to terminating itself.
       if (run.status === 'terminating' || run.status === 'pending') return;
       const project = await projectOf(app, job.project_id);
-      const context: JobContext = { app, job, lock, run, project };
+      const context: JobPassContext = { app, job, lock, run, project };
       if (job.instance_id !== null && job.instance_assigned === 0) {
         if (await resumeRecordedLaunch(context, job.instance_id)) return;
       }

@@ -2,6 +2,16 @@
 import type { JobProvisioningData, JobSpec } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
+import type { RowLock } from './pipeline.js';
+
+/** What the steps of one pipeline pass over a job share: the job-submitted and job-running passes extend it. */
+export interface JobPassContext {
+  app: AppContext;
+  job: JobsTable;
+  lock: RowLock;
+  run: RunsTable;
+  project: ProjectsTable;
+}
 
 /** `last_processed_at` that makes a row due again in `ms` (pipelines process rows older than their interval). */
 export function dueIn(ms: number, minIntervalMs: number): number {

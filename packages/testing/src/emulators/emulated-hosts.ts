@@ -1,0 +1,31 @@
+/**
+ * The machines a cloud emulator boots: when the emulated cloud launches an instance, a real
+ * isolated host comes up (its own address, sshd on port 22) and runs the exact user data the
+ * backend sent; when the instance is terminated, the host goes away with everything it ran.
+ * The emulators (EC2, Compute Engine) depend on this interface only; the Docker implementation
+ * makes each host a container.
+ */
+
+/** What an emulated cloud asks for when an instance is launched. */
+export interface HostLaunchRequest {
+  /** The cloud's instance id (`i-…`, an instance name), one host per id. */
+  readonly instanceId: string;
+  /** The user data as the backend sent it, decoded (a shell script or `#cloud-config`); empty when none. */
+  readonly userData: string;
+}
+
+/** A host that is up. */
+export interface EmulatedHost {
+  readonly instanceId: string;
+  /** The address the server reaches the host's sshd (port 22) at; the instance's public and private IP. */
+  readonly address: string;
+}
+
+export interface EmulatedHosts {
+  /** Boots the host and starts running its user data; resolves once sshd accepts connections. */
+  launch(request: HostLaunchRequest): Promise<EmulatedHost>;
+  /** Stops the host abruptly (a spot interruption or a stop): everything on it ends. Idempotent. */
+  terminate(instanceId: string): Promise<void>;
+  /** Terminates every host this object made (the emulator's shutdown). */
+  close(): Promise<void>;
+}

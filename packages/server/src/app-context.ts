@@ -8,11 +8,11 @@ import type { BackendPlugin } from '@dstack/core';
 import type { Kysely } from 'kysely';
 import type { AgentConnector } from './agents/agent-connector.js';
 import { BackendRegistry } from './backends/registry.js';
-import type { AppCaches, AppContext, Encryption, ServerSettings, SqlDialect } from './context.js';
+import type { AppCaches, AppContext, ServerSettings, SqlDialect } from './context.js';
 import type { Database } from './db/schema.js';
+import { LogNotifications } from './logs/log-notifications.js';
 import { WakeUps } from './pipelines/wake-ups.js';
-import { createEncryption } from './security/encryption.js';
-import { LogNotifications } from './services/log-notifications.js';
+import { createEncryption, type Encryption } from './security/encryption.js';
 
 export interface AppContextParts {
   db: Kysely<Database>;
@@ -30,19 +30,19 @@ export interface AppContextParts {
 
 export function createAppContext(parts: AppContextParts): AppContext {
   const { plugins = [], ...given } = parts;
-  // The registry reads the database and the (later replaced) encryption through the context it belongs to.
-  const app = {
+  const app: Omit<AppContext, 'backends'> = {
     ...given,
     encryption: parts.encryption ?? createEncryption([]),
     serverId: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
     wakeUps: new WakeUps(),
     logNotifications: new LogNotifications(),
     caches: createAppCaches(),
-  } satisfies Omit<AppContext, 'backends'> as Omit<AppContext, 'backends'> & { backends?: BackendRegistry };
-  const backends = new BackendRegistry(app as AppContext);
+  };
+  // The registry reads the database and the encryption through this very object, whose
+  // `encryption` is replaced once config.yml's keys are loaded.
+  const backends = new BackendRegistry(app);
   for (const plugin of plugins) backends.registerPlugin(plugin);
-  app.backends = backends;
-  return app as AppContext;
+  return Object.assign(app, { backends });
 }
 
 /** Empty caches, for a new context (and tests of one cache's user). */

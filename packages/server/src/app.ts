@@ -4,6 +4,7 @@
  */
 import type { BackendPlugin } from '@dstack/core';
 import { AgentConnector } from './agents/index.js';
+import { allRoutes } from './api-routes.js';
 import { createAppContext } from './app-context.js';
 import { listAvailableBackendTypes } from './backends/discovery.js';
 import {
@@ -17,20 +18,19 @@ import type { AppContext, ServerSettings } from './context.js';
 import { type OpenedDatabase, openDatabase, parseDatabaseUrl } from './db/database.js';
 import { migrateToLatest } from './db/migrations.js';
 import { lockSqliteDatabase, type SqliteServerLock } from './db/sqlite-server-lock.js';
+import { fleetPipeline } from './fleets/fleet-pipeline.js';
+import { ensureDefaultLocalFleets } from './fleets/fleets.js';
+import { instancePipeline } from './fleets/instance-pipeline.js';
 import { bindHttpServer } from './http/bind-http-server.js';
 import { createHttpHandler } from './http/http-handler.js';
-import { fleetPipeline } from './pipelines/fleet-pipeline.js';
-import { instancePipeline } from './pipelines/instance-pipeline.js';
-import { jobRunningPipeline } from './pipelines/job-running.js';
-import { jobSubmittedPipeline } from './pipelines/job-submitted.js';
-import { jobTerminatingPipeline } from './pipelines/job-terminating.js';
 import { type ClaimedRow, Pipeline, type PipelineDefinition } from './pipelines/pipeline.js';
-import { runPipeline } from './pipelines/run-pipeline.js';
-import { allRoutes } from './routes/all-routes.js';
-import { rawRoutes } from './routes/proxy-routes.js';
+import { rawRoutes } from './proxies/proxy-routes.js';
+import { jobRunningPipeline } from './runs/job-running.js';
+import { jobSubmittedPipeline } from './runs/job-submitted.js';
+import { jobTerminatingPipeline } from './runs/job-terminating.js';
+import { runPipeline } from './runs/run-pipeline.js';
 import { createEncryption } from './security/encryption.js';
 import { protectSecretsAtRest } from './security/secrets-at-rest.js';
-import { ensureDefaultLocalFleets } from './services/fleets.js';
 import { loadServerSettings } from './settings.js';
 
 export interface StartServerOptions extends Partial<ServerSettings> {

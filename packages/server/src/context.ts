@@ -4,13 +4,13 @@
  */
 import type { Kysely } from 'kysely';
 import type { AgentConnector } from './agents/agent-connector.js';
+import type { InstanceKeys } from './agents/agent-endpoints.js';
 import type { BackendRegistry } from './backends/registry.js';
 import type { DefaultPermissions } from './config/server-config.js';
 import type { Database, ProjectsTable } from './db/schema.js';
-import type { RouteDefinition } from './http/route.js';
-import type { InstanceKeys } from './pipelines/agent-clients.js';
+import type { LogNotifications } from './logs/log-notifications.js';
 import type { WakeUps } from './pipelines/wake-ups.js';
-import type { LogNotifications } from './services/log-notifications.js';
+import type { Encryption } from './security/encryption.js';
 
 export type SqlDialect = 'sqlite' | 'postgres';
 
@@ -33,20 +33,6 @@ export interface ServerSettings {
    * false when `DSTACK_DEFAULT_CREDS_DISABLED` is set. Absent means true.
    */
   defaultCredsEnabled?: boolean;
-}
-
-/** Encrypts secrets at rest with the keys of config.yml (`enc:{aes|identity}:{key}:{ciphertext}`). */
-export interface Encryption {
-  encrypt(plaintext: string): string;
-  /** Accepts any configured key's ciphertext, and plain text written before encryption was configured. */
-  decrypt(stored: string): string;
-  /**
-   * What `encrypt` uses: the first AES key, or identity (values stored unencrypted) because
-   * an identity key comes first (`configured`) or no key is configured.
-   */
-  readonly encryptingKey: { type: 'aes'; name: string } | { type: 'identity'; configured: boolean };
-  /** The names of the configured AES keys: values under any of them decrypt. */
-  readonly aesKeyNames: readonly string[];
 }
 
 /**
@@ -75,8 +61,6 @@ export interface AppContext {
   logNotifications: LogNotifications;
   /** This process's caches of rows and decrypted values that never (or rarely) change. */
   caches: AppCaches;
-  /** The routes the HTTP handler serves (set by `createHttpHandler`), for the OpenAPI document. */
-  apiRoutes?: readonly RouteDefinition[];
 }
 
 export interface AppCaches {

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import type { ApiError, Fleet, Run, RunPlan } from '@dstack/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ensureDefaultLocalFleets } from '../src/services/fleets.js';
+import { ensureDefaultLocalFleets } from '../src/fleets/fleets.js';
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 

@@ -17,7 +17,7 @@ import type { Fleet } from '@dstack/core';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { sshdUnavailableReason, startTestSshd, type TestSshd } from '../src/agents/__fixtures__/test-sshd.js';
 import { generateProjectSshKeyPair } from '../src/agents/ssh-keys.js';
-import { SHIM_BUNDLE_PATH } from '../src/services/ssh-fleets.js';
+import { SHIM_BUNDLE_PATH } from '../src/fleets/ssh-fleets.js';
 import {
   applyTask,
   describeEachDatabase,

@@ -45,3 +45,9 @@ function parseAgentPorts(backendData: string | null | undefined): { shim?: numbe
   const shim = (ports as { shim?: unknown }).shim;
   return Number.isInteger(shim) && (shim as number) > 0 ? { shim: shim as number } : {};
 }
+
+/** The keys of an instance's SSH tunnel: the instance's, and its `ssh_proxy`'s own (if it has one). */
+export interface InstanceKeys {
+  privateKey: string;
+  proxyPrivateKey?: string;
+}

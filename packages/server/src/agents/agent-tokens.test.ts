@@ -1,8 +1,8 @@
 import { deriveRunnerToken } from '@dstack/core/agent-protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fleetRequirementsOf } from '../pipelines/fleet-provisioning.js';
-import { insertPendingInstance } from '../pipelines/instance-launch.js';
-import { createRunFleet } from '../services/fleets.js';
+import { fleetRequirementsOf } from '../fleets/fleet-provisioning.js';
+import { createRunFleet } from '../fleets/fleets.js';
+import { insertPendingInstance } from '../fleets/instance-launch.js';
 import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
 import { checkPostgresReachable } from '../testing/test-database.test.helpers.js';
 import { instanceAgentToken, launchAgentToken, runnerAgentToken } from './agent-tokens.js';

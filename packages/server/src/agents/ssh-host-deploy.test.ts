@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SHIM_BUNDLE_PATH } from '../services/ssh-fleets.js';
+import { SHIM_BUNDLE_PATH } from '../fleets/ssh-fleets.js';
 import { sshdUnavailableReason, startTestSshd, type TestSshd } from './__fixtures__/test-sshd.js';
 import { deployShim, shellQuote, stopDeployedShim } from './ssh-host-deploy.js';
 import type { SshHostAddress } from './ssh-host-probe.js';

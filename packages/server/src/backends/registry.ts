@@ -9,9 +9,9 @@ import {
   type Compute,
   ConfigurationError,
 } from '@dstack/core';
-import type { AppContext } from '../context.js';
-import type { BackendsTable } from '../db/schema.js';
-import { hostBackendOwnerProblem } from '../services/host-backends.js';
+import type { Kysely } from 'kysely';
+import type { BackendsTable, Database } from '../db/schema.js';
+import type { Encryption } from '../security/encryption.js';
 import { withComputeDeadlines } from './compute-deadlines.js';
 import {
   BACKEND_PACKAGES,
@@ -19,6 +19,7 @@ import {
   loadBackendPlugin,
   type ModuleImporter,
 } from './discovery.js';
+import { hostBackendOwnerProblem } from './host-backends.js';
 
 export interface ProjectBackend {
   type: string;
@@ -44,15 +45,24 @@ export interface BackendRegistryOptions {
   logError?: (message: string) => void;
 }
 
+/**
+ * What the registry reads its rows with: the process's `AppContext`, whose `encryption` is
+ * replaced once config.yml's keys are loaded (so it is read at each use).
+ */
+export interface BackendRegistryHost {
+  readonly db: Kysely<Database>;
+  readonly encryption: Encryption;
+}
+
 export class BackendRegistry {
-  readonly #app: AppContext;
+  readonly #app: BackendRegistryHost;
   readonly #importer: ModuleImporter | undefined;
   readonly #logError: (message: string) => void;
   readonly #registered = new Map<string, BackendPlugin>();
   readonly #loaded = new Map<string, Promise<BackendPlugin>>();
   readonly #projects = new Map<string, Promise<ProjectBackendsEntry>>();
 
-  constructor(app: AppContext, options: BackendRegistryOptions = {}) {
+  constructor(app: BackendRegistryHost, options: BackendRegistryOptions = {}) {
     this.#app = app;
     this.#importer = options.importer;
     this.#logError = options.logError ?? ((message) => console.error(`[dstack-server] ${message}`));

@@ -4,11 +4,11 @@
  * projects it lists), and the default project `main`.
  */
 import { ConfigurationError, InvalidCredentialsError, ServerClientError } from '@dstack/core';
+import { ensureProject } from '../accounts/projects.js';
+import { ensureAdminUser } from '../accounts/users.js';
+import { prepareBackendRecord, storeBackendRecord } from '../backends/backends.js';
+import { hostBackendOwnerProblem } from '../backends/host-backends.js';
 import type { AppContext } from '../context.js';
-import { prepareBackendRecord, storeBackendRecord } from '../services/backends.js';
-import { hostBackendOwnerProblem } from '../services/host-backends.js';
-import { ensureProject } from '../services/projects.js';
-import { ensureAdminUser } from '../services/users.js';
 import type { ServerConfig, ServerConfigFile } from './server-config.js';
 
 export const DEFAULT_PROJECT_NAME = 'main';

@@ -261,7 +261,7 @@ const instanceRemoteConnection: Migration = {
 
 /**
  * Log reads go by job: the jobs of a run (one seek each) and each job's rows past its own
- * cursor (services/log-cursor.ts says why per job).
+ * cursor (logs/log-cursor.ts says why per job).
  */
 const jobLogsByRunAndJob: Migration = {
   async up(db: AnyDatabase) {

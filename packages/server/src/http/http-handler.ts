@@ -8,11 +8,11 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { isValidProjectName, PROJECT_NAME_RULE, ServerClientError } from '@dstack/core';
+import { getProjectForUser, hasProjectRole } from '../accounts/projects.js';
+import { findUserByToken } from '../accounts/users.js';
 import type { AppContext } from '../context.js';
 import type { ProjectsTable, UsersTable } from '../db/schema.js';
 import { ForbiddenError, NotAuthenticatedError } from '../security/access-errors.js';
-import { getProjectForUser, hasProjectRole } from '../services/projects.js';
-import { findUserByToken } from '../services/users.js';
 import { HttpError, mapErrorToHttp } from './error-mapping.js';
 import { formatResponseHead, matchRawRoute, type RawRouteDefinition } from './raw-route.js';
 import {
@@ -189,7 +189,6 @@ export function createHttpHandler(
   options: HttpHandlerOptions = {},
 ): HttpHandler {
   const match = createRouteMatcher(routes);
-  app.apiRoutes = routes;
   const logError = options.logError ?? ((message: string) => console.error(`[dstack-server] ${message}`));
   const rawRoutes = options.rawRoutes ?? [];
 
@@ -259,6 +258,7 @@ export function createHttpHandler(
       project,
       projectRole,
       signal,
+      routes,
     };
     const result = await route.handler(context);
     const contentType = route.responseContentType ?? JSON_CONTENT_TYPE;

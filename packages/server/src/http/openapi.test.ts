@@ -1,8 +1,8 @@
 /** The OpenAPI document as served by `GET /api/openapi.json`: content types of JSON and streamed answers. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { logRoutes } from '../routes/logs-routes.js';
-import { serverRoutes } from '../routes/server-routes.js';
+import { logRoutes } from '../logs/logs-routes.js';
 import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
+import { serverRoutes } from './server-routes.js';
 
 describe('GET /api/openapi.json', () => {
   let server: TestApp;

@@ -39,6 +39,8 @@ export interface RequestContext<TBody> {
   projectRole: ProjectRole | null;
   /** Aborted when the client disconnects. */
   signal: AbortSignal;
+  /** Every route the handler serves (for the OpenAPI document). */
+  routes: readonly RouteDefinition[];
 }
 
 /**
@@ -98,3 +100,9 @@ export function defineRoute<TBody extends z.ZodType, TResponse extends z.ZodType
 
 /** The body of routes that declare none: an empty object (or nothing), no fields. */
 export const NO_BODY_FIELDS = strictRequestBody(z.object({}));
+
+/** Project routes always have a user and a project (the router checked membership). */
+export function projectContext(ctx: RequestContext<unknown>): { project: ProjectsTable; user: UsersTable } {
+  if (!ctx.project || !ctx.user) throw new Error('project route without project or user');
+  return { project: ctx.project, user: ctx.user };
+}

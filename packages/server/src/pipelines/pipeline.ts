@@ -340,3 +340,8 @@ export class Pipeline<Row extends ClaimedRow> {
       .catch(() => {});
   }
 }
+
+/** `last_processed_at` that makes a row due again in `ms` (pipelines process rows older than their interval). */
+export function dueIn(ms: number, minIntervalMs: number): number {
+  return Date.now() - minIntervalMs + ms;
+}

@@ -7,7 +7,20 @@
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { DstackError } from '@dstack/core';
-import type { Encryption } from '../context.js';
+
+/** Encrypts secrets at rest with the keys of config.yml (`enc:{aes|identity}:{key}:{ciphertext}`). */
+export interface Encryption {
+  encrypt(plaintext: string): string;
+  /** Accepts any configured key's ciphertext, and plain text written before encryption was configured. */
+  decrypt(stored: string): string;
+  /**
+   * What `encrypt` uses: the first AES key, or identity (values stored unencrypted) because
+   * an identity key comes first (`configured`) or no key is configured.
+   */
+  readonly encryptingKey: { type: 'aes'; name: string } | { type: 'identity'; configured: boolean };
+  /** The names of the configured AES keys: values under any of them decrypt. */
+  readonly aesKeyNames: readonly string[];
+}
 
 export type EncryptionKeyConfig = { type: 'aes'; name: string; secret: string } | { type: 'identity' };
 

@@ -1,13 +1,13 @@
 import type { Kysely } from 'kysely';
 import { afterAll, beforeEach, expect, it } from 'vitest';
+import { ensureProject } from '../accounts/projects.js';
+import { ensureAdminUser } from '../accounts/users.js';
 import { AgentConnector } from '../agents/index.js';
 import { createAppContext } from '../app-context.js';
+import { storeBackendRecord } from '../backends/backends.js';
 import type { AppContext } from '../context.js';
 import { openDatabase } from '../db/database.js';
 import type { Database, InstancesTable } from '../db/schema.js';
-import { storeBackendRecord } from '../services/backends.js';
-import { ensureProject } from '../services/projects.js';
-import { ensureAdminUser } from '../services/users.js';
 import { loadServerSettings } from '../settings.js';
 import { describeEachDialect } from '../testing/test-database.test.helpers.js';
 import { createEncryption, type EncryptionKeyConfig, generateAesKey } from './encryption.js';

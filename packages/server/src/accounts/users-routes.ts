@@ -1,0 +1,77 @@
+/** `/api/users/*`. */
+import { CreateUserRequestSchema, UserSchema, UserWithCredsSchema } from '@dstack/core';
+import { z } from 'zod';
+import { defineRoute, type RouteDefinition } from '../http/route.js';
+import {
+  createUser,
+  deleteUsers,
+  getUserForActor,
+  listUsers,
+  refreshUserToken,
+  toUserModel,
+} from './users.js';
+
+const UsernameRequestSchema = z.object({ username: z.string().min(1) });
+
+export const userRoutes: readonly RouteDefinition[] = [
+  defineRoute({
+    method: 'POST',
+    path: '/api/users/list',
+    summary: 'List users (global admins see all, others themselves)',
+    tags: ['users'],
+    auth: 'user',
+    response: z.array(UserSchema),
+    handler: async ({ app, user }) => listUsers(app, user!),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/users/get_my_user',
+    summary: 'The user of the token',
+    tags: ['users'],
+    auth: 'user',
+    response: UserSchema,
+    handler: async ({ user }) => toUserModel(user!),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/users/get_user',
+    summary: 'A user by name (global admins, or the user itself)',
+    tags: ['users'],
+    auth: 'user',
+    body: UsernameRequestSchema,
+    response: UserSchema,
+    handler: async ({ app, user, body }) => getUserForActor(app, user!, body.username),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/users/create',
+    summary: 'Create a user; the answer holds its token, shown only once',
+    tags: ['users'],
+    auth: 'admin',
+    body: CreateUserRequestSchema,
+    response: UserWithCredsSchema,
+    handler: async ({ app, body }) => createUser(app, body),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/users/refresh_token',
+    summary: "Replace a user's token (global admins, or the user itself)",
+    tags: ['users'],
+    auth: 'user',
+    body: UsernameRequestSchema,
+    response: UserWithCredsSchema,
+    handler: async ({ app, user, body }) => refreshUserToken(app, user!, body.username),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/users/delete',
+    summary: 'Delete users',
+    tags: ['users'],
+    auth: 'admin',
+    body: z.object({ users: z.array(z.string().min(1)).min(1) }),
+    handler: async ({ app, user, body }) => {
+      await deleteUsers(app, user!, body.users);
+      return undefined;
+    },
+  }),
+];

@@ -1,0 +1,22 @@
+/** Every route of the API, in the order the OpenAPI document lists them. */
+
+import { projectRoutes } from './accounts/projects-routes.js';
+import { userRoutes } from './accounts/users-routes.js';
+import { backendRoutes } from './backends/backends-routes.js';
+import { fleetRoutes } from './fleets/fleets-routes.js';
+import type { RouteDefinition } from './http/route.js';
+import { serverRoutes } from './http/server-routes.js';
+import { logRoutes } from './logs/logs-routes.js';
+import { offerRoutes } from './runs/offers-routes.js';
+import { runRoutes } from './runs/runs-routes.js';
+
+export const allRoutes = [
+  ...serverRoutes,
+  ...userRoutes,
+  ...projectRoutes,
+  ...backendRoutes,
+  ...runRoutes,
+  ...fleetRoutes,
+  ...offerRoutes,
+  ...logRoutes,
+] as unknown as readonly RouteDefinition[];

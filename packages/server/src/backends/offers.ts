@@ -1,0 +1,166 @@
+/**
+ * Offers for a job (dstack's `get_offers_by_requirements`): every eligible
+ * backend is asked in parallel, answers are merged by price keeping each
+ * backend's own order, then filtered by region and instance type; offers that
+ * cannot be provisioned now go last.
+ */
+import { type InstanceOfferWithAvailability, isAvailable, type Range, type Requirements } from '@dstack/core';
+import type { ProjectBackend } from './registry.js';
+
+export interface OfferFilters {
+  backends?: readonly string[] | null;
+  regions?: readonly string[] | null;
+  instanceTypes?: readonly string[] | null;
+}
+
+export interface BackendOffer {
+  backend: ProjectBackend;
+  offer: InstanceOfferWithAvailability;
+}
+
+export interface OffersResult {
+  offers: BackendOffer[];
+  /** Backends whose `getOffers` failed, with the reason; their offers are missing. */
+  failures: Array<{ backend: string; error: string }>;
+}
+
+function eligibleBackends(backends: readonly ProjectBackend[], filters: OfferFilters): ProjectBackend[] {
+  const wanted = filters.backends;
+  return wanted && wanted.length > 0 ? backends.filter((b) => wanted.includes(b.type)) : [...backends];
+}
+
+/** k-way merge by price, stable within each list (heapq.merge). */
+function mergeByPrice(lists: BackendOffer[][]): BackendOffer[] {
+  const positions = lists.map(() => 0);
+  const merged: BackendOffer[] = [];
+  for (;;) {
+    let best = -1;
+    for (let i = 0; i < lists.length; i++) {
+      const candidate = lists[i]?.[positions[i] ?? 0];
+      if (!candidate) continue;
+      const current = best >= 0 ? lists[best]?.[positions[best] ?? 0] : undefined;
+      if (!current || candidate.offer.price < current.offer.price) best = i;
+    }
+    if (best < 0) return merged;
+    merged.push(lists[best]?.[positions[best] ?? 0] as BackendOffer);
+    positions[best] = (positions[best] ?? 0) + 1;
+  }
+}
+
+function passesFilters(offer: InstanceOfferWithAvailability, filters: OfferFilters): boolean {
+  if (filters.regions?.length && !filters.regions.includes(offer.region)) return false;
+  if (filters.instanceTypes?.length && !filters.instanceTypes.includes(offer.instance.name)) return false;
+  return true;
+}
+
+export async function getOffers(
+  backends: readonly ProjectBackend[],
+  requirements: Requirements,
+  filters: OfferFilters = {},
+): Promise<OffersResult> {
+  const failures: OffersResult['failures'] = [];
+  const lists = await Promise.all(
+    eligibleBackends(backends, filters).map(async (backend) => {
+      try {
+        const offers = await backend.compute.getOffers(requirements);
+        return offers.filter((offer) => passesFilters(offer, filters)).map((offer) => ({ backend, offer }));
+      } catch (error) {
+        failures.push({
+          backend: backend.type,
+          error: error instanceof Error ? error.message : String(error),
+        });
+        return [];
+      }
+    }),
+  );
+  const merged = mergeByPrice(lists);
+  const available = merged.filter((entry) => isAvailable(entry.offer.availability));
+  const unavailable = merged.filter((entry) => !isAvailable(entry.offer.availability));
+  return { offers: [...available, ...unavailable], failures };
+}
+
+function formatRange(range: Range | null | undefined, unit = ''): string {
+  const min = range?.min ?? null;
+  const max = range?.max ?? null;
+  if (min !== null && min === max) return `${min}${unit}`;
+  return `${min ?? ''}${min !== null ? unit : ''}..${max ?? ''}${max !== null ? unit : ''}`;
+}
+
+/** One requirement the user stated, and the offers query that keeps only that one. */
+interface RequirementDimension {
+  label: string;
+  requirements: Requirements;
+  filters: OfferFilters;
+}
+
+/** `open` is `requirements` with every resource, spot and price requirement dropped. */
+function dimensions(
+  requirements: Requirements,
+  filters: OfferFilters,
+  open: Requirements,
+): RequirementDimension[] {
+  const resources = requirements.resources;
+  const unfiltered: OfferFilters = { backends: filters.backends };
+  const withResources = (extra: Partial<Requirements['resources']>): Requirements => ({
+    ...open,
+    resources: { ...open.resources, ...extra },
+  });
+  const result: RequirementDimension[] = [];
+  const add = (label: string, only: Requirements, onlyFilters = unfiltered) =>
+    result.push({ label, requirements: only, filters: onlyFilters });
+  const gpu = resources.gpu;
+  if (gpu && ((gpu.count.min ?? 0) > 0 || gpu.name?.length || gpu.memory || gpu.vendor)) {
+    const parts = [`count ${formatRange(gpu.count)}`];
+    if (gpu.name?.length) parts.push(`name ${gpu.name.join('|')}`);
+    if (gpu.memory) parts.push(`memory ${formatRange(gpu.memory, 'GB')}`);
+    if (gpu.vendor) parts.push(`vendor ${gpu.vendor}`);
+    add(`gpu ${parts.join(', ')}`, withResources({ gpu }));
+  }
+  add(`cpu ${formatRange(resources.cpu.count)}`, withResources({ cpu: resources.cpu }));
+  add(`memory ${formatRange(resources.memory, 'GB')}`, withResources({ memory: resources.memory }));
+  if (resources.disk)
+    add(`disk ${formatRange(resources.disk.size, 'GB')}`, withResources({ disk: resources.disk }));
+  if (requirements.spot != null) {
+    add(requirements.spot ? 'spot instances only' : 'on-demand instances only', {
+      ...open,
+      spot: requirements.spot,
+    });
+  }
+  if (requirements.max_price != null) {
+    add(`max_price $${requirements.max_price}/h`, { ...open, max_price: requirements.max_price });
+  }
+  if (filters.regions?.length) add(`regions ${filters.regions.join(', ')}`, open, filters);
+  return result;
+}
+
+const OPEN_RESOURCES: Requirements['resources'] = {
+  cpu: { count: { min: null, max: null } },
+  memory: { min: null, max: null },
+  gpu: null,
+  disk: null,
+};
+
+/**
+ * Why nothing matched: for each requirement the user stated, how many of the
+ * offers that exist without any requirement it excludes on its own. Used for
+ * the "no offers" message; costs one offers query per requirement.
+ */
+export async function explainNoOffers(
+  backends: readonly ProjectBackend[],
+  requirements: Requirements,
+  filters: OfferFilters = {},
+): Promise<Array<{ requirement: string; excluded: number }>> {
+  const open: Requirements = { ...requirements, resources: OPEN_RESOURCES, spot: null, max_price: null };
+  const all = (await getOffers(backends, open, { backends: filters.backends })).offers.length;
+  if (all === 0) {
+    const names = backends.map((b) => b.type).join(', ') || 'none';
+    return [{ requirement: `the configured backends (${names}) have no offers at all`, excluded: 0 }];
+  }
+  const explained = await Promise.all(
+    dimensions(requirements, filters, open).map(async (dimension) => {
+      const kept = (await getOffers(backends, dimension.requirements, dimension.filters)).offers.length;
+      return { requirement: dimension.label, excluded: all - kept };
+    }),
+  );
+  return explained.filter((entry) => entry.excluded > 0);
+}

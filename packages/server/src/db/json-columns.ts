@@ -1,0 +1,4 @@
+/** JSON text columns read back. */
+export function parseJson<T>(text: string | null): T | null {
+  return text === null ? null : (JSON.parse(text) as T);
+}

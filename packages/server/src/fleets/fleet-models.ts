@@ -1,0 +1,55 @@
+/** Fleet and instance rows → the API models of @dstack/core (Fleet, Instance). */
+import type { Fleet, Instance } from '@dstack/core';
+import { parseJson } from '../db/json-columns.js';
+import type { FleetsTable, InstancesTable } from '../db/schema.js';
+import { isoTime } from '../http/iso-time.js';
+
+export function instanceOf(
+  instance: InstancesTable,
+  projectName: string,
+  fleetName: string | null,
+): Instance {
+  const provisioning = parseJson<{ instance_type?: { name: string }; hostname?: string | null }>(
+    instance.job_provisioning_data,
+  );
+  const offer = parseJson<{ instance?: { name: string } }>(instance.offer);
+  return {
+    id: instance.id,
+    project_name: projectName,
+    name: instance.name,
+    fleet_id: instance.fleet_id,
+    fleet_name: fleetName,
+    instance_num: instance.instance_num,
+    status: instance.status as Instance['status'],
+    unreachable: instance.unreachable === 1,
+    termination_reason: instance.termination_reason as Instance['termination_reason'],
+    created: isoTime(instance.created_at) as string,
+    backend: instance.backend,
+    region: instance.region,
+    instance_type: provisioning?.instance_type ?? offer?.instance ?? null,
+    hostname: provisioning?.hostname ?? null,
+    price: instance.price,
+    total_blocks: instance.total_blocks,
+    busy_blocks: instance.busy_blocks,
+  };
+}
+
+export function fleetOf(
+  fleet: FleetsTable,
+  projectName: string,
+  instances: readonly InstancesTable[],
+): Fleet {
+  return {
+    id: fleet.id,
+    name: fleet.name,
+    project_name: projectName,
+    spec: JSON.parse(fleet.spec),
+    created_at: isoTime(fleet.created_at) as string,
+    status: fleet.status as Fleet['status'],
+    status_message: fleet.status_message,
+    instances: instances
+      .filter((instance) => instance.deleted === 0)
+      .sort((a, b) => a.instance_num - b.instance_num)
+      .map((instance) => instanceOf(instance, projectName, fleet.name)),
+  };
+}

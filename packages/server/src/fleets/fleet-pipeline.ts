@@ -1,0 +1,113 @@
+/**
+ * Fleets: a cloud fleet with `nodes` keeps at least `min` live instances
+ * (replacing terminated ones), never more than `max`, and provisions its
+ * pending instances (those apply added for `target`); a deleted fleet
+ * terminates its idle instances and ends once they are gone; a fleet the
+ * server made for a run is removed once it is empty. The fleet's claim makes
+ * this exclusive: with several servers on one database, one of them sizes it.
+ */
+import { sql } from 'kysely';
+import { projectOf } from '../accounts/projects.js';
+import type { AppContext } from '../context.js';
+import type { FleetsTable } from '../db/schema.js';
+import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
+import { dueIn } from '../pipelines/pipeline.js';
+import { provisionFleetInstance, topUpFleetInstances } from './fleet-provisioning.js';
+import {
+  fleetConfigurationOf,
+  fleetNodesOf,
+  liveFleetInstances,
+  terminateSpareInstances,
+} from './fleet-rows.js';
+
+const MIN_INTERVAL_MS = 5_000;
+/** How soon a fleet below `min` tries again after every offer failed (dstack: the fleet interval, 15 s). */
+const NO_CAPACITY_RETRY_MS = 15_000;
+/** A run-made fleet gets this long to receive its first instance before it counts as empty. */
+const RUN_FLEET_GRACE_MS = 60_000;
+
+async function liveInstances(app: AppContext, fleetId: string) {
+  return app.db
+    .selectFrom('instances')
+    .select(['id', 'status'])
+    .where('fleet_id', '=', fleetId)
+    .where('deleted', '=', 0)
+    .where('status', '!=', 'terminated')
+    .execute();
+}
+
+async function processTerminating(app: AppContext, fleet: FleetsTable, lock: RowLock): Promise<void> {
+  const instances = await liveInstances(app, fleet.id);
+  if (instances.length === 0) {
+    await lock.release({ status: 'terminated', deleted: 1 });
+    return;
+  }
+  const now = Date.now();
+  await app.db
+    .updateTable('instances')
+    .set({ status: 'terminating', termination_reason: 'terminated_by_user', last_processed_at: 0 })
+    .where('fleet_id', '=', fleet.id)
+    .where('status', 'in', ['idle', 'provisioning', 'pending'])
+    .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+    .execute();
+  app.wakeUps.wake('instances');
+  await lock.release({ last_processed_at: dueIn(500, MIN_INTERVAL_MS) });
+}
+
+/**
+ * Sizes a cloud fleet: tops it up to `min` with pending instances, provisions every pending
+ * instance of its own (a job's placeholder is provisioned by the job), and terminates
+ * instances without jobs beyond `max`. Idle instances beyond `min` end through their
+ * `termination_idle_time` in the instance pipeline.
+ */
+async function consolidate(app: AppContext, fleet: FleetsTable, lock: RowLock): Promise<void> {
+  const configuration = fleetConfigurationOf(fleet);
+  if (configuration.nodes === undefined || configuration.ssh_config !== undefined) return;
+  const { min, max } = fleetNodesOf(configuration);
+  const live = await liveFleetInstances(app, fleet.id);
+  if (live.length < min) await topUpFleetInstances(app, fleet, min);
+  if (max !== null && live.length > max) {
+    await terminateSpareInstances(app, fleet.id, live.length - max, 'max_instances_limit');
+  }
+  const pending = (await liveFleetInstances(app, fleet.id)).filter(
+    (instance) => instance.status === 'pending' && instance.busy_blocks === 0,
+  );
+  if (pending.length === 0) return;
+  const project = await projectOf(app, fleet.project_id);
+  let failed = false;
+  for (const instance of pending) {
+    const result = await provisionFleetInstance(app, fleet, project, instance);
+    if (!result.launched) {
+      failed = true;
+      console.error(
+        `[fleets] no capacity for ${instance.name}: ${result.errors.join('; ') || 'no offers match the fleet'}`,
+      );
+    }
+  }
+  // An instance below `min` that found no capacity is tried again at the next pass.
+  if (failed) await lock.release({ last_processed_at: dueIn(NO_CAPACITY_RETRY_MS, MIN_INTERVAL_MS) });
+}
+
+export function fleetPipeline(app: AppContext): PipelineDefinition<FleetsTable> {
+  return {
+    name: 'fleets',
+    table: 'fleets',
+    statuses: ['active', 'terminating'],
+    minIntervalMs: MIN_INTERVAL_MS,
+    workers: 10,
+    async process(fleet, lock) {
+      if (fleet.status === 'terminating') {
+        await processTerminating(app, fleet, lock);
+        return;
+      }
+      if (fleet.auto_created === 1) {
+        if (Date.now() - fleet.created_at > RUN_FLEET_GRACE_MS) {
+          const instances = await liveInstances(app, fleet.id);
+          if (instances.length === 0) await lock.release({ status: 'terminated', deleted: 1 });
+        }
+        return;
+      }
+      await consolidate(app, fleet, lock);
+    },
+  };
+}

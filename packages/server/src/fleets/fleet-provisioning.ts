@@ -1,0 +1,125 @@
+/**
+ * A cloud fleet's own instances (`nodes`): the requirements and offers of its
+ * configuration, and the `createInstance` of one pending instance on the
+ * cheapest offer that works. Only backends with the `create-instance`
+ * capability can hold fleet instances, as in dstack.
+ */
+import {
+  DEFAULT_FLEET_IDLE_DURATION,
+  defaultResourcesSpec,
+  hasCapability,
+  isAvailable,
+  type Requirements,
+  requireCapability,
+} from '@dstack/core';
+import { type BackendOffer, getOffers } from '../backends/offers.js';
+import type { AppContext } from '../context.js';
+import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
+import { type FleetConfigurationFields, fleetConfigurationOf } from './fleet-rows.js';
+import { shareableOffers } from './instance-blocks.js';
+import {
+  insertPendingInstance,
+  instanceConfigurationOf,
+  type LaunchResult,
+  launchOnFirstOffer,
+} from './instance-launch.js';
+
+/** `spot_policy` → `Requirements.spot`: on-demand by default, as in dstack. */
+function spotOf(policy: FleetConfigurationFields['spot_policy']): boolean | null {
+  if (policy === 'spot') return true;
+  if (policy === 'auto') return null;
+  return false;
+}
+
+/** What each instance of the fleet must offer. */
+export function fleetRequirementsOf(configuration: FleetConfigurationFields): Requirements {
+  return {
+    resources: (configuration.resources ?? defaultResourcesSpec()) as Requirements['resources'],
+    max_price: configuration.max_price ?? null,
+    spot: spotOf(configuration.spot_policy),
+    reservation: configuration.reservation ?? null,
+    multinode: configuration.placement === 'cluster',
+    backend_options: (configuration.backend_options ?? null) as Requirements['backend_options'],
+  };
+}
+
+/** Seconds a fleet instance may stay idle (beyond `nodes.min`): `idle_duration`, default 3 days; null = off. */
+export function fleetIdleSeconds(configuration: FleetConfigurationFields): number | null {
+  const value = configuration.idle_duration ?? DEFAULT_FLEET_IDLE_DURATION;
+  return value === 'off' ? null : value;
+}
+
+/** Available offers for one instance of the fleet, cheapest first, each split into the fleet's `blocks`. */
+export async function fleetOffers(
+  app: AppContext,
+  projectId: string,
+  configuration: FleetConfigurationFields,
+): Promise<BackendOffer[]> {
+  const backends = (await app.backends.getProjectBackends(projectId)).filter((backend) =>
+    hasCapability(backend.compute, 'create-instance'),
+  );
+  const { offers } = await getOffers(backends, fleetRequirementsOf(configuration), {
+    backends: configuration.backends,
+    regions: configuration.regions,
+    instanceTypes: configuration.instance_types,
+  });
+  const available = offers.filter((entry) => isAvailable(entry.offer.availability));
+  return shareableOffers(available, configuration.blocks ?? 1);
+}
+
+/**
+ * Adds pending instances to the fleet until it has `wanted` live ones (the fleet pipeline
+ * provisions them); returns how many it added. Each is counted and inserted under the fleet's
+ * lock (`insertPendingInstance`), not from a count read before: the apply and the fleet pipeline
+ * topping one fleet up at once (on Postgres, each may read the size before the other inserts)
+ * add `wanted` in all, not `wanted` each.
+ */
+export async function topUpFleetInstances(
+  app: AppContext,
+  fleet: FleetsTable,
+  wanted: number,
+): Promise<number> {
+  const configuration = fleetConfigurationOf(fleet);
+  let added = 0;
+  while (added < wanted) {
+    const instance = await insertPendingInstance(
+      app,
+      {
+        projectId: fleet.project_id,
+        fleet,
+        requirements: fleetRequirementsOf(configuration),
+        terminationIdleTime: fleetIdleSeconds(configuration),
+        busyBlocks: 0,
+      },
+      wanted,
+    );
+    if (instance === null) break;
+    added++;
+  }
+  return added;
+}
+
+/**
+ * Calls `createInstance` for one pending fleet instance on the cheapest offer that works. The
+ * row's id is the launch's idempotency key: a pass that retries a launch whose result was
+ * never stored (a server that died mid-call) gets the machine the first call launched.
+ */
+export async function provisionFleetInstance(
+  app: AppContext,
+  fleet: FleetsTable,
+  project: ProjectsTable,
+  instance: InstancesTable,
+): Promise<LaunchResult> {
+  const configuration = fleetConfigurationOf(fleet);
+  const offers = await fleetOffers(app, project.id, configuration);
+  const instanceConfiguration = await instanceConfigurationOf(app, project, instance, fleet);
+  const result = await launchOnFirstOffer(app, instance, offers, ({ backend, offer }) => {
+    return requireCapability(backend.compute, 'create-instance').createInstance(
+      offer,
+      instanceConfiguration,
+      null,
+    );
+  });
+  if (result.launched) app.wakeUps.wake('instances');
+  return result;
+}

@@ -1,0 +1,82 @@
+/** A fleet row's configuration and its live instances, as the fleet service and pipelines read them. */
+import { sql } from 'kysely';
+import type { AppContext } from '../context.js';
+import type { FleetsTable, InstancesTable } from '../db/schema.js';
+
+/** The fleet configuration fields the scheduler reads. */
+export interface FleetConfigurationFields {
+  type: 'fleet';
+  name?: string;
+  nodes?: { min: number; target: number; max: number | null };
+  backends?: string[];
+  regions?: string[];
+  instance_types?: string[];
+  idle_duration?: number | 'off';
+  resources?: unknown;
+  spot_policy?: 'spot' | 'on-demand' | 'auto';
+  max_price?: number;
+  reservation?: string;
+  placement?: 'any' | 'cluster';
+  /** Blocks to split each instance into (default 1: not split). */
+  blocks?: number | 'auto';
+  tags?: Record<string, string>;
+  backend_options?: unknown[];
+  ssh_config?: unknown;
+}
+
+/** `nodes` of a fleet; a fleet without it (an SSH fleet, a run-made one) keeps nothing by itself. */
+export function fleetNodesOf(configuration: FleetConfigurationFields): {
+  min: number;
+  target: number;
+  max: number | null;
+} {
+  return configuration.nodes ?? { min: 0, target: 0, max: null };
+}
+
+/** Instances of the fleet that count towards its size: neither terminating nor gone. */
+export async function liveFleetInstances(app: AppContext, fleetId: string): Promise<InstancesTable[]> {
+  return app.db
+    .selectFrom('instances')
+    .selectAll()
+    .where('fleet_id', '=', fleetId)
+    .where('deleted', '=', 0)
+    .where('status', 'not in', ['terminating', 'terminated'])
+    .orderBy('instance_num')
+    .execute();
+}
+
+/**
+ * Terminates up to `count` of the fleet's instances that hold no job, newest first
+ * (pending and provisioning before idle); returns how many were marked.
+ */
+export async function terminateSpareInstances(
+  app: AppContext,
+  fleetId: string,
+  count: number,
+  reason: string,
+): Promise<number> {
+  if (count <= 0) return 0;
+  const spare = (await liveFleetInstances(app, fleetId))
+    .filter((instance) => instance.busy_blocks === 0 && instance.status !== 'busy')
+    .sort((a, b) => b.instance_num - a.instance_num);
+  let marked = 0;
+  for (const instance of spare) {
+    if (marked >= count) break;
+    const now = Date.now();
+    const result = await app.db
+      .updateTable('instances')
+      .set({ status: 'terminating', termination_reason: reason, last_processed_at: 0 })
+      .where('id', '=', instance.id)
+      .where('status', '=', instance.status)
+      .where('busy_blocks', '=', 0)
+      .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+      .executeTakeFirst();
+    marked += Number(result.numUpdatedRows);
+  }
+  if (marked > 0) app.wakeUps.wake('instances');
+  return marked;
+}
+
+export function fleetConfigurationOf(fleet: FleetsTable): FleetConfigurationFields {
+  return (JSON.parse(fleet.spec) as { configuration: FleetConfigurationFields }).configuration;
+}

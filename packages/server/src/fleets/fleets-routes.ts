@@ -1,0 +1,77 @@
+/** `/api/project/{p}/fleets/*` and `/api/project/{p}/instances/list`. */
+import {
+  ApplyFleetRequestSchema,
+  DeleteFleetsRequestSchema,
+  FleetSchema,
+  GetFleetRequestSchema,
+  InstanceSchema,
+} from '@dstack/core';
+import { z } from 'zod';
+import { defineRoute, projectContext } from '../http/route.js';
+import { applyFleet, deleteFleets, getFleet, listFleets } from './fleets.js';
+
+const tags = ['fleets'];
+
+export const fleetRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/fleets/list',
+    summary: "The project's fleets with their instances",
+    tags,
+    auth: 'project-member',
+    body: z.object({}).optional(),
+    response: z.array(FleetSchema),
+    async handler(ctx) {
+      return listFleets(ctx.app, projectContext(ctx).project);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/fleets/get',
+    summary: 'A fleet by name',
+    tags,
+    auth: 'project-member',
+    body: GetFleetRequestSchema,
+    response: FleetSchema,
+    async handler(ctx) {
+      return getFleet(ctx.app, projectContext(ctx).project, ctx.body.name);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/fleets/apply',
+    summary: 'Create or update a fleet',
+    tags,
+    auth: 'project-member',
+    body: ApplyFleetRequestSchema,
+    response: FleetSchema,
+    async handler(ctx) {
+      return applyFleet(ctx.app, projectContext(ctx).project, ctx.body.plan.spec.configuration);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/fleets/delete',
+    summary: 'Delete fleets: their idle instances are terminated',
+    tags,
+    auth: 'project-member',
+    body: DeleteFleetsRequestSchema,
+    async handler(ctx) {
+      await deleteFleets(ctx.app, projectContext(ctx).project, ctx.body.names);
+      return undefined;
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/instances/list',
+    summary: "The project's instances",
+    tags: ['instances'],
+    auth: 'project-member',
+    body: z.object({}).optional(),
+    response: z.array(InstanceSchema),
+    async handler(ctx) {
+      const fleets = await listFleets(ctx.app, projectContext(ctx).project);
+      return fleets.flatMap((fleet) => fleet.instances);
+    },
+  }),
+];

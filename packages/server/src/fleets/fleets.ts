@@ -1,0 +1,312 @@
+/**
+ * Fleets: the instance pools runs are placed in. A project with the local
+ * backend gets a `local` fleet out of the box (when it may use that backend),
+ * so the quickstart needs no fleet file; a project without any fleet gets one made for each run.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  ConfigurationError,
+  DEFAULT_RUN_IDLE_DURATION,
+  type Fleet,
+  ResourceNotFoundError,
+  ServerClientError,
+  type SshConfig,
+  validateConfiguration,
+} from '@dstack/core';
+import type { AppContext } from '../context.js';
+import type { FleetsTable, ProjectsTable } from '../db/schema.js';
+import { fleetOf } from './fleet-models.js';
+import { topUpFleetInstances } from './fleet-provisioning.js';
+import {
+  type FleetConfigurationFields,
+  fleetConfigurationOf,
+  fleetNodesOf,
+  liveFleetInstances,
+  terminateSpareInstances,
+} from './fleet-rows.js';
+import { applySshFleet, withoutKeyContents } from './ssh-fleets.js';
+
+function newFleetRow(
+  projectId: string,
+  name: string,
+  configuration: FleetConfigurationFields,
+  autoCreated: boolean,
+): FleetsTable {
+  const now = Date.now();
+  return {
+    id: randomUUID(),
+    project_id: projectId,
+    name,
+    status: 'active',
+    status_message: null,
+    spec: JSON.stringify({ configuration }),
+    created_at: now,
+    last_processed_at: now,
+    auto_created: autoCreated ? 1 : 0,
+    deleted: 0,
+    lock_expires_at: null,
+    lock_token: null,
+    lock_owner: null,
+  };
+}
+
+/**
+ * Creates a default fleet, named after the backend (`local`), in every project with a
+ * backend on the server's host that it may use (see host-backends.ts) and no fleet of that name.
+ */
+export async function ensureDefaultLocalFleets(app: AppContext): Promise<void> {
+  const registry = app.backends;
+  const configured = await app.db.selectFrom('backends').select('type').distinct().execute();
+  const hostTypes: string[] = [];
+  for (const { type } of configured) {
+    // A type whose package is missing is reported when its projects load; it gets no fleet.
+    const plugin = await registry.getPlugin(type).catch(() => undefined);
+    if (plugin?.runsOnServerHost) hostTypes.push(type);
+  }
+  if (hostTypes.length === 0) return;
+  const rows = await app.db
+    .selectFrom('backends')
+    .innerJoin('projects', 'projects.id', 'backends.project_id')
+    .select(['projects.id as id', 'backends.type as type'])
+    .where('backends.type', 'in', hostTypes)
+    .where('projects.deleted', '=', 0)
+    .execute();
+  for (const { id, type } of rows) {
+    // Only a backend the registry builds: a plain user's project is refused the server's host.
+    const usable = await registry.getProjectBackends(id);
+    if (!usable.some((backend) => backend.type === type)) continue;
+    const existing = await app.db
+      .selectFrom('fleets')
+      .select('id')
+      .where('project_id', '=', id)
+      .where('name', '=', type)
+      .where('deleted', '=', 0)
+      .executeTakeFirst();
+    if (existing) continue;
+    const configuration: FleetConfigurationFields = {
+      type: 'fleet',
+      name: type,
+      nodes: { min: 0, target: 0, max: null },
+      backends: [type],
+      idle_duration: DEFAULT_RUN_IDLE_DURATION,
+    };
+    await app.db
+      .insertInto('fleets')
+      .values(newFleetRow(id, type, configuration, false))
+      .execute();
+  }
+}
+
+/** A fleet made for one run in a project without fleets; deleted by the fleet pipeline once empty. */
+export async function createRunFleet(
+  app: AppContext,
+  projectId: string,
+  runName: string,
+): Promise<FleetsTable> {
+  const configuration: FleetConfigurationFields = {
+    type: 'fleet',
+    name: runName,
+    nodes: { min: 0, target: 0, max: null },
+  };
+  const row = newFleetRow(projectId, runName, configuration, true);
+  await app.db.insertInto('fleets').values(row).execute();
+  return row;
+}
+
+export async function activeFleets(app: AppContext, projectId: string): Promise<FleetsTable[]> {
+  return app.db
+    .selectFrom('fleets')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('deleted', '=', 0)
+    .where('status', '=', 'active')
+    .orderBy('auto_created')
+    .orderBy('created_at')
+    .execute();
+}
+
+export async function applyFleet(
+  app: AppContext,
+  project: ProjectsTable,
+  configurationInput: unknown,
+): Promise<Fleet> {
+  let configuration: FleetConfigurationFields;
+  try {
+    configuration = validateConfiguration(configurationInput) as unknown as FleetConfigurationFields;
+  } catch (error) {
+    if (ConfigurationError.isInstance(error)) {
+      throw new ConfigurationError(error.message, { path: ['plan', 'spec', 'configuration', ...error.path] });
+    }
+    throw error;
+  }
+  if (configuration.type !== 'fleet') {
+    throw new ConfigurationError(`expected a fleet configuration, got ${configuration.type}`, {
+      path: ['plan', 'spec', 'configuration', 'type'],
+    });
+  }
+  const name = configuration.name ?? `fleet-${randomUUID().slice(0, 8)}`;
+  const existing = await app.db
+    .selectFrom('fleets')
+    .selectAll()
+    .where('project_id', '=', project.id)
+    .where('name', '=', name)
+    .where('deleted', '=', 0)
+    .executeTakeFirst();
+  if (existing?.status === 'terminating') {
+    throw new ServerClientError(`Fleet ${name} is being deleted; apply it again once it is gone`, {
+      code: 'resource_exists',
+    });
+  }
+  if (configuration.ssh_config !== undefined || (existing && fleetConfigurationOf(existing).ssh_config)) {
+    await applySshFleetConfiguration(app, project, { ...configuration, name }, existing);
+    return getFleet(app, project, name);
+  }
+  const spec = JSON.stringify({ configuration: { ...configuration, name } });
+  let fleet: FleetsTable;
+  if (existing) {
+    await app.db
+      .updateTable('fleets')
+      .set({ spec, last_processed_at: 0 })
+      .where('id', '=', existing.id)
+      .execute();
+    fleet = { ...existing, spec };
+  } else {
+    // Due at once: the fleet pipeline provisions its instances.
+    fleet = { ...newFleetRow(project.id, name, { ...configuration, name }, false), last_processed_at: 0 };
+    await app.db.insertInto('fleets').values(fleet).execute();
+  }
+  await scaleToTarget(app, fleet);
+  app.wakeUps.wake('fleets');
+  return getFleet(app, project, name);
+}
+
+/** An SSH fleet: deployed to its hosts before it is recorded (see `ssh-fleets.ts`). */
+async function applySshFleetConfiguration(
+  app: AppContext,
+  project: ProjectsTable,
+  configuration: FleetConfigurationFields & { name: string },
+  existing: FleetsTable | undefined,
+): Promise<void> {
+  const sshConfig = configuration.ssh_config as SshConfig | undefined;
+  if (sshConfig === undefined) {
+    throw new ConfigurationError(
+      `Fleet ${configuration.name} is an SSH fleet: it keeps ssh_config (delete it to make a cloud fleet)`,
+      { path: ['plan', 'spec', 'configuration', 'ssh_config'] },
+    );
+  }
+  if (existing && fleetConfigurationOf(existing).ssh_config === undefined) {
+    throw new ConfigurationError(
+      `Fleet ${configuration.name} is a cloud fleet: delete it before applying it with ssh_config`,
+      { path: ['plan', 'spec', 'configuration', 'ssh_config'] },
+    );
+  }
+  const stored = { ...configuration, ssh_config: withoutKeyContents(sshConfig) };
+  const row = existing
+    ? { ...existing, spec: JSON.stringify({ configuration: stored }) }
+    : newFleetRow(project.id, configuration.name, stored, false);
+  await applySshFleet(app, project, row, sshConfig, existing !== undefined);
+  app.wakeUps.wake('fleets');
+}
+
+/**
+ * Applying `nodes` provisions `target` instances (dstack creates them on apply); re-applying
+ * with a smaller target terminates instances without jobs down to it. The fleet pipeline
+ * then keeps the count within `min..max`.
+ */
+async function scaleToTarget(app: AppContext, fleet: FleetsTable): Promise<void> {
+  const configuration = fleetConfigurationOf(fleet);
+  if (configuration.nodes === undefined) return;
+  const { target } = fleetNodesOf(configuration);
+  const live = (await liveFleetInstances(app, fleet.id)).length;
+  if (live < target) await topUpFleetInstances(app, fleet, target);
+  else if (live > target) await terminateSpareInstances(app, fleet.id, live - target, 'terminated_by_user');
+}
+
+export async function getFleet(app: AppContext, project: ProjectsTable, name: string): Promise<Fleet> {
+  const fleet = await app.db
+    .selectFrom('fleets')
+    .selectAll()
+    .where('project_id', '=', project.id)
+    .where('name', '=', name)
+    .where('deleted', '=', 0)
+    .executeTakeFirst();
+  if (!fleet) throw new ResourceNotFoundError(`Fleet ${name} not found`);
+  const instances = await app.db
+    .selectFrom('instances')
+    .selectAll()
+    .where('fleet_id', '=', fleet.id)
+    .execute();
+  return fleetOf(fleet, project.name, instances);
+}
+
+export async function listFleets(app: AppContext, project: ProjectsTable): Promise<Fleet[]> {
+  const fleets = await app.db
+    .selectFrom('fleets')
+    .selectAll()
+    .where('project_id', '=', project.id)
+    .where('deleted', '=', 0)
+    .orderBy('created_at')
+    .execute();
+  if (fleets.length === 0) return [];
+  const instances = await app.db
+    .selectFrom('instances')
+    .selectAll()
+    .where(
+      'fleet_id',
+      'in',
+      fleets.map((fleet) => fleet.id),
+    )
+    .where('deleted', '=', 0)
+    .execute();
+  return fleets.map((fleet) =>
+    fleetOf(
+      fleet,
+      project.name,
+      instances.filter((instance) => instance.fleet_id === fleet.id),
+    ),
+  );
+}
+
+/** Marks fleets terminating; the fleet pipeline terminates their idle instances, then the fleet. */
+export async function deleteFleets(
+  app: AppContext,
+  project: ProjectsTable,
+  names: readonly string[],
+): Promise<void> {
+  const fleets = await app.db
+    .selectFrom('fleets')
+    .select(['id', 'name'])
+    .where('project_id', '=', project.id)
+    .where('name', 'in', [...names])
+    .where('deleted', '=', 0)
+    .execute();
+  const missing = names.filter((name) => !fleets.some((fleet) => fleet.name === name));
+  if (missing.length > 0) throw new ResourceNotFoundError(`Fleet ${missing.join(', ')} not found`);
+  const busy = await app.db
+    .selectFrom('instances')
+    .select('fleet_id')
+    .where(
+      'fleet_id',
+      'in',
+      fleets.map((fleet) => fleet.id),
+    )
+    .where('status', '=', 'busy')
+    .where('deleted', '=', 0)
+    .execute();
+  if (busy.length > 0) {
+    const busyNames = fleets
+      .filter((fleet) => busy.some((row) => row.fleet_id === fleet.id))
+      .map((fleet) => fleet.name);
+    throw new ServerClientError(`Fleet ${busyNames.join(', ')} has busy instances; stop their runs first`);
+  }
+  await app.db
+    .updateTable('fleets')
+    .set({ status: 'terminating', last_processed_at: 0 })
+    .where(
+      'id',
+      'in',
+      fleets.map((fleet) => fleet.id),
+    )
+    .execute();
+  app.wakeUps.wake('fleets');
+}

@@ -1,0 +1,440 @@
+/**
+ * New capacity, shared by the job path (an instance for one job) and the fleet
+ * path (instances a fleet keeps by itself): a `pending` row is written before
+ * any cloud call, so every machine we create is tracked; then offers are tried
+ * in price order (at most `maxOffersTried`), a failure (capacity or any other
+ * error) moving on to the next one. The first success makes the row
+ * `provisioning`; when every offer failed the row ends `terminated(no_offers)`.
+ *
+ * The row's id is the launch's idempotency key (`RunJobParams.instanceId`,
+ * `InstanceConfiguration.instance_id`): a server that dies after the cloud
+ * launched the machine but before the result is stored leaves the row
+ * `pending`, and the retry launches it again with the same id, so the backend
+ * returns the machine it already has instead of a second one. Each offer is
+ * recorded on the row before it is tried, and a retry tries that offer first:
+ * the same key on another offer could not find the first machine.
+ *
+ * A launch nobody will retry (its job stopped, its fleet deleted) is given up
+ * (`abandonPendingInstance`): a row with a recorded offer goes `terminating`,
+ * and the instance pipeline launches it once more with the same id
+ * (`relaunchStrandedInstance`) to learn its machine, then terminates it.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  type Compute,
+  getProvisioningTimeoutSeconds,
+  type InstanceConfiguration,
+  type InstanceOfferWithAvailability,
+  type JobProvisioningData,
+  type JobSpec,
+  NoCapacityError,
+  type Requirements,
+  type RunJobParams,
+  type RunSpec,
+  requireCapability,
+} from '@dstack/core';
+import { type Kysely, sql } from 'kysely';
+import { projectOf } from '../accounts/projects.js';
+import { launchAgentToken, newEncryptedAgentToken } from '../agents/agent-tokens.js';
+import type { BackendOffer } from '../backends/offers.js';
+import type { AppContext } from '../context.js';
+import type {
+  Database,
+  FleetsTable,
+  InstancesTable,
+  JobsTable,
+  ProjectsTable,
+  RunsTable,
+} from '../db/schema.js';
+import { errorMessage } from '../error-message.js';
+
+import { fleetConfigurationOf } from './fleet-rows.js';
+
+export async function nextInstanceNum(db: Kysely<Database>, fleetId: string): Promise<number> {
+  const row = await db
+    .selectFrom('instances')
+    .select(sql<number>`COALESCE(MAX(instance_num), -1)`.as('max'))
+    .where('fleet_id', '=', fleetId)
+    .executeTakeFirst();
+  return Number(row?.max ?? -1) + 1;
+}
+
+export interface PendingInstanceOptions {
+  projectId: string;
+  fleet: Pick<FleetsTable, 'id' | 'name'>;
+  requirements: Requirements;
+  /** Seconds the instance may stay idle; null = forever. */
+  terminationIdleTime: number | null;
+  /**
+   * 1 when the instance is made for a job (it is busy from the start; the launch sets the
+   * blocks the job takes), 0 for a fleet's own instance.
+   */
+  busyBlocks: number;
+}
+
+/**
+ * Inserts a `pending` instance named `{fleet}-{n}` (dstack's naming) and returns it; with
+ * `maxLive`, only while the fleet has fewer live instances than that (null otherwise). The
+ * fleet row is locked meanwhile (a transaction is exclusive on SQLite), as dstack locks the
+ * fleet it provisions in: two jobs or servers growing one fleet at once neither pass its `max`
+ * nor take the same instance number.
+ */
+export function insertPendingInstance(
+  app: AppContext,
+  options: PendingInstanceOptions,
+): Promise<InstancesTable>;
+export function insertPendingInstance(
+  app: AppContext,
+  options: PendingInstanceOptions,
+  maxLive: number | null,
+): Promise<InstancesTable | null>;
+export async function insertPendingInstance(
+  app: AppContext,
+  options: PendingInstanceOptions,
+  maxLive: number | null = null,
+): Promise<InstancesTable | null> {
+  return app.db.transaction().execute(async (transaction) => {
+    let fleetLock = transaction.selectFrom('fleets').select('id').where('id', '=', options.fleet.id);
+    if (app.dialect === 'postgres') fleetLock = fleetLock.forUpdate();
+    await fleetLock.execute();
+    if (maxLive !== null) {
+      const live = await transaction
+        .selectFrom('instances')
+        .select(sql<number>`COUNT(*)`.as('count'))
+        .where('fleet_id', '=', options.fleet.id)
+        .where('deleted', '=', 0)
+        .where('status', 'not in', ['terminating', 'terminated'])
+        .executeTakeFirst();
+      if (Number(live?.count ?? 0) >= maxLive) return null;
+    }
+    const now = Date.now();
+    const instanceNum = await nextInstanceNum(transaction, options.fleet.id);
+    const row: InstancesTable = {
+      id: randomUUID(),
+      project_id: options.projectId,
+      fleet_id: options.fleet.id,
+      name: `${options.fleet.name}-${instanceNum}`,
+      instance_num: instanceNum,
+      status: 'pending',
+      unreachable: 0,
+      termination_reason: null,
+      termination_reason_message: null,
+      created_at: now,
+      last_processed_at: now,
+      started_at: null,
+      finished_at: null,
+      backend: null,
+      region: null,
+      price: null,
+      offer: null,
+      job_provisioning_data: null,
+      requirements: JSON.stringify(options.requirements),
+      instance_configuration: null,
+      termination_idle_time: options.terminationIdleTime,
+      termination_deadline: null,
+      provisioning_deadline: null,
+      first_termination_retry_at: null,
+      last_termination_retry_at: null,
+      idle_since: null,
+      total_blocks: 1,
+      busy_blocks: options.busyBlocks,
+      deleted: 0,
+      // Chosen with the row: every launch of it hands the same token to the backend.
+      agent_token: newEncryptedAgentToken(app),
+      lock_expires_at: null,
+      lock_token: null,
+      lock_owner: null,
+    };
+    await transaction.insertInto('instances').values(row).execute();
+    return row;
+  });
+}
+
+export type LaunchResult =
+  | { launched: true; offer: BackendOffer; provisioningData: JobProvisioningData }
+  | {
+      launched: false;
+      errors: string[];
+      /**
+       * When backends said their capacity frees by itself (`NoCapacityError.retryAfterMs`: the
+       * local host, held by its own instances): which, and the shortest wait; null otherwise.
+       */
+      capacityRetry: CapacityRetry | null;
+    };
+
+/** The pending row a launch is for: its id is the idempotency key, its `offer` the one last tried. */
+export type PendingInstance = Pick<InstancesTable, 'id' | 'backend' | 'offer'>;
+
+/**
+ * `offers` with the offer the row records as last tried first (added when it is no longer
+ * offered but its backend still is): a launch that may have reached the cloud is retried
+ * where it went, with the same key.
+ */
+export function attemptedOfferFirst(
+  instance: PendingInstance,
+  offers: readonly BackendOffer[],
+): BackendOffer[] {
+  if (instance.offer === null || instance.backend === null) return [...offers];
+  const attempted = JSON.parse(instance.offer) as BackendOffer['offer'];
+  const sameOffer = (entry: BackendOffer) =>
+    entry.backend.type === instance.backend &&
+    entry.offer.region === attempted.region &&
+    entry.offer.instance.name === attempted.instance.name;
+  const found = offers.find(sameOffer);
+  if (found) return [found, ...offers.filter((entry) => entry !== found)];
+  const backend = offers.find((entry) => entry.backend.type === instance.backend)?.backend;
+  return backend ? [{ backend, offer: attempted }, ...offers] : [...offers];
+}
+
+/**
+ * Tries `offers` in order with `launch` until one succeeds, and records the outcome on the
+ * pending instance: `provisioning` with the offer and provisioning data (due at once for the
+ * instance pipeline), or `terminated(no_offers)`. The offer the row records as tried before
+ * (a launch retried after a crash) goes first; each offer is recorded before its launch.
+ * The instance is split into the offer's `total_blocks`, of which `busyBlocksFor` are taken
+ * (by the job it is launched for; none for a fleet's own instance).
+ */
+export async function launchOnFirstOffer(
+  app: AppContext,
+  instance: PendingInstance,
+  offers: readonly BackendOffer[],
+  launch: (entry: BackendOffer) => Promise<JobProvisioningData>,
+  busyBlocksFor: (offer: InstanceOfferWithAvailability) => number = () => 0,
+): Promise<LaunchResult> {
+  const instanceId = instance.id;
+  const errors: string[] = [];
+  let capacityRetry: CapacityRetry | null = null;
+  for (const entry of attemptedOfferFirst(instance, offers).slice(0, app.settings.maxOffersTried)) {
+    const { backend, offer } = entry;
+    // Written before the cloud call, so that a retry after a crash goes to the same offer.
+    const recorded = await app.db
+      .updateTable('instances')
+      .set({ backend: backend.type, region: offer.region, offer: JSON.stringify(offer) })
+      .where('id', '=', instanceId)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    // The row was given up meanwhile (its launch looked stranded, see `abandonPendingInstance`):
+    // whoever did so terminates the machine of the offer it saw; a launch elsewhere would escape it.
+    if (Number(recorded.numUpdatedRows) !== 1) return abandonedResult(instanceId, errors);
+    let provisioningData: JobProvisioningData;
+    try {
+      provisioningData = await launch(entry);
+    } catch (error) {
+      errors.push(`${backend.type}/${offer.region}/${offer.instance.name}: ${errorMessage(error)}`);
+      if (NoCapacityError.isInstance(error) && error.retryAfterMs !== null) {
+        capacityRetry = withCapacityRetry(capacityRetry, error.retryAfterMs, backend.type);
+      }
+      continue;
+    }
+    const timeoutSeconds = getProvisioningTimeoutSeconds(backend.plugin, offer.instance.name);
+    const stored = await app.db
+      .updateTable('instances')
+      .set({
+        status: 'provisioning',
+        backend: backend.type,
+        region: offer.region,
+        price: offer.price,
+        offer: JSON.stringify(offer),
+        job_provisioning_data: JSON.stringify(provisioningData),
+        // A plugin's offer may leave blocks out: such an instance is one block.
+        total_blocks: offer.total_blocks ?? 1,
+        busy_blocks: busyBlocksFor(offer),
+        started_at: Date.now(),
+        provisioning_deadline: Date.now() + timeoutSeconds * 1000,
+        last_processed_at: 0,
+      })
+      .where('id', '=', instanceId)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    // Given up while the call ran: the row is terminating and the instance pipeline ends this
+    // very machine (a launch with the same id returns it).
+    if (Number(stored.numUpdatedRows) !== 1) return abandonedResult(instanceId, errors);
+    return { launched: true, offer: entry, provisioningData };
+  }
+  await app.db
+    .updateTable('instances')
+    .set({
+      status: 'terminated',
+      termination_reason: 'no_offers',
+      termination_reason_message:
+        errors.length > 0 ? `every offer failed: ${errors.join('; ')}` : 'no offers',
+      deleted: 1,
+      finished_at: Date.now(),
+    })
+    .where('id', '=', instanceId)
+    .where('status', '=', 'pending')
+    .execute();
+  return { launched: false, errors, capacityRetry };
+}
+
+type CapacityRetry = { afterMs: number; backends: string[] };
+
+function withCapacityRetry(previous: CapacityRetry | null, afterMs: number, backend: string): CapacityRetry {
+  return {
+    afterMs: Math.min(previous?.afterMs ?? afterMs, afterMs),
+    backends: [...new Set([...(previous?.backends ?? []), backend])],
+  };
+}
+
+function abandonedResult(instanceId: string, errors: readonly string[]): LaunchResult {
+  return {
+    launched: false,
+    errors: [...errors, `instance ${instanceId} was given up during its launch`],
+    capacityRetry: null,
+  };
+}
+
+/** What became of a pending row given up by `abandonPendingInstance`. */
+export type AbandonOutcome =
+  /** No offer was recorded: no backend was ever called, the row is `terminated`. */
+  | 'terminated'
+  /** An offer was recorded: the row is `terminating`, the instance pipeline ends its machine. */
+  | 'terminating'
+  /** The row was no longer pending (launched, or given up by someone else). */
+  | 'not-pending';
+
+/**
+ * Gives up a `pending` instance whose owner no longer wants it (its job is stopping or gone,
+ * its fleet deleted). Each step is guarded by `status = 'pending'`, and `launchOnFirstOffer`
+ * records an offer only on a pending row and stops when it cannot: so a launch still running
+ * somewhere either recorded its offer before this (and the row goes `terminating`, to be
+ * re-launched with the same id and terminated), or calls no backend after it.
+ */
+export async function abandonPendingInstance(
+  app: AppContext,
+  instanceId: string,
+  reason: string,
+  message: string,
+): Promise<AbandonOutcome> {
+  const now = Date.now();
+  const neverLaunched = await app.db
+    .updateTable('instances')
+    .set({
+      status: 'terminated',
+      termination_reason: reason,
+      termination_reason_message: message,
+      deleted: 1,
+      finished_at: now,
+    })
+    .where('id', '=', instanceId)
+    .where('status', '=', 'pending')
+    .where('offer', 'is', null)
+    .executeTakeFirst();
+  if (Number(neverLaunched.numUpdatedRows) === 1) return 'terminated';
+  const mayHaveLaunched = await app.db
+    .updateTable('instances')
+    .set({
+      status: 'terminating',
+      termination_reason: reason,
+      termination_reason_message: message,
+      last_processed_at: 0,
+    })
+    .where('id', '=', instanceId)
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  return Number(mayHaveLaunched.numUpdatedRows) === 1 ? 'terminating' : 'not-pending';
+}
+
+/**
+ * The `runJob` parameters of a job's launch, for any offer (the user's name is read once for
+ * every offer tried).
+ */
+export async function runJobParamsOf(
+  app: AppContext,
+  target: { run: RunsTable; job: JobsTable; project: ProjectsTable; instanceId: string },
+): Promise<(offer: InstanceOfferWithAvailability) => RunJobParams> {
+  const { run, job, project } = target;
+  const spec = JSON.parse(run.run_spec) as RunSpec;
+  const jobSpec = JSON.parse(job.job_spec_data) as JobSpec;
+  const user = await app.db
+    .selectFrom('users')
+    .select('name')
+    .where('id', '=', run.user_id)
+    .executeTakeFirst();
+  const agentToken = await launchAgentToken(app, target.instanceId);
+  return (offer) => ({
+    instanceId: target.instanceId,
+    agentToken,
+    run: {
+      id: run.id,
+      project_name: project.name,
+      user: user?.name ?? '',
+      run_spec: {
+        run_name: run.run_name,
+        ssh_key_pub: spec.ssh_key_pub ?? null,
+        configuration: spec.configuration as { [key: string]: unknown },
+        merged_profile: null,
+      },
+    },
+    job: { job_spec: jobSpec },
+    offer,
+    projectSshPublicKey: project.ssh_public_key,
+    projectSshPrivateKey: app.encryption.decrypt(project.ssh_private_key),
+    volumes: [],
+    placementGroup: null,
+    requirements: jobSpec.requirements,
+  });
+}
+
+/** The launch of a fleet's own instance, as `createInstance` takes it. */
+export async function instanceConfigurationOf(
+  app: AppContext,
+  project: ProjectsTable,
+  instance: Pick<InstancesTable, 'id' | 'name'>,
+  fleet: FleetsTable | undefined,
+): Promise<InstanceConfiguration> {
+  const configuration = fleet ? fleetConfigurationOf(fleet) : undefined;
+  const owner = await app.db
+    .selectFrom('users')
+    .select('name')
+    .where('id', '=', project.owner_id)
+    .executeTakeFirst();
+  return {
+    project_name: project.name,
+    instance_name: instance.name,
+    instance_id: instance.id,
+    agent_token: await launchAgentToken(app, instance.id),
+    user: owner?.name ?? '',
+    ssh_keys: [{ public: project.ssh_public_key.trim() }],
+    volumes: [],
+    reservation: configuration?.reservation ?? null,
+    tags: configuration?.tags ?? null,
+  };
+}
+
+/**
+ * Learns the machine of a launch whose result was never stored (the row has an offer but no
+ * provisioning data) by launching it again with the same id on the recorded offer, the way
+ * its owner launched it: `runJob` for a job's instance, `createInstance` for a fleet's. By the
+ * backend contract this returns the machine the first launch started; when there was none it
+ * starts one, which the caller terminates at once, and the id keeps it to one machine.
+ */
+export async function relaunchStrandedInstance(
+  app: AppContext,
+  instance: InstancesTable,
+  compute: Compute,
+): Promise<JobProvisioningData> {
+  if (instance.offer === null) throw new Error(`instance ${instance.name} has no recorded offer`);
+  const offer = JSON.parse(instance.offer) as InstanceOfferWithAvailability;
+  const project = await projectOf(app, instance.project_id);
+  const job = await app.db
+    .selectFrom('jobs')
+    .selectAll()
+    .where('instance_id', '=', instance.id)
+    .orderBy('submitted_at', 'desc')
+    .executeTakeFirst();
+  if (job) {
+    const run = await app.db
+      .selectFrom('runs')
+      .selectAll()
+      .where('id', '=', job.run_id)
+      .executeTakeFirstOrThrow();
+    const paramsFor = await runJobParamsOf(app, { run, job, project, instanceId: instance.id });
+    return compute.runJob(paramsFor(offer));
+  }
+  const creator = requireCapability(compute, 'create-instance');
+  const fleet = instance.fleet_id
+    ? await app.db.selectFrom('fleets').selectAll().where('id', '=', instance.fleet_id).executeTakeFirst()
+    : undefined;
+  return creator.createInstance(offer, await instanceConfigurationOf(app, project, instance, fleet), null);
+}

@@ -1,0 +1,327 @@
+/**
+ * Instances: poll a provisioning instance until its shim answers, terminate
+ * idle ones after their idle time, and terminate (retrying) those asked to.
+ * Termination is what guarantees no machine is left behind: it is retried
+ * every 30 s for up to 15 minutes, as in dstack. A pending instance whose
+ * owner is gone is given up, and one terminating whose launch result was never
+ * stored is launched again with the same id to find the machine it ends.
+ */
+import {
+  type Compute,
+  FINISHED_JOB_STATUSES,
+  type JobProvisioningData,
+  NotYetTerminatedError,
+  ProvisioningError,
+} from '@dstack/core';
+import { sql } from 'kysely';
+import { projectOf } from '../accounts/projects.js';
+import { shimClientFor } from '../agents/agent-clients.js';
+import { remoteConnectionOf, sshHostAddressOf } from '../agents/remote-connection.js';
+import { stopDeployedShim } from '../agents/ssh-host-deploy.js';
+import type { AppContext } from '../context.js';
+import type { InstancesTable, ProjectsTable } from '../db/schema.js';
+import { errorMessage } from '../error-message.js';
+import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
+import { dueIn } from '../pipelines/pipeline.js';
+import { fleetConfigurationOf, fleetNodesOf, liveFleetInstances } from './fleet-rows.js';
+import { abandonPendingInstance, relaunchStrandedInstance } from './instance-launch.js';
+import { markInstanceJobsDue, provisioningDataOf } from './instance-rows.js';
+
+const MIN_INTERVAL_MS = 10_000;
+const PROVISIONING_POLL_MS = 200;
+const TERMINATION_RETRY_MS = 30_000;
+const TERMINATION_RETRY_LIMIT_MS = 15 * 60_000;
+/** An idle instance whose shim does not answer this long is terminated (dstack: 20 minutes). */
+const UNREACHABLE_LIMIT_MS = 20 * 60_000;
+/**
+ * A pending row younger than this is left to its owner: longer than a claim lasts (30 s), so
+ * that a launch whose owner is between inserting the row and recording it is never taken.
+ */
+const PENDING_OWNER_GRACE_MS = 60_000;
+/** How often a pending row is looked at (its owner launches it; this only finds strays). */
+const PENDING_CHECK_MS = 30_000;
+
+async function computeOf(app: AppContext, instance: InstancesTable): Promise<Compute | null> {
+  const backends = await app.backends.getProjectBackends(instance.project_id);
+  return backends.find((backend) => backend.type === instance.backend)?.compute ?? null;
+}
+
+function startTerminating(lock: RowLock, reason: string, message: string | null): Promise<boolean> {
+  return lock.release({
+    status: 'terminating',
+    termination_reason: reason,
+    termination_reason_message: message,
+    last_processed_at: 0,
+  });
+}
+
+async function shimAnswers(
+  app: AppContext,
+  project: ProjectsTable,
+  instance: InstancesTable,
+): Promise<boolean> {
+  const provisioningData = provisioningDataOf(instance);
+  if (!provisioningData?.hostname) return false;
+  if (!provisioningData.dockerized) return true;
+  try {
+    const shim = await shimClientFor(app, project, provisioningData, instance.id);
+    await shim.healthcheck();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function processProvisioning(app: AppContext, instance: InstancesTable, lock: RowLock): Promise<void> {
+  if (instance.provisioning_deadline !== null && Date.now() > instance.provisioning_deadline) {
+    await startTerminating(
+      lock,
+      'provisioning_timeout',
+      'the instance did not come up before the provisioning timeout',
+    );
+    await markInstanceJobsDue(app, instance.id);
+    return;
+  }
+  let provisioningData = provisioningDataOf(instance);
+  const compute = await computeOf(app, instance);
+  if (!provisioningData || !compute) {
+    await startTerminating(
+      lock,
+      'error',
+      compute ? 'no provisioning data' : `backend ${instance.backend} is not configured`,
+    );
+    return;
+  }
+  const project = await projectOf(app, instance.project_id);
+  if (!provisioningData.hostname) {
+    try {
+      provisioningData = await compute.updateProvisioningData(provisioningData, {
+        publicKey: project.ssh_public_key,
+        privateKey: app.encryption.decrypt(project.ssh_private_key),
+      });
+    } catch (error) {
+      if (ProvisioningError.isInstance(error)) {
+        await startTerminating(lock, 'error', errorMessage(error));
+        await markInstanceJobsDue(app, instance.id);
+        return;
+      }
+      throw error;
+    }
+  }
+  const updated = { ...instance, job_provisioning_data: JSON.stringify(provisioningData) };
+  if (provisioningData.hostname && (await shimAnswers(app, project, updated))) {
+    // Decided on the row as it is now: a job that stopped during this pass freed its blocks
+    // without the claim, and an instance left busy with no job would never time out idle.
+    const idle = sql<boolean>`busy_blocks = 0`;
+    await lock.release({
+      job_provisioning_data: updated.job_provisioning_data,
+      status: sql`CASE WHEN ${idle} THEN 'idle' ELSE 'busy' END`,
+      idle_since: sql`CASE WHEN ${idle} THEN CAST(${Date.now()} AS BIGINT) ELSE NULL END`,
+    });
+    await markInstanceJobsDue(app, instance.id);
+    // An instance that came up with free blocks (a fleet's, or one split into blocks) may take a waiting job.
+    if (instance.busy_blocks < instance.total_blocks) app.wakeUps.wake('jobs-submitted');
+    return;
+  }
+  await lock.release({
+    job_provisioning_data: updated.job_provisioning_data,
+    last_processed_at: dueIn(PROVISIONING_POLL_MS, MIN_INTERVAL_MS),
+  });
+}
+
+async function processIdleOrBusy(app: AppContext, instance: InstancesTable, lock: RowLock): Promise<void> {
+  const now = Date.now();
+  if (
+    instance.status === 'idle' &&
+    instance.termination_idle_time !== null &&
+    instance.idle_since !== null &&
+    now - instance.idle_since > instance.termination_idle_time * 1000 &&
+    !(await fleetKeepsInstance(app, instance))
+  ) {
+    await startTerminating(lock, 'idle_timeout', `idle for more than ${instance.termination_idle_time}s`);
+    app.wakeUps.wake('instances');
+    return;
+  }
+  const project = await projectOf(app, instance.project_id);
+  if (await shimAnswers(app, project, instance)) {
+    await lock.release({ unreachable: 0, termination_deadline: null });
+    return;
+  }
+  const deadline = instance.termination_deadline ?? now + UNREACHABLE_LIMIT_MS;
+  // An SSH fleet host belongs to the user: it stays in the fleet, marked unreachable, until it answers again.
+  if (instance.status === 'idle' && now > deadline && !instance.remote_connection_info) {
+    await startTerminating(lock, 'unreachable', 'the instance did not answer for 20 minutes');
+    return;
+  }
+  await lock.release({ unreachable: 1, termination_deadline: deadline });
+}
+
+/**
+ * Whether the instance is one of the `nodes.min` instances its fleet keeps, idle or not: the
+ * `min` live ones with the lowest numbers. Deciding by rank, not by a count, keeps two idle
+ * instances timing out at once from both going.
+ */
+async function fleetKeepsInstance(app: AppContext, instance: InstancesTable): Promise<boolean> {
+  if (!instance.fleet_id) return false;
+  const fleet = await app.db
+    .selectFrom('fleets')
+    .selectAll()
+    .where('id', '=', instance.fleet_id)
+    .where('deleted', '=', 0)
+    .executeTakeFirst();
+  if (fleet?.status !== 'active') return false;
+  const { min } = fleetNodesOf(fleetConfigurationOf(fleet));
+  if (min === 0) return false;
+  const live = await liveFleetInstances(app, fleet.id);
+  return live.filter((other) => other.instance_num < instance.instance_num).length < min;
+}
+
+/**
+ * Lets go of an SSH fleet host: stops the shim the deploy started (by its recorded pid) and
+ * removes its home, logging in as the deploy did (through the host's proxy, if any). The host
+ * itself is never terminated.
+ */
+async function releaseSshHost(app: AppContext, instance: InstancesTable): Promise<void> {
+  const connection = remoteConnectionOf(app, instance);
+  if (connection === null) return;
+  await stopDeployedShim(sshHostAddressOf(connection), {
+    home: connection.shim_home,
+    pid: connection.shim_pid,
+  });
+}
+
+/**
+ * The machine of a launch whose result was never stored (an offer is recorded, no provisioning
+ * data): launched again with the same id, the backend hands it back. Stored at once, so that
+ * a termination retried later needs no second launch.
+ */
+async function learnStrandedMachine(
+  app: AppContext,
+  instance: InstancesTable,
+  compute: Compute,
+  lock: RowLock,
+): Promise<JobProvisioningData> {
+  const machine = await relaunchStrandedInstance(app, instance, compute);
+  await app.db
+    .updateTable('instances')
+    .set({ job_provisioning_data: JSON.stringify(machine) })
+    .where('id', '=', instance.id)
+    .where('lock_token', '=', lock.token)
+    .execute();
+  return machine;
+}
+
+/**
+ * Whether the owner of a pending instance may still launch it: a job that is not finished (a
+ * submitted one resumes the launch, a terminating one gives it up itself), or, for a fleet's
+ * own instance, a fleet not yet terminated (its pipeline launches or terminates the row).
+ */
+async function ownerNeedsPendingInstance(app: AppContext, instance: InstancesTable): Promise<boolean> {
+  const job = await app.db
+    .selectFrom('jobs')
+    .select('id')
+    .where('instance_id', '=', instance.id)
+    .where('status', 'not in', [...FINISHED_JOB_STATUSES])
+    .executeTakeFirst();
+  if (job) return true;
+  // Made for a job (busy from the start): no job is left to launch it.
+  if (instance.busy_blocks > 0 || !instance.fleet_id) return false;
+  const fleet = await app.db
+    .selectFrom('fleets')
+    .select(['status', 'deleted'])
+    .where('id', '=', instance.fleet_id)
+    .executeTakeFirst();
+  return fleet !== undefined && fleet.deleted === 0 && fleet.status !== 'terminated';
+}
+
+/**
+ * A `pending` row is launched by its owner (the job's or the fleet's pipeline, under the
+ * owner's claim). One left behind, older than a claim and wanted by no owner, is given up:
+ * terminated when no offer was recorded, else `terminating`, to end the machine it may have.
+ */
+async function processPending(app: AppContext, instance: InstancesTable, lock: RowLock): Promise<void> {
+  const stranded =
+    Date.now() - instance.created_at > PENDING_OWNER_GRACE_MS &&
+    !(await ownerNeedsPendingInstance(app, instance));
+  if (!stranded) {
+    await lock.release({ last_processed_at: dueIn(PENDING_CHECK_MS, MIN_INTERVAL_MS) });
+    return;
+  }
+  const reason = instance.busy_blocks > 0 ? 'job_finished' : 'terminated_by_user';
+  const outcome = await abandonPendingInstance(
+    app,
+    instance.id,
+    reason,
+    'nobody will complete its launch any more',
+  );
+  await lock.release(outcome === 'terminating' ? { last_processed_at: 0 } : {});
+  if (outcome === 'terminated') app.wakeUps.wake('fleets');
+}
+
+async function processTerminating(app: AppContext, instance: InstancesTable, lock: RowLock): Promise<void> {
+  const provisioningData = provisioningDataOf(instance);
+  const now = Date.now();
+  if (instance.remote_connection_info) {
+    const firstTry = instance.first_termination_retry_at ?? now;
+    try {
+      await releaseSshHost(app, instance);
+    } catch (error) {
+      if (now - firstTry < TERMINATION_RETRY_LIMIT_MS) {
+        console.error(
+          `[instances] stopping the shim of ${instance.name} failed, retrying: ${errorMessage(error)}`,
+        );
+        await lock.release({
+          first_termination_retry_at: firstTry,
+          last_termination_retry_at: now,
+          last_processed_at: dueIn(TERMINATION_RETRY_MS, MIN_INTERVAL_MS),
+        });
+        return;
+      }
+      console.error(`[instances] giving up stopping the shim of ${instance.name}: ${errorMessage(error)}`);
+    }
+  } else if (provisioningData || instance.offer !== null) {
+    const compute = await computeOf(app, instance);
+    const firstTry = instance.first_termination_retry_at ?? now;
+    try {
+      if (!compute) throw new Error(`backend ${instance.backend} is not configured`);
+      const machine = provisioningData ?? (await learnStrandedMachine(app, instance, compute, lock));
+      await compute.terminateInstance(machine.instance_id, machine.region, machine.backend_data);
+    } catch (error) {
+      if (now - firstTry < TERMINATION_RETRY_LIMIT_MS) {
+        const retryIn = NotYetTerminatedError.isInstance(error) ? 2_000 : TERMINATION_RETRY_MS;
+        if (!NotYetTerminatedError.isInstance(error)) {
+          console.error(`[instances] terminating ${instance.name} failed, retrying: ${errorMessage(error)}`);
+        }
+        await lock.release({
+          first_termination_retry_at: firstTry,
+          last_termination_retry_at: now,
+          last_processed_at: dueIn(retryIn, MIN_INTERVAL_MS),
+        });
+        return;
+      }
+      console.error(
+        `[instances] giving up terminating ${instance.name} after 15 minutes: ${errorMessage(error)}`,
+      );
+    }
+  }
+  await lock.release({ status: 'terminated', deleted: 1, finished_at: now });
+  app.wakeUps.wake('fleets');
+  await markInstanceJobsDue(app, instance.id);
+}
+
+export function instancePipeline(app: AppContext): PipelineDefinition<InstancesTable> {
+  return {
+    name: 'instances',
+    table: 'instances',
+    statuses: ['pending', 'provisioning', 'idle', 'busy', 'terminating'],
+    minIntervalMs: MIN_INTERVAL_MS,
+    // A pass mostly waits for a shim or a cloud API.
+    workers: 50,
+    async process(instance, lock) {
+      if (instance.status === 'pending') await processPending(app, instance, lock);
+      else if (instance.status === 'provisioning') await processProvisioning(app, instance, lock);
+      else if (instance.status === 'terminating') await processTerminating(app, instance, lock);
+      else await processIdleOrBusy(app, instance, lock);
+    },
+  };
+}

@@ -1,9 +1,0 @@
-/**
- * Raw routes (see http/raw-route.ts): path prefixes answered outside the JSON API, mounted
- * by app.ts through `createHttpHandler(app, allRoutes, { rawRoutes })`.
- */
-import type { RawRouteDefinition } from '../http/raw-route.js';
-import { serviceProxyRoute } from '../services/service-proxy.js';
-import { sshProxyRoute } from '../services/ssh-proxy.js';
-
-export const rawRoutes: readonly RawRouteDefinition[] = [serviceProxyRoute, sshProxyRoute];

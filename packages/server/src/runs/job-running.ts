@@ -1,0 +1,426 @@
+/**
+ * Jobs in `provisioning`, `pulling` and `running`: submit the task to the shim
+ * once the instance answers, hand the job to the runner once the task runs,
+ * then pull the runner's state and logs until the job ends.
+ */
+import {
+  type DevEnvironmentConfiguration,
+  JOB_TERMINATION_REASONS,
+  type JobProvisioningData,
+  type JobRuntimeData,
+  type JobSpec,
+  type JobTerminationReason,
+  type RunSpec,
+} from '@dstack/core';
+import {
+  DSTACK_RUNNER_HTTP_PORT,
+  type RunnerPullResponse,
+  type RunnerSubmitBody,
+  type TaskConfigInput,
+} from '@dstack/core/agent-protocol';
+import { AgentApiError } from '@dstack/runner';
+import type { ShimClient } from '@dstack/shim';
+import { projectOf } from '../accounts/projects.js';
+import { runnerClientFor, shimClientFor } from '../agents/agent-clients.js';
+import type { AppContext } from '../context.js';
+import type { InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
+import { errorMessage } from '../error-message.js';
+import { instanceRowOf, provisioningDataOf } from '../fleets/instance-rows.js';
+import { storeRunnerLogs } from '../logs/logs.js';
+import type { PipelineDefinition } from '../pipelines/pipeline.js';
+import { dueIn } from '../pipelines/pipeline.js';
+import { type JobPassContext, jobSpecOf, markRunDue, runRowOf } from './job-pass.js';
+
+const MIN_INTERVAL_MS = 1_000;
+/** While a job starts, look again this soon. */
+const STARTING_POLL_MS = 100;
+/** A running job whose agent does not answer this long is given up (dstack: 2 minutes). */
+const UNREACHABLE_LIMIT_MS = 120_000;
+/** Provisioning deadline when the instance has none (dstack's default provisioning timeout). */
+const DEFAULT_PROVISIONING_MS = 600_000;
+const MAX_PULLS_PER_PASS = 20;
+/** A pass's limit: a few agent calls, each with its own 30 s deadline. */
+const PROCESS_TIMEOUT_MS = 60_000;
+
+interface JobContext extends JobPassContext {
+  instance: InstancesTable;
+  provisioningData: JobProvisioningData;
+}
+
+function asTerminationReason(
+  value: string | null | undefined,
+  fallback: JobTerminationReason,
+): JobTerminationReason {
+  return value && (JOB_TERMINATION_REASONS as readonly string[]).includes(value)
+    ? (value as JobTerminationReason)
+    : fallback;
+}
+
+async function terminate(
+  context: Pick<JobContext, 'app' | 'lock' | 'job'>,
+  reason: JobTerminationReason,
+  message: string | null,
+  extra: Record<string, unknown> = {},
+): Promise<void> {
+  await context.lock.release({
+    status: 'terminating',
+    termination_reason: reason,
+    termination_reason_message: message,
+    last_processed_at: 0,
+    ...extra,
+  });
+  context.app.wakeUps.wake('jobs-terminating');
+  // The run follows the job once it has ended (job-terminating marks the run due then).
+}
+
+/**
+ * When the job's agent must have started: the instance's provisioning timeout after the job was
+ * submitted (dstack measures the submission's age), not the instance's own deadline, which has
+ * long passed for an instance that was up before the job was placed on it.
+ */
+function startingDeadline(context: JobContext): number {
+  const { provisioning_deadline: deadline, started_at: startedAt } = context.instance;
+  const timeoutMs = deadline !== null && startedAt !== null ? deadline - startedAt : DEFAULT_PROVISIONING_MS;
+  return context.job.submitted_at + timeoutMs;
+}
+
+async function retrySoonOrTimeOut(context: JobContext, why: string): Promise<void> {
+  if (Date.now() > startingDeadline(context)) {
+    await terminate(
+      context,
+      'waiting_runner_limit_exceeded',
+      `the job's agent did not start in time: ${why}`,
+    );
+    return;
+  }
+  await context.lock.release({ last_processed_at: dueIn(STARTING_POLL_MS * 5, MIN_INTERVAL_MS) });
+}
+
+/**
+ * For a call that an earlier pass may have made already, its request through but its answer lost
+ * (a timeout, a dropped connection): the agent refuses it with 409, and the step counts as done
+ * (null), so a retried pass picks up where the lost one left off. Other errors are rethrown.
+ */
+function doneBefore(error: unknown): null {
+  if (error instanceof AgentApiError && error.statusCode === 409) return null;
+  throw error;
+}
+
+/** The job's runtime data, as placing it (its share of the instance) or starting it left it. */
+function runtimeDataOf(job: JobsTable): JobRuntimeData | null {
+  return job.job_runtime_data ? (JSON.parse(job.job_runtime_data) as JobRuntimeData) : null;
+}
+
+/** Whether the job's runner was reached: starting the job records the runner's port. */
+export function runnerWasStarted(job: JobsTable): boolean {
+  return runtimeDataOf(job)?.ports != null;
+}
+
+/**
+ * The resources the shim gives the task: a job on part of an instance gets its share's GPUs,
+ * CPUs and memory (bytes); a job on a whole instance gets every GPU when it asks for any, and
+ * no CPU or memory limit.
+ */
+export function taskResourcesOf(
+  jobSpec: JobSpec,
+  runtime: JobRuntimeData | null,
+): { gpu: number; cpu: number; memory: number } {
+  if (runtime?.gpu != null) {
+    return {
+      gpu: runtime.gpu,
+      cpu: runtime.cpu ?? 0,
+      memory: Math.round((runtime.memory ?? 0) * 1024 ** 3),
+    };
+  }
+  return { gpu: (jobSpec.requirements.resources.gpu?.count.min ?? 0) > 0 ? -1 : 0, cpu: 0, memory: 0 };
+}
+
+/** The shim of the job's instance; its calls end with the pass (`lock.signal`). */
+function jobShim(context: JobContext): Promise<ShimClient> {
+  const { app, project, provisioningData, instance, lock } = context;
+  return shimClientFor(app, project, provisioningData, instance.id, lock.signal);
+}
+
+/** provisioning → pulling: the shim accepted the task. */
+async function submitTask(context: JobContext): Promise<void> {
+  const { job, provisioningData } = context;
+  const jobSpec = jobSpecOf(job);
+  try {
+    const shim = await jobShim(context);
+    const task: TaskConfigInput = {
+      id: job.id,
+      name: job.job_name,
+      image_name: jobSpec.image_name,
+      registry_username: jobSpec.registry_auth?.username ?? '',
+      registry_password: jobSpec.registry_auth?.password ?? '',
+      // Empty: the image's own USER (root if it has none), or the shim's own user without containers.
+      container_user: jobSpec.user ?? '',
+      privileged: jobSpec.privileged,
+      ...taskResourcesOf(jobSpec, runtimeDataOf(job)),
+      network_mode: 'host',
+      env: jobSpec.env,
+    };
+    await shim.submitTask(task).catch(doneBefore);
+  } catch (error) {
+    await retrySoonOrTimeOut(context, errorMessage(error));
+    return;
+  }
+  await context.lock.release({
+    status: 'pulling',
+    job_provisioning_data: JSON.stringify(provisioningData),
+    last_processed_at: dueIn(STARTING_POLL_MS, MIN_INTERVAL_MS),
+  });
+  // The run is `provisioning` for a pulling job as for a provisioning one: nothing for it to follow.
+}
+
+/** pulling → running: the task runs; give the job to its runner. */
+async function startJob(context: JobContext): Promise<void> {
+  const { app, job, run, project, provisioningData } = context;
+  let runnerPort = DSTACK_RUNNER_HTTP_PORT;
+  try {
+    if (provisioningData.dockerized) {
+      const shim = await jobShim(context);
+      const task = await shim.getTask(job.id);
+      if (!task) throw new Error('the shim does not know the task');
+      if (task.status === 'terminated') {
+        await terminate(
+          context,
+          asTerminationReason(task.termination_reason, 'creating_container_error'),
+          task.termination_message ?? 'the task ended before the job started',
+        );
+        return;
+      }
+      if (task.status !== 'running') {
+        await context.lock.release({ last_processed_at: dueIn(STARTING_POLL_MS, MIN_INTERVAL_MS) });
+        return;
+      }
+      runnerPort =
+        task.ports.find((port) => port.container === DSTACK_RUNNER_HTTP_PORT)?.host ??
+        DSTACK_RUNNER_HTTP_PORT;
+    }
+    // No healthcheck first: a runner that is not up yet fails the submit just the same.
+    const runner = await runnerClientFor(
+      app,
+      project,
+      provisioningData,
+      runnerPort,
+      job,
+      context.lock.signal,
+    );
+    const jobSpec = jobSpecOf(job);
+    const user = await app.db
+      .selectFrom('users')
+      .select('name')
+      .where('id', '=', run.user_id)
+      .executeTakeFirst();
+    const address = provisioningData.internal_ip ?? provisioningData.hostname ?? '127.0.0.1';
+    const placed = runtimeDataOf(job);
+    const resources = placed?.offer?.instance.resources ?? provisioningData.instance_type.resources;
+    const runSpec = JSON.parse(run.run_spec) as RunSpec;
+    const submission: RunnerSubmitBody = {
+      run: {
+        id: run.id,
+        run_name: run.run_name,
+        project_name: project.name,
+        user: user?.name ?? '',
+        // The runner's SSH server lets in the holder of this key (dstack's field; may be several lines).
+        run_spec: { ssh_key_pub: runSpec.ssh_key_pub ?? null },
+      },
+      job_spec: jobSpec,
+      job_submission: { id: job.id, submission_num: job.submission_num },
+      cluster_info: {
+        job_ips: [address],
+        master_job_ip: address,
+        gpus_per_job: resources.gpus.length,
+      },
+      secrets: {},
+    };
+    // One runner per job: a submit, upload or run it refuses (409) was this job's own.
+    await runner.submit(submission).catch(doneBefore);
+    await runner.uploadCode(new Uint8Array()).catch(doneBefore);
+    // null: that lost pass started the job; its working directory and user are unknown.
+    const started = await runner.run().catch(doneBefore);
+    const runtimeData: JobRuntimeData = {
+      // The job's share of the instance, as placing it recorded it.
+      ...placed,
+      network_mode: 'host',
+      ports: { [String(DSTACK_RUNNER_HTTP_PORT)]: runnerPort },
+      offer: placed?.offer ?? null,
+      working_dir: started?.working_dir ?? null,
+      username: started?.username ?? null,
+    };
+    await context.lock.release({
+      status: 'running',
+      job_runtime_data: JSON.stringify(runtimeData),
+      runner_timestamp: 0,
+      last_processed_at: dueIn(STARTING_POLL_MS * 2, MIN_INTERVAL_MS),
+    });
+    await markRunDue(app, job.run_id);
+  } catch (error) {
+    await retrySoonOrTimeOut(context, errorMessage(error));
+  }
+}
+
+export function runnerPortOf(job: JobsTable): number {
+  const runtime = runtimeDataOf(job);
+  return runtime?.ports?.[String(DSTACK_RUNNER_HTTP_PORT)] ?? DSTACK_RUNNER_HTTP_PORT;
+}
+
+export interface PulledRunner {
+  /** The last final job state seen (done, failed, terminated); null when none is new. */
+  finalState: RunnerPullResponse['job_states'][number] | null;
+  /** The next pull's timestamp. */
+  timestamp: number;
+  /** The last answer's `no_connections_secs`: null when the runner does not report it. */
+  noConnectionsSecs: number | null;
+}
+
+/** Pulls new state and logs from the runner, storing the logs; `signal` aborts the pulls. */
+export async function pullRunner(
+  context: Pick<JobContext, 'app' | 'job' | 'project' | 'provisioningData'> & { signal?: AbortSignal },
+): Promise<PulledRunner> {
+  const { app, job, project, provisioningData, signal } = context;
+  const runner = await runnerClientFor(app, project, provisioningData, runnerPortOf(job), job, signal);
+  let timestamp = job.runner_timestamp ?? 0;
+  let finalState: RunnerPullResponse['job_states'][number] | null = null;
+  let noConnectionsSecs: number | null = null;
+  for (let pulls = 0; pulls < MAX_PULLS_PER_PASS; pulls++) {
+    const response = await runner.pull(timestamp);
+    await storeRunnerLogs(app, job, response);
+    for (const state of response.job_states) {
+      if (['done', 'failed', 'terminated'].includes(state.state)) finalState = state;
+    }
+    timestamp = Math.max(timestamp, response.last_updated);
+    noConnectionsSecs = response.no_connections_secs ?? null;
+    if (!response.has_more) break;
+  }
+  return { finalState, timestamp, noConnectionsSecs };
+}
+
+/**
+ * A dev environment's `inactivity_duration` in seconds; null for other runs and when it is
+ * unset or `off` (dstack's default: a dev environment is not stopped for inactivity).
+ */
+export function inactivityDurationOf(run: Pick<RunsTable, 'run_spec'>): number | null {
+  const { configuration } = JSON.parse(run.run_spec) as RunSpec;
+  if (configuration.type !== 'dev-environment') return null;
+  const { inactivity_duration: duration } = configuration as DevEnvironmentConfiguration;
+  return typeof duration === 'number' ? duration : null;
+}
+
+/**
+ * running: pull state and logs; end the job when the runner says so, or on max_duration,
+ * inactivity_duration or unreachability.
+ */
+async function followJob(context: JobContext): Promise<void> {
+  const { job } = context;
+  const jobSpec = jobSpecOf(job);
+  let pulled: PulledRunner;
+  try {
+    pulled = await pullRunner({ ...context, signal: context.lock.signal });
+  } catch (error) {
+    const since = job.disconnected_at ?? Date.now();
+    if (Date.now() - since > UNREACHABLE_LIMIT_MS) {
+      await terminate(
+        context,
+        'instance_unreachable',
+        `the runner did not answer for 2 minutes: ${errorMessage(error)}`,
+      );
+      return;
+    }
+    await context.lock.release({ disconnected_at: since });
+    return;
+  }
+  const { finalState, timestamp, noConnectionsSecs } = pulled;
+  if (finalState) {
+    const reason = asTerminationReason(
+      finalState.termination_reason,
+      finalState.state === 'done' ? 'done_by_runner' : 'executor_error',
+    );
+    await terminate(context, reason, finalState.termination_message ?? null, {
+      exit_status: finalState.exit_status ?? null,
+      runner_timestamp: timestamp,
+      disconnected_at: null,
+    });
+    return;
+  }
+  if (jobSpec.max_duration && Date.now() - job.submitted_at > jobSpec.max_duration * 1000) {
+    await terminate(context, 'max_duration_exceeded', `max_duration ${jobSpec.max_duration}s exceeded`, {
+      runner_timestamp: timestamp,
+    });
+    return;
+  }
+  // As dstack: recorded only while the run has an inactivity_duration (so it clears when that goes).
+  const inactivityDuration = inactivityDurationOf(context.run);
+  const inactivitySecs = inactivityDuration === null ? null : noConnectionsSecs;
+  if (inactivityDuration !== null && inactivitySecs !== null && inactivitySecs >= inactivityDuration) {
+    await terminate(
+      context,
+      'inactivity_duration_exceeded',
+      `The job was inactive for ${inactivitySecs} seconds, exceeding the inactivity_duration of ${inactivityDuration} seconds`,
+      { runner_timestamp: timestamp, inactivity_secs: inactivitySecs },
+    );
+    return;
+  }
+  await context.lock.release({
+    runner_timestamp: timestamp,
+    disconnected_at: null,
+    inactivity_secs: inactivitySecs,
+    last_processed_at: dueIn(pullIntervalMs(job, Date.now()), MIN_INTERVAL_MS),
+  });
+}
+
+/**
+ * How soon to pull a running job again: a young submission (a short task on a warm instance)
+ * is pulled every few hundred milliseconds, so its end is reported promptly; from a few
+ * seconds of age on, every second.
+ */
+export function pullIntervalMs(job: Pick<JobsTable, 'submitted_at'>, now: number): number {
+  // Whole milliseconds: it becomes a time column's value (whole-numbers.ts rounds any write as well).
+  return Math.min(MIN_INTERVAL_MS, Math.max(STARTING_POLL_MS * 2, Math.round((now - job.submitted_at) / 4)));
+}
+
+export function jobRunningPipeline(app: AppContext): PipelineDefinition<JobsTable> {
+  return {
+    name: 'jobs-running',
+    table: 'jobs',
+    statuses: ['provisioning', 'pulling', 'running'],
+    minIntervalMs: MIN_INTERVAL_MS,
+    // A pass mostly waits for the agents (several HTTP round trips): many run at once.
+    workers: 100,
+    // A pass that outlasts this (agents that do not answer) frees its worker; its calls are aborted.
+    processTimeoutMs: PROCESS_TIMEOUT_MS,
+    async process(job, lock) {
+      const run = await runRowOf(app, job.run_id);
+      if (run.status === 'terminating') return;
+      const instance = await instanceRowOf(app, job.instance_id);
+      if (!instance || ['terminating', 'terminated'].includes(instance.status)) {
+        await terminate(
+          { app, lock, job },
+          'waiting_instance_limit_exceeded',
+          instance?.termination_reason_message ?? 'the instance is gone',
+        );
+        return;
+      }
+      const provisioningData = provisioningDataOf(instance);
+      if (
+        !provisioningData?.hostname ||
+        instance.status === 'provisioning' ||
+        instance.status === 'pending'
+      ) {
+        // The instance pipeline wakes us when the instance is up.
+        return;
+      }
+      const project = await projectOf(app, job.project_id);
+      const context: JobContext = { app, job, lock, run, project, instance, provisioningData };
+      if (job.status === 'provisioning') {
+        if (provisioningData.dockerized) await submitTask(context);
+        else await startJob(context);
+      } else if (job.status === 'pulling') {
+        await startJob(context);
+      } else {
+        await followJob(context);
+      }
+    },
+  };
+}

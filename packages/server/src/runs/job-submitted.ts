@@ -1,0 +1,510 @@
+/**
+ * Jobs in `submitted`: place each on an idle fleet instance that fits, or
+ * provision new capacity by trying offers in price order (capacity errors move
+ * on to the next offer). The job's claim makes this exclusive: with several
+ * servers on one database, a job is provisioned by exactly one of them.
+ *
+ * New capacity is recorded on the job (`instance_id`, not yet assigned) before
+ * the backend is called, and the pending instance's id is the launch's
+ * idempotency key: when a server dies mid-launch, the server that claims the
+ * job next launches that same instance again and the backend returns the
+ * machine it already started, instead of a second one nobody knows of.
+ */
+import {
+  DEFAULT_RETRY_DURATION,
+  DEFAULT_RUN_IDLE_DURATION,
+  type InstanceOfferWithAvailability,
+  isAvailable,
+  type JobSpec,
+  type RunSpec,
+} from '@dstack/core';
+import { sql, type Transaction } from 'kysely';
+import { projectOf } from '../accounts/projects.js';
+import { type BackendOffer, explainNoOffers, getOffers } from '../backends/offers.js';
+import type { ProjectBackend } from '../backends/registry.js';
+import type { AppContext } from '../context.js';
+import type { Database, FleetsTable, InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
+import { fittingFleetInstances } from '../fleets/fleet-instance-offers.js';
+import { type FleetConfigurationFields, fleetConfigurationOf } from '../fleets/fleet-rows.js';
+import { activeFleets, createRunFleet } from '../fleets/fleets.js';
+import {
+  offersWithFittingShare,
+  requirementsForSplitInstance,
+  runtimeDataForShare,
+  shareableOffers,
+  shareOfLaunchedInstance,
+  shareOfNewInstance,
+  smallestFittingShare,
+} from '../fleets/instance-blocks.js';
+import { insertPendingInstance, launchOnFirstOffer, runJobParamsOf } from '../fleets/instance-launch.js';
+import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
+import { dueIn } from '../pipelines/pipeline.js';
+import { type JobPassContext, jobSpecOf, markRunDue, runRowOf } from './job-pass.js';
+import { offerFiltersOf } from './runs.js';
+
+const MIN_INTERVAL_MS = 1_000;
+
+interface RunConfigurationView {
+  fleets?: string[];
+  backends?: string[];
+  regions?: string[];
+  creation_policy?: 'reuse' | 'reuse-or-create';
+  idle_duration?: number | 'off';
+}
+
+function runConfiguration(run: RunsTable): { spec: RunSpec; configuration: RunConfigurationView } {
+  const spec = JSON.parse(run.run_spec) as RunSpec;
+  return { spec, configuration: spec.configuration as RunConfigurationView };
+}
+
+function idleSeconds(run: RunConfigurationView, fleet: FleetConfigurationFields): number | null {
+  const value = run.idle_duration ?? fleet.idle_duration ?? DEFAULT_RUN_IDLE_DURATION;
+  return value === 'off' ? null : value;
+}
+
+async function failJob(
+  context: Pick<JobPassContext, 'app' | 'lock' | 'job'>,
+  reason: string,
+  message: string,
+): Promise<void> {
+  const { app, lock, job } = context;
+  await lock.release({
+    // A launch that failed on every offer leaves no instance for the job.
+    instance_id: null,
+    status: 'terminating',
+    termination_reason: reason,
+    termination_reason_message: message,
+    last_processed_at: 0,
+  });
+  app.wakeUps.wake('jobs-terminating');
+  await markRunDue(app, job.run_id);
+}
+
+/** Candidate fleets for the run: those it names, else all active ones; a run-made fleet when the project has none. */
+async function candidateFleets(
+  app: AppContext,
+  run: RunsTable,
+  configuration: RunConfigurationView,
+): Promise<FleetsTable[]> {
+  const fleets = await activeFleets(app, run.project_id);
+  if (configuration.fleets?.length)
+    return fleets.filter((fleet) => configuration.fleets?.includes(fleet.name));
+  return fleets;
+}
+
+/** What became of a job offered the fleet instances it fits on. */
+type FleetPlacement =
+  /** Placed on one: its blocks are taken and the job released `provisioning`, in one step. */
+  | 'placed'
+  /** Another server took the job over meanwhile: nothing was written. */
+  | 'lost'
+  /** A fitting one was locked (being checked) or taken meanwhile: try again shortly. */
+  | 'busy'
+  /** None fits. */
+  | 'none';
+
+/**
+ * Places the job on the fleet instance it fits best: the fewest blocks that satisfy it of an idle
+ * instance, or of a busy one split into blocks with some still free. The blocks are taken and
+ * the job is released `provisioning` in one transaction: a job whose claim was taken over
+ * (another server has it) takes no blocks, and an instance never counts a job that is not on it.
+ */
+async function placeOnFleetInstance(
+  app: AppContext,
+  job: JobsTable,
+  lock: RowLock,
+  jobSpec: JobSpec,
+  fleets: readonly FleetsTable[],
+  configuration: RunConfigurationView,
+): Promise<FleetPlacement> {
+  const candidates = await fittingFleetInstances(
+    app,
+    job.project_id,
+    fleets.map((fleet) => fleet.id),
+    configuration,
+    jobSpec.requirements,
+  );
+  for (const { instance, share } of candidates) {
+    const takeBlocks = async (transaction: Transaction<Database>) => {
+      const now = Date.now();
+      const taken = await transaction
+        .updateTable('instances')
+        .set({ status: 'busy', busy_blocks: sql`busy_blocks + ${share.blocks}`, idle_since: null })
+        .where('id', '=', instance.id)
+        .where('status', 'in', ['idle', 'busy'])
+        .where('deleted', '=', 0)
+        .where(sql<boolean>`busy_blocks + ${share.blocks} <= total_blocks`)
+        .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+        .executeTakeFirst();
+      return Number(taken.numUpdatedRows) === 1;
+    };
+    const outcome = await lock.releaseWith(takeBlocks, {
+      status: 'provisioning',
+      instance_id: instance.id,
+      instance_assigned: 1,
+      job_provisioning_data: instance.job_provisioning_data,
+      job_runtime_data: JSON.stringify(runtimeDataForShare(share)),
+      last_processed_at: 0,
+    });
+    if (outcome === 'released') return 'placed';
+    if (outcome === 'lost') return 'lost';
+  }
+  return candidates.length > 0 ? 'busy' : 'none';
+}
+
+/** Available offers for one instance of `fleet` for the job; the fleet's own backend and region limits apply. */
+async function fleetOffersForJob(
+  fleet: FleetsTable,
+  backends: readonly ProjectBackend[],
+  spec: RunSpec,
+  jobSpec: JobSpec,
+): Promise<BackendOffer[]> {
+  const runFilters = offerFiltersOf(spec.configuration);
+  const fleetConfiguration = fleetConfigurationOf(fleet);
+  const fleetBackends = fleetConfiguration.backends;
+  const allowed = backends.filter(
+    (backend) => !fleetBackends?.length || fleetBackends.includes(backend.type),
+  );
+  const blocks = fleetConfiguration.blocks ?? 1;
+  // A fleet split into blocks may launch an instance larger than the job: its share must fit.
+  const requirements =
+    blocks === 1 ? jobSpec.requirements : requirementsForSplitInstance(jobSpec.requirements);
+  const { offers } = await getOffers(allowed, requirements, {
+    ...runFilters,
+    regions: runFilters.regions ?? fleetConfiguration.regions,
+    instanceTypes: runFilters.instanceTypes ?? fleetConfiguration.instance_types,
+  });
+  const available = offers.filter((entry) => isAvailable(entry.offer.availability));
+  return offersWithFittingShare(shareableOffers(available, blocks), jobSpec.requirements);
+}
+
+/** Offers of the first fleet that can grow and has any; the fleet's own backend and region limits apply. */
+async function offersForNewCapacity(
+  app: AppContext,
+  fleets: readonly FleetsTable[],
+  backends: readonly ProjectBackend[],
+  run: RunsTable,
+  spec: RunSpec,
+  jobSpec: JobSpec,
+): Promise<{ fleet: FleetsTable | null; offers: BackendOffer[] }> {
+  for (const fleet of fleets) {
+    const fleetConfiguration = fleetConfigurationOf(fleet);
+    // An SSH fleet is its hosts: it never grows by new cloud or local instances.
+    if (fleetConfiguration.ssh_config !== undefined) continue;
+    const max = fleetConfiguration.nodes?.max ?? null;
+    if (max !== null) {
+      const count = await app.db
+        .selectFrom('instances')
+        .select(sql<number>`COUNT(*)`.as('count'))
+        .where('fleet_id', '=', fleet.id)
+        .where('deleted', '=', 0)
+        .where('status', 'not in', ['terminating', 'terminated'])
+        .executeTakeFirst();
+      if (Number(count?.count ?? 0) >= max) continue;
+    }
+    const available = await fleetOffersForJob(fleet, backends, spec, jobSpec);
+    if (available.length > 0) return { fleet, offers: available };
+  }
+  if (fleets.length === 0) {
+    const { offers } = await getOffers(backends, jobSpec.requirements, offerFiltersOf(spec.configuration));
+    const available = offers.filter((entry) => isAvailable(entry.offer.availability));
+    if (available.length > 0)
+      return { fleet: await createRunFleet(app, run.project_id, run.run_name), offers: available };
+  }
+  return { fleet: null, offers: [] };
+}
+
+async function provision(
+  context: JobPassContext,
+  fleets: readonly FleetsTable[],
+  configuration: RunConfigurationView,
+): Promise<void> {
+  const { app, job, lock, run, project } = context;
+  const { spec } = runConfiguration(run);
+  const jobSpec = jobSpecOf(job);
+  const backends = await app.backends.getProjectBackends(project.id);
+  const { fleet, offers } = await offersForNewCapacity(app, fleets, backends, run, spec, jobSpec);
+  if (!fleet || offers.length === 0) {
+    const exclusions = await explainNoOffers(
+      backends,
+      jobSpec.requirements,
+      offerFiltersOf(spec.configuration),
+    );
+    const details = exclusions.map((entry) =>
+      entry.excluded > 0 ? `${entry.requirement} excluded ${entry.excluded} offer(s)` : entry.requirement,
+    );
+    const noFleet = fleets.length === 0 && configuration.fleets?.length ? 'no matching fleet found; ' : '';
+    await failJob(
+      context,
+      'failed_to_start_due_to_no_capacity',
+      `${noFleet}no offers match the requirements${details.length ? `: ${details.join('; ')}` : ''}`,
+    );
+    return;
+  }
+  const fleetConfiguration = fleetConfigurationOf(fleet);
+  // The placeholder is written before any cloud call, so every machine we create is tracked.
+  const instance = await insertPendingInstance(
+    app,
+    {
+      projectId: project.id,
+      fleet,
+      requirements: jobSpec.requirements,
+      terminationIdleTime: idleSeconds(configuration, fleetConfiguration),
+      busyBlocks: 1,
+    },
+    fleetConfiguration.nodes?.max ?? null,
+  );
+  if (instance === null) {
+    // Another job took the fleet's last place meanwhile: the next pass looks for capacity again.
+    await lock.release({ last_processed_at: dueIn(100, MIN_INTERVAL_MS) });
+    return;
+  }
+  // Recorded on the job before the backend is called: a retry after a crash launches this
+  // same instance (same idempotency key) instead of a second one.
+  const recorded = await app.db
+    .updateTable('jobs')
+    .set({ instance_id: instance.id })
+    .where('id', '=', job.id)
+    .where('lock_token', '=', lock.token)
+    .executeTakeFirst();
+  if (Number(recorded.numUpdatedRows) !== 1) {
+    // Another server took the job over: nothing was launched for this row.
+    await app.db
+      .updateTable('instances')
+      .set({ status: 'terminated', termination_reason: 'no_offers', deleted: 1, finished_at: Date.now() })
+      .where('id', '=', instance.id)
+      .execute();
+    return;
+  }
+  await launchJobInstance(context, instance, offers);
+}
+
+/**
+ * Launches the job's pending instance on the first offer that works, with the instance's id as
+ * the idempotency key, and moves the job to `provisioning` (or fails it when every offer failed).
+ */
+async function launchJobInstance(
+  context: JobPassContext,
+  instance: InstancesTable,
+  offers: readonly BackendOffer[],
+): Promise<void> {
+  const { app, job, lock, run, project } = context;
+  const paramsFor = await runJobParamsOf(app, { run, job, project, instanceId: instance.id });
+  const { requirements } = jobSpecOf(job);
+  const result = await launchOnFirstOffer(
+    app,
+    instance,
+    offers,
+    ({ backend, offer }) => backend.compute.runJob(paramsFor(offer)),
+    (offer) => shareOfNewInstance(offer, requirements).blocks,
+  );
+  if (result.launched) {
+    // Not due yet: the instance pipeline makes the job due once the instance is up (or gone).
+    await lock.release({
+      status: 'provisioning',
+      instance_id: instance.id,
+      instance_assigned: 1,
+      job_provisioning_data: JSON.stringify(result.provisioningData),
+      job_runtime_data: JSON.stringify(
+        runtimeDataForShare(shareOfNewInstance(result.offer.offer, requirements)),
+      ),
+    });
+    app.wakeUps.wake('instances');
+    await markRunDue(app, job.run_id);
+    return;
+  }
+  const capacityRetry = result.capacityRetry;
+  if (capacityRetry !== null) {
+    // Idle instances the job did not fit may be what holds the host: one goes, and the job waits for its room.
+    const roomComing = await makeRoomOnHost(app, job, capacityRetry.backends);
+    if (roomComing || waitsForCapacity(job)) {
+      await waitForCapacity(context, instance.id, capacityRetry.afterMs);
+      return;
+    }
+  }
+  await failJob(
+    context,
+    'failed_to_start_due_to_no_capacity',
+    `every offer failed: ${result.errors.join('; ')}`,
+  );
+}
+
+/**
+ * Whether the job waits in `submitted` for capacity that a backend said frees by itself (the
+ * local host, as its instances' jobs end), rather than failing and being resubmitted after
+ * dstack's backoff: its `retry` covers `no-capacity`, for `retry.duration` from its submission.
+ * Without such a `retry` it fails, as dstack's jobs do.
+ */
+function waitsForCapacity(job: JobsTable): boolean {
+  const retry = jobSpecOf(job).retry;
+  if (!retry?.on_events.includes('no-capacity')) return false;
+  return Date.now() - job.submitted_at <= (retry.duration ?? DEFAULT_RETRY_DURATION) * 1000;
+}
+
+/**
+ * Makes room on `backends` (whose capacity their own instances hold: the local host) for a job
+ * that fits none of the project's idle instances: terminates the longest idle one. Returns
+ * whether room is on its way: an instance was made to go, or one is terminating already. An
+ * idle instance is only kept for reuse: a job waiting for the host comes first.
+ */
+async function makeRoomOnHost(
+  app: AppContext,
+  job: JobsTable,
+  backends: readonly string[],
+): Promise<boolean> {
+  const instances = await app.db
+    .selectFrom('instances')
+    .selectAll()
+    .where('project_id', '=', job.project_id)
+    .where('backend', 'in', [...backends])
+    .where('status', 'in', ['idle', 'terminating'])
+    .where('deleted', '=', 0)
+    .orderBy('idle_since')
+    .execute();
+  if (instances.some((instance) => instance.status === 'terminating')) return true;
+  const idle = instances.filter((instance) => instance.busy_blocks === 0);
+  // One became idle since the job looked: the job takes it on its next pass, nothing needs to go.
+  const { requirements } = jobSpecOf(job);
+  const fitsJob = (instance: InstancesTable) =>
+    instance.unreachable === 0 &&
+    instance.offer !== null &&
+    smallestFittingShare(
+      JSON.parse(instance.offer) as InstanceOfferWithAvailability,
+      instance.total_blocks,
+      instance.total_blocks - instance.busy_blocks,
+      requirements,
+    ) !== null;
+  if (idle.some(fitsJob)) return true;
+  for (const { id } of idle) {
+    const now = Date.now();
+    const result = await app.db
+      .updateTable('instances')
+      .set({
+        status: 'terminating',
+        termination_reason: 'idle_timeout',
+        termination_reason_message: 'idle; terminated early to make room on the host for a job',
+        last_processed_at: 0,
+      })
+      .where('id', '=', id)
+      .where('status', '=', 'idle')
+      .where('busy_blocks', '=', 0)
+      .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 1) {
+      app.wakeUps.wake('instances');
+      return true;
+    }
+  }
+  return false;
+}
+
+/**
+ * Leaves the job `submitted`, due again after `retryAfterMs`, when it looks for an idle instance
+ * first again (the one a finished job freed), then for new capacity. The
+ * placeholder row of the launch that found no capacity is removed: nothing was launched for it,
+ * and a waiting job would otherwise leave one behind on every attempt.
+ */
+async function waitForCapacity(
+  context: Pick<JobPassContext, 'app' | 'lock'>,
+  placeholderId: string,
+  retryAfterMs: number,
+): Promise<void> {
+  const { app, lock } = context;
+  await lock.release({ instance_id: null, last_processed_at: dueIn(retryAfterMs, MIN_INTERVAL_MS) });
+  await app.db
+    .deleteFrom('instances')
+    .where('id', '=', placeholderId)
+    .where('status', '=', 'terminated')
+    .where('termination_reason', '=', 'no_offers')
+    .execute();
+}
+
+/**
+ * The job has an instance recorded but not assigned: a server claimed it, recorded its pending
+ * instance and stopped (it died, or lost its claim) before storing the outcome. A `pending`
+ * instance is launched again with the same id, so the backend returns the machine the first
+ * launch started, if any; an instance whose launch was stored is assigned. Returns false when
+ * the recorded instance is gone, and the job needs new capacity.
+ */
+async function resumeRecordedLaunch(context: JobPassContext, instanceId: string): Promise<boolean> {
+  const { app, job, lock, run, project } = context;
+  const instance = await app.db
+    .selectFrom('instances')
+    .selectAll()
+    .where('id', '=', instanceId)
+    .executeTakeFirst();
+  if (!instance || instance.deleted === 1 || ['terminating', 'terminated'].includes(instance.status)) {
+    return false;
+  }
+  if (instance.status === 'pending') {
+    const fleet = await app.db
+      .selectFrom('fleets')
+      .selectAll()
+      .where('id', '=', instance.fleet_id)
+      .executeTakeFirst();
+    const { spec } = runConfiguration(run);
+    const backends = await app.backends.getProjectBackends(project.id);
+    const offers = fleet ? await fleetOffersForJob(fleet, backends, spec, jobSpecOf(job)) : [];
+    await launchJobInstance(context, instance, offers);
+    return true;
+  }
+  // The launch was stored on the instance, not on the job: the job takes it as a new launch would
+  // (the blocks it holds were counted when the launch was stored).
+  const alreadyUp = instance.status !== 'provisioning';
+  const share = shareOfLaunchedInstance(instance, jobSpecOf(job).requirements);
+  await lock.release({
+    status: 'provisioning',
+    instance_id: instance.id,
+    instance_assigned: 1,
+    job_provisioning_data: instance.job_provisioning_data,
+    job_runtime_data: share ? JSON.stringify(runtimeDataForShare(share)) : null,
+    ...(alreadyUp ? { last_processed_at: 0 } : {}),
+  });
+  app.wakeUps.wake(alreadyUp ? 'jobs-running' : 'instances');
+  await markRunDue(app, job.run_id);
+  return true;
+}
+
+export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<JobsTable> {
+  return {
+    name: 'jobs-submitted',
+    table: 'jobs',
+    statuses: ['submitted'],
+    minIntervalMs: MIN_INTERVAL_MS,
+    workers: 40,
+    async process(job, lock) {
+      const run = await runRowOf(app, job.run_id);
+      // A stopping run moves its jobs to terminating itself.
+      if (run.status === 'terminating' || run.status === 'pending') return;
+      const project = await projectOf(app, job.project_id);
+      const context: JobPassContext = { app, job, lock, run, project };
+      if (job.instance_id !== null && job.instance_assigned === 0) {
+        if (await resumeRecordedLaunch(context, job.instance_id)) return;
+      }
+      const { configuration } = runConfiguration(run);
+      const jobSpec = jobSpecOf(job);
+      const fleets = await candidateFleets(app, run, configuration);
+      const placement = await placeOnFleetInstance(app, job, lock, jobSpec, fleets, configuration);
+      if (placement === 'lost') return;
+      if (placement === 'placed') {
+        app.wakeUps.wake('jobs-running');
+        await markRunDue(app, job.run_id);
+        return;
+      }
+      // A fitting idle instance is being checked by its pipeline: try it again shortly rather than buy another.
+      if (placement === 'busy') {
+        await lock.release({ last_processed_at: dueIn(100, MIN_INTERVAL_MS) });
+        return;
+      }
+      if (configuration.creation_policy === 'reuse') {
+        await failJob(
+          context,
+          'failed_to_start_due_to_no_capacity',
+          'no idle instance fits the run and creation_policy is reuse',
+        );
+        return;
+      }
+      await provision(context, fleets, configuration);
+    },
+  };
+}

@@ -1,0 +1,40 @@
+/** `/api/project/{p}/offers/list`: what `dstack offer` shows. */
+import { GetOffersRequestSchema, InstanceOfferWithAvailabilitySchema } from '@dstack/core';
+import { z } from 'zod';
+import { getOffers } from '../backends/offers.js';
+import { defineRoute, projectContext } from '../http/route.js';
+import { buildJobSpecs } from './job-specs.js';
+import { normalizeRunSpec, offerFiltersOf } from './runs.js';
+
+export const offerRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/offers/list',
+    summary: "Offers of the project's backends matching a configuration's requirements",
+    tags: ['offers'],
+    auth: 'project-member',
+    body: GetOffersRequestSchema,
+    response: z.object({
+      offers: z.array(InstanceOfferWithAvailabilitySchema),
+      total_offers: z.number().int(),
+    }),
+    async handler(ctx) {
+      const { project } = projectContext(ctx);
+      // Offers depend on requirements only: what makes the jobs (commands, or a provider and
+      // its parameters) is replaced by a no-op command so any run configuration is accepted.
+      const { provider: _provider, parameters: _parameters, ...requirements } = ctx.body.configuration;
+      const runSpec = normalizeRunSpec({ configuration: { ...requirements, commands: [':'] } });
+      const [jobSpec] = buildJobSpecs('offers', runSpec);
+      const backends = await ctx.app.backends.getProjectBackends(project.id);
+      const { offers } = await getOffers(
+        backends,
+        jobSpec!.requirements,
+        offerFiltersOf(runSpec.configuration),
+      );
+      return {
+        offers: offers.slice(0, ctx.body.max_offers ?? 50).map((entry) => entry.offer),
+        total_offers: offers.length,
+      };
+    },
+  }),
+];

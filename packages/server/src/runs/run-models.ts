@@ -1,0 +1,106 @@
+/** Database rows → the API models of @dstack/core (Run, JobSubmission, Fleet, Instance). */
+import type { Job, JobSpec, JobSubmission, Run, RunSpec } from '@dstack/core';
+import { parseJson } from '../db/json-columns.js';
+import type { InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
+import { isoTime } from '../http/iso-time.js';
+import { serviceSpecOf } from './service-spec.js';
+
+export function jobSubmissionOf(
+  job: JobsTable,
+  instance?: Pick<InstancesTable, 'name'> | null,
+): JobSubmission {
+  return {
+    id: job.id,
+    submission_num: job.submission_num,
+    submitted_at: isoTime(job.submitted_at) as string,
+    last_processed_at: isoTime(job.last_processed_at || job.submitted_at) as string,
+    finished_at: isoTime(job.finished_at),
+    status: job.status as JobSubmission['status'],
+    termination_reason: job.termination_reason as JobSubmission['termination_reason'],
+    termination_reason_message: job.termination_reason_message,
+    exit_status: job.exit_status,
+    inactivity_secs: job.inactivity_secs,
+    job_provisioning_data: parseJson(job.job_provisioning_data),
+    job_runtime_data: parseJson(job.job_runtime_data),
+    instance_name: instance?.name ?? null,
+    fleet_name: null,
+  };
+}
+
+/** Groups job rows (all submissions) into API jobs, ordered by job and replica number. */
+export function jobsOf(jobs: readonly JobsTable[], instances: ReadonlyMap<string, InstancesTable>): Job[] {
+  const byJob = new Map<string, JobsTable[]>();
+  for (const job of jobs) {
+    const key = `${job.replica_num}:${job.job_num}`;
+    const list = byJob.get(key) ?? [];
+    list.push(job);
+    byJob.set(key, list);
+  }
+  return [...byJob.values()]
+    .map((submissions) => submissions.sort((a, b) => a.submission_num - b.submission_num))
+    .sort(
+      (a, b) =>
+        (a[0] as JobsTable).replica_num - (b[0] as JobsTable).replica_num ||
+        (a[0] as JobsTable).job_num - (b[0] as JobsTable).job_num,
+    )
+    .map((submissions) => {
+      const latest = submissions[submissions.length - 1] as JobsTable;
+      return {
+        job_spec: JSON.parse(latest.job_spec_data) as JobSpec,
+        job_submissions: submissions.map((job) =>
+          jobSubmissionOf(job, job.instance_id ? instances.get(job.instance_id) : null),
+        ),
+      };
+    });
+}
+
+/** What a run has cost so far: each submission's price times its running time. */
+function costOf(jobs: readonly JobsTable[], now: number): number {
+  let cost = 0;
+  for (const job of jobs) {
+    const provisioning = parseJson<{ price?: number }>(job.job_provisioning_data);
+    if (!provisioning?.price) continue;
+    const end = job.finished_at ?? now;
+    cost += (provisioning.price * Math.max(0, end - job.submitted_at)) / 3_600_000;
+  }
+  return Math.round(cost * 10_000) / 10_000;
+}
+
+function errorOf(run: RunsTable, latest: JobsTable | undefined): string | null {
+  if (!latest || !['failed', 'terminated', 'aborted'].includes(latest.status)) {
+    return run.termination_reason === 'server_error' ? 'server error' : null;
+  }
+  return latest.termination_reason_message ?? latest.termination_reason;
+}
+
+export function runOf(
+  run: RunsTable,
+  projectName: string,
+  userName: string,
+  jobs: readonly JobsTable[],
+  instances: ReadonlyMap<string, InstancesTable>,
+): Run {
+  const apiJobs = jobsOf(jobs, instances);
+  const runSpec = JSON.parse(run.run_spec) as RunSpec;
+  const latestRow = [...jobs].sort(
+    (a, b) => b.submitted_at - a.submitted_at || b.submission_num - a.submission_num,
+  )[0];
+  return {
+    id: run.id,
+    project_name: projectName,
+    user: userName,
+    submitted_at: isoTime(run.submitted_at) as string,
+    last_processed_at: isoTime(run.last_processed_at || run.submitted_at) as string,
+    status: run.status as Run['status'],
+    termination_reason: run.termination_reason as Run['termination_reason'],
+    run_spec: runSpec,
+    jobs: apiJobs,
+    latest_job_submission: latestRow
+      ? jobSubmissionOf(latestRow, latestRow.instance_id ? instances.get(latestRow.instance_id) : null)
+      : null,
+    cost: costOf(jobs, Date.now()),
+    error: errorOf(run, latestRow),
+    deleted: run.deleted === 1,
+    service: serviceSpecOf(runSpec, projectName, run.run_name),
+  };
+}

@@ -1,0 +1,228 @@
+/**
+ * Runs: the run status follows its jobs (dstack's `process_runs`). A failed
+ * job is resubmitted per the `retry` policy after dstack's backoff; a stopping
+ * run moves its unfinished jobs to terminating and ends when they have.
+ */
+import {
+  DEFAULT_RETRY_DURATION,
+  type JobSpec,
+  type JobTerminationReason,
+  jobTerminationReasonToRetryEvent,
+  type RunTerminationReason,
+  runTerminationReasonToJobTerminationReason,
+  runTerminationReasonToStatus,
+} from '@dstack/core';
+import { sql } from 'kysely';
+import type { AppContext } from '../context.js';
+import type { JobsTable, RunsTable } from '../db/schema.js';
+import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
+import { dueIn } from '../pipelines/pipeline.js';
+import { newJobRow } from './runs.js';
+
+/**
+ * A safety net only: every job that changes in a way the run follows marks its run due
+ * (in the database, so other replicas see it too), and waits are scheduled explicitly.
+ */
+const MIN_INTERVAL_MS = 10_000;
+/** dstack's resubmission backoff: 15s, 30s, 1m, 2m, 5m, then 10m. */
+const RETRY_BACKOFF_SECONDS = [15, 30, 60, 120, 300, 600];
+const FINISHED_JOB_STATUSES = ['terminated', 'aborted', 'failed', 'done'];
+
+export function retryDelayMs(attempt: number): number {
+  const seconds = RETRY_BACKOFF_SECONDS[Math.min(attempt, RETRY_BACKOFF_SECONDS.length - 1)] as number;
+  return seconds * 1000;
+}
+
+/** The latest submission of each job of the run. */
+function latestSubmissions(jobs: readonly JobsTable[]): JobsTable[] {
+  const latest = new Map<string, JobsTable>();
+  for (const job of jobs) {
+    const key = `${job.replica_num}:${job.job_num}`;
+    const current = latest.get(key);
+    if (!current || job.submission_num > current.submission_num) latest.set(key, job);
+  }
+  return [...latest.values()];
+}
+
+/** Moves unfinished jobs to terminating; false when one is claimed by a job pipeline (try again soon). */
+async function terminateJobs(
+  app: AppContext,
+  jobs: readonly JobsTable[],
+  reason: JobTerminationReason,
+): Promise<boolean> {
+  let allDone = true;
+  for (const job of jobs) {
+    if (FINISHED_JOB_STATUSES.includes(job.status) || job.status === 'terminating') continue;
+    const now = Date.now();
+    const result = await app.db
+      .updateTable('jobs')
+      .set({ status: 'terminating', termination_reason: reason, last_processed_at: 0 })
+      .where('id', '=', job.id)
+      .where('status', '=', job.status)
+      .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) !== 1) allDone = false;
+  }
+  app.wakeUps.wake('jobs-terminating');
+  return allDone;
+}
+
+/**
+ * What becomes of the failed `job` (dstack's `_should_retry_job`): `retry`, `not-retried` (no
+ * `retry`, or its event is not retried), or `limit-exceeded` (retried, but `retry.duration`
+ * has passed). Retrying lasts `retry.duration` from the failure of the job's last submission
+ * that got an instance (by its reason's event), or, when none ever did and it found no
+ * capacity, from the run's submission.
+ */
+function retryDecision(
+  run: RunsTable,
+  job: JobsTable,
+  submissions: readonly JobsTable[],
+): 'retry' | 'not-retried' | 'limit-exceeded' {
+  const retry = (JSON.parse(job.job_spec_data) as JobSpec).retry;
+  if (!retry) return 'not-retried';
+  const retriedOn = (reason: string | null) => {
+    const event = reason === null ? null : jobTerminationReasonToRetryEvent(reason as JobTerminationReason);
+    return event !== null && retry.on_events.includes(event);
+  };
+  const lastProvisioned = submissions
+    .filter(
+      (other) =>
+        other.replica_num === job.replica_num &&
+        other.job_num === job.job_num &&
+        other.job_provisioning_data !== null,
+    )
+    .sort((a, b) => b.submission_num - a.submission_num)[0];
+  let retryingSince: number;
+  if (lastProvisioned === undefined) {
+    if (
+      !(job.termination_reason === 'failed_to_start_due_to_no_capacity' && retriedOn(job.termination_reason))
+    ) {
+      return 'not-retried';
+    }
+    retryingSince = run.submitted_at;
+  } else {
+    if (!retriedOn(lastProvisioned.termination_reason)) return 'not-retried';
+    retryingSince = lastProvisioned.finished_at ?? lastProvisioned.last_processed_at;
+  }
+  const duration = retry.duration ?? DEFAULT_RETRY_DURATION;
+  return Date.now() - retryingSince <= duration * 1000 ? 'retry' : 'limit-exceeded';
+}
+
+async function processTerminating(
+  app: AppContext,
+  run: RunsTable,
+  jobs: JobsTable[],
+  lock: RowLock,
+): Promise<void> {
+  const reason = (run.termination_reason ?? 'stopped_by_user') as RunTerminationReason;
+  const latest = latestSubmissions(jobs);
+  const claimedAll = await terminateJobs(app, latest, runTerminationReasonToJobTerminationReason(reason));
+  const unfinished = latest.filter((job) => !FINISHED_JOB_STATUSES.includes(job.status));
+  if (unfinished.length === 0) {
+    await lock.release({ status: runTerminationReasonToStatus(reason) });
+    // Log streams end on the run's final status; tell this replica's streams now.
+    app.logNotifications.notify(run.id);
+    app.wakeUps.wake('fleets');
+    return;
+  }
+  // Jobs finish in their own pipeline, which wakes us; poll as a fallback.
+  await lock.release({ last_processed_at: dueIn(claimedAll ? 1_000 : 100, MIN_INTERVAL_MS) });
+}
+
+async function resubmit(app: AppContext, run: RunsTable, jobs: JobsTable[], lock: RowLock): Promise<void> {
+  if ((run.next_triggered_at ?? 0) > Date.now()) {
+    await lock.release({ last_processed_at: dueIn(run.next_triggered_at! - Date.now(), MIN_INTERVAL_MS) });
+    return;
+  }
+  const now = Date.now();
+  const rows = latestSubmissions(jobs)
+    .filter((job) => FINISHED_JOB_STATUSES.includes(job.status))
+    .map((job) =>
+      newJobRow(
+        run.project_id,
+        run.id,
+        run.run_name,
+        JSON.parse(job.job_spec_data) as JobSpec,
+        job.submission_num + 1,
+        now,
+      ),
+    );
+  if (rows.length > 0) await app.db.insertInto('jobs').values(rows).execute();
+  await lock.release({ status: 'submitted', next_triggered_at: null, last_processed_at: now });
+  app.wakeUps.wake('jobs-submitted');
+}
+
+async function followJobs(app: AppContext, run: RunsTable, jobs: JobsTable[], lock: RowLock): Promise<void> {
+  const latest = latestSubmissions(jobs);
+  const failed = latest.filter((job) => ['failed', 'terminated', 'aborted'].includes(job.status));
+  if (failed.length > 0) {
+    const active = latest.filter((job) => !FINISHED_JOB_STATUSES.includes(job.status));
+    // The other nodes of a multi-node run are stopped by the server for its retry: their
+    // ending does not decide whether it is retried.
+    const failures = failed.filter((job) => job.termination_reason !== 'terminated_by_server');
+    const decisions = failures.map((job) => retryDecision(run, job, jobs));
+    if (decisions.length > 0 && decisions.every((decision) => decision === 'retry')) {
+      if (active.length > 0) {
+        // Multi-node: the other nodes stop before the run is resubmitted.
+        await terminateJobs(app, active, 'terminated_by_server');
+        await lock.release({ last_processed_at: dueIn(200, MIN_INTERVAL_MS) });
+        return;
+      }
+      await lock.release({
+        status: 'pending',
+        resubmission_attempt: run.resubmission_attempt + 1,
+        next_triggered_at: Date.now() + retryDelayMs(run.resubmission_attempt),
+        last_processed_at: 0,
+      });
+      app.wakeUps.wake('runs');
+      return;
+    }
+    // A job stopped by the user ends the run as stopped; a job whose retrying ran out, as
+    // dstack says it (`retry_limit_exceeded`); any other ending ends it as failed.
+    const byUser = failed.every((job) =>
+      ['terminated_by_user', 'aborted_by_user'].includes(job.termination_reason ?? ''),
+    );
+    const reason: RunTerminationReason = byUser
+      ? 'stopped_by_user'
+      : decisions.includes('limit-exceeded')
+        ? 'retry_limit_exceeded'
+        : 'job_failed';
+    await lock.release({ status: 'terminating', termination_reason: reason, last_processed_at: 0 });
+    app.wakeUps.wake('runs');
+    return;
+  }
+  if (latest.length > 0 && latest.every((job) => job.status === 'done')) {
+    await lock.release({ status: 'terminating', termination_reason: 'all_jobs_done', last_processed_at: 0 });
+    app.wakeUps.wake('runs');
+    return;
+  }
+  const statuses = latest.map((job) => job.status);
+  const status = statuses.includes('running')
+    ? 'running'
+    : statuses.some((s) => s === 'provisioning' || s === 'pulling')
+      ? 'provisioning'
+      : run.status;
+  // A resubmission that got an instance starts the backoff over (dstack resets the attempts
+  // when the run becomes provisioning), so a long run interrupted now and then is not held 10 minutes.
+  const provisioned = status === 'provisioning' && run.status !== 'provisioning';
+  await lock.release({ status, ...(provisioned ? { resubmission_attempt: 0 } : {}) });
+}
+
+export function runPipeline(app: AppContext): PipelineDefinition<RunsTable> {
+  return {
+    name: 'runs',
+    table: 'runs',
+    statuses: ['pending', 'submitted', 'provisioning', 'running', 'terminating'],
+    minIntervalMs: MIN_INTERVAL_MS,
+    // A pass is a few quick statements; a fetch claims at most this many rows, so it must be
+    // large enough that a busy event loop (one fetch per turn) does not hold runs back.
+    workers: 100,
+    async process(run, lock) {
+      const jobs = await app.db.selectFrom('jobs').selectAll().where('run_id', '=', run.id).execute();
+      if (run.status === 'terminating') await processTerminating(app, run, jobs, lock);
+      else if (run.status === 'pending') await resubmit(app, run, jobs, lock);
+      else await followJobs(app, run, jobs, lock);
+    },
+  };
+}

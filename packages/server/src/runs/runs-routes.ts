@@ -1,0 +1,118 @@
+/** `/api/project/{p}/runs/*` and `/api/runs/list`. */
+import {
+  ApplyRunRequestSchema,
+  DeleteRunsRequestSchema,
+  GetRunPlanRequestSchema,
+  GetRunRequestSchema,
+  ListRunsRequestSchema,
+  RunPlanSchema,
+  RunSchema,
+  StopRunsRequestSchema,
+} from '@dstack/core';
+import { z } from 'zod';
+import type { UsersTable } from '../db/schema.js';
+import { defineRoute, projectContext } from '../http/route.js';
+import { applyRun, deleteRuns, getRun, getRunPlan, listRuns, stopRuns } from './runs.js';
+
+const tags = ['runs'];
+
+export const runRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/runs/get_plan',
+    summary: 'Offers and job specs for a run configuration, without running it',
+    tags,
+    auth: 'project-member',
+    body: GetRunPlanRequestSchema,
+    response: RunPlanSchema,
+    async handler(ctx) {
+      const { project, user } = projectContext(ctx);
+      return getRunPlan(ctx.app, project, user, ctx.body.run_spec, ctx.body.max_offers);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/runs/apply',
+    summary: 'Submit a run',
+    tags,
+    auth: 'project-member',
+    body: ApplyRunRequestSchema,
+    response: RunSchema,
+    async handler(ctx) {
+      const { project, user } = projectContext(ctx);
+      return applyRun(ctx.app, project, user, ctx.body.plan.run_spec);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/runs/get',
+    summary: 'A run by name or id, with all job submissions',
+    tags,
+    auth: 'project-member',
+    body: GetRunRequestSchema,
+    response: RunSchema,
+    async handler(ctx) {
+      const { project } = projectContext(ctx);
+      return getRun(ctx.app, project, ctx.body);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/runs/stop',
+    summary: 'Stop runs (gracefully, or abort)',
+    tags,
+    auth: 'project-member',
+    body: StopRunsRequestSchema,
+    async handler(ctx) {
+      const { project } = projectContext(ctx);
+      await stopRuns(ctx.app, project, ctx.body.runs_names, ctx.body.abort);
+      return undefined;
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/runs/delete',
+    summary: 'Delete finished runs',
+    tags,
+    auth: 'project-member',
+    body: DeleteRunsRequestSchema,
+    async handler(ctx) {
+      const { project } = projectContext(ctx);
+      await deleteRuns(ctx.app, project, ctx.body.runs_names);
+      return undefined;
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/runs/list',
+    summary: "Runs of the user's projects, newest first",
+    tags,
+    auth: 'user',
+    body: ListRunsRequestSchema,
+    response: z.array(RunSchema),
+    async handler(ctx) {
+      const user = ctx.user as UsersTable;
+      const members = ctx.app.db
+        .selectFrom('projects')
+        .select('projects.id')
+        .where('projects.deleted', '=', 0);
+      const scoped =
+        user.global_role === 'admin'
+          ? members
+          : members
+              .innerJoin('members', 'members.project_id', 'projects.id')
+              .where('members.user_id', '=', user.id);
+      const filtered = ctx.body.project_name
+        ? scoped.where('projects.name', '=', ctx.body.project_name)
+        : scoped;
+      const projectIds = (await filtered.execute()).map((row) => row.id);
+      return listRuns(ctx.app, {
+        projectIds,
+        onlyActive: ctx.body.only_active,
+        limit: ctx.body.limit,
+        prevSubmittedAt: ctx.body.prev_submitted_at ? Date.parse(ctx.body.prev_submitted_at) : null,
+        prevRunId: ctx.body.prev_run_id,
+      });
+    },
+  }),
+];

@@ -1,0 +1,421 @@
+/**
+ * Runs: plan, apply, list, get, stop, delete. Applying writes the run and its
+ * jobs and wakes the pipelines; everything after happens in the pipelines.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  ConfigurationError,
+  isValidResourceName,
+  type JobPlan,
+  RESOURCE_NAME_RULE,
+  ResourceNotFoundError,
+  type Run,
+  type RunPlan,
+  type RunSpec,
+  ServerClientError,
+  validateConfiguration,
+} from '@dstack/core';
+import { explainNoOffers, getOffers, type OfferFilters } from '../backends/offers.js';
+import type { AppContext } from '../context.js';
+import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
+import { type FleetPlacement, fleetInstanceOffers } from '../fleets/fleet-instance-offers.js';
+import { buildJobSpecs } from './job-specs.js';
+import { runOf } from './run-models.js';
+import { generateRunName } from './run-names.js';
+
+const RUN_CONFIGURATION_TYPES = ['task', 'service', 'dev-environment'];
+export const ACTIVE_RUN_STATUSES = ['pending', 'submitted', 'provisioning', 'running', 'terminating'];
+const DEFAULT_MAX_OFFERS = 50;
+
+/** Validates the configuration (defaults applied) and fixes the run name. */
+export function normalizeRunSpec(runSpec: RunSpec): RunSpec {
+  let configuration: ReturnType<typeof validateConfiguration>;
+  try {
+    configuration = validateConfiguration(runSpec.configuration);
+  } catch (error) {
+    if (ConfigurationError.isInstance(error)) {
+      throw new ConfigurationError(error.message, { path: ['run_spec', 'configuration', ...error.path] });
+    }
+    throw error;
+  }
+  if (!RUN_CONFIGURATION_TYPES.includes(configuration.type)) {
+    throw new ConfigurationError(
+      `a run needs a task, service or dev-environment configuration, got ${configuration.type}`,
+      {
+        path: ['run_spec', 'configuration', 'type'],
+      },
+    );
+  }
+  const runName = runSpec.run_name ?? (configuration as { name?: string }).name ?? null;
+  if (runName !== null && !isValidResourceName(runName)) {
+    throw new ConfigurationError(`invalid run name: expected ${RESOURCE_NAME_RULE}`, {
+      path: ['run_spec', 'run_name'],
+    });
+  }
+  return { ...runSpec, run_name: runName, configuration: configuration as RunSpec['configuration'] };
+}
+
+export function offerFiltersOf(configuration: RunSpec['configuration']): OfferFilters {
+  const fields = configuration as { backends?: string[]; regions?: string[]; instance_types?: string[] };
+  return { backends: fields.backends, regions: fields.regions, instanceTypes: fields.instance_types };
+}
+
+export async function getRunPlan(
+  app: AppContext,
+  project: ProjectsTable,
+  user: UsersTable,
+  requestedSpec: RunSpec,
+  maxOffers: number | null | undefined,
+): Promise<RunPlan> {
+  const runSpec = normalizeRunSpec(requestedSpec);
+  const backends = await app.backends.getProjectBackends(project.id);
+  const filters = offerFiltersOf(runSpec.configuration);
+  const jobSpecs = buildJobSpecs(runSpec.run_name ?? 'plan', runSpec);
+  const placement = runSpec.configuration as FleetPlacement & { creation_policy?: string };
+  // With `creation_policy: reuse` the run only takes fleet instances, so backends offer nothing.
+  const mayCreate = placement.creation_policy !== 'reuse';
+  const jobPlans: JobPlan[] = await Promise.all(
+    jobSpecs.map(async (jobSpec) => {
+      // Fleet instances first, as dstack lists them: the run takes one of them before launching.
+      const instanceOffers = await fleetInstanceOffers(app, project.id, placement, jobSpec.requirements);
+      const backendOffers = mayCreate
+        ? (await getOffers(backends, jobSpec.requirements, filters)).offers.map((entry) => entry.offer)
+        : [];
+      const offers = [...instanceOffers, ...backendOffers];
+      const exclusions =
+        offers.length === 0 && mayCreate
+          ? await explainNoOffers(backends, jobSpec.requirements, filters)
+          : [];
+      return {
+        job_spec: jobSpec,
+        offers: offers.slice(0, maxOffers ?? DEFAULT_MAX_OFFERS),
+        total_offers: offers.length,
+        max_price: offers.reduce((max, offer) => Math.max(max, offer.price), 0) || null,
+        exclusions,
+      };
+    }),
+  );
+  const current = runSpec.run_name ? await findRunRow(app, project.id, runSpec.run_name) : null;
+  return {
+    project_name: project.name,
+    user: user.name,
+    run_spec: runSpec,
+    job_plans: jobPlans,
+    current_resource: current ? await loadRun(app, current, project) : null,
+    action: 'create',
+  };
+}
+
+/** The newest live (not deleted) run named `runName` in the project. */
+export async function findRunRow(
+  app: AppContext,
+  projectId: string,
+  runName: string,
+): Promise<RunsTable | null> {
+  const row = await app.db
+    .selectFrom('runs')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('run_name', '=', runName)
+    .where('deleted', '=', 0)
+    .orderBy('submitted_at', 'desc')
+    .executeTakeFirst();
+  return row ?? null;
+}
+
+async function uniqueRunName(app: AppContext, projectId: string): Promise<string> {
+  for (;;) {
+    const name = generateRunName();
+    if (!(await findRunRow(app, projectId, name))) return name;
+  }
+}
+
+/** Creates the run and its jobs (submission 0) and wakes the pipelines. */
+export async function applyRun(
+  app: AppContext,
+  project: ProjectsTable,
+  user: UsersTable,
+  requestedSpec: RunSpec,
+): Promise<Run> {
+  const normalized = normalizeRunSpec(requestedSpec);
+  const runName = normalized.run_name ?? (await uniqueRunName(app, project.id));
+  const runSpec: RunSpec = { ...normalized, run_name: runName };
+  const now = Date.now();
+  const runId = randomUUID();
+  const jobSpecs = buildJobSpecs(runName, runSpec);
+  await app.db.transaction().execute(async (trx) => {
+    const existing = await trx
+      .selectFrom('runs')
+      .select(['id', 'status'])
+      .where('project_id', '=', project.id)
+      .where('run_name', '=', runName)
+      .where('deleted', '=', 0)
+      .execute();
+    if (existing.some((run) => ACTIVE_RUN_STATUSES.includes(run.status))) {
+      throw new ServerClientError(`Run ${runName} is active; stop it first (dstack stop ${runName})`, {
+        code: 'resource_exists',
+      });
+    }
+    // A finished run of the same name is replaced, as in dstack.
+    if (existing.length > 0) {
+      await trx
+        .updateTable('runs')
+        .set({ deleted: 1 })
+        .where(
+          'id',
+          'in',
+          existing.map((run) => run.id),
+        )
+        .execute();
+    }
+    await trx
+      .insertInto('runs')
+      .values(newRunRow({ id: runId, projectId: project.id, userId: user.id, runName, runSpec, now }))
+      .execute();
+    await trx
+      .insertInto('jobs')
+      .values(jobSpecs.map((jobSpec) => newJobRow(project.id, runId, runName, jobSpec, 0, now)))
+      .execute();
+  });
+  app.wakeUps.wake('jobs-submitted');
+  const row = await findRunRow(app, project.id, runName);
+  if (!row) throw new Error(`run ${runName} vanished after apply`);
+  return loadRun(app, row, project);
+}
+
+/**
+ * A new run row: `submitted`, unclaimed, and not due (a new run has nothing to follow until its
+ * jobs move, and they mark it due then).
+ */
+export function newRunRow(fields: {
+  id: string;
+  projectId: string;
+  userId: string;
+  runName: string;
+  runSpec: RunSpec;
+  now: number;
+}): RunsTable {
+  return {
+    id: fields.id,
+    project_id: fields.projectId,
+    user_id: fields.userId,
+    run_name: fields.runName,
+    status: 'submitted',
+    termination_reason: null,
+    run_spec: JSON.stringify(fields.runSpec),
+    submitted_at: fields.now,
+    last_processed_at: fields.now,
+    resubmission_attempt: 0,
+    next_triggered_at: null,
+    fleet_id: null,
+    deleted: 0,
+    lock_expires_at: null,
+    lock_token: null,
+    lock_owner: null,
+  };
+}
+
+export function newJobRow(
+  projectId: string,
+  runId: string,
+  runName: string,
+  jobSpec: ReturnType<typeof buildJobSpecs>[number],
+  submissionNum: number,
+  now: number,
+): JobsTable {
+  return {
+    id: randomUUID(),
+    project_id: projectId,
+    run_id: runId,
+    run_name: runName,
+    job_num: jobSpec.job_num,
+    replica_num: jobSpec.replica_num,
+    job_name: jobSpec.job_name,
+    submission_num: submissionNum,
+    status: 'submitted',
+    termination_reason: null,
+    termination_reason_message: null,
+    exit_status: null,
+    job_spec_data: JSON.stringify(jobSpec),
+    job_provisioning_data: null,
+    job_runtime_data: null,
+    instance_id: null,
+    instance_assigned: 0,
+    submitted_at: now,
+    last_processed_at: 0,
+    finished_at: null,
+    runner_timestamp: null,
+    remove_at: null,
+    disconnected_at: null,
+    inactivity_secs: null,
+    lock_expires_at: null,
+    lock_token: null,
+    lock_owner: null,
+  };
+}
+
+/** The run with all its job submissions, as the API returns it. */
+export async function loadRun(
+  app: AppContext,
+  run: RunsTable,
+  project: Pick<ProjectsTable, 'name'>,
+): Promise<Run> {
+  const [runs] = await loadRuns(app, [run], new Map([[run.project_id, project.name]]));
+  return runs as Run;
+}
+
+export async function loadRuns(
+  app: AppContext,
+  runs: readonly RunsTable[],
+  projectNames: ReadonlyMap<string, string>,
+): Promise<Run[]> {
+  if (runs.length === 0) return [];
+  const runIds = runs.map((run) => run.id);
+  const jobs = await app.db.selectFrom('jobs').selectAll().where('run_id', 'in', runIds).execute();
+  const instanceIds = [
+    ...new Set(jobs.map((job) => job.instance_id).filter((id): id is string => id !== null)),
+  ];
+  const instances: InstancesTable[] =
+    instanceIds.length > 0
+      ? await app.db.selectFrom('instances').selectAll().where('id', 'in', instanceIds).execute()
+      : [];
+  const instancesById = new Map(instances.map((instance) => [instance.id, instance]));
+  const userIds = [...new Set(runs.map((run) => run.user_id))];
+  const users = await app.db.selectFrom('users').select(['id', 'name']).where('id', 'in', userIds).execute();
+  const userNames = new Map(users.map((user) => [user.id, user.name]));
+  const jobsByRun = new Map<string, JobsTable[]>();
+  for (const job of jobs) jobsByRun.set(job.run_id, [...(jobsByRun.get(job.run_id) ?? []), job]);
+  return runs.map((run) =>
+    runOf(
+      run,
+      projectNames.get(run.project_id) ?? '',
+      userNames.get(run.user_id) ?? '',
+      jobsByRun.get(run.id) ?? [],
+      instancesById,
+    ),
+  );
+}
+
+export async function getRun(
+  app: AppContext,
+  project: ProjectsTable,
+  selector: { run_name?: string | null; id?: string | null },
+): Promise<Run> {
+  let row: RunsTable | undefined | null;
+  if (selector.id) {
+    row = await app.db
+      .selectFrom('runs')
+      .selectAll()
+      .where('project_id', '=', project.id)
+      .where('id', '=', selector.id)
+      .executeTakeFirst();
+  } else if (selector.run_name) {
+    row = await findRunRow(app, project.id, selector.run_name);
+  }
+  if (!row) throw new ResourceNotFoundError(`Run ${selector.run_name ?? selector.id} not found`);
+  return loadRun(app, row, project);
+}
+
+export interface ListRunsOptions {
+  projectIds: readonly string[] | null;
+  onlyActive: boolean;
+  limit: number;
+  prevSubmittedAt?: number | null;
+  prevRunId?: string | null;
+}
+
+export async function listRuns(app: AppContext, options: ListRunsOptions): Promise<Run[]> {
+  let query = app.db.selectFrom('runs').selectAll().where('deleted', '=', 0);
+  if (options.projectIds) {
+    if (options.projectIds.length === 0) return [];
+    query = query.where('project_id', 'in', [...options.projectIds]);
+  }
+  if (options.onlyActive) query = query.where('status', 'in', ACTIVE_RUN_STATUSES);
+  if (options.prevSubmittedAt != null) {
+    const before = options.prevSubmittedAt;
+    const prevId = options.prevRunId ?? '';
+    query = query.where((eb) =>
+      eb.or([
+        eb('submitted_at', '<', before),
+        eb.and([eb('submitted_at', '=', before), eb('id', '<', prevId)]),
+      ]),
+    );
+  }
+  const rows = await query
+    .orderBy('submitted_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(options.limit)
+    .execute();
+  const projects = await app.db
+    .selectFrom('projects')
+    .select(['id', 'name'])
+    .where('id', 'in', [...new Set(rows.map((row) => row.project_id)), ''])
+    .execute();
+  return loadRuns(app, rows, new Map(projects.map((project) => [project.id, project.name])));
+}
+
+/** The runs of these names, or a not-found error naming the missing ones. */
+async function findRunsByName(app: AppContext, project: ProjectsTable, runNames: readonly string[]) {
+  const rows = await app.db
+    .selectFrom('runs')
+    .select(['id', 'run_name', 'status'])
+    .where('project_id', '=', project.id)
+    .where('run_name', 'in', [...runNames])
+    .where('deleted', '=', 0)
+    .execute();
+  const missing = runNames.filter((name) => !rows.some((row) => row.run_name === name));
+  if (missing.length > 0) throw new ResourceNotFoundError(`Run ${missing.join(', ')} not found`);
+  return rows;
+}
+
+/** Moves active runs to terminating; the run pipeline stops their jobs. */
+export async function stopRuns(
+  app: AppContext,
+  project: ProjectsTable,
+  runNames: readonly string[],
+  abort: boolean,
+): Promise<void> {
+  const rows = await findRunsByName(app, project, runNames);
+  const active = rows.filter((row) => ACTIVE_RUN_STATUSES.includes(row.status));
+  // A run already stopping changes only when the stop is escalated to an abort.
+  const toStop = abort ? active : active.filter((row) => row.status !== 'terminating');
+  if (toStop.length === 0) return;
+  await app.db
+    .updateTable('runs')
+    .set({
+      status: 'terminating',
+      termination_reason: abort ? 'aborted_by_user' : 'stopped_by_user',
+      last_processed_at: 0,
+    })
+    .where(
+      'id',
+      'in',
+      toStop.map((row) => row.id),
+    )
+    .execute();
+  app.wakeUps.wake('runs');
+}
+
+/** Deletes finished runs (their logs stay until the project is deleted). */
+export async function deleteRuns(
+  app: AppContext,
+  project: ProjectsTable,
+  runNames: readonly string[],
+): Promise<void> {
+  const rows = await findRunsByName(app, project, runNames);
+  const active = rows.filter((row) => ACTIVE_RUN_STATUSES.includes(row.status));
+  if (active.length > 0) {
+    throw new ServerClientError(
+      `Cannot delete active runs: ${active.map((row) => row.run_name).join(', ')}; stop them first`,
+    );
+  }
+  await app.db
+    .updateTable('runs')
+    .set({ deleted: 1 })
+    .where(
+      'id',
+      'in',
+      rows.map((row) => row.id),
+    )
+    .execute();
+}

@@ -1,0 +1,333 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { utils } from 'ssh2';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  DockerEmulatedHosts,
+  EMULATED_HOST_EMULATOR_LABEL,
+  EMULATED_HOST_INSTANCE_LABEL,
+  EMULATED_HOST_LABEL,
+  HostTerminatedError,
+} from './docker-emulated-hosts.js';
+import { EMULATED_HOST_IMAGE } from './emulated-host-image.js';
+import {
+  connectAsRoot,
+  docker,
+  execOverSsh,
+  prepareDockerForHostTests,
+  sshAsRoot,
+} from './emulated-hosts.test.helpers.js';
+import { HostUserDataError } from './instance-boot-files.js';
+
+const environment = await prepareDockerForHostTests();
+if (!environment.available) console.warn(`skipping the emulated hosts tests: ${environment.reason}`);
+
+const EMULATOR = 'hosts-test';
+const key = utils.generateKeyPairSync('ed25519');
+const authorizeKeyScript = [
+  '#!/bin/sh',
+  'mkdir -p /root/.ssh && chmod 700 /root/.ssh',
+  `echo '${key.public}' >> /root/.ssh/authorized_keys`,
+  'chmod 600 /root/.ssh/authorized_keys',
+].join('\n');
+
+let sequence = 0;
+function instanceId(): string {
+  sequence += 1;
+  return `i-${process.pid.toString(16)}${sequence.toString(16).padStart(4, '0')}`;
+}
+
+async function containersLabelled(label: string): Promise<string[]> {
+  const output = await docker(['ps', '--all', '--quiet', '--filter', `label=${label}`]);
+  return output.split('\n').filter((line) => line.trim() !== '');
+}
+
+/** Whether sshd at address:22 can be reached; a removed host's address answers nothing (bounded by a timeout). */
+function reachable(address: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: address, port: 22 });
+    socket.setTimeout(3_000, () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+describe.skipIf(!environment.available)(
+  'DockerEmulatedHosts against the real daemon',
+  { timeout: 60_000 },
+  () => {
+    const hosts = new DockerEmulatedHosts({ emulator: EMULATOR });
+
+    beforeAll(async () => {
+      await hosts.prepare();
+    }, 300_000);
+
+    afterAll(async () => {
+      await hosts.close();
+    });
+
+    it('boots a host that runs the user-data script as root, and lets the key it authorized in over SSH', async () => {
+      const id = instanceId();
+      const host = await hosts.launch({
+        instanceId: id,
+        userData: `${authorizeKeyScript}\necho "booted $(id -u)" > /root/user-data-ran\necho from the user data\n`,
+      });
+      expect(host.instanceId).toBe(id);
+      expect(host.address).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+
+      const client = await connectAsRoot(host.address, key.private);
+      try {
+        const whoami = await execOverSsh(client, 'id -u; echo "$HOME"');
+        expect(whoami).toMatchObject({ code: 0, stdout: '0\n/root\n' });
+        // The script runs beside sshd; its file is there once it finished.
+        const ran = await execOverSsh(
+          client,
+          'i=0; while [ ! -s /root/user-data-ran ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; cat /root/user-data-ran',
+        );
+        expect(ran.stdout).toBe('booted 0\n');
+        const log = await execOverSsh(client, 'cat /var/log/cloud-init-output.log');
+        expect(log.stdout).toContain('from the user data');
+        const exact = await execOverSsh(client, 'cat /var/lib/cloud/instance/user-data.txt');
+        expect(exact.stdout).toContain(key.public);
+      } finally {
+        client.end();
+      }
+    });
+
+    it("runs what the server's SSH deploy runs: the probe's tools, the host's node, SFTP and a detached process", async () => {
+      const host = await hosts.launch({ instanceId: instanceId(), userData: authorizeKeyScript });
+      const client = await connectAsRoot(host.address, key.private);
+      try {
+        const probe = await execOverSsh(
+          client,
+          [
+            'echo "cpus=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)"',
+            `echo "memory_kib=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)"`,
+            `echo "disk_kib=$(df -Pk / | awk 'NR==2 {print $2}')"`,
+            'echo "arch=$(uname -m)"',
+            'echo "node=$(command -v node || true)"',
+          ].join('\n'),
+        );
+        expect(probe.code).toBe(0);
+        expect(probe.stdout).toMatch(
+          /^cpus=\d+\nmemory_kib=\d+\ndisk_kib=\d+\narch=\S+\nnode=\/usr\/bin\/node\n$/,
+        );
+
+        const node = await execOverSsh(client, `node -e 'console.log(process.versions.node, 6 * 7)'`);
+        expect(node).toMatchObject({ code: 0, stdout: `${process.versions.node} 42\n` });
+
+        // The deploy uploads the shim over SFTP and starts it with nohup, detached from the channel.
+        const directory = await mkdtemp(join(tmpdir(), 'emulated-host-'));
+        try {
+          const local = join(directory, 'app.mjs');
+          await writeFile(
+            local,
+            'import { writeFileSync } from "node:fs"; writeFileSync(process.argv[2], "up");\n',
+          );
+          await new Promise<void>((resolve, reject) => {
+            client.sftp((error, sftp) => {
+              if (error) return reject(error);
+              sftp.fastPut(local, '/root/app.mjs', { mode: 0o755 }, (putError) => {
+                sftp.end();
+                if (putError) reject(putError);
+                else resolve();
+              });
+            });
+          });
+        } finally {
+          await rm(directory, { recursive: true, force: true });
+        }
+        const started = await execOverSsh(
+          client,
+          'cd /root && nohup node /root/app.mjs /root/app.out > /root/app.log 2>&1 < /dev/null & echo $!',
+        );
+        expect(Number(started.stdout.trim())).toBeGreaterThan(0);
+        const output = await execOverSsh(
+          client,
+          'i=0; while [ ! -s /root/app.out ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; cat /root/app.out',
+        );
+        expect(output.stdout).toBe('up');
+        // The token is sent through the channel's input, into a file the deploy reads back.
+        const piped = await new Promise<string>((resolve, reject) => {
+          client.exec(
+            'umask 077 && cat > /root/token && stat -c %a /root/token && cat /root/token',
+            (error, stream) => {
+              if (error) return reject(error);
+              let text = '';
+              stream.on('data', (chunk: Buffer) => {
+                text += chunk.toString('utf8');
+              });
+              stream.once('close', () => resolve(text));
+              stream.end('secret-token');
+            },
+          );
+        });
+        expect(piped).toBe('600\nsecret-token');
+      } finally {
+        client.end();
+      }
+    });
+
+    it('applies #cloud-config: ssh_authorized_keys and write_files before sshd, runcmd beside it', async () => {
+      const userData = [
+        '#cloud-config',
+        'ssh_authorized_keys:',
+        `  - ${key.public}`,
+        'write_files:',
+        '  - path: /etc/dstack/settings.env',
+        '    permissions: "0640"',
+        '    content: |',
+        '      ANSWER=42',
+        '  - path: /opt/binary.dat',
+        '    encoding: b64',
+        `    content: ${Buffer.from([0, 1, 2, 255]).toString('base64')}`,
+        'runcmd:',
+        '  - echo "runcmd as $(id -un)" > /root/runcmd-ran',
+        "  - [sh, -c, 'echo argv form >> /root/runcmd-ran']",
+        'package_update: true',
+        '',
+      ].join('\n');
+      const host = await hosts.launch({ instanceId: instanceId(), userData });
+      const result = await sshAsRoot(
+        host.address,
+        key.private,
+        [
+          'cat /etc/dstack/settings.env',
+          'stat -c %a /etc/dstack/settings.env',
+          'od -An -tu1 /opt/binary.dat | tr -s " " | sed "s/^ //"',
+          'i=0; while ! grep -q argv /root/runcmd-ran 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done',
+          'cat /root/runcmd-ran',
+          'grep -c "ignoring cloud-config key package_update" /var/log/cloud-init-output.log',
+          'cat /var/lib/cloud/instance/user-data.txt',
+        ].join('\n'),
+      );
+      expect(result.code).toBe(0);
+      expect(result.stdout).toBe(`ANSWER=42\n640\n0 1 2 255\nruncmd as root\nargv form\n1\n${userData}`);
+    });
+
+    it('gives each host its own address on an internal network, with no route beyond it', async () => {
+      const [first, second] = await Promise.all([
+        hosts.launch({ instanceId: instanceId(), userData: authorizeKeyScript }),
+        hosts.launch({ instanceId: instanceId(), userData: authorizeKeyScript }),
+      ]);
+      expect(first.address).not.toBe(second.address);
+
+      const network = JSON.parse(
+        await docker(['network', 'inspect', '--format', '{{json .}}', hosts.network]),
+      ) as {
+        Internal: boolean;
+        Driver: string;
+      };
+      expect(network).toMatchObject({ Internal: true, Driver: 'bridge' });
+
+      // 198.51.100.1 is a documentation address (TEST-NET-2): without a route the kernel refuses
+      // the connection at once, and even a wrongly routed attempt would reach nothing real.
+      const result = await sshAsRoot(
+        first.address,
+        key.private,
+        [
+          'ip route',
+          `node -e 'require("net").connect(80, "198.51.100.1").on("error", (e) => console.log(e.code)).on("connect", () => console.log("connected"))'`,
+          `node -e 'require("net").connect(22, "${second.address}").on("connect", function () { console.log("neighbour"); this.destroy(); }).on("error", (e) => console.log(e.code))'`,
+        ].join('\n'),
+      );
+      expect(result.stdout).not.toMatch(/^default/m);
+      expect(result.stdout).toContain('ENETUNREACH');
+      expect(result.stdout).toContain('neighbour');
+      // The hosts cannot give themselves a route back.
+      const addRoute = await sshAsRoot(first.address, key.private, 'ip route add default dev eth0');
+      expect(addRoute.code).not.toBe(0);
+    });
+
+    it('terminate removes the host with everything it ran, and is idempotent', async () => {
+      const id = instanceId();
+      const host = await hosts.launch({ instanceId: id, userData: authorizeKeyScript });
+      expect(await containersLabelled(`${EMULATED_HOST_INSTANCE_LABEL}=${id}`)).toHaveLength(1);
+      expect(await reachable(host.address)).toBe(true);
+
+      await hosts.terminate(id);
+      expect(await containersLabelled(`${EMULATED_HOST_INSTANCE_LABEL}=${id}`)).toEqual([]);
+      expect(await reachable(host.address)).toBe(false);
+      await hosts.terminate(id);
+      await hosts.terminate('i-never-launched');
+    });
+
+    it('a host terminated while it boots fails its launch and leaves no container', async () => {
+      const id = instanceId();
+      const launching = hosts.launch({ instanceId: id, userData: authorizeKeyScript });
+      const refused = expect(launching).rejects.toBeInstanceOf(HostTerminatedError);
+      await hosts.terminate(id);
+      await refused;
+      expect(await containersLabelled(`${EMULATED_HOST_INSTANCE_LABEL}=${id}`)).toEqual([]);
+    });
+
+    it('refuses user data it cannot run, naming the field, before any container exists', async () => {
+      const id = instanceId();
+      const launch = hosts.launch({
+        instanceId: id,
+        userData: '#cloud-config\nwrite_files:\n  - content: no path\n',
+      });
+      await expect(launch).rejects.toBeInstanceOf(HostUserDataError);
+      await expect(launch).rejects.toMatchObject({ field: 'write_files[0].path' });
+      expect(await containersLabelled(`${EMULATED_HOST_INSTANCE_LABEL}=${id}`)).toEqual([]);
+    });
+
+    it('close removes every host it made and the network it made; later launches are refused', async () => {
+      const emulator = 'hosts-test-close';
+      const network = `dstack-emulated-hosts-test-${process.pid}`;
+      const own = new DockerEmulatedHosts({ emulator, network });
+      const hostsOfOwn = await Promise.all([
+        own.launch({ instanceId: instanceId(), userData: '' }),
+        own.launch({ instanceId: instanceId(), userData: authorizeKeyScript }),
+      ]);
+      expect(hostsOfOwn).toHaveLength(2);
+      expect(await containersLabelled(`${EMULATED_HOST_EMULATOR_LABEL}=${emulator}`)).toHaveLength(2);
+
+      await own.close();
+      expect(await containersLabelled(`${EMULATED_HOST_EMULATOR_LABEL}=${emulator}`)).toEqual([]);
+      await expect(docker(['network', 'inspect', network])).rejects.toThrow(/no such network|not found/i);
+      await expect(own.launch({ instanceId: instanceId(), userData: '' })).rejects.toBeInstanceOf(
+        HostTerminatedError,
+      );
+    });
+
+    it('removes the hosts an emulator left when its process died, and keeps those of live ones', async () => {
+      const deadPid = await new Promise<number>((resolve) => {
+        const child = spawn(process.execPath, ['-e', '']);
+        child.once('exit', () => resolve(child.pid as number));
+      });
+      const create = (name: string, owner: string) =>
+        docker([
+          'create',
+          '--name',
+          name,
+          '--label',
+          `${EMULATED_HOST_LABEL}=1`,
+          '--label',
+          `dev.dstack.emulated-host.owner=${owner}`,
+          EMULATED_HOST_IMAGE,
+        ]);
+      const orphan = `dstack-hosts-test-orphan-${process.pid}`;
+      const alive = `dstack-hosts-test-alive-${process.pid}`;
+      await create(orphan, `${hostname()}:${deadPid}`);
+      await create(alive, `${hostname()}:${process.pid}`);
+      try {
+        await new DockerEmulatedHosts({ emulator: EMULATOR }).prepare();
+        const names = await docker(['ps', '--all', '--format', '{{.Names}}']);
+        expect(names.split('\n')).not.toContain(orphan);
+        expect(names.split('\n')).toContain(alive);
+      } finally {
+        await docker(['rm', '--force', orphan, alive]).catch(() => undefined);
+      }
+    });
+  },
+);

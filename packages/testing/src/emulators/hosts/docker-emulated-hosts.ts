@@ -1,0 +1,417 @@
+/**
+ * Emulated cloud hosts as Docker containers: one container per instance, from the locally built
+ * emulated-host image, on an internal bridge network of the emulator's own. The container's
+ * address is the instance's address; its boot script runs the user data as cloud-init would and
+ * then sshd. Terminating the instance removes the container with everything it ran.
+ *
+ * Isolation: the network is `--internal`, and each host's default route is removed before
+ * anything in it runs (Docker still gives internal networks' containers one, and this machine
+ * forwards), so a host reaches only its network: the other hosts and this machine's address on
+ * the bridge. This machine reaches every host at its address.
+ */
+import { randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
+import { hostname } from 'node:os';
+import type { EmulatedHost, EmulatedHosts, HostLaunchRequest } from '../emulated-hosts.js';
+import { DockerCommandError, runDocker } from './docker-cli.js';
+import { EMULATED_HOST_IMAGE, ensureEmulatedHostImage } from './emulated-host-image.js';
+import { instanceBootFiles } from './instance-boot-files.js';
+import { tarArchive } from './tar-archive.js';
+
+/** On every host container: `docker ps --filter label=dev.dstack.emulated-host` lists them all. */
+export const EMULATED_HOST_LABEL = 'dev.dstack.emulated-host';
+/** The instance id a host container stands for. */
+export const EMULATED_HOST_INSTANCE_LABEL = 'dev.dstack.emulated-host.instance-id';
+/** The emulator that booted the host (`DockerEmulatedHostsOptions.emulator`). */
+export const EMULATED_HOST_EMULATOR_LABEL = 'dev.dstack.emulated-host.emulator';
+/** `<machine>:<pid>` of the process that booted the host, to find the hosts of a crashed emulator. */
+const OWNER_LABEL = 'dev.dstack.emulated-host.owner';
+/** One DockerEmulatedHosts object, for its `close`. */
+const SESSION_LABEL = 'dev.dstack.emulated-host.session';
+/** On the network the hosts share. */
+const NETWORK_LABEL = 'dev.dstack.emulated-host-network';
+
+/** The network the hosts share by default. */
+export const DEFAULT_EMULATED_HOSTS_NETWORK = 'dstack-emulated-hosts';
+/** How long `launch` waits for the host's sshd by default. */
+export const DEFAULT_SSHD_TIMEOUT_MS = 60_000;
+const SSHD_POLL_MS = 100;
+const SSH_BANNER_TIMEOUT_MS = 2_000;
+
+export interface DockerEmulatedHostsOptions {
+  /**
+   * The emulator's name (`aws`, `gcp`): a label on its containers and part of their names
+   * (`dstack-<emulator>-<instance id>`). Default `emulator`.
+   */
+  emulator?: string;
+  /** The host image; built on first use when it is the default. Default `dstack-test/emulated-host:latest`. */
+  image?: string;
+  /** The internal bridge network the hosts share; made on first launch when missing. Default `dstack-emulated-hosts`. */
+  network?: string;
+  /** How long `launch` waits for sshd to answer. Default 60 s. */
+  sshdTimeoutMs?: number;
+}
+
+/** The host was terminated (or the emulator closed) before its launch completed. */
+export class HostTerminatedError extends Error {
+  override readonly name = 'HostTerminatedError';
+}
+
+interface HostRecord {
+  readonly containerName: string;
+  /** Set by terminate and close; a launch in progress checks it after each step. */
+  terminated: boolean;
+}
+
+function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Docker names allow `[a-zA-Z0-9][a-zA-Z0-9_.-]*`; host names (RFC 1123) letters, digits and `-`, 63 at most. */
+function dockerName(value: string): string {
+  return value.replace(/[^a-zA-Z0-9_.-]/g, '-');
+}
+function hostName(instanceId: string): string {
+  const name = instanceId
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 63)
+    .replace(/-+$/, '');
+  return name === '' ? 'emulated-host' : name;
+}
+
+/** Resolves once something at address:22 speaks SSH (its banner), rejects otherwise. */
+function sshdAnswers(address: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: address, port: 22 });
+    let received = '';
+    const fail = (error: Error) => {
+      socket.destroy();
+      reject(error);
+    };
+    socket.setTimeout(SSH_BANNER_TIMEOUT_MS, () => fail(new Error('no SSH banner in time')));
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+      if (received.includes('SSH-')) {
+        socket.destroy();
+        resolve();
+      }
+    });
+    socket.once('error', fail);
+    socket.once('close', () => reject(new Error('closed without an SSH banner')));
+  });
+}
+
+export class DockerEmulatedHosts implements EmulatedHosts {
+  readonly emulator: string;
+  readonly image: string;
+  readonly network: string;
+  readonly #sshdTimeoutMs: number;
+  readonly #owner = `${hostname()}:${process.pid}`;
+  readonly #session = randomUUID();
+  readonly #hosts = new Map<string, HostRecord>();
+  #prepared: Promise<void> | null = null;
+  #madeNetwork = false;
+  #closed = false;
+
+  constructor(options: DockerEmulatedHostsOptions = {}) {
+    this.emulator = options.emulator ?? 'emulator';
+    if (!/^[a-z0-9][a-z0-9-]*$/.test(this.emulator)) {
+      throw new Error(
+        `DockerEmulatedHosts emulator must be lowercase letters, digits and -, not ${this.emulator}`,
+      );
+    }
+    this.image = options.image ?? EMULATED_HOST_IMAGE;
+    this.network = options.network ?? DEFAULT_EMULATED_HOSTS_NETWORK;
+    this.#sshdTimeoutMs = options.sshdTimeoutMs ?? DEFAULT_SSHD_TIMEOUT_MS;
+  }
+
+  /**
+   * Builds the image if needed, removes the hosts of emulators that died without closing, and
+   * makes the network. Done by the first launch; call it to pay that cost (and see Docker's
+   * errors) at the emulator's start.
+   */
+  prepare(): Promise<void> {
+    if (this.#prepared === null) {
+      const preparing = this.#prepare();
+      this.#prepared = preparing;
+      // A failed preparation is retried by the next launch.
+      preparing.catch(() => {
+        if (this.#prepared === preparing) this.#prepared = null;
+      });
+    }
+    return this.#prepared;
+  }
+
+  async #prepare(): Promise<void> {
+    if (this.image === EMULATED_HOST_IMAGE) await ensureEmulatedHostImage();
+    await this.#removeOrphanedHosts();
+    await this.#ensureNetwork();
+  }
+
+  async #removeOrphanedHosts(): Promise<void> {
+    const listing = await runDocker([
+      'ps',
+      '--all',
+      '--filter',
+      `label=${EMULATED_HOST_LABEL}`,
+      '--format',
+      `{{.ID}} {{.Label "${OWNER_LABEL}"}}`,
+    ]);
+    const machine = hostname();
+    const orphans: string[] = [];
+    for (const line of listing.split('\n')) {
+      const [id, owner] = line.trim().split(' ');
+      if (!id || !owner) continue;
+      const separator = owner.lastIndexOf(':');
+      const pid = Number(owner.slice(separator + 1));
+      // Only this machine's processes can be checked; a live owner keeps its hosts.
+      if (owner.slice(0, separator) === machine && Number.isInteger(pid) && !isProcessAlive(pid))
+        orphans.push(id);
+    }
+    if (orphans.length > 0) await runDocker(['rm', '--force', ...orphans]).catch(() => undefined);
+  }
+
+  async #inspectNetwork(): Promise<{ internal: boolean; ours: boolean } | null> {
+    try {
+      const text = await runDocker(['network', 'inspect', '--format', '{{json .}}', this.network]);
+      const network = JSON.parse(text) as { Internal?: boolean; Labels?: Record<string, string> | null };
+      return { internal: network.Internal === true, ours: network.Labels?.[NETWORK_LABEL] !== undefined };
+    } catch (error) {
+      if (error instanceof DockerCommandError && error.isNotFound) return null;
+      throw error;
+    }
+  }
+
+  async #ensureNetwork(): Promise<void> {
+    let network = await this.#inspectNetwork();
+    if (network === null) {
+      try {
+        await runDocker([
+          'network',
+          'create',
+          '--driver',
+          'bridge',
+          '--internal',
+          '--label',
+          `${NETWORK_LABEL}=1`,
+          this.network,
+        ]);
+        this.#madeNetwork = true;
+        return;
+      } catch (error) {
+        // Another emulator may have made it meanwhile.
+        network = await this.#inspectNetwork();
+        if (network === null) throw error;
+      }
+    }
+    if (!network.ours || !network.internal) {
+      throw new Error(
+        `Docker network ${this.network} exists but was not made for emulated hosts (an internal bridge labelled ${NETWORK_LABEL}); remove it or choose another network`,
+      );
+    }
+  }
+
+  async launch(request: HostLaunchRequest): Promise<EmulatedHost> {
+    const { instanceId, userData } = request;
+    if (typeof instanceId !== 'string' || instanceId === '') {
+      throw new Error('HostLaunchRequest.instanceId must be a non-empty string');
+    }
+    if (typeof userData !== 'string') throw new Error('HostLaunchRequest.userData must be a string');
+    if (this.#closed)
+      throw new HostTerminatedError(`cannot launch ${instanceId}: the emulated hosts are closed`);
+    if (this.#hosts.has(instanceId)) throw new Error(`instance ${instanceId} already has a host`);
+    // Bad user data fails the launch before any container exists.
+    const bootArchive = tarArchive(
+      instanceBootFiles(userData).map((file) => ({ ...file, path: file.path.slice(1) })),
+    );
+    const record: HostRecord = {
+      containerName: `dstack-${this.emulator}-${dockerName(instanceId)}`,
+      terminated: false,
+    };
+    this.#hosts.set(instanceId, record);
+    try {
+      await this.prepare();
+      this.#checkNotTerminated(instanceId, record);
+      await this.#createContainer(instanceId, record.containerName);
+      this.#checkNotTerminated(instanceId, record);
+      await runDocker(['cp', '-', `${record.containerName}:/`], { input: bootArchive });
+      await runDocker(['start', record.containerName]);
+      await this.#sealNetwork(record.containerName);
+      const address = await this.#address(record.containerName);
+      await this.#waitForSshd(instanceId, record, address);
+      return { instanceId, address };
+    } catch (error) {
+      await this.#remove(record).catch(() => undefined);
+      if (this.#hosts.get(instanceId) === record) this.#hosts.delete(instanceId);
+      if (record.terminated && !(error instanceof HostTerminatedError)) {
+        throw new HostTerminatedError(`instance ${instanceId} was terminated while it booted`, {
+          cause: error,
+        });
+      }
+      throw error;
+    }
+  }
+
+  #checkNotTerminated(instanceId: string, record: HostRecord): void {
+    if (record.terminated)
+      throw new HostTerminatedError(`instance ${instanceId} was terminated while it booted`);
+  }
+
+  async #createContainer(instanceId: string, name: string): Promise<void> {
+    const args = [
+      'create',
+      '--name',
+      name,
+      '--hostname',
+      hostName(instanceId),
+      '--network',
+      this.network,
+      // Reaps the orphans of the user data's background processes, as a VM's init does.
+      '--init',
+      // Docker's embedded DNS forwards names it does not know; nothing beyond the network answers.
+      '--dns',
+      '127.0.0.1',
+      '--label',
+      `${EMULATED_HOST_LABEL}=1`,
+      '--label',
+      `${EMULATED_HOST_INSTANCE_LABEL}=${instanceId}`,
+      '--label',
+      `${EMULATED_HOST_EMULATOR_LABEL}=${this.emulator}`,
+      '--label',
+      `${OWNER_LABEL}=${this.#owner}`,
+      '--label',
+      `${SESSION_LABEL}=${this.#session}`,
+      this.image,
+    ];
+    try {
+      await runDocker(args);
+    } catch (error) {
+      // Another emulator's close may have removed the shared network between prepare and now.
+      if (!(error instanceof DockerCommandError && /network .*not found/i.test(error.stderr))) throw error;
+      await runDocker(['rm', '--force', name]).catch(() => undefined);
+      await this.#ensureNetwork();
+      await runDocker(args);
+    }
+  }
+
+  /**
+   * Removes the host's default route from a short-lived container that shares its network
+   * namespace with NET_ADMIN (the host itself never has that capability). The boot script waits
+   * for the route to be gone before it runs anything.
+   */
+  async #sealNetwork(containerName: string): Promise<void> {
+    const script = [
+      'ip route del default 2>/dev/null',
+      'ip -6 route del default 2>/dev/null',
+      // busybox's ip lists every route for `ip route show default`, hence the grep.
+      `if ip route | grep -q '^default' || ip -6 route 2>/dev/null | grep -q '^default'; then`,
+      '  echo "a default route is left" >&2; exit 1',
+      'fi',
+    ].join('\n');
+    await runDocker([
+      'run',
+      '--rm',
+      '--network',
+      `container:${containerName}`,
+      '--cap-add',
+      'NET_ADMIN',
+      '--label',
+      `${OWNER_LABEL}=${this.#owner}`,
+      '--entrypoint',
+      '/bin/sh',
+      this.image,
+      '-c',
+      script,
+    ]);
+  }
+
+  async #address(containerName: string): Promise<string> {
+    const text = await runDocker([
+      'inspect',
+      '--format',
+      '{{json .NetworkSettings.Networks}}',
+      containerName,
+    ]);
+    const networks = JSON.parse(text) as Record<string, { IPAddress?: string }>;
+    const address = networks[this.network]?.IPAddress;
+    if (!address) throw new Error(`container ${containerName} has no address on network ${this.network}`);
+    return address;
+  }
+
+  async #waitForSshd(instanceId: string, record: HostRecord, address: string): Promise<void> {
+    const deadline = Date.now() + this.#sshdTimeoutMs;
+    let lastError: unknown = null;
+    for (let attempt = 0; ; attempt++) {
+      this.#checkNotTerminated(instanceId, record);
+      try {
+        await sshdAnswers(address);
+        return;
+      } catch (error) {
+        lastError = error;
+      }
+      // A host whose boot failed never answers: say so now rather than at the deadline.
+      const running =
+        attempt % 10 === 9 || Date.now() > deadline ? await this.#isRunning(record.containerName) : true;
+      if (!running || Date.now() > deadline) {
+        const logs = await runDocker(['logs', '--tail', '20', record.containerName]).catch(() => '');
+        const why = running
+          ? `sshd did not answer within ${this.#sshdTimeoutMs} ms`
+          : 'the host stopped while booting';
+        throw new Error(
+          `emulated host for ${instanceId} (${address}): ${why}: ${(lastError as Error).message}${logs.trim() ? `; its output ends:\n${logs.trim()}` : ''}`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, SSHD_POLL_MS));
+    }
+  }
+
+  async #isRunning(containerName: string): Promise<boolean> {
+    const state = await runDocker(['inspect', '--format', '{{.State.Running}}', containerName]).catch(
+      () => 'false',
+    );
+    return state.trim() === 'true';
+  }
+
+  async #remove(record: HostRecord): Promise<void> {
+    try {
+      await runDocker(['rm', '--force', record.containerName]);
+    } catch (error) {
+      if (!(error instanceof DockerCommandError && error.isNotFound)) throw error;
+    }
+  }
+
+  async terminate(instanceId: string): Promise<void> {
+    const record = this.#hosts.get(instanceId);
+    if (record === undefined) return;
+    record.terminated = true;
+    try {
+      await this.#remove(record);
+    } finally {
+      if (this.#hosts.get(instanceId) === record) this.#hosts.delete(instanceId);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.all([...this.#hosts.keys()].map((instanceId) => this.terminate(instanceId)));
+    // Hosts whose launch was cut short may have been created after the removal above.
+    await runDocker(['ps', '--all', '--quiet', '--filter', `label=${SESSION_LABEL}=${this.#session}`])
+      .then((ids) => {
+        const left = ids.split('\n').filter((id) => id.trim() !== '');
+        return left.length > 0 ? runDocker(['rm', '--force', ...left]) : '';
+      })
+      .catch(() => undefined);
+    if (this.#madeNetwork) {
+      // Another emulator's hosts may still use it; then it stays for them and later runs.
+      await runDocker(['network', 'rm', this.network]).catch(() => undefined);
+      this.#madeNetwork = false;
+    }
+  }
+}

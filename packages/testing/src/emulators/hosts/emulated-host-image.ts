@@ -1,0 +1,60 @@
+/**
+ * The image emulated hosts boot from, built on this machine by
+ * `emulator-host-image/build-host-image.sh` (nothing can be pulled). The script is idempotent:
+ * it rebuilds only when the image is missing or was built from other scripts, so running it
+ * before the first launch of a process costs one image inspect.
+ */
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** The image's default name. Env of the build script: DSTACK_EMULATED_HOST_IMAGE. */
+export const EMULATED_HOST_IMAGE = 'dstack-test/emulated-host:latest';
+
+/** The build script, beside `src` and `dist` (both three levels below the package root). */
+export const BUILD_HOST_IMAGE_SCRIPT = fileURLToPath(
+  new URL('../../../emulator-host-image/build-host-image.sh', import.meta.url),
+);
+
+const BUILD_TIMEOUT_MS = 300_000;
+const builds = new Map<string, Promise<void>>();
+
+async function buildImage(image: string, force: boolean): Promise<void> {
+  try {
+    await run('bash', [BUILD_HOST_IMAGE_SCRIPT, ...(force ? ['--force'] : [])], {
+      env: { ...process.env, DSTACK_EMULATED_HOST_IMAGE: image },
+      timeout: BUILD_TIMEOUT_MS,
+    });
+  } catch (error) {
+    const stderr = (error as { stderr?: string }).stderr?.trim();
+    throw new Error(
+      `building the emulated host image ${image} failed: ${stderr || (error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
+  }
+}
+
+/**
+ * Builds the emulated host image when it is missing or stale (once per process and image;
+ * `force` rebuilds regardless). Needs a running Docker daemon.
+ */
+export function ensureEmulatedHostImage(options: { image?: string; force?: boolean } = {}): Promise<void> {
+  const image = options.image ?? EMULATED_HOST_IMAGE;
+  if (options.force) {
+    const forced = buildImage(image, true);
+    builds.set(image, forced);
+    return forced;
+  }
+  let build = builds.get(image);
+  if (build === undefined) {
+    build = buildImage(image, false);
+    // A failed build is retried by the next caller rather than remembered.
+    build.catch(() => builds.delete(image));
+    builds.set(image, build);
+  }
+  return build;
+}

@@ -201,6 +201,7 @@ export async function readPortableRuntime(directory: string): Promise<PortableRu
     RUNTIME_NODE_FILE,
     RUNTIME_RUNNER_FILE,
     ...(complete.loader === null ? [] : [complete.loader]),
+    ...complete.libraries.map((name) => `${RUNTIME_LIBRARY_DIRECTORY}/${name}`),
   ];
   for (const file of files) await stat(join(directory, file));
   return { directory, manifest: complete };

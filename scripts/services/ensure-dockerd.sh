@@ -5,7 +5,7 @@
 # beyond the package registries, so containers use host networking and nothing is pulled.
 #
 # Usage: scripts/services/ensure-dockerd.sh [--no-image]
-#   --no-image   only ensure the daemon; do not build dstack-test/runner-base
+#   --no-image   only ensure the daemon; do not build dstack-test/runner-busybox
 # Env: DOCKERD_LOG (default /tmp/dockerd.log), DOCKERD_WAIT_SECONDS (default 30).
 set -euo pipefail
 

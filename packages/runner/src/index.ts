@@ -2,6 +2,20 @@
 export { AgentApiError } from './client/agent-api-error.js';
 export { type FetchFunction, RunnerClient, type RunnerClientOptions } from './client/runner-client.js';
 export { RUNNER_BIN_PATH, RUNNER_BUNDLE_PATH } from './paths.js';
+/** The runner with its own node, loader and libraries, to start in any image (see portable-runtime-layout.ts). */
+export {
+  buildPortableRuntime,
+  type PortableRuntime,
+  type PortableRuntimeManifest,
+  type PortableRuntimeSources,
+  type PreparePortableRuntimeOptions,
+  preparePortableRuntime,
+  RUNTIME_ARCHIVE_ROOT,
+  readPortableRuntime,
+  runtimeNodeCommand,
+  runtimeRunnerCommand,
+  writePortableRuntimeArchive,
+} from './portable-runtime/index.js';
 /** How the agents enforce their token, shared with the shim (which depends on this package). */
 export { agentTokenRefusal, normalizeAgentToken } from './server/agent-token.js';
 /** The agents' small HTTP toolkit, shared with the shim. */

@@ -1,23 +1,44 @@
 #!/usr/bin/env bash
-# Builds dstack-test/runner-base:latest, the image the shim's Docker tests run tasks in, without
-# any network: a root filesystem holding a static busybox (with its applets as symlinks), the
-# shared libraries the host's node binary links against, /tmp and a root user, imported with
-# `docker import`. Node itself and the runner bundle are bind-mounted by the Docker runtime, so
-# the image only has to let the host's node binary load.
+# Builds the images the shim's Docker tests run tasks in, without any network: a root filesystem
+# imported with `docker import`. The runner comes into a container as a portable runtime (node
+# with its own loader and libraries), so the images need no libraries for it: they are the kinds
+# of image a job may name that the host's node could not load in.
 #
-# Usage: build-test-image.sh [--force]
-#   --force   rebuild even when the image already exists
-# Env: DSTACK_TEST_IMAGE (default dstack-test/runner-base:latest), NODE_BINARY (default: node on PATH).
+#   busybox (dstack-test/runner-busybox:v2): a static busybox (its applets as symlinks), /tmp,
+#            /etc/passwd and /etc/group; no shared library at all.
+#   musl    (dstack-test/runner-musl:v2): the same, plus musl's loader and libc at Alpine's
+#            paths and /usr/bin/hello-musl, a program linked against that libc (built with gcc).
+# Both carry an /etc/os-release naming the flavour, and the users root, nobody and worker (uid
+# 1000, supplementary group extra, 2000). The tag is the images' format, bumped when their
+# contents change (v1 was dstack-test/runner-base:latest, which carried the host node's libraries).
+#
+# Usage: build-test-image.sh [--force] [--flavor busybox|musl]
+#   --force    rebuild even when the image exists
+#   --flavor   which image (default busybox)
+# Env: DSTACK_TEST_IMAGE (default: the flavour's name above).
 set -euo pipefail
 
-image="${DSTACK_TEST_IMAGE:-dstack-test/runner-base:latest}"
+flavor=busybox
 force=0
-for arg in "$@"; do
-  case "$arg" in
+while [ "$#" -gt 0 ]; do
+  case "$1" in
     --force) force=1 ;;
-    *) echo "build-test-image: unknown argument $arg" >&2; exit 2 ;;
+    --flavor)
+      [ "$#" -ge 2 ] || { echo "build-test-image: --flavor needs a value" >&2; exit 2; }
+      flavor="$2"
+      shift
+      ;;
+    --flavor=*) flavor="${1#--flavor=}" ;;
+    *) echo "build-test-image: unknown argument $1" >&2; exit 2 ;;
   esac
+  shift
 done
+case "$flavor" in
+  busybox) default_image=dstack-test/runner-busybox:v2 ;;
+  musl) default_image=dstack-test/runner-musl:v2 ;;
+  *) echo "build-test-image: unknown --flavor $flavor (expected busybox or musl)" >&2; exit 2 ;;
+esac
+image="${DSTACK_TEST_IMAGE:-$default_image}"
 
 fail() {
   echo "build-test-image: $*" >&2
@@ -39,22 +60,21 @@ is_static() {
   linkage="$(ldd "$1" 2>&1 || true)"
   [[ "$linkage" == *"not a dynamic executable"* || "$linkage" == *"statically linked"* ]]
 }
+apt_install() {
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+    echo "build-test-image: installing $1 with apt-get" >&2
+    apt-get update -qq >/dev/null 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null || fail "apt-get install $1 failed"
+  else
+    fail "$2"
+  fi
+}
 if ! is_static "$busybox_path"; then
   # Debian's busybox package is dynamic; only busybox-static works in an image without libc tools.
-  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
-    echo "build-test-image: installing busybox-static with apt-get" >&2
-    apt-get update -qq >/dev/null 2>&1 || true
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq busybox-static >/dev/null \
-      || fail "apt-get install busybox-static failed"
-  else
-    fail "a static busybox is needed at $busybox_path (Debian package busybox-static)"
-  fi
+  apt_install busybox-static "a static busybox is needed at $busybox_path (Debian package busybox-static)"
 fi
 
-node_binary="${NODE_BINARY:-$(command -v node)}"
-[ -x "$node_binary" ] || fail "node binary not found (set NODE_BINARY)"
-
-rootfs="$(mktemp -d /tmp/dstack-runner-base.XXXXXX)"
+rootfs="$(mktemp -d /tmp/dstack-test-image.XXXXXX)"
 trap 'rm -rf "$rootfs"' EXIT
 
 mkdir -p "$rootfs"/{bin,sbin,usr/bin,usr/sbin,etc,root,tmp,var/tmp,dstack,proc,sys,dev}
@@ -70,19 +90,56 @@ ln -sf ../../bin/busybox "$rootfs/usr/bin/env"
 printf '#!/bin/sh\nexec /bin/sh "$@"\n' >"$rootfs/bin/bash"
 chmod 755 "$rootfs/bin/bash"
 
-# Every library node needs, at the path the dynamic loader looks for it (the loader included).
-while read -r library; do
-  [ -n "$library" ] || continue
-  mkdir -p "$rootfs$(dirname "$library")"
-  cp -L "$library" "$rootfs$library"
-done < <(ldd "$node_binary" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }')
+if [ "$flavor" = musl ]; then
+  machine="$(uname -m)"
+  musl_libc="/usr/lib/$machine-linux-musl/libc.so"
+  [ -f "$musl_libc" ] || apt_install musl "musl's libc is needed at $musl_libc (Debian package musl)"
+  command -v gcc >/dev/null 2>&1 || fail "gcc is needed to build the musl image's test program"
+  # Alpine's layout: the loader is libc itself.
+  mkdir -p "$rootfs/lib"
+  cp -L "$musl_libc" "$rootfs/lib/ld-musl-$machine.so.1"
+  ln -sf "ld-musl-$machine.so.1" "$rootfs/lib/libc.musl-$machine.so.1"
+  # Without musl's headers and start files (musl-dev): the program declares what it calls and
+  # brings its own entry point, which hands over to musl's __libc_start_main as crt1 would.
+  case "$machine" in
+    x86_64) entry='.text\n.global _start\n_start:\n xor %rbp,%rbp\n mov %rsp,%rdi\n andq $-16,%rsp\n call _start_c\n' ;;
+    aarch64) entry='.text\n.global _start\n_start:\n mov x29,#0\n mov x30,#0\n mov x0,sp\n and sp,x0,#-16\n b _start_c\n' ;;
+    *) fail "no musl test program for $machine" ;;
+  esac
+  cat >"$rootfs/hello-musl.c" <<C
+int printf(const char *, ...);
+int __libc_start_main(int (*)(int, char **, char **), int, char **, void (*)(void), void (*)(void), void (*)(void));
+static int hello(int argc, char **argv, char **envp) {
+  (void)argv; (void)envp;
+  printf("hello from musl with %d argument(s)\n", argc - 1);
+  return 0;
+}
+__attribute__((noreturn)) void _start_c(long *stack) {
+  __libc_start_main(hello, (int)stack[0], (char **)(stack + 1), 0, 0, 0);
+  for (;;) {}
+}
+__asm__("$entry");
+C
+  gcc -O2 -fno-stack-protector -nostdlib -nostartfiles -fno-pie -no-pie \
+    -o "$rootfs/usr/bin/hello-musl" "$rootfs/hello-musl.c" \
+    -L"$(dirname "$musl_libc")" -l:libc.so "-Wl,--dynamic-linker=/lib/ld-musl-$machine.so.1" \
+    || fail "cannot build the musl test program"
+  rm "$rootfs/hello-musl.c"
+fi
 
+cat >"$rootfs/etc/os-release" <<OS
+NAME="dstack test image ($flavor)"
+ID=dstack-test-$flavor
+OS
 cat >"$rootfs/etc/passwd" <<'PASSWD'
 root:x:0:0:root:/root:/bin/sh
+worker:x:1000:1000:worker:/home/worker:/bin/sh
 nobody:x:65534:65534:nobody:/nonexistent:/bin/false
 PASSWD
 cat >"$rootfs/etc/group" <<'GROUP'
 root:x:0:
+worker:x:1000:
+extra:x:2000:worker
 nogroup:x:65534:
 GROUP
 

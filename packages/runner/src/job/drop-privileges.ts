@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { z } from 'zod';
 import type { SpawnIdentity } from './job-user.js';
+import { currentNodeCommand } from './node-command.js';
 
 /*
  * Node's spawn drops every supplementary group when it switches users (libuv calls
@@ -22,7 +23,7 @@ import type { SpawnIdentity } from './job-user.js';
  *   in the job's environment must not run code in a node process that is still root.
  *
  * It is source text for `node -e`, not a file next to the runner: the runner also ships as a
- * single-file bundle that a shim bind-mounts alone into the job's container.
+ * single-file bundle (alone, or in a portable runtime) in the job's container.
  */
 const WRAPPER_SCRIPT = `
 'use strict';
@@ -107,7 +108,9 @@ export function needsGroupWrapper(identity: SpawnIdentity): boolean {
 
 /** Starts `command` as `identity`, supplementary groups included, through the wrapper (the runner must be root). */
 export function spawnDroppingPrivileges(options: DropPrivilegesOptions): PrivilegeDroppingChild {
-  const child = spawn(process.execPath, ['-e', WRAPPER_SCRIPT], {
+  // The runner's own node, also when it runs from a portable runtime through its loader.
+  const node = currentNodeCommand();
+  const child = spawn(node.command, [...node.args, '-e', WRAPPER_SCRIPT], {
     cwd: options.cwd,
     env: {},
     detached: true,

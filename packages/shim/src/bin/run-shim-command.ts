@@ -8,7 +8,7 @@ import type { TaskRuntime } from '../runtime/task-runtime.js';
 import { startShim } from '../server/shim-server.js';
 import { VERSION } from '../version.js';
 
-const USAGE = `usage: dstack-shim --home DIR [--http-port N] [--runtime process|docker] [--host H] [--docker-socket PATH] [--gpu-ids=ID,...] [--token-file PATH]
+const USAGE = `usage: dstack-shim --home DIR [--http-port N] [--runtime process|docker] [--host H] [--docker-socket PATH] [--runtime-cache DIR] [--gpu-ids=ID,...] [--token-file PATH]
        dstack-shim --version
 The token (\`Authorization: Bearer\` on every request) comes from --token-file (mode 0600) or ${SHIM_TOKEN_ENV}.`;
 
@@ -49,7 +49,7 @@ export async function runShimCommand(argv: string[]): Promise<number> {
       `dstack-shim: warning: no --token-file or ${SHIM_TOKEN_ENV}; the shim API and its tasks' runners are open to every process that reaches their ports\n`,
     );
   }
-  const runtime = await createRuntime(options.runtime, options.dockerSocket);
+  const runtime = await createRuntime(options.runtime, options.dockerSocket, options.runtimeCache);
   if (runtime === undefined) {
     return 1;
   }
@@ -88,6 +88,7 @@ function parseOptions(argv: string[]) {
       host: { type: 'string' },
       runtime: { type: 'string' },
       'docker-socket': { type: 'string' },
+      'runtime-cache': { type: 'string' },
       'gpu-ids': { type: 'string' },
       'token-file': { type: 'string' },
       version: { type: 'boolean' },
@@ -116,6 +117,8 @@ function parseOptions(argv: string[]) {
     host: values.host,
     runtime,
     dockerSocket: values['docker-socket'],
+    // Docker runtime: where the runner's portable runtime is built; shims of one user share it.
+    runtimeCache: values['runtime-cache'],
     gpuIds: parseGpuIds(values['gpu-ids']),
     tokenFile: values['token-file'],
   };
@@ -161,6 +164,7 @@ function isRuntimeName(name: string): name is TaskRuntime['name'] {
 async function createRuntime(
   name: TaskRuntime['name'],
   dockerSocket: string | undefined,
+  runtimeCacheDirectory: string | undefined,
 ): Promise<TaskRuntime | undefined> {
   if (name === 'process') {
     return createProcessRuntime();
@@ -169,11 +173,16 @@ async function createRuntime(
   // type checker from requiring the module at build time.
   const dockerModulePath = '../runtime/docker/index.js';
   const dockerModule = (await import(dockerModulePath).catch(() => undefined)) as
-    | { createDockerRuntime?: (options: { socketPath?: string }) => TaskRuntime }
+    | {
+        createDockerRuntime?: (options: {
+          socketPath?: string;
+          runtimeCacheDirectory?: string;
+        }) => TaskRuntime;
+      }
     | undefined;
   if (typeof dockerModule?.createDockerRuntime !== 'function') {
     process.stderr.write('dstack-shim: the docker runtime is not available in this build of @dstack/shim\n');
     return undefined;
   }
-  return dockerModule.createDockerRuntime({ socketPath: dockerSocket });
+  return dockerModule.createDockerRuntime({ socketPath: dockerSocket, runtimeCacheDirectory });
 }

@@ -11,21 +11,30 @@ function specFor(task: Partial<TaskConfigInput>, extra: Partial<ContainerSpecInp
       ...task,
     }),
     taskHomeDir: '/var/lib/dstack/tasks/t1',
-    nodeBinaryPath: '/usr/bin/node',
-    runnerBundlePath: '/opt/dstack/dstack-runner.bundle.mjs',
+    runtimeDirectory: '/var/cache/dstack/runner-runtime/0123',
+    runnerCommand: [
+      '/dstack/runtime/lib/ld-linux-x86-64.so.2',
+      '--library-path',
+      '/dstack/runtime/lib',
+      '/dstack/runtime/bin/node',
+      '/dstack/runtime/runner.mjs',
+    ],
     runnerPort: 41234,
     ...extra,
   });
 }
 
 describe('buildContainerSpec', () => {
-  it('runs the bind-mounted runner with host networking on the given port', () => {
+  it('runs the runner from the mounted portable runtime with host networking on the given port', () => {
     const { name, body } = specFor({});
     expect(name).toBe('dstack-my-run-0-0-0f1e2d3c');
     expect(body.Image).toBe('ubuntu:22.04');
     expect(body.Cmd).toEqual([
-      '/dstack/bin/node',
-      '/dstack/bin/dstack-runner.mjs',
+      '/dstack/runtime/lib/ld-linux-x86-64.so.2',
+      '--library-path',
+      '/dstack/runtime/lib',
+      '/dstack/runtime/bin/node',
+      '/dstack/runtime/runner.mjs',
       'start',
       '--http-port',
       '41234',
@@ -37,11 +46,10 @@ describe('buildContainerSpec', () => {
     expect(body.Labels).toEqual({ 'ai.dstack.task-id': '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0' });
     expect(body.HostConfig.NetworkMode).toBe('host');
     expect(body.HostConfig.Mounts).toEqual([
-      { Type: 'bind', Source: '/usr/bin/node', Target: '/dstack/bin/node', ReadOnly: true },
       {
         Type: 'bind',
-        Source: '/opt/dstack/dstack-runner.bundle.mjs',
-        Target: '/dstack/bin/dstack-runner.mjs',
+        Source: '/var/cache/dstack/runner-runtime/0123',
+        Target: '/dstack/runtime',
         ReadOnly: true,
       },
       { Type: 'bind', Source: '/var/lib/dstack/tasks/t1', Target: '/dstack/home', ReadOnly: false },
@@ -116,7 +124,7 @@ describe('buildContainerSpec', () => {
   it('publishes the runner port on loopback in bridge mode', () => {
     const { body } = specFor({ network_mode: 'bridge' });
     expect(body.HostConfig.NetworkMode).toBe('bridge');
-    expect(body.Cmd.slice(3)).toEqual([
+    expect(body.Cmd.slice(body.Cmd.indexOf('start') + 1)).toEqual([
       '--http-port',
       '10999',
       '--home',

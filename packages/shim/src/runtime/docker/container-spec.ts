@@ -2,10 +2,8 @@ import { DSTACK_RUNNER_HTTP_PORT, type TaskConfig } from '@dstack/core/agent-pro
 
 /** The label every task container carries; its value is the task id. */
 export const TASK_ID_LABEL = 'ai.dstack.task-id';
-/** Where the host's node binary appears in the container. */
-export const CONTAINER_NODE_PATH = '/dstack/bin/node';
-/** Where the runner bundle appears in the container. */
-export const CONTAINER_RUNNER_BUNDLE_PATH = '/dstack/bin/dstack-runner.mjs';
+/** Where the runner's portable runtime (node, its loader and libraries, the runner bundle) appears in the container. */
+export const CONTAINER_RUNTIME_PATH = '/dstack/runtime';
 /** Where the task's home directory on the host appears in the container. */
 export const CONTAINER_RUNNER_HOME = '/dstack/home';
 /**
@@ -18,8 +16,10 @@ export interface ContainerSpecInput {
   task: TaskConfig;
   /** The task's home directory on the host. */
   taskHomeDir: string;
-  nodeBinaryPath: string;
-  runnerBundlePath: string;
+  /** The runner's portable runtime on the host, mounted read-only at {@link CONTAINER_RUNTIME_PATH}. */
+  runtimeDirectory: string;
+  /** The command line that starts the runner from the mounted runtime (`runtimeRunnerCommand`). */
+  runnerCommand: readonly string[];
   /** Host networking: the free host port the runner listens on. Unused in bridge mode. */
   runnerPort: number;
   /**
@@ -100,8 +100,7 @@ export function buildContainerSpec(input: ContainerSpecInput): ContainerSpec {
     User: CONTAINER_ROOT_USER,
     Env: Object.entries(environment).map(([key, value]) => `${key}=${value}`),
     Cmd: [
-      CONTAINER_NODE_PATH,
-      CONTAINER_RUNNER_BUNDLE_PATH,
+      ...input.runnerCommand,
       'start',
       '--http-port',
       String(runnerPort),
@@ -119,8 +118,7 @@ export function buildContainerSpec(input: ContainerSpecInput): ContainerSpec {
       Init: true,
       Privileged: task.privileged,
       Mounts: [
-        bindMount(input.nodeBinaryPath, CONTAINER_NODE_PATH, true),
-        bindMount(input.runnerBundlePath, CONTAINER_RUNNER_BUNDLE_PATH, true),
+        bindMount(input.runtimeDirectory, CONTAINER_RUNTIME_PATH, true),
         bindMount(input.taskHomeDir, CONTAINER_RUNNER_HOME, false),
         ...task.instance_mounts.map((mount) => bindMount(mount.instance_path, mount.path, false)),
       ],

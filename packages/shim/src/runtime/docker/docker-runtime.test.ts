@@ -2,55 +2,18 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  type RunnerJobState,
-  type TaskConfig,
-  type TaskConfigInput,
-  TaskConfigSchema,
-} from '@dstack/core/agent-protocol';
-import { RunnerClient } from '@dstack/runner';
+import { type TaskConfig, type TaskConfigInput, TaskConfigSchema } from '@dstack/core/agent-protocol';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type StartedTask, TaskStartError } from '../task-runtime.js';
 import { prepareDockerForTests, TEST_IMAGE } from './__fixtures__/docker-test-environment.js';
 import { TASK_ID_LABEL } from './container-spec.js';
 import { DockerEngineClient, DockerEngineError } from './docker-engine-client.js';
 import { createDockerRuntime, type DockerTaskRuntime } from './docker-runtime.js';
+import { runJob } from './docker-runtime.test.helpers.js';
 
 const docker = await prepareDockerForTests();
 if (!docker.available) {
   console.warn(`skipping the Docker runtime tests: ${docker.reason}`);
-}
-
-interface JobResult {
-  states: RunnerJobState[];
-  output: string;
-}
-
-/** Submits the commands to the runner, runs them, and pulls until the job reaches a final state. */
-async function runJob(runnerPort: number, commands: string[], token?: string): Promise<JobResult> {
-  const runner = new RunnerClient(`http://127.0.0.1:${runnerPort}`, { token });
-  await runner.submit({
-    run: { id: 'r', run_name: 'r', project_name: 'p', user: 'u' },
-    job_spec: { job_name: 'r-0-0', job_num: 0, commands, env: {} },
-    job_submission: { id: 's' },
-  });
-  await runner.run();
-  const states: RunnerJobState[] = [];
-  let output = '';
-  let timestamp = 0;
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    const pulled = await runner.pull(timestamp);
-    states.push(...pulled.job_states);
-    for (const log of pulled.job_logs) output += Buffer.from(log.message, 'base64').toString('utf8');
-    timestamp = pulled.last_updated;
-    if (states.some((state) => ['done', 'failed', 'terminated'].includes(state.state)) && !pulled.has_more) {
-      return { states, output };
-    }
-    if (!pulled.has_more) await sleep(200);
-  }
-  throw new Error(`the job did not finish; states so far: ${JSON.stringify(states)}; output: ${output}`);
 }
 
 describe.skipIf(!docker.available)('Docker runtime against the real daemon', () => {

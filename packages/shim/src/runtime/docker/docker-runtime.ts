@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
-import { access, mkdir } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { RUNNER_TOKEN_ENV, type TaskConfig } from '@dstack/core/agent-protocol';
-import { RUNNER_BUNDLE_PATH } from '@dstack/runner';
+import { type PortableRuntime, runtimeRunnerCommand } from '@dstack/runner';
 import { findFreePort } from '../../net/free-port.js';
 import {
   type StartedTask,
@@ -15,11 +15,13 @@ import {
   BRIDGE_RUNNER_PORT_KEY,
   buildContainerSpec,
   CONTAINER_RUNNER_HOME,
+  CONTAINER_RUNTIME_PATH,
   type ContainerSpec,
 } from './container-spec.js';
 import { DockerContainers } from './docker-containers.js';
 import { DockerEngineClient, DockerEngineError } from './docker-engine-client.js';
 import { ensureImage, imageUser } from './docker-images.js';
+import { defaultRuntimeCacheDirectory, onePortableRuntime } from './runner-runtime.js';
 import { waitForRunner } from './wait-for-runner.js';
 
 /** Why a task failed to start, in dstack's termination reasons. */
@@ -46,10 +48,16 @@ export interface DockerRuntimeOptions {
    * Default: the path in `DOCKER_HOST` when it is `unix://…`, else `/var/run/docker.sock`.
    */
   socketPath?: string;
-  /** The runner bundle bind-mounted into containers. Default: `@dstack/runner`'s `RUNNER_BUNDLE_PATH`. */
+  /** The runner bundle in the portable runtime mounted into containers. Default: `@dstack/runner`'s `RUNNER_BUNDLE_PATH`. */
   runnerBundlePath?: string;
-  /** The node binary bind-mounted into containers to run the bundle. Default: `process.execPath`. */
+  /** The node binary in that runtime (with its loader and libraries). Default: `process.execPath`. */
   nodeBinaryPath?: string;
+  /**
+   * Where the portable runtime is built, once per node binary and runner bundle.
+   * Default: `$XDG_CACHE_HOME/dstack/runner-runtime` (`~/.cache/dstack/runner-runtime`), shared
+   * by the shims of one user; the shim command's `--runtime-cache`.
+   */
+  runtimeCacheDirectory?: string;
   /** How long the runner has to answer its healthcheck after the container starts. Default 60 000 ms. */
   runnerStartTimeoutMs?: number;
 }
@@ -62,13 +70,20 @@ export interface DockerTaskRuntime extends TaskRuntime {
   close(): Promise<void>;
 }
 
-/** Runs each task's runner in a Docker container: the task's image, the host's node, the runner bundle. */
+/**
+ * Runs each task's runner in a Docker container of the task's image, from the portable runtime
+ * (the host's node with its own loader and libraries, and the runner bundle) mounted read-only:
+ * it starts whatever libc the image has, or none.
+ */
 export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerTaskRuntime {
   const client = new DockerEngineClient({ socketPath: options.socketPath });
   const containers = new DockerContainers(client);
-  const runnerBundlePath = options.runnerBundlePath ?? RUNNER_BUNDLE_PATH;
-  const nodeBinaryPath = options.nodeBinaryPath ?? process.execPath;
   const runnerStartTimeoutMs = options.runnerStartTimeoutMs ?? 60_000;
+  const portableRuntime = onePortableRuntime({
+    cacheDirectory: options.runtimeCacheDirectory ?? defaultRuntimeCacheDirectory(),
+    nodeBinaryPath: options.nodeBinaryPath,
+    runnerBundlePath: options.runnerBundlePath,
+  });
 
   async function start(
     task: TaskConfig,
@@ -78,7 +93,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
     access: TaskAccess = { runnerToken: null },
   ): Promise<StartedTask> {
     events.onStatus('preparing');
-    await prepareHost(task, taskHomeDir, runnerBundlePath, nodeBinaryPath);
+    const runtime = await prepareHost(task, taskHomeDir, portableRuntime);
 
     events.onStatus('pulling');
     let userOfImage: string;
@@ -100,8 +115,8 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
       const spec = buildContainerSpec({
         task: mountedTask,
         taskHomeDir,
-        nodeBinaryPath,
-        runnerBundlePath,
+        runtimeDirectory: runtime.directory,
+        runnerCommand: runtimeRunnerCommand(runtime.manifest, CONTAINER_RUNTIME_PATH),
         runnerPort: hostNetworkPort,
         imageUser: userOfImage,
         gpuIds: devices.gpuIds,
@@ -189,23 +204,22 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
 async function prepareHost(
   task: TaskConfig,
   taskHomeDir: string,
-  runnerBundlePath: string,
-  nodeBinaryPath: string,
-): Promise<void> {
+  portableRuntime: () => Promise<PortableRuntime>,
+): Promise<PortableRuntime> {
   if (task.volumes.length > 0 || task.volume_mounts.length > 0) {
     throw new TaskStartError(VOLUME_ERROR, 'network volumes are not supported by this shim yet');
   }
-  for (const [what, path] of [
-    ['runner bundle', runnerBundlePath],
-    ['node binary', nodeBinaryPath],
-  ] as const) {
-    try {
-      await access(path);
-    } catch {
-      throw new TaskStartError(CREATING_CONTAINER_ERROR, `the ${what} ${path} does not exist`);
-    }
+  let runtime: PortableRuntime;
+  try {
+    runtime = await portableRuntime();
+  } catch (error) {
+    throw new TaskStartError(
+      CREATING_CONTAINER_ERROR,
+      `cannot prepare the runner's portable runtime: ${messageOf(error)}`,
+    );
   }
   await mkdir(taskHomeDir, { recursive: true });
+  return runtime;
 }
 
 /** Optional instance mounts whose host path is missing are left out; required ones fail in Docker. */

@@ -1,7 +1,7 @@
+import { KNOWN_BACKENDS, BACKEND_PACKAGES as THE_ONE_MAP } from '@dstack/catalog';
 import { BACKEND_TYPE_PATTERN, BackendPluginError, ConfigurationError } from '@dstack/core';
 import { createFakeBackendPlugin } from '@dstack/testing';
 import { describe, expect, it } from 'vitest';
-import { BACKEND_PACKAGES as MAP_MODULE_PACKAGES } from './backend-packages.js';
 import {
   BACKEND_PACKAGES,
   isPackageNotFound,
@@ -48,8 +48,8 @@ describe('loadBackendPlugin', () => {
   });
 
   it('lists the known types for an unknown one, and rejects non-plugins', async () => {
-    await expect(loadBackendPlugin('azure')).rejects.toThrow(
-      'Unknown backend type "azure"; known types: local, aws, gcp, vastai',
+    await expect(loadBackendPlugin('acme')).rejects.toThrow(
+      `Unknown backend type "acme"; known types: ${KNOWN_BACKENDS.map(({ type }) => type).join(', ')}`,
     );
     const error = await loadBackendPlugin('gcp', async () => ({ default: { hello: 1 } })).catch(
       (thrown: unknown) => thrown,
@@ -66,8 +66,8 @@ describe('loadBackendPlugin', () => {
 });
 
 describe('BACKEND_PACKAGES', () => {
-  it('is the map the generator edits, with a valid type and a @dstack/backend-* package per entry', () => {
-    expect(BACKEND_PACKAGES).toBe(MAP_MODULE_PACKAGES);
+  it("is @dstack/catalog's one map (which the generator keeps), with a valid type and a @dstack/backend-* package per entry", () => {
+    expect(BACKEND_PACKAGES).toBe(THE_ONE_MAP);
     for (const [type, packageName] of Object.entries(BACKEND_PACKAGES)) {
       expect(type).toMatch(BACKEND_TYPE_PATTERN);
       expect(packageName).toMatch(/^@dstack\/backend-[a-z0-9-]+$/);

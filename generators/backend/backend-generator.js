@@ -1,6 +1,7 @@
 /**
- * `pnpm plop backend`: a new backend package in the workspace, registered where
- * the server and CLI discover backends, linked, and documented.
+ * `pnpm plop backend`: a new backend package in the workspace, registered in the
+ * one map of backend packages (which the server, the catalog's `collect` and the
+ * docs read) and as an optional peer of the server and CLI, linked, and documented.
  *
  * Interactive, or all at once with plop's bypass by prompt name:
  * `pnpm plop backend -- --name ExampleCloud --kind vm --catalog online`.
@@ -10,6 +11,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { backendNameProblem, backendNames } from './backend-names.js';
+import { KNOWN_BACKENDS_FILE } from './known-backends-file.js';
 import { backendPackageManifest, INITIAL_VERSION } from './package-manifest.js';
 import { registerBackend } from './registration.js';
 import { backendConflict } from './workspace.js';
@@ -145,7 +147,11 @@ export function registerBackendGenerator(plop) {
           return `biome check --write ${names.directory}`;
         },
         function registerWithServerAndCli() {
-          const changed = registerBackend(root, names);
+          const changed = registerBackend(root, names, { catalog });
+          // An entry is written on one line; let the formatter wrap it if it is too long.
+          if (changed.includes(KNOWN_BACKENDS_FILE)) {
+            run(root, 'pnpm', ['exec', 'biome', 'format', '--write', KNOWN_BACKENDS_FILE]);
+          }
           return changed.length > 0 ? changed.join(', ') : 'already registered';
         },
         function linkWorkspace() {

@@ -2,17 +2,20 @@
  * Runs `pnpm plop backend` non-interactively in a scratch copy of the
  * repository (tracked and untracked-not-ignored files), for both compute kinds
  * and both catalog modes, then builds, lints and tests what it generated and
- * asks the scratch copy's server which backend types it can load.
+ * asks the scratch copy's server which backend types it can load. One of the two
+ * types is listed in the map of backend packages beforehand (as `aws` is before
+ * anyone generates it): the generator must take it and keep the one entry.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkPackedPackage, packPackage } from '../../scripts/lib/release-check.mjs';
 import { backendNames } from './backend-names.js';
+import { KNOWN_BACKENDS_FILE, readKnownBackends, withKnownBackend } from './known-backends-file.js';
 import { registerBackend } from './registration.js';
 
 const execFileAsync = promisify(execFile);
@@ -25,6 +28,8 @@ const GENERATED = [
   { name: 'Acme Gpu', kind: 'container', catalog: 'offline' },
 ] as const;
 const generated = GENERATED.map((options) => ({ ...options, names: backendNames(options.name) }));
+/** Listed in the scratch copy's map before the generator runs, with the other catalog kind. */
+const listedBeforehand = generated[1];
 
 interface CommandResult {
   stdout: string;
@@ -85,12 +90,23 @@ interface VitestReport {
 describe('pnpm plop backend', () => {
   let scratch: string;
   let vitestReport: VitestReport;
+  let mapBeforeGenerating: string[];
 
   beforeAll(async () => {
     scratch = await mkdtemp(join(tmpdir(), 'dstack-plop-backend-'));
     await timed('copy', () => copyRepository(scratch));
     // Links workspace packages from pnpm's store; better-sqlite3 comes from the side-effects cache.
     await timed('pnpm install --offline', () => run(scratch, 'pnpm', ['install', '--offline']));
+    const mapFile = join(scratch, KNOWN_BACKENDS_FILE);
+    await writeFile(
+      mapFile,
+      withKnownBackend(await readFile(mapFile, 'utf8'), {
+        type: listedBeforehand.names.type,
+        packageName: listedBeforehand.names.packageName,
+        catalog: listedBeforehand.catalog === 'offline' ? 'online' : 'offline',
+      }),
+    );
+    mapBeforeGenerating = readKnownBackends(scratch).map(({ type }) => type);
     for (const { name, kind, catalog } of GENERATED) {
       const args = ['plop', 'backend', '--', '--name', name, '--kind', kind, '--catalog', catalog];
       await timed(`pnpm ${args.join(' ')}`, () => run(scratch, 'pnpm', args));
@@ -157,6 +173,7 @@ describe('pnpm plop backend', () => {
       'biome',
       'check',
       ...generated.map(({ names }) => names.directory),
+      KNOWN_BACKENDS_FILE,
       'packages/server/src/backends',
       'packages/server/package.json',
       'packages/cli/package.json',
@@ -215,6 +232,40 @@ describe('pnpm plop backend', () => {
     }
   });
 
+  it('keeps one entry per type in the map of backend packages: the listed one updated, the new one added', () => {
+    const map = readKnownBackends(scratch);
+
+    expect(map.map(({ type }) => type)).toEqual([
+      ...mapBeforeGenerating,
+      ...generated.map(({ names }) => names.type).filter((type) => !mapBeforeGenerating.includes(type)),
+    ]);
+    expect(mapBeforeGenerating).toContain(listedBeforehand.names.type);
+    for (const { names, catalog } of generated) {
+      expect(map.find(({ type }) => type === names.type)).toMatchObject({
+        packageName: names.packageName,
+        catalog,
+      });
+    }
+  });
+
+  it("gives the catalog's collect the offline ones, from the same map as the server", async () => {
+    const { stdout } = await run(join(scratch, 'packages/server'), 'node', [
+      '--input-type=module',
+      '-e',
+      [
+        "const catalog = await import('@dstack/catalog');",
+        "const discovery = await import('./dist/backends/discovery.js');",
+        'console.log(JSON.stringify({ same: catalog.BACKEND_PACKAGES === discovery.BACKEND_PACKAGES, collect: catalog.OFFLINE_CATALOG_PACKAGES }));',
+      ].join(' '),
+    ]);
+    const { same, collect } = JSON.parse(stdout) as { same: boolean; collect: Record<string, string> };
+
+    expect(same).toBe(true);
+    for (const { names, catalog } of generated) {
+      expect(collect[names.type]).toBe(catalog === 'offline' ? names.packageName : undefined);
+    }
+  });
+
   it('lists the new packages as optional peers of the server and CLI', async () => {
     const server = JSON.parse(await readFile(join(scratch, 'packages/server/package.json'), 'utf8'));
     const cli = JSON.parse(await readFile(join(scratch, 'packages/cli/package.json'), 'utf8'));
@@ -229,7 +280,7 @@ describe('pnpm plop backend', () => {
   });
 
   it('leaves the registration unchanged when applied again, and refuses an existing backend', async () => {
-    expect(registerBackend(scratch, generated[0].names)).toEqual([]);
+    expect(registerBackend(scratch, generated[0].names, { catalog: generated[0].catalog })).toEqual([]);
 
     const again = run(scratch, 'pnpm', [
       'plop',

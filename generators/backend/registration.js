@@ -1,42 +1,18 @@
 /**
- * The edits that make a new backend discoverable: a line in the server's
- * discovery map, optional peers of the server and CLI (plus the server's
- * workspace dev link), and a root tsconfig reference. Each edit is a pure
- * function of the file's text, applying it twice changes nothing, and a
- * missing anchor or a conflicting entry is an error naming the file.
+ * The edits that make a new backend discoverable: its entry in the one map of
+ * backend packages (added, or brought up to date when the map already names the
+ * type), optional peers of the server and CLI (plus the server's workspace dev
+ * link), and a root tsconfig reference. Each edit is a pure function of the
+ * file's text, applying it twice changes nothing, and a missing marker or a
+ * conflicting entry is an error naming the file.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { KNOWN_BACKENDS_FILE, withKnownBackend } from './known-backends-file.js';
 import { INITIAL_VERSION } from './package-manifest.js';
-import { BACKEND_PACKAGES_ANCHOR, BACKEND_PACKAGES_FILE, workspacePeerRange } from './workspace.js';
+import { workspacePeerRange } from './workspace.js';
 
 /** @typedef {import('./backend-names.js').BackendNames} BackendNames */
-
-/**
- * Adds `type: 'package',` above the generator's marker in the discovery map.
- * @param {string} text the content of backend-packages.ts
- * @param {Pick<BackendNames, 'type' | 'packageName'>} names
- * @param {string} [file] for error messages
- * @returns {string}
- */
-export function addBackendPackageEntry(text, names, file = BACKEND_PACKAGES_FILE) {
-  const lines = text.split('\n');
-  const entryPattern = new RegExp(`^\\s*['"]?${names.type}['"]?:\\s*'([^']+)'`);
-  const existing = lines.map((line) => entryPattern.exec(line)).find((match) => match !== null);
-  if (existing) {
-    if (existing[1] === names.packageName) return text;
-    throw new Error(`${file} already maps "${names.type}" to ${existing[1]}, not ${names.packageName}`);
-  }
-  const anchorIndex = lines.findIndex((line) => line.trim().startsWith(BACKEND_PACKAGES_ANCHOR));
-  if (anchorIndex === -1) {
-    throw new Error(
-      `${file} lacks the line "${BACKEND_PACKAGES_ANCHOR}" the generator inserts new backends above`,
-    );
-  }
-  const indentation = /^\s*/.exec(lines[anchorIndex])?.[0] ?? '  ';
-  lines.splice(anchorIndex, 0, `${indentation}${names.type}: '${names.packageName}',`);
-  return lines.join('\n');
-}
 
 /**
  * `record` with `key: value` added, keys kept in their order (new keys last).
@@ -112,12 +88,14 @@ export function addTsconfigReference(text, directory, file = 'tsconfig.json') {
  * Applies every registration edit to the workspace at `root`; returns the files changed.
  * @param {string} root
  * @param {BackendNames} names
+ * @param {{ catalog: 'offline' | 'online' }} options the kind of the backend's catalog provider
  * @returns {string[]}
  */
-export function registerBackend(root, names) {
+export function registerBackend(root, names, { catalog }) {
+  const backend = { type: names.type, packageName: names.packageName, catalog };
   /** @type {[string, (text: string, file: string) => string][]} */
   const edits = [
-    [BACKEND_PACKAGES_FILE, (text, file) => addBackendPackageEntry(text, names, file)],
+    [KNOWN_BACKENDS_FILE, (text, file) => withKnownBackend(text, backend, file)],
     [
       'packages/server/package.json',
       (text, file) => addOptionalPeer(text, names.packageName, { devLink: true, file }),

@@ -1,41 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { addBackendPackageEntry, addOptionalPeer, addTsconfigReference } from './registration.js';
+import { addOptionalPeer, addTsconfigReference } from './registration.js';
 
 const names = { type: 'example', packageName: '@dstack/backend-example' };
-
-const discoveryMap = `export const BACKEND_PACKAGES: Readonly<Record<string, string>> = {
-  local: '@dstack/backend-local',
-  // plop:backend-packages — generated backends are inserted above this line.
-};
-`;
-
-describe('addBackendPackageEntry', () => {
-  it('inserts the entry above the marker, once', () => {
-    const once = addBackendPackageEntry(discoveryMap, names);
-
-    expect(once).toBe(`export const BACKEND_PACKAGES: Readonly<Record<string, string>> = {
-  local: '@dstack/backend-local',
-  example: '@dstack/backend-example',
-  // plop:backend-packages — generated backends are inserted above this line.
-};
-`);
-    expect(addBackendPackageEntry(once, names)).toBe(once);
-  });
-
-  it('refuses a type mapped to another package', () => {
-    expect(() => addBackendPackageEntry(discoveryMap, { type: 'local', packageName: '@acme/local' })).toThrow(
-      /already maps "local" to @dstack\/backend-local, not @acme\/local/,
-    );
-  });
-
-  it('fails naming the file when the marker is missing', () => {
-    const withoutMarker = discoveryMap.replace(/.*plop:backend-packages.*\n/, '');
-
-    expect(() => addBackendPackageEntry(withoutMarker, names, 'backend-packages.ts')).toThrow(
-      /backend-packages.ts lacks the line "\/\/ plop:backend-packages"/,
-    );
-  });
-});
 
 describe('addOptionalPeer', () => {
   const manifest = `${JSON.stringify(

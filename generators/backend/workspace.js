@@ -6,11 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { listWorkspacePackages, readCatalog } from '../../scripts/lib/workspace-packages.mjs';
-
-/** Where the discovery map lives; the generator adds one line to it. */
-export const BACKEND_PACKAGES_FILE = 'packages/server/src/backends/backend-packages.ts';
-/** The line new map entries are inserted above. */
-export const BACKEND_PACKAGES_ANCHOR = '// plop:backend-packages';
+import { KNOWN_BACKENDS_FILE, readKnownBackends } from './known-backends-file.js';
 
 /**
  * @param {string} path
@@ -59,39 +55,34 @@ export function catalogDependencies(root, dependencies) {
 }
 
 /**
- * The discovery map's entries, read from its source (one `type: 'package',` per line).
+ * The map of backend packages (`KNOWN_BACKENDS` of @dstack/catalog) as type → package.
  * @param {string} root
- * @returns {Map<string, string>} type → package
+ * @returns {Map<string, string>}
  */
 export function readBackendPackages(root) {
-  const path = join(root, BACKEND_PACKAGES_FILE);
-  if (!existsSync(path)) throw new Error(`The discovery map ${BACKEND_PACKAGES_FILE} does not exist`);
-  const entries = new Map();
-  for (const match of readFileSync(path, 'utf8').matchAll(
-    /^\s*['"]?([a-z][a-z0-9_-]*)['"]?:\s*'([^']+)',?\s*$/gm,
-  )) {
-    entries.set(match[1], match[2]);
-  }
-  return entries;
+  return new Map(readKnownBackends(root).map(({ type, packageName }) => [type, packageName]));
 }
 
 /**
- * Why a backend with these names cannot be generated here, or `undefined`.
+ * Why a backend with these names cannot be generated here, or `undefined`. A type the
+ * map lists is taken only when its package exists in the workspace: the map may name a
+ * backend before anyone has written it, and generating it is how it gets written.
  * @param {string} root
  * @param {import('./backend-names.js').BackendNames} names
  * @returns {string | undefined}
  */
 export function backendConflict(root, names) {
   if (existsSync(join(root, names.directory))) return `${names.directory} already exists`;
-  const known = readBackendPackages(root);
-  const owner = known.get(names.type);
-  if (owner !== undefined) return `backend type "${names.type}" is already taken by ${owner}`;
-  for (const [type, packageName] of known) {
-    if (packageName === names.packageName)
-      return `${names.packageName} is already registered as type "${type}"`;
-  }
-  for (const { name, relativeDir } of listWorkspacePackages(root)) {
-    if (name === names.packageName) return `${names.packageName} already exists in ${relativeDir}`;
+  const workspacePackages = new Map(listWorkspacePackages(root).map((pkg) => [pkg.name, pkg.relativeDir]));
+  const existingPackage = workspacePackages.get(names.packageName);
+  if (existingPackage !== undefined) return `${names.packageName} already exists in ${existingPackage}`;
+  for (const { type, packageName } of readKnownBackends(root)) {
+    if (type === names.type && workspacePackages.has(packageName)) {
+      return `backend type "${type}" is already taken by ${packageName} (${workspacePackages.get(packageName)})`;
+    }
+    if (type !== names.type && packageName === names.packageName) {
+      return `${names.packageName} is already listed as type "${type}" in ${KNOWN_BACKENDS_FILE}`;
+    }
   }
   return undefined;
 }

@@ -1,4 +1,12 @@
 export {
+  BACKEND_PACKAGES,
+  type BackendCatalogKind,
+  catalogProviderName,
+  KNOWN_BACKENDS,
+  type KnownBackend,
+  OFFLINE_CATALOG_PACKAGES,
+} from './backends/known-backends.js';
+export {
   BUNDLED_SNAPSHOT_DIRECTORY,
   bundledSource,
   Catalog,

@@ -7,8 +7,10 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { KNOWN_BACKENDS } from '@dstack/catalog';
 import { describe, expect, it } from 'vitest';
 import { generateDocs } from '../../../scripts/lib/docs/generate.mjs';
+import { backendsWithoutPackage, KNOWN_BACKENDS_FILE } from '../../../scripts/lib/docs/known-backends.mjs';
 import {
   BACKENDS_BEGIN_MARKER,
   BACKENDS_END_MARKER,
@@ -38,6 +40,47 @@ describe('generated docs', () => {
     expect(serverConfig).toContain('| `runtime` | `"process"` or `"docker"` | optional |');
     expect(backends).toMatch(/\| `local` \| `@dstack\/backend-local` \| vm \| ✓ \|/);
   }, 60_000);
+
+  it('name every type of the map of backend packages, with a package or as to come', async () => {
+    const backends = (await generateDocs(root)).get('docs/backends.md') ?? '';
+    for (const { type, packageName } of KNOWN_BACKENDS) {
+      expect(backends).toMatch(
+        new RegExp(`\\| \`${type}\` \\| \`${packageName}\` \\||\`${type}\` \\(\`${packageName}\`\\)`),
+      );
+    }
+  }, 60_000);
+});
+
+describe('the docs against the map of backend packages', () => {
+  const known = [
+    { type: 'local', packageName: '@dstack/backend-local', catalog: 'online' },
+    { type: 'aws', packageName: '@dstack/backend-aws', catalog: 'offline' },
+  ] as const;
+  const installed = (type: string, packageName: string, kind?: string) => ({
+    packageName,
+    relativeDir: `packages/${packageName.slice('@dstack/'.length)}`,
+    plugin: { type, catalogProvider: kind === undefined ? undefined : { kind } },
+  });
+
+  it('names the listed types without a package in the workspace', () => {
+    expect(backendsWithoutPackage(known, [installed('local', '@dstack/backend-local', 'online')])).toEqual([
+      known[1],
+    ]);
+  });
+
+  it('fails, naming the map and the package, when a package is not listed as itself', () => {
+    expect(() =>
+      backendsWithoutPackage(known, [installed('acme', '@dstack/backend-acme', 'online')]),
+    ).toThrow(
+      `${KNOWN_BACKENDS_FILE} disagrees with the workspace:\n  @dstack/backend-acme (packages/backend-acme) provides type "acme", which is not listed`,
+    );
+    expect(() => backendsWithoutPackage(known, [installed('aws', '@dstack/backend-ec2', 'offline')])).toThrow(
+      '"aws" is listed as @dstack/backend-aws, but packages/backend-ec2 is @dstack/backend-ec2',
+    );
+    expect(() => backendsWithoutPackage(known, [installed('aws', '@dstack/backend-aws')])).toThrow(
+      '"aws" is listed with catalog offline, but @dstack/backend-aws\'s catalogProvider is (none)',
+    );
+  });
 });
 
 describe('doc rendering', () => {
@@ -95,6 +138,21 @@ describe('doc rendering', () => {
     expect(table).toContain('| `b` | `@dstack/backend-b` | container | – | – | 90 s |');
     expect(table).toContain(
       '| `c` | `@dstack/backend-c` | container | ✓ | – | per instance type (else 600 s) |',
+    );
+    expect(table).not.toContain('without a package');
+  });
+
+  it('names the types of the map that have no package yet after the table', () => {
+    const table = renderBackendsTable({
+      core: { capabilities: [], defaultProvisioningTimeoutSeconds: 600 },
+      backends: [],
+      withoutPackage: [
+        { type: 'aws', packageName: '@dstack/backend-aws' },
+        { type: 'gcp', packageName: '@dstack/backend-gcp' },
+      ],
+    });
+    expect(table).toContain(
+      'is an error naming the package to install): `aws` (`@dstack/backend-aws`), `gcp` (`@dstack/backend-gcp`).',
     );
   });
 

@@ -12,8 +12,8 @@ import { assertBackendPlugin } from '@dstack/core';
 import { describe, expect, it } from 'vitest';
 
 const repositoryRoot = resolve(import.meta.dirname, '../../..');
-/** The discovery map the server loads backends by; a module of its own, without imports. */
-const DISCOVERY_MAP = 'packages/server/src/backends/backend-packages.ts';
+/** The one map of backend packages (server discovery, catalog collect, docs); a module without imports. */
+const DISCOVERY_MAP = 'packages/catalog/src/backends/known-backends.ts';
 
 interface Manifest {
   name: string;
@@ -119,15 +119,20 @@ describe.each(backendDirectories)('%s', (directory) => {
   });
 
   it('is registered where the server and CLI discover backends', async () => {
-    const { BACKEND_PACKAGES } = (await import(pathToFileURL(join(repositoryRoot, DISCOVERY_MAP)).href)) as {
-      BACKEND_PACKAGES: Record<string, string>;
+    const { KNOWN_BACKENDS } = (await import(pathToFileURL(join(repositoryRoot, DISCOVERY_MAP)).href)) as {
+      KNOWN_BACKENDS: { type: string; packageName: string; catalog?: string }[];
     };
     const { default: plugin } = (await import(
       pathToFileURL(join(repositoryRoot, directory, sourceEntry(manifest))).href
-    )) as { default: { type?: unknown } };
+    )) as { default: { type?: unknown; catalogProvider?: { kind?: unknown } } };
     const type = typeof plugin.type === 'string' ? plugin.type : '(the default export names no type)';
+    const entry = KNOWN_BACKENDS.find((backend) => backend.type === type);
 
-    expect(BACKEND_PACKAGES[type], `${name}: no entry "${type}" in ${DISCOVERY_MAP}`).toBe(name);
+    expect(entry?.packageName, `${name}: no entry "${type}" in ${DISCOVERY_MAP}`).toBe(name);
+    expect(
+      entry?.catalog,
+      `${name}: the catalog kind of "${type}" in ${DISCOVERY_MAP} differs from its catalogProvider's`,
+    ).toBe(plugin.catalogProvider?.kind);
     expect(serverManifest.devDependencies?.[name], `${name}: not in packages/server devDependencies`).toBe(
       'workspace:^',
     );

@@ -5,7 +5,13 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadCore, loadInstalledBackends, loadServerConfigSchema } from './installed-modules.mjs';
+import {
+  loadCore,
+  loadInstalledBackends,
+  loadKnownBackends,
+  loadServerConfigSchema,
+} from './installed-modules.mjs';
+import { backendsWithoutPackage } from './known-backends.mjs';
 import { renderBackendsTable, renderServerConfigDoc, spliceGeneratedBlock } from './render-docs.mjs';
 
 export const SERVER_CONFIG_DOC = 'docs/server-config.md';
@@ -13,17 +19,19 @@ export const BACKENDS_DOC = 'docs/backends.md';
 
 /** @returns {Promise<Map<string, string>>} relative path → content */
 export async function generateDocs(root) {
-  const [core, serverConfigSchema, backends] = await Promise.all([
+  const [core, serverConfigSchema, backends, knownBackends] = await Promise.all([
     loadCore(root),
     loadServerConfigSchema(root),
     loadInstalledBackends(root),
+    loadKnownBackends(root),
   ]);
+  const withoutPackage = backendsWithoutPackage(knownBackends, backends);
   const backendsPath = join(root, BACKENDS_DOC);
   if (!existsSync(backendsPath))
     throw new Error(`${BACKENDS_DOC} is missing: its hand-written parts hold the generated table`);
   const backendsDoc = spliceGeneratedBlock(
     readFileSync(backendsPath, 'utf8'),
-    renderBackendsTable({ backends, core }),
+    renderBackendsTable({ backends, core, withoutPackage }),
   );
   return new Map([
     [SERVER_CONFIG_DOC, renderServerConfigDoc({ serverConfigSchema, backends })],

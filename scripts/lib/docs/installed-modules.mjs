@@ -1,6 +1,6 @@
 /**
  * The built modules the docs are generated from: core (capabilities,
- * defaults), the server's config.yml schema, and every backend package in
+ * defaults), the catalog's map of backend packages, the server's config.yml schema, and every backend package in
  * `packages/backend-*` (new ones are picked up without a change here).
  * Everything is imported from `dist/`, so run a build first (`pnpm run docs` does).
  */
@@ -26,6 +26,15 @@ export async function loadCore(root) {
     capabilities: [...core.CAPABILITIES],
     defaultProvisioningTimeoutSeconds: core.DEFAULT_PROVISIONING_TIMEOUT_SECONDS,
   };
+}
+
+/** The one map of backend packages, `KNOWN_BACKENDS` of `@dstack/catalog`. */
+export async function loadKnownBackends(root) {
+  const module = await importBuilt(root, 'packages/catalog/dist/index.js', '@dstack/catalog');
+  if (!Array.isArray(module.KNOWN_BACKENDS)) {
+    throw new Error('packages/catalog/dist/index.js no longer exports KNOWN_BACKENDS');
+  }
+  return module.KNOWN_BACKENDS;
 }
 
 /** The server's config.yml schema (zod), `ServerConfigSchema`. */

@@ -23,5 +23,10 @@ export function renderServerConfigDoc(input: {
   serverConfigSchema: unknown;
   backends: DocumentedBackend[];
 }): string;
-export function renderBackendsTable(input: { backends: DocumentedBackend[]; core: CoreFacts }): string;
+export function renderBackendsTable(input: {
+  backends: DocumentedBackend[];
+  core: CoreFacts;
+  /** The map's entries without a package in the workspace (`backendsWithoutPackage`). */
+  withoutPackage?: readonly { type: string; packageName: string }[];
+}): string;
 export function spliceGeneratedBlock(document: string, block: string, file?: string): string;

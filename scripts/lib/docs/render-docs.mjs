@@ -149,8 +149,11 @@ function provisioningTimeoutLabel(plugin, defaultSeconds) {
   return `${defaultSeconds} s (default)`;
 }
 
-/** The generated block of docs/backends.md: one row per installed backend. */
-export function renderBackendsTable({ backends, core }) {
+/**
+ * The generated block of docs/backends.md: one row per installed backend, then
+ * the types the map of backend packages lists without a package yet.
+ */
+export function renderBackendsTable({ backends, core, withoutPackage = [] }) {
   const header = ['type', 'package', 'compute kind', ...core.capabilities, 'provisioning timeout'];
   const rows = backends.map(({ plugin, packageName }) => {
     const declared = new Set(plugin.capabilities);
@@ -169,6 +172,15 @@ export function renderBackendsTable({ backends, core }) {
     `|${header.map(() => '---').join('|')}|`,
     ...rows.map((row) => `| ${row.map(cell).join(' | ')} |`),
     '',
+    ...(withoutPackage.length > 0
+      ? [
+          'Listed in the map of backend packages without a package in this repository yet (configuring one',
+          `is an error naming the package to install): ${withoutPackage
+            .map(({ type, packageName }) => `\`${type}\` (\`${packageName}\`)`)
+            .join(', ')}.`,
+          '',
+        ]
+      : []),
     BACKENDS_END_MARKER,
   ].join('\n');
 }

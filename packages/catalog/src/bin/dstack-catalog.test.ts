@@ -286,6 +286,13 @@ describe('dstack-catalog collect', () => {
     const unknown = await run('collect', 'acme', '--output', path.join(outputDirectory, 'x.csv'));
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('unknown provider "acme"');
+    expect(unknown.stderr).toContain('known: aws, gcp, azure, lambdalabs,');
+
+    const online = await run('collect', 'vastai', '--output', path.join(outputDirectory, 'x.csv'));
+    expect(online.code).toBe(2);
+    expect(online.stderr).toContain(
+      'provider "vastai" is online: @dstack/backend-vastai asks its offers live, there is nothing to collect',
+    );
 
     const notBackend = await run(
       'collect',

@@ -3,10 +3,14 @@
  * Backends are optional peer dependencies: only configured ones are imported,
  * and a missing package is reported with the command that installs it.
  */
+import { BACKEND_PACKAGES } from '@dstack/catalog';
 import { assertBackendPlugin, type BackendPlugin, ConfigurationError } from '@dstack/core';
-import { BACKEND_PACKAGES } from './backend-packages.js';
 
-/** Backend type → package. Third-party backends can be registered in memory (BackendRegistry.registerPlugin). */
+/**
+ * Backend type → package: the one map of `@dstack/catalog`'s KNOWN_BACKENDS, which the
+ * catalog's `collect` and the docs share and `pnpm plop backend` keeps. Third-party backends
+ * can be registered in memory (BackendRegistry.registerPlugin).
+ */
 export { BACKEND_PACKAGES };
 
 /** Imports a module by name; tests inject one to simulate installed or missing packages. */

@@ -2,25 +2,10 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
+import { KNOWN_BACKENDS, OFFLINE_CATALOG_PACKAGES } from '../../backends/known-backends.js';
 import { formatCatalogCsv } from '../../csv/catalog-csv.js';
 import type { CollectOptions, OfflineCatalogProvider } from '../../providers/catalog-provider.js';
 import { CliError, usageError } from '../cli-error.js';
-
-/**
- * Which backend package carries the offline catalog provider of each gpuhunt
- * offline provider. Backends are optional peers: install the one you collect.
- */
-export const BACKEND_PACKAGES: Readonly<Record<string, string>> = {
-  aws: '@dstack/backend-aws',
-  azure: '@dstack/backend-azure',
-  gcp: '@dstack/backend-gcp',
-  lambdalabs: '@dstack/backend-lambda',
-  nebius: '@dstack/backend-nebius',
-  oci: '@dstack/backend-oci',
-  runpod: '@dstack/backend-runpod',
-  verda: '@dstack/backend-verda',
-  cloudrift: '@dstack/backend-cloudrift',
-};
 
 function isOfflineProvider(value: unknown): value is OfflineCatalogProvider {
   const candidate = value as Partial<OfflineCatalogProvider> | null;
@@ -46,10 +31,16 @@ export async function loadOfflineProvider(
   provider: string,
   moduleSpecifier?: string,
 ): Promise<OfflineCatalogProvider> {
-  const specifier = moduleSpecifier ?? BACKEND_PACKAGES[provider];
+  const specifier = moduleSpecifier ?? OFFLINE_CATALOG_PACKAGES[provider];
   if (!specifier) {
+    const online = KNOWN_BACKENDS.find(({ type, catalog }) => type === provider && catalog === 'online');
+    if (online) {
+      throw usageError(
+        `provider "${provider}" is online: ${online.packageName} asks its offers live, there is nothing to collect`,
+      );
+    }
     throw usageError(
-      `unknown provider "${provider}"; known: ${Object.keys(BACKEND_PACKAGES).join(', ')} (or pass --module SPECIFIER)`,
+      `unknown provider "${provider}"; known: ${Object.keys(OFFLINE_CATALOG_PACKAGES).join(', ')} (or pass --module SPECIFIER)`,
     );
   }
   const importTarget =
@@ -103,7 +94,7 @@ export function registerCollectCommand(program: Command): void {
   program
     .command('collect')
     .description("collect an offline provider's offers into a gpuhunt-format catalog CSV")
-    .argument('<provider>', `provider name (${Object.keys(BACKEND_PACKAGES).join(', ')})`)
+    .argument('<provider>', `provider name (${Object.keys(OFFLINE_CATALOG_PACKAGES).join(', ')})`)
     .requiredOption('-o, --output <file>', 'CSV file to write')
     .option(
       '--module <specifier>',

@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CATALOG_CSV_COLUMNS, parseCatalogCsv } from '../csv/catalog-csv.js';
 
@@ -20,11 +20,15 @@ interface Result {
 }
 
 function run(...args: string[]): Promise<Result> {
+  return runIn(packageDirectory, ...args);
+}
+
+function runIn(cwd: string, ...args: string[]): Promise<Result> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [bin, ...args],
-      { cwd: packageDirectory, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: undefined } },
+      { cwd, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: undefined } },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
         resolve({ code, stdout, stderr });
@@ -274,6 +278,28 @@ describe('dstack-catalog collect', () => {
     const result = await run('collect', 'named', '-o', output, '--module', `./${relative}`);
     expect(result.code).toBe(0);
     expect(await readFile(output, 'utf8')).toContain('n.small,r1,0.01,1,0.5,0');
+  });
+
+  it('finds the backend package installed in the project it runs in', async () => {
+    const project = path.join(outputDirectory, 'project');
+    const installed = path.join(project, 'node_modules', '@dstack', 'backend-aws');
+    await mkdir(path.join(installed, 'dist'), { recursive: true });
+    await writeFile(path.join(project, 'package.json'), '{"name": "my-project", "private": true}');
+    await writeFile(
+      path.join(installed, 'package.json'),
+      JSON.stringify({
+        name: '@dstack/backend-aws',
+        type: 'module',
+        exports: { '.': { types: './dist/index.d.ts', import: './dist/index.js' } },
+      }),
+    );
+    const fixture = pathToFileURL(path.join(builtFixtures, 'fake-backend.js')).href;
+    await writeFile(path.join(installed, 'dist', 'index.js'), `export { default } from '${fixture}';\n`);
+    const output = path.join(outputDirectory, 'installed.csv');
+    const result = await runIn(project, 'collect', 'aws', '-o', output);
+    expect(result.stderr).toContain('wrote 2 offers');
+    expect(result.code).toBe(0);
+    expect(await readFile(output, 'utf8')).toContain('fake.gpu-2,');
   });
 
   it('says which package to install when the backend is missing', async () => {

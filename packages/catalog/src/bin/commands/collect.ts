@@ -1,4 +1,6 @@
+import { existsSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
@@ -24,6 +26,28 @@ function isPathSpecifier(specifier: string): boolean {
 }
 
 /**
+ * The entry file of package `name` as installed for `directory` (its own or an ancestor's
+ * node_modules), or null when it is not installed there. The catalog does not depend on the
+ * backend packages, so a backend the user installed in their project is found from where the
+ * command runs, the way a linter finds its plugins.
+ */
+export function resolveInstalledPackage(name: string, directory: string): string | null {
+  // Node's lookup directories, searched by hand: `exports` may not expose package.json.
+  const lookup = createRequire(path.join(directory, 'package.json')).resolve.paths(name) ?? [];
+  const manifestPath = lookup
+    .map((dir) => path.join(dir, name, 'package.json'))
+    .find((file) => existsSync(file));
+  if (manifestPath === undefined) return null;
+  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as {
+    exports?: string | Record<string, string | Record<string, string>>;
+    main?: string;
+  };
+  const root = typeof manifest.exports === 'object' ? manifest.exports['.'] : manifest.exports;
+  const entry = typeof root === 'object' ? (root.import ?? root.default) : (root ?? manifest.main);
+  return entry ? path.resolve(path.dirname(manifestPath), entry) : null;
+}
+
+/**
  * Imports a backend module and returns its offline catalog provider: the default
  * export's `catalogProvider` (the backend descriptor) or a named `catalogProvider`.
  */
@@ -43,8 +67,10 @@ export async function loadOfflineProvider(
       `unknown provider "${provider}"; known: ${Object.keys(OFFLINE_CATALOG_PACKAGES).join(', ')} (or pass --module SPECIFIER)`,
     );
   }
-  const importTarget =
-    isPathSpecifier(specifier) && !specifier.startsWith('file:')
+  const installed = isPathSpecifier(specifier) ? null : resolveInstalledPackage(specifier, process.cwd());
+  const importTarget = installed
+    ? pathToFileURL(installed).href
+    : isPathSpecifier(specifier) && !specifier.startsWith('file:')
       ? pathToFileURL(path.resolve(specifier)).href
       : specifier;
   let loaded: Record<string, unknown>;
@@ -103,7 +129,7 @@ export function registerCollectCommand(program: Command): void {
     .option('--no-filter', "keep the rows the provider's filter would not publish (gpuhunt's --no-filter)")
     .addHelpText(
       'after',
-      '\nThe provider comes from its backend package (for aws: @dstack/backend-aws), whose default\nexport carries `catalogProvider`. Example:\n  dstack-catalog collect aws --output aws.csv\n',
+      '\nThe provider comes from its backend package (for aws: @dstack/backend-aws), installed where the\ncommand runs (or beside dstack-catalog); its default export carries `catalogProvider`. Example:\n  dstack-catalog collect aws --output aws.csv\n',
     )
     .action(async (provider: string, options: { output: string; module?: string; filter: boolean }) => {
       const count = await collectToFile(provider, options.output, {

@@ -34,6 +34,7 @@ import {
   type SshLoginAddress,
 } from '../agents/ssh-host-probe.js';
 import type { AppContext } from '../context.js';
+import { fleetConfigurationOf, instanceProvisioningDataOf } from '../db/json-columns.js';
 import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
 import { type BlocksSetting, totalBlocksFor } from './instance-blocks.js';
 import { nextInstanceNum } from './instance-launch.js';
@@ -354,9 +355,8 @@ function hostInstanceRow(
 
 /** The `hostIdentity` of a live instance, from its provisioning data. */
 function hostIdOf(instance: InstancesTable): string | null {
-  if (!instance.job_provisioning_data) return null;
-  const data = JSON.parse(instance.job_provisioning_data) as JobProvisioningData;
-  if (!data.hostname) return null;
+  const data = instanceProvisioningDataOf(instance);
+  if (!data?.hostname) return null;
   return hostIdentity(
     { hostname: data.hostname, username: data.username, port: data.ssh_port ?? DEFAULT_SSH_PORT },
     data.ssh_proxy,
@@ -375,9 +375,7 @@ export async function applySshFleet(
   sshConfig: SshConfig,
   existing: boolean,
 ): Promise<void> {
-  const fleetBlocks = (JSON.parse(fleetRow.spec) as { configuration: { blocks?: BlocksSetting } })
-    .configuration.blocks;
-  const hosts = sshFleetHostsOf(sshConfig, fleetBlocks ?? 1);
+  const hosts = sshFleetHostsOf(sshConfig, fleetConfigurationOf(fleetRow).blocks);
   const live = existing
     ? await app.db
         .selectFrom('instances')

@@ -116,6 +116,11 @@ export class Pipeline<Table extends PipelineTable> {
     return this.#definition.name;
   }
 
+  /** The table, for Kysely's builders (they take the union of tables, not a type parameter). */
+  get #table(): PipelineTable {
+    return this.#definition.table;
+  }
+
   start(wakeUps: WakeUps): void {
     this.#unsubscribe = wakeUps.subscribe(this.#definition.name, () => this.#signalDue());
     const lockMs = this.#definition.lockMs ?? DEFAULT_LOCK_MS;
@@ -240,8 +245,7 @@ export class Pipeline<Table extends PipelineTable> {
   async #claim(limit: number): Promise<PipelineRow<Table>[]> {
     const { db, dialect, serverId } = this.#app;
     const { statuses, minIntervalMs } = this.#definition;
-    // Kysely's builders take a table union, not a type parameter.
-    const table: PipelineTable = this.#definition.table;
+    const table = this.#table;
     const now = Date.now();
     const token = randomUUID();
     const lockMs = this.#definition.lockMs ?? DEFAULT_LOCK_MS;
@@ -309,7 +313,7 @@ export class Pipeline<Table extends PipelineTable> {
     const { last_processed_at: requested, ...rest } = values;
     const processedAt = typeof requested === 'number' ? requested : Date.now();
     return db
-      .updateTable(this.#definition.table as PipelineTable)
+      .updateTable(this.#table)
       .set({
         ...rest,
         last_processed_at: sql`CASE WHEN last_processed_at = 0 THEN last_processed_at ELSE CAST(${processedAt} AS BIGINT) END`,
@@ -338,7 +342,7 @@ export class Pipeline<Table extends PipelineTable> {
   async #extendLocks(lockMs: number): Promise<void> {
     if (this.#inFlight.size === 0) return;
     await this.#app.db
-      .updateTable(this.#definition.table as PipelineTable)
+      .updateTable(this.#table)
       .set({ lock_expires_at: Date.now() + lockMs } as never)
       .where(
         'id',

@@ -5,7 +5,7 @@
  * A job stopped while its launch is stranded (instance recorded, still `pending`)
  * gives that instance up, so the machine the launch may have started is ended.
  */
-import { DEFAULT_STOP_DURATION, type JobTerminationReason, jobTerminationReasonToStatus } from '@dstack/core';
+import { DEFAULT_STOP_DURATION, jobTerminationReasonToStatus } from '@dstack/core';
 import { sql } from 'kysely';
 import { projectOf } from '../accounts/projects.js';
 import { runnerClientFor, shimClientFor } from '../agents/agent-clients.js';
@@ -15,7 +15,7 @@ import type { InstancesTable, JobsTable, ProjectsTable } from '../db/schema.js';
 import { blocksHeldBy, shareOfLaunchedInstance } from '../fleets/instance-blocks.js';
 import { abandonPendingInstance } from '../fleets/instance-launch.js';
 import { instanceRowOf } from '../fleets/instance-rows.js';
-import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
+import type { PipelineDefinition, RowLock, RowUpdate } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { markRunDue } from './job-pass.js';
 import { pullRunner, runnerPortOf, runnerWasStarted } from './job-running.js';
@@ -127,9 +127,9 @@ async function finish(
   app: AppContext,
   job: JobsTable,
   lock: RowLock<'jobs'>,
-  values: Record<string, unknown>,
+  values: RowUpdate<'jobs'>,
 ): Promise<void> {
-  const reason = (job.termination_reason ?? 'terminated_by_server') as JobTerminationReason;
+  const reason = job.termination_reason ?? 'terminated_by_server';
   await lock.release({
     ...values,
     status: jobTerminationReasonToStatus(reason),

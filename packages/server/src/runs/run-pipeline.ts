@@ -115,7 +115,7 @@ async function processTerminating(
   jobs: JobsTable[],
   lock: RowLock<'runs'>,
 ): Promise<void> {
-  const reason = (run.termination_reason ?? 'stopped_by_user') as RunTerminationReason;
+  const reason = run.termination_reason ?? 'stopped_by_user';
   const latest = latestSubmissions(jobs);
   const claimedAll = await terminateJobs(app, latest, runTerminationReasonToJobTerminationReason(reason));
   const unfinished = latest.filter((job) => !FINISHED_JOB_STATUSES.includes(job.status));

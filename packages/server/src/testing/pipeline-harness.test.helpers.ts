@@ -275,7 +275,7 @@ function harnessOf<Backend extends HarnessBackend>(parts: HarnessParts<Backend>)
     stepUntil: defaultServer.stepUntil,
     abandon: defaultServer.abandon,
     async applyTask(name, fields) {
-      const spec = { configuration: { type: 'task', name, ...fields } } as unknown as RunSpec;
+      const spec: RunSpec = { configuration: { type: 'task', name, ...fields } };
       const run = await applyRun(app, project, admin, spec);
       return app.db.selectFrom('runs').selectAll().where('id', '=', run.id).executeTakeFirstOrThrow();
     },

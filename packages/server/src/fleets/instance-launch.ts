@@ -37,7 +37,15 @@ import { projectOf } from '../accounts/projects.js';
 import { launchAgentToken, newEncryptedAgentToken } from '../agents/agent-tokens.js';
 import type { BackendOffer } from '../backends/offers.js';
 import type { AppContext } from '../context.js';
-import { fleetConfigurationOf, instanceOfferOf, jobSpecOf, runSpecOf } from '../db/json-columns.js';
+import {
+  fleetConfigurationOf,
+  instanceOfferColumn,
+  instanceOfferOf,
+  instanceProvisioningDataColumn,
+  instanceRequirementsColumn,
+  jobSpecOf,
+  runSpecOf,
+} from '../db/json-columns.js';
 import type {
   Database,
   FleetsTable,
@@ -126,7 +134,7 @@ export async function insertPendingInstance(
       price: null,
       offer: null,
       job_provisioning_data: null,
-      requirements: JSON.stringify(options.requirements),
+      requirements: instanceRequirementsColumn.encode(options.requirements),
       instance_configuration: null,
       termination_idle_time: options.terminationIdleTime,
       termination_deadline: null,
@@ -207,7 +215,7 @@ export async function launchOnFirstOffer(
     // Written before the cloud call, so that a retry after a crash goes to the same offer.
     const recorded = await app.db
       .updateTable('instances')
-      .set({ backend: backend.type, region: offer.region, offer: JSON.stringify(offer) })
+      .set({ backend: backend.type, region: offer.region, offer: instanceOfferColumn.encode(offer) })
       .where('id', '=', instanceId)
       .where('status', '=', 'pending')
       .executeTakeFirst();
@@ -232,8 +240,8 @@ export async function launchOnFirstOffer(
         backend: backend.type,
         region: offer.region,
         price: offer.price,
-        offer: JSON.stringify(offer),
-        job_provisioning_data: JSON.stringify(provisioningData),
+        offer: instanceOfferColumn.encode(offer),
+        job_provisioning_data: instanceProvisioningDataColumn.encode(provisioningData),
         // A plugin's offer may leave blocks out: such an instance is one block.
         total_blocks: offer.total_blocks ?? 1,
         busy_blocks: busyBlocksFor(offer),

@@ -20,7 +20,11 @@ import { shimClientFor } from '../agents/agent-clients.js';
 import { remoteConnectionOf, sshHostAddressOf } from '../agents/remote-connection.js';
 import { stopDeployedShim } from '../agents/ssh-host-deploy.js';
 import type { AppContext } from '../context.js';
-import { fleetConfigurationOf, instanceProvisioningDataOf } from '../db/json-columns.js';
+import {
+  fleetConfigurationOf,
+  instanceProvisioningDataColumn,
+  instanceProvisioningDataOf,
+} from '../db/json-columns.js';
 import type { InstancesTable, ProjectsTable } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
@@ -118,7 +122,10 @@ async function processProvisioning(
       throw error;
     }
   }
-  const updated = { ...instance, job_provisioning_data: JSON.stringify(provisioningData) };
+  const updated = {
+    ...instance,
+    job_provisioning_data: instanceProvisioningDataColumn.encode(provisioningData),
+  };
   if (provisioningData.hostname && (await shimAnswers(app, project, updated))) {
     // Decided on the row as it is now: a job that stopped during this pass freed its blocks
     // without the claim, and an instance left busy with no job would never time out idle.
@@ -218,7 +225,7 @@ async function learnStrandedMachine(
   const machine = await relaunchStrandedInstance(app, instance, compute);
   await app.db
     .updateTable('instances')
-    .set({ job_provisioning_data: JSON.stringify(machine) })
+    .set({ job_provisioning_data: instanceProvisioningDataColumn.encode(machine) })
     .where('id', '=', instance.id)
     .where('lock_token', '=', lock.token)
     .execute();

@@ -34,7 +34,12 @@ import {
   type SshLoginAddress,
 } from '../agents/ssh-host-probe.js';
 import type { AppContext } from '../context.js';
-import { fleetConfigurationOf, instanceProvisioningDataOf } from '../db/json-columns.js';
+import {
+  fleetConfigurationOf,
+  instanceOfferColumn,
+  instanceProvisioningDataColumn,
+  instanceProvisioningDataOf,
+} from '../db/json-columns.js';
 import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
 import { type BlocksSetting, totalBlocksFor } from './instance-blocks.js';
 import { nextInstanceNum } from './instance-launch.js';
@@ -331,8 +336,8 @@ function hostInstanceRow(
     backend: REMOTE_BACKEND_TYPE,
     region: REMOTE_REGION,
     price: 0,
-    offer: JSON.stringify(offer),
-    job_provisioning_data: JSON.stringify(provisioningData),
+    offer: instanceOfferColumn.encode(offer),
+    job_provisioning_data: instanceProvisioningDataColumn.encode(provisioningData),
     requirements: null,
     instance_configuration: null,
     // Hosts the user owns are kept however long they are idle.

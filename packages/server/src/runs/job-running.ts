@@ -23,6 +23,8 @@ import { runnerClientFor, shimClientFor } from '../agents/agent-clients.js';
 import type { AppContext } from '../context.js';
 import {
   instanceProvisioningDataOf,
+  jobProvisioningDataColumn,
+  jobRuntimeDataColumn,
   jobRuntimeDataOf,
   jobSpecOf,
   runSpecOf,
@@ -172,7 +174,7 @@ async function submitTask(context: JobContext): Promise<void> {
   }
   await context.lock.release({
     status: 'pulling',
-    job_provisioning_data: JSON.stringify(provisioningData),
+    job_provisioning_data: jobProvisioningDataColumn.encode(provisioningData),
     last_processed_at: dueIn(STARTING_POLL_MS, MIN_INTERVAL_MS),
   });
   // The run is `provisioning` for a pulling job as for a provisioning one: nothing for it to follow.
@@ -256,7 +258,7 @@ async function startJob(context: JobContext): Promise<void> {
     };
     await context.lock.release({
       status: 'running',
-      job_runtime_data: JSON.stringify(runtimeData),
+      job_runtime_data: jobRuntimeDataColumn.encode(runtimeData),
       runner_timestamp: 0,
       last_processed_at: dueIn(STARTING_POLL_MS * 2, MIN_INTERVAL_MS),
     });

@@ -27,6 +27,8 @@ import type { AppContext } from '../context.js';
 import {
   fleetConfigurationOf,
   instanceOfferOf,
+  jobProvisioningDataColumn,
+  jobRuntimeDataColumn,
   jobSpecOf,
   runSpecOf,
   type StoredRunSpec,
@@ -137,7 +139,7 @@ async function placeOnFleetInstance(
       instance_id: instance.id,
       instance_assigned: 1,
       job_provisioning_data: instance.job_provisioning_data,
-      job_runtime_data: JSON.stringify(runtimeDataForShare(share)),
+      job_runtime_data: jobRuntimeDataColumn.encode(runtimeDataForShare(share)),
       last_processed_at: 0,
     });
     if (outcome === 'released') return 'placed';
@@ -298,8 +300,8 @@ async function launchJobInstance(
       status: 'provisioning',
       instance_id: instance.id,
       instance_assigned: 1,
-      job_provisioning_data: JSON.stringify(result.provisioningData),
-      job_runtime_data: JSON.stringify(
+      job_provisioning_data: jobProvisioningDataColumn.encode(result.provisioningData),
+      job_runtime_data: jobRuntimeDataColumn.encode(
         runtimeDataForShare(shareOfNewInstance(result.offer.offer, requirements)),
       ),
     });
@@ -454,7 +456,7 @@ async function resumeRecordedLaunch(context: JobPassContext, instanceId: string)
     instance_id: instance.id,
     instance_assigned: 1,
     job_provisioning_data: instance.job_provisioning_data,
-    job_runtime_data: share ? JSON.stringify(runtimeDataForShare(share)) : null,
+    job_runtime_data: share ? jobRuntimeDataColumn.encode(runtimeDataForShare(share)) : null,
     ...(alreadyUp ? { last_processed_at: 0 } : {}),
   });
   app.wakeUps.wake(alreadyUp ? 'jobs-running' : 'instances');

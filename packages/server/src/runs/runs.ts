@@ -19,7 +19,7 @@ import {
 } from '@dstack/core';
 import { explainNoOffers, getOffers, type OfferFilters } from '../backends/offers.js';
 import type { AppContext } from '../context.js';
-import { runSpecColumn, type StoredRunSpec } from '../db/json-columns.js';
+import { jobSpecColumn, runSpecColumn, type StoredRunSpec } from '../db/json-columns.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
 import { fleetInstanceOffers } from '../fleets/fleet-instance-offers.js';
 import { buildJobSpecs } from './job-specs.js';
@@ -248,7 +248,7 @@ export function newJobRow(
     termination_reason: null,
     termination_reason_message: null,
     exit_status: null,
-    job_spec_data: JSON.stringify(jobSpec),
+    job_spec_data: jobSpecColumn.encode(jobSpec),
     job_provisioning_data: null,
     job_runtime_data: null,
     instance_id: null,

@@ -240,3 +240,19 @@ describeEachDialect('Pipeline', (getDb) => {
     expect(byId.get(hung)).toMatchObject({ status_message: null, lock_token: null });
   });
 });
+
+it("types a release as an update of the row's table: its columns, their types, not the lock columns", () => {
+  // The compiler checks this (`pnpm typecheck`): an `@ts-expect-error` that no longer errs fails it.
+  const releases = (lock: RowLock<'jobs'>) => [
+    lock.release({ status: 'running', termination_reason: null, last_processed_at: 0 }),
+    // @ts-expect-error: jobs have no status `idle` (an instance's)
+    lock.release({ status: 'idle' }),
+    // @ts-expect-error: jobs have no such column
+    lock.release({ statuss: 'running' }),
+    // @ts-expect-error: not a job termination reason
+    lock.release({ termination_reason: 'idle_timeout' }),
+    // @ts-expect-error: the claim's columns are the engine's
+    lock.release({ lock_token: null }),
+  ];
+  expect(releases).toBeTypeOf('function');
+});

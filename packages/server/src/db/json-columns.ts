@@ -31,11 +31,9 @@ import type { Database } from './schema.js';
 /** A run's spec as stored: its configuration validated by core's run configuration schemas. */
 export const StoredRunSpecSchema = RunSpecSchema.extend({ configuration: runConfigurationSchema });
 export type StoredRunSpec = z.output<typeof StoredRunSpecSchema>;
-export type StoredRunConfiguration = StoredRunSpec['configuration'];
 
 /** A fleet's spec as stored (`fleets.spec`): the validated fleet configuration. */
 export const StoredFleetSpecSchema = z.object({ configuration: fleetConfigurationSchema });
-export type StoredFleetSpec = z.output<typeof StoredFleetSpecSchema>;
 
 /** A stored JSON document that its column's schema refuses (or that is not JSON at all). */
 export class StoredJsonError extends Error {

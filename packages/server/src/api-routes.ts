@@ -10,7 +10,7 @@ import { logRoutes } from './logs/logs-routes.js';
 import { offerRoutes } from './runs/offers-routes.js';
 import { runRoutes } from './runs/runs-routes.js';
 
-export const allRoutes = [
+export const allRoutes: readonly RouteDefinition[] = [
   ...serverRoutes,
   ...userRoutes,
   ...projectRoutes,
@@ -19,4 +19,4 @@ export const allRoutes = [
   ...fleetRoutes,
   ...offerRoutes,
   ...logRoutes,
-] as unknown as readonly RouteDefinition[];
+];

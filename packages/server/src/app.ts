@@ -23,7 +23,7 @@ import { ensureDefaultLocalFleets } from './fleets/fleets.js';
 import { instancePipeline } from './fleets/instance-pipeline.js';
 import { bindHttpServer } from './http/bind-http-server.js';
 import { createHttpHandler } from './http/http-handler.js';
-import { type ClaimedRow, Pipeline, type PipelineDefinition } from './pipelines/pipeline.js';
+import { type AnyPipelineDefinition, Pipeline } from './pipelines/pipeline.js';
 import { rawRoutes } from './proxies/proxy-routes.js';
 import { jobRunningPipeline } from './runs/job-running.js';
 import { jobSubmittedPipeline } from './runs/job-submitted.js';
@@ -53,14 +53,14 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-const PIPELINE_FACTORIES: ReadonlyArray<(app: AppContext) => PipelineDefinition<ClaimedRow>> = [
+const PIPELINE_FACTORIES: ReadonlyArray<(app: AppContext) => AnyPipelineDefinition> = [
   runPipeline,
   jobSubmittedPipeline,
   jobRunningPipeline,
   jobTerminatingPipeline,
   instancePipeline,
   fleetPipeline,
-] as unknown as ReadonlyArray<(app: AppContext) => PipelineDefinition<ClaimedRow>>;
+];
 
 /**
  * Only one server can use a SQLite file (the server lock says so), so claims left by a previous

@@ -35,7 +35,7 @@ async function keysOf(
   if (cached !== undefined) return cached;
   const instance = await app.db
     .selectFrom('instances')
-    .select('remote_connection_info')
+    .select(['id', 'remote_connection_info'])
     .where('id', '=', provisioningData.instance_id)
     .executeTakeFirst();
   const connection = instance ? remoteConnectionOf(app, instance) : null;

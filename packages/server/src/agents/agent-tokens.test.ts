@@ -30,7 +30,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       return insertPendingInstance(app, {
         projectId: project.id,
         fleet,
-        requirements: fleetRequirementsOf({ type: 'fleet', name }),
+        requirements: fleetRequirementsOf({}),
         terminationIdleTime: null,
         busyBlocks: 0,
       });

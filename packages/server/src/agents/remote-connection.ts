@@ -6,7 +6,9 @@
  * and shown by the API (only the proxy's address is there, as `ssh_proxy`).
  */
 
+import { z } from 'zod';
 import type { AppContext } from '../context.js';
+import { JsonColumn } from '../db/json-columns.js';
 import type { InstancesTable } from '../db/schema.js';
 import type { SshHostAddress, SshLoginAddress } from './ssh-host-probe.js';
 
@@ -16,37 +18,52 @@ export const REMOTE_BACKEND_TYPE = 'remote';
 export const REMOTE_REGION = 'remote';
 
 /** One SSH login: the host's own, or its jump host's. */
-export interface RemoteLogin {
-  host: string;
-  port: number;
-  ssh_user: string;
+const RemoteLoginSchema = z.object({
+  host: z.string(),
+  port: z.number().int(),
+  ssh_user: z.string(),
   /** The login key's content (private, OpenSSH or PEM). */
-  ssh_private_key: string;
-}
+  ssh_private_key: z.string(),
+});
+export type RemoteLogin = z.output<typeof RemoteLoginSchema>;
 
-export interface RemoteConnectionInfo extends RemoteLogin {
+export const RemoteConnectionInfoSchema = RemoteLoginSchema.extend({
   /**
    * The jump host (`proxy_jump`) the host is reached through, with its own key; absent for a
    * host reached directly (and on rows stored before proxies were supported).
    */
-  ssh_proxy?: RemoteLogin;
+  ssh_proxy: RemoteLoginSchema.optional(),
   /** The shim's home on the host (absolute), removed when the instance goes. */
-  shim_home: string;
+  shim_home: z.string(),
   /** The shim's pid on the host, stopped when the instance goes. */
-  shim_pid: number;
-}
+  shim_pid: z.number().int(),
+});
+export type RemoteConnectionInfo = z.output<typeof RemoteConnectionInfoSchema>;
+
+/**
+ * The decrypted column, decoded like every JSON column (json-columns.ts); not cached, so that
+ * decrypted keys stay no longer in memory than their use (agent-clients.ts caches what it needs).
+ */
+const remoteConnectionColumn = new JsonColumn(
+  'instances',
+  'remote_connection_info',
+  RemoteConnectionInfoSchema,
+  {
+    cache: false,
+  },
+);
 
 export function encodeRemoteConnection(app: AppContext, info: RemoteConnectionInfo): string {
-  return app.encryption.encrypt(JSON.stringify(info));
+  return app.encryption.encrypt(remoteConnectionColumn.encode(info));
 }
 
 /** The instance's connection info, or null for an instance that is not an SSH fleet host. */
 export function remoteConnectionOf(
   app: AppContext,
-  instance: Pick<InstancesTable, 'remote_connection_info'>,
+  instance: Pick<InstancesTable, 'id' | 'remote_connection_info'>,
 ): RemoteConnectionInfo | null {
   if (!instance.remote_connection_info) return null;
-  return JSON.parse(app.encryption.decrypt(instance.remote_connection_info)) as RemoteConnectionInfo;
+  return remoteConnectionColumn.decode(app.encryption.decrypt(instance.remote_connection_info), instance.id);
 }
 
 function addressOf(login: RemoteLogin): SshLoginAddress {

@@ -2,8 +2,18 @@
  * The database tables, as Kysely types. Both dialects store the same values:
  * ids are UUID strings, times are integer milliseconds since the epoch (so
  * comparisons and ordering work alike on SQLite and Postgres), booleans are
- * 0/1 integers, and JSON documents are text.
+ * 0/1 integers, and JSON documents are text, written and read through their
+ * column's codec in json-columns.ts (core's schema decodes them where rows are read).
  */
+import type {
+  FleetStatus,
+  InstanceStatus,
+  InstanceTerminationReason,
+  JobStatus,
+  JobTerminationReason,
+  RunStatus,
+  RunTerminationReason,
+} from '@dstack/core';
 import type { Generated } from 'kysely';
 
 /** Lock columns of every table a pipeline processes (dstack's PIPELINES.md design). */
@@ -58,9 +68,9 @@ export interface FleetsTable extends LockColumns {
   id: string;
   project_id: string;
   name: string;
-  status: string;
+  status: FleetStatus;
   status_message: string | null;
-  /** `{configuration, profile}` JSON. */
+  /** `{configuration}` JSON (`fleetSpecColumn`). */
   spec: string;
   created_at: number;
   last_processed_at: number;
@@ -75,9 +85,9 @@ export interface InstancesTable extends LockColumns {
   fleet_id: string | null;
   name: string;
   instance_num: number;
-  status: string;
+  status: InstanceStatus;
   unreachable: number;
-  termination_reason: string | null;
+  termination_reason: InstanceTerminationReason | null;
   termination_reason_message: string | null;
   created_at: number;
   last_processed_at: number;
@@ -86,13 +96,13 @@ export interface InstancesTable extends LockColumns {
   backend: string | null;
   region: string | null;
   price: number | null;
-  /** InstanceOfferWithAvailability JSON. */
+  /** InstanceOfferWithAvailability JSON (`instanceOfferColumn`). */
   offer: string | null;
-  /** JobProvisioningData JSON. */
+  /** JobProvisioningData JSON (`instanceProvisioningDataColumn`). */
   job_provisioning_data: string | null;
-  /** Requirements JSON, for instances created for a fleet. */
+  /** Requirements JSON, for instances created for a fleet (`instanceRequirementsColumn`). */
   requirements: string | null;
-  /** InstanceConfiguration JSON. */
+  /** InstanceConfiguration JSON (`instanceConfigurationColumn`). */
   instance_configuration: string | null;
   /** Seconds an idle instance is kept; null = forever. */
   termination_idle_time: number | null;
@@ -125,9 +135,9 @@ export interface RunsTable extends LockColumns {
   project_id: string;
   user_id: string;
   run_name: string;
-  status: string;
-  termination_reason: string | null;
-  /** RunSpec JSON (configuration validated and defaults applied). */
+  status: RunStatus;
+  termination_reason: RunTerminationReason | null;
+  /** RunSpec JSON, its configuration validated and defaults applied (`runSpecColumn`). */
   run_spec: string;
   submitted_at: number;
   last_processed_at: number;
@@ -147,13 +157,15 @@ export interface JobsTable extends LockColumns {
   replica_num: number;
   job_name: string;
   submission_num: number;
-  status: string;
-  termination_reason: string | null;
+  status: JobStatus;
+  termination_reason: JobTerminationReason | null;
   termination_reason_message: string | null;
   exit_status: number | null;
-  /** JobSpec JSON. */
+  /** JobSpec JSON (`jobSpecColumn`). */
   job_spec_data: string;
+  /** JobProvisioningData JSON (`jobProvisioningDataColumn`). */
   job_provisioning_data: string | null;
+  /** JobRuntimeData JSON (`jobRuntimeDataColumn`). */
   job_runtime_data: string | null;
   instance_id: string | null;
   instance_assigned: number;

@@ -3,22 +3,19 @@
  * that is idle, or busy with blocks still free, with the smallest share of it that satisfies the
  * job. The job pipeline claims from them; the plan shows them as offers (dstack's pool offers).
  */
-import type { InstanceOfferWithAvailability, Requirements } from '@dstack/core';
+import type { InstanceOfferWithAvailability, Requirements, RunConfiguration } from '@dstack/core';
 import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
+import { instanceOfferOf } from '../db/json-columns.js';
 import type { InstancesTable } from '../db/schema.js';
 import { activeFleets } from './fleets.js';
 import { smallestFittingShare } from './instance-blocks.js';
 
-/** The fields of a run configuration that narrow which fleet instances it may use. */
-export interface FleetPlacement {
-  /** Only these fleets, by name. Default: every active fleet of the project. */
-  fleets?: string[];
-  /** Only instances of these backends. */
-  backends?: string[];
-  /** Only instances in these regions. */
-  regions?: string[];
-}
+/**
+ * The fields of a run configuration that narrow which fleet instances it may use: `fleets` (by
+ * name; default every active fleet of the project), `backends` and `regions`.
+ */
+export type FleetPlacement = Pick<RunConfiguration, 'fleets' | 'backends' | 'regions'>;
 
 /** A fleet instance and the share of it a job would run on. */
 export interface FittingInstance {
@@ -48,10 +45,11 @@ export async function fittingFleetInstances(
     .orderBy('price')
     .execute();
   return instances.flatMap((instance) => {
-    if (!instance.offer) return [];
-    if (placement.backends?.length && !placement.backends.includes(instance.backend ?? '')) return [];
+    if (placement.backends?.length && !placement.backends.some((backend) => backend === instance.backend))
+      return [];
     if (placement.regions?.length && !placement.regions.includes(instance.region ?? '')) return [];
-    const offer = JSON.parse(instance.offer) as InstanceOfferWithAvailability;
+    const offer = instanceOfferOf(instance);
+    if (!offer) return [];
     const freeBlocks = instance.total_blocks - instance.busy_blocks;
     const share = smallestFittingShare(offer, instance.total_blocks, freeBlocks, requirements);
     return share ? [{ instance, share }] : [];

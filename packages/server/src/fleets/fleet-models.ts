@@ -1,6 +1,6 @@
 /** Fleet and instance rows → the API models of @dstack/core (Fleet, Instance). */
 import type { Fleet, Instance } from '@dstack/core';
-import { parseJson } from '../db/json-columns.js';
+import { fleetSpecColumn, instanceOfferOf, instanceProvisioningDataOf } from '../db/json-columns.js';
 import type { FleetsTable, InstancesTable } from '../db/schema.js';
 import { isoTime } from '../http/iso-time.js';
 
@@ -9,10 +9,8 @@ export function instanceOf(
   projectName: string,
   fleetName: string | null,
 ): Instance {
-  const provisioning = parseJson<{ instance_type?: { name: string }; hostname?: string | null }>(
-    instance.job_provisioning_data,
-  );
-  const offer = parseJson<{ instance?: { name: string } }>(instance.offer);
+  const provisioning = instanceProvisioningDataOf(instance);
+  const offer = instanceOfferOf(instance);
   return {
     id: instance.id,
     project_name: projectName,
@@ -20,9 +18,9 @@ export function instanceOf(
     fleet_id: instance.fleet_id,
     fleet_name: fleetName,
     instance_num: instance.instance_num,
-    status: instance.status as Instance['status'],
+    status: instance.status,
     unreachable: instance.unreachable === 1,
-    termination_reason: instance.termination_reason as Instance['termination_reason'],
+    termination_reason: instance.termination_reason,
     created: isoTime(instance.created_at) as string,
     backend: instance.backend,
     region: instance.region,
@@ -43,9 +41,9 @@ export function fleetOf(
     id: fleet.id,
     name: fleet.name,
     project_name: projectName,
-    spec: JSON.parse(fleet.spec),
+    spec: fleetSpecColumn.decode(fleet.spec, fleet.id),
     created_at: isoTime(fleet.created_at) as string,
-    status: fleet.status as Fleet['status'],
+    status: fleet.status,
     status_message: fleet.status_message,
     instances: instances
       .filter((instance) => instance.deleted === 0)

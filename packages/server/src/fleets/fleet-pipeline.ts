@@ -9,16 +9,12 @@
 import { sql } from 'kysely';
 import { projectOf } from '../accounts/projects.js';
 import type { AppContext } from '../context.js';
+import { fleetConfigurationOf } from '../db/json-columns.js';
 import type { FleetsTable } from '../db/schema.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { provisionFleetInstance, topUpFleetInstances } from './fleet-provisioning.js';
-import {
-  fleetConfigurationOf,
-  fleetNodesOf,
-  liveFleetInstances,
-  terminateSpareInstances,
-} from './fleet-rows.js';
+import { fleetNodesOf, liveFleetInstances, terminateSpareInstances } from './fleet-rows.js';
 
 const MIN_INTERVAL_MS = 5_000;
 /** How soon a fleet below `min` tries again after every offer failed (dstack: the fleet interval, 15 s). */
@@ -36,7 +32,11 @@ async function liveInstances(app: AppContext, fleetId: string) {
     .execute();
 }
 
-async function processTerminating(app: AppContext, fleet: FleetsTable, lock: RowLock): Promise<void> {
+async function processTerminating(
+  app: AppContext,
+  fleet: FleetsTable,
+  lock: RowLock<'fleets'>,
+): Promise<void> {
   const instances = await liveInstances(app, fleet.id);
   if (instances.length === 0) {
     await lock.release({ status: 'terminated', deleted: 1 });
@@ -60,7 +60,7 @@ async function processTerminating(app: AppContext, fleet: FleetsTable, lock: Row
  * instances without jobs beyond `max`. Idle instances beyond `min` end through their
  * `termination_idle_time` in the instance pipeline.
  */
-async function consolidate(app: AppContext, fleet: FleetsTable, lock: RowLock): Promise<void> {
+async function consolidate(app: AppContext, fleet: FleetsTable, lock: RowLock<'fleets'>): Promise<void> {
   const configuration = fleetConfigurationOf(fleet);
   if (configuration.nodes === undefined || configuration.ssh_config !== undefined) return;
   const { min, max } = fleetNodesOf(configuration);
@@ -88,7 +88,7 @@ async function consolidate(app: AppContext, fleet: FleetsTable, lock: RowLock): 
   if (failed) await lock.release({ last_processed_at: dueIn(NO_CAPACITY_RETRY_MS, MIN_INTERVAL_MS) });
 }
 
-export function fleetPipeline(app: AppContext): PipelineDefinition<FleetsTable> {
+export function fleetPipeline(app: AppContext): PipelineDefinition<'fleets'> {
   return {
     name: 'fleets',
     table: 'fleets',

@@ -7,6 +7,7 @@
 import {
   DEFAULT_FLEET_IDLE_DURATION,
   defaultResourcesSpec,
+  type FleetConfiguration,
   hasCapability,
   isAvailable,
   type Requirements,
@@ -14,8 +15,8 @@ import {
 } from '@dstack/core';
 import { type BackendOffer, getOffers } from '../backends/offers.js';
 import type { AppContext } from '../context.js';
+import { fleetConfigurationOf } from '../db/json-columns.js';
 import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
-import { type FleetConfigurationFields, fleetConfigurationOf } from './fleet-rows.js';
 import { shareableOffers } from './instance-blocks.js';
 import {
   insertPendingInstance,
@@ -25,26 +26,31 @@ import {
 } from './instance-launch.js';
 
 /** `spot_policy` → `Requirements.spot`: on-demand by default, as in dstack. */
-function spotOf(policy: FleetConfigurationFields['spot_policy']): boolean | null {
+function spotOf(policy: FleetConfiguration['spot_policy']): boolean | null {
   if (policy === 'spot') return true;
   if (policy === 'auto') return null;
   return false;
 }
 
-/** What each instance of the fleet must offer. */
-export function fleetRequirementsOf(configuration: FleetConfigurationFields): Requirements {
+/** What each instance of the fleet must offer (from the fields of its configuration that say so). */
+export function fleetRequirementsOf(
+  configuration: Pick<
+    FleetConfiguration,
+    'resources' | 'max_price' | 'spot_policy' | 'reservation' | 'placement' | 'backend_options'
+  >,
+): Requirements {
   return {
-    resources: (configuration.resources ?? defaultResourcesSpec()) as Requirements['resources'],
+    resources: configuration.resources ?? defaultResourcesSpec(),
     max_price: configuration.max_price ?? null,
     spot: spotOf(configuration.spot_policy),
     reservation: configuration.reservation ?? null,
     multinode: configuration.placement === 'cluster',
-    backend_options: (configuration.backend_options ?? null) as Requirements['backend_options'],
+    backend_options: configuration.backend_options ?? null,
   };
 }
 
 /** Seconds a fleet instance may stay idle (beyond `nodes.min`): `idle_duration`, default 3 days; null = off. */
-export function fleetIdleSeconds(configuration: FleetConfigurationFields): number | null {
+export function fleetIdleSeconds(configuration: FleetConfiguration): number | null {
   const value = configuration.idle_duration ?? DEFAULT_FLEET_IDLE_DURATION;
   return value === 'off' ? null : value;
 }
@@ -53,7 +59,7 @@ export function fleetIdleSeconds(configuration: FleetConfigurationFields): numbe
 export async function fleetOffers(
   app: AppContext,
   projectId: string,
-  configuration: FleetConfigurationFields,
+  configuration: FleetConfiguration,
 ): Promise<BackendOffer[]> {
   const backends = (await app.backends.getProjectBackends(projectId)).filter((backend) =>
     hasCapability(backend.compute, 'create-instance'),

@@ -1,35 +1,11 @@
 /** A fleet row's configuration and its live instances, as the fleet service and pipelines read them. */
+import type { FleetConfiguration, FleetNodes, InstanceTerminationReason } from '@dstack/core';
 import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
-import type { FleetsTable, InstancesTable } from '../db/schema.js';
-
-/** The fleet configuration fields the scheduler reads. */
-export interface FleetConfigurationFields {
-  type: 'fleet';
-  name?: string;
-  nodes?: { min: number; target: number; max: number | null };
-  backends?: string[];
-  regions?: string[];
-  instance_types?: string[];
-  idle_duration?: number | 'off';
-  resources?: unknown;
-  spot_policy?: 'spot' | 'on-demand' | 'auto';
-  max_price?: number;
-  reservation?: string;
-  placement?: 'any' | 'cluster';
-  /** Blocks to split each instance into (default 1: not split). */
-  blocks?: number | 'auto';
-  tags?: Record<string, string>;
-  backend_options?: unknown[];
-  ssh_config?: unknown;
-}
+import type { InstancesTable } from '../db/schema.js';
 
 /** `nodes` of a fleet; a fleet without it (an SSH fleet, a run-made one) keeps nothing by itself. */
-export function fleetNodesOf(configuration: FleetConfigurationFields): {
-  min: number;
-  target: number;
-  max: number | null;
-} {
+export function fleetNodesOf(configuration: FleetConfiguration): FleetNodes {
   return configuration.nodes ?? { min: 0, target: 0, max: null };
 }
 
@@ -53,7 +29,7 @@ export async function terminateSpareInstances(
   app: AppContext,
   fleetId: string,
   count: number,
-  reason: string,
+  reason: InstanceTerminationReason,
 ): Promise<number> {
   if (count <= 0) return 0;
   const spare = (await liveFleetInstances(app, fleetId))
@@ -75,8 +51,4 @@ export async function terminateSpareInstances(
   }
   if (marked > 0) app.wakeUps.wake('instances');
   return marked;
-}
-
-export function fleetConfigurationOf(fleet: FleetsTable): FleetConfigurationFields {
-  return (JSON.parse(fleet.spec) as { configuration: FleetConfigurationFields }).configuration;
 }

@@ -8,28 +8,24 @@ import {
   ConfigurationError,
   DEFAULT_RUN_IDLE_DURATION,
   type Fleet,
+  type FleetConfiguration,
+  fleetConfigurationSchema,
   ResourceNotFoundError,
   ServerClientError,
-  type SshConfig,
   validateConfiguration,
 } from '@dstack/core';
 import type { AppContext } from '../context.js';
+import { fleetConfigurationOf, fleetSpecColumn } from '../db/json-columns.js';
 import type { FleetsTable, ProjectsTable } from '../db/schema.js';
 import { fleetOf } from './fleet-models.js';
 import { topUpFleetInstances } from './fleet-provisioning.js';
-import {
-  type FleetConfigurationFields,
-  fleetConfigurationOf,
-  fleetNodesOf,
-  liveFleetInstances,
-  terminateSpareInstances,
-} from './fleet-rows.js';
+import { fleetNodesOf, liveFleetInstances, terminateSpareInstances } from './fleet-rows.js';
 import { applySshFleet, withoutKeyContents } from './ssh-fleets.js';
 
 function newFleetRow(
   projectId: string,
   name: string,
-  configuration: FleetConfigurationFields,
+  configuration: FleetConfiguration,
   autoCreated: boolean,
 ): FleetsTable {
   const now = Date.now();
@@ -39,7 +35,7 @@ function newFleetRow(
     name,
     status: 'active',
     status_message: null,
-    spec: JSON.stringify({ configuration }),
+    spec: fleetSpecColumn.encode({ configuration }),
     created_at: now,
     last_processed_at: now,
     auto_created: autoCreated ? 1 : 0,
@@ -83,13 +79,13 @@ export async function ensureDefaultLocalFleets(app: AppContext): Promise<void> {
       .where('deleted', '=', 0)
       .executeTakeFirst();
     if (existing) continue;
-    const configuration: FleetConfigurationFields = {
+    const configuration = fleetConfigurationSchema.parse({
       type: 'fleet',
       name: type,
       nodes: { min: 0, target: 0, max: null },
       backends: [type],
       idle_duration: DEFAULT_RUN_IDLE_DURATION,
-    };
+    });
     await app.db
       .insertInto('fleets')
       .values(newFleetRow(id, type, configuration, false))
@@ -103,11 +99,11 @@ export async function createRunFleet(
   projectId: string,
   runName: string,
 ): Promise<FleetsTable> {
-  const configuration: FleetConfigurationFields = {
+  const configuration = fleetConfigurationSchema.parse({
     type: 'fleet',
     name: runName,
     nodes: { min: 0, target: 0, max: null },
-  };
+  });
   const row = newFleetRow(projectId, runName, configuration, true);
   await app.db.insertInto('fleets').values(row).execute();
   return row;
@@ -130,20 +126,21 @@ export async function applyFleet(
   project: ProjectsTable,
   configurationInput: unknown,
 ): Promise<Fleet> {
-  let configuration: FleetConfigurationFields;
+  let validated: ReturnType<typeof validateConfiguration>;
   try {
-    configuration = validateConfiguration(configurationInput) as unknown as FleetConfigurationFields;
+    validated = validateConfiguration(configurationInput);
   } catch (error) {
     if (ConfigurationError.isInstance(error)) {
       throw new ConfigurationError(error.message, { path: ['plan', 'spec', 'configuration', ...error.path] });
     }
     throw error;
   }
-  if (configuration.type !== 'fleet') {
-    throw new ConfigurationError(`expected a fleet configuration, got ${configuration.type}`, {
+  if (validated.type !== 'fleet') {
+    throw new ConfigurationError(`expected a fleet configuration, got ${validated.type}`, {
       path: ['plan', 'spec', 'configuration', 'type'],
     });
   }
+  const configuration: FleetConfiguration = validated;
   const name = configuration.name ?? `fleet-${randomUUID().slice(0, 8)}`;
   const existing = await app.db
     .selectFrom('fleets')
@@ -161,7 +158,7 @@ export async function applyFleet(
     await applySshFleetConfiguration(app, project, { ...configuration, name }, existing);
     return getFleet(app, project, name);
   }
-  const spec = JSON.stringify({ configuration: { ...configuration, name } });
+  const spec = fleetSpecColumn.encode({ configuration: { ...configuration, name } });
   let fleet: FleetsTable;
   if (existing) {
     await app.db
@@ -184,10 +181,10 @@ export async function applyFleet(
 async function applySshFleetConfiguration(
   app: AppContext,
   project: ProjectsTable,
-  configuration: FleetConfigurationFields & { name: string },
+  configuration: FleetConfiguration & { name: string },
   existing: FleetsTable | undefined,
 ): Promise<void> {
-  const sshConfig = configuration.ssh_config as SshConfig | undefined;
+  const sshConfig = configuration.ssh_config;
   if (sshConfig === undefined) {
     throw new ConfigurationError(
       `Fleet ${configuration.name} is an SSH fleet: it keeps ssh_config (delete it to make a cloud fleet)`,
@@ -202,7 +199,7 @@ async function applySshFleetConfiguration(
   }
   const stored = { ...configuration, ssh_config: withoutKeyContents(sshConfig) };
   const row = existing
-    ? { ...existing, spec: JSON.stringify({ configuration: stored }) }
+    ? { ...existing, spec: fleetSpecColumn.encode({ configuration: stored }) }
     : newFleetRow(project.id, configuration.name, stored, false);
   await applySshFleet(app, project, row, sshConfig, existing !== undefined);
   app.wakeUps.wake('fleets');

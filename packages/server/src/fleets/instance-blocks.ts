@@ -4,6 +4,8 @@
  * The disk is not split: every share sees all of it, as in dstack.
  */
 import type { InstanceOfferWithAvailability, JobRuntimeData, Requirements } from '@dstack/core';
+import { instanceOfferOf, jobRuntimeDataColumn } from '../db/json-columns.js';
+import type { InstancesTable, JobsTable } from '../db/schema.js';
 import { offerSatisfies } from './instance-matching.js';
 
 /** A fleet's or SSH host's `blocks`: a count, or `auto`. */
@@ -150,11 +152,11 @@ export function shareOfNewInstance(
  * (the blocks the launch counted for it); null when no offer was stored.
  */
 export function shareOfLaunchedInstance(
-  instance: { offer: string | null; total_blocks: number },
+  instance: Pick<InstancesTable, 'id' | 'offer' | 'total_blocks'>,
   requirements: Requirements,
 ): InstanceOfferWithAvailability | null {
-  if (instance.offer === null) return null;
-  const offer = JSON.parse(instance.offer) as InstanceOfferWithAvailability;
+  const offer = instanceOfferOf(instance);
+  if (offer === null) return null;
   return shareOfNewInstance({ ...offer, total_blocks: instance.total_blocks }, requirements);
 }
 
@@ -177,8 +179,6 @@ export function runtimeDataForShare(share: InstanceOfferWithAvailability): JobRu
 }
 
 /** The blocks a job holds, from its runtime data; 1 for jobs placed before blocks were recorded. */
-export function blocksHeldBy(jobRuntimeData: string | null): number {
-  if (jobRuntimeData === null) return 1;
-  const runtime = JSON.parse(jobRuntimeData) as JobRuntimeData;
-  return runtime.offer?.blocks ?? 1;
+export function blocksHeldBy(jobRuntimeData: JobsTable['job_runtime_data'], jobId = '(unnamed)'): number {
+  return jobRuntimeDataColumn.decodeNullable(jobRuntimeData, jobId)?.offer?.blocks ?? 1;
 }

@@ -25,12 +25,11 @@ import {
   getProvisioningTimeoutSeconds,
   type InstanceConfiguration,
   type InstanceOfferWithAvailability,
+  type InstanceTerminationReason,
   type JobProvisioningData,
-  type JobSpec,
   NoCapacityError,
   type Requirements,
   type RunJobParams,
-  type RunSpec,
   requireCapability,
 } from '@dstack/core';
 import { type Kysely, sql } from 'kysely';
@@ -38,6 +37,15 @@ import { projectOf } from '../accounts/projects.js';
 import { launchAgentToken, newEncryptedAgentToken } from '../agents/agent-tokens.js';
 import type { BackendOffer } from '../backends/offers.js';
 import type { AppContext } from '../context.js';
+import {
+  fleetConfigurationOf,
+  instanceOfferColumn,
+  instanceOfferOf,
+  instanceProvisioningDataColumn,
+  instanceRequirementsColumn,
+  jobSpecOf,
+  runSpecOf,
+} from '../db/json-columns.js';
 import type {
   Database,
   FleetsTable,
@@ -47,8 +55,6 @@ import type {
   RunsTable,
 } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
-
-import { fleetConfigurationOf } from './fleet-rows.js';
 
 export async function nextInstanceNum(db: Kysely<Database>, fleetId: string): Promise<number> {
   const row = await db
@@ -128,7 +134,7 @@ export async function insertPendingInstance(
       price: null,
       offer: null,
       job_provisioning_data: null,
-      requirements: JSON.stringify(options.requirements),
+      requirements: instanceRequirementsColumn.encode(options.requirements),
       instance_configuration: null,
       termination_idle_time: options.terminationIdleTime,
       termination_deadline: null,
@@ -174,8 +180,8 @@ export function attemptedOfferFirst(
   instance: PendingInstance,
   offers: readonly BackendOffer[],
 ): BackendOffer[] {
-  if (instance.offer === null || instance.backend === null) return [...offers];
-  const attempted = JSON.parse(instance.offer) as BackendOffer['offer'];
+  const attempted = instanceOfferOf(instance);
+  if (attempted === null || instance.backend === null) return [...offers];
   const sameOffer = (entry: BackendOffer) =>
     entry.backend.type === instance.backend &&
     entry.offer.region === attempted.region &&
@@ -209,7 +215,7 @@ export async function launchOnFirstOffer(
     // Written before the cloud call, so that a retry after a crash goes to the same offer.
     const recorded = await app.db
       .updateTable('instances')
-      .set({ backend: backend.type, region: offer.region, offer: JSON.stringify(offer) })
+      .set({ backend: backend.type, region: offer.region, offer: instanceOfferColumn.encode(offer) })
       .where('id', '=', instanceId)
       .where('status', '=', 'pending')
       .executeTakeFirst();
@@ -234,8 +240,8 @@ export async function launchOnFirstOffer(
         backend: backend.type,
         region: offer.region,
         price: offer.price,
-        offer: JSON.stringify(offer),
-        job_provisioning_data: JSON.stringify(provisioningData),
+        offer: instanceOfferColumn.encode(offer),
+        job_provisioning_data: instanceProvisioningDataColumn.encode(provisioningData),
         // A plugin's offer may leave blocks out: such an instance is one block.
         total_blocks: offer.total_blocks ?? 1,
         busy_blocks: busyBlocksFor(offer),
@@ -303,7 +309,7 @@ export type AbandonOutcome =
 export async function abandonPendingInstance(
   app: AppContext,
   instanceId: string,
-  reason: string,
+  reason: InstanceTerminationReason,
   message: string,
 ): Promise<AbandonOutcome> {
   const now = Date.now();
@@ -344,8 +350,8 @@ export async function runJobParamsOf(
   target: { run: RunsTable; job: JobsTable; project: ProjectsTable; instanceId: string },
 ): Promise<(offer: InstanceOfferWithAvailability) => RunJobParams> {
   const { run, job, project } = target;
-  const spec = JSON.parse(run.run_spec) as RunSpec;
-  const jobSpec = JSON.parse(job.job_spec_data) as JobSpec;
+  const spec = runSpecOf(run);
+  const jobSpec = jobSpecOf(job);
   const user = await app.db
     .selectFrom('users')
     .select('name')
@@ -362,7 +368,7 @@ export async function runJobParamsOf(
       run_spec: {
         run_name: run.run_name,
         ssh_key_pub: spec.ssh_key_pub ?? null,
-        configuration: spec.configuration as { [key: string]: unknown },
+        configuration: spec.configuration,
         merged_profile: null,
       },
     },
@@ -414,8 +420,8 @@ export async function relaunchStrandedInstance(
   instance: InstancesTable,
   compute: Compute,
 ): Promise<JobProvisioningData> {
-  if (instance.offer === null) throw new Error(`instance ${instance.name} has no recorded offer`);
-  const offer = JSON.parse(instance.offer) as InstanceOfferWithAvailability;
+  const offer = instanceOfferOf(instance);
+  if (offer === null) throw new Error(`instance ${instance.name} has no recorded offer`);
   const project = await projectOf(app, instance.project_id);
   const job = await app.db
     .selectFrom('jobs')

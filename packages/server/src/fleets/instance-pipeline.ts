@@ -9,6 +9,7 @@
 import {
   type Compute,
   FINISHED_JOB_STATUSES,
+  type InstanceTerminationReason,
   type JobProvisioningData,
   NotYetTerminatedError,
   ProvisioningError,
@@ -19,13 +20,18 @@ import { shimClientFor } from '../agents/agent-clients.js';
 import { remoteConnectionOf, sshHostAddressOf } from '../agents/remote-connection.js';
 import { stopDeployedShim } from '../agents/ssh-host-deploy.js';
 import type { AppContext } from '../context.js';
+import {
+  fleetConfigurationOf,
+  instanceProvisioningDataColumn,
+  instanceProvisioningDataOf,
+} from '../db/json-columns.js';
 import type { InstancesTable, ProjectsTable } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
-import { fleetConfigurationOf, fleetNodesOf, liveFleetInstances } from './fleet-rows.js';
+import { fleetNodesOf, liveFleetInstances } from './fleet-rows.js';
 import { abandonPendingInstance, relaunchStrandedInstance } from './instance-launch.js';
-import { markInstanceJobsDue, provisioningDataOf } from './instance-rows.js';
+import { markInstanceJobsDue } from './instance-rows.js';
 
 const MIN_INTERVAL_MS = 10_000;
 const PROVISIONING_POLL_MS = 200;
@@ -46,7 +52,11 @@ async function computeOf(app: AppContext, instance: InstancesTable): Promise<Com
   return backends.find((backend) => backend.type === instance.backend)?.compute ?? null;
 }
 
-function startTerminating(lock: RowLock, reason: string, message: string | null): Promise<boolean> {
+function startTerminating(
+  lock: RowLock<'instances'>,
+  reason: InstanceTerminationReason,
+  message: string | null,
+): Promise<boolean> {
   return lock.release({
     status: 'terminating',
     termination_reason: reason,
@@ -60,7 +70,7 @@ async function shimAnswers(
   project: ProjectsTable,
   instance: InstancesTable,
 ): Promise<boolean> {
-  const provisioningData = provisioningDataOf(instance);
+  const provisioningData = instanceProvisioningDataOf(instance);
   if (!provisioningData?.hostname) return false;
   if (!provisioningData.dockerized) return true;
   try {
@@ -72,7 +82,11 @@ async function shimAnswers(
   }
 }
 
-async function processProvisioning(app: AppContext, instance: InstancesTable, lock: RowLock): Promise<void> {
+async function processProvisioning(
+  app: AppContext,
+  instance: InstancesTable,
+  lock: RowLock<'instances'>,
+): Promise<void> {
   if (instance.provisioning_deadline !== null && Date.now() > instance.provisioning_deadline) {
     await startTerminating(
       lock,
@@ -82,7 +96,7 @@ async function processProvisioning(app: AppContext, instance: InstancesTable, lo
     await markInstanceJobsDue(app, instance.id);
     return;
   }
-  let provisioningData = provisioningDataOf(instance);
+  let provisioningData = instanceProvisioningDataOf(instance);
   const compute = await computeOf(app, instance);
   if (!provisioningData || !compute) {
     await startTerminating(
@@ -108,7 +122,10 @@ async function processProvisioning(app: AppContext, instance: InstancesTable, lo
       throw error;
     }
   }
-  const updated = { ...instance, job_provisioning_data: JSON.stringify(provisioningData) };
+  const updated = {
+    ...instance,
+    job_provisioning_data: instanceProvisioningDataColumn.encode(provisioningData),
+  };
   if (provisioningData.hostname && (await shimAnswers(app, project, updated))) {
     // Decided on the row as it is now: a job that stopped during this pass freed its blocks
     // without the claim, and an instance left busy with no job would never time out idle.
@@ -129,7 +146,11 @@ async function processProvisioning(app: AppContext, instance: InstancesTable, lo
   });
 }
 
-async function processIdleOrBusy(app: AppContext, instance: InstancesTable, lock: RowLock): Promise<void> {
+async function processIdleOrBusy(
+  app: AppContext,
+  instance: InstancesTable,
+  lock: RowLock<'instances'>,
+): Promise<void> {
   const now = Date.now();
   if (
     instance.status === 'idle' &&
@@ -199,12 +220,12 @@ async function learnStrandedMachine(
   app: AppContext,
   instance: InstancesTable,
   compute: Compute,
-  lock: RowLock,
+  lock: RowLock<'instances'>,
 ): Promise<JobProvisioningData> {
   const machine = await relaunchStrandedInstance(app, instance, compute);
   await app.db
     .updateTable('instances')
-    .set({ job_provisioning_data: JSON.stringify(machine) })
+    .set({ job_provisioning_data: instanceProvisioningDataColumn.encode(machine) })
     .where('id', '=', instance.id)
     .where('lock_token', '=', lock.token)
     .execute();
@@ -239,7 +260,11 @@ async function ownerNeedsPendingInstance(app: AppContext, instance: InstancesTab
  * owner's claim). One left behind, older than a claim and wanted by no owner, is given up:
  * terminated when no offer was recorded, else `terminating`, to end the machine it may have.
  */
-async function processPending(app: AppContext, instance: InstancesTable, lock: RowLock): Promise<void> {
+async function processPending(
+  app: AppContext,
+  instance: InstancesTable,
+  lock: RowLock<'instances'>,
+): Promise<void> {
   const stranded =
     Date.now() - instance.created_at > PENDING_OWNER_GRACE_MS &&
     !(await ownerNeedsPendingInstance(app, instance));
@@ -258,8 +283,12 @@ async function processPending(app: AppContext, instance: InstancesTable, lock: R
   if (outcome === 'terminated') app.wakeUps.wake('fleets');
 }
 
-async function processTerminating(app: AppContext, instance: InstancesTable, lock: RowLock): Promise<void> {
-  const provisioningData = provisioningDataOf(instance);
+async function processTerminating(
+  app: AppContext,
+  instance: InstancesTable,
+  lock: RowLock<'instances'>,
+): Promise<void> {
+  const provisioningData = instanceProvisioningDataOf(instance);
   const now = Date.now();
   if (instance.remote_connection_info) {
     const firstTry = instance.first_termination_retry_at ?? now;
@@ -309,7 +338,7 @@ async function processTerminating(app: AppContext, instance: InstancesTable, loc
   await markInstanceJobsDue(app, instance.id);
 }
 
-export function instancePipeline(app: AppContext): PipelineDefinition<InstancesTable> {
+export function instancePipeline(app: AppContext): PipelineDefinition<'instances'> {
   return {
     name: 'instances',
     table: 'instances',

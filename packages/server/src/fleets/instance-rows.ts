@@ -1,5 +1,4 @@
 /** Instance rows as the pipelines read and mark them. */
-import type { JobProvisioningData } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import type { InstancesTable } from '../db/schema.js';
 
@@ -11,12 +10,6 @@ export async function instanceRowOf(
   return (
     (await app.db.selectFrom('instances').selectAll().where('id', '=', instanceId).executeTakeFirst()) ?? null
   );
-}
-
-export function provisioningDataOf(row: {
-  job_provisioning_data: string | null;
-}): JobProvisioningData | null {
-  return row.job_provisioning_data ? (JSON.parse(row.job_provisioning_data) as JobProvisioningData) : null;
 }
 
 /** Makes the starting jobs of an instance due now: the instance came up, or went away. */

@@ -34,6 +34,12 @@ import {
   type SshLoginAddress,
 } from '../agents/ssh-host-probe.js';
 import type { AppContext } from '../context.js';
+import {
+  fleetConfigurationOf,
+  instanceOfferColumn,
+  instanceProvisioningDataColumn,
+  instanceProvisioningDataOf,
+} from '../db/json-columns.js';
 import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
 import { type BlocksSetting, totalBlocksFor } from './instance-blocks.js';
 import { nextInstanceNum } from './instance-launch.js';
@@ -330,8 +336,8 @@ function hostInstanceRow(
     backend: REMOTE_BACKEND_TYPE,
     region: REMOTE_REGION,
     price: 0,
-    offer: JSON.stringify(offer),
-    job_provisioning_data: JSON.stringify(provisioningData),
+    offer: instanceOfferColumn.encode(offer),
+    job_provisioning_data: instanceProvisioningDataColumn.encode(provisioningData),
     requirements: null,
     instance_configuration: null,
     // Hosts the user owns are kept however long they are idle.
@@ -354,9 +360,8 @@ function hostInstanceRow(
 
 /** The `hostIdentity` of a live instance, from its provisioning data. */
 function hostIdOf(instance: InstancesTable): string | null {
-  if (!instance.job_provisioning_data) return null;
-  const data = JSON.parse(instance.job_provisioning_data) as JobProvisioningData;
-  if (!data.hostname) return null;
+  const data = instanceProvisioningDataOf(instance);
+  if (!data?.hostname) return null;
   return hostIdentity(
     { hostname: data.hostname, username: data.username, port: data.ssh_port ?? DEFAULT_SSH_PORT },
     data.ssh_proxy,
@@ -375,9 +380,7 @@ export async function applySshFleet(
   sshConfig: SshConfig,
   existing: boolean,
 ): Promise<void> {
-  const fleetBlocks = (JSON.parse(fleetRow.spec) as { configuration: { blocks?: BlocksSetting } })
-    .configuration.blocks;
-  const hosts = sshFleetHostsOf(sshConfig, fleetBlocks ?? 1);
+  const hosts = sshFleetHostsOf(sshConfig, fleetConfigurationOf(fleetRow).blocks);
   const live = existing
     ? await app.db
         .selectFrom('instances')

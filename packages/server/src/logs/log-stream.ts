@@ -50,7 +50,7 @@ function line(value: LogStreamLine): string {
 
 async function readRunStatus(app: AppContext, runId: string): Promise<RunStatus | null> {
   const row = await app.db.selectFrom('runs').select('status').where('id', '=', runId).executeTakeFirst();
-  return row ? (row.status as RunStatus) : null;
+  return row ? row.status : null;
 }
 
 /**

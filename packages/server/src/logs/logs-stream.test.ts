@@ -8,14 +8,14 @@ import { getEventListeners } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LogStreamLine, RunSpec } from '@dstack/core';
+import type { LogStreamLine, RunStatus } from '@dstack/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { projectRoutes } from '../accounts/projects-routes.js';
 import { userRoutes } from '../accounts/users-routes.js';
 import { startServer } from '../app.js';
 import type { AppContext } from '../context.js';
 import type { JobsTable } from '../db/schema.js';
-import { newRunRow } from '../runs/runs.js';
+import { newRunRow, normalizeRunSpec } from '../runs/runs.js';
 import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
 import { checkPostgresReachable } from '../testing/test-database.test.helpers.js';
 import { parseLogCursor } from './log-cursor.js';
@@ -105,7 +105,14 @@ async function insertRunningRun(
   await app.db
     .insertInto('runs')
     .values({
-      ...newRunRow({ id, projectId: project.id, userId: user.id, runName, runSpec: {} as RunSpec, now }),
+      ...newRunRow({
+        id,
+        projectId: project.id,
+        userId: user.id,
+        runName,
+        runSpec: normalizeRunSpec({ configuration: { type: 'task', commands: ['true'] } }),
+        now,
+      }),
       status: 'running',
     })
     .execute();
@@ -164,7 +171,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         store: (lines: readonly string[], source?: 'stdout' | 'stderr') =>
           storeRunnerLogs(server.app, job, runnerLogs(lines, source)),
         /** Marks the run finished, as the run pipeline does, and says so the way new logs do. */
-        finish: async (status = 'done') => {
+        finish: async (status: RunStatus = 'done') => {
           await server.app.db.updateTable('runs').set({ status }).where('id', '=', id).execute();
           server.app.logNotifications.notify(id);
         },

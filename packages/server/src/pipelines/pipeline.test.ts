@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { FleetStatus } from '@dstack/core';
 import { beforeEach, expect, it, vi } from 'vitest';
 import { AgentConnector } from '../agents/index.js';
 import { createAppContext } from '../app-context.js';
@@ -62,7 +63,7 @@ describeEachDialect('Pipeline', (getDb) => {
       .execute();
   });
 
-  async function addFleet(name: string, status: string, lastProcessedAt: number): Promise<string> {
+  async function addFleet(name: string, status: FleetStatus, lastProcessedAt: number): Promise<string> {
     const id = randomUUID();
     await app.db
       .insertInto('fleets')
@@ -86,8 +87,8 @@ describeEachDialect('Pipeline', (getDb) => {
   }
 
   function definition(
-    process: (row: FleetsTable, lock: RowLock) => Promise<void>,
-  ): PipelineDefinition<FleetsTable> {
+    process: (row: FleetsTable, lock: RowLock<'fleets'>) => Promise<void>,
+  ): PipelineDefinition<'fleets'> {
     return {
       name: 'fleets',
       table: 'fleets',
@@ -182,7 +183,7 @@ describeEachDialect('Pipeline', (getDb) => {
     const agentUrl = `http://127.0.0.1:${(agent.address() as AddressInfo).port}/api/pull`;
     const hung = await addFleet('hung', 'active', 0);
     const other = await addFleet('other', 'active', 1);
-    const attempts: RowLock[] = [];
+    const attempts: RowLock<'fleets'>[] = [];
     const lateReleases: Promise<boolean>[] = [];
     let otherDone: () => void = () => {};
     const otherProcessed = new Promise<void>((resolve) => {
@@ -238,4 +239,20 @@ describeEachDialect('Pipeline', (getDb) => {
     expect(byId.get(other)).toMatchObject({ status_message: 'processed' });
     expect(byId.get(hung)).toMatchObject({ status_message: null, lock_token: null });
   });
+});
+
+it("types a release as an update of the row's table: its columns, their types, not the lock columns", () => {
+  // The compiler checks this (`pnpm typecheck`): an `@ts-expect-error` that no longer errs fails it.
+  const releases = (lock: RowLock<'jobs'>) => [
+    lock.release({ status: 'running', termination_reason: null, last_processed_at: 0 }),
+    // @ts-expect-error: jobs have no status `idle` (an instance's)
+    lock.release({ status: 'idle' }),
+    // @ts-expect-error: jobs have no such column
+    lock.release({ statuss: 'running' }),
+    // @ts-expect-error: not a job termination reason
+    lock.release({ termination_reason: 'idle_timeout' }),
+    // @ts-expect-error: the claim's columns are the engine's
+    lock.release({ lock_token: null }),
+  ];
+  expect(releases).toBeTypeOf('function');
 });

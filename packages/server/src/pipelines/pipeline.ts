@@ -16,7 +16,7 @@
  * releases is dropped, so an agent or a backend that never answers cannot hold a worker.
  */
 import { randomUUID } from 'node:crypto';
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction, type UpdateObject } from 'kysely';
 import type { AppContext } from '../context.js';
 import { asBackgroundWork } from '../db/background-work.js';
 import type { Database } from '../db/schema.js';
@@ -24,15 +24,19 @@ import type { PipelineName, WakeUps } from './wake-ups.js';
 
 export type PipelineTable = 'runs' | 'jobs' | 'instances' | 'fleets';
 
-export interface ClaimedRow {
-  id: string;
-  lock_token: string | null;
-}
+/** A row of a pipeline's table, as its pipeline claims it. */
+export type PipelineRow<Table extends PipelineTable> = Database[Table];
 
-export interface PipelineDefinition<Row extends ClaimedRow> {
+/** The columns a pass may write when it releases a row of `Table` (the lock columns are the engine's). */
+export type RowUpdate<Table extends PipelineTable> = Omit<
+  UpdateObject<Database, Table>,
+  'id' | 'lock_token' | 'lock_owner' | 'lock_expires_at'
+>;
+
+export interface PipelineDefinition<Table extends PipelineTable> {
   name: PipelineName;
-  table: PipelineTable;
-  statuses: readonly string[];
+  table: Table;
+  statuses: readonly PipelineRow<Table>['status'][];
   /** How often an unchanged row is processed again. */
   minIntervalMs: number;
   /** How many rows are processed at the same time. */
@@ -45,17 +49,20 @@ export interface PipelineDefinition<Row extends ClaimedRow> {
    * Default 5 minutes; keep it above the deadlines of the calls one pass makes.
    */
   processTimeoutMs?: number;
-  process(row: Row, lock: RowLock): Promise<void>;
+  process(row: PipelineRow<Table>, lock: RowLock<Table>): Promise<void>;
 }
 
-/** The claim on one row: writes through it succeed only while the claim holds. */
-export interface RowLock {
+/** Any pipeline's definition: what start-up and the tests list, whatever each one's table. */
+export type AnyPipelineDefinition = { [Table in PipelineTable]: PipelineDefinition<Table> }[PipelineTable];
+
+/** The claim on one row of `Table`: writes through it succeed only while the claim holds. */
+export interface RowLock<Table extends PipelineTable> {
   readonly token: string;
   /**
    * Applies `values` to the row and releases it, when the claim still holds.
    * Returns false when another process took the row over (the result is dropped).
    */
-  release(values?: Record<string, unknown>): Promise<boolean>;
+  release(values?: RowUpdate<Table>): Promise<boolean>;
   /**
    * Like `release`, in one transaction with `alongside`: the writes to other rows that make one
    * result with this row's (a job's placement and the blocks it takes of its instance), so that
@@ -65,7 +72,7 @@ export interface RowLock {
    */
   releaseWith(
     alongside: (transaction: Transaction<Database>) => Promise<boolean>,
-    values?: Record<string, unknown>,
+    values?: RowUpdate<Table>,
   ): Promise<ReleaseOutcome>;
   /** Aborts when the processing is given up (`processTimeoutMs`): pass it to slow calls so they stop too. */
   readonly signal: AbortSignal;
@@ -85,9 +92,9 @@ const DEFAULT_PROCESS_TIMEOUT_MS = 300_000;
 /** How often the fetcher looks for due rows when nothing wakes it. */
 const FETCH_TICK_MS = 1_000;
 
-export class Pipeline<Row extends ClaimedRow> {
+export class Pipeline<Table extends PipelineTable> {
   readonly #app: AppContext;
-  readonly #definition: PipelineDefinition<Row>;
+  readonly #definition: PipelineDefinition<Table>;
   /** Rows being processed, by `id:token` (a row may be claimed again before its finally runs). */
   readonly #inFlight = new Map<string, { id: string; work: Promise<void> }>();
   #stopped = false;
@@ -100,13 +107,18 @@ export class Pipeline<Row extends ClaimedRow> {
   #unsubscribe: (() => void) | null = null;
   #heartbeat: NodeJS.Timeout | null = null;
 
-  constructor(app: AppContext, definition: PipelineDefinition<Row>) {
+  constructor(app: AppContext, definition: PipelineDefinition<Table>) {
     this.#app = app;
     this.#definition = definition;
   }
 
   get name(): PipelineName {
     return this.#definition.name;
+  }
+
+  /** The table, for Kysely's builders (they take the union of tables, not a type parameter). */
+  get #table(): PipelineTable {
+    return this.#definition.table;
   }
 
   start(wakeUps: WakeUps): void {
@@ -176,13 +188,13 @@ export class Pipeline<Row extends ClaimedRow> {
     }
   }
 
-  #dispatch(row: Row): void {
+  #dispatch(row: PipelineRow<Table>): void {
     const token = row.lock_token as string;
     const key = `${row.id}:${token}`;
     const timeoutMs = this.#definition.processTimeoutMs ?? DEFAULT_PROCESS_TIMEOUT_MS;
     const giveUp = new AbortController();
     let released = false;
-    const lock: RowLock = {
+    const lock: RowLock<Table> = {
       token,
       signal: giveUp.signal,
       release: (values) => {
@@ -230,9 +242,10 @@ export class Pipeline<Row extends ClaimedRow> {
   }
 
   /** Claims up to `limit` due rows in one statement (atomic on SQLite; SKIP LOCKED on Postgres). */
-  async #claim(limit: number): Promise<Row[]> {
+  async #claim(limit: number): Promise<PipelineRow<Table>[]> {
     const { db, dialect, serverId } = this.#app;
-    const { table, statuses, minIntervalMs } = this.#definition;
+    const { statuses, minIntervalMs } = this.#definition;
+    const table = this.#table;
     const now = Date.now();
     const token = randomUUID();
     const lockMs = this.#definition.lockMs ?? DEFAULT_LOCK_MS;
@@ -258,7 +271,8 @@ export class Pipeline<Row extends ClaimedRow> {
       .where(lockFree)
       .returningAll()
       .execute();
-    return rows as unknown as Row[];
+    // The rows of this pipeline's table (`table` is `this.#definition.table`).
+    return rows as PipelineRow<Table>[];
   }
 
   async #release(id: string, token: string, values: Record<string, unknown> = {}): Promise<boolean> {
@@ -299,7 +313,7 @@ export class Pipeline<Row extends ClaimedRow> {
     const { last_processed_at: requested, ...rest } = values;
     const processedAt = typeof requested === 'number' ? requested : Date.now();
     return db
-      .updateTable(this.#definition.table)
+      .updateTable(this.#table)
       .set({
         ...rest,
         last_processed_at: sql`CASE WHEN last_processed_at = 0 THEN last_processed_at ELSE CAST(${processedAt} AS BIGINT) END`,
@@ -328,7 +342,7 @@ export class Pipeline<Row extends ClaimedRow> {
   async #extendLocks(lockMs: number): Promise<void> {
     if (this.#inFlight.size === 0) return;
     await this.#app.db
-      .updateTable(this.#definition.table)
+      .updateTable(this.#table)
       .set({ lock_expires_at: Date.now() + lockMs } as never)
       .where(
         'id',

@@ -4,9 +4,9 @@
  * reaches it: directly on loopback for the local backend, else through the same SSH
  * tunnels as the agents (the port is forwarded like the runner's).
  */
-import type { JobProvisioningData, JobRuntimeData } from '@dstack/core';
 import { instancePortUrl } from '../agents/agent-clients.js';
 import type { AppContext } from '../context.js';
+import { jobProvisioningDataOf, jobRuntimeDataColumn } from '../db/json-columns.js';
 import type { JobsTable, ProjectsTable } from '../db/schema.js';
 
 /** The running jobs answering for a run: the master job (`job_num` 0) of each replica. */
@@ -39,8 +39,11 @@ export function forgetReplicaTurn(app: AppContext, runId: string): void {
  * The port on the instance for the container's `port`: the shim's mapping when it reported
  * one, else the port itself (host networking, and the local backend's processes).
  */
-export function instancePortOf(job: Pick<JobsTable, 'job_runtime_data'>, port: number): number {
-  const runtime = job.job_runtime_data ? (JSON.parse(job.job_runtime_data) as JobRuntimeData) : null;
+export function instancePortOf(
+  job: Pick<JobsTable, 'job_runtime_data'> & { id?: string },
+  port: number,
+): number {
+  const runtime = jobRuntimeDataColumn.decodeNullable(job.job_runtime_data, job.id ?? '(unnamed)');
   return runtime?.ports?.[String(port)] ?? port;
 }
 
@@ -54,7 +57,7 @@ export async function replicaBaseUrl(
   job: JobsTable,
   servicePort: number,
 ): Promise<string> {
-  if (!job.job_provisioning_data) throw new Error(`Job ${job.job_name} is running without provisioning data`);
-  const provisioningData = JSON.parse(job.job_provisioning_data) as JobProvisioningData;
+  const provisioningData = jobProvisioningDataOf(job);
+  if (!provisioningData) throw new Error(`Job ${job.job_name} is running without provisioning data`);
   return instancePortUrl(app, project, provisioningData, instancePortOf(job, servicePort));
 }

@@ -16,10 +16,11 @@
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import type { TLSSocket } from 'node:tls';
-import { ResourceNotFoundError, type RunSpec } from '@dstack/core';
+import { ResourceNotFoundError } from '@dstack/core';
 import { findProject, getProjectForUser } from '../accounts/projects.js';
 import { AgentUnreachableError } from '../agents/agent-unreachable-error.js';
 import type { AppContext } from '../context.js';
+import { runSpecOf } from '../db/json-columns.js';
 import { HttpError } from '../http/error-mapping.js';
 import { authenticate } from '../http/http-handler.js';
 import {
@@ -109,7 +110,7 @@ async function resolveDestination(
   }
   const project = await findProject(app, target.projectName);
   const run = project ? await findRunRow(app, project.id, target.runName) : null;
-  const service = run ? serviceConfigurationOf(JSON.parse(run.run_spec) as RunSpec) : null;
+  const service = run ? serviceConfigurationOf(runSpecOf(run)) : null;
   // Only an open service is answered without a token; nothing else tells strangers what exists.
   const requiresAuth = service === null || serviceRequiresAuth(service);
   if (requiresAuth) {
@@ -122,7 +123,6 @@ async function resolveDestination(
     throw new ResourceNotFoundError(`Service ${target.runName} is not running: the run is ${run.status}`);
   }
   const port = servicePortOf(service);
-  if (port === null) throw new Error(`Service ${target.runName} has no port in its configuration`);
 
   const replicas = await runningReplicas(app, run.id);
   if (replicas.length === 0) {

@@ -12,7 +12,6 @@
  * job is not running yet, 502 when the runner cannot be reached. The runner's own answers other
  * than 101 (409 before the job was submitted to it) are relayed as they are.
  */
-import type { JobProvisioningData } from '@dstack/core';
 // The protocol a client asks for, and the runner is asked for, in `Upgrade`.
 import { agentAuthorizationHeader, SSH_UPGRADE_PROTOCOL } from '@dstack/core/agent-protocol';
 import { getProjectForUser } from '../accounts/projects.js';
@@ -20,6 +19,7 @@ import { instancePortUrl } from '../agents/agent-clients.js';
 import { runnerAgentToken } from '../agents/agent-tokens.js';
 import { AgentUnreachableError } from '../agents/agent-unreachable-error.js';
 import type { AppContext } from '../context.js';
+import { jobProvisioningDataOf } from '../db/json-columns.js';
 import type { JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
 import { HttpError } from '../http/error-mapping.js';
 import { authenticate } from '../http/http-handler.js';
@@ -150,8 +150,8 @@ async function handleSshUpgrade(context: RawUpgradeContext): Promise<void> {
     );
   }
   const { project, job } = await runningJob(context, target);
-  if (!job.job_provisioning_data) throw new Error(`Job ${job.job_name} is running without provisioning data`);
-  const provisioningData = JSON.parse(job.job_provisioning_data) as JobProvisioningData;
+  const provisioningData = jobProvisioningDataOf(job);
+  if (!provisioningData) throw new Error(`Job ${job.job_name} is running without provisioning data`);
   let runnerUrl: string;
   try {
     runnerUrl = await instancePortUrl(app, project, provisioningData, runnerPortOf(job));

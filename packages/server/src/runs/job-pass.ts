@@ -1,5 +1,4 @@
 /** What one pipeline pass over a job shares, and the job and run rows it reads and marks. */
-import type { JobSpec } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import type { JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
 import type { RowLock } from '../pipelines/pipeline.js';
@@ -8,17 +7,13 @@ import type { RowLock } from '../pipelines/pipeline.js';
 export interface JobPassContext {
   app: AppContext;
   job: JobsTable;
-  lock: RowLock;
+  lock: RowLock<'jobs'>;
   run: RunsTable;
   project: ProjectsTable;
 }
 
 export async function runRowOf(app: AppContext, runId: string): Promise<RunsTable> {
   return app.db.selectFrom('runs').selectAll().where('id', '=', runId).executeTakeFirstOrThrow();
-}
-
-export function jobSpecOf(job: JobsTable): JobSpec {
-  return JSON.parse(job.job_spec_data) as JobSpec;
 }
 
 /** Makes the run due now and wakes the run pipeline: its status follows its jobs. */

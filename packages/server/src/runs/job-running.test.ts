@@ -7,9 +7,8 @@ import type { JobProvisioningData, RunSpec } from '@dstack/core';
 import { RunnerClient } from '@dstack/runner';
 import { ShimClient } from '@dstack/shim';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { provisioningDataOf } from '../fleets/instance-rows.js';
+import { jobProvisioningDataOf, jobSpecOf, type StoredRunSpec } from '../db/json-columns.js';
 import { createPipelineHarness, type PipelineHarness } from '../testing/pipeline-harness.test.helpers.js';
-import { jobSpecOf } from './job-pass.js';
 import { inactivityDurationOf, pullIntervalMs } from './job-running.js';
 import { applyRun } from './runs.js';
 
@@ -121,7 +120,8 @@ describe('inactivity_duration', () => {
 });
 
 describe('inactivityDurationOf', () => {
-  const runOf = (configuration: Record<string, unknown>) => ({ run_spec: JSON.stringify({ configuration }) });
+  // Loose configurations (a task's `inactivity_duration` is no field of it): only `type` and the duration are read.
+  const runOf = (configuration: Record<string, unknown>) => ({ configuration }) as unknown as StoredRunSpec;
 
   it("is a dev environment's inactivity_duration in seconds, and null when unset, off or not a dev environment", () => {
     expect(inactivityDurationOf(runOf({ type: 'dev-environment', inactivity_duration: 7200 }))).toBe(7200);
@@ -217,7 +217,7 @@ describe('a start whose answers were lost', () => {
     if (!job) throw new Error('the run has no job');
     // The shim runs the task: an earlier pass gave its runner the job, and timed out waiting for
     // the answers (a busy host), so it left the job pulling.
-    const provisioningData = provisioningDataOf(job) as JobProvisioningData;
+    const provisioningData = jobProvisioningDataOf(job) as JobProvisioningData;
     const shimPort = (JSON.parse(provisioningData.backend_data ?? '{}') as { agent_ports: { shim: number } })
       .agent_ports.shim;
     const shim = new ShimClient(`http://127.0.0.1:${shimPort}`);

@@ -4,13 +4,11 @@
  * then pull the runner's state and logs until the job ends.
  */
 import {
-  type DevEnvironmentConfiguration,
   JOB_TERMINATION_REASONS,
   type JobProvisioningData,
   type JobRuntimeData,
   type JobSpec,
   type JobTerminationReason,
-  type RunSpec,
 } from '@dstack/core';
 import {
   DSTACK_RUNNER_HTTP_PORT,
@@ -23,13 +21,22 @@ import type { ShimClient } from '@dstack/shim';
 import { projectOf } from '../accounts/projects.js';
 import { runnerClientFor, shimClientFor } from '../agents/agent-clients.js';
 import type { AppContext } from '../context.js';
-import type { InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
+import {
+  instanceProvisioningDataOf,
+  jobProvisioningDataColumn,
+  jobRuntimeDataColumn,
+  jobRuntimeDataOf,
+  jobSpecOf,
+  runSpecOf,
+  type StoredRunSpec,
+} from '../db/json-columns.js';
+import type { InstancesTable, JobsTable } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
-import { instanceRowOf, provisioningDataOf } from '../fleets/instance-rows.js';
+import { instanceRowOf } from '../fleets/instance-rows.js';
 import { storeRunnerLogs } from '../logs/logs.js';
 import type { PipelineDefinition } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
-import { type JobPassContext, jobSpecOf, markRunDue, runRowOf } from './job-pass.js';
+import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
 
 const MIN_INTERVAL_MS = 1_000;
 /** While a job starts, look again this soon. */
@@ -108,7 +115,7 @@ function doneBefore(error: unknown): null {
 
 /** The job's runtime data, as placing it (its share of the instance) or starting it left it. */
 function runtimeDataOf(job: JobsTable): JobRuntimeData | null {
-  return job.job_runtime_data ? (JSON.parse(job.job_runtime_data) as JobRuntimeData) : null;
+  return jobRuntimeDataOf(job);
 }
 
 /** Whether the job's runner was reached: starting the job records the runner's port. */
@@ -167,7 +174,7 @@ async function submitTask(context: JobContext): Promise<void> {
   }
   await context.lock.release({
     status: 'pulling',
-    job_provisioning_data: JSON.stringify(provisioningData),
+    job_provisioning_data: jobProvisioningDataColumn.encode(provisioningData),
     last_processed_at: dueIn(STARTING_POLL_MS, MIN_INTERVAL_MS),
   });
   // The run is `provisioning` for a pulling job as for a provisioning one: nothing for it to follow.
@@ -216,7 +223,7 @@ async function startJob(context: JobContext): Promise<void> {
     const address = provisioningData.internal_ip ?? provisioningData.hostname ?? '127.0.0.1';
     const placed = runtimeDataOf(job);
     const resources = placed?.offer?.instance.resources ?? provisioningData.instance_type.resources;
-    const runSpec = JSON.parse(run.run_spec) as RunSpec;
+    const runSpec = runSpecOf(run);
     const submission: RunnerSubmitBody = {
       run: {
         id: run.id,
@@ -251,7 +258,7 @@ async function startJob(context: JobContext): Promise<void> {
     };
     await context.lock.release({
       status: 'running',
-      job_runtime_data: JSON.stringify(runtimeData),
+      job_runtime_data: jobRuntimeDataColumn.encode(runtimeData),
       runner_timestamp: 0,
       last_processed_at: dueIn(STARTING_POLL_MS * 2, MIN_INTERVAL_MS),
     });
@@ -301,10 +308,10 @@ export async function pullRunner(
  * A dev environment's `inactivity_duration` in seconds; null for other runs and when it is
  * unset or `off` (dstack's default: a dev environment is not stopped for inactivity).
  */
-export function inactivityDurationOf(run: Pick<RunsTable, 'run_spec'>): number | null {
-  const { configuration } = JSON.parse(run.run_spec) as RunSpec;
+export function inactivityDurationOf(runSpec: StoredRunSpec): number | null {
+  const { configuration } = runSpec;
   if (configuration.type !== 'dev-environment') return null;
-  const { inactivity_duration: duration } = configuration as DevEnvironmentConfiguration;
+  const duration = configuration.inactivity_duration;
   return typeof duration === 'number' ? duration : null;
 }
 
@@ -351,7 +358,7 @@ async function followJob(context: JobContext): Promise<void> {
     return;
   }
   // As dstack: recorded only while the run has an inactivity_duration (so it clears when that goes).
-  const inactivityDuration = inactivityDurationOf(context.run);
+  const inactivityDuration = inactivityDurationOf(runSpecOf(context.run));
   const inactivitySecs = inactivityDuration === null ? null : noConnectionsSecs;
   if (inactivityDuration !== null && inactivitySecs !== null && inactivitySecs >= inactivityDuration) {
     await terminate(
@@ -380,7 +387,7 @@ export function pullIntervalMs(job: Pick<JobsTable, 'submitted_at'>, now: number
   return Math.min(MIN_INTERVAL_MS, Math.max(STARTING_POLL_MS * 2, Math.round((now - job.submitted_at) / 4)));
 }
 
-export function jobRunningPipeline(app: AppContext): PipelineDefinition<JobsTable> {
+export function jobRunningPipeline(app: AppContext): PipelineDefinition<'jobs'> {
   return {
     name: 'jobs-running',
     table: 'jobs',
@@ -402,7 +409,7 @@ export function jobRunningPipeline(app: AppContext): PipelineDefinition<JobsTabl
         );
         return;
       }
-      const provisioningData = provisioningDataOf(instance);
+      const provisioningData = instanceProvisioningDataOf(instance);
       if (
         !provisioningData?.hostname ||
         instance.status === 'provisioning' ||

@@ -1,13 +1,14 @@
-import { ConfigurationError, type RunSpec, validateConfiguration } from '@dstack/core';
+import { ConfigurationError, runConfigurationSchema } from '@dstack/core';
 import { describe, expect, it } from 'vitest';
+import type { StoredRunSpec } from '../db/json-columns.js';
 import { buildJobSpecs, DEFAULT_IMAGE, DEV_ENVIRONMENT_KEEP_ALIVE } from './job-specs.js';
 
 /** A run spec whose configuration is validated (defaults applied), as the server holds it. */
-function runSpecOf(configuration: Record<string, unknown>, extra: Partial<RunSpec> = {}): RunSpec {
-  return {
-    configuration: validateConfiguration(configuration) as RunSpec['configuration'],
-    ...extra,
-  };
+function runSpecOf(
+  configuration: Record<string, unknown>,
+  extra: Partial<Omit<StoredRunSpec, 'configuration'>> = {},
+): StoredRunSpec {
+  return { configuration: runConfigurationSchema.parse(configuration), ...extra };
 }
 
 function errorOf(call: () => unknown): ConfigurationError {

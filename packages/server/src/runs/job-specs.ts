@@ -8,53 +8,23 @@ import {
   DEFAULT_STOP_DURATION,
   type JobSpec,
   type ProviderJobSpec,
-  RETRY_EVENTS,
   type Requirements,
   type RetrySpec,
-  type RunSpec,
+  type RunConfiguration,
 } from '@dstack/core';
+import type { StoredRunSpec } from '../db/json-columns.js';
 
 /** dstack's base image; only container runtimes use it (the process runtime runs on the host). */
 export const DEFAULT_IMAGE = 'dstackai/base:py3.12-0.10-cuda-12.1';
 
-/** The run configuration fields the job specs read (validated by core's schemas before). */
-export interface RunConfigurationFields {
-  type: string;
-  name?: string;
-  image?: string;
-  user?: string;
-  privileged?: boolean;
-  working_dir?: string;
-  registry_auth?: { username: string; password: string };
-  commands?: string[];
-  /** A dev environment's commands, run before it waits for SSH connections. */
-  init?: string[];
-  /** Deprecated dev-environment commands, run before `init`. */
-  setup?: string[];
-  env?: Record<string, string | null>;
-  resources: Requirements['resources'];
-  nodes?: number;
-  ports?: Array<{ container_port?: number; local_port?: number | null } | number>;
-  port?: number | { container_port?: number };
-  spot_policy?: 'spot' | 'on-demand' | 'auto';
-  max_price?: number;
-  reservation?: string;
-  retry?: false | { on_events: string[]; duration: number };
-  max_duration?: number | 'off';
-  stop_duration?: number | 'off';
-  backend_options?: Array<{ type: string }>;
-  /** A task's provider module; its jobs come in the run spec's `provider_jobs`. */
-  provider?: string;
-}
-
 /** `spot_policy` → `Requirements.spot`: on-demand by default, as in dstack. */
-function spotRequirement(policy: RunConfigurationFields['spot_policy']): boolean | null {
+function spotRequirement(policy: RunConfiguration['spot_policy']): boolean | null {
   if (policy === 'spot') return true;
   if (policy === 'auto') return null;
   return false;
 }
 
-export function requirementsOf(configuration: RunConfigurationFields, nodes: number): Requirements {
+export function requirementsOf(configuration: RunConfiguration, nodes: number): Requirements {
   return {
     resources: configuration.resources,
     max_price: configuration.max_price ?? null,
@@ -65,27 +35,15 @@ export function requirementsOf(configuration: RunConfigurationFields, nodes: num
   };
 }
 
-function retryOf(configuration: RunConfigurationFields): RetrySpec | null {
+function retryOf(configuration: RunConfiguration): RetrySpec | null {
   const retry = configuration.retry;
   if (retry === undefined || retry === false) return null;
-  return {
-    on_events: retry.on_events.filter((event): event is (typeof RETRY_EVENTS)[number] =>
-      (RETRY_EVENTS as readonly string[]).includes(event),
-    ),
-    duration: retry.duration,
-  };
+  return { on_events: retry.on_events, duration: retry.duration };
 }
 
-function containerPorts(configuration: RunConfigurationFields): number[] {
-  const ports = new Set<number>();
-  for (const port of configuration.ports ?? []) {
-    const value = typeof port === 'number' ? port : port.container_port;
-    if (value !== undefined) ports.add(value);
-  }
-  const servicePort = configuration.port;
-  if (typeof servicePort === 'number') ports.add(servicePort);
-  else if (servicePort?.container_port !== undefined) ports.add(servicePort.container_port);
-  return [...ports];
+function containerPorts(configuration: RunConfiguration): number[] {
+  if (configuration.type === 'service') return [configuration.port.container_port];
+  return [...new Set(configuration.ports.map((port) => port.container_port))];
 }
 
 /**
@@ -93,8 +51,8 @@ function containerPorts(configuration: RunConfigurationFields): number[] {
  * environment in dstack; the CLI fills them in before sending, so a null left
  * here means the user's environment had no such variable: it becomes empty.
  */
-function resolvedEnv(env: RunConfigurationFields['env']): Record<string, string> {
-  return Object.fromEntries(Object.entries(env ?? {}).map(([key, value]) => [key, value ?? '']));
+function resolvedEnv(env: RunConfiguration['env']): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).map(([key, value]) => [key, value ?? '']));
 }
 
 /**
@@ -106,9 +64,9 @@ function resolvedEnv(env: RunConfigurationFields['env']): Record<string, string>
 export const DEV_ENVIRONMENT_KEEP_ALIVE = 'while true; do sleep 3600; done';
 
 /** The commands of a run's jobs: a dev environment's `setup` and `init`, then the keep-alive; else `commands`. */
-function commandsOf(configuration: RunConfigurationFields): string[] {
-  if (configuration.type !== 'dev-environment') return configuration.commands ?? [];
-  return [...(configuration.setup ?? []), ...(configuration.init ?? []), DEV_ENVIRONMENT_KEEP_ALIVE];
+function commandsOf(configuration: RunConfiguration): string[] {
+  if (configuration.type !== 'dev-environment') return configuration.commands;
+  return [...configuration.setup, ...configuration.init, DEV_ENVIRONMENT_KEEP_ALIVE];
 }
 
 /** What differs between the jobs of one replica. */
@@ -124,18 +82,17 @@ interface JobShape {
  * The server never loads provider modules (they live on the user's machine): the client
  * expands them into `provider_jobs`, so a provider without them is the client's mistake.
  */
-function providerJobsOf(
-  runSpec: RunSpec,
-  configuration: RunConfigurationFields,
-): ProviderJobSpec[] | undefined {
+function providerJobsOf(runSpec: StoredRunSpec): ProviderJobSpec[] | undefined {
   const providerJobs = runSpec.provider_jobs ?? undefined;
-  if (configuration.provider !== undefined && providerJobs === undefined) {
+  const configuration = runSpec.configuration;
+  const provider = configuration.type === 'task' ? configuration.provider : undefined;
+  if (provider !== undefined && providerJobs === undefined) {
     throw new ConfigurationError(
-      `the configuration names provider '${configuration.provider}' but the run spec has no provider_jobs: load the provider and send the jobs it creates (dstack apply does)`,
+      `the configuration names provider '${provider}' but the run spec has no provider_jobs: load the provider and send the jobs it creates (dstack apply does)`,
       { path: ['run_spec', 'provider_jobs'] },
     );
   }
-  if (configuration.provider === undefined && providerJobs !== undefined) {
+  if (provider === undefined && providerJobs !== undefined) {
     throw new ConfigurationError("provider_jobs needs a task configuration with 'provider'", {
       path: ['run_spec', 'provider_jobs'],
     });
@@ -148,9 +105,9 @@ function providerJobsOf(
  * else one per node. Throws `ConfigurationError` (HTTP 400) when `provider` and
  * `provider_jobs` do not come together.
  */
-export function buildJobSpecs(runName: string, runSpec: RunSpec, replicaNum = 0): JobSpec[] {
-  const configuration = runSpec.configuration as unknown as RunConfigurationFields;
-  const providerJobs = providerJobsOf(runSpec, configuration);
+export function buildJobSpecs(runName: string, runSpec: StoredRunSpec, replicaNum = 0): JobSpec[] {
+  const configuration = runSpec.configuration;
+  const providerJobs = providerJobsOf(runSpec);
   const configurationEnv = resolvedEnv(configuration.env);
   const shapes: JobShape[] = providerJobs
     ? providerJobs.map((job) => ({
@@ -159,7 +116,7 @@ export function buildJobSpecs(runName: string, runSpec: RunSpec, replicaNum = 0)
         image: job.image ?? configuration.image,
         workingDir: job.working_dir ?? configuration.working_dir,
       }))
-    : Array.from({ length: configuration.nodes ?? 1 }, () => ({
+    : Array.from({ length: (configuration.type === 'task' ? configuration.nodes : undefined) ?? 1 }, () => ({
         commands: commandsOf(configuration),
         env: configurationEnv,
         image: configuration.image,
@@ -178,7 +135,7 @@ export function buildJobSpecs(runName: string, runSpec: RunSpec, replicaNum = 0)
     env: shape.env,
     image_name: shape.image ?? DEFAULT_IMAGE,
     user: configuration.user ?? null,
-    privileged: configuration.privileged ?? false,
+    privileged: configuration.privileged,
     working_dir: shape.workingDir ?? runSpec.working_dir ?? null,
     max_duration: typeof maxDuration === 'number' && maxDuration > 0 ? maxDuration : null,
     stop_duration: stopDuration === 'off' ? null : (stopDuration ?? DEFAULT_STOP_DURATION),

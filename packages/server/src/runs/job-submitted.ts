@@ -13,19 +13,28 @@
 import {
   DEFAULT_RETRY_DURATION,
   DEFAULT_RUN_IDLE_DURATION,
-  type InstanceOfferWithAvailability,
+  type FleetConfiguration,
   isAvailable,
   type JobSpec,
-  type RunSpec,
+  type JobTerminationReason,
+  type RunConfiguration,
 } from '@dstack/core';
 import { sql, type Transaction } from 'kysely';
 import { projectOf } from '../accounts/projects.js';
 import { type BackendOffer, explainNoOffers, getOffers } from '../backends/offers.js';
 import type { ProjectBackend } from '../backends/registry.js';
 import type { AppContext } from '../context.js';
+import {
+  fleetConfigurationOf,
+  instanceOfferOf,
+  jobProvisioningDataColumn,
+  jobRuntimeDataColumn,
+  jobSpecOf,
+  runSpecOf,
+  type StoredRunSpec,
+} from '../db/json-columns.js';
 import type { Database, FleetsTable, InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
 import { fittingFleetInstances } from '../fleets/fleet-instance-offers.js';
-import { type FleetConfigurationFields, fleetConfigurationOf } from '../fleets/fleet-rows.js';
 import { activeFleets, createRunFleet } from '../fleets/fleets.js';
 import {
   offersWithFittingShare,
@@ -39,32 +48,19 @@ import {
 import { insertPendingInstance, launchOnFirstOffer, runJobParamsOf } from '../fleets/instance-launch.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
-import { type JobPassContext, jobSpecOf, markRunDue, runRowOf } from './job-pass.js';
+import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
 import { offerFiltersOf } from './runs.js';
 
 const MIN_INTERVAL_MS = 1_000;
 
-interface RunConfigurationView {
-  fleets?: string[];
-  backends?: string[];
-  regions?: string[];
-  creation_policy?: 'reuse' | 'reuse-or-create';
-  idle_duration?: number | 'off';
-}
-
-function runConfiguration(run: RunsTable): { spec: RunSpec; configuration: RunConfigurationView } {
-  const spec = JSON.parse(run.run_spec) as RunSpec;
-  return { spec, configuration: spec.configuration as RunConfigurationView };
-}
-
-function idleSeconds(run: RunConfigurationView, fleet: FleetConfigurationFields): number | null {
+function idleSeconds(run: RunConfiguration, fleet: FleetConfiguration): number | null {
   const value = run.idle_duration ?? fleet.idle_duration ?? DEFAULT_RUN_IDLE_DURATION;
   return value === 'off' ? null : value;
 }
 
 async function failJob(
   context: Pick<JobPassContext, 'app' | 'lock' | 'job'>,
-  reason: string,
+  reason: JobTerminationReason,
   message: string,
 ): Promise<void> {
   const { app, lock, job } = context;
@@ -84,7 +80,7 @@ async function failJob(
 async function candidateFleets(
   app: AppContext,
   run: RunsTable,
-  configuration: RunConfigurationView,
+  configuration: RunConfiguration,
 ): Promise<FleetsTable[]> {
   const fleets = await activeFleets(app, run.project_id);
   if (configuration.fleets?.length)
@@ -112,10 +108,10 @@ type FleetPlacement =
 async function placeOnFleetInstance(
   app: AppContext,
   job: JobsTable,
-  lock: RowLock,
+  lock: RowLock<'jobs'>,
   jobSpec: JobSpec,
   fleets: readonly FleetsTable[],
-  configuration: RunConfigurationView,
+  configuration: RunConfiguration,
 ): Promise<FleetPlacement> {
   const candidates = await fittingFleetInstances(
     app,
@@ -143,7 +139,7 @@ async function placeOnFleetInstance(
       instance_id: instance.id,
       instance_assigned: 1,
       job_provisioning_data: instance.job_provisioning_data,
-      job_runtime_data: JSON.stringify(runtimeDataForShare(share)),
+      job_runtime_data: jobRuntimeDataColumn.encode(runtimeDataForShare(share)),
       last_processed_at: 0,
     });
     if (outcome === 'released') return 'placed';
@@ -156,7 +152,7 @@ async function placeOnFleetInstance(
 async function fleetOffersForJob(
   fleet: FleetsTable,
   backends: readonly ProjectBackend[],
-  spec: RunSpec,
+  spec: StoredRunSpec,
   jobSpec: JobSpec,
 ): Promise<BackendOffer[]> {
   const runFilters = offerFiltersOf(spec.configuration);
@@ -165,7 +161,7 @@ async function fleetOffersForJob(
   const allowed = backends.filter(
     (backend) => !fleetBackends?.length || fleetBackends.includes(backend.type),
   );
-  const blocks = fleetConfiguration.blocks ?? 1;
+  const blocks = fleetConfiguration.blocks;
   // A fleet split into blocks may launch an instance larger than the job: its share must fit.
   const requirements =
     blocks === 1 ? jobSpec.requirements : requirementsForSplitInstance(jobSpec.requirements);
@@ -184,7 +180,7 @@ async function offersForNewCapacity(
   fleets: readonly FleetsTable[],
   backends: readonly ProjectBackend[],
   run: RunsTable,
-  spec: RunSpec,
+  spec: StoredRunSpec,
   jobSpec: JobSpec,
 ): Promise<{ fleet: FleetsTable | null; offers: BackendOffer[] }> {
   for (const fleet of fleets) {
@@ -217,10 +213,10 @@ async function offersForNewCapacity(
 async function provision(
   context: JobPassContext,
   fleets: readonly FleetsTable[],
-  configuration: RunConfigurationView,
+  configuration: RunConfiguration,
 ): Promise<void> {
   const { app, job, lock, run, project } = context;
-  const { spec } = runConfiguration(run);
+  const spec = runSpecOf(run);
   const jobSpec = jobSpecOf(job);
   const backends = await app.backends.getProjectBackends(project.id);
   const { fleet, offers } = await offersForNewCapacity(app, fleets, backends, run, spec, jobSpec);
@@ -304,8 +300,8 @@ async function launchJobInstance(
       status: 'provisioning',
       instance_id: instance.id,
       instance_assigned: 1,
-      job_provisioning_data: JSON.stringify(result.provisioningData),
-      job_runtime_data: JSON.stringify(
+      job_provisioning_data: jobProvisioningDataColumn.encode(result.provisioningData),
+      job_runtime_data: jobRuntimeDataColumn.encode(
         runtimeDataForShare(shareOfNewInstance(result.offer.offer, requirements)),
       ),
     });
@@ -365,15 +361,18 @@ async function makeRoomOnHost(
   const idle = instances.filter((instance) => instance.busy_blocks === 0);
   // One became idle since the job looked: the job takes it on its next pass, nothing needs to go.
   const { requirements } = jobSpecOf(job);
-  const fitsJob = (instance: InstancesTable) =>
-    instance.unreachable === 0 &&
-    instance.offer !== null &&
-    smallestFittingShare(
-      JSON.parse(instance.offer) as InstanceOfferWithAvailability,
-      instance.total_blocks,
-      instance.total_blocks - instance.busy_blocks,
-      requirements,
-    ) !== null;
+  const fitsJob = (instance: InstancesTable) => {
+    const offer = instance.unreachable === 0 ? instanceOfferOf(instance) : null;
+    return (
+      offer !== null &&
+      smallestFittingShare(
+        offer,
+        instance.total_blocks,
+        instance.total_blocks - instance.busy_blocks,
+        requirements,
+      ) !== null
+    );
+  };
   if (idle.some(fitsJob)) return true;
   for (const { id } of idle) {
     const now = Date.now();
@@ -442,7 +441,7 @@ async function resumeRecordedLaunch(context: JobPassContext, instanceId: string)
       .selectAll()
       .where('id', '=', instance.fleet_id)
       .executeTakeFirst();
-    const { spec } = runConfiguration(run);
+    const spec = runSpecOf(run);
     const backends = await app.backends.getProjectBackends(project.id);
     const offers = fleet ? await fleetOffersForJob(fleet, backends, spec, jobSpecOf(job)) : [];
     await launchJobInstance(context, instance, offers);
@@ -457,7 +456,7 @@ async function resumeRecordedLaunch(context: JobPassContext, instanceId: string)
     instance_id: instance.id,
     instance_assigned: 1,
     job_provisioning_data: instance.job_provisioning_data,
-    job_runtime_data: share ? JSON.stringify(runtimeDataForShare(share)) : null,
+    job_runtime_data: share ? jobRuntimeDataColumn.encode(runtimeDataForShare(share)) : null,
     ...(alreadyUp ? { last_processed_at: 0 } : {}),
   });
   app.wakeUps.wake(alreadyUp ? 'jobs-running' : 'instances');
@@ -465,7 +464,7 @@ async function resumeRecordedLaunch(context: JobPassContext, instanceId: string)
   return true;
 }
 
-export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<JobsTable> {
+export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<'jobs'> {
   return {
     name: 'jobs-submitted',
     table: 'jobs',
@@ -481,7 +480,7 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<JobsTa
       if (job.instance_id !== null && job.instance_assigned === 0) {
         if (await resumeRecordedLaunch(context, job.instance_id)) return;
       }
-      const { configuration } = runConfiguration(run);
+      const { configuration } = runSpecOf(run);
       const jobSpec = jobSpecOf(job);
       const fleets = await candidateFleets(app, run, configuration);
       const placement = await placeOnFleetInstance(app, job, lock, jobSpec, fleets, configuration);

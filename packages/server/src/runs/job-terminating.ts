@@ -5,18 +5,19 @@
  * A job stopped while its launch is stranded (instance recorded, still `pending`)
  * gives that instance up, so the machine the launch may have started is ended.
  */
-import { DEFAULT_STOP_DURATION, type JobTerminationReason, jobTerminationReasonToStatus } from '@dstack/core';
+import { DEFAULT_STOP_DURATION, jobTerminationReasonToStatus } from '@dstack/core';
 import { sql } from 'kysely';
 import { projectOf } from '../accounts/projects.js';
 import { runnerClientFor, shimClientFor } from '../agents/agent-clients.js';
 import type { AppContext } from '../context.js';
+import { instanceProvisioningDataOf, jobSpecOf } from '../db/json-columns.js';
 import type { InstancesTable, JobsTable, ProjectsTable } from '../db/schema.js';
 import { blocksHeldBy, shareOfLaunchedInstance } from '../fleets/instance-blocks.js';
 import { abandonPendingInstance } from '../fleets/instance-launch.js';
-import { instanceRowOf, provisioningDataOf } from '../fleets/instance-rows.js';
-import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
+import { instanceRowOf } from '../fleets/instance-rows.js';
+import type { PipelineDefinition, RowLock, RowUpdate } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
-import { jobSpecOf, markRunDue } from './job-pass.js';
+import { markRunDue } from './job-pass.js';
 import { pullRunner, runnerPortOf, runnerWasStarted } from './job-running.js';
 
 const MIN_INTERVAL_MS = 500;
@@ -46,7 +47,7 @@ async function freeInstanceBlocks(app: AppContext, instance: InstancesTable, job
   const storedLaunchOnly = job.instance_assigned === 0 && job.job_runtime_data === null;
   const blocks = storedLaunchOnly
     ? (shareOfLaunchedInstance(instance, jobSpecOf(job).requirements)?.blocks ?? 1)
-    : blocksHeldBy(job.job_runtime_data);
+    : blocksHeldBy(job.job_runtime_data, job.id);
   const becomesIdle = sql<boolean>`(status = 'busy' AND busy_blocks <= ${blocks})`;
   await app.db
     .updateTable('instances')
@@ -71,7 +72,7 @@ async function stopOnRunner(
   project: ProjectsTable,
   instance: InstancesTable,
 ): Promise<{ ended: boolean; values: Record<string, unknown> }> {
-  const provisioningData = provisioningDataOf(instance);
+  const provisioningData = instanceProvisioningDataOf(instance);
   if (!provisioningData?.hostname || !runnerWasStarted(job)) return { ended: true, values: {} };
   const now = Date.now();
   const firstPass = job.remove_at === null;
@@ -106,7 +107,7 @@ async function removeShimTask(
   project: ProjectsTable,
   instance: InstancesTable,
 ): Promise<void> {
-  const provisioningData = provisioningDataOf(instance);
+  const provisioningData = instanceProvisioningDataOf(instance);
   if (!provisioningData?.hostname || !provisioningData.dockerized) return;
   try {
     const shim = await shimClientFor(app, project, provisioningData, instance.id);
@@ -125,10 +126,10 @@ async function removeShimTask(
 async function finish(
   app: AppContext,
   job: JobsTable,
-  lock: RowLock,
-  values: Record<string, unknown>,
+  lock: RowLock<'jobs'>,
+  values: RowUpdate<'jobs'>,
 ): Promise<void> {
-  const reason = (job.termination_reason ?? 'terminated_by_server') as JobTerminationReason;
+  const reason = job.termination_reason ?? 'terminated_by_server';
   await lock.release({
     ...values,
     status: jobTerminationReasonToStatus(reason),
@@ -140,7 +141,7 @@ async function finish(
   await markRunDue(app, job.run_id);
 }
 
-export function jobTerminatingPipeline(app: AppContext): PipelineDefinition<JobsTable> {
+export function jobTerminatingPipeline(app: AppContext): PipelineDefinition<'jobs'> {
   return {
     name: 'jobs-terminating',
     table: 'jobs',

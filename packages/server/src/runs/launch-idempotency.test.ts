@@ -302,7 +302,7 @@ describe('a launch given up while it runs', () => {
   async function givenUpDuringLaunch(s: Setup) {
     const app = s.app;
     const fleet = await createRunFleet(app, s.project.id, 'given-up');
-    const requirements = fleetRequirementsOf({ type: 'fleet', name: 'given-up' });
+    const requirements = fleetRequirementsOf({});
     const instance = await insertPendingInstance(app, {
       projectId: s.project.id,
       fleet,

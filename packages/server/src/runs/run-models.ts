@@ -1,6 +1,6 @@
 /** Database rows → the API models of @dstack/core (Run, JobSubmission, Fleet, Instance). */
-import type { Job, JobSpec, JobSubmission, Run, RunSpec } from '@dstack/core';
-import { parseJson } from '../db/json-columns.js';
+import type { Job, JobSubmission, Run } from '@dstack/core';
+import { jobProvisioningDataOf, jobRuntimeDataOf, jobSpecOf, runSpecOf } from '../db/json-columns.js';
 import type { InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
 import { isoTime } from '../http/iso-time.js';
 import { serviceSpecOf } from './service-spec.js';
@@ -15,13 +15,13 @@ export function jobSubmissionOf(
     submitted_at: isoTime(job.submitted_at) as string,
     last_processed_at: isoTime(job.last_processed_at || job.submitted_at) as string,
     finished_at: isoTime(job.finished_at),
-    status: job.status as JobSubmission['status'],
-    termination_reason: job.termination_reason as JobSubmission['termination_reason'],
+    status: job.status,
+    termination_reason: job.termination_reason,
     termination_reason_message: job.termination_reason_message,
     exit_status: job.exit_status,
     inactivity_secs: job.inactivity_secs,
-    job_provisioning_data: parseJson(job.job_provisioning_data),
-    job_runtime_data: parseJson(job.job_runtime_data),
+    job_provisioning_data: jobProvisioningDataOf(job),
+    job_runtime_data: jobRuntimeDataOf(job),
     instance_name: instance?.name ?? null,
     fleet_name: null,
   };
@@ -46,7 +46,7 @@ export function jobsOf(jobs: readonly JobsTable[], instances: ReadonlyMap<string
     .map((submissions) => {
       const latest = submissions[submissions.length - 1] as JobsTable;
       return {
-        job_spec: JSON.parse(latest.job_spec_data) as JobSpec,
+        job_spec: jobSpecOf(latest),
         job_submissions: submissions.map((job) =>
           jobSubmissionOf(job, job.instance_id ? instances.get(job.instance_id) : null),
         ),
@@ -58,7 +58,7 @@ export function jobsOf(jobs: readonly JobsTable[], instances: ReadonlyMap<string
 function costOf(jobs: readonly JobsTable[], now: number): number {
   let cost = 0;
   for (const job of jobs) {
-    const provisioning = parseJson<{ price?: number }>(job.job_provisioning_data);
+    const provisioning = jobProvisioningDataOf(job);
     if (!provisioning?.price) continue;
     const end = job.finished_at ?? now;
     cost += (provisioning.price * Math.max(0, end - job.submitted_at)) / 3_600_000;
@@ -81,7 +81,7 @@ export function runOf(
   instances: ReadonlyMap<string, InstancesTable>,
 ): Run {
   const apiJobs = jobsOf(jobs, instances);
-  const runSpec = JSON.parse(run.run_spec) as RunSpec;
+  const runSpec = runSpecOf(run);
   const latestRow = [...jobs].sort(
     (a, b) => b.submitted_at - a.submitted_at || b.submission_num - a.submission_num,
   )[0];
@@ -91,8 +91,8 @@ export function runOf(
     user: userName,
     submitted_at: isoTime(run.submitted_at) as string,
     last_processed_at: isoTime(run.last_processed_at || run.submitted_at) as string,
-    status: run.status as Run['status'],
-    termination_reason: run.termination_reason as Run['termination_reason'],
+    status: run.status,
+    termination_reason: run.termination_reason,
     run_spec: runSpec,
     jobs: apiJobs,
     latest_job_submission: latestRow

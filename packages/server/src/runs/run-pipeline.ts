@@ -5,7 +5,6 @@
  */
 import {
   DEFAULT_RETRY_DURATION,
-  type JobSpec,
   type JobTerminationReason,
   jobTerminationReasonToRetryEvent,
   type RunTerminationReason,
@@ -14,6 +13,7 @@ import {
 } from '@dstack/core';
 import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
+import { jobSpecOf } from '../db/json-columns.js';
 import type { JobsTable, RunsTable } from '../db/schema.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
@@ -79,10 +79,10 @@ function retryDecision(
   job: JobsTable,
   submissions: readonly JobsTable[],
 ): 'retry' | 'not-retried' | 'limit-exceeded' {
-  const retry = (JSON.parse(job.job_spec_data) as JobSpec).retry;
+  const retry = jobSpecOf(job).retry;
   if (!retry) return 'not-retried';
-  const retriedOn = (reason: string | null) => {
-    const event = reason === null ? null : jobTerminationReasonToRetryEvent(reason as JobTerminationReason);
+  const retriedOn = (reason: JobTerminationReason | null) => {
+    const event = reason === null ? null : jobTerminationReasonToRetryEvent(reason);
     return event !== null && retry.on_events.includes(event);
   };
   const lastProvisioned = submissions
@@ -113,9 +113,9 @@ async function processTerminating(
   app: AppContext,
   run: RunsTable,
   jobs: JobsTable[],
-  lock: RowLock,
+  lock: RowLock<'runs'>,
 ): Promise<void> {
-  const reason = (run.termination_reason ?? 'stopped_by_user') as RunTerminationReason;
+  const reason = run.termination_reason ?? 'stopped_by_user';
   const latest = latestSubmissions(jobs);
   const claimedAll = await terminateJobs(app, latest, runTerminationReasonToJobTerminationReason(reason));
   const unfinished = latest.filter((job) => !FINISHED_JOB_STATUSES.includes(job.status));
@@ -130,7 +130,12 @@ async function processTerminating(
   await lock.release({ last_processed_at: dueIn(claimedAll ? 1_000 : 100, MIN_INTERVAL_MS) });
 }
 
-async function resubmit(app: AppContext, run: RunsTable, jobs: JobsTable[], lock: RowLock): Promise<void> {
+async function resubmit(
+  app: AppContext,
+  run: RunsTable,
+  jobs: JobsTable[],
+  lock: RowLock<'runs'>,
+): Promise<void> {
   if ((run.next_triggered_at ?? 0) > Date.now()) {
     await lock.release({ last_processed_at: dueIn(run.next_triggered_at! - Date.now(), MIN_INTERVAL_MS) });
     return;
@@ -139,21 +144,19 @@ async function resubmit(app: AppContext, run: RunsTable, jobs: JobsTable[], lock
   const rows = latestSubmissions(jobs)
     .filter((job) => FINISHED_JOB_STATUSES.includes(job.status))
     .map((job) =>
-      newJobRow(
-        run.project_id,
-        run.id,
-        run.run_name,
-        JSON.parse(job.job_spec_data) as JobSpec,
-        job.submission_num + 1,
-        now,
-      ),
+      newJobRow(run.project_id, run.id, run.run_name, jobSpecOf(job), job.submission_num + 1, now),
     );
   if (rows.length > 0) await app.db.insertInto('jobs').values(rows).execute();
   await lock.release({ status: 'submitted', next_triggered_at: null, last_processed_at: now });
   app.wakeUps.wake('jobs-submitted');
 }
 
-async function followJobs(app: AppContext, run: RunsTable, jobs: JobsTable[], lock: RowLock): Promise<void> {
+async function followJobs(
+  app: AppContext,
+  run: RunsTable,
+  jobs: JobsTable[],
+  lock: RowLock<'runs'>,
+): Promise<void> {
   const latest = latestSubmissions(jobs);
   const failed = latest.filter((job) => ['failed', 'terminated', 'aborted'].includes(job.status));
   if (failed.length > 0) {
@@ -209,7 +212,7 @@ async function followJobs(app: AppContext, run: RunsTable, jobs: JobsTable[], lo
   await lock.release({ status, ...(provisioned ? { resubmission_attempt: 0 } : {}) });
 }
 
-export function runPipeline(app: AppContext): PipelineDefinition<RunsTable> {
+export function runPipeline(app: AppContext): PipelineDefinition<'runs'> {
   return {
     name: 'runs',
     table: 'runs',

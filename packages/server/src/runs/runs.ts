@@ -10,54 +10,66 @@ import {
   RESOURCE_NAME_RULE,
   ResourceNotFoundError,
   type Run,
+  type RunConfiguration,
   type RunPlan,
   type RunSpec,
+  type RunStatus,
   ServerClientError,
   validateConfiguration,
 } from '@dstack/core';
 import { explainNoOffers, getOffers, type OfferFilters } from '../backends/offers.js';
 import type { AppContext } from '../context.js';
+import { jobSpecColumn, runSpecColumn, type StoredRunSpec } from '../db/json-columns.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
-import { type FleetPlacement, fleetInstanceOffers } from '../fleets/fleet-instance-offers.js';
+import { fleetInstanceOffers } from '../fleets/fleet-instance-offers.js';
 import { buildJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
 
-const RUN_CONFIGURATION_TYPES = ['task', 'service', 'dev-environment'];
-export const ACTIVE_RUN_STATUSES = ['pending', 'submitted', 'provisioning', 'running', 'terminating'];
+export const ACTIVE_RUN_STATUSES: readonly RunStatus[] = [
+  'pending',
+  'submitted',
+  'provisioning',
+  'running',
+  'terminating',
+];
 const DEFAULT_MAX_OFFERS = 50;
 
-/** Validates the configuration (defaults applied) and fixes the run name. */
-export function normalizeRunSpec(runSpec: RunSpec): RunSpec {
-  let configuration: ReturnType<typeof validateConfiguration>;
+/** Validates the configuration (defaults applied) and fixes the run name: the spec as it is stored. */
+export function normalizeRunSpec(runSpec: RunSpec): StoredRunSpec {
+  let validated: ReturnType<typeof validateConfiguration>;
   try {
-    configuration = validateConfiguration(runSpec.configuration);
+    validated = validateConfiguration(runSpec.configuration);
   } catch (error) {
     if (ConfigurationError.isInstance(error)) {
       throw new ConfigurationError(error.message, { path: ['run_spec', 'configuration', ...error.path] });
     }
     throw error;
   }
-  if (!RUN_CONFIGURATION_TYPES.includes(configuration.type)) {
+  if (validated.type !== 'task' && validated.type !== 'service' && validated.type !== 'dev-environment') {
     throw new ConfigurationError(
-      `a run needs a task, service or dev-environment configuration, got ${configuration.type}`,
+      `a run needs a task, service or dev-environment configuration, got ${validated.type}`,
       {
         path: ['run_spec', 'configuration', 'type'],
       },
     );
   }
-  const runName = runSpec.run_name ?? (configuration as { name?: string }).name ?? null;
+  const configuration: RunConfiguration = validated;
+  const runName = runSpec.run_name ?? configuration.name ?? null;
   if (runName !== null && !isValidResourceName(runName)) {
     throw new ConfigurationError(`invalid run name: expected ${RESOURCE_NAME_RULE}`, {
       path: ['run_spec', 'run_name'],
     });
   }
-  return { ...runSpec, run_name: runName, configuration: configuration as RunSpec['configuration'] };
+  return { ...runSpec, run_name: runName, configuration };
 }
 
-export function offerFiltersOf(configuration: RunSpec['configuration']): OfferFilters {
-  const fields = configuration as { backends?: string[]; regions?: string[]; instance_types?: string[] };
-  return { backends: fields.backends, regions: fields.regions, instanceTypes: fields.instance_types };
+export function offerFiltersOf(configuration: RunConfiguration): OfferFilters {
+  return {
+    backends: configuration.backends,
+    regions: configuration.regions,
+    instanceTypes: configuration.instance_types,
+  };
 }
 
 export async function getRunPlan(
@@ -71,7 +83,7 @@ export async function getRunPlan(
   const backends = await app.backends.getProjectBackends(project.id);
   const filters = offerFiltersOf(runSpec.configuration);
   const jobSpecs = buildJobSpecs(runSpec.run_name ?? 'plan', runSpec);
-  const placement = runSpec.configuration as FleetPlacement & { creation_policy?: string };
+  const placement = runSpec.configuration;
   // With `creation_policy: reuse` the run only takes fleet instances, so backends offer nothing.
   const mayCreate = placement.creation_policy !== 'reuse';
   const jobPlans: JobPlan[] = await Promise.all(
@@ -139,7 +151,7 @@ export async function applyRun(
 ): Promise<Run> {
   const normalized = normalizeRunSpec(requestedSpec);
   const runName = normalized.run_name ?? (await uniqueRunName(app, project.id));
-  const runSpec: RunSpec = { ...normalized, run_name: runName };
+  const runSpec: StoredRunSpec = { ...normalized, run_name: runName };
   const now = Date.now();
   const runId = randomUUID();
   const jobSpecs = buildJobSpecs(runName, runSpec);
@@ -192,7 +204,7 @@ export function newRunRow(fields: {
   projectId: string;
   userId: string;
   runName: string;
-  runSpec: RunSpec;
+  runSpec: StoredRunSpec;
   now: number;
 }): RunsTable {
   return {
@@ -202,7 +214,7 @@ export function newRunRow(fields: {
     run_name: fields.runName,
     status: 'submitted',
     termination_reason: null,
-    run_spec: JSON.stringify(fields.runSpec),
+    run_spec: runSpecColumn.encode(fields.runSpec),
     submitted_at: fields.now,
     last_processed_at: fields.now,
     resubmission_attempt: 0,
@@ -236,7 +248,7 @@ export function newJobRow(
     termination_reason: null,
     termination_reason_message: null,
     exit_status: null,
-    job_spec_data: JSON.stringify(jobSpec),
+    job_spec_data: jobSpecColumn.encode(jobSpec),
     job_provisioning_data: null,
     job_runtime_data: null,
     instance_id: null,
@@ -330,7 +342,7 @@ export async function listRuns(app: AppContext, options: ListRunsOptions): Promi
     if (options.projectIds.length === 0) return [];
     query = query.where('project_id', 'in', [...options.projectIds]);
   }
-  if (options.onlyActive) query = query.where('status', 'in', ACTIVE_RUN_STATUSES);
+  if (options.onlyActive) query = query.where('status', 'in', [...ACTIVE_RUN_STATUSES]);
   if (options.prevSubmittedAt != null) {
     const before = options.prevSubmittedAt;
     const prevId = options.prevRunId ?? '';

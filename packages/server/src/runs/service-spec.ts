@@ -3,7 +3,8 @@
  * `/proxy/services/{project}/{run}/`, given on the Run as dstack's `ServiceSpec`
  * (a path, relative to the server's URL, as dstack gives it).
  */
-import type { RunSpec, ServiceSpec } from '@dstack/core';
+import type { ServiceConfiguration, ServiceSpec } from '@dstack/core';
+import type { StoredRunSpec } from '../db/json-columns.js';
 
 /** The path prefix of the in-server service proxy. */
 export const SERVICE_PROXY_PREFIX = '/proxy/services';
@@ -13,29 +14,20 @@ export function serviceProxyPrefix(projectName: string, runName: string): string
   return `${SERVICE_PROXY_PREFIX}/${encodeURIComponent(projectName)}/${encodeURIComponent(runName)}`;
 }
 
-/** The parts of a service configuration the proxy and the spec read. */
-interface ServiceFields {
-  type: 'service';
-  port?: number | { container_port?: number };
-  auth?: boolean;
-  model?: { name: string; type?: string; format?: string; prefix?: string };
-}
-
 /** The configuration when it is a service's, else null. */
-export function serviceConfigurationOf(runSpec: RunSpec): ServiceFields | null {
-  const configuration = runSpec.configuration as { type?: unknown };
-  return configuration.type === 'service' ? (configuration as ServiceFields) : null;
+export function serviceConfigurationOf(runSpec: StoredRunSpec): ServiceConfiguration | null {
+  const { configuration } = runSpec;
+  return configuration.type === 'service' ? configuration : null;
 }
 
-/** The port the service listens on in its container (`port: 8000` or `{container_port: 8000}`). */
-export function servicePortOf(service: ServiceFields): number | null {
-  const port = typeof service.port === 'number' ? service.port : service.port?.container_port;
-  return typeof port === 'number' ? port : null;
+/** The port the service listens on in its container (`port: 8000` is stored as `{container_port: 8000}`). */
+export function servicePortOf(service: ServiceConfiguration): number {
+  return service.port.container_port;
 }
 
 /** Whether the proxy asks for a dstack token; dstack's default is `auth: true`. */
-export function serviceRequiresAuth(service: ServiceFields): boolean {
-  return service.auth !== false;
+export function serviceRequiresAuth(service: ServiceConfiguration): boolean {
+  return service.auth;
 }
 
 /**
@@ -43,7 +35,11 @@ export function serviceRequiresAuth(service: ServiceFields): boolean {
  * the service's own OpenAI-compatible prefix behind the proxy (`…/v1` by default): dstack's
  * project-wide `/proxy/models/{project}/` router is not implemented by this server.
  */
-export function serviceSpecOf(runSpec: RunSpec, projectName: string, runName: string): ServiceSpec | null {
+export function serviceSpecOf(
+  runSpec: StoredRunSpec,
+  projectName: string,
+  runName: string,
+): ServiceSpec | null {
   const service = serviceConfigurationOf(runSpec);
   if (!service) return null;
   const url = `${serviceProxyPrefix(projectName, runName)}/`;

@@ -28,7 +28,7 @@ import type { AppContext, SqlDialect } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
 import { fleetPipeline } from '../fleets/fleet-pipeline.js';
 import { instancePipeline } from '../fleets/instance-pipeline.js';
-import { type ClaimedRow, Pipeline, type PipelineDefinition } from '../pipelines/pipeline.js';
+import { type AnyPipelineDefinition, Pipeline, type PipelineTable } from '../pipelines/pipeline.js';
 import type { PipelineName } from '../pipelines/wake-ups.js';
 import { jobRunningPipeline } from '../runs/job-running.js';
 import { jobSubmittedPipeline } from '../runs/job-submitted.js';
@@ -40,14 +40,14 @@ import { createTestApp, type TestApp } from './test-app.test.helpers.js';
 /** 2026-01-01T00:00:00Z: where the test clock starts. */
 const START_TIME = Date.UTC(2026, 0, 1);
 
-const FACTORIES: Record<PipelineName, (app: AppContext) => PipelineDefinition<ClaimedRow>> = {
+const FACTORIES: Record<PipelineName, (app: AppContext) => AnyPipelineDefinition> = {
   runs: runPipeline,
   'jobs-submitted': jobSubmittedPipeline,
   'jobs-running': jobRunningPipeline,
   'jobs-terminating': jobTerminatingPipeline,
   instances: instancePipeline,
   fleets: fleetPipeline,
-} as unknown as Record<PipelineName, (app: AppContext) => PipelineDefinition<ClaimedRow>>;
+};
 
 /** What `stepUntil` steps by default: every pipeline a run goes through, fleets left out. */
 const RUN_PIPELINES: readonly PipelineName[] = [
@@ -224,10 +224,10 @@ function harnessOf<Backend extends HarnessBackend>(parts: HarnessParts<Backend>)
   const { app } = testApp;
   const advance = (ms: number) => vi.setSystemTime(Date.now() + ms);
   /** Pipelines of servers that may still be waiting on work they abandoned: not stopped at close. */
-  const live = new Set<Map<PipelineName, Pipeline<ClaimedRow>>>();
+  const live = new Set<Map<PipelineName, Pipeline<PipelineTable>>>();
 
   const server = (): PipelineServer => {
-    const pipelines = new Map<PipelineName, Pipeline<ClaimedRow>>();
+    const pipelines = new Map<PipelineName, Pipeline<PipelineTable>>();
     live.add(pipelines);
     const pipelineOf = (name: PipelineName) => {
       let pipeline = pipelines.get(name);
@@ -275,7 +275,7 @@ function harnessOf<Backend extends HarnessBackend>(parts: HarnessParts<Backend>)
     stepUntil: defaultServer.stepUntil,
     abandon: defaultServer.abandon,
     async applyTask(name, fields) {
-      const spec = { configuration: { type: 'task', name, ...fields } } as unknown as RunSpec;
+      const spec: RunSpec = { configuration: { type: 'task', name, ...fields } };
       const run = await applyRun(app, project, admin, spec);
       return app.db.selectFrom('runs').selectAll().where('id', '=', run.id).executeTakeFirstOrThrow();
     },

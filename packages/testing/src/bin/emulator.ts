@@ -7,8 +7,8 @@
  */
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { EmulatedHosts } from '../emulators/emulated-hosts.js';
 import { AWS_EMULATOR_USAGE, runAwsEmulatorCommand } from '../emulators/aws/aws-emulator-command.js';
+import type { EmulatedHosts } from '../emulators/emulated-hosts.js';
 
 export interface RunEmulatorOptions {
   /** Makes the hosts emulated instances boot (e.g. Docker containers); none when absent. */

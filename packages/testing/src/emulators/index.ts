@@ -1,6 +1,20 @@
 // `@dstack/testing/emulators`: the cloud emulators (AWS today) and the interface of the hosts
 // their instances boot.
-export type { EmulatedHost, EmulatedHosts, HostLaunchRequest } from './emulated-hosts.js';
+
+export {
+  AMAZON_DLAMI_OWNER,
+  CANONICAL_OWNER,
+  DEFAULT_EC2_IMAGES,
+  DSTACK_IMAGES_OWNER,
+  type Ec2ImageTemplate,
+} from './aws/aws-ec2-images.js';
+export {
+  type AwsEmulatorTimeline,
+  DEFAULT_AWS_EMULATOR_TIMELINE,
+  EC2_STATE_CODES,
+  type Ec2InstanceStateName,
+  SPOT_INTERRUPTION_REASON,
+} from './aws/aws-ec2-instances.js';
 export {
   type AwsEmulator,
   type AwsEmulatorCredentials,
@@ -19,7 +33,14 @@ export {
   parseAwsEmulatorArguments,
   runAwsEmulatorCommand,
 } from './aws/aws-emulator-command.js';
-export { type AwsAvailabilityZone, AwsEmulatorData, type AwsGpuSpec, type AwsInstanceTypeSpec, type AwsZoneOffering, DEFAULT_AWS_EMULATOR_REGIONS } from './aws/aws-emulator-data.js';
+export {
+  type AwsAvailabilityZone,
+  AwsEmulatorData,
+  type AwsGpuSpec,
+  type AwsInstanceTypeSpec,
+  type AwsZoneOffering,
+  DEFAULT_AWS_EMULATOR_REGIONS,
+} from './aws/aws-emulator-data.js';
 export {
   type ActiveAwsFault,
   AWS_FAULT_CODES,
@@ -28,19 +49,12 @@ export {
   parseAwsFault,
   parseAwsFaultFlag,
 } from './aws/aws-emulator-faults.js';
-export {
-  AMAZON_DLAMI_OWNER,
-  CANONICAL_OWNER,
-  DEFAULT_EC2_IMAGES,
-  DSTACK_IMAGES_OWNER,
-  type Ec2ImageTemplate,
-} from './aws/aws-ec2-images.js';
-export {
-  type AwsEmulatorTimeline,
-  DEFAULT_AWS_EMULATOR_TIMELINE,
-  EC2_STATE_CODES,
-  type Ec2InstanceStateName,
-  SPOT_INTERRUPTION_REASON,
-} from './aws/aws-ec2-instances.js';
 export { BULK_PRICE_LIST_PATH } from './aws/aws-pricing.js';
-export { DEFAULT_VCPU_QUOTA, instanceClassOf, VCPU_QUOTAS, type VcpuQuota, vcpuQuotaFor } from './aws/aws-vcpu-quotas.js';
+export {
+  DEFAULT_VCPU_QUOTA,
+  instanceClassOf,
+  VCPU_QUOTAS,
+  type VcpuQuota,
+  vcpuQuotaFor,
+} from './aws/aws-vcpu-quotas.js';
+export type { EmulatedHost, EmulatedHosts, HostLaunchRequest } from './emulated-hosts.js';

@@ -4,11 +4,11 @@
  * active faults. The EC2, Service Quotas and Pricing handlers all read and change this one object.
  */
 import type { EmulatedHosts } from '../emulated-hosts.js';
-import type { AwsEmulatorData } from './aws-emulator-data.js';
-import type { AwsEmulatorFaults } from './aws-emulator-faults.js';
 import { type Ec2Image, type Ec2ImageTemplate, imagesFor } from './aws-ec2-images.js';
 import { type AwsEmulatorTimeline, Ec2Instances } from './aws-ec2-instances.js';
 import { Ec2Network } from './aws-ec2-network.js';
+import type { AwsEmulatorData } from './aws-emulator-data.js';
+import type { AwsEmulatorFaults } from './aws-emulator-faults.js';
 import { DEFAULT_VCPU_QUOTA, instanceClassOf, VCPU_QUOTAS, type VcpuQuota } from './aws-vcpu-quotas.js';
 
 /** What a ClientToken launched: a repeated RunInstances with the token answers the same reservation. */

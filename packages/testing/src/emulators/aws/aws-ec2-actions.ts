@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { EmulatorResponse } from '../../emulator/emulator-responses.js';
 import type { Ec2Account } from './aws-ec2-account.js';
-import { type Ec2Instance, EC2_STATE_CODES, type Ec2InstanceStateName } from './aws-ec2-instances.js';
+import { EC2_STATE_CODES, type Ec2Instance, type Ec2InstanceStateName } from './aws-ec2-instances.js';
 import type { IpPermission, SecurityGroup } from './aws-ec2-network.js';
 import { newEc2Id, runInstances } from './aws-ec2-run-instances.js';
 import {
@@ -35,10 +35,17 @@ function stateOf(name: Ec2InstanceStateName): XmlObject {
   return { code: EC2_STATE_CODES[name], name };
 }
 
-function instanceXml(account: Ec2Account, instance: Ec2Instance, forceState?: Ec2InstanceStateName): XmlObject {
+function instanceXml(
+  account: Ec2Account,
+  instance: Ec2Instance,
+  forceState?: Ec2InstanceStateName,
+): XmlObject {
   const { instances } = account;
   const state = forceState ?? instances.state(instance);
-  const privateIp = forceState === 'pending' && !instance.hostLaunch ? instance.madeUpPrivateIp : instances.privateIp(instance);
+  const privateIp =
+    forceState === 'pending' && !instance.hostLaunch
+      ? instance.madeUpPrivateIp
+      : instances.privateIp(instance);
   const publicIp = forceState === undefined ? instances.publicIp(instance) : undefined;
   const spec = account.data.instanceTypes.get(instance.type);
   const launchTime = new Date(instance.launchedAt).toISOString();
@@ -78,7 +85,12 @@ function instanceXml(account: Ec2Account, instance: Ec2Instance, forceState?: Ec
         ? []
         : instance.blockDevices.map((device) => ({
             deviceName: device.deviceName,
-            ebs: { volumeId: device.volumeId, status: 'attached', attachTime: launchTime, deleteOnTermination: true },
+            ebs: {
+              volumeId: device.volumeId,
+              status: 'attached',
+              attachTime: launchTime,
+              deleteOnTermination: true,
+            },
           })),
     instanceLifecycle: instance.market === 'spot' ? 'spot' : undefined,
     spotInstanceRequestId: instance.spotInstanceRequestId,
@@ -87,7 +99,10 @@ function instanceXml(account: Ec2Account, instance: Ec2Instance, forceState?: Ec
     tagSet: tagSet(instance.tags),
     hypervisor: 'xen',
     iamInstanceProfile: instance.iamInstanceProfile
-      ? { arn: `arn:aws:iam::${account.accountId}:instance-profile/${instance.iamInstanceProfile}`, id: 'AIPAEMULATOR' }
+      ? {
+          arn: `arn:aws:iam::${account.accountId}:instance-profile/${instance.iamInstanceProfile}`,
+          id: 'AIPAEMULATOR',
+        }
       : undefined,
     networkInterfaceSet:
       state === 'terminated'
@@ -117,7 +132,9 @@ function instanceXml(account: Ec2Account, instance: Ec2Instance, forceState?: Ec
           ],
     ebsOptimized: false,
     enaSupport: true,
-    cpuOptions: spec ? { coreCount: Math.max(1, spec.vcpus / 2), threadsPerCore: spec.vcpus > 1 ? 2 : 1 } : undefined,
+    cpuOptions: spec
+      ? { coreCount: Math.max(1, spec.vcpus / 2), threadsPerCore: spec.vcpus > 1 ? 2 : 1 }
+      : undefined,
     metadataOptions: { state: 'applied', httpTokens: 'required', httpEndpoint: 'enabled' },
   };
 }
@@ -130,13 +147,18 @@ function instancesByIds(account: Ec2Account, region: string, ids: readonly strin
   }
   const found = ids.map((id) => account.instances.find(region, id));
   const missing = ids.filter(
-    (id, index) => found[index] === undefined || account.instances.inNotFoundWindow(found[index] as Ec2Instance),
+    (_id, index) =>
+      found[index] === undefined || account.instances.inNotFoundWindow(found[index] as Ec2Instance),
   );
   if (missing.length > 0) throw instanceNotFound(missing);
   return found as Ec2Instance[];
 }
 
-function instanceFilterValues(account: Ec2Account, instance: Ec2Instance, name: string): string[] | undefined {
+function instanceFilterValues(
+  account: Ec2Account,
+  instance: Ec2Instance,
+  name: string,
+): string[] | undefined {
   switch (name) {
     case 'instance-id':
       return [instance.id];
@@ -197,7 +219,9 @@ const describeInstances: Ec2Action = (account, region, params) => {
           .all()
           .filter(
             (each) =>
-              each.region === region && account.instances.isKnown(each) && !account.instances.inNotFoundWindow(each),
+              each.region === region &&
+              account.instances.isKnown(each) &&
+              !account.instances.inNotFoundWindow(each),
           );
   const filtered = applyFilters(candidates, filtersOf(params), (instance, name) =>
     instanceFilterValues(account, instance, name),
@@ -270,7 +294,11 @@ const describeInstanceTypes: Ec2Action = (account, region, params) => {
     supportedUsageClasses: ['on-demand', 'spot'],
     supportedRootDeviceTypes: ['ebs'],
     processorInfo: { supportedArchitectures: [spec.architecture] },
-    vCpuInfo: { defaultVCpus: spec.vcpus, defaultCores: Math.max(1, spec.vcpus / 2), defaultThreadsPerCore: 2 },
+    vCpuInfo: {
+      defaultVCpus: spec.vcpus,
+      defaultCores: Math.max(1, spec.vcpus / 2),
+      defaultThreadsPerCore: 2,
+    },
     memoryInfo: { sizeInMiB: spec.memoryMiB },
     gpuInfo: spec.gpu
       ? {
@@ -287,7 +315,8 @@ const describeInstanceTypes: Ec2Action = (account, region, params) => {
       : undefined,
     networkInfo: {
       efaSupported: spec.maximumEfaInterfaces > 0,
-      efaInfo: spec.maximumEfaInterfaces > 0 ? { maximumEfaInterfaces: spec.maximumEfaInterfaces } : undefined,
+      efaInfo:
+        spec.maximumEfaInterfaces > 0 ? { maximumEfaInterfaces: spec.maximumEfaInterfaces } : undefined,
       maximumNetworkInterfaces: 8,
       ipv4AddressesPerInterface: 30,
     },
@@ -338,7 +367,9 @@ const describeRegions: Ec2Action = (account, _region, params) => {
 
 const describeAvailabilityZones: Ec2Action = (account, region, params) => {
   const names = listValues(params, 'ZoneName');
-  const zones = account.data.zonesOf(region).filter((zone) => names.length === 0 || names.includes(zone.name));
+  const zones = account.data
+    .zonesOf(region)
+    .filter((zone) => names.length === 0 || names.includes(zone.name));
   const filtered = applyFilters(zones, filtersOf(params), (zone, name) => {
     switch (name) {
       case 'region-name':
@@ -476,8 +507,18 @@ const describeRouteTables: Ec2Action = (account, region, params) => {
       vpcId: table.vpcId,
       ownerId: account.accountId,
       routeSet: [
-        { destinationCidrBlock: '172.31.0.0/16', gatewayId: 'local', state: 'active', origin: 'CreateRouteTable' },
-        { destinationCidrBlock: '0.0.0.0/0', gatewayId: table.internetGatewayId, state: 'active', origin: 'CreateRoute' },
+        {
+          destinationCidrBlock: '172.31.0.0/16',
+          gatewayId: 'local',
+          state: 'active',
+          origin: 'CreateRouteTable',
+        },
+        {
+          destinationCidrBlock: '0.0.0.0/0',
+          gatewayId: table.internetGatewayId,
+          state: 'active',
+          origin: 'CreateRoute',
+        },
       ],
       associationSet: [
         {
@@ -579,7 +620,11 @@ function permissionsOf(params: QueryParams): IpPermission[] {
   const permissions = listParams(params, 'IpPermissions').map((item, index) => {
     const ipProtocol = item.IpProtocol;
     if (!ipProtocol) {
-      throw new Ec2ApiError(400, 'MissingParameter', `The request must contain the parameter IpPermissions.${index + 1}.IpProtocol`);
+      throw new Ec2ApiError(
+        400,
+        'MissingParameter',
+        `The request must contain the parameter IpPermissions.${index + 1}.IpProtocol`,
+      );
     }
     const port = (name: string) => (item[name] === undefined ? undefined : Number(item[name]));
     return {
@@ -636,7 +681,9 @@ const describeImages: Ec2Action = (account, region, params) => {
       image.region === region &&
       (ids.length === 0 || ids.includes(image.id)) &&
       (owners.length === 0 ||
-        owners.some((owner) => owner === image.ownerId || (owner === 'amazon' && image.ownerAlias === 'amazon'))),
+        owners.some(
+          (owner) => owner === image.ownerId || (owner === 'amazon' && image.ownerAlias === 'amazon'),
+        )),
   );
   const filtered = applyFilters(images, filtersOf(params), (image, name) => {
     switch (name) {
@@ -671,7 +718,9 @@ const describeImages: Ec2Action = (account, region, params) => {
       description: image.description,
       rootDeviceType: 'ebs',
       rootDeviceName: '/dev/sda1',
-      blockDeviceMapping: [{ deviceName: '/dev/sda1', ebs: { volumeSize: 8, volumeType: 'gp3', deleteOnTermination: true } }],
+      blockDeviceMapping: [
+        { deviceName: '/dev/sda1', ebs: { volumeSize: 8, volumeType: 'gp3', deleteOnTermination: true } },
+      ],
       virtualizationType: 'hvm',
       hypervisor: 'xen',
       enaSupport: true,
@@ -757,7 +806,10 @@ const cancelSpotInstanceRequests: Ec2Action = (account, region, params) => {
   }
   for (const id of ids) account.cancelledSpotRequests.add(id);
   return ec2Response('CancelSpotInstanceRequests', {
-    spotInstanceRequestSet: ids.map((spotInstanceRequestId) => ({ spotInstanceRequestId, state: 'cancelled' })),
+    spotInstanceRequestSet: ids.map((spotInstanceRequestId) => ({
+      spotInstanceRequestId,
+      state: 'cancelled',
+    })),
   });
 };
 
@@ -767,7 +819,10 @@ const importKeyPair: Ec2Action = (account, region, params) => {
   if (account.keyPairs.some((pair) => pair.region === region && pair.name === name)) {
     throw new Ec2ApiError(400, 'InvalidKeyPair.Duplicate', `The keypair already exists`);
   }
-  const fingerprint = createHash('md5').update(material).digest('hex').replace(/(..)(?!$)/g, '$1:');
+  const fingerprint = createHash('md5')
+    .update(material)
+    .digest('hex')
+    .replace(/(..)(?!$)/g, '$1:');
   const pair = { name, region, id: newEc2Id('key'), fingerprint, publicKey: material.trim() };
   account.keyPairs.push(pair);
   return ec2Response('ImportKeyPair', { keyFingerprint: fingerprint, keyName: name, keyPairId: pair.id });
@@ -782,7 +837,11 @@ const describeKeyPairs: Ec2Action = (account, region, params) => {
   }
   const selected = names.length > 0 ? pairs.filter((pair) => names.includes(pair.name)) : pairs;
   return ec2Response('DescribeKeyPairs', {
-    keySet: selected.map((pair) => ({ keyPairId: pair.id, keyName: pair.name, keyFingerprint: pair.fingerprint })),
+    keySet: selected.map((pair) => ({
+      keyPairId: pair.id,
+      keyName: pair.name,
+      keyFingerprint: pair.fingerprint,
+    })),
   });
 };
 

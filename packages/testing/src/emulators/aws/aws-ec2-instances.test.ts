@@ -40,13 +40,20 @@ async function launchBasics(ec2: EC2Client) {
     }),
   );
   const imageId = images.Images?.[0]?.ImageId;
-  const subnets = await ec2.send(new DescribeSubnetsCommand({ Filters: [{ Name: 'default-for-az', Values: ['true'] }] }));
-  const subnetByZone = new Map((subnets.Subnets ?? []).map((subnet) => [subnet.AvailabilityZone, subnet.SubnetId]));
+  const subnets = await ec2.send(
+    new DescribeSubnetsCommand({ Filters: [{ Name: 'default-for-az', Values: ['true'] }] }),
+  );
+  const subnetByZone = new Map(
+    (subnets.Subnets ?? []).map((subnet) => [subnet.AvailabilityZone, subnet.SubnetId]),
+  );
   if (!imageId) throw new Error('no DLAMI');
   return { imageId, subnetByZone };
 }
 
-function launchInput(imageId: string, overrides: Partial<RunInstancesCommandInput> = {}): RunInstancesCommandInput {
+function launchInput(
+  imageId: string,
+  overrides: Partial<RunInstancesCommandInput> = {},
+): RunInstancesCommandInput {
   return {
     ImageId: imageId,
     InstanceType: 'g5.xlarge',
@@ -88,12 +95,20 @@ describe('RunInstances', () => {
   it('answers the same reservation for the same ClientToken, and a new one for another token', async () => {
     const { ec2 } = await start();
     const { imageId } = await launchBasics(ec2);
-    const first = await ec2.send(new RunInstancesCommand(launchInput(imageId, { ClientToken: 'instance-1' })));
-    const again = await ec2.send(new RunInstancesCommand(launchInput(imageId, { ClientToken: 'instance-1' })));
-    const other = await ec2.send(new RunInstancesCommand(launchInput(imageId, { ClientToken: 'instance-2' })));
+    const first = await ec2.send(
+      new RunInstancesCommand(launchInput(imageId, { ClientToken: 'instance-1' })),
+    );
+    const again = await ec2.send(
+      new RunInstancesCommand(launchInput(imageId, { ClientToken: 'instance-1' })),
+    );
+    const other = await ec2.send(
+      new RunInstancesCommand(launchInput(imageId, { ClientToken: 'instance-2' })),
+    );
 
     expect(again.ReservationId).toBe(first.ReservationId);
-    expect(again.Instances?.map((each) => each.InstanceId)).toEqual(first.Instances?.map((each) => each.InstanceId));
+    expect(again.Instances?.map((each) => each.InstanceId)).toEqual(
+      first.Instances?.map((each) => each.InstanceId),
+    );
     expect(other.ReservationId).not.toBe(first.ReservationId);
     expect(emulator?.state().instances).toHaveLength(2);
   });
@@ -121,7 +136,9 @@ describe('RunInstances', () => {
     const { imageId } = await launchBasics(ec2);
     await ec2.send(new RunInstancesCommand(launchInput(imageId, { ClientToken: 'token' })));
     await expect(
-      ec2.send(new RunInstancesCommand(launchInput(imageId, { ClientToken: 'token', InstanceType: 'g5.2xlarge' }))),
+      ec2.send(
+        new RunInstancesCommand(launchInput(imageId, { ClientToken: 'token', InstanceType: 'g5.2xlarge' })),
+      ),
     ).rejects.toMatchObject({ name: 'IdempotentParameterMismatch' });
   });
 
@@ -166,7 +183,9 @@ describe('RunInstances', () => {
   it('launches MaxCount instances in one reservation', async () => {
     const { ec2 } = await start();
     const { imageId } = await launchBasics(ec2);
-    const answer = await ec2.send(new RunInstancesCommand(launchInput(imageId, { MinCount: 1, MaxCount: 3 })));
+    const answer = await ec2.send(
+      new RunInstancesCommand(launchInput(imageId, { MinCount: 1, MaxCount: 3 })),
+    );
     expect(answer.Instances).toHaveLength(3);
     expect(answer.Instances?.map((each) => each.AmiLaunchIndex)).toEqual([0, 1, 2]);
   });
@@ -176,14 +195,23 @@ describe('RunInstances', () => {
     const { imageId } = await launchBasics(ec2);
     await expect(
       ec2.send(new RunInstancesCommand(launchInput(imageId, { InstanceType: 'g99.huge' as 'g5.xlarge' }))),
-    ).rejects.toMatchObject({ name: 'InvalidParameterValue', message: "Invalid value 'g99.huge' for InstanceType." });
-    await expect(ec2.send(new RunInstancesCommand(launchInput('ami-0000000000000000a')))).rejects.toMatchObject({
+    ).rejects.toMatchObject({
+      name: 'InvalidParameterValue',
+      message: "Invalid value 'g99.huge' for InstanceType.",
+    });
+    await expect(
+      ec2.send(new RunInstancesCommand(launchInput('ami-0000000000000000a'))),
+    ).rejects.toMatchObject({
       name: 'InvalidAMIID.NotFound',
     });
-    await expect(ec2.send(new RunInstancesCommand(launchInput(imageId, { KeyName: 'nope' })))).rejects.toMatchObject({
+    await expect(
+      ec2.send(new RunInstancesCommand(launchInput(imageId, { KeyName: 'nope' }))),
+    ).rejects.toMatchObject({
       name: 'InvalidKeyPair.NotFound',
     });
-    await expect(ec2.send(new RunInstancesCommand(launchInput(imageId, { SecurityGroupIds: ['sg-0123456789abcdef0'] })))).rejects.toMatchObject({
+    await expect(
+      ec2.send(new RunInstancesCommand(launchInput(imageId, { SecurityGroupIds: ['sg-0123456789abcdef0'] }))),
+    ).rejects.toMatchObject({
       name: 'InvalidGroup.NotFound',
     });
     await expect(
@@ -257,7 +285,9 @@ describe('the instance timeline', () => {
 
   it('rejects unknown and malformed ids', async () => {
     const { ec2 } = await start();
-    await expect(ec2.send(new TerminateInstancesCommand({ InstanceIds: ['i-0123456789abcdef0'] }))).rejects.toMatchObject({
+    await expect(
+      ec2.send(new TerminateInstancesCommand({ InstanceIds: ['i-0123456789abcdef0'] })),
+    ).rejects.toMatchObject({
       name: 'InvalidInstanceID.NotFound',
       message: "The instance ID 'i-0123456789abcdef0' does not exist",
     });
@@ -313,7 +343,10 @@ describe('DescribeInstances', () => {
         new RunInstancesCommand(
           launchInput(imageId, {
             TagSpecifications: [
-              { ResourceType: 'instance', Tags: [{ Key: 'dstack_name', Value: index % 2 === 0 ? 'even' : 'odd' }] },
+              {
+                ResourceType: 'instance',
+                Tags: [{ Key: 'dstack_name', Value: index % 2 === 0 ? 'even' : 'odd' }],
+              },
             ],
           }),
         ),
@@ -323,18 +356,20 @@ describe('DescribeInstances', () => {
     clock.advance(TEST_TIMELINE.notFoundWindowMs);
     await ec2.send(new TerminateInstancesCommand({ InstanceIds: [ids[0] ?? ''] }));
 
-    const byTag = await ec2.send(new DescribeInstancesCommand({ Filters: [{ Name: 'tag:dstack_name', Values: ['odd'] }] }));
-    expect(byTag.Reservations?.flatMap((each) => each.Instances?.map((instance) => instance.InstanceId))).toEqual([
-      ids[1],
-      ids[3],
-      ids[5],
-    ]);
+    const byTag = await ec2.send(
+      new DescribeInstancesCommand({ Filters: [{ Name: 'tag:dstack_name', Values: ['odd'] }] }),
+    );
+    expect(
+      byTag.Reservations?.flatMap((each) => each.Instances?.map((instance) => instance.InstanceId)),
+    ).toEqual([ids[1], ids[3], ids[5]]);
     const byState = await ec2.send(
       new DescribeInstancesCommand({ Filters: [{ Name: 'instance-state-name', Values: ['shutting-down'] }] }),
     );
     expect(byState.Reservations?.map((each) => each.Instances?.[0]?.InstanceId)).toEqual([ids[0]]);
     const byId = await ec2.send(
-      new DescribeInstancesCommand({ Filters: [{ Name: 'instance-id', Values: [ids[2] ?? '', ids[4] ?? ''] }] }),
+      new DescribeInstancesCommand({
+        Filters: [{ Name: 'instance-id', Values: [ids[2] ?? '', ids[4] ?? ''] }],
+      }),
     );
     expect(byId.Reservations).toHaveLength(2);
 
@@ -342,7 +377,9 @@ describe('DescribeInstances', () => {
     const seen: string[] = [];
     for await (const page of paginateDescribeInstances({ client: ec2, pageSize: 5 }, {})) {
       pages.push(page.Reservations?.length ?? 0);
-      seen.push(...(page.Reservations ?? []).flatMap((each) => each.Instances?.map((i) => i.InstanceId ?? '') ?? []));
+      seen.push(
+        ...(page.Reservations ?? []).flatMap((each) => each.Instances?.map((i) => i.InstanceId ?? '') ?? []),
+      );
     }
     expect(pages).toEqual([5, 2]);
     expect(seen).toEqual(ids);
@@ -392,9 +429,12 @@ describe('spot interruption', () => {
 
     const { imageId } = await launchBasics(ec2);
     const onDemand = await ec2.send(new RunInstancesCommand(launchInput(imageId)));
-    const refused = await fetch(`${url}/_emulator/instances/${onDemand.Instances?.[0]?.InstanceId}/interrupt`, {
-      method: 'POST',
-    });
+    const refused = await fetch(
+      `${url}/_emulator/instances/${onDemand.Instances?.[0]?.InstanceId}/interrupt`,
+      {
+        method: 'POST',
+      },
+    );
     expect(refused.status).toBe(400);
     expect(await refused.json()).toMatchObject({ error: expect.stringContaining('not a spot instance') });
   });
@@ -415,7 +455,9 @@ describe('GET /_emulator/state', () => {
   it('lists every instance with id, type, zone, market and EC2 state', async () => {
     const { ec2, clock } = await start();
     const { imageId } = await launchBasics(ec2);
-    const answer = await ec2.send(new RunInstancesCommand(launchInput(imageId, { InstanceType: 'c5.xlarge' })));
+    const answer = await ec2.send(
+      new RunInstancesCommand(launchInput(imageId, { InstanceType: 'c5.xlarge' })),
+    );
     clock.advance(TEST_TIMELINE.pendingMs);
     const response = await fetch(`${emulator?.url}/_emulator/state`);
     expect(response.headers.get('content-type')).toBe('application/json');

@@ -154,7 +154,8 @@ export class Ec2Instances {
         (error: unknown) => {
           instance.host = { status: 'failed', error: String(error) };
           this.#options.onHostError(instance.id, error);
-          if (instance.terminationStartedAt === undefined) this.#startTermination(instance, LAUNCH_FAILURE_REASON);
+          if (instance.terminationStartedAt === undefined)
+            this.#startTermination(instance, LAUNCH_FAILURE_REASON);
         },
       );
     } else {
@@ -204,14 +205,16 @@ export class Ec2Instances {
   publicIp(instance: Ec2Instance): string | undefined {
     if (!instance.publicIpWanted || this.state(instance) !== 'running') return undefined;
     const runningAt = this.#runningAt(instance);
-    if (runningAt === undefined || this.#options.clock() < runningAt + instance.publicIpDelayMs) return undefined;
+    if (runningAt === undefined || this.#options.clock() < runningAt + instance.publicIpDelayMs)
+      return undefined;
     return instance.host.status === 'up' ? instance.host.address : instance.madeUpPublicIp;
   }
 
   /** Terminates (idempotent); answers the state before and after, as TerminateInstances does. */
   terminate(instance: Ec2Instance): { previous: Ec2InstanceStateName; current: Ec2InstanceStateName } {
     const previous = this.state(instance);
-    if (instance.terminationStartedAt === undefined) this.#startTermination(instance, USER_TERMINATION_REASON);
+    if (instance.terminationStartedAt === undefined)
+      this.#startTermination(instance, USER_TERMINATION_REASON);
     return { previous, current: this.state(instance) };
   }
 
@@ -220,7 +223,9 @@ export class Ec2Instances {
     if (instance.market !== 'spot') throw new Error(`${instance.id} is not a spot instance`);
     const state = this.state(instance);
     if (state !== 'running' && state !== 'pending') {
-      throw new Error(`${instance.id} is ${state}; only a pending or running spot instance can be interrupted`);
+      throw new Error(
+        `${instance.id} is ${state}; only a pending or running spot instance can be interrupted`,
+      );
     }
     this.#startTermination(instance, SPOT_INTERRUPTION_REASON);
   }

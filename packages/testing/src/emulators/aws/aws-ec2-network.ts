@@ -106,7 +106,9 @@ export class Ec2Network {
         vpcId: vpc.id,
         region,
         ingress: [],
-        egress: [{ ipProtocol: '-1', fromPort: undefined, toPort: undefined, cidrIps: ['0.0.0.0/0'], groupIds: [] }],
+        egress: [
+          { ipProtocol: '-1', fromPort: undefined, toPort: undefined, cidrIps: ['0.0.0.0/0'], groupIds: [] },
+        ],
         tags: new Map(),
       });
     }
@@ -126,20 +128,25 @@ export class Ec2Network {
 
   subnet(region: string, id: string): Subnet {
     const subnet = this.subnets.find((each) => each.region === region && each.id === id);
-    if (!subnet) throw new Ec2ApiError(400, 'InvalidSubnetID.NotFound', `The subnet ID '${id}' does not exist`);
+    if (!subnet)
+      throw new Ec2ApiError(400, 'InvalidSubnetID.NotFound', `The subnet ID '${id}' does not exist`);
     return subnet;
   }
 
   /** The default subnet of `zone`. */
   defaultSubnet(region: string, zone: string): Subnet {
-    const subnet = this.subnets.find((each) => each.region === region && each.zone === zone && each.defaultForAz);
-    if (!subnet) throw new Ec2ApiError(400, 'InvalidParameterValue', `No default subnet for availability zone ${zone}`);
+    const subnet = this.subnets.find(
+      (each) => each.region === region && each.zone === zone && each.defaultForAz,
+    );
+    if (!subnet)
+      throw new Ec2ApiError(400, 'InvalidParameterValue', `No default subnet for availability zone ${zone}`);
     return subnet;
   }
 
   securityGroup(region: string, id: string): SecurityGroup {
     const group = this.securityGroups.find((each) => each.region === region && each.id === id);
-    if (!group) throw new Ec2ApiError(400, 'InvalidGroup.NotFound', `The security group '${id}' does not exist`);
+    if (!group)
+      throw new Ec2ApiError(400, 'InvalidGroup.NotFound', `The security group '${id}' does not exist`);
     return group;
   }
 
@@ -159,7 +166,9 @@ export class Ec2Network {
 
   createSecurityGroup(region: string, name: string, description: string, vpcId: string): SecurityGroup {
     this.vpc(region, vpcId);
-    if (this.securityGroups.some((each) => each.region === region && each.name === name && each.vpcId === vpcId)) {
+    if (
+      this.securityGroups.some((each) => each.region === region && each.name === name && each.vpcId === vpcId)
+    ) {
       throw new Ec2ApiError(
         400,
         'InvalidGroup.Duplicate',
@@ -173,7 +182,9 @@ export class Ec2Network {
       vpcId,
       region,
       ingress: [],
-      egress: [{ ipProtocol: '-1', fromPort: undefined, toPort: undefined, cidrIps: ['0.0.0.0/0'], groupIds: [] }],
+      egress: [
+        { ipProtocol: '-1', fromPort: undefined, toPort: undefined, cidrIps: ['0.0.0.0/0'], groupIds: [] },
+      ],
       tags: new Map(),
     };
     this.securityGroups.push(group);
@@ -184,7 +195,11 @@ export class Ec2Network {
    * Adds rules to a group. As EC2 does, a rule that is already there (same protocol, ports and
    * peer) fails the whole call with InvalidPermission.Duplicate and nothing is added.
    */
-  authorize(group: SecurityGroup, direction: 'ingress' | 'egress', permissions: readonly IpPermission[]): void {
+  authorize(
+    group: SecurityGroup,
+    direction: 'ingress' | 'egress',
+    permissions: readonly IpPermission[],
+  ): void {
     const rules = direction === 'ingress' ? group.ingress : group.egress;
     const peersOf = (permission: IpPermission) => [
       ...permission.cidrIps.map((cidr) => ({ kind: 'cidr', peer: cidr })),

@@ -73,7 +73,9 @@ export function runInstances(account: Ec2Account, region: string, params: QueryP
     throw new Ec2ApiError(400, 'InvalidKeyPair.NotFound', `The key pair '${keyName}' does not exist`);
   }
 
-  const primaryInterface = listParams(params, 'NetworkInterface').find((item) => (item.DeviceIndex ?? '0') === '0');
+  const primaryInterface = listParams(params, 'NetworkInterface').find(
+    (item) => (item.DeviceIndex ?? '0') === '0',
+  );
   const subnet = subnetOf(account, region, params, primaryInterface);
   const securityGroupIds = securityGroupsOf(account, region, params, primaryInterface, subnet);
   const market = marketOf(params);
@@ -92,7 +94,10 @@ export function runInstances(account: Ec2Account, region: string, params: QueryP
     );
   }
   if (market === 'spot') checkSpotPrice(params, instanceType, offering.spotPrice);
-  if (account.faults.fire('InsufficientInstanceCapacity', target) || (market === 'spot' && !offering.spotPrice)) {
+  if (
+    account.faults.fire('InsufficientInstanceCapacity', target) ||
+    (market === 'spot' && !offering.spotPrice)
+  ) {
     throw new Ec2ApiError(
       500,
       'InsufficientInstanceCapacity',
@@ -179,11 +184,7 @@ function subnetOf(
   if (zoneName) {
     const zone = account.data.zone(zoneName);
     if (!zone || zone.region !== region) {
-      throw new Ec2ApiError(
-        400,
-        'InvalidParameterValue',
-        `Invalid availability zone: [${zoneName}]`,
-      );
+      throw new Ec2ApiError(400, 'InvalidParameterValue', `Invalid availability zone: [${zoneName}]`);
     }
     return account.network.defaultSubnet(region, zoneName);
   }
@@ -275,7 +276,11 @@ function instanceTagsOf(params: QueryParams): Map<string, string> {
   for (const [index, specification] of listParams(params, 'TagSpecification').entries()) {
     const resourceType = specification.ResourceType;
     if (!resourceType) {
-      throw new Ec2ApiError(400, 'InvalidParameterValue', `TagSpecification.${index + 1}.ResourceType is required`);
+      throw new Ec2ApiError(
+        400,
+        'InvalidParameterValue',
+        `TagSpecification.${index + 1}.ResourceType is required`,
+      );
     }
     if (resourceType !== 'instance') continue;
     for (const [key, value] of tagsOf(specification, 'Tag')) tags.set(key, value);
@@ -297,7 +302,11 @@ function blockDevicesOf(params: QueryParams): Omit<BlockDevice, 'volumeId'>[] {
   const devices = listParams(params, 'BlockDeviceMapping').map((item, index) => {
     const deviceName = item.DeviceName;
     if (!deviceName) {
-      throw new Ec2ApiError(400, 'InvalidParameterValue', `BlockDeviceMapping.${index + 1}.DeviceName is required`);
+      throw new Ec2ApiError(
+        400,
+        'InvalidParameterValue',
+        `BlockDeviceMapping.${index + 1}.DeviceName is required`,
+      );
     }
     const ebs = subParams(item, 'Ebs');
     const size = ebs.VolumeSize === undefined ? 8 : Number(ebs.VolumeSize);

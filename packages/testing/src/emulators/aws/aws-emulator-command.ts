@@ -113,7 +113,9 @@ export async function runAwsEmulatorCommand(
   try {
     await writeFile(args.serverConfig, awsEmulatorServerConfig(emulator), { mode: 0o600 });
     log(`AWS emulator listening on ${emulator.url}`);
-    log(`Regions: ${emulator.regions.join(', ')}; hosts: ${options.hosts ? 'real' : 'none (made-up addresses)'}`);
+    log(
+      `Regions: ${emulator.regions.join(', ')}; hosts: ${options.hosts ? 'real' : 'none (made-up addresses)'}`,
+    );
     for (const fault of emulator.faults()) log(`Fault: ${JSON.stringify(fault)}`);
     log(`Wrote the server config to ${args.serverConfig}; state at ${emulator.url}/_emulator/state`);
     options.onReady?.(emulator);

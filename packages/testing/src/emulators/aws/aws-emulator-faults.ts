@@ -83,7 +83,9 @@ export function parseAwsFaultFlag(flag: string): AwsFault {
     throw new Error(`--fault ${JSON.stringify(flag)}: expected CODE[:INSTANCE_TYPE]`);
   }
   if (!(AWS_FAULT_CODES as readonly string[]).includes(code)) {
-    throw new Error(`--fault ${JSON.stringify(flag)}: unknown code ${code}; known: ${AWS_FAULT_CODES.join(', ')}`);
+    throw new Error(
+      `--fault ${JSON.stringify(flag)}: unknown code ${code}; known: ${AWS_FAULT_CODES.join(', ')}`,
+    );
   }
   return parseAwsFault({
     code,
@@ -105,7 +107,12 @@ export class AwsEmulatorFaults {
 
   add(fault: AwsFault): ActiveAwsFault {
     this.#sequence += 1;
-    const active: ActiveAwsFault = { ...parseAwsFault(fault), id: `fault-${this.#sequence}`, fired: 0, seen: 0 };
+    const active: ActiveAwsFault = {
+      ...parseAwsFault(fault),
+      id: `fault-${this.#sequence}`,
+      fired: 0,
+      seen: 0,
+    };
     this.#faults.push(active);
     return active;
   }
@@ -131,7 +138,10 @@ export class AwsEmulatorFaults {
   }
 
   /** The first fault with `code` that applies, counted as fired (and removed once its count is used). */
-  fire(code: AwsFaultCode, target: Partial<LaunchTarget> & { action?: string } = {}): ActiveAwsFault | undefined {
+  fire(
+    code: AwsFaultCode,
+    target: Partial<LaunchTarget> & { action?: string } = {},
+  ): ActiveAwsFault | undefined {
     for (const fault of this.#faults) {
       if (fault.code !== code || !matchesTarget(fault, target)) continue;
       if (fault.action !== undefined && fault.action !== target.action) continue;

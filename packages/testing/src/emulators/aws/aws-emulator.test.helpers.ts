@@ -68,7 +68,10 @@ export class RecordingHosts implements EmulatedHosts {
   readonly launches: HostLaunchRequest[] = [];
   readonly terminated: string[] = [];
   closed = false;
-  readonly #waiting = new Map<string, { resolve: (host: EmulatedHost) => void; reject: (error: Error) => void }>();
+  readonly #waiting = new Map<
+    string,
+    { resolve: (host: EmulatedHost) => void; reject: (error: Error) => void }
+  >();
   #sequence = 0;
 
   constructor(private readonly mode: 'immediate' | 'manual' = 'immediate') {}

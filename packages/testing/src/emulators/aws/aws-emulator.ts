@@ -6,15 +6,33 @@
  */
 import type { EmulatorResponse } from '../../emulator/emulator-responses.js';
 import { EmulatorHttpError, json, text } from '../../emulator/emulator-responses.js';
-import { type EmulatorRequest, type EmulatorServer, startEmulatorServer } from '../../emulator/emulator-server.js';
+import {
+  type EmulatorRequest,
+  type EmulatorServer,
+  startEmulatorServer,
+} from '../../emulator/emulator-server.js';
 import type { EmulatedHosts } from '../emulated-hosts.js';
-import { EC2_ACTIONS } from './aws-ec2-actions.js';
 import { Ec2Account } from './aws-ec2-account.js';
+import { EC2_ACTIONS } from './aws-ec2-actions.js';
 import { DEFAULT_EC2_IMAGES, type Ec2ImageTemplate } from './aws-ec2-images.js';
-import { type AwsEmulatorTimeline, DEFAULT_AWS_EMULATOR_TIMELINE, type Ec2InstanceStateName } from './aws-ec2-instances.js';
+import {
+  type AwsEmulatorTimeline,
+  DEFAULT_AWS_EMULATOR_TIMELINE,
+  type Ec2InstanceStateName,
+} from './aws-ec2-instances.js';
 import { AwsEmulatorData, DEFAULT_AWS_EMULATOR_REGIONS } from './aws-emulator-data.js';
-import { type ActiveAwsFault, type AwsFault, AwsEmulatorFaults, parseAwsFault } from './aws-emulator-faults.js';
-import { BULK_PRICE_LIST_PATH, bulkPriceListCsv, handlePricingAction, PRICING_TARGET_PREFIX } from './aws-pricing.js';
+import {
+  type ActiveAwsFault,
+  AwsEmulatorFaults,
+  type AwsFault,
+  parseAwsFault,
+} from './aws-emulator-faults.js';
+import {
+  BULK_PRICE_LIST_PATH,
+  bulkPriceListCsv,
+  handlePricingAction,
+  PRICING_TARGET_PREFIX,
+} from './aws-pricing.js';
 import { handleServiceQuotasAction, SERVICE_QUOTAS_TARGET_PREFIX } from './aws-service-quotas.js';
 import { parseSigV4Authorization, sigV4SignatureMatches } from './aws-sigv4.js';
 import { handleStsAction } from './aws-sts.js';
@@ -104,7 +122,8 @@ type AwsService = 'ec2' | 'sts' | 'servicequotas' | 'pricing';
 /** The service a request is for: the credential scope's, else what the request looks like. */
 function serviceOf(request: EmulatorRequest): AwsService | undefined {
   const scoped = parseSigV4Authorization(headerOf(request, 'authorization'))?.service;
-  if (scoped === 'ec2' || scoped === 'sts' || scoped === 'servicequotas' || scoped === 'pricing') return scoped;
+  if (scoped === 'ec2' || scoped === 'sts' || scoped === 'servicequotas' || scoped === 'pricing')
+    return scoped;
   const target = headerOf(request, 'x-amz-target') ?? '';
   if (target.startsWith(SERVICE_QUOTAS_TARGET_PREFIX)) return 'servicequotas';
   if (target.startsWith(PRICING_TARGET_PREFIX)) return 'pricing';
@@ -119,7 +138,9 @@ function headerOf(request: EmulatorRequest, name: string): string | undefined {
 }
 
 function formOf(request: EmulatorRequest): Record<string, string> {
-  return typeof request.body === 'object' && request.body !== null ? (request.body as Record<string, string>) : {};
+  return typeof request.body === 'object' && request.body !== null
+    ? (request.body as Record<string, string>)
+    : {};
 }
 
 /** The body of an AWS JSON 1.1 call (`application/x-amz-json-1.1`, which the toolkit leaves as text). */
@@ -129,28 +150,44 @@ function jsonBodyOf(request: EmulatorRequest): unknown {
   try {
     return JSON.parse(body);
   } catch {
-    throw new EmulatorHttpError(awsJsonError(400, 'SerializationException', 'The request body is not valid JSON'));
+    throw new EmulatorHttpError(
+      awsJsonError(400, 'SerializationException', 'The request body is not valid JSON'),
+    );
   }
 }
 
 /** The error each service answers for a missing key, an unknown key and a wrong signature. */
-function authError(service: AwsService, kind: 'missing' | 'unknown' | 'signature', detail = ''): EmulatorResponse {
+function authError(
+  service: AwsService,
+  kind: 'missing' | 'unknown' | 'signature',
+  detail = '',
+): EmulatorResponse {
   const signatureMessage =
     'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.';
   const invalidToken = `The security token included in the request is invalid.${detail}`;
   if (service === 'ec2') {
     if (kind === 'signature') return new Ec2ApiError(403, 'SignatureDoesNotMatch', signatureMessage).response;
-    return new Ec2ApiError(401, 'AuthFailure', `AWS was not able to validate the provided access credentials${detail}`)
-      .response;
+    return new Ec2ApiError(
+      401,
+      'AuthFailure',
+      `AWS was not able to validate the provided access credentials${detail}`,
+    ).response;
   }
   if (service === 'sts') {
     if (kind === 'missing') {
-      return awsQueryError(403, STS_XML_NAMESPACE, 'MissingAuthenticationToken', 'Request is missing Authentication Token');
+      return awsQueryError(
+        403,
+        STS_XML_NAMESPACE,
+        'MissingAuthenticationToken',
+        'Request is missing Authentication Token',
+      );
     }
-    if (kind === 'signature') return awsQueryError(403, STS_XML_NAMESPACE, 'SignatureDoesNotMatch', signatureMessage);
+    if (kind === 'signature')
+      return awsQueryError(403, STS_XML_NAMESPACE, 'SignatureDoesNotMatch', signatureMessage);
     return awsQueryError(403, STS_XML_NAMESPACE, 'InvalidClientTokenId', invalidToken);
   }
-  if (kind === 'missing') return awsJsonError(403, 'MissingAuthenticationTokenException', 'Missing Authentication Token');
+  if (kind === 'missing')
+    return awsJsonError(403, 'MissingAuthenticationTokenException', 'Missing Authentication Token');
   if (kind === 'signature') return awsJsonError(403, 'InvalidSignatureException', signatureMessage);
   return awsJsonError(403, 'UnrecognizedClientException', invalidToken);
 }
@@ -179,7 +216,10 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
   });
 
   /** The key and region of a signed request, or the error its service answers. */
-  function authenticate(request: EmulatorRequest, service: AwsService): { region: string; credentials: AwsEmulatorCredentials } {
+  function authenticate(
+    request: EmulatorRequest,
+    service: AwsService,
+  ): { region: string; credentials: AwsEmulatorCredentials } {
     const authorization = parseSigV4Authorization(headerOf(request, 'authorization'));
     if (!authorization) throw new EmulatorHttpError(authError(service, 'missing'));
     const known = credentials.find((each) => each.accessKeyId === authorization.accessKeyId);
@@ -190,7 +230,11 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
     if (service === 'ec2' && !data.regions.includes(authorization.region)) {
       // What EC2 answers in a region the account has not enabled.
       throw new EmulatorHttpError(
-        authError(service, 'unknown', ` (region ${authorization.region} is not emulated; emulated: ${data.regions.join(', ')})`),
+        authError(
+          service,
+          'unknown',
+          ` (region ${authorization.region} is not emulated; emulated: ${data.regions.join(', ')})`,
+        ),
       );
     }
     return { region: authorization.region, credentials: known };
@@ -204,7 +248,8 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
       throw new Ec2ApiError(503, 'RequestLimitExceeded', 'Request limit exceeded.');
     }
     const handler = EC2_ACTIONS[action];
-    if (!handler) throw new Ec2ApiError(400, 'InvalidAction', `The action ${action} is not valid for this web service.`);
+    if (!handler)
+      throw new Ec2ApiError(400, 'InvalidAction', `The action ${action} is not valid for this web service.`);
     const internalError = faults.fire('InternalError', { action });
     if (internalError && !internalError.afterAction) {
       throw new Ec2ApiError(500, 'InternalError', 'An internal error has occurred');
@@ -234,14 +279,20 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
     })),
   });
 
-  const controlError = (error: unknown) => new EmulatorHttpError(json({ error: (error as Error).message }, 400));
+  const controlError = (error: unknown) =>
+    new EmulatorHttpError(json({ error: (error as Error).message }, 400));
 
   const server = await startEmulatorServer({
     host: options.host,
     port: options.port,
     routes: [
       { name: 'state', method: 'GET', path: '/_emulator/state', handle: () => json(state()) },
-      { name: 'faults.list', method: 'GET', path: '/_emulator/faults', handle: () => json({ faults: faults.list() }) },
+      {
+        name: 'faults.list',
+        method: 'GET',
+        path: '/_emulator/faults',
+        handle: () => json({ faults: faults.list() }),
+      },
       {
         name: 'faults.add',
         method: 'POST',
@@ -293,7 +344,13 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
         path: BULK_PRICE_LIST_PATH,
         handle: () => text(bulkPriceListCsv(data), 200, { 'content-type': 'text/csv' }),
       },
-      { name: 'ec2', method: 'POST', path: '/', when: (request) => serviceOf(request) === 'ec2', handle: handleEc2 },
+      {
+        name: 'ec2',
+        method: 'POST',
+        path: '/',
+        when: (request) => serviceOf(request) === 'ec2',
+        handle: handleEc2,
+      },
       {
         name: 'sts',
         method: 'POST',
@@ -330,7 +387,11 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
         when: (request) => serviceOf(request) === 'pricing',
         handle: (request) => {
           authenticate(request, 'pricing');
-          return handlePricingAction(data, jsonOperation(request, PRICING_TARGET_PREFIX), jsonBodyOf(request));
+          return handlePricingAction(
+            data,
+            jsonOperation(request, PRICING_TARGET_PREFIX),
+            jsonBodyOf(request),
+          );
         },
       },
     ],

@@ -81,12 +81,21 @@ function priceListProducts(data: AwsEmulatorData, withVariants: boolean): PriceL
     }
     for (const variant of variants) {
       const surcharge =
-        (variant.operatingSystem === 'Windows' ? spec.vcpus * 0.046 : 0) + (variant.tenancy === 'Dedicated' ? 0.1 : 0);
+        (variant.operatingSystem === 'Windows' ? spec.vcpus * 0.046 : 0) +
+        (variant.tenancy === 'Dedicated' ? 0.1 : 0);
       products.push({
         ...base,
         ...variant,
-        price: Number((base.price * (1 + (variant.tenancy === 'Dedicated' ? 0.1 : 0)) + surcharge).toFixed(4)),
-        sku: skuOf(offering.instanceType, offering.region, variant.operatingSystem, variant.tenancy, variant.capacityStatus),
+        price: Number(
+          (base.price * (1 + (variant.tenancy === 'Dedicated' ? 0.1 : 0)) + surcharge).toFixed(4),
+        ),
+        sku: skuOf(
+          offering.instanceType,
+          offering.region,
+          variant.operatingSystem,
+          variant.tenancy,
+          variant.capacityStatus,
+        ),
       });
     }
   }
@@ -181,7 +190,11 @@ function matchesPricingFilter(attributes: Record<string, string>, filter: Pricin
 
 const PUBLICATION_DATE = '2025-11-20T00:00:00Z';
 
-export function handlePricingAction(data: AwsEmulatorData, operation: string, body: unknown): EmulatorResponse {
+export function handlePricingAction(
+  data: AwsEmulatorData,
+  operation: string,
+  body: unknown,
+): EmulatorResponse {
   if (operation !== 'GetProducts') {
     return awsJsonError(400, 'UnknownOperationException', `Unknown operation ${operation}`);
   }
@@ -195,7 +208,11 @@ export function handlePricingAction(data: AwsEmulatorData, operation: string, bo
   }
   const filters = Array.isArray(input.Filters) ? (input.Filters as PricingFilter[]) : [];
   for (const [index, filter] of filters.entries()) {
-    if (typeof filter?.Field !== 'string' || typeof filter.Value !== 'string' || typeof filter.Type !== 'string') {
+    if (
+      typeof filter?.Field !== 'string' ||
+      typeof filter.Value !== 'string' ||
+      typeof filter.Type !== 'string'
+    ) {
       return awsJsonError(400, 'InvalidParameterException', `Filters[${index}] needs Type, Field and Value`);
     }
   }

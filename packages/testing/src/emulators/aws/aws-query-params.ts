@@ -93,7 +93,8 @@ export function booleanParam(params: QueryParams, name: string): boolean | undef
 export function tagsOf(params: QueryParams, prefix: string): Map<string, string> {
   const tags = new Map<string, string>();
   for (const item of listParams(params, prefix)) {
-    if (item.Key === undefined) throw new Ec2ApiError(400, 'InvalidParameterValue', `${prefix}.N.Key is required`);
+    if (item.Key === undefined)
+      throw new Ec2ApiError(400, 'InvalidParameterValue', `${prefix}.N.Key is required`);
     tags.set(item.Key, item.Value ?? '');
   }
   return tags;
@@ -155,7 +156,8 @@ export function pageOf<T>(
   const token = params.NextToken;
   if (token !== undefined && token !== '') {
     offset = decodePageToken(token);
-    if (offset > items.length) throw new Ec2ApiError(400, 'InvalidParameterValue', 'The NextToken is invalid');
+    if (offset > items.length)
+      throw new Ec2ApiError(400, 'InvalidParameterValue', 'The NextToken is invalid');
   }
   const page = items.slice(offset, offset + size);
   const next = offset + page.length;

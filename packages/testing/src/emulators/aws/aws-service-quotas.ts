@@ -46,16 +46,28 @@ export function handleServiceQuotasAction(
   const input = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
   if (input.ServiceCode !== 'ec2') {
     if (typeof input.ServiceCode !== 'string') {
-      return awsJsonError(400, 'ValidationException', '1 validation error detected: ServiceCode must not be null');
+      return awsJsonError(
+        400,
+        'ValidationException',
+        '1 validation error detected: ServiceCode must not be null',
+      );
     }
-    return awsJsonError(400, 'NoSuchResourceException', `The request failed because the specified service does not exist.`);
+    return awsJsonError(
+      400,
+      'NoSuchResourceException',
+      `The request failed because the specified service does not exist.`,
+    );
   }
   switch (operation) {
     case 'GetServiceQuota':
     case 'GetAWSDefaultServiceQuota': {
       const quota = VCPU_QUOTAS.find((each) => each.code === input.QuotaCode);
       if (!quota) {
-        return awsJsonError(400, 'NoSuchResourceException', `The request failed because the specified quota does not exist.`);
+        return awsJsonError(
+          400,
+          'NoSuchResourceException',
+          `The request failed because the specified quota does not exist.`,
+        );
       }
       return awsJsonResponse({ Quota: quotaJson(account, region, quota) });
     }

@@ -85,7 +85,10 @@ function hmac(key: string | Buffer, data: string): Buffer {
 
 /** RFC 3986 encoding as SigV4 wants it (`encodeURIComponent` plus `!'()*`). */
 function uriEncode(text: string): string {
-  return encodeURIComponent(text).replace(/[!'()*]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`);
+  return encodeURIComponent(text).replace(
+    /[!'()*]/g,
+    (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
 }
 
 /** Every segment encoded once more, as non-S3 services sign it. */

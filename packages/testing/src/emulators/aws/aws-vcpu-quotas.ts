@@ -34,7 +34,12 @@ export const VCPU_QUOTAS: readonly VcpuQuota[] = [
     market: 'on-demand',
     instanceClass: 'Standard',
   },
-  { code: 'L-DB2E81BA', name: 'Running On-Demand G and VT instances', market: 'on-demand', instanceClass: 'G' },
+  {
+    code: 'L-DB2E81BA',
+    name: 'Running On-Demand G and VT instances',
+    market: 'on-demand',
+    instanceClass: 'G',
+  },
   { code: 'L-417A185B', name: 'Running On-Demand P instances', market: 'on-demand', instanceClass: 'P' },
   { code: 'L-6E869C2A', name: 'Running On-Demand DL instances', market: 'on-demand', instanceClass: 'DL' },
   { code: 'L-1945791B', name: 'Running On-Demand Inf instances', market: 'on-demand', instanceClass: 'Inf' },

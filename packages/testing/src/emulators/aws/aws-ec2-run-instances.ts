@@ -79,7 +79,7 @@ export function runInstances(account: Ec2Account, region: string, params: QueryP
   const subnet = subnetOf(account, region, params, primaryInterface);
   const securityGroupIds = securityGroupsOf(account, region, params, primaryInterface, subnet);
   const market = marketOf(params);
-  const target = { instanceType, zone: subnet.zone, market };
+  const target = { instanceType, zone: subnet.zone, market, clientToken: clientToken || undefined };
 
   const offering = account.data.offering(instanceType, subnet.zone);
   const zonesWithType = account.data

@@ -382,7 +382,7 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
         method: 'POST',
         path: '/',
         when: (request) => serviceOf(request) === 'ec2',
-        handle: handleEc2,
+        handle: asService('ec2', handleEc2),
       },
       {
         name: 'sts',

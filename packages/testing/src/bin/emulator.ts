@@ -1,0 +1,61 @@
+#!/usr/bin/env node
+/**
+ * `emulator <provider> …` (`pnpm emulator` at the workspace root): starts a cloud emulator a user
+ * can point a dstack server at, e.g. `emulator aws --server-config config.yml`. Run as a command,
+ * each emulated instance boots a real host, a Docker container (`DockerEmulatedHosts`);
+ * `--no-hosts` gives instances made-up addresses instead. `runEmulator` takes the factory.
+ */
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { AWS_EMULATOR_USAGE, runAwsEmulatorCommand } from '../emulators/aws/aws-emulator-command.js';
+import type { EmulatedHosts } from '../emulators/emulated-hosts.js';
+import { DockerEmulatedHosts } from '../emulators/hosts/docker-emulated-hosts.js';
+
+export interface RunEmulatorOptions {
+  /** Makes the hosts emulated instances boot (e.g. Docker containers); none when absent. */
+  createHosts?: () => EmulatedHosts | Promise<EmulatedHosts>;
+}
+
+const USAGE = `Usage: emulator <provider> [options]\nProviders:\n  ${AWS_EMULATOR_USAGE.replace('Usage: ', '')}`;
+
+/** Runs `emulator <provider> …` with `argv` (the arguments after the program name). */
+export async function runEmulator(argv: readonly string[], options: RunEmulatorOptions = {}): Promise<void> {
+  const [provider, ...rest] = argv;
+  switch (provider) {
+    case 'aws': {
+      const hosts = await options.createHosts?.();
+      await runAwsEmulatorCommand(rest, { hosts });
+      return;
+    }
+    case undefined:
+    case '--help':
+    case '-h':
+      process.stdout.write(`${USAGE}\n`);
+      return;
+    default:
+      throw new Error(`Unknown provider ${JSON.stringify(provider)}\n${USAGE}`);
+  }
+}
+
+function isEntryPoint(): boolean {
+  const entry = process.argv[1];
+  if (!entry) return false;
+  try {
+    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  const argv = process.argv.slice(2);
+  const withoutHosts = argv.includes('--no-hosts');
+  const provider = argv[0] ?? '';
+  runEmulator(
+    argv.filter((arg) => arg !== '--no-hosts'),
+    withoutHosts ? {} : { createHosts: () => new DockerEmulatedHosts({ emulator: provider }) },
+  ).catch((error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  });
+}

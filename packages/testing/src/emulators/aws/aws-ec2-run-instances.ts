@@ -1,0 +1,326 @@
+/**
+ * RunInstances as EC2 answers it: parameters checked the way EC2 checks them, the zone from the
+ * subnet (or Placement), capacity and quota faults, spot prices, and ClientToken idempotency (the
+ * same token answers the same reservation, which the SDK relies on when it retries a 5xx).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { Ec2Account } from './aws-ec2-account.js';
+import type { BlockDevice, Ec2Instance } from './aws-ec2-instances.js';
+import type { Subnet } from './aws-ec2-network.js';
+import {
+  booleanParam,
+  integerParam,
+  listParams,
+  listValues,
+  type QueryParams,
+  requiredParam,
+  subParams,
+  tagsOf,
+} from './aws-query-params.js';
+import { type AwsMarket, vcpuQuotaFor } from './aws-vcpu-quotas.js';
+import { Ec2ApiError } from './ec2-api-error.js';
+
+export interface RunInstancesResult {
+  readonly reservationId: string;
+  readonly instances: readonly Ec2Instance[];
+}
+
+/** A fresh EC2-style id: `i-` and 17 hex digits. */
+export function newEc2Id(prefix: string): string {
+  return `${prefix}-${randomBytes(9).toString('hex').slice(0, 17)}`;
+}
+
+let addressSequence = 0;
+
+export function runInstances(account: Ec2Account, region: string, params: QueryParams): RunInstancesResult {
+  const clientToken = params.ClientToken;
+  const fingerprint = fingerprintOf(params);
+  if (clientToken) {
+    const known = account.clientTokens.get(`${region} ${clientToken}`);
+    if (known) {
+      if (known.fingerprint !== fingerprint) {
+        throw new Ec2ApiError(
+          400,
+          'IdempotentParameterMismatch',
+          `Client token ${clientToken} was used with different parameters`,
+        );
+      }
+      const instances = known.instanceIds
+        .map((id) => account.instances.all().find((each) => each.id === id))
+        .filter((each): each is Ec2Instance => each !== undefined);
+      return { reservationId: known.reservationId, instances };
+    }
+  }
+
+  const imageId = requiredParam(params, 'ImageId');
+  const instanceType = params.InstanceType ?? 'm1.small';
+  const minCount = integerParam(params, 'MinCount', { min: 1, max: 1000 }, Number.NaN);
+  const maxCount = integerParam(params, 'MaxCount', { min: 1, max: 1000 }, Number.NaN);
+  if (Number.isNaN(minCount)) requiredParam(params, 'MinCount');
+  if (Number.isNaN(maxCount)) requiredParam(params, 'MaxCount');
+  if (minCount > maxCount) {
+    throw new Ec2ApiError(400, 'InvalidParameterValue', 'MinCount must be less than or equal to MaxCount');
+  }
+  const spec = account.data.instanceTypes.get(instanceType);
+  if (!spec) {
+    throw new Ec2ApiError(400, 'InvalidParameterValue', `Invalid value '${instanceType}' for InstanceType.`);
+  }
+  if (!account.images.some((image) => image.id === imageId && image.region === region)) {
+    throw new Ec2ApiError(400, 'InvalidAMIID.NotFound', `The image id '[${imageId}]' does not exist`);
+  }
+  const keyName = params.KeyName || undefined;
+  if (keyName && !account.keyPairs.some((pair) => pair.region === region && pair.name === keyName)) {
+    throw new Ec2ApiError(400, 'InvalidKeyPair.NotFound', `The key pair '${keyName}' does not exist`);
+  }
+
+  const primaryInterface = listParams(params, 'NetworkInterface').find(
+    (item) => (item.DeviceIndex ?? '0') === '0',
+  );
+  const subnet = subnetOf(account, region, params, primaryInterface);
+  const securityGroupIds = securityGroupsOf(account, region, params, primaryInterface, subnet);
+  const market = marketOf(params);
+  const target = { instanceType, zone: subnet.zone, market };
+
+  const offering = account.data.offering(instanceType, subnet.zone);
+  const zonesWithType = account.data
+    .zonesOf(region)
+    .filter((zone) => account.data.offering(instanceType, zone.name))
+    .map((zone) => zone.name);
+  if (!offering || account.faults.fire('Unsupported', target)) {
+    throw new Ec2ApiError(
+      400,
+      'Unsupported',
+      `Your requested instance type (${instanceType}) is not supported in your requested Availability Zone (${subnet.zone}). Please retry your request by not specifying an Availability Zone or choosing ${zonesWithType.filter((zone) => zone !== subnet.zone).join(', ') || 'another region'}.`,
+    );
+  }
+  if (market === 'spot') checkSpotPrice(params, instanceType, offering.spotPrice);
+  if (
+    account.faults.fire('InsufficientInstanceCapacity', target) ||
+    (market === 'spot' && !offering.spotPrice)
+  ) {
+    throw new Ec2ApiError(
+      500,
+      'InsufficientInstanceCapacity',
+      `We currently do not have sufficient ${instanceType} capacity in the Availability Zone you requested (${subnet.zone}). Our system will be working on provisioning additional capacity. You can currently get ${instanceType} capacity by not specifying an Availability Zone in your request or choosing ${zonesWithType.filter((zone) => zone !== subnet.zone).join(', ') || 'another region'}.`,
+    );
+  }
+  const count = launchableCount(account, region, instanceType, market, spec.vcpus, minCount, maxCount);
+
+  const slowIp = account.faults.fire('SlowPublicIp', target);
+  const interruption = market === 'spot' ? account.faults.fire('SpotInterruption', target) : undefined;
+  const publicIpWanted =
+    booleanParam(primaryInterface ?? {}, 'AssociatePublicIpAddress') ?? subnet.mapPublicIpOnLaunch;
+  const reservationId = newEc2Id('r');
+  const tags = instanceTagsOf(params);
+  const userData = decodeUserData(params.UserData);
+  const blockDevices = blockDevicesOf(params);
+  const instances: Ec2Instance[] = [];
+  for (let launchIndex = 0; launchIndex < count; launchIndex += 1) {
+    addressSequence += 1;
+    instances.push(
+      account.instances.launch({
+        id: newEc2Id('i'),
+        reservationId,
+        region,
+        zone: subnet.zone,
+        subnet,
+        type: instanceType,
+        market,
+        imageId,
+        keyName,
+        securityGroupIds,
+        tags: new Map(tags),
+        userData,
+        blockDevices: blockDevices.map((device) => ({ ...device, volumeId: newEc2Id('vol') })),
+        launchIndex,
+        clientToken: clientToken || undefined,
+        spotInstanceRequestId: market === 'spot' ? newEc2Id('sir').slice(0, 12) : undefined,
+        iamInstanceProfile: params['IamInstanceProfile.Name'] ?? params['IamInstanceProfile.Arn'],
+        publicIpWanted,
+        madeUpPrivateIp: `172.31.${subnet.octet + ((addressSequence >> 8) & 15)}.${addressSequence & 255}`,
+        madeUpPublicIp: `203.0.113.${(addressSequence % 254) + 1}`,
+        publicIpDelayMs: slowIp ? (slowIp.delayMs ?? 5000) : 0,
+        interruptAfterRunningMs: interruption ? (interruption.afterRunningMs ?? 5000) : undefined,
+      }),
+    );
+  }
+  if (clientToken) {
+    account.clientTokens.set(`${region} ${clientToken}`, {
+      reservationId,
+      instanceIds: instances.map((each) => each.id),
+      fingerprint,
+    });
+  }
+  return { reservationId, instances };
+}
+
+/** The parameters other than the token itself, in a stable order. */
+function fingerprintOf(params: QueryParams): string {
+  const entries = Object.entries(params)
+    .filter(([key]) => key !== 'ClientToken')
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHash('sha256').update(JSON.stringify(entries)).digest('hex');
+}
+
+function subnetOf(
+  account: Ec2Account,
+  region: string,
+  params: QueryParams,
+  primaryInterface: Record<string, string> | undefined,
+): Subnet {
+  const subnetId = primaryInterface?.SubnetId ?? params.SubnetId;
+  const zoneName = params['Placement.AvailabilityZone'];
+  if (subnetId) {
+    const subnet = account.network.subnet(region, subnetId);
+    if (zoneName && zoneName !== subnet.zone) {
+      throw new Ec2ApiError(
+        400,
+        'InvalidParameterValue',
+        `Value (${zoneName}) for parameter availabilityZone is invalid. Subnet '${subnetId}' is in the availability zone ${subnet.zone}`,
+      );
+    }
+    return subnet;
+  }
+  if (zoneName) {
+    const zone = account.data.zone(zoneName);
+    if (!zone || zone.region !== region) {
+      throw new Ec2ApiError(400, 'InvalidParameterValue', `Invalid availability zone: [${zoneName}]`);
+    }
+    return account.network.defaultSubnet(region, zoneName);
+  }
+  // Without a subnet or zone EC2 picks one: the first zone that offers the type.
+  const instanceType = params.InstanceType ?? '';
+  const zone =
+    account.data.zonesOf(region).find((each) => account.data.offering(instanceType, each.name)) ??
+    account.data.zonesOf(region)[0];
+  if (!zone) throw new Ec2ApiError(400, 'Unsupported', `No availability zone in ${region}`);
+  return account.network.defaultSubnet(region, zone.name);
+}
+
+function securityGroupsOf(
+  account: Ec2Account,
+  region: string,
+  params: QueryParams,
+  primaryInterface: Record<string, string> | undefined,
+  subnet: Subnet,
+): string[] {
+  const ids = [
+    ...listValues(params, 'SecurityGroupId'),
+    ...(primaryInterface ? listValues(primaryInterface, 'SecurityGroupId') : []),
+  ];
+  const names = listValues(params, 'SecurityGroup');
+  for (const id of ids) {
+    const group = account.network.securityGroup(region, id);
+    if (group.vpcId !== subnet.vpcId) {
+      throw new Ec2ApiError(
+        400,
+        'InvalidParameter',
+        `Security group ${id} and subnet ${subnet.id} belong to different networks.`,
+      );
+    }
+  }
+  for (const name of names) ids.push(account.network.securityGroupByName(region, name, subnet.vpcId).id);
+  if (ids.length === 0) ids.push(account.network.securityGroupByName(region, 'default', subnet.vpcId).id);
+  return [...new Set(ids)];
+}
+
+function marketOf(params: QueryParams): AwsMarket {
+  const marketType = params['InstanceMarketOptions.MarketType'];
+  if (marketType === undefined) return 'on-demand';
+  if (marketType === 'spot') return 'spot';
+  throw new Ec2ApiError(
+    400,
+    'InvalidParameterValue',
+    `Value (${marketType}) for parameter InstanceMarketOptions.MarketType is invalid. The emulator supports spot.`,
+  );
+}
+
+function checkSpotPrice(params: QueryParams, instanceType: string, spotPrice: number | undefined): void {
+  const maxPrice = params['InstanceMarketOptions.SpotOptions.MaxPrice'];
+  if (maxPrice === undefined || spotPrice === undefined) return;
+  if (Number(maxPrice) < spotPrice) {
+    throw new Ec2ApiError(
+      400,
+      'SpotMaxPriceTooLow',
+      `Your Spot request price of ${maxPrice} is lower than the minimum required Spot request fulfillment price of ${spotPrice.toFixed(6)} for ${instanceType}.`,
+    );
+  }
+}
+
+/** As many instances as the vCPU quota allows between MinCount and MaxCount, or the quota error. */
+function launchableCount(
+  account: Ec2Account,
+  region: string,
+  instanceType: string,
+  market: AwsMarket,
+  vcpus: number,
+  minCount: number,
+  maxCount: number,
+): number {
+  const quota = vcpuQuotaFor(instanceType, market);
+  const free = account.quotaValue(quota) - account.quotaUsage(region, quota);
+  const fitting = Math.min(maxCount, Math.floor(free / vcpus));
+  if (fitting >= minCount) return fitting;
+  if (market === 'spot') {
+    throw new Ec2ApiError(400, 'MaxSpotInstanceCountExceeded', 'Max spot instance count exceeded');
+  }
+  throw new Ec2ApiError(
+    400,
+    'VcpuLimitExceeded',
+    `You have requested more vCPU capacity than your current vCPU limit of ${account.quotaValue(quota)} allows for the instance bucket that the specified instance type belongs to. Please visit http://aws.amazon.com/contact-us/ec2-request to request an adjustment to this limit.`,
+  );
+}
+
+function instanceTagsOf(params: QueryParams): Map<string, string> {
+  const tags = new Map<string, string>();
+  for (const [index, specification] of listParams(params, 'TagSpecification').entries()) {
+    const resourceType = specification.ResourceType;
+    if (!resourceType) {
+      throw new Ec2ApiError(
+        400,
+        'InvalidParameterValue',
+        `TagSpecification.${index + 1}.ResourceType is required`,
+      );
+    }
+    if (resourceType !== 'instance') continue;
+    for (const [key, value] of tagsOf(specification, 'Tag')) tags.set(key, value);
+  }
+  return tags;
+}
+
+/** UserData arrives base64-encoded (the SDK does not encode it: the caller must). */
+function decodeUserData(encoded: string | undefined): string {
+  if (encoded === undefined || encoded === '') return '';
+  const normalized = encoded.replace(/\s+/g, '');
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(normalized) || normalized.length % 4 !== 0) {
+    throw new Ec2ApiError(400, 'InvalidParameterValue', 'Invalid BASE64 encoding of user data.');
+  }
+  return Buffer.from(normalized, 'base64').toString('utf8');
+}
+
+function blockDevicesOf(params: QueryParams): Omit<BlockDevice, 'volumeId'>[] {
+  const devices = listParams(params, 'BlockDeviceMapping').map((item, index) => {
+    const deviceName = item.DeviceName;
+    if (!deviceName) {
+      throw new Ec2ApiError(
+        400,
+        'InvalidParameterValue',
+        `BlockDeviceMapping.${index + 1}.DeviceName is required`,
+      );
+    }
+    const ebs = subParams(item, 'Ebs');
+    const size = ebs.VolumeSize === undefined ? 8 : Number(ebs.VolumeSize);
+    if (!Number.isInteger(size) || size < 1 || size > 16384) {
+      throw new Ec2ApiError(
+        400,
+        'InvalidParameterValue',
+        `Volume of size ${ebs.VolumeSize}GB is not valid for BlockDeviceMapping.${index + 1}.Ebs.VolumeSize: must be 1-16384`,
+      );
+    }
+    return { deviceName, sizeGiB: size, volumeType: ebs.VolumeType ?? 'gp2' };
+  });
+  if (!devices.some((device) => device.deviceName === '/dev/sda1')) {
+    devices.unshift({ deviceName: '/dev/sda1', sizeGiB: 8, volumeType: 'gp2' });
+  }
+  return devices;
+}

@@ -1,0 +1,163 @@
+/**
+ * Faults the AWS emulator injects on demand, from tests (`emulator.addFault`), over HTTP
+ * (`POST /_emulator/faults`) and from the command line (`--fault CODE[:INSTANCE_TYPE]`).
+ * Launch faults are sticky per (type, zone, market), as a real capacity shortage is: the SDK
+ * retries a 500 three times and must see it every time.
+ */
+import { z } from 'zod';
+
+export const AWS_FAULT_CODES = [
+  /** RunInstances answers 500 InsufficientInstanceCapacity (per type / zone / market). */
+  'InsufficientInstanceCapacity',
+  /** RunInstances answers 400 Unsupported: the type is not offered in the zone. */
+  'Unsupported',
+  /** The on-demand vCPU quota of the type's class (every class without a type) is 0: Service Quotas says 0 and RunInstances answers VcpuLimitExceeded. */
+  'VcpuLimitExceeded',
+  /** The same for spot: the spot vCPU quota is 0 and RunInstances answers MaxSpotInstanceCountExceeded. */
+  'MaxSpotInstanceCountExceeded',
+  /** EC2 answers 503 RequestLimitExceeded (`count` requests, or every `everyNth` request; every request when neither is given). */
+  'RequestLimitExceeded',
+  /** The emulator's own access key is rejected by every service (AuthFailure, InvalidClientTokenId…). */
+  'AuthFailure',
+  /** The public IP of a new instance appears `delayMs` after it is running. */
+  'SlowPublicIp',
+  /** A running spot instance is taken back `afterRunningMs` after it started running. */
+  'SpotInterruption',
+  /** An EC2 action (`action`) answers 500 InternalError; with `afterAction` it runs first and only the answer is lost. */
+  'InternalError',
+] as const;
+
+export type AwsFaultCode = (typeof AWS_FAULT_CODES)[number];
+
+const awsFaultSchema = z
+  .object({
+    code: z.enum(AWS_FAULT_CODES),
+    /** Only launches of this instance type; every type when absent. */
+    instanceType: z.string().min(1).optional(),
+    /** Only launches in this availability zone (name, e.g. `us-east-1a`). */
+    zone: z.string().min(1).optional(),
+    /** Only this market. */
+    market: z.enum(['on-demand', 'spot']).optional(),
+    /** RequestLimitExceeded / InternalError: only this EC2 action, e.g. `RunInstances`. */
+    action: z.string().min(1).optional(),
+    /** How many times the fault fires before it is removed; it stays until cleared when absent. */
+    count: z.number().int().positive().optional(),
+    /** RequestLimitExceeded: throttle one request of every `everyNth` (2 = every other one). */
+    everyNth: z.number().int().min(2).optional(),
+    /** SlowPublicIp: how late the IP appears. Default 5000. */
+    delayMs: z.number().int().nonnegative().optional(),
+    /** SpotInterruption: how long a spot instance runs before it is taken back. Default 5000. */
+    afterRunningMs: z.number().int().nonnegative().optional(),
+    /** InternalError: run the action, then answer 500 (the client retries with the same ClientToken). */
+    afterAction: z.boolean().optional(),
+  })
+  .strict();
+
+export type AwsFault = z.infer<typeof awsFaultSchema>;
+
+/** An active fault with its id (to remove it) and how often it fired. */
+export interface ActiveAwsFault extends AwsFault {
+  readonly id: string;
+  fired: number;
+  /** Requests the fault saw (for `everyNth`). */
+  seen: number;
+}
+
+/** Validates a fault given over HTTP or by a test; the error names the bad field. */
+export function parseAwsFault(input: unknown): AwsFault {
+  const result = awsFaultSchema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const path = issue?.path.join('.') || 'fault';
+  throw new Error(`Invalid AWS emulator fault: ${path}: ${issue?.message ?? 'invalid'}`);
+}
+
+/**
+ * `CODE[:INSTANCE_TYPE]` from the command line, e.g. `InsufficientInstanceCapacity:g5.xlarge`.
+ * RequestLimitExceeded from the command line throttles every other request, so a client that
+ * retries (as the SDK does) still gets through.
+ */
+export function parseAwsFaultFlag(flag: string): AwsFault {
+  const [code, instanceType, ...rest] = flag.split(':');
+  if (rest.length > 0 || !code) {
+    throw new Error(`--fault ${JSON.stringify(flag)}: expected CODE[:INSTANCE_TYPE]`);
+  }
+  if (!(AWS_FAULT_CODES as readonly string[]).includes(code)) {
+    throw new Error(
+      `--fault ${JSON.stringify(flag)}: unknown code ${code}; known: ${AWS_FAULT_CODES.join(', ')}`,
+    );
+  }
+  return parseAwsFault({
+    code,
+    ...(instanceType ? { instanceType } : {}),
+    ...(code === 'RequestLimitExceeded' ? { everyNth: 2 } : {}),
+  });
+}
+
+/** What a launch looks like to the faults that may hit it. */
+export interface LaunchTarget {
+  readonly instanceType: string;
+  readonly zone: string;
+  readonly market: 'on-demand' | 'spot';
+}
+
+export class AwsEmulatorFaults {
+  readonly #faults: ActiveAwsFault[] = [];
+  #sequence = 0;
+
+  add(fault: AwsFault): ActiveAwsFault {
+    this.#sequence += 1;
+    const active: ActiveAwsFault = {
+      ...parseAwsFault(fault),
+      id: `fault-${this.#sequence}`,
+      fired: 0,
+      seen: 0,
+    };
+    this.#faults.push(active);
+    return active;
+  }
+
+  remove(id: string): boolean {
+    const index = this.#faults.findIndex((fault) => fault.id === id);
+    if (index === -1) return false;
+    this.#faults.splice(index, 1);
+    return true;
+  }
+
+  clear(): void {
+    this.#faults.length = 0;
+  }
+
+  list(): readonly ActiveAwsFault[] {
+    return [...this.#faults];
+  }
+
+  /** Whether a fault with `code` applies to `target` (not consumed: quota faults are states). */
+  has(code: AwsFaultCode, target: Partial<LaunchTarget> = {}): ActiveAwsFault | undefined {
+    return this.#faults.find((fault) => fault.code === code && matchesTarget(fault, target));
+  }
+
+  /** The first fault with `code` that applies, counted as fired (and removed once its count is used). */
+  fire(
+    code: AwsFaultCode,
+    target: Partial<LaunchTarget> & { action?: string } = {},
+  ): ActiveAwsFault | undefined {
+    for (const fault of this.#faults) {
+      if (fault.code !== code || !matchesTarget(fault, target)) continue;
+      if (fault.action !== undefined && fault.action !== target.action) continue;
+      fault.seen += 1;
+      if (fault.everyNth !== undefined && fault.seen % fault.everyNth !== 0) continue;
+      fault.fired += 1;
+      if (fault.count !== undefined && fault.fired >= fault.count) this.remove(fault.id);
+      return fault;
+    }
+    return undefined;
+  }
+}
+
+function matchesTarget(fault: AwsFault, target: Partial<LaunchTarget>): boolean {
+  if (fault.instanceType !== undefined && fault.instanceType !== target.instanceType) return false;
+  if (fault.zone !== undefined && fault.zone !== target.zone) return false;
+  if (fault.market !== undefined && fault.market !== target.market) return false;
+  return true;
+}

@@ -1,0 +1,418 @@
+/**
+ * The AWS emulator: one loopback server that answers EC2 (Query API, XML), STS
+ * (GetCallerIdentity), Service Quotas and Pricing (JSON 1.1) as the AWS SDK v3 expects, so a
+ * backend's real SDK clients, signing and retries run unchanged against it (`endpoint` = its URL).
+ * The service and region come from the SigV4 credential scope, as AWS routes them.
+ */
+import type { EmulatorResponse } from '../../emulator/emulator-responses.js';
+import { EmulatorHttpError, json, text } from '../../emulator/emulator-responses.js';
+import {
+  type EmulatorRequest,
+  type EmulatorServer,
+  startEmulatorServer,
+} from '../../emulator/emulator-server.js';
+import type { EmulatedHosts } from '../emulated-hosts.js';
+import { Ec2Account } from './aws-ec2-account.js';
+import { EC2_ACTIONS } from './aws-ec2-actions.js';
+import { DEFAULT_EC2_IMAGES, type Ec2ImageTemplate } from './aws-ec2-images.js';
+import {
+  type AwsEmulatorTimeline,
+  DEFAULT_AWS_EMULATOR_TIMELINE,
+  type Ec2InstanceStateName,
+} from './aws-ec2-instances.js';
+import { AwsEmulatorData, DEFAULT_AWS_EMULATOR_REGIONS } from './aws-emulator-data.js';
+import {
+  type ActiveAwsFault,
+  AwsEmulatorFaults,
+  type AwsFault,
+  parseAwsFault,
+} from './aws-emulator-faults.js';
+import {
+  BULK_PRICE_LIST_PATH,
+  bulkPriceListCsv,
+  handlePricingAction,
+  PRICING_TARGET_PREFIX,
+} from './aws-pricing.js';
+import { handleServiceQuotasAction, SERVICE_QUOTAS_TARGET_PREFIX } from './aws-service-quotas.js';
+import { parseSigV4Authorization, sigV4SignatureMatches } from './aws-sigv4.js';
+import { handleStsAction } from './aws-sts.js';
+import type { AwsMarket } from './aws-vcpu-quotas.js';
+import { awsJsonError, awsQueryError, STS_XML_NAMESPACE } from './aws-xml.js';
+import { Ec2ApiError } from './ec2-api-error.js';
+
+export interface AwsEmulatorCredentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  /** The IAM user GetCallerIdentity names. Default `dstack-emulator`. */
+  readonly userName?: string;
+}
+
+/** The key pair every emulator accepts unless told otherwise (fake, in AWS's key format). */
+export const DEFAULT_AWS_EMULATOR_CREDENTIALS: AwsEmulatorCredentials = {
+  accessKeyId: 'AKIADSTACKEMULATOR01',
+  secretAccessKey: 'dstackEmulatorSecretKey0000000000000000X',
+  userName: 'dstack-emulator',
+};
+
+export const DEFAULT_AWS_EMULATOR_ACCOUNT_ID = '123456789012';
+
+export interface AwsEmulatorOptions {
+  /** Address to listen on. Default `127.0.0.1`. */
+  host?: string;
+  /** Default 0 (a free port). */
+  port?: number;
+  /** The machines instances boot; without, instances get made-up addresses (fast API tests). */
+  hosts?: EmulatedHosts;
+  /** Regions the account has; each must be in the emulator's data. Default `DEFAULT_AWS_EMULATOR_REGIONS`. */
+  regions?: readonly string[];
+  /** Keys the services accept. Default `[DEFAULT_AWS_EMULATOR_CREDENTIALS]`. */
+  credentials?: readonly AwsEmulatorCredentials[];
+  accountId?: string;
+  /** Recompute SigV4 signatures and answer SignatureDoesNotMatch on a wrong secret. Default true. */
+  checkSignatures?: boolean;
+  /** Steps of an instance's life; missing fields keep `DEFAULT_AWS_EMULATOR_TIMELINE`. */
+  timeline?: Partial<AwsEmulatorTimeline>;
+  /** The emulator's clock in ms (a test's manual clock). Default `Date.now`. */
+  clock?: () => number;
+  /** vCPU quota values by Service Quotas code (e.g. `{'L-DB2E81BA': 0}`); others `DEFAULT_VCPU_QUOTA`. */
+  quotas?: Readonly<Record<string, number>>;
+  /** AMIs each region has. Default `DEFAULT_EC2_IMAGES`. */
+  images?: readonly Ec2ImageTemplate[];
+  /** Faults active from the start. */
+  faults?: readonly AwsFault[];
+  /** Where host failures are reported. Default `console.error`. */
+  onHostError?: (instanceId: string, error: unknown) => void;
+}
+
+/** One instance as `GET /_emulator/state` lists it; `state` as EC2 names it. */
+export interface AwsEmulatorInstanceState {
+  readonly id: string;
+  readonly type: string;
+  readonly zone: string;
+  readonly market: AwsMarket;
+  readonly state: Ec2InstanceStateName;
+}
+
+export interface AwsEmulatorState {
+  readonly instances: readonly AwsEmulatorInstanceState[];
+}
+
+export interface AwsEmulator {
+  /** `http://127.0.0.1:<port>`: the `endpoint` of every SDK client. */
+  readonly url: string;
+  readonly server: EmulatorServer;
+  readonly credentials: AwsEmulatorCredentials;
+  readonly accountId: string;
+  readonly regions: readonly string[];
+  readonly data: AwsEmulatorData;
+  /** Activates a fault; answers it with its id (for `removeFault`). */
+  addFault(fault: AwsFault): ActiveAwsFault;
+  removeFault(id: string): boolean;
+  clearFaults(): void;
+  faults(): readonly ActiveAwsFault[];
+  /** Takes a pending or running spot instance back now (terminated, `Server.SpotInstanceTermination`, host gone). */
+  interruptSpotInstance(instanceId: string): void;
+  state(): AwsEmulatorState;
+  /** Stops the server (the hosts belong to the caller: close them yourself). */
+  close(): Promise<void>;
+}
+
+type AwsService = 'ec2' | 'sts' | 'servicequotas' | 'pricing';
+
+/** The service a request is for: the credential scope's, else what the request looks like. */
+function serviceOf(request: EmulatorRequest): AwsService | undefined {
+  const scoped = parseSigV4Authorization(headerOf(request, 'authorization'))?.service;
+  if (scoped === 'ec2' || scoped === 'sts' || scoped === 'servicequotas' || scoped === 'pricing')
+    return scoped;
+  const target = headerOf(request, 'x-amz-target') ?? '';
+  if (target.startsWith(SERVICE_QUOTAS_TARGET_PREFIX)) return 'servicequotas';
+  if (target.startsWith(PRICING_TARGET_PREFIX)) return 'pricing';
+  const form = formOf(request);
+  if (form.Action !== undefined) return form.Version === '2011-06-15' ? 'sts' : 'ec2';
+  return undefined;
+}
+
+function headerOf(request: EmulatorRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value.join(',') : value;
+}
+
+function formOf(request: EmulatorRequest): Record<string, string> {
+  return typeof request.body === 'object' && request.body !== null
+    ? (request.body as Record<string, string>)
+    : {};
+}
+
+/** The body of an AWS JSON 1.1 call (`application/x-amz-json-1.1`, which the toolkit leaves as text). */
+function jsonBodyOf(request: EmulatorRequest): unknown {
+  const body = request.rawBody.toString('utf8');
+  if (body.trim() === '') return {};
+  try {
+    return JSON.parse(body);
+  } catch {
+    throw new EmulatorHttpError(
+      awsJsonError(400, 'SerializationException', 'The request body is not valid JSON'),
+    );
+  }
+}
+
+/** The error each service answers for a missing key, an unknown key and a wrong signature. */
+function authError(
+  service: AwsService,
+  kind: 'missing' | 'unknown' | 'signature',
+  detail = '',
+): EmulatorResponse {
+  const signatureMessage =
+    'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.';
+  const invalidToken = `The security token included in the request is invalid.${detail}`;
+  if (service === 'ec2') {
+    if (kind === 'signature') return new Ec2ApiError(403, 'SignatureDoesNotMatch', signatureMessage).response;
+    return new Ec2ApiError(
+      401,
+      'AuthFailure',
+      `AWS was not able to validate the provided access credentials${detail}`,
+    ).response;
+  }
+  if (service === 'sts') {
+    if (kind === 'missing') {
+      return awsQueryError(
+        403,
+        STS_XML_NAMESPACE,
+        'MissingAuthenticationToken',
+        'Request is missing Authentication Token',
+      );
+    }
+    if (kind === 'signature')
+      return awsQueryError(403, STS_XML_NAMESPACE, 'SignatureDoesNotMatch', signatureMessage);
+    return awsQueryError(403, STS_XML_NAMESPACE, 'InvalidClientTokenId', invalidToken);
+  }
+  if (kind === 'missing')
+    return awsJsonError(403, 'MissingAuthenticationTokenException', 'Missing Authentication Token');
+  if (kind === 'signature') return awsJsonError(403, 'InvalidSignatureException', signatureMessage);
+  return awsJsonError(403, 'UnrecognizedClientException', invalidToken);
+}
+
+export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promise<AwsEmulator> {
+  const data = new AwsEmulatorData(options.regions ?? DEFAULT_AWS_EMULATOR_REGIONS);
+  const credentials = options.credentials ?? [DEFAULT_AWS_EMULATOR_CREDENTIALS];
+  const primaryCredentials = credentials[0];
+  if (!primaryCredentials) throw new Error('credentials: give at least one key pair');
+  const accountId = options.accountId ?? DEFAULT_AWS_EMULATOR_ACCOUNT_ID;
+  const checkSignatures = options.checkSignatures ?? true;
+  const faults = new AwsEmulatorFaults();
+  for (const fault of options.faults ?? []) faults.add(fault);
+  const account = new Ec2Account({
+    accountId,
+    data,
+    faults,
+    clock: options.clock ?? Date.now,
+    timeline: { ...DEFAULT_AWS_EMULATOR_TIMELINE, ...options.timeline },
+    hosts: options.hosts,
+    images: options.images ?? DEFAULT_EC2_IMAGES,
+    quotas: options.quotas ?? {},
+    onHostError:
+      options.onHostError ??
+      ((instanceId, error) => console.error(`AWS emulator: host of ${instanceId} failed: ${String(error)}`)),
+  });
+
+  /** The key and region of a signed request, or the error its service answers. */
+  function authenticate(
+    request: EmulatorRequest,
+    service: AwsService,
+  ): { region: string; credentials: AwsEmulatorCredentials } {
+    const authorization = parseSigV4Authorization(headerOf(request, 'authorization'));
+    if (!authorization) throw new EmulatorHttpError(authError(service, 'missing'));
+    const known = credentials.find((each) => each.accessKeyId === authorization.accessKeyId);
+    if (!known || faults.has('AuthFailure')) throw new EmulatorHttpError(authError(service, 'unknown'));
+    if (checkSignatures && !sigV4SignatureMatches(request, authorization, known.secretAccessKey)) {
+      throw new EmulatorHttpError(authError(service, 'signature'));
+    }
+    if (service === 'ec2' && !data.regions.includes(authorization.region)) {
+      // What EC2 answers in a region the account has not enabled.
+      throw new EmulatorHttpError(
+        authError(
+          service,
+          'unknown',
+          ` (region ${authorization.region} is not emulated; emulated: ${data.regions.join(', ')})`,
+        ),
+      );
+    }
+    return { region: authorization.region, credentials: known };
+  }
+
+  function handleEc2(request: EmulatorRequest): EmulatorResponse {
+    const { region } = authenticate(request, 'ec2');
+    const params = formOf(request);
+    const action = params.Action ?? '';
+    if (faults.fire('RequestLimitExceeded', { action })) {
+      throw new Ec2ApiError(503, 'RequestLimitExceeded', 'Request limit exceeded.');
+    }
+    const handler = EC2_ACTIONS[action];
+    if (!handler)
+      throw new Ec2ApiError(400, 'InvalidAction', `The action ${action} is not valid for this web service.`);
+    const internalError = faults.fire('InternalError', { action });
+    if (internalError && !internalError.afterAction) {
+      throw new Ec2ApiError(500, 'InternalError', 'An internal error has occurred');
+    }
+    const answer = handler(account, region, params);
+    if (internalError) throw new Ec2ApiError(500, 'InternalError', 'An internal error has occurred');
+    return answer;
+  }
+
+  function jsonOperation(request: EmulatorRequest, prefix: string): string {
+    return (headerOf(request, 'x-amz-target') ?? '').slice(prefix.length);
+  }
+
+  function findInstance(id: string) {
+    const instance = account.instances.all().find((each) => each.id === id);
+    if (!instance) throw new Error(`The AWS emulator has no instance ${id}`);
+    return instance;
+  }
+
+  const state = (): AwsEmulatorState => ({
+    instances: account.instances.all().map((instance) => ({
+      id: instance.id,
+      type: instance.type,
+      zone: instance.zone,
+      market: instance.market,
+      state: account.instances.state(instance),
+    })),
+  });
+
+  const controlError = (error: unknown) =>
+    new EmulatorHttpError(json({ error: (error as Error).message }, 400));
+
+  const server = await startEmulatorServer({
+    host: options.host,
+    port: options.port,
+    routes: [
+      { name: 'state', method: 'GET', path: '/_emulator/state', handle: () => json(state()) },
+      {
+        name: 'faults.list',
+        method: 'GET',
+        path: '/_emulator/faults',
+        handle: () => json({ faults: faults.list() }),
+      },
+      {
+        name: 'faults.add',
+        method: 'POST',
+        path: '/_emulator/faults',
+        handle: (request) => {
+          try {
+            return json(faults.add(parseAwsFault(request.body)), 201);
+          } catch (error) {
+            throw controlError(error);
+          }
+        },
+      },
+      {
+        name: 'faults.clear',
+        method: 'DELETE',
+        path: '/_emulator/faults',
+        handle: () => {
+          faults.clear();
+          return json({ faults: [] });
+        },
+      },
+      {
+        name: 'faults.remove',
+        method: 'DELETE',
+        path: '/_emulator/faults/:id',
+        handle: (request) =>
+          faults.remove(request.params.id ?? '')
+            ? json({ removed: request.params.id })
+            : json({ error: `no fault ${request.params.id}` }, 404),
+      },
+      {
+        name: 'instances.interrupt',
+        method: 'POST',
+        path: '/_emulator/instances/:id/interrupt',
+        handle: (request) => {
+          try {
+            const instance = findInstance(request.params.id ?? '');
+            account.instances.interruptSpot(instance);
+            return json({ id: instance.id, state: account.instances.state(instance) });
+          } catch (error) {
+            throw controlError(error);
+          }
+        },
+      },
+      {
+        // The bulk price list is public: no signature, as on pricing.us-east-1.amazonaws.com.
+        name: 'pricing.bulk',
+        method: 'GET',
+        path: BULK_PRICE_LIST_PATH,
+        handle: () => text(bulkPriceListCsv(data), 200, { 'content-type': 'text/csv' }),
+      },
+      {
+        name: 'ec2',
+        method: 'POST',
+        path: '/',
+        when: (request) => serviceOf(request) === 'ec2',
+        handle: handleEc2,
+      },
+      {
+        name: 'sts',
+        method: 'POST',
+        path: '/',
+        when: (request) => serviceOf(request) === 'sts',
+        handle: (request) => {
+          const { credentials: caller } = authenticate(request, 'sts');
+          return handleStsAction(formOf(request).Action, {
+            accountId,
+            accessKeyId: caller.accessKeyId,
+            userName: caller.userName ?? 'dstack-emulator',
+          });
+        },
+      },
+      {
+        name: 'servicequotas',
+        method: 'POST',
+        path: '/',
+        when: (request) => serviceOf(request) === 'servicequotas',
+        handle: (request) => {
+          const { region } = authenticate(request, 'servicequotas');
+          return handleServiceQuotasAction(
+            account,
+            region,
+            jsonOperation(request, SERVICE_QUOTAS_TARGET_PREFIX),
+            jsonBodyOf(request),
+          );
+        },
+      },
+      {
+        name: 'pricing',
+        method: 'POST',
+        path: '/',
+        when: (request) => serviceOf(request) === 'pricing',
+        handle: (request) => {
+          authenticate(request, 'pricing');
+          return handlePricingAction(
+            data,
+            jsonOperation(request, PRICING_TARGET_PREFIX),
+            jsonBodyOf(request),
+          );
+        },
+      },
+    ],
+  });
+
+  return {
+    url: server.url,
+    server,
+    credentials: primaryCredentials,
+    accountId,
+    regions: data.regions,
+    data,
+    addFault: (fault) => faults.add(fault),
+    removeFault: (id) => faults.remove(id),
+    clearFaults: () => faults.clear(),
+    faults: () => faults.list(),
+    interruptSpotInstance: (instanceId) => account.instances.interruptSpot(findInstance(instanceId)),
+    state,
+    async close() {
+      account.instances.close();
+      await server.close();
+    },
+  };
+}

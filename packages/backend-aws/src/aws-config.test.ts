@@ -7,7 +7,7 @@ import plugin, { type AwsBackendConfigWithCreds } from './index.js';
 const apiKeyConfig: AwsBackendConfigWithCreds = {
   type: 'aws',
   regions: ['region-a', 'region-b'],
-  creds: { type: 'api_key', api_key: 'secret-key' },
+  creds: { type: 'access_key', access_key: 'AKIAEXAMPLE', secret_key: 'secret-key' },
 };
 
 /** What `action` threw (or undefined). */
@@ -32,7 +32,7 @@ describe('aws config models', () => {
       creds: { type: 'default' },
     });
     expect(schema.safeParse({ type: 'aws', creds: { type: 'password', password: 'x' } }).success).toBe(false);
-    expect(schema.safeParse({ type: 'aws', creds: { type: 'api_key' } }).success).toBe(false);
+    expect(schema.safeParse({ type: 'aws', creds: { type: 'access_key' } }).success).toBe(false);
     expect(schema.safeParse({ type: 'aws' }).success).toBe(false);
   });
 
@@ -76,9 +76,9 @@ describe('aws config checks', () => {
     expect(ServerClientError.isInstance(failure)).toBe(true);
     expect(failure).toMatchObject({ fields: [['regions']] });
     expect(
-      catchError(() => parseAwsBackendConfig({ type: 'aws', creds: { type: 'api_key' } })),
+      catchError(() => parseAwsBackendConfig({ type: 'aws', creds: { type: 'access_key' } })),
     ).toMatchObject({
-      fields: [['creds', 'api_key']],
+      fields: [['creds', 'access_key']],
     });
   });
 
@@ -101,7 +101,7 @@ describe('aws config checks', () => {
     const error = invalidCredentials(apiKeyConfig.creds);
 
     expect(InvalidCredentialsError.isInstance(error)).toBe(true);
-    expect(error.fields).toEqual([['creds', 'api_key']]);
+    expect(error.fields).toEqual([['creds', 'access_key']]);
     expect(invalidCredentials({ type: 'default' }).fields).toEqual([['creds', 'type']]);
   });
 });

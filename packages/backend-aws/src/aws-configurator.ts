@@ -2,12 +2,13 @@ import {
   type BackendRecord,
   type Configurator,
   InvalidCredentialsError,
-  notImplemented,
   ServerClientError,
   type StoredBackendRecord,
   type ValidateConfigOptions,
 } from '@dstack/core';
+import { DescribeRegionsCommand } from '@aws-sdk/client-ec2';
 import type { z } from 'zod';
+import { AWS_AUTH_ERROR_CODES, AwsClients, awsErrorCode } from './aws-clients.js';
 import { type AwsCompute, createAwsBackend } from './aws-compute.js';
 import {
   AWS_BACKEND_TYPE,
@@ -16,6 +17,9 @@ import {
   type AwsCreds,
   awsConfigModels,
 } from './aws-config.js';
+
+/** Where validation asks when the config names no region (every account has it). */
+const DEFAULT_VALIDATION_REGION = 'us-east-1';
 
 /**
  * The schema's first complaint as a `ServerClientError` naming the field
@@ -39,6 +43,11 @@ function schemaError(error: z.ZodError): ServerClientError {
 export function parseAwsBackendConfig(config: unknown): AwsBackendConfigWithCreds {
   const result = awsConfigModels.backendConfigWithCreds.safeParse(config);
   if (!result.success) throw schemaError(result.error);
+  if (result.data.vpc_name != null && result.data.vpc_ids != null) {
+    throw new ServerClientError('Invalid aws backend config: vpc_ids: give vpc_name or vpc_ids, not both', {
+      fields: [['vpc_ids']],
+    });
+  }
   return result.data;
 }
 
@@ -46,7 +55,7 @@ export function parseAwsBackendConfig(config: unknown): AwsBackendConfigWithCred
 export function refuseDisabledDefaultCreds(creds: AwsCreds, options: ValidateConfigOptions): void {
   if (creds.type === 'default' && !options.defaultCredsEnabled) {
     throw new ServerClientError(
-      'Default credentials are disabled on this server (DSTACK_DEFAULT_CREDS_DISABLED): give creds of type api_key',
+      'Default credentials are disabled on this server (DSTACK_DEFAULT_CREDS_DISABLED): give creds of type access_key',
       { fields: [['creds', 'type']] },
     );
   }
@@ -54,11 +63,11 @@ export function refuseDisabledDefaultCreds(creds: AwsCreds, options: ValidateCon
 
 /**
  * The error for credentials the provider refused, naming the field the user
- * must fix: `creds.api_key` for an API key, `creds.type` when the server's
+ * must fix: `creds.access_key` for an access key, `creds.type` when the server's
  * own environment has no usable credentials.
  */
 export function invalidCredentials(creds: AwsCreds, cause?: unknown): InvalidCredentialsError {
-  const field = creds.type === 'api_key' ? ['creds', 'api_key'] : ['creds', 'type'];
+  const field = creds.type === 'access_key' ? ['creds', 'access_key'] : ['creds', 'type'];
   return new InvalidCredentialsError([field], { cause });
 }
 
@@ -70,28 +79,37 @@ export class AwsConfigurator implements Configurator<AwsBackendConfigWithCreds, 
   readonly type = AWS_BACKEND_TYPE;
 
   /**
-   * Checks the config against the provider. THE PROVIDER CALL GOES HERE:
-   * replace this stub with a method that makes one read-only call with the
-   * creds (e.g. list regions) and maps the provider's refusal to
-   * `InvalidCredentialsError` naming the field:
-   *
-   * ```ts
-   * async validateConfig(config: AwsBackendConfigWithCreds, options: ValidateConfigOptions) {
-   *   const { creds } = parseAwsBackendConfig(config);
-   *   refuseDisabledDefaultCreds(creds, options);
-   *   const response = await client.listRegions(creds);
-   *   if (response.status === 401 || response.status === 403) throw invalidCredentials(creds);
-   * }
-   * ```
-   *
-   * Other failures (network, 5xx) are not a credentials problem: let them
-   * propagate, or wrap them in `BackendApiCallError`. Until then the
-   * conformance suite reports its invalid-credentials check as todo.
+   * Checks the config against AWS with one read-only call, EC2 DescribeRegions in the first
+   * configured region (us-east-1 when none): keys AWS refuses are `InvalidCredentialsError`
+   * naming `creds.access_key` (`creds.type` for the default chain), and a configured region
+   * the account does not have is an error naming `regions[i]`. Other failures propagate.
    */
-  validateConfig = notImplemented<Configurator<AwsBackendConfigWithCreds>['validateConfig']>(
-    'AwsConfigurator.validateConfig',
-    'must check the creds with a read-only aws API call and throw invalidCredentials(creds) (InvalidCredentialsError naming creds.api_key) when the provider refuses them',
-  );
+  async validateConfig(config: AwsBackendConfigWithCreds, options: ValidateConfigOptions): Promise<void> {
+    const parsed = parseAwsBackendConfig(config);
+    refuseDisabledDefaultCreds(parsed.creds, options);
+    const clients = new AwsClients({ creds: parsed.creds, endpointUrl: parsed.endpoint_url });
+    let known: Set<string>;
+    try {
+      const answer = await clients
+        .ec2(parsed.regions?.[0] ?? DEFAULT_VALIDATION_REGION)
+        .send(new DescribeRegionsCommand({ AllRegions: true }));
+      known = new Set((answer.Regions ?? []).flatMap((region) => (region.RegionName ? [region.RegionName] : [])));
+    } catch (error) {
+      const code = awsErrorCode(error);
+      if (code !== undefined && AWS_AUTH_ERROR_CODES.has(code)) throw invalidCredentials(parsed.creds, error);
+      throw error;
+    } finally {
+      clients.destroy();
+    }
+    parsed.regions?.forEach((region, index) => {
+      if (!known.has(region)) {
+        throw new ServerClientError(
+          `Invalid aws backend config: regions[${index}]: unknown region ${JSON.stringify(region)}; the account has ${[...known].sort().join(', ')}`,
+          { fields: [['regions', String(index)]] },
+        );
+      }
+    });
+  }
 
   /**
    * The record to store. Fill defaults here so the stored config is complete

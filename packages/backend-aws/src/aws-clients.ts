@@ -31,6 +31,7 @@ export class AwsClients {
   readonly #settings: AwsClientSettings;
   readonly #ec2 = new Map<string, EC2Client>();
   readonly #quotas = new Map<string, ServiceQuotasClient>();
+  readonly #launch = new Map<string, EC2Client>();
 
   constructor(settings: AwsClientSettings) {
     this.#settings = settings;
@@ -45,6 +46,19 @@ export class AwsClients {
     return client;
   }
 
+  /**
+   * An EC2 client that does not retry, for RunInstances: a capacity error (a 500 the SDK would
+   * repeat twice) must move on to the next zone at once; the launch retries throttling itself.
+   */
+  ec2WithoutRetries(region: string): EC2Client {
+    let client = this.#launch.get(region);
+    if (!client) {
+      client = new EC2Client({ ...clientConfig(this.#settings, region), maxAttempts: 1 });
+      this.#launch.set(region, client);
+    }
+    return client;
+  }
+
   serviceQuotas(region: string): ServiceQuotasClient {
     let client = this.#quotas.get(region);
     if (!client) {
@@ -55,8 +69,11 @@ export class AwsClients {
   }
 
   destroy(): void {
-    for (const client of [...this.#ec2.values(), ...this.#quotas.values()]) client.destroy();
+    for (const client of [...this.#ec2.values(), ...this.#launch.values(), ...this.#quotas.values()]) {
+      client.destroy();
+    }
     this.#ec2.clear();
+    this.#launch.clear();
     this.#quotas.clear();
   }
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   DescribeAvailabilityZonesCommand,
   DescribeInstancesCommand,
@@ -93,6 +94,36 @@ export interface AwsBackendSettings {
   maxAttempts?: number;
 }
 
+/** Codes after which the same RunInstances (same ClientToken) is repeated: throttling, EC2's own failures. */
+const RETRIED_LAUNCH_ERROR_CODES: ReadonlySet<string> = new Set([
+  'RequestLimitExceeded',
+  'Throttling',
+  'InternalError',
+  'ServiceUnavailable',
+  'Unavailable',
+]);
+const LAUNCH_ATTEMPTS = 4;
+
+/** RunInstances, repeated (bounded, with a short backoff) on throttling and EC2's internal errors only. */
+async function runInstances(ec2: EC2Client, input: RunInstancesCommandInput) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ec2.send(new RunInstancesCommand(input));
+    } catch (error) {
+      const code = awsErrorCode(error);
+      if (attempt >= LAUNCH_ATTEMPTS || code === undefined || !RETRIED_LAUNCH_ERROR_CODES.has(code)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200 * 2 ** (attempt - 1)));
+    }
+  }
+}
+
+/** A deterministic `Math.random` stand-in seeded by `seed` (SHA-256 bytes). */
+function seededRandom(seed: string): () => number {
+  const bytes = createHash('sha256').update(seed).digest();
+  let index = 0;
+  return () => (bytes[index++ % bytes.length] as number) / 256;
+}
+
 let defaultCatalog: Catalog | undefined;
 function sharedDefaultCatalog(): Catalog {
   defaultCatalog ??= new Catalog({ providers: ['aws'] });
@@ -179,7 +210,10 @@ export class AwsCompute implements ComputeWithCreateInstance, ComputeWithPrivile
       findImageId(ec2, image, region),
       ensureSecurityGroup(ec2, config.project_name, vpcId),
     ]);
-    const name = generateUniqueBackendName(config.project_name, config.instance_name);
+    // The same name for the same instance_id: a retried RunInstances must repeat its parameters.
+    const name = generateUniqueBackendName(config.project_name, config.instance_name, {
+      random: seededRandom(config.instance_id),
+    });
     const tags = mergeTags(
       {
         Name: name,
@@ -229,12 +263,17 @@ export class AwsCompute implements ComputeWithCreateInstance, ComputeWithPrivile
           : {}),
       };
       try {
-        const answer = await ec2.send(new RunInstancesCommand(input));
+        const answer = await runInstances(this.#clients.ec2WithoutRetries(region), input);
         const instance = answer.Instances?.[0];
         if (!instance?.InstanceId) throw new BackendError(`RunInstances in ${zone} returned no instance`);
         return this.#provisioningData(offer, instance, image.user);
       } catch (error) {
         const code = awsErrorCode(error);
+        // A retried launch that first succeeded in a later zone: its ClientToken matches there.
+        if (code === 'IdempotentParameterMismatch') {
+          failures.push(`${zone}: ${code}`);
+          continue;
+        }
         if (code === undefined || !AWS_NEXT_ZONE_ERROR_CODES.has(code)) throw error;
         failures.push(`${zone}: ${code}`);
       }

@@ -1,20 +1,22 @@
 import { testBackend } from '@dstack/testing';
+import { emulatorConfig, startAwsTestEmulator } from './aws-emulator.test.helpers.js';
 import plugin from './index.js';
 
-// The contract suite every backend runs (@dstack/testing). Checks of methods
-// that are still `notImplemented` stubs are reported as todo, not failures.
-//
-// Until there is an emulator of the aws API, the credentials below reach
-// no provider. Write one with the emulator toolkit of @dstack/testing
-// (`startEmulatorServer` speaking the provider's wire protocol), pass it as
-// `emulator`, point the config at its URL, and make it refuse the bad key.
+// The contract suite against the EC2 emulator: the real AWS SDK (signing, retries, XML) talks to
+// it. Its instances get made-up addresses here (no hosts), so the agent checks are left to
+// aws-user-data-boot.test.ts, which boots the user data on emulated hosts.
 testBackend({
   plugin,
   packageName: '@dstack/backend-aws',
   capabilities: ['create-instance', 'privileged', 'instance-volumes'],
-  create: () => ({ type: 'aws', creds: { type: 'api_key', api_key: 'valid-api-key' } }),
+  emulator: () => startAwsTestEmulator(),
+  create: ({ emulator }) => emulatorConfig(emulator.aws),
   invalidCredentials: {
-    create: () => ({ type: 'aws', creds: { type: 'api_key', api_key: 'rejected-api-key' } }),
-    field: ['creds', 'api_key'],
+    create: ({ emulator }) =>
+      emulatorConfig(emulator.aws, {
+        creds: { type: 'access_key', access_key: 'AKIAWRONGKEY00000000', secret_key: 'wrong' },
+      }),
+    field: ['creds', 'access_key'],
   },
+  provisioning: { intervalMs: 50 },
 });

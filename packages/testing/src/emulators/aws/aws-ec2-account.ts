@@ -52,6 +52,7 @@ export class Ec2Account {
   readonly clientTokens = new Map<string, ClientTokenRecord>();
   readonly cancelledSpotRequests = new Set<string>();
   readonly #quotas: Readonly<Record<string, number>>;
+  #addressNumber = 0;
 
   constructor(options: Ec2AccountOptions) {
     this.accountId = options.accountId;
@@ -71,6 +72,12 @@ export class Ec2Account {
       }
     }
     this.#quotas = options.quotas;
+  }
+
+  /** A fresh number for an instance's made-up addresses. */
+  nextAddressNumber(): number {
+    this.#addressNumber += 1;
+    return this.#addressNumber;
   }
 
   /**

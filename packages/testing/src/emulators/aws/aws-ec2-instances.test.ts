@@ -7,9 +7,10 @@ import {
   RunInstancesCommand,
   type RunInstancesCommandInput,
   TerminateInstancesCommand,
+  waitUntilInstanceRunning,
 } from '@aws-sdk/client-ec2';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AwsEmulator } from './aws-emulator.js';
+import { type AwsEmulator, startAwsEmulator } from './aws-emulator.js';
 import {
   type ManualClock,
   RecordingHosts,
@@ -330,6 +331,26 @@ describe('the instance timeline', () => {
     expect(errors).toHaveLength(1);
     await settle();
     expect(hosts.terminated).toEqual([id]);
+  });
+});
+
+describe('the SDK waiter', () => {
+  it('waitUntilInstanceRunning rides out the NotFound window and pending on the real clock', async () => {
+    emulator = await startAwsEmulator({ timeline: { notFoundWindowMs: 1500, pendingMs: 2000 } });
+    const { ec2 } = sdkClients(emulator);
+    const { imageId } = await launchBasics(ec2);
+    const id =
+      (await ec2.send(new RunInstancesCommand(launchInput(imageId)))).Instances?.[0]?.InstanceId ?? '';
+    const result = await waitUntilInstanceRunning(
+      { client: ec2, minDelay: 1, maxDelay: 1, maxWaitTime: 60 },
+      { InstanceIds: [id] },
+    );
+    expect(result.state).toBe('SUCCESS');
+    const describes = emulator.server.requestsTo('ec2').filter((each) => {
+      return (each.body as Record<string, string>).Action === 'DescribeInstances';
+    });
+    expect(describes[0]?.status).toBe(400);
+    expect(describes.at(-1)?.status).toBe(200);
   });
 });
 

@@ -86,6 +86,8 @@ export interface Ec2Instance {
   /** Settles when the host's launch has (so a termination waits for it). */
   hostLaunch: Promise<void> | undefined;
   terminationStartedAt: number | undefined;
+  /** Deleted behind the API's back (`forget`): unknown from then on. */
+  forgotten: boolean;
   stateReason: StateReason | undefined;
   stateTransitionReason: string;
 }
@@ -100,7 +102,13 @@ export interface Ec2InstancesOptions {
 
 export type NewInstance = Omit<
   Ec2Instance,
-  'host' | 'hostLaunch' | 'terminationStartedAt' | 'stateReason' | 'stateTransitionReason' | 'launchedAt'
+  | 'host'
+  | 'hostLaunch'
+  | 'terminationStartedAt'
+  | 'forgotten'
+  | 'stateReason'
+  | 'stateTransitionReason'
+  | 'launchedAt'
 >;
 
 export const SPOT_INTERRUPTION_REASON: StateReason = {
@@ -111,6 +119,12 @@ export const SPOT_INTERRUPTION_REASON: StateReason = {
 const USER_TERMINATION_REASON: StateReason = {
   code: 'Client.UserInitiatedShutdown',
   message: 'Client.UserInitiatedShutdown: User initiated shutdown',
+};
+
+/** Never shown (a forgotten instance is unknown to the API); kept for the record. */
+const RECLAIMED_REASON: StateReason = {
+  code: 'Server.InternalError',
+  message: 'Server.InternalError: Instance reclaimed by the provider',
 };
 
 const LAUNCH_FAILURE_REASON: StateReason = {
@@ -139,6 +153,7 @@ export class Ec2Instances {
       host: { status: 'none' },
       hostLaunch: undefined,
       terminationStartedAt: undefined,
+      forgotten: false,
       stateReason: undefined,
       stateTransitionReason: '',
     };
@@ -172,6 +187,7 @@ export class Ec2Instances {
 
   /** Whether the API still shows the instance (terminated ones vanish after `terminatedVisibleMs`). */
   isKnown(instance: Ec2Instance): boolean {
+    if (instance.forgotten) return false;
     const { terminationStartedAt } = instance;
     if (terminationStartedAt === undefined) return true;
     const { shuttingDownMs, terminatedVisibleMs } = this.#options.timeline;
@@ -216,6 +232,12 @@ export class Ec2Instances {
     if (instance.terminationStartedAt === undefined)
       this.#startTermination(instance, USER_TERMINATION_REASON);
     return { previous, current: this.state(instance) };
+  }
+
+  /** Removes the instance as if the provider had reclaimed it long ago: its host stops, the API no longer knows it. */
+  forget(instance: Ec2Instance): void {
+    if (instance.terminationStartedAt === undefined) this.#startTermination(instance, RECLAIMED_REASON);
+    instance.forgotten = true;
   }
 
   /** Takes a running spot instance back, as EC2 does when it needs the capacity. */

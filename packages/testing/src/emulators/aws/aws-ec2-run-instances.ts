@@ -30,8 +30,6 @@ export function newEc2Id(prefix: string): string {
   return `${prefix}-${randomBytes(9).toString('hex').slice(0, 17)}`;
 }
 
-let addressSequence = 0;
-
 export function runInstances(account: Ec2Account, region: string, params: QueryParams): RunInstancesResult {
   const clientToken = params.ClientToken;
   const fingerprint = fingerprintOf(params);
@@ -79,7 +77,7 @@ export function runInstances(account: Ec2Account, region: string, params: QueryP
   const subnet = subnetOf(account, region, params, primaryInterface);
   const securityGroupIds = securityGroupsOf(account, region, params, primaryInterface, subnet);
   const market = marketOf(params);
-  const target = { instanceType, zone: subnet.zone, market };
+  const target = { instanceType, zone: subnet.zone, market, clientToken: clientToken || undefined };
 
   const offering = account.data.offering(instanceType, subnet.zone);
   const zonesWithType = account.data
@@ -116,7 +114,7 @@ export function runInstances(account: Ec2Account, region: string, params: QueryP
   const blockDevices = blockDevicesOf(params);
   const instances: Ec2Instance[] = [];
   for (let launchIndex = 0; launchIndex < count; launchIndex += 1) {
-    addressSequence += 1;
+    const addressSequence = account.nextAddressNumber();
     instances.push(
       account.instances.launch({
         id: newEc2Id('i'),

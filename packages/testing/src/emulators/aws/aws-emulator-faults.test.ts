@@ -11,7 +11,13 @@ import { GetServiceQuotaCommand } from '@aws-sdk/client-service-quotas';
 import { GetCallerIdentityCommand } from '@aws-sdk/client-sts';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AwsEmulator } from './aws-emulator.js';
-import { sdkClients, startTestEmulator, TEST_TIMELINE } from './aws-emulator.test.helpers.js';
+import {
+  RecordingHosts,
+  sdkClients,
+  settle,
+  startTestEmulator,
+  TEST_TIMELINE,
+} from './aws-emulator.test.helpers.js';
 import { parseAwsFault, parseAwsFaultFlag } from './aws-emulator-faults.js';
 
 let emulator: AwsEmulator | undefined;
@@ -107,6 +113,36 @@ describe('capacity faults', () => {
         InstanceMarketOptions: { MarketType: 'spot', SpotOptions: { MaxPrice: '0.0001' } },
       }),
     ).rejects.toMatchObject({ name: 'SpotMaxPriceTooLow' });
+  });
+});
+
+describe('the conformance suite hooks', () => {
+  it('failNextLaunchWithNoCapacity fails every zone and retry of the next launch (one ClientToken), not the one after', async () => {
+    const { ec2 } = await start();
+    emulator?.failNextLaunchWithNoCapacity();
+    for (const zone of ['us-east-1a', 'us-east-1b']) {
+      await expect(launch(ec2, zone, { ClientToken: 'instance-1' })).rejects.toMatchObject({
+        name: 'InsufficientInstanceCapacity',
+      });
+    }
+    expect(ec2Attempts('RunInstances')).toHaveLength(6);
+    await expect(launch(ec2, 'us-east-1a', { ClientToken: 'instance-2' })).resolves.toBeDefined();
+    expect(emulator?.faults()).toEqual([]);
+    expect(emulator?.launchedMachineCount()).toBe(1);
+  });
+
+  it('removeInstance makes an instance unknown and stops its host', async () => {
+    const hosts = new RecordingHosts();
+    const { ec2, clock } = await start({ hosts });
+    const id = (await launch(ec2, 'us-east-1a')).Instances?.[0]?.InstanceId ?? '';
+    clock.advance(TEST_TIMELINE.notFoundWindowMs);
+    emulator?.removeInstance(id);
+    await settle();
+    expect(hosts.terminated).toEqual([id]);
+    await expect(ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] }))).rejects.toMatchObject({
+      name: 'InvalidInstanceID.NotFound',
+    });
+    expect(emulator?.launchedMachineCount()).toBe(1);
   });
 });
 

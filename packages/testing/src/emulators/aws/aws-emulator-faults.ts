@@ -42,6 +42,11 @@ const awsFaultSchema = z
     action: z.string().min(1).optional(),
     /** How many times the fault fires before it is removed; it stays until cleared when absent. */
     count: z.number().int().positive().optional(),
+    /**
+     * Launch faults: how many launches it fails before it is removed, a launch being every
+     * RunInstances request with one ClientToken (its SDK retries and the zones a backend tries).
+     */
+    launches: z.number().int().positive().optional(),
     /** RequestLimitExceeded: throttle one request of every `everyNth` (2 = every other one). */
     everyNth: z.number().int().min(2).optional(),
     /** SlowPublicIp: how late the IP appears. Default 5000. */
@@ -61,6 +66,8 @@ export interface ActiveAwsFault extends AwsFault {
   fired: number;
   /** Requests the fault saw (for `everyNth`). */
   seen: number;
+  /** The ClientTokens of the launches it failed (for `launches`). */
+  readonly clientTokens: Set<string>;
 }
 
 /** Validates a fault given over HTTP or by a test; the error names the bad field. */
@@ -112,6 +119,7 @@ export class AwsEmulatorFaults {
       id: `fault-${this.#sequence}`,
       fired: 0,
       seen: 0,
+      clientTokens: new Set(),
     };
     this.#faults.push(active);
     return active;
@@ -140,11 +148,21 @@ export class AwsEmulatorFaults {
   /** The first fault with `code` that applies, counted as fired (and removed once its count is used). */
   fire(
     code: AwsFaultCode,
-    target: Partial<LaunchTarget> & { action?: string } = {},
+    target: Partial<LaunchTarget> & { action?: string; clientToken?: string } = {},
   ): ActiveAwsFault | undefined {
-    for (const fault of this.#faults) {
+    for (const fault of [...this.#faults]) {
       if (fault.code !== code || !matchesTarget(fault, target)) continue;
       if (fault.action !== undefined && fault.action !== target.action) continue;
+      if (fault.launches !== undefined) {
+        const token = target.clientToken ?? `untokened-${fault.fired}`;
+        if (!fault.clientTokens.has(token)) {
+          if (fault.clientTokens.size >= fault.launches) {
+            this.remove(fault.id);
+            continue;
+          }
+          fault.clientTokens.add(token);
+        }
+      }
       fault.seen += 1;
       if (fault.everyNth !== undefined && fault.seen % fault.everyNth !== 0) continue;
       fault.fired += 1;

@@ -4,6 +4,7 @@
  * backend's real SDK clients, signing and retries run unchanged against it (`endpoint` = its URL).
  * The service and region come from the SigV4 credential scope, as AWS routes them.
  */
+import type { BackendEmulator } from '../../conformance/test-backend-options.js';
 import type { EmulatorResponse } from '../../emulator/emulator-responses.js';
 import { EmulatorHttpError, json, text } from '../../emulator/emulator-responses.js';
 import {
@@ -97,7 +98,8 @@ export interface AwsEmulatorState {
   readonly instances: readonly AwsEmulatorInstanceState[];
 }
 
-export interface AwsEmulator {
+/** Also a `BackendEmulator`, so `testBackend()` drives it directly. */
+export interface AwsEmulator extends BackendEmulator {
   /** `http://127.0.0.1:<port>`: the `endpoint` of every SDK client. */
   readonly url: string;
   readonly server: EmulatorServer;
@@ -113,6 +115,15 @@ export interface AwsEmulator {
   /** Takes a pending or running spot instance back now (terminated, `Server.SpotInstanceTermination`, host gone). */
   interruptSpotInstance(instanceId: string): void;
   state(): AwsEmulatorState;
+  /**
+   * The next `count` launches (each ClientToken, over every zone and SDK retry) fail with
+   * InsufficientInstanceCapacity. Default 1.
+   */
+  failNextLaunchWithNoCapacity(count?: number): void;
+  /** Deletes an instance behind the backend's back (its host stops; the API answers NotFound). */
+  removeInstance(instanceId: string): void;
+  /** Instances launched so far, terminated ones included. */
+  launchedMachineCount(): number;
   /** Stops the server (the hosts belong to the caller: close them yourself). */
   close(): Promise<void>;
 }
@@ -154,6 +165,28 @@ function jsonBodyOf(request: EmulatorRequest): unknown {
       awsJsonError(400, 'SerializationException', 'The request body is not valid JSON'),
     );
   }
+}
+
+/**
+ * Runs a service handler; an unexpected exception (an emulator bug) is answered as the service's
+ * own internal error naming it, so the SDK reports it instead of failing to parse the answer.
+ */
+function asService(
+  service: AwsService,
+  handler: (request: EmulatorRequest) => EmulatorResponse,
+): (request: EmulatorRequest) => EmulatorResponse {
+  return (request) => {
+    try {
+      return handler(request);
+    } catch (error) {
+      if (error instanceof EmulatorHttpError) throw error;
+      const message = `AWS emulator bug: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`;
+      if (service === 'ec2') return new Ec2ApiError(500, 'InternalError', message).response;
+      if (service === 'sts')
+        return awsQueryError(500, STS_XML_NAMESPACE, 'InternalFailure', message, 'Receiver');
+      return awsJsonError(500, 'ServiceException', message);
+    }
+  };
 }
 
 /** The error each service answers for a missing key, an unknown key and a wrong signature. */
@@ -349,28 +382,28 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
         method: 'POST',
         path: '/',
         when: (request) => serviceOf(request) === 'ec2',
-        handle: handleEc2,
+        handle: asService('ec2', handleEc2),
       },
       {
         name: 'sts',
         method: 'POST',
         path: '/',
         when: (request) => serviceOf(request) === 'sts',
-        handle: (request) => {
+        handle: asService('sts', (request) => {
           const { credentials: caller } = authenticate(request, 'sts');
           return handleStsAction(formOf(request).Action, {
             accountId,
             accessKeyId: caller.accessKeyId,
             userName: caller.userName ?? 'dstack-emulator',
           });
-        },
+        }),
       },
       {
         name: 'servicequotas',
         method: 'POST',
         path: '/',
         when: (request) => serviceOf(request) === 'servicequotas',
-        handle: (request) => {
+        handle: asService('servicequotas', (request) => {
           const { region } = authenticate(request, 'servicequotas');
           return handleServiceQuotasAction(
             account,
@@ -378,21 +411,21 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
             jsonOperation(request, SERVICE_QUOTAS_TARGET_PREFIX),
             jsonBodyOf(request),
           );
-        },
+        }),
       },
       {
         name: 'pricing',
         method: 'POST',
         path: '/',
         when: (request) => serviceOf(request) === 'pricing',
-        handle: (request) => {
+        handle: asService('pricing', (request) => {
           authenticate(request, 'pricing');
           return handlePricingAction(
             data,
             jsonOperation(request, PRICING_TARGET_PREFIX),
             jsonBodyOf(request),
           );
-        },
+        }),
       },
     ],
   });
@@ -410,6 +443,11 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
     faults: () => faults.list(),
     interruptSpotInstance: (instanceId) => account.instances.interruptSpot(findInstance(instanceId)),
     state,
+    failNextLaunchWithNoCapacity: (count = 1) => {
+      faults.add({ code: 'InsufficientInstanceCapacity', launches: count });
+    },
+    removeInstance: (instanceId) => account.instances.forget(findInstance(instanceId)),
+    launchedMachineCount: () => account.instances.all().length,
     async close() {
       account.instances.close();
       await server.close();

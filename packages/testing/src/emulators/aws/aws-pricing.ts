@@ -121,7 +121,7 @@ function attributesOf(product: PriceListProduct): Record<string, string> {
     licenseModel: 'No License required',
     marketoption: 'OnDemand',
     currentGeneration: 'Yes',
-    processorArchitecture: spec.architecture === 'arm64' ? '64-bit' : '64-bit',
+    processorArchitecture: '64-bit',
     usagetype: `${product.tenancy === 'Dedicated' ? 'DedicatedUsage' : 'BoxUsage'}:${spec.name}`,
     operation: product.operatingSystem === 'Windows' ? 'RunInstances:0002' : 'RunInstances',
     servicecode: 'AmazonEC2',

@@ -19,7 +19,9 @@ function clientConfig(settings: AwsClientSettings, region: string) {
   return {
     region,
     ...(settings.creds.type === 'access_key'
-      ? { credentials: { accessKeyId: settings.creds.access_key, secretAccessKey: settings.creds.secret_key } }
+      ? {
+          credentials: { accessKeyId: settings.creds.access_key, secretAccessKey: settings.creds.secret_key },
+        }
       : {}),
     ...(settings.endpointUrl ? { endpoint: settings.endpointUrl } : {}),
     ...(settings.maxAttempts !== undefined ? { maxAttempts: settings.maxAttempts } : {}),

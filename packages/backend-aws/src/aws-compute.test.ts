@@ -12,8 +12,9 @@ import {
 import { anyCpuOfferRequirements } from '@dstack/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsCompute, createAwsBackend } from './aws-compute.js';
+import type { AwsBackendConfigWithCreds } from './aws-config.js';
 import { AwsConfigurator } from './aws-configurator.js';
-import { emulatorConfig, startAwsTestEmulator, type AwsTestEmulator } from './aws-emulator.test.helpers.js';
+import { type AwsTestEmulator, emulatorConfig, startAwsTestEmulator } from './aws-emulator.test.helpers.js';
 
 let emulator: AwsTestEmulator;
 let compute: AwsCompute;
@@ -96,7 +97,12 @@ describe('validateConfig', () => {
 
   it('names unknown fields and refuses vpc_name with vpc_ids', async () => {
     const unknown = await caught(
-      configurator.validateConfig({ ...emulatorConfig(emulator.aws), vpc: 'x' }, { defaultCredsEnabled: true }),
+      configurator.validateConfig(
+        { ...emulatorConfig(emulator.aws), vpc: 'x' } as AwsBackendConfigWithCreds,
+        {
+          defaultCredsEnabled: true,
+        },
+      ),
     );
     expect(String(unknown)).toContain('vpc');
     const both = await caught(
@@ -124,7 +130,9 @@ describe('getOffers', () => {
     expect(offers.length).toBeGreaterThan(0);
     for (const offer of offers) {
       expect(offer.region).toBe('us-west-2');
-      expect(offer.instance.name).toMatch(/^(m7i|c7i|r7i|t3|c5|m5|p4d|p4de|p5|p5e|p5en|p6-b\d+|g4dn|g5|g6|g6e|gr6|g7|g7e)\./);
+      expect(offer.instance.name).toMatch(
+        /^(m7i|c7i|r7i|t3|c5|m5|p4d|p4de|p5|p5e|p5en|p6-b\d+|g4dn|g5|g6|g6e|gr6|g7|g7e)\./,
+      );
       expect(offer.instance.resources.disk.size_mib).toBe(100 * 1024);
       expect(offer.availability_zones?.every((zone) => zone.startsWith('us-west-2'))).toBe(true);
     }
@@ -138,11 +146,17 @@ describe('getOffers', () => {
 
   it('marks offers no_quota where the vCPU quota of their class and market is 0', async () => {
     const quotaEmulator = await startAwsTestEmulator({ quotas: { 'L-1216C47A': 0 } });
-    const quotaCompute = createAwsBackend({ config: { ...emulatorConfig(quotaEmulator.aws), regions: ['us-east-1'] } });
+    const quotaCompute = createAwsBackend({
+      config: { ...emulatorConfig(quotaEmulator.aws), regions: ['us-east-1'] },
+    });
     try {
       const offers = await quotaCompute.getOffers(anyCpuOfferRequirements());
-      const onDemandCpu = offers.filter((offer) => !offer.instance.resources.spot && offer.instance.resources.gpus.length === 0);
-      const spotCpu = offers.filter((offer) => offer.instance.resources.spot && offer.instance.resources.gpus.length === 0);
+      const onDemandCpu = offers.filter(
+        (offer) => !offer.instance.resources.spot && offer.instance.resources.gpus.length === 0,
+      );
+      const spotCpu = offers.filter(
+        (offer) => offer.instance.resources.spot && offer.instance.resources.gpus.length === 0,
+      );
       expect(onDemandCpu.length).toBeGreaterThan(0);
       expect(onDemandCpu.every((offer) => offer.availability === 'no_quota')).toBe(true);
       expect(spotCpu.every((offer) => offer.availability === 'available')).toBe(true);
@@ -182,7 +196,11 @@ describe('createInstance', () => {
     const offer = await cheapest(false);
     const zones = offer.availability_zones ?? [];
     expect(zones.length).toBeGreaterThan(1);
-    const fault = emulator.aws.addFault({ code: 'InsufficientInstanceCapacity', zone: zones[0], instanceType: offer.instance.name });
+    const fault = emulator.aws.addFault({
+      code: 'InsufficientInstanceCapacity',
+      zone: zones[0],
+      instanceType: offer.instance.name,
+    });
     try {
       const launched = await compute.createInstance(offer, instanceConfig(), null);
       expect(launched.availability_zone).toBe(zones[1]);
@@ -190,7 +208,10 @@ describe('createInstance', () => {
     } finally {
       emulator.aws.removeFault(fault.id);
     }
-    const everywhere = emulator.aws.addFault({ code: 'InsufficientInstanceCapacity', instanceType: offer.instance.name });
+    const everywhere = emulator.aws.addFault({
+      code: 'InsufficientInstanceCapacity',
+      instanceType: offer.instance.name,
+    });
     try {
       const before = emulator.aws.state().instances.length;
       const error = await caught(compute.createInstance(offer, instanceConfig(), null));
@@ -224,7 +245,9 @@ describe('createInstance', () => {
   it('launches spot instances, and reports one EC2 took back as interrupted', async () => {
     const offer = await cheapest(true);
     const started = await compute.createInstance(offer, instanceConfig(), null);
-    expect(emulator.aws.state().instances.find((each) => each.id === started.instance_id)?.market).toBe('spot');
+    expect(emulator.aws.state().instances.find((each) => each.id === started.instance_id)?.market).toBe(
+      'spot',
+    );
     await untilRunning(started);
     expect(await compute.describeInstance(started.instance_id, started.region)).toMatchObject({
       state: 'running',

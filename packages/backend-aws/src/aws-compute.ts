@@ -25,6 +25,7 @@ import {
   mergeTags,
   NoCapacityError,
   type PlacementGroup,
+  type ProjectSshKeys,
   ProvisioningError,
   type Requirements,
   type RunJobParams,
@@ -111,7 +112,8 @@ async function runInstances(ec2: EC2Client, input: RunInstancesCommandInput) {
       return await ec2.send(new RunInstancesCommand(input));
     } catch (error) {
       const code = awsErrorCode(error);
-      if (attempt >= LAUNCH_ATTEMPTS || code === undefined || !RETRIED_LAUNCH_ERROR_CODES.has(code)) throw error;
+      if (attempt >= LAUNCH_ATTEMPTS || code === undefined || !RETRIED_LAUNCH_ERROR_CODES.has(code))
+        throw error;
       await new Promise((resolve) => setTimeout(resolve, 200 * 2 ** (attempt - 1)));
     }
   }
@@ -142,7 +144,9 @@ function parseBackendData(data: string | null | undefined): Partial<AwsBackendDa
  * Runs jobs on EC2: `createInstance` launches an instance whose cloud-init (core's VM bootstrap)
  * starts the shim, and `runJob` is `createInstance` for the job.
  */
-export class AwsCompute implements ComputeWithCreateInstance, ComputeWithPrivileged, ComputeWithInstanceVolumes {
+export class AwsCompute
+  implements ComputeWithCreateInstance, ComputeWithPrivileged, ComputeWithInstanceVolumes
+{
   readonly type = AWS_BACKEND_TYPE;
   readonly capabilities = AWS_CAPABILITIES;
   readonly config: AwsConfig;
@@ -172,7 +176,10 @@ export class AwsCompute implements ComputeWithCreateInstance, ComputeWithPrivile
     });
     return Promise.all(
       offers.map(async (offer) => {
-        const quota = await this.#quotas.get(offer.region, vcpuQuotaCode(offer.instance.name, marketOf(offer)));
+        const quota = await this.#quotas.get(
+          offer.region,
+          vcpuQuotaCode(offer.instance.name, marketOf(offer)),
+        );
         const zones = await this.#zonesOf(offer.region).catch(() => null);
         return withAvailability(offer, quota === 0 ? 'no_quota' : 'available', {
           availability_zones: zones,
@@ -204,8 +211,11 @@ export class AwsCompute implements ComputeWithCreateInstance, ComputeWithPrivile
     const publicIps = this.config.public_ips ?? true;
     const vpcId = await findVpcId(ec2, this.config, region);
     const subnets = await subnetsByZone(ec2, vpcId, publicIps);
-    const zones = (offer.availability_zones ?? [...subnets.keys()].sort()).filter((zone) => subnets.has(zone));
-    if (zones.length === 0) throw new NoCapacityError(`No usable subnet of ${vpcId} in the offer's zones (${region})`);
+    const zones = (offer.availability_zones ?? [...subnets.keys()].sort()).filter((zone) =>
+      subnets.has(zone),
+    );
+    if (zones.length === 0)
+      throw new NoCapacityError(`No usable subnet of ${vpcId} in the offer's zones (${region})`);
     const [imageId, groupId] = await Promise.all([
       findImageId(ec2, image, region),
       ensureSecurityGroup(ec2, config.project_name, vpcId),
@@ -250,9 +260,16 @@ export class AwsCompute implements ComputeWithCreateInstance, ComputeWithPrivile
           { ResourceType: 'instance', Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) },
         ],
         NetworkInterfaces: [
-          { DeviceIndex: 0, SubnetId: subnets.get(zone), AssociatePublicIpAddress: publicIps, Groups: [groupId] },
+          {
+            DeviceIndex: 0,
+            SubnetId: subnets.get(zone),
+            AssociatePublicIpAddress: publicIps,
+            Groups: [groupId],
+          },
         ],
-        ...(this.config.iam_instance_profile ? { IamInstanceProfile: { Name: this.config.iam_instance_profile } } : {}),
+        ...(this.config.iam_instance_profile
+          ? { IamInstanceProfile: { Name: this.config.iam_instance_profile } }
+          : {}),
         ...(spot
           ? {
               InstanceMarketOptions: {
@@ -299,7 +316,10 @@ export class AwsCompute implements ComputeWithCreateInstance, ComputeWithPrivile
    * IPs) and `internal_ip` once it runs with its address. An instance that ended before running
    * fails provisioning; the NotFound window right after launch and throttling leave the data unchanged.
    */
-  async updateProvisioningData(provisioningData: JobProvisioningData): Promise<JobProvisioningData> {
+  async updateProvisioningData(
+    provisioningData: JobProvisioningData,
+    _projectSshKeys?: ProjectSshKeys,
+  ): Promise<JobProvisioningData> {
     const instance = await this.#describe(provisioningData.region, provisioningData.instance_id);
     if (instance === 'transient') return provisioningData;
     if (instance === undefined) {
@@ -311,7 +331,9 @@ export class AwsCompute implements ComputeWithCreateInstance, ComputeWithPrivile
       throw new ProvisioningError(`Instance ${provisioningData.instance_id} is ${state}${reason}`);
     }
     if (state !== 'running') return provisioningData;
-    const hostname = provisioningData.public_ip_enabled ? instance.PublicIpAddress : instance.PrivateIpAddress;
+    const hostname = provisioningData.public_ip_enabled
+      ? instance.PublicIpAddress
+      : instance.PrivateIpAddress;
     if (!hostname) return provisioningData;
     return { ...provisioningData, hostname, internal_ip: instance.PrivateIpAddress ?? null, ssh_port: 22 };
   }
@@ -384,9 +406,16 @@ export class AwsCompute implements ComputeWithCreateInstance, ComputeWithPrivile
     return zones;
   }
 
-  #provisioningData(offer: InstanceOfferWithAvailability, instance: Instance, username: string): JobProvisioningData {
+  #provisioningData(
+    offer: InstanceOfferWithAvailability,
+    instance: Instance,
+    username: string,
+  ): JobProvisioningData {
     const zone = instance.Placement?.AvailabilityZone ?? '';
-    const backendData: AwsBackendData = { zone, market: offer.instance.resources.spot ? 'spot' : 'on-demand' };
+    const backendData: AwsBackendData = {
+      zone,
+      market: offer.instance.resources.spot ? 'spot' : 'on-demand',
+    };
     return {
       backend: AWS_BACKEND_TYPE,
       instance_type: offer.instance,

@@ -32,7 +32,9 @@ export const awsConfigModels = defineBackendConfigModels({
       .array(z.string().min(1))
       .min(1)
       .nullish()
-      .describe('AWS regions offers and instances are taken from. Absent or null: every region the catalog has.'),
+      .describe(
+        'AWS regions offers and instances are taken from. Absent or null: every region the catalog has.',
+      ),
     /** Default: none (the default VPC of each region, when `default_vpcs` allows it). */
     vpc_name: z
       .string()
@@ -48,7 +50,9 @@ export const awsConfigModels = defineBackendConfigModels({
     default_vpcs: z
       .boolean()
       .nullish()
-      .describe('Whether to use the default VPC in regions vpc_ids does not list. Default: true when no VPC is named.'),
+      .describe(
+        'Whether to use the default VPC in regions vpc_ids does not list. Default: true when no VPC is named.',
+      ),
     /** Default true. */
     public_ips: z
       .boolean()
@@ -64,7 +68,7 @@ export const awsConfigModels = defineBackendConfigModels({
     tags: z
       .record(z.string().min(1), z.string())
       .nullish()
-      .describe('Tags put on every resource the backend creates; dstack\'s own tags win on conflict.'),
+      .describe("Tags put on every resource the backend creates; dstack's own tags win on conflict."),
     /** Default: dstack's (the Deep Learning Base AMI for GPU instances, Ubuntu 22.04 otherwise). */
     os_images: z
       .object({
@@ -73,13 +77,17 @@ export const awsConfigModels = defineBackendConfigModels({
       })
       .strict()
       .nullish()
-      .describe('Custom AMIs, found by name in every region: `cpu` for CPU instances, `nvidia` for GPU ones.'),
+      .describe(
+        'Custom AMIs, found by name in every region: `cpu` for CPU instances, `nvidia` for GPU ones.',
+      ),
     /** Default: none (the SDK's endpoints, including AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_EC2). */
     endpoint_url: z
       .string()
       .url()
       .nullish()
-      .describe('One endpoint for EC2, STS and Service Quotas (an emulator). Default: AWS, or AWS_ENDPOINT_URL*.'),
+      .describe(
+        'One endpoint for EC2, STS and Service Quotas (an emulator). Default: AWS, or AWS_ENDPOINT_URL*.',
+      ),
   },
   credsSchemas: {
     /** An IAM user's access key. */

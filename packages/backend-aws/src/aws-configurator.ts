@@ -1,3 +1,4 @@
+import { DescribeRegionsCommand } from '@aws-sdk/client-ec2';
 import {
   type BackendRecord,
   type Configurator,
@@ -6,7 +7,6 @@ import {
   type StoredBackendRecord,
   type ValidateConfigOptions,
 } from '@dstack/core';
-import { DescribeRegionsCommand } from '@aws-sdk/client-ec2';
 import type { z } from 'zod';
 import { AWS_AUTH_ERROR_CODES, AwsClients, awsErrorCode } from './aws-clients.js';
 import { type AwsCompute, createAwsBackend } from './aws-compute.js';
@@ -93,7 +93,9 @@ export class AwsConfigurator implements Configurator<AwsBackendConfigWithCreds, 
       const answer = await clients
         .ec2(parsed.regions?.[0] ?? DEFAULT_VALIDATION_REGION)
         .send(new DescribeRegionsCommand({ AllRegions: true }));
-      known = new Set((answer.Regions ?? []).flatMap((region) => (region.RegionName ? [region.RegionName] : [])));
+      known = new Set(
+        (answer.Regions ?? []).flatMap((region) => (region.RegionName ? [region.RegionName] : [])),
+      );
     } catch (error) {
       const code = awsErrorCode(error);
       if (code !== undefined && AWS_AUTH_ERROR_CODES.has(code)) throw invalidCredentials(parsed.creds, error);

@@ -2,9 +2,10 @@
  * The EC2 emulator of @dstack/testing with the conformance suite's hooks, and the configs that
  * point this backend at it.
  */
-import type { AwsBackendConfigWithCreds } from './aws-config.js';
+
 import type { BackendEmulator } from '@dstack/testing';
 import { type AwsEmulator, type AwsEmulatorOptions, startAwsEmulator } from '@dstack/testing/emulators';
+import type { AwsBackendConfigWithCreds } from './aws-config.js';
 
 /** Fast instance timeline for tests (the emulator's shape; its NotFound window kept). */
 export const FAST_TIMELINE = { pendingMs: 200, shuttingDownMs: 100, notFoundWindowMs: 150 } as const;

@@ -46,7 +46,9 @@ export async function findImageId(ec2: EC2Client, choice: AwsImageChoice, region
     .filter((image) => image.ImageId && (image.State === undefined || image.State === 'available'))
     .sort((a, b) => (b.CreationDate ?? '').localeCompare(a.CreationDate ?? ''))[0];
   if (!newest?.ImageId) {
-    throw new BackendError(`No available AMI named ${JSON.stringify(choice.name)} (owner ${choice.owner}) in ${region}`);
+    throw new BackendError(
+      `No available AMI named ${JSON.stringify(choice.name)} (owner ${choice.owner}) in ${region}`,
+    );
   }
   return newest.ImageId;
 }

@@ -76,7 +76,9 @@ export async function subnetsByZone(
   vpcId: string,
   publicIps: boolean,
 ): Promise<Map<string, string>> {
-  const answer = await ec2.send(new DescribeSubnetsCommand({ Filters: [{ Name: 'vpc-id', Values: [vpcId] }] }));
+  const answer = await ec2.send(
+    new DescribeSubnetsCommand({ Filters: [{ Name: 'vpc-id', Values: [vpcId] }] }),
+  );
   const byZone = new Map<string, string>();
   for (const subnet of answer.Subnets ?? []) {
     if (!subnet.SubnetId || !subnet.AvailabilityZone || byZone.has(subnet.AvailabilityZone)) continue;
@@ -99,7 +101,11 @@ async function describeGroupId(ec2: EC2Client, name: string, vpcId: string): Pro
 }
 
 /** The project's security group in the VPC, created with SSH (22) open and traffic within the group allowed. */
-export async function ensureSecurityGroup(ec2: EC2Client, projectName: string, vpcId: string): Promise<string> {
+export async function ensureSecurityGroup(
+  ec2: EC2Client,
+  projectName: string,
+  vpcId: string,
+): Promise<string> {
   const name = securityGroupName(projectName);
   const existing = await describeGroupId(ec2, name, vpcId);
   if (existing) return existing;

@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { DSTACK_SHIM_HTTP_PORT } from '@dstack/core/agent-protocol';
 import { RequirementsSchema } from '@dstack/core';
+import { DSTACK_SHIM_HTTP_PORT } from '@dstack/core/agent-protocol';
 import { DockerEmulatedHosts } from '@dstack/testing/emulators';
 import { Client, utils } from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -40,12 +40,19 @@ async function bridgeGateway(network: string): Promise<string> {
     '-f',
     '{{range .IPAM.Config}}{{.Gateway}} {{end}}',
   ]);
-  const gateway = stdout.trim().split(/\s+/).find((address) => /^\d+\.\d+\.\d+\.\d+$/.test(address));
+  const gateway = stdout
+    .trim()
+    .split(/\s+/)
+    .find((address) => /^\d+\.\d+\.\d+\.\d+$/.test(address));
   if (!gateway) throw new Error(`network ${network} has no IPv4 gateway: ${stdout}`);
   return gateway;
 }
 
-function execOverSsh(host: string, privateKey: string, command: string): Promise<{ code: number | null; stdout: string }> {
+function execOverSsh(
+  host: string,
+  privateKey: string,
+  command: string,
+): Promise<{ code: number | null; stdout: string }> {
   return new Promise((resolve, reject) => {
     const client = new Client();
     client
@@ -115,7 +122,10 @@ describe('the VM bootstrap on an emulated EC2 host', () => {
     const pair = utils.generateKeyPairSync('ed25519');
     const keys = { publicKey: pair.public, privateKey: pair.private };
     const offers = await compute.getOffers(
-      RequirementsSchema.parse({ resources: { cpu: { count: { min: 2 } }, memory: { min: null } }, spot: false }),
+      RequirementsSchema.parse({
+        resources: { cpu: { count: { min: 2 } }, memory: { min: null } },
+        spot: false,
+      }),
     );
     const offer = offers.find((each) => each.availability === 'available');
     if (!offer) throw new Error('no available offer');

@@ -56,8 +56,12 @@ describe('buildVmUserData', () => {
   });
 
   it('refuses user data over the EC2 limit', () => {
-    const keys = Array.from({ length: 200 }, (_, i) => ({ public: `ssh-ed25519 ${'A'.repeat(100)} key${i}` }));
-    expect(() => buildVmUserData({ ...config, ssh_keys: keys })).toThrow(`${MAX_VM_USER_DATA_BYTES}-byte limit`);
+    const keys = Array.from({ length: 200 }, (_, i) => ({
+      public: `ssh-ed25519 ${'A'.repeat(100)} key${i}`,
+    }));
+    expect(() => buildVmUserData({ ...config, ssh_keys: keys })).toThrow(
+      `${MAX_VM_USER_DATA_BYTES}-byte limit`,
+    );
     expect(Buffer.byteLength(buildVmUserData(config))).toBeLessThan(4096);
   });
 });

@@ -211,7 +211,6 @@ describe.skipIf(!environment.available)(
           'i=0; while ! grep -q argv /tmp/runcmd-ran 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done',
           'cat /tmp/runcmd-ran',
           'grep -c "ignoring cloud-config key package_update" /var/log/cloud-init-output.log',
-          
         ].join('\n'),
       );
       expect(result.code).toBe(0);

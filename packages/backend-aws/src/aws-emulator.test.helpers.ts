@@ -28,6 +28,7 @@ export async function startAwsTestEmulator(options: AwsEmulatorOptions = {}): Pr
       if (capacityFault !== undefined) aws.removeFault(capacityFault);
       capacityFault = aws.addFault({ code: 'InsufficientInstanceCapacity', count: count * mostZones }).id;
     },
+    removeInstance: (instanceId) => aws.removeInstance(instanceId),
     launchedMachineCount: () => aws.state().instances.length,
   };
 }

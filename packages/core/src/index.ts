@@ -1,5 +1,7 @@
 export * from './backend/index.js';
+export * from './bootstrap/index.js';
 export * from './configuration/index.js';
 export * from './errors.js';
 export * from './models/index.js';
 export * from './providers/index.js';
+export { VERSION as CORE_VERSION } from './version.js';

@@ -6,7 +6,9 @@
 # The image is a small VM as the server sees one over SSH: OpenSSH's sshd (with sftp-server and
 # ssh-keygen, host keys made at boot), a static busybox for the POSIX shell and coreutils the
 # server's deploy runs (uname, nproc, df, awk, mkdir, cat, nohup, kill, tr, grep, tail, ...),
-# bash, this machine's node at /usr/bin/node, a root user with /root, and the boot script that
+# bash, this machine's node at /usr/bin/node, a root user with /root, the default user `ubuntu`
+# (uid 1000, /home/ubuntu; cloud-config `ssh_authorized_keys` go to it, as on Ubuntu's cloud
+# images, where dstack's AWS backend logs in as `ubuntu`), and the boot script that
 # stands in for cloud-init (emulated-host-boot.sh, next to this script).
 #
 # Usage: build-host-image.sh [--force]
@@ -63,7 +65,7 @@ node_binary="${NODE_BINARY:-$(command -v node)}"
 rootfs="$(mktemp -d /tmp/dstack-emulated-host.XXXXXX)"
 trap 'rm -rf "$rootfs"' EXIT
 
-mkdir -p "$rootfs"/{bin,sbin,usr/bin,usr/sbin,usr/local/bin,usr/lib,etc/ssh,root,tmp,var/tmp,var/log,run/sshd,proc,sys,dev}
+mkdir -p "$rootfs"/{bin,sbin,usr/bin,usr/sbin,usr/local/bin,usr/lib,etc/ssh,root,home/ubuntu,tmp,var/tmp,var/log,run/sshd,proc,sys,dev}
 mkdir -p "$rootfs"/var/lib/cloud/instance/scripts
 chmod 1777 "$rootfs/tmp" "$rootfs/var/tmp"
 chmod 700 "$rootfs/root"
@@ -116,17 +118,20 @@ done
 cat >"$rootfs/etc/passwd" <<'PASSWD'
 root:x:0:0:root:/root:/bin/bash
 sshd:x:100:65534:sshd privilege separation:/run/sshd:/usr/sbin/nologin
+ubuntu:x:1000:1000:Ubuntu:/home/ubuntu:/bin/bash
 nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
 PASSWD
 # `*` is no password, not a locked account: sshd refuses even keys for a locked (`!`) root.
 cat >"$rootfs/etc/shadow" <<'SHADOW'
 root:*:19000:0:99999:7:::
 sshd:*:19000:0:99999:7:::
+ubuntu:*:19000:0:99999:7:::
 nobody:*:19000:0:99999:7:::
 SHADOW
 chmod 640 "$rootfs/etc/shadow"
 cat >"$rootfs/etc/group" <<'GROUP'
 root:x:0:
+ubuntu:x:1000:
 nogroup:x:65534:
 GROUP
 printf 'passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n' >"$rootfs/etc/nsswitch.conf"

@@ -33,6 +33,9 @@ for type in ed25519 ecdsa; do
   [ -e "$key" ] || ssh-keygen -q -t "$type" -N '' -f "$key" || exit 1
 done
 
+# The image is imported with every file owned by root; the default user owns its home.
+chown 1000:1000 /home/ubuntu && chmod 755 /home/ubuntu
+
 echo "emulated-host-boot: booting $(hostname) at $(date -u '+%Y-%m-%dT%H:%M:%SZ')" >>"$log"
 if [ -f "$instance/early.sh" ]; then
   /bin/sh "$instance/early.sh" >>"$log" 2>&1 </dev/null \

@@ -133,6 +133,7 @@ describe('runJobWithCreateInstance', () => {
       instance_name: 'train-0-0',
       instance_id: 'instance-1',
       agent_token: 'agent-token-1',
+      agent_download_url: null,
       user: 'admin',
       ssh_keys: [{ public: 'ssh-ed25519 AAAA project' }],
       volumes: [volume],

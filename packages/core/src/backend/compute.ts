@@ -97,6 +97,12 @@ export interface RunJobParams {
    * requests that carry it.
    */
   agentToken: string;
+  /**
+   * Where a VM's cloud-init downloads the shim (a tarball URL; see `buildVmUserData`), from the
+   * server's setting. VM backends pass it on as `InstanceConfiguration.agent_download_url`
+   * (`runJobWithCreateInstance` does). Absent: the npm tarball of @dstack/shim at core's version.
+   */
+  agentDownloadUrl?: string | null;
   run: RunForCompute;
   job: JobForCompute;
   /** The offer chosen from this backend's `getOffers`. */

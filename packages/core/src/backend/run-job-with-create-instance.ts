@@ -20,6 +20,7 @@ export function runJobWithCreateInstance(
     instance_name: job.job_spec.job_name,
     instance_id: params.instanceId,
     agent_token: params.agentToken,
+    agent_download_url: params.agentDownloadUrl ?? null,
     user: run.user,
     ssh_keys: [{ public: params.projectSshPublicKey.trim() }],
     volumes: [...params.volumes],

@@ -169,6 +169,12 @@ export const InstanceConfigurationSchema = z.object({
    * commands on the instance through the shim.
    */
   agent_token: z.string().min(1),
+  /**
+   * Where a VM's cloud-init downloads the shim from: a tarball URL holding @dstack/shim's
+   * package (`package/dist/dstack-shim.bundle.mjs`). The server fills it from its setting;
+   * absent or null: the npm registry tarball of @dstack/shim at @dstack/core's version.
+   */
+  agent_download_url: z.string().url().nullish(),
   reservation: z.string().nullish(),
   volumes: z.array(VolumeSchema).nullish(),
   /** User tags; backend tags win on conflict (see `mergeTags`). */

@@ -18,6 +18,7 @@ import {
   docker,
   execOverSsh,
   prepareDockerForHostTests,
+  sshAs,
   sshAsRoot,
 } from './emulated-hosts.test.helpers.js';
 import { HostUserDataError } from './instance-boot-files.js';
@@ -177,7 +178,7 @@ describe.skipIf(!environment.available)(
       }
     });
 
-    it('applies #cloud-config: ssh_authorized_keys and write_files before sshd, runcmd beside it', async () => {
+    it('applies #cloud-config: ssh_authorized_keys for the default user ubuntu and write_files before sshd, runcmd beside it', async () => {
       const userData = [
         '#cloud-config',
         'ssh_authorized_keys:',
@@ -185,33 +186,35 @@ describe.skipIf(!environment.available)(
         'write_files:',
         '  - path: /etc/dstack/settings.env',
         '    permissions: "0640"',
+        '    owner: ubuntu:ubuntu',
         '    content: |',
         '      ANSWER=42',
         '  - path: /opt/binary.dat',
         '    encoding: b64',
         `    content: ${Buffer.from([0, 1, 2, 255]).toString('base64')}`,
         'runcmd:',
-        '  - echo "runcmd as $(id -un)" > /root/runcmd-ran',
-        "  - [sh, -c, 'echo argv form >> /root/runcmd-ran']",
+        '  - echo "runcmd as $(id -un)" > /tmp/runcmd-ran',
+        "  - [sh, -c, 'echo argv form >> /tmp/runcmd-ran']",
         'package_update: true',
         '',
       ].join('\n');
       const host = await hosts.launch({ instanceId: instanceId(), userData });
-      const result = await sshAsRoot(
+      const result = await sshAs(
         host.address,
         key.private,
+        'ubuntu',
         [
+          'id -un',
           'cat /etc/dstack/settings.env',
           'stat -c %a /etc/dstack/settings.env',
           'od -An -tu1 /opt/binary.dat | tr -s " " | sed "s/^ //"',
-          'i=0; while ! grep -q argv /root/runcmd-ran 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done',
-          'cat /root/runcmd-ran',
+          'i=0; while ! grep -q argv /tmp/runcmd-ran 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done',
+          'cat /tmp/runcmd-ran',
           'grep -c "ignoring cloud-config key package_update" /var/log/cloud-init-output.log',
-          'cat /var/lib/cloud/instance/user-data.txt',
         ].join('\n'),
       );
       expect(result.code).toBe(0);
-      expect(result.stdout).toBe(`ANSWER=42\n640\n0 1 2 255\nruncmd as root\nargv form\n1\n${userData}`);
+      expect(result.stdout).toBe(`ubuntu\nANSWER=42\n640\n0 1 2 255\nruncmd as root\nargv form\n1\n`);
     });
 
     it('gives each host its own address on an internal network, with no route beyond it', async () => {

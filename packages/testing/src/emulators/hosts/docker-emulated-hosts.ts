@@ -61,6 +61,8 @@ interface HostRecord {
   readonly containerName: string;
   /** Set by terminate and close; a launch in progress checks it after each step. */
   terminated: boolean;
+  /** The removal under way: a terminate racing another (the emulator's, close's) joins it. */
+  removal?: Promise<void>;
 }
 
 function isProcessAlive(pid: number): boolean {
@@ -391,8 +393,10 @@ export class DockerEmulatedHosts implements EmulatedHosts {
     const record = this.#hosts.get(instanceId);
     if (record === undefined) return;
     record.terminated = true;
+    // Two `docker rm` of one container at once: the second fails ("removal already in progress").
+    record.removal ??= this.#remove(record);
     try {
-      await this.#remove(record);
+      await record.removal;
     } finally {
       if (this.#hosts.get(instanceId) === record) this.#hosts.delete(instanceId);
     }

@@ -44,7 +44,7 @@ export interface SshResult {
   code: number | null;
 }
 
-function connectOnce(address: string, privateKey: string): Promise<Client> {
+function connectOnce(address: string, privateKey: string, username: string): Promise<Client> {
   return new Promise((resolve, reject) => {
     const client = new Client();
     client
@@ -53,7 +53,7 @@ function connectOnce(address: string, privateKey: string): Promise<Client> {
         client.end();
         reject(error);
       })
-      .connect({ host: address, port: 22, username: 'root', privateKey, readyTimeout: 10_000 });
+      .connect({ host: address, port: 22, username, privateKey, readyTimeout: 10_000 });
   });
 }
 
@@ -61,11 +61,16 @@ function connectOnce(address: string, privateKey: string): Promise<Client> {
  * Logs in as root with the key. The user data that authorizes the key runs beside sshd (as
  * cloud-init's final stage does), so a refused key is retried for a bounded number of attempts.
  */
-export async function connectAsRoot(address: string, privateKey: string): Promise<Client> {
+export function connectAsRoot(address: string, privateKey: string): Promise<Client> {
+  return connectAs(address, privateKey, 'root');
+}
+
+/** Logs in as `username` (e.g. the image's default user `ubuntu`, which cloud-config keys go to), retrying as `connectAsRoot`. */
+export async function connectAs(address: string, privateKey: string, username: string): Promise<Client> {
   let lastError: unknown;
   for (let attempt = 0; attempt < 100; attempt++) {
     try {
-      return await connectOnce(address, privateKey);
+      return await connectOnce(address, privateKey, username);
     } catch (error) {
       lastError = error;
       if ((error as { level?: string }).level !== 'client-authentication') throw error;
@@ -96,8 +101,18 @@ export function execOverSsh(client: Client, command: string): Promise<SshResult>
 }
 
 /** Runs one command over a fresh login and ends it. */
-export async function sshAsRoot(address: string, privateKey: string, command: string): Promise<SshResult> {
-  const client = await connectAsRoot(address, privateKey);
+export function sshAsRoot(address: string, privateKey: string, command: string): Promise<SshResult> {
+  return sshAs(address, privateKey, 'root', command);
+}
+
+/** Runs `command` over SSH as `username`. */
+export async function sshAs(
+  address: string,
+  privateKey: string,
+  username: string,
+  command: string,
+): Promise<SshResult> {
+  const client = await connectAs(address, privateKey, username);
   try {
     return await execOverSsh(client, command);
   } finally {

@@ -74,7 +74,7 @@ describe('instanceBootFiles', () => {
       expect((await stat(join(root, 'etc/app/plain.txt'))).mode & 0o777).toBe(0o644);
       expect(await readFile(join(root, 'etc/app/packed.bin'), 'utf8')).toBe('unpacked');
       expect((await stat(join(root, 'etc/app/packed.bin'))).mode & 0o777).toBe(0o755);
-      expect(await readFile(join(root, 'root/.ssh/authorized_keys'), 'utf8')).toBe(
+      expect(await readFile(join(root, 'home/ubuntu/.ssh/authorized_keys'), 'utf8')).toBe(
         'ssh-ed25519 AAAA first\nssh-ed25519 BBBB second\n',
       );
       // Deferred files are written in the final stage, before runcmd.

@@ -10,6 +10,12 @@
 import { gunzipSync } from 'node:zlib';
 import { parse as parseYaml } from 'yaml';
 
+/**
+ * The image's default user (Ubuntu's `ubuntu`), who gets the cloud-config `ssh_authorized_keys`
+ * as cloud-init gives them to the distro's default user; root gets none.
+ */
+export const EMULATED_HOST_DEFAULT_USER = 'ubuntu';
+
 /** Where the boot script looks for the instance's files (cloud-init's own directory). */
 export const INSTANCE_DIRECTORY = '/var/lib/cloud/instance';
 
@@ -162,12 +168,14 @@ function cloudConfigFiles(userData: string): InstanceBootFile[] {
     const authorized = expectList(keys.ssh_authorized_keys, 'ssh_authorized_keys').map((key, index) =>
       expectString(key, `ssh_authorized_keys[${index}]`).trim(),
     );
-    const directory = '/root/.ssh';
+    const user = EMULATED_HOST_DEFAULT_USER;
+    const directory = `/home/${user}/.ssh`;
     const file = `${directory}/authorized_keys`;
     early.push(
       `mkdir -p ${shellQuote(directory)} && chmod 700 ${shellQuote(directory)}`,
       ...writeBytesLines(file, Buffer.from(`${authorized.join('\n')}\n`), true),
       `chmod 600 ${shellQuote(file)}`,
+      `chown -R ${user}:${user} ${shellQuote(directory)}`,
     );
   }
   const files: InstanceBootFile[] = [];

@@ -1,0 +1,284 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type InstanceConfiguration,
+  type InstanceOfferWithAvailability,
+  InvalidCredentialsError,
+  type JobProvisioningData,
+  NoCapacityError,
+  ProvisioningError,
+  RequirementsSchema,
+  ServerClientError,
+} from '@dstack/core';
+import { anyCpuOfferRequirements } from '@dstack/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type AwsCompute, createAwsBackend } from './aws-compute.js';
+import type { AwsBackendConfigWithCreds } from './aws-config.js';
+import { AwsConfigurator } from './aws-configurator.js';
+import { type AwsTestEmulator, emulatorConfig, startAwsTestEmulator } from './aws-emulator.test.helpers.js';
+
+let emulator: AwsTestEmulator;
+let compute: AwsCompute;
+
+beforeAll(async () => {
+  emulator = await startAwsTestEmulator();
+  compute = createAwsBackend({ config: { ...emulatorConfig(emulator.aws), regions: ['us-west-2'] } });
+});
+afterAll(async () => {
+  compute?.close();
+  await emulator?.close();
+});
+
+function instanceConfig(extra: Partial<InstanceConfiguration> = {}): InstanceConfiguration {
+  return {
+    project_name: 'main',
+    instance_name: 'fleet-0',
+    instance_id: randomUUID(),
+    agent_token: 'agent-token',
+    user: 'admin',
+    ssh_keys: [{ public: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIO3x project' }],
+    tags: { team: 'ml' },
+    ...extra,
+  };
+}
+
+async function cheapest(spot: boolean): Promise<InstanceOfferWithAvailability> {
+  const offers = await compute.getOffers(
+    RequirementsSchema.parse({ resources: { cpu: { count: { min: 2 } }, memory: { min: null } }, spot }),
+  );
+  const offer = offers.find((each) => each.availability === 'available');
+  if (!offer) throw new Error('no available offer');
+  return offer;
+}
+
+/** Polls updateProvisioningData (bounded) until it has a hostname. */
+async function untilRunning(data: JobProvisioningData): Promise<JobProvisioningData> {
+  let current = data;
+  for (let attempt = 0; attempt < 200 && current.hostname == null; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+    current = await compute.updateProvisioningData(current, { publicKey: '', privateKey: '' });
+  }
+  return current;
+}
+
+function caught(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+}
+
+describe('validateConfig', () => {
+  const configurator = new AwsConfigurator();
+
+  it('accepts the emulator key and rejects a wrong one naming creds.access_key', async () => {
+    await configurator.validateConfig(emulatorConfig(emulator.aws), { defaultCredsEnabled: true });
+    const error = await caught(
+      configurator.validateConfig(
+        emulatorConfig(emulator.aws, {
+          creds: { type: 'access_key', access_key: 'AKIANOTAKEY000000000', secret_key: 'x' },
+        }),
+        { defaultCredsEnabled: true },
+      ),
+    );
+    expect(InvalidCredentialsError.isInstance(error)).toBe(true);
+    expect((error as InvalidCredentialsError).fields).toEqual([['creds', 'access_key']]);
+  });
+
+  it('names an unknown region by its index', async () => {
+    const error = await caught(
+      configurator.validateConfig(emulatorConfig(emulator.aws, { regions: ['us-east-1', 'mars-north-1'] }), {
+        defaultCredsEnabled: true,
+      }),
+    );
+    expect(ServerClientError.isInstance(error)).toBe(true);
+    expect(error).toMatchObject({ fields: [['regions', '1']] });
+    expect(String(error)).toContain('mars-north-1');
+  });
+
+  it('names unknown fields and refuses vpc_name with vpc_ids', async () => {
+    const unknown = await caught(
+      configurator.validateConfig(
+        { ...emulatorConfig(emulator.aws), vpc: 'x' } as AwsBackendConfigWithCreds,
+        {
+          defaultCredsEnabled: true,
+        },
+      ),
+    );
+    expect(String(unknown)).toContain('vpc');
+    const both = await caught(
+      configurator.validateConfig(
+        emulatorConfig(emulator.aws, { vpc_name: 'main', vpc_ids: { 'us-east-1': 'vpc-1' } }),
+        { defaultCredsEnabled: true },
+      ),
+    );
+    expect(both).toMatchObject({ fields: [['vpc_ids']] });
+  });
+
+  it('refuses default creds when the server disables them', async () => {
+    const error = await caught(
+      configurator.validateConfig(emulatorConfig(emulator.aws, { creds: { type: 'default' } }), {
+        defaultCredsEnabled: false,
+      }),
+    );
+    expect(error).toMatchObject({ fields: [['creds', 'type']] });
+  });
+});
+
+describe('getOffers', () => {
+  it("keeps the configured regions and dstack's families, disks 100 GB–16 TB, with zones", async () => {
+    const offers = await compute.getOffers(anyCpuOfferRequirements());
+    expect(offers.length).toBeGreaterThan(0);
+    for (const offer of offers) {
+      expect(offer.region).toBe('us-west-2');
+      expect(offer.instance.name).toMatch(
+        /^(m7i|c7i|r7i|t3|c5|m5|p4d|p4de|p5|p5e|p5en|p6-b\d+|g4dn|g5|g6|g6e|gr6|g7|g7e)\./,
+      );
+      expect(offer.instance.resources.disk.size_mib).toBe(100 * 1024);
+      expect(offer.availability_zones?.every((zone) => zone.startsWith('us-west-2'))).toBe(true);
+    }
+    const huge = await compute.getOffers(
+      RequirementsSchema.parse({
+        resources: { cpu: { count: { min: 1 } }, memory: { min: null }, disk: { size: { min: 17000 } } },
+      }),
+    );
+    expect(huge).toEqual([]);
+  });
+
+  it('marks offers no_quota where the vCPU quota of their class and market is 0', async () => {
+    const quotaEmulator = await startAwsTestEmulator({ quotas: { 'L-1216C47A': 0 } });
+    const quotaCompute = createAwsBackend({
+      config: { ...emulatorConfig(quotaEmulator.aws), regions: ['us-east-1'] },
+    });
+    try {
+      const offers = await quotaCompute.getOffers(anyCpuOfferRequirements());
+      const onDemandCpu = offers.filter(
+        (offer) => !offer.instance.resources.spot && offer.instance.resources.gpus.length === 0,
+      );
+      const spotCpu = offers.filter(
+        (offer) => offer.instance.resources.spot && offer.instance.resources.gpus.length === 0,
+      );
+      expect(onDemandCpu.length).toBeGreaterThan(0);
+      expect(onDemandCpu.every((offer) => offer.availability === 'no_quota')).toBe(true);
+      expect(spotCpu.every((offer) => offer.availability === 'available')).toBe(true);
+    } finally {
+      quotaCompute.close();
+      await quotaEmulator.close();
+    }
+  });
+});
+
+describe('createInstance', () => {
+  it('launches with dstack tags and the security group, and fills the provisioning data once running', async () => {
+    const offer = await cheapest(false);
+    const started = await compute.createInstance(offer, instanceConfig(), null);
+    expect(started).toMatchObject({ backend: 'aws', hostname: null, username: 'ubuntu', dockerized: true });
+    const ready = await untilRunning(started);
+    expect(ready.hostname).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    expect(ready.internal_ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    expect(ready.ssh_port).toBe(22);
+    const state = emulator.aws.state().instances.find((instance) => instance.id === started.instance_id);
+    expect(state).toMatchObject({ type: offer.instance.name, market: 'on-demand', state: 'running' });
+    await compute.terminateInstance(started.instance_id, started.region);
+  });
+
+  it('returns the same instance for a second launch with the same instance_id', async () => {
+    const offer = await cheapest(false);
+    const config = instanceConfig();
+    const first = await compute.createInstance(offer, config, null);
+    const count = emulator.aws.state().instances.length;
+    const second = await compute.createInstance(offer, config, null);
+    expect(second.instance_id).toBe(first.instance_id);
+    expect(emulator.aws.state().instances.length).toBe(count);
+    await compute.terminateInstance(first.instance_id, first.region);
+  });
+
+  it('moves to the next zone on a capacity error, then gives NoCapacityError', async () => {
+    const offer = await cheapest(false);
+    const zones = offer.availability_zones ?? [];
+    expect(zones.length).toBeGreaterThan(1);
+    const fault = emulator.aws.addFault({
+      code: 'InsufficientInstanceCapacity',
+      zone: zones[0],
+      instanceType: offer.instance.name,
+    });
+    try {
+      const launched = await compute.createInstance(offer, instanceConfig(), null);
+      expect(launched.availability_zone).toBe(zones[1]);
+      await compute.terminateInstance(launched.instance_id, launched.region);
+    } finally {
+      emulator.aws.removeFault(fault.id);
+    }
+    const everywhere = emulator.aws.addFault({
+      code: 'InsufficientInstanceCapacity',
+      instanceType: offer.instance.name,
+    });
+    try {
+      const before = emulator.aws.state().instances.length;
+      const error = await caught(compute.createInstance(offer, instanceConfig(), null));
+      expect(NoCapacityError.isInstance(error)).toBe(true);
+      expect(String(error)).toContain(zones.at(-1));
+      expect(emulator.aws.state().instances.length).toBe(before);
+    } finally {
+      emulator.aws.removeFault(everywhere.id);
+    }
+  });
+
+  it('gives a bad parameter as an error at once, not NoCapacityError', async () => {
+    const offer = await cheapest(false);
+    const custom = createAwsBackend({
+      config: {
+        ...emulatorConfig(emulator.aws),
+        regions: ['us-west-2'],
+        os_images: { cpu: { name: 'no-such-image-*', user: 'admin' } },
+      },
+    });
+    try {
+      const error = await caught(custom.createInstance(offer, instanceConfig(), null));
+      expect(error).toBeInstanceOf(Error);
+      expect(NoCapacityError.isInstance(error)).toBe(false);
+      expect(String(error)).toContain('no-such-image-*');
+    } finally {
+      custom.close();
+    }
+  });
+
+  it('launches spot instances, and reports one EC2 took back as interrupted', async () => {
+    const offer = await cheapest(true);
+    const started = await compute.createInstance(offer, instanceConfig(), null);
+    expect(emulator.aws.state().instances.find((each) => each.id === started.instance_id)?.market).toBe(
+      'spot',
+    );
+    await untilRunning(started);
+    expect(await compute.describeInstance(started.instance_id, started.region)).toMatchObject({
+      state: 'running',
+      interrupted: false,
+    });
+    emulator.aws.interruptSpotInstance(started.instance_id);
+    const status = await compute.describeInstance(started.instance_id, started.region);
+    expect(status.interrupted).toBe(true);
+    expect(status.stateReason).toBe('Server.SpotInstanceTermination');
+    await compute.terminateInstance(started.instance_id, started.region);
+  });
+
+  it('fails provisioning of an instance that ended before it ran', async () => {
+    const offer = await cheapest(false);
+    const started = await compute.createInstance(offer, instanceConfig(), null);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // past the NotFound window
+    await compute.terminateInstance(started.instance_id, started.region);
+    const error = await caught(untilRunning(started));
+    expect(ProvisioningError.isInstance(error)).toBe(true);
+  });
+});
+
+describe('terminateInstance', () => {
+  it('is idempotent, and done for an id EC2 does not know', async () => {
+    const offer = await cheapest(false);
+    const started = await compute.createInstance(offer, instanceConfig(), null);
+    await compute.terminateInstance(started.instance_id, started.region);
+    await compute.terminateInstance(started.instance_id, started.region);
+    await compute.terminateInstance('i-0123456789abcdef0', 'us-west-2');
+    expect(emulator.aws.state().instances.find((each) => each.id === started.instance_id)?.state).toMatch(
+      /shutting-down|terminated/,
+    );
+  });
+});

@@ -1,0 +1,442 @@
+import { createHash } from 'node:crypto';
+import {
+  DescribeAvailabilityZonesCommand,
+  DescribeInstancesCommand,
+  type EC2Client,
+  type Instance,
+  RunInstancesCommand,
+  type RunInstancesCommandInput,
+  TerminateInstancesCommand,
+} from '@aws-sdk/client-ec2';
+import { Catalog } from '@dstack/catalog';
+import {
+  BackendError,
+  buildVmUserData,
+  type Capability,
+  type CatalogQueryable,
+  type ComputeWithCreateInstance,
+  type ComputeWithInstanceVolumes,
+  type ComputeWithPrivileged,
+  generateUniqueBackendName,
+  getCatalogOffers,
+  type InstanceConfiguration,
+  type InstanceOfferWithAvailability,
+  type JobProvisioningData,
+  mergeTags,
+  NoCapacityError,
+  type PlacementGroup,
+  type ProjectSshKeys,
+  ProvisioningError,
+  type Requirements,
+  type RunJobParams,
+  runJobWithCreateInstance,
+  withAvailability,
+} from '@dstack/core';
+import { AwsClients, awsErrorCode } from './aws-clients.js';
+import { AWS_BACKEND_TYPE, type AwsConfig } from './aws-config.js';
+import { findImageId, imageChoiceFor } from './aws-images.js';
+import { ensureSecurityGroup, findVpcId, subnetsByZone } from './aws-network.js';
+import {
+  AWS_CONFIGURABLE_DISK_SIZE,
+  isSupportedInstanceType,
+  marketOf,
+  readVcpuQuota,
+  VcpuQuotas,
+  vcpuQuotaCode,
+} from './aws-offers.js';
+
+/**
+ * What this Compute implements, declared on the plugin descriptor too: fleets
+ * (`createInstance`), privileged runs and instance (host path) volumes, as every shim backend.
+ */
+export const AWS_CAPABILITIES: readonly Capability[] = ['create-instance', 'privileged', 'instance-volumes'];
+
+/**
+ * RunInstances errors after which the next zone may succeed (capacity, quota, a type the zone
+ * lacks, spot limits). Any other error is the request's fault: it is thrown at once, no retry.
+ */
+export const AWS_NEXT_ZONE_ERROR_CODES: ReadonlySet<string> = new Set([
+  'InsufficientInstanceCapacity',
+  'InstanceLimitExceeded',
+  'VcpuLimitExceeded',
+  'Unsupported',
+  'SpotMaxPriceTooLow',
+  'MaxSpotInstanceCountExceeded',
+  'InsufficientCapacityOnHost',
+  'InsufficientHostCapacity',
+  'InsufficientReservedInstanceCapacity',
+]);
+
+/** The stateReason code EC2 gives a spot instance it took back. */
+export const SPOT_INTERRUPTION_REASON_CODE = 'Server.SpotInstanceTermination';
+
+/** What `backend_data` of the provisioning data holds. */
+export interface AwsBackendData {
+  readonly zone: string;
+  readonly market: 'on-demand' | 'spot';
+}
+
+/** What the backend learns about one of its instances (`describeInstance`). */
+export interface AwsInstanceStatus {
+  /** EC2's state name, or `gone` when EC2 no longer lists it. */
+  readonly state: string;
+  /** True when EC2 took the (spot) instance back: the job ends `interrupted`. */
+  readonly interrupted: boolean;
+  readonly stateReason: string | undefined;
+}
+
+/** Settings of `createAwsBackend`. */
+export interface AwsBackendSettings {
+  /** The backend's config with creds, as the configurator reads it from the stored record. Required. */
+  config: AwsConfig;
+  /** Where offers come from. Default: one shared `Catalog` of the bundled snapshot's AWS rows. */
+  catalog?: CatalogQueryable;
+  /** SDK attempts per call. Default the SDK's (3). */
+  maxAttempts?: number;
+}
+
+/** Codes after which the same RunInstances (same ClientToken) is repeated: throttling, EC2's own failures. */
+const RETRIED_LAUNCH_ERROR_CODES: ReadonlySet<string> = new Set([
+  'RequestLimitExceeded',
+  'Throttling',
+  'InternalError',
+  'ServiceUnavailable',
+  'Unavailable',
+]);
+const LAUNCH_ATTEMPTS = 4;
+
+/** RunInstances, repeated (bounded, with a short backoff) on throttling and EC2's internal errors only. */
+async function runInstances(ec2: EC2Client, input: RunInstancesCommandInput) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ec2.send(new RunInstancesCommand(input));
+    } catch (error) {
+      const code = awsErrorCode(error);
+      if (attempt >= LAUNCH_ATTEMPTS || code === undefined || !RETRIED_LAUNCH_ERROR_CODES.has(code))
+        throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200 * 2 ** (attempt - 1)));
+    }
+  }
+}
+
+/** A deterministic `Math.random` stand-in seeded by `seed` (SHA-256 bytes). */
+function seededRandom(seed: string): () => number {
+  const bytes = createHash('sha256').update(seed).digest();
+  let index = 0;
+  return () => (bytes[index++ % bytes.length] as number) / 256;
+}
+
+let defaultCatalog: Catalog | undefined;
+function sharedDefaultCatalog(): Catalog {
+  defaultCatalog ??= new Catalog({ providers: ['aws'] });
+  return defaultCatalog;
+}
+
+function parseBackendData(data: string | null | undefined): Partial<AwsBackendData> {
+  try {
+    return (JSON.parse(data ?? '{}') as Partial<AwsBackendData>) ?? {};
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Runs jobs on EC2: `createInstance` launches an instance whose cloud-init (core's VM bootstrap)
+ * starts the shim, and `runJob` is `createInstance` for the job.
+ */
+export class AwsCompute
+  implements ComputeWithCreateInstance, ComputeWithPrivileged, ComputeWithInstanceVolumes
+{
+  readonly type = AWS_BACKEND_TYPE;
+  readonly capabilities = AWS_CAPABILITIES;
+  readonly config: AwsConfig;
+  readonly #clients: AwsClients;
+  readonly #catalog: CatalogQueryable;
+  readonly #quotas: VcpuQuotas;
+  readonly #zones = new Map<string, Promise<string[]>>();
+
+  constructor(settings: AwsBackendSettings) {
+    this.config = settings.config;
+    this.#clients = new AwsClients({
+      creds: settings.config.creds,
+      endpointUrl: settings.config.endpoint_url,
+      maxAttempts: settings.maxAttempts,
+    });
+    this.#catalog = settings.catalog ?? sharedDefaultCatalog();
+    this.#quotas = new VcpuQuotas((region, code) => readVcpuQuota(this.#clients.serviceQuotas(region), code));
+  }
+
+  /** The catalog's AWS offers in the configured regions and dstack's families, with quota availability and zones. */
+  async getOffers(requirements: Requirements): Promise<InstanceOfferWithAvailability[]> {
+    const offers = await getCatalogOffers(this.#catalog, AWS_BACKEND_TYPE, {
+      requirements,
+      locations: this.config.regions ?? null,
+      configurableDiskSize: AWS_CONFIGURABLE_DISK_SIZE,
+      extraFilter: (offer) => isSupportedInstanceType(offer.instance.name),
+    });
+    return Promise.all(
+      offers.map(async (offer) => {
+        const quota = await this.#quotas.get(
+          offer.region,
+          vcpuQuotaCode(offer.instance.name, marketOf(offer)),
+        );
+        const zones = await this.#zonesOf(offer.region).catch(() => null);
+        return withAvailability(offer, quota === 0 ? 'no_quota' : 'available', {
+          availability_zones: zones,
+        });
+      }),
+    );
+  }
+
+  runJob(params: RunJobParams): Promise<JobProvisioningData> {
+    return runJobWithCreateInstance(this, params);
+  }
+
+  /**
+   * Launches the instance: the instance already launched for `config.instance_id` when there is
+   * one (a retried launch), else RunInstances with `ClientToken` = `instance_id` in each zone's
+   * subnet in turn. Capacity and quota errors move to the next zone, then `NoCapacityError`.
+   */
+  async createInstance(
+    offer: InstanceOfferWithAvailability,
+    config: InstanceConfiguration,
+    _placementGroup: PlacementGroup | null,
+  ): Promise<JobProvisioningData> {
+    const region = offer.region;
+    const ec2 = this.#clients.ec2(region);
+    const image = imageChoiceFor(this.config, offer.instance.resources.gpus.length > 0);
+    const launched = await this.#findLaunched(ec2, config.instance_id);
+    if (launched) return this.#provisioningData(offer, launched, image.user);
+
+    const publicIps = this.config.public_ips ?? true;
+    const vpcId = await findVpcId(ec2, this.config, region);
+    const subnets = await subnetsByZone(ec2, vpcId, publicIps);
+    const zones = (offer.availability_zones ?? [...subnets.keys()].sort()).filter((zone) =>
+      subnets.has(zone),
+    );
+    if (zones.length === 0)
+      throw new NoCapacityError(`No usable subnet of ${vpcId} in the offer's zones (${region})`);
+    const [imageId, groupId] = await Promise.all([
+      findImageId(ec2, image, region),
+      ensureSecurityGroup(ec2, config.project_name, vpcId),
+    ]);
+    // The same name for the same instance_id: a retried RunInstances must repeat its parameters.
+    const name = generateUniqueBackendName(config.project_name, config.instance_name, {
+      random: seededRandom(config.instance_id),
+    });
+    const tags = mergeTags(
+      {
+        Name: name,
+        owner: 'dstack',
+        dstack_project: config.project_name,
+        dstack_name: config.instance_name,
+        dstack_user: config.user,
+      },
+      this.config.tags,
+      config.tags,
+    );
+    const spot = offer.instance.resources.spot;
+    const userData = Buffer.from(buildVmUserData(config), 'utf8').toString('base64');
+    const failures: string[] = [];
+    for (const zone of zones) {
+      const input: RunInstancesCommandInput = {
+        ImageId: imageId,
+        InstanceType: offer.instance.name as RunInstancesCommandInput['InstanceType'],
+        MinCount: 1,
+        MaxCount: 1,
+        ClientToken: config.instance_id,
+        UserData: userData,
+        BlockDeviceMappings: [
+          {
+            DeviceName: '/dev/sda1',
+            Ebs: {
+              VolumeSize: Math.round(offer.instance.resources.disk.size_mib / 1024),
+              VolumeType: 'gp2',
+              DeleteOnTermination: true,
+            },
+          },
+        ],
+        TagSpecifications: [
+          { ResourceType: 'instance', Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) },
+        ],
+        NetworkInterfaces: [
+          {
+            DeviceIndex: 0,
+            SubnetId: subnets.get(zone),
+            AssociatePublicIpAddress: publicIps,
+            Groups: [groupId],
+          },
+        ],
+        ...(this.config.iam_instance_profile
+          ? { IamInstanceProfile: { Name: this.config.iam_instance_profile } }
+          : {}),
+        ...(spot
+          ? {
+              InstanceMarketOptions: {
+                MarketType: 'spot',
+                SpotOptions: { SpotInstanceType: 'one-time', InstanceInterruptionBehavior: 'terminate' },
+              },
+            }
+          : {}),
+      };
+      try {
+        const answer = await runInstances(this.#clients.ec2WithoutRetries(region), input);
+        const instance = answer.Instances?.[0];
+        if (!instance?.InstanceId) throw new BackendError(`RunInstances in ${zone} returned no instance`);
+        return this.#provisioningData(offer, instance, image.user);
+      } catch (error) {
+        const code = awsErrorCode(error);
+        // A retried launch that first succeeded in a later zone: its ClientToken matches there.
+        if (code === 'IdempotentParameterMismatch') {
+          failures.push(`${zone}: ${code}`);
+          continue;
+        }
+        if (code === undefined || !AWS_NEXT_ZONE_ERROR_CODES.has(code)) throw error;
+        failures.push(`${zone}: ${code}`);
+      }
+    }
+    throw new NoCapacityError(
+      `No capacity for ${offer.instance.name}${spot ? ' (spot)' : ''} in ${region}: ${failures.join(', ')}`,
+    );
+  }
+
+  /** Terminates the instance; an instance EC2 no longer knows is terminated already. */
+  async terminateInstance(instanceId: string, region: string, _backendData?: string | null): Promise<void> {
+    try {
+      await this.#clients.ec2(region).send(new TerminateInstancesCommand({ InstanceIds: [instanceId] }));
+    } catch (error) {
+      const code = awsErrorCode(error);
+      if (code === 'InvalidInstanceID.NotFound' || code === 'InvalidInstanceID.Malformed') return;
+      throw error;
+    }
+  }
+
+  /**
+   * Looks the instance up once: `hostname` (the public IP, or the private one without public
+   * IPs) and `internal_ip` once it runs with its address. An instance that ended before running
+   * fails provisioning; the NotFound window right after launch and throttling leave the data unchanged.
+   */
+  async updateProvisioningData(
+    provisioningData: JobProvisioningData,
+    _projectSshKeys?: ProjectSshKeys,
+  ): Promise<JobProvisioningData> {
+    const instance = await this.#describe(provisioningData.region, provisioningData.instance_id);
+    if (instance === 'transient') return provisioningData;
+    if (instance === undefined) {
+      throw new ProvisioningError(`Instance ${provisioningData.instance_id} no longer exists`);
+    }
+    const state = instance.State?.Name;
+    if (state === 'shutting-down' || state === 'terminated' || state === 'stopping' || state === 'stopped') {
+      const reason = instance.StateReason?.Code ? ` (${instance.StateReason.Code})` : '';
+      throw new ProvisioningError(`Instance ${provisioningData.instance_id} is ${state}${reason}`);
+    }
+    if (state !== 'running') return provisioningData;
+    const hostname = provisioningData.public_ip_enabled
+      ? instance.PublicIpAddress
+      : instance.PrivateIpAddress;
+    if (!hostname) return provisioningData;
+    return { ...provisioningData, hostname, internal_ip: instance.PrivateIpAddress ?? null, ssh_port: 22 };
+  }
+
+  /**
+   * The instance's state as EC2 reports it, and whether EC2 took it back (a spot interruption:
+   * `stateReason` `Server.SpotInstanceTermination`). Not part of core's contract yet: the server
+   * can ask it when an instance of this backend stops answering.
+   */
+  async describeInstance(instanceId: string, region: string): Promise<AwsInstanceStatus> {
+    const instance = await this.#describe(region, instanceId);
+    if (instance === 'transient') return { state: 'pending', interrupted: false, stateReason: undefined };
+    if (instance === undefined) return { state: 'gone', interrupted: false, stateReason: undefined };
+    const stateReason = instance.StateReason?.Code;
+    return {
+      state: instance.State?.Name ?? 'unknown',
+      interrupted: stateReason === SPOT_INTERRUPTION_REASON_CODE,
+      stateReason,
+    };
+  }
+
+  /** Closes the SDK clients' connections. */
+  close(): void {
+    this.#clients.destroy();
+  }
+
+  async #describe(region: string, instanceId: string): Promise<Instance | 'transient' | undefined> {
+    try {
+      const answer = await this.#clients
+        .ec2(region)
+        .send(new DescribeInstancesCommand({ InstanceIds: [instanceId] }));
+      return answer.Reservations?.flatMap((reservation) => reservation.Instances ?? [])[0];
+    } catch (error) {
+      const code = awsErrorCode(error);
+      // Right after RunInstances EC2 may not know the id yet (eventual consistency).
+      if (code === 'InvalidInstanceID.NotFound') return 'transient';
+      if (code === 'RequestLimitExceeded' || code === 'Throttling') return 'transient';
+      throw error;
+    }
+  }
+
+  /** The live instance a previous launch with this ClientToken made, if any. */
+  async #findLaunched(ec2: EC2Client, clientToken: string): Promise<Instance | undefined> {
+    const answer = await ec2.send(
+      new DescribeInstancesCommand({
+        Filters: [
+          { Name: 'client-token', Values: [clientToken] },
+          { Name: 'instance-state-name', Values: ['pending', 'running'] },
+        ],
+      }),
+    );
+    return answer.Reservations?.flatMap((reservation) => reservation.Instances ?? [])[0];
+  }
+
+  #zonesOf(region: string): Promise<string[]> {
+    let zones = this.#zones.get(region);
+    if (!zones) {
+      zones = this.#clients
+        .ec2(region)
+        .send(new DescribeAvailabilityZonesCommand({ Filters: [{ Name: 'region-name', Values: [region] }] }))
+        .then((answer) =>
+          (answer.AvailabilityZones ?? [])
+            .filter((zone) => zone.State === undefined || zone.State === 'available')
+            .flatMap((zone) => (zone.ZoneName ? [zone.ZoneName] : []))
+            .sort(),
+        );
+      zones.catch(() => this.#zones.delete(region));
+      this.#zones.set(region, zones);
+    }
+    return zones;
+  }
+
+  #provisioningData(
+    offer: InstanceOfferWithAvailability,
+    instance: Instance,
+    username: string,
+  ): JobProvisioningData {
+    const zone = instance.Placement?.AvailabilityZone ?? '';
+    const backendData: AwsBackendData = {
+      zone,
+      market: offer.instance.resources.spot ? 'spot' : 'on-demand',
+    };
+    return {
+      backend: AWS_BACKEND_TYPE,
+      instance_type: offer.instance,
+      instance_id: instance.InstanceId as string,
+      hostname: null,
+      internal_ip: null,
+      public_ip_enabled: this.config.public_ips ?? true,
+      region: offer.region,
+      availability_zone: zone || null,
+      price: offer.price,
+      username,
+      ssh_port: null,
+      dockerized: true,
+      backend_data: JSON.stringify(backendData),
+    };
+  }
+}
+
+/** The aws backend's Compute, for use without a server (tests, scripts). */
+export function createAwsBackend(settings: AwsBackendSettings): AwsCompute {
+  return new AwsCompute(settings);
+}
+
+export { parseBackendData as parseAwsBackendData };

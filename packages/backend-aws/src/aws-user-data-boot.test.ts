@@ -1,0 +1,188 @@
+/**
+ * The user data the backend sends boots for real: the EC2 emulator launches each instance as a
+ * Docker host that runs it as cloud-init would, the shim tarball (`pnpm pack` of @dstack/shim)
+ * is served from this machine's address on the hosts' bridge, and the test logs in as `ubuntu`
+ * with the project key to see the shim answer on its port and require the instance's token.
+ */
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { RequirementsSchema } from '@dstack/core';
+import { DSTACK_SHIM_HTTP_PORT } from '@dstack/core/agent-protocol';
+import { DockerEmulatedHosts } from '@dstack/testing/emulators';
+import { Client, utils } from 'ssh2';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type AwsCompute, createAwsBackend } from './aws-compute.js';
+import { type AwsTestEmulator, emulatorConfig, startAwsTestEmulator } from './aws-emulator.test.helpers.js';
+
+const run = promisify(execFile);
+const shimPackage = join(dirname(fileURLToPath(import.meta.url)), '../../shim');
+
+let hosts: DockerEmulatedHosts;
+let emulator: AwsTestEmulator;
+let compute: AwsCompute;
+let tarballServer: Server;
+let tarballDirectory: string;
+let tarballUrl: string;
+
+/** The address this machine has on the hosts' bridge (its gateway), which the hosts can reach. */
+async function bridgeGateway(network: string): Promise<string> {
+  const { stdout } = await run('docker', [
+    'network',
+    'inspect',
+    network,
+    '-f',
+    '{{range .IPAM.Config}}{{.Gateway}} {{end}}',
+  ]);
+  const gateway = stdout
+    .trim()
+    .split(/\s+/)
+    .find((address) => /^\d+\.\d+\.\d+\.\d+$/.test(address));
+  if (!gateway) throw new Error(`network ${network} has no IPv4 gateway: ${stdout}`);
+  return gateway;
+}
+
+function execOverSsh(
+  host: string,
+  privateKey: string,
+  command: string,
+): Promise<{ code: number | null; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const client = new Client();
+    client
+      .once('ready', () => {
+        client.exec(command, (error, stream) => {
+          if (error) {
+            client.end();
+            reject(error);
+            return;
+          }
+          let stdout = '';
+          stream.on('data', (chunk: Buffer) => {
+            stdout += chunk.toString('utf8');
+          });
+          stream.stderr.on('data', () => {});
+          stream.once('close', (code: number | null) => {
+            client.end();
+            resolve({ code, stdout });
+          });
+        });
+      })
+      .once('error', (error) => {
+        client.end();
+        reject(error);
+      })
+      .connect({ host, port: 22, username: 'ubuntu', privateKey, readyTimeout: 10_000 });
+  });
+}
+
+beforeAll(async () => {
+  tarballDirectory = await mkdtemp(join(tmpdir(), 'dstack-shim-tarball-'));
+  await run('pnpm', ['pack', '--pack-destination', tarballDirectory], { cwd: shimPackage });
+  const [tarball] = (await readdir(tarballDirectory)).filter((name) => name.endsWith('.tgz'));
+  if (!tarball) throw new Error('pnpm pack made no tarball');
+
+  hosts = new DockerEmulatedHosts({ emulator: 'aws' });
+  await hosts.prepare();
+  const gateway = await bridgeGateway(hosts.network);
+  tarballServer = createServer((request, response) => {
+    if (request.url !== `/${tarball}`) {
+      response.writeHead(404).end();
+      return;
+    }
+    response.writeHead(200, { 'content-type': 'application/gzip' });
+    createReadStream(join(tarballDirectory, tarball)).pipe(response);
+  });
+  await new Promise<void>((resolve) => tarballServer.listen(0, gateway, resolve));
+  const address = tarballServer.address();
+  if (address === null || typeof address === 'string') throw new Error('no tarball server address');
+  tarballUrl = `http://${gateway}:${address.port}/${tarball}`;
+
+  emulator = await startAwsTestEmulator({ hosts });
+  compute = createAwsBackend({ config: { ...emulatorConfig(emulator.aws), regions: ['us-west-2'] } });
+}, 300_000);
+
+afterAll(async () => {
+  compute?.close();
+  await emulator?.close();
+  await hosts?.close();
+  await new Promise((resolve) => tarballServer?.close(resolve));
+  if (tarballDirectory) await rm(tarballDirectory, { recursive: true, force: true });
+}, 120_000);
+
+describe('the VM bootstrap on an emulated EC2 host', () => {
+  it('authorizes the project key for ubuntu and starts the shim, which requires the token', async () => {
+    // The project key pair, in OpenSSH format (what ssh2, the server's SSH client, reads).
+    const pair = utils.generateKeyPairSync('ed25519');
+    const keys = { publicKey: pair.public, privateKey: pair.private };
+    const offers = await compute.getOffers(
+      RequirementsSchema.parse({
+        resources: { cpu: { count: { min: 2 } }, memory: { min: null } },
+        spot: false,
+      }),
+    );
+    const offer = offers.find((each) => each.availability === 'available');
+    if (!offer) throw new Error('no available offer');
+    const token = `token-${randomUUID()}`;
+    const started = await compute.createInstance(
+      offer,
+      {
+        project_name: 'main',
+        instance_name: 'boot-0',
+        instance_id: randomUUID(),
+        agent_token: token,
+        agent_download_url: tarballUrl,
+        user: 'admin',
+        ssh_keys: [{ public: keys.publicKey }],
+      },
+      null,
+    );
+    let ready = started;
+    for (let attempt = 0; attempt < 600 && ready.hostname == null; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      ready = await compute.updateProvisioningData(ready, keys);
+    }
+    expect(ready.hostname).toBeTruthy();
+    expect(ready.username).toBe('ubuntu');
+
+    // Inside the host: the shim's healthcheck, then /api/tasks without and with the token.
+    const probe = `
+      const base = 'http://127.0.0.1:${DSTACK_SHIM_HTTP_PORT}';
+      const deadline = 600;
+      for (let i = 0; ; i++) {
+        try {
+          const health = await (await fetch(base + '/api/healthcheck')).json();
+          const without = (await fetch(base + '/api/tasks')).status;
+          const withToken = (await fetch(base + '/api/tasks', { headers: { authorization: 'Bearer ' + process.argv[2] } })).status;
+          console.log(JSON.stringify({ service: health.service, without, withToken }));
+          break;
+        } catch (error) {
+          if (i >= deadline) { console.log(JSON.stringify({ error: String(error) })); process.exit(1); }
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+      }`;
+    const result = await execOverSsh(
+      ready.hostname as string,
+      keys.privateKey,
+      `id -un; echo ${Buffer.from(probe).toString('base64')} | base64 -d > /tmp/probe.mjs && node /tmp/probe.mjs ${token}`,
+    );
+    const [user, answer] = result.stdout.trim().split('\n');
+    expect(result.code, result.stdout).toBe(0);
+    expect(user).toBe('ubuntu');
+    expect(JSON.parse(answer ?? '{}')).toEqual({ service: 'dstack-shim', without: 401, withToken: 200 });
+
+    await compute.terminateInstance(started.instance_id, started.region);
+    // The emulator removes the host once the instance is terminated; let it, before closing the hosts.
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const state = emulator.aws.state().instances.find((each) => each.id === started.instance_id)?.state;
+      if (state === 'terminated') break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }, 240_000);
+});

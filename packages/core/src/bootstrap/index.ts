@@ -1,0 +1,1 @@
+export * from './vm-user-data.js';

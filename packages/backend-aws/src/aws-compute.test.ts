@@ -253,10 +253,12 @@ describe('createInstance', () => {
       state: 'running',
       interrupted: false,
     });
+    expect(await compute.instanceStatus(started)).toBe('running');
     emulator.aws.interruptSpotInstance(started.instance_id);
     const status = await compute.describeInstance(started.instance_id, started.region);
     expect(status.interrupted).toBe(true);
     expect(status.stateReason).toBe('Server.SpotInstanceTermination');
+    expect(await compute.instanceStatus(started)).toBe('interrupted');
     await compute.terminateInstance(started.instance_id, started.region);
   });
 
@@ -265,6 +267,7 @@ describe('createInstance', () => {
     const started = await compute.createInstance(offer, instanceConfig(), null);
     await new Promise((resolve) => setTimeout(resolve, 200)); // past the NotFound window
     await compute.terminateInstance(started.instance_id, started.region);
+    expect(await compute.instanceStatus(started)).toBe('gone');
     const error = await caught(untilRunning(started));
     expect(ProvisioningError.isInstance(error)).toBe(true);
   });

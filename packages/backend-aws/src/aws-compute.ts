@@ -21,6 +21,7 @@ import {
   getCatalogOffers,
   type InstanceConfiguration,
   type InstanceOfferWithAvailability,
+  type InstanceStatusAtProvider,
   type JobProvisioningData,
   mergeTags,
   NoCapacityError,
@@ -338,10 +339,16 @@ export class AwsCompute
     return { ...provisioningData, hostname, internal_ip: instance.PrivateIpAddress ?? null, ssh_port: 22 };
   }
 
+  /** The contract's `instanceStatus`: EC2's view of an instance whose agents stopped answering. */
+  async instanceStatus(provisioningData: JobProvisioningData): Promise<InstanceStatusAtProvider> {
+    const status = await this.describeInstance(provisioningData.instance_id, provisioningData.region);
+    if (status.interrupted) return 'interrupted';
+    return status.state === 'pending' || status.state === 'running' ? 'running' : 'gone';
+  }
+
   /**
    * The instance's state as EC2 reports it, and whether EC2 took it back (a spot interruption:
-   * `stateReason` `Server.SpotInstanceTermination`). Not part of core's contract yet: the server
-   * can ask it when an instance of this backend stops answering.
+   * `stateReason` `Server.SpotInstanceTermination`).
    */
   async describeInstance(instanceId: string, region: string): Promise<AwsInstanceStatus> {
     const instance = await this.#describe(region, instanceId);

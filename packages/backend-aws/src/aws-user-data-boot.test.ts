@@ -4,49 +4,19 @@
  * is served from this machine's address on the hosts' bridge, and the test logs in as `ubuntu`
  * with the project key to see the shim answer on its port and require the instance's token.
  */
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { RequirementsSchema } from '@dstack/core';
 import { DSTACK_SHIM_HTTP_PORT } from '@dstack/core/agent-protocol';
-import { DockerEmulatedHosts } from '@dstack/testing/emulators';
+import { DockerEmulatedHosts, type ShimTarballServer, serveShimTarball } from '@dstack/testing/emulators';
 import { Client, utils } from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsCompute, createAwsBackend } from './aws-compute.js';
 import { type AwsTestEmulator, emulatorConfig, startAwsTestEmulator } from './aws-emulator.test.helpers.js';
 
-const run = promisify(execFile);
-const shimPackage = join(dirname(fileURLToPath(import.meta.url)), '../../shim');
-
 let hosts: DockerEmulatedHosts;
 let emulator: AwsTestEmulator;
 let compute: AwsCompute;
-let tarballServer: Server;
-let tarballDirectory: string;
-let tarballUrl: string;
-
-/** The address this machine has on the hosts' bridge (its gateway), which the hosts can reach. */
-async function bridgeGateway(network: string): Promise<string> {
-  const { stdout } = await run('docker', [
-    'network',
-    'inspect',
-    network,
-    '-f',
-    '{{range .IPAM.Config}}{{.Gateway}} {{end}}',
-  ]);
-  const gateway = stdout
-    .trim()
-    .split(/\s+/)
-    .find((address) => /^\d+\.\d+\.\d+\.\d+$/.test(address));
-  if (!gateway) throw new Error(`network ${network} has no IPv4 gateway: ${stdout}`);
-  return gateway;
-}
+let tarball: ShimTarballServer;
 
 function execOverSsh(
   host: string,
@@ -83,27 +53,8 @@ function execOverSsh(
 }
 
 beforeAll(async () => {
-  tarballDirectory = await mkdtemp(join(tmpdir(), 'dstack-shim-tarball-'));
-  await run('pnpm', ['pack', '--pack-destination', tarballDirectory], { cwd: shimPackage });
-  const [tarball] = (await readdir(tarballDirectory)).filter((name) => name.endsWith('.tgz'));
-  if (!tarball) throw new Error('pnpm pack made no tarball');
-
   hosts = new DockerEmulatedHosts({ emulator: 'aws' });
-  await hosts.prepare();
-  const gateway = await bridgeGateway(hosts.network);
-  tarballServer = createServer((request, response) => {
-    if (request.url !== `/${tarball}`) {
-      response.writeHead(404).end();
-      return;
-    }
-    response.writeHead(200, { 'content-type': 'application/gzip' });
-    createReadStream(join(tarballDirectory, tarball)).pipe(response);
-  });
-  await new Promise<void>((resolve) => tarballServer.listen(0, gateway, resolve));
-  const address = tarballServer.address();
-  if (address === null || typeof address === 'string') throw new Error('no tarball server address');
-  tarballUrl = `http://${gateway}:${address.port}/${tarball}`;
-
+  tarball = await serveShimTarball(hosts);
   emulator = await startAwsTestEmulator({ hosts });
   compute = createAwsBackend({ config: { ...emulatorConfig(emulator.aws), regions: ['us-west-2'] } });
 }, 300_000);
@@ -112,8 +63,7 @@ afterAll(async () => {
   compute?.close();
   await emulator?.close();
   await hosts?.close();
-  await new Promise((resolve) => tarballServer?.close(resolve));
-  if (tarballDirectory) await rm(tarballDirectory, { recursive: true, force: true });
+  await tarball?.close();
 }, 120_000);
 
 describe('the VM bootstrap on an emulated EC2 host', () => {
@@ -137,7 +87,7 @@ describe('the VM bootstrap on an emulated EC2 host', () => {
         instance_name: 'boot-0',
         instance_id: randomUUID(),
         agent_token: token,
-        agent_download_url: tarballUrl,
+        agent_download_url: tarball.url,
         user: 'admin',
         ssh_keys: [{ public: keys.publicKey }],
       },

@@ -33,6 +33,11 @@ export interface ServerSettings {
    * false when `DSTACK_DEFAULT_CREDS_DISABLED` is set. Absent means true.
    */
   defaultCredsEnabled?: boolean;
+  /**
+   * `DSTACK_SHIM_DOWNLOAD_URL`: where a cloud VM's cloud-init downloads the shim (a tarball, as
+   * npm packs @dstack/shim). Absent: the npm registry's tarball of the release.
+   */
+  shimDownloadUrl?: string | null;
 }
 
 /**

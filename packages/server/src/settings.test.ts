@@ -14,6 +14,7 @@ describe('loadServerSettings', () => {
       adminToken: null,
       maxOffersTried: 25,
       defaultCredsEnabled: true,
+      shimDownloadUrl: null,
     });
   });
 
@@ -27,6 +28,7 @@ describe('loadServerSettings', () => {
         DSTACK_SERVER_ADMIN_TOKEN: 'tok',
         DSTACK_SERVER_MAX_OFFERS_TRIED: '5',
         DSTACK_DEFAULT_CREDS_DISABLED: '1',
+        DSTACK_SHIM_DOWNLOAD_URL: 'http://10.0.0.1:8080/dstack-shim.tgz',
       },
       { port: 0 },
     );
@@ -38,6 +40,7 @@ describe('loadServerSettings', () => {
       adminToken: 'tok',
       maxOffersTried: 5,
       defaultCredsEnabled: false,
+      shimDownloadUrl: 'http://10.0.0.1:8080/dstack-shim.tgz',
     });
   });
 
@@ -48,6 +51,9 @@ describe('loadServerSettings', () => {
     );
     expect(() => loadServerSettings({ DSTACK_SERVER_MAX_OFFERS_TRIED: '0' })).toThrow(
       /DSTACK_SERVER_MAX_OFFERS_TRIED/,
+    );
+    expect(() => loadServerSettings({ DSTACK_SHIM_DOWNLOAD_URL: 'ftp://host/shim.tgz' })).toThrow(
+      /DSTACK_SHIM_DOWNLOAD_URL must be an http\(s\) URL/,
     );
   });
 });

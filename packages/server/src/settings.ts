@@ -28,6 +28,15 @@ function integerVariable(
   return value;
 }
 
+function urlVariable(env: NodeJS.ProcessEnv, name: string): string | null {
+  const value = stringVariable(env, name);
+  if (value === null) return null;
+  if (!/^https?:\/\//.test(value) || !URL.canParse(value)) {
+    throw new ConfigurationError(`${name} must be an http(s) URL, got "${value}"`, { path: [name] });
+  }
+  return value;
+}
+
 function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
   const value = env[name]?.trim();
   return value ? value : null;
@@ -37,7 +46,8 @@ function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
  * Reads the settings: `DSTACK_SERVER_DIR` (default `~/.dstack/server`),
  * `DSTACK_SERVER_HOST` (`127.0.0.1`), `DSTACK_SERVER_PORT` (8000),
  * `DSTACK_DATABASE_URL` (unset: SQLite), `DSTACK_SERVER_ADMIN_TOKEN`,
- * `DSTACK_SERVER_MAX_OFFERS_TRIED` (25), `DSTACK_DEFAULT_CREDS_DISABLED` (unset). `overrides` (e.g. from command-line
+ * `DSTACK_SERVER_MAX_OFFERS_TRIED` (25), `DSTACK_DEFAULT_CREDS_DISABLED` (unset),
+ * `DSTACK_SHIM_DOWNLOAD_URL` (unset: the npm tarball of the release). `overrides` (e.g. from command-line
  * flags) win over the environment. Throws ConfigurationError naming the variable.
  */
 export function loadServerSettings(
@@ -62,6 +72,7 @@ export function loadServerSettings(
       max: 10_000,
     }),
     defaultCredsEnabled: !isTruthy(env.DSTACK_DEFAULT_CREDS_DISABLED),
+    shimDownloadUrl: urlVariable(env, 'DSTACK_SHIM_DOWNLOAD_URL'),
   };
   return { ...settings, ...definedOnly(overrides) };
 }

@@ -106,9 +106,12 @@ export async function startHarnessServer(options: {
   config: ServerConfigInput;
   databaseUrl?: string;
   plugins?: readonly BackendPlugin[];
+  /** More server settings, e.g. `DSTACK_SHIM_DOWNLOAD_URL`. */
+  env?: Readonly<Record<string, string>>;
 }): Promise<HarnessServer> {
   const server = await startServer({
     env: {
+      ...options.env,
       DSTACK_SERVER_DIR: options.dir,
       DSTACK_SERVER_ADMIN_TOKEN: ADMIN_TOKEN,
       ...(options.databaseUrl ? { DSTACK_DATABASE_URL: options.databaseUrl } : {}),

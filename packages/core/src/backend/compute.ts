@@ -182,7 +182,19 @@ export interface Compute {
     provisioningData: JobProvisioningData,
     projectSshKeys: ProjectSshKeys,
   ): Promise<JobProvisioningData>;
+
+  /**
+   * Optional. What the provider says of an instance whose agents stopped answering:
+   * `running` (still there: a network problem, keep waiting), `interrupted` (the provider took a
+   * spot instance back; the job ends `interrupted_by_no_capacity`, which `retry` calls an
+   * interruption) or `gone` (terminated or stopped outside dstack). Without it the server waits
+   * out its unreachable limit. Transient provider errors should throw; the server asks again.
+   */
+  instanceStatus?(provisioningData: JobProvisioningData): Promise<InstanceStatusAtProvider>;
 }
+
+/** See `Compute.instanceStatus`. */
+export type InstanceStatusAtProvider = 'running' | 'interrupted' | 'gone';
 
 /** Capability `create-instance`: instances without a job (fleets). */
 export interface ComputeWithCreateInstance extends Compute {

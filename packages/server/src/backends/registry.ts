@@ -106,6 +106,12 @@ export class BackendRegistry {
     return (await this.#getEntry(projectId)).backends;
   }
 
+  /** The Compute of the project's backend `type` (an instance's `backend`), or null when it is not usable. */
+  async computeOf(projectId: string, type: string | null): Promise<Compute | null> {
+    const backends = await this.getProjectBackends(projectId);
+    return backends.find((backend) => backend.type === type)?.compute ?? null;
+  }
+
   /** The project's backends that are configured but could not be loaded. */
   async getProjectBackendErrors(projectId: string): Promise<BackendLoadError[]> {
     return (await this.#getEntry(projectId)).errors;

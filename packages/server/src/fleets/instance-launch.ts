@@ -361,6 +361,7 @@ export async function runJobParamsOf(
   return (offer) => ({
     instanceId: target.instanceId,
     agentToken,
+    agentDownloadUrl: app.settings.shimDownloadUrl ?? null,
     run: {
       id: run.id,
       project_name: project.name,
@@ -400,6 +401,7 @@ export async function instanceConfigurationOf(
     instance_name: instance.name,
     instance_id: instance.id,
     agent_token: await launchAgentToken(app, instance.id),
+    agent_download_url: app.settings.shimDownloadUrl ?? null,
     user: owner?.name ?? '',
     ssh_keys: [{ public: project.ssh_public_key.trim() }],
     volumes: [],

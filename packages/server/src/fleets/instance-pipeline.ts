@@ -47,9 +47,8 @@ const PENDING_OWNER_GRACE_MS = 60_000;
 /** How often a pending row is looked at (its owner launches it; this only finds strays). */
 const PENDING_CHECK_MS = 30_000;
 
-async function computeOf(app: AppContext, instance: InstancesTable): Promise<Compute | null> {
-  const backends = await app.backends.getProjectBackends(instance.project_id);
-  return backends.find((backend) => backend.type === instance.backend)?.compute ?? null;
+function computeOf(app: AppContext, instance: InstancesTable): Promise<Compute | null> {
+  return app.backends.computeOf(instance.project_id, instance.backend);
 }
 
 function startTerminating(

@@ -316,6 +316,26 @@ export function inactivityDurationOf(runSpec: StoredRunSpec): number | null {
 }
 
 /**
+ * Ends the job at once, and returns true, when the backend says its instance is no more: a spot
+ * instance the provider took back is `interrupted_by_no_capacity` (an interruption for `retry`),
+ * one terminated outside dstack `instance_unreachable`. Backends without `instanceStatus`, and a
+ * provider that does not answer, leave the job to the unreachable limit.
+ */
+async function endedAtProvider(context: JobContext): Promise<boolean> {
+  const { app, instance, provisioningData } = context;
+  const compute = await app.backends.computeOf(instance.project_id, instance.backend);
+  if (!compute?.instanceStatus) return false;
+  const status = await compute.instanceStatus(provisioningData).catch(() => 'running' as const);
+  if (status === 'running') return false;
+  if (status === 'interrupted') {
+    await terminate(context, 'interrupted_by_no_capacity', 'the provider took the spot instance back');
+  } else {
+    await terminate(context, 'instance_unreachable', 'the instance was terminated outside dstack');
+  }
+  return true;
+}
+
+/**
  * running: pull state and logs; end the job when the runner says so, or on max_duration,
  * inactivity_duration or unreachability.
  */
@@ -326,6 +346,7 @@ async function followJob(context: JobContext): Promise<void> {
   try {
     pulled = await pullRunner({ ...context, signal: context.lock.signal });
   } catch (error) {
+    if (await endedAtProvider(context)) return;
     const since = job.disconnected_at ?? Date.now();
     if (Date.now() - since > UNREACHABLE_LIMIT_MS) {
       await terminate(

@@ -75,3 +75,4 @@ export {
   ensureEmulatedHostImage,
 } from './hosts/emulated-host-image.js';
 export { HostUserDataError } from './hosts/instance-boot-files.js';
+export { bridgeGateway, type ShimTarballServer, serveShimTarball } from './hosts/shim-tarball-server.js';

@@ -147,10 +147,8 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
     example: { instances: ['box'] },
   },
   nodes: {
-    refused: 'jobs of one task do not form a cluster yet',
-    check: (value) =>
-      typeof value === 'number' && value > 1 ? `more than 1 node is not supported yet (got ${value})` : null,
-    example: { nodes: 2 },
+    honoured:
+      "one job per node, scheduled and retried together (job-specs.ts, run-pipeline.ts); NOTE: the runner's cluster_info (master and job IPs) is not filled in for nodes > 1 yet (job-running.ts)",
   },
   groups: {
     refused: 'node groups are not built into jobs',

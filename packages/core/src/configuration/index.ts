@@ -101,6 +101,7 @@ export {
   type TaskConfiguration,
   taskConfigurationSchema,
 } from './run-configurations.js';
+export { schemaFieldPaths } from './schema-fields.js';
 export {
   type ReplicaGroup,
   type ScalingSpec,

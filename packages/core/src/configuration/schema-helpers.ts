@@ -31,9 +31,9 @@ export function strictObject<Shape extends z.ZodRawShape>(shape: Shape) {
  */
 export function selectSchema<Options extends readonly z.ZodType[]>(
   choose: (value: unknown) => Options[number],
-  _options: Options,
+  options: Options,
 ) {
-  return z.unknown().transform((value, ctx): z.output<Options[number]> => {
+  const schema = z.unknown().transform((value, ctx): z.output<Options[number]> => {
     const result = choose(value).safeParse(value, { reportInput: true });
     if (result.success) return result.data as z.output<Options[number]>;
     for (const issue of result.error.issues) {
@@ -42,6 +42,16 @@ export function selectSchema<Options extends readonly z.ZodType[]>(
     }
     return z.NEVER;
   });
+  SELECT_SCHEMA_OPTIONS.set(schema, options);
+  return schema;
+}
+
+/** The schemas each `selectSchema` chooses from, for code that walks a schema's fields. */
+const SELECT_SCHEMA_OPTIONS = new WeakMap<z.ZodType, readonly z.ZodType[]>();
+
+/** The schemas a `selectSchema` chooses from; undefined for any other schema. */
+export function selectSchemaOptions(schema: z.ZodType): readonly z.ZodType[] | undefined {
+  return SELECT_SCHEMA_OPTIONS.get(schema);
 }
 
 /** The closest known name within a small edit distance, for "did you mean" hints. */

@@ -21,6 +21,7 @@ import { fleetOf } from './fleet-models.js';
 import { topUpFleetInstances } from './fleet-provisioning.js';
 import { fleetNodesOf, liveFleetInstances, terminateSpareInstances } from './fleet-rows.js';
 import { applySshFleet, withoutKeyContents } from './ssh-fleets.js';
+import { refuseUnsupportedFleetFields } from './unsupported-fields.js';
 
 function newFleetRow(
   projectId: string,
@@ -141,6 +142,7 @@ export async function applyFleet(
     });
   }
   const configuration: FleetConfiguration = validated;
+  refuseUnsupportedFleetFields(configuration, await app.backends.getProjectBackends(project.id));
   const name = configuration.name ?? `fleet-${randomUUID().slice(0, 8)}`;
   const existing = await app.db
     .selectFrom('fleets')

@@ -165,6 +165,8 @@ async function submitTask(context: JobContext): Promise<void> {
       privileged: jobSpec.privileged,
       ...taskResourcesOf(jobSpec, runtimeDataOf(job)),
       network_mode: 'host',
+      // `resources.shm_size` is in GB; the shim takes bytes (0: the runtime's default).
+      shm_size: Math.round((jobSpec.requirements.resources.shm_size ?? 0) * 1024 ** 3),
       env: jobSpec.env,
     };
     await shim.submitTask(task).catch(doneBefore);

@@ -25,6 +25,7 @@ import { fleetInstanceOffers } from '../fleets/fleet-instance-offers.js';
 import { buildJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
+import { refuseUnsupportedRunFields } from './unsupported-fields.js';
 
 export const ACTIVE_RUN_STATUSES: readonly RunStatus[] = [
   'pending',
@@ -81,6 +82,7 @@ export async function getRunPlan(
 ): Promise<RunPlan> {
   const runSpec = normalizeRunSpec(requestedSpec);
   const backends = await app.backends.getProjectBackends(project.id);
+  refuseUnsupportedRunFields(runSpec.configuration, backends);
   const filters = offerFiltersOf(runSpec.configuration);
   const jobSpecs = buildJobSpecs(runSpec.run_name ?? 'plan', runSpec);
   const placement = runSpec.configuration;
@@ -150,6 +152,8 @@ export async function applyRun(
   requestedSpec: RunSpec,
 ): Promise<Run> {
   const normalized = normalizeRunSpec(requestedSpec);
+  // The plan's check again: a client may apply without planning.
+  refuseUnsupportedRunFields(normalized.configuration, await app.backends.getProjectBackends(project.id));
   const runName = normalized.run_name ?? (await uniqueRunName(app, project.id));
   const runSpec: StoredRunSpec = { ...normalized, run_name: runName };
   const now = Date.now();

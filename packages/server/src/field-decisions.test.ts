@@ -1,0 +1,218 @@
+/**
+ * Honest configurations: every field of every configuration schema has a decision (a field
+ * added to core without one fails here), and every refused field is refused through the API.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CONFIGURATION_SCHEMAS, type ConfigurationType, schemaFieldPaths } from '@dstack/core';
+import { createFakeBackendPlugin, FAKE_BACKEND_VALID_API_KEY } from '@dstack/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { allRoutes } from './api-routes.js';
+import { decisionFor, type FieldDecisions, isRefused } from './field-decisions.js';
+import { FLEET_FIELD_DECISIONS } from './fleets/unsupported-fields.js';
+import { RUN_FIELD_DECISIONS } from './runs/unsupported-fields.js';
+import { createTestApp, type TestApp } from './testing/test-app.test.helpers.js';
+
+/** Gateways and volumes have no API yet: the whole configuration is refused. */
+const NO_API: FieldDecisions = { '': { refused: 'no API yet', subtree: true, example: {} } };
+
+const TABLES: Record<ConfigurationType, FieldDecisions> = {
+  task: RUN_FIELD_DECISIONS,
+  service: RUN_FIELD_DECISIONS,
+  'dev-environment': RUN_FIELD_DECISIONS,
+  fleet: FLEET_FIELD_DECISIONS,
+  gateway: NO_API,
+  volume: NO_API,
+};
+
+const BASES: Record<string, Record<string, unknown>> = {
+  task: { type: 'task', commands: ['true'] },
+  service: { type: 'service', commands: ['true'], port: 8000 },
+  'dev-environment': { type: 'dev-environment' },
+  fleet: { type: 'fleet', nodes: 0 },
+};
+
+describe('every configuration field is honoured or refused', () => {
+  for (const [type, schema] of Object.entries(CONFIGURATION_SCHEMAS)) {
+    it(`${type}: each field has a decision`, () => {
+      const table = TABLES[type as ConfigurationType];
+      const missing = schemaFieldPaths(schema).filter((path) => decisionFor(table, path) === undefined);
+      expect(missing).toEqual([]);
+    });
+  }
+});
+
+describe('refused fields through the API', () => {
+  let server: TestApp;
+  beforeAll(async () => {
+    server = await createTestApp({
+      dialect: 'sqlite',
+      routes: allRoutes,
+      plugins: [createFakeBackendPlugin()],
+      config: {
+        projects: [
+          {
+            name: 'main',
+            backends: [{ type: 'fake', creds: { type: 'api_key', api_key: FAKE_BACKEND_VALID_API_KEY } }],
+          },
+        ],
+      },
+    });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  const runPlan = (configuration: unknown) =>
+    server.request('/api/project/main/runs/get_plan', { run_spec: { configuration } });
+  const runApply = (configuration: unknown) =>
+    server.request('/api/project/main/runs/apply', { plan: { run_spec: { configuration } }, force: false });
+  const fleetApply = (configuration: unknown) =>
+    server.request('/api/project/main/fleets/apply', { plan: { spec: { configuration } } });
+
+  for (const [path, decision] of Object.entries(RUN_FIELD_DECISIONS)) {
+    if (!isRefused(decision)) continue;
+    it(`run: ${path} is refused at plan and apply`, async () => {
+      const type =
+        path.startsWith('model') ||
+        ['gateway', 'https', 'strip_prefix', 'scaling', 'rate_limits', 'probes', 'replicas'].includes(path)
+          ? 'service'
+          : ['ide', 'version'].includes(path)
+            ? 'dev-environment'
+            : 'task';
+      const configuration = { ...BASES[type], ...decision.example };
+      for (const response of [await runPlan(configuration), await runApply(configuration)]) {
+        expect(response.status, JSON.stringify(response.body)).toBe(400);
+        expect(response.body.detail[0].code).toBe('unsupported_fields');
+        expect(response.body.detail[0].msg).toContain(`${path}: `);
+      }
+    });
+  }
+
+  for (const [path, decision] of Object.entries(FLEET_FIELD_DECISIONS)) {
+    if (!isRefused(decision)) continue;
+    it(`fleet: ${path} is refused at apply`, async () => {
+      const configuration = JSON.parse(JSON.stringify({ ...BASES.fleet, ...decision.example }));
+      const response = await fleetApply(configuration);
+      expect(response.status, JSON.stringify(response.body)).toBe(400);
+      expect(response.body.detail[0].code).toBe('unsupported_fields');
+      expect(response.body.detail[0].msg).toContain(`${path.replace('[]', '[0]')}: `);
+    });
+  }
+
+  it('one error lists every refused field, with its value', async () => {
+    const response = await runPlan({
+      ...BASES.service,
+      volumes: ['v:/data'],
+      replicas: '2..4',
+      scaling: { metric: 'rps', target: 1 },
+    });
+    expect(response.status).toBe(400);
+    const message: string = response.body.detail[0].msg;
+    expect(message).toContain('volumes: not supported yet');
+    expect(message).toContain('replicas: more than 1 replica is not supported yet (got 2..4)');
+    expect(message).toContain('scaling: not supported yet');
+  });
+
+  it('reservation is refused when no eligible backend supports reservations', async () => {
+    const response = await runPlan({ ...BASES.task, reservation: 'cr-1' });
+    expect(response.status).toBe(400);
+    expect(response.body.detail[0].msg).toContain(
+      'reservation: no eligible backend supports reservations (eligible: fake)',
+    );
+    const fleet = await fleetApply({ ...BASES.fleet, reservation: 'cr-1' });
+    expect(fleet.body.detail[0].msg).toContain('reservation: no eligible backend supports reservations');
+  });
+
+  it('gateway and volume configurations are refused', async () => {
+    for (const configuration of [
+      { type: 'gateway', backend: 'aws', region: 'us-east-1' },
+      { type: 'volume', backend: 'aws', region: 'us-east-1', size: 100 },
+    ]) {
+      expect((await runPlan(configuration)).status).toBe(400);
+      expect((await fleetApply(configuration)).status).toBe(400);
+    }
+  });
+
+  it('defaults, empty values and honoured fields pass', async () => {
+    const task = {
+      ...BASES.task,
+      name: 'honest-task',
+      image: 'ubuntu',
+      user: 'root',
+      working_dir: '/work',
+      env: { A: '1' },
+      resources: { cpu: '1..', memory: '1GB..', shm_size: '1GB', disk: '1GB..' },
+      ports: [8080],
+      max_duration: '1h',
+      stop_duration: '1m',
+      retry: { on_events: ['error'], duration: '10m' },
+      spot_policy: 'auto',
+      backends: ['fake'],
+      idle_duration: '5m',
+      creation_policy: 'reuse-or-create',
+      tags: { team: 'a' },
+      privileged: false,
+      dstack: false,
+      docker: false,
+      nvcc: false,
+      python: undefined,
+      priority: 0,
+      startup_order: 'any',
+      stop_criteria: 'all-done',
+      nodes: 1,
+      volumes: [],
+      repos: [],
+      files: [],
+      setup: [],
+    };
+    const plan = await runPlan(task);
+    expect(plan.status, JSON.stringify(plan.body)).toBe(200);
+    const service = await runPlan({
+      ...BASES.service,
+      replicas: 1,
+      gateway: false,
+      auth: false,
+      model: 'm',
+      strip_prefix: true,
+      python: '3.12',
+    });
+    expect(service.status, JSON.stringify(service.body)).toBe(200);
+    const devEnvironment = await runPlan({
+      ...BASES['dev-environment'],
+      setup: ['true'],
+      init: ['true'],
+      inactivity_duration: '1h',
+    });
+    expect(devEnvironment.status, JSON.stringify(devEnvironment.body)).toBe(200);
+    const fleet = await fleetApply({
+      ...BASES.fleet,
+      name: 'honest-fleet',
+      env: {},
+      retry: false,
+      placement: 'any',
+      blocks: 1,
+      idle_duration: '1h',
+    });
+    expect(fleet.status, JSON.stringify(fleet.body)).toBe(200);
+  });
+
+  it("dstack's example configurations: which are refused", async () => {
+    const dir =
+      process.env.DSTACK_EXAMPLES_DIR ?? fileURLToPath(new URL('../../../examples/dstack/', import.meta.url));
+    const refused: string[] = [];
+    for (const file of readdirSync(dir)
+      .filter((name) => /\.dstack\.ya?ml$/.test(name))
+      .sort()) {
+      const configuration = parse(readFileSync(join(dir, file), 'utf8'));
+      if (!['task', 'service', 'dev-environment'].includes(configuration.type)) continue;
+      const response = await runPlan(configuration);
+      if (response.status === 400) refused.push(`${file}: ${response.body.detail[0].msg}`);
+      else expect(response.status, file).toBe(200);
+    }
+    console.log(refused.join('\n'));
+    expect(refused.length).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,218 @@
+/**
+ * Which fields of a run configuration (task, service, dev-environment, with the profile's
+ * fields) this server honours, and the check that refuses the others when a run is planned or
+ * applied (the same check for `runs/get_plan` and `runs/apply`). See `field-decisions.ts`.
+ */
+import type { RunConfiguration } from '@dstack/core';
+import type { ProjectBackend } from '../backends/registry.js';
+import {
+  type FieldDecisions,
+  isSet,
+  refusedFields,
+  refuseFields,
+  reservationRefusal,
+} from '../field-decisions.js';
+
+/** The Python of the default image (`DEFAULT_IMAGE` in job-specs.ts). */
+const DEFAULT_IMAGE_PYTHON = '3.12';
+
+function rangeText(range: { min: number | null; max: number | null }): string {
+  return range.min === range.max ? String(range.min) : `${range.min ?? ''}..${range.max ?? ''}`;
+}
+
+export const RUN_FIELD_DECISIONS: FieldDecisions = {
+  type: { honoured: 'chooses the job configurator (job-specs.ts)' },
+  name: { honoured: 'the run name (runs.ts)' },
+  image: { honoured: 'job spec image_name → the shim pulls and runs it (job-running.ts)' },
+  user: { honoured: 'the shim task container_user (job-running.ts)' },
+  privileged: { honoured: 'the shim task privileged → Docker Privileged' },
+  working_dir: { honoured: 'job spec working_dir → the runner' },
+  home_dir: { honoured: 'deprecated: dstack ignores it too' },
+  registry_auth: { honoured: 'the shim task registry credentials', subtree: true },
+  env: { honoured: 'job spec env → the runner' },
+  commands: { honoured: 'job spec commands → the runner' },
+  resources: { honoured: 'job requirements → offers and fleet instance matching' },
+  'resources.cpu': { honoured: 'offers, instance-matching.ts (count and arch)', subtree: true },
+  'resources.memory': { honoured: 'offers, instance-matching.ts', subtree: true },
+  'resources.disk': { honoured: 'offers, instance-matching.ts', subtree: true },
+  'resources.gpu': { honoured: 'offers, instance-matching.ts; the task gets the GPUs', subtree: true },
+  'resources.shm_size': { honoured: 'the shim task shm_size → Docker ShmSize (job-running.ts)' },
+  ports: { honoured: 'job spec ports; the CLI forwards them while attached', subtree: true },
+  port: { honoured: 'the in-server service proxy forwards to it', subtree: true },
+  auth: { honoured: 'the service proxy asks for a token (service-spec.ts)' },
+  init: { honoured: 'dev environment commands (job-specs.ts)' },
+  inactivity_duration: { honoured: 'job-running.ts stops an idle dev environment' },
+  provider: { honoured: 'the CLI expands it into provider_jobs (job-specs.ts)' },
+  parameters: { honoured: 'the CLI passes them to the provider' },
+  model: { honoured: "the run's service spec (service-spec.ts)" },
+  'model.type': { honoured: 'service spec model type' },
+  'model.name': { honoured: 'service spec model name' },
+  'model.prefix': { honoured: 'service spec model base_url' },
+  'model.format': {
+    refused: 'the proxy does not translate OpenAI requests to TGI',
+    check: (value) => (value === 'tgi' ? "the 'tgi' format is not supported yet (use openai)" : null),
+    example: { model: { name: 'm', format: 'tgi' } },
+  },
+  'model.chat_template': {
+    refused: 'only with tgi',
+    example: { model: { name: 'm', format: 'tgi', chat_template: 'x' } },
+  },
+  'model.eos_token': {
+    refused: 'only with tgi',
+    example: { model: { name: 'm', format: 'tgi', eos_token: 'x' } },
+  },
+  backends: { honoured: 'offer filters and fleet instance matching' },
+  regions: { honoured: 'offer filters and fleet instance matching' },
+  instance_types: { honoured: 'offer filters' },
+  reservation: {
+    honoured:
+      "Requirements.reservation for backends with the 'reservations' capability; refused at plan time when no eligible backend has it (runs/unsupported-fields.ts)",
+  },
+  spot_policy: { honoured: 'Requirements.spot: offers and instance matching' },
+  retry: { honoured: 'the run pipeline resubmits (run-pipeline.ts)' },
+  'retry.on_events': { honoured: 'run-pipeline.ts, job-submitted.ts (no-capacity waits)' },
+  'retry.duration': { honoured: 'run-pipeline.ts' },
+  max_duration: { honoured: 'job-running.ts terminates the job' },
+  stop_duration: { honoured: 'job-terminating.ts: graceful stop, then kill' },
+  max_price: { honoured: 'Requirements.max_price' },
+  creation_policy: { honoured: 'job-submitted.ts: reuse takes fleet instances only' },
+  idle_duration: { honoured: "the run's instances' termination idle time (job-submitted.ts)" },
+  fleets: { honoured: 'job-submitted.ts candidate fleets' },
+  tags: { honoured: "runJob receives the run's configuration; backends tag what they create" },
+  backend_options: { honoured: 'Requirements.backend_options, for the backend', subtree: true },
+  python: {
+    refused: 'the server runs the default image',
+    check: (value) =>
+      value === undefined || value === DEFAULT_IMAGE_PYTHON
+        ? null
+        : `only ${DEFAULT_IMAGE_PYTHON} (the default image's Python) is supported yet (got ${String(value)})`,
+    example: { python: '3.10' },
+  },
+  nvcc: { refused: 'the default image has no CUDA compiler', example: { nvcc: true } },
+  docker: { refused: 'no Docker-in-Docker image yet', example: { docker: true } },
+  entrypoint: { refused: 'the job spec has no entrypoint', example: { entrypoint: 'python' } },
+  shell: {
+    refused: 'the runner runs commands with /bin/sh',
+    check: (value) =>
+      value === undefined || value === 'sh' || value === '/bin/sh'
+        ? null
+        : `only sh is supported yet (got ${String(value)})`,
+    example: { shell: 'bash' },
+  },
+  single_branch: { refused: 'it applies to repos, not supported yet', example: { single_branch: true } },
+  priority: {
+    refused: 'runs are provisioned in submission order',
+    check: (value) =>
+      value === undefined || value === 0 ? null : `not supported yet (got ${String(value)})`,
+    example: { priority: 50 },
+  },
+  volumes: { refused: 'no volumes yet', subtree: true, example: { volumes: ['my-volume:/data'] } },
+  repos: { refused: 'repos are not cloned yet', subtree: true, example: { repos: ['.'] } },
+  files: { refused: 'files are not copied yet', subtree: true, example: { files: ['data.txt'] } },
+  dstack: { refused: 'the server is not made reachable from runs', example: { dstack: true } },
+  setup: {
+    refused: 'tasks and services do not run it',
+    check: (value) => (isSet(value) ? 'not supported yet (use commands)' : null),
+    example: { setup: ['true'] },
+  },
+  availability_zones: {
+    refused: 'offers are not filtered by zone',
+    example: { availability_zones: ['zone-a'] },
+  },
+  utilization_policy: {
+    refused: 'GPU utilization is not watched',
+    subtree: true,
+    example: { utilization_policy: { min_gpu_utilization: 10, time_window: '10m' } },
+  },
+  startup_order: {
+    refused: 'jobs start in any order',
+    check: (value) =>
+      value === undefined || value === 'any' ? null : `not supported yet (got ${String(value)})`,
+    example: { startup_order: 'master-first' },
+  },
+  stop_criteria: {
+    refused: 'a run ends when all its jobs are done',
+    check: (value) =>
+      value === undefined || value === 'all-done' ? null : `not supported yet (got ${String(value)})`,
+    example: { stop_criteria: 'master-done' },
+  },
+  schedule: {
+    refused: 'runs are not scheduled',
+    subtree: true,
+    example: { schedule: { cron: '0 8 * * *' } },
+  },
+  instances: {
+    refused: 'runs are not placed on named instances',
+    subtree: true,
+    example: { instances: ['box'] },
+  },
+  nodes: {
+    honoured:
+      "one job per node, scheduled and retried together (job-specs.ts, run-pipeline.ts); NOTE: the runner's cluster_info (master and job IPs) is not filled in for nodes > 1 yet (job-running.ts)",
+  },
+  groups: {
+    refused: 'node groups are not built into jobs',
+    subtree: true,
+    example: { commands: [], groups: [{ commands: ['true'] }] },
+  },
+  ide: { refused: 'no IDE is installed', example: { ide: 'vscode' } },
+  version: { refused: 'it applies to ide', example: { ide: 'vscode', version: '1.0' } },
+  gateway: {
+    refused: 'no gateways yet',
+    check: (value) => (value === undefined || value === false ? null : 'gateways are not supported yet'),
+    example: { gateway: true },
+  },
+  https: { refused: 'it applies to gateways', example: { https: true } },
+  strip_prefix: {
+    refused: 'the service proxy always strips its prefix',
+    check: (value) => (value === false ? 'only true is supported yet' : null),
+    example: { strip_prefix: false },
+  },
+  scaling: {
+    refused: 'no auto-scaling yet',
+    subtree: true,
+    example: { replicas: '0..2', scaling: { metric: 'rps', target: 1 } },
+  },
+  rate_limits: {
+    refused: 'the proxy does not limit rates',
+    subtree: true,
+    example: { rate_limits: [{ rps: 1 }] },
+  },
+  probes: { refused: 'no health probes yet', subtree: true, example: { probes: [{ type: 'http' }] } },
+  replicas: {
+    refused: 'one job per run',
+    subtree: true,
+    check: (value) => {
+      if (value === undefined) return null;
+      if (Array.isArray(value)) return 'replica groups are not supported yet';
+      const range = value as { min: number | null; max: number | null };
+      if (range.min === 1 && range.max === 1) return null;
+      return (range.max ?? 0) > 1
+        ? `more than 1 replica is not supported yet (got ${rangeText(range)})`
+        : `only 1 replica is supported yet (got ${rangeText(range)})`;
+    },
+    example: { replicas: '2..4', scaling: { metric: 'rps', target: 1 } },
+  },
+};
+
+/** The run configuration's fields this server does not honour, each as `path: reason`. */
+export function unsupportedRunFields(
+  configuration: RunConfiguration,
+  backends: readonly ProjectBackend[],
+): Array<{ path: string; reason: string }> {
+  const refusals = refusedFields(RUN_FIELD_DECISIONS, configuration);
+  // `setup` is a dev environment's; the table cannot tell the types apart.
+  const kept = refusals.filter(
+    (refusal) => !(refusal.path === 'setup' && configuration.type === 'dev-environment'),
+  );
+  const reservation = reservationRefusal(configuration.reservation, configuration.backends, backends);
+  return reservation ? [...kept, reservation] : kept;
+}
+
+/** Throws a 400 naming every field of the run's configuration this server does not honour. */
+export function refuseUnsupportedRunFields(
+  configuration: RunConfiguration,
+  backends: readonly ProjectBackend[],
+): void {
+  refuseFields(unsupportedRunFields(configuration, backends), ['run_spec', 'configuration']);
+}

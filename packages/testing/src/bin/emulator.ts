@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { AWS_EMULATOR_USAGE, runAwsEmulatorCommand } from '../emulators/aws/aws-emulator-command.js';
 import type { EmulatedHosts } from '../emulators/emulated-hosts.js';
 import { DockerEmulatedHosts } from '../emulators/hosts/docker-emulated-hosts.js';
+import { serveShimTarball } from '../emulators/hosts/shim-tarball-server.js';
 
 export interface RunEmulatorOptions {
   /** Makes the hosts emulated instances boot (e.g. Docker containers); none when absent. */
@@ -47,14 +48,34 @@ function isEntryPoint(): boolean {
   }
 }
 
+/**
+ * The command: with Docker hosts (unless `--no-hosts`), which download the shim from the server's
+ * `DSTACK_SHIM_DOWNLOAD_URL`; the workspace's shim is served where they can reach it, and the
+ * command prints the setting to start the server with.
+ */
+async function main(argv: readonly string[]): Promise<void> {
+  const [provider] = argv;
+  const args = argv.filter((arg) => arg !== '--no-hosts');
+  if (provider !== 'aws' || argv.includes('--no-hosts')) {
+    await runEmulator(args);
+    return;
+  }
+  const hosts = new DockerEmulatedHosts({ emulator: provider });
+  const tarball = await serveShimTarball(hosts);
+  process.stdout.write(
+    `The hosts download the shim from ${tarball.url}: start the server with
+  DSTACK_SHIM_DOWNLOAD_URL=${tarball.url}
+`,
+  );
+  try {
+    await runEmulator(args, { createHosts: () => hosts });
+  } finally {
+    await tarball.close();
+  }
+}
+
 if (isEntryPoint()) {
-  const argv = process.argv.slice(2);
-  const withoutHosts = argv.includes('--no-hosts');
-  const provider = argv[0] ?? '';
-  runEmulator(
-    argv.filter((arg) => arg !== '--no-hosts'),
-    withoutHosts ? {} : { createHosts: () => new DockerEmulatedHosts({ emulator: provider }) },
-  ).catch((error: unknown) => {
+  main(process.argv.slice(2)).catch((error: unknown) => {
     process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
     process.exitCode = 1;
   });

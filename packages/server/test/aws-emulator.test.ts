@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import type { InstanceOfferWithAvailability, Run } from '@dstack/core';
 import {
   type AwsEmulator,
+  awsEmulatorBackend,
   DockerEmulatedHosts,
   EMULATED_HOST_EMULATOR_LABEL,
   type ShimTarballServer,
@@ -46,25 +47,7 @@ async function dockerAnswers(): Promise<boolean> {
 const dockerMissing = !(await dockerAnswers()) && process.env.CI !== 'true';
 
 function awsConfig(emulator: AwsEmulator): ServerConfigInput {
-  return {
-    projects: [
-      {
-        name: 'main',
-        backends: [
-          {
-            type: 'aws',
-            creds: {
-              type: 'access_key',
-              access_key: emulator.credentials.accessKeyId,
-              secret_key: emulator.credentials.secretAccessKey,
-            },
-            regions: ['us-east-1', 'us-west-2'],
-            endpoint_url: emulator.url,
-          },
-        ],
-      },
-    ],
-  };
+  return { projects: [{ name: 'main', backends: [awsEmulatorBackend(emulator)] }] };
 }
 
 /** A GPU task on the emulated cloud (the hosts have no GPU; the process runtime does not ask). */

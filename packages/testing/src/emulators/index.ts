@@ -30,6 +30,7 @@ export {
   AWS_EMULATOR_USAGE,
   type AwsEmulatorCommandArguments,
   type AwsEmulatorCommandOptions,
+  awsEmulatorBackend,
   awsEmulatorServerConfig,
   parseAwsEmulatorArguments,
   runAwsEmulatorCommand,

@@ -59,27 +59,23 @@ export function parseAwsEmulatorArguments(argv: readonly string[]): AwsEmulatorC
   return { serverConfig, port, faults: (values.fault ?? []).map(parseAwsFaultFlag) };
 }
 
+/** An `aws` backend entry of the server's `config.yml` pointed at `emulator`, with its key and regions. */
+export function awsEmulatorBackend(emulator: AwsEmulator) {
+  return {
+    type: 'aws',
+    creds: {
+      type: 'access_key',
+      access_key: emulator.credentials.accessKeyId,
+      secret_key: emulator.credentials.secretAccessKey,
+    },
+    regions: [...emulator.regions],
+    endpoint_url: emulator.url,
+  };
+}
+
 /** The dstack server `config.yml` that points project `main`'s `aws` backend at `emulator`. */
 export function awsEmulatorServerConfig(emulator: AwsEmulator): string {
-  return stringify({
-    projects: [
-      {
-        name: 'main',
-        backends: [
-          {
-            type: 'aws',
-            creds: {
-              type: 'access_key',
-              access_key: emulator.credentials.accessKeyId,
-              secret_key: emulator.credentials.secretAccessKey,
-            },
-            regions: [...emulator.regions],
-            endpoint_url: emulator.url,
-          },
-        ],
-      },
-    ],
-  });
+  return stringify({ projects: [{ name: 'main', backends: [awsEmulatorBackend(emulator)] }] });
 }
 
 /** Runs the command until it is stopped; resolves once the emulator and its hosts are down. */

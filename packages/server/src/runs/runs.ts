@@ -22,6 +22,8 @@ import type { AppContext } from '../context.js';
 import { jobSpecColumn, runSpecColumn, type StoredRunSpec } from '../db/json-columns.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
 import { fleetInstanceOffers } from '../fleets/fleet-instance-offers.js';
+import { checkSecretReferences } from '../secrets/secret-references.js';
+import { projectSecretNames } from '../secrets/secrets.js';
 import { buildJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
@@ -83,6 +85,7 @@ export async function getRunPlan(
   const backends = await app.backends.getProjectBackends(project.id);
   const filters = offerFiltersOf(runSpec.configuration);
   const jobSpecs = buildJobSpecs(runSpec.run_name ?? 'plan', runSpec);
+  checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
   const placement = runSpec.configuration;
   // With `creation_policy: reuse` the run only takes fleet instances, so backends offer nothing.
   const mayCreate = placement.creation_policy !== 'reuse';
@@ -155,6 +158,8 @@ export async function applyRun(
   const now = Date.now();
   const runId = randomUUID();
   const jobSpecs = buildJobSpecs(runName, runSpec);
+  // Before anything is stored: a run naming a secret the project lacks is refused (400).
+  checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
   await app.db.transaction().execute(async (trx) => {
     const existing = await trx
       .selectFrom('runs')

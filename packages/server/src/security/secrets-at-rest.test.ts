@@ -178,7 +178,7 @@ describeEachDialect('protectSecretsAtRest', (getDb) => {
     );
     expect(warnings).toHaveLength(2);
     expect(warnings[0]).toMatch(
-      /encryption.keys starts with an identity key: backend creds and project SSH private keys are stored unencrypted/,
+      /encryption.keys starts with an identity key: backend creds, project SSH private keys and project secrets are stored unencrypted/,
     );
     expect(warnings[1]).toContain(`keys that config.yml encryption.keys does not list ("${older.name}": 1)`);
 

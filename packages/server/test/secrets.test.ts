@@ -73,17 +73,17 @@ describeEachDatabase('secrets on the local backend', (databaseUrl) => {
     });
     expect(set.status).toBe(200);
     const configuration = task('uses-secret', [
-      'echo "length=${#TOKEN}"',
+      `echo "length=\${#TOKEN}"`,
       'printf %s "$TOKEN" | sha256sum | cut -d" " -f1',
       'echo "plain=$PLAIN"',
     ]);
-    const withEnv = { ...configuration, env: { TOKEN: '${{ secrets.MY_TOKEN }}', PLAIN: 'a$$b' } };
+    const withEnv = { ...configuration, env: { TOKEN: `\${{ secrets.MY_TOKEN }}`, PLAIN: 'a$$b' } };
 
     const plan = await harness.call<RunPlan>('/api/project/main/runs/get_plan', {
       run_spec: { configuration: withEnv },
     });
     expect(plan.status).toBe(200);
-    expect(plan.body.job_plans[0]?.job_spec.env.TOKEN).toBe('${{ secrets.MY_TOKEN }}');
+    expect(plan.body.job_plans[0]?.job_spec.env.TOKEN).toBe(`\${{ secrets.MY_TOKEN }}`);
 
     await applyTask(harness, withEnv);
     const run = await harness.waitForRun('uses-secret', ['done', 'failed', 'terminated']);
@@ -95,7 +95,7 @@ describeEachDatabase('secrets on the local backend', (databaseUrl) => {
 
     const got = await harness.call<Run>('/api/project/main/runs/get', { run_name: 'uses-secret' });
     const listed = await harness.call<Run[]>('/api/runs/list', { project_name: 'main' });
-    expect(JSON.stringify(got.body.run_spec.configuration)).toContain('${{ secrets.MY_TOKEN }}');
+    expect(JSON.stringify(got.body.run_spec.configuration)).toContain(`\${{ secrets.MY_TOKEN }}`);
     for (const answer of [plan, got, listed]) expect(JSON.stringify(answer.body)).not.toContain(SECRET_VALUE);
 
     const stored = await everyStoredText(harness);
@@ -110,7 +110,7 @@ describeEachDatabase('secrets on the local backend', (databaseUrl) => {
   it('refuses a run naming an unknown secret at plan and apply, naming the env key and the secret', async () => {
     const configuration = {
       ...task('unknown-secret', ['true']),
-      env: { HF_TOKEN: '${{ secrets.no_such_secret }}' },
+      env: { HF_TOKEN: `\${{ secrets.no_such_secret }}` },
     };
     for (const [path, body] of [
       ['/api/project/main/runs/get_plan', { run_spec: { configuration } }],

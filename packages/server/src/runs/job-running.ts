@@ -37,7 +37,7 @@ import { storeRunnerLogs } from '../logs/logs.js';
 import type { PipelineDefinition } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import {
-  hasSecretReferences,
+  referencesSecrets,
   resolveJobSpecSecrets,
   SecretReferenceError,
 } from '../secrets/secret-references.js';
@@ -156,9 +156,13 @@ export function taskResourcesOf(
  */
 async function agentJobSpec(context: JobContext): Promise<JobSpec | null> {
   const jobSpec = jobSpecOf(context.job);
-  if (!hasSecretReferences(jobSpec)) return jobSpec;
+  // Every spec is interpolated (`$$` is an escaped `$` in any value, as in dstack); the secrets
+  // are decrypted only for one that references any.
+  const secrets = referencesSecrets(jobSpec)
+    ? await projectSecretValues(context.app, context.job.project_id)
+    : new Map<string, string>();
   try {
-    return resolveJobSpecSecrets(jobSpec, await projectSecretValues(context.app, context.job.project_id));
+    return resolveJobSpecSecrets(jobSpec, secrets);
   } catch (error) {
     if (!SecretReferenceError.isInstance(error)) throw error;
     await terminate(context, 'terminated_by_server', `Secrets interpolation error: ${error.message}`);

@@ -131,7 +131,7 @@ export function checkSecretReferences(jobSpecs: readonly JobSpec[], secretNames:
 }
 
 /** Whether any of the job spec's interpolated fields holds `${{`, i.e. needs the project's secrets. */
-export function hasSecretReferences(jobSpec: JobSpec): boolean {
+export function referencesSecrets(jobSpec: JobSpec): boolean {
   return interpolatedFields(jobSpec).some(({ value }) => value.includes(OPENING));
 }
 

@@ -4,6 +4,8 @@
  * not in the logs, not in `runs/get` or `runs/list`.
  */
 import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { ApiError, Run, RunPlan } from '@dstack/core';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
@@ -48,7 +50,18 @@ async function everyStoredText(harness: HarnessServer): Promise<string[]> {
   return found;
 }
 
-describeEachDatabase('secrets on the local backend', (databaseUrl) => {
+/** Every regular file under `dir` whose bytes contain `needle` (the SQLite files and the instances' homes). */
+function filesContaining(dir: string, needle: string): string[] {
+  const found: string[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) continue;
+    const path = join(entry.parentPath, entry.name);
+    if (readFileSync(path).includes(needle)) found.push(path);
+  }
+  return found;
+}
+
+describeEachDatabase('secrets on the local backend', (databaseUrl, dialect) => {
   const temp = makeTempDir();
   let harness: HarnessServer;
 
@@ -105,6 +118,11 @@ describeEachDatabase('secrets on the local backend', (databaseUrl) => {
     ).toBe(true);
     const base64 = Buffer.from(SECRET_VALUE).toString('base64').slice(0, 24);
     expect(stored.filter((text) => text.includes(SECRET_VALUE) || text.includes(base64))).toEqual([]);
+    // Nor on disk: the server's directory holds the SQLite database (its WAL too) and the local
+    // instances' homes (shim state and output).
+    expect(filesContaining(temp.dir, SECRET_VALUE)).toEqual([]);
+    // The scan does read the database: its file names the secret's encrypted row.
+    if (dialect === 'sqlite') expect(filesContaining(temp.dir, 'MY_TOKEN').length).toBeGreaterThan(0);
   });
 
   it('refuses a run naming an unknown secret at plan and apply, naming the env key and the secret', async () => {

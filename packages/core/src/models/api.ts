@@ -365,11 +365,9 @@ export type Secret = z.output<typeof SecretSchema>;
 export const GetSecretRequestSchema = z.object({ name: z.string() });
 export const CreateOrUpdateSecretRequestSchema = z.object({
   name: secretNameSchema,
-  value: z
-    .string()
-    .max(SECRET_VALUE_MAX_LENGTH, {
-      error: `secret value must be at most ${SECRET_VALUE_MAX_LENGTH} characters`,
-    }),
+  value: z.string().max(SECRET_VALUE_MAX_LENGTH, {
+    error: `secret value must be at most ${SECRET_VALUE_MAX_LENGTH} characters`,
+  }),
 });
 export const DeleteSecretsRequestSchema = z.object({ secrets_names: z.array(z.string()).min(1) });
 

@@ -19,6 +19,7 @@ import {
 } from './commands/output-formats.js';
 import type { ProjectAddOptions } from './commands/project.js';
 import type { PsOptions } from './commands/ps.js';
+import type { SecretDeleteOptions } from './commands/secret.js';
 import type { ServerOptions } from './commands/server.js';
 import type { SshProxyOptions } from './commands/ssh-proxy.js';
 import type { StopOptions } from './commands/stop.js';
@@ -228,6 +229,49 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .addOption(projectOption())
     .action((name: string, options: FleetDeleteOptions) =>
       run(async () => (await import('./commands/fleet.js')).fleetDeleteCommand(name, options, io)),
+    );
+
+  const secret = program
+    .command('secret')
+    .description(
+      `manage the project's secrets (reference them as \${{ secrets.NAME }} in env and registry_auth)`,
+    )
+    .addOption(projectOption())
+    .action((options: { project?: string }) =>
+      run(async () => (await import('./commands/secret.js')).secretListCommand(options, io)),
+    );
+  secret
+    .command('list')
+    .description('list the secrets (names only)')
+    .addOption(projectOption())
+    .action((options: { project?: string }) =>
+      run(async () => (await import('./commands/secret.js')).secretListCommand(options, io)),
+    );
+  secret
+    .command('get')
+    .description("show a secret's value (project admins)")
+    .argument('<name>', 'the secret name')
+    .addOption(projectOption())
+    .action((name: string, options: { project?: string }) =>
+      run(async () => (await import('./commands/secret.js')).secretGetCommand(name, options, io)),
+    );
+  secret
+    .command('set')
+    .description('create a secret or update its value (project admins)')
+    .argument('<name>', 'the secret name')
+    .argument('<value>', 'the secret value')
+    .addOption(projectOption())
+    .action((name: string, value: string, options: { project?: string }) =>
+      run(async () => (await import('./commands/secret.js')).secretSetCommand(name, value, options, io)),
+    );
+  secret
+    .command('delete')
+    .description('delete a secret (project admins)')
+    .argument('<name>', 'the secret name')
+    .addOption(yesOption())
+    .addOption(projectOption())
+    .action((name: string, options: SecretDeleteOptions) =>
+      run(async () => (await import('./commands/secret.js')).secretDeleteCommand(name, options, io)),
     );
 
   program

@@ -9,6 +9,7 @@ import { serverRoutes } from './http/server-routes.js';
 import { logRoutes } from './logs/logs-routes.js';
 import { offerRoutes } from './runs/offers-routes.js';
 import { runRoutes } from './runs/runs-routes.js';
+import { secretRoutes } from './secrets/secrets-routes.js';
 
 export const allRoutes: readonly RouteDefinition[] = [
   ...serverRoutes,
@@ -19,4 +20,5 @@ export const allRoutes: readonly RouteDefinition[] = [
   ...fleetRoutes,
   ...offerRoutes,
   ...logRoutes,
+  ...secretRoutes,
 ];

@@ -8,8 +8,10 @@ import type { Socket } from 'node:net';
 import {
   type ApplyFleetRequestSchema,
   type ApplyRunRequestSchema,
+  type CreateOrUpdateSecretRequestSchema,
   type DeleteFleetsRequestSchema,
   type DeleteRunsRequestSchema,
+  type DeleteSecretsRequestSchema,
   type Fleet,
   FleetSchema,
   type GetOffersRequestSchema,
@@ -25,6 +27,8 @@ import {
   type RunPlan,
   RunPlanSchema,
   RunSchema,
+  type Secret,
+  SecretSchema,
   ServerInfoSchema,
   type StopRunsRequestSchema,
   type StreamLogsRequestSchema,
@@ -63,6 +67,8 @@ export type StreamLogsRequest = RequestBody<typeof StreamLogsRequestSchema>;
 export type GetOffersRequest = RequestBody<typeof GetOffersRequestSchema>;
 export type ApplyFleetRequest = RequestBody<typeof ApplyFleetRequestSchema>;
 export type DeleteFleetsRequest = RequestBody<typeof DeleteFleetsRequestSchema>;
+export type CreateOrUpdateSecretRequest = RequestBody<typeof CreateOrUpdateSecretRequestSchema>;
+export type DeleteSecretsRequest = RequestBody<typeof DeleteSecretsRequestSchema>;
 
 export interface OffersResponse {
   offers: InstanceOfferWithAvailability[];
@@ -212,6 +218,24 @@ export class DstackApiClient {
 
   async deleteFleets(body: DeleteFleetsRequest, options?: RequestOptions): Promise<void> {
     await this.#post(this.#projectPath('fleets/delete'), body, undefined, options);
+  }
+
+  /** The project's secrets, names only (`value` is null). */
+  listSecrets(options?: RequestOptions): Promise<Secret[]> {
+    return this.#post(this.#projectPath('secrets/list'), {}, SecretSchema.array(), options);
+  }
+
+  /** One secret with its value (project admins). */
+  getSecret(name: string, options?: RequestOptions): Promise<Secret> {
+    return this.#post(this.#projectPath('secrets/get'), { name }, SecretSchema, options);
+  }
+
+  createOrUpdateSecret(body: CreateOrUpdateSecretRequest, options?: RequestOptions): Promise<Secret> {
+    return this.#post(this.#projectPath('secrets/create_or_update'), body, SecretSchema, options);
+  }
+
+  async deleteSecrets(body: DeleteSecretsRequest, options?: RequestOptions): Promise<void> {
+    await this.#post(this.#projectPath('secrets/delete'), body, undefined, options);
   }
 
   /**

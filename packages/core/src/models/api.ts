@@ -9,7 +9,7 @@ import { ProviderJobSpecSchema } from '../providers/provider-job-spec.js';
 import { BackendTypeSchema } from './backend-type.js';
 import { InstanceOfferWithAvailabilitySchema } from './instances.js';
 import { RequirementsSchema } from './requirements.js';
-import { projectNameSchema, usernameSchema } from './resource-names.js';
+import { projectNameSchema, secretNameSchema, usernameSchema } from './resource-names.js';
 import { JobProvisioningDataSchema, JobRuntimeDataSchema } from './runs.js';
 import {
   FleetStatusSchema,
@@ -352,6 +352,24 @@ export const CreateUserRequestSchema = z.object({
   username: usernameSchema,
   global_role: GlobalRoleSchema.default('user'),
 });
+
+/** dstack's `_SECRET_VALUE_MAX_LENGTH`. */
+export const SECRET_VALUE_MAX_LENGTH = 5000;
+/** A project's secret; `value` is null where the caller sees names only (`secrets/list`). */
+export const SecretSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  value: z.string().nullable(),
+});
+export type Secret = z.output<typeof SecretSchema>;
+export const GetSecretRequestSchema = z.object({ name: z.string() });
+export const CreateOrUpdateSecretRequestSchema = z.object({
+  name: secretNameSchema,
+  value: z.string().max(SECRET_VALUE_MAX_LENGTH, {
+    error: `secret value must be at most ${SECRET_VALUE_MAX_LENGTH} characters`,
+  }),
+});
+export const DeleteSecretsRequestSchema = z.object({ secrets_names: z.array(z.string()).min(1) });
 
 /** The one error body of the API (dstack's 400 shape): each problem with its field path. */
 export const ApiErrorSchema = z.object({

@@ -20,12 +20,20 @@ export const PROJECT_NAME_RULE = '1-50 letters, digits, "-" or "_", starting wit
 export const USERNAME_PATTERN = /^[a-zA-Z0-9_-]{1,60}$/;
 export const USERNAME_RULE = '1-60 letters, digits, "-" or "_"';
 
+/** Secrets: dstack's `_SECRET_NAME_REGEX` (`^[A-Za-z0-9-_]{1,200}$`). */
+export const SECRET_NAME_PATTERN = /^[A-Za-z0-9_-]{1,200}$/;
+export const SECRET_NAME_RULE = '1-200 letters, digits, "-" or "_"';
+
 export function isValidResourceName(name: string): boolean {
   return RESOURCE_NAME_PATTERN.test(name);
 }
 
 export function isValidProjectName(name: string): boolean {
   return PROJECT_NAME_PATTERN.test(name);
+}
+
+export function isValidSecretName(name: string): boolean {
+  return SECRET_NAME_PATTERN.test(name);
 }
 
 export function isValidUsername(name: string): boolean {
@@ -48,3 +56,8 @@ export const projectNameSchema = z
 export const usernameSchema = z
   .string()
   .regex(USERNAME_PATTERN, { error: `username must be ${USERNAME_RULE}` });
+
+/** A secret's name. */
+export const secretNameSchema = z
+  .string()
+  .regex(SECRET_NAME_PATTERN, { error: `secret name must be ${SECRET_NAME_RULE}` });

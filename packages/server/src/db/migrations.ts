@@ -325,6 +325,31 @@ function jobLogsPositionKey(dialect: SqlDialect): Migration {
   };
 }
 
+/**
+ * Project secrets (`dstack secret set`): the value is encrypted with the server's encryption
+ * (`app.encryption`), the name unique per project.
+ */
+function projectSecrets(dialect: SqlDialect): Migration {
+  const t = columnTypes(dialect);
+  return {
+    async up(db: AnyDatabase) {
+      await db.schema
+        .createTable('secrets')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('project_id', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .addColumn('created_at', t.time, (c) => c.notNull())
+        .addColumn('updated_at', t.time, (c) => c.notNull())
+        .addUniqueConstraint('secrets_project_id_name_key', ['project_id', 'name'])
+        .execute();
+    },
+    async down(db: AnyDatabase) {
+      await db.schema.dropTable('secrets').execute();
+    },
+  };
+}
+
 /** Every migration, by name; names sort in application order. */
 export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
   return {
@@ -335,6 +360,7 @@ export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
     '005_job_inactivity_secs': jobInactivitySecs,
     '006_instance_agent_token': instanceAgentToken,
     '007_job_logs_position_key': jobLogsPositionKey(dialect),
+    '008_secrets': projectSecrets(dialect),
   };
 }
 

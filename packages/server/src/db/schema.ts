@@ -199,6 +199,17 @@ export interface JobLogsTable {
   position?: number | null;
 }
 
+export interface SecretsTable {
+  id: string;
+  project_id: string;
+  /** Unique per project; follows `SECRET_NAME_PATTERN` of @dstack/core. */
+  name: string;
+  /** The value, encrypted (`enc:{aes|identity}:{key}:{ciphertext}`); read it through `app.encryption`. */
+  value: string;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface Database {
   users: UsersTable;
   projects: ProjectsTable;
@@ -209,4 +220,5 @@ export interface Database {
   runs: RunsTable;
   jobs: JobsTable;
   job_logs: JobLogsTable;
+  secrets: SecretsTable;
 }

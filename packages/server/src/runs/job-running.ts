@@ -36,6 +36,12 @@ import { instanceRowOf } from '../fleets/instance-rows.js';
 import { storeRunnerLogs } from '../logs/logs.js';
 import type { PipelineDefinition } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
+import {
+  referencesSecrets,
+  resolveJobSpecSecrets,
+  SecretReferenceError,
+} from '../secrets/secret-references.js';
+import { projectSecretValues } from '../secrets/secrets.js';
 import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
 
 const MIN_INTERVAL_MS = 1_000;
@@ -142,6 +148,28 @@ export function taskResourcesOf(
   return { gpu: (jobSpec.requirements.resources.gpu?.count.min ?? 0) > 0 ? -1 : 0, cpu: 0, memory: 0 };
 }
 
+/**
+ * The job spec as the agents get it: `${{ secrets.NAME }}` replaced by the secrets' values. Read
+ * at each submit and never stored: the job row keeps the references. Null when a secret is gone
+ * (deleted since the run was accepted): the job is terminated, as dstack does, naming the field
+ * and the secret, never a value.
+ */
+async function agentJobSpec(context: JobContext): Promise<JobSpec | null> {
+  const jobSpec = jobSpecOf(context.job);
+  // Every spec is interpolated (`$$` is an escaped `$` in any value, as in dstack); the secrets
+  // are decrypted only for one that references any.
+  const secrets = referencesSecrets(jobSpec)
+    ? await projectSecretValues(context.app, context.job.project_id)
+    : new Map<string, string>();
+  try {
+    return resolveJobSpecSecrets(jobSpec, secrets);
+  } catch (error) {
+    if (!SecretReferenceError.isInstance(error)) throw error;
+    await terminate(context, 'terminated_by_server', `Secrets interpolation error: ${error.message}`);
+    return null;
+  }
+}
+
 /** The shim of the job's instance; its calls end with the pass (`lock.signal`). */
 function jobShim(context: JobContext): Promise<ShimClient> {
   const { app, project, provisioningData, instance, lock } = context;
@@ -151,7 +179,8 @@ function jobShim(context: JobContext): Promise<ShimClient> {
 /** provisioning → pulling: the shim accepted the task. */
 async function submitTask(context: JobContext): Promise<void> {
   const { job, provisioningData } = context;
-  const jobSpec = jobSpecOf(job);
+  const jobSpec = await agentJobSpec(context);
+  if (!jobSpec) return;
   try {
     const shim = await jobShim(context);
     const task: TaskConfigInput = {
@@ -216,7 +245,8 @@ async function startJob(context: JobContext): Promise<void> {
       job,
       context.lock.signal,
     );
-    const jobSpec = jobSpecOf(job);
+    const jobSpec = await agentJobSpec(context);
+    if (!jobSpec) return;
     const user = await app.db
       .selectFrom('users')
       .select('name')

@@ -22,6 +22,8 @@ import type { AppContext } from '../context.js';
 import { jobSpecColumn, runSpecColumn, type StoredRunSpec } from '../db/json-columns.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
 import { fleetInstanceOffers } from '../fleets/fleet-instance-offers.js';
+import { checkSecretReferences } from '../secrets/secret-references.js';
+import { projectSecretNames } from '../secrets/secrets.js';
 import { buildJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
@@ -85,6 +87,7 @@ export async function getRunPlan(
   refuseUnsupportedRunFields(runSpec.configuration, backends);
   const filters = offerFiltersOf(runSpec.configuration);
   const jobSpecs = buildJobSpecs(runSpec.run_name ?? 'plan', runSpec);
+  checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
   const placement = runSpec.configuration;
   // With `creation_policy: reuse` the run only takes fleet instances, so backends offer nothing.
   const mayCreate = placement.creation_policy !== 'reuse';
@@ -159,6 +162,8 @@ export async function applyRun(
   const now = Date.now();
   const runId = randomUUID();
   const jobSpecs = buildJobSpecs(runName, runSpec);
+  // Before anything is stored: a run naming a secret the project lacks is refused (400).
+  checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
   await app.db.transaction().execute(async (trx) => {
     const existing = await trx
       .selectFrom('runs')

@@ -8,6 +8,7 @@ import { storeBackendRecord } from '../backends/backends.js';
 import type { AppContext } from '../context.js';
 import { openDatabase } from '../db/database.js';
 import type { Database, InstancesTable } from '../db/schema.js';
+import { createOrUpdateSecret } from '../secrets/secrets.js';
 import { loadServerSettings } from '../settings.js';
 import { describeEachDialect } from '../testing/test-database.test.helpers.js';
 import { createEncryption, type EncryptionKeyConfig, generateAesKey } from './encryption.js';
@@ -94,6 +95,7 @@ describeEachDialect('protectSecretsAtRest', (getDb) => {
       .insertInto('instances')
       .values(sshHostInstance(team.id, unencrypted.encryption.encrypt('{"ssh_private_key":"host-key"}')))
       .execute();
+    await createOrUpdateSecret(unencrypted, team, 'hf_token', 'project-secret');
     const rotated = await ensureProject(unencrypted, admin, 'rotated');
     await unencrypted.db
       .updateTable('projects')
@@ -108,12 +110,13 @@ describeEachDialect('protectSecretsAtRest', (getDb) => {
     const projects = await db.selectFrom('projects').select('ssh_private_key as value').execute();
     const backends = await db.selectFrom('backends').select('auth as value').execute();
     const instances = await db.selectFrom('instances').select('remote_connection_info as value').execute();
-    return [...projects, ...backends, ...instances].map((row) => row.value as string);
+    const secrets = await db.selectFrom('secrets').select('value').execute();
+    return [...projects, ...backends, ...instances, ...secrets].map((row) => row.value as string);
   }
 
   beforeEach(async () => {
     const { db } = getDb();
-    for (const table of ['instances', 'backends', 'members', 'projects', 'users'] as const)
+    for (const table of ['secrets', 'instances', 'backends', 'members', 'projects', 'users'] as const)
       await db.deleteFrom(table).execute();
   });
 
@@ -124,20 +127,20 @@ describeEachDialect('protectSecretsAtRest', (getDb) => {
   it('encrypts identity and plain values under the AES key, leaves AES values alone, and does it once', async () => {
     const ids = await storeUnencryptedSecrets();
     const before = await storedSecrets();
-    expect(before.filter((value) => value.startsWith('enc:identity:'))).toHaveLength(4);
+    expect(before.filter((value) => value.startsWith('enc:identity:'))).toHaveLength(5);
     const plaintexts = before.map((value) => createEncryption([older]).decrypt(value));
 
     const app = appWith([current, older]);
     const warnings: string[] = [];
     const report = await protectSecretsAtRest(app, { warn: (message) => warnings.push(message) });
-    expect(report).toEqual({ reencrypted: 5, unknownKeys: {} });
+    expect(report).toEqual({ reencrypted: 6, unknownKeys: {} });
     expect(warnings).toEqual([]);
 
     const after = await storedSecrets();
     expect(after.every((value) => value.startsWith('enc:aes:'))).toBe(true);
-    expect(after.filter((value) => value.startsWith(`enc:aes:${current.name}:`))).toHaveLength(5);
+    expect(after.filter((value) => value.startsWith(`enc:aes:${current.name}:`))).toHaveLength(6);
     expect(after.map((value) => app.encryption.decrypt(value)).sort()).toEqual([...plaintexts].sort());
-    expect(after.join('\n')).not.toMatch(/team-key|legacy-key|host-key|PRIVATE KEY/);
+    expect(after.join('\n')).not.toMatch(/team-key|legacy-key|host-key|project-secret|PRIVATE KEY/);
     const rotated = await app.db
       .selectFrom('projects')
       .select('ssh_private_key')
@@ -162,7 +165,7 @@ describeEachDialect('protectSecretsAtRest', (getDb) => {
     const reports = await Promise.all(
       [first, second].map((app) => protectSecretsAtRest(app, { warn: () => {} })),
     );
-    expect(reports[0]!.reencrypted + reports[1]!.reencrypted).toBe(5);
+    expect(reports[0]!.reencrypted + reports[1]!.reencrypted).toBe(6);
     const after = await storedSecrets();
     expect(after.every((value) => value.startsWith('enc:aes:'))).toBe(true);
     expect(after.map((value) => second.encryption.decrypt(value)).sort()).toEqual(plaintexts);
@@ -178,7 +181,7 @@ describeEachDialect('protectSecretsAtRest', (getDb) => {
     );
     expect(warnings).toHaveLength(2);
     expect(warnings[0]).toMatch(
-      /encryption.keys starts with an identity key: backend creds and project SSH private keys are stored unencrypted/,
+      /encryption.keys starts with an identity key: backend creds, project SSH private keys and project secrets are stored unencrypted/,
     );
     expect(warnings[1]).toContain(`keys that config.yml encryption.keys does not list ("${older.name}": 1)`);
 

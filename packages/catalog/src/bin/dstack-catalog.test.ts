@@ -303,9 +303,10 @@ describe('dstack-catalog collect', () => {
   });
 
   it('says which package to install when the backend is missing', async () => {
-    const result = await run('collect', 'aws', '--output', path.join(outputDirectory, 'aws.csv'));
+    // No workspace package is @dstack/backend-gcp yet; an installed one is found (above).
+    const result = await run('collect', 'gcp', '--output', path.join(outputDirectory, 'gcp.csv'));
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('install @dstack/backend-aws to collect aws');
+    expect(result.stderr).toContain('install @dstack/backend-gcp to collect gcp');
   });
 
   it('rejects unknown providers, modules without a provider and a missing --output', async () => {

@@ -155,8 +155,8 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
     subtree: true,
     example: { commands: [], groups: [{ commands: ['true'] }] },
   },
-  ide: { refused: 'no IDE is installed', example: { ide: 'vscode' } },
-  version: { refused: 'it applies to ide', example: { ide: 'vscode', version: '1.0' } },
+  ide: { honoured: 'the CLI prints the IDE link of the dev environment (apply, attach); SSH reaches it' },
+  version: { refused: 'no IDE server is installed in the job', example: { ide: 'vscode', version: '1.0' } },
   gateway: {
     refused: 'no gateways yet',
     check: (value) => (value === undefined || value === false ? null : 'gateways are not supported yet'),

@@ -61,6 +61,7 @@ export {
   type PriceScalingExpectation,
   type SpotAboveOnDemand,
 } from './integrity/check-catalog-integrity.js';
+export { AWS_GPUHUNT_EXPECTATIONS } from './integrity/gpuhunt-expectations.js';
 export { AWS_SNAPSHOT_EXPECTATIONS, GCP_SNAPSHOT_EXPECTATIONS } from './integrity/snapshot-expectations.js';
 export {
   compareComputeCapability,
@@ -70,4 +71,5 @@ export {
   parseComputeCapability,
   type QueryFilterInput,
 } from './matching/matches.js';
+export { AWS_PUBLISHED_PREFIXES, filterAwsOffers } from './snapshot/gpuhunt-filters.js';
 export { ColumnarCatalog, type ColumnarCatalogCsvOptions, ColumnarRows } from './store/columnar-catalog.js';

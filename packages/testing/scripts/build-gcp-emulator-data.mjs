@@ -25,10 +25,19 @@ const ACCELERATOR_TYPES = {
 /** The GPUs built into a machine type (GCP's machine-type definitions; see the snapshot README). */
 function builtInGpus(type) {
   let match = /^a2-(highgpu|megagpu|ultragpu)-(\d+)g$/.exec(type);
-  if (match) return { type: match[1] === 'ultragpu' ? 'nvidia-a100-80gb' : 'nvidia-tesla-a100', count: Number(match[2]) };
+  if (match)
+    return {
+      type: match[1] === 'ultragpu' ? 'nvidia-a100-80gb' : 'nvidia-tesla-a100',
+      count: Number(match[2]),
+    };
   match = /^a3-(highgpu|edgegpu|megagpu|ultragpu)-(\d+)g(-nolssd)?$/.exec(type);
   if (match) {
-    const accelerator = { highgpu: 'nvidia-h100-80gb', edgegpu: 'nvidia-h100-80gb', megagpu: 'nvidia-h100-mega-80gb', ultragpu: 'nvidia-h200-141gb' }[match[1]];
+    const accelerator = {
+      highgpu: 'nvidia-h100-80gb',
+      edgegpu: 'nvidia-h100-80gb',
+      megagpu: 'nvidia-h100-mega-80gb',
+      ultragpu: 'nvidia-h200-141gb',
+    }[match[1]];
     return { type: accelerator, count: Number(match[2]) };
   }
   match = /^g2-standard-(\d+)$/.exec(type);
@@ -49,7 +58,10 @@ for (const line of lines) {
   const tail = fields.slice(-4);
   const gpuInfo = fields.slice(5, -4).join(',');
   const row = Object.fromEntries(
-    columns.map((column, index) => [column, index < 5 ? head[index] : index === 5 ? gpuInfo : tail[index - 6]]),
+    columns.map((column, index) => [
+      column,
+      index < 5 ? head[index] : index === 5 ? gpuInfo : tail[index - 6],
+    ]),
   );
   const price = row.Price === '' ? null : Number(row.Price);
   const spot = row.SpotPrice === '' ? null : Number(row.SpotPrice);
@@ -72,7 +84,13 @@ for (const line of lines) {
   const memory = /'SizeInMiB': (\d+)/.exec(row.GpuInfo)?.[1];
   accelerators[acceleratorType] = { name: row.AcceleratorName, memoryMiB: Number(memory) };
   // [accelerator type, count, zone, on-demand USD/h for that many or null, spot USD/h or null]
-  acceleratorOfferings.push([acceleratorType, Number(row.AcceleratorCount), row.AvailabilityZone, price, spot]);
+  acceleratorOfferings.push([
+    acceleratorType,
+    Number(row.AcceleratorCount),
+    row.AvailabilityZone,
+    price,
+    spot,
+  ]);
 }
 machineOfferings.sort((a, b) => a[1].localeCompare(b[1]) || a[0].localeCompare(b[0]));
 acceleratorOfferings.sort((a, b) => a[2].localeCompare(b[2]) || a[0].localeCompare(b[0]) || a[1] - b[1]);

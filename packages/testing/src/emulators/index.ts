@@ -59,6 +59,7 @@ export {
   type VcpuQuota,
   vcpuQuotaFor,
 } from './aws/aws-vcpu-quotas.js';
+export type { EmulatedHost, EmulatedHosts, HostLaunchRequest } from './emulated-hosts.js';
 export {
   GcpApiError,
   gcpErrorResponse,
@@ -115,7 +116,6 @@ export {
   type ServiceAccountJson,
   serviceAccountJson,
 } from './gcp/gcp-oauth.js';
-export type { EmulatedHost, EmulatedHosts, HostLaunchRequest } from './emulated-hosts.js';
 export {
   DEFAULT_EMULATED_HOSTS_NETWORK,
   DEFAULT_SSHD_TIMEOUT_MS,

@@ -13,7 +13,9 @@ interface Sku {
   description: string;
   category: { resourceFamily: string; usageType: string };
   serviceRegions: string[];
-  pricingInfo: { pricingExpression: { usageUnit: string; tieredRates: { unitPrice: { units: string; nanos: number } }[] } }[];
+  pricingInfo: {
+    pricingExpression: { usageUnit: string; tieredRates: { unitPrice: { units: string; nanos: number } }[] };
+  }[];
 }
 
 const priceOf = (sku: Sku | undefined) => {
@@ -50,7 +52,9 @@ describe('the Billing Catalog', () => {
     const t4 = find('Nvidia Tesla T4 GPU running in Americas', 'us-central1');
     expect(t4?.category).toMatchObject({ resourceFamily: 'Compute', usageType: 'OnDemand' });
     expect(priceOf(t4)).toBeCloseTo(0.35, 6);
-    expect(priceOf(find('Spot Preemptible Nvidia Tesla T4 GPU running in Americas', 'us-central1'))).toBeCloseTo(0.14, 6);
+    expect(
+      priceOf(find('Spot Preemptible Nvidia Tesla T4 GPU running in Americas', 'us-central1')),
+    ).toBeCloseTo(0.14, 6);
 
     // Core and RAM prices give back the catalog's VM prices (gpuhunt: cpus·core + GiB·ram).
     const core = priceOf(find('N1 Predefined Instance Core running in Americas', 'us-central1'));
@@ -66,8 +70,13 @@ describe('the Billing Catalog', () => {
   it('an unknown service is 404; a bad page token is 400; no token is 401', async () => {
     const started = await startTestEmulator();
     emulator = started.emulator;
-    expect((await compute(emulator, started.token, 'GET', '/v1/services/0000-0000-0000/skus')).status).toBe(404);
-    expect((await compute(emulator, started.token, 'GET', '/v1/services/6F81-5844-456A/skus?pageToken=zzz')).status).toBe(400);
+    expect((await compute(emulator, started.token, 'GET', '/v1/services/0000-0000-0000/skus')).status).toBe(
+      404,
+    );
+    expect(
+      (await compute(emulator, started.token, 'GET', '/v1/services/6F81-5844-456A/skus?pageToken=zzz'))
+        .status,
+    ).toBe(400);
     expect((await fetch(`${emulator.url}/v1/services/6F81-5844-456A/skus`)).status).toBe(401);
   });
 });

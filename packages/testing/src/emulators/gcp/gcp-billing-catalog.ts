@@ -59,7 +59,10 @@ function unitPrice(usd: number) {
 }
 
 /** Per-core and per-GiB prices that reproduce `rows` (least squares; a fixed ratio when degenerate). */
-function splitCoreAndRam(rows: readonly { cores: number; gib: number; price: number }[]): { core: number; ram: number } {
+function splitCoreAndRam(rows: readonly { cores: number; gib: number; price: number }[]): {
+  core: number;
+  ram: number;
+} {
   let cc = 0;
   let cg = 0;
   let gg = 0;
@@ -124,7 +127,13 @@ export function buildBillingSkus(data: GcpEmulatorData): BillingSku[] {
 
   for (const region of data.regions) {
     // Machine families: the type name's prefix (n1, a2, a3, g2), priced from the VM rows.
-    const families = new Map<string, { onDemand: { cores: number; gib: number; price: number }[]; spot: { cores: number; gib: number; price: number }[] }>();
+    const families = new Map<
+      string,
+      {
+        onDemand: { cores: number; gib: number; price: number }[];
+        spot: { cores: number; gib: number; price: number }[];
+      }
+    >();
     const seen = new Set<string>();
     for (const offering of data.machineOfferings) {
       if (offering.region !== region || seen.has(offering.machineType)) continue;
@@ -134,7 +143,8 @@ export function buildBillingSkus(data: GcpEmulatorData): BillingSku[] {
       const family = offering.machineType.split('-')[0] ?? '';
       const entry = families.get(family) ?? { onDemand: [], spot: [] };
       const shape = { cores: spec.vcpus, gib: spec.memoryMb / 1024 };
-      if (offering.onDemandPrice !== undefined) entry.onDemand.push({ ...shape, price: offering.onDemandPrice });
+      if (offering.onDemandPrice !== undefined)
+        entry.onDemand.push({ ...shape, price: offering.onDemandPrice });
       if (offering.spotPrice !== undefined) entry.spot.push({ ...shape, price: offering.spotPrice });
       families.set(family, entry);
     }
@@ -179,7 +189,11 @@ export function listSkus(skus: readonly BillingSku[], request: EmulatorRequest) 
   }
   const currency = request.query.currencyCode;
   if (currency !== undefined && currency !== 'USD') {
-    throw new GcpApiError(400, 'badRequest', `Invalid currency code: ${currency} (the emulator prices in USD)`);
+    throw new GcpApiError(
+      400,
+      'badRequest',
+      `Invalid currency code: ${currency} (the emulator prices in USD)`,
+    );
   }
   const size = request.query.pageSize === undefined ? 5000 : Number(request.query.pageSize);
   if (!Number.isInteger(size) || size < 0) {

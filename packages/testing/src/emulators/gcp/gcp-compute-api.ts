@@ -7,12 +7,7 @@ import type { EmulatorResponse } from '../../emulator/emulator-responses.js';
 import { json } from '../../emulator/emulator-responses.js';
 import type { EmulatorRequest, EmulatorRoute } from '../../emulator/emulator-server.js';
 import { alreadyExists, GcpApiError, invalidField, notFound } from './gcp-api-error.js';
-import type {
-  GcpInstance,
-  GcpInstances,
-  GcpOperation,
-  GcpOperationError,
-} from './gcp-compute-instances.js';
+import type { GcpInstance, GcpInstances, GcpOperation, GcpOperationError } from './gcp-compute-instances.js';
 import { gpuQuotaMetric, lastSegment, link, page, rfc3339 } from './gcp-compute-resources.js';
 import type { GcpEmulatorData } from './gcp-emulator-data.js';
 import { regionOfZone } from './gcp-emulator-data.js';
@@ -60,7 +55,9 @@ const BASE = '/compute/v1/projects/:project';
 
 export function computeRoutes(
   project: GcpComputeProject,
-  wrap: (handler: (request: EmulatorRequest) => EmulatorResponse) => (request: EmulatorRequest) => EmulatorResponse,
+  wrap: (
+    handler: (request: EmulatorRequest) => EmulatorResponse,
+  ) => (request: EmulatorRequest) => EmulatorResponse,
 ): EmulatorRoute[] {
   const route = (
     name: string,
@@ -81,20 +78,35 @@ export function computeRoutes(
   return [
     route('projects.get', 'GET', '', () => projectResource(project)),
     route('regions.list', 'GET', '/regions', (request) =>
-      list(project, 'compute#regionList', 'regions', project.data.regions.map((each) => regionResource(project, each)), request),
+      list(
+        project,
+        'compute#regionList',
+        'regions',
+        project.data.regions.map((each) => regionResource(project, each)),
+        request,
+      ),
     ),
     route('regions.get', 'GET', '/regions/:region', (request) => {
       const region = param(request, 'region');
-      if (!project.data.regions.includes(region)) throw notFound(`projects/${project.project}/regions/${region}`);
+      if (!project.data.regions.includes(region))
+        throw notFound(`projects/${project.project}/regions/${region}`);
       return regionResource(project, region);
     }),
     route('zones.list', 'GET', '/zones', (request) =>
-      list(project, 'compute#zoneList', 'zones', project.data.zones.map((each) => zoneResource(project, each.name)), request),
+      list(
+        project,
+        'compute#zoneList',
+        'zones',
+        project.data.zones.map((each) => zoneResource(project, each.name)),
+        request,
+      ),
     ),
     route('zones.get', 'GET', '/zones/:zone', (request) => zoneResource(project, zoneOf(project, request))),
     route('machineTypes.list', 'GET', '/zones/:zone/machineTypes', (request) => {
       const zone = zoneOf(project, request);
-      const items = project.data.machineTypesIn(zone).map((spec) => machineTypeResource(project, spec.name, zone));
+      const items = project.data
+        .machineTypesIn(zone)
+        .map((spec) => machineTypeResource(project, spec.name, zone));
       return list(project, 'compute#machineTypeList', `zones/${zone}/machineTypes`, items, request);
     }),
     route('machineTypes.get', 'GET', '/zones/:zone/machineTypes/:name', (request) => {
@@ -122,7 +134,10 @@ export function computeRoutes(
     route('acceleratorTypes.get', 'GET', '/zones/:zone/acceleratorTypes/:name', (request) => {
       const zone = zoneOf(project, request);
       const found = acceleratorTypesIn(project, zone).find((each) => each.name === param(request, 'name'));
-      if (!found) throw notFound(`projects/${project.project}/zones/${zone}/acceleratorTypes/${param(request, 'name')}`);
+      if (!found)
+        throw notFound(
+          `projects/${project.project}/zones/${zone}/acceleratorTypes/${param(request, 'name')}`,
+        );
       return found;
     }),
     route('acceleratorTypes.aggregatedList', 'GET', '/aggregated/acceleratorTypes', (request) =>
@@ -136,11 +151,16 @@ export function computeRoutes(
       return list(project, 'compute#imageList', 'global/images', items, request, owner);
     }),
     route('images.getFromFamily', 'GET', '/global/images/family/:family', (request) => {
-      const image = findImage(project, `projects/${param(request, 'project')}/global/images/family/${param(request, 'family')}`);
+      const image = findImage(
+        project,
+        `projects/${param(request, 'project')}/global/images/family/${param(request, 'family')}`,
+      );
       return imageResource(image);
     }),
     route('images.get', 'GET', '/global/images/:name', (request) =>
-      imageResource(findImage(project, `projects/${param(request, 'project')}/global/images/${param(request, 'name')}`)),
+      imageResource(
+        findImage(project, `projects/${param(request, 'project')}/global/images/${param(request, 'name')}`),
+      ),
     ),
     route('firewalls.list', 'GET', '/global/firewalls', (request) =>
       list(project, 'compute#firewallList', 'global/firewalls', [...project.firewalls.values()], request),
@@ -160,7 +180,9 @@ export function computeRoutes(
     route('instances.get', 'GET', '/zones/:zone/instances/:name', (request) =>
       instanceResource(project, findInstance(project, request)),
     ),
-    route('instances.insert', 'POST', '/zones/:zone/instances', (request) => insertInstance(project, request)),
+    route('instances.insert', 'POST', '/zones/:zone/instances', (request) =>
+      insertInstance(project, request),
+    ),
     route('instances.delete', 'DELETE', '/zones/:zone/instances/:name', (request) =>
       operationResource(project, project.instances.delete(findInstance(project, request))),
     ),
@@ -187,7 +209,11 @@ function checkProject(project: GcpComputeProject, request: EmulatorRequest): voi
   const asked = param(request, 'project');
   if (asked !== project.project) {
     // What Compute answers for a project the caller cannot see.
-    throw new GcpApiError(403, 'forbidden', `Required 'compute.projects.get' permission for 'projects/${asked}'`);
+    throw new GcpApiError(
+      403,
+      'forbidden',
+      `Required 'compute.projects.get' permission for 'projects/${asked}'`,
+    );
   }
 }
 
@@ -222,7 +248,9 @@ function aggregated(
   request: EmulatorRequest,
   itemsOf: (zone: string) => unknown[],
 ) {
-  const entries = project.data.zones.map((zone) => [`zones/${zone.name}`, { [key]: itemsOf(zone.name) }] as const);
+  const entries = project.data.zones.map(
+    (zone) => [`zones/${zone.name}`, { [key]: itemsOf(zone.name) }] as const,
+  );
   const { items: slice, nextPageToken } = page(entries, request.query);
   return {
     kind,
@@ -281,7 +309,12 @@ function quotaUsage(project: GcpComputeProject, region: string, metric: string):
     if (regionOfZone(instance.zone) !== region) continue;
     const status = project.instances.status(instance);
     if (status === undefined || status === 'TERMINATED') continue;
-    for (const [each, amount] of quotaNeeds(project, instance.machineType, instance.body, instance.provisioningModel)) {
+    for (const [each, amount] of quotaNeeds(
+      project,
+      instance.machineType,
+      instance.body,
+      instance.provisioningModel,
+    )) {
       if (each === metric) usage += amount;
     }
   }
@@ -374,7 +407,9 @@ function findImage(project: GcpComputeProject, reference: string): GcpImage {
   const path = reference.replace(/^https:\/\/(www|compute)\.googleapis\.com\/compute\/v1\//, '');
   const family = /^projects\/([^/]+)\/global\/images\/family\/([^/]+)$/.exec(path);
   if (family) {
-    const found = project.images.filter((each) => each.project === family[1] && each.family === family[2]).at(-1);
+    const found = project.images
+      .filter((each) => each.project === family[1] && each.family === family[2])
+      .at(-1);
     if (found) return found;
   }
   const named = /^projects\/([^/]+)\/global\/images\/([^/]+)$/.exec(path);
@@ -473,7 +508,8 @@ function insertInstance(project: GcpComputeProject, request: EmulatorRequest) {
   if (project.instances.find(zone, name)) throw alreadyExists(instancePath);
 
   const machineType = lastSegment(String(body.machineType ?? ''));
-  if (machineType === '') throw new GcpApiError(400, 'required', `Required field 'resource.machineType' not specified`);
+  if (machineType === '')
+    throw new GcpApiError(400, 'required', `Required field 'resource.machineType' not specified`);
   if (!project.data.machineOffering(machineType, zone)) {
     throw new GcpApiError(
       404,
@@ -500,11 +536,17 @@ function insertInstance(project: GcpComputeProject, request: EmulatorRequest) {
       );
     }
   }
-  const disks = Array.isArray(body.disks) ? (body.disks as { boot?: boolean; initializeParams?: { sourceImage?: unknown } }[]) : [];
+  const disks = Array.isArray(body.disks)
+    ? (body.disks as { boot?: boolean; initializeParams?: { sourceImage?: unknown } }[])
+    : [];
   const boot = disks.find((each) => each.boot) ?? disks[0];
   const sourceImage = boot?.initializeParams?.sourceImage;
   if (typeof sourceImage !== 'string') {
-    throw new GcpApiError(400, 'required', `Required field 'resource.disks[0].initializeParams.sourceImage' not specified`);
+    throw new GcpApiError(
+      400,
+      'required',
+      `Required field 'resource.disks[0].initializeParams.sourceImage' not specified`,
+    );
   }
   findImage(project, sourceImage);
 
@@ -570,7 +612,9 @@ function insertFailure(
     ? { metric: faulted[0], limit: 0 }
     : needs
         .map(([metric, amount]) => ({ metric, limit: quotaLimit(project, metric), amount }))
-        .find(({ metric, limit, amount }) => amount > 0 && quotaUsage(project, region, metric) + amount > limit);
+        .find(
+          ({ metric, limit, amount }) => amount > 0 && quotaUsage(project, region, metric) + amount > limit,
+        );
   if (!over) return undefined;
   return {
     afterMs: quotaFault?.delayMs ?? 0,
@@ -624,7 +668,9 @@ function instanceResource(project: GcpComputeProject, instance: GcpInstance) {
     kind: 'compute#networkInterface',
     name: `nic${index}`,
     network: link(`projects/${project.project}/global/networks/default`),
-    subnetwork: link(`projects/${project.project}/regions/${regionOfZone(instance.zone)}/subnetworks/default`),
+    subnetwork: link(
+      `projects/${project.project}/regions/${regionOfZone(instance.zone)}/subnetworks/default`,
+    ),
     ...each,
     ...(index === 0 && networkIP ? { networkIP } : {}),
     ...(each.accessConfigs

@@ -136,7 +136,9 @@ export class GcpInstances {
 
   /** The instance `name` in `zone` while the API still shows it. */
   find(zone: string, name: string): GcpInstance | undefined {
-    return this.#all.find((each) => each.zone === zone && each.name === name && this.status(each) !== undefined);
+    return this.#all.find(
+      (each) => each.zone === zone && each.name === name && this.status(each) !== undefined,
+    );
   }
 
   /** The instances of `zone` the API shows, oldest first. */
@@ -206,7 +208,9 @@ export class GcpInstances {
     if (instance.provisioningModel !== 'SPOT') throw new Error(`${instance.name} is not a spot instance`);
     const status = this.#statusNow(instance);
     if (status !== 'RUNNING' && status !== 'STAGING' && status !== 'PROVISIONING') {
-      throw new Error(`${instance.name} is ${status ?? 'gone'}; only a provisioning or running spot instance can be preempted`);
+      throw new Error(
+        `${instance.name} is ${status ?? 'gone'}; only a provisioning or running spot instance can be preempted`,
+      );
     }
     this.#stop(instance, 'preempted', at);
     this.#addOperation({
@@ -262,7 +266,8 @@ export class GcpInstances {
   natIp(instance: GcpInstance): string | undefined {
     if (!instance.externalIpWanted || this.status(instance) !== 'RUNNING') return undefined;
     const runningAt = this.#runningAt(instance);
-    if (runningAt === undefined || this.#options.clock() < runningAt + instance.natIpDelayMs) return undefined;
+    if (runningAt === undefined || this.#options.clock() < runningAt + instance.natIpDelayMs)
+      return undefined;
     return instance.host.status === 'up' ? instance.host.address : instance.madeUpExternalIp;
   }
 

@@ -29,7 +29,8 @@ export function page<T>(
   maxSize = 500,
 ): { items: T[]; nextPageToken?: string } {
   const size = query.maxResults === undefined ? defaultSize : Number(query.maxResults);
-  if (!Number.isInteger(size) || size < 0) throw invalidField('maxResults', `${query.maxResults} is not a count`);
+  if (!Number.isInteger(size) || size < 0)
+    throw invalidField('maxResults', `${query.maxResults} is not a count`);
   const offset = decodePageToken(query.pageToken, 'pageToken');
   const take = Math.min(size === 0 ? defaultSize : size, maxSize);
   const slice = items.slice(offset, offset + take);

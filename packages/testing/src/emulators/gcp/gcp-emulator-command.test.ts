@@ -40,7 +40,14 @@ describe('emulator gcp', () => {
       ready = resolve;
     });
     const running = runGcpEmulatorCommand(
-      ['--server-config', file, '--fault', 'ZONE_RESOURCE_POOL_EXHAUSTED:g2-standard-4', '--fault', 'SLOW_NAT_IP'],
+      [
+        '--server-config',
+        file,
+        '--fault',
+        'ZONE_RESOURCE_POOL_EXHAUSTED:g2-standard-4',
+        '--fault',
+        'SLOW_NAT_IP',
+      ],
       { hosts, signal: stop.signal, log: (line) => lines.push(line), onReady: (emulator) => ready(emulator) },
     );
     const emulator = await started;
@@ -64,10 +71,17 @@ describe('emulator gcp', () => {
       ],
     });
     const key = JSON.parse(backend?.creds.data ?? '{}') as ServiceAccountJson;
-    expect(key).toMatchObject({ type: 'service_account', project_id: emulator.project, token_uri: `${emulator.url}/token` });
+    expect(key).toMatchObject({
+      type: 'service_account',
+      project_id: emulator.project,
+      token_uri: `${emulator.url}/token`,
+    });
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     expect(lines[0]).toMatch(/^GCP emulator listening on http:\/\/127\.0\.0\.1:\d+/);
-    expect(emulator.faults().map((fault) => fault.code)).toEqual(['ZONE_RESOURCE_POOL_EXHAUSTED', 'SLOW_NAT_IP']);
+    expect(emulator.faults().map((fault) => fault.code)).toEqual([
+      'ZONE_RESOURCE_POOL_EXHAUSTED',
+      'SLOW_NAT_IP',
+    ]);
 
     // The config's key and endpoint work with the real client library.
     const zones = await jwtClient(key).request<{ items: unknown[] }>({
@@ -85,7 +99,9 @@ describe('emulator gcp', () => {
   it('rejects bad arguments naming the flag', () => {
     expect(() => parseGcpEmulatorArguments([])).toThrow(/--server-config FILE is required/);
     expect(() => parseGcpEmulatorArguments(['--server-config', 'x', '--port', 'abc'])).toThrow(/--port/);
-    expect(() => parseGcpEmulatorArguments(['--server-config', 'x', '--fault', 'Nope'])).toThrow(/unknown code Nope/);
+    expect(() => parseGcpEmulatorArguments(['--server-config', 'x', '--fault', 'Nope'])).toThrow(
+      /unknown code Nope/,
+    );
     expect(parseGcpEmulatorArguments(['--server-config', 'c.yml', '--port', '8123'])).toEqual({
       serverConfig: 'c.yml',
       port: 8123,

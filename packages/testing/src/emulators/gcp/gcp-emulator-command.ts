@@ -109,7 +109,9 @@ export async function runGcpEmulatorCommand(
   });
   try {
     await writeFile(args.serverConfig, gcpEmulatorServerConfig(emulator), { mode: 0o600 });
-    log(`GCP emulator listening on ${emulator.url} (project ${emulator.project}, Compute at ${emulator.computeUrl})`);
+    log(
+      `GCP emulator listening on ${emulator.url} (project ${emulator.project}, Compute at ${emulator.computeUrl})`,
+    );
     log(
       `Regions: ${emulator.regions.join(', ')}; hosts: ${options.hosts ? 'real' : 'none (made-up addresses)'}`,
     );

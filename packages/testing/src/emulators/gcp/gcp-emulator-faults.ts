@@ -102,7 +102,12 @@ export class GcpEmulatorFaults {
 
   add(fault: GcpFault): ActiveGcpFault {
     this.#sequence += 1;
-    const active: ActiveGcpFault = { ...parseGcpFault(fault), id: `fault-${this.#sequence}`, fired: 0, seen: 0 };
+    const active: ActiveGcpFault = {
+      ...parseGcpFault(fault),
+      id: `fault-${this.#sequence}`,
+      fired: 0,
+      seen: 0,
+    };
     this.#faults.push(active);
     return active;
   }

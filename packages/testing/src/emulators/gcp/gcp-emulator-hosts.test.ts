@@ -36,7 +36,13 @@ describe.skipIf(!environment.available)('the GCP emulator with Docker hosts', { 
   it('runs the startup script on a real host reachable at the natIP; delete removes the host', async () => {
     emulator = await startGcpEmulator({
       hosts,
-      timeline: { operationPendingMs: 0, provisioningMs: 100, stagingMs: 100, stoppingMs: 100, terminatedVisibleMs: 100 },
+      timeline: {
+        operationPendingMs: 0,
+        provisioningMs: 100,
+        stagingMs: 100,
+        stoppingMs: 100,
+        terminatedVisibleMs: 100,
+      },
     });
     const token = await accessToken(emulator);
     const key = utils.generateKeyPairSync('ed25519');
@@ -47,28 +53,44 @@ describe.skipIf(!environment.available)('the GCP emulator with Docker hosts', { 
       'chmod 600 /root/.ssh/authorized_keys',
       'echo "startup script ran" > /root/startup-marker',
     ].join('\n');
-    const insert = await compute(emulator, token, 'POST', `zones/${ZONE}/instances`, instanceBody('dstack-real', ZONE, {
-      metadata: { items: [{ key: 'startup-script', value: script }] },
-    }));
+    const insert = await compute(
+      emulator,
+      token,
+      'POST',
+      `zones/${ZONE}/instances`,
+      instanceBody('dstack-real', ZONE, {
+        metadata: { items: [{ key: 'startup-script', value: script }] },
+      }),
+    );
     expect(insert.status).toBe(200);
     const running = await pollUntil(
       () => compute(emulator as GcpEmulator, token, 'GET', `zones/${ZONE}/instances/dstack-real`),
-      (answer) => answer.body.status === 'RUNNING' && answer.body.networkInterfaces[0].accessConfigs[0].natIP !== undefined,
+      (answer) =>
+        answer.body.status === 'RUNNING' &&
+        answer.body.networkInterfaces[0].accessConfigs[0].natIP !== undefined,
     );
     expect(running.body.status).toBe('RUNNING');
     const address = running.body.networkInterfaces[0].accessConfigs[0].natIP as string;
     const marker = await pollUntil(
-      () => sshAsRoot(address, key.private, 'cat /root/startup-marker').catch(() => ({ stdout: '', stderr: '', code: 1 })),
+      () =>
+        sshAsRoot(address, key.private, 'cat /root/startup-marker').catch(() => ({
+          stdout: '',
+          stderr: '',
+          code: 1,
+        })),
       (result) => result.code === 0,
       80,
     );
     expect(marker.stdout.trim()).toBe('startup script ran');
     const instanceId = running.body.id as string;
-    expect(await docker(['ps', '--quiet', '--filter', `label=${EMULATED_HOST_INSTANCE_LABEL}=${instanceId}`])).not.toBe('');
+    expect(
+      await docker(['ps', '--quiet', '--filter', `label=${EMULATED_HOST_INSTANCE_LABEL}=${instanceId}`]),
+    ).not.toBe('');
 
     await compute(emulator, token, 'DELETE', `zones/${ZONE}/instances/dstack-real`);
     const gone = await pollUntil(
-      () => docker(['ps', '--all', '--quiet', '--filter', `label=${EMULATED_HOST_INSTANCE_LABEL}=${instanceId}`]),
+      () =>
+        docker(['ps', '--all', '--quiet', '--filter', `label=${EMULATED_HOST_INSTANCE_LABEL}=${instanceId}`]),
       (output) => output.trim() === '',
     );
     expect(gone.trim()).toBe('');

@@ -24,7 +24,13 @@ export function jwtClient(key: ServiceAccountJson): JWT {
       return config;
     },
   });
-  return new JWT({ email: key.client_email, key: key.private_key, keyId: key.private_key_id, scopes: [CLOUD_PLATFORM_SCOPE], transporter });
+  return new JWT({
+    email: key.client_email,
+    key: key.private_key,
+    keyId: key.private_key_id,
+    scopes: [CLOUD_PLATFORM_SCOPE],
+    transporter,
+  });
 }
 
 /** An access token for the emulator's own service account, through the real token exchange. */
@@ -48,7 +54,9 @@ export async function compute(
   path: string,
   body?: unknown,
 ): Promise<ComputeAnswer> {
-  const url = path.startsWith('/') ? `${emulator.url}${path}` : `${emulator.computeUrl}/projects/${emulator.project}/${path}`;
+  const url = path.startsWith('/')
+    ? `${emulator.url}${path}`
+    : `${emulator.computeUrl}/projects/${emulator.project}/${path}`;
   const response = await fetch(url, {
     method,
     headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
@@ -100,7 +108,9 @@ export function instanceBody(name: string, zone: string, overrides: Record<strin
         accessConfigs: [{ type: 'ONE_TO_ONE_NAT', name: 'External NAT', networkTier: 'PREMIUM' }],
       },
     ],
-    metadata: { items: [{ key: 'startup-script', value: '#!/bin/bash\necho hello from the emulated host\n' }] },
+    metadata: {
+      items: [{ key: 'startup-script', value: '#!/bin/bash\necho hello from the emulated host\n' }],
+    },
     labels: { owner: 'dstack' },
     tags: { items: ['dstack-runner-instance'] },
     ...overrides,

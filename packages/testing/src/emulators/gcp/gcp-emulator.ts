@@ -8,17 +8,26 @@
 import type { BackendEmulator } from '../../conformance/test-backend-options.js';
 import type { EmulatorResponse } from '../../emulator/emulator-responses.js';
 import { EmulatorHttpError, json } from '../../emulator/emulator-responses.js';
-import { type EmulatorRequest, type EmulatorServer, startEmulatorServer } from '../../emulator/emulator-server.js';
+import {
+  type EmulatorRequest,
+  type EmulatorServer,
+  startEmulatorServer,
+} from '../../emulator/emulator-server.js';
 import type { EmulatedHosts } from '../emulated-hosts.js';
 import { GcpApiError } from './gcp-api-error.js';
 import { type BillingSku, buildBillingSkus, listSkus } from './gcp-billing-catalog.js';
-import { computeRoutes, DEFAULT_GCP_IMAGES, type GcpComputeProject, type GcpImage } from './gcp-compute-api.js';
+import {
+  computeRoutes,
+  DEFAULT_GCP_IMAGES,
+  type GcpComputeProject,
+  type GcpImage,
+} from './gcp-compute-api.js';
 import {
   DEFAULT_GCP_EMULATOR_TIMELINE,
   type GcpEmulatorTimeline,
   type GcpInstance,
-  GcpInstances,
   type GcpInstanceStatus,
+  GcpInstances,
 } from './gcp-compute-instances.js';
 import { DEFAULT_GCP_EMULATOR_REGIONS, GcpEmulatorData } from './gcp-emulator-data.js';
 import {
@@ -177,7 +186,9 @@ export async function startGcpEmulator(options: GcpEmulatorOptions = {}): Promis
     };
 
   function findInstance(name: string): GcpInstance {
-    const instance = instances.all().find((each) => each.name === name && instances.status(each) !== undefined);
+    const instance = instances
+      .all()
+      .find((each) => each.name === name && instances.status(each) !== undefined);
     if (!instance) throw new Error(`The GCP emulator has no instance ${name}`);
     return instance;
   }
@@ -199,7 +210,8 @@ export async function startGcpEmulator(options: GcpEmulatorOptions = {}): Promis
     }),
   });
 
-  const controlError = (error: unknown) => new EmulatorHttpError(json({ error: (error as Error).message }, 400));
+  const controlError = (error: unknown) =>
+    new EmulatorHttpError(json({ error: (error as Error).message }, 400));
 
   const server = await startEmulatorServer({
     host: options.host,

@@ -44,9 +44,14 @@ describe('the OAuth token endpoint', () => {
       publicKeyEncoding: { type: 'spki', format: 'pem' },
     });
     const wrongKey = { ...emulator.serviceAccountJson(), private_key: privateKey };
-    await expect(jwtClient(wrongKey).getAccessToken()).rejects.toThrow(/invalid_grant: Invalid JWT Signature\./);
+    await expect(jwtClient(wrongKey).getAccessToken()).rejects.toThrow(
+      /invalid_grant: Invalid JWT Signature\./,
+    );
 
-    const unknownAccount = { ...emulator.serviceAccountJson(), client_email: 'other@elsewhere.iam.gserviceaccount.com' };
+    const unknownAccount = {
+      ...emulator.serviceAccountJson(),
+      client_email: 'other@elsewhere.iam.gserviceaccount.com',
+    };
     await expect(jwtClient(unknownAccount).getAccessToken()).rejects.toThrow(
       /invalid_grant: Invalid grant: account not found/,
     );

@@ -7,8 +7,8 @@
  * account signed itself (what Python's GAPIC clients send, `always_use_jwt_access`).
  */
 import { createPublicKey, generateKeyPairSync, type KeyObject, randomBytes, verify } from 'node:crypto';
-import type { EmulatorRequest } from '../../emulator/emulator-server.js';
 import { EmulatorHttpError, json } from '../../emulator/emulator-responses.js';
+import type { EmulatorRequest } from '../../emulator/emulator-server.js';
 import { gcpErrorResponse } from './gcp-api-error.js';
 
 /** Where google-auth-library posts the assertion, and the `aud` it signs, whatever `token_uri` says. */
@@ -50,7 +50,9 @@ export function createServiceAccount(project: string, name = 'dstack'): GcpServi
   });
   return {
     email: `${name}@${project}.iam.gserviceaccount.com`,
-    clientId: BigInt(`0x${randomBytes(8).toString('hex')}`).toString().padStart(21, '1'),
+    clientId: BigInt(`0x${randomBytes(8).toString('hex')}`)
+      .toString()
+      .padStart(21, '1'),
     privateKeyId: randomBytes(20).toString('hex'),
     privateKey,
     publicKey: createPublicKey(publicKey),
@@ -147,7 +149,9 @@ export class GcpOAuth {
   /** `POST /token`: the JWT-bearer grant. */
   exchange(request: EmulatorRequest) {
     const form =
-      typeof request.body === 'object' && request.body !== null ? (request.body as Record<string, string>) : {};
+      typeof request.body === 'object' && request.body !== null
+        ? (request.body as Record<string, string>)
+        : {};
     if (form.grant_type !== JWT_BEARER_GRANT) {
       throw oauthError('unsupported_grant_type', `Invalid grant_type: ${form.grant_type ?? ''}`);
     }

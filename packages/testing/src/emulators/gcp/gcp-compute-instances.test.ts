@@ -66,7 +66,8 @@ describe('instances and zone operations', () => {
     expect(running.body.id).toMatch(/^\d+$/);
     expect(running.body.networkInterfaces[0].accessConfigs[0].natIP).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
     expect(running.body.networkInterfaces[0].networkIP).toMatch(/^10\./);
-    expect(emulator?.state()).toEqual({
+    const state = await fetch(`${emulator?.url}/_emulator/state`);
+    expect(await state.json()).toEqual({
       instances: [
         { id: 'dstack-a1', type: 'n1-standard-4', zone: ZONE, market: 'STANDARD', state: 'RUNNING' },
       ],

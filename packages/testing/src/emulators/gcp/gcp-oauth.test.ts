@@ -1,7 +1,16 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { createSign, generateKeyPairSync } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { GcpEmulator } from './gcp-emulator.js';
-import { compute, jwtClient, startTestEmulator } from './gcp-emulator.test.helpers.js';
+import { CLOUD_PLATFORM_SCOPE, compute, jwtClient, startTestEmulator } from './gcp-emulator.test.helpers.js';
+
+/** A JWT as Python's GAPIC clients sign it (`always_use_jwt_access`): kid, iss = sub, a scope, one hour. */
+function selfSignedJwt(email: string, keyId: string, privateKey: string, offsetSeconds = 0): string {
+  const now = Math.floor(Date.now() / 1000) + offsetSeconds;
+  const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const signed = `${encode({ alg: 'RS256', typ: 'JWT', kid: keyId })}.${encode({ iss: email, sub: email, scope: CLOUD_PLATFORM_SCOPE, iat: now, exp: now + 3600 })}`;
+  const signature = createSign('RSA-SHA256').update(signed).sign(privateKey).toString('base64url');
+  return `${signed}.${signature}`;
+}
 
 let emulator: GcpEmulator | undefined;
 afterEach(async () => {
@@ -55,6 +64,26 @@ describe('the OAuth token endpoint', () => {
     await expect(jwtClient(unknownAccount).getAccessToken()).rejects.toThrow(
       /invalid_grant: Invalid grant: account not found/,
     );
+  });
+
+  it('accepts a JWT the service account signed itself (no token exchange), as GAPIC clients send', async () => {
+    const started = await startTestEmulator();
+    emulator = started.emulator;
+    const key = emulator.serviceAccountJson();
+    const zones = `zones`;
+    const good = selfSignedJwt(key.client_email, key.private_key_id, key.private_key);
+    await expect(compute(emulator, good, 'GET', zones)).resolves.toMatchObject({ status: 200 });
+    expect(emulator.server.requestsTo('oauth.token')).toHaveLength(1); // only startTestEmulator's exchange
+
+    const { privateKey } = generateKeyPairSync('rsa', {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+    });
+    const forged = selfSignedJwt(key.client_email, key.private_key_id, privateKey);
+    await expect(compute(emulator, forged, 'GET', zones)).resolves.toMatchObject({ status: 401 });
+    const stale = selfSignedJwt(key.client_email, key.private_key_id, key.private_key, -7200);
+    await expect(compute(emulator, stale, 'GET', zones)).resolves.toMatchObject({ status: 401 });
   });
 
   it('Compute and Billing need a valid bearer token: none, a made-up one and an expired one are 401', async () => {

@@ -8,7 +8,14 @@ import { json } from '../../emulator/emulator-responses.js';
 import type { EmulatorRequest, EmulatorRoute } from '../../emulator/emulator-server.js';
 import { alreadyExists, GcpApiError, invalidField, notFound } from './gcp-api-error.js';
 import type { GcpInstance, GcpInstances, GcpOperation, GcpOperationError } from './gcp-compute-instances.js';
-import { gpuQuotaMetric, lastSegment, link, page, rfc3339 } from './gcp-compute-resources.js';
+import {
+  gpuQuotaMetric,
+  lastSegment,
+  link,
+  page,
+  parseListFilter,
+  rfc3339,
+} from './gcp-compute-resources.js';
 import type { GcpEmulatorData } from './gcp-emulator-data.js';
 import { regionOfZone } from './gcp-emulator-data.js';
 import type { GcpEmulatorFaults, GcpProvisioningModel } from './gcp-emulator-faults.js';
@@ -49,6 +56,8 @@ export interface GcpComputeProject {
   readonly firewalls: Map<string, Record<string, unknown>>;
   /** Insert operations by `requestId` (retries of one insert answer the same operation). */
   readonly requestIds: Map<string, GcpOperation>;
+  /** Global operations (firewall inserts), DONE from the start. */
+  readonly globalOperations: Map<string, Record<string, unknown>>;
 }
 
 const BASE = '/compute/v1/projects/:project';
@@ -172,6 +181,12 @@ export function computeRoutes(
       return firewall;
     }),
     route('firewalls.insert', 'POST', '/global/firewalls', (request) => insertFirewall(project, request)),
+    route('globalOperations.get', 'GET', '/global/operations/:operation', (request) => {
+      const name = param(request, 'operation');
+      const operation = project.globalOperations.get(name);
+      if (!operation) throw notFound(`projects/${project.project}/global/operations/${name}`);
+      return operation;
+    }),
     route('instances.list', 'GET', '/zones/:zone/instances', (request) => {
       const zone = zoneOf(project, request);
       const items = project.instances.listIn(zone).map((each) => instanceResource(project, each));
@@ -231,7 +246,8 @@ function list(
   request: EmulatorRequest,
   owner = project.project,
 ) {
-  const { items: slice, nextPageToken } = page(items, request.query);
+  const matches = parseListFilter(request.query.filter);
+  const { items: slice, nextPageToken } = page(matches ? items.filter(matches) : items, request.query);
   return {
     kind,
     id: `projects/${owner}/${path}`,
@@ -459,10 +475,11 @@ function insertFirewall(project: GcpComputeProject, request: EmulatorRequest) {
     selfLink: link(resource),
   });
   // A global operation, DONE at once: firewalls are quick, and dstack does not wait on it.
-  return {
+  const operationName = `operation-${now}-${project.globalOperations.size.toString(16).padStart(13, '0')}-firewall`;
+  const operation = {
     kind: 'compute#operation',
-    id: String(8_000_000_000 + now),
-    name: `operation-${now}-firewall-${name}`,
+    id: String(8_000_000_000 + project.globalOperations.size),
+    name: operationName,
     operationType: 'insert',
     targetLink: link(resource),
     targetId: String(6000 + project.firewalls.size - 1),
@@ -471,8 +488,10 @@ function insertFirewall(project: GcpComputeProject, request: EmulatorRequest) {
     insertTime: rfc3339(now),
     startTime: rfc3339(now),
     endTime: rfc3339(now),
-    selfLink: link(`projects/${project.project}/global/operations/operation-${now}-firewall-${name}`),
+    selfLink: link(`projects/${project.project}/global/operations/${operationName}`),
   };
+  project.globalOperations.set(operationName, operation);
+  return operation;
 }
 
 interface GuestAccelerator {

@@ -74,6 +74,23 @@ describe('instances and zone operations', () => {
     });
     const listed = await call('GET', `zones/${ZONE}/instances`);
     expect(listed.body.items.map((each: { name: string }) => each.name)).toEqual(['dstack-a1']);
+    await call(
+      'POST',
+      `zones/${ZONE}/instances`,
+      instanceBody('dstack-b2', ZONE, { labels: { owner: 'someone' } }),
+    );
+    const names = async (filter: string) =>
+      (await call('GET', `zones/${ZONE}/instances?filter=${encodeURIComponent(filter)}`)).body.items?.map(
+        (each: { name: string }) => each.name,
+      );
+    expect(await names('labels.owner = "dstack"')).toEqual(['dstack-a1']);
+    expect(await names('(status = RUNNING) (name != "dstack-b2")')).toEqual(['dstack-a1']);
+    expect(await names('name eq dstack-.*')).toEqual(['dstack-a1', 'dstack-b2']);
+    expect(
+      (await call('GET', `zones/${ZONE}/instances?filter=${encodeURIComponent('name ~ x')}`)).body,
+    ).toMatchObject({
+      error: { code: 400, message: expect.stringContaining("'filter'") },
+    });
   });
 
   it('a second insert of the same name in the zone is 409 alreadyExists; another zone or a repeated requestId is not', async () => {
@@ -307,7 +324,11 @@ describe('firewalls, types, images, regions', () => {
       sourceRanges: ['0.0.0.0/0'],
       targetTags: ['dstack-runner-instance'],
     };
-    expect(await call('POST', 'global/firewalls', rule)).toMatchObject({
+    const created = await call('POST', 'global/firewalls', rule);
+    expect((await call('GET', `global/operations/${created.body.name}`)).body).toMatchObject({
+      status: 'DONE',
+    });
+    expect(created).toMatchObject({
       status: 200,
       body: { kind: 'compute#operation', status: 'DONE' },
     });

@@ -58,3 +58,48 @@ export function gpuQuotaMetric(acceleratorType: string, spot: boolean): string {
     .replace(/-/g, '_');
   return `${spot ? 'PREEMPTIBLE_' : ''}NVIDIA_${model}_GPUS`;
 }
+
+interface FilterTerm {
+  readonly path: readonly string[];
+  readonly negated: boolean;
+  readonly value: string;
+}
+
+/**
+ * Compute's list `filter` in its common forms: `name = "x"`, `status != TERMINATED`,
+ * `labels.owner = dstack`, several terms ANDed (`(a = "1") (b = "2")` or with `AND`), `eq`/`ne`
+ * with a regular expression. Anything else is 400 naming the field, rather than a silent match-all.
+ */
+export function parseListFilter(filter: string | undefined): ((item: unknown) => boolean) | undefined {
+  if (filter === undefined || filter.trim() === '') return undefined;
+  const terms: (FilterTerm & { regex: boolean })[] = [];
+  const pattern =
+    /\(?\s*([A-Za-z][\w.]*)\s*(=|!=|\beq\b|\bne\b)\s*("(?:[^"\\]|\\.)*"|[^\s()]+)\s*\)?(?:\s+AND\s+|\s+|$)/gy;
+  let consumed = 0;
+  for (let match = pattern.exec(filter); match; match = pattern.exec(filter)) {
+    const [all, field, operator, raw] = match as unknown as [string, string, string, string];
+    const value = raw.startsWith('"') ? raw.slice(1, -1).replace(/\\(.)/g, '$1') : raw;
+    terms.push({
+      path: field.split('.'),
+      negated: operator === '!=' || operator === 'ne',
+      value,
+      regex: operator === 'eq' || operator === 'ne',
+    });
+    consumed += all.length;
+    if (pattern.lastIndex >= filter.length) break;
+  }
+  if (terms.length === 0 || consumed !== filter.length) {
+    throw invalidField(
+      'filter',
+      `the emulator understands 'field = value' terms ANDed together, got '${filter}'`,
+    );
+  }
+  return (item) =>
+    terms.every((term) => {
+      let value: unknown = item;
+      for (const key of term.path) value = (value as Record<string, unknown> | undefined)?.[key];
+      const text = value === undefined ? '' : String(value);
+      const matches = term.regex ? new RegExp(`^(?:${term.value})$`).test(text) : text === term.value;
+      return matches !== term.negated;
+    });
+}

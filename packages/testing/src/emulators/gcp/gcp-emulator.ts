@@ -159,6 +159,7 @@ export async function startGcpEmulator(options: GcpEmulatorOptions = {}): Promis
     clock,
     firewalls: new Map(),
     requestIds: new Map(),
+    globalOperations: new Map(),
   };
   const skus = buildBillingSkus(data);
   let baseUrl = '';

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `emulator <provider> …` (`pnpm emulator` at the workspace root): starts a cloud emulator a user
- * can point a dstack server at, e.g. `emulator aws --server-config config.yml`. Run as a command,
+ * can point a dstack server at, e.g. `emulator aws --server-config config.yml` (or `gcp`). Run as a command,
  * each emulated instance boots a real host, a Docker container (`DockerEmulatedHosts`);
  * `--no-hosts` gives instances made-up addresses instead. `runEmulator` takes the factory.
  */
@@ -9,6 +9,7 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { AWS_EMULATOR_USAGE, runAwsEmulatorCommand } from '../emulators/aws/aws-emulator-command.js';
 import type { EmulatedHosts } from '../emulators/emulated-hosts.js';
+import { GCP_EMULATOR_USAGE, runGcpEmulatorCommand } from '../emulators/gcp/gcp-emulator-command.js';
 import { DockerEmulatedHosts } from '../emulators/hosts/docker-emulated-hosts.js';
 import { serveShimTarball } from '../emulators/hosts/shim-tarball-server.js';
 
@@ -17,7 +18,7 @@ export interface RunEmulatorOptions {
   createHosts?: () => EmulatedHosts | Promise<EmulatedHosts>;
 }
 
-const USAGE = `Usage: emulator <provider> [options]\nProviders:\n  ${AWS_EMULATOR_USAGE.replace('Usage: ', '')}`;
+const USAGE = `Usage: emulator <provider> [options]\nProviders:\n  ${AWS_EMULATOR_USAGE.replace('Usage: ', '')}\n  ${GCP_EMULATOR_USAGE.replace('Usage: ', '')}`;
 
 /** Runs `emulator <provider> …` with `argv` (the arguments after the program name). */
 export async function runEmulator(argv: readonly string[], options: RunEmulatorOptions = {}): Promise<void> {
@@ -26,6 +27,11 @@ export async function runEmulator(argv: readonly string[], options: RunEmulatorO
     case 'aws': {
       const hosts = await options.createHosts?.();
       await runAwsEmulatorCommand(rest, { hosts });
+      return;
+    }
+    case 'gcp': {
+      const hosts = await options.createHosts?.();
+      await runGcpEmulatorCommand(rest, { hosts });
       return;
     }
     case undefined:
@@ -56,7 +62,7 @@ function isEntryPoint(): boolean {
 async function main(argv: readonly string[]): Promise<void> {
   const [provider] = argv;
   const args = argv.filter((arg) => arg !== '--no-hosts');
-  if (provider !== 'aws' || argv.includes('--no-hosts')) {
+  if ((provider !== 'aws' && provider !== 'gcp') || argv.includes('--no-hosts')) {
     await runEmulator(args);
     return;
   }

@@ -1,4 +1,4 @@
-// `@dstack/testing/emulators`: the cloud emulators (AWS today), the interface of the hosts their
+// `@dstack/testing/emulators`: the cloud emulators (AWS, GCP), the interface of the hosts their
 // instances boot and the Docker hosts, loadable by a plain Node process (`pnpm emulator`) as well
 // as by tests.
 
@@ -60,6 +60,62 @@ export {
   vcpuQuotaFor,
 } from './aws/aws-vcpu-quotas.js';
 export type { EmulatedHost, EmulatedHosts, HostLaunchRequest } from './emulated-hosts.js';
+export {
+  GcpApiError,
+  gcpErrorResponse,
+} from './gcp/gcp-api-error.js';
+export { type BillingSku, COMPUTE_ENGINE_SERVICE_ID } from './gcp/gcp-billing-catalog.js';
+export { DEFAULT_GCP_IMAGES, DEFAULT_GCP_QUOTA_LIMIT, type GcpImage } from './gcp/gcp-compute-api.js';
+export {
+  DEFAULT_GCP_EMULATOR_TIMELINE,
+  type GcpEmulatorTimeline,
+  type GcpInstanceStatus,
+  type GcpOperationStatus,
+} from './gcp/gcp-compute-instances.js';
+export { COMPUTE_LINK_PREFIX, gpuQuotaMetric } from './gcp/gcp-compute-resources.js';
+export {
+  DEFAULT_GCP_EMULATOR_PROJECT,
+  type GcpEmulator,
+  type GcpEmulatorInstanceState,
+  type GcpEmulatorOptions,
+  type GcpEmulatorState,
+  startGcpEmulator,
+} from './gcp/gcp-emulator.js';
+export {
+  GCP_EMULATOR_USAGE,
+  type GcpEmulatorCommandArguments,
+  type GcpEmulatorCommandOptions,
+  gcpEmulatorBackend,
+  gcpEmulatorServerConfig,
+  parseGcpEmulatorArguments,
+  runGcpEmulatorCommand,
+} from './gcp/gcp-emulator-command.js';
+export {
+  DEFAULT_GCP_EMULATOR_REGIONS,
+  type GcpAcceleratorOffering,
+  type GcpAcceleratorSpec,
+  GcpEmulatorData,
+  type GcpMachineOffering,
+  type GcpMachineTypeSpec,
+  type GcpZone,
+  regionOfZone,
+} from './gcp/gcp-emulator-data.js';
+export {
+  type ActiveGcpFault,
+  GCP_FAULT_CODES,
+  type GcpFault,
+  type GcpFaultCode,
+  type GcpProvisioningModel,
+  parseGcpFault,
+  parseGcpFaultFlag,
+} from './gcp/gcp-emulator-faults.js';
+export {
+  createServiceAccount,
+  type GcpServiceAccount,
+  GOOGLE_TOKEN_URL,
+  type ServiceAccountJson,
+  serviceAccountJson,
+} from './gcp/gcp-oauth.js';
 export {
   DEFAULT_EMULATED_HOSTS_NETWORK,
   DEFAULT_SSHD_TIMEOUT_MS,

@@ -1,12 +1,13 @@
 /**
  * Catalog benchmarks: load time and query time of the bundled snapshot and of a
  * synthetic 200,000-row catalog, against the targets (load < 300 ms, query < 5 ms),
- * then the server benchmarks (server-bench.ts).
+ * then the server benchmarks (server-bench.ts), the CLI's startup (cli-bench.ts) and the AWS
+ * backend on the EC2 emulator (aws-bench.ts: plan latency, apply → running).
  * Run with `pnpm bench` (builds first). gpuhunt itself is not runnable here (no
  * PyPI), so there is no reference column.
  *
- * `--only=catalog`, `--only=server`, `--only=throughput` or `--only=cli` (CLI startup, cli-bench.ts)
- * runs one part: e.g.
+ * `--only=catalog`, `--only=server`, `--only=throughput`, `--only=cli` (CLI startup, cli-bench.ts)
+ * or `--only=aws` (aws-bench.ts) runs one part: e.g.
  * `pnpm exec tsx src/main.ts --only=server`. `--shim-in-process` runs the throughput
  * benchmark's shim inside the server's process (the shim's work then counts as the server's).
  */
@@ -21,9 +22,11 @@ import {
   formatCatalogCsv,
   type QueryFilterInput,
 } from '@dstack/catalog';
+import { benchmarkAws } from './aws-bench.js';
 import { benchmarkCliStartup } from './cli-bench.js';
+import { printTable, type Row } from './report-table.js';
 import { benchmarkServer } from './server-bench.js';
-import { measure, type Timing } from './stats.js';
+import { measure } from './stats.js';
 import { generateSyntheticCatalog } from './synthetic-catalog.js';
 
 const LOAD_RUNS = 7;
@@ -43,14 +46,6 @@ const QUERIES: ReadonlyArray<readonly [string, QueryFilterInput]> = [
   ],
   ['(c) CPU-only >= 16 vCPU', { maxGpuCount: 0, minCpu: 16 }],
 ];
-
-interface Row {
-  name: string;
-  timing: Timing;
-  results: number | string;
-  /** Absent for informational rows. */
-  targetMs?: number;
-}
 
 async function benchmarkCatalog(label: string, makeSource: () => CatalogSource): Promise<Row[]> {
   const load = await measure(
@@ -96,33 +91,7 @@ async function benchmarkCatalog(label: string, makeSource: () => CatalogSource):
   return result;
 }
 
-function printTable(rows: readonly Row[]): void {
-  const ms = (value: number) => `${value.toFixed(value < 10 ? 2 : 1)} ms`;
-  const header = ['benchmark', 'median', 'p90', 'runs', 'results', 'target', 'status', 'reference'];
-  const lines = rows.map((row) => [
-    row.name,
-    ms(row.timing.medianMs),
-    ms(row.timing.p90Ms),
-    String(row.timing.runs),
-    String(row.results),
-    row.targetMs === undefined ? '-' : `< ${row.targetMs} ms`,
-    row.targetMs === undefined ? '-' : row.timing.medianMs < row.targetMs ? 'PASS' : 'MISS',
-    'no reference',
-  ]);
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...lines.map((line) => (line[column] as string).length)),
-  );
-  const format = (cells: readonly string[]) =>
-    cells
-      .map((cell, column) =>
-        column === 0 ? cell.padEnd(widths[0] as number) : cell.padStart(widths[column] as number),
-      )
-      .join('  ');
-  console.log(format(header));
-  for (const line of lines) console.log(format(line));
-}
-
-const PARTS = ['all', 'catalog', 'server', 'throughput', 'cli'] as const;
+const PARTS = ['all', 'catalog', 'server', 'throughput', 'cli', 'aws'] as const;
 type Part = (typeof PARTS)[number];
 
 function selectedPart(argv: readonly string[]): Part {
@@ -140,6 +109,10 @@ async function main(): Promise<void> {
   console.log(`node ${process.version}, ${process.platform}/${process.arch}`);
   if (part === 'cli') {
     benchmarkCliStartup();
+    return;
+  }
+  if (part === 'aws') {
+    await benchmarkAws();
     return;
   }
   if (part === 'server' || part === 'throughput') {
@@ -164,6 +137,7 @@ async function main(): Promise<void> {
     await benchmarkServer({ latency: true, shimProcess });
     console.log('');
     benchmarkCliStartup();
+    await benchmarkAws();
   }
 }
 

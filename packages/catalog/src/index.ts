@@ -71,5 +71,5 @@ export {
   parseComputeCapability,
   type QueryFilterInput,
 } from './matching/matches.js';
-export { AWS_PUBLISHED_PREFIXES, filterAwsOffers } from './snapshot/gpuhunt-filters.js';
+export { AWS_PUBLISHED_PREFIXES, filterAwsOffers } from './providers/gpuhunt-filters.js';
 export { ColumnarCatalog, type ColumnarCatalogCsvOptions, ColumnarRows } from './store/columnar-catalog.js';

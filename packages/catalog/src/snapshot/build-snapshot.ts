@@ -3,11 +3,11 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { CatalogItem } from '../catalog-item.js';
 import { formatCatalogCsv } from '../csv/catalog-csv.js';
+import { filterAwsOffers, filterGcpOffers } from '../providers/gpuhunt-filters.js';
 import { type ConversionReport, createConversionReport } from './conversion-report.js';
 import { convertAwsRows } from './convert-aws.js';
 import { convertGcpRows } from './convert-gcp.js';
 import { parseCsvRecords } from './csv-records.js';
-import { filterAwsOffers, filterGcpOffers } from './gpuhunt-filters.js';
 
 /** The SkyPilot extracts the bundled snapshot is made from (see catalog-data/README.md). */
 export interface SnapshotSources {

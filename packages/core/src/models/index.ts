@@ -10,3 +10,4 @@ export * from './runs.js';
 export * from './statuses.js';
 export * from './strict-request-body.js';
 export * from './volumes.js';
+export * from './repos.js';

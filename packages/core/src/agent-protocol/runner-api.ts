@@ -52,7 +52,7 @@ export const RunnerJobSpecSchema = z.looseObject({
   /** What to do when `repo_dir` is not empty. Null: `skip` (dstack's runners before `if_exists`). */
   repo_exists_action: RepoExistsActionSchema.nullish(),
   /** File archives (uploaded with `upload_archive?id=`) and where to unpack each. */
-  file_archives: z.array(FileArchiveMappingSchema).default([]),
+  file_archives: z.array(FileArchiveMappingSchema).nullish(),
   /** Seconds between SIGTERM and SIGKILL on stop; null means 5. */
   stop_duration: z.number().nonnegative().nullish(),
   image_name: z.string().nullish(),

@@ -109,7 +109,7 @@ export const RunSpecSchema = z.object({
   /** Where the repo goes in the job (`repos[0].path`). */
   repo_dir: z.string().nullish(),
   /** The `files:` of the configuration as uploaded archives and where each goes. */
-  file_archives: z.array(FileArchiveMappingSchema).default([]),
+  file_archives: z.array(FileArchiveMappingSchema).nullish(),
   /**
    * The jobs a task's `provider` created, one job each; set by the client that loaded the
    * provider (the CLI). Required when the configuration names a `provider`, absent otherwise.

@@ -10,6 +10,20 @@ import {
   VirtualRunRepoDataSchema,
 } from '../agent-protocol/repo-data.js';
 
+export {
+  type FileArchiveMapping,
+  FileArchiveMappingSchema,
+  type LocalRunRepoData,
+  LocalRunRepoDataSchema,
+  type RemoteRepoCreds,
+  RemoteRepoCredsSchema,
+  type RemoteRunRepoData,
+  RemoteRunRepoDataSchema,
+  RepoExistsActionSchema,
+  type RunRepoData,
+  RunRepoDataSchema,
+} from '../agent-protocol/repo-data.js';
+
 /** What `repos/init` records about a repo (dstack's `AnyRepoInfo`). */
 export const RepoInfoSchema = z.discriminatedUnion('repo_type', [
   z.object({ repo_type: z.literal('remote'), repo_name: z.string().min(1) }),

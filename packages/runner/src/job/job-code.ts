@@ -58,7 +58,7 @@ export async function setUpJobCode(input: CodeSetupInput): Promise<string[]> {
     await checkOutRepo(input, repoDir);
     filled.push(repoDir);
   }
-  for (const mapping of input.submission.job_spec.file_archives) {
+  for (const mapping of input.submission.job_spec.file_archives ?? []) {
     filled.push(await unpackFileArchive(input, mapping));
   }
   return filled;

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { cliCodeUploadLimit, packFile, packRepo, slugify } from './pack-code.js';
+import { cliCodeUploadLimit, cloneUrlOf, packFile, packRepo, slugify } from './pack-code.js';
 
 let scratch: string;
 
@@ -149,6 +149,35 @@ describe('packing a Git repo', () => {
     await expect(packRepo(repoSpec({ local_path: 'lonely' }), scratch, 0)).rejects.toThrow(
       /No remote branch is configured for branch main/,
     );
+  });
+});
+
+describe('a repo by URL', () => {
+  it('has the branch and hash of the spec, the URL as clone URL, and no code', async () => {
+    const packed = await packRepo(
+      repoSpec({ url: 'https://github.com/dstackai/dstack-examples.git', branch: 'main', hash: 'abc123' }),
+      scratch,
+      0,
+    );
+    expect(packed).toEqual({
+      repoId: slugify('dstack-examples', 'github.com/dstackai/dstack-examples'),
+      repoInfo: { repo_type: 'remote', repo_name: 'dstack-examples' },
+      repoData: {
+        repo_type: 'remote',
+        repo_name: 'dstack-examples',
+        repo_branch: 'main',
+        repo_hash: 'abc123',
+      },
+      repoCreds: { clone_url: 'https://github.com/dstackai/dstack-examples.git' },
+      code: null,
+    });
+  });
+
+  it('clones SSH remotes over HTTPS and local paths as file:// URLs', () => {
+    expect(cloneUrlOf('git@github.com:org/repo.git', '/r')).toBe('https://github.com/org/repo.git');
+    expect(cloneUrlOf('ssh://git@github.com/org/repo.git', '/r')).toBe('https://github.com/org/repo.git');
+    expect(cloneUrlOf('https://example.com/org/repo', '/r')).toBe('https://example.com/org/repo');
+    expect(cloneUrlOf('../origin.git', '/src/work')).toBe('file:///src/origin.git');
   });
 });
 

@@ -78,9 +78,20 @@ export function slugify(prefix: string, uniqueKey: string): string {
   return `${prefix}-${digits.reverse().join('').slice(0, 8)}`;
 }
 
-/** A remote's URL as a runner can clone it: a local path becomes a `file://` URL. */
+/**
+ * A remote's URL as a runner can clone it without credentials: SSH (`git@host:org/repo.git`,
+ * `ssh://…`) becomes HTTPS, as dstack clones a public repo; a local path becomes a `file://` URL.
+ * (Private repos, with a key or token from `dstack init`, are not supported yet.)
+ */
 export function cloneUrlOf(remoteUrl: string, repoRoot: string): string {
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(remoteUrl) || /^[^/]+@[^/]+:/.test(remoteUrl)) return remoteUrl;
+  const scp = /^[^/@]+@([^/:]+):(.*)$/.exec(remoteUrl);
+  if (scp && !remoteUrl.includes('://'))
+    return `https://${scp[1] as string}/${(scp[2] as string).replace(/^\/+/, '')}`;
+  if (/^ssh:\/\//i.test(remoteUrl) && URL.canParse(remoteUrl)) {
+    const url = new URL(remoteUrl);
+    return `https://${url.hostname}${url.pathname}`;
+  }
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(remoteUrl)) return remoteUrl;
   return `file://${resolve(repoRoot, remoteUrl)}`;
 }
 

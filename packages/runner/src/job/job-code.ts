@@ -155,7 +155,8 @@ async function unpackFileArchive(input: CodeSetupInput, mapping: FileArchiveMapp
 export async function extractTar(archivePath: string, directory: string): Promise<void> {
   await mkdir(directory, { recursive: true });
   const gzipped = await startsWithGzipMagic(archivePath);
-  await runCommand('tar', [gzipped ? '-xzf' : '-xf', archivePath, '-C', directory, '--no-same-owner']);
+  // `-o`: the files are the runner's, not the uploader's uid (GNU tar, bsdtar and busybox alike).
+  await runCommand('tar', ['-x', ...(gzipped ? ['-z'] : []), '-o', '-f', archivePath, '-C', directory]);
 }
 
 async function startsWithGzipMagic(path: string): Promise<boolean> {
@@ -191,7 +192,15 @@ function runCommand(
     child.stderr.on('data', (chunk: Buffer) => {
       if (stderr.length < 8192) stderr += chunk.toString();
     });
-    child.once('error', (error) => reject(new Error(`${command} could not start: ${error.message}`)));
+    child.once('error', (error: NodeJS.ErrnoException) =>
+      reject(
+        new Error(
+          error.code === 'ENOENT'
+            ? `${command} is not installed in the job's image: the job's code needs it`
+            : `${command} could not start: ${error.message}`,
+        ),
+      ),
+    );
     child.once('close', (code, signal) => {
       if (code === 0) {
         resolvePromise();

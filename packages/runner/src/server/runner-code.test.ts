@@ -78,6 +78,25 @@ describe('runner code setup', () => {
     expect(decodeLogs(job.jobLogs)).toBe(`uncommitted change\n${hash}\nfile archive\n`);
   });
 
+  it('unpacks the archive of a directory that is not a Git repo at the repo dir', async () => {
+    const source = join(scratch, 'plain');
+    mkdirSync(join(source, 'src'), { recursive: true });
+    writeFileSync(join(source, 'src', 'main.py'), 'print("hi")\n');
+    const archive = execFileSync('tar', ['-czf', '-', '-C', source, '.']);
+    await client.submit(
+      submitBody(['cat code/src/main.py', 'echo "$DSTACK_REPO_DIR"'], {
+        repo_data: { repo_type: 'local', repo_dir: source },
+        repo_dir: 'code',
+        repo_exists_action: 'error',
+      }),
+    );
+    await client.uploadCode(new Uint8Array(archive));
+    const started = await client.run();
+    const job = await pullUntil(client);
+    expect(job.states.at(-1)?.state).toBe('done');
+    expect(decodeLogs(job.jobLogs)).toBe(`print("hi")\n${join(started.working_dir, 'code')}\n`);
+  });
+
   it('fails the job naming the repo dir when it is not empty and if_exists is error', async () => {
     const { url, hash } = bareRepo();
     const homeDir = join(scratch, 'home');

@@ -74,7 +74,15 @@ export async function checkRunFileArchives(
   userId: string,
   mappings: readonly FileArchiveMapping[],
 ): Promise<void> {
-  const found = await archiveBlobs(app, userId, mappings);
+  const ids = [...new Set(mappings.map((mapping) => mapping.id))];
+  if (ids.length === 0) return;
+  const rows = await app.db
+    .selectFrom('file_archives')
+    .select('id')
+    .where('user_id', '=', userId)
+    .where('id', 'in', ids)
+    .execute();
+  const found = new Set(rows.map((row) => row.id));
   mappings.forEach((mapping, index) => {
     if (!found.has(mapping.id)) {
       throw new ServerClientError(

@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { cliCodeUploadLimit, cloneUrlOf, packFile, packRepo, slugify } from './pack-code.js';
+import { cliCodeUploadLimit, cloneUrlOf, localPathOf, packFile, packRepo, slugify } from './pack-code.js';
 
 let scratch: string;
 
@@ -178,6 +178,14 @@ describe('a repo by URL', () => {
     expect(cloneUrlOf('ssh://git@github.com/org/repo.git', '/r')).toBe('https://github.com/org/repo.git');
     expect(cloneUrlOf('https://example.com/org/repo', '/r')).toBe('https://example.com/org/repo');
     expect(cloneUrlOf('../origin.git', '/src/work')).toBe('file:///src/origin.git');
+  });
+});
+
+describe('local paths of the configuration', () => {
+  it("start at the configuration file's directory, ~ at the home", () => {
+    expect(localPathOf('data', '/work/project')).toBe('/work/project/data');
+    expect(localPathOf('/abs/data', '/work/project')).toBe('/abs/data');
+    expect(localPathOf('~/data', '/work/project')).toBe(join(homedir(), 'data'));
   });
 });
 

@@ -6,7 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import { stat } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import {
   codeUploadLimitMessage,
   DEFAULT_CODE_UPLOAD_LIMIT_BYTES,
@@ -118,7 +119,7 @@ function repoNameAndLocation(url: string): { name: string; location: string } {
  */
 export async function packRepo(spec: RepoSpec, configurationDir: string, limit: number): Promise<PackedRepo> {
   if (spec.url !== undefined) return remoteRepoByUrl(spec, spec.url);
-  const localPath = resolve(configurationDir, spec.local_path ?? '.');
+  const localPath = localPathOf(spec.local_path ?? '.', configurationDir);
   const info = await stat(localPath).catch(() => null);
   if (!info?.isDirectory()) throw new CommandError(`repos[0].local_path: ${localPath} is not a directory`);
   const root = await gitWorkTreeRoot(localPath);
@@ -186,13 +187,20 @@ export async function packFile(
   configurationDir: string,
   limit: number,
 ): Promise<PackedBlob> {
-  const source = isAbsolute(localPath) ? localPath : resolve(configurationDir, localPath);
+  const source = localPathOf(localPath, configurationDir);
   if (!(await stat(source).catch(() => null))) {
     throw new CommandError(`files: ${localPath} does not exist (${source})`);
   }
   const archive = await createTarGz(await walkForArchive(source, basename(source)));
   checkLimit('Archive', archive, limit, source);
   return blob(archive);
+}
+
+/** A `local_path` of the configuration: `~` is the user's home, a relative path starts at the file's directory. */
+export function localPathOf(path: string, configurationDir: string): string {
+  if (path === '~') return homedir();
+  if (path.startsWith('~/')) return join(homedir(), path.slice(2));
+  return isAbsolute(path) ? path : resolve(configurationDir, path);
 }
 
 /** The configuration file's directory: where relative `local_path`s start. */

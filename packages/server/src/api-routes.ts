@@ -7,6 +7,7 @@ import { fleetRoutes } from './fleets/fleets-routes.js';
 import type { RouteDefinition } from './http/route.js';
 import { serverRoutes } from './http/server-routes.js';
 import { logRoutes } from './logs/logs-routes.js';
+import { repoRoutes } from './repos/repos-routes.js';
 import { offerRoutes } from './runs/offers-routes.js';
 import { runRoutes } from './runs/runs-routes.js';
 import { secretRoutes } from './secrets/secrets-routes.js';
@@ -21,4 +22,5 @@ export const allRoutes: readonly RouteDefinition[] = [
   ...offerRoutes,
   ...logRoutes,
   ...secretRoutes,
+  ...repoRoutes,
 ];

@@ -38,6 +38,11 @@ export interface ServerSettings {
    * npm packs @dstack/shim). Absent: the npm registry's tarball of the release.
    */
   shimDownloadUrl?: string | null;
+  /**
+   * `DSTACK_SERVER_CODE_UPLOAD_LIMIT`: the largest code or file archive `repos/upload_code` and
+   * `files/upload_archive` take, in bytes; 0 means no limit. Absent: dstack's 2 MiB.
+   */
+  codeUploadLimitBytes?: number;
 }
 
 /**

@@ -15,6 +15,7 @@ describe('loadServerSettings', () => {
       maxOffersTried: 25,
       defaultCredsEnabled: true,
       shimDownloadUrl: null,
+      codeUploadLimitBytes: 2 * 1024 * 1024,
     });
   });
 
@@ -29,6 +30,7 @@ describe('loadServerSettings', () => {
         DSTACK_SERVER_MAX_OFFERS_TRIED: '5',
         DSTACK_DEFAULT_CREDS_DISABLED: '1',
         DSTACK_SHIM_DOWNLOAD_URL: 'http://10.0.0.1:8080/dstack-shim.tgz',
+        DSTACK_SERVER_CODE_UPLOAD_LIMIT: '0',
       },
       { port: 0 },
     );
@@ -41,6 +43,7 @@ describe('loadServerSettings', () => {
       maxOffersTried: 5,
       defaultCredsEnabled: false,
       shimDownloadUrl: 'http://10.0.0.1:8080/dstack-shim.tgz',
+      codeUploadLimitBytes: 0,
     });
   });
 
@@ -51,6 +54,9 @@ describe('loadServerSettings', () => {
     );
     expect(() => loadServerSettings({ DSTACK_SERVER_MAX_OFFERS_TRIED: '0' })).toThrow(
       /DSTACK_SERVER_MAX_OFFERS_TRIED/,
+    );
+    expect(() => loadServerSettings({ DSTACK_SERVER_CODE_UPLOAD_LIMIT: '2MB' })).toThrow(
+      /DSTACK_SERVER_CODE_UPLOAD_LIMIT must be a whole number/,
     );
     expect(() => loadServerSettings({ DSTACK_SHIM_DOWNLOAD_URL: 'ftp://host/shim.tgz' })).toThrow(
       /DSTACK_SHIM_DOWNLOAD_URL must be an http\(s\) URL/,

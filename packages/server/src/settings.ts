@@ -3,7 +3,7 @@
  */
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ConfigurationError } from '@dstack/core';
+import { ConfigurationError, DEFAULT_CODE_UPLOAD_LIMIT_BYTES } from '@dstack/core';
 import type { ServerSettings } from './context.js';
 
 export const DEFAULT_SERVER_PORT = 8000;
@@ -47,7 +47,8 @@ function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
  * `DSTACK_SERVER_HOST` (`127.0.0.1`), `DSTACK_SERVER_PORT` (8000),
  * `DSTACK_DATABASE_URL` (unset: SQLite), `DSTACK_SERVER_ADMIN_TOKEN`,
  * `DSTACK_SERVER_MAX_OFFERS_TRIED` (25), `DSTACK_DEFAULT_CREDS_DISABLED` (unset),
- * `DSTACK_SHIM_DOWNLOAD_URL` (unset: the npm tarball of the release). `overrides` (e.g. from command-line
+ * `DSTACK_SHIM_DOWNLOAD_URL` (unset: the npm tarball of the release),
+ * `DSTACK_SERVER_CODE_UPLOAD_LIMIT` (bytes, 2 MiB; 0: no limit). `overrides` (e.g. from command-line
  * flags) win over the environment. Throws ConfigurationError naming the variable.
  */
 export function loadServerSettings(
@@ -73,6 +74,12 @@ export function loadServerSettings(
     }),
     defaultCredsEnabled: !isTruthy(env.DSTACK_DEFAULT_CREDS_DISABLED),
     shimDownloadUrl: urlVariable(env, 'DSTACK_SHIM_DOWNLOAD_URL'),
+    codeUploadLimitBytes: integerVariable(
+      env,
+      'DSTACK_SERVER_CODE_UPLOAD_LIMIT',
+      DEFAULT_CODE_UPLOAD_LIMIT_BYTES,
+      { min: 0, max: Number.MAX_SAFE_INTEGER },
+    ),
   };
   return { ...settings, ...definedOnly(overrides) };
 }

@@ -12,10 +12,13 @@ import {
   type DeleteFleetsRequestSchema,
   type DeleteRunsRequestSchema,
   type DeleteSecretsRequestSchema,
+  type FileArchive,
+  FileArchiveSchema,
   type Fleet,
   FleetSchema,
   type GetOffersRequestSchema,
   type GetRunPlanRequestSchema,
+  type InitRepoRequestSchema,
   type InstanceOfferWithAvailability,
   InstanceOfferWithAvailabilitySchema,
   type ListRunsRequestSchema,
@@ -35,7 +38,7 @@ import {
   type User,
   UserSchema,
 } from '@dstack/core';
-import { type Dispatcher, request } from 'undici';
+import { type Dispatcher, FormData, request } from 'undici';
 import {
   InvalidTokenError,
   isHeadersTimeout,
@@ -50,6 +53,13 @@ import { type LogStreamLines, readLogStreamLines } from './log-stream-lines.js';
 import { openSshTunnel } from './ssh-tunnel.js';
 
 /** A zod schema, seen only through what the CLI needs (the CLI does not depend on zod). */
+/** dstack's upload body: the file in the part `file`, named by its sha256. */
+function fileForm(hash: string, bytes: Uint8Array): FormData {
+  const form = new FormData();
+  form.append('file', new Blob([bytes as Uint8Array<ArrayBuffer>]), hash);
+  return form;
+}
+
 interface Schema<Output> {
   safeParse(value: unknown): { success: true; data: Output } | { success: false; error: Error };
   _zod: { input: unknown; output: Output };
@@ -58,6 +68,7 @@ type RequestBody<S extends { _zod: { input: unknown } }> = S['_zod']['input'];
 
 export type GetRunPlanRequest = RequestBody<typeof GetRunPlanRequestSchema>;
 export type ApplyRunRequest = RequestBody<typeof ApplyRunRequestSchema>;
+export type InitRepoRequest = RequestBody<typeof InitRepoRequestSchema>;
 export type ListRunsRequest = RequestBody<typeof ListRunsRequestSchema>;
 export type StopRunsRequest = RequestBody<typeof StopRunsRequestSchema>;
 export type DeleteRunsRequest = RequestBody<typeof DeleteRunsRequestSchema>;
@@ -220,6 +231,27 @@ export class DstackApiClient {
     await this.#post(this.#projectPath('fleets/delete'), body, undefined, options);
   }
 
+  /** Records the repo (and how the runner reaches it) before a run with it is applied (`repos/init`). */
+  async initRepo(body: InitRepoRequest, options?: RequestOptions): Promise<void> {
+    await this.#post(this.#projectPath('repos/init'), body, undefined, options);
+  }
+
+  /** Uploads the repo's code, named by its sha256 (`repos/upload_code`; the server keeps one copy per content). */
+  async uploadCode(
+    repoId: string,
+    codeHash: string,
+    bytes: Uint8Array,
+    options?: RequestOptions,
+  ): Promise<void> {
+    const endpoint = `${this.#projectPath('repos/upload_code')}?repo_id=${encodeURIComponent(repoId)}`;
+    await this.#post(endpoint, fileForm(codeHash, bytes), undefined, options);
+  }
+
+  /** Uploads a `files:` archive, named by its sha256 (`files/upload_archive`); answers its id. */
+  uploadArchive(hash: string, bytes: Uint8Array, options?: RequestOptions): Promise<FileArchive> {
+    return this.#post('/api/files/upload_archive', fileForm(hash, bytes), FileArchiveSchema, options);
+  }
+
   /** The project's secrets, names only (`value` is null). */
   listSecrets(options?: RequestOptions): Promise<Secret[]> {
     return this.#post(this.#projectPath('secrets/list'), {}, SecretSchema.array(), options);
@@ -319,10 +351,11 @@ export class DstackApiClient {
           method: 'POST',
           headers: {
             authorization: `Bearer ${this.#token}`,
-            'content-type': 'application/json',
+            // A form sets its own multipart content type, boundary included.
+            ...(body instanceof FormData ? {} : { 'content-type': 'application/json' }),
             accept: extra.accept ?? 'application/json',
           },
-          body: JSON.stringify(body),
+          body: body instanceof FormData ? body : JSON.stringify(body),
           headersTimeout: this.#timeoutMs,
           ...(extra.bodyTimeout === undefined ? {} : { bodyTimeout: extra.bodyTimeout }),
           ...(options.signal ? { signal: options.signal } : {}),

@@ -9,6 +9,7 @@ import { formatRunPlan } from '../output/run-plan.js';
 import { expandConfigurationProvider } from '../providers/expand-configuration-provider.js';
 import type { SshPortForwarder } from '../ssh/port-forwarder.js';
 import { ensureUserSshKey } from '../ssh/user-ssh-key.js';
+import { packRunCode, runSpecCodeFields, uploadFileArchives, uploadRepoCode } from './apply-code.js';
 import { abortOnInterrupt, attachToRun } from './attach-run.js';
 import { confirmAction } from './confirm.js';
 import { connect, type ProjectOption } from './connect.js';
@@ -69,15 +70,21 @@ export async function applyCommand(options: ApplyOptions, io: CliIo): Promise<nu
   });
   // The runner authorizes this key for `ssh RUN` (and the CLI's own port forwarding).
   const { publicKey } = await ensureUserSshKey();
+  // Packed (and checked against the upload limit) before anything is sent to the server.
+  const code = await packRunCode(configuration, options.file);
   const runSpec: RunSpec = {
     run_name: runName,
     configuration_path: options.file,
     configuration: configuration as RunSpec['configuration'],
     ssh_key_pub: publicKey,
     ...(providerJobs === null ? {} : { provider_jobs: providerJobs }),
+    ...runSpecCodeFields(code),
   };
   const client = await connect(options, io);
-  return applyRun(client, configuration, runSpec, options, io);
+  // As dstack: file archives go up with the plan (they are named by content), the repo's code
+  // once the run is confirmed.
+  runSpec.file_archives = await uploadFileArchives(client, code);
+  return applyRun(client, configuration, runSpec, options, io, () => uploadRepoCode(client, code));
 }
 
 async function applyRun(
@@ -86,6 +93,7 @@ async function applyRun(
   runSpec: RunSpec,
   options: ApplyOptions,
   io: CliIo,
+  beforeApply: () => Promise<void>,
 ): Promise<number> {
   const colors = createColors(Boolean(io.stdoutColors));
   const plan = await client.getRunPlan({ run_spec: runSpec, max_offers: MAX_PLAN_OFFERS });
@@ -104,6 +112,7 @@ async function applyRun(
   const displayName = plan.run_spec.run_name ?? runSpec.run_name;
   const question = displayName ? `Submit the run ${printable(displayName)}?` : 'Submit a new run?';
   if (!(await confirmAction(io, question, options.yes))) return 0;
+  await beforeApply();
   const run = await client.applyRun({
     plan: { run_spec: plan.run_spec, current_resource: plan.current_resource ?? null },
     force: Boolean(options.force),

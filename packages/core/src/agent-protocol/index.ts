@@ -6,5 +6,6 @@
  */
 export * from './agent-token.js';
 export * from './ports.js';
+export * from './repo-data.js';
 export * from './runner-api.js';
 export * from './shim-api.js';

@@ -5,6 +5,12 @@
  * server sends dstack's full models, of which the runner reads only a part.
  */
 import { z } from 'zod';
+import {
+  FileArchiveMappingSchema,
+  RemoteRepoCredsSchema,
+  RepoExistsActionSchema,
+  RunRepoDataSchema,
+} from './repo-data.js';
 
 export const RunnerRunSchema = z.looseObject({
   id: z.string(),
@@ -37,6 +43,16 @@ export const RunnerJobSpecSchema = z.looseObject({
   env: z.record(z.string(), z.string()).default({}),
   /** Relative paths are resolved against the repo directory; null means the repo directory. */
   working_dir: z.string().nullish(),
+  /** The repo the job's code comes from; null or `virtual`: none. */
+  repo_data: RunRepoDataSchema.nullish(),
+  /** sha256 of the code uploaded with the job (a diff for a remote repo, an archive for a local one). */
+  repo_code_hash: z.string().nullish(),
+  /** Where the repo goes: relative to the working directory, `~` the job user's home. Null: `.`. */
+  repo_dir: z.string().nullish(),
+  /** What to do when `repo_dir` is not empty. Null: `skip` (dstack's runners before `if_exists`). */
+  repo_exists_action: RepoExistsActionSchema.nullish(),
+  /** File archives (uploaded with `upload_archive?id=`) and where to unpack each. */
+  file_archives: z.array(FileArchiveMappingSchema).nullish(),
   /** Seconds between SIGTERM and SIGKILL on stop; null means 5. */
   stop_duration: z.number().nonnegative().nullish(),
   image_name: z.string().nullish(),
@@ -78,7 +94,8 @@ export const RunnerSubmitBodySchema = z.looseObject({
   job_submission: RunnerJobSubmissionSchema,
   cluster_info: RunnerClusterInfoSchema.nullish(),
   secrets: z.record(z.string(), z.string()).nullish(),
-  repo_credentials: z.unknown().optional(),
+  /** How to reach a remote repo: its clone URL (and, for a private one, a key or token). */
+  repo_credentials: RemoteRepoCredsSchema.nullish(),
   /** More public key lines authorized for SSH into the job, besides `run.run_spec.ssh_key_pub`. */
   ssh_authorized_keys: z.array(z.string()).nullish(),
 });

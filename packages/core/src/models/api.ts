@@ -4,6 +4,7 @@
  * Field names are dstack's (snake_case on the wire).
  */
 import { z } from 'zod';
+import { FileArchiveMappingSchema, RunRepoDataSchema } from '../agent-protocol/repo-data.js';
 import { RunnerJobSpecSchema } from '../agent-protocol/runner-api.js';
 import { ProviderJobSpecSchema } from '../providers/provider-job-spec.js';
 import { BackendTypeSchema } from './backend-type.js';
@@ -100,7 +101,15 @@ export const RunSpecSchema = z.object({
   profile: z.looseObject({}).nullish(),
   ssh_key_pub: z.string().nullish(),
   working_dir: z.string().nullish(),
+  /** The repo the code comes from (`repos/init` recorded it); null: none. */
   repo_id: z.string().nullish(),
+  repo_data: RunRepoDataSchema.nullish(),
+  /** sha256 of the code uploaded to `repos/upload_code` before the apply; null: no code. */
+  repo_code_hash: z.string().nullish(),
+  /** Where the repo goes in the job (`repos[0].path`). */
+  repo_dir: z.string().nullish(),
+  /** The `files:` of the configuration as uploaded archives and where each goes. */
+  file_archives: z.array(FileArchiveMappingSchema).nullish(),
   /**
    * The jobs a task's `provider` created, one job each; set by the client that loaded the
    * provider (the CLI). Required when the configuration names a `provider`, absent otherwise.

@@ -4,6 +4,7 @@ export * from './catalog-offers.js';
 export * from './gateways.js';
 export * from './instances.js';
 export * from './placement-groups.js';
+export * from './repos.js';
 export * from './requirements.js';
 export * from './resource-names.js';
 export * from './runs.js';

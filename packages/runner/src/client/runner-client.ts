@@ -54,9 +54,20 @@ export class RunnerClient {
     await this.call('POST', '/api/submit', null, JSON.stringify(body));
   }
 
-  /** Uploads the repo as a tar archive (may be empty). */
+  /** Uploads the job's code: a git diff (remote repo), a tar archive (local directory), or nothing. */
   async uploadCode(bytes: Uint8Array): Promise<void> {
     await this.call('POST', '/api/upload_code', null, bytes, 'application/octet-stream');
+  }
+
+  /** Uploads one of the job's file archives (`file_archives[].id`). */
+  async uploadArchive(id: string, bytes: Uint8Array): Promise<void> {
+    await this.call(
+      'POST',
+      `/api/upload_archive?id=${encodeURIComponent(id)}`,
+      null,
+      bytes,
+      'application/octet-stream',
+    );
   }
 
   run(): Promise<RunnerRunResponse> {

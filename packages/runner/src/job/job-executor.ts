@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { userInfo } from 'node:os';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { homedir, userInfo } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import {
   type RunnerPullResponse,
@@ -9,6 +9,7 @@ import {
   RunnerTerminationReason,
 } from '@dstack/core/agent-protocol';
 import { allowTraversal, chownTree } from './hand-over-directory.js';
+import { repoDirOf, setUpJobCode } from './job-code.js';
 import { buildJobEnvironment, formatMpiHostfile } from './job-environment.js';
 import { JobEventLog, type JobEventLogOptions } from './job-event-log.js';
 import { JobProcess } from './job-process.js';
@@ -73,6 +74,10 @@ export class JobExecutor {
   private resolvedLaunch: Promise<JobLaunch> | undefined;
   private job: JobProcess | undefined;
   private finished: Promise<void> = Promise.resolve();
+  private readonly uploaded: { codePath: string | undefined; archivePaths: Map<string, string> } = {
+    codePath: undefined,
+    archivePaths: new Map(),
+  };
   private stopRequested = false;
   private killTimer: NodeJS.Timeout | undefined;
   /** When the pending SIGKILL fires (epoch ms). */
@@ -82,8 +87,14 @@ export class JobExecutor {
     this.events = new JobEventLog(options);
   }
 
+  /** The default working directory, where a legacy upload (a job without `repo_data`) is extracted. */
   get repoDir(): string {
     return join(this.options.homeDir, 'workflow');
+  }
+
+  /** Where uploads wait for `run`; removed once the code is in place. */
+  get uploadsDir(): string {
+    return join(this.options.homeDir, '.uploads');
   }
 
   submit(submission: RunnerSubmission): void {
@@ -95,18 +106,37 @@ export class JobExecutor {
     this.events.addRunnerLog(`job ${submission.job_spec.job_name} submitted`);
   }
 
-  /** Extracts a tar archive (a file on disk) into the repo directory with the system `tar`. */
-  async uploadCode(archivePath: string, archiveBytes: number): Promise<void> {
-    if (this.phase !== 'submitted') {
+  /**
+   * Takes the job's code (a file on disk). A job with `repo_data` keeps it for `run`, which checks
+   * the repo out (returns true: the file is the executor's now). A job without (dstack's legacy
+   * upload) has it extracted at once into the repo directory with the system `tar`.
+   */
+  async uploadCode(archivePath: string, archiveBytes: number): Promise<boolean> {
+    const submission = this.submission;
+    if (this.phase !== 'submitted' || submission === undefined) {
       throw new JobStateConflictError('code can be uploaded only after submit and before run');
+    }
+    if (submission.job_spec.repo_data) {
+      this.uploaded.codePath = archiveBytes === 0 ? undefined : archivePath;
+      this.events.addRunnerLog(`code received (${archiveBytes} bytes)`);
+      return archiveBytes > 0;
     }
     if (archiveBytes === 0) {
       this.events.addRunnerLog('empty code archive: nothing to extract');
-      return;
+      return false;
     }
     await mkdir(this.repoDir, { recursive: true });
     await runTar(['-xf', archivePath, '-C', this.repoDir]);
     this.events.addRunnerLog(`code extracted into ${this.repoDir} (${archiveBytes} bytes)`);
+    return false;
+  }
+
+  /** Takes a file archive of the job (`file_archives[].id`), unpacked at its path by `run`. */
+  uploadArchive(id: string, archivePath: string): void {
+    if (this.phase !== 'submitted') {
+      throw new JobStateConflictError('file archives can be uploaded only after submit and before run');
+    }
+    this.uploaded.archivePaths.set(id, archivePath);
   }
 
   async run(): Promise<RunnerRunResponse> {
@@ -127,11 +157,21 @@ export class JobExecutor {
       const firstCreated = await mkdir(workingDir, { recursive: true });
       const outsideRepo = relative(this.repoDir, workingDir).startsWith('..');
       if (outsideRepo) await mkdir(this.repoDir, { recursive: true });
+      const filled = await setUpJobCode({
+        submission,
+        workingDir,
+        homeDir: user?.homeDir ?? homedir(),
+        uploaded: this.uploaded,
+        scratchDir: this.uploadsDir,
+        log: (message) => this.events.addRunnerLog(message),
+      });
+      await rm(this.uploadsDir, { recursive: true, force: true });
       if (spawnAs !== undefined) {
         // The runner (root) made these; the job's user must be able to reach and write them.
         await allowTraversal(this.options.homeDir);
         await chownTree(this.repoDir, spawnAs);
         if (outsideRepo && firstCreated !== undefined) await chownTree(firstCreated, spawnAs);
+        for (const directory of filled) await chownTree(directory, spawnAs);
       }
       await mkdir(join(this.options.homeDir, 'mpi'), { recursive: true });
       await writeFile(mpiHostfilePath, formatMpiHostfile(submission));
@@ -213,7 +253,7 @@ export class JobExecutor {
     const env = buildJobEnvironment({
       baseEnv: this.options.baseEnv ?? process.env,
       submission,
-      repoDir: this.repoDir,
+      repoDir: repoDirOf(submission, workingDir, user?.homeDir ?? homedir()) ?? this.repoDir,
       workingDir,
       mpiHostfilePath,
       userEnv: user === undefined ? undefined : jobUserEnvironment(user),

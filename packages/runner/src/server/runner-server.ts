@@ -3,7 +3,7 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
@@ -157,6 +157,11 @@ async function handleRequest(
       sendJson(response, 200, {});
       return;
     }
+    case 'POST /api/upload_archive': {
+      await receiveArchive(executor, homeDir, request, url.searchParams.get('id'));
+      sendJson(response, 200, {});
+      return;
+    }
     case 'POST /api/run': {
       request.resume();
       const started = await executor.run();
@@ -191,19 +196,50 @@ async function receiveCode(executor: JobExecutor, homeDir: string, request: Inco
     await executor.uploadCode('', 0);
     return;
   }
-  const uploadDir = join(homeDir, '.uploads');
-  await mkdir(uploadDir, { recursive: true });
-  const archivePath = join(uploadDir, `${randomUUID()}.tar`);
+  const archivePath = join(homeDir, '.uploads', `${randomUUID()}.code`);
+  let kept = false;
+  try {
+    const size = await receiveFile(request, archivePath);
+    kept = await executor.uploadCode(archivePath, size);
+  } finally {
+    if (!kept) await rm(archivePath, { force: true });
+  }
+}
+
+/** dstack's `upload_archive?id=`: a file archive of the job, kept until `run` unpacks it. */
+async function receiveArchive(
+  executor: JobExecutor,
+  homeDir: string,
+  request: IncomingMessage,
+  id: string | null,
+): Promise<void> {
+  if (id === null || !/^[A-Za-z0-9-]{1,64}$/.test(id)) {
+    request.resume();
+    throw new HttpError(
+      400,
+      'invalid query parameter id: expected a file archive id (letters, digits, dashes)',
+    );
+  }
+  const archivePath = join(homeDir, '.uploads', `archive-${id}`);
+  let kept = false;
+  try {
+    await receiveFile(request, archivePath);
+    executor.uploadArchive(id, archivePath);
+    kept = true;
+  } finally {
+    if (!kept) await rm(archivePath, { force: true });
+  }
+}
+
+/** Streams the request's body to `path`; resolves with its size. */
+async function receiveFile(request: IncomingMessage, path: string): Promise<number> {
+  await mkdir(dirname(path), { recursive: true });
   let size = 0;
   request.on('data', (chunk: Buffer) => {
     size += chunk.length;
   });
-  try {
-    await pipeline(request, createWriteStream(archivePath));
-    await executor.uploadCode(archivePath, size);
-  } finally {
-    await rm(archivePath, { force: true });
-  }
+  await pipeline(request, createWriteStream(path));
+  return size;
 }
 
 function parseSubmittedKeys(submission: RunnerSubmission): AuthorizedKey[] {

@@ -21,6 +21,7 @@ import {
   JobRuntimeDataSchema,
   type JobSpec,
   JobSpecSchema,
+  RepoInfoSchema,
   RequirementsSchema,
   RunSpecSchema,
   runConfigurationSchema,
@@ -141,6 +142,7 @@ export const instanceConfigurationColumn = new JsonColumn(
   InstanceConfigurationSchema,
 );
 export const fleetSpecColumn = new JsonColumn('fleets', 'spec', StoredFleetSpecSchema);
+export const repoInfoColumn = new JsonColumn('repos', 'info', RepoInfoSchema);
 
 /** The row's id (named in errors) and the column a reader decodes. */
 type RowOf<Table extends keyof Database, Column extends keyof Database[Table]> = { id: string } & Pick<

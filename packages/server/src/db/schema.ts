@@ -210,6 +210,45 @@ export interface SecretsTable {
   updated_at: number;
 }
 
+/** A repo runs take their code from (`repos/init`), by its client-given id, unique per project. */
+export interface ReposTable {
+  id: string;
+  project_id: string;
+  /** The client's `repo_id`. */
+  name: string;
+  type: 'remote' | 'local' | 'virtual';
+  /** RepoInfo JSON (`repoInfoColumn`). */
+  info: string;
+  created_at: number;
+}
+
+/** How a user's runs reach a remote repo: RemoteRepoCreds JSON, encrypted (it may hold a key or token). */
+export interface RepoCredsTable {
+  id: string;
+  repo_id: string;
+  user_id: string;
+  creds: string;
+  created_at: number;
+}
+
+/** Uploaded code of a repo (a diff or an archive), stored once per content: `blob_hash` is its sha256. */
+export interface CodesTable {
+  id: string;
+  repo_id: string;
+  blob_hash: string;
+  blob: Uint8Array;
+  created_at: number;
+}
+
+/** A user's uploaded file archive (`files:`), stored once per content: `blob_hash` is its sha256. */
+export interface FileArchivesTable {
+  id: string;
+  user_id: string;
+  blob_hash: string;
+  blob: Uint8Array;
+  created_at: number;
+}
+
 export interface Database {
   users: UsersTable;
   projects: ProjectsTable;
@@ -221,4 +260,8 @@ export interface Database {
   jobs: JobsTable;
   job_logs: JobLogsTable;
   secrets: SecretsTable;
+  repos: ReposTable;
+  repo_creds: RepoCredsTable;
+  codes: CodesTable;
+  file_archives: FileArchivesTable;
 }

@@ -22,6 +22,8 @@ import {
   type RequestContext,
   type RouteDefinition,
   type StreamResult,
+  type UploadedFile,
+  type UploadOptions,
 } from './route.js';
 import { createRouteMatcher } from './route-matcher.js';
 
@@ -71,28 +73,80 @@ const REQUIRED_PROJECT_ROLE: Partial<Record<RouteDefinition['auth'], ProjectRole
  * discarded before answering 413: closing the socket mid-upload would make the
  * client see a connection reset instead of the answer.
  */
-function readBody(request: IncomingMessage): Promise<Buffer> {
+function readBody(
+  request: IncomingMessage,
+  maxBytes = MAX_BODY_BYTES,
+  tooLargeError: (bytes: number) => Error = () =>
+    new HttpError(413, `Request body is larger than ${MAX_BODY_BYTES} bytes`, 'request_too_large'),
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = Number(request.headers['content-length']);
-    let tooLarge = Number.isFinite(declared) && declared > MAX_BODY_BYTES;
+    let tooLarge = Number.isFinite(declared) && declared > maxBytes;
     const chunks: Buffer[] = [];
     let size = 0;
     request.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > MAX_BODY_BYTES) tooLarge = true;
+      if (size > maxBytes) tooLarge = true;
       if (!tooLarge) chunks.push(chunk);
     });
     request.on('end', () => {
       if (tooLarge) {
-        reject(
-          new HttpError(413, `Request body is larger than ${MAX_BODY_BYTES} bytes`, 'request_too_large'),
-        );
+        reject(tooLargeError(Number.isFinite(declared) ? Math.max(declared, size) : size));
       } else {
         resolve(Buffer.concat(chunks));
       }
     });
     request.on('error', reject);
   });
+}
+
+/** Room for the multipart boundaries and part headers around an upload's file. */
+const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
+
+/**
+ * The `file` part of a `multipart/form-data` request, checked against the route's limit: the
+ * request's declared size first (nothing is kept of a body that cannot fit), then the file's own.
+ */
+async function readUpload(
+  app: AppContext,
+  request: IncomingMessage,
+  options: UploadOptions,
+): Promise<UploadedFile> {
+  const limit = options.maxBytes(app);
+  const contentType = request.headers['content-type'] ?? '';
+  if (!contentType.toLowerCase().startsWith('multipart/form-data')) {
+    request.resume();
+    throw new ServerClientError('expected a multipart/form-data body with the file in the part "file"', {
+      code: 'invalid_request',
+      fields: [['file']],
+    });
+  }
+  const raw = await readBody(
+    request,
+    limit > 0 ? limit + MULTIPART_OVERHEAD_BYTES : Number.MAX_SAFE_INTEGER,
+    (bytes) => options.tooLarge(bytes, limit),
+  );
+  let form: FormData;
+  try {
+    form = await new Response(raw, { headers: { 'content-type': contentType } }).formData();
+  } catch (error) {
+    throw new ServerClientError(`invalid multipart/form-data body: ${errorText(error)}`, {
+      code: 'invalid_request',
+    });
+  }
+  const file = form.get('file');
+  if (file === null || typeof file === 'string') {
+    throw new ServerClientError('the body has no file in the part "file"', {
+      code: 'invalid_request',
+      fields: [['file']],
+    });
+  }
+  if (limit > 0 && file.size > limit) throw options.tooLarge(file.size, limit);
+  return { filename: file.name, bytes: new Uint8Array(await file.arrayBuffer()) };
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 function parseJson(bytes: Buffer): unknown {
@@ -244,10 +298,16 @@ export function createHttpHandler(
       }
     }
 
-    const raw = await readBody(request);
-    const parsed = (route.body ?? NO_BODY_FIELDS).safeParse(parseJson(raw));
-    if (!parsed.success) throw parsed.error;
-    const body: unknown = route.body ? parsed.data : undefined;
+    let body: unknown;
+    let upload: UploadedFile | undefined;
+    if (route.upload) {
+      upload = await readUpload(app, request, route.upload);
+    } else {
+      const raw = await readBody(request);
+      const parsed = (route.body ?? NO_BODY_FIELDS).safeParse(parseJson(raw));
+      if (!parsed.success) throw parsed.error;
+      body = route.body ? parsed.data : undefined;
+    }
 
     const context: RequestContext<unknown> = {
       app,
@@ -259,6 +319,7 @@ export function createHttpHandler(
       projectRole,
       signal,
       routes,
+      ...(upload === undefined ? {} : { upload }),
     };
     const result = await route.handler(context);
     const contentType = route.responseContentType ?? JSON_CONTENT_TYPE;

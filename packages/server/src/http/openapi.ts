@@ -64,7 +64,20 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
       schema: { type: 'string' },
     }));
     if (parameters.length > 0) operation.parameters = parameters;
-    if (route.body) {
+    if (route.upload) {
+      operation.requestBody = {
+        required: true,
+        content: {
+          'multipart/form-data': {
+            schema: {
+              type: 'object',
+              required: ['file'],
+              properties: { file: { type: 'string', format: 'binary', description: 'named by its sha256' } },
+            },
+          },
+        },
+      };
+    } else if (route.body) {
       operation.requestBody = {
         required: true,
         content: { 'application/json': { schema: toJsonSchema(route.body, 'input') } },

@@ -41,6 +41,25 @@ export interface RequestContext<TBody> {
   signal: AbortSignal;
   /** Every route the handler serves (for the OpenAPI document). */
   routes: readonly RouteDefinition[];
+  /** The file of an `upload` route (absent on the others). */
+  upload?: UploadedFile;
+}
+
+/** The `file` part of a `multipart/form-data` upload: its file name (dstack sends the hash there) and bytes. */
+export interface UploadedFile {
+  filename: string;
+  bytes: Uint8Array;
+}
+
+/**
+ * A route taking one file as `multipart/form-data` (field `file`), as dstack's upload routes do,
+ * instead of a JSON body. Its own size limit replaces the JSON body's.
+ */
+export interface UploadOptions {
+  /** The largest file accepted, in bytes; 0 means no limit. */
+  maxBytes(app: AppContext): number;
+  /** The error for a file (or a request) of `bytes` over `limit`. */
+  tooLarge(bytes: number, limit: number): Error;
 }
 
 /**
@@ -73,6 +92,8 @@ export interface RouteDefinition<
    * `z.looseObject`, whose extra fields are checked further on (a backend's own config).
    */
   body?: TBody;
+  /** Set for a route that takes a file (`multipart/form-data`) instead of a JSON body; `body` must be absent. */
+  upload?: UploadOptions;
   /**
    * The response schema; absent for empty answers. For a streaming content type it is the
    * schema of one line (the stream itself is not validated).

@@ -9,6 +9,7 @@ import {
   type JobRuntimeData,
   type JobSpec,
   type JobTerminationReason,
+  type RemoteRepoCreds,
 } from '@dstack/core';
 import {
   DSTACK_RUNNER_HTTP_PORT,
@@ -36,6 +37,8 @@ import { instanceRowOf } from '../fleets/instance-rows.js';
 import { storeRunnerLogs } from '../logs/logs.js';
 import type { PipelineDefinition } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
+import { archiveBlobs } from '../repos/file-archives.js';
+import { codeBlob, findRepo, repoCredsFor } from '../repos/repos.js';
 import {
   referencesSecrets,
   resolveJobSpecSecrets,
@@ -170,6 +173,45 @@ async function agentJobSpec(context: JobContext): Promise<JobSpec | null> {
   }
 }
 
+/** What the runner gets besides the job spec: the repo's code and creds, the `files:` archives. */
+interface JobCode {
+  code: Uint8Array;
+  repoCredentials: RemoteRepoCreds | null;
+  archives: Map<string, Uint8Array>;
+}
+
+/**
+ * The job's code as stored when the run was applied. Null when some of it is gone (the repo or
+ * an archive deleted since): the job is terminated naming what is missing.
+ */
+async function jobCode(context: JobContext, jobSpec: JobSpec): Promise<JobCode | null> {
+  const { app, run } = context;
+  const runSpec = runSpecOf(run);
+  const missing = (what: string) =>
+    terminate(context, 'terminated_by_server', `${what} is no longer on the server`).then(() => null);
+  let code: Uint8Array = new Uint8Array();
+  let repoCredentials: RemoteRepoCreds | null = null;
+  const repoId = runSpec.repo_id;
+  if (jobSpec.repo_data && jobSpec.repo_data.repo_type !== 'virtual' && repoId) {
+    const repo = await findRepo(app, run.project_id, repoId);
+    if (!repo) return missing(`repo ${repoId}`);
+    if (jobSpec.repo_code_hash) {
+      const blob = await codeBlob(app, run.project_id, repoId, jobSpec.repo_code_hash);
+      if (!blob) return missing(`the code ${jobSpec.repo_code_hash} of repo ${repoId}`);
+      code = blob;
+    }
+    repoCredentials = await repoCredsFor(app, repo.id, run.user_id);
+    if (jobSpec.repo_data.repo_type === 'remote' && !repoCredentials) {
+      return missing(`the clone URL of repo ${repoId} (repos/init with repo_creds)`);
+    }
+  }
+  const mappings = jobSpec.file_archives ?? [];
+  const archives = await archiveBlobs(app, run.user_id, mappings);
+  const lost = mappings.find((mapping) => !archives.has(mapping.id));
+  if (lost) return missing(`file archive ${lost.id} (for ${lost.path})`);
+  return { code, repoCredentials, archives };
+}
+
 /** The shim of the job's instance; its calls end with the pass (`lock.signal`). */
 function jobShim(context: JobContext): Promise<ShimClient> {
   const { app, project, provisioningData, instance, lock } = context;
@@ -274,9 +316,13 @@ async function startJob(context: JobContext): Promise<void> {
       },
       secrets: {},
     };
+    const code = await jobCode(context, jobSpec);
+    if (!code) return;
+    submission.repo_credentials = code.repoCredentials;
     // One runner per job: a submit, upload or run it refuses (409) was this job's own.
     await runner.submit(submission).catch(doneBefore);
-    await runner.uploadCode(new Uint8Array()).catch(doneBefore);
+    for (const [id, bytes] of code.archives) await runner.uploadArchive(id, bytes).catch(doneBefore);
+    await runner.uploadCode(code.code).catch(doneBefore);
     // null: that lost pass started the job; its working directory and user are unknown.
     const started = await runner.run().catch(doneBefore);
     const runtimeData: JobRuntimeData = {

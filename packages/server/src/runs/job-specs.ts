@@ -124,6 +124,7 @@ export function buildJobSpecs(runName: string, runSpec: StoredRunSpec, replicaNu
       }));
   // Provider jobs are independent of each other; only nodes of one task form a cluster.
   const clusterSize = providerJobs ? 1 : shapes.length;
+  const code = codeFieldsOf(runSpec);
   const maxDuration = configuration.max_duration;
   const stopDuration = configuration.stop_duration;
   return shapes.map((shape, jobNum) => ({
@@ -143,5 +144,25 @@ export function buildJobSpecs(runName: string, runSpec: StoredRunSpec, replicaNu
     requirements: requirementsOf(configuration, clusterSize),
     retry: retryOf(configuration),
     ports: containerPorts(configuration),
+    ...code,
   }));
+}
+
+/**
+ * Where the job's code comes from and where it goes (dstack's job configurator): the run's repo
+ * at `repos[0].path` (relative to the working directory) and its `files:` archives. Absent for a
+ * run without them, so their job specs stay as they were.
+ */
+function codeFieldsOf(runSpec: StoredRunSpec): Partial<JobSpec> {
+  const fields: Partial<JobSpec> = {};
+  const repoData = runSpec.repo_data;
+  if (repoData && repoData.repo_type !== 'virtual') {
+    const repo = runSpec.configuration.repos[0];
+    fields.repo_data = repoData;
+    fields.repo_code_hash = runSpec.repo_code_hash ?? null;
+    fields.repo_dir = repo?.path ?? runSpec.repo_dir ?? '.';
+    fields.repo_exists_action = repo?.if_exists ?? 'error';
+  }
+  if (runSpec.file_archives && runSpec.file_archives.length > 0) fields.file_archives = runSpec.file_archives;
+  return fields;
 }

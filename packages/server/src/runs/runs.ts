@@ -22,6 +22,8 @@ import type { AppContext } from '../context.js';
 import { jobSpecColumn, runSpecColumn, type StoredRunSpec } from '../db/json-columns.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
 import { fleetInstanceOffers } from '../fleets/fleet-instance-offers.js';
+import { checkRunFileArchives } from '../repos/file-archives.js';
+import { checkRunCode } from '../repos/repos.js';
 import { checkSecretReferences } from '../secrets/secret-references.js';
 import { projectSecretNames } from '../secrets/secrets.js';
 import { buildJobSpecs } from './job-specs.js';
@@ -164,6 +166,9 @@ export async function applyRun(
   const jobSpecs = buildJobSpecs(runName, runSpec);
   // Before anything is stored: a run naming a secret the project lacks is refused (400).
   checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
+  // The code the runner will get must be here now: the client uploads it before applying.
+  await checkRunCode(app, project.id, runSpec);
+  await checkRunFileArchives(app, user.id, runSpec.file_archives ?? []);
   await app.db.transaction().execute(async (trx) => {
     const existing = await trx
       .selectFrom('runs')

@@ -107,8 +107,15 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
     example: { priority: 50 },
   },
   volumes: { refused: 'no volumes yet', subtree: true, example: { volumes: ['my-volume:/data'] } },
-  repos: { refused: 'repos are not cloned yet', subtree: true, example: { repos: ['.'] } },
-  files: { refused: 'files are not copied yet', subtree: true, example: { files: ['data.txt'] } },
+  repos: {
+    honoured:
+      'the CLI packs the repo (a diff against the remote commit, or an archive) and uploads it; the runner checks it out at path before the commands (repos/, job-running.ts)',
+    subtree: true,
+  },
+  files: {
+    honoured: 'the CLI uploads each as an archive (files/upload_archive); the runner unpacks it at its path',
+    subtree: true,
+  },
   dstack: { refused: 'the server is not made reachable from runs', example: { dstack: true } },
   setup: {
     refused: 'tasks and services do not run it',

@@ -1,0 +1,121 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { RunnerClient } from '../client/runner-client.js';
+import { decodeLogs, pullUntil, submitBody } from '../testing/runner-job.test.helpers.js';
+import { type RunnerServer, startRunner } from './runner-server.js';
+
+let scratch: string;
+let runner: RunnerServer | undefined;
+let client: RunnerClient;
+
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], {
+    cwd,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  }).toString();
+
+beforeEach(async () => {
+  scratch = mkdtempSync(join(tmpdir(), 'dstack-runner-code-'));
+  runner = await startRunner({ port: 0, homeDir: join(scratch, 'home') });
+  client = new RunnerClient(runner.url);
+});
+
+afterEach(async () => {
+  await runner?.close();
+  runner = undefined;
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+/** A bare repo with one commit of `tracked.txt` on `main`; returns its URL and the commit. */
+function bareRepo(): { url: string; hash: string } {
+  const bare = join(scratch, 'origin.git');
+  const work = join(scratch, 'work');
+  git(scratch, 'init', '--quiet', '--bare', '--initial-branch=main', bare);
+  git(scratch, 'clone', '--quiet', bare, work);
+  writeFileSync(join(work, 'tracked.txt'), 'committed\n');
+  git(work, 'add', '.');
+  git(work, 'commit', '--quiet', '-m', 'first');
+  git(work, 'push', '--quiet', 'origin', 'HEAD:main');
+  return { url: `file://${bare}`, hash: git(work, 'rev-parse', 'HEAD').trim() };
+}
+
+describe('runner code setup', () => {
+  it('clones the remote at its commit, applies the uploaded diff and unpacks file archives at their paths', async () => {
+    const { url, hash } = bareRepo();
+    const diff = [
+      'diff --git a/tracked.txt b/tracked.txt',
+      '--- a/tracked.txt',
+      '+++ b/tracked.txt',
+      '@@ -1 +1 @@',
+      '-committed',
+      '+uncommitted change',
+      '',
+    ].join('\n');
+    const source = join(scratch, 'data');
+    mkdirSync(source);
+    writeFileSync(join(source, 'a.txt'), 'file archive\n');
+    const archive = execFileSync('tar', ['-czf', '-', '-C', scratch, 'data']);
+    await client.submit(
+      submitBody(
+        ['cat repo/tracked.txt', 'git -C repo rev-parse HEAD', 'cat inputs/data/a.txt'],
+        {
+          repo_data: { repo_type: 'remote', repo_name: 'origin', repo_branch: 'main', repo_hash: hash },
+          repo_dir: 'repo',
+          repo_exists_action: 'error',
+          file_archives: [{ id: 'archive-1', path: 'inputs/data' }],
+        },
+        { repo_credentials: { clone_url: url } },
+      ),
+    );
+    await client.uploadArchive('archive-1', new Uint8Array(archive));
+    await client.uploadCode(new TextEncoder().encode(diff));
+    await client.run();
+    const job = await pullUntil(client);
+    expect(job.states.at(-1)?.state).toBe('done');
+    expect(decodeLogs(job.jobLogs)).toBe(`uncommitted change\n${hash}\nfile archive\n`);
+  });
+
+  it('unpacks the archive of a directory that is not a Git repo at the repo dir', async () => {
+    const source = join(scratch, 'plain');
+    mkdirSync(join(source, 'src'), { recursive: true });
+    writeFileSync(join(source, 'src', 'main.py'), 'print("hi")\n');
+    const archive = execFileSync('tar', ['-czf', '-', '-C', source, '.']);
+    await client.submit(
+      submitBody(['cat code/src/main.py', 'echo "$DSTACK_REPO_DIR"'], {
+        repo_data: { repo_type: 'local', repo_dir: source },
+        repo_dir: 'code',
+        repo_exists_action: 'error',
+      }),
+    );
+    await client.uploadCode(new Uint8Array(archive));
+    const started = await client.run();
+    const job = await pullUntil(client);
+    expect(job.states.at(-1)?.state).toBe('done');
+    expect(decodeLogs(job.jobLogs)).toBe(`print("hi")\n${join(started.working_dir, 'code')}\n`);
+  });
+
+  it('fails the job naming the repo dir when it is not empty and if_exists is error', async () => {
+    const { url, hash } = bareRepo();
+    const homeDir = join(scratch, 'home');
+    mkdirSync(join(homeDir, 'workflow'), { recursive: true });
+    writeFileSync(join(homeDir, 'workflow', 'left-over'), '');
+    await client.submit(
+      submitBody(
+        ['true'],
+        {
+          repo_data: { repo_type: 'remote', repo_name: 'origin', repo_hash: hash },
+          repo_exists_action: 'error',
+        },
+        { repo_credentials: { clone_url: url } },
+      ),
+    );
+    await client.uploadCode(new Uint8Array());
+    await client.run();
+    const job = await pullUntil(client);
+    expect(job.states.at(-1)).toMatchObject({ state: 'failed', termination_reason: 'executor_error' });
+    expect(job.states.at(-1)?.termination_message).toContain('repo dir is not empty');
+  });
+});

@@ -1,0 +1,150 @@
+/**
+ * `repos/*` and `files/*` through real HTTP, on SQLite and Postgres: code stored once per
+ * content, the upload limit named in the refusal, hashes checked, and runs refused when the code
+ * they name was not uploaded.
+ */
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allRoutes } from '../api-routes.js';
+import { generateAesKey } from '../security/encryption.js';
+import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
+import { checkPostgresReachable } from '../testing/test-database.test.helpers.js';
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+for (const dialect of ['sqlite', 'postgres'] as const) {
+  describe(`repos and files API [${dialect}]`, async () => {
+    const unreachable = dialect === 'postgres' ? await checkPostgresReachable() : null;
+    if (unreachable) {
+      it.skip(unreachable, () => {});
+      return;
+    }
+    let server: TestApp;
+
+    /** POSTs `bytes` as dstack's clients do: multipart, the file named by `name` (default its sha256). */
+    const upload = async (path: string, bytes: Uint8Array, name = sha256(bytes)) => {
+      const form = new FormData();
+      form.append('file', new Blob([bytes]), name);
+      const response = await fetch(`${server.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${server.adminToken}` },
+        body: form,
+      });
+      return { status: response.status, body: JSON.parse(await response.text()) };
+    };
+    const codeRows = async () =>
+      (await server.app.db.selectFrom('codes').select('blob_hash').execute()).length;
+
+    beforeAll(async () => {
+      server = await createTestApp({
+        dialect,
+        routes: allRoutes,
+        config: { projects: [{ name: 'main' }], encryption: { keys: [generateAesKey()] } },
+      });
+    });
+    afterAll(async () => {
+      await server?.close();
+    });
+
+    it('initializes a repo, keeps its clone URL encrypted, and stores the same code once', async () => {
+      const init = await server.request('/api/project/main/repos/init', {
+        repo_id: 'app-1234',
+        repo_info: { repo_type: 'remote', repo_name: 'app' },
+        repo_creds: { clone_url: 'https://example.com/org/app.git' },
+      });
+      expect(init.status).toBe(200);
+      const stored = await server.app.db.selectFrom('repo_creds').select('creds').executeTakeFirstOrThrow();
+      expect(stored.creds).not.toContain('example.com');
+      expect(
+        (await server.request('/api/project/main/repos/get', { repo_id: 'app-1234', include_creds: true }))
+          .body,
+      ).toEqual({
+        repo_id: 'app-1234',
+        repo_info: { repo_type: 'remote', repo_name: 'app' },
+        repo_creds: { clone_url: 'https://example.com/org/app.git' },
+      });
+      const diff = new TextEncoder().encode('diff --git a/x b/x\n');
+      expect((await upload('/api/project/main/repos/upload_code?repo_id=app-1234', diff)).status).toBe(200);
+      expect((await upload('/api/project/main/repos/upload_code?repo_id=app-1234', diff)).status).toBe(200);
+      expect(await codeRows()).toBe(1);
+      const other = new TextEncoder().encode('diff --git a/y b/y\n');
+      expect((await upload('/api/project/main/repos/upload_code?repo_id=app-1234', other)).status).toBe(200);
+      expect(await codeRows()).toBe(2);
+    });
+
+    it('refuses code whose name is not its sha256, and code for a repo never initialized', async () => {
+      const bytes = new TextEncoder().encode('some code');
+      const wrong = await upload(
+        '/api/project/main/repos/upload_code?repo_id=app-1234',
+        bytes,
+        'f'.repeat(64),
+      );
+      expect(wrong.status).toBe(400);
+      expect(wrong.body.detail[0].msg).toContain('sha256');
+      const unknown = await upload('/api/project/main/repos/upload_code?repo_id=nope', bytes);
+      expect(unknown.status).toBe(404);
+      expect(unknown.body.detail[0].msg).toContain('repos/init');
+    });
+
+    it('refuses an upload over DSTACK_SERVER_CODE_UPLOAD_LIMIT, naming the limit, and stores nothing', async () => {
+      const before = await codeRows();
+      server.app.settings.codeUploadLimitBytes = 1000;
+      try {
+        const large = new Uint8Array(5000).fill(7);
+        const refused = await upload('/api/project/main/repos/upload_code?repo_id=app-1234', large);
+        expect(refused.status).toBe(400);
+        expect(refused.body.detail[0].msg).toMatch(
+          /^Repo diff size is 4\.9KB, which exceeds the limit of 1000B\..*DSTACK_SERVER_CODE_UPLOAD_LIMIT/,
+        );
+        // Over the limit by the request's declared size already: refused before the body is kept.
+        const huge = new Uint8Array(200 * 1024);
+        const early = await upload('/api/files/upload_archive', huge);
+        expect(early.status).toBe(400);
+        expect(early.body.detail[0].msg).toContain('Archive size is');
+      } finally {
+        server.app.settings.codeUploadLimitBytes = undefined;
+      }
+      expect(await codeRows()).toBe(before);
+    });
+
+    it('stores a file archive once per content and finds it by hash', async () => {
+      const bytes = new TextEncoder().encode('an archive');
+      const first = await upload('/api/files/upload_archive', bytes);
+      const second = await upload('/api/files/upload_archive', bytes);
+      expect(first.status).toBe(200);
+      expect(second.body).toEqual(first.body);
+      expect(first.body.hash).toBe(sha256(bytes));
+      const found = await server.request('/api/files/get_archive_by_hash', { hash: sha256(bytes) });
+      expect(found.body).toEqual(first.body);
+      expect((await server.app.db.selectFrom('file_archives').select('id').execute()).length).toBe(1);
+    });
+
+    it('refuses to apply a run whose code or file archive was not uploaded, naming the field', async () => {
+      const runSpec = {
+        configuration: { type: 'task', commands: ['true'], repos: ['.'] },
+        repo_id: 'app-1234',
+        repo_data: { repo_type: 'remote', repo_name: 'app', repo_hash: 'a'.repeat(40) },
+        repo_code_hash: 'b'.repeat(64),
+      };
+      const noCode = await server.request('/api/project/main/runs/apply', { plan: { run_spec: runSpec } });
+      expect(noCode.status).toBe(400);
+      expect(noCode.body.detail[0].msg).toContain('run_spec.repo_code_hash');
+      const noArchive = await server.request('/api/project/main/runs/apply', {
+        plan: {
+          run_spec: {
+            configuration: { type: 'task', commands: ['true'] },
+            file_archives: [{ id: '00000000-0000-0000-0000-000000000000', path: 'data' }],
+          },
+        },
+      });
+      expect(noArchive.status).toBe(400);
+      expect(noArchive.body.detail[0].msg).toContain('run_spec.file_archives[0].id');
+    });
+
+    it('deletes a repo with its code', async () => {
+      await server.request('/api/project/main/repos/delete', { repos_ids: ['app-1234'] });
+      expect(await codeRows()).toBe(0);
+      expect((await server.request('/api/project/main/repos/list')).body).toEqual([]);
+    });
+  });
+}

@@ -22,6 +22,7 @@ export {
   type AwsEmulatorInstanceState,
   type AwsEmulatorOptions,
   type AwsEmulatorState,
+  type AwsHeldAnswer,
   DEFAULT_AWS_EMULATOR_ACCOUNT_ID,
   DEFAULT_AWS_EMULATOR_CREDENTIALS,
   startAwsEmulator,

@@ -257,7 +257,9 @@ describe('AnswerHeld', () => {
   it('holds no answer of an action that failed, nor of other actions', async () => {
     const { ec2 } = await start({ faults: [{ code: 'AnswerHeld', action: 'RunInstances' }] });
     await expect(ec2.send(new DescribeRegionsCommand({}))).resolves.toBeDefined();
-    await expect(launch(ec2, 'us-east-1a', { InstanceType: 'g99.huge' as 'g5.xlarge' })).rejects.toMatchObject({
+    await expect(
+      launch(ec2, 'us-east-1a', { InstanceType: 'g99.huge' as 'g5.xlarge' }),
+    ).rejects.toMatchObject({
       name: 'InvalidParameterValue',
     });
     expect(emulator?.heldAnswers()).toEqual([]);

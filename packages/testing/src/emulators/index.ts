@@ -76,4 +76,9 @@ export {
   ensureEmulatedHostImage,
 } from './hosts/emulated-host-image.js';
 export { HostUserDataError } from './hosts/instance-boot-files.js';
-export { bridgeGateway, type ShimTarballServer, serveShimTarball } from './hosts/shim-tarball-server.js';
+export {
+  bridgeGateway,
+  type ServeShimTarballOptions,
+  type ShimTarballServer,
+  serveShimTarball,
+} from './hosts/shim-tarball-server.js';

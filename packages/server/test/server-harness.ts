@@ -24,8 +24,8 @@ export interface HarnessAnswer<TBody> {
   body: TBody;
 }
 
-export interface HarnessServer {
-  server: RunningServer;
+/** The API of a server at some URL, as the end-to-end tests call it (in-process or a child process). */
+export interface ServerApi {
   /**
    * POSTs `body` as JSON with `token` (default the admin's). The answer is parsed but not
    * checked: `TBody` is what the caller expects (e.g. `ApiError` for a 4xx answer).
@@ -35,6 +35,10 @@ export interface HarnessServer {
   logs(runName: string): Promise<string>;
   /** Creates a user with the global role `user` (a member of no project); resolves with its token. */
   createUser(username: string): Promise<string>;
+}
+
+export interface HarnessServer extends ServerApi {
+  server: RunningServer;
   /** Deletes every fleet, waits until their instances (detached shims) are terminated, then stops the server. */
   terminateFleetsAndClose(): Promise<void>;
   close(): Promise<void>;
@@ -120,58 +124,11 @@ export async function startHarnessServer(options: {
     config: options.config,
     plugins: options.plugins,
   });
-  const call = async <TBody = unknown>(
-    path: string,
-    body: unknown = {},
-    token = ADMIN_TOKEN,
-  ): Promise<HarnessAnswer<TBody>> => {
-    const response = await fetch(server.url + path, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const text = await response.text();
-    return { status: response.status, body: (text ? JSON.parse(text) : null) as TBody };
-  };
+  const api = serverApi(server.url);
+  const { call } = api;
   return {
+    ...api,
     server,
-    call,
-    async waitForRun(runName, statuses, timeoutMs = 30_000) {
-      const deadline = Date.now() + timeoutMs;
-      let last: Run | null = null;
-      while (Date.now() < deadline) {
-        const answer = await call<Run>('/api/project/main/runs/get', { run_name: runName });
-        last = answer.body;
-        if (answer.status === 200 && statuses.includes(last.status)) return last;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      throw new Error(
-        `run ${runName} did not reach ${statuses.join('|')}; last: ${JSON.stringify(last?.status)} ${JSON.stringify(last?.latest_job_submission)}`,
-      );
-    },
-    async logs(runName) {
-      let text = '';
-      let nextToken: string | null = null;
-      for (;;) {
-        const answer: HarnessAnswer<LogsPage> = await call<LogsPage>('/api/project/main/logs/poll', {
-          run_name: runName,
-          next_token: nextToken,
-          limit: 1000,
-        });
-        const logs = answer.body.logs;
-        text += logs.map((entry) => Buffer.from(entry.message, 'base64').toString()).join('');
-        if (logs.length < 1000) return text;
-        nextToken = answer.body.next_token;
-      }
-    },
-    async createUser(username) {
-      const created = await call<{ creds: { token: string } }>('/api/users/create', {
-        username,
-        global_role: 'user',
-      });
-      if (created.status !== 200) throw new Error(`users/create failed: ${created.status}`);
-      return created.body.creds.token;
-    },
     async terminateFleetsAndClose() {
       // Runs a failed test left going keep their instances busy, and a fleet with a busy
       // instance refuses deletion: abort them first.
@@ -225,8 +182,64 @@ export async function waitFor<T>(
   }
 }
 
+/** Calls the API of the server at `url` as the admin (`ADMIN_TOKEN`) unless told otherwise. */
+export function serverApi(url: string): ServerApi {
+  const call = async <TBody = unknown>(
+    path: string,
+    body: unknown = {},
+    token = ADMIN_TOKEN,
+  ): Promise<HarnessAnswer<TBody>> => {
+    const response = await fetch(url + path, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, body: (text ? JSON.parse(text) : null) as TBody };
+  };
+  return {
+    call,
+    async waitForRun(runName, statuses, timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      let last: Run | null = null;
+      while (Date.now() < deadline) {
+        const answer = await call<Run>('/api/project/main/runs/get', { run_name: runName });
+        last = answer.body;
+        if (answer.status === 200 && statuses.includes(last.status)) return last;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      throw new Error(
+        `run ${runName} did not reach ${statuses.join('|')}; last: ${JSON.stringify(last?.status)} ${JSON.stringify(last?.latest_job_submission)}`,
+      );
+    },
+    async logs(runName) {
+      let text = '';
+      let nextToken: string | null = null;
+      for (;;) {
+        const answer: HarnessAnswer<LogsPage> = await call<LogsPage>('/api/project/main/logs/poll', {
+          run_name: runName,
+          next_token: nextToken,
+          limit: 1000,
+        });
+        const logs = answer.body.logs;
+        text += logs.map((entry) => Buffer.from(entry.message, 'base64').toString()).join('');
+        if (logs.length < 1000) return text;
+        nextToken = answer.body.next_token;
+      }
+    },
+    async createUser(username) {
+      const created = await call<{ creds: { token: string } }>('/api/users/create', {
+        username,
+        global_role: 'user',
+      });
+      if (created.status !== 200) throw new Error(`users/create failed: ${created.status}`);
+      return created.body.creds.token;
+    },
+  };
+}
+
 export async function applyTask(
-  harness: HarnessServer,
+  harness: Pick<ServerApi, 'call'>,
   configuration: Record<string, unknown>,
 ): Promise<Run> {
   const answer = await harness.call('/api/project/main/runs/apply', {

@@ -1,8 +1,10 @@
 /**
  * The optional-peer composition as users get it: the packed tarballs of the
- * server, the CLI and the local backend (plus what they depend on) are
- * installed with npm in a directory outside the workspace, with no other
- * backend package, and the installed `dstack` runs a task to `done`. A
+ * server, the CLI and one backend (plus what they depend on) are installed
+ * with npm in a directory outside the workspace, with no other backend
+ * package, and the installed `dstack` runs a task to `done`: with
+ * @dstack/backend-local on this machine, with @dstack/backend-aws on the EC2
+ * emulator (its instances Docker hosts that install the packed shim). A
  * configured backend whose package is missing must name the package to install.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
@@ -10,12 +12,22 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vitest';
 import { findUnbuiltPackages, packPackage } from '../../../scripts/lib/release-check.mjs';
+import {
+  awsEmulatorServerConfig,
+  DockerEmulatedHosts,
+  serveShimTarball,
+  startAwsEmulator,
+} from '../src/emulators/index.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
-/** What a user installs for the embedded default, and what those depend on in the workspace. */
-const INSTALLED = ['core', 'catalog', 'runner', 'shim', 'backend-local', 'server', 'cli'];
+/** The server and the CLI, and what they depend on in the workspace. */
+const SERVER_AND_CLI = ['core', 'catalog', 'runner', 'shim', 'server', 'cli'];
+/** What a user installs for the embedded default. */
+const WITH_LOCAL = [...SERVER_AND_CLI, 'backend-local'];
+/** What a user installs for AWS only. */
+const WITH_AWS = [...SERVER_AND_CLI, 'backend-aws'];
 const INSTALL_TIMEOUT_MS = 15 * 60_000;
 const SERVER_START_TIMEOUT_MS = 60_000;
 
@@ -42,6 +54,14 @@ function runCommand(
     );
   });
 }
+
+async function dockerAnswers(): Promise<boolean> {
+  const result = await runCommand('docker', ['info'], { cwd: tmpdir(), env: process.env, timeoutMs: 20_000 });
+  return result.code === 0;
+}
+
+// CI provides Docker (.ci/run); elsewhere the AWS case says why it skips.
+const dockerMissing = !(await dockerAnswers()) && process.env.CI !== 'true';
 
 /** npm's registry answers (`npm ping`), within 30 seconds. */
 async function isRegistryReachable(env: NodeJS.ProcessEnv): Promise<boolean> {
@@ -143,12 +163,22 @@ async function waitForNoFleets(server: StartedServer, timeoutMs: number): Promis
   return false;
 }
 
-describe('packed install of server, CLI and the local backend', () => {
+describe('packed install of the server, the CLI and one backend', () => {
   let workDir = '';
+  let appDir = '';
   const servers: StartedServer[] = [];
+  /** Tarballs by package directory name, each packed once for every install. */
+  const tarballs = new Map<string, string>();
+  let registryReachable: Promise<boolean> | undefined;
 
   beforeAll(() => {
     workDir = mkdtempSync(join(tmpdir(), 'dstack-packed-install-'));
+    appDir = join(workDir, 'app');
+    mkdirSync(appDir);
+    writeFileSync(
+      join(appDir, 'package.json'),
+      `${JSON.stringify({ name: 'packed-install', version: '0.0.0', private: true }, null, 2)}\n`,
+    );
   });
 
   afterAll(async () => {
@@ -156,43 +186,50 @@ describe('packed install of server, CLI and the local backend', () => {
     if (workDir) rmSync(workDir, { recursive: true, force: true });
   });
 
+  function tarballOf(name: string): string {
+    let tarball = tarballs.get(name);
+    if (!tarball) {
+      tarball = packPackage(join(root, 'packages', name), join(workDir, 'tarballs')).tarball;
+      tarballs.set(name, tarball);
+    }
+    return tarball;
+  }
+
+  /**
+   * Installs exactly `names` (packed tarballs) in the app directory with npm and resolves with the
+   * installed `dstack` bin. The tests share the directory: a later install removes the packages
+   * the earlier one had and this one lacks, and keeps the third-party ones they share as they
+   * are (better-sqlite3 is compiled once), as npm does for any user who changes what they install.
+   */
+  async function installOnly(names: readonly string[], context: TestContext): Promise<string> {
+    const npmEnv = npmEnvironment();
+    registryReachable ??= isRegistryReachable(npmEnv);
+    if (!(await registryReachable)) {
+      context.skip(
+        'the npm registry is unreachable (npm ping failed): cannot install third-party dependencies',
+      );
+    }
+    const unbuilt = findUnbuiltPackages(root);
+    expect(unbuilt, 'packages without dist/: run pnpm build first').toEqual([]);
+    const install = await runCommand('npm', ['install', '--no-save', ...names.map(tarballOf)], {
+      cwd: appDir,
+      env: npmEnv,
+      timeoutMs: INSTALL_TIMEOUT_MS - 120_000,
+    });
+    expect(install.code, `npm install failed:\n${install.output}`).toBe(0);
+    expect(readdirSync(join(appDir, 'node_modules', '@dstack')).sort()).toEqual([...names].sort());
+    expect(existsSync(join(appDir, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node'))).toBe(
+      true,
+    );
+    // The bin npm linked for the CLI package: proves its `bin` entry and shebang work once installed.
+    return join(appDir, 'node_modules', '.bin', 'dstack');
+  }
+
   it(
     'installs from the registry and runs a task to done with only @dstack/backend-local',
     async (context) => {
-      const npmEnv = npmEnvironment();
-      if (!(await isRegistryReachable(npmEnv))) {
-        context.skip(
-          'the npm registry is unreachable (npm ping failed): cannot install third-party dependencies',
-        );
-      }
-      const unbuilt = findUnbuiltPackages(root);
-      expect(unbuilt, 'packages without dist/: run pnpm build first').toEqual([]);
-
-      const tarballsDir = join(workDir, 'tarballs');
-      const tarballs = INSTALLED.map(
-        (name) => packPackage(join(root, 'packages', name), tarballsDir).tarball,
-      );
-      const appDir = join(workDir, 'app');
-      const home = join(workDir, 'home');
-      mkdirSync(appDir);
-      writeFileSync(
-        join(appDir, 'package.json'),
-        `${JSON.stringify({ name: 'packed-install', version: '0.0.0', private: true }, null, 2)}\n`,
-      );
-
-      const install = await runCommand('npm', ['install', '--no-save', ...tarballs], {
-        cwd: appDir,
-        env: npmEnv,
-        timeoutMs: INSTALL_TIMEOUT_MS - 120_000,
-      });
-      expect(install.code, `npm install failed:\n${install.output}`).toBe(0);
-      expect(readdirSync(join(appDir, 'node_modules', '@dstack')).sort()).toEqual([...INSTALLED].sort());
-      expect(existsSync(join(appDir, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node'))).toBe(
-        true,
-      );
-
-      // The bin npm linked for the CLI package: proves its `bin` entry and shebang work once installed.
-      const dstack = join(appDir, 'node_modules', '.bin', 'dstack');
+      const dstack = await installOnly(WITH_LOCAL, context);
+      const home = join(workDir, 'home-local');
       const env = dstackEnvironment(home);
       const task = join(workDir, 'packed.dstack.yml');
       writeFileSync(
@@ -255,6 +292,71 @@ describe('packed install of server, CLI and the local backend', () => {
       expect(failedStart.code).not.toBe(0);
       expect(failedStart.output).toMatch(/config\.yml:\d+:\d+/);
       expect(failedStart.output).toContain('install @dstack/backend-aws');
+    },
+    INSTALL_TIMEOUT_MS,
+  );
+
+  it.skipIf(dockerMissing)(
+    'installs only @dstack/backend-aws and runs a GPU task on the EC2 emulator to done',
+    async (context) => {
+      const dstack = await installOnly(WITH_AWS, context);
+      const home = join(workDir, 'home-aws');
+      mkdirSync(join(home, 'server'), { recursive: true });
+      const hosts = new DockerEmulatedHosts({ emulator: 'aws-packed' });
+      // The hosts install the very shim tarball the server came with.
+      const shim = await serveShimTarball(hosts, { tarball: tarballOf('shim') });
+      const emulator = await startAwsEmulator({ hosts, regions: ['us-east-1'] });
+      const allTerminated = () =>
+        emulator.state().instances.every((instance) => instance.state === 'terminated');
+      let fleetsGone = false;
+      try {
+        writeFileSync(join(home, 'server', 'config.yml'), awsEmulatorServerConfig(emulator));
+        const env = { ...dstackEnvironment(home), DSTACK_SHIM_DOWNLOAD_URL: shim.url };
+        const task = join(workDir, 'packed-aws.dstack.yml');
+        writeFileSync(
+          task,
+          [
+            'type: task',
+            'name: packed-aws',
+            'commands:',
+            '  - echo "packed install on EC2 says $((6 * 7))"',
+            'resources:',
+            '  gpu: T4',
+            '',
+          ].join('\n'),
+        );
+        const server = await startServer(dstack, appDir, env);
+        servers.push(server);
+        try {
+          const apply = await runCommand(dstack, ['apply', '-f', task, '-y'], {
+            cwd: appDir,
+            env,
+            timeoutMs: 5 * 60_000,
+          });
+          expect(apply.output).toContain('packed install on EC2 says 42');
+          expect(apply.output).toContain('Run packed-aws done');
+          expect(apply.code, apply.output).toBe(0);
+          expect(emulator.launchedMachineCount()).toBe(1);
+        } finally {
+          await runCommand(dstack, ['fleet', 'delete', 'packed-aws', '-y'], {
+            cwd: appDir,
+            env,
+            timeoutMs: 60_000,
+          });
+          fleetsGone = await waitForNoFleets(server, 120_000);
+          await stopServer(server);
+        }
+        expect(fleetsGone, 'the fleet packed-aws was not deleted').toBe(true);
+        // Deleting the fleet terminates its instance; EC2 takes a moment to report it terminated.
+        for (let poll = 0; poll < 600 && !allTerminated(); poll++) {
+          await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+        }
+        expect(emulator.state().instances.map((instance) => instance.state)).toEqual(['terminated']);
+      } finally {
+        await emulator.close();
+        await hosts.close();
+        await shim.close();
+      }
     },
     INSTALL_TIMEOUT_MS,
   );

@@ -22,6 +22,7 @@ export {
   type AwsEmulatorInstanceState,
   type AwsEmulatorOptions,
   type AwsEmulatorState,
+  type AwsHeldAnswer,
   DEFAULT_AWS_EMULATOR_ACCOUNT_ID,
   DEFAULT_AWS_EMULATOR_CREDENTIALS,
   startAwsEmulator,
@@ -132,4 +133,9 @@ export {
   ensureEmulatedHostImage,
 } from './hosts/emulated-host-image.js';
 export { HostUserDataError } from './hosts/instance-boot-files.js';
-export { bridgeGateway, type ShimTarballServer, serveShimTarball } from './hosts/shim-tarball-server.js';
+export {
+  bridgeGateway,
+  type ServeShimTarballOptions,
+  type ShimTarballServer,
+  serveShimTarball,
+} from './hosts/shim-tarball-server.js';

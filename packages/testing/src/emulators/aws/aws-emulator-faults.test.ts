@@ -231,6 +231,41 @@ describe('throttling, bad keys, slow IPs', () => {
   });
 });
 
+describe('AnswerHeld', () => {
+  it('runs the action and holds its answer: a retry with the same ClientToken gets the same instance', async () => {
+    const { ec2 } = await start({ faults: [{ code: 'AnswerHeld', action: 'RunInstances', count: 1 }] });
+    const first = launch(ec2, 'us-east-1a', { ClientToken: 'held-launch' });
+    for (let poll = 0; poll < 2_000 && emulator?.heldAnswers().length === 0; poll++) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(emulator?.heldAnswers()).toEqual([
+      { action: 'RunInstances', region: 'us-east-1', clientToken: 'held-launch' },
+    ]);
+    const launched = emulator?.state().instances.map((each) => each.id) ?? [];
+    expect(launched).toHaveLength(1);
+
+    // The fault fired once: the retry is answered at once, with the machine the held launch made.
+    const retry = await launch(ec2, 'us-east-1a', { ClientToken: 'held-launch' });
+    expect(retry.Instances?.map((each) => each.InstanceId)).toEqual(launched);
+    expect(emulator?.launchedMachineCount()).toBe(1);
+
+    emulator?.releaseHeldAnswers();
+    expect((await first).Instances?.map((each) => each.InstanceId)).toEqual(launched);
+    expect(emulator?.heldAnswers()).toEqual([]);
+  });
+
+  it('holds no answer of an action that failed, nor of other actions', async () => {
+    const { ec2 } = await start({ faults: [{ code: 'AnswerHeld', action: 'RunInstances' }] });
+    await expect(ec2.send(new DescribeRegionsCommand({}))).resolves.toBeDefined();
+    await expect(
+      launch(ec2, 'us-east-1a', { InstanceType: 'g99.huge' as 'g5.xlarge' }),
+    ).rejects.toMatchObject({
+      name: 'InvalidParameterValue',
+    });
+    expect(emulator?.heldAnswers()).toEqual([]);
+  });
+});
+
 describe('the fault controls', () => {
   it('adds, lists and removes faults over HTTP, rejecting bad ones by field', async () => {
     const { ec2 } = await start();

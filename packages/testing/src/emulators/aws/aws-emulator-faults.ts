@@ -25,6 +25,11 @@ export const AWS_FAULT_CODES = [
   'SpotInterruption',
   /** An EC2 action (`action`) answers 500 InternalError; with `afterAction` it runs first and only the answer is lost. */
   'InternalError',
+  /**
+   * An EC2 action (`action`) runs and its answer is held back `delayMs` (until the emulator
+   * closes when absent): the window in which a client that dies never learns what EC2 did.
+   */
+  'AnswerHeld',
 ] as const;
 
 export type AwsFaultCode = (typeof AWS_FAULT_CODES)[number];
@@ -38,7 +43,7 @@ const awsFaultSchema = z
     zone: z.string().min(1).optional(),
     /** Only this market. */
     market: z.enum(['on-demand', 'spot']).optional(),
-    /** RequestLimitExceeded / InternalError: only this EC2 action, e.g. `RunInstances`. */
+    /** RequestLimitExceeded / InternalError / AnswerHeld: only this EC2 action, e.g. `RunInstances`. */
     action: z.string().min(1).optional(),
     /** How many times the fault fires before it is removed; it stays until cleared when absent. */
     count: z.number().int().positive().optional(),
@@ -49,7 +54,7 @@ const awsFaultSchema = z
     launches: z.number().int().positive().optional(),
     /** RequestLimitExceeded: throttle one request of every `everyNth` (2 = every other one). */
     everyNth: z.number().int().min(2).optional(),
-    /** SlowPublicIp: how late the IP appears. Default 5000. */
+    /** SlowPublicIp: how late the IP appears (default 5000). AnswerHeld: how long the answer waits. */
     delayMs: z.number().int().nonnegative().optional(),
     /** SpotInterruption: how long a spot instance runs before it is taken back. Default 5000. */
     afterRunningMs: z.number().int().nonnegative().optional(),

@@ -4,7 +4,7 @@
  * backend's real SDK clients, signing and retries run unchanged against it (`endpoint` = its URL).
  * The service and region come from the SigV4 credential scope, as AWS routes them.
  */
-import type { BackendEmulator } from '../../conformance/test-backend-options.js';
+import type { BackendEmulator, MaybePromise } from '../../conformance/test-backend-options.js';
 import type { EmulatorResponse } from '../../emulator/emulator-responses.js';
 import { EmulatorHttpError, json, text } from '../../emulator/emulator-responses.js';
 import {
@@ -98,6 +98,14 @@ export interface AwsEmulatorState {
   readonly instances: readonly AwsEmulatorInstanceState[];
 }
 
+/** An EC2 answer an `AnswerHeld` fault holds back: the action ran, the client has no answer yet. */
+export interface AwsHeldAnswer {
+  readonly action: string;
+  readonly region: string;
+  /** The request's ClientToken (RunInstances), if it had one. */
+  readonly clientToken: string | undefined;
+}
+
 /** Also a `BackendEmulator`, so `testBackend()` drives it directly. */
 export interface AwsEmulator extends BackendEmulator {
   /** `http://127.0.0.1:<port>`: the `endpoint` of every SDK client. */
@@ -115,6 +123,10 @@ export interface AwsEmulator extends BackendEmulator {
   /** Takes a pending or running spot instance back now (terminated, `Server.SpotInstanceTermination`, host gone). */
   interruptSpotInstance(instanceId: string): void;
   state(): AwsEmulatorState;
+  /** The answers `AnswerHeld` faults hold back right now, oldest first. */
+  heldAnswers(): readonly AwsHeldAnswer[];
+  /** Sends every held answer now. */
+  releaseHeldAnswers(): void;
   /**
    * The next `count` launches (each ClientToken, over every zone and SDK retry) fail with
    * InsufficientInstanceCapacity. Default 1.
@@ -173,8 +185,8 @@ function jsonBodyOf(request: EmulatorRequest): unknown {
  */
 function asService(
   service: AwsService,
-  handler: (request: EmulatorRequest) => EmulatorResponse,
-): (request: EmulatorRequest) => EmulatorResponse {
+  handler: (request: EmulatorRequest) => MaybePromise<EmulatorResponse>,
+): (request: EmulatorRequest) => MaybePromise<EmulatorResponse> {
   return (request) => {
     try {
       return handler(request);
@@ -273,7 +285,27 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
     return { region: authorization.region, credentials: known };
   }
 
-  function handleEc2(request: EmulatorRequest): EmulatorResponse {
+  /** Releases of the answers held now (each resolves its request with the action's answer). */
+  const held = new Map<AwsHeldAnswer, () => void>();
+
+  /** Answers `answer` after `delayMs`, or when the emulator closes (no delay). */
+  function holdAnswer(
+    answer: EmulatorResponse,
+    what: AwsHeldAnswer,
+    delayMs: number | undefined,
+  ): Promise<EmulatorResponse> {
+    return new Promise((resolve) => {
+      const release = () => {
+        clearTimeout(timer);
+        held.delete(what);
+        resolve(answer);
+      };
+      const timer = delayMs === undefined ? undefined : setTimeout(release, delayMs);
+      held.set(what, release);
+    });
+  }
+
+  function handleEc2(request: EmulatorRequest): MaybePromise<EmulatorResponse> {
     const { region } = authenticate(request, 'ec2');
     const params = formOf(request);
     const action = params.Action ?? '';
@@ -289,7 +321,9 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
     }
     const answer = handler(account, region, params);
     if (internalError) throw new Ec2ApiError(500, 'InternalError', 'An internal error has occurred');
-    return answer;
+    const hold = faults.fire('AnswerHeld', { action });
+    if (!hold) return answer;
+    return holdAnswer(answer, { action, region, clientToken: params.ClientToken || undefined }, hold.delayMs);
   }
 
   function jsonOperation(request: EmulatorRequest, prefix: string): string {
@@ -443,12 +477,17 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
     faults: () => faults.list(),
     interruptSpotInstance: (instanceId) => account.instances.interruptSpot(findInstance(instanceId)),
     state,
+    heldAnswers: () => [...held.keys()],
+    releaseHeldAnswers: () => {
+      for (const release of [...held.values()]) release();
+    },
     failNextLaunchWithNoCapacity: (count = 1) => {
       faults.add({ code: 'InsufficientInstanceCapacity', launches: count });
     },
     removeInstance: (instanceId) => account.instances.forget(findInstance(instanceId)),
     launchedMachineCount: () => account.instances.all().length,
     async close() {
+      for (const release of [...held.values()]) release();
       account.instances.close();
       await server.close();
     },

@@ -10,7 +10,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import type { DockerEmulatedHosts } from './docker-emulated-hosts.js';
 
@@ -39,14 +39,26 @@ export async function bridgeGateway(network: string): Promise<string> {
   return gateway;
 }
 
-/** Packs @dstack/shim (built) with `pnpm pack` and serves the tarball on the hosts' bridge. */
-export async function serveShimTarball(hosts: DockerEmulatedHosts): Promise<ShimTarballServer> {
-  const shimPackage = dirname(createRequire(import.meta.url).resolve('@dstack/shim/package.json'));
-  const directory = await mkdtemp(join(tmpdir(), 'dstack-shim-tarball-'));
+export interface ServeShimTarballOptions {
+  /** A shim tarball packed already (e.g. the one a packed install installs); default: pack the workspace's. */
+  tarball?: string;
+}
+
+/**
+ * Serves the shim tarball on the hosts' bridge: `options.tarball`, or @dstack/shim (built) packed
+ * with `pnpm pack`.
+ */
+export async function serveShimTarball(
+  hosts: DockerEmulatedHosts,
+  options: ServeShimTarballOptions = {},
+): Promise<ShimTarballServer> {
+  // Only a tarball packed here is removed on close.
+  const directory = options.tarball ? undefined : await mkdtemp(join(tmpdir(), 'dstack-shim-tarball-'));
+  const removePacked = () =>
+    directory ? rm(directory, { recursive: true, force: true }) : Promise.resolve(undefined);
   try {
-    await run('pnpm', ['pack', '--pack-destination', directory], { cwd: shimPackage });
-    const [tarball] = (await readdir(directory)).filter((name) => name.endsWith('.tgz'));
-    if (!tarball) throw new Error(`pnpm pack of ${shimPackage} made no tarball`);
+    const path = options.tarball ?? (await packWorkspaceShim(directory as string));
+    const tarball = basename(path);
     await hosts.prepare();
     const gateway = await bridgeGateway(hosts.network);
     const server = createServer((request, response) => {
@@ -55,7 +67,7 @@ export async function serveShimTarball(hosts: DockerEmulatedHosts): Promise<Shim
         return;
       }
       response.writeHead(200, { 'content-type': 'application/gzip' });
-      createReadStream(join(directory, tarball)).pipe(response);
+      createReadStream(path).pipe(response);
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -68,11 +80,20 @@ export async function serveShimTarball(hosts: DockerEmulatedHosts): Promise<Shim
       async close() {
         server.closeAllConnections();
         await new Promise((resolve) => server.close(resolve));
-        await rm(directory, { recursive: true, force: true });
+        await removePacked();
       },
     };
   } catch (error) {
-    await rm(directory, { recursive: true, force: true });
+    await removePacked();
     throw error;
   }
+}
+
+/** Packs the workspace's @dstack/shim into `directory`; resolves with the tarball's path. */
+async function packWorkspaceShim(directory: string): Promise<string> {
+  const shimPackage = dirname(createRequire(import.meta.url).resolve('@dstack/shim/package.json'));
+  await run('pnpm', ['pack', '--pack-destination', directory], { cwd: shimPackage });
+  const [tarball] = (await readdir(directory)).filter((name) => name.endsWith('.tgz'));
+  if (!tarball) throw new Error(`pnpm pack of ${shimPackage} made no tarball`);
+  return join(directory, tarball);
 }

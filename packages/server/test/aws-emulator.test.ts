@@ -6,20 +6,19 @@
  * SSH with the project key, the task runs, its output streams back, and deleting the fleet
  * leaves no instance running and no host behind.
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
+
 import type { InstanceOfferWithAvailability, Run } from '@dstack/core';
 import {
   type AwsEmulator,
   awsEmulatorBackend,
   DockerEmulatedHosts,
-  EMULATED_HOST_EMULATOR_LABEL,
   type ShimTarballServer,
   serveShimTarball,
   startAwsEmulator,
 } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ServerConfigInput } from '../src/config/server-config.js';
+import { dockerMissing, hostsLeft } from './emulated-hosts-harness.js';
 import {
   applyTask,
   describeEachDatabase,
@@ -29,22 +28,8 @@ import {
   waitFor,
 } from './server-harness.js';
 
-const run = promisify(execFile);
-
 /** The label value of this file's hosts, so the check for leftovers sees no other test's. */
 const EMULATOR_NAME = 'aws-e2e';
-
-async function dockerAnswers(): Promise<boolean> {
-  try {
-    await run('docker', ['info'], { timeout: 20_000 });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-// CI provides Docker (.ci/run); elsewhere the suite says why it skips.
-const dockerMissing = !(await dockerAnswers()) && process.env.CI !== 'true';
 
 function awsConfig(emulator: AwsEmulator): ServerConfigInput {
   return { projects: [{ name: 'main', backends: [awsEmulatorBackend(emulator)] }] };
@@ -53,18 +38,6 @@ function awsConfig(emulator: AwsEmulator): ServerConfigInput {
 /** A GPU task on the emulated cloud (the hosts have no GPU; the process runtime does not ask). */
 function gpuTask(name: string, commands: string[], extra: Record<string, unknown> = {}) {
   return { type: 'task', name, commands, resources: { gpu: 'T4' }, ...extra };
-}
-
-async function hostsLeft(): Promise<string[]> {
-  const { stdout } = await run('docker', [
-    'ps',
-    '-a',
-    '--filter',
-    `label=${EMULATED_HOST_EMULATOR_LABEL}=${EMULATOR_NAME}`,
-    '--format',
-    '{{.Names}}',
-  ]);
-  return stdout.split('\n').filter(Boolean);
 }
 
 describeEachDatabase.skipIf(dockerMissing)('a task on the emulated AWS', (databaseUrl) => {
@@ -147,7 +120,7 @@ describeEachDatabase.skipIf(dockerMissing)('a task on the emulated AWS', (databa
       120_000,
     );
     expect(emulator.state().instances.filter((each) => each.state === 'running')).toEqual([]);
-    expect(await hostsLeft()).toEqual([]);
+    expect(await hostsLeft(EMULATOR_NAME)).toEqual([]);
   }, 300_000);
 
   it('moves on to the next offer when the cheapest has no capacity', async () => {

@@ -6,22 +6,21 @@
  * the launch is retried with the same instance id (the ClientToken), EC2 gives back the same
  * machine, the run reaches `done`, and exactly one instance ever existed.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import type { Fleet } from '@dstack/core';
 import {
   type AwsEmulator,
   awsEmulatorServerConfig,
   DockerEmulatedHosts,
-  EMULATED_HOST_EMULATOR_LABEL,
   type ShimTarballServer,
   serveShimTarball,
   startAwsEmulator,
 } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { dockerMissing, hostsLeft } from './emulated-hosts-harness.js';
 import {
   ADMIN_TOKEN,
   applyTask,
@@ -32,37 +31,11 @@ import {
   waitFor,
 } from './server-harness.js';
 
-const run = promisify(execFile);
-
 // The built bin (the suite's `pnpm test` builds first).
 const BIN = fileURLToPath(new URL('../dist/bin/dstack-server.js', import.meta.url));
 
 /** The label value of this file's hosts, so the check for leftovers sees no other test's. */
 const EMULATOR_NAME = 'aws-killed';
-
-async function dockerAnswers(): Promise<boolean> {
-  try {
-    await run('docker', ['info'], { timeout: 20_000 });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-// CI provides Docker (.ci/run); elsewhere the suite says why it skips.
-const dockerMissing = !(await dockerAnswers()) && process.env.CI !== 'true';
-
-async function hostsLeft(): Promise<string[]> {
-  const { stdout } = await run('docker', [
-    'ps',
-    '-a',
-    '--filter',
-    `label=${EMULATED_HOST_EMULATOR_LABEL}=${EMULATOR_NAME}`,
-    '--format',
-    '{{.Names}}',
-  ]);
-  return stdout.split('\n').filter(Boolean);
-}
 
 interface ServerProcess {
   child: ChildProcess;
@@ -186,7 +159,7 @@ describeEachDatabase.skipIf(dockerMissing)(
         () => (emulator.state().instances.every((each) => each.state === 'terminated') ? true : null),
         120_000,
       );
-      expect(await hostsLeft()).toEqual([]);
+      expect(await hostsLeft(EMULATOR_NAME)).toEqual([]);
       second.child.kill('SIGTERM');
       await second.exited;
       expect(second.child.exitCode).toBe(0);

@@ -5,6 +5,12 @@
  * retries a 500 three times and must see it every time.
  */
 import { z } from 'zod';
+import {
+  type ActiveFault,
+  EmulatorFaultList,
+  parseFaultFlag,
+  parseFaultWith,
+} from '../emulator-fault-list.js';
 
 export const AWS_FAULT_CODES = [
   /** RunInstances answers 500 InsufficientInstanceCapacity (per type / zone / market). */
@@ -66,22 +72,14 @@ const awsFaultSchema = z
 export type AwsFault = z.infer<typeof awsFaultSchema>;
 
 /** An active fault with its id (to remove it) and how often it fired. */
-export interface ActiveAwsFault extends AwsFault {
-  readonly id: string;
-  fired: number;
-  /** Requests the fault saw (for `everyNth`). */
-  seen: number;
+export interface ActiveAwsFault extends ActiveFault<AwsFault> {
   /** The ClientTokens of the launches it failed (for `launches`). */
   readonly clientTokens: Set<string>;
 }
 
 /** Validates a fault given over HTTP or by a test; the error names the bad field. */
 export function parseAwsFault(input: unknown): AwsFault {
-  const result = awsFaultSchema.safeParse(input);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const path = issue?.path.join('.') || 'fault';
-  throw new Error(`Invalid AWS emulator fault: ${path}: ${issue?.message ?? 'invalid'}`);
+  return parseFaultWith(awsFaultSchema, 'AWS', input);
 }
 
 /**
@@ -90,19 +88,12 @@ export function parseAwsFault(input: unknown): AwsFault {
  * retries (as the SDK does) still gets through.
  */
 export function parseAwsFaultFlag(flag: string): AwsFault {
-  const [code, instanceType, ...rest] = flag.split(':');
-  if (rest.length > 0 || !code) {
-    throw new Error(`--fault ${JSON.stringify(flag)}: expected CODE[:INSTANCE_TYPE]`);
-  }
-  if (!(AWS_FAULT_CODES as readonly string[]).includes(code)) {
-    throw new Error(
-      `--fault ${JSON.stringify(flag)}: unknown code ${code}; known: ${AWS_FAULT_CODES.join(', ')}`,
-    );
-  }
-  return parseAwsFault({
-    code,
-    ...(instanceType ? { instanceType } : {}),
-    ...(code === 'RequestLimitExceeded' ? { everyNth: 2 } : {}),
+  return parseFaultFlag(flag, {
+    codes: AWS_FAULT_CODES,
+    typeField: 'instanceType',
+    typeName: 'INSTANCE_TYPE',
+    throttleCode: 'RequestLimitExceeded',
+    parse: parseAwsFault,
   });
 }
 
@@ -113,41 +104,20 @@ export interface LaunchTarget {
   readonly market: 'on-demand' | 'spot';
 }
 
-export class AwsEmulatorFaults {
-  readonly #faults: ActiveAwsFault[] = [];
-  #sequence = 0;
-
-  add(fault: AwsFault): ActiveAwsFault {
-    this.#sequence += 1;
-    const active: ActiveAwsFault = {
+export class AwsEmulatorFaults extends EmulatorFaultList<AwsFault, ActiveAwsFault> {
+  constructor() {
+    super((fault, id) => ({
       ...parseAwsFault(fault),
-      id: `fault-${this.#sequence}`,
+      id,
       fired: 0,
       seen: 0,
-      clientTokens: new Set(),
-    };
-    this.#faults.push(active);
-    return active;
-  }
-
-  remove(id: string): boolean {
-    const index = this.#faults.findIndex((fault) => fault.id === id);
-    if (index === -1) return false;
-    this.#faults.splice(index, 1);
-    return true;
-  }
-
-  clear(): void {
-    this.#faults.length = 0;
-  }
-
-  list(): readonly ActiveAwsFault[] {
-    return [...this.#faults];
+      clientTokens: new Set<string>(),
+    }));
   }
 
   /** Whether a fault with `code` applies to `target` (not consumed: quota faults are states). */
   has(code: AwsFaultCode, target: Partial<LaunchTarget> = {}): ActiveAwsFault | undefined {
-    return this.#faults.find((fault) => fault.code === code && matchesTarget(fault, target));
+    return this.faults.find((fault) => fault.code === code && matchesTarget(fault, target));
   }
 
   /** The first fault with `code` that applies, counted as fired (and removed once its count is used). */
@@ -155,7 +125,7 @@ export class AwsEmulatorFaults {
     code: AwsFaultCode,
     target: Partial<LaunchTarget> & { action?: string; clientToken?: string } = {},
   ): ActiveAwsFault | undefined {
-    for (const fault of [...this.#faults]) {
+    for (const fault of [...this.faults]) {
       if (fault.code !== code || !matchesTarget(fault, target)) continue;
       if (fault.action !== undefined && fault.action !== target.action) continue;
       if (fault.launches !== undefined) {
@@ -168,11 +138,7 @@ export class AwsEmulatorFaults {
           fault.clientTokens.add(token);
         }
       }
-      fault.seen += 1;
-      if (fault.everyNth !== undefined && fault.seen % fault.everyNth !== 0) continue;
-      fault.fired += 1;
-      if (fault.count !== undefined && fault.fired >= fault.count) this.remove(fault.id);
-      return fault;
+      if (this.countRequest(fault)) return fault;
     }
     return undefined;
   }

@@ -13,6 +13,7 @@ import {
   startEmulatorServer,
 } from '../../emulator/emulator-server.js';
 import type { EmulatedHosts } from '../emulated-hosts.js';
+import { controlError, emulatorControlRoutes } from '../emulator-control-routes.js';
 import { Ec2Account } from './aws-ec2-account.js';
 import { EC2_ACTIONS } from './aws-ec2-actions.js';
 import { DEFAULT_EC2_IMAGES, type Ec2ImageTemplate } from './aws-ec2-images.js';
@@ -346,50 +347,11 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
     })),
   });
 
-  const controlError = (error: unknown) =>
-    new EmulatorHttpError(json({ error: (error as Error).message }, 400));
-
   const server = await startEmulatorServer({
     host: options.host,
     port: options.port,
     routes: [
-      { name: 'state', method: 'GET', path: '/_emulator/state', handle: () => json(state()) },
-      {
-        name: 'faults.list',
-        method: 'GET',
-        path: '/_emulator/faults',
-        handle: () => json({ faults: faults.list() }),
-      },
-      {
-        name: 'faults.add',
-        method: 'POST',
-        path: '/_emulator/faults',
-        handle: (request) => {
-          try {
-            return json(faults.add(parseAwsFault(request.body)), 201);
-          } catch (error) {
-            throw controlError(error);
-          }
-        },
-      },
-      {
-        name: 'faults.clear',
-        method: 'DELETE',
-        path: '/_emulator/faults',
-        handle: () => {
-          faults.clear();
-          return json({ faults: [] });
-        },
-      },
-      {
-        name: 'faults.remove',
-        method: 'DELETE',
-        path: '/_emulator/faults/:id',
-        handle: (request) =>
-          faults.remove(request.params.id ?? '')
-            ? json({ removed: request.params.id })
-            : json({ error: `no fault ${request.params.id}` }, 404),
-      },
+      ...emulatorControlRoutes({ state, faults, parseFault: parseAwsFault }),
       {
         name: 'instances.interrupt',
         method: 'POST',

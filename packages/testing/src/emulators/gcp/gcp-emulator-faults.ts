@@ -6,6 +6,12 @@
  * possibly late (`delayMs` after the insert, the operation RUNNING until then).
  */
 import { z } from 'zod';
+import {
+  type ActiveFault,
+  EmulatorFaultList,
+  parseFaultFlag,
+  parseFaultWith,
+} from '../emulator-fault-list.js';
 
 export const GCP_FAULT_CODES = [
   /** The insert operation ends DONE with ZONE_RESOURCE_POOL_EXHAUSTED (503), `delayMs` after the insert; the instance then 404s. */
@@ -51,20 +57,11 @@ const gcpFaultSchema = z
 export type GcpFault = z.infer<typeof gcpFaultSchema>;
 
 /** An active fault with its id (to remove it) and how often it fired. */
-export interface ActiveGcpFault extends GcpFault {
-  readonly id: string;
-  fired: number;
-  /** Requests the fault saw (for `everyNth`). */
-  seen: number;
-}
+export type ActiveGcpFault = ActiveFault<GcpFault>;
 
 /** Validates a fault given over HTTP or by a test; the error names the bad field. */
 export function parseGcpFault(input: unknown): GcpFault {
-  const result = gcpFaultSchema.safeParse(input);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const path = issue?.path.join('.') || 'fault';
-  throw new Error(`Invalid GCP emulator fault: ${path}: ${issue?.message ?? 'invalid'}`);
+  return parseFaultWith(gcpFaultSchema, 'GCP', input);
 }
 
 /**
@@ -73,19 +70,12 @@ export function parseGcpFault(input: unknown): GcpFault {
  * retries still gets through.
  */
 export function parseGcpFaultFlag(flag: string): GcpFault {
-  const [code, machineType, ...rest] = flag.split(':');
-  if (rest.length > 0 || !code) {
-    throw new Error(`--fault ${JSON.stringify(flag)}: expected CODE[:MACHINE_TYPE]`);
-  }
-  if (!(GCP_FAULT_CODES as readonly string[]).includes(code)) {
-    throw new Error(
-      `--fault ${JSON.stringify(flag)}: unknown code ${code}; known: ${GCP_FAULT_CODES.join(', ')}`,
-    );
-  }
-  return parseGcpFault({
-    code,
-    ...(machineType ? { machineType } : {}),
-    ...(code === 'RATE_LIMIT_EXCEEDED' ? { everyNth: 2 } : {}),
+  return parseFaultFlag(flag, {
+    codes: GCP_FAULT_CODES,
+    typeField: 'machineType',
+    typeName: 'MACHINE_TYPE',
+    throttleCode: 'RATE_LIMIT_EXCEEDED',
+    parse: parseGcpFault,
   });
 }
 
@@ -96,51 +86,21 @@ export interface InsertTarget {
   readonly provisioningModel: GcpProvisioningModel;
 }
 
-export class GcpEmulatorFaults {
-  readonly #faults: ActiveGcpFault[] = [];
-  #sequence = 0;
-
-  add(fault: GcpFault): ActiveGcpFault {
-    this.#sequence += 1;
-    const active: ActiveGcpFault = {
-      ...parseGcpFault(fault),
-      id: `fault-${this.#sequence}`,
-      fired: 0,
-      seen: 0,
-    };
-    this.#faults.push(active);
-    return active;
-  }
-
-  remove(id: string): boolean {
-    const index = this.#faults.findIndex((fault) => fault.id === id);
-    if (index === -1) return false;
-    this.#faults.splice(index, 1);
-    return true;
-  }
-
-  clear(): void {
-    this.#faults.length = 0;
-  }
-
-  list(): readonly ActiveGcpFault[] {
-    return [...this.#faults];
+export class GcpEmulatorFaults extends EmulatorFaultList<GcpFault, ActiveGcpFault> {
+  constructor() {
+    super((fault, id) => ({ ...parseGcpFault(fault), id, fired: 0, seen: 0 }));
   }
 
   /** Whether a fault with `code` applies to `target` (not consumed). */
   has(code: GcpFaultCode, target: Partial<InsertTarget> = {}): ActiveGcpFault | undefined {
-    return this.#faults.find((fault) => fault.code === code && matchesTarget(fault, target));
+    return this.faults.find((fault) => fault.code === code && matchesTarget(fault, target));
   }
 
   /** The first fault with `code` that applies, counted as fired (and removed once its count is used). */
   fire(code: GcpFaultCode, target: Partial<InsertTarget> = {}): ActiveGcpFault | undefined {
-    for (const fault of [...this.#faults]) {
+    for (const fault of [...this.faults]) {
       if (fault.code !== code || !matchesTarget(fault, target)) continue;
-      fault.seen += 1;
-      if (fault.everyNth !== undefined && fault.seen % fault.everyNth !== 0) continue;
-      fault.fired += 1;
-      if (fault.count !== undefined && fault.fired >= fault.count) this.remove(fault.id);
-      return fault;
+      if (this.countRequest(fault)) return fault;
     }
     return undefined;
   }

@@ -14,6 +14,7 @@ import {
   startEmulatorServer,
 } from '../../emulator/emulator-server.js';
 import type { EmulatedHosts } from '../emulated-hosts.js';
+import { controlError, emulatorControlRoutes } from '../emulator-control-routes.js';
 import { GcpApiError } from './gcp-api-error.js';
 import { type BillingSku, buildBillingSkus, listSkus } from './gcp-billing-catalog.js';
 import {
@@ -211,50 +212,11 @@ export async function startGcpEmulator(options: GcpEmulatorOptions = {}): Promis
     }),
   });
 
-  const controlError = (error: unknown) =>
-    new EmulatorHttpError(json({ error: (error as Error).message }, 400));
-
   const server = await startEmulatorServer({
     host: options.host,
     port: options.port,
     routes: [
-      { name: 'state', method: 'GET', path: '/_emulator/state', handle: () => json(state()) },
-      {
-        name: 'faults.list',
-        method: 'GET',
-        path: '/_emulator/faults',
-        handle: () => json({ faults: faults.list() }),
-      },
-      {
-        name: 'faults.add',
-        method: 'POST',
-        path: '/_emulator/faults',
-        handle: (request) => {
-          try {
-            return json(faults.add(parseGcpFault(request.body)), 201);
-          } catch (error) {
-            throw controlError(error);
-          }
-        },
-      },
-      {
-        name: 'faults.clear',
-        method: 'DELETE',
-        path: '/_emulator/faults',
-        handle: () => {
-          faults.clear();
-          return json({ faults: [] });
-        },
-      },
-      {
-        name: 'faults.remove',
-        method: 'DELETE',
-        path: '/_emulator/faults/:id',
-        handle: (request) =>
-          faults.remove(request.params.id ?? '')
-            ? json({ removed: request.params.id })
-            : json({ error: `no fault ${request.params.id}` }, 404),
-      },
+      ...emulatorControlRoutes({ state, faults, parseFault: parseGcpFault }),
       {
         name: 'instances.preempt',
         method: 'POST',

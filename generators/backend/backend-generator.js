@@ -10,8 +10,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { backendNameProblem, backendNames } from './backend-names.js';
-import { KNOWN_BACKENDS_FILE } from './known-backends-file.js';
+import { backendNameProblem, backendNames, withListedPackageName } from './backend-names.js';
+import { KNOWN_BACKENDS_FILE, readKnownBackends } from './known-backends-file.js';
 import { backendPackageManifest, INITIAL_VERSION } from './package-manifest.js';
 import { registerBackend } from './registration.js';
 import { backendConflict } from './workspace.js';
@@ -47,6 +47,18 @@ function generatedFiles(names) {
 }
 
 /**
+ * The names of the backend `input` names in the workspace at `root`: a type the map
+ * of backend packages already lists keeps the package name listed there.
+ * @param {string} root
+ * @param {string} input
+ */
+function workspaceBackendNames(root, input) {
+  const names = backendNames(input);
+  const listed = readKnownBackends(root).find((backend) => backend.type === names.type);
+  return listed ? withListedPackageName(names, listed.packageName) : names;
+}
+
+/**
  * Runs a command in the workspace; throws with its output when it fails.
  * @param {string} root
  * @param {string} command
@@ -76,7 +88,7 @@ export function registerBackendGenerator(plop) {
         validate: (input) => {
           const problem = backendNameProblem(input);
           if (problem !== undefined) return problem;
-          return backendConflict(root, backendNames(input)) ?? true;
+          return backendConflict(root, workspaceBackendNames(root, input)) ?? true;
         },
       },
       {
@@ -102,7 +114,7 @@ export function registerBackendGenerator(plop) {
       },
     ],
     actions: (answers) => {
-      const names = backendNames(String(answers?.name));
+      const names = workspaceBackendNames(root, String(answers?.name));
       const kind = String(answers?.kind);
       const catalog = String(answers?.catalog);
       const data = {

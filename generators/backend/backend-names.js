@@ -72,3 +72,16 @@ export function backendNames(input) {
     directory: `packages/backend-${kebab}`,
   };
 }
+
+/**
+ * `names` with the package the map of backend packages already lists for this type
+ * (`vastai` is `@dstack/backend-vastai`, though `VastAI` would kebab to `vast-ai`):
+ * the server, the CLI and `collect` look the type up under that package name.
+ * @param {BackendNames} names
+ * @param {string} packageName
+ * @returns {BackendNames}
+ */
+export function withListedPackageName(names, packageName) {
+  const kebab = packageName.replace(/^@dstack\/backend-/, '');
+  return { ...names, kebab, packageName, directory: `packages/backend-${kebab}` };
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backendNameProblem, backendNames } from './backend-names.js';
+import { backendNameProblem, backendNames, withListedPackageName } from './backend-names.js';
 
 describe('backendNames', () => {
   it('derives one set of names from PascalCase, camelCase, kebab-case or words', () => {
@@ -31,5 +31,18 @@ describe('backendNames', () => {
     expect(backendNameProblem('X')).toMatch(/too short/);
     expect(backendNameProblem('A'.repeat(31))).toMatch(/too long/);
     expect(() => backendNames('9cloud')).toThrow(/must start with a letter/);
+  });
+});
+
+describe('withListedPackageName', () => {
+  it('puts a listed type in the package the map names, keeping the code identifiers', () => {
+    const names = withListedPackageName(backendNames('VastAI'), '@dstack/backend-vastai');
+    expect(names).toMatchObject({
+      type: 'vastai',
+      kebab: 'vastai',
+      packageName: '@dstack/backend-vastai',
+      directory: 'packages/backend-vastai',
+      pascal: 'VastAi',
+    });
   });
 });

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import {
   DescribeAvailabilityZonesCommand,
   DescribeInstancesCommand,
@@ -120,13 +119,6 @@ async function runInstances(ec2: EC2Client, input: RunInstancesCommandInput) {
   }
 }
 
-/** A deterministic `Math.random` stand-in seeded by `seed` (SHA-256 bytes). */
-function seededRandom(seed: string): () => number {
-  const bytes = createHash('sha256').update(seed).digest();
-  let index = 0;
-  return () => (bytes[index++ % bytes.length] as number) / 256;
-}
-
 let defaultCatalog: Catalog | undefined;
 function sharedDefaultCatalog(): Catalog {
   defaultCatalog ??= new Catalog({ providers: ['aws'] });
@@ -223,7 +215,7 @@ export class AwsCompute
     ]);
     // The same name for the same instance_id: a retried RunInstances must repeat its parameters.
     const name = generateUniqueBackendName(config.project_name, config.instance_name, {
-      random: seededRandom(config.instance_id),
+      seed: config.instance_id,
     });
     const tags = mergeTags(
       {

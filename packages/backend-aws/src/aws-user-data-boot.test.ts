@@ -5,10 +5,10 @@
  * with the project key to see the shim answer on its port and require the instance's token.
  */
 import { randomUUID } from 'node:crypto';
-import { RequirementsSchema } from '@dstack/core';
+import { generateEd25519KeyPair, RequirementsSchema } from '@dstack/core';
 import { DSTACK_SHIM_HTTP_PORT } from '@dstack/core/agent-protocol';
 import { DockerEmulatedHosts, type ShimTarballServer, serveShimTarball } from '@dstack/testing/emulators';
-import { Client, utils } from 'ssh2';
+import { Client } from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsCompute, createAwsBackend } from './aws-compute.js';
 import { type AwsTestEmulator, emulatorConfig, startAwsTestEmulator } from './aws-emulator.test.helpers.js';
@@ -69,8 +69,7 @@ afterAll(async () => {
 describe('the VM bootstrap on an emulated EC2 host', () => {
   it('authorizes the project key for ubuntu and starts the shim, which requires the token', async () => {
     // The project key pair, in OpenSSH format (what ssh2, the server's SSH client, reads).
-    const pair = utils.generateKeyPairSync('ed25519');
-    const keys = { publicKey: pair.public, privateKey: pair.private };
+    const keys = generateEd25519KeyPair();
     const offers = await compute.getOffers(
       RequirementsSchema.parse({
         resources: { cpu: { count: { min: 2 } }, memory: { min: null } },

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type JobProvisioningData, ProvisioningError } from '@dstack/core';
-import { deriveRunnerToken, type TaskInfo } from '@dstack/core/agent-protocol';
+import { DEFAULT_JOB_IMAGE, deriveRunnerToken, type TaskInfo } from '@dstack/core/agent-protocol';
 import { ShimClient } from '@dstack/shim';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -108,7 +108,7 @@ describe.skipIf(skipReason !== null)('LocalCompute instances (real shim processe
     });
     const shim = new ShimClient(`http://127.0.0.1:${shimPort}`, { token: TEST_AGENT_TOKEN });
     expect(await shim.healthcheck()).toMatchObject({ service: 'dstack-shim' });
-    await shim.submitTask({ id: 'task-1', name: 'test-run-0-0', image_name: 'ignored-by-process-runtime' });
+    await shim.submitTask({ id: 'task-1', name: 'test-run-0-0', image_name: DEFAULT_JOB_IMAGE });
     const task = await eventually(async () => {
       const info = await shim.getTask('task-1');
       if (info?.status === 'terminated') throw new Error(`the task ended: ${info.termination_message}`);

@@ -91,6 +91,12 @@ export class LocalCompute implements ComputeWithCreateInstance {
     return this.#hostResources;
   }
 
+  imageRefusal(): string | null {
+    return this.runtime === 'process'
+      ? "the local backend runs jobs as processes on the server's host (runtime: process), not in images; set `runtime: docker` on the local backend in the server's config.yml"
+      : null;
+  }
+
   async getOffers(requirements: Requirements): Promise<InstanceOfferWithAvailability[]> {
     return getLocalOffers(requirements, await this.hostResources());
   }

@@ -61,7 +61,7 @@ export {
   type PriceScalingExpectation,
   type SpotAboveOnDemand,
 } from './integrity/check-catalog-integrity.js';
-export { AWS_GPUHUNT_EXPECTATIONS } from './integrity/gpuhunt-expectations.js';
+export { AWS_GPUHUNT_EXPECTATIONS, GCP_GPUHUNT_EXPECTATIONS } from './integrity/gpuhunt-expectations.js';
 export { AWS_SNAPSHOT_EXPECTATIONS, GCP_SNAPSHOT_EXPECTATIONS } from './integrity/snapshot-expectations.js';
 export {
   compareComputeCapability,
@@ -71,5 +71,12 @@ export {
   parseComputeCapability,
   type QueryFilterInput,
 } from './matching/matches.js';
-export { AWS_PUBLISHED_PREFIXES, filterAwsOffers } from './providers/gpuhunt-filters.js';
+export {
+  AWS_PUBLISHED_PREFIXES,
+  filterAwsOffers,
+  filterGcpOffers,
+  GCP_DROPPED_GPUS,
+  GCP_PUBLISHED_PREFIXES,
+} from './providers/gpuhunt-filters.js';
+export { pythonRound } from './providers/python-round.js';
 export { ColumnarCatalog, type ColumnarCatalogCsvOptions, ColumnarRows } from './store/columnar-catalog.js';

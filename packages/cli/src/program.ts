@@ -9,6 +9,7 @@ import type { ApplyOptions } from './commands/apply.js';
 import type { AttachCommandOptions } from './commands/attach.js';
 import type { DeleteOptions } from './commands/delete.js';
 import type { FleetDeleteOptions } from './commands/fleet.js';
+import type { InitOptions } from './commands/init.js';
 import type { LogsOptions } from './commands/logs.js';
 import type { OfferOptions } from './commands/offer.js';
 import {
@@ -125,6 +126,18 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     );
 
   program
+    .command('init')
+    .description(
+      "store the credentials jobs clone this directory's Git repo with (a token, an SSH key, or the git credential helper's)",
+    )
+    .option('-t, --token <token>', 'a token for the HTTPS URL of a private repo')
+    .option('--git-identity <path>', 'a private SSH key for the SSH URL of a private repo')
+    .addOption(projectOption())
+    .action((options: InitOptions) =>
+      run(async () => (await import('./commands/init.js')).initCommand(options, io)),
+    );
+
+  program
     .command('apply')
     .description('plan and submit a run (and attach to it), or apply a fleet')
     .requiredOption('-f, --file <file>', 'the configuration file (.dstack.yml)')
@@ -132,6 +145,11 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .option('-d, --detach', 'submit and exit without attaching')
     .option('--force', 're-create even when nothing changed')
     .option('-n, --name <name>', 'the run name (overrides the file)')
+    .option('-t, --token <token>', "a token for the run's private repo (stored as dstack init --token does)")
+    .option(
+      '--git-identity <path>',
+      "a private SSH key for the run's private repo (as dstack init --git-identity)",
+    )
     .addOption(projectOption())
     .action((options: ApplyOptions) =>
       run(async () => (await import('./commands/apply.js')).applyCommand(options, io)),

@@ -262,8 +262,12 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     });
 
     it('manages backends with plugin validation and stores creds encrypted', async () => {
-      expect((await server.request('/api/backends/list_types', undefined, aliceToken)).body).toContain(
-        'fake',
+      const asAlice = (await server.request('/api/backends/list_types', undefined, aliceToken)).body;
+      expect(asAlice).toContain('fake');
+      // The local backend runs jobs on the server's host: only global admins may configure it.
+      expect(asAlice).not.toContain('local');
+      expect((await server.request('/api/backends/list_types')).body).toEqual(
+        expect.arrayContaining(['fake', 'local']),
       );
 
       const badField = await server.request(

@@ -39,6 +39,18 @@ export interface ServerSettings {
    */
   shimDownloadUrl?: string | null;
   /**
+   * `DSTACK_RUNNER_DOWNLOAD_URL`: where a container backend's entrypoint (Vast.ai) downloads the
+   * runner's portable runtime (a `.tar.gz` of `@dstack/runner`'s `writePortableRuntimeArchive`).
+   * Absent: container backends cannot start jobs (the launch fails naming this setting).
+   */
+  runnerDownloadUrl?: string | null;
+  /**
+   * `DSTACK_SERVER_OFFERS_DEADLINE`: how long a plan waits for a backend's offers, in
+   * milliseconds (the variable is in seconds). A backend that answers later (a slow marketplace)
+   * is left out of the plan with a warning. Absent: 10 000 ms.
+   */
+  offersDeadlineMs?: number;
+  /**
    * `DSTACK_SERVER_CODE_UPLOAD_LIMIT`: the largest code or file archive `repos/upload_code` and
    * `files/upload_archive` take, in bytes; 0 means no limit. Absent: dstack's 2 MiB.
    */

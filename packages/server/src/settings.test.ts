@@ -15,6 +15,8 @@ describe('loadServerSettings', () => {
       maxOffersTried: 25,
       defaultCredsEnabled: true,
       shimDownloadUrl: null,
+      runnerDownloadUrl: null,
+      offersDeadlineMs: 10_000,
       codeUploadLimitBytes: 2 * 1024 * 1024,
     });
   });
@@ -30,6 +32,8 @@ describe('loadServerSettings', () => {
         DSTACK_SERVER_MAX_OFFERS_TRIED: '5',
         DSTACK_DEFAULT_CREDS_DISABLED: '1',
         DSTACK_SHIM_DOWNLOAD_URL: 'http://10.0.0.1:8080/dstack-shim.tgz',
+        DSTACK_RUNNER_DOWNLOAD_URL: 'http://10.0.0.1:8080/dstack-runtime.tar.gz',
+        DSTACK_SERVER_OFFERS_DEADLINE: '3',
         DSTACK_SERVER_CODE_UPLOAD_LIMIT: '0',
       },
       { port: 0 },
@@ -43,6 +47,8 @@ describe('loadServerSettings', () => {
       maxOffersTried: 5,
       defaultCredsEnabled: false,
       shimDownloadUrl: 'http://10.0.0.1:8080/dstack-shim.tgz',
+      runnerDownloadUrl: 'http://10.0.0.1:8080/dstack-runtime.tar.gz',
+      offersDeadlineMs: 3000,
       codeUploadLimitBytes: 0,
     });
   });
@@ -60,6 +66,12 @@ describe('loadServerSettings', () => {
     );
     expect(() => loadServerSettings({ DSTACK_SHIM_DOWNLOAD_URL: 'ftp://host/shim.tgz' })).toThrow(
       /DSTACK_SHIM_DOWNLOAD_URL must be an http\(s\) URL/,
+    );
+    expect(() => loadServerSettings({ DSTACK_RUNNER_DOWNLOAD_URL: 'runtime.tar.gz' })).toThrow(
+      /DSTACK_RUNNER_DOWNLOAD_URL must be an http\(s\) URL/,
+    );
+    expect(() => loadServerSettings({ DSTACK_SERVER_OFFERS_DEADLINE: '0' })).toThrow(
+      /DSTACK_SERVER_OFFERS_DEADLINE/,
     );
   });
 });

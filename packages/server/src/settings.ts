@@ -9,6 +9,8 @@ import type { ServerSettings } from './context.js';
 export const DEFAULT_SERVER_PORT = 8000;
 export const DEFAULT_SERVER_HOST = '127.0.0.1';
 export const DEFAULT_MAX_OFFERS_TRIED = 25;
+/** `DSTACK_SERVER_OFFERS_DEADLINE` when unset: seconds a plan waits for one backend's offers. */
+export const DEFAULT_OFFERS_DEADLINE_SECONDS = 10;
 
 function integerVariable(
   env: NodeJS.ProcessEnv,
@@ -74,6 +76,12 @@ export function loadServerSettings(
     }),
     defaultCredsEnabled: !isTruthy(env.DSTACK_DEFAULT_CREDS_DISABLED),
     shimDownloadUrl: urlVariable(env, 'DSTACK_SHIM_DOWNLOAD_URL'),
+    runnerDownloadUrl: urlVariable(env, 'DSTACK_RUNNER_DOWNLOAD_URL'),
+    offersDeadlineMs:
+      integerVariable(env, 'DSTACK_SERVER_OFFERS_DEADLINE', DEFAULT_OFFERS_DEADLINE_SECONDS, {
+        min: 1,
+        max: 3600,
+      }) * 1000,
     codeUploadLimitBytes: integerVariable(
       env,
       'DSTACK_SERVER_CODE_UPLOAD_LIMIT',

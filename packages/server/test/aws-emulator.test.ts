@@ -7,7 +7,6 @@
  * leaves no instance running and no host behind.
  */
 
-import type { InstanceOfferWithAvailability, Run } from '@dstack/core';
 import {
   type AwsEmulator,
   awsEmulatorBackend,
@@ -18,6 +17,7 @@ import {
 } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ServerConfigInput } from '../src/config/server-config.js';
+import { deleteFleet, gpuTask, planJob, provisionedInstance } from './cloud-run-helpers.js';
 import { dockerMissing, hostsLeft } from './emulated-hosts-harness.js';
 import {
   applyTask,
@@ -28,16 +28,14 @@ import {
   waitFor,
 } from './server-harness.js';
 
-/** The label value of this file's hosts, so the check for leftovers sees no other test's. */
-const EMULATOR_NAME = 'aws-e2e';
+/**
+ * The label value of this file's hosts, so the check for leftovers sees no other test's; the
+ * hosts' containers are named after it, so a test run beside another on the same Docker meets none of its hosts.
+ */
+const EMULATOR_NAME = `aws-e2e-${process.pid}`;
 
 function awsConfig(emulator: AwsEmulator): ServerConfigInput {
   return { projects: [{ name: 'main', backends: [awsEmulatorBackend(emulator)] }] };
-}
-
-/** A GPU task on the emulated cloud (the hosts have no GPU; the process runtime does not ask). */
-function gpuTask(name: string, commands: string[], extra: Record<string, unknown> = {}) {
-  return { type: 'task', name, commands, resources: { gpu: 'T4' }, ...extra };
 }
 
 describeEachDatabase.skipIf(dockerMissing)('a task on the emulated AWS', (databaseUrl) => {
@@ -67,50 +65,20 @@ describeEachDatabase.skipIf(dockerMissing)('a task on the emulated AWS', (databa
     temp.remove();
   }, 300_000);
 
-  async function planOffers(
-    configuration: Record<string, unknown>,
-  ): Promise<InstanceOfferWithAvailability[]> {
-    const plan = await harness.call<{ job_plans: Array<{ offers: InstanceOfferWithAvailability[] }> }>(
-      '/api/project/main/runs/get_plan',
-      { run_spec: { configuration } },
-    );
-    expect(plan.status).toBe(200);
-    return plan.body.job_plans[0]?.offers ?? [];
-  }
-
-  function instanceOf(finished: Run): { id: string; type: string; region: string } {
-    const data = finished.latest_job_submission?.job_provisioning_data;
-    if (!data) throw new Error(`run ${finished.run_spec.run_name} has no provisioning data`);
-    return { id: data.instance_id, type: data.instance_type.name, region: data.region };
-  }
-
-  async function deleteFleet(name: string): Promise<void> {
-    const deleted = await harness.call('/api/project/main/fleets/delete', { names: [name] });
-    expect(deleted.status).toBe(200);
-    await waitFor(
-      `fleet ${name} to be gone`,
-      async () => {
-        const fleets = await harness.call<Array<{ name: string }>>('/api/project/main/fleets/list');
-        return fleets.body.some((fleet) => fleet.name === name) ? null : true;
-      },
-      120_000,
-    );
-  }
-
   it('lands on the cheapest offer, streams the output, and leaves nothing after fleet delete', async () => {
     const configuration = gpuTask('aws-hello', ['echo hello from $(hostname)']);
-    const [cheapest] = await planOffers(configuration);
+    const [cheapest] = (await planJob(harness, configuration)).offers;
     await applyTask(harness, configuration);
     const finished = await harness.waitForRun('aws-hello', ['done', 'failed', 'terminated'], 180_000);
     expect(finished.status).toBe('done');
-    const instance = instanceOf(finished);
+    const instance = provisionedInstance(finished);
     expect({ type: instance.type, region: instance.region }).toEqual({
       type: cheapest?.instance.name,
       region: cheapest?.region,
     });
     expect(await harness.logs('aws-hello')).toContain(`hello from ${instance.id}`);
 
-    await deleteFleet('aws-hello');
+    await deleteFleet(harness, 'aws-hello');
     await waitFor(
       'the instance to be terminated',
       () => {
@@ -125,7 +93,7 @@ describeEachDatabase.skipIf(dockerMissing)('a task on the emulated AWS', (databa
 
   it('moves on to the next offer when the cheapest has no capacity', async () => {
     const configuration = gpuTask('aws-capacity', ['echo landed']);
-    const [cheapest, next] = await planOffers(configuration);
+    const [cheapest, next] = (await planJob(harness, configuration)).offers;
     if (!cheapest || !next) throw new Error('the plan has fewer than two offers');
     for (const zone of cheapest.availability_zones ?? []) {
       emulator.addFault({ code: 'InsufficientInstanceCapacity', instanceType: cheapest.instance.name, zone });
@@ -134,7 +102,7 @@ describeEachDatabase.skipIf(dockerMissing)('a task on the emulated AWS', (databa
       await applyTask(harness, configuration);
       const finished = await harness.waitForRun('aws-capacity', ['done', 'failed', 'terminated'], 180_000);
       expect(finished.status).toBe('done');
-      const instance = instanceOf(finished);
+      const instance = provisionedInstance(finished);
       expect({ type: instance.type, region: instance.region }).toEqual({
         type: next.instance.name,
         region: next.region,
@@ -142,7 +110,7 @@ describeEachDatabase.skipIf(dockerMissing)('a task on the emulated AWS', (databa
     } finally {
       emulator.clearFaults();
     }
-    await deleteFleet('aws-capacity');
+    await deleteFleet(harness, 'aws-capacity');
   }, 300_000);
 
   it('resubmits a spot job the cloud took back, under retry on interruption', async () => {
@@ -154,7 +122,7 @@ describeEachDatabase.skipIf(dockerMissing)('a task on the emulated AWS', (databa
       }),
     );
     const running = await harness.waitForRun('aws-spot', ['running'], 180_000);
-    const first = instanceOf(running);
+    const first = provisionedInstance(running);
     expect(emulator.state().instances.find((each) => each.id === first.id)?.market).toBe('spot');
     emulator.interruptSpotInstance(first.id);
 
@@ -165,7 +133,7 @@ describeEachDatabase.skipIf(dockerMissing)('a task on the emulated AWS', (databa
       'interrupted_by_no_capacity',
       'done_by_runner',
     ]);
-    expect(instanceOf(finished).id).not.toBe(first.id);
-    await deleteFleet('aws-spot');
+    expect(provisionedInstance(finished).id).not.toBe(first.id);
+    await deleteFleet(harness, 'aws-spot');
   }, 420_000);
 });

@@ -34,8 +34,11 @@ import {
 // The built bin (the suite's `pnpm test` builds first).
 const BIN = fileURLToPath(new URL('../dist/bin/dstack-server.js', import.meta.url));
 
-/** The label value of this file's hosts, so the check for leftovers sees no other test's. */
-const EMULATOR_NAME = 'aws-killed';
+/**
+ * The label value of this file's hosts, so the check for leftovers sees no other test's; the
+ * hosts' containers are named after it, so a test run beside another on the same Docker meets none of its hosts.
+ */
+const EMULATOR_NAME = `aws-killed-${process.pid}`;
 
 interface ServerProcess {
   child: ChildProcess;

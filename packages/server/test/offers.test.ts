@@ -53,7 +53,11 @@ describeEachDatabase('offers/list', (databaseUrl) => {
     expect(all.body.total_offers).toBe(prices.length);
 
     const firstTwo = await offers({ configuration: { type: 'task', spot_policy: 'auto' }, max_offers: 2 });
-    expect(firstTwo.body).toEqual({ offers: all.body.offers.slice(0, 2), total_offers: prices.length });
+    expect(firstTwo.body).toEqual({
+      offers: all.body.offers.slice(0, 2),
+      total_offers: prices.length,
+      warnings: [],
+    });
 
     const gpus = await offers({ configuration: { type: 'task', resources: { gpu: 1 } } });
     expect(gpus.body.offers.length).toBeGreaterThan(0);

@@ -4,3 +4,9 @@ import { fileURLToPath } from 'node:url';
 
 /** Absolute path of the shim's command (`dist/bin/dstack-shim.js`); exists after the package is built. */
 export const SHIM_BIN_PATH = fileURLToPath(new URL('../dist/bin/dstack-shim.js', import.meta.url));
+
+/** The shim's single-file bundle and the runner's copy beside it (`scripts/bundle.mjs`). */
+export const SHIM_BUNDLE_PATH = fileURLToPath(new URL('../dist/dstack-shim.bundle.mjs', import.meta.url));
+export const SHIM_RUNNER_BUNDLE_PATH = fileURLToPath(
+  new URL('../dist/dstack-runner.bundle.mjs', import.meta.url),
+);

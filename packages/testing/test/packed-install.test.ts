@@ -4,7 +4,8 @@
  * with npm in a directory outside the workspace, with no other backend
  * package, and the installed `dstack` runs a task to `done`: with
  * @dstack/backend-local on this machine, with @dstack/backend-aws on the EC2
- * emulator (its instances Docker hosts that install the packed shim). A
+ * emulator and with @dstack/backend-gcp on the Compute Engine emulator (their
+ * instances Docker hosts that install the packed shim). A
  * configured backend whose package is missing must name the package to install.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
@@ -17,8 +18,10 @@ import { findUnbuiltPackages, packPackage } from '../../../scripts/lib/release-c
 import {
   awsEmulatorServerConfig,
   DockerEmulatedHosts,
+  gcpEmulatorServerConfig,
   serveShimTarball,
   startAwsEmulator,
+  startGcpEmulator,
 } from '../src/emulators/index.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -26,8 +29,6 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const SERVER_AND_CLI = ['core', 'catalog', 'runner', 'shim', 'server', 'cli'];
 /** What a user installs for the embedded default. */
 const WITH_LOCAL = [...SERVER_AND_CLI, 'backend-local'];
-/** What a user installs for AWS only. */
-const WITH_AWS = [...SERVER_AND_CLI, 'backend-aws'];
 const INSTALL_TIMEOUT_MS = 15 * 60_000;
 const SERVER_START_TIMEOUT_MS = 60_000;
 
@@ -181,10 +182,11 @@ describe('packed install of the server, the CLI and one backend', () => {
     );
   });
 
+  // Removing the installed node_modules can take longer than a hook's default 10 s on a busy machine.
   afterAll(async () => {
     for (const server of servers) await stopServer(server);
     if (workDir) rmSync(workDir, { recursive: true, force: true });
-  });
+  }, 120_000);
 
   function tarballOf(name: string): string {
     let tarball = tarballs.get(name);
@@ -296,68 +298,125 @@ describe('packed install of the server, the CLI and one backend', () => {
     INSTALL_TIMEOUT_MS,
   );
 
+  /** A cloud emulator whose hosts are Docker containers, as the packed-install cases use it. */
+  interface EmulatedCloud {
+    readonly serverConfig: string;
+    launchedMachineCount(): number;
+    /** Whether every machine it launched is terminated (or gone). */
+    allTerminated(): boolean;
+    close(): Promise<void>;
+  }
+
+  /**
+   * Installs only `backend` (with the server and the CLI), points the server at the cloud
+   * `startCloud` emulates, runs a T4 task to done, deletes its fleet and checks that the one
+   * machine it launched is terminated.
+   */
+  async function runGpuTaskOnEmulatedCloud(
+    context: TestContext,
+    options: {
+      backend: string;
+      name: string;
+      startCloud: (hosts: DockerEmulatedHosts) => Promise<EmulatedCloud>;
+    },
+  ): Promise<void> {
+    const dstack = await installOnly([...SERVER_AND_CLI, options.backend], context);
+    const home = join(workDir, `home-${options.name}`);
+    mkdirSync(join(home, 'server'), { recursive: true });
+    const hosts = new DockerEmulatedHosts({ emulator: `${options.name}-packed` });
+    // The hosts install the very shim tarball the server came with.
+    const shim = await serveShimTarball(hosts, { tarball: tarballOf('shim') });
+    const cloud = await options.startCloud(hosts);
+    const runName = `packed-${options.name}`;
+    let fleetsGone = false;
+    try {
+      writeFileSync(join(home, 'server', 'config.yml'), cloud.serverConfig);
+      const env = { ...dstackEnvironment(home), DSTACK_SHIM_DOWNLOAD_URL: shim.url };
+      const task = join(workDir, `${runName}.dstack.yml`);
+      writeFileSync(
+        task,
+        [
+          'type: task',
+          `name: ${runName}`,
+          'commands:',
+          `  - echo "packed install on ${options.name} says $((6 * 7))"`,
+          'resources:',
+          '  gpu: T4',
+          '',
+        ].join('\n'),
+      );
+      const server = await startServer(dstack, appDir, env);
+      servers.push(server);
+      try {
+        const apply = await runCommand(dstack, ['apply', '-f', task, '-y'], {
+          cwd: appDir,
+          env,
+          timeoutMs: 5 * 60_000,
+        });
+        expect(apply.output).toContain(`packed install on ${options.name} says 42`);
+        expect(apply.output).toContain(`Run ${runName} done`);
+        expect(apply.code, apply.output).toBe(0);
+        expect(cloud.launchedMachineCount()).toBe(1);
+      } finally {
+        await runCommand(dstack, ['fleet', 'delete', runName, '-y'], {
+          cwd: appDir,
+          env,
+          timeoutMs: 60_000,
+        });
+        fleetsGone = await waitForNoFleets(server, 120_000);
+        await stopServer(server);
+      }
+      expect(fleetsGone, `the fleet ${runName} was not deleted`).toBe(true);
+      // Deleting the fleet terminates its instance; the cloud takes a moment to report it.
+      for (let poll = 0; poll < 600 && !cloud.allTerminated(); poll++) {
+        await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+      }
+      expect(cloud.allTerminated()).toBe(true);
+    } finally {
+      await cloud.close();
+      await hosts.close();
+      await shim.close();
+    }
+  }
+
   it.skipIf(dockerMissing)(
     'installs only @dstack/backend-aws and runs a GPU task on the EC2 emulator to done',
-    async (context) => {
-      const dstack = await installOnly(WITH_AWS, context);
-      const home = join(workDir, 'home-aws');
-      mkdirSync(join(home, 'server'), { recursive: true });
-      const hosts = new DockerEmulatedHosts({ emulator: 'aws-packed' });
-      // The hosts install the very shim tarball the server came with.
-      const shim = await serveShimTarball(hosts, { tarball: tarballOf('shim') });
-      const emulator = await startAwsEmulator({ hosts, regions: ['us-east-1'] });
-      const allTerminated = () =>
-        emulator.state().instances.every((instance) => instance.state === 'terminated');
-      let fleetsGone = false;
-      try {
-        writeFileSync(join(home, 'server', 'config.yml'), awsEmulatorServerConfig(emulator));
-        const env = { ...dstackEnvironment(home), DSTACK_SHIM_DOWNLOAD_URL: shim.url };
-        const task = join(workDir, 'packed-aws.dstack.yml');
-        writeFileSync(
-          task,
-          [
-            'type: task',
-            'name: packed-aws',
-            'commands:',
-            '  - echo "packed install on EC2 says $((6 * 7))"',
-            'resources:',
-            '  gpu: T4',
-            '',
-          ].join('\n'),
-        );
-        const server = await startServer(dstack, appDir, env);
-        servers.push(server);
-        try {
-          const apply = await runCommand(dstack, ['apply', '-f', task, '-y'], {
-            cwd: appDir,
-            env,
-            timeoutMs: 5 * 60_000,
-          });
-          expect(apply.output).toContain('packed install on EC2 says 42');
-          expect(apply.output).toContain('Run packed-aws done');
-          expect(apply.code, apply.output).toBe(0);
-          expect(emulator.launchedMachineCount()).toBe(1);
-        } finally {
-          await runCommand(dstack, ['fleet', 'delete', 'packed-aws', '-y'], {
-            cwd: appDir,
-            env,
-            timeoutMs: 60_000,
-          });
-          fleetsGone = await waitForNoFleets(server, 120_000);
-          await stopServer(server);
-        }
-        expect(fleetsGone, 'the fleet packed-aws was not deleted').toBe(true);
-        // Deleting the fleet terminates its instance; EC2 takes a moment to report it terminated.
-        for (let poll = 0; poll < 600 && !allTerminated(); poll++) {
-          await new Promise((resolveWait) => setTimeout(resolveWait, 100));
-        }
-        expect(emulator.state().instances.map((instance) => instance.state)).toEqual(['terminated']);
-      } finally {
-        await emulator.close();
-        await hosts.close();
-        await shim.close();
-      }
-    },
+    (context) =>
+      runGpuTaskOnEmulatedCloud(context, {
+        backend: 'backend-aws',
+        name: 'aws',
+        startCloud: async (hosts) => {
+          const emulator = await startAwsEmulator({ hosts, regions: ['us-east-1'] });
+          return {
+            serverConfig: awsEmulatorServerConfig(emulator),
+            launchedMachineCount: () => emulator.launchedMachineCount(),
+            allTerminated: () =>
+              emulator.state().instances.every((instance) => instance.state === 'terminated'),
+            close: () => emulator.close(),
+          };
+        },
+      }),
+    INSTALL_TIMEOUT_MS,
+  );
+
+  it.skipIf(dockerMissing)(
+    'installs only @dstack/backend-gcp and runs a GPU task on the Compute Engine emulator to done',
+    (context) =>
+      runGpuTaskOnEmulatedCloud(context, {
+        backend: 'backend-gcp',
+        name: 'gcp',
+        startCloud: async (hosts) => {
+          const emulator = await startGcpEmulator({ hosts, regions: ['us-central1'] });
+          return {
+            serverConfig: gcpEmulatorServerConfig(emulator),
+            launchedMachineCount: () => emulator.launchedMachineCount(),
+            // A deleted instance leaves the API once it is terminated.
+            allTerminated: () =>
+              emulator.state().instances.every((instance) => instance.state === 'TERMINATED'),
+            close: () => emulator.close(),
+          };
+        },
+      }),
     INSTALL_TIMEOUT_MS,
   );
 });

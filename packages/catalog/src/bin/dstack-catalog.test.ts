@@ -303,10 +303,10 @@ describe('dstack-catalog collect', () => {
   });
 
   it('says which package to install when the backend is missing', async () => {
-    // No workspace package is @dstack/backend-gcp yet; an installed one is found (above).
-    const result = await run('collect', 'gcp', '--output', path.join(outputDirectory, 'gcp.csv'));
+    // No workspace package is @dstack/backend-azure; an installed one is found (above).
+    const result = await run('collect', 'azure', '--output', path.join(outputDirectory, 'azure.csv'));
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('install @dstack/backend-gcp to collect gcp');
+    expect(result.stderr).toContain('install @dstack/backend-azure to collect azure');
   });
 
   it('rejects unknown providers, modules without a provider and a missing --output', async () => {

@@ -6,9 +6,9 @@ import {
   correctGpuMemoryGib,
   findAccelerators,
 } from '../gpus/known-accelerators.js';
+import { pythonRound } from '../providers/python-round.js';
 import { type ConversionReport, countEvent, createConversionReport } from './conversion-report.js';
 import { parsePythonLiteral } from './python-literal.js';
-import { pythonRound } from './python-round.js';
 
 /** AWS `GpuInfo.Gpus[0].Name` values that differ from the knowledge-table name. */
 const AWS_GPU_NAME_ALIASES: Readonly<Record<string, string>> = {

@@ -1,7 +1,7 @@
 import type { CatalogItem } from '../catalog-item.js';
+import { pythonRound } from '../providers/python-round.js';
 import { type ConversionReport, countEvent, createConversionReport } from './conversion-report.js';
 import { sortByPrice } from './convert-aws.js';
-import { pythonRound } from './python-round.js';
 
 /** SkyPilot GCP accelerator names → gpuhunt's `accelerator_details` (name, GiB per GPU). */
 export const GCP_GPUS: Readonly<Record<string, { name: string; memory: number }>> = {

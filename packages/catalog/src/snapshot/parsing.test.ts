@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { pythonRound } from '../providers/python-round.js';
 import { parseCsvRecords, parseCsvRows } from './csv-records.js';
 import { parsePythonLiteral } from './python-literal.js';
-import { pythonRound } from './python-round.js';
 
 describe('parseCsvRows', () => {
   it('reads quoted fields with commas, doubled quotes and newlines', () => {

@@ -134,6 +134,7 @@ export function makeRunPlan(
   runSpec: RunSpec,
   offers: InstanceOfferWithAvailability[],
   exclusions: { requirement: string; excluded: number }[] = [],
+  warnings: string[] = [],
 ): RunPlan {
   const runName = runSpec.run_name ?? 'generated-run';
   return {
@@ -147,6 +148,7 @@ export function makeRunPlan(
         total_offers: offers.length,
         max_price: offers.length ? Math.max(...offers.map((offer) => offer.price)) : null,
         exclusions,
+        warnings,
       },
     ],
     current_resource: null,

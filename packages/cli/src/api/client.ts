@@ -26,6 +26,8 @@ import {
   PollLogsResponseSchema,
   type Project,
   ProjectSchema,
+  type RepoHead,
+  RepoHeadSchema,
   type Run,
   type RunPlan,
   RunPlanSchema,
@@ -84,6 +86,8 @@ export type DeleteSecretsRequest = RequestBody<typeof DeleteSecretsRequestSchema
 export interface OffersResponse {
   offers: InstanceOfferWithAvailability[];
   total_offers: number;
+  /** Backends whose offers are missing (failed, or slower than the server's deadline). */
+  warnings: string[];
 }
 
 export interface DstackApiClientOptions {
@@ -209,14 +213,23 @@ export class DstackApiClient {
     const answer = (await this.#post(endpoint, body, undefined, options)) as {
       offers?: unknown;
       total_offers?: unknown;
+      warnings?: unknown;
     } | null;
     const offers = InstanceOfferWithAvailabilitySchema.array().safeParse(answer?.offers);
+    // Older servers send no warnings.
+    const warnings = Array.isArray(answer?.warnings)
+      ? answer.warnings.filter((warning): warning is string => typeof warning === 'string')
+      : [];
     if (!offers.success || typeof answer?.total_offers !== 'number') {
       throw new UnexpectedResponseError(
         `unexpected answer from ${endpoint}: expected {offers, total_offers}`,
       );
     }
-    return { offers: offers.data, total_offers: answer.total_offers };
+    return {
+      offers: offers.data,
+      total_offers: answer.total_offers,
+      warnings,
+    };
   }
 
   listFleets(options?: RequestOptions): Promise<Fleet[]> {
@@ -234,6 +247,28 @@ export class DstackApiClient {
   /** Records the repo (and how the runner reaches it) before a run with it is applied (`repos/init`). */
   async initRepo(body: InitRepoRequest, options?: RequestOptions): Promise<void> {
     await this.#post(this.#projectPath('repos/init'), body, undefined, options);
+  }
+
+  /**
+   * The repo with the caller's creds for it (`repos/get` with `include_creds`), or null when the
+   * project has no such repo.
+   */
+  async getRepoWithCreds(repoId: string, options?: RequestOptions): Promise<RepoHead | null> {
+    try {
+      return await this.#post(
+        this.#projectPath('repos/get'),
+        { repo_id: repoId, include_creds: true },
+        RepoHeadSchema,
+        options,
+      );
+    } catch (error) {
+      if (
+        ServerApiError.isInstance(error) &&
+        error.details.some((detail) => detail.code === 'resource_not_exists')
+      )
+        return null;
+      throw error;
+    }
   }
 
   /** Uploads the repo's code, named by its sha256 (`repos/upload_code`; the server keeps one copy per content). */

@@ -169,6 +169,7 @@ describe('a repo by URL', () => {
         repo_hash: 'abc123',
       },
       repoCreds: { clone_url: 'https://github.com/dstackai/dstack-examples.git' },
+      remote: { url: 'https://github.com/dstackai/dstack-examples.git', directory: scratch },
       code: null,
     });
   });

@@ -47,8 +47,13 @@ export interface PackedRepo {
   repoId: string;
   repoInfo: RepoInfo;
   repoData: RunRepoData;
-  /** The clone URL of a Git repo (a public one: nothing secret). */
+  /**
+   * The clone URL of a Git repo, as a public repo's creds: sent by `repos/init` only when the user
+   * has no creds for the repo yet (`dstack init` stores a private one's).
+   */
   repoCreds: RemoteRepoCreds | null;
+  /** A Git repo's remote URL and the directory its git config is read in (for `--token`, `--git-identity`). */
+  remote: { url: string; directory: string } | null;
   /** The diff or archive; null when there is nothing to upload (a clean working tree, a URL). */
   code: PackedBlob | null;
 }
@@ -82,7 +87,7 @@ export function slugify(prefix: string, uniqueKey: string): string {
 /**
  * A remote's URL as a runner can clone it without credentials: SSH (`git@host:org/repo.git`,
  * `ssh://…`) becomes HTTPS, as dstack clones a public repo; a local path becomes a `file://` URL.
- * (Private repos, with a key or token from `dstack init`, are not supported yet.)
+ * A private repo's clone URL comes with its token or key from `dstack init` (`repo-creds.ts`).
  */
 export function cloneUrlOf(remoteUrl: string, repoRoot: string): string {
   const scp = /^[^/@]+@([^/:]+):(.*)$/.exec(remoteUrl);
@@ -114,11 +119,20 @@ function repoNameAndLocation(url: string): { name: string; location: string } {
 }
 
 /**
+ * A Git remote's repo id (what `repos/init` and runs name it by) and name: the same for the SSH and
+ * HTTPS URLs of one repo, so `dstack init` and `dstack apply` agree whichever the remote is.
+ */
+export function remoteRepoIdentity(url: string): { repoId: string; repoName: string } {
+  const { name, location } = repoNameAndLocation(url);
+  return { repoId: slugify(name, location), repoName: name };
+}
+
+/**
  * Packs `repos[0]`. `local_path` is relative to the configuration file's directory. `limit` in
  * bytes (0: none); over it the error names the limit and the variable, before anything is sent.
  */
 export async function packRepo(spec: RepoSpec, configurationDir: string, limit: number): Promise<PackedRepo> {
-  if (spec.url !== undefined) return remoteRepoByUrl(spec, spec.url);
+  if (spec.url !== undefined) return remoteRepoByUrl(spec, spec.url, configurationDir);
   const localPath = localPathOf(spec.local_path ?? '.', configurationDir);
   const info = await stat(localPath).catch(() => null);
   if (!info?.isDirectory()) throw new CommandError(`repos[0].local_path: ${localPath} is not a directory`);
@@ -131,11 +145,11 @@ export async function packRepo(spec: RepoSpec, configurationDir: string, limit: 
     );
   }
   const cloneUrl = cloneUrlOf(state.remoteUrl, root);
-  const { name, location } = repoNameAndLocation(cloneUrl);
+  const { repoId, repoName: name } = remoteRepoIdentity(cloneUrl);
   const diff = await workingTreeDiff(root, state.hash);
   checkLimit('Repo diff', diff, limit, root);
   return {
-    repoId: slugify(name, location),
+    repoId,
     repoInfo: { repo_type: 'remote', repo_name: name },
     repoData: {
       repo_type: 'remote',
@@ -146,14 +160,15 @@ export async function packRepo(spec: RepoSpec, configurationDir: string, limit: 
       repo_config_email: state.configEmail,
     },
     repoCreds: { clone_url: cloneUrl },
+    remote: { url: state.remoteUrl, directory: root },
     code: diff.length === 0 ? null : blob(diff),
   };
 }
 
-function remoteRepoByUrl(spec: RepoSpec, url: string): PackedRepo {
-  const { name, location } = repoNameAndLocation(url);
+function remoteRepoByUrl(spec: RepoSpec, url: string, configurationDir: string): PackedRepo {
+  const { repoId, repoName: name } = remoteRepoIdentity(url);
   return {
-    repoId: slugify(name, location),
+    repoId,
     repoInfo: { repo_type: 'remote', repo_name: name },
     repoData: {
       repo_type: 'remote',
@@ -162,6 +177,7 @@ function remoteRepoByUrl(spec: RepoSpec, url: string): PackedRepo {
       repo_hash: spec.hash ?? null,
     },
     repoCreds: { clone_url: url },
+    remote: { url, directory: configurationDir },
     code: null,
   };
 }
@@ -174,6 +190,7 @@ async function localDirectoryRepo(directory: string, limit: number): Promise<Pac
     repoInfo: { repo_type: 'local', repo_dir: directory },
     repoData: { repo_type: 'local', repo_dir: directory },
     repoCreds: null,
+    remote: null,
     code: blob(archive),
   };
 }

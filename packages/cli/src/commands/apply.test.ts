@@ -339,6 +339,20 @@ describe('dstack apply (built bin, fake server)', { timeout: CLI_TEST_TIMEOUT_MS
     expect(server.requestsTo('runs/apply')).toEqual([]);
   });
 
+  it('warns about a backend whose offers are missing from the plan', async () => {
+    const warning = 'Offers of backend vastai are missing: the backend did not answer within 10 s';
+    server = await FakeDstackServer.start({
+      handlers: {
+        'runs/get_plan': (body: { run_spec: RunSpec }) => makeRunPlan(body.run_spec, [], [], [warning]),
+      },
+    });
+    await harness.useProject(server.url, server.token);
+    const result = await harness.run(['apply', '-f', writeTask('slow-market'), '-y']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`Warning: ${warning}\n`);
+    expect(result.stdout).toContain('No offers match the requirements.');
+  });
+
   it('asks for -y when there is no terminal to confirm on', async () => {
     server = await FakeDstackServer.start({
       handlers: scriptedRunHandlers({ name: 'unconfirmed', statuses: ['running'], logs: [] }),

@@ -1,7 +1,9 @@
 import type { AnyConfiguration, FleetConfiguration, Run, RunConfiguration, RunSpec } from '@dstack/core';
 import type { DstackApiClient } from '../api/client.js';
+import type { RepoCredsOptions } from '../code/repo-creds.js';
 import type { CliIo } from '../io.js';
 import { createColors } from '../output/colors.js';
+import { printOfferWarnings } from '../output/offer-warnings.js';
 import { formatOffersTable } from '../output/offers-table.js';
 import { printable } from '../output/printable.js';
 import { CommandError } from '../output/report-error.js';
@@ -18,7 +20,7 @@ import { readConfigurationSource } from './read-configuration.js';
 import { withSshKeyContents } from './read-ssh-keys.js';
 import { prepareRunSsh, startRunSsh } from './run-ssh.js';
 
-export interface ApplyOptions extends ProjectOption {
+export interface ApplyOptions extends ProjectOption, RepoCredsOptions {
   /** The configuration file. */
   file: string;
   /** Do not ask for confirmation. Default false. */
@@ -71,7 +73,7 @@ export async function applyCommand(options: ApplyOptions, io: CliIo): Promise<nu
   // The runner authorizes this key for `ssh RUN` (and the CLI's own port forwarding).
   const { publicKey } = await ensureUserSshKey();
   // Packed (and checked against the upload limit) before anything is sent to the server.
-  const code = await packRunCode(configuration, options.file);
+  const code = await packRunCode(configuration, options.file, options);
   const runSpec: RunSpec = {
     run_name: runName,
     configuration_path: options.file,
@@ -99,6 +101,7 @@ async function applyRun(
   const plan = await client.getRunPlan({ run_spec: runSpec, max_offers: MAX_PLAN_OFFERS });
   io.stdout(`${formatRunPlan(plan, configuration, options.file, colors)}\n`);
   const jobPlan = plan.job_plans[0];
+  printOfferWarnings(io, jobPlan?.warnings ?? []);
   if (!jobPlan || jobPlan.offers.length === 0) {
     io.stdout('No offers match the requirements.\n');
     for (const exclusion of jobPlan?.exclusions ?? []) {

@@ -2,6 +2,7 @@ import { configurationBackendSchema, resourcesSpecSchema, type SpotPolicy } from
 import type { GetOffersRequest } from '../api/client.js';
 import type { CliIo } from '../io.js';
 import { createColors } from '../output/colors.js';
+import { printOfferWarnings } from '../output/offer-warnings.js';
 import { formatOffersTable } from '../output/offers-table.js';
 import { formatJson } from '../output/printable.js';
 import { CommandError } from '../output/report-error.js';
@@ -112,6 +113,7 @@ export async function offerCommand(options: OfferOptions, io: CliIo): Promise<nu
     io.stdout(`${formatJson(answer)}\n`);
     return 0;
   }
+  printOfferWarnings(io, answer.warnings);
   if (answer.offers.length === 0) {
     io.stdout('No offers match the requirements.\n');
     return 0;

@@ -2,31 +2,13 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Run } from '@dstack/core';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { makeFleet, makeLogEvent, makeOffer, makeRun } from '../__fixtures__/api-objects.js';
-import { CLI_TEST_TIMEOUT_MS, CliHarness } from '../__fixtures__/cli-harness.js';
-import { FakeDstackServer, type FakeHandler, StreamAnswer } from '../__fixtures__/fake-dstack-server.js';
+import { CLI_TEST_TIMEOUT_MS } from '../__fixtures__/cli-harness.js';
+import { StreamAnswer } from '../__fixtures__/fake-dstack-server.js';
+import { fakeServerCli } from '../__fixtures__/fake-server-cli.js';
 
-let harness: CliHarness;
-let server: FakeDstackServer | undefined;
-
-beforeEach(() => {
-  harness = new CliHarness();
-});
-
-afterEach(async () => {
-  harness.cleanUp();
-  const problems = server?.problems ?? [];
-  await server?.close();
-  server = undefined;
-  expect(problems).toEqual([]);
-});
-
-async function startServer(handlers: Record<string, FakeHandler>): Promise<FakeDstackServer> {
-  server = await FakeDstackServer.start({ handlers });
-  await harness.useProject(server.url, server.token);
-  return server;
-}
+const cli = fakeServerCli();
 
 const minutesAgo = (minutes: number) => new Date(Date.now() - minutes * 60_000).toISOString();
 
@@ -51,8 +33,8 @@ function sampleRuns(): Run[] {
 
 describe('dstack ps', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it('prints active runs as a table', async () => {
-    const fake = await startServer({ 'runs/list': () => sampleRuns().slice(0, 2) });
-    const result = await harness.run(['ps']);
+    const fake = await cli.startServer({ 'runs/list': () => sampleRuns().slice(0, 2) });
+    const result = await cli.harness.run(['ps']);
     expect(result).toMatchObject({ code: 0, stderr: '' });
     expect(result.stdout.split('\n')).toEqual([
       expect.stringMatching(/^NAME\s+BACKEND\s+GPU\s+PRICE\s+STATUS\s+SUBMITTED$/),
@@ -72,8 +54,8 @@ describe('dstack ps', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
       ...makeRun({ name: 'chat', status: 'running', submittedAt: minutesAgo(5) }),
       service: { url: '/proxy/services/main/chat/', model: null, options: {} },
     } as Run;
-    const fake = await startServer({ 'runs/list': () => [...sampleRuns(), service] });
-    const result = await harness.run(['ps', '-a', '-v']);
+    const fake = await cli.startServer({ 'runs/list': () => [...sampleRuns(), service] });
+    const result = await cli.harness.run(['ps', '-a', '-v']);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(
       /^NAME\s+BACKEND\s+GPU\s+PRICE\s+STATUS\s+SUBMITTED\s+RESOURCES\s+INSTANCE TYPE\s+URL\s+ERROR$/m,
@@ -88,32 +70,32 @@ describe('dstack ps', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
 
   it('prints the Run array with --format json', async () => {
     const runs = sampleRuns();
-    await startServer({ 'runs/list': () => runs });
-    const result = await harness.run(['ps', '--format', 'json']);
+    await cli.startServer({ 'runs/list': () => runs });
+    const result = await cli.harness.run(['ps', '--format', 'json']);
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual(runs);
   });
 
   it('uses --project to pick another configured project', async () => {
-    const fake = await startServer({ 'runs/list': () => [] });
+    const fake = await cli.startServer({ 'runs/list': () => [] });
     writeFileSync(
-      harness.configPath,
+      cli.harness.configPath,
       `projects:\n  - {name: main, url: 'http://127.0.0.1:9', token: x, default: true}\n  - {name: other, url: '${fake.url}', token: ${fake.token}, default: false}\n`,
     );
-    const result = await harness.run(['ps', '--project', 'other']);
+    const result = await cli.harness.run(['ps', '--project', 'other']);
     expect(result.code).toBe(0);
     expect(fake.requestsTo('runs/list')[0]?.body).toMatchObject({ project_name: 'other' });
-    const fromEnvironment = await harness.run(['ps'], { DSTACK_PROJECT: 'other' });
+    const fromEnvironment = await cli.harness.run(['ps'], { DSTACK_PROJECT: 'other' });
     expect(fromEnvironment.code).toBe(0);
   });
 });
 
 describe('dstack stop', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it('stops, or aborts with -x', async () => {
-    const fake = await startServer({ 'runs/stop': () => null });
-    const stopped = await harness.run(['stop', 'train', '-y']);
+    const fake = await cli.startServer({ 'runs/stop': () => null });
+    const stopped = await cli.harness.run(['stop', 'train', '-y']);
     expect(stopped).toMatchObject({ code: 0, stdout: 'Stopped train\n', stderr: '' });
-    const aborted = await harness.run(['stop', 'train', '-x', '-y']);
+    const aborted = await cli.harness.run(['stop', 'train', '-x', '-y']);
     expect(aborted).toMatchObject({ code: 0, stdout: 'Aborted train\n' });
     expect(fake.requestsTo('runs/stop').map((request) => request.body)).toEqual([
       { runs_names: ['train'], abort: false },
@@ -128,7 +110,7 @@ describe('dstack logs', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     const logs = Array.from({ length: 1500 }, (_, index) =>
       makeLogEvent(index % 100 === 0 ? 'stderr' : 'stdout', `line ${index}\n`, index),
     );
-    await startServer({
+    await cli.startServer({
       'runs/get': () => makeRun({ name: 'train', status: 'done' }),
       'logs/poll': (body: { start_time?: string; limit: number }) => ({
         logs: logs
@@ -137,7 +119,7 @@ describe('dstack logs', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
         next_token: null,
       }),
     });
-    const result = await harness.run(['logs', 'train']);
+    const result = await cli.harness.run(['logs', 'train']);
     expect(result.code).toBe(0);
     const expected = (source: string) =>
       logs
@@ -160,7 +142,7 @@ describe('dstack logs -f', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
       .join('');
 
   it('follows logs/stream until the run ends', async () => {
-    await startServer({
+    await cli.startServer({
       'runs/get': () => makeRun({ name: 'train', status: 'running' }),
       'logs/stream': () =>
         new StreamAnswer(
@@ -174,15 +156,17 @@ describe('dstack logs -f', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
           })(),
         ),
     });
-    const result = await harness.run(['logs', 'train', '-f']);
+    const result = await cli.harness.run(['logs', 'train', '-f']);
     expect(result).toMatchObject({ code: 0, stdout: decoded('stdout'), stderr: decoded('stderr') });
-    expect(server?.requestsTo('logs/stream').map((request) => request.body)).toEqual([{ run_name: 'train' }]);
-    expect(server?.requestsTo('logs/poll')).toEqual([]);
+    expect(cli.server?.requestsTo('logs/stream').map((request) => request.body)).toEqual([
+      { run_name: 'train' },
+    ]);
+    expect(cli.server?.requestsTo('logs/poll')).toEqual([]);
   });
 
   it('polls logs/poll on a server without logs/stream, with the same output', async () => {
     let gets = 0;
-    await startServer({
+    await cli.startServer({
       'runs/get': () => {
         gets += 1;
         return makeRun({ name: 'train', status: gets < 4 ? 'running' : 'done' });
@@ -195,22 +179,22 @@ describe('dstack logs -f', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
         next_token: null,
       }),
     });
-    const result = await harness.run(['logs', 'train', '-f']);
+    const result = await cli.harness.run(['logs', 'train', '-f']);
     expect(result).toMatchObject({ code: 0, stdout: decoded('stdout'), stderr: decoded('stderr') });
-    expect(server?.requestsTo('logs/stream')).toHaveLength(1);
-    expect(server?.requestsTo('logs/poll').length).toBeGreaterThan(1);
+    expect(cli.server?.requestsTo('logs/stream')).toHaveLength(1);
+    expect(cli.server?.requestsTo('logs/poll').length).toBeGreaterThan(1);
   });
 });
 
 describe('dstack offer', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it('sends the requirements in the configuration grammar and prints the offers', async () => {
-    const fake = await startServer({
+    const fake = await cli.startServer({
       'offers/list': () => ({
         offers: [makeOffer({ backend: 'aws', region: 'us-east-1', name: 'p4d', gpus: 2, price: 32.77 })],
         total_offers: 7,
       }),
     });
-    const result = await harness.run([
+    const result = await cli.harness.run([
       'offer',
       '--gpu',
       'A100:80GB:2',
@@ -251,15 +235,30 @@ describe('dstack offer', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
 
   it('prints JSON with --format json', async () => {
     const answer = { offers: [makeOffer()], total_offers: 1 };
-    await startServer({ 'offers/list': () => answer });
-    const result = await harness.run(['offer', '--format', 'json']);
+    await cli.startServer({ 'offers/list': () => answer });
+    const result = await cli.harness.run(['offer', '--format', 'json']);
     expect(result.code).toBe(0);
-    expect(JSON.parse(result.stdout)).toEqual(answer);
+    expect(JSON.parse(result.stdout)).toEqual({ ...answer, warnings: [] });
+  });
+
+  it('warns on stderr about backends whose offers are missing, and still prints the others', async () => {
+    const warning = 'Offers of backend vastai are missing: the backend did not answer within 10 s';
+    await cli.startServer({
+      'offers/list': () => ({
+        offers: [makeOffer({ backend: 'aws', region: 'us-east-1', name: 'p4d', gpus: 2, price: 32.77 })],
+        total_offers: 1,
+        warnings: [warning],
+      }),
+    });
+    const result = await cli.harness.run(['offer', '-b', 'aws', '-b', 'vastai']);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe(`Warning: ${warning}\n`);
+    expect(result.stdout).toMatch(/^1\s+aws\s+us-east-1/m);
   });
 
   it('rejects a bad --gpu without asking the server', async () => {
-    const fake = await startServer({});
-    const result = await harness.run(['offer', '--gpu', 'A100:lots']);
+    const fake = await cli.startServer({});
+    const result = await cli.harness.run(['offer', '--gpu', 'A100:lots']);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^error: --gpu: invalid GPU spec 'A100:lots'/);
     expect(fake.requests).toEqual([]);
@@ -271,8 +270,8 @@ describe('dstack fleet', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     const gpus = makeFleet('gpus', 2);
     // The second instance is split into 4 blocks, 3 of them taken.
     Object.assign(gpus.instances[1] ?? {}, { status: 'busy', total_blocks: 4, busy_blocks: 3 });
-    await startServer({ 'fleets/list': () => [gpus, makeFleet('empty', 0)] });
-    const result = await harness.run(['fleet', 'list']);
+    await cli.startServer({ 'fleets/list': () => [gpus, makeFleet('empty', 0)] });
+    const result = await cli.harness.run(['fleet', 'list']);
     expect(result.code).toBe(0);
     const lines = result.stdout.trimEnd().split('\n');
     expect(lines).toHaveLength(4);
@@ -282,8 +281,8 @@ describe('dstack fleet', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   });
 
   it('deletes a fleet', async () => {
-    const fake = await startServer({ 'fleets/delete': () => null });
-    const result = await harness.run(['fleet', 'delete', 'gpus', '-y']);
+    const fake = await cli.startServer({ 'fleets/delete': () => null });
+    const result = await cli.harness.run(['fleet', 'delete', 'gpus', '-y']);
     expect(result.code).toBe(0);
     expect(fake.requestsTo('fleets/delete')[0]?.body).toEqual({ names: ['gpus'] });
   });
@@ -292,7 +291,7 @@ describe('dstack fleet', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
 describe('dstack delete', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it('stops an active run, waits for it and deletes it', async () => {
     let stopped = false;
-    const fake = await startServer({
+    const fake = await cli.startServer({
       'runs/get': () => makeRun({ name: 'train', status: stopped ? 'terminated' : 'running' }),
       'runs/stop': () => {
         stopped = true;
@@ -300,9 +299,9 @@ describe('dstack delete', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
       },
       'runs/delete': () => null,
     });
-    const file = join(harness.home, 'train.dstack.yml');
+    const file = join(cli.harness.home, 'train.dstack.yml');
     writeFileSync(file, 'type: task\nname: train\ncommands: [echo hi]\n');
-    const result = await harness.run(['delete', '-f', file, '-y']);
+    const result = await cli.harness.run(['delete', '-f', file, '-y']);
     expect(result).toMatchObject({ code: 0, stderr: '' });
     expect(result.stdout).toContain('Deleted run train');
     expect(fake.requestsTo('runs/delete')[0]?.body).toEqual({ runs_names: ['train'] });

@@ -1,38 +1,20 @@
 import type { Secret } from '@dstack/core';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CLI_TEST_TIMEOUT_MS, CliHarness } from '../__fixtures__/cli-harness.js';
-import { FakeDstackServer, type FakeHandler, HttpAnswer } from '../__fixtures__/fake-dstack-server.js';
+import { describe, expect, it } from 'vitest';
+import { CLI_TEST_TIMEOUT_MS } from '../__fixtures__/cli-harness.js';
+import { HttpAnswer } from '../__fixtures__/fake-dstack-server.js';
+import { fakeServerCli } from '../__fixtures__/fake-server-cli.js';
 
-let harness: CliHarness;
-let server: FakeDstackServer | undefined;
-
-beforeEach(() => {
-  harness = new CliHarness();
-});
-
-afterEach(async () => {
-  harness.cleanUp();
-  const problems = server?.problems ?? [];
-  await server?.close();
-  server = undefined;
-  expect(problems).toEqual([]);
-});
-
-async function startServer(handlers: Record<string, FakeHandler>): Promise<FakeDstackServer> {
-  server = await FakeDstackServer.start({ handlers });
-  await harness.useProject(server.url, server.token);
-  return server;
-}
+const cli = fakeServerCli();
 
 const secret = (name: string, value: string | null): Secret => ({ id: `id-${name}`, name, value });
 
 describe('dstack secret', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it('lists names with hidden values, with or without `list`', async () => {
-    const fake = await startServer({
+    const fake = await cli.startServer({
       'secrets/list': () => [secret('hf_token', null), secret('my_secret', null)],
     });
     for (const args of [['secret'], ['secret', 'list']]) {
-      const result = await harness.run(args);
+      const result = await cli.harness.run(args);
       expect(result, args.join(' ')).toMatchObject({ code: 0, stderr: '' });
       expect(result.stdout.split('\n')).toEqual([
         expect.stringMatching(/^NAME\s+VALUE$/),
@@ -45,20 +27,20 @@ describe('dstack secret', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   });
 
   it('gets one value, printed safely', async () => {
-    const fake = await startServer({
+    const fake = await cli.startServer({
       'secrets/get': (body: { name: string }) => secret(body.name, 'v4lue\u001b[31m'),
     });
-    const result = await harness.run(['secret', 'get', 'hf_token']);
+    const result = await cli.harness.run(['secret', 'get', 'hf_token']);
     expect(result).toMatchObject({ code: 0, stderr: '' });
     expect(result.stdout).toMatch(/^NAME\s+VALUE\nhf_token\s+v4lue\\x1b\[31m\n$/);
     expect(fake.requestsTo('secrets/get')[0]?.body).toEqual({ name: 'hf_token' });
   });
 
   it('sets a secret and says OK', async () => {
-    const fake = await startServer({
+    const fake = await cli.startServer({
       'secrets/create_or_update': (body: { name: string; value: string }) => secret(body.name, body.value),
     });
-    const result = await harness.run(['secret', 'set', 'hf_token', 'the value']);
+    const result = await cli.harness.run(['secret', 'set', 'hf_token', 'the value']);
     expect(result).toMatchObject({ code: 0, stdout: 'OK\n', stderr: '' });
     expect(fake.requestsTo('secrets/create_or_update')[0]?.body).toEqual({
       name: 'hf_token',
@@ -67,19 +49,19 @@ describe('dstack secret', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   });
 
   it('deletes with -y, and refuses to guess without a terminal', async () => {
-    const fake = await startServer({ 'secrets/delete': () => null });
-    const unconfirmed = await harness.run(['secret', 'delete', 'hf_token']);
+    const fake = await cli.startServer({ 'secrets/delete': () => null });
+    const unconfirmed = await cli.harness.run(['secret', 'delete', 'hf_token']);
     expect(unconfirmed.code).toBe(1);
     expect(unconfirmed.stderr).toContain('pass -y to confirm');
     expect(fake.requestsTo('secrets/delete')).toEqual([]);
 
-    const result = await harness.run(['secret', 'delete', 'hf_token', '-y']);
+    const result = await cli.harness.run(['secret', 'delete', 'hf_token', '-y']);
     expect(result).toMatchObject({ code: 0, stdout: 'OK\n', stderr: '' });
     expect(fake.requestsTo('secrets/delete')[0]?.body).toEqual({ secrets_names: ['hf_token'] });
   });
 
   it("prints the server's refusal: a missing secret, a member asking for a value", async () => {
-    await startServer({
+    await cli.startServer({
       'secrets/get': () =>
         new HttpAnswer(404, {
           detail: [{ msg: 'Secret "nope" does not exist in this project', code: 'resource_not_exists' }],
@@ -87,10 +69,10 @@ describe('dstack secret', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
       'secrets/create_or_update': () =>
         new HttpAnswer(403, { detail: [{ msg: 'Access denied', code: 'forbidden' }] }),
     });
-    const missing = await harness.run(['secret', 'get', 'nope']);
+    const missing = await cli.harness.run(['secret', 'get', 'nope']);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('Secret "nope" does not exist in this project');
-    const denied = await harness.run(['secret', 'set', 'x', 'y']);
+    const denied = await cli.harness.run(['secret', 'set', 'x', 'y']);
     expect(denied.code).toBe(1);
     expect(denied.stderr).toContain('Access denied');
   });

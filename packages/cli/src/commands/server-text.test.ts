@@ -2,10 +2,11 @@
  * Text from the server reaches the terminal through the CLI's one sanitizer: names, statuses
  * and error messages holding escape sequences, CR LF or NUL are printed as visible escapes.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { makeFleet, makeOffer, makeRun } from '../__fixtures__/api-objects.js';
-import { CLI_TEST_TIMEOUT_MS, CliHarness } from '../__fixtures__/cli-harness.js';
-import { FakeDstackServer, type FakeHandler, HttpAnswer } from '../__fixtures__/fake-dstack-server.js';
+import { CLI_TEST_TIMEOUT_MS } from '../__fixtures__/cli-harness.js';
+import { HttpAnswer } from '../__fixtures__/fake-dstack-server.js';
+import { fakeServerCli } from '../__fixtures__/fake-server-cli.js';
 
 /** Control characters a terminal acts on, except the newlines that end lines. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
@@ -16,33 +17,14 @@ const HOSTILE = 'evil\u001b[31m\r\nname\u0000';
 /** How the CLI shows it. */
 const SHOWN = 'evil\\x1b[31m\\r\\nname\\x00';
 
-let harness: CliHarness;
-let server: FakeDstackServer | undefined;
-
-beforeEach(() => {
-  harness = new CliHarness();
-});
-
-afterEach(async () => {
-  harness.cleanUp();
-  const problems = server?.problems ?? [];
-  await server?.close();
-  server = undefined;
-  expect(problems).toEqual([]);
-});
-
-async function startServer(handlers: Record<string, FakeHandler>): Promise<FakeDstackServer> {
-  server = await FakeDstackServer.start({ handlers });
-  await harness.useProject(server.url, server.token);
-  return server;
-}
+const cli = fakeServerCli();
 
 describe('text from the server', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it('dstack fleet list shows control characters in names as escapes', async () => {
     const fleet = makeFleet(HOSTILE, 1);
     Object.assign(fleet.instances[0] ?? {}, { region: 'eu\u009b2J', status: 'idle' });
-    await startServer({ 'fleets/list': () => [fleet] });
-    const result = await harness.run(['fleet', 'list']);
+    await cli.startServer({ 'fleets/list': () => [fleet] });
+    const result = await cli.harness.run(['fleet', 'list']);
     expect(result).toMatchObject({ code: 0, stderr: '' });
     expect(result.stdout).not.toMatch(RAW_CONTROL);
     const lines = result.stdout.trimEnd().split('\n');
@@ -53,24 +35,24 @@ describe('text from the server', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
 
   it('dstack ps shows escapes in run names and errors, and its JSON stays raw-control free', async () => {
     const run = makeRun({ name: HOSTILE, status: 'failed', error: 'boom\r\u001b[2Kfine\u202e' });
-    await startServer({ 'runs/list': () => [run] });
-    const table = await harness.run(['ps', '-a', '-v']);
+    await cli.startServer({ 'runs/list': () => [run] });
+    const table = await cli.harness.run(['ps', '-a', '-v']);
     expect(table).toMatchObject({ code: 0, stderr: '' });
     expect(table.stdout).not.toMatch(RAW_CONTROL);
     expect(table.stdout).toContain(SHOWN);
     expect(table.stdout).toContain('boom\\r\\x1b[2Kfine\\u202e');
 
-    const json = await harness.run(['ps', '-a', '--format', 'json']);
+    const json = await cli.harness.run(['ps', '-a', '--format', 'json']);
     expect(json.code).toBe(0);
     expect(json.stdout).not.toMatch(RAW_CONTROL);
     expect(JSON.parse(json.stdout)[0].error).toBe('boom\r\u001b[2Kfine\u202e');
   });
 
   it('dstack offer shows escapes in backend and instance names', async () => {
-    await startServer({
+    await cli.startServer({
       'offers/list': () => ({ offers: [makeOffer({ region: HOSTILE, name: 'big\u0007' })], total_offers: 1 }),
     });
-    const result = await harness.run(['offer']);
+    const result = await cli.harness.run(['offer']);
     expect(result).toMatchObject({ code: 0, stderr: '' });
     expect(result.stdout).not.toMatch(RAW_CONTROL);
     expect(result.stdout).toContain(SHOWN);
@@ -78,7 +60,7 @@ describe('text from the server', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   });
 
   it("an error message of the server is shown with escapes, with its field's path", async () => {
-    await startServer({
+    await cli.startServer({
       'fleets/delete': () =>
         new HttpAnswer(400, {
           detail: [
@@ -86,7 +68,7 @@ describe('text from the server', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
           ],
         }),
     });
-    const result = await harness.run(['fleet', 'delete', 'gpus', '-y']);
+    const result = await cli.harness.run(['fleet', 'delete', 'gpus', '-y']);
     expect(result.code).toBe(1);
     expect(result.stderr).not.toMatch(RAW_CONTROL);
     expect(result.stderr).toBe(`error: ${SHOWN}: fleet ${SHOWN} is busy\\x1b]0;pwned\\x07\n`);

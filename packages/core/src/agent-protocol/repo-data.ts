@@ -39,7 +39,9 @@ export type RunRepoData = z.output<typeof RunRepoDataSchema>;
 
 /**
  * How the runner reaches a remote repo (dstack's `RemoteRepoCreds`). A public repo needs only
- * `clone_url`; `private_key` and `oauth_token` are for private ones (`dstack init`, not built yet).
+ * `clone_url`; a private one (`dstack init`) has an `oauth_token` (HTTP(S) clone URL) or a
+ * `private_key` (SSH clone URL). They are secrets: only the runner and `repos/get` with
+ * `include_creds` see them.
  */
 export const RemoteRepoCredsSchema = z.object({
   clone_url: z.string().min(1),

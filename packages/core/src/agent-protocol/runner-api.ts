@@ -51,6 +51,8 @@ export const RunnerJobSpecSchema = z.looseObject({
   repo_dir: z.string().nullish(),
   /** What to do when `repo_dir` is not empty. Null: `skip` (dstack's runners before `if_exists`). */
   repo_exists_action: RepoExistsActionSchema.nullish(),
+  /** Clone only `repo_data.repo_branch` (`git clone --single-branch`). Null: all branches. */
+  single_branch: z.boolean().nullish(),
   /** File archives (uploaded with `upload_archive?id=`) and where to unpack each. */
   file_archives: z.array(FileArchiveMappingSchema).nullish(),
   /** Seconds between SIGTERM and SIGKILL on stop; null means 5. */

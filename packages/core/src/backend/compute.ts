@@ -103,6 +103,12 @@ export interface RunJobParams {
    * (`runJobWithCreateInstance` does). Absent: the npm tarball of @dstack/shim at core's version.
    */
   agentDownloadUrl?: string | null;
+  /**
+   * Where a container backend's entrypoint downloads the runner's portable runtime (a `.tar.gz`,
+   * see `buildContainerEntrypoint`), from the server's setting (`DSTACK_RUNNER_DOWNLOAD_URL`).
+   * Absent: a container backend cannot start the runner and refuses the launch, naming the setting.
+   */
+  runnerDownloadUrl?: string | null;
   run: RunForCompute;
   job: JobForCompute;
   /** The offer chosen from this backend's `getOffers`. */
@@ -191,6 +197,14 @@ export interface Compute {
    * out its unreachable limit. Transient provider errors should throw; the server asks again.
    */
   instanceStatus?(provisioningData: JobProvisioningData): Promise<InstanceStatusAtProvider>;
+
+  /**
+   * Optional. Why jobs on this backend cannot run in the image a configuration names (the
+   * local backend with its process runtime), or null when they can. Without it they can, or
+   * the instance decides (a VM's shim refuses an image when the VM has no Docker). When every
+   * backend a run may use gives a reason, the server refuses `image` at plan time.
+   */
+  imageRefusal?(): string | null;
 }
 
 /** See `Compute.instanceStatus`. */

@@ -15,6 +15,14 @@ describe('generateUniqueBackendName', () => {
     expect(generateUniqueBackendName('p1', 'abc', { maxLength: 12, random: () => 0 })).toBe('dst-aaaaaaaa');
   });
 
+  it('gives the same name for the same seed, another for another seed', () => {
+    const name = generateUniqueBackendName('main', 'train-0-0', { seed: 'instance-1' });
+    // Pinned: launched instances are found again by this name, so the derivation must not drift.
+    expect(name).toBe('dstack-main-train-0-0-ncwpytl8');
+    expect(generateUniqueBackendName('main', 'train-0-0', { seed: 'instance-1' })).toBe(name);
+    expect(generateUniqueBackendName('main', 'train-0-0', { seed: 'instance-2' })).not.toBe(name);
+  });
+
   it('leaves out a project name that is not valid in every backend', () => {
     expect(generateUniqueBackendName('My_Project', 'fleet-1')).toMatch(/^dstack-fleet-1-[a-z0-9]{8}$/);
     expect(generateUniqueBackendName(null, 'fleet-1')).toMatch(/^dstack-fleet-1-[a-z0-9]{8}$/);

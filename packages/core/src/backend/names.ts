@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { isValidResourceName } from '../models/resource-names.js';
 
 const SUFFIX_LENGTH = 8;
@@ -10,6 +11,25 @@ export function isValidDstackResourceName(name: string): boolean {
   return isValidResourceName(name);
 }
 
+/** A deterministic `Math.random` stand-in: the SHA-256 bytes of `seed`, each over 256, in turn. */
+function seededRandom(seed: string): () => number {
+  const bytes = createHash('sha256').update(seed).digest();
+  let index = 0;
+  return () => (bytes[index++ % bytes.length] as number) / 256;
+}
+
+export interface UniqueBackendNameOptions {
+  /** The longest name the cloud takes. Default 60. */
+  readonly maxLength?: number;
+  /**
+   * Makes the suffix a function of `seed` (an instance id): the same seed gives the same name,
+   * so a retried launch finds the resource the first attempt made. Default: a random suffix.
+   */
+  readonly seed?: string;
+  /** Where the suffix's randomness comes from, when there is no `seed`. Default `Math.random`. */
+  readonly random?: () => number;
+}
+
 /**
  * A cloud resource name unique on every call: `dstack-{project}-{name}-{8 random [a-z0-9]}`,
  * at most `maxLength` (60) characters, the prefix truncated to fit. Unique names let
@@ -20,10 +40,10 @@ export function isValidDstackResourceName(name: string): boolean {
 export function generateUniqueBackendName(
   projectName: string | null | undefined,
   name: string,
-  options: { maxLength?: number; random?: () => number } = {},
+  options: UniqueBackendNameOptions = {},
 ): string {
   const maxLength = options.maxLength ?? DEFAULT_MAX_RESOURCE_NAME_LENGTH;
-  const random = options.random ?? Math.random;
+  const random = options.seed !== undefined ? seededRandom(options.seed) : (options.random ?? Math.random);
   const prefix =
     projectName != null && isValidDstackResourceName(projectName)
       ? `dstack-${projectName}-${name}`

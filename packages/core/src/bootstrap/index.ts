@@ -1,1 +1,3 @@
+export * from './container-entrypoint.js';
+export { shellQuote } from './shell-quote.js';
 export * from './vm-user-data.js';

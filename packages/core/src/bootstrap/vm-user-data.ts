@@ -10,6 +10,7 @@ import { stringify } from 'yaml';
 import { DSTACK_SHIM_HTTP_PORT } from '../agent-protocol/ports.js';
 import type { InstanceConfiguration } from '../models/instances.js';
 import { VERSION } from '../version.js';
+import { shellQuote } from './shell-quote.js';
 
 /** EC2 refuses user data over 16 KB (before base64); GCP and others allow more. */
 export const MAX_VM_USER_DATA_BYTES = 16 * 1024;
@@ -25,27 +26,22 @@ export const VM_SHIM_LOG = '/var/log/dstack-shim.log';
 export const VM_SHIM_DIRECTORY = '/opt/dstack/shim';
 /** The bundle inside the @dstack/shim tarball (its `scripts/bundle.mjs` output, shipped in `dist`). */
 export const SHIM_TARBALL_BUNDLE_PATH = 'package/dist/dstack-shim.bundle.mjs';
+/** The runner's bundle next to it, which the shim's Docker runtime puts into containers. */
+export const SHIM_TARBALL_RUNNER_BUNDLE_PATH = 'package/dist/dstack-runner.bundle.mjs';
 
 /** The npm registry tarball of @dstack/shim at `version`: the default download location. */
 export function shimTarballUrl(version: string = VERSION): string {
   return `https://registry.npmjs.org/@dstack/shim/-/shim-${version}.tgz`;
 }
 
-export interface VmUserDataOptions {
-  /**
-   * How the shim runs jobs. Default `process`: the bundle carries only the process runtime
-   * (`@dstack/shim`'s bundle.mjs); `docker` needs a shim build that has the Docker runtime.
-   */
-  shimRuntime?: 'process' | 'docker';
-}
-
-function shellQuote(value: string): string {
-  return `'${value.replaceAll("'", `'\\''`)}'`;
-}
-
-/** The start script: download (curl or wget, a bounded number of tries), unpack, run in a loop. */
-function startShimScript(downloadUrl: string, runtime: 'process' | 'docker'): string {
+/**
+ * The start script: download (curl or wget, a bounded number of tries), unpack, run in a loop.
+ * The shim's runtime is `auto`: jobs run in their images where the VM image has Docker (as
+ * dstack's VM images do), and as processes, refusing an image, where it has not.
+ */
+function startShimScript(downloadUrl: string): string {
   const bundle = `${VM_SHIM_DIRECTORY}/${SHIM_TARBALL_BUNDLE_PATH}`;
+  const runnerBundle = `${VM_SHIM_DIRECTORY}/${SHIM_TARBALL_RUNNER_BUNDLE_PATH}`;
   return `#!/bin/sh
 # dstack VM bootstrap: fetch the shim and keep it running (written by cloud-init).
 url=${shellQuote(downloadUrl)}
@@ -67,7 +63,7 @@ if ! command -v node >/dev/null 2>&1; then echo "dstack: node is not on this ima
 export DSTACK_SHIM_HOME=${VM_SHIM_HOME}
 export DSTACK_SHIM_HTTP_PORT=${DSTACK_SHIM_HTTP_PORT}
 while true; do
-  node ${bundle} --home ${VM_SHIM_HOME} --http-port ${DSTACK_SHIM_HTTP_PORT} --runtime ${runtime} --token-file ${VM_SHIM_TOKEN_FILE}
+  node ${bundle} --home ${VM_SHIM_HOME} --http-port ${DSTACK_SHIM_HTTP_PORT} --runtime auto --runner-bundle ${runnerBundle} --token-file ${VM_SHIM_TOKEN_FILE}
   sleep 3
 done
 `;
@@ -80,7 +76,6 @@ done
  */
 export function buildVmUserData(
   config: Pick<InstanceConfiguration, 'ssh_keys' | 'agent_token' | 'agent_download_url'>,
-  options: VmUserDataOptions = {},
 ): string {
   const downloadUrl = config.agent_download_url ?? shimTarballUrl();
   const cloudConfig = {
@@ -89,7 +84,7 @@ export function buildVmUserData(
       { path: VM_SHIM_TOKEN_FILE, content: config.agent_token, permissions: '0600', owner: 'root:root' },
       {
         path: VM_SHIM_START_SCRIPT,
-        content: startShimScript(downloadUrl, options.shimRuntime ?? 'process'),
+        content: startShimScript(downloadUrl),
         permissions: '0700',
         owner: 'root:root',
       },

@@ -196,6 +196,8 @@ export const JobPlanSchema = z.object({
   max_price: z.number().nullish(),
   /** Filled when `offers` is empty: what excluded the host's/catalog's offers. */
   exclusions: z.array(OfferExclusionSchema).default([]),
+  /** Backends whose offers are missing from this plan (failed, or slower than the server's deadline). */
+  warnings: z.array(z.string()).default([]),
 });
 export type JobPlan = z.output<typeof JobPlanSchema>;
 

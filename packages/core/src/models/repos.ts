@@ -4,6 +4,7 @@
  * Field names are dstack's (snake_case on the wire).
  */
 import { z } from 'zod';
+import { isSshCloneUrl } from '../agent-protocol/git-credentials.js';
 import {
   LocalRunRepoDataSchema,
   RemoteRepoCredsSchema,
@@ -36,12 +37,39 @@ export type RepoInfo = z.output<typeof RepoInfoSchema>;
 export const FileArchiveSchema = z.object({ id: z.string(), hash: z.string() });
 export type FileArchive = z.output<typeof FileArchiveSchema>;
 
-/** `repos/init`. */
-export const InitRepoRequestSchema = z.object({
-  repo_id: z.string().min(1),
-  repo_info: RepoInfoSchema,
-  repo_creds: RemoteRepoCredsSchema.nullish(),
-});
+/**
+ * `repos/init`. A key goes with an SSH clone URL and a token with an HTTP(S) one (how the runner
+ * uses them), and not both: anything else is refused naming the field.
+ */
+export const InitRepoRequestSchema = z
+  .object({
+    repo_id: z.string().min(1),
+    repo_info: RepoInfoSchema,
+    repo_creds: RemoteRepoCredsSchema.nullish(),
+  })
+  .superRefine((request, ctx) => {
+    const creds = request.repo_creds;
+    if (!creds) return;
+    if (creds.private_key && creds.oauth_token) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['repo_creds', 'oauth_token'],
+        message: 'give private_key or oauth_token, not both',
+      });
+    } else if (creds.private_key && !isSshCloneUrl(creds.clone_url)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['repo_creds', 'clone_url'],
+        message: 'a private_key needs an SSH clone_url (ssh://… or user@host:path)',
+      });
+    } else if (creds.oauth_token && !/^https?:\/\//i.test(creds.clone_url)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['repo_creds', 'clone_url'],
+        message: 'an oauth_token needs an HTTP(S) clone_url',
+      });
+    }
+  });
 
 /** `repos/get`. */
 export const GetRepoRequestSchema = z.object({

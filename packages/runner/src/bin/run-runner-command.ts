@@ -6,6 +6,7 @@ import { startRunner } from '../server/runner-server.js';
 import { VERSION } from '../version.js';
 
 const USAGE = `usage: dstack-runner start --home DIR [--http-port N] [--host H] [--port-file PATH] [--job-user USER]
+                            [--ssh-port N [--ssh-authorized-key KEY]...]
        dstack-runner --version`;
 
 /**
@@ -53,8 +54,15 @@ export async function runRunnerCommand(argv: string[]): Promise<number> {
       `dstack-runner: warning: no ${RUNNER_TOKEN_ENV}; the runner API is open to every process that reaches its port\n`,
     );
   }
+  const sshPort = values['ssh-port'] === undefined ? undefined : Number(values['ssh-port']);
+  if (sshPort !== undefined && (!Number.isInteger(sshPort) || sshPort < 0 || sshPort > 65535)) {
+    process.stderr.write(`invalid --ssh-port: ${values['ssh-port']}\n`);
+    return 2;
+  }
   const runner = await startRunner({
     token,
+    sshPort,
+    sshAuthorizedKeys: values['ssh-authorized-key'] ?? [],
     host: values.host,
     port,
     homeDir: values.home,
@@ -90,11 +98,12 @@ function parseOptions(argv: string[]) {
       'port-file': { type: 'string' },
       'job-user': { type: 'string' },
       version: { type: 'boolean' },
-      // dstack's shim passes these to its Go runner; accepted so either shim can start this runner.
+      // SSH on a port of its own (container backends), the keys allowed there from the start.
       'ssh-port': { type: 'string' },
+      'ssh-authorized-key': { type: 'string', multiple: true },
+      // dstack's shim passes these to its Go runner; accepted so either shim can start this runner.
       'temp-dir': { type: 'string' },
       'log-level': { type: 'string' },
-      'ssh-authorized-key': { type: 'string', multiple: true },
     },
   });
 }

@@ -5,10 +5,11 @@
  * archive at its path. Relative paths are relative to the working directory, `~` is the job
  * user's home, as in dstack.
  */
-import { spawn } from 'node:child_process';
 import { cp, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import type { FileArchiveMapping, RemoteRepoCreds, RunnerSubmission } from '@dstack/core/agent-protocol';
+import type { FileArchiveMapping, RunnerSubmission } from '@dstack/core/agent-protocol';
+import { cloneRepo, runGit } from './git-clone.js';
+import { runTool } from './run-tool.js';
 
 /** What was uploaded for the job: the code blob and the file archives, as files on disk. */
 export interface UploadedCode {
@@ -87,12 +88,23 @@ async function checkOutRepo(input: CodeSetupInput, repoDir: string): Promise<voi
   const codePath = input.uploaded.codePath;
   if (repoData?.repo_type === 'remote') {
     const creds = input.submission.repo_credentials;
-    if (!creds) throw new Error('the job has a remote repo but no repo_credentials (its clone URL)');
-    await cloneRemote(repoDir, creds, repoData.repo_branch ?? null, repoData.repo_hash ?? null);
-    if (repoData.repo_config_name) await git(repoDir, ['config', 'user.name', repoData.repo_config_name]);
-    if (repoData.repo_config_email) await git(repoDir, ['config', 'user.email', repoData.repo_config_email]);
+    if (!creds)
+      throw new Error(`repo ${repoData.repo_name}: the job has no repo_credentials (its clone URL)`);
+    await cloneRepo({
+      repoDir,
+      repoName: repoData.repo_name,
+      creds,
+      branch: repoData.repo_branch ?? null,
+      hash: repoData.repo_hash ?? null,
+      singleBranch: input.submission.job_spec.single_branch ?? false,
+      scratchDir: input.scratchDir,
+    });
+    if (repoData.repo_config_name)
+      await runGit(repoDir, ['config', 'user.name', repoData.repo_config_name], {});
+    if (repoData.repo_config_email)
+      await runGit(repoDir, ['config', 'user.email', repoData.repo_config_email], {});
     if (codePath !== undefined) {
-      await git(repoDir, ['apply', '--whitespace=nowarn', codePath]);
+      await runGit(repoDir, ['apply', '--whitespace=nowarn', codePath], {});
       input.log(`applied the uploaded diff in ${repoDir}`);
     }
     input.log(`checked out ${repoData.repo_name} at ${repoData.repo_hash ?? repoData.repo_branch ?? 'HEAD'}`);
@@ -100,22 +112,6 @@ async function checkOutRepo(input: CodeSetupInput, repoDir: string): Promise<voi
     await extractTar(codePath, repoDir);
     input.log(`unpacked the code into ${repoDir}`);
   }
-}
-
-/** Clones `branch` (the default one when null) and moves it to `hash`, keeping the branch checked out. */
-async function cloneRemote(
-  repoDir: string,
-  creds: RemoteRepoCreds,
-  branch: string | null,
-  hash: string | null,
-): Promise<void> {
-  if (creds.private_key || creds.oauth_token) {
-    // `dstack init` is not built yet: nothing sends these, and a clone without them would fail obscurely.
-    throw new Error('private repos (repo credentials with a key or token) are not supported yet');
-  }
-  const branchArgs = branch === null ? [] : ['--branch', branch];
-  await git(dirname(repoDir), ['clone', '--quiet', ...branchArgs, '--', creds.clone_url, repoDir]);
-  if (hash !== null) await git(repoDir, ['reset', '--quiet', '--hard', hash]);
 }
 
 /**
@@ -156,7 +152,7 @@ export async function extractTar(archivePath: string, directory: string): Promis
   await mkdir(directory, { recursive: true });
   const gzipped = await startsWithGzipMagic(archivePath);
   // `-o`: the files are the runner's, not the uploader's uid (GNU tar, bsdtar and busybox alike).
-  await runCommand('tar', ['-x', ...(gzipped ? ['-z'] : []), '-o', '-f', archivePath, '-C', directory]);
+  await runTool('tar', ['-x', ...(gzipped ? ['-z'] : []), '-o', '-f', archivePath, '-C', directory]);
 }
 
 async function startsWithGzipMagic(path: string): Promise<boolean> {
@@ -169,45 +165,4 @@ async function startsWithGzipMagic(path: string): Promise<boolean> {
   } finally {
     await file.close();
   }
-}
-
-function git(cwd: string, args: string[]): Promise<void> {
-  // No prompt for credentials: a clone that needs them fails instead of hanging the runner.
-  return runCommand('git', args, cwd, { GIT_TERMINAL_PROMPT: '0' });
-}
-
-function runCommand(
-  command: string,
-  args: string[],
-  cwd?: string,
-  env?: Record<string, string>,
-): Promise<void> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(command, args, {
-      cwd,
-      env: env === undefined ? process.env : { ...process.env, ...env },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => {
-      if (stderr.length < 8192) stderr += chunk.toString();
-    });
-    child.once('error', (error: NodeJS.ErrnoException) =>
-      reject(
-        new Error(
-          error.code === 'ENOENT'
-            ? `${command} is not installed in the job's image: the job's code needs it`
-            : `${command} could not start: ${error.message}`,
-        ),
-      ),
-    );
-    child.once('close', (code, signal) => {
-      if (code === 0) {
-        resolvePromise();
-      } else {
-        const how = signal === null ? `exit status ${code}` : `signal ${signal}`;
-        reject(new Error(`${command} ${args.join(' ')} failed (${how}): ${stderr.trim()}`));
-      }
-    });
-  });
 }

@@ -118,4 +118,60 @@ describe('runner code setup', () => {
     expect(job.states.at(-1)).toMatchObject({ state: 'failed', termination_reason: 'executor_error' });
     expect(job.states.at(-1)?.termination_message).toContain('repo dir is not empty');
   });
+
+  it('clones only the branch with single_branch, every branch without it', async () => {
+    const { url, hash } = bareRepo();
+    git(join(scratch, 'work'), 'push', '--quiet', 'origin', 'HEAD:other');
+    const branches = async (singleBranch: boolean, repoDir: string) => {
+      await client.submit(
+        submitBody(
+          [`git -C ${repoDir} for-each-ref --format='%(refname)' refs/remotes/origin/`],
+          {
+            repo_data: { repo_type: 'remote', repo_name: 'origin', repo_branch: 'main', repo_hash: hash },
+            repo_dir: repoDir,
+            repo_exists_action: 'error',
+            single_branch: singleBranch,
+          },
+          { repo_credentials: { clone_url: url } },
+        ),
+      );
+      await client.uploadCode(new Uint8Array());
+      await client.run();
+      const job = await pullUntil(client);
+      expect(job.states.at(-1)?.state).toBe('done');
+      return decodeLogs(job.jobLogs)
+        .split('\n')
+        .filter((ref) => ref !== '' && ref !== 'refs/remotes/origin/HEAD')
+        .sort();
+    };
+    expect(await branches(true, 'single')).toEqual(['refs/remotes/origin/main']);
+    await runner?.close();
+    runner = await startRunner({ port: 0, homeDir: join(scratch, 'home') });
+    client = new RunnerClient(runner.url);
+    expect(await branches(false, 'all')).toEqual(['refs/remotes/origin/main', 'refs/remotes/origin/other']);
+  });
+
+  it('fails a clone without credentials naming the repo and dstack init, and never shows a password in the URL', async () => {
+    const missing = `http://user:hunter2@127.0.0.1:9/private.git`;
+    await client.submit(
+      submitBody(
+        ['true'],
+        {
+          repo_data: { repo_type: 'remote', repo_name: 'private', repo_branch: 'main' },
+          repo_exists_action: 'error',
+        },
+        { repo_credentials: { clone_url: missing } },
+      ),
+    );
+    await client.uploadCode(new Uint8Array());
+    await client.run();
+    const job = await pullUntil(client);
+    const last = job.states.at(-1);
+    expect(last).toMatchObject({ state: 'failed', termination_reason: 'executor_error' });
+    expect(last?.termination_message).toContain(
+      'cannot clone repo private (http://user@127.0.0.1:9/private.git)',
+    );
+    expect(last?.termination_message).toContain('run `dstack init` in the repo');
+    expect(JSON.stringify(job)).not.toContain('hunter2');
+  });
 });

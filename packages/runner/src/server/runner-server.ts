@@ -13,7 +13,12 @@ import {
 } from '@dstack/core/agent-protocol';
 import { JobExecutor, JobStateConflictError } from '../job/job-executor.js';
 import type { UserDatabasePaths } from '../job/user-database.js';
-import { type AuthorizedKey, AuthorizedKeyError, authorizedKeysOf } from '../ssh/authorized-keys.js';
+import {
+  type AuthorizedKey,
+  AuthorizedKeyError,
+  authorizedKeysOf,
+  parseAuthorizedKeys,
+} from '../ssh/authorized-keys.js';
 import { SshEndpoint } from '../ssh/ssh-endpoint.js';
 import { VERSION } from '../version.js';
 import { agentTokenRefusal } from './agent-token.js';
@@ -44,10 +49,22 @@ export interface RunnerOptions {
    * is open to every process that reaches the port.
    */
   token?: string | null;
+  /**
+   * A TCP port to serve SSH on besides `GET /api/ssh` (0 picks a free one), on `sshHost`; the
+   * `sshAuthorizedKeys` may log in there from the start. Container backends use it: the server
+   * logs in with the project key and forwards the HTTP port. Default: no SSH port.
+   */
+  sshPort?: number;
+  /** The address of `sshPort`. Default `0.0.0.0`. */
+  sshHost?: string;
+  /** Public keys (authorized_keys lines) allowed on the SSH port before any job is submitted. */
+  sshAuthorizedKeys?: readonly string[];
 }
 
 export interface RunnerServer {
   readonly port: number;
+  /** The SSH port, when `sshPort` was given. */
+  readonly sshPort: number | null;
   /** `http://host:port`. */
   readonly url: string;
   /** Stops the job gracefully (SIGTERM, SIGKILL after `graceSeconds`, default the job's stop_duration) and waits for it to exit. */
@@ -68,6 +85,9 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
     userDatabase: options.userDatabase,
   });
   const sshEndpoint = new SshEndpoint({
+    serverKeys: (options.sshAuthorizedKeys ?? []).flatMap((line, index) =>
+      parseAuthorizedKeys(line, `--ssh-authorized-key ${index + 1}`),
+    ),
     launch: async () => {
       const { spawnAs, workingDir, env } = await executor.launch();
       return { identity: spawnAs, workingDir, env };
@@ -111,9 +131,14 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
     });
   });
   const port = (server.address() as AddressInfo).port;
+  const sshPort =
+    options.sshPort === undefined
+      ? null
+      : await sshEndpoint.listen(options.sshPort, options.sshHost ?? '0.0.0.0');
   let closing: Promise<void> | undefined;
   return {
     port,
+    sshPort,
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     stopJob: (graceSeconds) => executor.stop(graceSeconds),
     close() {

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { Socket } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { SSH_UPGRADE_PROTOCOL } from '@dstack/core/agent-protocol';
 import ssh2, { type AuthContext, type Connection } from 'ssh2';
@@ -14,6 +14,11 @@ import { type SessionLaunch, serveSession } from './ssh-sessions.js';
 export interface SshEndpointOptions {
   /** Who sessions run as, where and with what environment: the job's. */
   launch(): Promise<SessionLaunch>;
+  /**
+   * Keys that may log in from the start, before and besides the submitted job's (the project key
+   * on container backends, where the server reaches the runner's HTTP port through SSH). Default none.
+   */
+  serverKeys?: readonly AuthorizedKey[];
 }
 
 /**
@@ -29,6 +34,7 @@ export class SshEndpoint {
   private authorizedKeys: readonly AuthorizedKey[] | undefined;
   private readonly sockets = new Set<Duplex>();
   private readonly processGroups = new Set<number>();
+  private readonly listeners: Server[] = [];
   private closed = false;
 
   constructor(private readonly options: SshEndpointOptions) {}
@@ -45,9 +51,41 @@ export class SshEndpoint {
     });
   }
 
+  /**
+   * Also serves SSH on a TCP port of its own (dstack's runner sshd on 10022), for container
+   * backends whose server logs in with the project key (`serverKeys`) and forwards the runner's
+   * HTTP port. Resolves with the port once it listens.
+   */
+  async listen(port: number, host: string): Promise<number> {
+    const listener = createServer((socket) => {
+      if (this.closed) {
+        socket.destroy();
+        return;
+      }
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+      socket.on('error', () => undefined);
+      this.sshServer().then(
+        (server) => server.injectSocket(socket),
+        () => socket.destroy(),
+      );
+    });
+    this.listeners.push(listener);
+    await new Promise<void>((resolve, reject) => {
+      listener.once('error', reject);
+      listener.listen(port, host, () => {
+        listener.off('error', reject);
+        resolve();
+      });
+    });
+    const address = listener.address();
+    return typeof address === 'object' && address !== null ? address.port : port;
+  }
+
   /** Ends every connection and kills every session's processes. */
   close(): void {
     this.closed = true;
+    for (const listener of this.listeners) listener.close();
     for (const socket of this.sockets) socket.destroy();
     for (const groupId of this.processGroups) signalProcessGroup(groupId, 'SIGKILL');
   }
@@ -120,7 +158,8 @@ export class SshEndpoint {
       context.reject(['publickey']);
       return;
     }
-    const key = findAuthorizedKey(this.authorizedKeys ?? [], context.key.algo, context.key.data);
+    const keys = [...(this.options.serverKeys ?? []), ...(this.authorizedKeys ?? [])];
+    const key = findAuthorizedKey(keys, context.key.algo, context.key.data);
     if (key === undefined) {
       context.reject(['publickey']);
       return;

@@ -6,6 +6,7 @@ import {
   type BackendConfigInput,
   createProjectBackend,
   deleteProjectBackends,
+  listConfigurableTypes,
   listProjectBackends,
   updateProjectBackend,
 } from './backends.js';
@@ -23,11 +24,11 @@ export const backendRoutes: readonly RouteDefinition[] = [
   defineRoute({
     method: 'POST',
     path: '/api/backends/list_types',
-    summary: 'Backend types this server can configure (installed backend packages)',
+    summary: 'Backend types the caller can configure (installed backend packages)',
     tags: ['backends'],
     auth: 'user',
     response: z.array(z.string()),
-    handler: async ({ app }) => app.backends.listAvailableTypes(),
+    handler: async ({ app, user }) => listConfigurableTypes(app, user!),
   }),
   defineRoute({
     method: 'POST',

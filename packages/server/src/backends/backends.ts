@@ -70,6 +70,17 @@ export async function storeBackendRecord(
   app.backends.invalidate(projectId);
 }
 
+/**
+ * The backend types `user` may configure: every installed or registered one for a global admin;
+ * for others, those whose jobs do not run on the server's own host (see host-backends.ts).
+ */
+export async function listConfigurableTypes(app: AppContext, user: UsersTable): Promise<string[]> {
+  const types = await app.backends.listAvailableTypes();
+  if (user.global_role === 'admin') return types;
+  const plugins = await Promise.all(types.map((type) => app.backends.getPlugin(type).catch(() => null)));
+  return types.filter((_, index) => plugins[index]?.runsOnServerHost !== true);
+}
+
 /** The project's backends without creds. */
 export async function listProjectBackends(app: AppContext, project: ProjectsTable): Promise<BackendInfo[]> {
   const rows = await app.db

@@ -20,8 +20,47 @@ export interface BackendOffer {
 
 export interface OffersResult {
   offers: BackendOffer[];
-  /** Backends whose `getOffers` failed, with the reason; their offers are missing. */
+  /** Backends whose `getOffers` failed or missed the deadline, with the reason; their offers are missing. */
   failures: Array<{ backend: string; error: string }>;
+}
+
+export interface GetOffersOptions {
+  /**
+   * How long to wait for each backend's offers, in milliseconds. A backend that answers later is
+   * left out (a failure; its call is aborted through `GetOffersOptions.signal` of the contract)
+   * so a slow marketplace never holds a plan. Default: no deadline.
+   */
+  deadlineMs?: number;
+}
+
+/** The line a user sees for each backend whose offers are missing (plan, `dstack offer`). */
+export function offerWarnings(failures: OffersResult['failures']): string[] {
+  return failures.map((failure) => `Offers of backend ${failure.backend} are missing: ${failure.error}`);
+}
+
+/** A backend's offers, abandoned (and its call aborted) once `deadlineMs` passes. */
+async function backendOffers(
+  backend: ProjectBackend,
+  requirements: Requirements,
+  deadlineMs: number | undefined,
+): Promise<InstanceOfferWithAvailability[]> {
+  if (deadlineMs === undefined) return backend.compute.getOffers(requirements);
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      reject(new Error(`the backend did not answer within ${deadlineMs / 1000} s`));
+    }, deadlineMs);
+  });
+  const call = backend.compute.getOffers(requirements, { signal: controller.signal });
+  // Abandoned at the deadline: its late failure must not surface as an unhandled rejection.
+  call.catch(() => {});
+  try {
+    return await Promise.race([call, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function eligibleBackends(backends: readonly ProjectBackend[], filters: OfferFilters): ProjectBackend[] {
@@ -57,12 +96,13 @@ export async function getOffers(
   backends: readonly ProjectBackend[],
   requirements: Requirements,
   filters: OfferFilters = {},
+  options: GetOffersOptions = {},
 ): Promise<OffersResult> {
   const failures: OffersResult['failures'] = [];
   const lists = await Promise.all(
     eligibleBackends(backends, filters).map(async (backend) => {
       try {
-        const offers = await backend.compute.getOffers(requirements);
+        const offers = await backendOffers(backend, requirements, options.deadlineMs);
         return offers.filter((offer) => passesFilters(offer, filters)).map((offer) => ({ backend, offer }));
       } catch (error) {
         failures.push({
@@ -149,16 +189,18 @@ export async function explainNoOffers(
   backends: readonly ProjectBackend[],
   requirements: Requirements,
   filters: OfferFilters = {},
+  options: GetOffersOptions = {},
 ): Promise<Array<{ requirement: string; excluded: number }>> {
   const open: Requirements = { ...requirements, resources: OPEN_RESOURCES, spot: null, max_price: null };
-  const all = (await getOffers(backends, open, { backends: filters.backends })).offers.length;
+  const all = (await getOffers(backends, open, { backends: filters.backends }, options)).offers.length;
   if (all === 0) {
     const names = backends.map((b) => b.type).join(', ') || 'none';
     return [{ requirement: `the configured backends (${names}) have no offers at all`, excluded: 0 }];
   }
   const explained = await Promise.all(
     dimensions(requirements, filters, open).map(async (dimension) => {
-      const kept = (await getOffers(backends, dimension.requirements, dimension.filters)).offers.length;
+      const kept = (await getOffers(backends, dimension.requirements, dimension.filters, options)).offers
+        .length;
       return { requirement: dimension.label, excluded: all - kept };
     }),
   );

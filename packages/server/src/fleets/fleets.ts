@@ -17,6 +17,7 @@ import {
 import type { AppContext } from '../context.js';
 import { fleetConfigurationOf, fleetSpecColumn } from '../db/json-columns.js';
 import type { FleetsTable, ProjectsTable } from '../db/schema.js';
+import { overrideClaimedRows } from '../pipelines/pipeline.js';
 import { fleetOf } from './fleet-models.js';
 import { topUpFleetInstances } from './fleet-provisioning.js';
 import { fleetNodesOf, liveFleetInstances, terminateSpareInstances } from './fleet-rows.js';
@@ -298,14 +299,11 @@ export async function deleteFleets(
       .map((fleet) => fleet.name);
     throw new ServerClientError(`Fleet ${busyNames.join(', ')} has busy instances; stop their runs first`);
   }
-  await app.db
-    .updateTable('fleets')
-    .set({ status: 'terminating', last_processed_at: 0 })
-    .where(
-      'id',
-      'in',
-      fleets.map((fleet) => fleet.id),
-    )
-    .execute();
+  await overrideClaimedRows(
+    app.db,
+    'fleets',
+    fleets.map((fleet) => fleet.id),
+    { status: 'terminating' },
+  );
   app.wakeUps.wake('fleets');
 }

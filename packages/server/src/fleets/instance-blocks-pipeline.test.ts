@@ -20,6 +20,11 @@ import {
 } from '../testing/pipeline-harness.test.helpers.js';
 import { applyFleet } from './fleets.js';
 
+// Multi-node runs past the plan's refusal of `nodes > 1` (see multinode-runs.test.helpers.ts).
+vi.mock('../runs/unsupported-fields.js', async (importOriginal) =>
+  (await import('../testing/multinode-runs.test.helpers.js')).allowingMultinodeRuns(await importOriginal()),
+);
+
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
 let setup: PipelineHarness<FakeBackend> | PipelineHarness<InstantBackend> | undefined;

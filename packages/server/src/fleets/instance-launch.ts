@@ -362,6 +362,7 @@ export async function runJobParamsOf(
     instanceId: target.instanceId,
     agentToken,
     agentDownloadUrl: app.settings.shimDownloadUrl ?? null,
+    runnerDownloadUrl: app.settings.runnerDownloadUrl ?? null,
     run: {
       id: run.id,
       project_name: project.name,

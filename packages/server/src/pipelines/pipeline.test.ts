@@ -15,7 +15,7 @@ import type { AppContext } from '../context.js';
 import type { FleetsTable } from '../db/schema.js';
 import { createEncryption } from '../security/encryption.js';
 import { describeEachDialect } from '../testing/test-database.test.helpers.js';
-import { Pipeline, type PipelineDefinition, type RowLock } from './pipeline.js';
+import { overrideClaimedRows, Pipeline, type PipelineDefinition, type RowLock } from './pipeline.js';
 import { WakeUps } from './wake-ups.js';
 
 vi.setConfig({ testTimeout: 30_000 });
@@ -138,6 +138,26 @@ describeEachDialect('Pipeline', (getDb) => {
     await pipeline.processDue();
     const row = await app.db.selectFrom('fleets').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
     expect(row).toMatchObject({ status_message: null, lock_token: 'theirs' });
+  });
+
+  it("lets a user's decision written meanwhile stand over a pass in flight", async () => {
+    const id = await addFleet('deleted-meanwhile', 'active', 0);
+    const pipeline = new Pipeline(
+      app,
+      definition(async (_row, lock) => {
+        // The user deletes the fleet while this pass works from the row as it read it.
+        await overrideClaimedRows(app.db, 'fleets', [id], { status: 'terminating' });
+        expect(await lock.release({ status: 'active', status_message: 'stale' })).toBe(false);
+      }),
+    );
+    await pipeline.processDue();
+    const row = await app.db.selectFrom('fleets').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({
+      status: 'terminating',
+      status_message: null,
+      lock_token: null,
+      last_processed_at: 0,
+    });
   });
 
   it('processes again a row that was marked due while it was being processed', async () => {

@@ -359,3 +359,28 @@ export class Pipeline<Table extends PipelineTable> {
 export function dueIn(ms: number, minIntervalMs: number): number {
   return Date.now() - minIntervalMs + ms;
 }
+
+/**
+ * Writes a user's decision (stop these runs, delete these fleets) to rows a pass may be processing.
+ * The claims are cleared with it, so a pass in flight loses its release instead of overwriting the
+ * decision with what it computed from the row as it read it. The rows are due at once.
+ */
+export async function overrideClaimedRows<Table extends PipelineTable>(
+  db: Kysely<Database>,
+  table: Table,
+  ids: readonly string[],
+  values: RowUpdate<Table>,
+): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable(table as PipelineTable)
+    .set({
+      ...values,
+      last_processed_at: 0,
+      lock_token: null,
+      lock_owner: null,
+      lock_expires_at: null,
+    } as never)
+    .where('id', 'in', ids)
+    .execute();
+}

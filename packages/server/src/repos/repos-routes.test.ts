@@ -72,6 +72,42 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect(await codeRows()).toBe(2);
     });
 
+    it('keeps a token only for repos/get with include_creds, and refuses creds that do not fit the URL', async () => {
+      const init = (repo_creds: Record<string, string>) =>
+        server.request('/api/project/main/repos/init', {
+          repo_id: 'private-1',
+          repo_info: { repo_type: 'remote', repo_name: 'private' },
+          repo_creds,
+        });
+      expect(
+        (await init({ clone_url: 'https://example.com/org/private.git', oauth_token: 'tok-9' })).status,
+      ).toBe(200);
+      const stored = await server.app.db.selectFrom('repo_creds').select('creds').execute();
+      expect(stored.map((row) => row.creds).join('\n')).not.toContain('tok-9');
+      const listed = await server.request('/api/project/main/repos/list', {});
+      const plain = await server.request('/api/project/main/repos/get', { repo_id: 'private-1' });
+      expect(JSON.stringify([listed.body, plain.body])).not.toContain('tok-9');
+      const withCreds = await server.request('/api/project/main/repos/get', {
+        repo_id: 'private-1',
+        include_creds: true,
+      });
+      expect(withCreds.body).toMatchObject({ repo_creds: { oauth_token: 'tok-9' } });
+
+      const keyOverHttps = await init({
+        clone_url: 'https://example.com/org/private.git',
+        private_key: 'KEY',
+      });
+      expect(keyOverHttps.status).toBe(400);
+      expect(JSON.stringify(keyOverHttps.body)).toContain('a private_key needs an SSH clone_url');
+      expect(JSON.stringify(keyOverHttps.body)).toContain('clone_url');
+      const tokenOverSsh = await init({ clone_url: 'git@example.com:org/private.git', oauth_token: 't' });
+      expect(tokenOverSsh.status).toBe(400);
+      expect(JSON.stringify(tokenOverSsh.body)).toContain('an oauth_token needs an HTTP(S) clone_url');
+      expect(
+        (await init({ clone_url: 'ssh://git@example.com/org/private.git', private_key: 'KEY' })).status,
+      ).toBe(200);
+    });
+
     it('refuses code whose name is not its sha256, and code for a repo never initialized', async () => {
       const bytes = new TextEncoder().encode('some code');
       const wrong = await upload(
@@ -141,9 +177,10 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect(noArchive.body.detail[0].msg).toContain('run_spec.file_archives[0].id');
     });
 
-    it('deletes a repo with its code', async () => {
-      await server.request('/api/project/main/repos/delete', { repos_ids: ['app-1234'] });
+    it('deletes repos with their code and creds', async () => {
+      await server.request('/api/project/main/repos/delete', { repos_ids: ['app-1234', 'private-1'] });
       expect(await codeRows()).toBe(0);
+      expect(await server.app.db.selectFrom('repo_creds').select('id').execute()).toEqual([]);
       expect((await server.request('/api/project/main/repos/list')).body).toEqual([]);
     });
   });

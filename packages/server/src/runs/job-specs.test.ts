@@ -1,7 +1,8 @@
 import { ConfigurationError, runConfigurationSchema } from '@dstack/core';
+import { DEFAULT_JOB_IMAGE } from '@dstack/core/agent-protocol';
 import { describe, expect, it } from 'vitest';
 import type { StoredRunSpec } from '../db/json-columns.js';
-import { buildJobSpecs, DEFAULT_IMAGE, DEV_ENVIRONMENT_KEEP_ALIVE } from './job-specs.js';
+import { buildJobSpecs, DEV_ENVIRONMENT_KEEP_ALIVE } from './job-specs.js';
 
 /** A run spec whose configuration is validated (defaults applied), as the server holds it. */
 function runSpecOf(
@@ -34,7 +35,7 @@ describe('buildJobSpecs', () => {
     expect(jobs[0]).toMatchObject({
       commands: ['python train.py'],
       env: { A: '1' },
-      image_name: DEFAULT_IMAGE,
+      image_name: DEFAULT_JOB_IMAGE,
       requirements: { multinode: true },
     });
   });
@@ -138,5 +139,21 @@ describe('buildJobSpecs', () => {
   it('keeps a dev environment without init up', () => {
     const [job] = buildJobSpecs('bare', runSpecOf({ type: 'dev-environment' }));
     expect(job?.commands).toEqual([DEV_ENVIRONMENT_KEEP_ALIVE]);
+  });
+
+  it("clones a task's branch only and every branch for a dev environment, unless single_branch says", () => {
+    const repo = {
+      repo_id: 'repo-1',
+      repo_data: { repo_type: 'remote' as const, repo_name: 'repo', repo_branch: 'main', repo_hash: 'abc' },
+    };
+    const singleBranch = (configuration: Record<string, unknown>) =>
+      buildJobSpecs('r', runSpecOf({ ...configuration, repos: ['.'] }, repo))[0]?.single_branch;
+    expect(singleBranch({ type: 'task', commands: ['true'] })).toBe(true);
+    expect(singleBranch({ type: 'dev-environment' })).toBe(false);
+    expect(singleBranch({ type: 'dev-environment', single_branch: true })).toBe(true);
+    expect(singleBranch({ type: 'task', commands: ['true'], single_branch: false })).toBe(false);
+    expect(
+      buildJobSpecs('r', runSpecOf({ type: 'task', commands: ['true'] }))[0]?.single_branch,
+    ).toBeUndefined();
   });
 });

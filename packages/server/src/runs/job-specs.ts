@@ -12,10 +12,10 @@ import {
   type RetrySpec,
   type RunConfiguration,
 } from '@dstack/core';
+import { DEFAULT_JOB_IMAGE } from '@dstack/core/agent-protocol';
 import type { StoredRunSpec } from '../db/json-columns.js';
 
 /** dstack's base image; only container runtimes use it (the process runtime runs on the host). */
-export const DEFAULT_IMAGE = 'dstackai/base:py3.12-0.10-cuda-12.1';
 
 /** `spot_policy` → `Requirements.spot`: on-demand by default, as in dstack. */
 function spotRequirement(policy: RunConfiguration['spot_policy']): boolean | null {
@@ -134,7 +134,7 @@ export function buildJobSpecs(runName: string, runSpec: StoredRunSpec, replicaNu
     jobs_per_replica: shapes.length,
     commands: shape.commands,
     env: shape.env,
-    image_name: shape.image ?? DEFAULT_IMAGE,
+    image_name: shape.image ?? DEFAULT_JOB_IMAGE,
     user: configuration.user ?? null,
     privileged: configuration.privileged,
     working_dir: shape.workingDir ?? runSpec.working_dir ?? null,
@@ -146,6 +146,14 @@ export function buildJobSpecs(runName: string, runSpec: StoredRunSpec, replicaNu
     ports: containerPorts(configuration),
     ...code,
   }));
+}
+
+/**
+ * `single_branch`, defaulting as dstack's job configurators do: a dev environment clones every
+ * branch (the user works in it), a task or service only the one it runs.
+ */
+function singleBranchOf(configuration: StoredRunSpec['configuration']): boolean {
+  return configuration.single_branch ?? configuration.type !== 'dev-environment';
 }
 
 /**
@@ -162,6 +170,7 @@ function codeFieldsOf(runSpec: StoredRunSpec): Partial<JobSpec> {
     fields.repo_code_hash = runSpec.repo_code_hash ?? null;
     fields.repo_dir = repo?.path ?? runSpec.repo_dir ?? '.';
     fields.repo_exists_action = repo?.if_exists ?? 'error';
+    fields.single_branch = singleBranchOf(runSpec.configuration);
   }
   if (runSpec.file_archives && runSpec.file_archives.length > 0) fields.file_archives = runSpec.file_archives;
   return fields;

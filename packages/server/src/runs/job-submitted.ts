@@ -202,7 +202,9 @@ async function offersForNewCapacity(
     if (available.length > 0) return { fleet, offers: available };
   }
   if (fleets.length === 0) {
-    const { offers } = await getOffers(backends, jobSpec.requirements, offerFiltersOf(spec.configuration));
+    const { offers } = await getOffers(backends, jobSpec.requirements, offerFiltersOf(spec.configuration), {
+      deadlineMs: app.settings.offersDeadlineMs,
+    });
     const available = offers.filter((entry) => isAvailable(entry.offer.availability));
     if (available.length > 0)
       return { fleet: await createRunFleet(app, run.project_id, run.run_name), offers: available };

@@ -63,6 +63,26 @@ async function freeInstanceBlocks(app: AppContext, instance: InstancesTable, job
 }
 
 /**
+ * A container backend's instance (no shim: `dockerized` false, e.g. a Vast.ai rental) is the job's
+ * own container, in the job's image: it serves no other job, so it ends with the job, as in dstack.
+ */
+async function endContainerInstance(app: AppContext, instance: InstancesTable): Promise<void> {
+  const provisioningData = instanceProvisioningDataOf(instance);
+  if (!provisioningData || provisioningData.dockerized) return;
+  await app.db
+    .updateTable('instances')
+    .set({
+      status: 'terminating',
+      termination_reason: 'job_finished',
+      termination_reason_message: "the instance was the job's container",
+      last_processed_at: 0,
+    })
+    .where('id', '=', instance.id)
+    .where('status', 'not in', ['terminating', 'terminated'])
+    .execute();
+}
+
+/**
  * Asks the runner to stop (once), and reports whether the job has ended:
  * the runner said so, or it can no longer be reached, or `remove_at` passed.
  */
@@ -174,6 +194,7 @@ export function jobTerminatingPipeline(app: AppContext): PipelineDefinition<'job
       }
       await removeShimTask(app, job, project, instance);
       await freeInstanceBlocks(app, instance, job);
+      await endContainerInstance(app, instance);
       await finish(app, job, lock, values);
     },
   };

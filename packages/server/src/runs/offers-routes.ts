@@ -1,7 +1,7 @@
 /** `/api/project/{p}/offers/list`: what `dstack offer` shows. */
 import { GetOffersRequestSchema, InstanceOfferWithAvailabilitySchema } from '@dstack/core';
 import { z } from 'zod';
-import { getOffers } from '../backends/offers.js';
+import { getOffers, offerWarnings } from '../backends/offers.js';
 import { defineRoute, projectContext } from '../http/route.js';
 import { buildJobSpecs } from './job-specs.js';
 import { normalizeRunSpec, offerFiltersOf } from './runs.js';
@@ -17,6 +17,8 @@ export const offerRoutes = [
     response: z.object({
       offers: z.array(InstanceOfferWithAvailabilitySchema),
       total_offers: z.number().int(),
+      /** Backends whose offers are missing (failed or too slow), one line each. */
+      warnings: z.array(z.string()),
     }),
     async handler(ctx) {
       const { project } = projectContext(ctx);
@@ -26,14 +28,16 @@ export const offerRoutes = [
       const runSpec = normalizeRunSpec({ configuration: { ...requirements, commands: [':'] } });
       const [jobSpec] = buildJobSpecs('offers', runSpec);
       const backends = await ctx.app.backends.getProjectBackends(project.id);
-      const { offers } = await getOffers(
+      const { offers, failures } = await getOffers(
         backends,
         jobSpec!.requirements,
         offerFiltersOf(runSpec.configuration),
+        { deadlineMs: ctx.app.settings.offersDeadlineMs },
       );
       return {
         offers: offers.slice(0, ctx.body.max_offers ?? 50).map((entry) => entry.offer),
         total_offers: offers.length,
+        warnings: offerWarnings(failures),
       };
     },
   }),

@@ -17,11 +17,12 @@ import {
   ServerClientError,
   validateConfiguration,
 } from '@dstack/core';
-import { explainNoOffers, getOffers, type OfferFilters } from '../backends/offers.js';
+import { explainNoOffers, getOffers, type OfferFilters, offerWarnings } from '../backends/offers.js';
 import type { AppContext } from '../context.js';
 import { jobSpecColumn, runSpecColumn, type StoredRunSpec } from '../db/json-columns.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
 import { fleetInstanceOffers } from '../fleets/fleet-instance-offers.js';
+import { overrideClaimedRows } from '../pipelines/pipeline.js';
 import { checkRunFileArchives } from '../repos/file-archives.js';
 import { checkRunCode } from '../repos/repos.js';
 import { checkSecretReferences } from '../secrets/secret-references.js';
@@ -97,13 +98,14 @@ export async function getRunPlan(
     jobSpecs.map(async (jobSpec) => {
       // Fleet instances first, as dstack lists them: the run takes one of them before launching.
       const instanceOffers = await fleetInstanceOffers(app, project.id, placement, jobSpec.requirements);
-      const backendOffers = mayCreate
-        ? (await getOffers(backends, jobSpec.requirements, filters)).offers.map((entry) => entry.offer)
-        : [];
-      const offers = [...instanceOffers, ...backendOffers];
+      const deadline = { deadlineMs: app.settings.offersDeadlineMs };
+      const found = mayCreate
+        ? await getOffers(backends, jobSpec.requirements, filters, deadline)
+        : { offers: [], failures: [] };
+      const offers = [...instanceOffers, ...found.offers.map((entry) => entry.offer)];
       const exclusions =
         offers.length === 0 && mayCreate
-          ? await explainNoOffers(backends, jobSpec.requirements, filters)
+          ? await explainNoOffers(backends, jobSpec.requirements, filters, deadline)
           : [];
       return {
         job_spec: jobSpec,
@@ -111,6 +113,7 @@ export async function getRunPlan(
         total_offers: offers.length,
         max_price: offers.reduce((max, offer) => Math.max(max, offer.price), 0) || null,
         exclusions,
+        warnings: offerWarnings(found.failures),
       };
     }),
   );
@@ -406,19 +409,12 @@ export async function stopRuns(
   // A run already stopping changes only when the stop is escalated to an abort.
   const toStop = abort ? active : active.filter((row) => row.status !== 'terminating');
   if (toStop.length === 0) return;
-  await app.db
-    .updateTable('runs')
-    .set({
-      status: 'terminating',
-      termination_reason: abort ? 'aborted_by_user' : 'stopped_by_user',
-      last_processed_at: 0,
-    })
-    .where(
-      'id',
-      'in',
-      toStop.map((row) => row.id),
-    )
-    .execute();
+  await overrideClaimedRows(
+    app.db,
+    'runs',
+    toStop.map((row) => row.id),
+    { status: 'terminating', termination_reason: abort ? 'aborted_by_user' : 'stopped_by_user' },
+  );
   app.wakeUps.wake('runs');
 }
 

@@ -4,6 +4,7 @@
  * applied (the same check for `runs/get_plan` and `runs/apply`). See `field-decisions.ts`.
  */
 import type { RunConfiguration } from '@dstack/core';
+import { DEFAULT_JOB_IMAGE } from '@dstack/core/agent-protocol';
 import type { ProjectBackend } from '../backends/registry.js';
 import {
   type FieldDecisions,
@@ -13,7 +14,7 @@ import {
   reservationRefusal,
 } from '../field-decisions.js';
 
-/** The Python of the default image (`DEFAULT_IMAGE` in job-specs.ts). */
+/** The Python of the default image (`DEFAULT_JOB_IMAGE` in @dstack/core/agent-protocol). */
 const DEFAULT_IMAGE_PYTHON = '3.12';
 
 function rangeText(range: { min: number | null; max: number | null }): string {
@@ -23,7 +24,10 @@ function rangeText(range: { min: number | null; max: number | null }): string {
 export const RUN_FIELD_DECISIONS: FieldDecisions = {
   type: { honoured: 'chooses the job configurator (job-specs.ts)' },
   name: { honoured: 'the run name (runs.ts)' },
-  image: { honoured: 'job spec image_name → the shim pulls and runs it (job-running.ts)' },
+  image: {
+    honoured:
+      "job spec image_name → the shim's Docker runtime runs it (job-running.ts); refused at plan time when no eligible backend runs images (Compute.imageRefusal), and by a shim without Docker at start",
+  },
   user: { honoured: 'the shim task container_user (job-running.ts)' },
   privileged: { honoured: 'the shim task privileged → Docker Privileged' },
   working_dir: { honoured: 'job spec working_dir → the runner' },
@@ -99,7 +103,10 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
         : `only sh is supported yet (got ${String(value)})`,
     example: { shell: 'bash' },
   },
-  single_branch: { refused: 'it applies to repos, not supported yet', example: { single_branch: true } },
+  single_branch: {
+    honoured:
+      'job spec single_branch (default: true but for dev environments) → the runner clones --single-branch',
+  },
   priority: {
     refused: 'runs are provisioned in submission order',
     check: (value) =>
@@ -154,8 +161,13 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
     example: { instances: ['box'] },
   },
   nodes: {
-    honoured:
-      "one job per node, scheduled and retried together (job-specs.ts, run-pipeline.ts); NOTE: the runner's cluster_info (master and job IPs) is not filled in for nodes > 1 yet (job-running.ts)",
+    refused:
+      "a multi-node task needs the cluster's addresses (cluster_info), which the runner does not get yet",
+    check: (value) =>
+      value === undefined || value === 1
+        ? null
+        : `more than 1 node (a cluster) is not supported yet (got ${String(value)})`,
+    example: { nodes: 2 },
   },
   groups: {
     refused: 'node groups are not built into jobs',
@@ -213,7 +225,21 @@ export function unsupportedRunFields(
     (refusal) => !(refusal.path === 'setup' && configuration.type === 'dev-environment'),
   );
   const reservation = reservationRefusal(configuration.reservation, configuration.backends, backends);
-  return reservation ? [...kept, reservation] : kept;
+  const image = imageRefusal(configuration.image, configuration.backends, backends);
+  return [...kept, ...(reservation ? [reservation] : []), ...(image ? [image] : [])];
+}
+
+/** `image` refused when every eligible backend says its jobs cannot run in one (the reasons joined). */
+function imageRefusal(
+  image: string | null | undefined,
+  wanted: readonly string[] | null | undefined,
+  backends: readonly ProjectBackend[],
+): { path: string; reason: string } | null {
+  if (image == null || image === DEFAULT_JOB_IMAGE) return null;
+  const eligible = backends.filter((backend) => !wanted?.length || wanted.includes(backend.type));
+  const reasons = eligible.map((backend) => backend.compute.imageRefusal?.() ?? null);
+  if (eligible.length === 0 || reasons.some((reason) => reason === null)) return null;
+  return { path: 'image', reason: [...new Set(reasons)].join('; ') };
 }
 
 /** Throws a 400 naming every field of the run's configuration this server does not honour. */

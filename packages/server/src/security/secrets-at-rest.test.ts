@@ -8,6 +8,7 @@ import { storeBackendRecord } from '../backends/backends.js';
 import type { AppContext } from '../context.js';
 import { openDatabase } from '../db/database.js';
 import type { Database, InstancesTable } from '../db/schema.js';
+import { initRepo } from '../repos/repos.js';
 import { createOrUpdateSecret } from '../secrets/secrets.js';
 import { loadServerSettings } from '../settings.js';
 import { describeEachDialect } from '../testing/test-database.test.helpers.js';
@@ -96,6 +97,17 @@ describeEachDialect('protectSecretsAtRest', (getDb) => {
       .values(sshHostInstance(team.id, unencrypted.encryption.encrypt('{"ssh_private_key":"host-key"}')))
       .execute();
     await createOrUpdateSecret(unencrypted, team, 'hf_token', 'project-secret');
+    await initRepo(
+      unencrypted,
+      team,
+      admin,
+      'repo-1',
+      { repo_type: 'remote', repo_name: 'repo' },
+      {
+        clone_url: 'https://git.example/repo.git',
+        oauth_token: 'repo-token',
+      },
+    );
     const rotated = await ensureProject(unencrypted, admin, 'rotated');
     await unencrypted.db
       .updateTable('projects')
@@ -111,12 +123,24 @@ describeEachDialect('protectSecretsAtRest', (getDb) => {
     const backends = await db.selectFrom('backends').select('auth as value').execute();
     const instances = await db.selectFrom('instances').select('remote_connection_info as value').execute();
     const secrets = await db.selectFrom('secrets').select('value').execute();
-    return [...projects, ...backends, ...instances, ...secrets].map((row) => row.value as string);
+    const repoCreds = await db.selectFrom('repo_creds').select('creds as value').execute();
+    return [...projects, ...backends, ...instances, ...secrets, ...repoCreds].map(
+      (row) => row.value as string,
+    );
   }
 
   beforeEach(async () => {
     const { db } = getDb();
-    for (const table of ['secrets', 'instances', 'backends', 'members', 'projects', 'users'] as const)
+    for (const table of [
+      'repo_creds',
+      'repos',
+      'secrets',
+      'instances',
+      'backends',
+      'members',
+      'projects',
+      'users',
+    ] as const)
       await db.deleteFrom(table).execute();
   });
 
@@ -127,20 +151,22 @@ describeEachDialect('protectSecretsAtRest', (getDb) => {
   it('encrypts identity and plain values under the AES key, leaves AES values alone, and does it once', async () => {
     const ids = await storeUnencryptedSecrets();
     const before = await storedSecrets();
-    expect(before.filter((value) => value.startsWith('enc:identity:'))).toHaveLength(5);
+    expect(before.filter((value) => value.startsWith('enc:identity:'))).toHaveLength(6);
     const plaintexts = before.map((value) => createEncryption([older]).decrypt(value));
 
     const app = appWith([current, older]);
     const warnings: string[] = [];
     const report = await protectSecretsAtRest(app, { warn: (message) => warnings.push(message) });
-    expect(report).toEqual({ reencrypted: 6, unknownKeys: {} });
+    expect(report).toEqual({ reencrypted: 7, unknownKeys: {} });
     expect(warnings).toEqual([]);
 
     const after = await storedSecrets();
     expect(after.every((value) => value.startsWith('enc:aes:'))).toBe(true);
-    expect(after.filter((value) => value.startsWith(`enc:aes:${current.name}:`))).toHaveLength(6);
+    expect(after.filter((value) => value.startsWith(`enc:aes:${current.name}:`))).toHaveLength(7);
     expect(after.map((value) => app.encryption.decrypt(value)).sort()).toEqual([...plaintexts].sort());
-    expect(after.join('\n')).not.toMatch(/team-key|legacy-key|host-key|project-secret|PRIVATE KEY/);
+    expect(after.join('\n')).not.toMatch(
+      /team-key|legacy-key|host-key|project-secret|repo-token|PRIVATE KEY/,
+    );
     const rotated = await app.db
       .selectFrom('projects')
       .select('ssh_private_key')
@@ -165,7 +191,7 @@ describeEachDialect('protectSecretsAtRest', (getDb) => {
     const reports = await Promise.all(
       [first, second].map((app) => protectSecretsAtRest(app, { warn: () => {} })),
     );
-    expect(reports[0]!.reencrypted + reports[1]!.reencrypted).toBe(6);
+    expect(reports[0]!.reencrypted + reports[1]!.reencrypted).toBe(7);
     const after = await storedSecrets();
     expect(after.every((value) => value.startsWith('enc:aes:'))).toBe(true);
     expect(after.map((value) => second.encryption.decrypt(value)).sort()).toEqual(plaintexts);
@@ -181,7 +207,7 @@ describeEachDialect('protectSecretsAtRest', (getDb) => {
     );
     expect(warnings).toHaveLength(2);
     expect(warnings[0]).toMatch(
-      /encryption.keys starts with an identity key: backend creds, project SSH private keys and project secrets are stored unencrypted/,
+      /encryption.keys starts with an identity key: backend creds, project SSH private keys, project secrets and repo creds are stored unencrypted/,
     );
     expect(warnings[1]).toContain(`keys that config.yml encryption.keys does not list ("${older.name}": 1)`);
 

@@ -194,4 +194,24 @@ describe('dstack-shim command (process runtime)', () => {
     expect(await waitForExit(shimProcess)).toBe(2);
     expect(started.output()).toContain('invalid --runtime: vm');
   });
+
+  it('with --runtime auto and no Docker daemon, runs jobs as processes and refuses a task naming an image', async () => {
+    const { state, client } = await startShimProcess([
+      '--runtime',
+      'auto',
+      '--docker-socket',
+      join(homeDir, 'no-docker.sock'),
+    ]);
+    expect(state.runtime).toBe('process');
+    expect(output()).toContain('runtime auto: no Docker');
+    await client.submitTask(taskConfig('in-image', { image_name: 'python:3.11' }));
+    const refused = await eventually(async () => {
+      const task = await client.getTask('in-image');
+      return task?.status === 'terminated' ? task : undefined;
+    }, 'the task to be refused');
+    expect(refused).toMatchObject({ termination_reason: 'executor_error' });
+    expect(refused.termination_message).toMatch(
+      /^image python:3\.11: this instance runs jobs without containers/,
+    );
+  });
 });

@@ -3,12 +3,11 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DSTACK_SHIM_HTTP_PORT, SHIM_TOKEN_ENV } from '@dstack/core/agent-protocol';
 import { normalizeAgentToken } from '@dstack/runner';
-import { createProcessRuntime } from '../runtime/process/process-runtime.js';
-import type { TaskRuntime } from '../runtime/task-runtime.js';
+import { chooseRuntime, isRuntimeChoice, RUNTIME_CHOICES } from '../runtime/choose-runtime.js';
 import { startShim } from '../server/shim-server.js';
 import { VERSION } from '../version.js';
 
-const USAGE = `usage: dstack-shim --home DIR [--http-port N] [--runtime process|docker] [--host H] [--docker-socket PATH] [--runtime-cache DIR] [--gpu-ids=ID,...] [--token-file PATH]
+const USAGE = `usage: dstack-shim --home DIR [--http-port N] [--runtime process|docker|auto] [--host H] [--docker-socket PATH] [--runtime-cache DIR] [--runner-bundle PATH] [--gpu-ids=ID,...] [--token-file PATH]
        dstack-shim --version
 The token (\`Authorization: Bearer\` on every request) comes from --token-file (mode 0600) or ${SHIM_TOKEN_ENV}.`;
 
@@ -49,8 +48,16 @@ export async function runShimCommand(argv: string[]): Promise<number> {
       `dstack-shim: warning: no --token-file or ${SHIM_TOKEN_ENV}; the shim API and its tasks' runners are open to every process that reaches their ports\n`,
     );
   }
-  const runtime = await createRuntime(options.runtime, options.dockerSocket, options.runtimeCache);
-  if (runtime === undefined) {
+  let runtime: Awaited<ReturnType<typeof chooseRuntime>>;
+  try {
+    runtime = await chooseRuntime(options.runtime, {
+      dockerSocket: options.dockerSocket,
+      runtimeCacheDirectory: options.runtimeCache,
+      runnerBundlePath: options.runnerBundle,
+      log: (line) => process.stderr.write(`dstack-shim: ${line}\n`),
+    });
+  } catch (error) {
+    process.stderr.write(`dstack-shim: ${(error as Error).message}\n`);
     return 1;
   }
   const shim = await startShim({
@@ -89,6 +96,7 @@ function parseOptions(argv: string[]) {
       runtime: { type: 'string' },
       'docker-socket': { type: 'string' },
       'runtime-cache': { type: 'string' },
+      'runner-bundle': { type: 'string' },
       'gpu-ids': { type: 'string' },
       'token-file': { type: 'string' },
       version: { type: 'boolean' },
@@ -108,8 +116,8 @@ function parseOptions(argv: string[]) {
     throw new UsageError(`invalid --http-port: ${values['http-port']}`);
   }
   const runtime = values.runtime ?? 'docker';
-  if (!isRuntimeName(runtime)) {
-    throw new UsageError(`invalid --runtime: ${runtime} (expected process or docker)`);
+  if (!isRuntimeChoice(runtime)) {
+    throw new UsageError(`invalid --runtime: ${runtime} (expected ${RUNTIME_CHOICES.join(', ')})`);
   }
   return {
     home: values.home,
@@ -119,6 +127,7 @@ function parseOptions(argv: string[]) {
     dockerSocket: values['docker-socket'],
     // Docker runtime: where the runner's portable runtime is built; shims of one user share it.
     runtimeCache: values['runtime-cache'],
+    runnerBundle: values['runner-bundle'],
     gpuIds: parseGpuIds(values['gpu-ids']),
     tokenFile: values['token-file'],
   };
@@ -155,34 +164,4 @@ async function readToken(tokenFile: string | undefined): Promise<string | null> 
   const token = normalizeAgentToken(await readFile(tokenFile, 'utf8'), `--token-file ${tokenFile}`);
   if (token === null) throw new Error(`--token-file ${tokenFile} is empty`);
   return token;
-}
-
-function isRuntimeName(name: string): name is TaskRuntime['name'] {
-  return name === 'process' || name === 'docker';
-}
-
-async function createRuntime(
-  name: TaskRuntime['name'],
-  dockerSocket: string | undefined,
-  runtimeCacheDirectory: string | undefined,
-): Promise<TaskRuntime | undefined> {
-  if (name === 'process') {
-    return createProcessRuntime();
-  }
-  // Loaded on demand: the process runtime needs none of it. A variable specifier keeps the
-  // type checker from requiring the module at build time.
-  const dockerModulePath = '../runtime/docker/index.js';
-  const dockerModule = (await import(dockerModulePath).catch(() => undefined)) as
-    | {
-        createDockerRuntime?: (options: {
-          socketPath?: string;
-          runtimeCacheDirectory?: string;
-        }) => TaskRuntime;
-      }
-    | undefined;
-  if (typeof dockerModule?.createDockerRuntime !== 'function') {
-    process.stderr.write('dstack-shim: the docker runtime is not available in this build of @dstack/shim\n');
-    return undefined;
-  }
-  return dockerModule.createDockerRuntime({ socketPath: dockerSocket, runtimeCacheDirectory });
 }

@@ -2,18 +2,20 @@ import { type ChildProcessByStdio, execFileSync, spawn } from 'node:child_proces
 import { existsSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import type {
-  RunnerJobState,
-  RunnerLogEvent,
-  RunnerSubmitBody,
-  TaskConfigInput,
+import {
+  DEFAULT_JOB_IMAGE,
+  type RunnerJobState,
+  type RunnerLogEvent,
+  type RunnerSubmitBody,
+  type TaskConfigInput,
 } from '@dstack/core/agent-protocol';
 import type { RunnerClient } from '@dstack/runner';
 
 export type Child = ChildProcessByStdio<null, Readable, Readable>;
 
+/** A task in the default image, the one image the process runtime runs. */
 export function taskConfig(id: string, overrides: Partial<TaskConfigInput> = {}): TaskConfigInput {
-  return { id, name: `task-${id}`, image_name: 'ubuntu:22.04', ...overrides };
+  return { id, name: `task-${id}`, image_name: DEFAULT_JOB_IMAGE, ...overrides };
 }
 
 export function submitBody(commands: string[], stopDuration: number | null = null): RunnerSubmitBody {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `emulator <provider> …` (`pnpm emulator` at the workspace root): starts a cloud emulator a user
- * can point a dstack server at, e.g. `emulator aws --server-config config.yml` (or `gcp`). Run as a command,
+ * can point a dstack server at, e.g. `emulator aws --server-config config.yml` (or `gcp`, `vastai`). Run as a command,
  * each emulated instance boots a real host, a Docker container (`DockerEmulatedHosts`);
  * `--no-hosts` gives instances made-up addresses instead. `runEmulator` takes the factory.
  */
@@ -11,14 +11,22 @@ import { AWS_EMULATOR_USAGE, runAwsEmulatorCommand } from '../emulators/aws/aws-
 import type { EmulatedHosts } from '../emulators/emulated-hosts.js';
 import { GCP_EMULATOR_USAGE, runGcpEmulatorCommand } from '../emulators/gcp/gcp-emulator-command.js';
 import { DockerEmulatedHosts } from '../emulators/hosts/docker-emulated-hosts.js';
+import { serveRunnerRuntime } from '../emulators/hosts/runner-runtime-server.js';
 import { serveShimTarball } from '../emulators/hosts/shim-tarball-server.js';
+import { DockerVastaiContainers } from '../emulators/vastai/vastai-docker-containers.js';
+import {
+  runVastaiEmulatorCommand,
+  VASTAI_EMULATOR_USAGE,
+} from '../emulators/vastai/vastai-emulator-command.js';
 
 export interface RunEmulatorOptions {
   /** Makes the hosts emulated instances boot (e.g. Docker containers); none when absent. */
   createHosts?: () => EmulatedHosts | Promise<EmulatedHosts>;
+  /** Vast.ai: where rentals run (Docker containers); made-up ports when absent. */
+  createContainers?: () => DockerVastaiContainers | Promise<DockerVastaiContainers>;
 }
 
-const USAGE = `Usage: emulator <provider> [options]\nProviders:\n  ${AWS_EMULATOR_USAGE.replace('Usage: ', '')}\n  ${GCP_EMULATOR_USAGE.replace('Usage: ', '')}`;
+const USAGE = `Usage: emulator <provider> [options]\nProviders:\n  ${[AWS_EMULATOR_USAGE, GCP_EMULATOR_USAGE, VASTAI_EMULATOR_USAGE].map((usage) => usage.replace('Usage: ', '')).join('\n  ')}`;
 
 /** Runs `emulator <provider> …` with `argv` (the arguments after the program name). */
 export async function runEmulator(argv: readonly string[], options: RunEmulatorOptions = {}): Promise<void> {
@@ -32,6 +40,11 @@ export async function runEmulator(argv: readonly string[], options: RunEmulatorO
     case 'gcp': {
       const hosts = await options.createHosts?.();
       await runGcpEmulatorCommand(rest, { hosts });
+      return;
+    }
+    case 'vastai': {
+      const containers = await options.createContainers?.();
+      await runVastaiEmulatorCommand(rest, { containers });
       return;
     }
     case undefined:
@@ -62,6 +75,10 @@ function isEntryPoint(): boolean {
 async function main(argv: readonly string[]): Promise<void> {
   const [provider] = argv;
   const args = argv.filter((arg) => arg !== '--no-hosts');
+  if (provider === 'vastai' && !argv.includes('--no-hosts')) {
+    await runVastaiWithContainers(args);
+    return;
+  }
   if ((provider !== 'aws' && provider !== 'gcp') || argv.includes('--no-hosts')) {
     await runEmulator(args);
     return;
@@ -77,6 +94,29 @@ async function main(argv: readonly string[]): Promise<void> {
     await runEmulator(args, { createHosts: () => hosts });
   } finally {
     await tarball.close();
+  }
+}
+
+/**
+ * `emulator vastai` with Docker containers for the rentals; they reach this machine at their
+ * network's gateway, where the workspace's runner runtime is served; the command prints the
+ * server's `DSTACK_RUNNER_DOWNLOAD_URL`.
+ */
+async function runVastaiWithContainers(args: readonly string[]): Promise<void> {
+  const containers = new DockerVastaiContainers();
+  const gateway = await containers.gateway();
+  // The rentals' entrypoint downloads the runner's portable runtime: serve the workspace's there.
+  const runtime = await serveRunnerRuntime({ host: gateway });
+  process.stdout.write(
+    `Rental containers run on Docker network ${containers.network}; they reach this machine at ${gateway}
+They download the runner from ${runtime.url}: start the server with
+  DSTACK_RUNNER_DOWNLOAD_URL=${runtime.url}
+`,
+  );
+  try {
+    await runEmulator(args, { createContainers: () => containers });
+  } finally {
+    await runtime.close();
   }
 }
 

@@ -180,10 +180,10 @@ describe('termination checks', () => {
 });
 
 describe('generateProjectSshKeys', () => {
-  it('makes an OpenSSH ed25519 public key and a PEM private key', () => {
+  it('makes an OpenSSH ed25519 key pair', () => {
     expect(keys.publicKey).toMatch(
       /^ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI[A-Za-z0-9+/]+=* dstack-conformance$/,
     );
-    expect(keys.privateKey).toContain('-----BEGIN PRIVATE KEY-----');
+    expect(keys.privateKey).toContain('-----BEGIN OPENSSH PRIVATE KEY-----');
   });
 });

@@ -12,6 +12,13 @@ export function anyCpuOfferRequirements(): Requirements {
   return RequirementsSchema.parse({ resources: { cpu: { count: { min: 1 } }, memory: { min: null } } });
 }
 
+/**
+ * Where the suite's `runJob` says the runner runtime is (`RunJobParams.runnerDownloadUrl`) unless
+ * told otherwise: nothing answers there, so a container an emulator boots from it never runs a
+ * runner. Give `runnerDownloadUrl` to `testBackend` to serve a real one.
+ */
+export const CONFORMANCE_RUNNER_DOWNLOAD_URL = 'http://127.0.0.1:9/dstack-runtime.tar.gz';
+
 /** The `runJob` parameters of a one-node task named `<runName>` on `offer`, launched as dstack instance `instanceId`. */
 export function conformanceRunJobParams(options: {
   instanceId: string;
@@ -21,10 +28,12 @@ export function conformanceRunJobParams(options: {
   offer: InstanceOfferWithAvailability;
   requirements: Requirements;
   keys: ProjectSshKeys;
+  runnerDownloadUrl?: string;
 }): RunJobParams {
   return {
     instanceId: options.instanceId,
     agentToken: options.agentToken,
+    runnerDownloadUrl: options.runnerDownloadUrl ?? CONFORMANCE_RUNNER_DOWNLOAD_URL,
     run: {
       project_name: options.projectName,
       user: 'conformance',

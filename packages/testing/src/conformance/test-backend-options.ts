@@ -151,6 +151,11 @@ export interface TestBackendOptions<E extends BackendEmulator = BackendEmulator>
    * them is used. Default: `requirements`.
    */
   runJobRequirements?: Requirements;
+  /**
+   * `RunJobParams.runnerDownloadUrl` of the suite's launches (container backends' entrypoints fetch
+   * the runner there). Default `CONFORMANCE_RUNNER_DOWNLOAD_URL`, where nothing answers.
+   */
+  runnerDownloadUrl?: string;
   /** The project SSH keys given to `runJob` and `updateProvisioningData`. Default: a fresh ed25519 pair. */
   projectSshKeys?: ProjectSshKeys;
   /** Polling of `updateProvisioningData` until `hostname` is set. */

@@ -337,6 +337,7 @@ class ConformanceSuite<E extends BackendEmulator> {
               offer,
               requirements: this.#runJobRequirements,
               keys: this.#keys,
+              runnerDownloadUrl: this.#options.runnerDownloadUrl,
             }),
           )
         : await (compute as ComputeWithCreateInstance).createInstance(

@@ -73,6 +73,8 @@ export interface EmulatorCommandSpec<Emulator extends CommandEmulator> {
   serverConfig(emulator: Emulator): string;
   /** The first line printed, e.g. `AWS emulator listening on URL`. */
   listening(emulator: Emulator): string;
+  /** What the emulated machines are, for the banner. Default: the hosts given, or made-up addresses. */
+  machines?: string;
 }
 
 /** Runs the command until it is stopped; resolves once the emulator and its hosts are down. */
@@ -101,7 +103,7 @@ export async function runEmulatorCommand<Emulator extends CommandEmulator>(
     await writeFile(args.serverConfig, spec.serverConfig(emulator), { mode: 0o600 });
     log(spec.listening(emulator));
     log(
-      `Regions: ${emulator.regions.join(', ')}; hosts: ${options.hosts ? 'real' : 'none (made-up addresses)'}`,
+      `Regions: ${emulator.regions.join(', ')}; hosts: ${spec.machines ?? (options.hosts ? 'real' : 'none (made-up addresses)')}`,
     );
     for (const fault of emulator.faults()) log(`Fault: ${JSON.stringify(fault)}`);
     log(`Wrote the server config to ${args.serverConfig}; state at ${emulator.url}/_emulator/state`);

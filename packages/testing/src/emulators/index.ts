@@ -1,4 +1,4 @@
-// `@dstack/testing/emulators`: the cloud emulators (AWS, GCP), the interface of the hosts their
+// `@dstack/testing/emulators`: the cloud emulators (AWS, GCP, Vast.ai), the interface of the hosts their
 // instances boot and the Docker hosts, loadable by a plain Node process (`pnpm emulator`) as well
 // as by tests.
 
@@ -134,8 +134,75 @@ export {
 } from './hosts/emulated-host-image.js';
 export { HostUserDataError } from './hosts/instance-boot-files.js';
 export {
+  type RunnerRuntimeServer,
+  type ServeRunnerRuntimeOptions,
+  serveRunnerRuntime,
+} from './hosts/runner-runtime-server.js';
+export {
   bridgeGateway,
   type ServeShimTarballOptions,
   type ShimTarballServer,
   serveShimTarball,
 } from './hosts/shim-tarball-server.js';
+export {
+  DEFAULT_VASTAI_RENTAL_NETWORK,
+  DockerVastaiContainers,
+  type DockerVastaiContainersOptions,
+  VASTAI_RENTAL_CONTRACT_LABEL,
+  VASTAI_RENTAL_LABEL,
+  type VastaiContainerSpec,
+  VastaiContainerStartError,
+  type VastaiContainers,
+  type VastaiPortMap,
+} from './vastai/vastai-docker-containers.js';
+export {
+  DEFAULT_VASTAI_EMULATOR_API_KEY,
+  DEFAULT_VASTAI_PUBLIC_IP_ADDRESS,
+  startVastaiEmulator,
+  type VastaiEmulator,
+  type VastaiEmulatorInstanceState,
+  type VastaiEmulatorOptions,
+  type VastaiEmulatorState,
+} from './vastai/vastai-emulator.js';
+export {
+  parseVastaiEmulatorArguments,
+  runVastaiEmulatorCommand,
+  VASTAI_EMULATOR_USAGE,
+  type VastaiEmulatorCommandArguments,
+  type VastaiEmulatorCommandOptions,
+  vastaiEmulatorBackend,
+  vastaiEmulatorServerConfig,
+} from './vastai/vastai-emulator-command.js';
+export {
+  DEFAULT_VASTAI_EMULATOR_ASKS,
+  type VastaiAskSpec,
+  type VastaiOffer,
+  vastaiLocation,
+  vastaiOffer,
+} from './vastai/vastai-emulator-data.js';
+export {
+  type ActiveVastaiFault,
+  DEFAULT_VASTAI_OUTBID_AFTER_MS,
+  DEFAULT_VASTAI_SLOW_RESPONSE_MS,
+  parseVastaiFault,
+  parseVastaiFaultFlag,
+  VASTAI_FAULT_CODES,
+  VASTAI_ROUTES,
+  type VastaiFault,
+  type VastaiFaultCode,
+  type VastaiRoute,
+} from './vastai/vastai-emulator-faults.js';
+export {
+  DEFAULT_VASTAI_EMULATOR_TIMELINE,
+  type VastaiActualStatus,
+  type VastaiEmulatorTimeline,
+  type VastaiInstance,
+} from './vastai/vastai-instances.js';
+export { VastaiOfferBook } from './vastai/vastai-offer-book.js';
+export {
+  DEFAULT_VASTAI_DISK_GB,
+  VASTAI_RUNTYPES,
+  type VastaiRentRequest,
+  type VastaiRuntype,
+} from './vastai/vastai-rent-request.js';
+export { DEFAULT_VASTAI_SEARCH_LIMIT, VASTAI_QUERY_OPERATORS } from './vastai/vastai-search-query.js';

@@ -67,6 +67,21 @@ export async function loadOfflineProvider(
       `unknown provider "${provider}"; known: ${Object.keys(OFFLINE_CATALOG_PACKAGES).join(', ')} (or pass --module SPECIFIER)`,
     );
   }
+  const candidate = await importCatalogProvider(specifier, `to collect ${provider}`);
+  if (isOfflineProvider(candidate)) return candidate;
+  const what =
+    (candidate as { kind?: unknown } | undefined)?.kind === 'online'
+      ? 'an online catalog provider, which has nothing to collect'
+      : 'no offline catalog provider (default export with catalogProvider, or a named catalogProvider export)';
+  throw new CliError(`${specifier} has ${what}`, 1);
+}
+
+/**
+ * Imports a backend module (a package installed where the command runs, or a file) and returns
+ * what it offers as its catalog provider: the default export's `catalogProvider` (the backend
+ * descriptor) or a named `catalogProvider`. `purpose` ends the install hint ("to collect aws").
+ */
+export async function importCatalogProvider(specifier: string, purpose: string): Promise<unknown> {
   const installed = isPathSpecifier(specifier) ? null : resolveInstalledPackage(specifier, process.cwd());
   const importTarget = installed
     ? pathToFileURL(installed).href
@@ -84,9 +99,7 @@ export async function loadOfflineProvider(
       (error as Error).message.includes(isPathSpecifier(specifier) ? path.basename(specifier) : specifier);
     if (backendMissing) {
       throw new CliError(
-        isPathSpecifier(specifier)
-          ? `module ${specifier} not found`
-          : `install ${specifier} to collect ${provider}`,
+        isPathSpecifier(specifier) ? `module ${specifier} not found` : `install ${specifier} ${purpose}`,
         1,
         { cause: error },
       );
@@ -94,13 +107,7 @@ export async function loadOfflineProvider(
     throw new CliError(`cannot load ${specifier}: ${(error as Error).message}`, 1, { cause: error });
   }
   const descriptor = loaded.default as { catalogProvider?: unknown } | undefined;
-  const candidate = descriptor?.catalogProvider ?? loaded.catalogProvider;
-  if (isOfflineProvider(candidate)) return candidate;
-  const what =
-    (candidate as { kind?: unknown } | undefined)?.kind === 'online'
-      ? 'an online catalog provider, which has nothing to collect'
-      : 'no offline catalog provider (default export with catalogProvider, or a named catalogProvider export)';
-  throw new CliError(`${specifier} has ${what}`, 1);
+  return descriptor?.catalogProvider ?? loaded.catalogProvider;
 }
 
 /** Collects one provider's offers and writes them as a gpuhunt-format catalog CSV. */

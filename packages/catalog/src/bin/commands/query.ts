@@ -6,6 +6,7 @@ import { describeError } from '../../errors.js';
 import { ACCELERATOR_VENDORS, CPU_ARCHITECTURES } from '../../gpus/known-accelerators.js';
 import { normalizeQueryFilter, type QueryFilterInput } from '../../matching/matches.js';
 import { usageError } from '../cli-error.js';
+import { loadOnlineProvider } from './online-providers.js';
 import { formatOffersTable, offerToJson, shouldUseColor } from './query-output.js';
 
 /** Options as commander hands them over (camelCase of the kebab-case flags). */
@@ -110,6 +111,7 @@ Examples:
   dstack-catalog query --gpu-name H100
   dstack-catalog query --gpu-name A100 --min-gpu-memory 80 --spot --max-price 3
   dstack-catalog query --max-gpu-count 0 --min-cpu 16 --provider aws --limit 5 --format json
+  dstack-catalog query --provider vastai --gpu-name RTX4090   (live offers; needs @dstack/backend-vastai)
 `,
     )
     .action(async (options: QueryOptions) => {
@@ -127,6 +129,11 @@ Examples:
         onWarning: (warning: CatalogWarning) => logCatalogWarning(warning),
         onError: (error) => process.stderr.write(`warning: ${describeError(error)}\n`),
       });
+      // Online providers (a marketplace such as Vast.ai) are asked live, only when named.
+      for (const name of filter.provider ?? []) {
+        const online = await loadOnlineProvider(name);
+        if (online) catalog.addProvider(online);
+      }
       await catalog.load();
       const known = catalog.providers().map((provider) => provider.name);
       if (known.length === 0) throw usageError(`no catalog files ({provider}.csv) in ${source.description}`);

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type RunnerJobState, TaskConfigSchema } from '@dstack/core/agent-protocol';
+import { DEFAULT_JOB_IMAGE, type RunnerJobState, TaskConfigSchema } from '@dstack/core/agent-protocol';
 import { RunnerClient } from '@dstack/runner';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StartedTask, TaskDevices } from '../task-runtime.js';
@@ -26,7 +26,7 @@ describe('process runtime', () => {
     const task = TaskConfigSchema.parse({
       id: randomUUID(),
       name: 'process-test',
-      image_name: 'ignored',
+      image_name: DEFAULT_JOB_IMAGE,
       container_user: containerUser,
     });
     const runtimeTask = await createProcessRuntime().start(
@@ -85,5 +85,16 @@ describe('process runtime', () => {
       gpuIds: ['1', '3'],
     });
     expect(result.output).toBe('1,3/1,3\n');
+  });
+
+  it('refuses a task naming an image other than the default, naming the image', async () => {
+    const homeDir = await mkdtemp(join(tmpdir(), 'dstack-process-runtime-'));
+    directories.push(homeDir);
+    const task = TaskConfigSchema.parse({ id: randomUUID(), name: 'with-image', image_name: 'python:3.11' });
+    const start = createProcessRuntime().start(task, homeDir, { onStatus: () => undefined });
+    await expect(start).rejects.toMatchObject({
+      reason: 'executor_error',
+      message: expect.stringMatching(/^image python:3\.11: this instance runs jobs without containers/),
+    });
   });
 });

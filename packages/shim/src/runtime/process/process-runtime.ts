@@ -1,4 +1,4 @@
-import type { TaskConfig } from '@dstack/core/agent-protocol';
+import { DEFAULT_JOB_IMAGE, type TaskConfig } from '@dstack/core/agent-protocol';
 import { startRunner } from '@dstack/runner';
 import type { StartedTask, TaskAccess, TaskDevices, TaskEvents, TaskRuntime } from '../task-runtime.js';
 import { TaskStartError } from '../task-runtime.js';
@@ -10,8 +10,9 @@ export interface ProcessRuntimeOptions {
 
 /**
  * Runs each task's runner inside the shim's own process, and its job as a child process of the
- * shim's host. There is no container: `image_name`, resources and volumes are ignored, so this
- * runtime suits local machines and tests, not isolation. The only limit it applies is the GPUs
+ * shim's host. There is no container, so this runtime suits local machines and tests, not
+ * isolation: resources and volumes are ignored, and a task naming an image other than the
+ * default one is refused (its job would not run in that image). The only limit it applies is the GPUs
  * the task holds: its job sees just those (`CUDA_VISIBLE_DEVICES`, `NVIDIA_VISIBLE_DEVICES`);
  * `cpu` and `memory` are not enforced.
  *
@@ -30,6 +31,9 @@ export function createProcessRuntime(options: ProcessRuntimeOptions = {}): TaskR
       devices: TaskDevices = { gpuIds: null },
       access: TaskAccess = { runnerToken: null },
     ): Promise<StartedTask> {
+      if (task.image_name !== DEFAULT_JOB_IMAGE) {
+        throw new TaskStartError('executor_error', imageRefusal(task.image_name));
+      }
       let runner: Awaited<ReturnType<typeof startRunner>>;
       // `startRunner` creates the task's home. The runner lives in this process and answers once
       // `startRunner` resolves (it is listening then): no healthcheck round trip is needed first.
@@ -47,6 +51,14 @@ export function createProcessRuntime(options: ProcessRuntimeOptions = {}): TaskR
       return startedProcessTask(runner);
     },
   };
+}
+
+/** Why a process runtime cannot run `image`: the user learns which field and what would. */
+export function imageRefusal(image: string): string {
+  return (
+    `image ${image}: this instance runs jobs without containers (its shim has no Docker), ` +
+    'so the job cannot run in an image; remove `image` or run on an instance with Docker'
+  );
 }
 
 /**

@@ -65,6 +65,18 @@ describe('the Billing Catalog', () => {
     const g2Ram = priceOf(find('G2 Instance Ram running in EMEA', 'europe-west4'));
     const g2 = emulator.data.machineOffering('g2-standard-8', 'europe-west4-a');
     expect(8 * g2Core + 32 * g2Ram).toBeCloseTo(g2?.onDemandPrice ?? 0, 3);
+
+    // a3-megagpu is its own family (A3Plus) and pays for its 6000 GiB of local SSD per GiB-month.
+    const megaCore = priceOf(find('A3Plus Instance Core running in Americas', 'us-central1'));
+    const megaRam = priceOf(find('A3Plus Instance Ram running in Americas', 'us-central1'));
+    const localSsd = find('SSD backed Local Storage', 'us-central1');
+    expect(localSsd?.category).toMatchObject({ resourceFamily: 'Storage', usageType: 'OnDemand' });
+    expect(localSsd?.pricingInfo[0]?.pricingExpression.usageUnit).toBe('GiBy.mo');
+    const mega = emulator.data.machineOffering('a3-megagpu-8g', 'us-central1-a');
+    expect(208 * megaCore + 1872 * megaRam + (6000 * priceOf(localSsd)) / 730).toBeCloseTo(
+      mega?.onDemandPrice ?? 0,
+      2,
+    );
   });
 
   it('an unknown service is 404; a bad page token is 400; no token is 401', async () => {

@@ -3,7 +3,10 @@
  * gpuhunt's GCP collector reads them: per region, a core and a RAM SKU per machine family
  * ("N1 Predefined Instance Core running in Americas") and a SKU per GPU ("Nvidia Tesla T4 GPU
  * running in Americas"), OnDemand and Preemptible (spot), priced so that cores·core + GiB·ram
- * (+ GPUs·gpu) gives back the catalog's prices. Derived from the same data as the machine types.
+ * (+ GPUs·gpu, + local SSD·ssd) gives back the catalog's prices. Derived from the same data as the
+ * machine types. a3-megagpu is its own family ("A3Plus Instance"), as in the real catalog; types
+ * that come with local SSD (a2-ultragpu, a3-highgpu-8g, a3-megagpu-8g) pay for it at the region's
+ * "SSD backed Local Storage" price (per GiB-month of 730 hours), so their core and RAM fit the rest.
  */
 import type { EmulatorRequest } from '../../emulator/emulator-server.js';
 import { GcpApiError } from './gcp-api-error.js';
@@ -50,8 +53,51 @@ const GPU_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'nvidia-b200': 'Nvidia B200',
 };
 
+/** The local SSD (GiB) that comes with, and is billed with, these machine types (Compute's fixed sizes). */
+export const BUNDLED_LOCAL_SSD_GIB: Readonly<Record<string, number>> = {
+  'a2-ultragpu-1g': 375,
+  'a2-ultragpu-2g': 2 * 375,
+  'a2-ultragpu-4g': 4 * 375,
+  'a2-ultragpu-8g': 8 * 375,
+  'a3-highgpu-8g': 16 * 375,
+  'a3-megagpu-8g': 16 * 375,
+};
+
+/** USD per GiB-month of local SSD, on-demand and spot, in every region (GCP's order of magnitude). */
+const LOCAL_SSD_MONTHLY_PRICE = { onDemand: 0.08, spot: 0.064 };
+const HOURS_IN_MONTH = 730;
+
+/** The family a machine type's core and RAM SKUs are named after. */
+function familyOf(machineType: string): string {
+  return machineType.startsWith('a3-megagpu') ? 'a3-megagpu' : (machineType.split('-')[0] ?? '');
+}
+
+/** The SKU description's name of a family: "N1 Predefined Instance", "A3Plus Instance", "G2 Instance". */
+function familyLabel(family: string): string {
+  if (family === 'n1') return 'N1 Predefined Instance';
+  if (family === 'a3-megagpu') return 'A3Plus Instance';
+  return `${family.toUpperCase()} Instance`;
+}
+
 /** RAM price per GiB = core price / this, where a family's types cannot separate the two (one cores:GiB ratio). */
 const CORE_TO_GIB_PRICE_RATIO = 7.5;
+
+/** How the Billing Catalog describes each usage unit (base unit: seconds, byte-seconds). */
+const USAGE_UNITS = {
+  h: { description: 'hour', baseUnit: 's', baseUnitDescription: 'second', conversionFactor: 3600 },
+  'GiBy.h': {
+    description: 'gibibyte hour',
+    baseUnit: 'By.s',
+    baseUnitDescription: 'byte second',
+    conversionFactor: 3865470566400,
+  },
+  'GiBy.mo': {
+    description: 'gibibyte month',
+    baseUnit: 'By.s',
+    baseUnitDescription: 'byte second',
+    conversionFactor: 2821793513472000,
+  },
+} as const;
 
 function unitPrice(usd: number) {
   const units = Math.floor(usd);
@@ -89,12 +135,11 @@ function splitCoreAndRam(rows: readonly { cores: number; gib: number; price: num
 export function buildBillingSkus(data: GcpEmulatorData): BillingSku[] {
   const skus: BillingSku[] = [];
   let sequence = 0;
-  const add = (
+  const push = (
     description: string,
-    resourceGroup: string,
-    usageType: 'OnDemand' | 'Preemptible',
+    category: Pick<BillingSku['category'], 'resourceFamily' | 'resourceGroup' | 'usageType'>,
     region: string,
-    usageUnit: string,
+    usageUnit: 'h' | 'GiBy.h' | 'GiBy.mo',
     usd: number,
   ) => {
     sequence += 1;
@@ -102,8 +147,8 @@ export function buildBillingSkus(data: GcpEmulatorData): BillingSku[] {
     skus.push({
       name: `services/${COMPUTE_ENGINE_SERVICE_ID}/skus/${skuId}`,
       skuId,
-      description: `${usageType === 'Preemptible' ? 'Spot Preemptible ' : ''}${description} running in ${geographyOf(region)}`,
-      category: { serviceDisplayName: 'Compute Engine', resourceFamily: 'Compute', resourceGroup, usageType },
+      description,
+      category: { serviceDisplayName: 'Compute Engine', ...category },
       serviceRegions: [region],
       pricingInfo: [
         {
@@ -112,10 +157,10 @@ export function buildBillingSkus(data: GcpEmulatorData): BillingSku[] {
             usageUnit,
             displayQuantity: 1,
             tieredRates: [{ startUsageAmount: 0, unitPrice: unitPrice(usd) }],
-            usageUnitDescription: usageUnit === 'h' ? 'hour' : 'gibibyte hour',
-            baseUnit: 's',
-            baseUnitDescription: 'second',
-            baseUnitConversionFactor: usageUnit === 'h' ? 3600 : 3865470566400,
+            usageUnitDescription: USAGE_UNITS[usageUnit].description,
+            baseUnit: USAGE_UNITS[usageUnit].baseUnit,
+            baseUnitDescription: USAGE_UNITS[usageUnit].baseUnitDescription,
+            baseUnitConversionFactor: USAGE_UNITS[usageUnit].conversionFactor,
           },
           currencyConversionRate: 1,
           effectiveTime: '2026-01-01T00:00:00Z',
@@ -124,6 +169,36 @@ export function buildBillingSkus(data: GcpEmulatorData): BillingSku[] {
       serviceProviderName: 'Google',
     });
   };
+  /** A Compute SKU: "[Spot Preemptible ]<what> running in <geography>". */
+  const add = (
+    description: string,
+    resourceGroup: string,
+    usageType: 'OnDemand' | 'Preemptible',
+    region: string,
+    usageUnit: 'h' | 'GiBy.h',
+    usd: number,
+  ) =>
+    push(
+      `${usageType === 'Preemptible' ? 'Spot Preemptible ' : ''}${description} running in ${geographyOf(region)}`,
+      { resourceFamily: 'Compute', resourceGroup, usageType },
+      region,
+      usageUnit,
+      usd,
+    );
+  /** A local SSD SKU, priced per GiB-month. */
+  const addStorage = (
+    description: string,
+    usageType: 'OnDemand' | 'Preemptible',
+    region: string,
+    usd: number,
+  ) =>
+    push(
+      description,
+      { resourceFamily: 'Storage', resourceGroup: 'LocalSSD', usageType },
+      region,
+      'GiBy.mo',
+      usd,
+    );
 
   for (const region of data.regions) {
     // Machine families: the type name's prefix (n1, a2, a3, g2), priced from the VM rows.
@@ -135,21 +210,38 @@ export function buildBillingSkus(data: GcpEmulatorData): BillingSku[] {
       }
     >();
     const seen = new Set<string>();
+    let hasLocalSsd = false;
     for (const offering of data.machineOfferings) {
       if (offering.region !== region || seen.has(offering.machineType)) continue;
       seen.add(offering.machineType);
       const spec = data.machineTypes.get(offering.machineType);
       if (!spec) continue;
-      const family = offering.machineType.split('-')[0] ?? '';
+      const family = familyOf(offering.machineType);
       const entry = families.get(family) ?? { onDemand: [], spot: [] };
       const shape = { cores: spec.vcpus, gib: spec.memoryMb / 1024 };
+      const ssdGib = BUNDLED_LOCAL_SSD_GIB[offering.machineType] ?? 0;
+      hasLocalSsd ||= ssdGib > 0;
+      const ssdPart = (monthly: number) => (ssdGib * monthly) / HOURS_IN_MONTH;
       if (offering.onDemandPrice !== undefined)
-        entry.onDemand.push({ ...shape, price: offering.onDemandPrice });
-      if (offering.spotPrice !== undefined) entry.spot.push({ ...shape, price: offering.spotPrice });
+        entry.onDemand.push({
+          ...shape,
+          price: offering.onDemandPrice - ssdPart(LOCAL_SSD_MONTHLY_PRICE.onDemand),
+        });
+      if (offering.spotPrice !== undefined)
+        entry.spot.push({ ...shape, price: offering.spotPrice - ssdPart(LOCAL_SSD_MONTHLY_PRICE.spot) });
       families.set(family, entry);
     }
+    if (hasLocalSsd) {
+      addStorage('SSD backed Local Storage', 'OnDemand', region, LOCAL_SSD_MONTHLY_PRICE.onDemand);
+      addStorage(
+        'SSD backed Local Storage attached to Spot Preemptible VMs',
+        'Preemptible',
+        region,
+        LOCAL_SSD_MONTHLY_PRICE.spot,
+      );
+    }
     for (const [family, prices] of [...families].sort(([a], [b]) => a.localeCompare(b))) {
-      const label = family === 'n1' ? 'N1 Predefined Instance' : `${family.toUpperCase()} Instance`;
+      const label = familyLabel(family);
       for (const [usageType, rows] of [
         ['OnDemand', prices.onDemand],
         ['Preemptible', prices.spot],

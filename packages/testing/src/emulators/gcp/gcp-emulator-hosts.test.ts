@@ -2,7 +2,7 @@
  * The GCP emulator with real hosts: an inserted instance boots a Docker container that runs the
  * exact startup script, its natIP answers SSH, and a delete takes the host away.
  */
-import { utils } from 'ssh2';
+import { generateEd25519KeyPair } from '@dstack/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DockerEmulatedHosts, EMULATED_HOST_INSTANCE_LABEL } from '../hosts/docker-emulated-hosts.js';
 import { docker, prepareDockerForHostTests, sshAsRoot } from '../hosts/emulated-hosts.test.helpers.js';
@@ -45,11 +45,11 @@ describe.skipIf(!environment.available)('the GCP emulator with Docker hosts', { 
       },
     });
     const token = await accessToken(emulator);
-    const key = utils.generateKeyPairSync('ed25519');
+    const key = generateEd25519KeyPair();
     const script = [
       '#!/bin/sh',
       'mkdir -p /root/.ssh && chmod 700 /root/.ssh',
-      `echo '${key.public}' >> /root/.ssh/authorized_keys`,
+      `echo '${key.publicKey}' >> /root/.ssh/authorized_keys`,
       'chmod 600 /root/.ssh/authorized_keys',
       'echo "startup script ran" > /root/startup-marker',
     ].join('\n');
@@ -73,7 +73,7 @@ describe.skipIf(!environment.available)('the GCP emulator with Docker hosts', { 
     const address = running.body.networkInterfaces[0].accessConfigs[0].natIP as string;
     const marker = await pollUntil(
       () =>
-        sshAsRoot(address, key.private, 'cat /root/startup-marker').catch(() => ({
+        sshAsRoot(address, key.privateKey, 'cat /root/startup-marker').catch(() => ({
           stdout: '',
           stderr: '',
           code: 1,

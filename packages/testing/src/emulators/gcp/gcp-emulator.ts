@@ -70,6 +70,8 @@ export interface GcpEmulatorOptions {
   images?: readonly GcpImage[];
   /** Faults active from the start. */
   faults?: readonly GcpFault[];
+  /** The Billing Catalog's Compute Engine SKUs (recorded ones). Default: derived from the machine data. */
+  billingSkus?: readonly BillingSku[];
   /** Where host failures are reported. Default `console.error`. */
   onHostError?: (instanceName: string, error: unknown) => void;
 }
@@ -162,7 +164,7 @@ export async function startGcpEmulator(options: GcpEmulatorOptions = {}): Promis
     requestIds: new Map(),
     globalOperations: new Map(),
   };
-  const skus = buildBillingSkus(data);
+  const skus = options.billingSkus ?? buildBillingSkus(data);
   let baseUrl = '';
   const oauth = new GcpOAuth({
     accounts: [serviceAccount],

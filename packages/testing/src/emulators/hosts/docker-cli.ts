@@ -4,6 +4,7 @@
  * DOCKER_HOST and contexts. Every call is bounded by a timeout.
  */
 import { spawn } from 'node:child_process';
+import { hostname } from 'node:os';
 
 /** How long one docker command may take before it is killed. Default 60 s. */
 export const DEFAULT_DOCKER_COMMAND_TIMEOUT_MS = 60_000;
@@ -71,4 +72,45 @@ export function runDocker(args: readonly string[], options: DockerCommandOptions
     child.stdin.on('error', () => undefined);
     child.stdin.end(options.input);
   });
+}
+
+function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** `<machine>:<pid>` of this process: the owner label's value on the containers it makes. */
+export function containerOwner(): string {
+  return `${hostname()}:${process.pid}`;
+}
+
+/**
+ * Removes the containers labelled `label` whose owner (`ownerLabel`, a `containerOwner()` value)
+ * was a process of this machine that has died without removing them. Another machine's or a live
+ * process's containers stay.
+ */
+export async function removeOrphanedContainers(label: string, ownerLabel: string): Promise<void> {
+  const listing = await runDocker([
+    'ps',
+    '--all',
+    '--filter',
+    `label=${label}`,
+    '--format',
+    `{{.ID}} {{.Label "${ownerLabel}"}}`,
+  ]);
+  const machine = hostname();
+  const orphans: string[] = [];
+  for (const line of listing.split('\n')) {
+    const [id, owner] = line.trim().split(' ');
+    if (!id || !owner) continue;
+    const separator = owner.lastIndexOf(':');
+    const pid = Number(owner.slice(separator + 1));
+    if (owner.slice(0, separator) === machine && Number.isInteger(pid) && !isProcessAlive(pid))
+      orphans.push(id);
+  }
+  if (orphans.length > 0) await runDocker(['rm', '--force', ...orphans]).catch(() => undefined);
 }

@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { utils } from 'ssh2';
+import { generateEd25519KeyPair } from '@dstack/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   DockerEmulatedHosts,
@@ -27,11 +27,11 @@ const environment = await prepareDockerForHostTests();
 if (!environment.available) console.warn(`skipping the emulated hosts tests: ${environment.reason}`);
 
 const EMULATOR = 'hosts-test';
-const key = utils.generateKeyPairSync('ed25519');
+const key = generateEd25519KeyPair();
 const authorizeKeyScript = [
   '#!/bin/sh',
   'mkdir -p /root/.ssh && chmod 700 /root/.ssh',
-  `echo '${key.public}' >> /root/.ssh/authorized_keys`,
+  `echo '${key.publicKey}' >> /root/.ssh/authorized_keys`,
   'chmod 600 /root/.ssh/authorized_keys',
 ].join('\n');
 
@@ -85,7 +85,7 @@ describe.skipIf(!environment.available)(
       expect(host.instanceId).toBe(id);
       expect(host.address).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
 
-      const client = await connectAsRoot(host.address, key.private);
+      const client = await connectAsRoot(host.address, key.privateKey);
       try {
         const whoami = await execOverSsh(client, 'id -u; echo "$HOME"');
         expect(whoami).toMatchObject({ code: 0, stdout: '0\n/root\n' });
@@ -98,7 +98,7 @@ describe.skipIf(!environment.available)(
         const log = await execOverSsh(client, 'cat /var/log/cloud-init-output.log');
         expect(log.stdout).toContain('from the user data');
         const exact = await execOverSsh(client, 'cat /var/lib/cloud/instance/user-data.txt');
-        expect(exact.stdout).toContain(key.public);
+        expect(exact.stdout).toContain(key.publicKey);
       } finally {
         client.end();
       }
@@ -106,7 +106,7 @@ describe.skipIf(!environment.available)(
 
     it("runs what the server's SSH deploy runs: the probe's tools, the host's node, SFTP and a detached process", async () => {
       const host = await hosts.launch({ instanceId: instanceId(), userData: authorizeKeyScript });
-      const client = await connectAsRoot(host.address, key.private);
+      const client = await connectAsRoot(host.address, key.privateKey);
       try {
         const probe = await execOverSsh(
           client,
@@ -182,7 +182,7 @@ describe.skipIf(!environment.available)(
       const userData = [
         '#cloud-config',
         'ssh_authorized_keys:',
-        `  - ${key.public}`,
+        `  - ${key.publicKey}`,
         'write_files:',
         '  - path: /etc/dstack/settings.env',
         '    permissions: "0640"',
@@ -201,7 +201,7 @@ describe.skipIf(!environment.available)(
       const host = await hosts.launch({ instanceId: instanceId(), userData });
       const result = await sshAs(
         host.address,
-        key.private,
+        key.privateKey,
         'ubuntu',
         [
           'id -un',
@@ -236,7 +236,7 @@ describe.skipIf(!environment.available)(
       // the connection at once, and even a wrongly routed attempt would reach nothing real.
       const result = await sshAsRoot(
         first.address,
-        key.private,
+        key.privateKey,
         [
           'ip route',
           `node -e 'require("net").connect(80, "198.51.100.1").on("error", (e) => console.log(e.code)).on("connect", () => console.log("connected"))'`,
@@ -247,7 +247,7 @@ describe.skipIf(!environment.available)(
       expect(result.stdout).toContain('ENETUNREACH');
       expect(result.stdout).toContain('neighbour');
       // The hosts cannot give themselves a route back.
-      const addRoute = await sshAsRoot(first.address, key.private, 'ip route add default dev eth0');
+      const addRoute = await sshAsRoot(first.address, key.privateKey, 'ip route add default dev eth0');
       expect(addRoute.code).not.toBe(0);
     });
 

@@ -11,9 +11,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
-import { hostname } from 'node:os';
 import type { EmulatedHost, EmulatedHosts, HostLaunchRequest } from '../emulated-hosts.js';
-import { DockerCommandError, runDocker } from './docker-cli.js';
+import { containerOwner, DockerCommandError, removeOrphanedContainers, runDocker } from './docker-cli.js';
 import { EMULATED_HOST_IMAGE, ensureEmulatedHostImage } from './emulated-host-image.js';
 import { instanceBootFiles } from './instance-boot-files.js';
 import { tarArchive } from './tar-archive.js';
@@ -65,15 +64,6 @@ interface HostRecord {
   removal?: Promise<void>;
 }
 
-function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** Docker names allow `[a-zA-Z0-9][a-zA-Z0-9_.-]*`; host names (RFC 1123) letters, digits and `-`, 63 at most. */
 function dockerName(value: string): string {
   return value.replace(/[^a-zA-Z0-9_.-]/g, '-');
@@ -115,7 +105,7 @@ export class DockerEmulatedHosts implements EmulatedHosts {
   readonly image: string;
   readonly network: string;
   readonly #sshdTimeoutMs: number;
-  readonly #owner = `${hostname()}:${process.pid}`;
+  readonly #owner = containerOwner();
   readonly #session = randomUUID();
   readonly #hosts = new Map<string, HostRecord>();
   #prepared: Promise<void> | null = null;
@@ -158,26 +148,7 @@ export class DockerEmulatedHosts implements EmulatedHosts {
   }
 
   async #removeOrphanedHosts(): Promise<void> {
-    const listing = await runDocker([
-      'ps',
-      '--all',
-      '--filter',
-      `label=${EMULATED_HOST_LABEL}`,
-      '--format',
-      `{{.ID}} {{.Label "${OWNER_LABEL}"}}`,
-    ]);
-    const machine = hostname();
-    const orphans: string[] = [];
-    for (const line of listing.split('\n')) {
-      const [id, owner] = line.trim().split(' ');
-      if (!id || !owner) continue;
-      const separator = owner.lastIndexOf(':');
-      const pid = Number(owner.slice(separator + 1));
-      // Only this machine's processes can be checked; a live owner keeps its hosts.
-      if (owner.slice(0, separator) === machine && Number.isInteger(pid) && !isProcessAlive(pid))
-        orphans.push(id);
-    }
-    if (orphans.length > 0) await runDocker(['rm', '--force', ...orphans]).catch(() => undefined);
+    await removeOrphanedContainers(EMULATED_HOST_LABEL, OWNER_LABEL);
   }
 
   async #inspectNetwork(): Promise<{ internal: boolean; ours: boolean } | null> {

@@ -1,0 +1,197 @@
+import {
+  type BackendRecord,
+  type Configurator,
+  InvalidCredentialsError,
+  ServerClientError,
+  type StoredBackendRecord,
+  type ValidateConfigOptions,
+} from '@dstack/core';
+import type { z } from 'zod';
+import { GcpComputeApi } from './gcp-api.js';
+import { createGcpBackend, type GcpCompute } from './gcp-compute.js';
+import {
+  GCP_BACKEND_TYPE,
+  GCP_COMPUTE_URL,
+  type GcpBackendConfig,
+  type GcpBackendConfigWithCreds,
+  type GcpCreds,
+  gcpConfigModels,
+  invalidConfigField,
+} from './gcp-config.js';
+import {
+  credsAccessTokenSource,
+  keyField,
+  serviceAccountKeyOfCreds,
+  serviceAccountKeyText,
+} from './gcp-credentials.js';
+import { GcpApiCallError, GcpTokenError } from './gcp-rest.js';
+
+/** GCP label keys and values: lowercase letters, digits, `_` and `-`, at most 63; keys start with a letter. */
+const LABEL_KEY = /^[a-z][a-z0-9_-]{0,62}$/;
+const LABEL_VALUE = /^[a-z0-9_-]{0,63}$/;
+
+/**
+ * The schema's first complaint as a `ServerClientError` naming the field
+ * (`fields: [['creds', 'data']]`), for callers that skipped the schema.
+ */
+function schemaError(error: z.ZodError): ServerClientError {
+  const issue = error.issues[0];
+  const path = (issue?.path ?? []).map(String);
+  return invalidConfigField(path.length > 0 ? path : ['config'], issue?.message ?? 'is invalid');
+}
+
+/**
+ * dstack's fields this backend cannot honour yet, refused by name rather than ignored: a
+ * Shared VPC (`vpc_project_id`), extra VPCs for multi-NIC instances (`extra_vpcs`) and the
+ * Cloud NAT check (`nat_check`, dstack's default when `public_ips` is false).
+ */
+function refuseUnsupportedFields(config: GcpBackendConfigWithCreds): void {
+  if (config.vpc_project_id != null) {
+    throw invalidConfigField(
+      ['vpc_project_id'],
+      'Shared VPC is not supported by this backend yet; remove vpc_project_id',
+    );
+  }
+  if (config.extra_vpcs != null && config.extra_vpcs.length > 0) {
+    throw invalidConfigField(
+      ['extra_vpcs'],
+      'extra VPCs (multi-NIC instances) are not supported by this backend yet',
+    );
+  }
+  if (config.nat_check === true) {
+    throw invalidConfigField(
+      ['nat_check'],
+      'the Cloud NAT check is not supported by this backend yet; set nat_check: false',
+    );
+  }
+  if (config.public_ips === false && config.nat_check == null) {
+    throw invalidConfigField(
+      ['nat_check'],
+      'with public_ips: false dstack checks for Cloud NAT, which this backend cannot do yet; set nat_check: false to go without the check',
+    );
+  }
+  for (const [key, value] of Object.entries(config.tags ?? {})) {
+    if (!LABEL_KEY.test(key) || !LABEL_VALUE.test(value)) {
+      throw invalidConfigField(
+        ['tags', key],
+        'GCP labels take lowercase letters, digits, _ and - (at most 63), and keys start with a letter',
+      );
+    }
+  }
+  if (config.creds.type === 'service_account' && config.creds.data == null && config.creds.filename == null) {
+    throw invalidConfigField(
+      ['creds', 'data'],
+      'give the service-account key as data (its JSON text) or filename',
+    );
+  }
+}
+
+/**
+ * The config checked against the schema and the fields this backend refuses; throws
+ * `ServerClientError` naming the first bad field. The server parses configs with the plugin's
+ * schemas before `validateConfig`, but other callers may not.
+ */
+export function parseGcpBackendConfig(config: unknown): GcpBackendConfigWithCreds {
+  const result = gcpConfigModels.backendConfigWithCreds.safeParse(config);
+  if (!result.success) throw schemaError(result.error);
+  refuseUnsupportedFields(result.data);
+  return result.data;
+}
+
+/** Refuses creds of type `default` when the server runs with `DSTACK_DEFAULT_CREDS_DISABLED`, naming `creds.type`. */
+export function refuseDisabledDefaultCreds(creds: GcpCreds, options: ValidateConfigOptions): void {
+  if (creds.type === 'default' && !options.defaultCredsEnabled) {
+    throw new ServerClientError(
+      'Default credentials are disabled on this server (DSTACK_DEFAULT_CREDS_DISABLED): give creds of type service_account',
+      { fields: [['creds', 'type']] },
+    );
+  }
+}
+
+/**
+ * The error for credentials Google refused, naming the field the user must fix: the key
+ * (`creds.data`, or `creds.filename`), or `creds.type` when the server's own environment has
+ * no usable credentials.
+ */
+export function invalidCredentials(creds: GcpCreds, cause?: unknown): InvalidCredentialsError {
+  const field = creds.type === 'service_account' ? keyField(creds) : ['creds', 'type'];
+  return new InvalidCredentialsError([field], { cause });
+}
+
+/**
+ * Turns `backends: [{type: gcp, ...}]` into a stored record and a
+ * `GcpCompute` (dstack's Configurator).
+ */
+export class GcpConfigurator implements Configurator<GcpBackendConfigWithCreds, GcpBackendConfig> {
+  readonly type = GCP_BACKEND_TYPE;
+
+  /**
+   * Checks the config against Google with read-only calls: the key is parsed (an error naming
+   * `creds.data`/`creds.filename`), the token exchange must succeed (else
+   * `InvalidCredentialsError` on the key), the project must be readable with it (a key of another
+   * project, or a missing permission, is an error naming `project_id`), and each configured
+   * region must exist there (`regions[i]`). Other failures propagate.
+   */
+  async validateConfig(config: GcpBackendConfigWithCreds, options: ValidateConfigOptions): Promise<void> {
+    const parsed = parseGcpBackendConfig(config);
+    refuseDisabledDefaultCreds(parsed.creds, options);
+    if (parsed.creds.type === 'service_account') serviceAccountKeyOfCreds(parsed.creds);
+    const api = new GcpComputeApi({
+      baseUrl: parsed.endpoint_url ?? GCP_COMPUTE_URL,
+      project: parsed.project_id,
+      tokens: credsAccessTokenSource(parsed.creds),
+      maxAttempts: 2,
+    });
+    try {
+      await api.get('');
+    } catch (error) {
+      if (error instanceof GcpTokenError) throw invalidCredentials(parsed.creds, error);
+      if (error instanceof GcpApiCallError && error.statusCode === 401)
+        throw invalidCredentials(parsed.creds, error);
+      if (error instanceof GcpApiCallError && (error.statusCode === 403 || error.statusCode === 404)) {
+        throw invalidConfigField(
+          ['project_id'],
+          `the credentials cannot use project ${JSON.stringify(parsed.project_id)} (${error.message}); check the project id and that the service account has the Compute Admin role there`,
+        );
+      }
+      throw error;
+    }
+    if (!parsed.regions) return;
+    const known = new Set((await api.list<{ name: string }>('regions')).map((region) => region.name));
+    parsed.regions.forEach((region, index) => {
+      if (!known.has(region)) {
+        throw invalidConfigField(
+          ['regions', String(index)],
+          `unknown region ${JSON.stringify(region)}; the project has ${[...known].sort().join(', ')}`,
+        );
+      }
+    });
+  }
+
+  /**
+   * The record to store: a key given by `filename` is stored as its `data`, so the server
+   * does not depend on the file afterwards.
+   */
+  async createBackend(_projectName: string, config: GcpBackendConfigWithCreds): Promise<BackendRecord> {
+    const parsed = parseGcpBackendConfig(config);
+    const { config: stored, auth } = gcpConfigModels.splitCreds(parsed);
+    const creds =
+      parsed.creds.type === 'service_account'
+        ? { ...parsed.creds, data: serviceAccountKeyText(parsed.creds) }
+        : (auth as GcpCreds);
+    return gcpConfigModels.toRecord(stored, creds);
+  }
+
+  getBackendConfigWithCreds(record: StoredBackendRecord): GcpBackendConfigWithCreds {
+    return gcpConfigModels.configWithCredsFromRecord(record);
+  }
+
+  getBackendConfigWithoutCreds(record: StoredBackendRecord): GcpBackendConfig {
+    return gcpConfigModels.configWithoutCredsFromRecord(record);
+  }
+
+  /** Builds the Compute without calling Google: tokens are fetched on first use. */
+  async getCompute(record: StoredBackendRecord): Promise<GcpCompute> {
+    return createGcpBackend({ config: gcpConfigModels.configFromRecord(record) });
+  }
+}

@@ -1,0 +1,146 @@
+/**
+ * What the Compute asks of Vast.ai, checked on the emulator's record of each rental (no
+ * containers: the entrypoint's boot is container-entrypoint-boot.test.ts's), and how it reads
+ * Vast.ai's refusals and failures.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  BackendError,
+  type InstanceOfferWithAvailability,
+  NoCapacityError,
+  ProvisioningError,
+  RequirementsSchema,
+  type RunJobParams,
+} from '@dstack/core';
+import type { VastaiEmulator } from '@dstack/testing/emulators';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createVastAiBackend, type VastAiCompute } from './vastai-compute.js';
+import { emulatorConfig, startVastAiTestEmulator } from './vastai-emulator.test.helpers.js';
+
+const requirements = RequirementsSchema.parse({
+  resources: { cpu: { count: { min: 1 } }, memory: { min: null }, gpu: { count: { min: 1 } } },
+});
+const IMAGE = 'dstack-test/runner-busybox:v2';
+
+let emulator: VastaiEmulator;
+let compute: VastAiCompute;
+
+beforeAll(async () => {
+  emulator = await startVastAiTestEmulator();
+  compute = createVastAiBackend({ config: emulatorConfig(emulator) });
+});
+
+afterAll(async () => {
+  await emulator?.close();
+});
+
+function runJobParams(offer: InstanceOfferWithAvailability, extra: Partial<RunJobParams> = {}): RunJobParams {
+  return {
+    instanceId: randomUUID(),
+    agentToken: 'agent-token-0123456789',
+    runnerDownloadUrl: 'http://10.0.0.1:8080/dstack-runtime.tar.gz',
+    run: { project_name: 'main', user: 'admin', run_spec: { run_name: 'vast', configuration: {} } },
+    job: {
+      job_spec: {
+        job_name: 'vast-0-0',
+        job_num: 0,
+        image_name: IMAGE,
+        requirements,
+        // A secret reference (dstack's `${{ secrets.NAME }}`), left for the runner's submit.
+        env: { GREETING: 'hi', TOKEN: ['$', '{{ secrets.TOKEN }}'].join('') },
+      },
+    },
+    offer,
+    projectSshPublicKey:
+      'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIO2n4bX3Jt1Q0oYJm6Gx5mC1kGQJ3Yx0eQm1xq6vW3nS project',
+    projectSshPrivateKey: 'unused',
+    volumes: [],
+    placementGroup: null,
+    requirements,
+    ...extra,
+  };
+}
+
+async function offer(spot: boolean): Promise<InstanceOfferWithAvailability> {
+  const offers = await compute.getOffers({ ...requirements, spot });
+  const first = offers[0];
+  if (!first) throw new Error('the emulator has no offer');
+  return first;
+}
+
+describe('VastAiCompute', () => {
+  it('rents the ask with the image, the plain job env, the token in the env and the entrypoint as args', async () => {
+    const onDemand = await offer(false);
+
+    const data = await compute.runJob(runJobParams(onDemand));
+    const rental = emulator.instance(Number(data.instance_id));
+
+    expect(data).toMatchObject({ backend: 'vastai', dockerized: false, username: 'root', hostname: null });
+    expect(rental?.request).toMatchObject({
+      image: IMAGE,
+      bid: null,
+      diskGb: 100,
+      onstart: '/bin/sh',
+      runtype: 'args',
+      environment: { GREETING: 'hi', DSTACK_RUNNER_TOKEN: 'agent-token-0123456789' },
+      ports: [expect.objectContaining({ containerPort: 10022 })],
+    });
+    expect(rental?.request.environment).not.toHaveProperty('TOKEN');
+    expect(rental?.request.args?.join(' ')).toContain('http://10.0.0.1:8080/dstack-runtime.tar.gz');
+    expect(rental?.request.args?.join(' ')).not.toContain('agent-token-0123456789');
+    await compute.terminateInstance(data.instance_id, data.region);
+  });
+
+  it('bids the minimum on a spot ask, and turns a refused bid into NoCapacityError leaving no contract', async () => {
+    const spot = await offer(true);
+    const data = await compute.runJob(runJobParams(spot));
+    expect(emulator.instance(Number(data.instance_id))?.request.bid).toBe(
+      (spot.backend_data as { min_bid: number }).min_bid,
+    );
+    await compute.terminateInstance(data.instance_id, data.region);
+
+    const stale = { ...spot, backend_data: { ...spot.backend_data, min_bid: 0.001 } };
+    const before = emulator.state().instances.length;
+    await expect(compute.runJob(runJobParams(stale))).rejects.toSatisfy((error: unknown) =>
+      NoCapacityError.isInstance(error),
+    );
+    expect(emulator.state().instances.length).toBe(before);
+  });
+
+  it('fails provisioning of a container the runtime could not create', async () => {
+    const fault = emulator.addFault({ code: 'OCI_RUNTIME_CREATE_FAILED', image: IMAGE, count: 1 });
+    try {
+      const data = await compute.runJob(runJobParams(await offer(false)));
+      let failure: unknown;
+      for (let attempt = 0; attempt < 100 && failure === undefined; attempt++) {
+        await compute.updateProvisioningData(data).catch((error: unknown) => {
+          failure = error;
+        });
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(ProvisioningError.isInstance(failure)).toBe(true);
+      await compute.terminateInstance(data.instance_id, data.region);
+    } finally {
+      emulator.removeFault(fault.id);
+    }
+  });
+
+  it('reports an outbid rental interrupted', async () => {
+    const data = await compute.runJob(runJobParams(await offer(true)));
+    expect(await compute.instanceStatus(data)).toBe('running');
+
+    emulator.outbid(Number(data.instance_id));
+
+    expect(await compute.instanceStatus(data)).toBe('interrupted');
+    await compute.terminateInstance(data.instance_id, data.region);
+    expect(await compute.instanceStatus(data)).toBe('gone');
+  });
+
+  it('refuses a launch without a runner download URL, naming the setting', async () => {
+    await expect(
+      compute.runJob(runJobParams(await offer(false), { runnerDownloadUrl: null })),
+    ).rejects.toSatisfy(
+      (error: unknown) => BackendError.isInstance(error) && /DSTACK_RUNNER_DOWNLOAD_URL/.test(String(error)),
+    );
+  });
+});

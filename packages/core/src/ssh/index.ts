@@ -1,0 +1,1 @@
+export { generateEd25519KeyPair, type OpenSshKeyPair } from './openssh-key-pair.js';

@@ -1,0 +1,61 @@
+import { DockerEngineClient } from './docker/docker-engine-client.js';
+import { createDockerRuntime } from './docker/docker-runtime.js';
+import { createProcessRuntime } from './process/process-runtime.js';
+import type { TaskRuntime } from './task-runtime.js';
+
+/** What `--runtime` takes: a runtime, or `auto` (Docker when its daemon answers, else process). */
+export const RUNTIME_CHOICES = ['process', 'docker', 'auto'] as const;
+export type RuntimeChoice = (typeof RUNTIME_CHOICES)[number];
+
+export function isRuntimeChoice(name: string): name is RuntimeChoice {
+  return (RUNTIME_CHOICES as readonly string[]).includes(name);
+}
+
+export interface RuntimeOptions {
+  dockerSocket?: string;
+  /** Docker runtime: where the runner's portable runtime is built; shims of one user share it. */
+  runtimeCacheDirectory?: string;
+  /** Docker runtime: the runner bundle put in containers; default @dstack/runner's. */
+  runnerBundlePath?: string;
+  /** Where `auto` says what it chose and why. */
+  log?: (line: string) => void;
+}
+
+/**
+ * The runtime for `choice`. `auto` is for hosts the server did not set up itself (cloud VMs):
+ * their images decide whether Docker is there, and without it the process runtime runs the jobs
+ * and refuses those that name an image.
+ */
+export async function chooseRuntime(
+  choice: RuntimeChoice,
+  options: RuntimeOptions = {},
+): Promise<TaskRuntime> {
+  const docker = () =>
+    createDockerRuntime({
+      socketPath: options.dockerSocket,
+      runtimeCacheDirectory: options.runtimeCacheDirectory,
+      runnerBundlePath: options.runnerBundlePath,
+    });
+  if (choice === 'process') return createProcessRuntime();
+  if (choice === 'docker') return docker();
+  const problem = await dockerProblem(options.dockerSocket);
+  if (problem === undefined) {
+    options.log?.('runtime auto: the Docker daemon answers, jobs run in containers');
+    return docker();
+  }
+  options.log?.(`runtime auto: no Docker (${problem}), jobs run as processes and images are refused`);
+  return createProcessRuntime();
+}
+
+/** Why the Docker daemon at `socketPath` cannot run tasks, or undefined when it answers. */
+async function dockerProblem(socketPath: string | undefined): Promise<string | undefined> {
+  const client = new DockerEngineClient({ socketPath });
+  try {
+    await client.apiVersion();
+    return undefined;
+  } catch (error) {
+    return `${client.socketPath}: ${error instanceof Error ? error.message : String(error)}`;
+  } finally {
+    await client.close();
+  }
+}

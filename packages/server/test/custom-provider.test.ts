@@ -3,7 +3,6 @@
  * example provider, sends its job to a real server (SQLite, then Postgres) with the local backend, and
  * the job (a real shim and runner on this host) downloads a file from a loopback HTTP server.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
   cpSync,
@@ -26,6 +25,7 @@ import { parse, stringify } from 'yaml';
 // Real processes start and stop here; nothing is timed, the limits only catch hangs.
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 60_000 });
 
+import { requireBuiltDstack, runDstack } from './dstack-cli.js';
 import {
   ADMIN_TOKEN,
   describeEachDatabase,
@@ -36,13 +36,6 @@ import {
 } from './server-harness.js';
 
 const EXAMPLES_DIR = fileURLToPath(new URL('../../../examples/', import.meta.url));
-const DSTACK_BIN = fileURLToPath(new URL('../../cli/dist/bin/dstack.js', import.meta.url));
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 /** A loopback server serving `content` at `path`; it records the paths asked for. */
 async function startFileServer(
@@ -87,22 +80,6 @@ function writeConfiguration(file: string, name: string, parameters: Record<strin
   writeFileSync(file, stringify({ ...example, name, parameters }));
 }
 
-function runCli(args: readonly string[], environment: NodeJS.ProcessEnv): Promise<CliResult> {
-  const child = spawn(process.execPath, [DSTACK_BIN, ...args], {
-    env: { ...process.env, DSTACK_PROJECT: '', NO_COLOR: '1', ...environment },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk;
-  });
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-  });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
-
 describeEachDatabase('a custom provider on the local backend', (databaseUrl) => {
   const temp = makeTempDir('dstack-provider-e2e-');
   const projectDir = join(temp.dir, 'project');
@@ -112,7 +89,7 @@ describeEachDatabase('a custom provider on the local backend', (databaseUrl) => 
   let files: Awaited<ReturnType<typeof startFileServer>>;
 
   beforeAll(async () => {
-    if (!existsSync(DSTACK_BIN)) throw new Error(`${DSTACK_BIN} does not exist: build the CLI first`);
+    requireBuiltDstack();
     createProject(projectDir);
     files = await startFileServer('/files/data.bin', content);
     harness = await startHarnessServer({
@@ -139,7 +116,7 @@ describeEachDatabase('a custom provider on the local backend', (databaseUrl) => 
     mkdirSync(dirname(output), { recursive: true });
     const configuration = join(projectDir, 'curl.dstack.yml');
     writeConfiguration(configuration, 'curl-e2e', { url: `${files.url}/files/data.bin`, output });
-    const result = await runCli(['apply', '-f', configuration, '-y'], cliEnvironment);
+    const result = await runDstack(['apply', '-f', configuration, '-y'], { env: cliEnvironment });
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^Provider\s+\.\/providers\/curl\.mjs$/m);
@@ -158,7 +135,7 @@ describeEachDatabase('a custom provider on the local backend', (databaseUrl) => 
     const configuration = join(projectDir, 'missing.dstack.yml');
     const output = join(temp.dir, 'downloads', 'never.bin');
     writeConfiguration(configuration, 'curl-missing', { url: `${files.url}/files/absent.bin`, output });
-    const result = await runCli(['apply', '-f', configuration, '-y'], cliEnvironment);
+    const result = await runDstack(['apply', '-f', configuration, '-y'], { env: cliEnvironment });
     expect(result.code).toBe(1);
     const run = await harness.waitForRun('curl-missing', ['done', 'failed', 'terminated']);
     expect(run.status).toBe('failed');
@@ -169,7 +146,7 @@ describeEachDatabase('a custom provider on the local backend', (databaseUrl) => 
   it('reports bad parameters before reaching the server', async () => {
     const configuration = join(projectDir, 'bad.dstack.yml');
     writeConfiguration(configuration, 'curl-bad', { url: 'file:///etc/passwd', output: 'passwd' });
-    const result = await runCli(['apply', '-f', configuration, '-y'], cliEnvironment);
+    const result = await runDstack(['apply', '-f', configuration, '-y'], { env: cliEnvironment });
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(
       /^.+bad\.dstack\.yml:\d+:\d+: parameters\.url: expected an http or https URL\n$/,

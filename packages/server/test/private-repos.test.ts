@@ -8,14 +8,14 @@
  * --git-identity KEY` lets the job clone through `ssh://`. The token and the key are stored
  * encrypted and appear in no run, log or `dstack ps -v`.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Run } from '@dstack/core';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { sshdUnavailableReason, startTestSshd, type TestSshd } from '../src/agents/__fixtures__/test-sshd.js';
 import { generateAesKey } from '../src/security/encryption.js';
+import { type CliResult, killRunningDstack, requireBuiltDstack, runDstack } from './dstack-cli.js';
 import { type GitHttpServer, startGitHttpServer } from './git-http-server.js';
 import {
   ADMIN_TOKEN,
@@ -30,15 +30,8 @@ import {
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
 
 /** The CLI's built bin (the workspace builds it before the tests run). */
-const DSTACK_BIN = fileURLToPath(new URL('../../cli/dist/bin/dstack.js', import.meta.url));
 
 const GIT_TOKEN = 'e2e-git-token-5f1c';
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 const git = (cwd: string, ...args: string[]) =>
   execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], {
@@ -56,32 +49,10 @@ describeEachDatabase('private repos through dstack init', (databaseUrl) => {
   let harness: HarnessServer;
   let gitServer: GitHttpServer;
   let sshd: TestSshd | undefined;
-  const children = new Set<ChildProcess>();
 
-  /** Runs `dstack …` in `cwd`, as its user would. */
+  /** Runs `dstack …` in `cwd`. No global git config: the user's credential helper is only what a test sets in the repo. */
   const dstack = (cwd: string, args: string[]): Promise<CliResult> =>
-    new Promise((resolve) => {
-      const { DSTACK_PROJECT: _project, DSTACK_CLI_CONFIG_DIR: _dir, ...inherited } = process.env;
-      const child = spawn(process.execPath, [DSTACK_BIN, ...args], {
-        cwd,
-        // No global git config: the user's credential helper is only what a test sets in the repo.
-        env: { ...inherited, HOME: home, NO_COLOR: '1', GIT_CONFIG_NOSYSTEM: '1' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      children.add(child);
-      let stdout = '';
-      let stderr = '';
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-        stdout += chunk;
-      });
-      child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-        stderr += chunk;
-      });
-      child.on('close', (code) => {
-        children.delete(child);
-        resolve({ code, stdout, stderr });
-      });
-    });
+    runDstack(args, { cwd, env: { HOME: home, GIT_CONFIG_NOSYSTEM: '1' } });
 
   /** A working tree cloned from the bare repo, its remote set to `remoteUrl`, with a change not committed. */
   function workingTree(directory: string, remoteUrl: string): void {
@@ -117,7 +88,7 @@ describeEachDatabase('private repos through dstack init', (databaseUrl) => {
   }
 
   beforeAll(async () => {
-    if (!existsSync(DSTACK_BIN)) throw new Error(`${DSTACK_BIN} does not exist: build first (pnpm build)`);
+    requireBuiltDstack();
     harness = await startHarnessServer({
       databaseUrl: databaseUrl(),
       dir: temp.dir,
@@ -142,7 +113,7 @@ describeEachDatabase('private repos through dstack init', (databaseUrl) => {
   });
 
   afterAll(async () => {
-    for (const child of children) child.kill('SIGKILL');
+    killRunningDstack();
     await harness?.terminateFleetsAndClose();
     await gitServer?.close();
     await sshd?.stop();

@@ -5,15 +5,15 @@
  * stored once; code over the limit is refused by the CLI before anything is sent, and by the
  * server when only the server's limit is low.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Run } from '@dstack/core';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
 
+import { type CliResult, killRunningDstack, requireBuiltDstack, runDstack } from './dstack-cli.js';
 import {
   ADMIN_TOKEN,
   describeEachDatabase,
@@ -25,13 +25,6 @@ import {
 } from './server-harness.js';
 
 /** The CLI's built bin (the workspace builds it before the tests run). */
-const DSTACK_BIN = fileURLToPath(new URL('../../cli/dist/bin/dstack.js', import.meta.url));
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 const git = (cwd: string, ...args: string[]) =>
   execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], {
@@ -44,37 +37,16 @@ describeEachDatabase('repos and files through dstack apply', (databaseUrl) => {
   const home = join(temp.dir, 'home');
   const work = join(temp.dir, 'work');
   let harness: HarnessServer;
-  const children = new Set<ChildProcess>();
 
   /** Runs `dstack …` in the working tree, as its user would. */
   const dstack = (args: string[], env: Record<string, string> = {}): Promise<CliResult> =>
-    new Promise((resolve) => {
-      const { DSTACK_PROJECT: _project, DSTACK_CLI_CONFIG_DIR: _dir, ...inherited } = process.env;
-      const child = spawn(process.execPath, [DSTACK_BIN, ...args], {
-        cwd: work,
-        env: { ...inherited, HOME: home, NO_COLOR: '1', ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      children.add(child);
-      let stdout = '';
-      let stderr = '';
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-        stdout += chunk;
-      });
-      child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-        stderr += chunk;
-      });
-      child.on('close', (code) => {
-        children.delete(child);
-        resolve({ code, stdout, stderr });
-      });
-    });
+    runDstack(args, { cwd: work, env: { HOME: home, ...env } });
 
   const countRows = async (table: 'codes' | 'file_archives' | 'runs') =>
     (await harness.server.app.db.selectFrom(table).select('id').execute()).length;
 
   beforeAll(async () => {
-    if (!existsSync(DSTACK_BIN)) throw new Error(`${DSTACK_BIN} does not exist: build first (pnpm build)`);
+    requireBuiltDstack();
     harness = await startHarnessServer({
       databaseUrl: databaseUrl(),
       dir: temp.dir,
@@ -124,7 +96,7 @@ describeEachDatabase('repos and files through dstack apply', (databaseUrl) => {
   });
 
   afterAll(async () => {
-    for (const child of children) child.kill('SIGKILL');
+    killRunningDstack();
     await harness?.terminateFleetsAndClose();
     temp.remove();
   });

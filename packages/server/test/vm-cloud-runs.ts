@@ -1,0 +1,158 @@
+/**
+ * The end-to-end scenarios every VM cloud passes on its emulator, on SQLite and on Postgres: a real
+ * server with the cloud's backend package, the emulator (the real SDK or REST client against it),
+ * and an emulated host per instance (a Docker container running the exact user data or startup
+ * script: it downloads the shim from the server's `DSTACK_SHIM_DOWNLOAD_URL`, served on the hosts'
+ * bridge). The server reaches the shim over SSH with the project key and the task runs. A cloud's
+ * test file says how its emulator is started and how a fault or a preemption is injected.
+ */
+import { DockerEmulatedHosts, type ShimTarballServer, serveShimTarball } from '@dstack/testing/emulators';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { deleteFleet, gpuTask, planJob, provisionedInstance } from './cloud-run-helpers.js';
+import { dockerMissing, hostsLeft } from './emulated-hosts-harness.js';
+import {
+  applyTask,
+  describeEachDatabase,
+  type HarnessServer,
+  makeTempDir,
+  startHarnessServer,
+  waitFor,
+} from './server-harness.js';
+
+type Offer = Awaited<ReturnType<typeof planJob>>['offers'][number];
+type Instance = ReturnType<typeof provisionedInstance>;
+
+/** One cloud's emulator, as the scenarios drive it. */
+export interface EmulatedVmCloud {
+  /** The backend entry of project `main` in the server's config.yml. */
+  backend: { type: string } & Record<string, unknown>;
+  /** Makes every zone of `offer` answer a launch with the cloud's no-capacity error. */
+  failCapacity(offer: Offer): void;
+  clearFaults(): void;
+  /** The cloud takes the spot instance back. */
+  interruptSpot(instanceId: string): void;
+  isSpot(instanceId: string): boolean;
+  /** The instance is deleted or terminated in the cloud. */
+  isGone(instanceId: string): boolean;
+  /** Ids of the instances still running in the cloud. */
+  runningIds(): string[];
+  close(): Promise<void>;
+}
+
+export interface VmCloudScenarios {
+  /** The backend type, also the prefix of run names. */
+  cloud: string;
+  regions: string[];
+  start(hosts: DockerEmulatedHosts, regions: string[]): Promise<EmulatedVmCloud>;
+  /** The first command's output in the logs, given where it ran. */
+  hello: { command: string; expected(instance: Instance): string };
+  /** More to check about where the cheapest offer landed (GCP: the zone). */
+  expectLandedOn?(instance: Instance, offer: Offer): void;
+}
+
+export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
+  const { cloud } = scenarios;
+  /**
+   * The label value of this file's hosts, so the check for leftovers sees no other test's; the
+   * hosts' containers are named after it, so a test run beside another on the same Docker meets none of its hosts.
+   */
+  const emulatorName = `${cloud}-e2e-${process.pid}`;
+
+  describeEachDatabase.skipIf(dockerMissing)(`a task on the emulated ${cloud}`, (databaseUrl) => {
+    let hosts: DockerEmulatedHosts;
+    let tarball: ShimTarballServer;
+    let emulator: EmulatedVmCloud;
+    let harness: HarnessServer;
+    const temp = makeTempDir();
+
+    beforeAll(async () => {
+      hosts = new DockerEmulatedHosts({ emulator: emulatorName });
+      tarball = await serveShimTarball(hosts);
+      emulator = await scenarios.start(hosts, scenarios.regions);
+      harness = await startHarnessServer({
+        dir: temp.dir,
+        config: { projects: [{ name: 'main', backends: [emulator.backend] }] },
+        databaseUrl: databaseUrl(),
+        env: { DSTACK_SHIM_DOWNLOAD_URL: tarball.url },
+      });
+    }, 300_000);
+
+    afterAll(async () => {
+      await harness?.terminateFleetsAndClose();
+      await emulator?.close();
+      await hosts?.close();
+      await tarball?.close();
+      temp.remove();
+    }, 300_000);
+
+    it('lands on the cheapest offer, streams the output, and leaves nothing after fleet delete', async () => {
+      const runName = `${cloud}-hello`;
+      const configuration = gpuTask(runName, [scenarios.hello.command]);
+      const [cheapest] = (await planJob(harness, configuration)).offers;
+      if (!cheapest) throw new Error('the plan has no offer');
+      expect(cheapest.backend).toBe(cloud);
+      await applyTask(harness, configuration);
+      const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 180_000);
+      expect(finished.status).toBe('done');
+      const instance = provisionedInstance(finished);
+      expect({ type: instance.type, region: instance.region }).toEqual({
+        type: cheapest.instance.name,
+        region: cheapest.region,
+      });
+      scenarios.expectLandedOn?.(instance, cheapest);
+      expect(await harness.logs(runName)).toContain(scenarios.hello.expected(instance));
+
+      await deleteFleet(harness, runName);
+      await waitFor('the instance to be gone', () => (emulator.isGone(instance.id) ? true : null), 120_000);
+      expect(emulator.runningIds()).toEqual([]);
+      expect(await hostsLeft(emulatorName)).toEqual([]);
+    }, 300_000);
+
+    it('moves on to the next offer when the cheapest has no capacity', async () => {
+      const runName = `${cloud}-capacity`;
+      const configuration = gpuTask(runName, ['echo landed']);
+      const [cheapest, next] = (await planJob(harness, configuration)).offers;
+      if (!cheapest || !next) throw new Error('the plan has fewer than two offers');
+      emulator.failCapacity(cheapest);
+      try {
+        await applyTask(harness, configuration);
+        const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 180_000);
+        expect(finished.status).toBe('done');
+        const instance = provisionedInstance(finished);
+        expect({ type: instance.type, region: instance.region }).toEqual({
+          type: next.instance.name,
+          region: next.region,
+        });
+      } finally {
+        emulator.clearFaults();
+      }
+      await deleteFleet(harness, runName);
+    }, 300_000);
+
+    it('resubmits a spot job the cloud took back, under retry on interruption', async () => {
+      const runName = `${cloud}-spot`;
+      await applyTask(
+        harness,
+        gpuTask(runName, ['sleep 3', 'echo survived'], {
+          spot_policy: 'spot',
+          retry: { on_events: ['interruption'], duration: '1h' },
+        }),
+      );
+      const running = await harness.waitForRun(runName, ['running'], 180_000);
+      const first = provisionedInstance(running);
+      expect(emulator.isSpot(first.id)).toBe(true);
+      emulator.interruptSpot(first.id);
+
+      const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 240_000);
+      expect(finished.status).toBe('done');
+      const submissions = finished.jobs[0]?.job_submissions ?? [];
+      expect(submissions.map((submission) => submission.termination_reason)).toEqual([
+        'interrupted_by_no_capacity',
+        'done_by_runner',
+      ]);
+      expect(provisionedInstance(finished).id).not.toBe(first.id);
+      await deleteFleet(harness, runName);
+      expect(emulator.runningIds()).toEqual([]);
+    }, 420_000);
+  });
+}

@@ -1,8 +1,9 @@
 /**
  * The entrypoint a Vast.ai rental gets (core's `buildContainerEntrypoint`) boots for real in
  * images without node: a static busybox and a musl one. Each runs as a Docker container on a
- * network of the test's own; the runtime archive is served from this machine's address there
- * (the gateway). The test logs in on the runner's SSH port with the project key, forwards the
+ * network of the test's own; the runtime is served from this machine's address there (the
+ * gateway), as a release publishes it (the runtime package's npm tarball) and as a server hosts
+ * its own (`writePortableRuntimeArchive`). The test logs in on the runner's SSH port with the project key, forwards the
  * runner's HTTP port as the server does, and sees the runner answer and require its token.
  */
 import { execFile } from 'node:child_process';
@@ -14,15 +15,27 @@ import {
   DSTACK_RUNNER_SSH_PORT,
   RUNNER_TOKEN_ENV,
 } from '@dstack/core/agent-protocol';
-import { type RunnerRuntimeServer, serveRunnerRuntime } from '@dstack/testing/emulators';
+import {
+  ensureRunnerTestImages,
+  RUNNER_BUSYBOX_TEST_IMAGE,
+  RUNNER_MUSL_TEST_IMAGE,
+  type RunnerRuntimeServer,
+  serveRunnerRuntime,
+} from '@dstack/testing/emulators';
 import { Client } from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
-const IMAGES = ['dstack-test/runner-busybox:v2', 'dstack-test/runner-musl:v2'] as const;
 
 const NETWORK = `dstack-test-entrypoint-${randomBytes(4).toString('hex')}`;
-let runtime: RunnerRuntimeServer;
+type RuntimeFormat = 'published-package' | 'archive';
+/** Both layouts in the glibc-less image; the published one in the musl image too. */
+const CASES: ReadonlyArray<readonly [string, RuntimeFormat]> = [
+  [RUNNER_BUSYBOX_TEST_IMAGE, 'published-package'],
+  [RUNNER_MUSL_TEST_IMAGE, 'published-package'],
+  [RUNNER_BUSYBOX_TEST_IMAGE, 'archive'],
+];
+const runtimes = new Map<RuntimeFormat, RunnerRuntimeServer>();
 const containers: string[] = [];
 
 /** `GET path` on the runner's HTTP port through an SSH `direct-tcpip` channel; the status and body. */
@@ -76,24 +89,27 @@ async function untilAnswers<T>(attempt: () => Promise<T>, timeoutMs: number): Pr
 }
 
 beforeAll(async () => {
+  await ensureRunnerTestImages();
   await run('docker', ['network', 'create', NETWORK]);
-  runtime = await serveRunnerRuntime({ network: NETWORK });
+  for (const format of ['published-package', 'archive'] as const) {
+    runtimes.set(format, await serveRunnerRuntime({ network: NETWORK, format }));
+  }
 }, 300_000);
 
 afterAll(async () => {
   await Promise.all(containers.map((id) => run('docker', ['rm', '-f', id]).catch(() => undefined)));
   await run('docker', ['network', 'rm', NETWORK]).catch(() => undefined);
-  await runtime?.close();
+  await Promise.all([...runtimes.values()].map((runtime) => runtime.close()));
 });
 
 describe('the container entrypoint', () => {
-  for (const image of IMAGES) {
-    it(`starts the runner in ${image} (no node), reachable over SSH with the project key only`, async () => {
+  for (const [image, format] of CASES) {
+    it(`starts the runner of the ${format} in ${image} (no node), reachable over SSH with the project key only`, async () => {
       const projectKey = generateEd25519KeyPair();
       const otherKey = generateEd25519KeyPair();
       const token = randomBytes(16).toString('hex');
       const script = buildContainerEntrypoint({
-        runtimeDownloadUrl: runtime.url,
+        runtimeDownloadUrl: runtimes.get(format)?.url,
         sshAuthorizedKeys: [projectKey.publicKey],
       });
       const { stdout } = await run('docker', [

@@ -5,12 +5,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import {
-  BackendError,
   type InstanceOfferWithAvailability,
   NoCapacityError,
   ProvisioningError,
   RequirementsSchema,
   type RunJobParams,
+  runnerRuntimeTarballUrl,
 } from '@dstack/core';
 import type { VastaiEmulator } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -136,11 +136,11 @@ describe('VastAiCompute', () => {
     expect(await compute.instanceStatus(data)).toBe('gone');
   });
 
-  it('refuses a launch without a runner download URL, naming the setting', async () => {
-    await expect(
-      compute.runJob(runJobParams(await offer(false), { runnerDownloadUrl: null })),
-    ).rejects.toSatisfy(
-      (error: unknown) => BackendError.isInstance(error) && /DSTACK_RUNNER_DOWNLOAD_URL/.test(String(error)),
+  it('starts the runner from the published runtime package when the server names no download URL', async () => {
+    const data = await compute.runJob(runJobParams(await offer(false), { runnerDownloadUrl: null }));
+    expect(emulator.instance(Number(data.instance_id))?.request.args?.join(' ')).toContain(
+      runnerRuntimeTarballUrl(),
     );
+    await compute.terminateInstance(data.instance_id, data.region);
   });
 });

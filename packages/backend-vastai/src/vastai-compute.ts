@@ -150,11 +150,6 @@ export class VastAiCompute implements Compute {
     const label = params.instanceId;
     const existing = (await this.#api.listInstances()).find((instance) => instance.label === label);
     if (existing) return this.#provisioningData(params.offer, existing.id, label);
-    if (!params.runnerDownloadUrl) {
-      throw new BackendError(
-        'Vast.ai runs need the runner runtime at a URL the rental can download: set DSTACK_RUNNER_DOWNLOAD_URL on the server',
-      );
-    }
     const offerData = params.offer.backend_data as Partial<VastAiOfferData> | undefined;
     const askId = offerData?.ask_id ?? Number(params.offer.instance.name);
     const spot = params.offer.instance.resources.spot;

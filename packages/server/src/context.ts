@@ -41,7 +41,7 @@ export interface ServerSettings {
   /**
    * `DSTACK_RUNNER_DOWNLOAD_URL`: where a container backend's entrypoint (Vast.ai) downloads the
    * runner's portable runtime (a `.tar.gz` of `@dstack/runner`'s `writePortableRuntimeArchive`).
-   * Absent: container backends cannot start jobs (the launch fails naming this setting).
+   * Absent: the npm registry's tarball of `@dstack/runner-runtime-linux-x64` of the release.
    */
   runnerDownloadUrl?: string | null;
   /**

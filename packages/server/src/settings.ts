@@ -49,7 +49,7 @@ function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
  * `DSTACK_SERVER_HOST` (`127.0.0.1`), `DSTACK_SERVER_PORT` (8000),
  * `DSTACK_DATABASE_URL` (unset: SQLite), `DSTACK_SERVER_ADMIN_TOKEN`,
  * `DSTACK_SERVER_MAX_OFFERS_TRIED` (25), `DSTACK_DEFAULT_CREDS_DISABLED` (unset),
- * `DSTACK_SHIM_DOWNLOAD_URL` (unset: the npm tarball of the release),
+ * `DSTACK_SHIM_DOWNLOAD_URL` and `DSTACK_RUNNER_DOWNLOAD_URL` (unset: the npm tarballs of the release),
  * `DSTACK_SERVER_CODE_UPLOAD_LIMIT` (bytes, 2 MiB; 0: no limit). `overrides` (e.g. from command-line
  * flags) win over the environment. Throws ConfigurationError naming the variable.
  */

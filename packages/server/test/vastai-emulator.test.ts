@@ -10,7 +10,10 @@
 
 import type { InstanceOfferWithAvailability, Run } from '@dstack/core';
 import {
+  RUNNER_BUSYBOX_TEST_IMAGE as BUSYBOX_IMAGE,
   DockerVastaiContainers,
+  ensureRunnerTestImages,
+  RUNNER_MUSL_TEST_IMAGE as MUSL_IMAGE,
   type RunnerRuntimeServer,
   serveRunnerRuntime,
   startVastaiEmulator,
@@ -29,8 +32,6 @@ import {
   waitFor,
 } from './server-harness.js';
 
-const BUSYBOX_IMAGE = 'dstack-test/runner-busybox:v2';
-const MUSL_IMAGE = 'dstack-test/runner-musl:v2';
 /** The plan's deadline for a backend's offers, in seconds (the server's DSTACK_SERVER_OFFERS_DEADLINE). */
 const OFFERS_DEADLINE_SECONDS = 2;
 
@@ -47,6 +48,7 @@ describeEachDatabase.skipIf(dockerMissing)('a task on the emulated Vast.ai', (da
   const temp = makeTempDir();
 
   beforeAll(async () => {
+    await ensureRunnerTestImages();
     containers = new DockerVastaiContainers();
     runtime = await serveRunnerRuntime({ host: await containers.gateway() });
     emulator = await startVastaiEmulator({ containers });

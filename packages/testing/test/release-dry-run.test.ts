@@ -32,6 +32,13 @@ import {
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const DEPENDENCY_FIELDS = ['dependencies', 'peerDependencies', 'optionalDependencies'] as const;
 
+/** The one public package that is not a library: the runner's portable runtime, as files. */
+const RUNTIME_PACKAGE = '@dstack/runner-runtime-linux-x64';
+
+function isLibrary(packed: PackedPackage): boolean {
+  return packed.manifest.exports !== undefined;
+}
+
 describe('release dry run on the workspace', () => {
   let scratch = '';
   let bumps: VersionBump[] = [];
@@ -70,6 +77,15 @@ describe('release dry run on the workspace', () => {
     expect(privateVersions(scratch)).toEqual(privateVersions(root));
   });
 
+  it('releases core, the runner, its runtime and the shim at one version', () => {
+    const agents = ['@dstack/core', '@dstack/runner', '@dstack/runner-runtime-linux-x64', '@dstack/shim'];
+    const versions = versionedPackages
+      .filter((pkg) => agents.includes(pkg.name))
+      .map((pkg) => pkg.manifest.version);
+    expect(versions).toHaveLength(agents.length);
+    expect(new Set(versions).size).toBe(1);
+  });
+
   it('packs every public package', () => {
     expect(results.map(({ packed }) => packed.name).sort()).toEqual(
       listPublicPackages(root)
@@ -87,8 +103,7 @@ describe('release dry run on the workspace', () => {
           'package.json',
           'README.md',
           'CHANGELOG.md',
-          'dist/index.js',
-          'dist/index.d.ts',
+          ...(isLibrary(packed) ? ['dist/index.js', 'dist/index.d.ts'] : []),
         ]),
       );
       const unpublishable = packed.files.filter((file) => whyNotPublishable(file) !== null);
@@ -145,7 +160,15 @@ describe('release dry run on the workspace', () => {
   });
 
   it('publishes exports that point only at dist', () => {
-    for (const { packed } of results) {
+    // Every package is a library but the runner's runtime, which publishes files, not modules.
+    expect(results.filter(({ packed }) => !isLibrary(packed)).map(({ packed }) => packed.name)).toEqual([
+      RUNTIME_PACKAGE,
+    ]);
+    const runtime = results.find(({ packed }) => packed.name === RUNTIME_PACKAGE)?.packed;
+    expect(runtime?.files).toEqual(
+      expect.arrayContaining(['dist/dstack-runtime/bin/node', 'dist/dstack-runtime/runner.mjs']),
+    );
+    for (const { packed } of results.filter((result) => isLibrary(result.packed))) {
       const exports = packed.manifest.exports as Record<string, unknown>;
       expect(exports['.'], packed.name).toEqual({ types: './dist/index.d.ts', import: './dist/index.js' });
       expect(exports['./package.json'], packed.name).toBe('./package.json');
@@ -174,7 +197,9 @@ describe('changesets configuration', () => {
   it('versions packages independently, publicly, and leaves private tooling alone', () => {
     const config = JSON.parse(readFileSync(join(root, '.changeset/config.json'), 'utf8'));
     expect(config).toMatchObject({
-      fixed: [],
+      // But for core and the agents: the default download URLs of the shim and the runner's
+      // runtime (core's shimTarballUrl, runnerRuntimeTarballUrl) carry core's version.
+      fixed: [['@dstack/core', '@dstack/runner', '@dstack/runner-runtime-linux-x64', '@dstack/shim']],
       linked: [],
       access: 'public',
       updateInternalDependencies: 'patch',

@@ -106,7 +106,7 @@ export interface RunJobParams {
   /**
    * Where a container backend's entrypoint downloads the runner's portable runtime (a `.tar.gz`,
    * see `buildContainerEntrypoint`), from the server's setting (`DSTACK_RUNNER_DOWNLOAD_URL`).
-   * Absent: a container backend cannot start the runner and refuses the launch, naming the setting.
+   * Absent: the published runtime package of the release (`runnerRuntimeTarballUrl()`).
    */
   runnerDownloadUrl?: string | null;
   run: RunForCompute;

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { buildContainerEntrypoint } from './container-entrypoint.js';
+import { VERSION } from '../version.js';
+import { buildContainerEntrypoint, runnerRuntimeTarballUrl } from './container-entrypoint.js';
 
 const KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIO2n4bX3Jt1Q0oYJm6Gx5mC1kGQJ3Yx0eQm1xq6vW3nS it's me";
 
@@ -23,5 +24,13 @@ describe('buildContainerEntrypoint', () => {
     expect(() =>
       buildContainerEntrypoint({ runtimeDownloadUrl: 'file:///x', sshAuthorizedKeys: [] }),
     ).toThrow(/runtimeDownloadUrl/);
+  });
+
+  it('downloads the published runtime package of this release by default', () => {
+    const script = buildContainerEntrypoint({ sshAuthorizedKeys: [KEY] });
+    expect(script).toContain(`url='${runnerRuntimeTarballUrl(VERSION)}'`);
+    expect(runnerRuntimeTarballUrl('1.2.3')).toBe(
+      'https://registry.npmjs.org/@dstack/runner-runtime-linux-x64/-/runner-runtime-linux-x64-1.2.3.tgz',
+    );
   });
 });

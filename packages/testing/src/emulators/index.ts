@@ -139,6 +139,11 @@ export {
   serveRunnerRuntime,
 } from './hosts/runner-runtime-server.js';
 export {
+  ensureRunnerTestImages,
+  RUNNER_BUSYBOX_TEST_IMAGE,
+  RUNNER_MUSL_TEST_IMAGE,
+} from './hosts/runner-test-images.js';
+export {
   bridgeGateway,
   type ServeShimTarballOptions,
   type ShimTarballServer,

@@ -5,14 +5,9 @@
  * machine's address on the hosts' bridge (the network's gateway).
  */
 import { execFile } from 'node:child_process';
-import { createReadStream } from 'node:fs';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import type { DockerEmulatedHosts } from './docker-emulated-hosts.js';
+import { type PackedPackage, packWorkspacePackage, serveFile } from './served-file.js';
 
 const run = promisify(execFile);
 
@@ -53,47 +48,22 @@ export async function serveShimTarball(
   options: ServeShimTarballOptions = {},
 ): Promise<ShimTarballServer> {
   // Only a tarball packed here is removed on close.
-  const directory = options.tarball ? undefined : await mkdtemp(join(tmpdir(), 'dstack-shim-tarball-'));
-  const removePacked = () =>
-    directory ? rm(directory, { recursive: true, force: true }) : Promise.resolve(undefined);
+  const packed = options.tarball ? undefined : await packWorkspacePackage('@dstack/shim');
   try {
-    const path = options.tarball ?? (await packWorkspaceShim(directory as string));
-    const tarball = basename(path);
     await hosts.prepare();
-    const gateway = await bridgeGateway(hosts.network);
-    const server = createServer((request, response) => {
-      if (request.url !== `/${tarball}`) {
-        response.writeHead(404).end();
-        return;
-      }
-      response.writeHead(200, { 'content-type': 'application/gzip' });
-      createReadStream(path).pipe(response);
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, gateway, resolve);
-    });
-    const address = server.address();
-    if (address === null || typeof address === 'string') throw new Error('the tarball server has no port');
+    const served = await serveFile(
+      options.tarball ?? (packed as PackedPackage).path,
+      await bridgeGateway(hosts.network),
+    );
     return {
-      url: `http://${gateway}:${address.port}/${tarball}`,
+      url: served.url,
       async close() {
-        server.closeAllConnections();
-        await new Promise((resolve) => server.close(resolve));
-        await removePacked();
+        await served.close();
+        await packed?.remove();
       },
     };
   } catch (error) {
-    await removePacked();
+    await packed?.remove();
     throw error;
   }
-}
-
-/** Packs the workspace's @dstack/shim into `directory`; resolves with the tarball's path. */
-async function packWorkspaceShim(directory: string): Promise<string> {
-  const shimPackage = dirname(createRequire(import.meta.url).resolve('@dstack/shim/package.json'));
-  await run('pnpm', ['pack', '--pack-destination', directory], { cwd: shimPackage });
-  const [tarball] = (await readdir(directory)).filter((name) => name.endsWith('.tgz'));
-  if (!tarball) throw new Error(`pnpm pack of ${shimPackage} made no tarball`);
-  return join(directory, tarball);
 }

@@ -1,0 +1,71 @@
+/**
+ * One file over HTTP where emulated machines can download it (the shim tarball for VMs, the
+ * runner runtime for containers), and the workspace package tarballs they download: packed with
+ * `pnpm pack` exactly as a release publishes them.
+ */
+import { execFile } from 'node:child_process';
+import { createReadStream } from 'node:fs';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export interface ServedFile {
+  /** `http://<host>:<port>/<the file's name>`. */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** Serves `path` at `/<its name>` on `host` (an address of this machine); anything else is 404. */
+export async function serveFile(path: string, host: string): Promise<ServedFile> {
+  const name = basename(path);
+  const server = createServer((request, response) => {
+    if (request.url !== `/${name}`) {
+      response.writeHead(404).end();
+      return;
+    }
+    response.writeHead(200, { 'content-type': 'application/gzip' });
+    createReadStream(path).pipe(response);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, host, resolve);
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error(`the server of ${name} has no port`);
+  const hostInUrl = host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${hostInUrl}:${address.port}/${name}`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+export interface PackedPackage {
+  /** The tarball's path. */
+  readonly path: string;
+  /** Removes the tarball and its directory. */
+  remove(): Promise<void>;
+}
+
+/** The workspace package `name` (built) packed by `pnpm pack` into a directory of its own. */
+export async function packWorkspacePackage(name: string): Promise<PackedPackage> {
+  const packageDirectory = dirname(createRequire(import.meta.url).resolve(`${name}/package.json`));
+  const directory = await mkdtemp(join(tmpdir(), 'dstack-packed-'));
+  const remove = () => rm(directory, { recursive: true, force: true });
+  try {
+    await run('pnpm', ['pack', '--pack-destination', directory], { cwd: packageDirectory });
+    const [tarball] = (await readdir(directory)).filter((file) => file.endsWith('.tgz'));
+    if (!tarball) throw new Error(`pnpm pack of ${packageDirectory} made no tarball`);
+    return { path: join(directory, tarball), remove };
+  } catch (error) {
+    await remove();
+    throw error;
+  }
+}

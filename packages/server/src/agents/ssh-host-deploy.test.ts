@@ -6,14 +6,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SHIM_BUNDLE_PATH } from '../fleets/ssh-fleets.js';
 import { sshdUnavailableReason, startTestSshd, type TestSshd } from './__fixtures__/test-sshd.js';
-import { deployShim, shellQuote, stopDeployedShim } from './ssh-host-deploy.js';
+import { deployShim, stopDeployedShim } from './ssh-host-deploy.js';
 import type { SshHostAddress } from './ssh-host-probe.js';
-
-describe('shellQuote', () => {
-  it('quotes single quotes', () => {
-    expect(shellQuote("a b'c")).toBe(`'a b'\\''c'`);
-  });
-});
 
 function isRunning(pid: number): boolean {
   try {

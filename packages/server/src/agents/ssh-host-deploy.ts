@@ -6,6 +6,7 @@
  * (only while that pid is still our shim) and its home removed; the host itself stays.
  */
 import { createReadStream } from 'node:fs';
+import { shellQuote } from '@dstack/core';
 import type ssh2 from 'ssh2';
 import {
   connectToHost,
@@ -58,11 +59,6 @@ export interface DeployedShim {
 export interface ShimLocation {
   home: string;
   pid: number;
-}
-
-/** Quotes a value for a POSIX shell. */
-export function shellQuote(value: string): string {
-  return `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
 function checkFailure(address: SshHostAddress, message: string, cause?: unknown): SshHostProbeError {

@@ -2,7 +2,7 @@
  * End to end: an SSH fleet whose one host is this machine, reached through a real sshd on
  * loopback with a generated key. Applying it deploys the shim over SSH and records an idle
  * instance with the host's resources; a task placed in the fleet runs there through the SSH
- * tunnel (the project has no backend, so nothing else could run it); deleting the fleet stops
+ * tunnel, in a container of its image (the host's Docker answers, so the shim's runtime is Docker) (the project has no backend, so nothing else could run it); deleting the fleet stops
  * the shim and removes its home. A host that cannot be reached or refuses the key fails the
  * apply with a 400 naming the field, and leaves no fleet behind. The same host behind a second
  * sshd acting as its `proxy_jump` (a bastion with a key of its own) is deployed to, runs a task
@@ -14,10 +14,12 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Fleet } from '@dstack/core';
+import { ensureRunnerTestImages, RUNNER_BUSYBOX_TEST_IMAGE } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { sshdUnavailableReason, startTestSshd, type TestSshd } from '../src/agents/__fixtures__/test-sshd.js';
 import { generateProjectSshKeyPair } from '../src/agents/ssh-keys.js';
 import { SHIM_BUNDLE_PATH } from '../src/fleets/ssh-fleets.js';
+import { dockerMissing } from './emulated-hosts-harness.js';
 import {
   applyTask,
   describeEachDatabase,
@@ -34,8 +36,12 @@ type ErrorAnswer = { detail: Array<{ msg: string; code: string; fields?: Array<A
 
 function skipReason(): string | null {
   if (!existsSync(SHIM_BUNDLE_PATH)) return `${SHIM_BUNDLE_PATH} is missing: build @dstack/shim first`;
+  if (dockerMissing) return 'Docker does not answer: the shim runs the tasks in their image with it';
   return sshdUnavailableReason();
 }
+
+/** The tasks run in an image: this machine has Docker, so the shim's `auto` runtime is Docker. */
+const IN_IMAGE = { image: RUNNER_BUSYBOX_TEST_IMAGE };
 
 /** Alive and not a zombie (whoever adopted the detached shim may not reap it at once). */
 function isRunning(pid: number): boolean {
@@ -112,6 +118,7 @@ describeEachDatabase.skipIf(noSshd)('an SSH fleet on this machine through a real
   beforeAll(async () => {
     // Shims live under the test's directory, not under root's home.
     process.env.DSTACK_SERVER_SSH_FLEET_DIR = hostDir;
+    await ensureRunnerTestImages();
     sshd = await startTestSshd();
     bastion = await startTestSshd();
     writeFileSync(keyFile, sshd.privateKey, { mode: 0o600 });
@@ -232,12 +239,19 @@ describeEachDatabase.skipIf(noSshd)('an SSH fleet on this machine through a real
     expect(isRunning(shimState.pid)).toBe(true);
 
     const loginsBeforeRun = sshd.acceptedLogins();
-    await applyTask(harness, task('on-host', ['echo hello from $(hostname) via ssh'], { fleets: ['hosts'] }));
+    await applyTask(
+      harness,
+      task('on-host', ['echo hello from $(hostname) via ssh', 'cat /etc/os-release'], {
+        fleets: ['hosts'],
+        ...IN_IMAGE,
+      }),
+    );
     const run = await harness.waitForRun('on-host', ['done', 'failed', 'terminated']);
     expect(run.status).toBe('done');
-    expect(await harness.logs('on-host')).toContain(
-      `hello from ${execFileSync('hostname').toString().trim()} via ssh`,
-    );
+    const logs = await harness.logs('on-host');
+    // In a container of the task's image, on the host's network (and so with its hostname).
+    expect(logs).toContain(`hello from ${execFileSync('hostname').toString().trim()} via ssh`);
+    expect(logs).toContain('ID=dstack-test-busybox');
     // The server reached the shim and the runner through SSH, not directly on loopback.
     expect(sshd.acceptedLogins()).toBeGreaterThan(loginsBeforeRun);
     const jobData = run.latest_job_submission?.job_provisioning_data;
@@ -326,7 +340,7 @@ describeEachDatabase.skipIf(noSshd)('an SSH fleet on this machine through a real
     const bastionLoginsBeforeRun = bastion.acceptedLogins();
     await applyTask(
       harness,
-      task('via-bastion', ['echo hello via the bastion'], { fleets: ['behind-bastion'] }),
+      task('via-bastion', ['echo hello via the bastion'], { fleets: ['behind-bastion'], ...IN_IMAGE }),
     );
     const run = await harness.waitForRun('via-bastion', ['done', 'failed', 'terminated']);
     expect(run.status).toBe('done');

@@ -25,6 +25,7 @@ export const DEFAULT_SHIM_START_TIMEOUT_MS = 30_000;
 export const DEFAULT_SHIM_STOP_GRACE_MS = 10_000;
 const SHIM_STATE_POLL_MS = 200;
 const SHIM_FILE_NAME = 'dstack-shim.mjs';
+const RUNNER_FILE_NAME = 'dstack-runner.mjs';
 const TOKEN_FILE_NAME = 'shim-token';
 
 export interface DeployShimOptions {
@@ -35,8 +36,16 @@ export interface DeployShimOptions {
    * created if missing. One per instance: stopping removes it.
    */
   homeDir: string;
-  /** How the shim runs jobs. The bundle has only the process runtime. */
-  runtime: 'process';
+  /**
+   * How the shim runs jobs: `auto` runs them in their images where the host's Docker daemon
+   * answers (as dstack's SSH fleets do) and as processes, refusing images, where it does not.
+   */
+  runtime: 'process' | 'auto';
+  /**
+   * The runner bundle (`RUNNER_BUNDLE_PATH` of @dstack/runner), copied next to the shim for its
+   * Docker runtime to put into containers. Required with `auto`.
+   */
+  runnerBundlePath?: string;
   /**
    * The instance's agent token: written to `<home>/shim-token` (mode 0600, sent over the SSH
    * channel's input, never in a command line) and given to the shim as `--token-file`.
@@ -220,6 +229,19 @@ export async function deployShim(address: SshHostAddress, options: DeployShimOpt
         error,
       );
     });
+    let runnerFlag = '';
+    if (options.runtime === 'auto') {
+      if (!options.runnerBundlePath) throw new Error('deployShim: runtime auto needs runnerBundlePath');
+      const runnerPath = `${home}/${RUNNER_FILE_NAME}`;
+      await uploadFile(client, options.runnerBundlePath, runnerPath).catch((error: unknown) => {
+        throw checkFailure(
+          address,
+          `copying the runner to ${runnerPath} failed: ${(error as Error).message}`,
+          error,
+        );
+      });
+      runnerFlag = ` --runner-bundle ${shellQuote(runnerPath)}`;
+    }
     const tokenPath = `${home}/${TOKEN_FILE_NAME}`;
     // Through the channel's input: a command line would show the token to every user of the host.
     await execOnHost(
@@ -234,7 +256,7 @@ export async function deployShim(address: SshHostAddress, options: DeployShimOpt
     const start = [
       `cd ${shellQuote(home)} || exit 1`,
       `nohup ${shellQuote(resources.node_path)} ${shellQuote(shimPath)} --http-port 0 --home ${shellQuote(home)}` +
-        ` --runtime ${options.runtime} --token-file ${shellQuote(tokenPath)}` +
+        ` --runtime ${options.runtime}${runnerFlag} --token-file ${shellQuote(tokenPath)}` +
         ` > ${shellQuote(`${home}/shim.log`)} 2>&1 < /dev/null &`,
       'echo $!',
     ].join('\n');

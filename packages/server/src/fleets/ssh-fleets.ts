@@ -46,6 +46,8 @@ import { nextInstanceNum } from './instance-launch.js';
 
 /** The shim as one file (`@dstack/shim`'s build writes it next to `dist/bin`). */
 export const SHIM_BUNDLE_PATH = join(dirname(dirname(SHIM_BIN_PATH)), 'dstack-shim.bundle.mjs');
+/** The runner's bundle, which the shim's build copies beside its own for the Docker runtime. */
+export const SHIM_RUNNER_BUNDLE_PATH = join(dirname(SHIM_BUNDLE_PATH), 'dstack-runner.bundle.mjs');
 
 /**
  * Where shims live on SSH fleet hosts, one directory per instance; relative paths are under
@@ -224,8 +226,10 @@ function hostTotalBlocks(host: SshFleetHost, shim: DeployedShim): number {
 
 /** Deploys to every host at once; when any fails, stops the shims that did start and throws that failure. */
 async function deployAll(hosts: readonly SshFleetHost[]): Promise<DeployedHost[]> {
-  if (hosts.length > 0 && !existsSync(SHIM_BUNDLE_PATH)) {
-    throw new Error(`${SHIM_BUNDLE_PATH} is missing: build @dstack/shim (pnpm build)`);
+  for (const bundle of [SHIM_BUNDLE_PATH, SHIM_RUNNER_BUNDLE_PATH]) {
+    if (hosts.length > 0 && !existsSync(bundle)) {
+      throw new Error(`${bundle} is missing: build @dstack/shim (pnpm build)`);
+    }
   }
   const results = await Promise.allSettled(
     hosts.map(async (host) => {
@@ -234,7 +238,10 @@ async function deployAll(hosts: readonly SshFleetHost[]): Promise<DeployedHost[]
       const shim = await deployShim(host.address, {
         shimBundlePath: SHIM_BUNDLE_PATH,
         homeDir: hostDirectory(instanceId),
-        runtime: 'process',
+        // Jobs run in their images where the host has Docker (dstack's SSH fleets require it),
+        // as processes refusing images where it has not.
+        runtime: 'auto',
+        runnerBundlePath: SHIM_RUNNER_BUNDLE_PATH,
         token: agentToken,
       });
       try {

@@ -1,13 +1,14 @@
 /**
  * Catalog benchmarks: load time and query time of the bundled snapshot and of a
  * synthetic 200,000-row catalog, against the targets (load < 300 ms, query < 5 ms),
- * then the server benchmarks (server-bench.ts), the CLI's startup (cli-bench.ts) and the AWS
- * backend on the EC2 emulator (aws-bench.ts: plan latency, apply → running).
+ * then the server benchmarks (server-bench.ts), the CLI's startup (cli-bench.ts), the AWS
+ * backend on the EC2 emulator (aws-bench.ts: plan latency, apply → running) and the plan latency
+ * of AWS, GCP and Vast.ai on their emulators, alone and together (clouds-bench.ts).
  * Run with `pnpm bench` (builds first). gpuhunt itself is not runnable here (no
  * PyPI), so there is no reference column.
  *
- * `--only=catalog`, `--only=server`, `--only=throughput`, `--only=cli` (CLI startup, cli-bench.ts)
- * or `--only=aws` (aws-bench.ts) runs one part: e.g.
+ * `--only=catalog`, `--only=server`, `--only=throughput`, `--only=cli` (CLI startup, cli-bench.ts),
+ * `--only=aws` (aws-bench.ts) or `--only=clouds` (clouds-bench.ts) runs one part: e.g.
  * `pnpm exec tsx src/main.ts --only=server`. `--shim-in-process` runs the throughput
  * benchmark's shim inside the server's process (the shim's work then counts as the server's).
  */
@@ -24,6 +25,7 @@ import {
 } from '@dstack/catalog';
 import { benchmarkAws } from './aws-bench.js';
 import { benchmarkCliStartup } from './cli-bench.js';
+import { benchmarkClouds } from './clouds-bench.js';
 import { printTable, type Row } from './report-table.js';
 import { benchmarkServer } from './server-bench.js';
 import { measure } from './stats.js';
@@ -91,7 +93,7 @@ async function benchmarkCatalog(label: string, makeSource: () => CatalogSource):
   return result;
 }
 
-const PARTS = ['all', 'catalog', 'server', 'throughput', 'cli', 'aws'] as const;
+const PARTS = ['all', 'catalog', 'server', 'throughput', 'cli', 'aws', 'clouds'] as const;
 type Part = (typeof PARTS)[number];
 
 function selectedPart(argv: readonly string[]): Part {
@@ -113,6 +115,10 @@ async function main(): Promise<void> {
   }
   if (part === 'aws') {
     await benchmarkAws();
+    return;
+  }
+  if (part === 'clouds') {
+    await benchmarkClouds();
     return;
   }
   if (part === 'server' || part === 'throughput') {
@@ -138,6 +144,7 @@ async function main(): Promise<void> {
     console.log('');
     benchmarkCliStartup();
     await benchmarkAws();
+    await benchmarkClouds();
   }
 }
 

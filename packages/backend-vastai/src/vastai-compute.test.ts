@@ -27,7 +27,8 @@ let compute: VastAiCompute;
 
 beforeAll(async () => {
   emulator = await startVastAiTestEmulator();
-  compute = createVastAiBackend({ config: emulatorConfig(emulator) });
+  // Each test rents the first ask of a fresh search: no offers kept between them.
+  compute = createVastAiBackend({ config: emulatorConfig(emulator), offersCacheMs: 0 });
 });
 
 afterAll(async () => {
@@ -69,6 +70,21 @@ async function offer(spot: boolean): Promise<InstanceOfferWithAvailability> {
 }
 
 describe('VastAiCompute', () => {
+  it("keeps a search's offers for the same requirements, as dstack does for 180 s", async () => {
+    const cached = createVastAiBackend({ config: emulatorConfig(emulator) });
+    const first = await cached.getOffers(requirements);
+    // The marketplace is now too slow to answer: the kept offers answer instead.
+    const fault = emulator.addFault({ code: 'SLOW_RESPONSE', route: 'search', delayMs: 5_000 });
+    try {
+      expect(await cached.getOffers(requirements)).toEqual(first);
+      await expect(
+        cached.getOffers({ ...requirements, spot: true }, { signal: AbortSignal.timeout(200) }),
+      ).rejects.toThrow();
+    } finally {
+      emulator.removeFault(fault.id);
+    }
+  });
+
   it('rents the ask with the image, the plain job env, the token in the env and the entrypoint as args', async () => {
     const onDemand = await offer(false);
 

@@ -13,6 +13,7 @@ import {
   type JobProvisioningData,
   NoCapacityError,
   NotYetTerminatedError,
+  OffersCache,
   ProvisioningError,
   type Requirements,
   type RunJobParams,
@@ -43,6 +44,8 @@ export interface VastAiBackendSettings {
   dispatcher?: Dispatcher;
   /** Per-request limit in milliseconds. Default 10 000. */
   timeoutMs?: number;
+  /** How long a search's offers answer the same requirements again. Default 180 s, as dstack. */
+  offersCacheMs?: number;
 }
 
 /** What `backend_data` of the provisioning data holds. */
@@ -100,6 +103,7 @@ export class VastAiCompute implements Compute {
   readonly config: VastAiConfig;
   readonly #api: VastAiApi;
   readonly #provider: VastAiCatalogProvider;
+  readonly #offers: OffersCache;
 
   constructor(settings: VastAiBackendSettings) {
     this.config = settings.config;
@@ -117,16 +121,25 @@ export class VastAiCompute implements Compute {
       communityCloud: settings.config.community_cloud ?? true,
       extraFilters: VAST_AI_QUALITY_FILTERS,
     });
+    this.#offers = new OffersCache({ ttlMs: settings.offersCacheMs });
   }
 
   /**
    * The live asks matching the requirements (one search; a failure or `options.signal` aborting
    * it throws, so the plan shows the backend's offers as missing), in Vast's score order, kept to
-   * `config.regions`; all available, with the `runner` runtime.
+   * `config.regions`; all available, with the `runner` runtime. A search's answer serves the same
+   * requirements for `offersCacheMs` (an ask gone since is a `NoCapacityError` at launch).
    */
   async getOffers(
     requirements: Requirements,
     options: GetOffersOptions = {},
+  ): Promise<InstanceOfferWithAvailability[]> {
+    return this.#offers.get(requirements, () => this.#searchOffers(requirements, options));
+  }
+
+  async #searchOffers(
+    requirements: Requirements,
+    options: GetOffersOptions,
   ): Promise<InstanceOfferWithAvailability[]> {
     const filter = requirementsToQueryFilter(requirements, { provider: VAST_AI_BACKEND_TYPE });
     // The disk is rented with the ask: price it at the smallest disk the job accepts.

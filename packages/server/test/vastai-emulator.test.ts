@@ -159,9 +159,11 @@ describeEachDatabase.skipIf(dockerMissing)('a task on the emulated Vast.ai', (da
   }, 420_000);
 
   it('leaves a slow marketplace out of the plan with a warning instead of waiting for it', async () => {
+    // Requirements no earlier plan asked: the backend keeps a search's offers per requirements.
+    const unasked = { resources: { gpu: '1..', cpu: '3..' } };
     const fault = emulator.addFault({ code: 'SLOW_RESPONSE', route: 'search', delayMs: 5000 });
     try {
-      const configuration = vastTask('vast-slow', BUSYBOX_IMAGE, ['true']);
+      const configuration = vastTask('vast-slow', BUSYBOX_IMAGE, ['true'], unasked);
       const { offers, warnings } = await planJob(harness, configuration);
       const listed = await harness.call<{ offers: unknown[]; warnings: string[] }>(
         '/api/project/main/offers/list',
@@ -180,7 +182,7 @@ describeEachDatabase.skipIf(dockerMissing)('a task on the emulated Vast.ai', (da
     }
     // Once the marketplace answers in time again, so do the plan and `dstack offer --backend vastai`.
     expect(
-      (await planJob(harness, vastTask('vast-slow', BUSYBOX_IMAGE, ['true']))).offers.length,
+      (await planJob(harness, vastTask('vast-slow', BUSYBOX_IMAGE, ['true'], unasked))).offers.length,
     ).toBeGreaterThan(0);
     const live = await harness.call<{ offers: InstanceOfferWithAvailability[]; warnings: string[] }>(
       '/api/project/main/offers/list',

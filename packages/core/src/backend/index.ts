@@ -5,5 +5,6 @@ export * from './configurator.js';
 export * from './consts.js';
 export * from './names.js';
 export * from './not-implemented.js';
+export * from './offers-cache.js';
 export * from './plugin.js';
 export * from './run-job-with-create-instance.js';

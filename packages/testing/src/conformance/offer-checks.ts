@@ -171,7 +171,14 @@ export function deriveFilters(
 export function cheapestProvisionableOffer(
   offers: readonly InstanceOfferWithAvailability[],
 ): InstanceOfferWithAvailability | undefined {
-  return [...offers]
+  return provisionableOffersByPrice(offers)[0];
+}
+
+/** The offers a launch may be tried on, cheapest first. */
+export function provisionableOffersByPrice(
+  offers: readonly InstanceOfferWithAvailability[],
+): InstanceOfferWithAvailability[] {
+  return offers
     .filter((offer) => isAvailable(offer.availability))
-    .sort((left, right) => left.price - right.price)[0];
+    .sort((left, right) => left.price - right.price);
 }

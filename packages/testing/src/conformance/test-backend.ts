@@ -7,6 +7,7 @@ import {
   type InstanceOfferWithAvailability,
   isNotImplemented,
   type JobProvisioningData,
+  NoCapacityError,
   type Requirements,
 } from '@dstack/core';
 import { afterAll, describe, it } from 'vitest';
@@ -29,11 +30,11 @@ import {
   conformanceRunJobParams,
 } from './job-fixtures.js';
 import {
-  cheapestProvisionableOffer,
   checkOffersOrderedByPrice,
   checkOffersSatisfy,
   checkOffersWellFormed,
   deriveFilters,
+  provisionableOffersByPrice,
 } from './offer-checks.js';
 import { checkDeclaredCapabilities } from './plugin-checks.js';
 import { generateProjectSshKeys } from './project-ssh-keys.js';
@@ -311,19 +312,41 @@ class ConformanceSuite<E extends BackendEmulator> {
     };
   }
 
+  /**
+   * Launches on the cheapest provisionable offer. An offer that is gone (`NoCapacityError`: a
+   * backend may keep a search's offers for a while, as dstack's cached ones do) moves on to the
+   * next, as the server does, unless `firstOfferOnly` (the capacity checks want that error).
+   */
   async #launch(
     compute: Compute,
     method: LaunchMethod,
     launch = this.#nextLaunch(),
+    { firstOfferOnly = false } = {},
   ): Promise<JobProvisioningData> {
-    const offers = await compute.getOffers(this.#runJobRequirements);
-    const offer = cheapestProvisionableOffer(offers);
-    if (!offer) {
+    const offers = provisionableOffersByPrice(await compute.getOffers(this.#runJobRequirements));
+    if (offers.length === 0) {
       throw new ConformanceViolation(
         `${method} can be tried`,
         'getOffers returned no provisionable offer for the runJob requirements; set `runJobRequirements`',
       );
     }
+    for (const [index, offer] of offers.entries()) {
+      try {
+        return await this.#launchOn(compute, method, launch, offer);
+      } catch (error) {
+        const last = firstOfferOnly || index === offers.length - 1;
+        if (last || !NoCapacityError.isInstance(error)) throw error;
+      }
+    }
+    throw new Error('unreachable: the last offer rethrows');
+  }
+
+  async #launchOn(
+    compute: Compute,
+    method: LaunchMethod,
+    launch: { runName: string; instanceId: string; agentToken: string },
+    offer: InstanceOfferWithAvailability,
+  ): Promise<JobProvisioningData> {
     const projectName = this.#options.projectName ?? DEFAULT_TEST_PROJECT_NAME;
     const { runName, instanceId, agentToken } = launch;
     const started =
@@ -383,7 +406,9 @@ class ConformanceSuite<E extends BackendEmulator> {
         ['getOffers', method],
         async (compute) => {
           await emulator.failNextLaunchWithNoCapacity?.(1);
-          const error = await this.#launch(compute, method).then(
+          const error = await this.#launch(compute, method, this.#nextLaunch(), {
+            firstOfferOnly: true,
+          }).then(
             async (data) => {
               await this.#terminate(compute, data).catch(() => undefined);
               return undefined;

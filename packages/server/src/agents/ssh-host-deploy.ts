@@ -221,25 +221,23 @@ export async function deployShim(address: SshHostAddress, options: DeployShimOpt
       throw checkFailure(address, `cannot create ${options.homeDir}: ${(error as Error).message}`, error);
     });
     home = created.trim();
-    const shimPath = `${home}/${SHIM_FILE_NAME}`;
-    await uploadFile(client, options.shimBundlePath, shimPath).catch((error: unknown) => {
-      throw checkFailure(
-        address,
-        `copying the shim to ${shimPath} failed: ${(error as Error).message}`,
-        error,
-      );
-    });
-    let runnerFlag = '';
-    if (options.runtime === 'auto') {
-      if (!options.runnerBundlePath) throw new Error('deployShim: runtime auto needs runnerBundlePath');
-      const runnerPath = `${home}/${RUNNER_FILE_NAME}`;
-      await uploadFile(client, options.runnerBundlePath, runnerPath).catch((error: unknown) => {
+    /** Copies `localPath` into the home as `name`; a failure names what was copied. */
+    const copyIntoHome = async (what: string, localPath: string, name: string): Promise<string> => {
+      const remotePath = `${home}/${name}`;
+      await uploadFile(client, localPath, remotePath).catch((error: unknown) => {
         throw checkFailure(
           address,
-          `copying the runner to ${runnerPath} failed: ${(error as Error).message}`,
+          `copying the ${what} to ${remotePath} failed: ${(error as Error).message}`,
           error,
         );
       });
+      return remotePath;
+    };
+    const shimPath = await copyIntoHome('shim', options.shimBundlePath, SHIM_FILE_NAME);
+    let runnerFlag = '';
+    if (options.runtime === 'auto') {
+      if (!options.runnerBundlePath) throw new Error('deployShim: runtime auto needs runnerBundlePath');
+      const runnerPath = await copyIntoHome('runner', options.runnerBundlePath, RUNNER_FILE_NAME);
       runnerFlag = ` --runner-bundle ${shellQuote(runnerPath)}`;
     }
     const tokenPath = `${home}/${TOKEN_FILE_NAME}`;

@@ -62,6 +62,7 @@ const HOSTILE_STRINGS = [
   'nul\u0000byte',
   '\u001b[31mred\u001b[0m',
   'crlf\r\nInjected: 1',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: dstack's secret reference, sent as written.
   '${{ secrets.nope }}',
   '$(id)',
   '%s%n%x',

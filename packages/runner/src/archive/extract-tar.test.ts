@@ -163,6 +163,10 @@ describe('extractTarArchive refuses what would reach outside the destination', (
     await expect(extractTarArchive(archive, destination)).rejects.toThrow('not a tar archive');
     writeFileSync(archive, Buffer.from([0x1f, 0x8b, 1, 2, 3]));
     await expect(extractTarArchive(archive, destination)).rejects.toThrow('not valid gzip');
+    writeFileSync(archive, craftTar([file('big', 'x'.repeat(4096))]).subarray(0, 2048));
+    await expect(extractTarArchive(archive, destination)).rejects.toThrow(
+      'the tar archive ends early, at byte 2048',
+    );
     rmSync(archive);
     expectOutsideUntouched();
   });

@@ -146,17 +146,12 @@ export async function* readTarEntries(chunks: AsyncIterable<Buffer>): AsyncGener
       await reader.skip(padded);
       continue;
     }
-    // Links and directories carry no data, whatever their size field says (GNU tar ignores it too).
+    // POSIX: links and directories store no data whatever their size field says (Python's
+    // tarfile reads them so too); a GNU dump directory stores its listing, which is skipped.
     const dataSize = kind === 'file' ? size : 0;
-    const dataPadded = kind === 'file' ? padded : 0;
-    let consumed = false;
-    const content = (async function* () {
-      if (consumed) throw new Error(`the content of tar entry ${path} was already read`);
-      consumed = true;
-      yield* reader.stream(dataSize);
-    })();
+    const dataPadded = kind === 'file' || header.type === 'D' ? padded : 0;
     const start = reader.offset;
-    yield { kind, ...entry, content };
+    yield { kind, ...entry, content: reader.stream(dataSize) };
     await reader.skip(start + dataPadded - reader.offset);
   }
 }

@@ -222,6 +222,12 @@ describe('extractTarArchive unpacks ordinary archives', () => {
     expect(readdirSync(destination).sort()).toEqual(['d'.repeat(60), 'gnu-hard', 'pax-link']);
   });
 
+  it("reads GNU's base-256 numbers", async () => {
+    await extract([{ ...file('sized', 'three'), base256Size: true }, file('after', 'next\n')]);
+    expect(readFileSync(join(destination, 'sized'), 'utf8')).toBe('three');
+    expect(readFileSync(join(destination, 'after'), 'utf8')).toBe('next\n');
+  });
+
   it('refuses a long name that climbs out, whichever header carries it', async () => {
     await expect(extract([pax({ path: '../sentinel' }), file('safe', 'pwned\n')])).rejects.toThrow(
       'entry "../sentinel" refused',

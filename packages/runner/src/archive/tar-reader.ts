@@ -189,6 +189,8 @@ function parseHeader(block: Buffer, offset: number): RawHeader {
 
 /** A numeric field: octal text, or GNU's base-256 (first byte's high bit set) for large values. */
 function parseNumber(field: Buffer): number {
+  // Negative base-256 (a time before 1970): taken as 0, no use in a job's files.
+  if (field[0] === 0xff) return 0;
   if (((field[0] as number) & 0x80) !== 0) {
     let value = (field[0] as number) & 0x7f;
     for (const byte of field.subarray(1)) value = value * 256 + byte;

@@ -17,6 +17,8 @@ export interface CraftedEntry {
   mtimeSeconds?: number;
   /** POSIX ustar's name prefix (155 bytes). */
   prefix?: string;
+  /** Writes the size in GNU's base-256 (as GNU tar does for files over 8 GiB). */
+  base256Size?: boolean;
 }
 
 export const file = (name: string, content: string, mode = 0o644): CraftedEntry => ({
@@ -80,7 +82,12 @@ function header(entry: CraftedEntry, size: number): Buffer {
   octal(block, 100, 8, entry.mode ?? 0o644);
   octal(block, 108, 8, 0);
   octal(block, 116, 8, 0);
-  octal(block, 124, 12, size);
+  if (entry.base256Size) {
+    block[124] = 0x80;
+    block.writeUIntBE(size, 136 - 6, 6);
+  } else {
+    octal(block, 124, 12, size);
+  }
   octal(block, 136, 12, entry.mtimeSeconds ?? 1_700_000_000);
   block.fill(' ', 148, 156);
   block.write(entry.type, 156, 1, 'latin1');

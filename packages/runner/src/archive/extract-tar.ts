@@ -29,10 +29,10 @@ import {
 import { join, posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import { readTarEntries, type TarEntry } from './tar-reader.js';
+import { InvalidArchiveError, readTarEntries, type TarEntry } from './tar-reader.js';
 
 /** An entry the extractor refuses; the message names it. */
-export class UnsafeArchiveEntryError extends Error {
+export class UnsafeArchiveEntryError extends InvalidArchiveError {
   override readonly name = 'UnsafeArchiveEntryError';
 }
 
@@ -58,7 +58,9 @@ export async function extractTarArchive(archivePath: string, destination: string
     await new TarExtraction(root).run(readTarEntries(stream));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code?.startsWith('Z_')) throw new Error(`the archive is not valid gzip: ${(error as Error).message}`);
+    if (code?.startsWith('Z_')) {
+      throw new InvalidArchiveError(`the archive is not valid gzip: ${(error as Error).message}`);
+    }
     throw error;
   } finally {
     stream.destroy();

@@ -24,8 +24,13 @@ export interface TarEntry {
   content: AsyncIterable<Buffer>;
 }
 
+/** An archive the runner will not unpack: not a tar (or gzipped tar), cut short, or unsafe. */
+export class InvalidArchiveError extends Error {
+  override readonly name: string = 'InvalidArchiveError';
+}
+
 /** A stream that is not a tar archive, or one cut short. */
-export class TarFormatError extends Error {
+export class TarFormatError extends InvalidArchiveError {
   override readonly name = 'TarFormatError';
 }
 

@@ -220,6 +220,7 @@ describe('extractTarArchive unpacks ordinary archives', () => {
       'from the prefix\n',
     );
     expect(readdirSync(destination).sort()).toEqual(['d'.repeat(60), 'gnu-hard', 'pax-link']);
+    expectOutsideUntouched();
   });
 
   it("reads GNU's base-256 numbers", async () => {

@@ -108,10 +108,16 @@ async function entryFor(
         sourcePath: resolved,
       };
     }
-    const leadsTo = resolved ?? resolve(await realpath(dirname(path)), target);
-    const linkTarget = isAbsolute(target) ? relative(dirname(path), absoluteTarget) : target;
-    const spelled = posix.normalize(posix.join(posix.dirname(entryName), linkTarget.split(sep).join('/')));
-    if (!inside(leadsTo) || spelled === '..' || spelled.startsWith('../')) {
+    const linkDirectory = await realpath(dirname(path));
+    const leadsTo = resolved ?? resolve(linkDirectory, target);
+    const climbs = (candidate: string) => {
+      const spelled = posix.normalize(posix.join(posix.dirname(entryName), candidate.split(sep).join('/')));
+      return spelled === '..' || spelled.startsWith('../');
+    };
+    let linkTarget = isAbsolute(target) ? relative(dirname(path), absoluteTarget) : target;
+    // `../../project/x` from `project/src` leads inside, but the runner judges the spelling.
+    if (inside(leadsTo) && climbs(linkTarget)) linkTarget = relative(linkDirectory, leadsTo);
+    if (!inside(leadsTo) || climbs(linkTarget)) {
       throw new CommandError(
         `${path} is a symbolic link to ${target}, outside ${realRoot}: the job's runner refuses links that lead out (leave it out with .dstackignore, or link inside)`,
       );

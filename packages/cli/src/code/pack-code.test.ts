@@ -88,6 +88,7 @@ describe('packing symbolic links', () => {
     symlinkSync('src', join(dir, 'code'));
     symlinkSync(join(dir, 'src', 'main.py'), join(dir, 'absolute-inside.py'));
     symlinkSync(join(outside, 'shared.txt'), join(dir, 'shared.txt'));
+    symlinkSync('../../project/src/main.py', join(dir, 'src', 'round-trip.py'));
     const packed = await packRepo(repoSpec({ local_path: 'project' }), scratch, 0);
     const listed = join(scratch, 'listed');
     mkdirSync(listed);
@@ -96,6 +97,7 @@ describe('packing symbolic links', () => {
     expect(verbose).toContain('code -> src');
     expect(verbose).toContain('absolute-inside.py -> src/main.py');
     expect(verbose).toMatch(/^-.* shared\.txt$/m);
+    expect(verbose).toContain('src/round-trip.py -> main.py');
 
     symlinkSync(outside, join(dir, 'data'));
     await expect(packRepo(repoSpec({ local_path: 'project' }), scratch, 0)).rejects.toThrow(

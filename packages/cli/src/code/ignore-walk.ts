@@ -4,8 +4,9 @@
  * applies below its own directory, deeper ones after (so they can re-include with `!`).
  */
 import { lstat, readdir, readFile, readlink, realpath, stat } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { basename, dirname, isAbsolute, join, posix, relative, resolve, sep } from 'node:path';
 import ignorePackage, { type Ignore } from 'ignore';
+import { CommandError } from '../output/report-error.js';
 import type { TarEntry } from './tar-archive.js';
 
 const IGNORE_FILES = ['.gitignore', '.dstackignore'] as const;
@@ -56,10 +57,10 @@ export async function walkForArchive(root: string, prefix: string): Promise<TarE
     return [prefix, relativePath].filter((part) => part !== '').join('/');
   };
   if (!rootStat.isDirectory()) {
-    entries.push(await entryFor(root, prefix || basename(root), realRoot));
+    entries.push(await entryFor(root, prefix || basename(root), realRoot, true));
     return entries;
   }
-  if (prefix !== '') entries.push(await entryFor(root, prefix, realRoot));
+  if (prefix !== '') entries.push(await entryFor(root, prefix, realRoot, true));
   const visit = async (directory: string, inherited: readonly Rules[]) => {
     const own = await rulesOf(directory);
     const stack = own ? [...inherited, own] : inherited;
@@ -78,8 +79,18 @@ export async function walkForArchive(root: string, prefix: string): Promise<TarE
   return entries;
 }
 
-async function entryFor(path: string, entryName: string, realRoot: string): Promise<TarEntry> {
-  const info = await lstat(path);
+/**
+ * The entry for `path`. The root itself is followed when it is a link (`files: [link]` packs what
+ * it names). A link that leads out of the root is refused, naming it, unless it names a file
+ * (packed as that file): the runner refuses such links, so the job would fail.
+ */
+async function entryFor(
+  path: string,
+  entryName: string,
+  realRoot: string,
+  isRoot = false,
+): Promise<TarEntry> {
+  const info = isRoot ? await stat(path) : await lstat(path);
   const mtimeSeconds = Math.floor(info.mtimeMs / 1000);
   if (info.isDirectory()) return { kind: 'directory', name: entryName, mode: info.mode, mtimeSeconds };
   if (info.isSymbolicLink()) {
@@ -97,7 +108,20 @@ async function entryFor(path: string, entryName: string, realRoot: string): Prom
         sourcePath: resolved,
       };
     }
-    const linkTarget = isAbsolute(target) ? relative(dirname(path), absoluteTarget) : target;
+    const linkDirectory = await realpath(dirname(path));
+    const leadsTo = resolved ?? resolve(linkDirectory, target);
+    const climbs = (candidate: string) => {
+      const spelled = posix.normalize(posix.join(posix.dirname(entryName), candidate.split(sep).join('/')));
+      return spelled === '..' || spelled.startsWith('../');
+    };
+    let linkTarget = isAbsolute(target) ? relative(dirname(path), absoluteTarget) : target;
+    // `../../project/x` from `project/src` leads inside, but the runner judges the spelling.
+    if (inside(leadsTo) && climbs(linkTarget)) linkTarget = relative(linkDirectory, leadsTo);
+    if (!inside(leadsTo) || climbs(linkTarget)) {
+      throw new CommandError(
+        `${path} is a symbolic link to ${target}, outside ${realRoot}: the job's runner refuses links that lead out (leave it out with .dstackignore, or link inside)`,
+      );
+    }
     return { kind: 'symlink', name: entryName, mode: info.mode, mtimeSeconds, target: linkTarget };
   }
   return { kind: 'file', name: entryName, mode: info.mode, mtimeSeconds, sourcePath: path };

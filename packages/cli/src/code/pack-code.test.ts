@@ -77,6 +77,59 @@ describe('packing a directory that is not a Git repo', () => {
   });
 });
 
+describe('packing symbolic links', () => {
+  it('keeps links inside, packs a link to a file outside as the file, and refuses one that leads out, naming it', async () => {
+    const dir = join(scratch, 'project');
+    const outside = join(scratch, 'outside');
+    mkdirSync(join(dir, 'src'), { recursive: true });
+    mkdirSync(outside);
+    writeFileSync(join(dir, 'src', 'main.py'), 'print(1)\n');
+    writeFileSync(join(outside, 'shared.txt'), 'shared\n');
+    symlinkSync('src', join(dir, 'code'));
+    symlinkSync(join(dir, 'src', 'main.py'), join(dir, 'absolute-inside.py'));
+    symlinkSync(join(outside, 'shared.txt'), join(dir, 'shared.txt'));
+    symlinkSync('../../project/src/main.py', join(dir, 'src', 'round-trip.py'));
+    const packed = await packRepo(repoSpec({ local_path: 'project' }), scratch, 0);
+    const listed = join(scratch, 'listed');
+    mkdirSync(listed);
+    writeFileSync(join(listed, 'code.tar.gz'), packed.code?.bytes ?? new Uint8Array());
+    const verbose = execFileSync('tar', ['-tvzf', join(listed, 'code.tar.gz')]).toString();
+    expect(verbose).toContain('code -> src');
+    expect(verbose).toContain('absolute-inside.py -> src/main.py');
+    expect(verbose).toMatch(/^-.* shared\.txt$/m);
+    expect(verbose).toContain('src/round-trip.py -> main.py');
+
+    symlinkSync(outside, join(dir, 'data'));
+    await expect(packRepo(repoSpec({ local_path: 'project' }), scratch, 0)).rejects.toThrow(
+      `${join(dir, 'data')} is a symbolic link to ${outside}, outside ${dir}: the job's runner refuses links that lead out`,
+    );
+    symlinkSync('../../missing', join(dir, 'src', 'dangling'));
+    writeFileSync(join(dir, '.dstackignore'), 'data\n');
+    await expect(packRepo(repoSpec({ local_path: 'project' }), scratch, 0)).rejects.toThrow(
+      `${join(dir, 'src', 'dangling')} is a symbolic link to ../../missing`,
+    );
+  });
+
+  it('packs what a files: entry that is a link names', async () => {
+    mkdirSync(join(scratch, 'real', 'nested'), { recursive: true });
+    writeFileSync(join(scratch, 'real', 'nested', 'a.txt'), 'a');
+    writeFileSync(join(scratch, 'real.txt'), 'b');
+    symlinkSync('real', join(scratch, 'inputs'));
+    symlinkSync('real.txt', join(scratch, 'input.txt'));
+    expect(listArchive((await packFile('inputs', scratch, 0)).bytes)).toEqual([
+      'inputs/',
+      'inputs/nested/',
+      'inputs/nested/a.txt',
+    ]);
+    const single = join(scratch, 'single');
+    mkdirSync(single);
+    writeFileSync(join(single, 'input.tar.gz'), (await packFile('input.txt', scratch, 0)).bytes);
+    expect(execFileSync('tar', ['-tvzf', join(single, 'input.tar.gz')]).toString()).toMatch(
+      /^-.* input\.txt$/m,
+    );
+  });
+});
+
 describe('packing a Git repo', () => {
   function cloneWithRemote(): { work: string; bare: string; hash: string } {
     const bare = join(scratch, 'origin.git');

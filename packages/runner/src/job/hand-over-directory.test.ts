@@ -1,4 +1,13 @@
-import { lstatSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -31,6 +40,21 @@ describe.skipIf(process.getuid?.() !== 0)('chownTree (as root)', () => {
       expect(statSync(outside).uid).toBe(0);
       expect(statSync(join(outside, 'secret.txt')).uid).toBe(0);
     });
+  });
+
+  it('leaves a file alone that has a hard link outside the tree, and hands over one linked only inside', async () => {
+    const tree = join(directory, 'tree');
+    const passwd = join(directory, 'passwd');
+    mkdirSync(join(tree, 'sub'), { recursive: true });
+    writeFileSync(passwd, 'root:x:0:0::/root:/bin/sh\n');
+    // What busybox tar makes of an entry `pw` hard-linked to /etc/passwd.
+    linkSync(passwd, join(tree, 'pw'));
+    writeFileSync(join(tree, 'a.txt'), 'a');
+    linkSync(join(tree, 'a.txt'), join(tree, 'sub', 'b.txt'));
+    await chownTree(tree, { uid: 65534, gid: 65534 });
+    expect(statSync(passwd)).toMatchObject({ uid: 0, gid: 0 });
+    expect(statSync(join(tree, 'a.txt'))).toMatchObject({ uid: 65534, gid: 65534 });
+    expect(statSync(join(tree, 'sub'))).toMatchObject({ uid: 65534, gid: 65534 });
   });
 });
 

@@ -1,22 +1,41 @@
-import { chmod, lchown, readdir, stat } from 'node:fs/promises';
+import { chmod, lchown, lstat, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ProcessIdentity } from './job-user.js';
 
 /**
  * Gives a directory the runner (root) prepared to the job's user: the directory and everything
  * in it, symbolic links themselves rather than their targets (a link in the code must not hand
- * over a file outside it).
+ * over a file outside it). A file with hard links outside the tree stays as it is: chowning one
+ * of its names would hand over the other too (an archive's `pw` linked to `/etc/passwd`).
  */
 export async function chownTree(root: string, owner: ProcessIdentity): Promise<void> {
   await lchown(root, owner.uid, owner.gid);
+  const linked = new Map<string, { paths: string[]; nlink: number }>();
   // A walk of its own: node 20's recursive readdir descends into symbolic links to directories.
   const pending = [root];
   for (let directory = pending.pop(); directory !== undefined; directory = pending.pop()) {
     for (const entry of await readdir(directory, { withFileTypes: true })) {
       const path = join(directory, entry.name);
-      await lchown(path, owner.uid, owner.gid);
-      if (entry.isDirectory()) pending.push(path);
+      if (entry.isDirectory()) {
+        await lchown(path, owner.uid, owner.gid);
+        pending.push(path);
+        continue;
+      }
+      const info = await lstat(path);
+      if (info.nlink === 1) {
+        await lchown(path, owner.uid, owner.gid);
+        continue;
+      }
+      const key = `${info.dev}:${info.ino}`;
+      const group = linked.get(key) ?? { paths: [], nlink: info.nlink };
+      group.paths.push(path);
+      linked.set(key, group);
     }
+  }
+  // Handed over only when every name of the file was found inside the tree.
+  for (const { paths, nlink } of linked.values()) {
+    if (paths.length < nlink) continue;
+    for (const path of paths) await lchown(path, owner.uid, owner.gid);
   }
 }
 

@@ -5,11 +5,11 @@
  * archive at its path. Relative paths are relative to the working directory, `~` is the job
  * user's home, as in dstack.
  */
-import { cp, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { cp, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { FileArchiveMapping, RunnerSubmission } from '@dstack/core/agent-protocol';
+import { extractTarArchive } from '../archive/extract-tar.js';
 import { cloneRepo, runGit } from './git-clone.js';
-import { runTool } from './run-tool.js';
 
 /** What was uploaded for the job: the code blob and the file archives, as files on disk. */
 export interface UploadedCode {
@@ -109,7 +109,7 @@ async function checkOutRepo(input: CodeSetupInput, repoDir: string): Promise<voi
     }
     input.log(`checked out ${repoData.repo_name} at ${repoData.repo_hash ?? repoData.repo_branch ?? 'HEAD'}`);
   } else if (codePath !== undefined) {
-    await extractTar(codePath, repoDir);
+    await extractTarArchive(codePath, repoDir);
     input.log(`unpacked the code into ${repoDir}`);
   }
 }
@@ -127,7 +127,7 @@ async function unpackFileArchive(input: CodeSetupInput, mapping: FileArchiveMapp
   await rm(unpacked, { recursive: true, force: true });
   await mkdir(unpacked, { recursive: true });
   try {
-    await extractTar(archivePath, unpacked);
+    await extractTarArchive(archivePath, unpacked);
     const top = await readdir(unpacked);
     if (top.length !== 1) {
       throw new Error(`file archive ${mapping.id} must hold one top-level entry, found ${top.length}`);
@@ -144,25 +144,5 @@ async function unpackFileArchive(input: CodeSetupInput, mapping: FileArchiveMapp
     return destination;
   } finally {
     await rm(unpacked, { recursive: true, force: true });
-  }
-}
-
-/** Extracts a tar archive, gzipped or not (its first bytes tell), with the system `tar`. */
-export async function extractTar(archivePath: string, directory: string): Promise<void> {
-  await mkdir(directory, { recursive: true });
-  const gzipped = await startsWithGzipMagic(archivePath);
-  // `-o`: the files are the runner's, not the uploader's uid (GNU tar, bsdtar and busybox alike).
-  await runTool('tar', ['-x', ...(gzipped ? ['-z'] : []), '-o', '-f', archivePath, '-C', directory]);
-}
-
-async function startsWithGzipMagic(path: string): Promise<boolean> {
-  if ((await stat(path)).size < 2) return false;
-  const file = await open(path, 'r');
-  try {
-    const head = Buffer.alloc(2);
-    await file.read(head, 0, 2, 0);
-    return head[0] === 0x1f && head[1] === 0x8b;
-  } finally {
-    await file.close();
   }
 }

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { homedir, userInfo } from 'node:os';
 import { join, relative, resolve } from 'node:path';
@@ -8,6 +7,7 @@ import {
   type RunnerSubmission,
   RunnerTerminationReason,
 } from '@dstack/core/agent-protocol';
+import { extractTarArchive } from '../archive/extract-tar.js';
 import { allowTraversal, chownTree } from './hand-over-directory.js';
 import { repoDirOf, setUpJobCode } from './job-code.js';
 import { buildJobEnvironment, formatMpiHostfile } from './job-environment.js';
@@ -109,7 +109,7 @@ export class JobExecutor {
   /**
    * Takes the job's code (a file on disk). A job with `repo_data` keeps it for `run`, which checks
    * the repo out (returns true: the file is the executor's now). A job without (dstack's legacy
-   * upload) has it extracted at once into the repo directory with the system `tar`.
+   * upload) has it extracted at once into the repo directory.
    */
   async uploadCode(archivePath: string, archiveBytes: number): Promise<boolean> {
     const submission = this.submission;
@@ -125,8 +125,7 @@ export class JobExecutor {
       this.events.addRunnerLog('empty code archive: nothing to extract');
       return false;
     }
-    await mkdir(this.repoDir, { recursive: true });
-    await runTar(['-xf', archivePath, '-C', this.repoDir]);
+    await extractTarArchive(archivePath, this.repoDir);
     this.events.addRunnerLog(`code extracted into ${this.repoDir} (${archiveBytes} bytes)`);
     return false;
   }
@@ -337,22 +336,4 @@ function currentUsername(): string {
   } catch {
     return process.env.USER ?? String(process.getuid?.() ?? '');
   }
-}
-
-function runTar(args: string[]): Promise<void> {
-  return new Promise((resolvePromise, reject) => {
-    const tar = spawn('tar', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    tar.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    tar.once('error', reject);
-    tar.once('close', (code) => {
-      if (code === 0) {
-        resolvePromise();
-      } else {
-        reject(new Error(`tar ${args.join(' ')} failed (exit status ${code}): ${stderr.trim()}`));
-      }
-    });
-  });
 }

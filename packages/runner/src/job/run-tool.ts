@@ -1,5 +1,5 @@
 /**
- * Runs a tool the job's code needs (git, tar) and fails with a message naming it: not installed
+ * Runs a tool the job's code needs (git) and fails with a message naming it: not installed
  * in the job's image, or its exit status and what it printed on stderr.
  */
 import { spawn } from 'node:child_process';

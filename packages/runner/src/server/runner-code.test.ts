@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -76,6 +76,62 @@ describe('runner code setup', () => {
     const job = await pullUntil(client);
     expect(job.states.at(-1)?.state).toBe('done');
     expect(decodeLogs(job.jobLogs)).toBe(`uncommitted change\n${hash}\nfile archive\n`);
+  });
+
+  it.each([
+    [
+      'a path that climbs out',
+      [
+        'diff --git a/../escape b/../escape',
+        'new file mode 100644',
+        '--- /dev/null',
+        '+++ b/../escape',
+        '@@ -0,0 +1 @@',
+        '+pwned',
+        '',
+      ],
+      "invalid path '../escape'",
+    ],
+    [
+      'a file beyond a symbolic link the diff adds',
+      [
+        'diff --git a/out b/out',
+        'new file mode 120000',
+        '--- /dev/null',
+        '+++ b/out',
+        '@@ -0,0 +1 @@',
+        '+../..',
+        '\\ No newline at end of file',
+        'diff --git a/out/escape b/out/escape',
+        'new file mode 100644',
+        '--- /dev/null',
+        '+++ b/out/escape',
+        '@@ -0,0 +1 @@',
+        '+pwned',
+        '',
+      ],
+      "affected file 'out/escape' is beyond a symbolic link",
+    ],
+  ])('fails the job when the uploaded diff writes %s (git apply refuses it)', async (_, diff, gitSays) => {
+    const { url, hash } = bareRepo();
+    await client.submit(
+      submitBody(
+        ['true'],
+        {
+          repo_data: { repo_type: 'remote', repo_name: 'origin', repo_branch: 'main', repo_hash: hash },
+          repo_dir: 'repo',
+          repo_exists_action: 'error',
+        },
+        { repo_credentials: { clone_url: url } },
+      ),
+    );
+    await client.uploadCode(new TextEncoder().encode(diff.join('\n')));
+    await client.run();
+    const job = await pullUntil(client);
+    expect(job.states.at(-1)).toMatchObject({ state: 'failed', termination_reason: 'executor_error' });
+    expect(job.states.at(-1)?.termination_message).toContain(gitSays);
+    expect(existsSync(join(scratch, 'home', 'workflow', 'escape'))).toBe(false);
+    expect(existsSync(join(scratch, 'home', 'escape'))).toBe(false);
   });
 
   it('unpacks the archive of a directory that is not a Git repo at the repo dir', async () => {

@@ -1,9 +1,19 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RunnerClient } from '../client/runner-client.js';
+import { craftTar, directory, file, hardLink } from '../testing/crafted-tar.test.helpers.js';
 import {
   decodeLogs,
   processExists,
@@ -83,6 +93,79 @@ describe.skipIf(!runsAsRoot)('a job with a user, run by a root runner', () => {
       rmSync(source, { recursive: true, force: true });
     }
   });
+
+  /**
+   * Runs `body` with busybox as the `tar` on PATH (the runner's too), as in a busybox image: its
+   * tar makes an entry hard-linked to `/etc/passwd` a second name of it (GNU tar strips the `/`).
+   * `passwd` is the file outside that the archive aims at.
+   */
+  async function withBusyboxTar(body: (passwd: string) => Promise<void>): Promise<void> {
+    const imageTools = mkdtempSync(join(tmpdir(), 'dstack-runner-busybox-'));
+    const outside = mkdtempSync(join(tmpdir(), 'dstack-runner-outside-'));
+    const passwd = join(outside, 'passwd');
+    writeFileSync(passwd, 'root:x:0:0:root:/root:/bin/sh\n', { mode: 0o644 });
+    symlinkSync('/usr/bin/busybox', join(imageTools, 'tar'));
+    const path = process.env.PATH;
+    process.env.PATH = `${imageTools}:${path}`;
+    try {
+      await body(passwd);
+    } finally {
+      process.env.PATH = path;
+      rmSync(imageTools, { recursive: true, force: true });
+      rmSync(outside, { recursive: true, force: true });
+    }
+  }
+
+  function expectUntouched(passwd: string): void {
+    expect(readFileSync(passwd, 'utf8')).toBe('root:x:0:0:root:/root:/bin/sh\n');
+    expect(lstatSync(passwd)).toMatchObject({ uid: 0, gid: 0, nlink: 1, mode: 0o100644 });
+  }
+
+  it('refuses a code archive entry hard-linked to a file outside, and hands nothing outside over', () =>
+    withBusyboxTar(async (passwd) => {
+      const client = await clientFor();
+      await client.submit(
+        submitBody(['echo should-not-run'], {
+          user: String(NOBODY),
+          repo_data: { repo_type: 'local', repo_dir: '/src' },
+          repo_dir: 'code',
+          repo_exists_action: 'error',
+        }),
+      );
+      await client.uploadCode(
+        craftTar([file('README.md', '# repo\n'), hardLink('pw', passwd)], { gzip: true }),
+      );
+      await client.run();
+      const job = await pullUntil(client);
+      expectUntouched(passwd);
+      expect(job.jobLogs).toEqual([]);
+      expect(job.states.at(-1)).toMatchObject({
+        state: 'failed',
+        termination_reason: 'executor_error',
+        termination_message: `tar archive entry "pw" refused: hard link to ${passwd}: the target is absolute`,
+      });
+    }));
+
+  it('refuses a file archive entry hard-linked out of its destination with ..', () =>
+    withBusyboxTar(async (passwd) => {
+      const client = await clientFor();
+      await client.submit(
+        submitBody(['echo should-not-run'], {
+          user: String(NOBODY),
+          file_archives: [{ id: 'archive-1', path: 'inputs/data' }],
+        }),
+      );
+      const climbing = `../../../../../..${passwd}`;
+      await client.uploadArchive('archive-1', craftTar([directory('data/'), hardLink('data/pw', climbing)]));
+      await client.run();
+      const job = await pullUntil(client);
+      expectUntouched(passwd);
+      expect(job.states.at(-1)).toMatchObject({
+        state: 'failed',
+        termination_reason: 'executor_error',
+        termination_message: `tar archive entry "data/pw" refused: hard link to ${climbing}: the target climbs out with ..`,
+      });
+    }));
 
   it("uses the runner's default user when the spec names none, and the spec's user over it", async () => {
     const client = await clientFor({ defaultJobUser: `${NOBODY}:${NOBODY}` });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AgentApiError } from '../client/agent-api-error.js';
 import { RunnerClient } from '../client/runner-client.js';
+import { craftTar, file } from '../testing/crafted-tar.test.helpers.js';
 import {
   decodeLogs,
   processExists,
@@ -239,12 +240,25 @@ describe('runner API', () => {
     expect(existsSync(join(homeDir, '.uploads'))).toBe(false);
   });
 
-  it('reports a corrupt code archive as a 500 with tar’s message', async () => {
+  it('refuses a corrupt code archive with a 400 saying why', async () => {
     await client.submit(submitBody(['true']));
     await expect(client.uploadCode(new TextEncoder().encode('not a tar archive'))).rejects.toMatchObject({
-      statusCode: 500,
-      body: expect.stringContaining('tar'),
+      statusCode: 400,
+      body: expect.stringContaining('upload_code: the tar archive ends early, at byte 0'),
     });
+  });
+
+  it('refuses a code archive entry that climbs out with a 400 naming it, and writes nothing outside', async () => {
+    await client.submit(submitBody(['true']));
+    const archive = craftTar([file('inside.txt', 'in\n'), file('../../escaped.txt', 'out\n')]);
+    await expect(client.uploadCode(archive)).rejects.toMatchObject({
+      statusCode: 400,
+      body: expect.stringContaining(
+        'tar archive entry \\"../../escaped.txt\\" refused: the path climbs out with ..',
+      ),
+    });
+    expect(existsSync(join(homeDir, 'escaped.txt'))).toBe(false);
+    expect(existsSync(join(homeDir, '..', 'escaped.txt'))).toBe(false);
   });
 
   it('fails with executor_error when the job cannot start', async () => {

@@ -11,6 +11,7 @@ import {
   type RunnerSubmission,
   RunnerSubmitBodySchema,
 } from '@dstack/core/agent-protocol';
+import { InvalidArchiveError } from '../archive/tar-reader.js';
 import { JobExecutor, JobStateConflictError } from '../job/job-executor.js';
 import type { UserDatabasePaths } from '../job/user-database.js';
 import {
@@ -213,7 +214,7 @@ async function handleRequest(
   }
 }
 
-/** Streams the tar to a file first: archives can be large and tar reads a file best. */
+/** Streams the code to a file first: archives can be large, and a diff waits there for `run`. */
 async function receiveCode(executor: JobExecutor, homeDir: string, request: IncomingMessage): Promise<void> {
   if (request.headers['content-length'] === '0') {
     // No code (the server always uploads, often nothing): no file to write and remove.
@@ -225,7 +226,11 @@ async function receiveCode(executor: JobExecutor, homeDir: string, request: Inco
   let kept = false;
   try {
     const size = await receiveFile(request, archivePath);
-    kept = await executor.uploadCode(archivePath, size);
+    kept = await executor.uploadCode(archivePath, size).catch((error: unknown) => {
+      // A job without repo_data has its archive unpacked here: a bad one is the uploader's to fix.
+      if (error instanceof InvalidArchiveError) throw new HttpError(400, `upload_code: ${error.message}`);
+      throw error;
+    });
   } finally {
     if (!kept) await rm(archivePath, { force: true });
   }

@@ -20,7 +20,7 @@ import {
 } from './__fixtures__/local-instances.js';
 import { createLocalBackend, type LocalCompute } from './local-compute.js';
 import { explainOfferMismatch } from './local-offers.js';
-import { isShimProcess } from './shim-process.js';
+import { isShimProcess, SHIM_ENVIRONMENT_VARIABLES } from './shim-process.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -142,6 +142,35 @@ describe.skipIf(skipReason !== null)('LocalCompute instances (real shim processe
       expect(statSync(backendDataOf(started).home).mode & 0o777).toBe(0o700);
     } finally {
       await own.terminateInstance(started.instance_id, 'local', started.backend_data);
+    }
+  });
+
+  it("starts the shim with the server's PATH and HOME, none of its other variables", {
+    timeout: 60_000,
+  }, async () => {
+    // What a server holds in its environment: the shim (and the jobs beside it) must not get it.
+    process.env.DSTACK_SERVER_ADMIN_TOKEN = 'server-admin-token-canary';
+    process.env.LOCAL_COMPUTE_CANARY = 'server-secret-canary';
+    try {
+      const { pid } = backendDataOf(await createInstance('env-0-0'));
+      const shimEnvironment = new Map(
+        (await readFile(`/proc/${pid}/environ`, 'utf8'))
+          .split('\0')
+          .filter((entry) => entry !== '')
+          .map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
+      );
+      expect(shimEnvironment.get('DSTACK_SHIM_TOKEN')).toBe(TEST_AGENT_TOKEN);
+      expect(shimEnvironment.get('PATH')).toBe(process.env.PATH);
+      expect(shimEnvironment.get('HOME')).toBe(process.env.HOME);
+      expect(
+        [...shimEnvironment.keys()].filter(
+          (name) =>
+            !(SHIM_ENVIRONMENT_VARIABLES as readonly string[]).includes(name) && name !== 'DSTACK_SHIM_TOKEN',
+        ),
+      ).toEqual([]);
+    } finally {
+      delete process.env.DSTACK_SERVER_ADMIN_TOKEN;
+      delete process.env.LOCAL_COMPUTE_CANARY;
     }
   });
 

@@ -52,7 +52,7 @@ export function spawnDetachedShim(options: SpawnShimOptions): number {
         detached: true,
         stdio: ['ignore', logFd, logFd],
         cwd: options.home,
-        env: { ...process.env, [SHIM_TOKEN_ENV]: options.token },
+        env: { ...shimEnvironment(process.env), [SHIM_TOKEN_ENV]: options.token },
       },
     );
     // Spawn failures (a missing node binary) arrive as an event; the pid tells us synchronously.
@@ -63,6 +63,47 @@ export function spawnDetachedShim(options: SpawnShimOptions): number {
   } finally {
     closeSync(logFd);
   }
+}
+
+/**
+ * The server's variables the shim needs, and nothing else of the server's environment (its admin
+ * token, database URL, cloud credentials): the shim's process runtime runs jobs beside it, and
+ * whatever the shim holds is one bug away from a job. It needs:
+ * - `PATH`: the programs it and its jobs run (`sh`, `git`, `tar`, `nvidia-smi`);
+ * - `LD_LIBRARY_PATH`: how this host's node (the shim's) finds its libraries, when it needs it;
+ * - `HOME`, `USER`, `LOGNAME`, `SHELL`, `TMPDIR`: who it runs as and where its files go, which jobs
+ *   of the process runtime inherit too;
+ * - `LANG`, `LANGUAGE`, `LC_ALL`, `TZ`, `TERM`: the locale, time zone and terminal the jobs inherit;
+ * - `XDG_CACHE_HOME`: where the Docker runtime caches the runner's portable runtime;
+ * - `DOCKER_HOST`: the Docker daemon the Docker runtime talks to.
+ */
+export const SHIM_ENVIRONMENT_VARIABLES = [
+  'PATH',
+  'LD_LIBRARY_PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'TMPDIR',
+  'LANG',
+  'LANGUAGE',
+  'LC_ALL',
+  'TZ',
+  'TERM',
+  'XDG_CACHE_HOME',
+  'DOCKER_HOST',
+] as const;
+
+/** The {@link SHIM_ENVIRONMENT_VARIABLES} of `serverEnv` (the ones it sets). */
+export function shimEnvironment(
+  serverEnv: Readonly<Record<string, string | undefined>>,
+): Record<string, string> {
+  const environment: Record<string, string> = {};
+  for (const name of SHIM_ENVIRONMENT_VARIABLES) {
+    const value = serverEnv[name];
+    if (value !== undefined) environment[name] = value;
+  }
+  return environment;
 }
 
 /** `<home>/shim.json`, or null while the shim has not written it (or wrote it partly). */

@@ -1,6 +1,8 @@
 /** The protocol the runner speaks (its API's models, port, token) lives in `@dstack/core/agent-protocol`. */
 export { AgentApiError } from './client/agent-api-error.js';
 export { type FetchFunction, RunnerClient, type RunnerClientOptions } from './client/runner-client.js';
+/** What a job running as a host process keeps of the host's environment (the shim's process runtime). */
+export { HOST_JOB_VARIABLES, hostJobEnvironment } from './job/host-job-environment.js';
 export { RUNNER_BIN_PATH, RUNNER_BUNDLE_PATH } from './paths.js';
 /** The runner with its own node, loader and libraries, to start in any image (see portable-runtime-layout.ts). */
 export {

@@ -87,19 +87,21 @@ describe('dstack-runner command', () => {
     expect(exitCode).toBe(0);
   });
 
-  it('takes its token from DSTACK_RUNNER_TOKEN and keeps it from the job', async () => {
+  it('takes its token from DSTACK_RUNNER_TOKEN and keeps it from the job, which gets the rest of its environment', async () => {
     const started = spawnNode(RUNNER_BIN_PATH, ['start', '--http-port', '0', '--home', homeDir], {
       ...process.env,
       DSTACK_RUNNER_TOKEN: 'token-from-env',
+      // As an image's ENV would be: the container's environment is the job's.
+      FROM_IMAGE: 'image-variable',
     });
     child = started.child;
     const [, port] = await waitForOutput(child, /listening on (\d+)\n/);
     const url = `http://127.0.0.1:${port}`;
     await expect(new RunnerClient(url).pull(0)).rejects.toMatchObject({ statusCode: 401 });
     const client = new RunnerClient(url, { token: 'token-from-env' });
-    await client.submit(submitBody(['echo "token=[$DSTACK_RUNNER_TOKEN]"']));
+    await client.submit(submitBody(['echo "token=[$DSTACK_RUNNER_TOKEN] image=[$FROM_IMAGE]"']));
     await client.run();
-    expect(decodeLogs((await pullUntil(client)).jobLogs)).toBe('token=[]\n');
+    expect(decodeLogs((await pullUntil(client)).jobLogs)).toBe('token=[] image=[image-variable]\n');
     expect(started.output()).not.toContain('warning');
   });
 

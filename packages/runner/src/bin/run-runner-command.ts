@@ -66,6 +66,10 @@ export async function runRunnerCommand(argv: string[]): Promise<number> {
     host: values.host,
     port,
     homeDir: values.home,
+    // The binary runs in the task's container (the shim starts it there): its environment is the
+    // image's variables plus what the shim set (the task's env and the runner's own, less the
+    // token, removed above), which is what dstack's runner gives its jobs.
+    env: process.env,
     // Who jobs without a `user` of their own run as (uid[:gid] or name[:group]); the runner stays root.
     defaultJobUser: values['job-user'],
   });

@@ -34,8 +34,8 @@ export class JobStateConflictError extends Error {
 export interface JobExecutorOptions extends JobEventLogOptions {
   /** The runner's home: the repo is extracted into `<homeDir>/workflow`. */
   homeDir: string;
-  /** The environment jobs inherit. Default: the runner's `process.env`. */
-  baseEnv?: Readonly<Record<string, string | undefined>>;
+  /** The environment jobs start from: never the runner's whole `process.env` unless it is a container's. */
+  baseEnv: Readonly<Record<string, string | undefined>>;
   /**
    * Who jobs run as when their spec names no `user`: `uid[:gid]` or `name[:group]` (a shim passes
    * its task's `container_user`). Default: the runner's own user, with its environment unchanged.
@@ -250,7 +250,7 @@ export class JobExecutor {
     const workingDir = this.workingDirOf(submission);
     const mpiHostfilePath = join(this.options.homeDir, 'mpi', 'hostfile');
     const env = buildJobEnvironment({
-      baseEnv: this.options.baseEnv ?? process.env,
+      baseEnv: this.options.baseEnv,
       submission,
       repoDir: repoDirOf(submission, workingDir, user?.homeDir ?? homedir()) ?? this.repoDir,
       workingDir,

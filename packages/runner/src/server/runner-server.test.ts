@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AgentApiError } from '../client/agent-api-error.js';
 import { RunnerClient } from '../client/runner-client.js';
+import { HOST_JOB_VARIABLES } from '../job/host-job-environment.js';
 import { craftTar, file } from '../testing/crafted-tar.test.helpers.js';
 import {
   decodeLogs,
@@ -127,6 +128,33 @@ describe('runner API', () => {
       PATH: process.env.PATH,
     });
     expect(readFileSync(env.DSTACK_MPI_HOSTFILE!, 'utf8')).toBe('10.0.0.1 slots=2\n10.0.0.2 slots=2\n');
+  });
+
+  it("gives the job only the basics of the runner's own environment when given none", async () => {
+    // A runner living inside another process (the shim's process runtime) must not pass on its secrets.
+    process.env.RUNNER_HOST_CANARY = 'host-secret-canary';
+    try {
+      await runner?.close();
+      runner = await startRunner({ port: 0, homeDir });
+      client = new RunnerClient(runner.url);
+      await runJob([`"${process.execPath}" -e 'console.log(JSON.stringify(process.env))'`], {
+        env: { FROM_JOB: 'job' },
+      });
+      const job = await pullUntil(client);
+      const env = JSON.parse(decodeLogs(job.jobLogs)) as Record<string, string>;
+      const shellVariables = ['PWD', 'SHLVL', '_'];
+      expect(
+        Object.keys(env).filter(
+          (name) =>
+            !name.startsWith('DSTACK_') &&
+            !(HOST_JOB_VARIABLES as readonly string[]).includes(name) &&
+            !shellVariables.includes(name),
+        ),
+      ).toEqual(['FROM_JOB']);
+      expect(env).toMatchObject({ PATH: process.env.PATH, HOME: process.env.HOME });
+    } finally {
+      delete process.env.RUNNER_HOST_CANARY;
+    }
   });
 
   it('kills a job that ignores SIGTERM once stop_duration has passed', async () => {

@@ -12,6 +12,7 @@ import {
   RunnerSubmitBodySchema,
 } from '@dstack/core/agent-protocol';
 import { InvalidArchiveError } from '../archive/tar-reader.js';
+import { hostJobEnvironment } from '../job/host-job-environment.js';
 import { JobExecutor, JobStateConflictError } from '../job/job-executor.js';
 import type { UserDatabasePaths } from '../job/user-database.js';
 import {
@@ -32,7 +33,13 @@ export interface RunnerOptions {
   port?: number;
   /** The runner's working area: the repo goes to `<homeDir>/workflow`. Created if missing. */
   homeDir: string;
-  /** The environment jobs inherit (DSTACK_* variables, secrets and the job's env are added). Default: `process.env`. */
+  /**
+   * The environment jobs start from (DSTACK_* variables, secrets and the job's env are added).
+   * Default: only the basics of this process's environment (`PATH`, `HOME`, ... see
+   * `HOST_JOB_VARIABLES`), never all of it: a runner living inside a shim or a server must
+   * not hand their tokens to jobs. The runner binary in a container passes the container's whole
+   * environment (the image's variables and the task's), as dstack's runner does.
+   */
   env?: Readonly<Record<string, string | undefined>>;
   /** Job log lines kept in memory; the oldest are dropped beyond it. Default 100 000. */
   maxJobLogLines?: number;
@@ -80,7 +87,7 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
   await mkdir(options.homeDir, { recursive: true });
   const executor = new JobExecutor({
     homeDir: options.homeDir,
-    baseEnv: options.env,
+    baseEnv: options.env ?? hostJobEnvironment(process.env),
     maxJobLogLines: options.maxJobLogLines,
     defaultUser: options.defaultJobUser,
     userDatabase: options.userDatabase,

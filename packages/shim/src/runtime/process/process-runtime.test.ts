@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DEFAULT_JOB_IMAGE, type RunnerJobState, TaskConfigSchema } from '@dstack/core/agent-protocol';
-import { RunnerClient } from '@dstack/runner';
+import { HOST_JOB_VARIABLES, RunnerClient } from '@dstack/runner';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StartedTask, TaskDevices } from '../task-runtime.js';
 import { createProcessRuntime } from './process-runtime.js';
@@ -85,6 +85,28 @@ describe('process runtime', () => {
       gpuIds: ['1', '3'],
     });
     expect(result.output).toBe('1,3/1,3\n');
+  });
+
+  it("gives the job the shim's PATH and HOME but none of its other variables", async () => {
+    // The shim's environment is what started it: the server's on the local backend.
+    process.env.PROCESS_RUNTIME_CANARY = 'shim-secret-canary';
+    try {
+      const dump = `"${process.execPath}" -e 'console.log(JSON.stringify(process.env))'`;
+      const result = await runAs('', [dump]);
+      const jobEnvironment = JSON.parse(result.output) as Record<string, string>;
+      expect(jobEnvironment).toMatchObject({ PATH: process.env.PATH, HOME: process.env.HOME });
+      const shellVariables = ['PWD', 'SHLVL', '_'];
+      const foreign = Object.keys(jobEnvironment).filter(
+        (name) =>
+          !name.startsWith('DSTACK_') &&
+          !(HOST_JOB_VARIABLES as readonly string[]).includes(name) &&
+          !shellVariables.includes(name),
+      );
+      expect(foreign).toEqual([]);
+      expect(result.output).not.toContain('shim-secret-canary');
+    } finally {
+      delete process.env.PROCESS_RUNTIME_CANARY;
+    }
   });
 
   it('refuses a task naming an image other than the default, naming the image', async () => {

@@ -1,11 +1,16 @@
 import { DEFAULT_JOB_IMAGE, type TaskConfig } from '@dstack/core/agent-protocol';
-import { startRunner } from '@dstack/runner';
+import { hostJobEnvironment, startRunner } from '@dstack/runner';
 import type { StartedTask, TaskAccess, TaskDevices, TaskEvents, TaskRuntime } from '../task-runtime.js';
 import { TaskStartError } from '../task-runtime.js';
 
 export interface ProcessRuntimeOptions {
-  /** The environment the tasks' jobs inherit (each task's `env` is added). Default: the shim's `process.env`. */
-  env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * The host environment jobs take their basics from (`PATH`, `HOME`, the locale...: the runner's
+   * `HOST_JOB_VARIABLES`); each task's `env` is added. Nothing else of it reaches a job: it is
+   * the shim's, which holds what started the shim (the server's own variables on the local
+   * backend, the login's on an SSH fleet host). Default: the shim's `process.env`.
+   */
+  hostEnv?: Readonly<Record<string, string | undefined>>;
 }
 
 /**
@@ -42,7 +47,11 @@ export function createProcessRuntime(options: ProcessRuntimeOptions = {}): TaskR
           port: 0,
           homeDir: taskHomeDir,
           token: access.runnerToken,
-          env: { ...(options.env ?? process.env), ...task.env, ...visibleGpusEnvironment(devices) },
+          env: {
+            ...hostJobEnvironment(options.hostEnv ?? process.env),
+            ...task.env,
+            ...visibleGpusEnvironment(devices),
+          },
           defaultJobUser: task.container_user === '' ? undefined : task.container_user,
         });
       } catch (error) {

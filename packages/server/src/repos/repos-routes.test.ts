@@ -214,9 +214,9 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
           [['run_spec', 'repo_data', 'repo_name']],
         ]);
       }
-      const escape = encodeURIComponent('app\u001b[2J');
+      const escapedId = encodeURIComponent('app\u001b[2J');
       const badUpload = await upload(
-        `/api/project/main/repos/upload_code?repo_id=${escape}`,
+        `/api/project/main/repos/upload_code?repo_id=${escapedId}`,
         new Uint8Array(1),
       );
       expect(badUpload.status).toBe(400);

@@ -47,7 +47,10 @@ export interface StartServerOptions extends Partial<ServerSettings> {
 export interface RunningServer {
   /** `http://host:port`. */
   url: string;
-  /** The admin token, when it was just created (print it once). */
+  /**
+   * The admin token, printed at every start; null when the server does not know it (an admin
+   * created by a version that kept only its hash: `DSTACK_SERVER_ADMIN_TOKEN` sets a new one).
+   */
   adminToken: string | null;
   app: AppContext;
   close(): Promise<void>;

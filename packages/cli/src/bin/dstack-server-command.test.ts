@@ -4,13 +4,14 @@
  * start-up and after it.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { parse } from 'yaml';
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
@@ -121,6 +122,43 @@ describe('dstack server (built bin)', () => {
 
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
+  });
+
+  it('prints the admin token at every start, also after a first start failed on config.yml', async () => {
+    const serverDir = join(dir, 'restarts', 'server');
+    const cliDir = join(dir, 'restarts', 'cli');
+    const env = { DSTACK_SERVER_DIR: serverDir, DSTACK_CLI_CONFIG_DIR: cliDir };
+    const configYml = join(serverDir, 'config.yml');
+    mkdirSync(serverDir, { recursive: true });
+    writeFileSync(
+      configYml,
+      'projects:\n  - name: main\n    backends:\n      - type: local\n        runtime: bogus\n',
+    );
+    const failed = dstackServer(['--port', '0'], env);
+    expect(await failed.exited).toBe(1);
+    expect(failed.output().stderr).toContain('runtime');
+    writeFileSync(configYml, 'projects:\n  - name: main\n    backends:\n      - type: local\n');
+
+    const cliConfig = () => parse(readFileSync(join(cliDir, 'config.yml'), 'utf8'));
+    const starts: Array<{ url: string; token: string; stdout: string }> = [];
+    for (let start = 0; start < 2; start++) {
+      const server = dstackServer(['--port', '0'], env);
+      const url = await runningUrl(server);
+      const { stdout } = server.output();
+      const token = /^The admin token is (\S+)$/m.exec(stdout)?.[1];
+      expect(token, stdout).toBeDefined();
+      starts.push({ url, token: token!, stdout });
+      server.child.kill('SIGTERM');
+      expect(await server.exited).toBe(0);
+    }
+    const [first, second] = starts as [(typeof starts)[0], (typeof starts)[0]];
+    expect(second.token).toBe(first.token);
+    // Written when absent; the second start (another port) leaves it as the user has it.
+    expect(first.stdout).toContain(`Added project main in ${join(cliDir, 'config.yml')}`);
+    expect(second.stdout).toContain('Left project main');
+    expect(cliConfig()).toEqual({
+      projects: [{ name: 'main', url: first.url, token: first.token, default: true }],
+    });
   });
 
   describe('stopped by SIGTERM', () => {

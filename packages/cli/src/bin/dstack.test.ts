@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -121,4 +121,39 @@ describe('dstack (built bin)', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toContain("unknown command 'bogus'");
   });
+});
+
+/**
+ * Runs the built bin with its stdout read by a reader that closes the pipe after the first
+ * chunk, as `dstack logs RUN | head` does. Resolves with the exit code and stderr.
+ */
+function dstackIntoClosingReader(...args: string[]): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [bin, ...args], {
+      env: { ...process.env, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.stdout.once('data', () => child.stdout.destroy());
+    child.once('close', (code) => resolve({ code, stderr }));
+  });
+}
+
+describe('dstack writing into a pipe closed early (built bin)', () => {
+  it('exits quietly, without a stack trace, each time', async () => {
+    // Far more output than a pipe holds, so that writes are still pending when the reader leaves.
+    const file = join(dir, 'long-output.dstack.yml');
+    const commands = Array.from(
+      { length: 3_000 },
+      (_, index) => `  - echo ${'x'.repeat(240)} ${index}\n`,
+    ).join('');
+    writeFileSync(file, `type: task\ncommands:\n${commands}`);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const result = await dstackIntoClosingReader('validate', '-f', file);
+      expect(result).toEqual({ code: 0, stderr: '' });
+    }
+  }, 60_000);
 });

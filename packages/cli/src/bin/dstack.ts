@@ -1,5 +1,8 @@
 #!/usr/bin/env node
+import { exitQuietlyOnClosedPipe } from '../output/closed-pipe.js';
 import { run } from '../program.js';
+
+exitQuietlyOnClosedPipe();
 
 try {
   process.exitCode = await run(process.argv);

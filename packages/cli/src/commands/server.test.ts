@@ -77,11 +77,22 @@ function fakeServerModule(adminToken: string | null, afterStart: () => void = ()
 }
 
 describe('serverCommand', () => {
-  it('prints the token and URL, registers the main project and closes on shutdown', async () => {
-    await saveCliConfig(
-      { projects: [{ name: 'other', url: 'http://example.com', token: 'x', default: true }] },
-      join(directory, 'config.yml'),
-    );
+  /** Runs `dstack server` with a stand-in server that stops at once; resolves with what it printed. */
+  async function startOnce(adminToken: string | null, options: { yes?: boolean } = {}) {
+    const signals = testSignals();
+    const { module, calls } = fakeServerModule(adminToken, () => signals.send());
+    const buffers = bufferIo();
+    const code = await serverCommand(options, buffers.io, {
+      loadServer: async () => module,
+      ...signals.dependencies,
+    });
+    return { code, calls, output: buffers.output() };
+  }
+
+  const configPath = () => join(directory, 'config.yml');
+  const savedConfig = () => parse(readFileSync(configPath(), 'utf8'));
+
+  it('prints the token and URL, adds the main project and closes on shutdown', async () => {
     const signals = testSignals();
     const { module, calls } = fakeServerModule('admin-token', () => signals.send());
     const buffers = bufferIo();
@@ -92,26 +103,52 @@ describe('serverCommand', () => {
     expect(code).toBe(0);
     expect(calls).toEqual({ started: [{ host: '0.0.0.0', port: 3001 }], closed: 1 });
     expect(buffers.output()).toBe(
+      'The admin token is admin-token\n' +
+        `Added project main in ${configPath()}\n` +
+        'The server is running at http://127.0.0.1:3000\n',
+    );
+    expect(savedConfig()).toEqual({
+      projects: [{ name: 'main', url: 'http://127.0.0.1:3000', token: 'admin-token', default: true }],
+    });
+    // The next start prints the token again and has nothing to change.
+    expect((await startOnce('admin-token')).output).toBe(
       'The admin token is admin-token\nThe server is running at http://127.0.0.1:3000\n',
     );
-    expect(parse(readFileSync(join(directory, 'config.yml'), 'utf8'))).toEqual({
-      projects: [
-        { name: 'other', url: 'http://example.com', token: 'x', default: false },
-        { name: 'main', url: 'http://127.0.0.1:3000', token: 'admin-token', default: true },
-      ],
+  });
+
+  it('adds main beside other projects without taking their default', async () => {
+    const other = { name: 'other', url: 'http://example.com', token: 'x', default: true };
+    await saveCliConfig({ projects: [other] }, configPath());
+    await startOnce('admin-token');
+    expect(savedConfig()).toEqual({
+      projects: [other, { name: 'main', url: 'http://127.0.0.1:3000', token: 'admin-token', default: false }],
     });
   });
 
-  it('leaves the configuration alone when the server has no new token', async () => {
-    const signals = testSignals();
-    const { module } = fakeServerModule(null, () => signals.send());
-    const buffers = bufferIo();
-    await serverCommand({}, buffers.io, {
-      loadServer: async () => module,
-      ...signals.dependencies,
+  it('leaves a main project pointing elsewhere as it is, unless -y', async () => {
+    const mine = { name: 'main', url: 'http://10.0.0.5:3000', token: 'mine', default: true };
+    await saveCliConfig({ projects: [mine] }, configPath());
+    const kept = await startOnce('admin-token');
+    expect(kept.output).toBe(
+      'The admin token is admin-token\n' +
+        `Left project main in ${configPath()} as it is (another URL or token); dstack server -y points it here\n` +
+        'The server is running at http://127.0.0.1:3000\n',
+    );
+    expect(savedConfig()).toEqual({ projects: [mine] });
+    const replaced = await startOnce('admin-token', { yes: true });
+    expect(replaced.output).toContain(`Updated project main in ${configPath()}\n`);
+    expect(savedConfig()).toEqual({
+      projects: [{ name: 'main', url: 'http://127.0.0.1:3000', token: 'admin-token', default: true }],
     });
-    expect(buffers.output()).toBe('The server is running at http://127.0.0.1:3000\n');
-    expect(() => readFileSync(join(directory, 'config.yml'))).toThrow();
+  });
+
+  it('says how to set a token when the server does not know it, and leaves the configuration alone', async () => {
+    const { output } = await startOnce(null);
+    expect(output).toBe(
+      'The admin token is not known to this server (only its hash is stored): set DSTACK_SERVER_ADMIN_TOKEN to choose a new one\n' +
+        'The server is running at http://127.0.0.1:3000\n',
+    );
+    expect(() => readFileSync(configPath())).toThrow();
   });
 
   it('rejects a bad port before starting anything', async () => {

@@ -11,7 +11,7 @@ export interface ServerModule {
 
 export interface RunningServer {
   url: string;
-  /** The admin's token on first start; null when the admin already existed. */
+  /** The admin's token, given at every start; null when the server does not know it (an admin older than kept tokens). */
   adminToken: string | null;
   close(): Promise<void>;
 }
@@ -21,7 +21,10 @@ export interface ServerOptions {
   host?: string;
   /** Port to listen on. Default: the server's (3000; env `DSTACK_SERVER_PORT`). */
   port?: string;
-  /** Update the CLI configuration without asking. Accepted for dstack compatibility; the CLI never asks. */
+  /**
+   * Point an existing `main` project of the CLI configuration at this server and its admin token.
+   * Without it, a `main` project already there is left as it is (one is added when there is none).
+   */
   yes?: boolean;
 }
 
@@ -93,9 +96,38 @@ function parsePort(text: string | undefined): number | undefined {
   return port;
 }
 
+/** Printed instead of the token by a server whose admin predates kept tokens. */
+const ADMIN_TOKEN_UNKNOWN =
+  'The admin token is not known to this server (only its hash is stored): set DSTACK_SERVER_ADMIN_TOKEN to choose a new one\n';
+
 /**
- * `dstack server`: starts `@dstack/server`, prints the admin token (first start) and URL, and
- * points the CLI's `main` project at it. A stop signal (SIGINT, SIGTERM) closes the server and
+ * Adds the `main` project (this server, its admin token) to the CLI configuration when it has
+ * none, as dstack does on start; replaces one already there only when `replace` (`-y`), so that a
+ * `main` the user pointed elsewhere stays. Returns the line to print, if any.
+ */
+async function registerMainProject(url: string, token: string, replace: boolean): Promise<string | null> {
+  const path = cliConfigPath();
+  const config = await loadCliConfig(path);
+  const existing = config.projects.find((project) => project.name === DEFAULT_PROJECT_NAME);
+  if (existing?.url === url && existing.token === token) return null;
+  if (existing && !replace) {
+    return `Left project ${DEFAULT_PROJECT_NAME} in ${path} as it is (another URL or token); dstack server -y points it here\n`;
+  }
+  await saveCliConfig(
+    upsertProject(config, {
+      name: DEFAULT_PROJECT_NAME,
+      url,
+      token,
+      default: existing?.default ?? !config.projects.some((project) => project.default),
+    }),
+    path,
+  );
+  return `${existing ? 'Updated' : 'Added'} project ${DEFAULT_PROJECT_NAME} in ${path}\n`;
+}
+
+/**
+ * `dstack server`: starts `@dstack/server`, prints the admin token (at every start, as dstack
+ * does) and URL, and adds the CLI's `main` project for it when there is none. A stop signal (SIGINT, SIGTERM) closes the server and
  * returns exit code 0. During start-up (which may wait on the database), or a second one while
  * closing, it ends the process at once: Postgres rolls back what was unfinished, SQLite's WAL
  * keeps every commit, and the server's SQLite lock goes with the process.
@@ -133,20 +165,12 @@ export async function serverCommand(
       throw startFailure(error);
     }
     try {
-      if (running.adminToken !== null) {
+      if (running.adminToken === null) {
+        io.stdout(ADMIN_TOKEN_UNKNOWN);
+      } else {
         io.stdout(`The admin token is ${running.adminToken}\n`);
-        const path = cliConfigPath();
-        const config = await loadCliConfig(path);
-        const existing = config.projects.find((project) => project.name === DEFAULT_PROJECT_NAME);
-        await saveCliConfig(
-          upsertProject(config, {
-            name: DEFAULT_PROJECT_NAME,
-            url: running.url,
-            token: running.adminToken,
-            default: existing?.default ?? true,
-          }),
-          path,
-        );
+        const registered = await registerMainProject(running.url, running.adminToken, options.yes === true);
+        if (registered) io.stdout(registered);
       }
       io.stdout(`The server is running at ${running.url}\n`);
       await stop;

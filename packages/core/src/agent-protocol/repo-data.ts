@@ -4,6 +4,8 @@
  * the job spec and the submit body; core's API models build on them.
  */
 import { z } from 'zod';
+// Only zod: this entry of core stays free of the rest.
+import { repoNameSchema } from '../models/resource-names.js';
 
 /**
  * A Git repo the runner clones (dstack's `RemoteRunRepoData`): its name, the remote branch and
@@ -12,7 +14,7 @@ import { z } from 'zod';
  */
 export const RemoteRunRepoDataSchema = z.object({
   repo_type: z.literal('remote'),
-  repo_name: z.string().min(1),
+  repo_name: repoNameSchema,
   repo_branch: z.string().nullish(),
   repo_hash: z.string().nullish(),
   repo_config_name: z.string().nullish(),

@@ -10,7 +10,7 @@ import { ProviderJobSpecSchema } from '../providers/provider-job-spec.js';
 import { BackendTypeSchema } from './backend-type.js';
 import { InstanceOfferWithAvailabilitySchema } from './instances.js';
 import { RequirementsSchema } from './requirements.js';
-import { projectNameSchema, secretNameSchema, usernameSchema } from './resource-names.js';
+import { projectNameSchema, repoIdSchema, secretNameSchema, usernameSchema } from './resource-names.js';
 import { JobProvisioningDataSchema, JobRuntimeDataSchema } from './runs.js';
 import {
   FleetStatusSchema,
@@ -102,7 +102,7 @@ export const RunSpecSchema = z.object({
   ssh_key_pub: z.string().nullish(),
   working_dir: z.string().nullish(),
   /** The repo the code comes from (`repos/init` recorded it); null: none. */
-  repo_id: z.string().nullish(),
+  repo_id: repoIdSchema.nullish(),
   repo_data: RunRepoDataSchema.nullish(),
   /** sha256 of the code uploaded to `repos/upload_code` before the apply; null: no code. */
   repo_code_hash: z.string().nullish(),

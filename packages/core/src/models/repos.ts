@@ -10,6 +10,7 @@ import {
   RemoteRepoCredsSchema,
   VirtualRunRepoDataSchema,
 } from '../agent-protocol/repo-data.js';
+import { repoIdSchema, repoNameSchema } from './resource-names.js';
 
 export {
   type FileArchiveMapping,
@@ -27,7 +28,7 @@ export {
 
 /** What `repos/init` records about a repo (dstack's `AnyRepoInfo`). */
 export const RepoInfoSchema = z.discriminatedUnion('repo_type', [
-  z.object({ repo_type: z.literal('remote'), repo_name: z.string().min(1) }),
+  z.object({ repo_type: z.literal('remote'), repo_name: repoNameSchema }),
   LocalRunRepoDataSchema,
   VirtualRunRepoDataSchema,
 ]);
@@ -43,7 +44,7 @@ export type FileArchive = z.output<typeof FileArchiveSchema>;
  */
 export const InitRepoRequestSchema = z
   .object({
-    repo_id: z.string().min(1),
+    repo_id: repoIdSchema,
     repo_info: RepoInfoSchema,
     repo_creds: RemoteRepoCredsSchema.nullish(),
   })
@@ -73,12 +74,12 @@ export const InitRepoRequestSchema = z
 
 /** `repos/get`. */
 export const GetRepoRequestSchema = z.object({
-  repo_id: z.string().min(1),
+  repo_id: repoIdSchema,
   include_creds: z.boolean().default(false),
 });
 
 /** `repos/delete`. */
-export const DeleteReposRequestSchema = z.object({ repos_ids: z.array(z.string()) });
+export const DeleteReposRequestSchema = z.object({ repos_ids: z.array(repoIdSchema) });
 
 /** A repo as `repos/list` and `repos/get` answer it (dstack's `RepoHead`, creds only when asked). */
 export const RepoHeadSchema = z.object({

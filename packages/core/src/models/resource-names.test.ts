@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfiguration, validateConfiguration } from '../configuration/index.js';
 import { ConfigurationError } from '../errors.js';
 import { CreateProjectRequestSchema, CreateUserRequestSchema } from './api.js';
-import { isValidProjectName, isValidResourceName, isValidUsername } from './resource-names.js';
+import { isValidProjectName, isValidRepoId, isValidResourceName, isValidUsername } from './resource-names.js';
 
 /** Names no resource may have: control characters, escape sequences, slashes, spaces, a megabyte. */
 const HOSTILE_NAMES = [
@@ -30,6 +30,16 @@ function configurationError(run: () => unknown): ConfigurationError {
 }
 
 describe('name rules', () => {
+  it('repo ids take any printable text but no control or format character', () => {
+    for (const id of ['app-1a2b3c4d', 'mon projet été-1a2b3c4d', 'a', 'x'.repeat(300)]) {
+      expect(isValidRepoId(id), id).toBe(true);
+    }
+    const hostile = HOSTILE_NAMES.filter((name) => !['../etc', 'a/b', 'a b'].includes(name));
+    for (const id of [...hostile, 'bidi\u202eexe', 'zero\u200bwidth', 'lone\ud800', 'x'.repeat(301)]) {
+      expect(isValidRepoId(id), JSON.stringify(id.slice(0, 20))).toBe(false);
+    }
+  });
+
   it("resource names follow dstack's is_valid_dstack_resource_name", () => {
     for (const name of ['my-fleet', 'trl-train-deepseek-v2', 'ab', `a${'b'.repeat(40)}`]) {
       expect(isValidResourceName(name), name).toBe(true);

@@ -24,6 +24,16 @@ export const USERNAME_RULE = '1-60 letters, digits, "-" or "_"';
 export const SECRET_NAME_PATTERN = /^[A-Za-z0-9_-]{1,200}$/;
 export const SECRET_NAME_RULE = '1-200 letters, digits, "-" or "_"';
 
+/**
+ * Repo ids (`repos/init`, a run spec's `repo_id`) and repo names: the client chooses them (the
+ * CLI makes an id of the repo's or the directory's name and a hash), so a space or any letter
+ * is fine, but no control or format character (terminal escapes, bidi overrides, lone
+ * surrogates): the id and name reach terminals (`dstack ps`), logs and the job's environment.
+ * 300 characters leave room for a directory name of 255 and the CLI's hash suffix.
+ */
+export const REPO_ID_PATTERN = /^[^\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]{1,300}$/u;
+export const REPO_ID_RULE = '1-300 characters, none of them a control or format character';
+
 export function isValidResourceName(name: string): boolean {
   return RESOURCE_NAME_PATTERN.test(name);
 }
@@ -34,6 +44,10 @@ export function isValidProjectName(name: string): boolean {
 
 export function isValidSecretName(name: string): boolean {
   return SECRET_NAME_PATTERN.test(name);
+}
+
+export function isValidRepoId(id: string): boolean {
+  return REPO_ID_PATTERN.test(id);
 }
 
 export function isValidUsername(name: string): boolean {
@@ -61,3 +75,11 @@ export const usernameSchema = z
 export const secretNameSchema = z
   .string()
   .regex(SECRET_NAME_PATTERN, { error: `secret name must be ${SECRET_NAME_RULE}` });
+
+/** A repo's id (`repo_id`). */
+export const repoIdSchema = z.string().regex(REPO_ID_PATTERN, { error: `repo id must be ${REPO_ID_RULE}` });
+
+/** A remote repo's name (`repo_name`): the same rule as its id. */
+export const repoNameSchema = z
+  .string()
+  .regex(REPO_ID_PATTERN, { error: `repo name must be ${REPO_ID_RULE}` });

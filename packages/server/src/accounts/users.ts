@@ -1,6 +1,7 @@
 /**
  * Users: creation with a bearer token (shown once, stored as its sha256),
- * lookup by token, token refresh, and the `admin` user made at start.
+ * lookup by token, token refresh, and the `admin` user made at start, whose
+ * token is also kept encrypted so that every start can print it.
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -14,6 +15,7 @@ import {
 import type { AppContext } from '../context.js';
 import type { UsersTable } from '../db/schema.js';
 import { ForbiddenError } from '../security/access-errors.js';
+import { EncryptionError } from '../security/encryption.js';
 import { generateToken, hashToken } from '../security/tokens.js';
 
 export const ADMIN_USERNAME = 'admin';
@@ -26,6 +28,27 @@ export function toUserModel(row: UsersTable): User {
     created_at: new Date(row.created_at).toISOString(),
     active: row.active === 1,
   };
+}
+
+/** What `users.token_encrypted` holds for a user with `token`: the admin's token encrypted, else nothing. */
+function keptToken(app: AppContext, username: string, token: string): string | null {
+  return username === ADMIN_USERNAME ? app.encryption.encrypt(token) : null;
+}
+
+/**
+ * The admin's kept token, or null when there is none that works: an admin created before tokens
+ * were kept, a token encrypted under a key config.yml no longer lists, or one replaced since.
+ */
+function readKeptToken(app: AppContext, admin: UsersTable): string | null {
+  if (!admin.token_encrypted) return null;
+  let token: string;
+  try {
+    token = app.encryption.decrypt(admin.token_encrypted);
+  } catch (error) {
+    if (EncryptionError.isInstance(error)) return null;
+    throw error;
+  }
+  return hashToken(token) === admin.token_hash ? token : null;
 }
 
 function withCreds(row: UsersTable, token: string): UserWithCreds {
@@ -90,6 +113,7 @@ export async function createUser(
     id: randomUUID(),
     name: input.username,
     token_hash: hashToken(token),
+    token_encrypted: keptToken(app, input.username, token),
     global_role: input.global_role,
     created_at: Date.now(),
     active: 1,
@@ -107,12 +131,9 @@ export async function refreshUserToken(
   if (actor.global_role !== 'admin' && actor.name !== username) throw new ForbiddenError();
   const row = await getUserByName(app, username);
   const token = generateToken();
-  await app.db
-    .updateTable('users')
-    .set({ token_hash: hashToken(token) })
-    .where('id', '=', row.id)
-    .execute();
-  return withCreds({ ...row, token_hash: hashToken(token) }, token);
+  const changed = { token_hash: hashToken(token), token_encrypted: keptToken(app, row.name, token) };
+  await app.db.updateTable('users').set(changed).where('id', '=', row.id).execute();
+  return withCreds({ ...row, ...changed }, token);
 }
 
 /** Deletes users (and their memberships). The built-in `admin` and the caller cannot be deleted. */
@@ -143,7 +164,9 @@ export async function deleteUsers(
 /**
  * Makes sure the `admin` user exists. Its token is `adminToken` when given
  * (an existing admin's token is replaced if it differs), else generated for a
- * new admin. Returns the token when it should be printed: just generated or given.
+ * new admin. Returns the admin's token, to print at every start: the one given
+ * or generated, else the one kept from an earlier start; null when none is
+ * kept (an admin made by a server that did not keep it).
  */
 export async function ensureAdminUser(
   app: AppContext,
@@ -173,10 +196,12 @@ export async function ensureAdminUser(
       return ensureAdminUser(app, adminToken);
     }
   }
-  if (adminToken === null) return { user: existing, adminToken: null };
+  if (adminToken === null) return { user: existing, adminToken: readKeptToken(app, existing) };
   const tokenHash = hashToken(adminToken);
-  if (existing.token_hash !== tokenHash) {
-    await app.db.updateTable('users').set({ token_hash: tokenHash }).where('id', '=', existing.id).execute();
+  if (existing.token_hash !== tokenHash || readKeptToken(app, existing) !== adminToken) {
+    const changed = { token_hash: tokenHash, token_encrypted: keptToken(app, ADMIN_USERNAME, adminToken) };
+    await app.db.updateTable('users').set(changed).where('id', '=', existing.id).execute();
+    return { user: { ...existing, ...changed }, adminToken };
   }
-  return { user: { ...existing, token_hash: tokenHash }, adminToken };
+  return { user: existing, adminToken };
 }

@@ -13,6 +13,10 @@ import { constants } from 'node:os';
 import { ConfigurationError, formatConfigurationError } from '@dstack/core';
 import { type RunningServer, startServer } from '../app.js';
 
+/** Printed instead of the token by a server whose admin predates kept tokens. */
+const ADMIN_TOKEN_UNKNOWN =
+  'The admin token is not known to this server (only its hash is stored): set DSTACK_SERVER_ADMIN_TOKEN to choose a new one';
+
 function startFailureLine(error: unknown): string {
   if (ConfigurationError.isInstance(error)) return formatConfigurationError(error);
   return `error: ${error instanceof Error ? error.message : String(error)}`;
@@ -44,5 +48,5 @@ try {
   console.error(startFailureLine(error));
   process.exit(1);
 }
-if (server.adminToken) console.log(`The admin token is ${server.adminToken}`);
+console.log(server.adminToken ? `The admin token is ${server.adminToken}` : ADMIN_TOKEN_UNKNOWN);
 console.log(`The server is running at ${server.url}`);

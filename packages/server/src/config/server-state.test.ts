@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { ConfigurationError, formatConfigurationError } from '@dstack/core';
 import { createFakeBackendPlugin, FAKE_BACKEND_VALID_API_KEY } from '@dstack/testing';
 import { beforeEach, expect, it } from 'vitest';
+import { getUserByName, refreshUserToken } from '../accounts/users.js';
 import { AgentConnector } from '../agents/index.js';
 import { createAppContext } from '../app-context.js';
 import { BackendRegistry } from '../backends/registry.js';
@@ -50,7 +51,7 @@ describeEachDialect('initializeServerState', (getDb) => {
   const withFake = (apiKey: string) =>
     `projects:\n  - name: team\n    backends:\n      - type: fake\n        creds:\n          type: api_key\n          api_key: ${apiKey}\n`;
 
-  it('creates admin once and prints a generated token only the first time', async () => {
+  it('creates admin once and gives its token at every start', async () => {
     const first = await start('projects: []\n');
     expect(first.adminToken).toMatch(/^[0-9a-f-]{36}$/);
     const admin = await app.db
@@ -59,9 +60,12 @@ describeEachDialect('initializeServerState', (getDb) => {
       .where('name', '=', 'admin')
       .executeTakeFirstOrThrow();
     expect(admin).toMatchObject({ global_role: 'admin', token_hash: hashToken(first.adminToken!) });
-    expect((await start('projects: []\n')).adminToken).toBeNull();
+    // Kept encrypted, never in plain text.
+    expect(admin.token_encrypted).toMatch(/^enc:aes:key1:/);
+    expect(admin.token_encrypted).not.toContain(first.adminToken);
+    expect((await start('projects: []\n')).adminToken).toBe(first.adminToken);
 
-    // DSTACK_SERVER_ADMIN_TOKEN replaces the token of an existing admin.
+    // DSTACK_SERVER_ADMIN_TOKEN replaces the token of an existing admin, and is kept as well.
     const given = `given-${randomBytes(4).toString('hex')}`;
     expect((await start('projects: []\n', given)).adminToken).toBe(given);
     const updated = await app.db
@@ -70,7 +74,36 @@ describeEachDialect('initializeServerState', (getDb) => {
       .where('name', '=', 'admin')
       .executeTakeFirstOrThrow();
     expect(updated.token_hash).toBe(hashToken(given));
+    expect((await start('projects: []\n')).adminToken).toBe(given);
+    // A token the admin refreshes through the API is the one printed next.
+    const refreshed = await refreshUserToken(app, await getUserByName(app, 'admin'), 'admin');
+    expect((await start('projects: []\n')).adminToken).toBe(refreshed.creds.token);
     expect(await app.db.selectFrom('projects').select('name').execute()).toEqual([{ name: 'main' }]);
+  });
+
+  it('gives the token made by a first start that failed on config.yml at the next start', async () => {
+    const failed = await start(withFake('wrong')).catch((thrown: unknown) => thrown);
+    expect(ConfigurationError.isInstance(failed)).toBe(true);
+    const admin = await app.db
+      .selectFrom('users')
+      .select('token_hash')
+      .where('name', '=', 'admin')
+      .executeTakeFirstOrThrow();
+    const fixed = await start(withFake(FAKE_BACKEND_VALID_API_KEY));
+    expect(fixed.adminToken).not.toBeNull();
+    expect(hashToken(fixed.adminToken!)).toBe(admin.token_hash);
+  });
+
+  it('gives no token for an admin whose token only has a hash, or was refreshed elsewhere', async () => {
+    await start('projects: []\n');
+    await app.db.updateTable('users').set({ token_encrypted: null }).where('name', '=', 'admin').execute();
+    expect((await start('projects: []\n')).adminToken).toBeNull();
+    await app.db
+      .updateTable('users')
+      .set({ token_encrypted: app.encryption.encrypt('stale'), token_hash: hashToken('current') })
+      .where('name', '=', 'admin')
+      .execute();
+    expect((await start('projects: []\n')).adminToken).toBeNull();
   });
 
   it('syncs config.yml projects and backends, encrypting creds and SSH keys', async () => {

@@ -14,7 +14,10 @@ import type { ServerConfig, ServerConfigFile } from './server-config.js';
 export const DEFAULT_PROJECT_NAME = 'main';
 
 export interface ServerStateResult {
-  /** The admin token to print once: set when it was just generated or given by `DSTACK_SERVER_ADMIN_TOKEN`. */
+  /**
+   * The admin token, to print at every start: generated, given by `DSTACK_SERVER_ADMIN_TOKEN`, or
+   * kept (encrypted) from an earlier start. Null when no token is kept (see `ensureAdminUser`).
+   */
   adminToken: string | null;
 }
 

@@ -302,6 +302,16 @@ const instanceAgentToken: Migration = {
   },
 };
 
+/** The admin's token kept encrypted (`users.token_encrypted`), to print it at every start. */
+const adminTokenKept: Migration = {
+  async up(db: AnyDatabase) {
+    await db.schema.alterTable('users').addColumn('token_encrypted', 'text').execute();
+  },
+  async down(db: AnyDatabase) {
+    await db.schema.alterTable('users').dropColumn('token_encrypted').execute();
+  },
+};
+
 /**
  * A job's log entries are keyed by their runner position: storing inserts with ON CONFLICT DO
  * NOTHING, so a batch two replicas pulled (or one pulled again after a failover) is kept once.
@@ -417,6 +427,7 @@ export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
     '007_job_logs_position_key': jobLogsPositionKey(dialect),
     '008_secrets': projectSecrets(dialect),
     '009_repos_and_code': reposAndCode(dialect),
+    '010_admin_token_kept': adminTokenKept,
   };
 }
 

@@ -29,8 +29,13 @@ export interface LockColumns {
 export interface UsersTable {
   id: string;
   name: string;
-  /** sha256 hex of the bearer token; the token itself is never stored. */
+  /** sha256 hex of the bearer token, which requests are authenticated by. */
   token_hash: string;
+  /**
+   * The `admin` user's token itself, encrypted like other secrets at rest, so that every start of
+   * the server can print it (as dstack does); null for every other user, whose token is only a hash.
+   */
+  token_encrypted?: string | null;
   global_role: 'admin' | 'user';
   created_at: number;
   active: number;

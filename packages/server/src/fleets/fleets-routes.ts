@@ -7,7 +7,7 @@ import {
   InstanceSchema,
 } from '@dstack/core';
 import { z } from 'zod';
-import { defineRoute, projectContext } from '../http/route.js';
+import { defineRoute, projectContext, SPEC_MAX_BODY_BYTES } from '../http/route.js';
 import { applyFleet, deleteFleets, getFleet, listFleets } from './fleets.js';
 
 const tags = ['fleets'];
@@ -44,6 +44,7 @@ export const fleetRoutes = [
     tags,
     auth: 'project-member',
     body: ApplyFleetRequestSchema,
+    maxBodyBytes: SPEC_MAX_BODY_BYTES,
     response: FleetSchema,
     async handler(ctx) {
       return applyFleet(ctx.app, projectContext(ctx).project, ctx.body.plan.spec.configuration);

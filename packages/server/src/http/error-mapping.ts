@@ -74,13 +74,26 @@ function issueMessage(issue: z.core.$ZodIssue, path: ReadonlyArray<string | numb
 }
 
 /**
- * One detail per unknown field, naming it. The strict objects of @dstack/core word the first
- * one themselves, with a "did you mean" when a known field is close.
+ * How many problems one error answer lists before a last "and N more problems". A body of 800k
+ * unknown fields once got a 65 MB answer that kept the server busy for seconds; the first few
+ * problems are what a user fixes first anyway.
  */
-function unknownFieldDetails(issue: z.core.$ZodIssue & { code: 'unrecognized_keys' }): ApiError['detail'] {
+export const MAX_LISTED_PROBLEMS = 10;
+
+type Detail = ApiError['detail'][number];
+
+/**
+ * The details of one unknown-fields issue, at most `room` of them, each naming its field. The
+ * strict objects of @dstack/core word the first one themselves, with a "did you mean" when a
+ * known field is close.
+ */
+function unknownFieldDetails(
+  issue: z.core.$ZodIssue & { code: 'unrecognized_keys' },
+  room: number,
+): Detail[] {
   const parent = issuePath(issue);
   const where = parent.length > 0 ? `${parent.join('.')}: ` : '';
-  return issue.keys.map((key, index) => ({
+  return issue.keys.slice(0, room).map((key, index) => ({
     msg:
       index === 0 && issue.message.startsWith(`unknown field '${key}'`)
         ? `${where}${issue.message}`
@@ -90,18 +103,31 @@ function unknownFieldDetails(issue: z.core.$ZodIssue & { code: 'unrecognized_key
   }));
 }
 
-/** The answer for zod issues: 400, one detail per issue (per unknown field), each naming its field path. */
+/**
+ * The answer for zod issues: 400, one detail per issue (per unknown field), each naming its field
+ * path; past MAX_LISTED_PROBLEMS, one last detail counts the problems left out.
+ */
 export function zodIssuesToAnswer(issues: readonly z.core.$ZodIssue[]): HttpErrorAnswer {
-  return {
-    status: 400,
-    body: {
-      detail: issues.flatMap((issue) => {
-        if (issue.code === 'unrecognized_keys') return unknownFieldDetails(issue);
-        const path = issuePath(issue);
-        return [{ msg: issueMessage(issue, path), code: 'invalid_request', fields: [path] }];
-      }),
-    },
-  };
+  const detail: Detail[] = [];
+  let problems = 0;
+  for (const issue of issues) {
+    const room = MAX_LISTED_PROBLEMS - detail.length;
+    if (issue.code === 'unrecognized_keys') {
+      problems += issue.keys.length;
+      if (room > 0) detail.push(...unknownFieldDetails(issue, room));
+      continue;
+    }
+    problems += 1;
+    if (room > 0) {
+      const path = issuePath(issue);
+      detail.push({ msg: issueMessage(issue, path), code: 'invalid_request', fields: [path] });
+    }
+  }
+  const left = problems - detail.length;
+  if (left > 0) {
+    detail.push({ msg: `and ${left} more problem${left === 1 ? '' : 's'}`, code: 'invalid_request' });
+  }
+  return { status: 400, body: { detail } };
 }
 
 /** Maps any thrown value to the HTTP answer. */

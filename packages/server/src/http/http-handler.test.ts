@@ -3,8 +3,10 @@ import { request as httpRequest } from 'node:http';
 import { NoCapacityError, ResourceNotFoundError } from '@dstack/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
+import { allRoutes } from '../api-routes.js';
 import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
-import { defineRoute, type RouteDefinition } from './route.js';
+import { MAX_LISTED_PROBLEMS } from './error-mapping.js';
+import { DEFAULT_MAX_BODY_BYTES, defineRoute, type RouteDefinition } from './route.js';
 
 const streamAborted: { value: boolean } = { value: false };
 let releaseStream: (() => void) | undefined;
@@ -18,6 +20,16 @@ const routes: readonly RouteDefinition[] = [
     body: z.object({ count: z.number().int(), tags: z.array(z.string()).default([]) }),
     response: z.object({ name: z.string(), count: z.number(), user: z.string() }),
     handler: async ({ body, params, user }) => ({ name: params.name!, count: body.count, user: user!.name }),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/test/large_body',
+    summary: 'Takes a body larger than the default limit',
+    auth: 'none',
+    maxBodyBytes: 4 * DEFAULT_MAX_BODY_BYTES,
+    body: z.object({ data: z.string() }),
+    response: z.object({ length: z.number() }),
+    handler: async ({ body }) => ({ length: body.data.length }),
   }),
   defineRoute({
     method: 'POST',
@@ -112,7 +124,14 @@ const mismatchedRoutes: readonly RouteDefinition[] = [
 describe('createHttpHandler', () => {
   let server: TestApp;
   beforeAll(async () => {
-    server = await createTestApp({ dialect: 'sqlite', routes: [...routes, ...mismatchedRoutes] });
+    // Two real routes besides: a body refused at length must not keep get_my_user waiting.
+    const realRoutes = allRoutes.filter((route) =>
+      ['/api/users/get_my_user', '/api/project/{project_name}/repos/init'].includes(route.path),
+    );
+    server = await createTestApp({
+      dialect: 'sqlite',
+      routes: [...routes, ...mismatchedRoutes, ...realRoutes],
+    });
   });
   afterAll(async () => {
     await server?.close();
@@ -220,13 +239,81 @@ describe('createHttpHandler', () => {
     expect((await server.request('/api/test/bad_response', undefined, null)).status).toBe(500);
   });
 
-  it('answers 413 for bodies over 16 MB', async () => {
-    const huge = JSON.stringify({ count: 1, tags: ['x'.repeat(17 * 1024 * 1024)] });
-    const response = await server.request('/api/test/echo/x', JSON.parse(huge));
+  it("answers 413 for a body over its route's limit, 1 MiB unless the route says more", async () => {
+    const over = JSON.stringify({ count: 1, tags: ['x'.repeat(DEFAULT_MAX_BODY_BYTES)] });
+    const response = await server.request('/api/test/echo/x', JSON.parse(over));
     expect(response).toEqual({
       status: 413,
-      body: { detail: [{ msg: 'Request body is larger than 16777216 bytes', code: 'request_too_large' }] },
+      body: {
+        detail: [
+          {
+            msg: `Request body is ${over.length} bytes, over the limit of ${DEFAULT_MAX_BODY_BYTES} bytes for this route`,
+            code: 'request_too_large',
+          },
+        ],
+      },
     });
+    const data = 'x'.repeat(2 * DEFAULT_MAX_BODY_BYTES);
+    expect(await server.request('/api/test/large_body', { data }, null)).toEqual({
+      status: 200,
+      body: { length: data.length },
+    });
+    expect((await server.request('/api/test/large_body', { data: `${data}${data}` }, null)).status).toBe(413);
+  });
+
+  it('lists the first few problems of a body and counts the rest', async () => {
+    // As many unknown fields as fit under the limit, then wrong types in an array.
+    const unknown: Record<string, number> = { count: 1 };
+    for (let index = 0; index < 50_000; index++) unknown[`k${index}`] = 1;
+    const response = await fetch(`${server.url}/api/test/echo/x`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.adminToken}` },
+      body: JSON.stringify(unknown),
+    });
+    const text = await response.text();
+    expect(response.status).toBe(400);
+    expect(text.length).toBeLessThan(4096);
+    const { detail } = JSON.parse(text) as { detail: Array<{ msg: string; fields?: unknown }> };
+    expect(detail).toHaveLength(MAX_LISTED_PROBLEMS + 1);
+    expect(detail[0]).toEqual({ msg: "unknown field 'k0'", code: 'invalid_request', fields: [['k0']] });
+    expect(detail.at(-1)).toEqual({
+      msg: `and ${50_000 - MAX_LISTED_PROBLEMS} more problems`,
+      code: 'invalid_request',
+    });
+    const badTags = await server.request('/api/test/echo/x', {
+      count: 1,
+      tags: Array.from({ length: 100_000 }, () => 1),
+    });
+    expect(badTags.status).toBe(400);
+    expect(badTags.body.detail).toHaveLength(MAX_LISTED_PROBLEMS + 1);
+    expect(badTags.body.detail[MAX_LISTED_PROBLEMS].msg).toBe(
+      `and ${100_000 - MAX_LISTED_PROBLEMS} more problems`,
+    );
+    // Exactly the limit: no count line.
+    const few = await server.request('/api/test/echo/x', {
+      count: 1,
+      tags: Array.from({ length: MAX_LISTED_PROBLEMS }, () => 1),
+    });
+    expect(few.body.detail).toHaveLength(MAX_LISTED_PROBLEMS);
+  });
+
+  it('refuses a 15 MB body of unknown fields to repos/init at its length and answers get_my_user meanwhile', async () => {
+    const fields: string[] = [];
+    for (let index = 0; fields.length < 800_000; index++) fields.push(`"field_${index}":1`);
+    const body = `{"repo_id":"app-1","repo_info":{"repo_type":"virtual"},${fields.join(',')}}`;
+    expect(body.length).toBeGreaterThan(10 * 1024 * 1024);
+    const refused = fetch(`${server.url}/api/project/main/repos/init`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.adminToken}` },
+      body,
+    });
+    const me = await server.request('/api/users/get_my_user');
+    expect(me).toMatchObject({ status: 200, body: { username: 'admin' } });
+    const answer = await refused;
+    const text = await answer.text();
+    expect(answer.status).toBe(413);
+    expect(text.length).toBeLessThan(512);
+    expect(JSON.parse(text).detail[0].code).toBe('request_too_large');
   });
 
   it('streams chunks and aborts the handler when the client disconnects', async () => {

@@ -16,6 +16,7 @@ import { ForbiddenError, NotAuthenticatedError } from '../security/access-errors
 import { HttpError, mapErrorToHttp } from './error-mapping.js';
 import { formatResponseHead, matchRawRoute, type RawRouteDefinition } from './raw-route.js';
 import {
+  DEFAULT_MAX_BODY_BYTES,
   JSON_CONTENT_TYPE,
   NO_BODY_FIELDS,
   type ProjectRole,
@@ -26,9 +27,6 @@ import {
   type UploadOptions,
 } from './route.js';
 import { createRouteMatcher } from './route-matcher.js';
-
-/** Largest accepted request body: 16 MiB. */
-export const MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 export interface HttpHandlerOptions {
   /** Where unexpected (500) errors are reported; default `console.error`. */
@@ -68,16 +66,25 @@ const REQUIRED_PROJECT_ROLE: Partial<Record<RouteDefinition['auth'], ProjectRole
   'project-admin': 'admin',
 };
 
+/** The 413 of a JSON body over its route's limit. */
+function bodyTooLarge(bytes: number, limit: number): HttpError {
+  return new HttpError(
+    413,
+    `Request body is ${bytes} bytes, over the limit of ${limit} bytes for this route`,
+    'request_too_large',
+  );
+}
+
 /**
- * Reads the body up to MAX_BODY_BYTES. A larger body is read to its end and
- * discarded before answering 413: closing the socket mid-upload would make the
- * client see a connection reset instead of the answer.
+ * Reads the body up to `maxBytes`. Of a larger body nothing is kept once it is known to be larger
+ * (its declared length, or the bytes so far): the rest is counted and thrown away chunk by chunk
+ * before answering, because closing the socket mid-upload would make the client see a connection
+ * reset instead of the answer.
  */
 function readBody(
   request: IncomingMessage,
-  maxBytes = MAX_BODY_BYTES,
-  tooLargeError: (bytes: number) => Error = () =>
-    new HttpError(413, `Request body is larger than ${MAX_BODY_BYTES} bytes`, 'request_too_large'),
+  maxBytes: number,
+  tooLargeError: (bytes: number) => Error,
 ): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = Number(request.headers['content-length']);
@@ -86,7 +93,10 @@ function readBody(
     let size = 0;
     request.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > maxBytes) tooLarge = true;
+      if (size > maxBytes && !tooLarge) {
+        tooLarge = true;
+        chunks.length = 0;
+      }
       if (!tooLarge) chunks.push(chunk);
     });
     request.on('end', () => {
@@ -303,7 +313,8 @@ export function createHttpHandler(
     if (route.upload) {
       upload = await readUpload(app, request, route.upload);
     } else {
-      const raw = await readBody(request);
+      const limit = route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+      const raw = await readBody(request, limit, (bytes) => bodyTooLarge(bytes, limit));
       const parsed = (route.body ?? NO_BODY_FIELDS).safeParse(parseJson(raw));
       if (!parsed.success) throw parsed.error;
       body = route.body ? parsed.data : undefined;

@@ -72,6 +72,20 @@ export interface StreamResult {
   chunks: AsyncIterable<string | Uint8Array>;
 }
 
+/**
+ * The largest JSON body of most routes: 1 MiB. Their bodies are names, filters and small settings,
+ * far below it; a larger one is refused before it is parsed, so that it cannot keep the server
+ * busy (parsing and validating are synchronous) while others wait.
+ */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+/**
+ * The largest body of the routes that carry a run or fleet spec (`get_plan`, `apply`): 16 MiB.
+ * The spec holds the whole configuration (the CLI reads up to 1 MiB of YAML), and `apply` sends
+ * back the current run or fleet, with the spec of every job.
+ */
+export const SPEC_MAX_BODY_BYTES = 16 * 1024 * 1024;
+
 /** The default `responseContentType`: one JSON answer. */
 export const JSON_CONTENT_TYPE = 'application/json';
 
@@ -94,6 +108,11 @@ export interface RouteDefinition<
   body?: TBody;
   /** Set for a route that takes a file (`multipart/form-data`) instead of a JSON body; `body` must be absent. */
   upload?: UploadOptions;
+  /**
+   * The largest JSON body accepted, in bytes; a larger one is answered 413 without being kept.
+   * Default `DEFAULT_MAX_BODY_BYTES`. An `upload` route has its own limit instead.
+   */
+  maxBodyBytes?: number;
   /**
    * The response schema; absent for empty answers. For a streaming content type it is the
    * schema of one line (the stream itself is not validated).

@@ -177,6 +177,60 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect(noArchive.body.detail[0].msg).toContain('run_spec.file_archives[0].id');
     });
 
+    it('refuses a repo_id or repo_name holding control or format characters, naming the field', async () => {
+      const remote = (repo_name: string) => ({ repo_type: 'remote', repo_name });
+      for (const hostile of ['app\u001b[2J', 'app\r\nX-Injected: 1', 'app\u0000', 'app\u202egnp.exe', '']) {
+        const badId = await server.request('/api/project/main/repos/init', {
+          repo_id: hostile,
+          repo_info: remote('app'),
+        });
+        expect(badId.status).toBe(400);
+        expect(badId.body.detail).toEqual([
+          expect.objectContaining({
+            msg: expect.stringMatching(/^repo_id: repo id must be /),
+            fields: [['repo_id']],
+          }),
+        ]);
+        const badName = await server.request('/api/project/main/repos/init', {
+          repo_id: 'app-1234',
+          repo_info: remote(hostile),
+        });
+        expect(badName.status).toBe(400);
+        expect(badName.body.detail[0].fields).toEqual([['repo_info', 'repo_name']]);
+        const badGet = await server.request('/api/project/main/repos/get', { repo_id: hostile });
+        expect(badGet.body.detail[0].fields).toEqual([['repo_id']]);
+        const badDelete = await server.request('/api/project/main/repos/delete', { repos_ids: [hostile] });
+        expect(badDelete.body.detail[0].fields).toEqual([['repos_ids', 0]]);
+        const badRun = await server.request('/api/project/main/runs/get_plan', {
+          run_spec: {
+            configuration: { type: 'task', commands: ['true'] },
+            repo_id: hostile,
+            repo_data: remote(hostile),
+          },
+        });
+        expect(badRun.status).toBe(400);
+        expect(badRun.body.detail.map((detail: { fields: unknown }) => detail.fields)).toEqual([
+          [['run_spec', 'repo_id']],
+          [['run_spec', 'repo_data', 'repo_name']],
+        ]);
+      }
+      const escapedId = encodeURIComponent('app\u001b[2J');
+      const badUpload = await upload(
+        `/api/project/main/repos/upload_code?repo_id=${escapedId}`,
+        new Uint8Array(1),
+      );
+      expect(badUpload.status).toBe(400);
+      expect(badUpload.body.detail[0]).toMatchObject({ fields: [['repo_id']] });
+      expect(badUpload.body.detail[0].msg).toMatch(/^repo_id \(in the query\): repo id must be /);
+      // What the CLI makes of a directory named with spaces and letters beyond ASCII is fine.
+      const spaced = await server.request('/api/project/main/repos/init', {
+        repo_id: 'mon projet été-1a2b3c4d',
+        repo_info: remote('mon projet été'),
+      });
+      expect(spaced.status).toBe(200);
+      await server.request('/api/project/main/repos/delete', { repos_ids: ['mon projet été-1a2b3c4d'] });
+    });
+
     it('deletes repos with their code and creds', async () => {
       await server.request('/api/project/main/repos/delete', { repos_ids: ['app-1234', 'private-1'] });
       expect(await codeRows()).toBe(0);

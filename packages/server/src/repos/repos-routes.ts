@@ -11,6 +11,8 @@ import {
   GetFileArchiveByHashRequestSchema,
   GetRepoRequestSchema,
   InitRepoRequestSchema,
+  isValidRepoId,
+  REPO_ID_RULE,
   RepoHeadSchema,
   ServerClientError,
 } from '@dstack/core';
@@ -116,6 +118,12 @@ export const repoRoutes: readonly RouteDefinition[] = [
     handler: async (ctx) => {
       const file = uploadedFile(ctx);
       const repoId = requiredQuery(ctx.query, 'repo_id');
+      if (!isValidRepoId(repoId)) {
+        throw new ServerClientError(`repo_id (in the query): repo id must be ${REPO_ID_RULE}`, {
+          code: 'invalid_request',
+          fields: [['repo_id']],
+        });
+      }
       await uploadCode(ctx.app, projectContext(ctx).project, repoId, file.filename, file.bytes);
       return undefined;
     },

@@ -124,7 +124,8 @@ describeEachDialect('protectSecretsAtRest', (getDb) => {
     const instances = await db.selectFrom('instances').select('remote_connection_info as value').execute();
     const secrets = await db.selectFrom('secrets').select('value').execute();
     const repoCreds = await db.selectFrom('repo_creds').select('creds as value').execute();
-    return [...projects, ...backends, ...instances, ...secrets, ...repoCreds].map(
+    const adminToken = await db.selectFrom('users').select('token_encrypted as value').execute();
+    return [...projects, ...backends, ...instances, ...secrets, ...repoCreds, ...adminToken].map(
       (row) => row.value as string,
     );
   }
@@ -151,18 +152,18 @@ describeEachDialect('protectSecretsAtRest', (getDb) => {
   it('encrypts identity and plain values under the AES key, leaves AES values alone, and does it once', async () => {
     const ids = await storeUnencryptedSecrets();
     const before = await storedSecrets();
-    expect(before.filter((value) => value.startsWith('enc:identity:'))).toHaveLength(6);
+    expect(before.filter((value) => value.startsWith('enc:identity:'))).toHaveLength(7);
     const plaintexts = before.map((value) => createEncryption([older]).decrypt(value));
 
     const app = appWith([current, older]);
     const warnings: string[] = [];
     const report = await protectSecretsAtRest(app, { warn: (message) => warnings.push(message) });
-    expect(report).toEqual({ reencrypted: 7, unknownKeys: {} });
+    expect(report).toEqual({ reencrypted: 8, unknownKeys: {} });
     expect(warnings).toEqual([]);
 
     const after = await storedSecrets();
     expect(after.every((value) => value.startsWith('enc:aes:'))).toBe(true);
-    expect(after.filter((value) => value.startsWith(`enc:aes:${current.name}:`))).toHaveLength(7);
+    expect(after.filter((value) => value.startsWith(`enc:aes:${current.name}:`))).toHaveLength(8);
     expect(after.map((value) => app.encryption.decrypt(value)).sort()).toEqual([...plaintexts].sort());
     expect(after.join('\n')).not.toMatch(
       /team-key|legacy-key|host-key|project-secret|repo-token|PRIVATE KEY/,
@@ -191,7 +192,7 @@ describeEachDialect('protectSecretsAtRest', (getDb) => {
     const reports = await Promise.all(
       [first, second].map((app) => protectSecretsAtRest(app, { warn: () => {} })),
     );
-    expect(reports[0]!.reencrypted + reports[1]!.reencrypted).toBe(7);
+    expect(reports[0]!.reencrypted + reports[1]!.reencrypted).toBe(8);
     const after = await storedSecrets();
     expect(after.every((value) => value.startsWith('enc:aes:'))).toBe(true);
     expect(after.map((value) => second.encryption.decrypt(value)).sort()).toEqual(plaintexts);
@@ -207,7 +208,7 @@ describeEachDialect('protectSecretsAtRest', (getDb) => {
     );
     expect(warnings).toHaveLength(2);
     expect(warnings[0]).toMatch(
-      /encryption.keys starts with an identity key: backend creds, project SSH private keys, project secrets and repo creds are stored unencrypted/,
+      /encryption.keys starts with an identity key: backend creds, project SSH private keys, project secrets, repo creds and the admin token are stored unencrypted/,
     );
     expect(warnings[1]).toContain(`keys that config.yml encryption.keys does not list ("${older.name}": 1)`);
 

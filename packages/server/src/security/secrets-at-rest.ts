@@ -14,6 +14,7 @@ export const ENCRYPTED_COLUMNS = [
   { table: 'instances', column: 'remote_connection_info' },
   { table: 'secrets', column: 'value' },
   { table: 'repo_creds', column: 'creds' },
+  { table: 'users', column: 'token_encrypted' },
 ] as const;
 
 type EncryptedColumn = (typeof ENCRYPTED_COLUMNS)[number];
@@ -48,8 +49,8 @@ export async function protectSecretsAtRest(
   if (key.type === 'identity') {
     warn(
       key.configured
-        ? 'config.yml encryption.keys starts with an identity key: backend creds, project SSH private keys, project secrets and repo creds are stored unencrypted. Put an aes key first to encrypt them (existing values are encrypted at the next start).'
-        : 'config.yml has no encryption.keys: backend creds, project SSH private keys, project secrets and repo creds are stored unencrypted. Add an aes key (secret: `head -c 32 /dev/urandom | base64`) to encrypt them (existing values are encrypted at the next start).',
+        ? 'config.yml encryption.keys starts with an identity key: backend creds, project SSH private keys, project secrets, repo creds and the admin token are stored unencrypted. Put an aes key first to encrypt them (existing values are encrypted at the next start).'
+        : 'config.yml has no encryption.keys: backend creds, project SSH private keys, project secrets, repo creds and the admin token are stored unencrypted. Add an aes key (secret: `head -c 32 /dev/urandom | base64`) to encrypt them (existing values are encrypted at the next start).',
     );
   }
   let reencrypted = 0;

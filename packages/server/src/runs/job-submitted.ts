@@ -478,6 +478,31 @@ async function waitForCapacity(
 }
 
 /**
+ * Makes the longest-waiting `submitted` job with no launch under way due now: a job just gave
+ * its share back (its instance is idle, or its blocks free), and that job is first in line for
+ * it, rather than finding it at its next look (`waitForCapacity`). One job, not every waiting
+ * one: what one job frees fits about one more.
+ */
+export async function markLongestWaitingJobDue(app: AppContext): Promise<void> {
+  const next = await app.db
+    .selectFrom('jobs')
+    .select('id')
+    .where('status', '=', 'submitted')
+    .where('instance_id', 'is', null)
+    .where('last_processed_at', '>', 0)
+    .orderBy('submitted_at')
+    .limit(1)
+    .executeTakeFirst();
+  if (!next) return;
+  await app.db
+    .updateTable('jobs')
+    .set({ last_processed_at: 0 })
+    .where('id', '=', next.id)
+    .where('status', '=', 'submitted')
+    .execute();
+}
+
+/**
  * Removes the placeholder of a job's launch that failed on every offer: nothing was launched
  * for it (`launchOnFirstOffer` ended it `terminated(no_offers)`) and the job no longer names
  * it, so it would only pile up, one per attempt. dstack writes a job's instance only once it

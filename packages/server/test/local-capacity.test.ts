@@ -179,6 +179,22 @@ describe('the local backend on a host of 2 CPUs', () => {
     expect(await harness.logs('mine')).toBe('mine\n');
   });
 
+  it('leaves no instance row for runs without retry that found the host full', async () => {
+    const names = ['full-0', 'full-1', 'full-2', 'full-3', 'full-4'];
+    await Promise.all(names.map((name) => applyTask(harness, task(name, ['sleep 1'], ONE_CPU_UP))));
+
+    for (const name of names) {
+      const run = await harness.waitForRun(name, ['done', 'failed', 'terminated'], 60_000);
+      if (run.status !== 'done') {
+        expect(run.latest_job_submission?.termination_reason).toBe('failed_to_start_due_to_no_capacity');
+      }
+    }
+    // Whether a run saw the host busy or lost the race for it at launch, only instances remain.
+    const rows = await instanceRows();
+    expect(rows.length).toBeLessThanOrEqual(2);
+    expect(rows.every((row) => row.status === 'idle')).toBe(true);
+  });
+
   it('fails a run the host has no room for when its retry does not cover no-capacity', async () => {
     await applyTask(harness, task('whole-host', ['sleep 60'], { resources: { cpu: 2, memory: '1GB..' } }));
     await harness.waitForRun('whole-host', ['running']);

@@ -2,6 +2,8 @@
  * Scheduler benchmarks on a real server (SQLite, in this process):
  * - apply → running on the local backend, with an idle instance in the local fleet
  *   (target p50 < 300 ms) and, for information, with a new instance;
+ * - the local host shared: `cpu: 1..` tasks that wait for capacity, on a host of 2 CPUs (its
+ *   size given to the backend), at most two at once (target: two at once, no row left behind);
  * - throughput: 500 runs applied at once to a backend with unlimited instant
  *   capacity (one shared real shim, in its own process as on a real host) and a
  *   trivial command, all to `done` (target >= 50 runs/s), with p50/p99
@@ -13,6 +15,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createLocalBackendPlugin, type HostResources } from '@dstack/backend-local';
 import { type RunningServer, startServer } from '@dstack/server';
 import { createInstantBackend } from '@dstack/testing/instant-backend';
 import { startCheapRouteProbe } from './cheap-route-probe.js';
@@ -21,6 +24,9 @@ import { summarise } from './stats.js';
 const TOKEN = 'bench-admin-token';
 const LATENCY_RUNS = 10;
 const THROUGHPUT_RUNS = 500;
+/** Tasks of `cpu: 1..` applied at once to the local backend of a 2-CPU host, and what each runs. */
+const LOCAL_SHARING_RUNS = 40;
+const LOCAL_SHARING_COMMAND = 'sleep 0.5';
 const APPLY_CONCURRENCY = 50;
 /** The cheap route called in a loop while the runs go, and the pause between two calls. */
 const CHEAP_ROUTE = '/api/users/get_my_user';
@@ -130,6 +136,69 @@ async function localLatency(): Promise<{ warm: number[]; cold: number }> {
         await waitForStatus(server, name, ['done'], started);
       }
       return { warm, cold };
+    },
+  );
+}
+
+export interface LocalSharingResult {
+  seconds: number;
+  /** The most jobs seen `running` at once (polled every 20 ms). */
+  peakRunning: number;
+  /** Instance rows once every run is done: the idle instances, and any placeholder left behind. */
+  instanceRows: number;
+  /** Runs that did not end `done`. */
+  notDone: number;
+}
+
+/** `LOCAL_SHARING_RUNS` tasks of `cpu: 1..` (dstack's default memory) waiting for a 2-CPU host. */
+async function localSharing(): Promise<LocalSharingResult> {
+  const host: HostResources = { cpuCount: 2, cpuArch: 'x86', memoryGib: 32, diskGib: 500, gpus: [] };
+  return withServer(
+    async (dir) => ({
+      options: {
+        config: {
+          projects: [
+            { name: 'main', backends: [{ type: 'local', instances_dir: path.join(dir, 'instances') }] },
+          ],
+        },
+        plugins: [createLocalBackendPlugin({ hostResources: host })],
+      },
+    }),
+    async (server) => {
+      const names = Array.from({ length: LOCAL_SHARING_RUNS }, (_, index) => `share-${index}`);
+      const started = performance.now();
+      for (const name of names) {
+        await call(server, '/api/project/main/runs/apply', {
+          plan: {
+            run_spec: {
+              configuration: {
+                type: 'task',
+                name,
+                commands: [LOCAL_SHARING_COMMAND],
+                resources: { cpu: '1..' },
+                retry: { on_events: ['no-capacity'], duration: '1h' },
+              },
+            },
+          },
+        });
+      }
+      let peakRunning = 0;
+      for (;;) {
+        const jobs = await server.app.db.selectFrom('jobs').select('status').execute();
+        peakRunning = Math.max(peakRunning, jobs.filter((job) => job.status === 'running').length);
+        const runs = await server.app.db.selectFrom('runs').select('status').execute();
+        if (runs.every((run) => ['done', 'failed', 'terminated'].includes(run.status))) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const seconds = (performance.now() - started) / 1000;
+      const runs = await server.app.db.selectFrom('runs').select('status').execute();
+      const rows = await server.app.db.selectFrom('instances').select('id').execute();
+      return {
+        seconds,
+        peakRunning,
+        instanceRows: rows.length,
+        notDone: runs.filter((run) => run.status !== 'done').length,
+      };
     },
   );
 }
@@ -278,7 +347,10 @@ export interface ServerBenchmarkOptions {
 
 export async function benchmarkServer(options: ServerBenchmarkOptions = {}): Promise<void> {
   console.log('\nServer (SQLite, in-process; the shim and runner are real):');
-  if (options.latency ?? true) await reportLocalLatency();
+  if (options.latency ?? true) {
+    await reportLocalLatency();
+    reportLocalSharing(await localSharing());
+  }
   reportThroughput(await throughput({ shimProcess: options.shimProcess ?? true }));
 }
 
@@ -290,6 +362,13 @@ async function reportLocalLatency(): Promise<void> {
   );
   console.log(
     `  local apply→running, new instance (shim start): ${latency.cold.toFixed(0)} ms (informational)`,
+  );
+}
+
+function reportLocalSharing(result: LocalSharingResult): void {
+  const ok = result.peakRunning === 2 && result.instanceRows <= 2 && result.notDone === 0;
+  console.log(
+    `  local host of 2 CPUs, ${LOCAL_SHARING_RUNS} \`cpu: 1..\` tasks (${LOCAL_SHARING_COMMAND}) waiting for capacity: ${(LOCAL_SHARING_RUNS / result.seconds).toFixed(2)} runs/s (${result.seconds.toFixed(1)} s), at most ${result.peakRunning} running at once, ${result.instanceRows} instance rows left, ${result.notDone} not done (target: two at once, no placeholder left: ${ok ? 'ok' : 'MISSED'})`,
   );
 }
 

@@ -66,19 +66,18 @@ function hostGpuIds(host: HostResources): string[] {
 }
 
 /**
- * The host's GPUs (NVIDIA indices) a new instance of `resources` gets beside the `live` ones:
- * GPUs are whole devices, never handed to two instances. Throws `NoCapacityError` naming what
- * the host lacks when the instance's CPUs, memory or GPUs do not fit in what is free.
+ * What the host lacks for a new instance of `resources` beside the `live` ones, one phrase per
+ * resource (`1 CPUs, 0 of 2 are free`); empty when it fits. GPUs are whole devices, never
+ * handed to two instances.
  */
-export function placeOnHost(
+export function hostShortages(
   host: HostResources,
   live: readonly LiveLocalInstance[],
   resources: InstanceOffer['instance']['resources'],
 ): string[] {
   const usedCpus = live.reduce((sum, instance) => sum + instance.cpus, 0);
   const usedMemoryMib = live.reduce((sum, instance) => sum + instance.memoryMib, 0);
-  const usedGpuIds = new Set(live.flatMap((instance) => instance.gpuIds));
-  const freeGpuIds = hostGpuIds(host).filter((id) => !usedGpuIds.has(id));
+  const freeGpuCount = freeGpuIds(host, live).length;
   const hostMemoryMib = Math.round(host.memoryGib * 1024);
   const shortages: string[] = [];
   if (usedCpus + resources.cpus > host.cpuCount) {
@@ -91,16 +90,35 @@ export function placeOnHost(
       `${formatGb(resources.memory_mib)} of memory, ${formatGb(Math.max(0, hostMemoryMib - usedMemoryMib))} of ${formatGb(hostMemoryMib)} is free`,
     );
   }
-  if (resources.gpus.length > freeGpuIds.length) {
-    shortages.push(`${resources.gpus.length} GPUs, ${freeGpuIds.length} of ${host.gpus.length} are free`);
+  if (resources.gpus.length > freeGpuCount) {
+    shortages.push(`${resources.gpus.length} GPUs, ${freeGpuCount} of ${host.gpus.length} are free`);
   }
+  return shortages;
+}
+
+function freeGpuIds(host: HostResources, live: readonly LiveLocalInstance[]): string[] {
+  const usedGpuIds = new Set(live.flatMap((instance) => instance.gpuIds));
+  return hostGpuIds(host).filter((id) => !usedGpuIds.has(id));
+}
+
+/**
+ * The host's GPUs (NVIDIA indices) a new instance of `resources` gets beside the `live` ones.
+ * Throws `NoCapacityError` naming what the host lacks when the instance's CPUs, memory or GPUs
+ * do not fit in what is free (`hostShortages`).
+ */
+export function placeOnHost(
+  host: HostResources,
+  live: readonly LiveLocalInstance[],
+  resources: InstanceOffer['instance']['resources'],
+): string[] {
+  const shortages = hostShortages(host, live, resources);
   if (shortages.length > 0) {
     throw new NoCapacityError(
       `The host has no room for another local instance (it needs ${shortages.join('; ')}): ${live.length} local instance(s) hold the rest`,
       { retryAfterMs: CAPACITY_RETRY_AFTER_MS },
     );
   }
-  return freeGpuIds.slice(0, resources.gpus.length);
+  return freeGpuIds(host, live).slice(0, resources.gpus.length);
 }
 
 function formatGb(mib: number): string {

@@ -98,7 +98,8 @@ export class LocalCompute implements ComputeWithCreateInstance {
   }
 
   async getOffers(requirements: Requirements): Promise<InstanceOfferWithAvailability[]> {
-    return getLocalOffers(requirements, await this.hostResources());
+    const host = await this.hostResources();
+    return getLocalOffers(requirements, host, await liveLocalInstances(this.instancesDir));
   }
 
   runJob(params: RunJobParams): Promise<JobProvisioningData> {

@@ -1,6 +1,7 @@
 import { type Requirements, RequirementsSchema } from '@dstack/core';
 import { describe, expect, it } from 'vitest';
 import type { HostResources } from './host-resources.js';
+import { hostShortages, type LiveLocalInstance } from './local-capacity.js';
 import { explainOfferMismatch, getLocalOffers } from './local-offers.js';
 
 const CPU_HOST: HostResources = { cpuCount: 8, cpuArch: 'x86', memoryGib: 31.3, diskGib: 250, gpus: [] };
@@ -60,6 +61,79 @@ describe('getLocalOffers', () => {
 
     const bounded = getLocalOffers(requirements({ cpu: { count: { min: 1, max: 4 } } }), CPU_HOST);
     expect(bounded.map((offer) => offer.instance.resources.cpus)).toEqual([1]);
+  });
+
+  describe('on a host of 2 CPUs that its instances partly hold', () => {
+    const TWO_CPUS: HostResources = { cpuCount: 2, cpuArch: 'x86', memoryGib: 32, diskGib: 500, gpus: [] };
+    // `cpu: 1..` with dstack's default memory, `8GB..`.
+    const oneCpuUp = requirements({ cpu: { count: { min: 1 } }, memory: { min: 8 } });
+    const instanceOf = (cpus: number, memoryGib: number, gpuIds: string[] = []): LiveLocalInstance => ({
+      home: `/instances/${cpus}-${memoryGib}`,
+      cpus,
+      memoryMib: memoryGib * 1024,
+      gpuIds,
+    });
+    const summary = (offers: ReturnType<typeof getLocalOffers>) =>
+      offers.map((offer) => ({
+        cpus: offer.instance.resources.cpus,
+        memoryGib: offer.instance.resources.memory_mib / 1024,
+        availability: offer.availability,
+      }));
+
+    it('offers a `cpu: 1..` job the lower bounds of its ranges, available on an empty host', () => {
+      expect(summary(getLocalOffers(oneCpuUp, TWO_CPUS, []))).toEqual([
+        { cpus: 1, memoryGib: 8, availability: 'available' },
+        { cpus: 2, memoryGib: 32, availability: 'available' },
+      ]);
+    });
+
+    it('keeps the share available beside an instance of one CPU, and the whole host busy', () => {
+      expect(summary(getLocalOffers(oneCpuUp, TWO_CPUS, [instanceOf(1, 8)]))).toEqual([
+        { cpus: 1, memoryGib: 8, availability: 'available' },
+        { cpus: 2, memoryGib: 32, availability: 'busy' },
+      ]);
+    });
+
+    it('marks every offer busy once the CPUs or the memory are taken', () => {
+      const cpusTaken = getLocalOffers(oneCpuUp, TWO_CPUS, [instanceOf(1, 8), instanceOf(1, 8)]);
+      expect(cpusTaken.map((offer) => offer.availability)).toEqual(['busy', 'busy']);
+      const memoryTaken = getLocalOffers(oneCpuUp, TWO_CPUS, [instanceOf(1, 28)]);
+      expect(memoryTaken.map((offer) => offer.availability)).toEqual(['busy', 'busy']);
+    });
+
+    it('counts GPUs as whole devices', () => {
+      const gpuHost: HostResources = { ...TWO_CPUS, gpus: GPU_HOST.gpus };
+      const oneGpu = requirements({
+        cpu: { count: { min: 1 } },
+        memory: { min: 1 },
+        gpu: { count: { min: 1 } },
+      });
+      const offers = getLocalOffers(oneGpu, gpuHost, [instanceOf(1, 1, ['0'])]);
+      expect(offers.map((offer) => [offer.instance.resources.gpus.length, offer.availability])).toEqual([
+        [1, 'available'],
+        [2, 'busy'],
+      ]);
+    });
+  });
+
+  describe('hostShortages', () => {
+    const host: HostResources = { cpuCount: 2, cpuArch: 'x86', memoryGib: 16, diskGib: 500, gpus: [] };
+    const share = (cpus: number, memoryGib: number) => ({
+      cpus,
+      memory_mib: memoryGib * 1024,
+      gpus: [],
+      spot: false,
+      disk: { size_mib: 0 },
+    });
+
+    it('names each resource the host lacks beside the live instances', () => {
+      const live = [{ home: '/a', cpus: 1, memoryMib: 8 * 1024, gpuIds: [] }];
+      expect(hostShortages(host, live, share(1, 8))).toEqual([]);
+      expect(hostShortages(host, live, share(2, 9))).toEqual([
+        '2 CPUs, 1 of 2 are free',
+        '9GB of memory, 8GB of 16GB is free',
+      ]);
+    });
   });
 
   it('gives a GPU job whole GPUs, as many as it asks, and a CPU job none', () => {

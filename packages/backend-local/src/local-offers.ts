@@ -7,6 +7,7 @@ import {
   withAvailability,
 } from '@dstack/core';
 import type { HostResources } from './host-resources.js';
+import { hostShortages, type LiveLocalInstance } from './local-capacity.js';
 
 /** The backend, region and instance type name of the one local offer. */
 export const LOCAL_BACKEND_TYPE = 'local';
@@ -39,12 +40,14 @@ export function hostCatalogItem(resources: HostResources): CatalogItem {
  * when it satisfies them. A local instance takes the share it was launched with out of the
  * host's CPUs, memory and GPUs, so several fit side by side; the whole host is there for fleets
  * split into `blocks`, which need an instance that divides evenly. The disk is the host's file
- * system, shared and not divided. All are free and available: whether the host has room now is
- * decided at launch (`NoCapacityError`), as a cloud decides it.
+ * system, shared and not divided. All are free. Each is `available` when it fits beside the
+ * `live` instances now, else `busy`: the host exists but its own instances hold it, and it
+ * frees as their jobs end. The launch checks again under the host's lock (`NoCapacityError`).
  */
 export function getLocalOffers(
   requirements: Requirements | null | undefined,
   resources: HostResources,
+  live: readonly LiveLocalInstance[] = [],
 ): InstanceOfferWithAvailability[] {
   const filter = requirementsToQueryFilter(requirements, { provider: LOCAL_BACKEND_TYPE });
   const host = hostCatalogItem(resources);
@@ -53,7 +56,9 @@ export function getLocalOffers(
   return items.flatMap((item) => {
     if (!item || !matches(item, filter)) return [];
     const offer = catalogItemToOffer(item, LOCAL_BACKEND_TYPE, { requirements });
-    return offer === null ? [] : [withAvailability(offer, 'available', { instance_runtime: 'shim' })];
+    if (offer === null) return [];
+    const fitsNow = hostShortages(resources, live, offer.instance.resources).length === 0;
+    return [withAvailability(offer, fitsNow ? 'available' : 'busy', { instance_runtime: 'shim' })];
   });
 }
 

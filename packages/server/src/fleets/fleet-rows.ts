@@ -2,6 +2,7 @@
 import type { FleetConfiguration, FleetNodes, InstanceTerminationReason } from '@dstack/core';
 import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
+import { fleetConfigurationOf } from '../db/json-columns.js';
 import type { InstancesTable } from '../db/schema.js';
 
 /** `nodes` of a fleet; a fleet without it (an SSH fleet, a run-made one) keeps nothing by itself. */
@@ -51,4 +52,24 @@ export async function terminateSpareInstances(
   }
   if (marked > 0) app.wakeUps.wake('instances');
   return marked;
+}
+
+/**
+ * Whether the instance is one of the `nodes.min` instances its fleet keeps, idle or not: the
+ * `min` live ones with the lowest numbers. Deciding by rank, not by a count, keeps two idle
+ * instances timing out at once from both going.
+ */
+export async function fleetKeepsInstance(app: AppContext, instance: InstancesTable): Promise<boolean> {
+  if (!instance.fleet_id) return false;
+  const fleet = await app.db
+    .selectFrom('fleets')
+    .selectAll()
+    .where('id', '=', instance.fleet_id)
+    .where('deleted', '=', 0)
+    .executeTakeFirst();
+  if (fleet?.status !== 'active') return false;
+  const { min } = fleetNodesOf(fleetConfigurationOf(fleet));
+  if (min === 0) return false;
+  const live = await liveFleetInstances(app, fleet.id);
+  return live.filter((other) => other.instance_num < instance.instance_num).length < min;
 }

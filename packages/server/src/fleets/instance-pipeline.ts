@@ -20,16 +20,12 @@ import { shimClientFor } from '../agents/agent-clients.js';
 import { remoteConnectionOf, sshHostAddressOf } from '../agents/remote-connection.js';
 import { stopDeployedShim } from '../agents/ssh-host-deploy.js';
 import type { AppContext } from '../context.js';
-import {
-  fleetConfigurationOf,
-  instanceProvisioningDataColumn,
-  instanceProvisioningDataOf,
-} from '../db/json-columns.js';
+import { instanceProvisioningDataColumn, instanceProvisioningDataOf } from '../db/json-columns.js';
 import type { InstancesTable, ProjectsTable } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
-import { fleetNodesOf, liveFleetInstances } from './fleet-rows.js';
+import { fleetKeepsInstance } from './fleet-rows.js';
 import { abandonPendingInstance, relaunchStrandedInstance } from './instance-launch.js';
 import { markInstanceJobsDue } from './instance-rows.js';
 
@@ -174,26 +170,6 @@ async function processIdleOrBusy(
     return;
   }
   await lock.release({ unreachable: 1, termination_deadline: deadline });
-}
-
-/**
- * Whether the instance is one of the `nodes.min` instances its fleet keeps, idle or not: the
- * `min` live ones with the lowest numbers. Deciding by rank, not by a count, keeps two idle
- * instances timing out at once from both going.
- */
-async function fleetKeepsInstance(app: AppContext, instance: InstancesTable): Promise<boolean> {
-  if (!instance.fleet_id) return false;
-  const fleet = await app.db
-    .selectFrom('fleets')
-    .selectAll()
-    .where('id', '=', instance.fleet_id)
-    .where('deleted', '=', 0)
-    .executeTakeFirst();
-  if (fleet?.status !== 'active') return false;
-  const { min } = fleetNodesOf(fleetConfigurationOf(fleet));
-  if (min === 0) return false;
-  const live = await liveFleetInstances(app, fleet.id);
-  return live.filter((other) => other.instance_num < instance.instance_num).length < min;
 }
 
 /**

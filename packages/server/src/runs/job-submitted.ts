@@ -35,6 +35,7 @@ import {
 } from '../db/json-columns.js';
 import type { Database, FleetsTable, InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
 import { fittingFleetInstances } from '../fleets/fleet-instance-offers.js';
+import { fleetKeepsInstance } from '../fleets/fleet-rows.js';
 import { activeFleets, createRunFleet } from '../fleets/fleets.js';
 import {
   offersWithFittingShare,
@@ -148,13 +149,30 @@ async function placeOnFleetInstance(
   return candidates.length > 0 ? 'busy' : 'none';
 }
 
-/** Available offers for one instance of `fleet` for the job; the fleet's own backend and region limits apply. */
+/** Offers for new capacity: those to launch on now, and those whose capacity is busy now. */
+interface CapacityOffers {
+  available: BackendOffer[];
+  /**
+   * Offers that exist but whose capacity the backend's own instances hold now (the local host):
+   * it frees as their jobs end.
+   */
+  busy: BackendOffer[];
+}
+
+function byAvailability(entries: readonly BackendOffer[]): CapacityOffers {
+  return {
+    available: entries.filter((entry) => isAvailable(entry.offer.availability)),
+    busy: entries.filter((entry) => entry.offer.availability === 'busy'),
+  };
+}
+
+/** Offers for one instance of `fleet` for the job; the fleet's own backend and region limits apply. */
 async function fleetOffersForJob(
   fleet: FleetsTable,
   backends: readonly ProjectBackend[],
   spec: StoredRunSpec,
   jobSpec: JobSpec,
-): Promise<BackendOffer[]> {
+): Promise<CapacityOffers> {
   const runFilters = offerFiltersOf(spec.configuration);
   const fleetConfiguration = fleetConfigurationOf(fleet);
   const fleetBackends = fleetConfiguration.backends;
@@ -170,11 +188,13 @@ async function fleetOffersForJob(
     regions: runFilters.regions ?? fleetConfiguration.regions,
     instanceTypes: runFilters.instanceTypes ?? fleetConfiguration.instance_types,
   });
-  const available = offers.filter((entry) => isAvailable(entry.offer.availability));
-  return offersWithFittingShare(shareableOffers(available, blocks), jobSpec.requirements);
+  return byAvailability(offersWithFittingShare(shareableOffers(offers, blocks), jobSpec.requirements));
 }
 
-/** Offers of the first fleet that can grow and has any; the fleet's own backend and region limits apply. */
+/**
+ * Available offers of the first fleet that can grow and has any; the fleet's own backend and
+ * region limits apply. With none available, the busy offers found on the way.
+ */
 async function offersForNewCapacity(
   app: AppContext,
   fleets: readonly FleetsTable[],
@@ -182,7 +202,8 @@ async function offersForNewCapacity(
   run: RunsTable,
   spec: StoredRunSpec,
   jobSpec: JobSpec,
-): Promise<{ fleet: FleetsTable | null; offers: BackendOffer[] }> {
+): Promise<{ fleet: FleetsTable | null; offers: BackendOffer[]; busy: BackendOffer[] }> {
+  const busy: BackendOffer[] = [];
   for (const fleet of fleets) {
     const fleetConfiguration = fleetConfigurationOf(fleet);
     // An SSH fleet is its hosts: it never grows by new cloud or local instances.
@@ -198,18 +219,22 @@ async function offersForNewCapacity(
         .executeTakeFirst();
       if (Number(count?.count ?? 0) >= max) continue;
     }
-    const available = await fleetOffersForJob(fleet, backends, spec, jobSpec);
-    if (available.length > 0) return { fleet, offers: available };
+    const found = await fleetOffersForJob(fleet, backends, spec, jobSpec);
+    if (found.available.length > 0) return { fleet, offers: found.available, busy: [] };
+    busy.push(...found.busy);
   }
   if (fleets.length === 0) {
     const { offers } = await getOffers(backends, jobSpec.requirements, offerFiltersOf(spec.configuration), {
       deadlineMs: app.settings.offersDeadlineMs,
     });
-    const available = offers.filter((entry) => isAvailable(entry.offer.availability));
-    if (available.length > 0)
-      return { fleet: await createRunFleet(app, run.project_id, run.run_name), offers: available };
+    const found = byAvailability(offers);
+    if (found.available.length > 0) {
+      const fleet = await createRunFleet(app, run.project_id, run.run_name);
+      return { fleet, offers: found.available, busy: [] };
+    }
+    busy.push(...found.busy);
   }
-  return { fleet: null, offers: [] };
+  return { fleet: null, offers: [], busy };
 }
 
 async function provision(
@@ -221,7 +246,12 @@ async function provision(
   const spec = runSpecOf(run);
   const jobSpec = jobSpecOf(job);
   const backends = await app.backends.getProjectBackends(project.id);
-  const { fleet, offers } = await offersForNewCapacity(app, fleets, backends, run, spec, jobSpec);
+  const { fleet, offers, busy } = await offersForNewCapacity(app, fleets, backends, run, spec, jobSpec);
+  if ((!fleet || offers.length === 0) && busy.length > 0) {
+    // Nothing to launch now: no instance row is written, the job waits or fails as it is.
+    await waitOrFailForBusyCapacity(context, busy);
+    return;
+  }
   if (!fleet || offers.length === 0) {
     const exclusions = await explainNoOffers(
       backends,
@@ -268,9 +298,9 @@ async function provision(
   if (Number(recorded.numUpdatedRows) !== 1) {
     // Another server took the job over: nothing was launched for this row.
     await app.db
-      .updateTable('instances')
-      .set({ status: 'terminated', termination_reason: 'no_offers', deleted: 1, finished_at: Date.now() })
+      .deleteFrom('instances')
       .where('id', '=', instance.id)
+      .where('status', '=', 'pending')
       .execute();
     return;
   }
@@ -316,7 +346,8 @@ async function launchJobInstance(
     // Idle instances the job did not fit may be what holds the host: one goes, and the job waits for its room.
     const roomComing = await makeRoomOnHost(app, job, capacityRetry.backends);
     if (roomComing || waitsForCapacity(job)) {
-      await waitForCapacity(context, instance.id, capacityRetry.afterMs);
+      await waitForCapacity(context, capacityRetry.afterMs);
+      await removeFailedPlaceholder(app, instance.id);
       return;
     }
   }
@@ -325,6 +356,40 @@ async function launchJobInstance(
     'failed_to_start_due_to_no_capacity',
     `every offer failed: ${result.errors.join('; ')}`,
   );
+  await removeFailedPlaceholder(app, instance.id);
+}
+
+/** How soon a job waiting for capacity that frees by itself (the local host) looks again. */
+const BUSY_CAPACITY_RETRY_MS = 1_000;
+
+/**
+ * The job's matching offers are all `busy` (the local host, held by its own instances): idle
+ * instances it does not fit are made to go, and it waits for the room when that is on its way
+ * or its `retry` covers `no-capacity`; else it fails `failed_to_start_due_to_no_capacity`, as
+ * dstack's job with no capacity and no retry does.
+ */
+async function waitOrFailForBusyCapacity(
+  context: JobPassContext,
+  busy: readonly BackendOffer[],
+): Promise<void> {
+  const { app, job } = context;
+  const backends = [...new Set(busy.map((entry) => entry.backend.type))];
+  const roomComing = await makeRoomOnHost(app, job, backends);
+  if (roomComing || waitsForCapacity(job)) {
+    await waitForCapacity(context, BUSY_CAPACITY_RETRY_MS);
+    return;
+  }
+  await failJob(
+    context,
+    'failed_to_start_due_to_no_capacity',
+    `no capacity now: the offers that match are busy, held by running instances (${busy.map(describeBusyOffer).join('; ')}); a run whose retry covers no-capacity waits for them`,
+  );
+}
+
+function describeBusyOffer({ backend, offer }: BackendOffer): string {
+  const resources = offer.instance.resources;
+  const gpus = resources.gpus.length > 0 ? `, ${resources.gpus.length} GPUs` : '';
+  return `${backend.type}/${offer.region}/${offer.instance.name}: ${resources.cpus} CPUs, ${Number((resources.memory_mib / 1024).toFixed(1))}GB${gpus}`;
 }
 
 /**
@@ -341,9 +406,10 @@ function waitsForCapacity(job: JobsTable): boolean {
 
 /**
  * Makes room on `backends` (whose capacity their own instances hold: the local host) for a job
- * that fits none of the project's idle instances: terminates the longest idle one. Returns
- * whether room is on its way: an instance was made to go, or one is terminating already. An
- * idle instance is only kept for reuse: a job waiting for the host comes first.
+ * that fits none of its project's idle instances: terminates the longest idle instance on them,
+ * of any project (the host is one for all of them), that its fleet does not keep (`nodes.min`).
+ * Returns whether room is on its way: an instance was made to go, or one is terminating
+ * already. An idle instance is only kept for reuse: a job waiting for the host comes first.
  */
 async function makeRoomOnHost(
   app: AppContext,
@@ -353,7 +419,6 @@ async function makeRoomOnHost(
   const instances = await app.db
     .selectFrom('instances')
     .selectAll()
-    .where('project_id', '=', job.project_id)
     .where('backend', 'in', [...backends])
     .where('status', 'in', ['idle', 'terminating'])
     .where('deleted', '=', 0)
@@ -361,11 +426,12 @@ async function makeRoomOnHost(
     .execute();
   if (instances.some((instance) => instance.status === 'terminating')) return true;
   const idle = instances.filter((instance) => instance.busy_blocks === 0);
-  // One became idle since the job looked: the job takes it on its next pass, nothing needs to go.
+  // One of its project became idle since the job looked: the job takes it on its next pass.
   const { requirements } = jobSpecOf(job);
   const fitsJob = (instance: InstancesTable) => {
     const offer = instance.unreachable === 0 ? instanceOfferOf(instance) : null;
     return (
+      instance.project_id === job.project_id &&
       offer !== null &&
       smallestFittingShare(
         offer,
@@ -376,7 +442,8 @@ async function makeRoomOnHost(
     );
   };
   if (idle.some(fitsJob)) return true;
-  for (const { id } of idle) {
+  for (const instance of idle) {
+    if (await fleetKeepsInstance(app, instance)) continue;
     const now = Date.now();
     const result = await app.db
       .updateTable('instances')
@@ -386,7 +453,7 @@ async function makeRoomOnHost(
         termination_reason_message: 'idle; terminated early to make room on the host for a job',
         last_processed_at: 0,
       })
-      .where('id', '=', id)
+      .where('id', '=', instance.id)
       .where('status', '=', 'idle')
       .where('busy_blocks', '=', 0)
       .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
@@ -401,17 +468,47 @@ async function makeRoomOnHost(
 
 /**
  * Leaves the job `submitted`, due again after `retryAfterMs`, when it looks for an idle instance
- * first again (the one a finished job freed), then for new capacity. The
- * placeholder row of the launch that found no capacity is removed: nothing was launched for it,
- * and a waiting job would otherwise leave one behind on every attempt.
+ * first again (the one a finished job freed), then for new capacity.
  */
 async function waitForCapacity(
   context: Pick<JobPassContext, 'app' | 'lock'>,
-  placeholderId: string,
   retryAfterMs: number,
 ): Promise<void> {
-  const { app, lock } = context;
-  await lock.release({ instance_id: null, last_processed_at: dueIn(retryAfterMs, MIN_INTERVAL_MS) });
+  await context.lock.release({ instance_id: null, last_processed_at: dueIn(retryAfterMs, MIN_INTERVAL_MS) });
+}
+
+/**
+ * Makes the longest-waiting `submitted` job with no launch under way due now: a job just gave
+ * its share back (its instance is idle, or its blocks free), and that job is first in line for
+ * it, rather than finding it at its next look (`waitForCapacity`). One job, not every waiting
+ * one: what one job frees fits about one more.
+ */
+export async function markLongestWaitingJobDue(app: AppContext): Promise<void> {
+  const next = await app.db
+    .selectFrom('jobs')
+    .select('id')
+    .where('status', '=', 'submitted')
+    .where('instance_id', 'is', null)
+    .where('last_processed_at', '>', 0)
+    .orderBy('submitted_at')
+    .limit(1)
+    .executeTakeFirst();
+  if (!next) return;
+  await app.db
+    .updateTable('jobs')
+    .set({ last_processed_at: 0 })
+    .where('id', '=', next.id)
+    .where('status', '=', 'submitted')
+    .execute();
+}
+
+/**
+ * Removes the placeholder of a job's launch that failed on every offer: nothing was launched
+ * for it (`launchOnFirstOffer` ended it `terminated(no_offers)`) and the job no longer names
+ * it, so it would only pile up, one per attempt. dstack writes a job's instance only once it
+ * is launched.
+ */
+async function removeFailedPlaceholder(app: AppContext, placeholderId: string): Promise<void> {
   await app.db
     .deleteFrom('instances')
     .where('id', '=', placeholderId)
@@ -445,8 +542,10 @@ async function resumeRecordedLaunch(context: JobPassContext, instanceId: string)
       .executeTakeFirst();
     const spec = runSpecOf(run);
     const backends = await app.backends.getProjectBackends(project.id);
-    const offers = fleet ? await fleetOffersForJob(fleet, backends, spec, jobSpecOf(job)) : [];
-    await launchJobInstance(context, instance, offers);
+    // Busy offers too: the recorded one may be held by this very launch's instance (the local
+    // host), and a launch repeated with its id returns that instance.
+    const found = fleet ? await fleetOffersForJob(fleet, backends, spec, jobSpecOf(job)) : null;
+    await launchJobInstance(context, instance, found ? [...found.available, ...found.busy] : []);
     return true;
   }
   // The launch was stored on the instance, not on the job: the job takes it as a new launch would

@@ -19,6 +19,7 @@ import type { PipelineDefinition, RowLock, RowUpdate } from '../pipelines/pipeli
 import { dueIn } from '../pipelines/pipeline.js';
 import { markRunDue } from './job-pass.js';
 import { pullRunner, runnerPortOf, runnerWasStarted } from './job-running.js';
+import { markLongestWaitingJobDue } from './job-submitted.js';
 
 const MIN_INTERVAL_MS = 500;
 /** How often to look again while the runner stops the job. */
@@ -157,6 +158,7 @@ async function finish(
     finished_at: Date.now(),
     last_processed_at: Date.now(),
   });
+  await markLongestWaitingJobDue(app);
   app.wakeUps.wake('instances', 'jobs-submitted');
   await markRunDue(app, job.run_id);
 }

@@ -85,6 +85,8 @@ class ConformanceSuite<E extends BackendEmulator> {
   /** The instance the provisioning test brought up, for the termination test. */
   #provisioned: JobProvisioningData | undefined;
   #launches = 0;
+  /** The offer each launch was made on, by dstack instance id. */
+  readonly #launchedOffers = new Map<string, InstanceOfferWithAvailability>();
 
   constructor(options: TestBackendOptions<E>, setup: SuiteSetup<E>) {
     this.#options = options;
@@ -323,6 +325,11 @@ class ConformanceSuite<E extends BackendEmulator> {
     launch = this.#nextLaunch(),
     { firstOfferOnly = false } = {},
   ): Promise<JobProvisioningData> {
+    // A launch repeated with its instance id goes to the offer it was made on, as the server's
+    // retry does (the offer is recorded with the launch): the backend's offers may have changed
+    // since, e.g. the local host is now held by that very instance.
+    const launchedOn = this.#launchedOffers.get(launch.instanceId);
+    if (launchedOn) return this.#launchOn(compute, method, launch, launchedOn);
     const offers = provisionableOffersByPrice(await compute.getOffers(this.#runJobRequirements));
     if (offers.length === 0) {
       throw new ConformanceViolation(
@@ -332,7 +339,9 @@ class ConformanceSuite<E extends BackendEmulator> {
     }
     for (const [index, offer] of offers.entries()) {
       try {
-        return await this.#launchOn(compute, method, launch, offer);
+        const started = await this.#launchOn(compute, method, launch, offer);
+        this.#launchedOffers.set(launch.instanceId, offer);
+        return started;
       } catch (error) {
         const last = firstOfferOnly || index === offers.length - 1;
         if (last || !NoCapacityError.isInstance(error)) throw error;

@@ -57,12 +57,9 @@ export function parseServiceAccountKey(text: string, source: string): GcpService
   let document: unknown;
   try {
     document = JSON.parse(text);
-  } catch (error) {
-    throw new GcpServiceAccountKeyError(
-      source,
-      '',
-      `is not a JSON service-account key (${(error as Error).message})`,
-    );
+  } catch {
+    // JSON.parse's message quotes the text: it could be a file's or a secret's content.
+    throw new GcpServiceAccountKeyError(source, '', 'is not a JSON service-account key');
   }
   const parsed = ServiceAccountKeySchema.safeParse(document);
   if (!parsed.success) {

@@ -146,8 +146,8 @@ export class GcpConfigurator implements Configurator<GcpBackendConfigWithCreds, 
 
   /**
    * Checks the config against Google with read-only calls: the key is parsed (an error naming
-   * `creds.data`/`creds.filename`), the token exchange must succeed (else
-   * `InvalidCredentialsError` on the key), the project must be readable with it (a key of another
+   * `creds.data`/`creds.filename`), the token exchange must succeed (a token endpoint's OAuth
+   * refusal is `InvalidCredentialsError` on the key; no answer propagates), the project must be readable with it (a key of another
    * project, or a missing permission, is an error naming `project_id`), and each configured
    * region must exist there (`regions[i]`). From the API, `creds.filename`, `endpoint_url` and a
    * key's `token_uri` other than Google's are refused first (see `refuseUntrustedReach`). Other
@@ -173,7 +173,11 @@ export class GcpConfigurator implements Configurator<GcpBackendConfigWithCreds, 
     try {
       await api.get('');
     } catch (error) {
-      if (error instanceof GcpTokenError) throw invalidCredentials(parsed.creds, error);
+      // A token endpoint that did not answer as OAuth says nothing about the key: with a custom
+      // token_uri it would tell the user what answered there. Default creds keep the old
+      // mapping: their failure is the server's environment having none.
+      if (error instanceof GcpTokenError && (error.refused || parsed.creds.type === 'default'))
+        throw invalidCredentials(parsed.creds, error);
       if (error instanceof GcpApiCallError && error.statusCode === 401)
         throw invalidCredentials(parsed.creds, error);
       if (error instanceof GcpApiCallError && (error.statusCode === 403 || error.statusCode === 404)) {

@@ -146,10 +146,10 @@ export class GcpConfigurator implements Configurator<GcpBackendConfigWithCreds, 
 
   /**
    * Checks the config against Google with read-only calls: the key is parsed (an error naming
-   * `creds.data`/`creds.filename`), the token exchange must succeed (a token endpoint's OAuth
-   * refusal is `InvalidCredentialsError` on the key; no answer propagates), the project must be readable with it (a key of another
-   * project, or a missing permission, is an error naming `project_id`), and each configured
-   * region must exist there (`regions[i]`). From the API, `creds.filename`, `endpoint_url` and a
+   * `creds.data`/`creds.filename`), the token exchange must succeed (the token endpoint's OAuth
+   * refusal is `InvalidCredentialsError` on the key; no answer propagates), the project must be
+   * readable with it (a key of another project, or a missing permission, is an error naming
+   * `project_id`), and each configured region must exist there (`regions[i]`). From the API, `creds.filename`, `endpoint_url` and a
    * key's `token_uri` other than Google's are refused first (see `refuseUntrustedReach`). Other
    * failures propagate; Compute calls stop at `options.signal`.
    */

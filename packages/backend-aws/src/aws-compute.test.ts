@@ -8,6 +8,7 @@ import {
   ProvisioningError,
   RequirementsSchema,
   ServerClientError,
+  type ValidateConfigOptions,
 } from '@dstack/core';
 import { anyCpuOfferRequirements } from '@dstack/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -69,15 +70,21 @@ function caught(promise: Promise<unknown>): Promise<unknown> {
 
 describe('validateConfig', () => {
   const configurator = new AwsConfigurator();
+  /** A config from the server's config.yml, which may name the emulator's endpoint. */
+  const fromConfigFile: ValidateConfigOptions = {
+    origin: 'server_config',
+    defaultCredsEnabled: true,
+    customEndpointsAllowed: true,
+  };
 
   it('accepts the emulator key and rejects a wrong one naming creds.access_key', async () => {
-    await configurator.validateConfig(emulatorConfig(emulator.aws), { defaultCredsEnabled: true });
+    await configurator.validateConfig(emulatorConfig(emulator.aws), fromConfigFile);
     const error = await caught(
       configurator.validateConfig(
         emulatorConfig(emulator.aws, {
           creds: { type: 'access_key', access_key: 'AKIANOTAKEY000000000', secret_key: 'x' },
         }),
-        { defaultCredsEnabled: true },
+        fromConfigFile,
       ),
     );
     expect(InvalidCredentialsError.isInstance(error)).toBe(true);
@@ -86,9 +93,10 @@ describe('validateConfig', () => {
 
   it('names an unknown region by its index', async () => {
     const error = await caught(
-      configurator.validateConfig(emulatorConfig(emulator.aws, { regions: ['us-east-1', 'mars-north-1'] }), {
-        defaultCredsEnabled: true,
-      }),
+      configurator.validateConfig(
+        emulatorConfig(emulator.aws, { regions: ['us-east-1', 'mars-north-1'] }),
+        fromConfigFile,
+      ),
     );
     expect(ServerClientError.isInstance(error)).toBe(true);
     expect(error).toMatchObject({ fields: [['regions', '1']] });
@@ -99,16 +107,14 @@ describe('validateConfig', () => {
     const unknown = await caught(
       configurator.validateConfig(
         { ...emulatorConfig(emulator.aws), vpc: 'x' } as AwsBackendConfigWithCreds,
-        {
-          defaultCredsEnabled: true,
-        },
+        fromConfigFile,
       ),
     );
     expect(String(unknown)).toContain('vpc');
     const both = await caught(
       configurator.validateConfig(
         emulatorConfig(emulator.aws, { vpc_name: 'main', vpc_ids: { 'us-east-1': 'vpc-1' } }),
-        { defaultCredsEnabled: true },
+        fromConfigFile,
       ),
     );
     expect(both).toMatchObject({ fields: [['vpc_ids']] });
@@ -117,10 +123,30 @@ describe('validateConfig', () => {
   it('refuses default creds when the server disables them', async () => {
     const error = await caught(
       configurator.validateConfig(emulatorConfig(emulator.aws, { creds: { type: 'default' } }), {
+        ...fromConfigFile,
         defaultCredsEnabled: false,
       }),
     );
     expect(error).toMatchObject({ fields: [['creds', 'type']] });
+  });
+
+  it('refuses endpoint_url from the API unless custom endpoints are allowed, before any call', async () => {
+    const fromApi = { origin: 'api', defaultCredsEnabled: false, customEndpointsAllowed: false } as const;
+    const before = emulator.aws.server.requests.length;
+    const error = await caught(configurator.validateConfig(emulatorConfig(emulator.aws), fromApi));
+    expect(ServerClientError.isInstance(error)).toBe(true);
+    expect(error).toMatchObject({ fields: [['endpoint_url']] });
+    expect(String(error)).toContain('DSTACK_SERVER_ALLOW_CUSTOM_BACKEND_ENDPOINTS');
+    expect(emulator.aws.server.requests.length).toBe(before);
+    await configurator.validateConfig(emulatorConfig(emulator.aws), {
+      ...fromApi,
+      customEndpointsAllowed: true,
+    });
+    const defaults = await caught(
+      configurator.validateConfig(emulatorConfig(emulator.aws, { creds: { type: 'default' } }), fromApi),
+    );
+    expect(defaults).toMatchObject({ fields: [['creds', 'type']] });
+    expect(String(defaults)).toContain('DSTACK_SERVER_ALLOW_DEFAULT_CREDS');
   });
 });
 

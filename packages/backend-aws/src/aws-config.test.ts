@@ -82,19 +82,21 @@ describe('aws config checks', () => {
     });
   });
 
-  it('refuses default creds only when the server disables them', () => {
-    const failure = catchError(() =>
-      refuseDisabledDefaultCreds({ type: 'default' }, { defaultCredsEnabled: false }),
-    );
+  it('refuses default creds only when they are not enabled, saying which setting enables them', () => {
+    const fromFile = { origin: 'server_config', defaultCredsEnabled: false } as const;
+    const failure = catchError(() => refuseDisabledDefaultCreds({ type: 'default' }, fromFile));
 
     expect(ServerClientError.isInstance(failure)).toBe(true);
     expect(failure).toMatchObject({ fields: [['creds', 'type']] });
+    expect(String(failure)).toContain('DSTACK_DEFAULT_CREDS_DISABLED');
+    const fromApi = catchError(() =>
+      refuseDisabledDefaultCreds({ type: 'default' }, { origin: 'api', defaultCredsEnabled: false }),
+    );
+    expect(String(fromApi)).toContain('DSTACK_SERVER_ALLOW_DEFAULT_CREDS=true');
     expect(() =>
-      refuseDisabledDefaultCreds({ type: 'default' }, { defaultCredsEnabled: true }),
+      refuseDisabledDefaultCreds({ type: 'default' }, { ...fromFile, defaultCredsEnabled: true }),
     ).not.toThrow();
-    expect(() =>
-      refuseDisabledDefaultCreds(apiKeyConfig.creds, { defaultCredsEnabled: false }),
-    ).not.toThrow();
+    expect(() => refuseDisabledDefaultCreds(apiKeyConfig.creds, fromFile)).not.toThrow();
   });
 
   it('reports refused credentials on the field the user must fix', () => {

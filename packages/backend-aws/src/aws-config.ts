@@ -86,7 +86,7 @@ export const awsConfigModels = defineBackendConfigModels({
       .url()
       .nullish()
       .describe(
-        'One endpoint for EC2, STS and Service Quotas (an emulator). Default: AWS, or AWS_ENDPOINT_URL*.',
+        'One endpoint for EC2, STS and Service Quotas (an emulator). Default: AWS, or AWS_ENDPOINT_URL*. In API requests only when the server allows custom endpoints.',
       ),
   },
   credsSchemas: {
@@ -97,7 +97,8 @@ export const awsConfigModels = defineBackendConfigModels({
     },
     /**
      * The SDK's default chain on the server (environment, shared config, instance role).
-     * Refused when the server runs with `DSTACK_DEFAULT_CREDS_DISABLED`.
+     * Refused when the server runs with `DSTACK_DEFAULT_CREDS_DISABLED`, and in API requests
+     * unless `DSTACK_SERVER_ALLOW_DEFAULT_CREDS`.
      */
     default: {},
   },

@@ -3,6 +3,8 @@ import {
   type BackendRecord,
   type Configurator,
   InvalidCredentialsError,
+  refuseCustomEndpoint,
+  refuseDefaultCreds,
   ServerClientError,
   type StoredBackendRecord,
   type ValidateConfigOptions,
@@ -51,14 +53,16 @@ export function parseAwsBackendConfig(config: unknown): AwsBackendConfigWithCred
   return result.data;
 }
 
-/** Refuses creds of type `default` when the server runs with `DSTACK_DEFAULT_CREDS_DISABLED`, naming `creds.type`. */
-export function refuseDisabledDefaultCreds(creds: AwsCreds, options: ValidateConfigOptions): void {
-  if (creds.type === 'default' && !options.defaultCredsEnabled) {
-    throw new ServerClientError(
-      'Default credentials are disabled on this server (DSTACK_DEFAULT_CREDS_DISABLED): give creds of type access_key',
-      { fields: [['creds', 'type']] },
-    );
-  }
+/**
+ * Refuses creds of type `default` (the server's own AWS identity) when they are not enabled for
+ * this config (`DSTACK_DEFAULT_CREDS_DISABLED`, or an API request without
+ * `DSTACK_SERVER_ALLOW_DEFAULT_CREDS`), naming `creds.type`.
+ */
+export function refuseDisabledDefaultCreds(
+  creds: AwsCreds,
+  options: Pick<ValidateConfigOptions, 'origin' | 'defaultCredsEnabled'>,
+): void {
+  refuseDefaultCreds(creds, options, 'access_key');
 }
 
 /**
@@ -82,17 +86,20 @@ export class AwsConfigurator implements Configurator<AwsBackendConfigWithCreds, 
    * Checks the config against AWS with one read-only call, EC2 DescribeRegions in the first
    * configured region (us-east-1 when none): keys AWS refuses are `InvalidCredentialsError`
    * naming `creds.access_key` (`creds.type` for the default chain), and a configured region
-   * the account does not have is an error naming `regions[i]`. Other failures propagate.
+   * the account does not have is an error naming `regions[i]`. An `endpoint_url` is refused
+   * unless `options.customEndpointsAllowed`, before any call. Other failures (the endpoint does
+   * not answer, answers something else than AWS) propagate; the call stops at `options.signal`.
    */
   async validateConfig(config: AwsBackendConfigWithCreds, options: ValidateConfigOptions): Promise<void> {
     const parsed = parseAwsBackendConfig(config);
     refuseDisabledDefaultCreds(parsed.creds, options);
-    const clients = new AwsClients({ creds: parsed.creds, endpointUrl: parsed.endpoint_url });
+    refuseCustomEndpoint(options, ['endpoint_url'], parsed.endpoint_url);
+    const clients = new AwsClients({ creds: parsed.creds, endpointUrl: parsed.endpoint_url, maxAttempts: 2 });
     let known: Set<string>;
     try {
       const answer = await clients
         .ec2(parsed.regions?.[0] ?? DEFAULT_VALIDATION_REGION)
-        .send(new DescribeRegionsCommand({ AllRegions: true }));
+        .send(new DescribeRegionsCommand({ AllRegions: true }), { abortSignal: options.signal });
       known = new Set(
         (answer.Regions ?? []).flatMap((region) => (region.RegionName ? [region.RegionName] : [])),
       );

@@ -21,6 +21,8 @@ export interface GcpComputeApiSettings {
   readonly dispatcher?: Dispatcher;
   /** Attempts per call on 429, 5xx and a GET's transport errors. Default 4. */
   readonly maxAttempts?: number;
+  /** Stops every call (and the backoff between attempts) when aborted. */
+  readonly signal?: AbortSignal;
 }
 
 /** Backoff before the first retry of a Compute call, doubled for each next one. */
@@ -39,6 +41,7 @@ export class GcpComputeApi {
       dispatcher: settings.dispatcher,
       maxAttempts: settings.maxAttempts ?? 4,
       retryBaseDelayMs: RETRY_BASE_DELAY_MS,
+      signal: settings.signal,
     };
   }
 

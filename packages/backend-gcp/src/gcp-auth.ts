@@ -57,12 +57,9 @@ export function parseServiceAccountKey(text: string, source: string): GcpService
   let document: unknown;
   try {
     document = JSON.parse(text);
-  } catch (error) {
-    throw new GcpServiceAccountKeyError(
-      source,
-      '',
-      `is not a JSON service-account key (${(error as Error).message})`,
-    );
+  } catch {
+    // JSON.parse's message quotes the text: it could be a file's or a secret's content.
+    throw new GcpServiceAccountKeyError(source, '', 'is not a JSON service-account key');
   }
   const parsed = ServiceAccountKeySchema.safeParse(document);
   if (!parsed.success) {
@@ -143,6 +140,14 @@ function applicationDefaultKeyTokenUri(): string {
   }
 }
 
+/**
+ * The token endpoint answered the exchange with an OAuth error (`invalid_grant`…): the key is
+ * refused. Other failures (no answer, an answer that is not OAuth's) are plain errors.
+ */
+export class GcpTokenRefusedError extends Error {
+  override readonly name = 'GcpTokenRefusedError';
+}
+
 /** Something that gives a current bearer token (refreshed by the client before it expires). */
 export type GcpAccessTokenSource = () => Promise<string>;
 
@@ -158,9 +163,9 @@ export function accessTokenSource(client: JWT | GoogleAuth): GcpAccessTokenSourc
     try {
       answer = await client.getAccessToken();
     } catch (error) {
-      throw new Error(`GCP token exchange for ${account} failed: ${describeTokenError(error)}`, {
-        cause: error,
-      });
+      const message = `GCP token exchange for ${account} failed: ${describeTokenError(error)}`;
+      if (oauthErrorOf(error)) throw new GcpTokenRefusedError(message, { cause: error });
+      throw new Error(message, { cause: error });
     }
     const token = typeof answer === 'object' && answer !== null ? answer.token : answer;
     if (!token) throw new Error(`GCP token exchange for ${account} answered no access token`);
@@ -168,10 +173,18 @@ export function accessTokenSource(client: JWT | GoogleAuth): GcpAccessTokenSourc
   };
 }
 
+/** The OAuth error the token endpoint answered (`{error, error_description}`), if it answered one. */
+function oauthErrorOf(error: unknown): { error: string; error_description?: string } | undefined {
+  const data = (error as { response?: { data?: { error?: unknown; error_description?: string } } })?.response
+    ?.data;
+  return typeof data?.error === 'string'
+    ? (data as { error: string; error_description?: string })
+    : undefined;
+}
+
 /** The token endpoint's `error` and `error_description`, else the error's message. */
 function describeTokenError(error: unknown): string {
-  const data = (error as { response?: { data?: { error?: string; error_description?: string } } })?.response
-    ?.data;
-  if (data?.error) return `${data.error}${data.error_description ? `: ${data.error_description}` : ''}`;
+  const data = oauthErrorOf(error);
+  if (data) return `${data.error}${data.error_description ? `: ${data.error_description}` : ''}`;
   return error instanceof Error ? error.message : String(error);
 }

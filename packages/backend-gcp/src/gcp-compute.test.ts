@@ -11,6 +11,7 @@ import {
   ProvisioningError,
   RequirementsSchema,
   ServerClientError,
+  type ValidateConfigOptions,
 } from '@dstack/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGcpBackend, type GcpBackendSettings, type GcpCompute } from './gcp-compute.js';
@@ -106,7 +107,13 @@ function instanceResource(data: JobProvisioningData): Promise<any> {
 
 describe('validateConfig', () => {
   const configurator = new GcpConfigurator();
-  const options = { defaultCredsEnabled: true };
+  /** A config from the server's config.yml, which may name the emulator's endpoints. */
+  const options: ValidateConfigOptions = {
+    origin: 'server_config',
+    defaultCredsEnabled: true,
+    customEndpointsAllowed: true,
+  };
+  const fromApi: ValidateConfigOptions = { ...options, origin: 'api', customEndpointsAllowed: false };
 
   it('accepts the emulator key and its regions', async () => {
     await configurator.validateConfig(emulatorConfig(emulator.gcp), options);
@@ -141,6 +148,7 @@ describe('validateConfig', () => {
       );
       const error = await caught(
         configurator.validateConfig(emulatorConfig(emulator.gcp, { creds: { type: 'default' } }), {
+          ...options,
           defaultCredsEnabled: false,
         }),
       );
@@ -148,6 +156,38 @@ describe('validateConfig', () => {
     } finally {
       if (before === undefined) delete process.env.GOOGLE_APPLICATION_CREDENTIALS;
       else process.env.GOOGLE_APPLICATION_CREDENTIALS = before;
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses from the API a key file, a custom endpoint or token_uri, naming the field, before any call', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'gcp-file-'));
+    const keyFile = join(directory, 'key.json');
+    writeFileSync(keyFile, JSON.stringify(emulator.gcp.serviceAccountJson()));
+    const before = emulator.gcp.server.requests.length;
+    try {
+      const file = await caught(
+        configurator.validateConfig(
+          emulatorConfig(emulator.gcp, { creds: { type: 'service_account', filename: keyFile } }),
+          { ...fromApi, customEndpointsAllowed: true },
+        ),
+      );
+      expect(file).toMatchObject({ fields: [['creds', 'filename']] });
+      expect(String(file)).toContain('send the file');
+      const endpoint = await caught(configurator.validateConfig(emulatorConfig(emulator.gcp), fromApi));
+      expect(endpoint).toMatchObject({ fields: [['endpoint_url']] });
+      // Google's Compute URL is not custom; the emulator key's token_uri is.
+      const tokenUri = await caught(
+        configurator.validateConfig(emulatorConfig(emulator.gcp, { endpoint_url: null }), fromApi),
+      );
+      expect(tokenUri).toMatchObject({ fields: [['creds', 'data']] });
+      expect(String(tokenUri)).toContain('token_uri');
+      expect(emulator.gcp.server.requests.length).toBe(before);
+      await configurator.validateConfig(emulatorConfig(emulator.gcp), {
+        ...fromApi,
+        customEndpointsAllowed: true,
+      });
+    } finally {
       rmSync(directory, { recursive: true, force: true });
     }
   });

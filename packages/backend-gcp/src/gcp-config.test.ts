@@ -163,17 +163,24 @@ describe('gcp config checks', () => {
     });
   });
 
-  it('refuses default creds only when the server disables them', () => {
-    const failure = catchError(() =>
-      refuseDisabledDefaultCreds({ type: 'default' }, { defaultCredsEnabled: false }),
-    );
+  it('refuses default creds only when they are not enabled', () => {
+    const fromFile = { origin: 'server_config', defaultCredsEnabled: false } as const;
+    const failure = catchError(() => refuseDisabledDefaultCreds({ type: 'default' }, fromFile));
 
     expect(ServerClientError.isInstance(failure)).toBe(true);
     expect(failure).toMatchObject({ fields: [['creds', 'type']] });
     expect(() =>
-      refuseDisabledDefaultCreds({ type: 'default' }, { defaultCredsEnabled: true }),
+      refuseDisabledDefaultCreds({ type: 'default' }, { ...fromFile, defaultCredsEnabled: true }),
     ).not.toThrow();
-    expect(() => refuseDisabledDefaultCreds(keyConfig.creds, { defaultCredsEnabled: false })).not.toThrow();
+    expect(() => refuseDisabledDefaultCreds(keyConfig.creds, fromFile)).not.toThrow();
+  });
+
+  it('never quotes the key text in an error', () => {
+    const secret = 'root:x:0:0:SECRET-LINE';
+    const failure = catchError(() => serviceAccountKeyOfCreds({ type: 'service_account', data: secret }));
+    expect(failure).toMatchObject({ fields: [['creds', 'data']] });
+    expect((failure as Error).message).not.toContain('SECRET');
+    expect((failure as Error).message).not.toContain('root');
   });
 
   it('reports refused credentials on the field the user must fix', () => {

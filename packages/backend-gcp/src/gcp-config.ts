@@ -77,22 +77,26 @@ export const gcpConfigModels = defineBackendConfigModels({
       .url()
       .nullish()
       .describe(
-        'The Compute Engine v1 base URL (an emulator). Default: https://compute.googleapis.com/compute/v1.',
+        'The Compute Engine v1 base URL (an emulator). Default: https://compute.googleapis.com/compute/v1. In API requests only when the server allows custom endpoints.',
       ),
   },
   credsSchemas: {
     /**
-     * A service-account key: `data` (the key file's JSON text) or `filename` (read when the
-     * backend is configured; what is stored is its `data`).
+     * A service-account key: `data` (the key file's JSON text) or `filename` (config.yml only;
+     * read when the backend is configured; what is stored is its `data`).
      */
     service_account: {
-      filename: z.string().min(1).nullish().describe('A path on the server to the key file (JSON).'),
+      filename: z
+        .string()
+        .min(1)
+        .nullish()
+        .describe('A path on the server to the key file (JSON). Only in config.yml: API requests send data.'),
       data: z.string().min(1).nullish().describe("The key file's JSON text."),
     },
     /**
      * Application default credentials on the server (GOOGLE_APPLICATION_CREDENTIALS, gcloud's
      * user credentials, the metadata server). Refused when the server runs with
-     * `DSTACK_DEFAULT_CREDS_DISABLED`.
+     * `DSTACK_DEFAULT_CREDS_DISABLED`, and in API requests unless `DSTACK_SERVER_ALLOW_DEFAULT_CREDS`.
      */
     default: {},
   },

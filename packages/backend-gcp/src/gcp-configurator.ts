@@ -2,12 +2,16 @@ import {
   type BackendRecord,
   type Configurator,
   InvalidCredentialsError,
-  ServerClientError,
+  refuseCustomEndpoint,
+  refuseDefaultCreds,
+  refuseServerFileFromApi,
+  type ServerClientError,
   type StoredBackendRecord,
   type ValidateConfigOptions,
 } from '@dstack/core';
 import type { z } from 'zod';
 import { GcpComputeApi } from './gcp-api.js';
+import { GOOGLE_TOKEN_URL } from './gcp-auth.js';
 import { createGcpBackend, type GcpCompute } from './gcp-compute.js';
 import {
   GCP_BACKEND_TYPE,
@@ -98,14 +102,29 @@ export function parseGcpBackendConfig(config: unknown): GcpBackendConfigWithCred
   return result.data;
 }
 
-/** Refuses creds of type `default` when the server runs with `DSTACK_DEFAULT_CREDS_DISABLED`, naming `creds.type`. */
-export function refuseDisabledDefaultCreds(creds: GcpCreds, options: ValidateConfigOptions): void {
-  if (creds.type === 'default' && !options.defaultCredsEnabled) {
-    throw new ServerClientError(
-      'Default credentials are disabled on this server (DSTACK_DEFAULT_CREDS_DISABLED): give creds of type service_account',
-      { fields: [['creds', 'type']] },
-    );
+/**
+ * Refuses creds of type `default` (the server's own Google identity) when they are not enabled
+ * for this config (`DSTACK_DEFAULT_CREDS_DISABLED`, or an API request without
+ * `DSTACK_SERVER_ALLOW_DEFAULT_CREDS`), naming `creds.type`.
+ */
+export function refuseDisabledDefaultCreds(
+  creds: GcpCreds,
+  options: Pick<ValidateConfigOptions, 'origin' | 'defaultCredsEnabled'>,
+): void {
+  refuseDefaultCreds(creds, options, 'service_account');
+}
+
+/**
+ * Refuses what a config from the API may not make the server do, before anything is read or
+ * called: read a key file on the server (`creds.filename`), or talk to another Compute endpoint
+ * or token endpoint than Google's (`endpoint_url`, the key's `token_uri`) unless allowed.
+ */
+function refuseUntrustedReach(config: GcpBackendConfigWithCreds, options: ValidateConfigOptions): void {
+  refuseDisabledDefaultCreds(config.creds, options);
+  if (config.creds.type === 'service_account' && config.creds.filename != null) {
+    refuseServerFileFromApi(options, ['creds', 'filename'], 'creds.data');
   }
+  refuseCustomEndpoint(options, ['endpoint_url'], config.endpoint_url, { defaults: [GCP_COMPUTE_URL] });
 }
 
 /**
@@ -127,31 +146,45 @@ export class GcpConfigurator implements Configurator<GcpBackendConfigWithCreds, 
 
   /**
    * Checks the config against Google with read-only calls: the key is parsed (an error naming
-   * `creds.data`/`creds.filename`), the token exchange must succeed (else
-   * `InvalidCredentialsError` on the key), the project must be readable with it (a key of another
-   * project, or a missing permission, is an error naming `project_id`), and each configured
-   * region must exist there (`regions[i]`). Other failures propagate.
+   * `creds.data`/`creds.filename`), the token exchange must succeed (the token endpoint's OAuth
+   * refusal is `InvalidCredentialsError` on the key; no answer propagates), the project must be
+   * readable with it (a key of another project, or a missing permission, is an error naming
+   * `project_id`), and each configured region must exist there (`regions[i]`). From the API, `creds.filename`, `endpoint_url` and a
+   * key's `token_uri` other than Google's are refused first (see `refuseUntrustedReach`). Other
+   * failures propagate; Compute calls stop at `options.signal`.
    */
   async validateConfig(config: GcpBackendConfigWithCreds, options: ValidateConfigOptions): Promise<void> {
     const parsed = parseGcpBackendConfig(config);
-    refuseDisabledDefaultCreds(parsed.creds, options);
-    if (parsed.creds.type === 'service_account') serviceAccountKeyOfCreds(parsed.creds);
+    refuseUntrustedReach(parsed, options);
+    if (parsed.creds.type === 'service_account') {
+      const key = serviceAccountKeyOfCreds(parsed.creds);
+      refuseCustomEndpoint(options, keyField(parsed.creds), key.token_uri, {
+        defaults: [GOOGLE_TOKEN_URL],
+        what: `${keyField(parsed.creds).join('.')}: the key's token_uri`,
+      });
+    }
     const api = new GcpComputeApi({
       baseUrl: parsed.endpoint_url ?? GCP_COMPUTE_URL,
       project: parsed.project_id,
       tokens: credsAccessTokenSource(parsed.creds),
       maxAttempts: 2,
+      signal: options.signal,
     });
     try {
       await api.get('');
     } catch (error) {
-      if (error instanceof GcpTokenError) throw invalidCredentials(parsed.creds, error);
+      // A token endpoint that did not answer as OAuth says nothing about the key: with a custom
+      // token_uri it would tell the user what answered there. Default creds keep the old
+      // mapping: their failure is the server's environment having none.
+      if (error instanceof GcpTokenError && (error.refused || parsed.creds.type === 'default'))
+        throw invalidCredentials(parsed.creds, error);
       if (error instanceof GcpApiCallError && error.statusCode === 401)
         throw invalidCredentials(parsed.creds, error);
       if (error instanceof GcpApiCallError && (error.statusCode === 403 || error.statusCode === 404)) {
         throw invalidConfigField(
           ['project_id'],
-          `the credentials cannot use project ${JSON.stringify(parsed.project_id)} (${error.message}); check the project id and that the service account has the Compute Admin role there`,
+          // Not Google's words: with a custom endpoint they would be whatever answered there.
+          `the credentials cannot use project ${JSON.stringify(parsed.project_id)}; check the project id and that the service account has the Compute Admin role there`,
         );
       }
       throw error;
@@ -170,7 +203,8 @@ export class GcpConfigurator implements Configurator<GcpBackendConfigWithCreds, 
 
   /**
    * The record to store: a key given by `filename` is stored as its `data`, so the server
-   * does not depend on the file afterwards.
+   * does not depend on the file afterwards. The file is read only for a config `validateConfig`
+   * accepted, which refuses `filename` in API requests.
    */
   async createBackend(_projectName: string, config: GcpBackendConfigWithCreds): Promise<BackendRecord> {
     const parsed = parseGcpBackendConfig(config);

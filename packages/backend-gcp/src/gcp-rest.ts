@@ -10,7 +10,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BackendApiCallError, BackendError } from '@dstack/core';
 import { type Dispatcher, request } from 'undici';
-import type { GcpAccessTokenSource } from './gcp-auth.js';
+import { type GcpAccessTokenSource, GcpTokenRefusedError } from './gcp-auth.js';
 
 /** A call Google answered with an error status. */
 export class GcpApiCallError extends BackendApiCallError {
@@ -27,9 +27,18 @@ export class GcpApiCallError extends BackendApiCallError {
   }
 }
 
-/** The token exchange failed: the key is revoked, malformed, or for no account the token endpoint knows. */
+/**
+ * The token exchange failed: the key is revoked, malformed, or for no account the token endpoint
+ * knows (`refused`: the endpoint answered so), or the endpoint could not be reached.
+ */
 export class GcpTokenError extends BackendError {
   override readonly name: string = 'GcpTokenError';
+  /** Whether the token endpoint answered with an OAuth error (the credentials are refused). */
+  readonly refused: boolean;
+  constructor(message: string, options: { cause?: unknown; refused: boolean }) {
+    super(message, { cause: options.cause });
+    this.refused = options.refused;
+  }
 }
 
 /** Whether `error` is Google's 404 for the resource. */
@@ -114,7 +123,10 @@ async function callOnce(
   try {
     token = await settings.token();
   } catch (error) {
-    throw new GcpTokenError(`Cannot get a GCP access token: ${(error as Error).message}`, { cause: error });
+    throw new GcpTokenError(`Cannot get a GCP access token: ${(error as Error).message}`, {
+      cause: error,
+      refused: error instanceof GcpTokenRefusedError,
+    });
   }
   let response: Dispatcher.ResponseData;
   try {

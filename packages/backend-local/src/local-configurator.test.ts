@@ -46,7 +46,11 @@ describe('LocalConfigurator', () => {
     const bad = { type: 'local', runtime: 'vm' } as unknown as LocalBackendConfigWithCreds;
 
     const failure = await configurator
-      .validateConfig(bad, { defaultCredsEnabled: true })
+      .validateConfig(bad, {
+        origin: 'server_config',
+        defaultCredsEnabled: true,
+        customEndpointsAllowed: true,
+      })
       .catch((error: unknown) => error);
 
     expect(ServerClientError.isInstance(failure)).toBe(true);
@@ -62,7 +66,11 @@ describe('LocalConfigurator', () => {
       type: 'local',
       instances_dir: instancesDir,
     }) as LocalBackendConfigWithCreds;
-    await configurator.validateConfig(config, { defaultCredsEnabled: false });
+    await configurator.validateConfig(config, {
+      origin: 'server_config',
+      defaultCredsEnabled: false,
+      customEndpointsAllowed: true,
+    });
 
     const stored = record(await configurator.createBackend('main', config));
     const compute = await configurator.getCompute(stored);

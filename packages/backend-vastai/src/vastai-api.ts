@@ -192,8 +192,8 @@ export class VastAiApi {
   }
 
   /** The key's user (`GET /users/current/`): the read-only call that checks a key. */
-  async currentUser(): Promise<{ status: number; user: Record<string, unknown> | null }> {
-    const answer = await this.#call('GET', '/users/current/');
+  async currentUser(signal?: AbortSignal): Promise<{ status: number; user: Record<string, unknown> | null }> {
+    const answer = await this.#call('GET', '/users/current/', undefined, signal);
     if (answer.status === 401 || answer.status === 403) return { status: answer.status, user: null };
     this.#expectOk(answer, 'GET /users/current/');
     return { status: answer.status, user: (answer.body ?? {}) as Record<string, unknown> };

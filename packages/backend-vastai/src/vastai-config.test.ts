@@ -2,7 +2,7 @@ import { InvalidCredentialsError, ServerClientError } from '@dstack/core';
 import { describe, expect, it } from 'vitest';
 import plugin, { type VastAiBackendConfigWithCreds } from './index.js';
 import { vastAiConfigModels } from './vastai-config.js';
-import { invalidCredentials, parseVastAiBackendConfig } from './vastai-configurator.js';
+import { invalidCredentials, parseVastAiBackendConfig, VastAiConfigurator } from './vastai-configurator.js';
 
 const apiKeyConfig: VastAiBackendConfigWithCreds = {
   type: 'vastai',
@@ -94,5 +94,18 @@ describe('vastai config checks', () => {
 
     expect(InvalidCredentialsError.isInstance(error)).toBe(true);
     expect(error.fields).toEqual([['creds', 'api_key']]);
+  });
+
+  it("refuses an endpoint_url other than Vast.ai's from the API unless custom endpoints are allowed", async () => {
+    const fromApi = { origin: 'api', defaultCredsEnabled: false, customEndpointsAllowed: false } as const;
+    // Port 9 (discard): were it called, the error would not name endpoint_url up front.
+    const custom = { ...apiKeyConfig, endpoint_url: 'http://127.0.0.1:9' };
+    const error = await new VastAiConfigurator().validateConfig(custom, fromApi).then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+    expect(ServerClientError.isInstance(error)).toBe(true);
+    expect(error).toMatchObject({ fields: [['endpoint_url']] });
+    expect(String(error)).toContain('DSTACK_SERVER_ALLOW_CUSTOM_BACKEND_ENDPOINTS');
   });
 });

@@ -43,7 +43,7 @@ export const vastAiConfigModels = defineBackendConfigModels({
       .url()
       .nullish()
       .describe(
-        'The root of the Vast.ai API, which /api/v0/… is appended to (an emulator). Default https://console.vast.ai.',
+        'The root of the Vast.ai API, which /api/v0/… is appended to (an emulator). Default https://console.vast.ai. In API requests only when the server allows custom endpoints.',
       ),
   },
   credsSchemas: {

@@ -2,6 +2,7 @@ import {
   type BackendRecord,
   type Configurator,
   InvalidCredentialsError,
+  refuseCustomEndpoint,
   ServerClientError,
   type StoredBackendRecord,
   type ValidateConfigOptions,
@@ -64,16 +65,21 @@ export class VastAiConfigurator implements Configurator<VastAiBackendConfigWithC
 
   /**
    * Checks the key with one read-only call (`GET /users/current/`): a 401/403 is
-   * `InvalidCredentialsError` naming `creds.api_key`; other failures (network, 5xx) propagate.
+   * `InvalidCredentialsError` naming `creds.api_key`; other failures (network, 5xx) propagate,
+   * and the call stops at `options.signal`. An `endpoint_url` other than Vast.ai's is refused
+   * unless `options.customEndpointsAllowed`, before the call.
    */
-  async validateConfig(config: VastAiBackendConfigWithCreds, _options: ValidateConfigOptions): Promise<void> {
+  async validateConfig(config: VastAiBackendConfigWithCreds, options: ValidateConfigOptions): Promise<void> {
     const parsed = parseVastAiBackendConfig(config);
+    refuseCustomEndpoint(options, ['endpoint_url'], parsed.endpoint_url, {
+      defaults: [VAST_AI_DEFAULT_ENDPOINT_URL],
+    });
     const api = new VastAiApi({
       endpointUrl: parsed.endpoint_url ?? VAST_AI_DEFAULT_ENDPOINT_URL,
       apiKey: parsed.creds.api_key,
       dispatcher: this.#dispatcher,
     });
-    const { user } = await api.currentUser();
+    const { user } = await api.currentUser(options.signal);
     if (user === null) throw invalidCredentials(parsed.creds);
   }
 

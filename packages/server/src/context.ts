@@ -34,6 +34,23 @@ export interface ServerSettings {
    */
   defaultCredsEnabled?: boolean;
   /**
+   * `DSTACK_SERVER_ALLOW_DEFAULT_CREDS`: whether `backends/create|update` requests may use creds
+   * of type `default`, the server's own cloud identity (any project admin would then act as
+   * the server in the cloud). config.yml may, unless `DSTACK_DEFAULT_CREDS_DISABLED`. Absent: false.
+   */
+  allowDefaultCredsInApi?: boolean;
+  /**
+   * `DSTACK_SERVER_ALLOW_CUSTOM_BACKEND_ENDPOINTS`: whether `backends/create|update` requests may
+   * point a backend at custom endpoints (`endpoint_url`, a GCP key's `token_uri`); the server then
+   * connects where the request says. config.yml always may. Absent: false.
+   */
+  allowCustomBackendEndpoints?: boolean;
+  /**
+   * `DSTACK_SERVER_BACKEND_VALIDATION_DEADLINE`: how long `backends/create|update` waits for the
+   * provider while checking a config, in milliseconds (the variable is in seconds). Absent: 5000.
+   */
+  backendValidationDeadlineMs?: number;
+  /**
    * `DSTACK_SHIM_DOWNLOAD_URL`: where a cloud VM's cloud-init downloads the shim (a tarball, as
    * npm packs @dstack/shim). Absent: the npm registry's tarball of the release.
    */

@@ -11,6 +11,8 @@ export const DEFAULT_SERVER_HOST = '127.0.0.1';
 export const DEFAULT_MAX_OFFERS_TRIED = 25;
 /** `DSTACK_SERVER_OFFERS_DEADLINE` when unset: seconds a plan waits for one backend's offers. */
 export const DEFAULT_OFFERS_DEADLINE_SECONDS = 10;
+/** `DSTACK_SERVER_BACKEND_VALIDATION_DEADLINE` when unset: seconds backends/create waits for the provider. */
+export const DEFAULT_BACKEND_VALIDATION_DEADLINE_SECONDS = 5;
 
 function integerVariable(
   env: NodeJS.ProcessEnv,
@@ -49,6 +51,8 @@ function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
  * `DSTACK_SERVER_HOST` (`127.0.0.1`), `DSTACK_SERVER_PORT` (8000),
  * `DSTACK_DATABASE_URL` (unset: SQLite), `DSTACK_SERVER_ADMIN_TOKEN`,
  * `DSTACK_SERVER_MAX_OFFERS_TRIED` (25), `DSTACK_DEFAULT_CREDS_DISABLED` (unset),
+ * `DSTACK_SERVER_ALLOW_DEFAULT_CREDS` and `DSTACK_SERVER_ALLOW_CUSTOM_BACKEND_ENDPOINTS` (unset: API
+ * requests may use neither), `DSTACK_SERVER_BACKEND_VALIDATION_DEADLINE` (seconds, 5),
  * `DSTACK_SHIM_DOWNLOAD_URL` and `DSTACK_RUNNER_DOWNLOAD_URL` (unset: the npm tarballs of the release),
  * `DSTACK_SERVER_CODE_UPLOAD_LIMIT` (bytes, 2 MiB; 0: no limit). `overrides` (e.g. from command-line
  * flags) win over the environment. Throws ConfigurationError naming the variable.
@@ -75,6 +79,15 @@ export function loadServerSettings(
       max: 10_000,
     }),
     defaultCredsEnabled: !isTruthy(env.DSTACK_DEFAULT_CREDS_DISABLED),
+    allowDefaultCredsInApi: isTruthy(env.DSTACK_SERVER_ALLOW_DEFAULT_CREDS),
+    allowCustomBackendEndpoints: isTruthy(env.DSTACK_SERVER_ALLOW_CUSTOM_BACKEND_ENDPOINTS),
+    backendValidationDeadlineMs:
+      integerVariable(
+        env,
+        'DSTACK_SERVER_BACKEND_VALIDATION_DEADLINE',
+        DEFAULT_BACKEND_VALIDATION_DEADLINE_SECONDS,
+        { min: 1, max: 600 },
+      ) * 1000,
     shimDownloadUrl: urlVariable(env, 'DSTACK_SHIM_DOWNLOAD_URL'),
     runnerDownloadUrl: urlVariable(env, 'DSTACK_RUNNER_DOWNLOAD_URL'),
     offersDeadlineMs:

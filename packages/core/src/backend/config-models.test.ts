@@ -90,7 +90,13 @@ describe('a configurator built on the config models', () => {
       ...userConfig,
       creds: { type: 'api_key', api_key: 'bad' },
     });
-    await expect(configurator.validateConfig(bad, { defaultCredsEnabled: true })).rejects.toMatchObject({
+    await expect(
+      configurator.validateConfig(bad, {
+        origin: 'server_config',
+        defaultCredsEnabled: true,
+        customEndpointsAllowed: true,
+      }),
+    ).rejects.toMatchObject({
       name: 'InvalidCredentialsError',
       fields: [['creds', 'api_key']],
     });

@@ -19,13 +19,31 @@ export interface StoredBackendRecord extends BackendRecord {
   backendId: string;
 }
 
+/**
+ * Where a backend config came from: `server_config`, the server's `config.yml` (the server
+ * admin's own file: it may name files on the server and custom endpoints), or `api`, a
+ * `backends/create|update` request of any project admin (it may do neither unless the server
+ * allows it; see `config-origin.ts`).
+ */
+export type BackendConfigOrigin = 'server_config' | 'api';
+
 export interface ValidateConfigOptions {
+  /** Where the config came from; decides what it may reach on the server's behalf. */
+  origin: BackendConfigOrigin;
   /**
-   * Whether creds of type `default` (the server's own environment: instance
-   * role, application default credentials) may be used; false when the server
-   * runs with `DSTACK_DEFAULT_CREDS_DISABLED`.
+   * Whether creds of type `default` (the server's own cloud identity: instance role,
+   * application default credentials) may be used. The server allows them in `config.yml` unless
+   * `DSTACK_DEFAULT_CREDS_DISABLED`, and in API requests only with `DSTACK_SERVER_ALLOW_DEFAULT_CREDS`.
    */
   defaultCredsEnabled: boolean;
+  /**
+   * Whether the config may point the backend somewhere other than the provider's own endpoints
+   * (`endpoint_url`, a key's `token_uri`). True for `config.yml`; in API requests only with
+   * `DSTACK_SERVER_ALLOW_CUSTOM_BACKEND_ENDPOINTS`.
+   */
+  customEndpointsAllowed: boolean;
+  /** Aborted when the validation's deadline passes: provider calls should stop then. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -42,8 +60,10 @@ export interface Configurator<TConfigWithCreds = unknown, TConfigWithoutCreds = 
    * that referenced resources exist (VPC, project, IAM profile, regions).
    * The config is already schema-valid. Throws `InvalidCredentialsError` naming
    * the bad fields (`[['creds', 'api_key']]`), or `ServerClientError` for other
-   * invalid values, e.g. default creds when `defaultCredsEnabled` is false.
-   * Makes only read-only provider calls.
+   * invalid values, e.g. default creds when `defaultCredsEnabled` is false, a custom
+   * endpoint when `customEndpointsAllowed` is false, or a file on the server when `origin` is
+   * `api` (refused before anything is read or called; see `config-origin.ts`). Error messages
+   * never quote creds or file content. Makes only read-only provider calls.
    */
   validateConfig(config: TConfigWithCreds, options: ValidateConfigOptions): Promise<void>;
 

@@ -1,6 +1,7 @@
 export * from './capabilities.js';
 export * from './compute.js';
 export * from './config-models.js';
+export * from './config-origin.js';
 export * from './configurator.js';
 export * from './consts.js';
 export * from './names.js';

@@ -3,10 +3,17 @@
  * stored as config JSON plus encrypted creds, and listed without creds.
  */
 import { randomUUID } from 'node:crypto';
-import { ResourceNotFoundError, ServerClientError } from '@dstack/core';
+import {
+  type BackendConfigOrigin,
+  ResourceNotFoundError,
+  ServerClientError,
+  type ValidateConfigOptions,
+} from '@dstack/core';
 import type { AppContext } from '../context.js';
 import type { BackendsTable, ProjectsTable, UsersTable } from '../db/schema.js';
+import { DEFAULT_BACKEND_VALIDATION_DEADLINE_SECONDS } from '../settings.js';
 import { assertMayConfigureBackend, hostBackendOwnerProblem } from './host-backends.js';
+import { runUntrustedValidation, unreachableField } from './untrusted-validation.js';
 
 export interface BackendInfo {
   /** The backend type. */
@@ -20,24 +27,53 @@ export interface BackendInfo {
 /** A backend config with creds, as users send it or write it in config.yml. */
 export type BackendConfigInput = { type: string } & Record<string, unknown>;
 
-function defaultCredsEnabled(app: AppContext): boolean {
-  return app.settings.defaultCredsEnabled ?? true;
+/**
+ * What a config may reach on the server's behalf, by where it came from: config.yml is the
+ * admin's own file; an API request is any project admin's, and may use the server's own cloud
+ * identity or custom endpoints only when the admin's settings allow it (for every caller, global
+ * admins included: an admin who wants them without the settings writes them in config.yml).
+ */
+function validateConfigOptions(app: AppContext, origin: BackendConfigOrigin): ValidateConfigOptions {
+  const defaultCredsEnabled = app.settings.defaultCredsEnabled ?? true;
+  if (origin === 'server_config') {
+    return { origin, defaultCredsEnabled, customEndpointsAllowed: true };
+  }
+  return {
+    origin,
+    defaultCredsEnabled: defaultCredsEnabled && app.settings.allowDefaultCredsInApi === true,
+    customEndpointsAllowed: app.settings.allowCustomBackendEndpoints === true,
+  };
 }
 
 /**
  * Validates a config with the plugin's `backendConfigWithCreds` schema (a ZodError,
  * answered as 400 naming the field) and its configurator, and builds the record to store.
+ * A config from the API is checked within `backendValidationDeadlineMs`, and a failure to reach
+ * the provider is one generic 400 (see untrusted-validation.ts).
  */
 export async function prepareBackendRecord(
   app: AppContext,
   projectName: string,
   input: BackendConfigInput,
+  origin: BackendConfigOrigin,
 ): Promise<{ config: string; auth: string }> {
   const plugin = await app.backends.getPlugin(input.type);
   const config = plugin.configSchemas.backendConfigWithCreds.parse(input);
   const configurator = plugin.createConfigurator();
-  await configurator.validateConfig(config, { defaultCredsEnabled: defaultCredsEnabled(app) });
-  const record = await configurator.createBackend(projectName, config);
+  const options = validateConfigOptions(app, origin);
+  const build = async (signal?: AbortSignal) => {
+    await configurator.validateConfig(config, { ...options, ...(signal ? { signal } : {}) });
+    return configurator.createBackend(projectName, config);
+  };
+  const record =
+    origin === 'server_config'
+      ? await build()
+      : await runUntrustedValidation(build, {
+          deadlineMs:
+            app.settings.backendValidationDeadlineMs ?? DEFAULT_BACKEND_VALIDATION_DEADLINE_SECONDS * 1000,
+          field: unreachableField(input),
+          logError: (message) => console.error(`[dstack-server] ${message}`),
+        });
   return { config: record.config, auth: app.encryption.encrypt(record.auth) };
 }
 
@@ -134,7 +170,12 @@ export async function createProjectBackend(
       fields: [['type']],
     });
   }
-  await storeBackendRecord(app, project.id, input.type, await prepareBackendRecord(app, project.name, input));
+  await storeBackendRecord(
+    app,
+    project.id,
+    input.type,
+    await prepareBackendRecord(app, project.name, input, 'api'),
+  );
   return describeBackend(app, project, input.type);
 }
 
@@ -149,7 +190,12 @@ export async function updateProjectBackend(
   if (!(await findBackend(app, project.id, input.type))) {
     throw new ResourceNotFoundError(`Backend "${input.type}" does not exist in project "${project.name}"`);
   }
-  await storeBackendRecord(app, project.id, input.type, await prepareBackendRecord(app, project.name, input));
+  await storeBackendRecord(
+    app,
+    project.id,
+    input.type,
+    await prepareBackendRecord(app, project.name, input, 'api'),
+  );
   return describeBackend(app, project, input.type);
 }
 

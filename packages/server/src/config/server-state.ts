@@ -52,7 +52,7 @@ export async function initializeServerState(
       }
       let record: { config: string; auth: string };
       try {
-        record = await prepareBackendRecord(app, project.name, entry);
+        record = await prepareBackendRecord(app, project.name, entry, 'server_config');
       } catch (error) {
         if (!file || !ServerClientError.isInstance(error)) throw error;
         // Point at the field the configurator named (e.g. creds.api_key), else at the entry.

@@ -31,6 +31,8 @@ export interface TestAppOptions {
   plugins?: readonly BackendPlugin[];
   /** `DSTACK_SERVER_ADMIN_TOKEN`; default a generated token. */
   adminToken?: string;
+  /** More server settings, as environment variables (`DSTACK_SERVER_ALLOW_DEFAULT_CREDS`, …). */
+  env?: Record<string, string>;
 }
 
 export interface TestResponse {
@@ -73,6 +75,7 @@ export async function createTestApp(options: TestAppOptions): Promise<TestApp> {
       {
         DSTACK_SERVER_DIR: serverDir,
         DSTACK_SERVER_ADMIN_TOKEN: options.adminToken ?? `admin-${randomBytes(8).toString('hex')}`,
+        ...options.env,
       },
       { port: 0 },
     );

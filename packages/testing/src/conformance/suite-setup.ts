@@ -8,6 +8,7 @@ import {
   type Configurator,
   isNotImplemented,
   type StoredBackendRecord,
+  type ValidateConfigOptions,
 } from '@dstack/core';
 import { ConformanceViolation, show } from './conformance-violation.js';
 import { checkPlugin } from './plugin-checks.js';
@@ -37,6 +38,20 @@ export interface SuiteSetup<E extends BackendEmulator> {
   readonly notImplementedSteps: readonly SetupStep[];
   /** Stops the emulator and removes the temporary directory. */
   dispose(): Promise<void>;
+}
+
+/**
+ * What the suite passes to `validateConfig`: its config is the test author's own, as config.yml
+ * is the server admin's, so it may name the emulator's endpoints.
+ */
+export function conformanceValidateOptions(
+  options: Pick<TestBackendOptions<BackendEmulator>, 'defaultCredsEnabled'>,
+): ValidateConfigOptions {
+  return {
+    origin: 'server_config',
+    defaultCredsEnabled: options.defaultCredsEnabled ?? true,
+    customEndpointsAllowed: true,
+  };
 }
 
 /** The backend type a descriptor (or module namespace) names, for titles; `unknown` when it names none. */
@@ -105,9 +120,7 @@ export async function setUpSuite<E extends BackendEmulator>(
     const chosen = configurator;
     config = await step('create', async () => options.create(context));
     if (!notImplementedSteps.includes('validateConfig')) {
-      await step('validateConfig', () =>
-        chosen.validateConfig(config, { defaultCredsEnabled: options.defaultCredsEnabled ?? true }),
-      );
+      await step('validateConfig', () => chosen.validateConfig(config, conformanceValidateOptions(options)));
     }
     if (!notImplementedSteps.includes('createBackend') && !notImplementedSteps.includes('getCompute')) {
       const projectName = options.projectName ?? DEFAULT_TEST_PROJECT_NAME;

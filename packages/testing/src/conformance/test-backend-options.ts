@@ -138,7 +138,10 @@ export interface TestBackendOptions<E extends BackendEmulator = BackendEmulator>
   invalidCredentials: InvalidCredentialsCheck<E> | false;
   /** The project `createBackend` is called for. Default `test-project`. */
   projectName?: string;
-  /** Passed to `validateConfig`. Default `{ defaultCredsEnabled: true }`. */
+  /**
+   * Passed to `validateConfig`, with `origin: 'server_config'` and `customEndpointsAllowed: true`
+   * (the suite's config is the test author's own, as config.yml is the admin's). Default true.
+   */
   defaultCredsEnabled?: boolean;
   /**
    * Requirements of the offer tests; filters are derived from the offers they

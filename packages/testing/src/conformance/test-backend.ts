@@ -38,7 +38,13 @@ import {
 } from './offer-checks.js';
 import { checkDeclaredCapabilities } from './plugin-checks.js';
 import { generateProjectSshKeys } from './project-ssh-keys.js';
-import { pluginTypeOf, requireCompute, type SuiteSetup, setUpSuite } from './suite-setup.js';
+import {
+  conformanceValidateOptions,
+  pluginTypeOf,
+  requireCompute,
+  type SuiteSetup,
+  setUpSuite,
+} from './suite-setup.js';
 import {
   type BackendEmulator,
   type ConformanceCheck,
@@ -229,7 +235,7 @@ class ConformanceSuite<E extends BackendEmulator> {
       if (!configurator) throw this.#setup.pluginError;
       const badConfig = await invalid.create(context);
       const error = await configurator
-        .validateConfig(badConfig, { defaultCredsEnabled: this.#options.defaultCredsEnabled ?? true })
+        .validateConfig(badConfig, conformanceValidateOptions(this.#options))
         .then(
           () => undefined,
           (thrown: unknown) => thrown ?? new Error('validateConfig threw undefined'),

@@ -29,7 +29,11 @@ async function computeOf(
   clouds.push(cloud);
   const configurator = cloud.plugin.createConfigurator();
   const config = { type: 'fake', regions, creds: { type: 'api_key', api_key: FAKE_BACKEND_VALID_API_KEY } };
-  await configurator.validateConfig(config, { defaultCredsEnabled: true });
+  await configurator.validateConfig(config, {
+    origin: 'server_config',
+    defaultCredsEnabled: true,
+    customEndpointsAllowed: true,
+  });
   const record = await configurator.createBackend('main', config);
   const compute: Compute = await configurator.getCompute({ ...record, projectId: 'p', backendId: 'b' });
   return { cloud, compute: compute as ComputeWithCreateInstance };
@@ -64,10 +68,18 @@ describe('the fake backend plugin', () => {
     const config = (apiKey: string) => ({ type: 'fake', creds: { type: 'api_key', api_key: apiKey } });
 
     await expect(
-      configurator.validateConfig(config(FAKE_BACKEND_VALID_API_KEY), { defaultCredsEnabled: true }),
+      configurator.validateConfig(config(FAKE_BACKEND_VALID_API_KEY), {
+        origin: 'server_config',
+        defaultCredsEnabled: true,
+        customEndpointsAllowed: true,
+      }),
     ).resolves.toBeUndefined();
     const error = await configurator
-      .validateConfig(config('nope'), { defaultCredsEnabled: true })
+      .validateConfig(config('nope'), {
+        origin: 'server_config',
+        defaultCredsEnabled: true,
+        customEndpointsAllowed: true,
+      })
       .catch((e: unknown) => e);
     expect(InvalidCredentialsError.isInstance(error)).toBe(true);
     expect((error as InvalidCredentialsError).fields).toEqual([['creds', 'api_key']]);

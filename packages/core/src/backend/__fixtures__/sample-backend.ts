@@ -4,7 +4,7 @@ import type { InstanceOfferWithAvailability } from '../../models/instances.js';
 import type { JobProvisioningData } from '../../models/runs.js';
 import type { Capability, ComputeWithCreateInstance } from '../compute.js';
 import { defineBackendConfigModels } from '../config-models.js';
-import type { Configurator, StoredBackendRecord } from '../configurator.js';
+import type { Configurator, StoredBackendRecord, ValidateConfigOptions } from '../configurator.js';
 import { defineBackendPlugin } from '../plugin.js';
 import { runJobWithCreateInstance } from '../run-job-with-create-instance.js';
 
@@ -68,10 +68,7 @@ export class SampleCompute implements ComputeWithCreateInstance {
 export class SampleConfigurator implements Configurator<SampleConfigWithCreds, SampleBackendConfig> {
   readonly type = 'sample';
 
-  async validateConfig(
-    config: SampleConfigWithCreds,
-    options: { defaultCredsEnabled: boolean },
-  ): Promise<void> {
+  async validateConfig(config: SampleConfigWithCreds, options: ValidateConfigOptions): Promise<void> {
     if (config.creds.type === 'default' && !options.defaultCredsEnabled) {
       throw new InvalidCredentialsError([['creds']], { message: 'Default credentials are disabled' });
     }

@@ -8,7 +8,7 @@
  * Google, so repeating it is the caller's choice).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BackendApiCallError, BackendError } from '@dstack/core';
+import { BackendApiCallError, BackendAuthenticationError, BackendRateLimitError } from '@dstack/core';
 import { type Dispatcher, request } from 'undici';
 import type { GcpAccessTokenSource } from './gcp-auth.js';
 
@@ -27,9 +27,33 @@ export class GcpApiCallError extends BackendApiCallError {
   }
 }
 
-/** The token exchange failed: the key is revoked, malformed, or for no account the token endpoint knows. */
-export class GcpTokenError extends BackendError {
+/**
+ * The token exchange failed: the key is revoked, malformed, or for no account the token endpoint
+ * knows. No call of the backend can pass until its credentials change.
+ */
+export class GcpTokenError extends BackendAuthenticationError {
   override readonly name: string = 'GcpTokenError';
+}
+
+/** Google's reasons for throttling; it answers some of them with 403, which otherwise means denied. */
+const GOOGLE_RATE_LIMIT_REASONS: ReadonlySet<string> = new Set([
+  'rateLimitExceeded',
+  'userRateLimitExceeded',
+]);
+
+/**
+ * `error` as core's `BackendRateLimitError` when Google throttled the call (a 403 whose reason
+ * is a rate limit would otherwise read as a denied call); any other error as it is.
+ */
+export function typedGoogleError(error: unknown): unknown {
+  if (
+    error instanceof GcpApiCallError &&
+    error.reason !== undefined &&
+    GOOGLE_RATE_LIMIT_REASONS.has(error.reason)
+  ) {
+    return new BackendRateLimitError(error.message, { cause: error });
+  }
+  return error;
 }
 
 /** Whether `error` is Google's 404 for the resource. */

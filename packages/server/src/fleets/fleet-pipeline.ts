@@ -15,6 +15,7 @@ import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { provisionFleetInstance, topUpFleetInstances } from './fleet-provisioning.js';
 import { fleetNodesOf, liveFleetInstances, terminateSpareInstances } from './fleet-rows.js';
+import { describeLaunchFailures } from './instance-launch.js';
 
 const MIN_INTERVAL_MS = 5_000;
 /** How soon a fleet below `min` tries again after every offer failed (dstack: the fleet interval, 15 s). */
@@ -79,9 +80,9 @@ async function consolidate(app: AppContext, fleet: FleetsTable, lock: RowLock<'f
     const result = await provisionFleetInstance(app, fleet, project, instance);
     if (!result.launched) {
       failed = true;
-      console.error(
-        `[fleets] no capacity for ${instance.name}: ${result.errors.join('; ') || 'no offers match the fleet'}`,
-      );
+      const why =
+        result.failures.length > 0 ? describeLaunchFailures(result.failures) : 'no offers match the fleet';
+      console.error(`[fleets] could not launch ${instance.name}: ${why}`);
     }
   }
   // An instance below `min` that found no capacity is tried again at the next pass.

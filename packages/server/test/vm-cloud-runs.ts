@@ -191,7 +191,11 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
           await applyTask(harness, configuration);
           const finished = await harness.waitForRun(passes, ['done', 'failed', 'terminated'], 180_000);
           expect(finished.status).toBe('done');
-          expect(provisionedInstance(finished).type).toBe(cheapest.instance.name);
+          const instance = provisionedInstance(finished);
+          expect({ type: instance.type, region: instance.region }).toEqual({
+            type: cheapest.instance.name,
+            region: cheapest.region,
+          });
         } finally {
           emulator.clearFaults();
         }

@@ -6,6 +6,7 @@
  */
 import { EC2Client } from '@aws-sdk/client-ec2';
 import { ServiceQuotasClient } from '@aws-sdk/client-service-quotas';
+import { BackendAuthenticationError, BackendRateLimitError } from '@dstack/core';
 import type { AwsCreds } from './aws-config.js';
 
 export interface AwsClientSettings {
@@ -101,3 +102,34 @@ export const AWS_AUTH_ERROR_CODES: ReadonlySet<string> = new Set([
   'IncompleteSignature',
   'CredentialsProviderError',
 ]);
+
+/** Codes of a call the keys may make but the account's IAM policy denies. */
+const AWS_DENIED_ERROR_CODES: ReadonlySet<string> = new Set([
+  'UnauthorizedOperation',
+  'AccessDenied',
+  'AccessDeniedException',
+]);
+
+/** Codes of throttling, from EC2 and the JSON services. */
+export const AWS_THROTTLING_ERROR_CODES: ReadonlySet<string> = new Set([
+  'RequestLimitExceeded',
+  'Throttling',
+  'ThrottlingException',
+  'TooManyRequestsException',
+]);
+
+/**
+ * `error` as core's typed error when its code says the keys were refused or the call denied
+ * (`BackendAuthenticationError`) or the call throttled (`BackendRateLimitError`), so the server
+ * can tell these from a capacity shortage; any other error as it is.
+ */
+export function typedAwsError(error: unknown): unknown {
+  const code = awsErrorCode(error);
+  if (code === undefined) return error;
+  const message = `${code}: ${error instanceof Error ? error.message : String(error)}`;
+  if (AWS_AUTH_ERROR_CODES.has(code) || AWS_DENIED_ERROR_CODES.has(code)) {
+    return new BackendAuthenticationError(message, { cause: error });
+  }
+  if (AWS_THROTTLING_ERROR_CODES.has(code)) return new BackendRateLimitError(message, { cause: error });
+  return error;
+}

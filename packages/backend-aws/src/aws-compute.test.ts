@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
+  BackendAuthenticationError,
+  BackendRateLimitError,
   type InstanceConfiguration,
   type InstanceOfferWithAvailability,
   InvalidCredentialsError,
@@ -246,6 +248,33 @@ describe('createInstance', () => {
       expect(emulator.aws.state().instances.length).toBe(before);
     } finally {
       emulator.aws.removeFault(everywhere.id);
+    }
+  });
+
+  it('gives refused keys as BackendAuthenticationError, not NoCapacityError', async () => {
+    const offer = await cheapest(false);
+    const fault = emulator.aws.addFault({ code: 'AuthFailure' });
+    try {
+      const error = await caught(compute.createInstance(offer, instanceConfig(), null));
+      expect(BackendAuthenticationError.isInstance(error)).toBe(true);
+      expect(NoCapacityError.isInstance(error)).toBe(false);
+      expect(String(error)).toContain('AuthFailure');
+    } finally {
+      emulator.aws.removeFault(fault.id);
+    }
+  });
+
+  it('gives throttling that outlasts its retries as BackendRateLimitError', async () => {
+    const offer = await cheapest(false);
+    const fault = emulator.aws.addFault({ code: 'RequestLimitExceeded', action: 'RunInstances' });
+    try {
+      const before = emulator.aws.state().instances.length;
+      const error = await caught(compute.createInstance(offer, instanceConfig(), null));
+      expect(BackendRateLimitError.isInstance(error)).toBe(true);
+      expect(String(error)).toContain('RequestLimitExceeded');
+      expect(emulator.aws.state().instances.length).toBe(before);
+    } finally {
+      emulator.aws.removeFault(fault.id);
     }
   });
 

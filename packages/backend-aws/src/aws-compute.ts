@@ -32,7 +32,7 @@ import {
   runJobWithCreateInstance,
   withAvailability,
 } from '@dstack/core';
-import { AwsClients, awsErrorCode } from './aws-clients.js';
+import { AWS_THROTTLING_ERROR_CODES, AwsClients, awsErrorCode, typedAwsError } from './aws-clients.js';
 import { AWS_BACKEND_TYPE, type AwsConfig } from './aws-config.js';
 import { findImageId, imageChoiceFor } from './aws-images.js';
 import { ensureSecurityGroup, findVpcId, subnetsByZone } from './aws-network.js';
@@ -97,8 +97,7 @@ export interface AwsBackendSettings {
 
 /** Codes after which the same RunInstances (same ClientToken) is repeated: throttling, EC2's own failures. */
 const RETRIED_LAUNCH_ERROR_CODES: ReadonlySet<string> = new Set([
-  'RequestLimitExceeded',
-  'Throttling',
+  ...AWS_THROTTLING_ERROR_CODES,
   'InternalError',
   'ServiceUnavailable',
   'Unavailable',
@@ -189,8 +188,21 @@ export class AwsCompute
    * Launches the instance: the instance already launched for `config.instance_id` when there is
    * one (a retried launch), else RunInstances with `ClientToken` = `instance_id` in each zone's
    * subnet in turn. Capacity and quota errors move to the next zone, then `NoCapacityError`.
+   * Refused keys, denied calls and throttling end the launch as core's typed errors.
    */
   async createInstance(
+    offer: InstanceOfferWithAvailability,
+    config: InstanceConfiguration,
+    placementGroup: PlacementGroup | null,
+  ): Promise<JobProvisioningData> {
+    try {
+      return await this.#createInstance(offer, config, placementGroup);
+    } catch (error) {
+      throw typedAwsError(error);
+    }
+  }
+
+  async #createInstance(
     offer: InstanceOfferWithAvailability,
     config: InstanceConfiguration,
     _placementGroup: PlacementGroup | null,

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  classifyBackendFailure,
   type InstanceConfiguration,
   type InstanceOfferWithAvailability,
   InvalidCredentialsError,
@@ -328,6 +329,20 @@ describe('createInstance', () => {
       const error = await caught(untilRunning(data, impatient));
       expect(ProvisioningError.isInstance(error)).toBe(true);
       expect(String(error)).toContain('ZONE_RESOURCE_POOL_EXHAUSTED');
+    } finally {
+      emulator.gcp.removeFault(fault.id);
+    }
+  });
+
+  it('gives a revoked key as an authentication failure, not NoCapacityError', async () => {
+    const offer = await cheapestT4(false);
+    const fault = emulator.gcp.addFault({ code: 'INVALID_GRANT' });
+    try {
+      const error = await caught(
+        makeCompute({ regions: ['us-central1'] }).createInstance(offer, instanceConfig(), null),
+      );
+      expect(NoCapacityError.isInstance(error)).toBe(false);
+      expect(classifyBackendFailure(error)).toBe('authentication');
     } finally {
       emulator.gcp.removeFault(fault.id);
     }

@@ -38,7 +38,7 @@ import {
   offerWithQuota,
   regionOfZone,
 } from './gcp-offers.js';
-import { GcpApiCallError, isNotFound } from './gcp-rest.js';
+import { GcpApiCallError, isNotFound, typedGoogleError } from './gcp-rest.js';
 
 /**
  * What this Compute implements, declared on the plugin descriptor too: fleets
@@ -182,9 +182,21 @@ export class GcpCompute
    * Launches the instance: the one a previous launch with this `instance_id` made when there is
    * one (it has the same name), else `instances.insert` in each of the offer's zones in turn,
    * waiting on the operation: no capacity, no quota or a type the zone lacks move to the next
-   * zone, then `NoCapacityError`.
+   * zone, then `NoCapacityError`. Throttling that outlasts the retries is `BackendRateLimitError`.
    */
   async createInstance(
+    offer: InstanceOfferWithAvailability,
+    config: InstanceConfiguration,
+    placementGroup: PlacementGroup | null,
+  ): Promise<JobProvisioningData> {
+    try {
+      return await this.#createInstance(offer, config, placementGroup);
+    } catch (error) {
+      throw typedGoogleError(error);
+    }
+  }
+
+  async #createInstance(
     offer: InstanceOfferWithAvailability,
     config: InstanceConfiguration,
     _placementGroup: PlacementGroup | null,

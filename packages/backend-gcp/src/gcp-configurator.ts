@@ -28,7 +28,7 @@ import {
   serviceAccountKeyOfCreds,
   serviceAccountKeyText,
 } from './gcp-credentials.js';
-import { GcpApiCallError, GcpTokenError } from './gcp-rest.js';
+import { GcpApiCallError, GcpTokenError, GcpTokenRefusedByEndpointError } from './gcp-rest.js';
 
 /** GCP label keys and values: lowercase letters, digits, `_` and `-`, at most 63; keys start with a letter. */
 const LABEL_KEY = /^[a-z][a-z0-9_-]{0,62}$/;
@@ -176,7 +176,10 @@ export class GcpConfigurator implements Configurator<GcpBackendConfigWithCreds, 
       // A token endpoint that did not answer as OAuth says nothing about the key: with a custom
       // token_uri it would tell the user what answered there. Default creds keep the old
       // mapping: their failure is the server's environment having none.
-      if (error instanceof GcpTokenError && (error.refused || parsed.creds.type === 'default'))
+      if (
+        error instanceof GcpTokenRefusedByEndpointError ||
+        (error instanceof GcpTokenError && parsed.creds.type === 'default')
+      )
         throw invalidCredentials(parsed.creds, error);
       if (error instanceof GcpApiCallError && error.statusCode === 401)
         throw invalidCredentials(parsed.creds, error);

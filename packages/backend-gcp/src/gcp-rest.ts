@@ -8,7 +8,12 @@
  * Google, so repeating it is the caller's choice).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BackendApiCallError, BackendError } from '@dstack/core';
+import {
+  BackendApiCallError,
+  BackendAuthenticationError,
+  BackendError,
+  BackendRateLimitError,
+} from '@dstack/core';
 import { type Dispatcher, request } from 'undici';
 import { type GcpAccessTokenSource, GcpTokenRefusedError } from './gcp-auth.js';
 
@@ -28,17 +33,40 @@ export class GcpApiCallError extends BackendApiCallError {
 }
 
 /**
- * The token exchange failed: the key is revoked, malformed, or for no account the token endpoint
- * knows (`refused`: the endpoint answered so), or the endpoint could not be reached.
+ * The token exchange failed without a verdict on the key: the token endpoint could not be reached
+ * or did not answer as OAuth does.
  */
 export class GcpTokenError extends BackendError {
   override readonly name: string = 'GcpTokenError';
-  /** Whether the token endpoint answered with an OAuth error (the credentials are refused). */
-  readonly refused: boolean;
-  constructor(message: string, options: { cause?: unknown; refused: boolean }) {
-    super(message, { cause: options.cause });
-    this.refused = options.refused;
+}
+
+/**
+ * The token endpoint refused the key (revoked, malformed, or for no account it knows): no call of
+ * the backend can pass until its credentials change.
+ */
+export class GcpTokenRefusedByEndpointError extends BackendAuthenticationError {
+  override readonly name: string = 'GcpTokenRefusedByEndpointError';
+}
+
+/** Google's reasons for throttling; it answers some of them with 403, which otherwise means denied. */
+const GOOGLE_RATE_LIMIT_REASONS: ReadonlySet<string> = new Set([
+  'rateLimitExceeded',
+  'userRateLimitExceeded',
+]);
+
+/**
+ * `error` as core's `BackendRateLimitError` when Google throttled the call (a 403 whose reason
+ * is a rate limit would otherwise read as a denied call); any other error as it is.
+ */
+export function typedGoogleError(error: unknown): unknown {
+  if (
+    error instanceof GcpApiCallError &&
+    error.reason !== undefined &&
+    GOOGLE_RATE_LIMIT_REASONS.has(error.reason)
+  ) {
+    return new BackendRateLimitError(error.message, { cause: error });
   }
+  return error;
 }
 
 /** Whether `error` is Google's 404 for the resource. */
@@ -123,10 +151,9 @@ async function callOnce(
   try {
     token = await settings.token();
   } catch (error) {
-    throw new GcpTokenError(`Cannot get a GCP access token: ${(error as Error).message}`, {
-      cause: error,
-      refused: error instanceof GcpTokenRefusedError,
-    });
+    const message = `Cannot get a GCP access token: ${(error as Error).message}`;
+    if (error instanceof GcpTokenRefusedError) throw new GcpTokenRefusedByEndpointError(message, { cause: error });
+    throw new GcpTokenError(message, { cause: error });
   }
   let response: Dispatcher.ResponseData;
   try {

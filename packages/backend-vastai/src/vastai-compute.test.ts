@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import {
+  classifyBackendFailure,
   type InstanceOfferWithAvailability,
   NoCapacityError,
   ProvisioningError,
@@ -121,6 +122,23 @@ describe('VastAiCompute', () => {
       NoCapacityError.isInstance(error),
     );
     expect(emulator.state().instances.length).toBe(before);
+  });
+
+  it('gives a refused key and throttling of a rental as what they are, not as no capacity', async () => {
+    const onDemand = await offer(false);
+    const refused = createVastAiBackend({
+      config: { ...emulatorConfig(emulator), creds: { type: 'api_key', api_key: 'wrong' } },
+    });
+    const denied = await refused.runJob(runJobParams(onDemand)).catch((error: unknown) => error);
+    expect(classifyBackendFailure(denied)).toBe('authentication');
+
+    const fault = emulator.addFault({ code: 'RATE_LIMITED', route: 'rent' });
+    try {
+      const throttled = await compute.runJob(runJobParams(onDemand)).catch((error: unknown) => error);
+      expect(classifyBackendFailure(throttled)).toBe('rate-limit');
+    } finally {
+      emulator.removeFault(fault.id);
+    }
   });
 
   it('fails provisioning of a container the runtime could not create', async () => {

@@ -2,8 +2,10 @@ import { findAccelerators } from '@dstack/catalog';
 import { describe, expect, it } from 'vitest';
 import {
   BackendApiCallError,
+  BackendAuthenticationError,
   BackendError,
   BackendPluginError,
+  BackendRateLimitError,
   ConfigurationError,
   DstackError,
   InvalidCredentialsError,
@@ -36,6 +38,16 @@ describe('errors', () => {
       [new ProvisioningError('stopped'), 'ProvisioningError', [BackendError, ProvisioningError]],
       [new NotYetTerminatedError(), 'NotYetTerminatedError', [BackendError, NotYetTerminatedError]],
       [
+        new BackendAuthenticationError('AuthFailure'),
+        'BackendAuthenticationError',
+        [BackendError, BackendAuthenticationError],
+      ],
+      [
+        new BackendRateLimitError('RequestLimitExceeded'),
+        'BackendRateLimitError',
+        [BackendError, BackendRateLimitError],
+      ],
+      [
         new BackendApiCallError('x', { statusCode: 500 }),
         'BackendApiCallError',
         [BackendError, BackendApiCallError],
@@ -56,6 +68,8 @@ describe('errors', () => {
       NoCapacityError,
       ProvisioningError,
       NotYetTerminatedError,
+      BackendAuthenticationError,
+      BackendRateLimitError,
       BackendApiCallError,
       ServerClientError,
       ResourceNotFoundError,

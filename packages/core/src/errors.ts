@@ -172,6 +172,26 @@ export class NoCapacityError extends BackendError {
 }
 
 /**
+ * The provider refused the backend's credentials (a bad or revoked key, an expired token) or
+ * denied the call (an IAM policy). No offer of the backend can launch until its config changes:
+ * the server stops trying the backend's other offers and says so, rather than "no capacity".
+ */
+export class BackendAuthenticationError extends BackendError {
+  static override readonly marker: string = '@dstack/core/BackendAuthenticationError';
+  override readonly name: string = 'BackendAuthenticationError';
+}
+
+/**
+ * The provider throttled the backend's calls (AWS `RequestLimitExceeded`, HTTP 429) after the
+ * backend's own retries. The same launch may succeed a little later: the server tries it again
+ * a few times before it gives up on the backend.
+ */
+export class BackendRateLimitError extends BackendError {
+  static override readonly marker: string = '@dstack/core/BackendRateLimitError';
+  override readonly name: string = 'BackendRateLimitError';
+}
+
+/**
  * The instance will never become usable (stopped, terminated, the container
  * failed to start). Raised by `updateProvisioningData`; the instance fails
  * and is not polled again.

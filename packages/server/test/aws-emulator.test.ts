@@ -22,6 +22,9 @@ describeVmCloudRuns({
           });
         }
       },
+      refuseCredentials: () => emulator.addFault({ code: 'AuthFailure' }),
+      throttleLaunches: (count) =>
+        emulator.addFault({ code: 'RequestLimitExceeded', action: 'RunInstances', count }),
       clearFaults: () => emulator.clearFaults(),
       interruptSpot: (id) => emulator.interruptSpotInstance(id),
       isSpot: (id) => instance(id)?.market === 'spot',
@@ -34,6 +37,7 @@ describeVmCloudRuns({
       close: () => emulator.close(),
     };
   },
+  launchFaults: ['refused-credentials', 'throttling'],
   // The emulated host's hostname is the instance id.
   hello: { command: 'echo hello from $(hostname)', expected: (instance) => `hello from ${instance.id}` },
 });

@@ -27,6 +27,7 @@ describeVmCloudRuns({
           });
         }
       },
+      refuseCredentials: () => emulator.addFault({ code: 'INVALID_GRANT' }),
       clearFaults: () => emulator.clearFaults(),
       interruptSpot: (id) => emulator.preemptInstance(id),
       isSpot: (id) => instances().find((each) => each.id === id)?.market === 'SPOT',
@@ -38,6 +39,8 @@ describeVmCloudRuns({
       close: () => emulator.close(),
     };
   },
+  // Its throttling is retried with Google's backoff (seconds, doubling): too slow to wait out here.
+  launchFaults: ['refused-credentials'],
   hello: { command: 'echo hello from the emulated gce', expected: () => 'hello from the emulated gce' },
   expectLandedOn(instance, offer) {
     expect(instance.zone).toBe(offer.availability_zones?.[0]);

@@ -6,11 +6,16 @@
  * bridge). The server reaches the shim over SSH with the project key and the task runs. A cloud's
  * test file says how its emulator is started and how a fault or a preemption is injected.
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { DockerEmulatedHosts, type ShimTarballServer, serveShimTarball } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { deleteFleet, gpuTask, planJob, provisionedInstance } from './cloud-run-helpers.js';
+import { requireBuiltDstack, runDstack } from './dstack-cli.js';
 import { dockerMissing, hostsLeft } from './emulated-hosts-harness.js';
 import {
+  ADMIN_TOKEN,
   applyTask,
   describeEachDatabase,
   type HarnessServer,
@@ -28,6 +33,10 @@ export interface EmulatedVmCloud {
   backend: { type: string } & Record<string, unknown>;
   /** Makes every zone of `offer` answer a launch with the cloud's no-capacity error. */
   failCapacity(offer: Offer): void;
+  /** The cloud refuses the backend's key on every call (its auth fault); `clearFaults` ends it. */
+  refuseCredentials?(): void;
+  /** The cloud throttles the first `count` launch calls, or every one without `count`; `clearFaults` ends it. */
+  throttleLaunches?(count?: number): void;
   clearFaults(): void;
   /** The cloud takes the spot instance back. */
   interruptSpot(instanceId: string): void;
@@ -46,6 +55,8 @@ export interface VmCloudScenarios {
   start(hosts: DockerEmulatedHosts, regions: string[]): Promise<EmulatedVmCloud>;
   /** The first command's output in the logs, given where it ran. */
   hello: { command: string; expected(instance: Instance): string };
+  /** The launch faults this cloud's emulator injects (`refuseCredentials`, `throttleLaunches`). */
+  launchFaults?: ReadonlyArray<'refused-credentials' | 'throttling'>;
   /** More to check about where the cheapest offer landed (GCP: the zone). */
   expectLandedOn?(instance: Instance, offer: Offer): void;
 }
@@ -128,6 +139,85 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       }
       await deleteFleet(harness, runName);
     }, 300_000);
+
+    it.runIf(scenarios.launchFaults?.includes('refused-credentials'))(
+      'fails a job whose backend refuses its key as a backend error, not as no capacity, and dstack ps says so',
+      async () => {
+        const runName = `${cloud}-denied`;
+        emulator.refuseCredentials?.();
+        try {
+          await applyTask(harness, gpuTask(runName, ['echo never']));
+          const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 120_000);
+          expect(finished.status).toBe('failed');
+          const submission = finished.latest_job_submission;
+          expect(submission?.termination_reason).toBe('executor_error');
+          expect(submission?.status_message).toBe('error');
+          expect(submission?.termination_reason_message).toMatch(
+            new RegExp(`^backend ${cloud}: authentication failed: `),
+          );
+          expect(finished.error).toBe(submission?.termination_reason_message);
+        } finally {
+          emulator.clearFaults();
+        }
+        requireBuiltDstack();
+        const cliDir = join(temp.dir, 'cli');
+        mkdirSync(cliDir, { recursive: true });
+        writeFileSync(
+          join(cliDir, 'config.yml'),
+          stringify({
+            projects: [{ name: 'main', url: harness.server.url, token: ADMIN_TOKEN, default: true }],
+          }),
+        );
+        const ps = await runDstack(['ps', '-a', '-v'], { env: { DSTACK_CLI_CONFIG_DIR: cliDir } });
+        expect(ps.stdout).toMatch(
+          new RegExp(`^${runName}\\s.*error\\s.*backend ${cloud}: authentication failed: `, 'm'),
+        );
+        expect(emulator.runningIds()).toEqual([]);
+        await deleteFleet(harness, runName);
+      },
+      180_000,
+    );
+
+    it.runIf(scenarios.launchFaults?.includes('throttling'))(
+      'tries a throttled launch again on the cheapest offer, and fails the job as rate limited when it never passes',
+      async () => {
+        const passes = `${cloud}-throttled`;
+        const configuration = gpuTask(passes, ['echo landed']);
+        const [cheapest] = (await planJob(harness, configuration)).offers;
+        if (!cheapest) throw new Error('the plan has no offer');
+        // More throttled calls than the backend's own retries: only the server's retry gets through.
+        emulator.throttleLaunches?.(6);
+        try {
+          await applyTask(harness, configuration);
+          const finished = await harness.waitForRun(passes, ['done', 'failed', 'terminated'], 180_000);
+          expect(finished.status).toBe('done');
+          const instance = provisionedInstance(finished);
+          expect({ type: instance.type, region: instance.region }).toEqual({
+            type: cheapest.instance.name,
+            region: cheapest.region,
+          });
+        } finally {
+          emulator.clearFaults();
+        }
+        await deleteFleet(harness, passes);
+
+        const never = `${cloud}-always-throttled`;
+        emulator.throttleLaunches?.();
+        try {
+          await applyTask(harness, gpuTask(never, ['echo never']));
+          const finished = await harness.waitForRun(never, ['done', 'failed', 'terminated'], 180_000);
+          expect(finished.status).toBe('failed');
+          expect(finished.latest_job_submission?.termination_reason).toBe('executor_error');
+          expect(finished.latest_job_submission?.termination_reason_message).toMatch(
+            new RegExp(`^backend ${cloud}: rate limited: `),
+          );
+        } finally {
+          emulator.clearFaults();
+        }
+        await deleteFleet(harness, never);
+      },
+      300_000,
+    );
 
     it('resubmits a spot job the cloud took back, under retry on interruption', async () => {
       const runName = `${cloud}-spot`;

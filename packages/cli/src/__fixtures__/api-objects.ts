@@ -3,6 +3,7 @@ import type {
   Fleet,
   InstanceOfferWithAvailability,
   JobSpec,
+  JobTerminationReason,
   LogEvent,
   Run,
   RunPlan,
@@ -84,6 +85,9 @@ export interface RunFields {
   /** Set to give the run a provisioned instance (backend, price, GPUs). */
   provisioned?: { backend: string; region: string; price: number; gpus: number };
   error?: string;
+  /** The job's termination reason; a failed run's default is `container_exited_with_error`. */
+  terminationReason?: JobTerminationReason;
+  terminationReasonMessage?: string;
 }
 
 export function makeRun(fields: RunFields): Run {
@@ -96,7 +100,10 @@ export function makeRun(fields: RunFields): Run {
     last_processed_at: submittedAt,
     status: fields.status === 'pending' ? ('submitted' as const) : fields.status,
     exit_status: fields.exitStatus ?? null,
-    termination_reason: fields.status === 'failed' ? ('container_exited_with_error' as const) : null,
+    termination_reason:
+      fields.terminationReason ??
+      (fields.status === 'failed' ? ('container_exited_with_error' as const) : null),
+    termination_reason_message: fields.terminationReasonMessage ?? null,
     job_provisioning_data:
       offer && fields.provisioned
         ? {

@@ -1,4 +1,4 @@
-import { InstanceTypeSchema, type Run } from '@dstack/core';
+import { InstanceTypeSchema, isRunFinished, jobStatusMessage, type Run } from '@dstack/core';
 import type { CliIo } from '../io.js';
 import { type Colors, createColors } from '../output/colors.js';
 import {
@@ -27,11 +27,24 @@ export interface PsOptions extends ProjectOption {
   format?: PsFormat;
 }
 
+/**
+ * The STATUS cell, as dstack's: a finished run shows why its job ended (`exited (3)`, `no offers`,
+ * `error`, `stopped`; the server's `status_message`, or the same worked out from the reason when a
+ * server sends none), a run in progress its own (`pulling`, `retrying`, else the status).
+ */
+function statusMessage(run: Run): string {
+  const submission = latestSubmission(run);
+  if (isRunFinished(run.status) && submission)
+    return submission.status_message ?? jobStatusMessage(submission);
+  return run.status_message ?? run.status;
+}
+
 function colorStatus(run: Run, colors: Colors): TableCell {
-  if (run.status === 'done') return styled(run.status, colors.green);
-  if (run.status === 'failed') return styled(run.status, colors.red);
-  if (run.status === 'running') return styled(run.status, colors.bold);
-  return run.status;
+  const text = statusMessage(run);
+  if (run.status === 'done') return styled(text, colors.green);
+  if (run.status === 'failed') return styled(text, colors.red);
+  if (run.status === 'running') return styled(text, colors.bold);
+  return text;
 }
 
 function runError(run: Run): string {

@@ -28,6 +28,26 @@ function sampleRuns(): Run[] {
       submittedAt: minutesAgo(30),
       error: 'container exited with 3',
     }),
+    makeRun({
+      name: 'no-gpus',
+      status: 'failed',
+      submittedAt: minutesAgo(40),
+      terminationReason: 'failed_to_start_due_to_no_capacity',
+      error: 'every offer failed: aws/us-east-1/g5.xlarge: No capacity',
+    }),
+    makeRun({
+      name: 'denied',
+      status: 'failed',
+      submittedAt: minutesAgo(50),
+      terminationReason: 'executor_error',
+      error: 'backend aws: authentication failed: AuthFailure: AWS was not able to validate the credentials',
+    }),
+    makeRun({
+      name: 'halted',
+      status: 'terminated',
+      submittedAt: minutesAgo(60),
+      terminationReason: 'terminated_by_user',
+    }),
   ];
 }
 
@@ -61,11 +81,40 @@ describe('dstack ps', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
       /^NAME\s+BACKEND\s+GPU\s+PRICE\s+STATUS\s+SUBMITTED\s+RESOURCES\s+INSTANCE TYPE\s+URL\s+ERROR$/m,
     );
     expect(result.stdout).toMatch(/^train\s.*4xCPU, 16GB, 2xA100 \(80GB\), 100GB \(disk\)\s+local\s+-\s+-$/m);
-    expect(result.stdout).toMatch(/^crashed\s.*failed\s+30 mins ago\s+-\s+-\s+-\s+container exited with 3$/m);
+    expect(result.stdout).toMatch(
+      /^crashed\s.*exited \(3\)\s+30 mins ago\s+-\s+-\s+-\s+container exited with 3$/m,
+    );
     // A service's URL is the server's proxy path made absolute against the project's server.
     expect(result.stdout).toContain(`${fake.url}/proxy/services/main/chat/`);
     expect(result.stdout).toMatch(/^chat\s.*running\s.*\/proxy\/services\/main\/chat\/\s+-$/m);
     expect(fake.requestsTo('runs/list')[0]?.body).toMatchObject({ only_active: false });
+  });
+
+  it('says why a finished run ended in STATUS, and the whole message under ERROR with -v', async () => {
+    await cli.startServer({ 'runs/list': () => sampleRuns() });
+    const table = await cli.harness.run(['ps', '-a']);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^crashed\s+-\s+-\s+-\s+exited \(3\)\s+30 mins ago$/m);
+    expect(table.stdout).toMatch(/^no-gpus\s+-\s+-\s+-\s+no offers\s+40 mins ago$/m);
+    expect(table.stdout).toMatch(/^denied\s+-\s+-\s+-\s+error\s+50 mins ago$/m);
+    expect(table.stdout).toMatch(/^halted\s+-\s+-\s+-\s+stopped\s+1 hour ago$/m);
+    const verbose = await cli.harness.run(['ps', '-a', '-v']);
+    expect(verbose.stdout).toMatch(
+      /^denied\s.*error\s+50 mins ago\s+-\s+-\s+-\s+backend aws: authentication failed: AuthFailure: AWS was not able to validate the credentials$/m,
+    );
+    expect(verbose.stdout).toMatch(
+      /^no-gpus\s.*no offers\s.*every offer failed: aws\/us-east-1\/g5\.xlarge: No capacity$/m,
+    );
+  });
+
+  it("shows the server's status_message when it sends one", async () => {
+    const retrying = {
+      ...makeRun({ name: 'waiting', status: 'pending' }),
+      status_message: 'retrying',
+    } as Run;
+    await cli.startServer({ 'runs/list': () => [retrying] });
+    const result = await cli.harness.run(['ps']);
+    expect(result.stdout).toMatch(/^waiting\s+-\s+-\s+-\s+retrying\s/m);
   });
 
   it('prints the Run array with --format json', async () => {

@@ -1,3 +1,4 @@
+export * from './backend-failure-kind.js';
 export * from './capabilities.js';
 export * from './compute.js';
 export * from './config-models.js';

@@ -125,6 +125,8 @@ export const JobSubmissionSchema = z.object({
   last_processed_at: DateTimeSchema,
   finished_at: DateTimeSchema.nullish(),
   status: JobStatusSchema,
+  /** Short status for `dstack ps`: `exited (3)`, `no offers`, `error`, `stopped`… (`jobStatusMessage`). */
+  status_message: z.string().nullish(),
   termination_reason: JobTerminationReasonSchema.nullish(),
   termination_reason_message: z.string().nullish(),
   exit_status: z.number().int().nullish(),
@@ -169,6 +171,8 @@ export const RunSchema = z.object({
   submitted_at: DateTimeSchema,
   last_processed_at: DateTimeSchema,
   status: RunStatusSchema,
+  /** Short status for `dstack ps` of a run in progress: `pulling`, `retrying`, else the status. */
+  status_message: z.string().nullish(),
   termination_reason: RunTerminationReasonSchema.nullish(),
   run_spec: RunSpecSchema,
   jobs: z.array(JobSchema),

@@ -6,6 +6,7 @@ import {
   JOB_TERMINATION_REASONS,
   JobStatus,
   JobTerminationReason,
+  jobStatusMessage,
   RUN_TERMINATION_REASONS,
   RunStatus,
   RunTerminationReason,
@@ -44,5 +45,21 @@ describe('statuses', () => {
     for (const reason of JOB_TERMINATION_REASONS) {
       expect(JobStatus.isFinished(JobTerminationReason.toStatus(reason))).toBe(true);
     }
+  });
+});
+
+describe('jobStatusMessage', () => {
+  it.each([
+    [{ status: 'done', termination_reason: 'done_by_runner' }, 'exited (0)'],
+    [{ status: 'failed', termination_reason: 'container_exited_with_error', exit_status: 3 }, 'exited (3)'],
+    [{ status: 'failed', termination_reason: 'failed_to_start_due_to_no_capacity' }, 'no offers'],
+    [{ status: 'failed', termination_reason: 'interrupted_by_no_capacity' }, 'interrupted'],
+    [{ status: 'failed', termination_reason: 'executor_error' }, 'error'],
+    [{ status: 'terminated', termination_reason: 'terminated_by_user' }, 'stopped'],
+    [{ status: 'terminated', termination_reason: 'aborted_by_user' }, 'aborted'],
+    [{ status: 'terminated', termination_reason: 'terminated_by_server' }, 'terminated'],
+    [{ status: 'running' }, 'running'],
+  ] as const)('%o is %s', (submission, message) => {
+    expect(jobStatusMessage(submission)).toBe(message);
   });
 });

@@ -176,6 +176,30 @@ export function jobTerminationReasonToRetryEvent(reason: JobTerminationReason): 
   return jobTerminationReasonToStatus(reason) === 'failed' ? 'error' : null;
 }
 
+/**
+ * A job submission's short status, as `dstack ps` shows it (dstack's `_get_job_status_message`):
+ * `exited (N)` for a job that ended by itself, `no offers` for one that found no capacity,
+ * `interrupted` for a spot instance taken back, `error` for any other failure, `stopped` or
+ * `aborted` for one the user ended; else the status itself.
+ */
+export function jobStatusMessage(submission: {
+  status: JobStatus;
+  termination_reason?: JobTerminationReason | null;
+  exit_status?: number | null;
+}): string {
+  const { status, termination_reason: reason } = submission;
+  if (status === 'done') return 'exited (0)';
+  if (status === 'failed') {
+    if (reason === 'container_exited_with_error') return `exited (${submission.exit_status ?? '?'})`;
+    if (reason === 'failed_to_start_due_to_no_capacity') return 'no offers';
+    if (reason === 'interrupted_by_no_capacity') return 'interrupted';
+    return 'error';
+  }
+  if (status === 'terminated' && reason === 'terminated_by_user') return 'stopped';
+  if (status === 'terminated' && reason === 'aborted_by_user') return 'aborted';
+  return status;
+}
+
 /** The job termination reason set on unfinished jobs when their run terminates. */
 export function runTerminationReasonToJobTerminationReason(
   reason: RunTerminationReason,

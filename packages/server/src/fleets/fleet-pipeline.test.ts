@@ -4,7 +4,9 @@
  * `min`, idle instances beyond `min` end after `idle_duration`, re-applying
  * scales, and a run placed in the fleet takes an idle instance.
  */
+import { ServerClientError } from '@dstack/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createProjectBackend, deleteProjectBackends } from '../backends/backends.js';
 import type { InstancesTable, ProjectsTable } from '../db/schema.js';
 import { createPipelineHarness, type PipelineHarness } from '../testing/pipeline-harness.test.helpers.js';
 import { applyFleet, deleteFleets, getFleet } from './fleets.js';
@@ -170,5 +172,47 @@ describe('cloud fleets with nodes', () => {
       .where('name', '=', 'pool')
       .executeTakeFirst();
     expect(fleet).toMatchObject({ status: 'terminated', deleted: 1 });
+  });
+
+  it('refuses at apply a fleet whose backends the project lacks, naming backends and the type', async () => {
+    const h = await createPipelineHarness();
+    harness = h;
+    const refused = await apply(h, { nodes: 1, backends: ['aws'] }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(ServerClientError.isInstance(refused)).toBe(true);
+    expect((refused as ServerClientError).fields).toEqual([['plan', 'spec', 'configuration', 'backends']]);
+    expect((refused as Error).message).toBe('backends: the project has no aws backend (configured: instant)');
+    expect(await instancesOf(h)).toEqual([]);
+    // One of the named backends is enough.
+    await apply(h, { nodes: 1, backends: ['aws', 'instant'] });
+    await untilIdle(h, 1);
+  });
+
+  it('fails its instance once and adds no other when its backend leaves the project, until it is back', async () => {
+    const h = await createPipelineHarness();
+    harness = h;
+    const project = await projectOf(h);
+    await apply(h, { nodes: 1, backends: ['instant'] });
+    await deleteProjectBackends(h.app, project, ['instant']);
+    for (let pass = 0; pass < 5; pass++) {
+      await h.step('fleets', 'instances');
+      h.advance(20_000);
+    }
+    const rows = await instancesOf(h);
+    expect(rows.map((row) => [row.name, row.status, row.termination_reason])).toEqual([
+      ['pool-0', 'terminated', 'error'],
+    ]);
+    const message =
+      'no backend to launch instances on: the project has no instant backend (configured: none)';
+    expect(rows[0]?.termination_reason_message).toBe(message);
+    expect(h.backend.provisioned).toEqual([]);
+    expect((await getFleet(h.app, project, 'pool')).status_message).toBe(message);
+
+    await createProjectBackend(h.app, h.admin, project, { type: 'instant', creds: { type: 'default' } });
+    await untilIdle(h, 1);
+    expect(h.backend.provisioned).toEqual(['pool-1']);
+    expect((await getFleet(h.app, project, 'pool')).status_message).toBeNull();
   });
 });

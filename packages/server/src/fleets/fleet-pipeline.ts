@@ -13,8 +13,10 @@ import { fleetConfigurationOf } from '../db/json-columns.js';
 import type { FleetsTable } from '../db/schema.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
+import { missingFleetBackends } from './fleet-backends.js';
 import { provisionFleetInstance, topUpFleetInstances } from './fleet-provisioning.js';
 import { fleetNodesOf, liveFleetInstances, terminateSpareInstances } from './fleet-rows.js';
+import { abandonPendingInstance, describeLaunchFailures } from './instance-launch.js';
 
 const MIN_INTERVAL_MS = 5_000;
 /** How soon a fleet below `min` tries again after every offer failed (dstack: the fleet interval, 15 s). */
@@ -55,6 +57,30 @@ async function processTerminating(
 }
 
 /**
+ * A cloud fleet with no backend to launch on (its backend was removed from the project after
+ * the apply, which refuses such a fleet): its own pending instances fail once with `error` and
+ * the reason, none is added in their place, and the fleet says why in `status_message`. It is
+ * looked at again now and then, and sized as before once the project has such a backend again.
+ */
+async function holdFleetWithoutBackends(
+  app: AppContext,
+  fleet: FleetsTable,
+  lock: RowLock<'fleets'>,
+  missing: string,
+): Promise<void> {
+  const message = `no backend to launch instances on: ${missing}`;
+  const pending = (await liveFleetInstances(app, fleet.id)).filter(
+    (instance) => instance.status === 'pending' && instance.busy_blocks === 0,
+  );
+  for (const instance of pending) await abandonPendingInstance(app, instance.id, 'error', message);
+  if (pending.length > 0) app.wakeUps.wake('instances');
+  if (fleet.status_message !== message) {
+    await app.db.updateTable('fleets').set({ status_message: message }).where('id', '=', fleet.id).execute();
+  }
+  await lock.release({ last_processed_at: dueIn(NO_CAPACITY_RETRY_MS, MIN_INTERVAL_MS) });
+}
+
+/**
  * Sizes a cloud fleet: tops it up to `min` with pending instances, provisions every pending
  * instance of its own (a job's placeholder is provisioned by the job), and terminates
  * instances without jobs beyond `max`. Idle instances beyond `min` end through their
@@ -63,6 +89,17 @@ async function processTerminating(
 async function consolidate(app: AppContext, fleet: FleetsTable, lock: RowLock<'fleets'>): Promise<void> {
   const configuration = fleetConfigurationOf(fleet);
   if (configuration.nodes === undefined || configuration.ssh_config !== undefined) return;
+  const missing = missingFleetBackends(
+    configuration,
+    await app.backends.getProjectBackends(fleet.project_id),
+  );
+  if (missing !== null) {
+    await holdFleetWithoutBackends(app, fleet, lock, missing);
+    return;
+  }
+  if (fleet.status_message !== null) {
+    await app.db.updateTable('fleets').set({ status_message: null }).where('id', '=', fleet.id).execute();
+  }
   const { min, max } = fleetNodesOf(configuration);
   const live = await liveFleetInstances(app, fleet.id);
   if (live.length < min) await topUpFleetInstances(app, fleet, min);
@@ -79,9 +116,9 @@ async function consolidate(app: AppContext, fleet: FleetsTable, lock: RowLock<'f
     const result = await provisionFleetInstance(app, fleet, project, instance);
     if (!result.launched) {
       failed = true;
-      console.error(
-        `[fleets] no capacity for ${instance.name}: ${result.errors.join('; ') || 'no offers match the fleet'}`,
-      );
+      const why =
+        result.failures.length > 0 ? describeLaunchFailures(result.failures) : 'no offers match the fleet';
+      console.error(`[fleets] could not launch ${instance.name}: ${why}`);
     }
   }
   // An instance below `min` that found no capacity is tried again at the next pass.

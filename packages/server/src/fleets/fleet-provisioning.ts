@@ -8,7 +8,6 @@ import {
   DEFAULT_FLEET_IDLE_DURATION,
   defaultResourcesSpec,
   type FleetConfiguration,
-  hasCapability,
   isAvailable,
   type Requirements,
   requireCapability,
@@ -17,6 +16,7 @@ import { type BackendOffer, getOffers } from '../backends/offers.js';
 import type { AppContext } from '../context.js';
 import { fleetConfigurationOf } from '../db/json-columns.js';
 import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
+import { fleetLaunchBackends } from './fleet-backends.js';
 import { shareableOffers } from './instance-blocks.js';
 import {
   insertPendingInstance,
@@ -61,9 +61,7 @@ export async function fleetOffers(
   projectId: string,
   configuration: FleetConfiguration,
 ): Promise<BackendOffer[]> {
-  const backends = (await app.backends.getProjectBackends(projectId)).filter((backend) =>
-    hasCapability(backend.compute, 'create-instance'),
-  );
+  const backends = fleetLaunchBackends(configuration, await app.backends.getProjectBackends(projectId));
   const { offers } = await getOffers(backends, fleetRequirementsOf(configuration), {
     backends: configuration.backends,
     regions: configuration.regions,

@@ -18,6 +18,7 @@ import type { AppContext } from '../context.js';
 import { fleetConfigurationOf, fleetSpecColumn } from '../db/json-columns.js';
 import type { FleetsTable, ProjectsTable } from '../db/schema.js';
 import { overrideClaimedRows } from '../pipelines/pipeline.js';
+import { refuseFleetWithoutBackends } from './fleet-backends.js';
 import { fleetOf } from './fleet-models.js';
 import { topUpFleetInstances } from './fleet-provisioning.js';
 import { fleetNodesOf, liveFleetInstances, terminateSpareInstances } from './fleet-rows.js';
@@ -143,7 +144,8 @@ export async function applyFleet(
     });
   }
   const configuration: FleetConfiguration = validated;
-  refuseUnsupportedFleetFields(configuration, await app.backends.getProjectBackends(project.id));
+  const backends = await app.backends.getProjectBackends(project.id);
+  refuseUnsupportedFleetFields(configuration, backends);
   const name = configuration.name ?? `fleet-${randomUUID().slice(0, 8)}`;
   const existing = await app.db
     .selectFrom('fleets')
@@ -161,6 +163,7 @@ export async function applyFleet(
     await applySshFleetConfiguration(app, project, { ...configuration, name }, existing);
     return getFleet(app, project, name);
   }
+  refuseFleetWithoutBackends(configuration, backends);
   const spec = fleetSpecColumn.encode({ configuration: { ...configuration, name } });
   let fleet: FleetsTable;
   if (existing) {

@@ -3,8 +3,11 @@
  * path (instances a fleet keeps by itself): a `pending` row is written before
  * any cloud call, so every machine we create is tracked; then offers are tried
  * in price order (at most `maxOffersTried`), a failure (capacity or any other
- * error) moving on to the next one. The first success makes the row
- * `provisioning`; when every offer failed the row ends `terminated(no_offers)`.
+ * error) moving on to the next one. A backend that refused its credentials, or
+ * kept throttling after a few tries of the same offer, is not tried again in
+ * this launch. The first success makes the row `provisioning`; when every offer
+ * failed the row ends `terminated`: `no_offers` when only capacity was missing,
+ * `error` (saying which backend failed how) otherwise.
  *
  * The row's id is the launch's idempotency key (`RunJobParams.instanceId`,
  * `InstanceConfiguration.instance_id`): a server that dies after the cloud
@@ -20,8 +23,12 @@
  * (`relaunchStrandedInstance`) to learn its machine, then terminates it.
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  type BackendFailureKind,
   type Compute,
+  classifyBackendFailure,
+  describeBackendFailure,
   getProvisioningTimeoutSeconds,
   type InstanceConfiguration,
   type InstanceOfferWithAvailability,
@@ -160,13 +167,57 @@ export type LaunchResult =
   | { launched: true; offer: BackendOffer; provisioningData: JobProvisioningData }
   | {
       launched: false;
-      errors: string[];
+      /** Each offer's failed launch, in the order tried. */
+      failures: LaunchFailure[];
+      /** The row was given up during the launch (its job stopped, its fleet deleted). */
+      givenUp: boolean;
       /**
        * When backends said their capacity frees by itself (`NoCapacityError.retryAfterMs`: the
        * local host, held by its own instances): which, and the shortest wait; null otherwise.
        */
       capacityRetry: CapacityRetry | null;
     };
+
+/** One offer's failed launch: where, what kind of failure (`classifyBackendFailure`), the backend's words. */
+export interface LaunchFailure {
+  readonly backend: string;
+  /** `region/instance type` of the offer. */
+  readonly offer: string;
+  readonly kind: BackendFailureKind;
+  readonly message: string;
+}
+
+/**
+ * Whether only capacity was missing: no offer, or each failed with a capacity (quota, balance)
+ * error. Then the job fails `failed_to_start_due_to_no_capacity` and the instance `no_offers`,
+ * as in dstack; a refused key, throttling or another error says so instead.
+ */
+export function failedForCapacityOnly(failures: readonly LaunchFailure[]): boolean {
+  return failures.every((failure) => failure.kind === 'no-capacity');
+}
+
+/**
+ * The failures in one message, those that are not capacity first (`backend aws: authentication
+ * failed: AuthFailure: …`), then each offer that had no capacity (`aws/us-east-1/g5.xlarge: …`).
+ */
+export function describeLaunchFailures(failures: readonly LaunchFailure[]): string {
+  const errors = failures
+    .filter((failure) => failure.kind !== 'no-capacity')
+    .map((failure) => describeBackendFailure(failure.backend, failure.kind, failure.message));
+  const capacity = failures
+    .filter((failure) => failure.kind === 'no-capacity')
+    .map((failure) => `${failure.backend}/${failure.offer}: ${failure.message}`);
+  if (errors.length === 0)
+    return capacity.length > 0 ? `every offer failed: ${capacity.join('; ')}` : 'no offers';
+  return [...errors, ...capacity].join('; ');
+}
+
+/**
+ * Pauses before each new try of a launch its backend throttled (`BackendRateLimitError`, HTTP
+ * 429), on top of the backend's own quick retries: throttling usually passes within seconds.
+ * After the last, the launch gives up on the backend.
+ */
+export const RATE_LIMITED_LAUNCH_RETRY_DELAYS_MS: readonly number[] = [1_000, 2_000, 4_000];
 
 /** The pending row a launch is for: its id is the idempotency key, its `offer` the one last tried. */
 export type PendingInstance = Pick<InstancesTable, 'id' | 'backend' | 'offer'>;
@@ -195,8 +246,11 @@ export function attemptedOfferFirst(
 /**
  * Tries `offers` in order with `launch` until one succeeds, and records the outcome on the
  * pending instance: `provisioning` with the offer and provisioning data (due at once for the
- * instance pipeline), or `terminated(no_offers)`. The offer the row records as tried before
- * (a launch retried after a crash) goes first; each offer is recorded before its launch.
+ * instance pipeline), or `terminated`: `no_offers` when only capacity was missing, `error`
+ * otherwise. The offer the row records as tried before (a launch retried after a crash) goes
+ * first; each offer is recorded before its launch. A throttled launch is tried again after each
+ * of `rateLimitRetryDelaysMs`; a backend that refused its credentials or kept throttling is
+ * skipped for the rest (its skipped offers are not counted against `maxOffersTried`).
  * The instance is split into the offer's `total_blocks`, of which `busyBlocksFor` are taken
  * (by the job it is launched for; none for a fleet's own instance).
  */
@@ -206,12 +260,19 @@ export async function launchOnFirstOffer(
   offers: readonly BackendOffer[],
   launch: (entry: BackendOffer) => Promise<JobProvisioningData>,
   busyBlocksFor: (offer: InstanceOfferWithAvailability) => number = () => 0,
+  rateLimitRetryDelaysMs: readonly number[] = RATE_LIMITED_LAUNCH_RETRY_DELAYS_MS,
 ): Promise<LaunchResult> {
   const instanceId = instance.id;
-  const errors: string[] = [];
+  const failures: LaunchFailure[] = [];
+  // Backends that refused their credentials or kept throttling: their other offers would too.
+  const givenUpBackends = new Set<string>();
   let capacityRetry: CapacityRetry | null = null;
-  for (const entry of attemptedOfferFirst(instance, offers).slice(0, app.settings.maxOffersTried)) {
+  let attempts = 0;
+  for (const entry of attemptedOfferFirst(instance, offers)) {
+    if (attempts >= app.settings.maxOffersTried) break;
     const { backend, offer } = entry;
+    if (givenUpBackends.has(backend.type)) continue;
+    attempts++;
     // Written before the cloud call, so that a retry after a crash goes to the same offer.
     const recorded = await app.db
       .updateTable('instances')
@@ -221,17 +282,24 @@ export async function launchOnFirstOffer(
       .executeTakeFirst();
     // The row was given up meanwhile (its launch looked stranded, see `abandonPendingInstance`):
     // whoever did so terminates the machine of the offer it saw; a launch elsewhere would escape it.
-    if (Number(recorded.numUpdatedRows) !== 1) return abandonedResult(instanceId, errors);
-    let provisioningData: JobProvisioningData;
-    try {
-      provisioningData = await launch(entry);
-    } catch (error) {
-      errors.push(`${backend.type}/${offer.region}/${offer.instance.name}: ${errorMessage(error)}`);
+    if (Number(recorded.numUpdatedRows) !== 1) return givenUpResult(failures);
+    const attempt = await launchRetryingThrottled(() => launch(entry), rateLimitRetryDelaysMs);
+    if (!attempt.launched) {
+      const { error } = attempt;
+      const kind = classifyBackendFailure(error);
+      failures.push({
+        backend: backend.type,
+        offer: `${offer.region}/${offer.instance.name}`,
+        kind,
+        message: errorMessage(error),
+      });
+      if (kind === 'authentication' || kind === 'rate-limit') givenUpBackends.add(backend.type);
       if (NoCapacityError.isInstance(error) && error.retryAfterMs !== null) {
         capacityRetry = withCapacityRetry(capacityRetry, error.retryAfterMs, backend.type);
       }
       continue;
     }
+    const { provisioningData } = attempt;
     const timeoutSeconds = getProvisioningTimeoutSeconds(backend.plugin, offer.instance.name);
     const stored = await app.db
       .updateTable('instances')
@@ -254,23 +322,39 @@ export async function launchOnFirstOffer(
       .executeTakeFirst();
     // Given up while the call ran: the row is terminating and the instance pipeline ends this
     // very machine (a launch with the same id returns it).
-    if (Number(stored.numUpdatedRows) !== 1) return abandonedResult(instanceId, errors);
+    if (Number(stored.numUpdatedRows) !== 1) return givenUpResult(failures);
     return { launched: true, offer: entry, provisioningData };
   }
   await app.db
     .updateTable('instances')
     .set({
       status: 'terminated',
-      termination_reason: 'no_offers',
-      termination_reason_message:
-        errors.length > 0 ? `every offer failed: ${errors.join('; ')}` : 'no offers',
+      termination_reason: failedForCapacityOnly(failures) ? 'no_offers' : 'error',
+      termination_reason_message: describeLaunchFailures(failures),
       deleted: 1,
       finished_at: Date.now(),
     })
     .where('id', '=', instanceId)
     .where('status', '=', 'pending')
     .execute();
-  return { launched: false, errors, capacityRetry };
+  return { launched: false, failures, givenUp: false, capacityRetry };
+}
+
+/** `launch()`, tried again after each of `delaysMs` while its backend throttles it. */
+async function launchRetryingThrottled(
+  launch: () => Promise<JobProvisioningData>,
+  delaysMs: readonly number[],
+): Promise<{ launched: true; provisioningData: JobProvisioningData } | { launched: false; error: unknown }> {
+  for (let retry = 0; ; retry++) {
+    try {
+      return { launched: true, provisioningData: await launch() };
+    } catch (error) {
+      const delay = delaysMs[retry];
+      if (classifyBackendFailure(error) !== 'rate-limit' || delay === undefined)
+        return { launched: false, error };
+      await sleep(delay);
+    }
+  }
 }
 
 type CapacityRetry = { afterMs: number; backends: string[] };
@@ -282,12 +366,8 @@ function withCapacityRetry(previous: CapacityRetry | null, afterMs: number, back
   };
 }
 
-function abandonedResult(instanceId: string, errors: readonly string[]): LaunchResult {
-  return {
-    launched: false,
-    errors: [...errors, `instance ${instanceId} was given up during its launch`],
-    capacityRetry: null,
-  };
+function givenUpResult(failures: readonly LaunchFailure[]): LaunchResult {
+  return { launched: false, failures: [...failures], givenUp: true, capacityRetry: null };
 }
 
 /** What became of a pending row given up by `abandonPendingInstance`. */

@@ -46,7 +46,14 @@ import {
   shareOfNewInstance,
   smallestFittingShare,
 } from '../fleets/instance-blocks.js';
-import { insertPendingInstance, launchOnFirstOffer, runJobParamsOf } from '../fleets/instance-launch.js';
+import {
+  describeLaunchFailures,
+  failedForCapacityOnly,
+  insertPendingInstance,
+  type LaunchFailure,
+  launchOnFirstOffer,
+  runJobParamsOf,
+} from '../fleets/instance-launch.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
@@ -351,11 +358,10 @@ async function launchJobInstance(
       return;
     }
   }
-  await failJob(
-    context,
-    'failed_to_start_due_to_no_capacity',
-    `every offer failed: ${result.errors.join('; ')}`,
-  );
+  const message = result.givenUp
+    ? `instance ${instance.id} was given up during its launch`
+    : describeLaunchFailures(result.failures);
+  await failJob(context, launchFailureReason(result.failures), message);
   await removeFailedPlaceholder(app, instance.id);
 }
 
@@ -390,6 +396,17 @@ function describeBusyOffer({ backend, offer }: BackendOffer): string {
   const resources = offer.instance.resources;
   const gpus = resources.gpus.length > 0 ? `, ${resources.gpus.length} GPUs` : '';
   return `${backend.type}/${offer.region}/${offer.instance.name}: ${resources.cpus} CPUs, ${Number((resources.memory_mib / 1024).toFixed(1))}GB${gpus}`;
+}
+
+/**
+ * The reason of a job whose launch failed on every offer: `failed_to_start_due_to_no_capacity`
+ * when only capacity was missing, as in dstack. A refused key, throttling or another backend
+ * error is not a lack of capacity (a `retry` on `no-capacity` would wait for nothing): dstack
+ * has no reason of its own for it, so the job ends `executor_error`, which fails it (retried
+ * on `error`), and its message says which backend failed how.
+ */
+function launchFailureReason(failures: readonly LaunchFailure[]): JobTerminationReason {
+  return failedForCapacityOnly(failures) ? 'failed_to_start_due_to_no_capacity' : 'executor_error';
 }
 
 /**

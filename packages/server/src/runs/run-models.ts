@@ -1,5 +1,5 @@
 /** Database rows → the API models of @dstack/core (Run, JobSubmission, Fleet, Instance). */
-import type { Job, JobSubmission, Run } from '@dstack/core';
+import { type Job, type JobSubmission, jobStatusMessage, type Run } from '@dstack/core';
 import { jobProvisioningDataOf, jobRuntimeDataOf, jobSpecOf, runSpecOf } from '../db/json-columns.js';
 import type { InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
 import { isoTime } from '../http/iso-time.js';
@@ -16,6 +16,7 @@ export function jobSubmissionOf(
     last_processed_at: isoTime(job.last_processed_at || job.submitted_at) as string,
     finished_at: isoTime(job.finished_at),
     status: job.status,
+    status_message: jobStatusMessage(job),
     termination_reason: job.termination_reason,
     termination_reason_message: job.termination_reason_message,
     exit_status: job.exit_status,
@@ -66,6 +67,29 @@ function costOf(jobs: readonly JobsTable[], now: number): number {
   return Math.round(cost * 10_000) / 10_000;
 }
 
+/**
+ * The run's short status for `dstack ps` (dstack's `_get_run_status_message`): `pulling` while
+ * every job pulls its image, `retrying` while a job that found no capacity waits for its retry,
+ * else the status.
+ */
+function runStatusMessage(run: RunsTable, jobs: readonly Job[]): string {
+  const latest = jobs.map((job) => job.job_submissions[job.job_submissions.length - 1]);
+  if (latest.length > 0 && latest.every((submission) => submission?.status === 'pulling')) return 'pulling';
+  if (run.status === 'submitted' || run.status === 'pending') {
+    const retrying = jobs.some((job) => {
+      const reason = job.job_submissions.findLast(
+        (submission) => submission.termination_reason,
+      )?.termination_reason;
+      return (
+        reason === 'failed_to_start_due_to_no_capacity' &&
+        job.job_spec.retry?.on_events.includes('no-capacity')
+      );
+    });
+    if (retrying) return 'retrying';
+  }
+  return run.status;
+}
+
 function errorOf(run: RunsTable, latest: JobsTable | undefined): string | null {
   if (!latest || !['failed', 'terminated', 'aborted'].includes(latest.status)) {
     return run.termination_reason === 'server_error' ? 'server error' : null;
@@ -92,6 +116,7 @@ export function runOf(
     submitted_at: isoTime(run.submitted_at) as string,
     last_processed_at: isoTime(run.last_processed_at || run.submitted_at) as string,
     status: run.status,
+    status_message: runStatusMessage(run, apiJobs),
     termination_reason: run.termination_reason,
     run_spec: runSpec,
     jobs: apiJobs,

@@ -1,6 +1,6 @@
 /**
  * One project with AWS, GCP and Vast.ai configured, each backend pointed at its emulator (the real
- * AWS SDK, google-auth-library + Compute REST, the Vast.ai REST API against them): the plan merges
+ * AWS SDK, google-auth-library + Compute REST, the Vast.ai REST API against them): the plan sorts
  * the clouds' offers by price, and the run is launched on the cheapest, in its cloud, while the
  * others launch nothing. The emulators make up the instances' addresses (no hosts), so the run is
  * stopped once it has its machine.
@@ -20,21 +20,6 @@ import {
 } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyTask, type HarnessServer, makeTempDir, startHarnessServer, waitFor } from './server-harness.js';
-
-/** Offers the way gpuhunt merges providers (`heapq.merge` by price): each backend's own order kept. */
-function mergedByPrice(offers: readonly InstanceOfferWithAvailability[]): InstanceOfferWithAvailability[] {
-  const byBackend = new Map<string, InstanceOfferWithAvailability[]>();
-  for (const offer of offers) byBackend.set(offer.backend, [...(byBackend.get(offer.backend) ?? []), offer]);
-  const lists = [...byBackend.values()];
-  const merged: InstanceOfferWithAvailability[] = [];
-  while (lists.some((list) => list.length > 0)) {
-    const next = lists
-      .filter((list) => list.length > 0)
-      .reduce((best, list) => ((list[0]?.price ?? 0) < (best[0]?.price ?? 0) ? list : best));
-    merged.push(next.shift() as InstanceOfferWithAvailability);
-  }
-  return merged;
-}
 
 describe('a project with AWS, GCP and Vast.ai', () => {
   let aws: AwsEmulator;
@@ -59,7 +44,7 @@ describe('a project with AWS, GCP and Vast.ai', () => {
     temp.remove();
   }, 120_000);
 
-  it('plans the three clouds as one list merged by price', async () => {
+  it('plans the three clouds as one list sorted by price', async () => {
     const configuration = {
       type: 'task',
       name: 'three-clouds',
@@ -73,14 +58,10 @@ describe('a project with AWS, GCP and Vast.ai', () => {
     expect(plan.status).toBe(200);
     const offers = plan.body.job_plans[0]?.offers ?? [];
     expect(new Set(offers.map((offer) => offer.backend))).toEqual(new Set(['aws', 'gcp', 'vastai']));
-    // Catalog clouds come cheapest first; Vast.ai keeps its marketplace's score order, as in gpuhunt.
-    for (const backend of ['aws', 'gcp']) {
-      const prices = offers.filter((offer) => offer.backend === backend).map((offer) => offer.price);
-      expect(prices).toEqual([...prices].sort((a, b) => a - b));
-    }
-    expect(offers.map((offer) => `${offer.backend}:${offer.instance.name}:${offer.price}`)).toEqual(
-      mergedByPrice(offers).map((offer) => `${offer.backend}:${offer.instance.name}:${offer.price}`),
-    );
+    // One list sorted by price, though Vast.ai answers in its marketplace's score order (gpuhunt's
+    // `heapq.merge` would leave its cheap offers behind every dearer offer of the catalog clouds).
+    const prices = offers.map((offer) => offer.price);
+    expect(prices).toEqual([...prices].sort((a, b) => a - b));
     expect(vastai.launchedMachineCount()).toBe(0);
   }, 120_000);
 

@@ -120,9 +120,9 @@ describe('dstack-catalog query (bundled snapshot)', () => {
 
     const cpuOnly = await json('--max-gpu-count', '0', '--min-cpu', '8', '--provider', 'aws,gcp');
     expect(cpuOnly.length).toBeGreaterThan(0);
-    expect(cpuOnly.every((i) => i.gpu_count === 0 && (i.cpu as number) >= 8 && i.provider === 'aws')).toBe(
-      true,
-    );
+    expect(cpuOnly.every((i) => i.gpu_count === 0 && (i.cpu as number) >= 8)).toBe(true);
+    // Both clouds have CPU-only machines (GCP's n1-standard stand in for the families the data lacks).
+    expect(new Set(cpuOnly.map((i) => i.provider))).toEqual(new Set(['aws', 'gcp']));
 
     const tpus = await json('--gpu-vendor', 'google', '--max-price', '2');
     expect(tpus.length).toBeGreaterThan(0);

@@ -487,6 +487,15 @@ describe('Catalog with a URL source (gpuhunt TestLoad)', () => {
       expect(errors).toHaveLength(2);
     });
 
+    it('keeps what the source loaded when a load() came before the first query', async () => {
+      const catalog = new Catalog({
+        source: urlSource(bucket.url, { dispatcher: agent, providers: ['aws', 'gcp'] }),
+        fallback: snapshotSource(await fallbackDirectory()),
+      });
+      await catalog.load();
+      expect(await prices(catalog, 'aws')).toEqual([1]);
+    });
+
     it('keeps the last catalog of a provider that fails on refresh', async () => {
       const errors: CatalogError[] = [];
       const catalog = await serverCatalog(errors);

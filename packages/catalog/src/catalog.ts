@@ -221,11 +221,12 @@ export class Catalog {
     const fallback = this.fallback;
     this.fallbackLoad ??= this.resolveNames().then(async (names) => {
       const outcomes = await Promise.all(names.map((name) => this.loadProvider(fallback, name)));
-      // A provider without fallback data is reported only if `source` fails for it too.
-      this.apply(
-        outcomes.filter((outcome) => outcome.status === 'loaded'),
-        { fromFallback: true },
+      // A provider without fallback data is reported only if `source` fails for it too; one that
+      // `source` already loaded (a `load()` that came first) keeps that.
+      const loaded = outcomes.filter(
+        (outcome) => outcome.status === 'loaded' && this.offline.get(outcome.provider)?.catalog === undefined,
       );
+      this.apply(loaded, { fromFallback: true });
     });
     await this.fallbackLoad;
     if (this.isStale()) {

@@ -56,6 +56,8 @@ function gpuTask(name: string) {
  */
 function awsServerConfig(emulator: AwsEmulator) {
   return {
+    // The bundled snapshot: the figures must not follow gpuhunt's live catalog or the network.
+    catalog: { offline: true },
     encryption: {
       keys: [{ type: 'aes' as const, name: 'bench', secret: randomBytes(32).toString('base64') }],
     },

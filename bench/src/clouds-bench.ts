@@ -50,7 +50,8 @@ async function planLatency(label: string, backends: Array<{ type: string }>): Pr
   const server = await startServer({
     env: { DSTACK_SERVER_DIR: dir, DSTACK_SERVER_ADMIN_TOKEN: TOKEN },
     port: 0,
-    config: { projects: [{ name: 'main', backends }] },
+    // The bundled snapshot: the figures must not follow gpuhunt's live catalog or the network.
+    config: { catalog: { offline: true }, projects: [{ name: 'main', backends }] },
   });
   try {
     const first = await timePlan(server);

@@ -7,7 +7,7 @@ import {
   type RunInstancesCommandInput,
   TerminateInstancesCommand,
 } from '@aws-sdk/client-ec2';
-import { Catalog } from '@dstack/catalog';
+import { defaultCatalog } from '@dstack/catalog';
 import {
   BackendError,
   buildVmUserData,
@@ -89,7 +89,7 @@ export interface AwsInstanceStatus {
 export interface AwsBackendSettings {
   /** The backend's config with creds, as the configurator reads it from the stored record. Required. */
   config: AwsConfig;
-  /** Where offers come from. Default: one shared `Catalog` of the bundled snapshot's AWS rows. */
+  /** Where offers come from. Default: the process's `defaultCatalog()` (the server's: gpuhunt's published catalogs, else the bundled snapshot). */
   catalog?: CatalogQueryable;
   /** SDK attempts per call. Default the SDK's (3). */
   maxAttempts?: number;
@@ -118,12 +118,6 @@ async function runInstances(ec2: EC2Client, input: RunInstancesCommandInput) {
   }
 }
 
-let defaultCatalog: Catalog | undefined;
-function sharedDefaultCatalog(): Catalog {
-  defaultCatalog ??= new Catalog({ providers: ['aws'] });
-  return defaultCatalog;
-}
-
 function parseBackendData(data: string | null | undefined): Partial<AwsBackendData> {
   try {
     return (JSON.parse(data ?? '{}') as Partial<AwsBackendData>) ?? {};
@@ -143,7 +137,8 @@ export class AwsCompute
   readonly capabilities = AWS_CAPABILITIES;
   readonly config: AwsConfig;
   readonly #clients: AwsClients;
-  readonly #catalog: CatalogQueryable;
+  /** Undefined: the process's `defaultCatalog()`, looked up on each query (the server sets it at start). */
+  readonly #catalog: CatalogQueryable | undefined;
   readonly #quotas: VcpuQuotas;
   readonly #zones = new Map<string, Promise<string[]>>();
 
@@ -154,13 +149,13 @@ export class AwsCompute
       endpointUrl: settings.config.endpoint_url,
       maxAttempts: settings.maxAttempts,
     });
-    this.#catalog = settings.catalog ?? sharedDefaultCatalog();
+    this.#catalog = settings.catalog;
     this.#quotas = new VcpuQuotas((region, code) => readVcpuQuota(this.#clients.serviceQuotas(region), code));
   }
 
   /** The catalog's AWS offers in the configured regions and dstack's families, with quota availability and zones. */
   async getOffers(requirements: Requirements): Promise<InstanceOfferWithAvailability[]> {
-    const offers = await getCatalogOffers(this.#catalog, AWS_BACKEND_TYPE, {
+    const offers = await getCatalogOffers(this.#catalog ?? defaultCatalog(), AWS_BACKEND_TYPE, {
       requirements,
       locations: this.config.regions ?? null,
       configurableDiskSize: AWS_CONFIGURABLE_DISK_SIZE,

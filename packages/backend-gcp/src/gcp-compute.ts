@@ -1,4 +1,4 @@
-import { Catalog } from '@dstack/catalog';
+import { defaultCatalog } from '@dstack/catalog';
 import {
   type Capability,
   type CatalogQueryable,
@@ -70,7 +70,7 @@ export interface GcpBackendData {
 export interface GcpBackendSettings {
   /** The backend's config with creds, as the configurator reads it from the stored record. Required. */
   config: GcpConfig;
-  /** Where offers come from. Default: one shared `Catalog` of the bundled snapshot's GCP rows. */
+  /** Where offers come from. Default: the process's `defaultCatalog()` (the server's: gpuhunt's published catalogs, else the bundled snapshot). */
   catalog?: CatalogQueryable;
   /** undici dispatcher for every Compute call (STYLE §9). Default undici's global dispatcher. */
   dispatcher?: Dispatcher;
@@ -100,12 +100,6 @@ interface GcpInstance {
 /** Instance statuses on the way to RUNNING. */
 const STARTING_STATUSES: ReadonlySet<string> = new Set(['PROVISIONING', 'STAGING', 'REPAIRING']);
 
-let defaultCatalog: Catalog | undefined;
-function sharedDefaultCatalog(): Catalog {
-  defaultCatalog ??= new Catalog({ providers: ['gcp'] });
-  return defaultCatalog;
-}
-
 /** `backend_data` parsed; fields missing when it is absent or not ours. */
 export function parseGcpBackendData(data: string | null | undefined): Partial<GcpBackendData> {
   try {
@@ -133,7 +127,8 @@ export class GcpCompute
   readonly capabilities = GCP_CAPABILITIES;
   readonly config: GcpConfig;
   readonly #api: GcpComputeApi;
-  readonly #catalog: CatalogQueryable;
+  /** Undefined: the process's `defaultCatalog()`, looked up on each query (the server sets it at start). */
+  readonly #catalog: CatalogQueryable | undefined;
   readonly #operationWaitMs: number;
   readonly #pollIntervalMs: number;
   #firewall: Promise<void> | undefined;
@@ -146,7 +141,7 @@ export class GcpCompute
       tokens: credsAccessTokenSource(settings.config.creds),
       dispatcher: settings.dispatcher,
     });
-    this.#catalog = settings.catalog ?? sharedDefaultCatalog();
+    this.#catalog = settings.catalog;
     this.#operationWaitMs = settings.operationWaitMs ?? 30_000;
     this.#pollIntervalMs = settings.operationPollIntervalMs ?? 1000;
   }
@@ -162,7 +157,7 @@ export class GcpCompute
    */
   async getOffers(requirements: Requirements): Promise<InstanceOfferWithAvailability[]> {
     const regions = this.config.regions ? new Set(this.config.regions) : undefined;
-    const perZone = await getCatalogOffers(this.#catalog, GCP_BACKEND_TYPE, {
+    const perZone = await getCatalogOffers(this.#catalog ?? defaultCatalog(), GCP_BACKEND_TYPE, {
       requirements,
       configurableDiskSize: GCP_CONFIGURABLE_DISK_SIZE,
       extraFilter: (offer) =>

@@ -10,7 +10,10 @@ import {
   BUNDLED_SNAPSHOT_DIRECTORY,
   Catalog,
   type CatalogSource,
+  cacheDirectorySource,
+  cachingSource,
   directorySource,
+  firstAvailableSource,
   mergeByPrice,
   type OnlineCatalogProvider,
   snapshotSource,
@@ -399,6 +402,113 @@ describe('Catalog with a URL source (gpuhunt TestLoad)', () => {
     bucket.versions.aws = '4';
     await new Promise((resolve) => setTimeout(resolve, 10));
     expect(await prices(catalog, 'aws')).toEqual([4]);
+  });
+
+  describe('with a fallback and a disk cache (the server catalog)', () => {
+    let cacheDirectory: string;
+    beforeEach(async () => {
+      cacheDirectory = await mkdtemp(join(tmpdir(), 'catalog-cache-'));
+    });
+    afterEach(() => rm(cacheDirectory, { recursive: true, force: true }));
+
+    /** Price 100 in the fallback, so answers from it are told apart from the bucket's (price = version). */
+    async function fallbackDirectory(): Promise<string> {
+      const directory = await mkdtemp(join(tmpdir(), 'catalog-fallback-'));
+      for (const provider of ['aws', 'gcp']) {
+        await writeFile(
+          join(directory, `${provider}.csv`),
+          formatCatalogCsv([
+            catalogItem({
+              provider,
+              price: 100,
+              gpuCount: 0,
+              gpuName: null,
+              gpuMemory: null,
+              gpuVendor: null,
+            }),
+          ]),
+        );
+      }
+      await writeFile(join(directory, 'version'), 'fallback-1\n');
+      return directory;
+    }
+
+    async function serverCatalog(errors: CatalogError[]) {
+      const source = cachingSource(
+        urlSource(bucket.url, { dispatcher: agent, providers: ['aws', 'gcp'] }),
+        cacheDirectory,
+      );
+      const fallback = firstAvailableSource([
+        cacheDirectorySource(cacheDirectory),
+        snapshotSource(await fallbackDirectory()),
+      ]);
+      return new Catalog({ source, fallback, onError: (error) => errors.push(error) });
+    }
+
+    it('answers from the fallback at once, loads the source beside it, and caches what it loads', async () => {
+      const errors: CatalogError[] = [];
+      const catalog = await serverCatalog(errors);
+      expect(await prices(catalog, 'aws')).toEqual([100]);
+      await catalog.load();
+      expect(await prices(catalog, 'aws')).toEqual([1]);
+      expect(catalog.providers()[0]).toMatchObject({ name: 'aws', version: '1', fromFallback: false });
+      expect(errors).toEqual([]);
+
+      // A restart without the network answers from the cache, not the snapshot.
+      bucket.failingProviders.add('aws').add('gcp');
+      const restarted = await serverCatalog(errors);
+      expect(await prices(restarted, 'aws')).toEqual([1]);
+      expect(restarted.providers()[0]).toMatchObject({
+        version: '1',
+        location: join(cacheDirectory, 'aws.csv'),
+        fromFallback: true,
+      });
+    });
+
+    it('says once that a provider is unreachable, keeps the fallback, and takes the source when it answers', async () => {
+      const errors: CatalogError[] = [];
+      const catalog = await serverCatalog(errors);
+      bucket.failingProviders.add('aws');
+      await catalog.query();
+      await catalog.load();
+      await catalog.load();
+      expect(await prices(catalog, 'aws')).toEqual([100]);
+      expect(await prices(catalog, 'gcp')).toEqual([1]);
+      expect(errors.map((error) => error.message)).toEqual([
+        expect.stringMatching(
+          /^GET .*\/aws\/version failed: HTTP 503; answering from .*aws\.csv \(version fallback-1\) until it loads$/,
+        ),
+      ]);
+      bucket.failingProviders.clear();
+      await catalog.load();
+      expect(await prices(catalog, 'aws')).toEqual([1]);
+      bucket.failingProviders.add('aws');
+      await catalog.load();
+      expect(errors).toHaveLength(2);
+    });
+
+    it('keeps what the source loaded when a load() came before the first query', async () => {
+      const catalog = new Catalog({
+        source: urlSource(bucket.url, { dispatcher: agent, providers: ['aws', 'gcp'] }),
+        fallback: snapshotSource(await fallbackDirectory()),
+      });
+      await catalog.load();
+      expect(await prices(catalog, 'aws')).toEqual([1]);
+    });
+
+    it('keeps the last catalog of a provider that fails on refresh', async () => {
+      const errors: CatalogError[] = [];
+      const catalog = await serverCatalog(errors);
+      await catalog.load();
+      bucket.versions = { aws: '2', gcp: '2' };
+      bucket.failingProviders.add('gcp');
+      await catalog.load();
+      expect(await prices(catalog, 'aws')).toEqual([2]);
+      expect(await prices(catalog, 'gcp')).toEqual([1]);
+      expect(errors.map((error) => error.message)).toEqual([
+        `GET ${bucket.url}/gcp/version failed: HTTP 503`,
+      ]);
+    });
   });
 
   it('does not refresh before the interval', async () => {

@@ -9,6 +9,7 @@ import { CatalogSelection, type OrderedOffers, orderedOffersOf } from './selecti
 import { ColumnarCatalog } from './store/columnar-catalog.js';
 
 export { BUNDLED_SNAPSHOT_DIRECTORY, bundledSource, snapshotSource } from './providers/bundled-source.js';
+export { cacheDirectorySource, cachingSource, firstAvailableSource } from './providers/cache-source.js';
 export type {
   CatalogProvider,
   CollectOptions,
@@ -36,6 +37,14 @@ export const DEFAULT_REFRESH_INTERVAL_MS = 15 * 60 * 1000;
 export interface CatalogOptions {
   /** Where offline providers' catalogs come from. Default: {@link bundledSource}. */
   source?: CatalogSource;
+  /**
+   * Local data (a disk cache, the bundled snapshot) to answer from while `source` (the network)
+   * has not: the first query loads it, which is fast, and `source` is then loaded in the
+   * background, as is every refresh, so a query never waits for `source`. A provider `source`
+   * fails for keeps what it has, and the failure is reported once until it loads again.
+   * Default: none (queries wait for `source`).
+   */
+  fallback?: CatalogSource;
   /** Offline providers to load. Default: every provider the source has. */
   providers?: readonly string[];
   /**
@@ -66,6 +75,9 @@ export interface CatalogProviderStatus {
   loadedAt?: Date;
   /** The last load failure, when the last attempt failed. */
   lastError?: string;
+  /** Where the data in memory came from (a path or URL), and whether that is the fallback. */
+  location?: string;
+  fromFallback?: boolean;
 }
 
 interface OfflineState {
@@ -73,10 +85,14 @@ interface OfflineState {
   version?: string;
   loadedAt?: Date;
   lastError?: string;
+  location?: string;
+  fromFallback?: boolean;
+  /** The current failure was reported; cleared when the provider loads again. */
+  failureReported?: boolean;
 }
 
 type LoadOutcome =
-  | { provider: string; status: 'loaded'; version: string; catalog: ColumnarCatalog }
+  | { provider: string; status: 'loaded'; version: string; location: string; catalog: ColumnarCatalog }
   | { provider: string; status: 'unchanged' }
   | { provider: string; status: 'failed'; error: CatalogError };
 
@@ -87,6 +103,9 @@ type LoadOutcome =
  */
 export class Catalog {
   private readonly source: CatalogSource;
+  private readonly fallback: CatalogSource | undefined;
+  /** Loading the fallback data, once, before the first query is answered. */
+  private fallbackLoad: Promise<void> | undefined;
   private readonly refreshIntervalMs: number;
   private readonly onWarning: (warning: CatalogWarning) => void;
   private readonly onError: (error: CatalogError) => void;
@@ -99,6 +118,7 @@ export class Catalog {
 
   constructor(options: CatalogOptions = {}) {
     this.source = options.source ?? bundledSource();
+    this.fallback = options.fallback;
     this.refreshIntervalMs = options.refreshIntervalMs ?? DEFAULT_REFRESH_INTERVAL_MS;
     if (!(this.refreshIntervalMs >= 0)) {
       throw new Error(`Invalid refreshIntervalMs ${options.refreshIntervalMs}: expected a number >= 0`);
@@ -129,7 +149,7 @@ export class Catalog {
    */
   load(): Promise<void> {
     // Concurrent callers share one load.
-    this.inFlight ??= this.loadOnce().finally(() => {
+    this.inFlight ??= this.loadOnce(this.source).finally(() => {
       this.inFlight = undefined;
     });
     return this.inFlight;
@@ -151,7 +171,7 @@ export class Catalog {
   async select(filter: QueryFilterInput = {}): Promise<CatalogSelection> {
     const normalized = normalizeQueryFilter(filter);
     const onlineOnly = normalized.provider?.every((name) => this.online.has(name)) ?? false;
-    if (!onlineOnly && this.isStale()) await this.load();
+    if (!onlineOnly) await this.loadIfStale();
     const known = [...(this.offlineNames ?? []), ...this.online.keys()];
     let selected: string[];
     if (normalized.provider === undefined) {
@@ -186,10 +206,34 @@ export class Catalog {
         ...(state.catalog !== undefined && { rows: state.catalog.size }),
         ...(state.loadedAt !== undefined && { loadedAt: state.loadedAt }),
         ...(state.lastError !== undefined && { lastError: state.lastError }),
+        ...(state.location !== undefined && { location: state.location, fromFallback: !!state.fromFallback }),
       });
     }
     for (const name of this.online.keys()) statuses.push({ name, kind: 'online' });
     return statuses;
+  }
+
+  private async loadIfStale(): Promise<void> {
+    if (!this.fallback) {
+      if (this.isStale()) await this.load();
+      return;
+    }
+    const fallback = this.fallback;
+    this.fallbackLoad ??= this.resolveNames().then(async (names) => {
+      const outcomes = await Promise.all(names.map((name) => this.loadProvider(fallback, name)));
+      // A provider without fallback data is reported only if `source` fails for it too; one that
+      // `source` already loaded (a `load()` that came first) keeps that.
+      const loaded = outcomes.filter(
+        (outcome) => outcome.status === 'loaded' && this.offline.get(outcome.provider)?.catalog === undefined,
+      );
+      this.apply(loaded, { fromFallback: true });
+    });
+    await this.fallbackLoad;
+    if (this.isStale()) {
+      this.load().catch((error: unknown) =>
+        this.onError(CatalogError.isInstance(error) ? error : new CatalogError(describeError(error))),
+      );
+    }
   }
 
   private isStale(): boolean {
@@ -197,7 +241,7 @@ export class Catalog {
     return this.refreshIntervalMs > 0 && performance.now() - this.lastLoadAt > this.refreshIntervalMs;
   }
 
-  private async loadOnce(): Promise<void> {
+  private async resolveNames(): Promise<string[]> {
     if (this.offlineNames === undefined) {
       try {
         this.offlineNames = dedupe((await this.source.listProviders()).map((name) => name.toLowerCase()));
@@ -208,20 +252,40 @@ export class Catalog {
         if (this.online.has(name)) throw new Error(`Provider '${name}' is both online and offline`);
       }
     }
-    const names = this.offlineNames;
-    const outcomes = await Promise.all(names.map((name) => this.loadProvider(name)));
+    return this.offlineNames;
+  }
+
+  private async loadOnce(source: CatalogSource): Promise<void> {
+    const names = await this.resolveNames();
+    const outcomes = await Promise.all(names.map((name) => this.loadProvider(source, name)));
     const failures = outcomes.filter((outcome) => outcome.status === 'failed');
-    if (this.source.pinned && failures.length > 0) {
+    if (source.pinned && failures.length > 0) {
       // All or nothing: keep every provider's previous data, only note the failures.
       for (const failure of failures) {
         const state = this.offline.get(failure.provider);
         this.offline.set(failure.provider, { ...state, lastError: describeError(failure.error) });
       }
       throw new CatalogError(
-        `Cannot load ${this.source.description}: ${failures.map((failure) => describeError(failure.error)).join('; ')}`,
+        `Cannot load ${source.description}: ${failures.map((failure) => describeError(failure.error)).join('; ')}`,
         { cause: failures[0]?.error },
       );
     }
+    const toReport = failures.filter((failure) => !this.offline.get(failure.provider)?.failureReported);
+    this.apply(outcomes, { fromFallback: false });
+    const hasData = names.some((name) => this.offline.get(name)?.catalog !== undefined);
+    if (names.length > 0 && failures.length === names.length && !hasData) {
+      throw new CatalogError(
+        `Cannot load any provider from ${source.description}: ` +
+          failures.map((failure) => describeError(failure.error)).join('; '),
+        { cause: failures[0]?.error },
+      );
+    }
+    for (const failure of toReport) this.reportFailure(failure.provider, failure.error);
+    this.lastLoadAt = performance.now();
+  }
+
+  /** Records load outcomes: new data replaces the old, a failure keeps it. */
+  private apply(outcomes: readonly LoadOutcome[], { fromFallback }: { fromFallback: boolean }): void {
     const now = new Date();
     for (const outcome of outcomes) {
       const state = this.offline.get(outcome.provider) ?? {};
@@ -230,40 +294,49 @@ export class Catalog {
           catalog: outcome.catalog,
           version: outcome.version,
           loadedAt: now,
+          location: outcome.location,
+          fromFallback,
         });
       } else if (outcome.status === 'unchanged') {
-        const { lastError: _cleared, ...rest } = state;
-        this.offline.set(outcome.provider, rest);
+        // The data in memory is what the source has: it is no longer only the fallback's.
+        const { lastError: _cleared, failureReported: _reported, ...rest } = state;
+        this.offline.set(outcome.provider, { ...rest, fromFallback: fromFallback && !!rest.fromFallback });
       } else {
         this.offline.set(outcome.provider, { ...state, lastError: describeError(outcome.error) });
       }
     }
-    const hasData = names.some((name) => this.offline.get(name)?.catalog !== undefined);
-    if (names.length > 0 && failures.length === names.length && !hasData) {
-      throw new CatalogError(
-        `Cannot load any provider from ${this.source.description}: ` +
-          failures.map((failure) => describeError(failure.error)).join('; '),
-        { cause: failures[0]?.error },
-      );
-    }
-    for (const failure of failures) this.onError(failure.error);
-    this.lastLoadAt = performance.now();
   }
 
-  private async loadProvider(provider: string): Promise<LoadOutcome> {
+  /** Reports a provider's failure once, saying what the catalog answers from meanwhile. */
+  private reportFailure(provider: string, error: CatalogError): void {
+    const state = this.offline.get(provider) ?? {};
+    this.offline.set(provider, { ...state, failureReported: true });
+    if (!state.fromFallback || state.location === undefined) {
+      this.onError(error);
+      return;
+    }
+    this.onError(
+      new CatalogError(
+        `${describeError(error)}; answering from ${state.location} (version ${state.version}) until it loads`,
+        { cause: error },
+      ),
+    );
+  }
+
+  private async loadProvider(source: CatalogSource, provider: string): Promise<LoadOutcome> {
     const knownVersion = this.offline.get(provider)?.version;
     try {
-      const file = await this.source.load(provider, knownVersion === undefined ? {} : { knownVersion });
+      const file = await source.load(provider, knownVersion === undefined ? {} : { knownVersion });
       if (file === undefined) return { provider, status: 'unchanged' };
       const catalog = ColumnarCatalog.fromCsv(provider, file.text, {
         source: file.location,
         onWarning: this.onWarning,
       });
-      return { provider, status: 'loaded', version: file.version, catalog };
+      return { provider, status: 'loaded', version: file.version, location: file.location, catalog };
     } catch (error) {
       const wrapped = CatalogError.isInstance(error)
         ? error
-        : new CatalogError(`Cannot load the '${provider}' catalog from ${this.source.description}`, {
+        : new CatalogError(`Cannot load the '${provider}' catalog from ${source.description}`, {
             cause: error,
           });
       return { provider, status: 'failed', error: wrapped };

@@ -18,8 +18,11 @@ export {
   type CatalogSourceFile,
   type CatalogSourceLoadOptions,
   type CollectOptions,
+  cacheDirectorySource,
+  cachingSource,
   DEFAULT_REFRESH_INTERVAL_MS,
   directorySource,
+  firstAvailableSource,
   GPUHUNT_CATALOG_URL,
   GPUHUNT_OFFLINE_PROVIDERS,
   mergeByPrice,
@@ -49,6 +52,7 @@ export {
   quoteCsvField,
 } from './csv/catalog-csv.js';
 export { formatPythonFloat, pythonJsonDumps } from './csv/python-format.js';
+export { defaultCatalog, setDefaultCatalog } from './default-catalog.js';
 export { CatalogError } from './errors.js';
 export * from './gpus/known-accelerators.js';
 export {
@@ -79,4 +83,10 @@ export {
   GCP_PUBLISHED_PREFIXES,
 } from './providers/gpuhunt-filters.js';
 export { pythonRound } from './providers/python-round.js';
+export {
+  catalogVersion,
+  type PublishCatalogOptions,
+  type PublishedCatalog,
+  publishCatalog,
+} from './publish/publish-catalog.js';
 export { ColumnarCatalog, type ColumnarCatalogCsvOptions, ColumnarRows } from './store/columnar-catalog.js';

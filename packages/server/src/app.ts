@@ -2,11 +2,13 @@
  * The server process: settings, the listening socket, database, config.yml, backends,
  * pipelines and the HTTP API, started in that order.
  */
+import { setDefaultCatalog } from '@dstack/catalog';
 import type { BackendPlugin } from '@dstack/core';
 import { AgentConnector } from './agents/index.js';
 import { allRoutes } from './api-routes.js';
 import { createAppContext } from './app-context.js';
 import { listAvailableBackendTypes } from './backends/discovery.js';
+import { createServerCatalog } from './backends/server-catalog.js';
 import {
   loadServerConfig,
   type ServerConfig,
@@ -158,7 +160,8 @@ async function prepareApp(
   },
 ): Promise<PreparedApp> {
   const { agents, plugins, configOverride } = parts;
-  const defaultBackendTypes = (await listAvailableBackendTypes()).filter((type) => type === 'local');
+  const installedBackendTypes = await listAvailableBackendTypes();
+  const defaultBackendTypes = installedBackendTypes.filter((type) => type === 'local');
   const controller = new AbortController();
   await migrateToLatest(opened.db, opened.dialect);
 
@@ -183,6 +186,15 @@ async function prepareApp(
     });
     app.encryption = createEncryption(config.config.encryption.keys);
   }
+  const catalogConfig = 'config' in config ? config.config.catalog : config.catalog;
+  setDefaultCatalog(
+    createServerCatalog({
+      url: catalogConfig.url ?? settings.catalogUrl ?? null,
+      offline: catalogConfig.offline,
+      serverDir: settings.serverDir,
+      installedBackendTypes,
+    }),
+  );
   const { adminToken } = await initializeServerState(app, config);
   await protectSecretsAtRest(app);
   await ensureDefaultLocalFleets(app);

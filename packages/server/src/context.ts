@@ -72,6 +72,12 @@ export interface ServerSettings {
    * `files/upload_archive` take, in bytes; 0 means no limit. Absent: dstack's 2 MiB.
    */
   codeUploadLimitBytes?: number;
+  /**
+   * `GPUHUNT_CATALOG_URL` (the variable gpuhunt reads): the base URL of gpuhunt's v3 catalog
+   * layout that AWS and GCP offers come from; `catalog.url` in config.yml wins over it. Absent:
+   * gpuhunt's bucket, `GPUHUNT_CATALOG_URL` of `@dstack/catalog`.
+   */
+  catalogUrl?: string | null;
 }
 
 /**

@@ -19,6 +19,7 @@ describe('loadServerSettings', () => {
       backendValidationDeadlineMs: 5000,
       shimDownloadUrl: null,
       runnerDownloadUrl: null,
+      catalogUrl: null,
       offersDeadlineMs: 10_000,
       codeUploadLimitBytes: 2 * 1024 * 1024,
     });
@@ -41,6 +42,7 @@ describe('loadServerSettings', () => {
         DSTACK_RUNNER_DOWNLOAD_URL: 'http://10.0.0.1:8080/dstack-runtime.tar.gz',
         DSTACK_SERVER_OFFERS_DEADLINE: '3',
         DSTACK_SERVER_CODE_UPLOAD_LIMIT: '0',
+        GPUHUNT_CATALOG_URL: 'http://10.0.0.1:8080/v3',
       },
       { port: 0 },
     );
@@ -59,6 +61,7 @@ describe('loadServerSettings', () => {
       runnerDownloadUrl: 'http://10.0.0.1:8080/dstack-runtime.tar.gz',
       offersDeadlineMs: 3000,
       codeUploadLimitBytes: 0,
+      catalogUrl: 'http://10.0.0.1:8080/v3',
     });
   });
 

@@ -54,7 +54,8 @@ function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
  * `DSTACK_SERVER_ALLOW_DEFAULT_CREDS` and `DSTACK_SERVER_ALLOW_CUSTOM_BACKEND_ENDPOINTS` (unset: API
  * requests may use neither), `DSTACK_SERVER_BACKEND_VALIDATION_DEADLINE` (seconds, 5),
  * `DSTACK_SHIM_DOWNLOAD_URL` and `DSTACK_RUNNER_DOWNLOAD_URL` (unset: the npm tarballs of the release),
- * `DSTACK_SERVER_CODE_UPLOAD_LIMIT` (bytes, 2 MiB; 0: no limit). `overrides` (e.g. from command-line
+ * `DSTACK_SERVER_CODE_UPLOAD_LIMIT` (bytes, 2 MiB; 0: no limit), `GPUHUNT_CATALOG_URL` (unset:
+ * gpuhunt's bucket). `overrides` (e.g. from command-line
  * flags) win over the environment. Throws ConfigurationError naming the variable.
  */
 export function loadServerSettings(
@@ -90,6 +91,7 @@ export function loadServerSettings(
       ) * 1000,
     shimDownloadUrl: urlVariable(env, 'DSTACK_SHIM_DOWNLOAD_URL'),
     runnerDownloadUrl: urlVariable(env, 'DSTACK_RUNNER_DOWNLOAD_URL'),
+    catalogUrl: urlVariable(env, 'GPUHUNT_CATALOG_URL'),
     offersDeadlineMs:
       integerVariable(env, 'DSTACK_SERVER_OFFERS_DEADLINE', DEFAULT_OFFERS_DEADLINE_SECONDS, {
         min: 1,

@@ -1,11 +1,23 @@
 /**
  * One project with AWS, GCP and Vast.ai configured, each backend pointed at its emulator (the real
- * AWS SDK, google-auth-library + Compute REST, the Vast.ai REST API against them): the plan merges
+ * AWS SDK, google-auth-library + Compute REST, the Vast.ai REST API against them): the plan sorts
  * the clouds' offers by price, and the run is launched on the cheapest, in its cloud, while the
  * others launch nothing. The emulators make up the instances' addresses (no hosts), so the run is
  * stopped once it has its machine.
  */
 
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import {
+  createCatalogItem,
+  defaultCatalog,
+  formatCatalogCsv,
+  publishCatalog,
+  setDefaultCatalog,
+} from '@dstack/catalog';
 import type { InstanceOfferWithAvailability, Run } from '@dstack/core';
 import {
   type AwsEmulator,
@@ -18,23 +30,8 @@ import {
   type VastaiEmulator,
   vastaiEmulatorBackend,
 } from '@dstack/testing/emulators';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { applyTask, type HarnessServer, makeTempDir, startHarnessServer, waitFor } from './server-harness.js';
-
-/** Offers the way gpuhunt merges providers (`heapq.merge` by price): each backend's own order kept. */
-function mergedByPrice(offers: readonly InstanceOfferWithAvailability[]): InstanceOfferWithAvailability[] {
-  const byBackend = new Map<string, InstanceOfferWithAvailability[]>();
-  for (const offer of offers) byBackend.set(offer.backend, [...(byBackend.get(offer.backend) ?? []), offer]);
-  const lists = [...byBackend.values()];
-  const merged: InstanceOfferWithAvailability[] = [];
-  while (lists.some((list) => list.length > 0)) {
-    const next = lists
-      .filter((list) => list.length > 0)
-      .reduce((best, list) => ((list[0]?.price ?? 0) < (best[0]?.price ?? 0) ? list : best));
-    merged.push(next.shift() as InstanceOfferWithAvailability);
-  }
-  return merged;
-}
 
 describe('a project with AWS, GCP and Vast.ai', () => {
   let aws: AwsEmulator;
@@ -59,7 +56,7 @@ describe('a project with AWS, GCP and Vast.ai', () => {
     temp.remove();
   }, 120_000);
 
-  it('plans the three clouds as one list merged by price', async () => {
+  it('plans the three clouds as one list sorted by price', async () => {
     const configuration = {
       type: 'task',
       name: 'three-clouds',
@@ -73,14 +70,10 @@ describe('a project with AWS, GCP and Vast.ai', () => {
     expect(plan.status).toBe(200);
     const offers = plan.body.job_plans[0]?.offers ?? [];
     expect(new Set(offers.map((offer) => offer.backend))).toEqual(new Set(['aws', 'gcp', 'vastai']));
-    // Catalog clouds come cheapest first; Vast.ai keeps its marketplace's score order, as in gpuhunt.
-    for (const backend of ['aws', 'gcp']) {
-      const prices = offers.filter((offer) => offer.backend === backend).map((offer) => offer.price);
-      expect(prices).toEqual([...prices].sort((a, b) => a - b));
-    }
-    expect(offers.map((offer) => `${offer.backend}:${offer.instance.name}:${offer.price}`)).toEqual(
-      mergedByPrice(offers).map((offer) => `${offer.backend}:${offer.instance.name}:${offer.price}`),
-    );
+    // One list sorted by price, though Vast.ai answers in its marketplace's score order (gpuhunt's
+    // `heapq.merge` would leave its cheap offers behind every dearer offer of the catalog clouds).
+    const prices = offers.map((offer) => offer.price);
+    expect(prices).toEqual([...prices].sort((a, b) => a - b));
     expect(vastai.launchedMachineCount()).toBe(0);
   }, 120_000);
 
@@ -119,4 +112,121 @@ describe('a project with AWS, GCP and Vast.ai', () => {
 
     await harness.call('/api/project/main/runs/stop', { runs_names: ['two-clouds'], abort: true });
   }, 180_000);
+  describe('the catalog AWS and GCP plan from', () => {
+    const published = makeTempDir('dstack-published-catalog-');
+    let catalogHost: Server;
+    let catalogUrl: string;
+    const cpuRow = (provider: string, instanceName: string, location: string, cpu: number, price: number) =>
+      createCatalogItem({ provider, instanceName, location, price, cpu, memory: cpu * 4 });
+    const cpuPlan = async (server: HarnessServer, backends: string[]) => {
+      const configuration = { type: 'task', name: 'cpu-only', commands: ['true'], backends };
+      const plan = await server.call<{ job_plans: Array<{ offers: InstanceOfferWithAvailability[] }> }>(
+        '/api/project/main/runs/get_plan',
+        { run_spec: { configuration } },
+      );
+      expect(plan.status).toBe(200);
+      return plan.body.job_plans[0]?.offers ?? [];
+    };
+    const describeOffer = (offer: InstanceOfferWithAvailability | undefined) =>
+      offer &&
+      `${offer.backend}:${offer.instance.name}:${offer.price}:${offer.instance.resources.gpus.length}`;
+    const serverWithCatalog = (dir: string, url: string) =>
+      startHarnessServer({
+        dir,
+        config: {
+          catalog: { url },
+          projects: [{ name: 'main', backends: [awsEmulatorBackend(aws), gcpEmulatorBackend(gcp)] }],
+        },
+      });
+
+    beforeAll(async () => {
+      // A team's own catalog: rows the bundled snapshot does not have (no e2 on GCP in it, no
+      // AWS CPU type over 8 vCPUs), published in gpuhunt's layout and served over HTTP.
+      await publishCatalog({
+        directory: published.dir,
+        provider: 'aws',
+        csv: formatCatalogCsv([cpuRow('aws', 'c7i.48xlarge', 'us-east-1', 192, 0.0123)]),
+      });
+      await publishCatalog({
+        directory: published.dir,
+        provider: 'gcp',
+        csv: formatCatalogCsv([cpuRow('gcp', 'e2-standard-2', 'us-central1-a', 2, 0.0111)]),
+      });
+      catalogHost = createServer((request, response) => {
+        const path = join(
+          published.dir,
+          decodeURIComponent(new URL(request.url ?? '/', 'http://x').pathname),
+        );
+        readFile(path).then(
+          (body) => response.end(body),
+          () => response.writeHead(404).end(),
+        );
+      });
+      await new Promise<void>((resolve) => catalogHost.listen(0, '127.0.0.1', resolve));
+      catalogUrl = `http://127.0.0.1:${(catalogHost.address() as AddressInfo).port}`;
+    });
+
+    afterAll(async () => {
+      await new Promise((resolve) => catalogHost?.close(resolve));
+      published.remove();
+      // The catalog is the process's: the next server of this worker plans from the snapshot again.
+      setDefaultCatalog(undefined);
+    });
+
+    it("plans from a catalog served in gpuhunt's layout, and caches it", async () => {
+      const temp = makeTempDir();
+      const server = await serverWithCatalog(temp.dir, catalogUrl);
+      try {
+        // The first plan answers from the snapshot and starts the download beside it.
+        const offers = await waitFor('offers from the served catalog', async () => {
+          const each = await cpuPlan(server, ['aws', 'gcp']);
+          return each.some((offer) => offer.instance.name === 'e2-standard-2') ? each : null;
+        });
+        expect(offers.map(describeOffer)).toEqual([
+          'gcp:e2-standard-2:0.0111:0',
+          'aws:c7i.48xlarge:0.0123:0',
+        ]);
+        expect(readFileSync(join(temp.dir, 'data', 'catalog', 'gcp.csv'), 'utf8')).toContain('e2-standard-2');
+      } finally {
+        await server.close();
+        temp.remove();
+      }
+    }, 120_000);
+
+    it('plans from the bundled snapshot when the catalog is unreachable, saying so once per provider', async () => {
+      const temp = makeTempDir();
+      const closed = createServer();
+      await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+      const unreachable = `http://127.0.0.1:${(closed.address() as AddressInfo).port}/v3`;
+      await new Promise((resolve) => closed.close(resolve));
+      const warn = vi.spyOn(console, 'warn');
+      const server = await serverWithCatalog(temp.dir, unreachable);
+      try {
+        // A CPU-only task on GCP gets a CPU machine of the snapshot.
+        const [cheapest] = await cpuPlan(server, ['gcp']);
+        expect(describeOffer(cheapest)).toMatch(/^gcp:n1-standard-\d+:[\d.]+:0$/);
+        // Refreshes that fail again are not said again.
+        await defaultCatalog().load();
+        await defaultCatalog().load();
+        const said = warn.mock.calls
+          .map(([line]) => String(line))
+          .filter((line) => line.includes('catalog:'));
+        expect(said.sort()).toEqual([
+          expect.stringMatching(
+            /catalog: GET .*\/aws\/version failed: .*; answering from .*snapshot.aws\.csv/,
+          ),
+          expect.stringMatching(
+            /catalog: GET .*\/gcp\/version failed: .*; answering from .*snapshot.gcp\.csv/,
+          ),
+        ]);
+        expect((await cpuPlan(server, ['gcp'])).map(describeOffer)).not.toContain(
+          'gcp:e2-standard-2:0.0111:0',
+        );
+      } finally {
+        warn.mockRestore();
+        await server.close();
+        temp.remove();
+      }
+    }, 120_000);
+  });
 });

@@ -121,7 +121,8 @@ export async function startHarnessServer(options: {
       ...(options.databaseUrl ? { DSTACK_DATABASE_URL: options.databaseUrl } : {}),
     },
     port: 0,
-    config: options.config,
+    // The bundled snapshot unless a test names a catalog: plans must not follow gpuhunt's live prices.
+    config: { catalog: { offline: true }, ...options.config },
     plugins: options.plugins,
   });
   const api = serverApi(server.url);

@@ -240,8 +240,37 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
         'interrupted_by_no_capacity',
         'done_by_runner',
       ]);
-      expect(provisionedInstance(finished).id).not.toBe(first.id);
-      await deleteFleet(harness, runName);
+      const second = provisionedInstance(finished);
+      expect(second.id).not.toBe(first.id);
+
+      // The run is done and its spot instance idle in the fleet: the cloud takes it back, and the
+      // next instance pass (its shim silent, the provider saying so) ends it, not the 20-minute
+      // unreachable limit.
+      const instanceRow = () =>
+        harness.server.app.db
+          .selectFrom('instances')
+          .select(['status', 'termination_reason', 'termination_reason_message'])
+          .where('job_provisioning_data', 'like', `%"instance_id":"${second.id}"%`)
+          .executeTakeFirstOrThrow();
+      await waitFor('the instance to be idle', async () =>
+        (await instanceRow()).status === 'idle' ? true : null,
+      );
+      emulator.interruptSpot(second.id);
+      const ended = await waitFor(
+        'the instance to end',
+        async () => {
+          const row = await instanceRow();
+          return row.status === 'idle' ? null : row;
+        },
+        120_000,
+      );
+      expect(ended).toEqual({
+        status: 'terminated',
+        termination_reason: 'unreachable',
+        termination_reason_message: 'the provider took the spot instance back',
+      });
+      const fleets = await harness.call<Array<{ name: string }>>('/api/project/main/fleets/list');
+      if (fleets.body.some((fleet) => fleet.name === runName)) await deleteFleet(harness, runName);
       expect(emulator.runningIds()).toEqual([]);
     }, 420_000);
   });

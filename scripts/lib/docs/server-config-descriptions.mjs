@@ -26,5 +26,11 @@ export const SERVER_CONFIG_DESCRIPTIONS = {
   'default_permissions.allow_non_admins_create_projects': 'Whether non-admin users may create projects.',
   'default_permissions.allow_non_admins_manage_ssh_fleets':
     'Whether non-admin users may create and delete SSH fleets.',
+  catalog:
+    'Where AWS and GCP offers come from: gpuhunt’s published per-provider catalogs, cached in `data/catalog` and refreshed every 15 minutes in the background; a plan answers from the cache or the bundled snapshot until a catalog arrives.',
+  'catalog.url':
+    'Base URL of a catalog in gpuhunt’s v3 layout (`{url}/{provider}/version`, `{url}/{provider}/{version}/catalog.zip`), e.g. one written by `dstack-catalog publish`. Wins over `GPUHUNT_CATALOG_URL`. Absent: that variable, else gpuhunt’s bucket.',
+  'catalog.offline':
+    'Plan from the snapshot bundled with `@dstack/catalog` only, never downloading a catalog.',
   plugins: 'dstack’s plugin list: accepted for compatibility with dstack’s config.yml and ignored.',
 };

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { CliError } from './cli-error.js';
 import { registerCollectCommand } from './commands/collect.js';
+import { registerPublishCommand } from './commands/publish.js';
 import { registerQueryCommand } from './commands/query.js';
 
 function packageVersion(): string {
@@ -24,6 +25,7 @@ export function createProgram(): Command {
     .showHelpAfterError('(run with --help for usage)');
   registerQueryCommand(program);
   registerCollectCommand(program);
+  registerPublishCommand(program);
   return program;
 }
 

@@ -43,9 +43,24 @@ export function buildSnapshot(sources: SnapshotSources, options: SnapshotOptions
   let gcp = convertGcpRows(parseCsvRecords(sources.gcpCsvText), report);
   if (options.applyFilter ?? true) {
     aws = filterAwsOffers(aws);
-    gcp = filterGcpOffers(gcp);
+    const published = new Set(filterGcpOffers(gcp));
+    gcp = gcp.filter((item) => published.has(item) || isGcpCpuStandIn(item));
   }
   return { aws, gcp, report };
+}
+
+/**
+ * GCP machine families whose CPU-only rows the snapshot keeps although gpuhunt's filter drops
+ * them. The extract has no prices of the CPU families gpuhunt publishes (e2, n2, c4…), so without
+ * these a CPU-only run planned from the snapshot would land on a GPU machine; n1-standard (real
+ * prices, collected by gpuhunt and launchable by the GCP backend) stands in.
+ */
+export const GCP_SNAPSHOT_CPU_STAND_INS: readonly string[] = ['n1-standard-'];
+
+function isGcpCpuStandIn(item: CatalogItem): boolean {
+  return (
+    item.gpuCount === 0 && GCP_SNAPSHOT_CPU_STAND_INS.some((prefix) => item.instanceName.startsWith(prefix))
+  );
 }
 
 /**

@@ -146,7 +146,7 @@ export interface Compute {
   /**
    * Offers matching `requirements`, each with its availability, cheapest first
    * unless the backend has a better order (Vast.ai orders by score); the server
-   * keeps each backend's order when merging. Typically `getCatalogOffers` plus
+   * sorts all backends' offers by price, a backend's order only breaking ties. Typically `getCatalogOffers` plus
    * availability (quotas, zones). Should be cheap to call repeatedly: cache
    * provider answers (dstack caches 180 s). Offers that cannot be provisioned
    * now are returned with `not_available`/`no_quota`/`no_balance`, not dropped,

@@ -1,8 +1,8 @@
 /**
  * Offers for a job (dstack's `get_offers_by_requirements`): every eligible
- * backend is asked in parallel, answers are merged by price keeping each
- * backend's own order, then filtered by region and instance type; offers that
- * cannot be provisioned now go last.
+ * backend is asked in parallel, answers are sorted by price across backends
+ * (a backend's own order only breaks ties), then filtered by region and instance
+ * type; offers that cannot be provisioned now go last.
  */
 import { type InstanceOfferWithAvailability, isAvailable, type Range, type Requirements } from '@dstack/core';
 import type { ProjectBackend } from './registry.js';
@@ -68,22 +68,14 @@ function eligibleBackends(backends: readonly ProjectBackend[], filters: OfferFil
   return wanted && wanted.length > 0 ? backends.filter((b) => wanted.includes(b.type)) : [...backends];
 }
 
-/** k-way merge by price, stable within each list (heapq.merge). */
-function mergeByPrice(lists: BackendOffer[][]): BackendOffer[] {
-  const positions = lists.map(() => 0);
-  const merged: BackendOffer[] = [];
-  for (;;) {
-    let best = -1;
-    for (let i = 0; i < lists.length; i++) {
-      const candidate = lists[i]?.[positions[i] ?? 0];
-      if (!candidate) continue;
-      const current = best >= 0 ? lists[best]?.[positions[best] ?? 0] : undefined;
-      if (!current || candidate.offer.price < current.offer.price) best = i;
-    }
-    if (best < 0) return merged;
-    merged.push(lists[best]?.[positions[best] ?? 0] as BackendOffer);
-    positions[best] = (positions[best] ?? 0) + 1;
-  }
+/**
+ * All backends' offers sorted by price. gpuhunt's `heapq.merge` (and a k-way merge like it) assumes
+ * each list is already sorted, and a marketplace's list is not (Vast.ai answers in score order), so
+ * one cheap offer deep in such a list would come after every dearer offer of the other backends.
+ * The sort is stable: a backend's own order (and the backends' order) only breaks ties.
+ */
+function sortByPrice(lists: BackendOffer[][]): BackendOffer[] {
+  return lists.flat().sort((a, b) => a.offer.price - b.offer.price);
 }
 
 function passesFilters(offer: InstanceOfferWithAvailability, filters: OfferFilters): boolean {
@@ -113,7 +105,7 @@ export async function getOffers(
       }
     }),
   );
-  const merged = mergeByPrice(lists);
+  const merged = sortByPrice(lists);
   const available = merged.filter((entry) => isAvailable(entry.offer.availability));
   const unavailable = merged.filter((entry) => !isAvailable(entry.offer.availability));
   return { offers: [...available, ...unavailable], failures };

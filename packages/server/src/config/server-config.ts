@@ -61,6 +61,16 @@ export const ServerConfigSchema = z.strictObject({
   default_permissions: DefaultPermissionsSchema.nullish().transform(
     (permissions) => permissions ?? DefaultPermissionsSchema.parse({}),
   ),
+  /** Where AWS and GCP offers come from (see `backends/server-catalog.ts`). */
+  catalog: z
+    .strictObject({
+      /** Base URL of a catalog in gpuhunt's v3 layout; wins over `GPUHUNT_CATALOG_URL`. */
+      url: z.url({ protocol: /^https?$/, error: 'catalog.url must be an http(s) URL' }).nullish(),
+      /** Plan from the bundled snapshot only, never reading a catalog over the network. */
+      offline: z.boolean().default(false),
+    })
+    .nullish()
+    .transform((catalog) => ({ url: catalog?.url ?? null, offline: catalog?.offline ?? false })),
   /** dstack's plugin list; accepted for compatibility and ignored. */
   plugins: z.array(z.string()).nullish(),
 });

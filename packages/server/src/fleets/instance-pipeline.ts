@@ -1,6 +1,7 @@
 /**
  * Instances: poll a provisioning instance until its shim answers, terminate
- * idle ones after their idle time, and terminate (retrying) those asked to.
+ * idle ones after their idle time or once their provider says they are gone,
+ * and terminate (retrying) those asked to.
  * Termination is what guarantees no machine is left behind: it is retried
  * every 30 s for up to 15 minutes, as in dstack. A pending instance whose
  * owner is gone is given up, and one terminating whose launch result was never
@@ -163,6 +164,7 @@ async function processIdleOrBusy(
     await lock.release({ unreachable: 0, termination_deadline: null });
     return;
   }
+  if (instance.status === 'idle' && (await endedAtProvider(app, instance, lock))) return;
   const deadline = instance.termination_deadline ?? now + UNREACHABLE_LIMIT_MS;
   // An SSH fleet host belongs to the user: it stays in the fleet, marked unreachable, until it answers again.
   if (instance.status === 'idle' && now > deadline && !instance.remote_connection_info) {
@@ -170,6 +172,53 @@ async function processIdleOrBusy(
     return;
   }
   await lock.release({ unreachable: 1, termination_deadline: deadline });
+}
+
+/**
+ * An idle instance whose shim does not answer is asked about at its provider (backends with
+ * `instanceStatus`): one the cloud took back (a spot interruption) or that was terminated outside
+ * dstack is terminated in this pass, with dstack's `unreachable` reason and a message saying why,
+ * instead of showing `idle` until the unreachable limit. Its machine is still terminated at the
+ * provider (a preempted GCP VM stays as a stopped resource); when that fails, the terminating pass
+ * retries it. A busy instance is left to its job, which the job pipeline ends the same way (as
+ * `interrupted_by_no_capacity`, for `retry`), after which the instance is idle. A provider that
+ * does not answer leaves the instance to the unreachable limit. Returns whether it was terminated.
+ */
+async function endedAtProvider(
+  app: AppContext,
+  instance: InstancesTable,
+  lock: RowLock<'instances'>,
+): Promise<boolean> {
+  const provisioningData = instanceProvisioningDataOf(instance);
+  if (!provisioningData || instance.remote_connection_info) return false;
+  const compute = await computeOf(app, instance);
+  if (!compute?.instanceStatus) return false;
+  const status = await compute.instanceStatus(provisioningData).catch(() => 'running' as const);
+  if (status === 'running') return false;
+  const message =
+    status === 'interrupted'
+      ? 'the provider took the spot instance back'
+      : 'the instance was terminated outside dstack';
+  try {
+    await compute.terminateInstance(
+      provisioningData.instance_id,
+      provisioningData.region,
+      provisioningData.backend_data,
+    );
+  } catch {
+    await startTerminating(lock, 'unreachable', message);
+    app.wakeUps.wake('instances');
+    return true;
+  }
+  await lock.release({
+    status: 'terminated',
+    termination_reason: 'unreachable',
+    termination_reason_message: message,
+    deleted: 1,
+    finished_at: Date.now(),
+  });
+  app.wakeUps.wake('fleets');
+  return true;
 }
 
 /**

@@ -25,6 +25,7 @@ import {
   type FakeBackendConfigWithCreds,
   type FakeBackendConfigWithoutCreds,
   fakeBackendConfigModels,
+  fakeBackendConfigModelsOf,
 } from './fake-backend-config.js';
 import { type FakeCapacity, fakeOffers } from './fake-offers.js';
 
@@ -61,6 +62,14 @@ export interface FakeInstance {
 }
 
 export interface FakeBackendOptions {
+  /** The backend type, so a project can have several fake clouds. Default `FAKE_BACKEND_TYPE` (`fake`). */
+  type?: string;
+  /**
+   * The order `getOffers` answers in: `price` (cheapest first, as catalog backends) or
+   * `price-descending` (dearest first, as a marketplace answering in its own score order may).
+   * Default `price`.
+   */
+  offerOrder?: 'price' | 'price-descending';
   /** Instance types, regions and spot variants on offer. Default: see `FakeCapacity`. */
   capacity?: FakeCapacity;
   /** Instances that may exist at once; launches beyond it fail with `NoCapacityError`. Default unlimited. */
@@ -135,6 +144,9 @@ const UNROUTABLE_PREFIX = '192.0.2.';
  * `regions` default to `['fake-region-1']`, as the server's tests expect.
  */
 export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend {
+  const backendType = options.type ?? FAKE_BACKEND_TYPE;
+  const configModels =
+    backendType === FAKE_BACKEND_TYPE ? fakeBackendConfigModels : fakeBackendConfigModelsOf(backendType);
   const capabilities = options.capabilities ?? ['create-instance'];
   const computeKind = options.computeKind ?? 'vm';
   const validApiKey = options.validApiKey ?? FAKE_BACKEND_VALID_API_KEY;
@@ -227,7 +239,7 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
     };
     instances.set(instanceId, instance);
     const data: JobProvisioningData = {
-      backend: FAKE_BACKEND_TYPE,
+      backend: backendType,
       instance_type: offer.instance,
       instance_id: instanceId,
       hostname: null,
@@ -244,15 +256,19 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
   };
 
   class FakeCompute implements ComputeWithCreateInstance {
-    readonly type = FAKE_BACKEND_TYPE;
+    readonly type = backendType;
     readonly capabilities = capabilities;
     constructor(readonly config: FakeBackendConfig) {}
 
     async getOffers(requirements: Requirements): Promise<InstanceOfferWithAvailability[]> {
       record('getOffers', [requirements]);
-      return fakeOffers(FAKE_BACKEND_TYPE, capacity, requirements, this.config.regions).map((offer) =>
-        computeKind === 'container' ? { ...offer, instance_runtime: 'runner' } : offer,
-      );
+      const offers: InstanceOfferWithAvailability[] = fakeOffers(
+        backendType,
+        capacity,
+        requirements,
+        this.config.regions,
+      ).map((offer) => (computeKind === 'container' ? { ...offer, instance_runtime: 'runner' } : offer));
+      return options.offerOrder === 'price-descending' ? offers.reverse() : offers;
     }
 
     async runJob(params: RunJobParams): Promise<JobProvisioningData> {
@@ -320,30 +336,30 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
   }
 
   const plugin = defineBackendPlugin<FakeBackendConfigWithCreds, FakeBackendConfigWithoutCreds>({
-    type: FAKE_BACKEND_TYPE,
+    type: backendType,
     computeKind,
     capabilities,
-    configSchemas: fakeBackendConfigModels,
+    configSchemas: configModels,
     createConfigurator: () => ({
-      type: FAKE_BACKEND_TYPE,
+      type: backendType,
       async validateConfig(config) {
         if (config.creds.api_key !== validApiKey) {
           throw new InvalidCredentialsError([['creds', 'api_key']]);
         }
       },
       async createBackend(projectName, configWithCreds) {
-        const { config, auth } = fakeBackendConfigModels.splitCreds(configWithCreds);
-        return fakeBackendConfigModels.toRecord(
+        const { config, auth } = configModels.splitCreds(configWithCreds);
+        return configModels.toRecord(
           { ...config, regions: config.regions ?? ['fake-region-1'], project_name: projectName },
           auth,
         );
       },
       getBackendConfigWithCreds: (record: StoredBackendRecord) =>
-        fakeBackendConfigModels.configWithCredsFromRecord(record),
+        configModels.configWithCredsFromRecord(record),
       getBackendConfigWithoutCreds: (record: StoredBackendRecord) =>
-        fakeBackendConfigModels.configWithoutCredsFromRecord(record),
+        configModels.configWithoutCredsFromRecord(record),
       async getCompute(record: StoredBackendRecord) {
-        return new FakeCompute(fakeBackendConfigModels.configFromRecord(record));
+        return new FakeCompute(configModels.configFromRecord(record));
       },
     }),
   }) as BackendPlugin;

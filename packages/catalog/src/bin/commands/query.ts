@@ -1,5 +1,11 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { bundledSource, Catalog, directorySource, urlSource } from '../../catalog.js';
+import {
+  bundledSource,
+  Catalog,
+  directorySource,
+  type OnlineCatalogProvider,
+  urlSource,
+} from '../../catalog.js';
 import type { QueryFilter } from '../../catalog-item.js';
 import { type CatalogWarning, logCatalogWarning } from '../../csv/catalog-csv.js';
 import { describeError } from '../../errors.js';
@@ -118,10 +124,18 @@ Examples:
       const filter = queryOptionsToFilter(options);
       if (options.catalogDir && options.catalogUrl)
         throw usageError('use either --catalog-dir or --catalog-url, not both');
+      // Online providers (a marketplace such as Vast.ai) are asked live, only when named.
+      const onlineProviders: OnlineCatalogProvider[] = [];
+      for (const name of filter.provider ?? []) {
+        const online = await loadOnlineProvider(name);
+        if (online) onlineProviders.push(online);
+      }
+      // Named offline providers are the only ones downloaded.
+      const offlineNames = filter.provider?.filter((name) => !onlineProviders.some((p) => p.name === name));
       const source = options.catalogDir
         ? directorySource(options.catalogDir)
         : options.catalogUrl
-          ? urlSource(options.catalogUrl)
+          ? urlSource(options.catalogUrl, offlineNames?.length ? { providers: offlineNames } : {})
           : bundledSource();
       const catalog = new Catalog({
         source,
@@ -129,11 +143,7 @@ Examples:
         onWarning: (warning: CatalogWarning) => logCatalogWarning(warning),
         onError: (error) => process.stderr.write(`warning: ${describeError(error)}\n`),
       });
-      // Online providers (a marketplace such as Vast.ai) are asked live, only when named.
-      for (const name of filter.provider ?? []) {
-        const online = await loadOnlineProvider(name);
-        if (online) catalog.addProvider(online);
-      }
+      for (const online of onlineProviders) catalog.addProvider(online);
       await catalog.load();
       const known = catalog.providers().map((provider) => provider.name);
       if (known.length === 0) throw usageError(`no catalog files ({provider}.csv) in ${source.description}`);

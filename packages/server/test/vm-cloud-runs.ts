@@ -6,7 +6,7 @@
  * bridge). The server reaches the shim over SSH with the project key and the task runs. A cloud's
  * test file says how its emulator is started and how a fault or a preemption is injected.
  */
-import { DockerEmulatedHosts, type ShimTarballServer, serveShimTarball } from '@dstack/testing/emulators';
+import { DockerEmulatedHosts, type AgentRuntimeServer, serveAgentRuntime } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { deleteFleet, gpuTask, planJob, provisionedInstance } from './cloud-run-helpers.js';
 import { dockerMissing, hostsLeft } from './emulated-hosts-harness.js';
@@ -60,14 +60,14 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
 
   describeEachDatabase.skipIf(dockerMissing)(`a task on the emulated ${cloud}`, (databaseUrl) => {
     let hosts: DockerEmulatedHosts;
-    let tarball: ShimTarballServer;
+    let tarball: AgentRuntimeServer;
     let emulator: EmulatedVmCloud;
     let harness: HarnessServer;
     const temp = makeTempDir();
 
     beforeAll(async () => {
       hosts = new DockerEmulatedHosts({ emulator: emulatorName });
-      tarball = await serveShimTarball(hosts);
+      tarball = await serveAgentRuntime(hosts);
       emulator = await scenarios.start(hosts, scenarios.regions);
       harness = await startHarnessServer({
         dir: temp.dir,

@@ -19,7 +19,7 @@ import {
   awsEmulatorServerConfig,
   DockerEmulatedHosts,
   gcpEmulatorServerConfig,
-  serveShimTarball,
+  serveAgentRuntime,
   startAwsEmulator,
   startGcpEmulator,
 } from '../src/emulators/index.js';
@@ -324,8 +324,8 @@ describe('packed install of the server, the CLI and one backend', () => {
     const home = join(workDir, `home-${options.name}`);
     mkdirSync(join(home, 'server'), { recursive: true });
     const hosts = new DockerEmulatedHosts({ emulator: `${options.name}-packed` });
-    // The hosts install the very shim tarball the server came with.
-    const shim = await serveShimTarball(hosts, { tarball: tarballOf('shim') });
+    // The hosts install the very agent runtime tarball of the release the server came with.
+    const shim = await serveAgentRuntime(hosts, { tarball: tarballOf('runner-runtime-linux-x64') });
     const cloud = await options.startCloud(hosts);
     const runName = `packed-${options.name}`;
     let fleetsGone = false;

@@ -16,11 +16,8 @@ const run = promisify(execFile);
 /** The package a release publishes the x86_64 agent runtime in (core's `agentRuntimeTarballUrl()`). */
 export const AGENT_RUNTIME_PACKAGE = '@dstack/runner-runtime-linux-x64';
 
-export interface AgentRuntimeServer {
-  /** The tarball's URL, for `DSTACK_SHIM_DOWNLOAD_URL` / `agent_download_url`. */
-  readonly url: string;
-  close(): Promise<void>;
-}
+/** The tarball's `url` is for `DSTACK_SHIM_DOWNLOAD_URL` / `agent_download_url`. */
+export type AgentRuntimeServer = ServedFile;
 
 /** The address this machine has on a Docker network (its gateway), which the network's hosts reach. */
 export async function bridgeGateway(network: string): Promise<string> {
@@ -54,8 +51,7 @@ export async function serveAgentRuntime(
 ): Promise<AgentRuntimeServer> {
   await hosts.prepare();
   const host = await bridgeGateway(hosts.network);
-  const served: ServedFile = options.tarball
-    ? await serveFile(options.tarball, host)
-    : await servePackedWorkspacePackage(AGENT_RUNTIME_PACKAGE, host);
-  return served;
+  return options.tarball
+    ? serveFile(options.tarball, host)
+    : servePackedWorkspacePackage(AGENT_RUNTIME_PACKAGE, host);
 }

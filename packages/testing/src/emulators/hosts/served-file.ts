@@ -17,6 +17,8 @@ const run = promisify(execFile);
 export interface ServedFile {
   /** `http://<host>:<port>/<the file's name>`. */
   readonly url: string;
+  /** From now on every download is answered with this HTTP status (a broken mirror); null: served again. */
+  failDownloads(status: number | null): void;
   close(): Promise<void>;
 }
 
@@ -27,7 +29,12 @@ export interface ServedFile {
  */
 export async function serveFile(path: string, host: string): Promise<ServedFile> {
   const name = basename(path);
+  let failure: number | null = null;
   const server = createServer((request, response) => {
+    if (failure !== null) {
+      response.writeHead(failure).end();
+      return;
+    }
     if (request.url !== `/${name}`) {
       response.writeHead(404).end();
       return;
@@ -60,6 +67,9 @@ export async function serveFile(path: string, host: string): Promise<ServedFile>
   const hostInUrl = host.includes(':') ? `[${host}]` : host;
   return {
     url: `http://${hostInUrl}:${address.port}/${name}`,
+    failDownloads(status) {
+      failure = status;
+    },
     async close() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
@@ -102,6 +112,7 @@ export async function servePackedWorkspacePackage(name: string, host: string): P
   }
   return {
     url: served.url,
+    failDownloads: (status) => served.failDownloads(status),
     async close() {
       await served.close();
       await packed.remove();

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds dstack-test/emulated-host:latest, the image of the hosts a cloud emulator boots (one
+# Builds dstack-test/emulated-host:<hash of this script and the boot script>, the image of the
+# hosts a cloud emulator boots (one
 # container per instance), without any network: a root filesystem assembled from this machine's
 # files and imported with `docker import`, as packages/shim/test-image/build-test-image.sh does.
 #
@@ -14,10 +15,10 @@
 #
 # Usage: build-host-image.sh [--force]
 #   --force   rebuild even when the image already exists and was built from these scripts
-# Env: DSTACK_EMULATED_HOST_IMAGE (default dstack-test/emulated-host:latest).
+# Env: DSTACK_EMULATED_HOST_IMAGE (default dstack-test/emulated-host:<build hash>, the name
+#      emulated-host-image.ts computes the same way).
 set -euo pipefail
 
-image="${DSTACK_EMULATED_HOST_IMAGE:-dstack-test/emulated-host:latest}"
 force=0
 for arg in "$@"; do
   case "$arg" in
@@ -40,6 +41,7 @@ docker info >/dev/null 2>&1 || fail "the Docker daemon does not answer (run scri
 
 # The image records which build it came from, so a changed script or boot script rebuilds it.
 build_hash="$(cat "${BASH_SOURCE[0]}" "$boot_script" | sha256sum | cut -c1-16)"
+image="${DSTACK_EMULATED_HOST_IMAGE:-dstack-test/emulated-host:$build_hash}"
 existing_hash="$(docker image inspect -f '{{index .Config.Labels "dev.dstack.emulated-host-image"}}' "$image" 2>/dev/null || true)"
 if [ "$force" -eq 0 ] && [ "$existing_hash" = "$build_hash" ]; then
   echo "build-host-image: $image already exists" >&2

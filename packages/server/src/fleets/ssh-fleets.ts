@@ -8,6 +8,7 @@
  * shim and removes its home (see the instance pipeline).
  */
 import { randomUUID } from 'node:crypto';
+import { posix } from 'node:path';
 import {
   ConfigurationError,
   type InstanceOfferWithAvailability,
@@ -45,7 +46,7 @@ import { nextInstanceNum } from './instance-launch.js';
 /**
  * Where shims live on SSH fleet hosts, one directory per instance; relative paths are under
  * the SSH user's home. Default `.dstack/ssh-fleet`; `DSTACK_SERVER_SSH_FLEET_DIR` overrides it.
- * The agent runtime the shims start from is kept in its `agent-runtime/<key>`.
+ * The agent runtime the shims start from is kept beside it, in `agent-runtime/<key>`.
  */
 export const DEFAULT_SSH_FLEET_HOST_DIR = '.dstack/ssh-fleet';
 
@@ -180,9 +181,13 @@ function hostDirectory(instanceId: string): string {
   return `${process.env.DSTACK_SERVER_SSH_FLEET_DIR || DEFAULT_SSH_FLEET_HOST_DIR}/${instanceId}`;
 }
 
-/** Where hosts keep the agent runtime the shims start from, shared by their instances and kept after them. */
+/**
+ * Where hosts keep the agent runtime the shims start from, shared by their instances and kept
+ * after them: `agent-runtime` beside the instances' directory (`.dstack/agent-runtime`).
+ */
 function hostAgentRuntimeDirectory(): string {
-  return `${process.env.DSTACK_SERVER_SSH_FLEET_DIR || DEFAULT_SSH_FLEET_HOST_DIR}/agent-runtime`;
+  const fleetDirectory = process.env.DSTACK_SERVER_SSH_FLEET_DIR || DEFAULT_SSH_FLEET_HOST_DIR;
+  return posix.join(posix.dirname(fleetDirectory), 'agent-runtime');
 }
 
 function deployError(host: SshFleetHost, error: unknown): ConfigurationError {

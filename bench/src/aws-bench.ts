@@ -19,9 +19,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { type RunningServer, startServer } from '@dstack/server';
 import {
+  type AgentRuntimeServer,
   type AwsEmulator,
   DockerEmulatedHosts,
-  type AgentRuntimeServer,
   serveAgentRuntime,
   startAwsEmulator,
 } from '@dstack/testing/emulators';

@@ -12,10 +12,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Fleet } from '@dstack/core';
 import {
+  type AgentRuntimeServer,
   type AwsEmulator,
   awsEmulatorServerConfig,
   DockerEmulatedHosts,
-  type AgentRuntimeServer,
   serveAgentRuntime,
   startAwsEmulator,
 } from '@dstack/testing/emulators';

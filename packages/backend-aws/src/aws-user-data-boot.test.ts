@@ -8,7 +8,13 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { generateEd25519KeyPair, RequirementsSchema, VM_AGENT_RUNTIME_DIRECTORY } from '@dstack/core';
+import {
+  AGENT_BOOTSTRAP_FAILURE_MARKER,
+  generateEd25519KeyPair,
+  RequirementsSchema,
+  VM_AGENT_RUNTIME_DIRECTORY,
+  VM_SHIM_LOG,
+} from '@dstack/core';
 import { DSTACK_SHIM_HTTP_PORT } from '@dstack/core/agent-protocol';
 import { type AgentRuntimeServer, DockerEmulatedHosts, serveAgentRuntime } from '@dstack/testing/emulators';
 import { Client } from 'ssh2';
@@ -87,37 +93,8 @@ describe('the VM bootstrap on an emulated EC2 host', () => {
   }, 60_000);
 
   it('authorizes the project key for ubuntu and starts the shim, which requires the token', async () => {
-    // The project key pair, in OpenSSH format (what ssh2, the server's SSH client, reads).
-    const keys = generateEd25519KeyPair();
-    const offers = await compute.getOffers(
-      RequirementsSchema.parse({
-        resources: { cpu: { count: { min: 2 } }, memory: { min: null } },
-        spot: false,
-      }),
-    );
-    const offer = offers.find((each) => each.availability === 'available');
-    if (!offer) throw new Error('no available offer');
     const token = `token-${randomUUID()}`;
-    const started = await compute.createInstance(
-      offer,
-      {
-        project_name: 'main',
-        instance_name: 'boot-0',
-        instance_id: randomUUID(),
-        agent_token: token,
-        agent_download_url: tarball.url,
-        user: 'admin',
-        ssh_keys: [{ public: keys.publicKey }],
-      },
-      null,
-    );
-    let ready = started;
-    for (let attempt = 0; attempt < 600 && ready.hostname == null; attempt++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      ready = await compute.updateProvisioningData(ready, keys);
-    }
-    expect(ready.hostname).toBeTruthy();
-    expect(ready.username).toBe('ubuntu');
+    const { ready, keys, terminate } = await launchHost(token);
 
     // Inside the host: the shim's healthcheck, then /api/tasks without and with the token, asked
     // with the node of the agent runtime the bootstrap installed (the host has none of its own).
@@ -153,6 +130,59 @@ describe('the VM bootstrap on an emulated EC2 host', () => {
     expect(user).toBe('ubuntu');
     expect(JSON.parse(answer ?? '{}')).toEqual({ service: 'dstack-shim', without: 401, withToken: 200 });
 
+    await terminate();
+  }, 240_000);
+
+  it('gives up with the failure marker in the bootstrap log when the shim keeps exiting at its start', async () => {
+    // A token the shim refuses makes it exit at once, every time: the bootstrap stops restarting it.
+    const { ready, keys, terminate } = await launchHost('two words');
+    const result = await execOverSsh(
+      ready.hostname as string,
+      keys.privateKey,
+      `i=0; until grep -q '^${AGENT_BOOTSTRAP_FAILURE_MARKER}' ${VM_SHIM_LOG} 2>/dev/null; do i=$((i+1)); [ $i -gt 600 ] && exit 4; sleep 0.2; done; cat ${VM_SHIM_LOG}`,
+    );
+    expect(result.code, result.stdout).toBe(0);
+    expect(result.stdout).toContain('the agent token must not contain whitespace');
+    expect(result.stdout.trim().split('\n').at(-1)).toBe(
+      `${AGENT_BOOTSTRAP_FAILURE_MARKER} the shim exited 5 times in a row within 10 s of its start`,
+    );
+    await terminate();
+  }, 240_000);
+});
+
+/** Launches an instance with `token` as its agent token and waits for its address. */
+async function launchHost(token: string) {
+  // The project key pair, in OpenSSH format (what ssh2, the server's SSH client, reads).
+  const keys = generateEd25519KeyPair();
+  const offers = await compute.getOffers(
+    RequirementsSchema.parse({
+      resources: { cpu: { count: { min: 2 } }, memory: { min: null } },
+      spot: false,
+    }),
+  );
+  const offer = offers.find((each) => each.availability === 'available');
+  if (!offer) throw new Error('no available offer');
+  const started = await compute.createInstance(
+    offer,
+    {
+      project_name: 'main',
+      instance_name: `boot-${randomUUID().slice(0, 8)}`,
+      instance_id: randomUUID(),
+      agent_token: token,
+      agent_download_url: tarball.url,
+      user: 'admin',
+      ssh_keys: [{ public: keys.publicKey }],
+    },
+    null,
+  );
+  let ready = started;
+  for (let attempt = 0; attempt < 600 && ready.hostname == null; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    ready = await compute.updateProvisioningData(ready, keys);
+  }
+  expect(ready.hostname).toBeTruthy();
+  expect(ready.username).toBe('ubuntu');
+  async function terminate(): Promise<void> {
     await compute.terminateInstance(started.instance_id, started.region);
     // The emulator removes the host once the instance is terminated; let it, before closing the hosts.
     for (let attempt = 0; attempt < 100; attempt++) {
@@ -160,5 +190,6 @@ describe('the VM bootstrap on an emulated EC2 host', () => {
       if (state === 'terminated') break;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-  }, 240_000);
-});
+  }
+  return { ready, keys, terminate };
+}

@@ -19,10 +19,10 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { type RunningServer, startServer } from '@dstack/server';
 import {
+  type AgentRuntimeServer,
   type AwsEmulator,
   DockerEmulatedHosts,
-  type ShimTarballServer,
-  serveShimTarball,
+  serveAgentRuntime,
   startAwsEmulator,
 } from '@dstack/testing/emulators';
 import { printTable, type Row } from './report-table.js';
@@ -292,13 +292,13 @@ async function applyToRunning(server: RunningServer, name: string): Promise<{ ms
 
 async function applyLatency(): Promise<ApplyLatency> {
   const hosts = new DockerEmulatedHosts({ emulator: HOSTS_EMULATOR_NAME });
-  let tarball: ShimTarballServer | undefined;
+  let tarball: AgentRuntimeServer | undefined;
   let emulator: AwsEmulator | undefined;
   let server: RunningServer | undefined;
   const dir = await mkdtemp(path.join(tmpdir(), 'dstack-bench-aws-apply-'));
   const result: ApplyLatency = { toRunning: [], instanceTypes: [] };
   try {
-    tarball = await serveShimTarball(hosts);
+    tarball = await serveAgentRuntime(hosts);
     emulator = await startAwsEmulator({ hosts, regions: REGIONS });
     server = await startServer({
       env: {

@@ -152,7 +152,8 @@ async function callOnce(
     token = await settings.token();
   } catch (error) {
     const message = `Cannot get a GCP access token: ${(error as Error).message}`;
-    if (error instanceof GcpTokenRefusedError) throw new GcpTokenRefusedByEndpointError(message, { cause: error });
+    if (error instanceof GcpTokenRefusedError)
+      throw new GcpTokenRefusedByEndpointError(message, { cause: error });
     throw new GcpTokenError(message, { cause: error });
   }
   let response: Dispatcher.ResponseData;

@@ -9,8 +9,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { CORE_VERSION, RUNTIME_ARCHIVE_ROOTS } from '@dstack/core';
+import { AGENT_RUNTIME_SHIM_FILE, CORE_VERSION, RUNTIME_ARCHIVE_ROOTS } from '@dstack/core';
 import { RUNNER_BUNDLE_PATH, VERSION as RUNNER_VERSION } from '@dstack/runner';
+import { SHIM_BUNDLE_PATH, VERSION as SHIM_VERSION } from '@dstack/shim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
@@ -46,13 +47,14 @@ describe('the published runtime package', () => {
       expect.arrayContaining([
         `${RUNTIME}/bin/node`,
         `${RUNTIME}/runner.mjs`,
+        `${RUNTIME}/${AGENT_RUNTIME_SHIM_FILE}`,
         `${RUNTIME}/dstack-runtime.json`,
         `${RUNTIME}/lib/ld-linux-x86-64.so.2`,
       ]),
     );
   });
 
-  it('starts the runner bundle of this workspace through its own loader once unpacked and made executable', async () => {
+  it('starts the runner and the shim bundles of this workspace through its own loader once unpacked and made executable', async () => {
     const unpacked = join(directory, 'unpacked');
     await mkdir(unpacked);
     await run('tar', ['-xzf', tarball, '-C', unpacked]);
@@ -71,7 +73,22 @@ describe('the published runtime package', () => {
       '--version',
     ]);
     expect(stdout.trim()).toContain(RUNNER_VERSION);
-  }, 60_000);
+    // The shim the VM bootstrap and the SSH deploy start from it, with no node of the host.
+    expect(await readFile(join(root, AGENT_RUNTIME_SHIM_FILE))).toEqual(await readFile(SHIM_BUNDLE_PATH));
+    const shim = await run(
+      join(root, 'lib/ld-linux-x86-64.so.2'),
+      [
+        '--library-path',
+        join(root, 'lib'),
+        '--inhibit-cache',
+        join(root, 'bin/node'),
+        join(root, AGENT_RUNTIME_SHIM_FILE),
+        '--version',
+      ],
+      { env: {} },
+    );
+    expect(shim.stdout.trim()).toBe(SHIM_VERSION);
+  }, 180_000);
 
   it('is released at the version the default download URL names', async () => {
     const manifest = JSON.parse(await readFile(join(packageDirectory, 'package.json'), 'utf8'));

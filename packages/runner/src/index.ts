@@ -13,6 +13,8 @@ export {
   type PreparePortableRuntimeOptions,
   preparePortableRuntime,
   RUNTIME_ARCHIVE_ROOT,
+  RUNTIME_MANIFEST_FILE,
+  RUNTIME_RUNNER_FILE,
   readPortableRuntime,
   runtimeNodeCommand,
   runtimeRunnerCommand,

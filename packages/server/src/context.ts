@@ -51,8 +51,10 @@ export interface ServerSettings {
    */
   backendValidationDeadlineMs?: number;
   /**
-   * `DSTACK_SHIM_DOWNLOAD_URL`: where a cloud VM's cloud-init downloads the shim (a tarball, as
-   * npm packs @dstack/shim). Absent: the npm registry's tarball of the release.
+   * `DSTACK_SHIM_DOWNLOAD_URL`: where a cloud VM's bootstrap downloads the agent runtime (a tarball
+   * as npm packs `@dstack/runner-runtime-linux-x64`: node with its loader and libraries, the shim and
+   * the runner). The server reads it once to learn the sha256 and size the host checks
+   * (`agentDownloadDigest`). Absent: the npm registry's tarball of the release.
    */
   shimDownloadUrl?: string | null;
   /**

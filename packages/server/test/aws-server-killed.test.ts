@@ -12,11 +12,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Fleet } from '@dstack/core';
 import {
+  type AgentRuntimeServer,
   type AwsEmulator,
   awsEmulatorServerConfig,
   DockerEmulatedHosts,
-  type ShimTarballServer,
-  serveShimTarball,
+  serveAgentRuntime,
   startAwsEmulator,
 } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -77,7 +77,7 @@ describeEachDatabase.skipIf(dockerMissing)(
   'a server killed mid-launch on the emulated AWS',
   (databaseUrl) => {
     let hosts: DockerEmulatedHosts;
-    let tarball: ShimTarballServer;
+    let tarball: AgentRuntimeServer;
     let emulator: AwsEmulator;
     const servers: ServerProcess[] = [];
     const temp = makeTempDir('dstack-killed-');
@@ -95,7 +95,7 @@ describeEachDatabase.skipIf(dockerMissing)(
 
     beforeAll(async () => {
       hosts = new DockerEmulatedHosts({ emulator: EMULATOR_NAME });
-      tarball = await serveShimTarball(hosts);
+      tarball = await serveAgentRuntime(hosts);
       emulator = await startAwsEmulator({ hosts, regions: ['us-east-1', 'us-west-2'] });
       writeFileSync(join(temp.dir, 'config.yml'), awsEmulatorServerConfig(emulator));
     }, 300_000);

@@ -17,8 +17,8 @@ import type { Fleet } from '@dstack/core';
 import { ensureRunnerTestImages, RUNNER_BUSYBOX_TEST_IMAGE } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { sshdUnavailableReason, startTestSshd, type TestSshd } from '../src/agents/__fixtures__/test-sshd.js';
+import { installedRuntimeDirectory } from '../src/agents/agent-runtime-archive.js';
 import { generateProjectSshKeyPair } from '../src/agents/ssh-keys.js';
-import { SHIM_BUNDLE_PATH } from '../src/fleets/ssh-fleets.js';
 import { dockerMissing } from './emulated-hosts-harness.js';
 import {
   applyTask,
@@ -35,7 +35,9 @@ vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 type ErrorAnswer = { detail: Array<{ msg: string; code: string; fields?: Array<Array<string | number>> }> };
 
 function skipReason(): string | null {
-  if (!existsSync(SHIM_BUNDLE_PATH)) return `${SHIM_BUNDLE_PATH} is missing: build @dstack/shim first`;
+  if (!existsSync(join(installedRuntimeDirectory(), 'shim.mjs'))) {
+    return 'the agent runtime is not built: build @dstack/runner-runtime-linux-x64 first';
+  }
   if (dockerMissing) return 'Docker does not answer: the shim runs the tasks in their image with it';
   return sshdUnavailableReason();
 }

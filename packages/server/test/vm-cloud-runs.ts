@@ -2,13 +2,14 @@
  * The end-to-end scenarios every VM cloud passes on its emulator, on SQLite and on Postgres: a real
  * server with the cloud's backend package, the emulator (the real SDK or REST client against it),
  * and an emulated host per instance (a Docker container running the exact user data or startup
- * script: it downloads the shim from the server's `DSTACK_SHIM_DOWNLOAD_URL`, served on the hosts'
- * bridge). The server reaches the shim over SSH with the project key and the task runs. A cloud's
+ * script: it downloads the agent runtime from the server's `DSTACK_SHIM_DOWNLOAD_URL`, served on
+ * the hosts' bridge; the hosts have no node). The server reaches the shim over SSH with the project key and the task runs. A cloud's
  * test file says how its emulator is started and how a fault or a preemption is injected.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DockerEmulatedHosts, type ShimTarballServer, serveShimTarball } from '@dstack/testing/emulators';
+import { AGENT_BOOTSTRAP_FAILURE_MARKER } from '@dstack/core';
+import { type AgentRuntimeServer, DockerEmulatedHosts, serveAgentRuntime } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { deleteFleet, gpuTask, planJob, provisionedInstance } from './cloud-run-helpers.js';
@@ -71,14 +72,14 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
 
   describeEachDatabase.skipIf(dockerMissing)(`a task on the emulated ${cloud}`, (databaseUrl) => {
     let hosts: DockerEmulatedHosts;
-    let tarball: ShimTarballServer;
+    let tarball: AgentRuntimeServer;
     let emulator: EmulatedVmCloud;
     let harness: HarnessServer;
     const temp = makeTempDir();
 
     beforeAll(async () => {
       hosts = new DockerEmulatedHosts({ emulator: emulatorName });
-      tarball = await serveShimTarball(hosts);
+      tarball = await serveAgentRuntime(hosts);
       emulator = await scenarios.start(hosts, scenarios.regions);
       harness = await startHarnessServer({
         dir: temp.dir,
@@ -273,5 +274,32 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       if (fleets.body.some((fleet) => fleet.name === runName)) await deleteFleet(harness, runName);
       expect(emulator.runningIds()).toEqual([]);
     }, 420_000);
+
+    it('fails the run soon, with the bootstrap log, when the host cannot download the agent runtime', async (context) => {
+      // What is tested is the host and the server's reading of its log, not the database.
+      if (databaseUrl() !== undefined) context.skip();
+      const runName = `${cloud}-no-agent`;
+      tarball.failDownloads(503);
+      try {
+        await applyTask(harness, gpuTask(runName, ['echo never']));
+        // The bootstrap gives up after its tries (about a minute); the server reads why at once,
+        // far before the 10-minute provisioning timeout.
+        const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 150_000);
+        expect(finished.status).not.toBe('done');
+        const message = finished.jobs[0]?.job_submissions.at(-1)?.termination_reason_message ?? '';
+        expect(message).toContain("the instance's bootstrap failed: cannot download the agent runtime");
+        expect(message).toContain(
+          `${AGENT_BOOTSTRAP_FAILURE_MARKER} cannot download the agent runtime from ${tarball.url}`,
+        );
+      } finally {
+        tarball.failDownloads(null);
+      }
+      await deleteFleet(harness, runName).catch(() => undefined);
+      await waitFor(
+        'the instances to be gone',
+        () => (emulator.runningIds().length === 0 ? true : null),
+        120_000,
+      );
+    }, 300_000);
   });
 }

@@ -1,23 +1,24 @@
 #!/usr/bin/env bash
-# Builds dstack-test/emulated-host:latest, the image of the hosts a cloud emulator boots (one
+# Builds dstack-test/emulated-host:<hash of this script and the boot script>, the image of the
+# hosts a cloud emulator boots (one
 # container per instance), without any network: a root filesystem assembled from this machine's
 # files and imported with `docker import`, as packages/shim/test-image/build-test-image.sh does.
 #
 # The image is a small VM as the server sees one over SSH: OpenSSH's sshd (with sftp-server and
 # ssh-keygen, host keys made at boot), a static busybox for the POSIX shell and coreutils the
 # server's deploy runs (uname, nproc, df, awk, mkdir, cat, nohup, kill, tr, grep, tail, ...),
-# bash, this machine's node at /usr/bin/node, a root user with /root, the default user `ubuntu`
+# bash, a root user with /root, the default user `ubuntu`
 # (uid 1000, /home/ubuntu; cloud-config `ssh_authorized_keys` go to it, as on Ubuntu's cloud
 # images, where dstack's AWS backend logs in as `ubuntu`), and the boot script that
-# stands in for cloud-init (emulated-host-boot.sh, next to this script).
+# stands in for cloud-init (emulated-host-boot.sh, next to this script). No node, as on the images
+# users boot (Ubuntu's, AWS's Deep Learning AMIs, GCP's): the VM bootstrap brings its own.
 #
 # Usage: build-host-image.sh [--force]
 #   --force   rebuild even when the image already exists and was built from these scripts
-# Env: DSTACK_EMULATED_HOST_IMAGE (default dstack-test/emulated-host:latest),
-#      NODE_BINARY (default: node on PATH).
+# Env: DSTACK_EMULATED_HOST_IMAGE (default dstack-test/emulated-host:<build hash>, the name
+#      emulated-host-image.ts computes the same way).
 set -euo pipefail
 
-image="${DSTACK_EMULATED_HOST_IMAGE:-dstack-test/emulated-host:latest}"
 force=0
 for arg in "$@"; do
   case "$arg" in
@@ -40,6 +41,7 @@ docker info >/dev/null 2>&1 || fail "the Docker daemon does not answer (run scri
 
 # The image records which build it came from, so a changed script or boot script rebuilds it.
 build_hash="$(cat "${BASH_SOURCE[0]}" "$boot_script" | sha256sum | cut -c1-16)"
+image="${DSTACK_EMULATED_HOST_IMAGE:-dstack-test/emulated-host:$build_hash}"
 existing_hash="$(docker image inspect -f '{{index .Config.Labels "dev.dstack.emulated-host-image"}}' "$image" 2>/dev/null || true)"
 if [ "$force" -eq 0 ] && [ "$existing_hash" = "$build_hash" ]; then
   echo "build-host-image: $image already exists" >&2
@@ -59,14 +61,12 @@ keygen_path="$(command -v ssh-keygen || true)"
 openssh_libexec=/usr/lib/openssh
 [ -d "$openssh_libexec" ] || fail "$openssh_libexec (sftp-server) is missing"
 bash_path="$(command -v bash)"
-node_binary="${NODE_BINARY:-$(command -v node)}"
-[ -x "$node_binary" ] || fail "node binary not found (set NODE_BINARY)"
 
 rootfs="$(mktemp -d /tmp/dstack-emulated-host.XXXXXX)"
 trap 'rm -rf "$rootfs"' EXIT
 
 mkdir -p "$rootfs"/{bin,sbin,usr/bin,usr/sbin,usr/local/bin,usr/lib,etc/ssh,root,home/ubuntu,tmp,var/tmp,var/log,run/sshd,proc,sys,dev}
-mkdir -p "$rootfs"/var/lib/cloud/instance/scripts
+mkdir -p "$rootfs"/var/lib/cloud/instance/scripts "$rootfs"/var/lib/cloud/scripts/per-boot
 chmod 1777 "$rootfs/tmp" "$rootfs/var/tmp"
 chmod 700 "$rootfs/root"
 chmod 755 "$rootfs/run/sshd"
@@ -80,12 +80,11 @@ done
 ln -sf ../../bin/busybox "$rootfs/usr/bin/env"
 
 # The binaries, then every library they link against at the path the loader looks for it.
-binaries=("$sshd_path" "$keygen_path" "$bash_path" "$node_binary")
+binaries=("$sshd_path" "$keygen_path" "$bash_path")
 cp "$sshd_path" "$rootfs/usr/sbin/sshd"
 cp "$keygen_path" "$rootfs/usr/bin/ssh-keygen"
 cp "$bash_path" "$rootfs/bin/bash"
 ln -sf ../../bin/bash "$rootfs/usr/bin/bash"
-cp "$node_binary" "$rootfs/usr/bin/node"
 mkdir -p "$rootfs$openssh_libexec"
 for helper in "$openssh_libexec"/*; do
   [ -f "$helper" ] && [ -x "$helper" ] || continue

@@ -3,7 +3,8 @@
 # for cloud-init. The emulator copies the instance's user data into /var/lib/cloud/instance
 # before the container starts: user-data.txt (the exact bytes the backend sent), early.sh (what
 # cloud-init does before sshd: write_files, ssh_authorized_keys) and scripts/* (what it runs late
-# in boot: a user-data shell script, or runcmd). Output goes to /var/log/cloud-init-output.log,
+# in boot: a user-data shell script, or runcmd); scripts in /var/lib/cloud/scripts/per-boot run
+# late too, first. Output goes to /var/log/cloud-init-output.log,
 # as on a real instance. sshd then runs in the foreground for the container's lifetime.
 set -u
 
@@ -42,10 +43,12 @@ if [ -f "$instance/early.sh" ]; then
     || echo "emulated-host-boot: early.sh failed with status $?" >>"$log"
 fi
 
-# Late scripts run beside sshd, as cloud-init's final stage runs after ssh.service is up.
+# Late scripts run beside sshd, as cloud-init's final stage runs after ssh.service is up: the
+# per-boot scripts (written by write_files, say) first, then the instance's (runcmd), as
+# cloud-init's scripts_per_boot comes before scripts_user.
 (
   cd /root || exit 1
-  for script in "$instance"/scripts/*; do
+  for script in /var/lib/cloud/scripts/per-boot/* "$instance"/scripts/*; do
     [ -f "$script" ] || continue
     chmod 700 "$script"
     "$script" </dev/null

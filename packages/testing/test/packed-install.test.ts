@@ -19,14 +19,17 @@ import {
   awsEmulatorServerConfig,
   DockerEmulatedHosts,
   gcpEmulatorServerConfig,
-  serveShimTarball,
+  serveAgentRuntime,
   startAwsEmulator,
   startGcpEmulator,
 } from '../src/emulators/index.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
-/** The server and the CLI, and what they depend on in the workspace. */
-const SERVER_AND_CLI = ['core', 'catalog', 'runner', 'shim', 'server', 'cli'];
+/**
+ * The server and the CLI, and what they depend on in the workspace (the agent runtime is the
+ * server's optional dependency, which it copies to SSH fleet hosts).
+ */
+const SERVER_AND_CLI = ['core', 'catalog', 'runner', 'shim', 'runner-runtime-linux-x64', 'server', 'cli'];
 /** What a user installs for the embedded default. */
 const WITH_LOCAL = [...SERVER_AND_CLI, 'backend-local'];
 const INSTALL_TIMEOUT_MS = 15 * 60_000;
@@ -324,8 +327,8 @@ describe('packed install of the server, the CLI and one backend', () => {
     const home = join(workDir, `home-${options.name}`);
     mkdirSync(join(home, 'server'), { recursive: true });
     const hosts = new DockerEmulatedHosts({ emulator: `${options.name}-packed` });
-    // The hosts install the very shim tarball the server came with.
-    const shim = await serveShimTarball(hosts, { tarball: tarballOf('shim') });
+    // The hosts install the very agent runtime tarball of the release the server came with.
+    const shim = await serveAgentRuntime(hosts, { tarball: tarballOf('runner-runtime-linux-x64') });
     const cloud = await options.startCloud(hosts);
     const runName = `packed-${options.name}`;
     let fleetsGone = false;

@@ -197,8 +197,8 @@ describe('changesets configuration', () => {
   it('versions packages independently, publicly, and leaves private tooling alone', () => {
     const config = JSON.parse(readFileSync(join(root, '.changeset/config.json'), 'utf8'));
     expect(config).toMatchObject({
-      // But for core and the agents: the default download URLs of the shim and the runner's
-      // runtime (core's shimTarballUrl, runnerRuntimeTarballUrl) carry core's version.
+      // But for core and the agents: the default download URL of the agent runtime (core's
+      // agentRuntimeTarballUrl, runnerRuntimeTarballUrl) carries core's version.
       fixed: [['@dstack/core', '@dstack/runner', '@dstack/runner-runtime-linux-x64', '@dstack/shim']],
       linked: [],
       access: 'public',

@@ -98,11 +98,14 @@ export interface RunJobParams {
    */
   agentToken: string;
   /**
-   * Where a VM's cloud-init downloads the shim (a tarball URL; see `buildVmUserData`), from the
-   * server's setting. VM backends pass it on as `InstanceConfiguration.agent_download_url`
-   * (`runJobWithCreateInstance` does). Absent: the npm tarball of @dstack/shim at core's version.
+   * Where a VM's bootstrap downloads the agent runtime (a tarball URL; see `buildVmUserData`), from
+   * the server's setting, with its sha256 and size when the server knows them. VM backends pass
+   * them on as `InstanceConfiguration.agent_download_*` (`runJobWithCreateInstance` does). Absent:
+   * the npm tarball of the agent runtime package at core's version, unverified.
    */
   agentDownloadUrl?: string | null;
+  agentDownloadSha256?: string | null;
+  agentDownloadSize?: number | null;
   /**
    * Where a container backend's entrypoint downloads the runner's portable runtime (a `.tar.gz`,
    * see `buildContainerEntrypoint`), from the server's setting (`DSTACK_RUNNER_DOWNLOAD_URL`).

@@ -21,6 +21,8 @@ export function runJobWithCreateInstance(
     instance_id: params.instanceId,
     agent_token: params.agentToken,
     agent_download_url: params.agentDownloadUrl ?? null,
+    agent_download_sha256: params.agentDownloadSha256 ?? null,
+    agent_download_size: params.agentDownloadSize ?? null,
     user: run.user,
     ssh_keys: [{ public: params.projectSshPublicKey.trim() }],
     volumes: [...params.volumes],

@@ -2,11 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { DSTACK_SHIM_HTTP_PORT } from '../agent-protocol/ports.js';
 import { VERSION } from '../version.js';
+import { AGENT_RUNTIME_SHIM_FILE, agentRuntimeTarballUrl } from './agent-runtime-install.js';
 import {
   buildVmUserData,
   MAX_VM_USER_DATA_BYTES,
-  SHIM_TARBALL_BUNDLE_PATH,
-  shimTarballUrl,
+  VM_PER_BOOT_SCRIPT,
+  VM_SHIM_LOG,
   VM_SHIM_START_SCRIPT,
   VM_SHIM_TOKEN_FILE,
 } from './vm-user-data.js';
@@ -19,7 +20,7 @@ const config = {
 interface CloudConfig {
   ssh_authorized_keys: string[];
   write_files: { path: string; content: string; permissions: string }[];
-  runcmd: string[][];
+  runcmd?: unknown;
 }
 
 function parsed(userData: string): CloudConfig {
@@ -35,13 +36,26 @@ describe('buildVmUserData', () => {
     const token = cloudConfig.write_files.find((file) => file.path === VM_SHIM_TOKEN_FILE);
     expect(token).toMatchObject({ content: 'token-xyz', permissions: '0600' });
     const script = cloudConfig.write_files.find((file) => file.path === VM_SHIM_START_SCRIPT)?.content ?? '';
-    expect(script).toContain(`url='${shimTarballUrl(VERSION)}'`);
-    expect(script).toContain(SHIM_TARBALL_BUNDLE_PATH);
+    expect(script).toContain(`url='${agentRuntimeTarballUrl(VERSION)}'`);
+    expect(script).toContain(`"$root/${AGENT_RUNTIME_SHIM_FILE}"`);
     expect(script).toContain(`--http-port ${DSTACK_SHIM_HTTP_PORT}`);
+    expect(script).toContain('--runtime auto --runner-runtime "$root"');
     expect(script).toContain(`--token-file ${VM_SHIM_TOKEN_FILE}`);
+    // The image's node is never asked for: the runtime brings its own.
+    expect(script).not.toMatch(/command -v node|\bnode \$/);
     // The token never reaches a command line.
     expect(script).not.toContain('token-xyz');
-    expect(cloudConfig.runcmd[0]?.join(' ')).toContain(VM_SHIM_START_SCRIPT);
+    // Started at every boot (a reboot resumes or reuses the download), not once per instance.
+    expect(cloudConfig.runcmd).toBeUndefined();
+    const perBoot = cloudConfig.write_files.find((file) => file.path === VM_PER_BOOT_SCRIPT);
+    expect(perBoot?.content).toContain(`nohup ${VM_SHIM_START_SCRIPT} >>${VM_SHIM_LOG}`);
+  });
+
+  it('passes the digest the server knows to the host, which checks it', () => {
+    const sha256 = 'a'.repeat(64);
+    const userData = buildVmUserData({ ...config, agent_download_sha256: sha256, agent_download_size: 4242 });
+    const script = parsed(userData).write_files[1]?.content ?? '';
+    expect(script).toContain(`sha=${sha256} size=4242`);
   });
 
   it('downloads from agent_download_url when given, and is the same bytes for the same config', () => {
@@ -51,8 +65,10 @@ describe('buildVmUserData', () => {
     expect(buildVmUserData(withUrl)).toBe(buildVmUserData(withUrl));
   });
 
-  it('defaults to the npm tarball of @dstack/shim at core’s version', () => {
-    expect(shimTarballUrl('1.2.3')).toBe('https://registry.npmjs.org/@dstack/shim/-/shim-1.2.3.tgz');
+  it('defaults to the npm tarball of the agent runtime package at core’s version', () => {
+    expect(agentRuntimeTarballUrl('1.2.3')).toBe(
+      'https://registry.npmjs.org/@dstack/runner-runtime-linux-x64/-/runner-runtime-linux-x64-1.2.3.tgz',
+    );
   });
 
   it('refuses user data over the EC2 limit', () => {
@@ -62,6 +78,6 @@ describe('buildVmUserData', () => {
     expect(() => buildVmUserData({ ...config, ssh_keys: keys })).toThrow(
       `${MAX_VM_USER_DATA_BYTES}-byte limit`,
     );
-    expect(Buffer.byteLength(buildVmUserData(config))).toBeLessThan(4096);
+    expect(Buffer.byteLength(buildVmUserData(config))).toBeLessThan(6 * 1024);
   });
 });

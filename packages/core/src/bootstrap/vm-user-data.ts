@@ -1,16 +1,22 @@
 /**
  * The VM bootstrap every VM backend sends as user data (dstack's `get_user_data`): cloud-init
  * `#cloud-config` that authorizes the project key on the image's default user, writes the
- * instance's agent token to a root-only file, and starts a script that downloads the shim (one
- * npm tarball, unpacked; its single-file bundle runs on the host's `node`) and keeps it running
- * on the shim port, restarting it as dstack's `while true; do dstack-shim; sleep 3; done` does.
- * The same bytes for every backend, so one emulated host test covers them all.
+ * instance's agent token to a root-only file, and a script that cloud-init runs at every boot
+ * (`scripts/per-boot`): it downloads the agent runtime (node with its own loader and libraries, the
+ * shim and the runner; see `agent-runtime-install.ts`), verifies and keeps it, and keeps the shim
+ * running from it on the shim port, restarting it as dstack's `while true; do dstack-shim; sleep 3;
+ * done` does. The image needs no node: a POSIX shell, tar, and curl or wget. The same bytes for
+ * every backend, so one emulated host test covers them all.
  */
 import { stringify } from 'yaml';
 import { DSTACK_SHIM_HTTP_PORT } from '../agent-protocol/ports.js';
 import type { InstanceConfiguration } from '../models/instances.js';
-import { VERSION } from '../version.js';
-import { shellQuote } from './shell-quote.js';
+import {
+  AGENT_RUNTIME_SHIM_FILE,
+  type AgentRuntimeDownload,
+  agentRuntimeInstallLines,
+  agentRuntimeTarballUrl,
+} from './agent-runtime-install.js';
 
 /** EC2 refuses user data over 16 KB (before base64); GCP and others allow more. */
 export const MAX_VM_USER_DATA_BYTES = 16 * 1024;
@@ -22,48 +28,32 @@ export const VM_SHIM_TOKEN_FILE = '/root/.dstack/shim-token';
 /** The script that fetches and runs the shim; its output goes to `VM_SHIM_LOG`. */
 export const VM_SHIM_START_SCRIPT = '/usr/local/lib/dstack/start-shim.sh';
 export const VM_SHIM_LOG = '/var/log/dstack-shim.log';
-/** Where the tarball is unpacked (npm tarballs hold everything under `package/`). */
-export const VM_SHIM_DIRECTORY = '/opt/dstack/shim';
-/** The bundle inside the @dstack/shim tarball (its `scripts/bundle.mjs` output, shipped in `dist`). */
-export const SHIM_TARBALL_BUNDLE_PATH = 'package/dist/dstack-shim.bundle.mjs';
-/** The runner's bundle next to it, which the shim's Docker runtime puts into containers. */
-export const SHIM_TARBALL_RUNNER_BUNDLE_PATH = 'package/dist/dstack-runner.bundle.mjs';
-
-/** The npm registry tarball of @dstack/shim at `version`: the default download location. */
-export function shimTarballUrl(version: string = VERSION): string {
-  return `https://registry.npmjs.org/@dstack/shim/-/shim-${version}.tgz`;
-}
+/** Where the agent runtime is downloaded and unpacked (kept across reboots). */
+export const VM_AGENT_RUNTIME_DIRECTORY = '/opt/dstack/agent';
+/** cloud-init runs the scripts in this directory at every boot, the first one included. */
+export const VM_PER_BOOT_SCRIPT = '/var/lib/cloud/scripts/per-boot/dstack-shim';
+/** The shim's restarts that come this soon after its start count as failing to start. */
+const SHIM_QUICK_EXIT_SECONDS = 10;
+/** After this many such restarts in a row the bootstrap gives up with the failure marker. */
+const SHIM_QUICK_EXITS = 5;
 
 /**
- * The start script: download (curl or wget, a bounded number of tries), unpack, run in a loop.
- * The shim's runtime is `auto`: jobs run in their images where the VM image has Docker (as
- * dstack's VM images do), and as processes, refusing an image, where it has not.
+ * The start script: get the runtime, then run the shim from it in a loop. The shim's runtime is
+ * `auto`: jobs run in their images where the VM image has Docker (as dstack's VM images do), and as
+ * processes, refusing an image, where it has not; its Docker runtime mounts this same runtime
+ * (`--runner-runtime`) into containers.
  */
-function startShimScript(downloadUrl: string): string {
-  const bundle = `${VM_SHIM_DIRECTORY}/${SHIM_TARBALL_BUNDLE_PATH}`;
-  const runnerBundle = `${VM_SHIM_DIRECTORY}/${SHIM_TARBALL_RUNNER_BUNDLE_PATH}`;
+function startShimScript(download: AgentRuntimeDownload): string {
   return `#!/bin/sh
-# dstack VM bootstrap: fetch the shim and keep it running (written by cloud-init).
-url=${shellQuote(downloadUrl)}
-dir=${VM_SHIM_DIRECTORY}
-mkdir -p "$dir" ${VM_SHIM_HOME}
-fetch() {
-  if command -v curl >/dev/null 2>&1; then curl -fsSL --retry 3 -o "$2" "$1"
-  elif command -v wget >/dev/null 2>&1; then wget -q -O "$2" "$1"
-  else echo "dstack: neither curl nor wget on this host" >&2; return 1
-  fi
-}
-tries=0
-until fetch "$url" "$dir/shim.tgz" && tar -xzf "$dir/shim.tgz" -C "$dir" && [ -f ${bundle} ]; do
-  tries=$((tries + 1))
-  if [ "$tries" -ge 30 ]; then echo "dstack: cannot download the shim from $url" >&2; exit 1; fi
-  sleep 5
-done
-if ! command -v node >/dev/null 2>&1; then echo "dstack: node is not on this image" >&2; exit 1; fi
-export DSTACK_SHIM_HOME=${VM_SHIM_HOME}
-export DSTACK_SHIM_HTTP_PORT=${DSTACK_SHIM_HTTP_PORT}
+# dstack VM bootstrap: get the agent runtime and keep the shim running (written by cloud-init).
+${agentRuntimeInstallLines(download, VM_AGENT_RUNTIME_DIRECTORY)}mkdir -p ${VM_SHIM_HOME}
+export DSTACK_SHIM_HOME=${VM_SHIM_HOME} DSTACK_SHIM_HTTP_PORT=${DSTACK_SHIM_HTTP_PORT}
+quick=0
 while true; do
-  node ${bundle} --home ${VM_SHIM_HOME} --http-port ${DSTACK_SHIM_HTTP_PORT} --runtime auto --runner-bundle ${runnerBundle} --token-file ${VM_SHIM_TOKEN_FILE}
+  t=$(date +%s)
+  "$@" "$root/${AGENT_RUNTIME_SHIM_FILE}" --home ${VM_SHIM_HOME} --http-port ${DSTACK_SHIM_HTTP_PORT} --runtime auto --runner-runtime "$root" --token-file ${VM_SHIM_TOKEN_FILE}
+  if [ $(($(date +%s) - t)) -lt ${SHIM_QUICK_EXIT_SECONDS} ]; then quick=$((quick + 1)); else quick=0; fi
+  [ "$quick" -ge ${SHIM_QUICK_EXITS} ] && fail "the shim exited ${SHIM_QUICK_EXITS} times in a row within ${SHIM_QUICK_EXIT_SECONDS} s of its start"
   sleep 3
 done
 `;
@@ -71,25 +61,39 @@ done
 
 /**
  * The user data for `config`: its `ssh_keys` authorized (cloud-init gives them to the image's
- * default user), its `agent_token` for the shim, the shim from `config.agent_download_url`
- * (default: `shimTarballUrl()`). Throws when the result exceeds `MAX_VM_USER_DATA_BYTES`.
+ * default user), its `agent_token` for the shim, the agent runtime from `config.agent_download_url`
+ * (default: `agentRuntimeTarballUrl()`), verified against `agent_download_sha256` and
+ * `agent_download_size` when given. Throws when the result exceeds `MAX_VM_USER_DATA_BYTES`.
  */
 export function buildVmUserData(
-  config: Pick<InstanceConfiguration, 'ssh_keys' | 'agent_token' | 'agent_download_url'>,
+  config: Pick<
+    InstanceConfiguration,
+    'ssh_keys' | 'agent_token' | 'agent_download_url' | 'agent_download_sha256' | 'agent_download_size'
+  >,
 ): string {
-  const downloadUrl = config.agent_download_url ?? shimTarballUrl();
+  const download: AgentRuntimeDownload = {
+    url: config.agent_download_url ?? agentRuntimeTarballUrl(),
+    sha256: config.agent_download_sha256 ?? null,
+    size: config.agent_download_size ?? null,
+  };
   const cloudConfig = {
     ssh_authorized_keys: config.ssh_keys.map((key) => key.public.trim()),
     write_files: [
       { path: VM_SHIM_TOKEN_FILE, content: config.agent_token, permissions: '0600', owner: 'root:root' },
       {
         path: VM_SHIM_START_SCRIPT,
-        content: startShimScript(downloadUrl),
+        content: startShimScript(download),
+        permissions: '0700',
+        owner: 'root:root',
+      },
+      {
+        // cloud-init waits for a per-boot script: only the start script's loop goes to the background.
+        path: VM_PER_BOOT_SCRIPT,
+        content: `#!/bin/sh\nnohup ${VM_SHIM_START_SCRIPT} >>${VM_SHIM_LOG} 2>&1 </dev/null &\n`,
         permissions: '0700',
         owner: 'root:root',
       },
     ],
-    runcmd: [['sh', '-c', `nohup ${VM_SHIM_START_SCRIPT} >>${VM_SHIM_LOG} 2>&1 </dev/null &`]],
   };
   const userData = `#cloud-config\n${stringify(cloudConfig, { lineWidth: 0 })}`;
   const size = Buffer.byteLength(userData, 'utf8');

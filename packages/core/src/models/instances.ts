@@ -170,11 +170,19 @@ export const InstanceConfigurationSchema = z.object({
    */
   agent_token: z.string().min(1),
   /**
-   * Where a VM's cloud-init downloads the shim from: a tarball URL holding @dstack/shim's
-   * package (`package/dist/dstack-shim.bundle.mjs`). The server fills it from its setting;
-   * absent or null: the npm registry tarball of @dstack/shim at @dstack/core's version.
+   * Where a VM's bootstrap downloads the agent runtime from: a tarball of
+   * `@dstack/runner-runtime-linux-x64` (`package/dist/dstack-runtime/shim.mjs`, …) or an archive of
+   * that directory as `dstack-runtime/`. The server fills it from its setting
+   * (`DSTACK_SHIM_DOWNLOAD_URL`); absent or null: that package's npm tarball at @dstack/core's version.
    */
   agent_download_url: z.string().url().nullish(),
+  /** The download's sha256 (hex), which the host checks before unpacking; null: not checked. */
+  agent_download_sha256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex digits')
+    .nullish(),
+  /** The download's size in bytes, checked too, and what lets a partial download resume. */
+  agent_download_size: z.number().int().positive().nullish(),
   reservation: z.string().nullish(),
   volumes: z.array(VolumeSchema).nullish(),
   /** User tags; backend tags win on conflict (see `mergeTags`). */

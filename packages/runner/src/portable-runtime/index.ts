@@ -11,6 +11,7 @@ export { RUNTIME_ARCHIVE_ROOT, writePortableRuntimeArchive } from './portable-ru
 export {
   type PortableRuntimeManifest,
   RUNTIME_MANIFEST_FILE,
+  RUNTIME_RUNNER_FILE,
   runtimeNodeCommand,
   runtimeRunnerCommand,
 } from './portable-runtime-layout.js';

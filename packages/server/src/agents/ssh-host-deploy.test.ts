@@ -1,11 +1,11 @@
 /** Deploying and stopping the shim on a host, against a real sshd on loopback (this machine is the host). */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SHIM_BUNDLE_PATH } from '../fleets/ssh-fleets.js';
 import { sshdUnavailableReason, startTestSshd, type TestSshd } from './__fixtures__/test-sshd.js';
+import { installedRuntimeDirectory, localAgentRuntime } from './agent-runtime-archive.js';
 import { deployShim, stopDeployedShim } from './ssh-host-deploy.js';
 import type { SshHostAddress } from './ssh-host-probe.js';
 
@@ -18,7 +18,9 @@ function isRunning(pid: number): boolean {
   }
 }
 
-const skipReason = existsSync(SHIM_BUNDLE_PATH) ? sshdUnavailableReason() : 'the shim bundle is not built';
+const skipReason = existsSync(join(installedRuntimeDirectory(), 'shim.mjs'))
+  ? sshdUnavailableReason()
+  : 'the agent runtime is not built (@dstack/runner-runtime-linux-x64)';
 
 describe.skipIf(skipReason !== null).each([
   { sftp: true, how: 'over SFTP' },
@@ -41,8 +43,11 @@ describe.skipIf(skipReason !== null).each([
 
   it('starts a shim that answers, and stopping it ends the process and removes its home', async () => {
     const home = join(directory, 'instance');
+    const runtimes = join(directory, 'agent-runtime');
+    const agentRuntime = await localAgentRuntime();
     const deployed = await deployShim(address, {
-      shimBundlePath: SHIM_BUNDLE_PATH,
+      agentRuntime,
+      agentRuntimeDir: runtimes,
       homeDir: home,
       runtime: 'process',
       token: 'deployed-shim-token',
@@ -62,6 +67,24 @@ describe.skipIf(skipReason !== null).each([
     expect(tasks.status).toBe(200);
     expect(statSync(join(home, 'shim-token')).mode & 0o777).toBe(0o600);
     expect(readFileSync(`/proc/${deployed.pid}/cmdline`, 'utf8')).not.toContain('deployed-shim-token');
+    // The shim runs on the runtime's node through its loader, not on a node of the host.
+    const root = join(runtimes, agentRuntime.key, 'dstack-runtime');
+    expect(readlinkSync(`/proc/${deployed.pid}/exe`)).toBe(join(root, 'lib', 'ld-linux-x86-64.so.2'));
+    expect(readFileSync(`/proc/${deployed.pid}/cmdline`, 'utf8').split('\0')).toContain(
+      join(root, 'shim.mjs'),
+    );
+
+    // A second deploy finds the runtime there and copies nothing.
+    const uploadsBefore = sshd.log().split("subsystem 'sftp'").length;
+    const again = await deployShim(address, {
+      agentRuntime,
+      agentRuntimeDir: runtimes,
+      homeDir: join(directory, 'instance-2'),
+      runtime: 'process',
+      token: 'deployed-shim-token',
+    });
+    expect(sshd.log().split("subsystem 'sftp'").length).toBe(uploadsBefore);
+    await stopDeployedShim(address, again, { graceMs: 5_000 });
 
     await stopDeployedShim(address, deployed, { graceMs: 5_000 });
     expect(isRunning(deployed.pid)).toBe(false);

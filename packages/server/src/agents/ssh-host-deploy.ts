@@ -1,13 +1,18 @@
 /**
  * Deploying an SSH fleet host (dstack's remote instance): log in with the fleet's key, read
- * the host's resources, copy the shim (one bundled file) into a home directory of its own on
- * the host, start it detached with the host's `node`, and wait until it announces its port in
+ * the host's resources, copy the agent runtime (node with its own loader and libraries, the shim
+ * and the runner; `agent-runtime-archive.ts`) to the host unless it has it already, start the
+ * shim from it, detached and through the runtime's loader (the host needs no node: a POSIX shell
+ * and tar), in a home directory of its own, and wait until it announces its port in
  * `<home>/shim.json`. Stopping undoes it: the shim is stopped by the pid the deploy recorded
- * (only while that pid is still our shim) and its home removed; the host itself stays.
+ * (only while that pid is still our shim) and its home removed; the host itself stays, and so
+ * does the runtime, for the next deploy.
  */
 import { createReadStream } from 'node:fs';
-import { shellQuote } from '@dstack/core';
+import { AGENT_RUNTIME_SHIM_FILE, shellQuote } from '@dstack/core';
+import { RUNTIME_ARCHIVE_ROOT, runtimeNodeCommand } from '@dstack/runner';
 import type ssh2 from 'ssh2';
+import type { AgentRuntimeArchive } from './agent-runtime-archive.js';
 import {
   connectToHost,
   DEFAULT_SSH_HOST_CONNECT_TIMEOUT_MS,
@@ -24,13 +29,15 @@ export const DEFAULT_SHIM_START_TIMEOUT_MS = 30_000;
 /** How long a stopped shim gets to end its tasks before it is killed. Default 10 s (the local backend's grace). */
 export const DEFAULT_SHIM_STOP_GRACE_MS = 10_000;
 const SHIM_STATE_POLL_MS = 200;
-const SHIM_FILE_NAME = 'dstack-shim.mjs';
-const RUNNER_FILE_NAME = 'dstack-runner.mjs';
 const TOKEN_FILE_NAME = 'shim-token';
+/** Where hosts keep agent runtimes, one directory per runtime key, relative to the user's home. */
+export const DEFAULT_HOST_AGENT_RUNTIME_DIR = '.dstack/agent-runtime';
 
 export interface DeployShimOptions {
-  /** The shim bundle on this machine (`dist/dstack-shim.bundle.mjs` of @dstack/shim). */
-  shimBundlePath: string;
+  /** The agent runtime to start the shim from (`localAgentRuntime()`). */
+  agentRuntime: AgentRuntimeArchive;
+  /** Where the host keeps runtimes, absolute or relative to the user's home. Default `DEFAULT_HOST_AGENT_RUNTIME_DIR`. */
+  agentRuntimeDir?: string;
   /**
    * The shim's home on the host, absolute or relative to the user's home directory;
    * created if missing. One per instance: stopping removes it.
@@ -41,11 +48,6 @@ export interface DeployShimOptions {
    * answers (as dstack's SSH fleets do) and as processes, refusing images, where it does not.
    */
   runtime: 'process' | 'auto';
-  /**
-   * The runner bundle (`RUNNER_BUNDLE_PATH` of @dstack/runner), copied next to the shim for its
-   * Docker runtime to put into containers. Required with `auto`.
-   */
-  runnerBundlePath?: string;
   /**
    * The instance's agent token: written to `<home>/shim-token` (mode 0600, sent over the SSH
    * channel's input, never in a command line) and given to the shim as `--token-file`.
@@ -198,6 +200,61 @@ async function stopShimWith(client: ssh2.Client, location: ShimLocation, graceMs
   await execOnHost(client, script);
 }
 
+/**
+ * Puts the agent runtime on the host unless it has it (`<runtimes>/<key>/installed`): uploaded
+ * next to its place, unpacked, made executable (archives may drop execute bits) and renamed into
+ * place, so a deploy beside it never sees half a runtime. Resolves with the runtime's absolute root.
+ */
+async function installAgentRuntime(
+  client: ssh2.Client,
+  address: SshHostAddress,
+  resources: HostResources,
+  options: DeployShimOptions,
+): Promise<string> {
+  const { agentRuntime } = options;
+  const machine = agentRuntime.manifest.machine;
+  if (resources.cpu_arch !== (machine === 'x86_64' ? 'x86' : 'arm')) {
+    throw checkFailure(
+      address,
+      `the host's CPU is ${resources.cpu_arch}, and the agent runtime this server has is for ${machine}`,
+    );
+  }
+  const runtimes = options.agentRuntimeDir ?? DEFAULT_HOST_AGENT_RUNTIME_DIR;
+  const located = await execOnHost(
+    client,
+    `mkdir -p ${shellQuote(runtimes)} && cd ${shellQuote(runtimes)} && pwd && { [ -f ${agentRuntime.key}/installed ] && echo installed || true; }`,
+  ).catch((error: unknown) => {
+    throw checkFailure(address, `cannot create ${runtimes}: ${(error as Error).message}`, error);
+  });
+  const [directory = '', state] = located.trim().split('\n');
+  const target = `${directory}/${agentRuntime.key}`;
+  const root = `${target}/${RUNTIME_ARCHIVE_ROOT}`;
+  if (state === 'installed') return root;
+  const staging = `${target}.${process.pid}-${Date.now()}`;
+  await uploadFile(client, agentRuntime.path, `${staging}.tar.gz`).catch((error: unknown) => {
+    throw checkFailure(
+      address,
+      `copying the agent runtime to ${staging}.tar.gz failed: ${(error as Error).message}`,
+      error,
+    );
+  });
+  const unpack = [
+    `s=${shellQuote(staging)} t=${shellQuote(target)}`,
+    'trap \'rm -rf "$s" "$s.tar.gz"\' EXIT',
+    'mkdir -p "$s" && tar -xzf "$s.tar.gz" -C "$s" || exit 1',
+    `chmod 0755 "$s/${RUNTIME_ARCHIVE_ROOT}/bin/node" "$s/${RUNTIME_ARCHIVE_ROOT}"/lib/* || exit 1`,
+    'touch "$s/installed" && { [ -f "$t/installed" ] || { rm -rf "$t" && mv "$s" "$t"; }; }',
+  ].join('\n');
+  await execOnHost(client, unpack).catch((error: unknown) => {
+    throw checkFailure(
+      address,
+      `unpacking the agent runtime in ${directory} failed: ${(error as Error).message}`,
+      error,
+    );
+  });
+  return root;
+}
+
 /** Deploys and starts the shim; on any failure after login, removes what it left on the host. */
 export async function deployShim(address: SshHostAddress, options: DeployShimOptions): Promise<DeployedShim> {
   const client = await connectToHost(
@@ -208,12 +265,7 @@ export async function deployShim(address: SshHostAddress, options: DeployShimOpt
   let home: string | null = null;
   try {
     const resources = await probeConnectedHost(client, address);
-    if (resources.node_path === null) {
-      throw checkFailure(
-        address,
-        'node is not on the PATH of a non-interactive login; install Node.js 20 or newer',
-      );
-    }
+    const root = await installAgentRuntime(client, address, resources, options);
     const created = await execOnHost(
       client,
       `mkdir -p ${shellQuote(options.homeDir)} && cd ${shellQuote(options.homeDir)} && pwd`,
@@ -221,25 +273,6 @@ export async function deployShim(address: SshHostAddress, options: DeployShimOpt
       throw checkFailure(address, `cannot create ${options.homeDir}: ${(error as Error).message}`, error);
     });
     home = created.trim();
-    /** Copies `localPath` into the home as `name`; a failure names what was copied. */
-    const copyIntoHome = async (what: string, localPath: string, name: string): Promise<string> => {
-      const remotePath = `${home}/${name}`;
-      await uploadFile(client, localPath, remotePath).catch((error: unknown) => {
-        throw checkFailure(
-          address,
-          `copying the ${what} to ${remotePath} failed: ${(error as Error).message}`,
-          error,
-        );
-      });
-      return remotePath;
-    };
-    const shimPath = await copyIntoHome('shim', options.shimBundlePath, SHIM_FILE_NAME);
-    let runnerFlag = '';
-    if (options.runtime === 'auto') {
-      if (!options.runnerBundlePath) throw new Error('deployShim: runtime auto needs runnerBundlePath');
-      const runnerPath = await copyIntoHome('runner', options.runnerBundlePath, RUNNER_FILE_NAME);
-      runnerFlag = ` --runner-bundle ${shellQuote(runnerPath)}`;
-    }
     const tokenPath = `${home}/${TOKEN_FILE_NAME}`;
     // Through the channel's input: a command line would show the token to every user of the host.
     await execOnHost(
@@ -250,11 +283,13 @@ export async function deployShim(address: SshHostAddress, options: DeployShimOpt
       throw checkFailure(address, `writing ${tokenPath} failed: ${(error as Error).message}`, error);
     });
     // Only the shim goes to the background, with every descriptor away from the SSH channel;
-    // otherwise the channel (and this exec) stays open as long as the shim runs.
+    // otherwise the channel (and this exec) stays open as long as the shim runs. Its Docker
+    // runtime mounts the same agent runtime into containers (`--runner-runtime`).
+    const node = runtimeNodeCommand(options.agentRuntime.manifest, root).map(shellQuote).join(' ');
     const start = [
       `cd ${shellQuote(home)} || exit 1`,
-      `nohup ${shellQuote(resources.node_path)} ${shellQuote(shimPath)} --http-port 0 --home ${shellQuote(home)}` +
-        ` --runtime ${options.runtime}${runnerFlag} --token-file ${shellQuote(tokenPath)}` +
+      `nohup ${node} ${shellQuote(`${root}/${AGENT_RUNTIME_SHIM_FILE}`)} --http-port 0 --home ${shellQuote(home)}` +
+        ` --runtime ${options.runtime} --runner-runtime ${shellQuote(root)} --token-file ${shellQuote(tokenPath)}` +
         ` > ${shellQuote(`${home}/shim.log`)} 2>&1 < /dev/null &`,
       'echo $!',
     ].join('\n');

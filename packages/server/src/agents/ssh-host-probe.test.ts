@@ -17,7 +17,6 @@ describe('parseHostProbe', () => {
         'arch=aarch64',
         'gpu=NVIDIA A100-SXM4-80GB, 81920',
         'gpu=NVIDIA A100-SXM4-80GB, 81920',
-        'node=/usr/bin/node',
       ].join('\n'),
     );
     expect(resources).toEqual({
@@ -29,7 +28,6 @@ describe('parseHostProbe', () => {
         { name: 'A100-SXM4-80GB', memory_mib: 81920, vendor: 'nvidia' },
         { name: 'A100-SXM4-80GB', memory_mib: 81920, vendor: 'nvidia' },
       ],
-      node_path: '/usr/bin/node',
     });
   });
 
@@ -80,7 +78,6 @@ describe.skipIf(skipReason !== null)('probeSshHost (real sshd)', () => {
     expect(resources.cpus).toBeLessThanOrEqual(cpus().length);
     expect(resources.memory_mib).toBe(Math.floor(memTotalKib / 1024));
     expect(resources.disk_mib).toBe(Math.floor(diskKib / 1024));
-    expect(resources.node_path).toMatch(/\/node$/);
   });
 
   it('names the host when it refuses the key', async () => {

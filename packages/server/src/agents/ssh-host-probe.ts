@@ -38,8 +38,6 @@ export interface HostResources {
   disk_mib: number;
   cpu_arch: 'x86' | 'arm';
   gpus: HostGpu[];
-  /** Absolute path of `node` on the host, or null when it has none. */
-  node_path: string | null;
 }
 
 export type SshHostProbeFailure = 'unreachable' | 'authentication' | 'check';
@@ -71,7 +69,6 @@ const PROBE_SCRIPT = [
   'if command -v nvidia-smi >/dev/null 2>&1; then',
   "  nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits | sed 's/^/gpu=/'",
   'fi',
-  'echo "node=$(command -v node || true)"',
 ].join('\n');
 
 /** `user@host:port`, for messages. */
@@ -182,7 +179,6 @@ export function parseHostProbe(output: string): HostResources {
     disk_mib: Math.floor(number('disk_kib') / 1024),
     cpu_arch: architectureOf(values.get('arch') ?? ''),
     gpus,
-    node_path: values.get('node') || null,
   };
 }
 

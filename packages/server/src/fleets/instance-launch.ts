@@ -22,6 +22,7 @@
  * and the instance pipeline launches it once more with the same id
  * (`relaunchStrandedInstance`) to learn its machine, then terminates it.
  */
+
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -41,6 +42,7 @@ import {
 } from '@dstack/core';
 import { type Kysely, sql } from 'kysely';
 import { projectOf } from '../accounts/projects.js';
+import { agentDownloadDigest } from '../agents/agent-download-digest.js';
 import { launchAgentToken, newEncryptedAgentToken } from '../agents/agent-tokens.js';
 import type { BackendOffer } from '../backends/offers.js';
 import type { AppContext } from '../context.js';
@@ -438,10 +440,13 @@ export async function runJobParamsOf(
     .where('id', '=', run.user_id)
     .executeTakeFirst();
   const agentToken = await launchAgentToken(app, target.instanceId);
+  const agentDownload = await agentDownloadOf(app);
   return (offer) => ({
     instanceId: target.instanceId,
     agentToken,
-    agentDownloadUrl: app.settings.shimDownloadUrl ?? null,
+    agentDownloadUrl: agentDownload.url,
+    agentDownloadSha256: agentDownload.sha256,
+    agentDownloadSize: agentDownload.size,
     runnerDownloadUrl: app.settings.runnerDownloadUrl ?? null,
     run: {
       id: run.id,
@@ -464,6 +469,18 @@ export async function runJobParamsOf(
   });
 }
 
+/**
+ * Where VMs download the agent runtime (the server's `DSTACK_SHIM_DOWNLOAD_URL`; null: the
+ * release's npm tarball) and, for a configured URL, the digest the host checks.
+ */
+async function agentDownloadOf(
+  app: AppContext,
+): Promise<{ url: string | null; sha256: string | null; size: number | null }> {
+  const url = app.settings.shimDownloadUrl ?? null;
+  const digest = url === null ? null : await agentDownloadDigest(url);
+  return { url, sha256: digest?.sha256 ?? null, size: digest?.size ?? null };
+}
+
 /** The launch of a fleet's own instance, as `createInstance` takes it. */
 export async function instanceConfigurationOf(
   app: AppContext,
@@ -477,12 +494,15 @@ export async function instanceConfigurationOf(
     .select('name')
     .where('id', '=', project.owner_id)
     .executeTakeFirst();
+  const agentDownload = await agentDownloadOf(app);
   return {
     project_name: project.name,
     instance_name: instance.name,
     instance_id: instance.id,
     agent_token: await launchAgentToken(app, instance.id),
-    agent_download_url: app.settings.shimDownloadUrl ?? null,
+    agent_download_url: agentDownload.url,
+    agent_download_sha256: agentDownload.sha256,
+    agent_download_size: agentDownload.size,
     user: owner?.name ?? '',
     ssh_keys: [{ public: project.ssh_public_key.trim() }],
     volumes: [],

@@ -18,6 +18,7 @@ import {
 import { sql } from 'kysely';
 import { projectOf } from '../accounts/projects.js';
 import { shimClientFor } from '../agents/agent-clients.js';
+import { bootstrapFailureOf } from '../agents/bootstrap-log.js';
 import { remoteConnectionOf, sshHostAddressOf } from '../agents/remote-connection.js';
 import { stopDeployedShim } from '../agents/ssh-host-deploy.js';
 import type { AppContext } from '../context.js';
@@ -34,6 +35,10 @@ const MIN_INTERVAL_MS = 10_000;
 const PROVISIONING_POLL_MS = 200;
 const TERMINATION_RETRY_MS = 30_000;
 const TERMINATION_RETRY_LIMIT_MS = 15 * 60_000;
+/** How often the bootstrap log of an instance whose shim does not answer yet is read over SSH. */
+const BOOTSTRAP_LOG_CHECK_MS = 10_000;
+/** When each provisioning instance's bootstrap log was last read (by instance id). */
+const bootstrapLogChecks = new Map<string, number>();
 /** An idle instance whose shim does not answer this long is terminated (dstack: 20 minutes). */
 const UNREACHABLE_LIMIT_MS = 20 * 60_000;
 /**
@@ -84,6 +89,7 @@ async function processProvisioning(
   lock: RowLock<'instances'>,
 ): Promise<void> {
   if (instance.provisioning_deadline !== null && Date.now() > instance.provisioning_deadline) {
+    bootstrapLogChecks.delete(instance.id);
     await startTerminating(
       lock,
       'provisioning_timeout',
@@ -123,6 +129,7 @@ async function processProvisioning(
     job_provisioning_data: instanceProvisioningDataColumn.encode(provisioningData),
   };
   if (provisioningData.hostname && (await shimAnswers(app, project, updated))) {
+    bootstrapLogChecks.delete(instance.id);
     // Decided on the row as it is now: a job that stopped during this pass freed its blocks
     // without the claim, and an instance left busy with no job would never time out idle.
     const idle = sql<boolean>`busy_blocks = 0`;
@@ -136,10 +143,40 @@ async function processProvisioning(
     if (instance.busy_blocks < instance.total_blocks) app.wakeUps.wake('jobs-submitted');
     return;
   }
+  const failure = await bootstrapFailureToReport(app, project, updated, provisioningData);
+  if (failure !== null) {
+    await startTerminating(lock, 'error', failure);
+    await markInstanceJobsDue(app, instance.id);
+    return;
+  }
   await lock.release({
     job_provisioning_data: updated.job_provisioning_data,
     last_processed_at: dueIn(PROVISIONING_POLL_MS, MIN_INTERVAL_MS),
   });
+}
+
+/**
+ * The failure a cloud VM's bootstrap recorded in its log (`bootstrapFailureOf`), for an instance
+ * that is up but whose shim does not answer: read over SSH at most every
+ * `BOOTSTRAP_LOG_CHECK_MS` per instance, since the provisioning poll is much faster.
+ */
+async function bootstrapFailureToReport(
+  app: AppContext,
+  project: ProjectsTable,
+  instance: InstancesTable,
+  provisioningData: JobProvisioningData,
+): Promise<string | null> {
+  // SSH fleet hosts are deployed over SSH, which reports its own failures; containers have no shim.
+  if (!provisioningData.hostname || !provisioningData.dockerized || instance.remote_connection_info) {
+    return null;
+  }
+  const now = Date.now();
+  const last = bootstrapLogChecks.get(instance.id);
+  if (last !== undefined && now - last < BOOTSTRAP_LOG_CHECK_MS) return null;
+  bootstrapLogChecks.set(instance.id, now);
+  const failure = await bootstrapFailureOf(provisioningData, app.encryption.decrypt(project.ssh_private_key));
+  if (failure !== null) bootstrapLogChecks.delete(instance.id);
+  return failure;
 }
 
 async function processIdleOrBusy(

@@ -8,8 +8,7 @@
  * shim and removes its home (see the instance pipeline).
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { posix } from 'node:path';
 import {
   ConfigurationError,
   type InstanceOfferWithAvailability,
@@ -17,7 +16,7 @@ import {
   ServerClientError,
   type SshConfig,
 } from '@dstack/core';
-import { SHIM_BIN_PATH } from '@dstack/shim';
+import { localAgentRuntime } from '../agents/agent-runtime-archive.js';
 import { newAgentToken } from '../agents/agent-tokens.js';
 import {
   encodeRemoteConnection,
@@ -44,14 +43,10 @@ import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js
 import { type BlocksSetting, totalBlocksFor } from './instance-blocks.js';
 import { nextInstanceNum } from './instance-launch.js';
 
-/** The shim as one file (`@dstack/shim`'s build writes it next to `dist/bin`). */
-export const SHIM_BUNDLE_PATH = join(dirname(dirname(SHIM_BIN_PATH)), 'dstack-shim.bundle.mjs');
-/** The runner's bundle, which the shim's build copies beside its own for the Docker runtime. */
-export const SHIM_RUNNER_BUNDLE_PATH = join(dirname(SHIM_BUNDLE_PATH), 'dstack-runner.bundle.mjs');
-
 /**
  * Where shims live on SSH fleet hosts, one directory per instance; relative paths are under
  * the SSH user's home. Default `.dstack/ssh-fleet`; `DSTACK_SERVER_SSH_FLEET_DIR` overrides it.
+ * The agent runtime the shims start from is kept beside it, in `agent-runtime/<key>`.
  */
 export const DEFAULT_SSH_FLEET_HOST_DIR = '.dstack/ssh-fleet';
 
@@ -186,6 +181,15 @@ function hostDirectory(instanceId: string): string {
   return `${process.env.DSTACK_SERVER_SSH_FLEET_DIR || DEFAULT_SSH_FLEET_HOST_DIR}/${instanceId}`;
 }
 
+/**
+ * Where hosts keep the agent runtime the shims start from, shared by their instances and kept
+ * after them: `agent-runtime` beside the instances' directory (`.dstack/agent-runtime`).
+ */
+function hostAgentRuntimeDirectory(): string {
+  const fleetDirectory = process.env.DSTACK_SERVER_SSH_FLEET_DIR || DEFAULT_SSH_FLEET_HOST_DIR;
+  return posix.join(posix.dirname(fleetDirectory), 'agent-runtime');
+}
+
 function deployError(host: SshFleetHost, error: unknown): ConfigurationError {
   if (error instanceof ConfigurationError) return error;
   if (error instanceof SshHostProbeError && error.hop === 'proxy' && host.proxyField !== null) {
@@ -226,22 +230,19 @@ function hostTotalBlocks(host: SshFleetHost, shim: DeployedShim): number {
 
 /** Deploys to every host at once; when any fails, stops the shims that did start and throws that failure. */
 async function deployAll(hosts: readonly SshFleetHost[]): Promise<DeployedHost[]> {
-  for (const bundle of [SHIM_BUNDLE_PATH, SHIM_RUNNER_BUNDLE_PATH]) {
-    if (hosts.length > 0 && !existsSync(bundle)) {
-      throw new Error(`${bundle} is missing: build @dstack/shim (pnpm build)`);
-    }
-  }
+  if (hosts.length === 0) return [];
+  const agentRuntime = await localAgentRuntime();
   const results = await Promise.allSettled(
     hosts.map(async (host) => {
       const instanceId = randomUUID();
       const agentToken = newAgentToken();
       const shim = await deployShim(host.address, {
-        shimBundlePath: SHIM_BUNDLE_PATH,
+        agentRuntime,
+        agentRuntimeDir: hostAgentRuntimeDirectory(),
         homeDir: hostDirectory(instanceId),
         // Jobs run in their images where the host has Docker (dstack's SSH fleets require it),
         // as processes refusing images where it has not.
         runtime: 'auto',
-        runnerBundlePath: SHIM_RUNNER_BUNDLE_PATH,
         token: agentToken,
       });
       try {

@@ -1,9 +1,10 @@
-// The shim as a VM runs it: the bundle from the package's tarball layout, alone in a directory
-// with the runner's bundle beside it, `--runtime auto` on a host whose Docker daemon answers.
+// The shim as hosts run it, `--runtime auto` on a host whose Docker daemon answers: the bundle
+// alone in a directory with the runner's bundle beside it (an SSH host before the agent runtime),
+// and from the agent runtime through its own loader (VMs and SSH fleet hosts).
 import { copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RunnerClient } from '@dstack/runner';
+import { buildPortableRuntime, RunnerClient, runtimeNodeCommand } from '@dstack/runner';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ShimClient } from '../client/shim-client.js';
 import { SHIM_BUNDLE_PATH, SHIM_RUNNER_BUNDLE_PATH } from '../paths.js';
@@ -46,22 +47,42 @@ describe.skipIf(!docker.available)('the bundled shim with --runtime auto on a ho
     await mkdir(dist, { recursive: true });
     await copyFile(SHIM_BUNDLE_PATH, join(dist, 'dstack-shim.bundle.mjs'));
     await copyFile(SHIM_RUNNER_BUNDLE_PATH, join(dist, 'dstack-runner.bundle.mjs'));
-    const home = join(directory, 'home');
     const started = spawnNode(join(dist, 'dstack-shim.bundle.mjs'), [
-      '--home',
-      home,
-      '--http-port',
-      '0',
-      '--runtime',
-      'auto',
+      ...shimArguments(join(directory, 'home')),
       '--runner-bundle',
       join(dist, 'dstack-runner.bundle.mjs'),
       '--runtime-cache',
       join(directory, 'runtime-cache'),
     ]);
     shim = started.child;
+    await runJobInTestImage(join(directory, 'home'), started.output);
+  }, 120_000);
+
+  it('runs a job from the agent runtime: the shim started through its loader mounts that same runtime', async () => {
+    // The agent runtime's layout (@dstack/runner-runtime-linux-x64): a portable runtime with the
+    // shim bundle beside the runner's. The shim's node is the loader's child, so it cannot copy
+    // itself from process.execPath: `--runner-runtime` hands it the runtime it runs from.
+    const root = join(directory, 'agent-runtime');
+    const runtime = await buildPortableRuntime(root, { runnerBundlePath: SHIM_RUNNER_BUNDLE_PATH });
+    await copyFile(SHIM_BUNDLE_PATH, join(root, 'shim.mjs'));
+    const home = join(directory, 'agent-home');
+    const started = spawnNode(
+      join(root, 'shim.mjs'),
+      [...shimArguments(home), '--runner-runtime', root],
+      { PATH: process.env.PATH },
+      runtimeNodeCommand(runtime.manifest, root),
+    );
+    shim = started.child;
+    await runJobInTestImage(home, started.output);
+  }, 120_000);
+
+  function shimArguments(home: string): string[] {
+    return ['--home', home, '--http-port', '0', '--runtime', 'auto'];
+  }
+
+  async function runJobInTestImage(home: string, output: () => string): Promise<void> {
     const state = await eventually(async () => {
-      if (shim?.exitCode !== null) throw new Error(`the shim exited: ${started.output()}`);
+      if (shim?.exitCode !== null) throw new Error(`the shim exited: ${output()}`);
       return readFile(join(home, 'shim.json'), 'utf8').then(
         (text) => JSON.parse(text) as { http_port: number; runtime: string },
         () => undefined,
@@ -91,5 +112,5 @@ describe.skipIf(!docker.available)('the bundled shim with --runtime auto on a ho
     expect(job.output).toMatch(/BusyBox/);
     await client.terminateTask('bundled', { termination_reason: 'done_by_runner', timeout: 2 });
     await client.removeTask('bundled');
-  }, 120_000);
+  }
 });

@@ -7,7 +7,7 @@ import { chooseRuntime, isRuntimeChoice, RUNTIME_CHOICES } from '../runtime/choo
 import { startShim } from '../server/shim-server.js';
 import { VERSION } from '../version.js';
 
-const USAGE = `usage: dstack-shim --home DIR [--http-port N] [--runtime process|docker|auto] [--host H] [--docker-socket PATH] [--runtime-cache DIR] [--runner-bundle PATH] [--gpu-ids=ID,...] [--token-file PATH]
+const USAGE = `usage: dstack-shim --home DIR [--http-port N] [--runtime process|docker|auto] [--host H] [--docker-socket PATH] [--runtime-cache DIR] [--runner-bundle PATH] [--runner-runtime DIR] [--gpu-ids=ID,...] [--token-file PATH]
        dstack-shim --version
 The token (\`Authorization: Bearer\` on every request) comes from --token-file (mode 0600) or ${SHIM_TOKEN_ENV}.`;
 
@@ -54,6 +54,7 @@ export async function runShimCommand(argv: string[]): Promise<number> {
       dockerSocket: options.dockerSocket,
       runtimeCacheDirectory: options.runtimeCache,
       runnerBundlePath: options.runnerBundle,
+      portableRuntimeDirectory: options.runnerRuntime,
       log: (line) => process.stderr.write(`dstack-shim: ${line}\n`),
     });
   } catch (error) {
@@ -97,6 +98,7 @@ function parseOptions(argv: string[]) {
       'docker-socket': { type: 'string' },
       'runtime-cache': { type: 'string' },
       'runner-bundle': { type: 'string' },
+      'runner-runtime': { type: 'string' },
       'gpu-ids': { type: 'string' },
       'token-file': { type: 'string' },
       version: { type: 'boolean' },
@@ -128,6 +130,8 @@ function parseOptions(argv: string[]) {
     // Docker runtime: where the runner's portable runtime is built; shims of one user share it.
     runtimeCache: values['runtime-cache'],
     runnerBundle: values['runner-bundle'],
+    // Docker runtime: a complete portable runtime (the agent runtime this shim runs from), mounted as is.
+    runnerRuntime: values['runner-runtime'],
     gpuIds: parseGpuIds(values['gpu-ids']),
     tokenFile: values['token-file'],
   };

@@ -17,6 +17,8 @@ export interface RuntimeOptions {
   runtimeCacheDirectory?: string;
   /** Docker runtime: the runner bundle put in containers; default @dstack/runner's. */
   runnerBundlePath?: string;
+  /** Docker runtime: a complete portable runtime to mount as is (the agent runtime the shim runs from). */
+  portableRuntimeDirectory?: string;
   /** Where `auto` says what it chose and why. */
   log?: (line: string) => void;
 }
@@ -35,6 +37,7 @@ export async function chooseRuntime(
       socketPath: options.dockerSocket,
       runtimeCacheDirectory: options.runtimeCacheDirectory,
       runnerBundlePath: options.runnerBundlePath,
+      portableRuntimeDirectory: options.portableRuntimeDirectory,
     });
   if (choice === 'process') return createProcessRuntime();
   if (choice === 'docker') return docker();

@@ -108,8 +108,11 @@ export function spawnNode(
   script: string,
   args: string[],
   env: NodeJS.ProcessEnv = process.env,
+  /** The node to run it with, as a command line (a portable runtime's loader, its options, its node). */
+  node: readonly string[] = [process.execPath],
 ): { child: Child; output: () => string } {
-  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
+  const [command = process.execPath, ...nodeArgs] = node;
+  const child = spawn(command, [...nodeArgs, script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
   let output = '';
   const collect = (chunk: Buffer) => {
     output += chunk.toString();

@@ -10,9 +10,9 @@ import { fileURLToPath } from 'node:url';
 import { AWS_EMULATOR_USAGE, runAwsEmulatorCommand } from '../emulators/aws/aws-emulator-command.js';
 import type { EmulatedHosts } from '../emulators/emulated-hosts.js';
 import { GCP_EMULATOR_USAGE, runGcpEmulatorCommand } from '../emulators/gcp/gcp-emulator-command.js';
+import { serveAgentRuntime } from '../emulators/hosts/agent-runtime-server.js';
 import { DockerEmulatedHosts } from '../emulators/hosts/docker-emulated-hosts.js';
 import { serveRunnerRuntime } from '../emulators/hosts/runner-runtime-server.js';
-import { serveShimTarball } from '../emulators/hosts/shim-tarball-server.js';
 import { DockerVastaiContainers } from '../emulators/vastai/vastai-docker-containers.js';
 import {
   runVastaiEmulatorCommand,
@@ -68,9 +68,9 @@ function isEntryPoint(): boolean {
 }
 
 /**
- * The command: with Docker hosts (unless `--no-hosts`), which download the shim from the server's
- * `DSTACK_SHIM_DOWNLOAD_URL`; the workspace's shim is served where they can reach it, and the
- * command prints the setting to start the server with.
+ * The command: with Docker hosts (unless `--no-hosts`), which download the agent runtime from the
+ * server's `DSTACK_SHIM_DOWNLOAD_URL`; the workspace's runtime package is served where they can
+ * reach it, and the command prints the setting to start the server with.
  */
 async function main(argv: readonly string[]): Promise<void> {
   const [provider] = argv;
@@ -84,9 +84,9 @@ async function main(argv: readonly string[]): Promise<void> {
     return;
   }
   const hosts = new DockerEmulatedHosts({ emulator: provider });
-  const tarball = await serveShimTarball(hosts);
+  const tarball = await serveAgentRuntime(hosts);
   process.stdout.write(
-    `The hosts download the shim from ${tarball.url}: start the server with
+    `The hosts download the agent runtime from ${tarball.url}: start the server with
   DSTACK_SHIM_DOWNLOAD_URL=${tarball.url}
 `,
   );

@@ -118,6 +118,13 @@ export {
   serviceAccountJson,
 } from './gcp/gcp-oauth.js';
 export {
+  AGENT_RUNTIME_PACKAGE,
+  type AgentRuntimeServer,
+  bridgeGateway,
+  type ServeAgentRuntimeOptions,
+  serveAgentRuntime,
+} from './hosts/agent-runtime-server.js';
+export {
   DEFAULT_EMULATED_HOSTS_NETWORK,
   DEFAULT_SSHD_TIMEOUT_MS,
   DockerEmulatedHosts,
@@ -143,12 +150,6 @@ export {
   RUNNER_BUSYBOX_TEST_IMAGE,
   RUNNER_MUSL_TEST_IMAGE,
 } from './hosts/runner-test-images.js';
-export {
-  bridgeGateway,
-  type ServeShimTarballOptions,
-  type ShimTarballServer,
-  serveShimTarball,
-} from './hosts/shim-tarball-server.js';
 export {
   DEFAULT_VASTAI_RENTAL_NETWORK,
   DockerVastaiContainers,

@@ -53,6 +53,11 @@ export interface DockerRuntimeOptions {
   /** The node binary in that runtime (with its loader and libraries). Default: `process.execPath`. */
   nodeBinaryPath?: string;
   /**
+   * A complete portable runtime to mount as it is instead of building one (the shim's
+   * `--runner-runtime`: the agent runtime the shim itself runs from). Overrides the two above.
+   */
+  portableRuntimeDirectory?: string;
+  /**
    * Where the portable runtime is built, once per node binary and runner bundle.
    * Default: `$XDG_CACHE_HOME/dstack/runner-runtime` (`~/.cache/dstack/runner-runtime`), shared
    * by the shims of one user; the shim command's `--runtime-cache`.
@@ -83,6 +88,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
     cacheDirectory: options.runtimeCacheDirectory ?? defaultRuntimeCacheDirectory(),
     nodeBinaryPath: options.nodeBinaryPath,
     runnerBundlePath: options.runnerBundlePath,
+    existingDirectory: options.portableRuntimeDirectory,
   });
 
   async function start(

@@ -4,6 +4,7 @@ import {
   type PortableRuntime,
   type PreparePortableRuntimeOptions,
   preparePortableRuntime,
+  readPortableRuntime,
 } from '@dstack/runner';
 
 /** `$XDG_CACHE_HOME/dstack/runner-runtime`, else `~/.cache/dstack/runner-runtime`. */
@@ -18,13 +19,20 @@ export function defaultRuntimeCacheDirectory(): string {
 
 /**
  * The shim's portable runtime, prepared at the first task and kept for the shim's life (a cached
- * one is found on disk at once). A failure is not kept: the next task tries again.
+ * one is found on disk at once). A failure is not kept: the next task tries again. With
+ * `existingDirectory` (a shim started from the agent runtime, whose node runs through its loader
+ * and so cannot be copied from `process.execPath`), that complete runtime is used as it is.
  */
-export function onePortableRuntime(options: PreparePortableRuntimeOptions): () => Promise<PortableRuntime> {
+export function onePortableRuntime(
+  options: PreparePortableRuntimeOptions & { existingDirectory?: string },
+): () => Promise<PortableRuntime> {
   let prepared: Promise<PortableRuntime> | undefined;
   return () => {
     if (prepared === undefined) {
-      prepared = preparePortableRuntime(options);
+      prepared =
+        options.existingDirectory !== undefined
+          ? readPortableRuntime(options.existingDirectory)
+          : preparePortableRuntime(options);
       prepared.catch(() => {
         prepared = undefined;
       });

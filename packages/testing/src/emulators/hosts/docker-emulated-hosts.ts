@@ -43,7 +43,7 @@ export interface DockerEmulatedHostsOptions {
    * (`dstack-<emulator>-<instance id>`). Default `emulator`.
    */
   emulator?: string;
-  /** The host image; built on first use when it is the default. Default `dstack-test/emulated-host:latest`. */
+  /** The host image; built on first use when it is the default. Default `EMULATED_HOST_IMAGE` (`dstack-test/emulated-host:<build hash>`). */
   image?: string;
   /** The internal bridge network the hosts share; made on first launch when missing. Default `dstack-emulated-hosts`. */
   network?: string;

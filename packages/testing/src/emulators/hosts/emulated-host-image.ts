@@ -3,20 +3,33 @@
  * `emulator-host-image/build-host-image.sh` (nothing can be pulled). The script is idempotent:
  * it rebuilds only when the image is missing or was built from other scripts, so running it
  * before the first launch of a process costs one image inspect.
+ *
+ * The default tag is the scripts' own hash: checkouts with other scripts (branches, worktrees)
+ * that share one Docker daemon each get their image, instead of rebuilding one tag under each
+ * other's running tests.
  */
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-/** The image's default name. Env of the build script: DSTACK_EMULATED_HOST_IMAGE. */
-export const EMULATED_HOST_IMAGE = 'dstack-test/emulated-host:latest';
-
 /** The build script, beside `src` and `dist` (both three levels below the package root). */
 export const BUILD_HOST_IMAGE_SCRIPT = fileURLToPath(
   new URL('../../../emulator-host-image/build-host-image.sh', import.meta.url),
 );
+const BOOT_SCRIPT = fileURLToPath(
+  new URL('../../../emulator-host-image/emulated-host-boot.sh', import.meta.url),
+);
+
+/** The image's default name, tagged with the build's hash. Env of the build script: DSTACK_EMULATED_HOST_IMAGE. */
+export const EMULATED_HOST_IMAGE = `dstack-test/emulated-host:${createHash('sha256')
+  .update(readFileSync(BUILD_HOST_IMAGE_SCRIPT))
+  .update(readFileSync(BOOT_SCRIPT))
+  .digest('hex')
+  .slice(0, 16)}`;
 
 const BUILD_TIMEOUT_MS = 300_000;
 const builds = new Map<string, Promise<void>>();

@@ -11,11 +11,8 @@ import { access, mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { preparePortableRuntime, writePortableRuntimeArchive } from '@dstack/runner';
-import { packWorkspacePackage, type ServedFile, serveFile } from './served-file.js';
-import { bridgeGateway } from './shim-tarball-server.js';
-
-/** The package a release publishes the x86_64 runtime in (`runnerRuntimeTarballUrl()` of core). */
-const RUNTIME_PACKAGE = '@dstack/runner-runtime-linux-x64';
+import { AGENT_RUNTIME_PACKAGE, bridgeGateway } from './agent-runtime-server.js';
+import { serveFile, servePackedWorkspacePackage } from './served-file.js';
 
 export interface RunnerRuntimeServer {
   /** The runtime's URL, for `DSTACK_RUNNER_DOWNLOAD_URL` / `RunJobParams.runnerDownloadUrl`. */
@@ -37,21 +34,7 @@ export interface ServeRunnerRuntimeOptions {
 export async function serveRunnerRuntime(options: ServeRunnerRuntimeOptions): Promise<RunnerRuntimeServer> {
   const host = options.host ?? (options.network ? await bridgeGateway(options.network) : '127.0.0.1');
   if (options.format === 'archive') return serveFile(await runtimeArchive(options.cacheDirectory), host);
-  const packed = await packWorkspacePackage(RUNTIME_PACKAGE);
-  let served: ServedFile;
-  try {
-    served = await serveFile(packed.path, host);
-  } catch (error) {
-    await packed.remove();
-    throw error;
-  }
-  return {
-    url: served.url,
-    async close() {
-      await served.close();
-      await packed.remove();
-    },
-  };
+  return servePackedWorkspacePackage(AGENT_RUNTIME_PACKAGE, host);
 }
 
 /** The archive of the workspace's runner (built) with this node: made once per node and bundle. */

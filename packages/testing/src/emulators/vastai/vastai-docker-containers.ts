@@ -15,13 +15,13 @@
  * of any emulator removes the containers of emulators that died without closing.
  */
 import { randomUUID } from 'node:crypto';
+import { bridgeGateway } from '../hosts/agent-runtime-server.js';
 import {
   containerOwner,
   DockerCommandError,
   removeOrphanedContainers,
   runDocker,
 } from '../hosts/docker-cli.js';
-import { bridgeGateway } from '../hosts/shim-tarball-server.js';
 import type { VastaiPortRequest } from './vastai-rent-request.js';
 
 /** On every rental container: `docker ps --filter label=dev.dstack.vastai-rental` lists them all. */

@@ -21,6 +21,8 @@ describe('loadServerSettings', () => {
       runnerDownloadUrl: null,
       offersDeadlineMs: 10_000,
       codeUploadLimitBytes: 2 * 1024 * 1024,
+      baseImage: null,
+      baseImageVersion: null,
     });
   });
 
@@ -41,6 +43,8 @@ describe('loadServerSettings', () => {
         DSTACK_RUNNER_DOWNLOAD_URL: 'http://10.0.0.1:8080/dstack-runtime.tar.gz',
         DSTACK_SERVER_OFFERS_DEADLINE: '3',
         DSTACK_SERVER_CODE_UPLOAD_LIMIT: '0',
+        DSTACK_BASE_IMAGE: '127.0.0.1:5000/dstackai/base',
+        DSTACK_BASE_IMAGE_VERSION: '0.11',
       },
       { port: 0 },
     );
@@ -59,6 +63,8 @@ describe('loadServerSettings', () => {
       runnerDownloadUrl: 'http://10.0.0.1:8080/dstack-runtime.tar.gz',
       offersDeadlineMs: 3000,
       codeUploadLimitBytes: 0,
+      baseImage: '127.0.0.1:5000/dstackai/base',
+      baseImageVersion: '0.11',
     });
   });
 
@@ -81,6 +87,12 @@ describe('loadServerSettings', () => {
     );
     expect(() => loadServerSettings({ DSTACK_SERVER_OFFERS_DEADLINE: '0' })).toThrow(
       /DSTACK_SERVER_OFFERS_DEADLINE/,
+    );
+    expect(() => loadServerSettings({ DSTACK_BASE_IMAGE: 'mirror:5000/dstackai/base:py3.11' })).toThrow(
+      /DSTACK_BASE_IMAGE must be an image repository without a tag/,
+    );
+    expect(() => loadServerSettings({ DSTACK_BASE_IMAGE_VERSION: '0.10 -x' })).toThrow(
+      /DSTACK_BASE_IMAGE_VERSION must hold only/,
     );
   });
 });

@@ -178,6 +178,7 @@ describe('refused fields through the API', () => {
       model: 'm',
       strip_prefix: true,
       python: '3.10',
+      nvcc: true,
     });
     expect(service.status, JSON.stringify(service.body)).toBe(200);
     const devEnvironment = await runPlan({

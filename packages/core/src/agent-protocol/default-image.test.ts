@@ -9,6 +9,7 @@ describe('the default image', () => {
 
   it("takes `python:` as the tag's Python and a mirror's repository and version", () => {
     expect(defaultJobImage({ python: '3.10' })).toBe('dstackai/base:py3.10-0.10-cuda-12.1');
+    expect(defaultJobImage({ python: '3.10', nvcc: true })).toBe('dstackai/base:py3.10-0.10-cuda-12.1-devel');
     expect(
       defaultJobImage({ python: '3.11', baseImage: '127.0.0.1:5000/dstackai/base', version: '0.11' }),
     ).toBe('127.0.0.1:5000/dstackai/base:py3.11-0.11-cuda-12.1');

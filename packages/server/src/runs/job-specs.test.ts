@@ -48,6 +48,8 @@ describe('buildJobSpecs', () => {
       version: '0.11',
     });
     expect(mirrored[0]?.image_name).toBe('127.0.0.1:5000/dstackai/base:py3.11-0.11-cuda-12.1');
+    const devel = runSpecOf({ type: 'task', commands: ['true'], python: '3.11', nvcc: true });
+    expect(buildJobSpecs('py', devel)[0]?.image_name).toBe('dstackai/base:py3.11-0.10-cuda-12.1-devel');
     const named = buildJobSpecs('py', runSpecOf({ type: 'task', commands: ['true'], image: 'ubuntu' }), 0, {
       baseImage: '127.0.0.1:5000/dstackai/base',
     });

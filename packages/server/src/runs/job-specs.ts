@@ -109,7 +109,7 @@ export function buildJobSpecs(
   runName: string,
   runSpec: StoredRunSpec,
   replicaNum = 0,
-  baseImage: Omit<DefaultImageOptions, 'python'> = {},
+  baseImage: Omit<DefaultImageOptions, 'python' | 'nvcc'> = {},
 ): JobSpec[] {
   const configuration = runSpec.configuration;
   const providerJobs = providerJobsOf(runSpec);
@@ -132,8 +132,12 @@ export function buildJobSpecs(
   const code = codeFieldsOf(runSpec);
   const maxDuration = configuration.max_duration;
   const stopDuration = configuration.stop_duration;
-  // No `image:`: dstack's default image, its tag chosen by `python:`.
-  const defaultImage = defaultJobImage({ ...baseImage, python: configuration.python });
+  // No `image:`: dstack's default image, its tag chosen by `python:` and `nvcc:`.
+  const defaultImage = defaultJobImage({
+    ...baseImage,
+    python: configuration.python,
+    nvcc: configuration.nvcc,
+  });
   return shapes.map((shape, jobNum) => ({
     job_name: `${runName}-${jobNum}-${replicaNum}`,
     job_num: jobNum,

@@ -81,8 +81,8 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
   fleets: { honoured: 'job-submitted.ts candidate fleets' },
   tags: { honoured: "runJob receives the run's configuration; backends tag what they create" },
   backend_options: { honoured: 'Requirements.backend_options, for the backend', subtree: true },
-  python: { honoured: "the default image's tag (job-specs.ts; `DSTACK_BASE_IMAGE` points it at a mirror)" },
-  nvcc: { refused: 'the default image has no CUDA compiler', example: { nvcc: true } },
+  python: { honoured: "the default image's tag (job-specs.ts; DSTACK_BASE_IMAGE points it at a mirror)" },
+  nvcc: { honoured: "the default image's -devel variant (job-specs.ts)" },
   docker: { refused: 'no Docker-in-Docker image yet', example: { docker: true } },
   entrypoint: { refused: 'the job spec has no entrypoint', example: { entrypoint: 'python' } },
   shell: {

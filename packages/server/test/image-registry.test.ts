@@ -89,7 +89,11 @@ describe.skipIf(dockerMissing || (registryMissing !== null && process.env.CI !==
         'private-image',
         task('private-image', [`cat ${MARKER_PATH}`], {
           image: privateImage,
-          registry_auth: { username: registry.username, password: '${{ secrets.registry_password }}' },
+          registry_auth: {
+            username: registry.username,
+            // biome-ignore lint/suspicious/noTemplateCurlyInString: dstack's secret reference, sent as written.
+            password: '${{ secrets.registry_password }}',
+          },
         }),
       );
       expect(run.status, job?.termination_reason_message ?? '').toBe('done');

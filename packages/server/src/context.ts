@@ -80,6 +80,13 @@ export interface ServerSettings {
    * gpuhunt's bucket, `GPUHUNT_CATALOG_URL` of `@dstack/catalog`.
    */
   catalogUrl?: string | null;
+  /**
+   * `DSTACK_BASE_IMAGE` (dstack's setting): the repository of the default image, with its
+   * registry, e.g. a mirror's `registry.internal:5000/dstackai/base`. Absent: `dstackai/base`.
+   */
+  baseImage?: string | null;
+  /** `DSTACK_BASE_IMAGE_VERSION` (dstack's setting): the default image's version. Absent: `0.10`. */
+  baseImageVersion?: string | null;
 }
 
 /**

@@ -177,7 +177,8 @@ describe('refused fields through the API', () => {
       auth: false,
       model: 'm',
       strip_prefix: true,
-      python: '3.12',
+      python: '3.10',
+      nvcc: true,
     });
     expect(service.status, JSON.stringify(service.body)).toBe(200);
     const devEnvironment = await runPlan({

@@ -22,6 +22,8 @@ describe('loadServerSettings', () => {
       catalogUrl: null,
       offersDeadlineMs: 10_000,
       codeUploadLimitBytes: 2 * 1024 * 1024,
+      baseImage: null,
+      baseImageVersion: null,
     });
   });
 
@@ -43,6 +45,8 @@ describe('loadServerSettings', () => {
         DSTACK_SERVER_OFFERS_DEADLINE: '3',
         DSTACK_SERVER_CODE_UPLOAD_LIMIT: '0',
         GPUHUNT_CATALOG_URL: 'http://10.0.0.1:8080/v3',
+        DSTACK_BASE_IMAGE: '127.0.0.1:5000/dstackai/base',
+        DSTACK_BASE_IMAGE_VERSION: '0.11',
       },
       { port: 0 },
     );
@@ -62,6 +66,8 @@ describe('loadServerSettings', () => {
       offersDeadlineMs: 3000,
       codeUploadLimitBytes: 0,
       catalogUrl: 'http://10.0.0.1:8080/v3',
+      baseImage: '127.0.0.1:5000/dstackai/base',
+      baseImageVersion: '0.11',
     });
   });
 
@@ -84,6 +90,12 @@ describe('loadServerSettings', () => {
     );
     expect(() => loadServerSettings({ DSTACK_SERVER_OFFERS_DEADLINE: '0' })).toThrow(
       /DSTACK_SERVER_OFFERS_DEADLINE/,
+    );
+    expect(() => loadServerSettings({ DSTACK_BASE_IMAGE: 'mirror:5000/dstackai/base:py3.11' })).toThrow(
+      /DSTACK_BASE_IMAGE must be an image repository without a tag/,
+    );
+    expect(() => loadServerSettings({ DSTACK_BASE_IMAGE_VERSION: '0.10 -x' })).toThrow(
+      /DSTACK_BASE_IMAGE_VERSION must hold only/,
     );
   });
 });

@@ -41,6 +41,32 @@ function urlVariable(env: NodeJS.ProcessEnv, name: string): string | null {
   return value;
 }
 
+/** An image repository with its registry and no tag: `registry:5000/dstackai/base`. */
+function imageRepositoryVariable(env: NodeJS.ProcessEnv, name: string): string | null {
+  const value = stringVariable(env, name);
+  if (value === null) return null;
+  const lastPart = value.slice(value.lastIndexOf('/') + 1);
+  if (!/^[A-Za-z0-9][A-Za-z0-9._:/-]*$/.test(value) || lastPart.includes(':') || value.endsWith('/')) {
+    throw new ConfigurationError(
+      `${name} must be an image repository without a tag (e.g. registry.internal:5000/dstackai/base), got "${value}"`,
+      { path: [name] },
+    );
+  }
+  return value;
+}
+
+/** A part of an image tag: letters, digits, `.`, `_`. */
+function imageTagPartVariable(env: NodeJS.ProcessEnv, name: string): string | null {
+  const value = stringVariable(env, name);
+  if (value === null) return null;
+  if (!/^[A-Za-z0-9._]+$/.test(value)) {
+    throw new ConfigurationError(`${name} must hold only letters, digits, "." and "_", got "${value}"`, {
+      path: [name],
+    });
+  }
+  return value;
+}
+
 function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
   const value = env[name]?.trim();
   return value ? value : null;
@@ -55,7 +81,8 @@ function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
  * requests may use neither), `DSTACK_SERVER_BACKEND_VALIDATION_DEADLINE` (seconds, 5),
  * `DSTACK_SHIM_DOWNLOAD_URL` and `DSTACK_RUNNER_DOWNLOAD_URL` (unset: the npm tarballs of the release),
  * `DSTACK_SERVER_CODE_UPLOAD_LIMIT` (bytes, 2 MiB; 0: no limit), `GPUHUNT_CATALOG_URL` (unset:
- * gpuhunt's bucket). `overrides` (e.g. from command-line
+ * gpuhunt's bucket), `DSTACK_BASE_IMAGE` and `DSTACK_BASE_IMAGE_VERSION` (the default image's
+ * repository and version; unset: dstack's). `overrides` (e.g. from command-line
  * flags) win over the environment. Throws ConfigurationError naming the variable.
  */
 export function loadServerSettings(
@@ -97,6 +124,8 @@ export function loadServerSettings(
         min: 1,
         max: 3600,
       }) * 1000,
+    baseImage: imageRepositoryVariable(env, 'DSTACK_BASE_IMAGE'),
+    baseImageVersion: imageTagPartVariable(env, 'DSTACK_BASE_IMAGE_VERSION'),
     codeUploadLimitBytes: integerVariable(
       env,
       'DSTACK_SERVER_CODE_UPLOAD_LIMIT',

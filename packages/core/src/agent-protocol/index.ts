@@ -5,6 +5,7 @@
  * so the agents' single-file bundles carry nothing else of core.
  */
 export * from './agent-token.js';
+export * from './default-image.js';
 export * from './git-credentials.js';
 export * from './ports.js';
 export * from './repo-data.js';

@@ -37,12 +37,6 @@ export const TaskInstanceMountSchema = z.looseObject({
 });
 export type TaskInstanceMount = z.output<typeof TaskInstanceMountSchema>;
 
-/**
- * The image a job runs in when its configuration names none (dstack's base image for the
- * default Python). A shim without containers (the process runtime) runs only such jobs.
- */
-export const DEFAULT_JOB_IMAGE = 'dstackai/base:py3.12-0.10-cuda-12.1';
-
 /** `POST /api/tasks`: what to run. */
 export const TaskConfigSchema = z.looseObject({
   /** dstack sends the job submission's UUID; it names the task's directory, hence the character set. */

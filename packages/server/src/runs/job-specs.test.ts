@@ -40,6 +40,22 @@ describe('buildJobSpecs', () => {
     });
   });
 
+  it("runs a job without `image:` in the default image of its `python:`, from the server's repository", () => {
+    const spec = runSpecOf({ type: 'task', commands: ['true'], python: '3.11' });
+    expect(buildJobSpecs('py', spec)[0]?.image_name).toBe('dstackai/base:py3.11-0.10-cuda-12.1');
+    const mirrored = buildJobSpecs('py', spec, 0, {
+      baseImage: '127.0.0.1:5000/dstackai/base',
+      version: '0.11',
+    });
+    expect(mirrored[0]?.image_name).toBe('127.0.0.1:5000/dstackai/base:py3.11-0.11-cuda-12.1');
+    const devel = runSpecOf({ type: 'task', commands: ['true'], python: '3.11', nvcc: true });
+    expect(buildJobSpecs('py', devel)[0]?.image_name).toBe('dstackai/base:py3.11-0.10-cuda-12.1-devel');
+    const named = buildJobSpecs('py', runSpecOf({ type: 'task', commands: ['true'], image: 'ubuntu' }), 0, {
+      baseImage: '127.0.0.1:5000/dstackai/base',
+    });
+    expect(named[0]?.image_name).toBe('ubuntu');
+  });
+
   it("makes one job per provider job, with the job's fields over the configuration's", () => {
     const runSpec = runSpecOf(
       {

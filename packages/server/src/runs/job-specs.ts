@@ -12,7 +12,7 @@ import {
   type RetrySpec,
   type RunConfiguration,
 } from '@dstack/core';
-import { DEFAULT_JOB_IMAGE } from '@dstack/core/agent-protocol';
+import { type DefaultImageOptions, defaultJobImage } from '@dstack/core/agent-protocol';
 import type { StoredRunSpec } from '../db/json-columns.js';
 
 /** dstack's base image; only container runtimes use it (the process runtime runs on the host). */
@@ -105,7 +105,12 @@ function providerJobsOf(runSpec: StoredRunSpec): ProviderJobSpec[] | undefined {
  * else one per node. Throws `ConfigurationError` (HTTP 400) when `provider` and
  * `provider_jobs` do not come together.
  */
-export function buildJobSpecs(runName: string, runSpec: StoredRunSpec, replicaNum = 0): JobSpec[] {
+export function buildJobSpecs(
+  runName: string,
+  runSpec: StoredRunSpec,
+  replicaNum = 0,
+  baseImage: Omit<DefaultImageOptions, 'python' | 'nvcc'> = {},
+): JobSpec[] {
   const configuration = runSpec.configuration;
   const providerJobs = providerJobsOf(runSpec);
   const configurationEnv = resolvedEnv(configuration.env);
@@ -127,6 +132,12 @@ export function buildJobSpecs(runName: string, runSpec: StoredRunSpec, replicaNu
   const code = codeFieldsOf(runSpec);
   const maxDuration = configuration.max_duration;
   const stopDuration = configuration.stop_duration;
+  // No `image:`: dstack's default image, its tag chosen by `python:` and `nvcc:`.
+  const defaultImage = defaultJobImage({
+    ...baseImage,
+    python: configuration.python,
+    nvcc: configuration.nvcc,
+  });
   return shapes.map((shape, jobNum) => ({
     job_name: `${runName}-${jobNum}-${replicaNum}`,
     job_num: jobNum,
@@ -134,7 +145,7 @@ export function buildJobSpecs(runName: string, runSpec: StoredRunSpec, replicaNu
     jobs_per_replica: shapes.length,
     commands: shape.commands,
     env: shape.env,
-    image_name: shape.image ?? DEFAULT_JOB_IMAGE,
+    image_name: shape.image ?? defaultImage,
     user: configuration.user ?? null,
     privileged: configuration.privileged,
     working_dir: shape.workingDir ?? runSpec.working_dir ?? null,

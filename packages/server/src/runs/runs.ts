@@ -70,6 +70,11 @@ export function normalizeRunSpec(runSpec: RunSpec): StoredRunSpec {
   return { ...runSpec, run_name: runName, configuration };
 }
 
+/** The server's default image settings (`DSTACK_BASE_IMAGE`, `DSTACK_BASE_IMAGE_VERSION`). */
+function baseImageOf(app: AppContext): { baseImage?: string | null; version?: string | null } {
+  return { baseImage: app.settings.baseImage, version: app.settings.baseImageVersion };
+}
+
 export function offerFiltersOf(configuration: RunConfiguration): OfferFilters {
   return {
     backends: configuration.backends,
@@ -89,7 +94,7 @@ export async function getRunPlan(
   const backends = await app.backends.getProjectBackends(project.id);
   refuseUnsupportedRunFields(runSpec.configuration, backends);
   const filters = offerFiltersOf(runSpec.configuration);
-  const jobSpecs = buildJobSpecs(runSpec.run_name ?? 'plan', runSpec);
+  const jobSpecs = buildJobSpecs(runSpec.run_name ?? 'plan', runSpec, 0, baseImageOf(app));
   checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
   const placement = runSpec.configuration;
   // With `creation_policy: reuse` the run only takes fleet instances, so backends offer nothing.
@@ -166,7 +171,7 @@ export async function applyRun(
   const runSpec: StoredRunSpec = { ...normalized, run_name: runName };
   const now = Date.now();
   const runId = randomUUID();
-  const jobSpecs = buildJobSpecs(runName, runSpec);
+  const jobSpecs = buildJobSpecs(runName, runSpec, 0, baseImageOf(app));
   // Before anything is stored: a run naming a secret the project lacks is refused (400).
   checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
   // The code the runner will get must be here now: the client uploads it before applying.

@@ -34,6 +34,8 @@ describe('image at plan time', () => {
   it('passes without an image, with the default image, or when a backend can run it', () => {
     const processOnly = [localBackend('process')];
     expect(unsupportedRunFields(task({}), processOnly)).toEqual([]);
+    // `python:` picks the default image's tag: still the host on a backend without containers.
+    expect(unsupportedRunFields(task({ python: '3.11' }), processOnly)).toEqual([]);
     expect(unsupportedRunFields(task({ image: DEFAULT_JOB_IMAGE }), processOnly)).toEqual([]);
     expect(unsupportedRunFields(task({ image: 'python:3.11' }), [localBackend('docker')])).toEqual([]);
   });

@@ -4,7 +4,7 @@
  * applied (the same check for `runs/get_plan` and `runs/apply`). See `field-decisions.ts`.
  */
 import type { RunConfiguration } from '@dstack/core';
-import { DEFAULT_JOB_IMAGE } from '@dstack/core/agent-protocol';
+import { isDefaultJobImage } from '@dstack/core/agent-protocol';
 import type { ProjectBackend } from '../backends/registry.js';
 import {
   type FieldDecisions,
@@ -13,9 +13,6 @@ import {
   refuseFields,
   reservationRefusal,
 } from '../field-decisions.js';
-
-/** The Python of the default image (`DEFAULT_JOB_IMAGE` in @dstack/core/agent-protocol). */
-const DEFAULT_IMAGE_PYTHON = '3.12';
 
 function rangeText(range: { min: number | null; max: number | null }): string {
   return range.min === range.max ? String(range.min) : `${range.min ?? ''}..${range.max ?? ''}`;
@@ -84,15 +81,8 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
   fleets: { honoured: 'job-submitted.ts candidate fleets' },
   tags: { honoured: "runJob receives the run's configuration; backends tag what they create" },
   backend_options: { honoured: 'Requirements.backend_options, for the backend', subtree: true },
-  python: {
-    refused: 'the server runs the default image',
-    check: (value) =>
-      value === undefined || value === DEFAULT_IMAGE_PYTHON
-        ? null
-        : `only ${DEFAULT_IMAGE_PYTHON} (the default image's Python) is supported yet (got ${String(value)})`,
-    example: { python: '3.10' },
-  },
-  nvcc: { refused: 'the default image has no CUDA compiler', example: { nvcc: true } },
+  python: { honoured: "the default image's tag (job-specs.ts; DSTACK_BASE_IMAGE points it at a mirror)" },
+  nvcc: { honoured: "the default image's -devel variant (job-specs.ts)" },
   docker: { refused: 'no Docker-in-Docker image yet', example: { docker: true } },
   entrypoint: { refused: 'the job spec has no entrypoint', example: { entrypoint: 'python' } },
   shell: {
@@ -235,7 +225,7 @@ function imageRefusal(
   wanted: readonly string[] | null | undefined,
   backends: readonly ProjectBackend[],
 ): { path: string; reason: string } | null {
-  if (image == null || image === DEFAULT_JOB_IMAGE) return null;
+  if (image == null || isDefaultJobImage(image)) return null;
   const eligible = backends.filter((backend) => !wanted?.length || wanted.includes(backend.type));
   const reasons = eligible.map((backend) => backend.compute.imageRefusal?.() ?? null);
   if (eligible.length === 0 || reasons.some((reason) => reason === null)) return null;

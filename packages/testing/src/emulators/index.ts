@@ -141,6 +141,11 @@ export {
 } from './hosts/emulated-host-image.js';
 export { HostUserDataError } from './hosts/instance-boot-files.js';
 export {
+  type LocalDockerRegistry,
+  localDockerRegistryMissing,
+  startLocalDockerRegistry,
+} from './hosts/local-docker-registry.js';
+export {
   type RunnerRuntimeServer,
   type ServeRunnerRuntimeOptions,
   serveRunnerRuntime,

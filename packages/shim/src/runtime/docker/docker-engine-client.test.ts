@@ -113,7 +113,9 @@ describe('DockerEngineClient', () => {
       registryPassword: 'secret',
     }).catch((e) => e);
     expect(error).toBeInstanceOf(ImagePullError);
-    expect(error.message).toBe('cannot pull image ghcr.io/org/private:v2: unauthorized: bad credentials');
+    expect(error.message).toBe(
+      'cannot pull image ghcr.io/org/private:v2: the registry refused the credentials (registry_auth) (unauthorized: bad credentials)',
+    );
     const pull = requests.find((request) => request.method === 'POST');
     expect(pull?.url).toBe('/v1.41/images/create?fromImage=ghcr.io%2Forg%2Fprivate&tag=v2');
     const auth = JSON.parse(Buffer.from(String(pull?.headers['x-registry-auth']), 'base64url').toString());

@@ -38,10 +38,14 @@ function registryOf(repository: string): string {
   return first.includes('.') || first.includes(':') || first === 'localhost' ? first : DOCKER_HUB;
 }
 
-/** The `X-Registry-Auth` header value: base64url JSON of the credentials. */
+/**
+ * The `X-Registry-Auth` header value: base64url JSON of the credentials, padded as Go's
+ * `base64.URLEncoding` writes it (Docker 20.10 reads no other form and silently pulls without
+ * credentials when it cannot decode the header).
+ */
 export function encodeRegistryAuth(username: string, password: string, serverAddress: string): string {
   const json = JSON.stringify({ username, password, serveraddress: serverAddress });
-  return Buffer.from(json, 'utf8').toString('base64url');
+  return Buffer.from(json, 'utf8').toString('base64').replaceAll('+', '-').replaceAll('/', '_');
 }
 
 export interface EnsureImageOptions {
@@ -72,15 +76,47 @@ export async function imageUser(client: DockerEngineClient, imageName: string): 
   return image.Config?.User ?? '';
 }
 
-/** Thrown when an image is missing and cannot be pulled; the message names the image. */
+/**
+ * Thrown when an image is missing and cannot be pulled. The message names the image and says
+ * why in words a user acts on (the registry refused the credentials, the image does not exist),
+ * then Docker's own message.
+ */
 export class ImagePullError extends Error {
   constructor(
     readonly imageName: string,
     readonly detail: string,
+    withCredentials = false,
   ) {
-    super(`cannot pull image ${imageName}: ${detail}`);
+    const cause = pullFailureCause(detail, withCredentials);
+    super(`cannot pull image ${imageName}: ${cause ? `${cause} (${detail})` : detail}`);
     this.name = 'ImagePullError';
   }
+}
+
+/** Docker's answers when the registry has no such repository or tag. */
+const IMAGE_MISSING = /manifest unknown|name unknown|not found/i;
+/** Docker's answers when the registry wants (other) credentials. */
+const AUTH_REFUSED =
+  /unauthorized|authentication required|no basic auth credentials|incorrect username or password|access.*denied/i;
+
+/**
+ * What a failed pull's Docker message means, or null when it is something else (the registry
+ * unreachable...). Docker Hub answers "pull access denied ... does not exist or may require
+ * 'docker login'" for both a missing image and missing credentials: that one says both.
+ */
+export function pullFailureCause(detail: string, withCredentials: boolean): string | null {
+  if (/pull access denied/i.test(detail)) {
+    return withCredentials
+      ? 'the registry refused the pull: the image does not exist or the credentials (registry_auth) are wrong'
+      : 'the registry refused the pull: the image does not exist or needs credentials (registry_auth)';
+  }
+  if (AUTH_REFUSED.test(detail)) {
+    return withCredentials
+      ? 'the registry refused the credentials (registry_auth)'
+      : 'the registry requires credentials: set registry_auth';
+  }
+  if (IMAGE_MISSING.test(detail)) return 'the image does not exist in its registry';
+  return null;
 }
 
 /** Makes sure the image is present, pulling it when it is not. */
@@ -89,7 +125,8 @@ export async function ensureImage(client: DockerEngineClient, options: EnsureIma
   options.onPull?.();
   const reference = parseImageReference(options.imageName);
   const headers: Record<string, string> = {};
-  if (options.registryUsername || options.registryPassword) {
+  const withCredentials = Boolean(options.registryUsername || options.registryPassword);
+  if (withCredentials) {
     headers['x-registry-auth'] = encodeRegistryAuth(
       options.registryUsername ?? '',
       options.registryPassword ?? '',
@@ -107,11 +144,11 @@ export async function ensureImage(client: DockerEngineClient, options: EnsureIma
     });
     progress = response.body.toString('utf8');
   } catch (error) {
-    throw new ImagePullError(options.imageName, describe(error));
+    throw new ImagePullError(options.imageName, describe(error), withCredentials);
   }
   // A pull that fails after it started still answers 200; the error is in the progress stream.
   const streamError = findProgressError(progress);
-  if (streamError !== undefined) throw new ImagePullError(options.imageName, streamError);
+  if (streamError !== undefined) throw new ImagePullError(options.imageName, streamError, withCredentials);
   if (!(await imageExists(client, options.imageName))) {
     throw new ImagePullError(options.imageName, 'the pull finished but the image is not present');
   }

@@ -3,7 +3,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DEFAULT_JOB_IMAGE, type RunnerJobState, TaskConfigSchema } from '@dstack/core/agent-protocol';
+import {
+  DEFAULT_JOB_IMAGE,
+  defaultJobImage,
+  type RunnerJobState,
+  TaskConfigSchema,
+} from '@dstack/core/agent-protocol';
 import { HOST_JOB_VARIABLES, RunnerClient } from '@dstack/runner';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StartedTask, TaskDevices } from '../task-runtime.js';
@@ -20,13 +25,18 @@ describe('process runtime', () => {
     for (const directory of directories.splice(0)) await rm(directory, { recursive: true, force: true });
   });
 
-  async function runAs(containerUser: string, commands: string[], devices?: TaskDevices) {
+  async function runAs(
+    containerUser: string,
+    commands: string[],
+    devices?: TaskDevices,
+    imageName: string = DEFAULT_JOB_IMAGE,
+  ) {
     const homeDir = await mkdtemp(join(tmpdir(), 'dstack-process-runtime-'));
     directories.push(homeDir);
     const task = TaskConfigSchema.parse({
       id: randomUUID(),
       name: 'process-test',
-      image_name: DEFAULT_JOB_IMAGE,
+      image_name: imageName,
       container_user: containerUser,
     });
     const runtimeTask = await createProcessRuntime().start(
@@ -107,6 +117,13 @@ describe('process runtime', () => {
     } finally {
       delete process.env.PROCESS_RUNTIME_CANARY;
     }
+  });
+
+  it("runs a task in any default image (another `python:`, a mirror's repository) on the host", async () => {
+    const image = defaultJobImage({ python: '3.10', baseImage: '127.0.0.1:5000/dstackai/base' });
+    const result = await runAs('', ['echo on-the-host'], undefined, image);
+    expect(result.states.at(-1)?.state).toBe('done');
+    expect(result.output).toContain('on-the-host');
   });
 
   it('refuses a task naming an image other than the default, naming the image', async () => {

@@ -1,4 +1,4 @@
-import { DEFAULT_JOB_IMAGE, type TaskConfig } from '@dstack/core/agent-protocol';
+import { isDefaultJobImage, type TaskConfig } from '@dstack/core/agent-protocol';
 import { hostJobEnvironment, startRunner } from '@dstack/runner';
 import type { StartedTask, TaskAccess, TaskDevices, TaskEvents, TaskRuntime } from '../task-runtime.js';
 import { TaskStartError } from '../task-runtime.js';
@@ -36,7 +36,7 @@ export function createProcessRuntime(options: ProcessRuntimeOptions = {}): TaskR
       devices: TaskDevices = { gpuIds: null },
       access: TaskAccess = { runnerToken: null },
     ): Promise<StartedTask> {
-      if (task.image_name !== DEFAULT_JOB_IMAGE) {
+      if (!isDefaultJobImage(task.image_name)) {
         throw new TaskStartError('executor_error', imageRefusal(task.image_name));
       }
       let runner: Awaited<ReturnType<typeof startRunner>>;

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { FileArchiveMappingSchema, RunRepoDataSchema } from '../agent-protocol/repo-data.js';
 import { RunnerJobSpecSchema } from '../agent-protocol/runner-api.js';
+import { boundedConfiguration } from '../configuration/configuration-bounds.js';
 import { ProviderJobSpecSchema } from '../providers/provider-job-spec.js';
 import { BackendTypeSchema } from './backend-type.js';
 import { InstanceOfferWithAvailabilitySchema } from './instances.js';
@@ -26,8 +27,11 @@ import {
 /** ISO 8601 date-time strings on the wire. */
 const DateTimeSchema = z.string();
 
-/** A run configuration or profile as sent by clients; the server validates it with the configuration schemas. */
-const ConfigurationObjectSchema = z.looseObject({ type: z.string() });
+/**
+ * A run configuration or profile as sent by clients; the server validates it with the
+ * configuration schemas, once its size is known to be within bounds.
+ */
+const ConfigurationObjectSchema = boundedConfiguration(z.looseObject({ type: z.string() }));
 
 export const ProjectRoleSchema = z.enum(['admin', 'manager', 'user']);
 export type ProjectRole = z.output<typeof ProjectRoleSchema>;

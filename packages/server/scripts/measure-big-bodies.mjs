@@ -1,4 +1,7 @@
 #!/usr/bin/env node
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 /**
  * Where the time goes for big bodies on the spec routes (`runs/get_plan`, `runs/apply`,
  * `fleets/apply`): JSON.parse, body validation (zod + the configuration's own checks), the
@@ -6,9 +9,6 @@
  * test: run after `pnpm build` with `node packages/server/scripts/measure-big-bodies.mjs [case…]`.
  */
 import { performance } from 'node:perf_hooks';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { allRoutes } from '../dist/api-routes.js';
 import { startServer } from '../dist/index.js';
 
@@ -24,27 +24,170 @@ function record(count, key, value) {
 /** How many entries of `entryBytes` fit in TARGET. */
 const fit = (entryBytes) => Math.floor(TARGET / entryBytes);
 
+/** A task at every bound: 10,000 env entries, commands, files and ports, env values filling `bytes`. */
+function worstTask(bytes) {
+  const rest = 10_000 * 40;
+  const valueLength = Math.max(1, Math.floor((bytes - rest) / 10_000) - 12);
+  return {
+    type: 'task',
+    env: record(
+      10_000,
+      (i) => `K${i}`,
+      () => 'v'.repeat(valueLength),
+    ),
+    commands: Array.from({ length: 10_000 }, () => 'echo ${{ secrets.X }}'),
+    files: Array.from({ length: 10_000 }, (_, i) => `./f${i}:/f${i}`),
+    ports: Array.from({ length: 10_000 }, (_, i) => 10_000 + i),
+  };
+}
+
 const task = (extra) => ({ type: 'task', commands: ['true'], ...extra });
 const plan = (configuration) => ({ run_spec: { configuration } });
 
 const cases = {
-  'get_plan env map': () => ['runs/get_plan', plan(task({ env: record(fit(16), (i) => `K${i}`, () => 'v') }))],
-  'get_plan env list': () => ['runs/get_plan', plan(task({ env: Array.from({ length: fit(12) }, (_, i) => `K${i}=v`) }))],
-  'get_plan commands': () => ['runs/get_plan', plan(task({ commands: Array.from({ length: fit(8) }, () => 'true') }))],
+  'get_plan env map': () => [
+    'runs/get_plan',
+    plan(
+      task({
+        env: record(
+          fit(16),
+          (i) => `K${i}`,
+          () => 'v',
+        ),
+      }),
+    ),
+  ],
+  'get_plan env list': () => [
+    'runs/get_plan',
+    plan(task({ env: Array.from({ length: fit(12) }, (_, i) => `K${i}=v`) })),
+  ],
+  'get_plan commands': () => [
+    'runs/get_plan',
+    plan(task({ commands: Array.from({ length: fit(8) }, () => 'true') })),
+  ],
   'get_plan secrets in commands': () => [
     'runs/get_plan',
     plan(task({ commands: Array.from({ length: fit(30) }, () => 'echo ${{ secrets.X }}') })),
   ],
-  'get_plan ports': () => ['runs/get_plan', plan(task({ ports: Array.from({ length: fit(7) }, (_, i) => 1000 + (i % 60000)) }))],
-  'get_plan port typos': () => ['runs/get_plan', plan(task({ ports: Array.from({ length: fit(11) }, () => ({ prot: 1 })) }))],
-  'get_plan bad env values': () => ['runs/get_plan', plan(task({ env: record(fit(17), (i) => `K${i}`, () => ({})) }))],
-  'get_plan unknown keys': () => ['runs/get_plan', plan(task(record(fit(16), (i) => `k${i}`, () => 1)))],
-  'get_plan unknown nested': () => ['runs/get_plan', plan(task({ resources: record(fit(16), (i) => `k${i}`, () => 1) }))],
-  'get_plan files': () => ['runs/get_plan', plan(task({ files: Array.from({ length: fit(14) }, (_, i) => `./f${i}:/f`) }))],
-  'runs/apply env map': () => ['runs/apply', { plan: plan(task({ env: record(fit(16), (i) => `K${i}`, () => 'v') })) }],
+  'get_plan ports': () => [
+    'runs/get_plan',
+    plan(task({ ports: Array.from({ length: fit(7) }, (_, i) => 1000 + (i % 60000)) })),
+  ],
+  'get_plan port typos': () => [
+    'runs/get_plan',
+    plan(task({ ports: Array.from({ length: fit(11) }, () => ({ prot: 1 })) })),
+  ],
+  'get_plan bad env values': () => [
+    'runs/get_plan',
+    plan(
+      task({
+        env: record(
+          fit(17),
+          (i) => `K${i}`,
+          () => ({}),
+        ),
+      }),
+    ),
+  ],
+  'get_plan unknown keys': () => [
+    'runs/get_plan',
+    plan(
+      task(
+        record(
+          fit(16),
+          (i) => `k${i}`,
+          () => 1,
+        ),
+      ),
+    ),
+  ],
+  'get_plan unknown nested': () => [
+    'runs/get_plan',
+    plan(
+      task({
+        resources: record(
+          fit(16),
+          (i) => `k${i}`,
+          () => 1,
+        ),
+      }),
+    ),
+  ],
+  'get_plan files': () => [
+    'runs/get_plan',
+    plan(task({ files: Array.from({ length: fit(14) }, (_, i) => `./f${i}:/f`) })),
+  ],
+  // The worst bodies the bounds allow: full mappings and lists, values filling the body.
+  'get_plan worst valid': () => ['runs/get_plan', plan(worstTask(3.9 * 1024 * 1024))],
+  'runs/apply worst valid': () => [
+    'runs/apply',
+    {
+      plan: {
+        run_spec: { configuration: worstTask(3.9 * 1024 * 1024) },
+        current_resource: record(
+          fit(16),
+          (i) => `k${i}`,
+          () => 1,
+        ),
+      },
+    },
+  ],
+  'fleets/apply worst valid': () => [
+    'fleets/apply',
+    {
+      plan: {
+        spec: {
+          configuration: {
+            type: 'fleet',
+            name: 'my-fleet',
+            nodes: 0,
+            env: record(
+              10_000,
+              (i) => `K${i}`,
+              () => 'v'.repeat(1000),
+            ),
+          },
+          profile: record(
+            10_000,
+            (i) => `k${i}`,
+            () => 'x'.repeat(400),
+          ),
+        },
+      },
+    },
+  ],
+  'runs/apply env map': () => [
+    'runs/apply',
+    {
+      plan: plan(
+        task({
+          env: record(
+            fit(16),
+            (i) => `K${i}`,
+            () => 'v',
+          ),
+        }),
+      ),
+    },
+  ],
   'fleets/apply env map': () => [
     'fleets/apply',
-    { plan: { spec: { configuration: { type: 'fleet', name: 'my-fleet', nodes: 0, env: record(fit(16), (i) => `K${i}`, () => 'v') } } } },
+    {
+      plan: {
+        spec: {
+          configuration: {
+            type: 'fleet',
+            name: 'my-fleet',
+            nodes: 0,
+            env: record(
+              fit(16),
+              (i) => `K${i}`,
+              () => 'v',
+            ),
+          },
+        },
+      },
+    },
   ],
 };
 
@@ -58,7 +201,10 @@ const server = await startServer({
   pipelines: false,
 });
 const request = async (path) => {
-  const r = await fetch(`${server.url}${path}`, { method: 'POST', headers: { authorization: 'Bearer measure-admin' } });
+  const r = await fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer measure-admin' },
+  });
   await r.text();
   return { status: r.status };
 };
@@ -80,7 +226,11 @@ try {
       method: 'POST',
       headers: { authorization: `Bearer measure-admin`, 'content-type': 'application/json' },
       body: raw,
-    }).then(async (r) => ({ status: r.status, text: (await r.text()).slice(0, 200), ms: performance.now() - t }));
+    }).then(async (r) => ({
+      status: r.status,
+      text: (await r.text()).slice(0, 200),
+      ms: performance.now() - t,
+    }));
     await new Promise((resolve) => setTimeout(resolve, 20));
     const meStart = performance.now();
     const me = await request('/api/users/get_my_user');

@@ -7,6 +7,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { isValidProjectName, PROJECT_NAME_RULE, ServerClientError } from '@dstack/core';
 import { getProjectForUser, hasProjectRole } from '../accounts/projects.js';
 import { findUserByToken } from '../accounts/users.js';
@@ -315,7 +316,11 @@ export function createHttpHandler(
     } else {
       const limit = route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
       const raw = await readBody(request, limit, (bytes) => bodyTooLarge(bytes, limit));
-      const parsed = (route.body ?? NO_BODY_FIELDS).safeParse(parseJson(raw));
+      const json = parseJson(raw);
+      // Parsing a big body took a while, and on SQLite the rest may run to the answer without
+      // waiting for I/O: let the requests that came meanwhile (a `get_my_user`) go first.
+      if (raw.length > DEFAULT_MAX_BODY_BYTES) await nextTurn();
+      const parsed = (route.body ?? NO_BODY_FIELDS).safeParse(json);
       if (!parsed.success) throw parsed.error;
       body = route.body ? parsed.data : undefined;
     }

@@ -1,21 +1,45 @@
 /**
- * The spec routes with the largest bodies their caps and the configuration bounds allow: the
- * server still answers a `get_my_user` sent meanwhile (issue 19: one member must not stall the
- * API). No timing: `get_my_user` is sent once the big body is written, and must be answered
- * before the big request is.
+ * The spec routes with the largest bodies their caps and the configuration bounds allow: a
+ * `get_my_user` that comes while the server parses one is served before the big request's handler
+ * runs (issue 19: one member must not stall the API). No timing: the `get_my_user` request is
+ * written to its socket while the big body is being validated, and the routes record the order
+ * their handlers start in.
  */
 import { request as httpRequest } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { MAX_CONFIGURATION_ENTRIES } from '@dstack/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { allRoutes } from '../api-routes.js';
-import { createTestApp, type TestApp, type TestResponse } from '../testing/test-app.test.helpers.js';
+import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
 import { type RouteDefinition, RUN_PLAN_MAX_BODY_BYTES, SPEC_MAX_BODY_BYTES } from './route.js';
 
+const GET_MY_USER = '/api/users/get_my_user';
 const BIG_ROUTES = [
   '/api/project/{project_name}/runs/get_plan',
   '/api/project/{project_name}/runs/apply',
   '/api/project/{project_name}/fleets/apply',
 ];
+
+/** The handlers started, in order. */
+const started: string[] = [];
+/** Called (synchronously) while a big route validates its body. */
+let whileValidating: () => void = () => {};
+
+/** The route, recording its handler's start, and for a big route calling `whileValidating`. */
+function watched(route: RouteDefinition): RouteDefinition {
+  const name = route.path === GET_MY_USER ? 'get_my_user' : 'big';
+  const handler: RouteDefinition['handler'] = (ctx) => {
+    started.push(name);
+    return route.handler(ctx);
+  };
+  if (name !== 'big' || route.body === undefined) return { ...route, handler };
+  const body = z.preprocess((value) => {
+    whileValidating();
+    return value;
+  }, route.body);
+  return { ...route, body, handler };
+}
 
 function record(count: number, value: (index: number) => unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -30,6 +54,7 @@ function boundedTask(bytes: number) {
   return {
     type: 'task',
     env: record(entries, () => 'v'.repeat(valueLength)),
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a dstack secret reference, checked by get_plan.
     commands: Array.from({ length: entries }, () => 'echo ${{ secrets.X }}'),
     files: Array.from({ length: entries }, (_, index) => `./f${index}:/f${index}`),
     ports: Array.from({ length: entries }, (_, index) => 10_000 + index),
@@ -44,26 +69,15 @@ function manyFields(bytes: number): Record<string, unknown> {
 describe('big bodies on the spec routes', () => {
   let server: TestApp;
   beforeAll(async () => {
-    const routes = allRoutes.filter((route) =>
-      [...BIG_ROUTES, '/api/users/get_my_user'].includes(route.path),
-    );
-    server = await createTestApp({ dialect: 'sqlite', routes });
+    const routes = allRoutes.filter((route) => [...BIG_ROUTES, GET_MY_USER].includes(route.path));
+    server = await createTestApp({ dialect: 'sqlite', routes: routes.map(watched) });
   });
   afterAll(async () => {
     await server?.close();
   });
 
-  /**
-   * Sends `body`, then `get_my_user` as soon as the body is on its way (all of it written to the
-   * socket): the order the answers came in.
-   */
-  async function race(path: string, body: unknown, limit: number) {
-    const raw = Buffer.from(JSON.stringify(body));
-    expect(raw.length).toBeLessThanOrEqual(limit);
-    expect(raw.length).toBeGreaterThan(limit * 0.8);
-    const order: string[] = [];
-    let me: Promise<TestResponse> | undefined;
-    const big = new Promise<{ status: number; text: string }>((resolve, reject) => {
+  function post(path: string, raw: Buffer): Promise<{ status: number; text: string }> {
+    return new Promise((resolve, reject) => {
       const request = httpRequest(`${server.url}${path}`, {
         method: 'POST',
         headers: { authorization: `Bearer ${server.adminToken}`, 'content-type': 'application/json' },
@@ -72,36 +86,65 @@ describe('big bodies on the spec routes', () => {
       request.on('response', (response) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => {
-          order.push('big');
-          resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
-        });
+        response.on('end', () =>
+          resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+        );
       });
-      request.end(raw, () => {
-        me = server.request('/api/users/get_my_user').then((answer) => {
-          order.push('get_my_user');
-          return answer;
-        });
-      });
+      request.end(raw);
     });
-    const bigAnswer = await big;
-    expect(me).toBeDefined();
-    expect(await me).toMatchObject({ status: 200, body: { username: 'admin' } });
-    return { order, big: bigAnswer };
+  }
+
+  /** A connected socket and the answer to the `get_my_user` request written on it later. */
+  async function getMyUserSocket(): Promise<{ socket: Socket; send: () => void; answer: Promise<string> }> {
+    const { port } = new URL(server.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+    const answer = new Promise<string>((resolve) => {
+      let text = '';
+      socket.on('data', (chunk: Buffer) => {
+        text += chunk.toString('utf8');
+      });
+      socket.on('end', () => resolve(text));
+    });
+    const send = () =>
+      socket.write(
+        `POST ${GET_MY_USER} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${server.adminToken}\r\n` +
+          'content-length: 0\r\nconnection: close\r\n\r\n',
+      );
+    return { socket, send, answer };
+  }
+
+  /** Sends `body`; while the server validates it, `get_my_user`. The handlers' order and both answers. */
+  async function race(path: string, body: unknown, limit: number) {
+    const raw = Buffer.from(JSON.stringify(body));
+    expect(raw.length).toBeLessThanOrEqual(limit);
+    expect(raw.length).toBeGreaterThan(limit * 0.8);
+    started.length = 0;
+    const me = await getMyUserSocket();
+    // The request is in the server's socket before the big request's handler could start.
+    whileValidating = () => {
+      whileValidating = () => {};
+      me.send();
+    };
+    const big = await post(path, raw);
+    const meAnswer = await me.answer;
+    expect(meAnswer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(meAnswer).toContain('"username":"admin"');
+    return { started: [...started], big };
   }
 
   it('runs/get_plan: a task at every bound, 4 MiB', { timeout: 60_000 }, async () => {
-    const { order, big } = await race(
+    const { started, big } = await race(
       '/api/project/main/runs/get_plan',
       { run_spec: { configuration: boundedTask(RUN_PLAN_MAX_BODY_BYTES - 100_000) } },
       RUN_PLAN_MAX_BODY_BYTES,
     );
     expect(big.status).toBe(200);
-    expect(order).toEqual(['get_my_user', 'big']);
+    expect(started).toEqual(['get_my_user', 'big']);
   });
 
   it('runs/apply: the same task and 16 MiB of fields in the run sent back', { timeout: 60_000 }, async () => {
-    const { order, big } = await race(
+    const { started, big } = await race(
       '/api/project/main/runs/apply',
       {
         plan: {
@@ -112,11 +155,11 @@ describe('big bodies on the spec routes', () => {
       SPEC_MAX_BODY_BYTES,
     );
     expect(big.status).toBe(200);
-    expect(order).toEqual(['get_my_user', 'big']);
+    expect(started).toEqual(['get_my_user', 'big']);
   });
 
   it('runs/apply: an env of 16 MiB, refused naming it', { timeout: 60_000 }, async () => {
-    const { order, big } = await race(
+    const { started, big } = await race(
       '/api/project/main/runs/apply',
       {
         plan: {
@@ -134,19 +177,19 @@ describe('big bodies on the spec routes', () => {
       ),
       fields: [['plan', 'run_spec', 'configuration', 'env']],
     });
-    // Refused right after parsing: nothing is left to run after get_my_user, either order is fine.
-    expect(order).toHaveLength(2);
+    // Refused once parsed: the big handler never runs.
+    expect(started).toEqual(['get_my_user']);
   });
 
   it('fleets/apply: a fleet spec at its bounds, 16 MiB', { timeout: 60_000 }, async () => {
     const perField = Math.floor((SPEC_MAX_BODY_BYTES - 1000) / (10 * MAX_CONFIGURATION_ENTRIES)) - 16;
     const profile = record(10, () => record(MAX_CONFIGURATION_ENTRIES - 1, () => 'x'.repeat(perField)));
-    const { order, big } = await race(
+    const { started, big } = await race(
       '/api/project/main/fleets/apply',
       { plan: { spec: { configuration: { type: 'fleet', name: 'big-body', nodes: 0 }, profile } } },
       SPEC_MAX_BODY_BYTES,
     );
     expect(big.status).toBe(200);
-    expect(order).toEqual(['get_my_user', 'big']);
+    expect(started).toEqual(['get_my_user', 'big']);
   });
 });

@@ -35,6 +35,7 @@ function worstTask(bytes) {
       (i) => `K${i}`,
       () => 'v'.repeat(valueLength),
     ),
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a dstack secret reference.
     commands: Array.from({ length: 10_000 }, () => 'echo ${{ secrets.X }}'),
     files: Array.from({ length: 10_000 }, (_, i) => `./f${i}:/f${i}`),
     ports: Array.from({ length: 10_000 }, (_, i) => 10_000 + i),
@@ -67,6 +68,7 @@ const cases = {
   ],
   'get_plan secrets in commands': () => [
     'runs/get_plan',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a dstack secret reference.
     plan(task({ commands: Array.from({ length: fit(30) }, () => 'echo ${{ secrets.X }}') })),
   ],
   'get_plan ports': () => [
@@ -137,20 +139,17 @@ const cases = {
     {
       plan: {
         spec: {
-          configuration: {
-            type: 'fleet',
-            name: 'my-fleet',
-            nodes: 0,
-            env: record(
-              10_000,
-              (i) => `K${i}`,
-              () => 'v'.repeat(1000),
-            ),
-          },
+          configuration: { type: 'fleet', name: 'my-fleet', nodes: 0 },
+          // 10 mappings at the entry bound, filling the body.
           profile: record(
-            10_000,
-            (i) => `k${i}`,
-            () => 'x'.repeat(400),
+            10,
+            (i) => `p${i}`,
+            () =>
+              record(
+                9_999,
+                (j) => `k${j}`,
+                () => 'x'.repeat(140),
+              ),
           ),
         },
       },

@@ -90,18 +90,18 @@ function tooMany(visit: Visit, count: number, bounds: ConfigurationBounds): Boun
 
 /**
  * `schema`, after a check of the bounds that runs first: a configuration too large is refused
- * before the schema copies or validates any of it. Typed as `schema` (the check takes and gives
- * the same values), so that clients building a body keep its input type.
+ * before the schema copies or validates any of it. Typed with the schema's input and output (the
+ * check takes and gives the same values), so that clients building a body keep its input type.
  */
 export function boundedConfiguration<Schema extends z.ZodType>(
   schema: Schema,
   bounds: ConfigurationBounds = DEFAULT_BOUNDS,
-): Schema {
+): z.ZodType<z.output<Schema>, z.input<Schema>> {
   const bounded = z.preprocess((value, ctx) => {
     const problem = configurationBoundProblem(value, bounds);
     if (problem === undefined) return value;
     ctx.addIssue({ code: 'custom', message: problem.message, path: problem.path, input: undefined });
     return z.NEVER;
   }, schema);
-  return bounded as unknown as Schema;
+  return bounded as unknown as z.ZodType<z.output<Schema>, z.input<Schema>>;
 }

@@ -264,8 +264,17 @@ export type LogEvent = z.output<typeof LogEventSchema>;
 
 // ---- Request bodies ----
 
+/**
+ * A run spec in a request: its loose parts (`profile`, `file_archives`, `provider_jobs`) are
+ * bounded per mapping or list like the configuration in it; its size in all, by the route's cap.
+ */
+const RequestRunSpecSchema = boundedConfiguration(RunSpecSchema, {
+  maxEntries: MAX_CONFIGURATION_ENTRIES,
+  maxValues: Number.POSITIVE_INFINITY,
+});
+
 export const GetRunPlanRequestSchema = z.object({
-  run_spec: RunSpecSchema,
+  run_spec: RequestRunSpecSchema,
   max_offers: z.number().int().positive().max(1000).nullish(),
 });
 /**
@@ -279,7 +288,7 @@ const SentBackRunSchema = z.custom<z.input<typeof RunSchema>>(
 );
 
 export const ApplyRunRequestSchema = z.object({
-  plan: z.object({ run_spec: RunSpecSchema, current_resource: SentBackRunSchema.nullish() }),
+  plan: z.object({ run_spec: RequestRunSpecSchema, current_resource: SentBackRunSchema.nullish() }),
   force: z.boolean().default(false),
 });
 export const GetRunRequestSchema = z.object({

@@ -181,6 +181,22 @@ describe('big bodies on the spec routes', () => {
     expect(started).toEqual(['get_my_user']);
   });
 
+  it('bounds the loose parts of a run spec too, naming the field', async () => {
+    const configuration = { type: 'task', commands: ['true'] };
+    const profile = record(MAX_CONFIGURATION_ENTRIES + 1, () => 1);
+    const answer = await server.request('/api/project/main/runs/get_plan', {
+      run_spec: { configuration, profile },
+    });
+    expect(answer.status).toBe(400);
+    expect(answer.body.detail).toEqual([
+      {
+        msg: `run_spec.profile: ${MAX_CONFIGURATION_ENTRIES + 1} entries, more than the ${MAX_CONFIGURATION_ENTRIES} allowed`,
+        code: 'invalid_request',
+        fields: [['run_spec', 'profile']],
+      },
+    ]);
+  });
+
   it('fleets/apply: a fleet spec at its bounds, 16 MiB', { timeout: 60_000 }, async () => {
     const perField = Math.floor((SPEC_MAX_BODY_BYTES - 1000) / (10 * MAX_CONFIGURATION_ENTRIES)) - 16;
     const profile = record(10, () => record(MAX_CONFIGURATION_ENTRIES - 1, () => 'x'.repeat(perField)));

@@ -128,10 +128,23 @@ function suggestedField(issue: Issue): string | undefined {
   return /; did you mean '([^']+)'\?/.exec(issue.message)?.[1];
 }
 
-function samePath(left: ReadonlyArray<PropertyKey>, right: ReadonlyArray<PropertyKey>): boolean {
-  return (
-    left.length === right.length && left.every((segment, index) => String(segment) === String(right[index]))
-  );
+/** A path as one string, to look issues up by where they are (segments compared as strings). */
+function pathKey(path: ReadonlyArray<PropertyKey>): string {
+  return JSON.stringify(path.map(String));
+}
+
+/**
+ * The first unknown-field issue of each mapping, by its path: one lookup per missing field
+ * (a search of the list for each would be quadratic in a body of many small mistakes).
+ */
+function firstUnknownFieldByPath(issues: readonly Issue[]): Map<string, Issue> {
+  const byPath = new Map<string, Issue>();
+  for (const issue of issues) {
+    if (issue.code !== 'unrecognized_keys') continue;
+    const key = pathKey(issue.path);
+    if (!byPath.has(key)) byPath.set(key, issue);
+  }
+  return byPath;
 }
 
 /**
@@ -144,7 +157,7 @@ export function issuesToConfigurationError(
   source: IssueSource,
   cause?: unknown,
 ): ConfigurationError {
-  const unknownFields = issues.filter((issue) => issue.code === 'unrecognized_keys');
+  const unknownFields = firstUnknownFieldByPath(issues);
   const located = issues.map((issue, order) => {
     let path = normalisePath(issue.path);
     const isUnknownKey = issue.code === 'unrecognized_keys';
@@ -163,7 +176,7 @@ export function issuesToConfigurationError(
     // An unknown field in the same mapping probably is the missing one, misspelled.
     const explainedBy =
       !isUnknownKey && isMissingField(issue, source)
-        ? unknownFields.find((unknown) => samePath(unknown.path, issue.path.slice(0, -1)))
+        ? unknownFields.get(pathKey(issue.path.slice(0, -1)))
         : undefined;
     return {
       issue,

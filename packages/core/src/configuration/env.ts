@@ -8,6 +8,13 @@ import { describeValue, isPlainObject } from './schema-helpers.js';
 
 const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/**
+ * The longest value of one variable: 128 KiB. Linux passes no longer string to a process
+ * (MAX_ARG_STRLEN, 32 pages), so a longer value could never reach the job; refusing it here
+ * also keeps huge bodies from being copied into every job spec.
+ */
+export const MAX_ENV_VALUE_LENGTH = 128 * 1024;
+
 function normaliseEnv(value: unknown, ctx: z.RefinementCtx): unknown {
   if (Array.isArray(value)) {
     const env: Record<string, string | null> = {};
@@ -65,7 +72,10 @@ export const envSchema = z.preprocess(
   normaliseEnv,
   z.record(
     z.string().regex(NAME_PATTERN, { error: 'invalid variable name: use letters, digits and _' }),
-    z.string().nullable(),
+    z
+      .string()
+      .max(MAX_ENV_VALUE_LENGTH, { error: `a value must be at most ${MAX_ENV_VALUE_LENGTH} characters` })
+      .nullable(),
     { error: "expected a mapping or a list of 'NAME=value' / 'NAME'" },
   ),
 );

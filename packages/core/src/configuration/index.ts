@@ -1,4 +1,12 @@
 export { configurationBackendSchema } from './backend-type.js';
+export {
+  type BoundProblem,
+  boundedConfiguration,
+  type ConfigurationBounds,
+  configurationBoundProblem,
+  MAX_CONFIGURATION_ENTRIES,
+  MAX_CONFIGURATION_VALUES,
+} from './configuration-bounds.js';
 export { formatConfigurationError } from './configuration-error.js';
 export {
   DURATION_EXPECTATION,
@@ -7,7 +15,7 @@ export {
   offableDurationSchema,
   parseDuration,
 } from './duration.js';
-export { type Env, envSchema } from './env.js';
+export { type Env, envSchema, MAX_ENV_VALUE_LENGTH } from './env.js';
 export {
   DEFAULT_FLEET_IDLE_DURATION,
   type FleetConfiguration,

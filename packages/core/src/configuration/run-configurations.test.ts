@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { envSchema } from './env.js';
+import { envSchema, MAX_ENV_VALUE_LENGTH } from './env.js';
 import { mountPointSchema } from './mount-point.js';
 import { anyConfigurationSchema, parseConfiguration } from './parse-configuration.js';
 import { portMappingSchema, servicePortSchema } from './ports.js';
@@ -22,6 +22,16 @@ describe('env', () => {
     [[], {}],
   ])('%j → %j', (input, expected) => {
     expect(envSchema.parse(input)).toEqual(expected);
+  });
+
+  test('refuses a value longer than Linux passes to a process (128 KiB), naming the variable', () => {
+    expect(envSchema.safeParse({ OK: 'x'.repeat(MAX_ENV_VALUE_LENGTH) }).success).toBe(true);
+    expect(envSchema.safeParse({ BIG: 'x'.repeat(MAX_ENV_VALUE_LENGTH + 1) }).error?.issues[0]).toMatchObject(
+      {
+        message: `a value must be at most ${MAX_ENV_VALUE_LENGTH} characters`,
+        path: ['BIG'],
+      },
+    );
   });
 
   test('rejects duplicates, bad names and other shapes', () => {

@@ -6,6 +6,11 @@
 import { z } from 'zod';
 import { FileArchiveMappingSchema, RunRepoDataSchema } from '../agent-protocol/repo-data.js';
 import { RunnerJobSpecSchema } from '../agent-protocol/runner-api.js';
+import {
+  boundedConfiguration,
+  MAX_CONFIGURATION_ENTRIES,
+  MAX_CONFIGURATION_VALUES,
+} from '../configuration/configuration-bounds.js';
 import { ProviderJobSpecSchema } from '../providers/provider-job-spec.js';
 import { BackendTypeSchema } from './backend-type.js';
 import { InstanceOfferWithAvailabilitySchema } from './instances.js';
@@ -26,8 +31,11 @@ import {
 /** ISO 8601 date-time strings on the wire. */
 const DateTimeSchema = z.string();
 
-/** A run configuration or profile as sent by clients; the server validates it with the configuration schemas. */
-const ConfigurationObjectSchema = z.looseObject({ type: z.string() });
+/**
+ * A run configuration or profile as sent by clients; the server validates it with the
+ * configuration schemas, once its size is known to be within bounds.
+ */
+const ConfigurationObjectSchema = boundedConfiguration(z.looseObject({ type: z.string() }));
 
 export const ProjectRoleSchema = z.enum(['admin', 'manager', 'user']);
 export type ProjectRole = z.output<typeof ProjectRoleSchema>;
@@ -260,12 +268,31 @@ export type LogEvent = z.output<typeof LogEventSchema>;
 
 // ---- Request bodies ----
 
+/**
+ * A run spec in a request: its loose parts (`profile`, `file_archives`, `provider_jobs`) are
+ * bounded per mapping or list like the configuration in it; its size in all, by the route's cap.
+ */
+const RequestRunSpecSchema = boundedConfiguration(RunSpecSchema, {
+  maxEntries: MAX_CONFIGURATION_ENTRIES,
+  maxValues: Number.POSITIVE_INFINITY,
+});
+
 export const GetRunPlanRequestSchema = z.object({
-  run_spec: RunSpecSchema,
+  run_spec: RequestRunSpecSchema,
   max_offers: z.number().int().positive().max(1000).nullish(),
 });
+/**
+ * The run as the client last saw it, sent back by `runs/apply` (dstack compares it to detect a
+ * concurrent change). This server does not use it, so only its top level is checked: validating a
+ * run of many big job specs would keep the server busy for seconds while other requests wait.
+ */
+const SentBackRunSchema = z.custom<z.input<typeof RunSchema>>(
+  (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
+  { error: 'expected the run as answered by runs/get_plan' },
+);
+
 export const ApplyRunRequestSchema = z.object({
-  plan: z.object({ run_spec: RunSpecSchema, current_resource: RunSchema.nullish() }),
+  plan: z.object({ run_spec: RequestRunSpecSchema, current_resource: SentBackRunSchema.nullish() }),
   force: z.boolean().default(false),
 });
 export const GetRunRequestSchema = z.object({
@@ -349,7 +376,14 @@ export const GetOffersRequestSchema = z.object({
   max_offers: z.number().int().positive().max(1000).nullish(),
 });
 export const ApplyFleetRequestSchema = z.object({
-  plan: z.object({ spec: z.looseObject({ configuration: ConfigurationObjectSchema }) }),
+  plan: z.object({
+    // Its extra fields (profile, configuration_path, …) are kept as they are: bounded, so that
+    // copying them stays cheap. The configuration in it is bounded on its own.
+    spec: boundedConfiguration(z.looseObject({ configuration: ConfigurationObjectSchema }), {
+      maxEntries: MAX_CONFIGURATION_ENTRIES,
+      maxValues: 2 * MAX_CONFIGURATION_VALUES,
+    }),
+  }),
   force: z.boolean().default(false),
 });
 export const GetFleetRequestSchema = z.object({ name: z.string() });

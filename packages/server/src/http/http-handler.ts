@@ -7,6 +7,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { isValidProjectName, PROJECT_NAME_RULE, ServerClientError } from '@dstack/core';
 import { getProjectForUser, hasProjectRole } from '../accounts/projects.js';
 import { findUserByToken } from '../accounts/users.js';
@@ -157,6 +158,16 @@ async function readUpload(
 
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Resolves once the event loop has polled for I/O: the requests whose bytes arrived meanwhile are
+ * read and started. One `setImmediate` alone resumes before the next poll (the check phase comes
+ * right after the poll phase that was running), hence two.
+ */
+async function afterPendingIo(): Promise<void> {
+  await nextTurn();
+  await nextTurn();
 }
 
 function parseJson(bytes: Buffer): unknown {
@@ -318,6 +329,9 @@ export function createHttpHandler(
       const parsed = (route.body ?? NO_BODY_FIELDS).safeParse(parseJson(raw));
       if (!parsed.success) throw parsed.error;
       body = route.body ? parsed.data : undefined;
+      // Parsing a big body took a while, and on SQLite the handler may run to its answer without
+      // waiting for I/O: let the requests that came meanwhile (a `get_my_user`) go first.
+      if (raw.length > DEFAULT_MAX_BODY_BYTES) await afterPendingIo();
     }
 
     const context: RequestContext<unknown> = {

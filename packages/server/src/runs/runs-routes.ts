@@ -11,7 +11,7 @@ import {
 } from '@dstack/core';
 import { z } from 'zod';
 import type { UsersTable } from '../db/schema.js';
-import { defineRoute, projectContext, SPEC_MAX_BODY_BYTES } from '../http/route.js';
+import { defineRoute, projectContext, RUN_PLAN_MAX_BODY_BYTES, SPEC_MAX_BODY_BYTES } from '../http/route.js';
 import { applyRun, deleteRuns, getRun, getRunPlan, listRuns, stopRuns } from './runs.js';
 
 const tags = ['runs'];
@@ -24,7 +24,7 @@ export const runRoutes = [
     tags,
     auth: 'project-member',
     body: GetRunPlanRequestSchema,
-    maxBodyBytes: SPEC_MAX_BODY_BYTES,
+    maxBodyBytes: RUN_PLAN_MAX_BODY_BYTES,
     response: RunPlanSchema,
     async handler(ctx) {
       const { project, user } = projectContext(ctx);

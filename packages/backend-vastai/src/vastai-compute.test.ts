@@ -159,6 +159,52 @@ describe('VastAiCompute', () => {
     }
   });
 
+  it('fails provisioning of a rental whose image cannot be pulled at once, with the pull error', async () => {
+    const missing = 'example/no-such-image:1';
+    const fault = emulator.addFault({ code: 'IMAGE_PULL_FAILED', image: missing, count: 1 });
+    try {
+      const params = runJobParams(await offer(false));
+      const data = await compute.runJob({
+        ...params,
+        job: { ...params.job, job_spec: { ...params.job.job_spec, image_name: missing } },
+      });
+      await emulator.settle();
+      // Past the emulator's null status: the rental shows `loading` with Docker's pull error.
+      let failure: unknown;
+      for (let attempt = 0; attempt < 100 && failure === undefined; attempt++) {
+        await compute.updateProvisioningData(data).catch((error: unknown) => {
+          failure = error;
+        });
+        if (failure === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(
+        emulator.state().instances.find((each) => each.id === Number(data.instance_id))?.actualStatus,
+      ).toBe('loading');
+      expect(ProvisioningError.isInstance(failure)).toBe(true);
+      expect((failure as Error).message).toBe(
+        "the image could not be pulled: Error response from daemon: pull access denied for example/no-such-image, repository does not exist or may require 'docker login': denied: requested access to the resource is denied",
+      );
+      await compute.terminateInstance(data.instance_id, data.region);
+    } finally {
+      emulator.removeFault(fault.id);
+    }
+  });
+
+  it('keeps polling a rental whose image is still being pulled', async () => {
+    const data = await compute.runJob(runJobParams(await offer(false)));
+    await emulator.settle();
+    let seenLoading = false;
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const instance = emulator.state().instances.find((each) => each.id === Number(data.instance_id));
+      if (instance?.actualStatus === 'running') break;
+      seenLoading ||= instance?.actualStatus === 'loading';
+      await compute.updateProvisioningData(data);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(seenLoading).toBe(true);
+    await compute.terminateInstance(data.instance_id, data.region);
+  });
+
   it('reports an outbid rental interrupted', async () => {
     const data = await compute.runJob(runJobParams(await offer(true)));
     expect(await compute.instanceStatus(data)).toBe('running');

@@ -70,6 +70,22 @@ function isOutbid(instance: VastAiInstance): boolean {
   );
 }
 
+/**
+ * Docker's words for an image it cannot get: unknown, private without (or with wrong) login, a
+ * registry that does not resolve. A rental whose pull failed this way never runs, however long
+ * its host retries; a pull in progress ("Pulling image …", layer progress) matches none.
+ */
+const IMAGE_PULL_FAILURE =
+  /pull access denied|manifest unknown|manifest for \S+ not found|repository does not exist|failed to resolve reference|unauthorized: |authentication required|no such host/i;
+
+/** The rental's pull error, when its image cannot be pulled (before its container exists); else null. */
+function imagePullFailureOf(instance: VastAiInstance): string | null {
+  const status = instance.actual_status ?? null;
+  if (status !== null && status !== 'loading' && status !== 'created') return null;
+  const message = instance.status_msg?.trim();
+  return message && IMAGE_PULL_FAILURE.test(message) ? message : null;
+}
+
 /** `-u USER -p PASS REGISTRY` for a private image (dstack's `image_login`), else null. */
 function imageLogin(image: string, auth: RunJobParams['job']['job_spec']['registry_auth']): string | null {
   if (!auth?.username || !auth.password) return null;
@@ -229,8 +245,9 @@ export class VastAiCompute implements Compute {
 
   /**
    * Looks the rental up once: once it runs with its SSH port mapped, `hostname` is its public IP
-   * and `ssh_port` the host port of the runner's 10022. A container that failed to start, or an
-   * outbid rental, fails provisioning; an instance not listed yet and throttling change nothing.
+   * and `ssh_port` the host port of the runner's 10022. An image that cannot be pulled (which
+   * Vast.ai shows as a rental still `loading`, Docker's error in `status_msg`, for as long as
+   * its host retries), a container that failed to start, or an outbid rental fails provisioning; an instance not listed yet and throttling change nothing.
    */
   async updateProvisioningData(provisioningData: JobProvisioningData): Promise<JobProvisioningData> {
     let instance: VastAiInstance | null;
@@ -242,6 +259,10 @@ export class VastAiCompute implements Compute {
     }
     if (instance === null) return provisioningData;
     const status = instance.actual_status ?? null;
+    const pullFailure = imagePullFailureOf(instance);
+    if (pullFailure !== null) {
+      throw new ProvisioningError(`the image could not be pulled: ${pullFailure}`);
+    }
     if (status === 'created' && (instance.status_msg ?? '').includes(': OCI runtime create failed:')) {
       throw new ProvisioningError(`Vast.ai instance ${instance.id} failed to start: ${instance.status_msg}`);
     }

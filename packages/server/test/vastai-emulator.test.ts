@@ -8,6 +8,8 @@
  * streams back. Images without node (a static busybox, a musl one) are the point.
  */
 
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { InstanceOfferWithAvailability, Run } from '@dstack/core';
 import {
   RUNNER_BUSYBOX_TEST_IMAGE as BUSYBOX_IMAGE,
@@ -21,9 +23,12 @@ import {
   vastaiEmulatorBackend,
 } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { planJob } from './cloud-run-helpers.js';
+import { requireBuiltDstack, runDstack } from './dstack-cli.js';
 import { dockerMissing } from './emulated-hosts-harness.js';
 import {
+  ADMIN_TOKEN,
   applyTask,
   describeEachDatabase,
   type HarnessServer,
@@ -113,6 +118,35 @@ describeEachDatabase.skipIf(dockerMissing)('a task on the emulated Vast.ai', (da
     expect(finished.status).toBe('done');
     expect(await harness.logs('vast-musl')).toContain('musl done');
     await expectRentalGone('vast-musl', rentalOf(finished).contract);
+  }, 300_000);
+
+  it('fails a run whose image cannot be pulled as soon as the rental says so, with Docker’s error in the API and dstack ps', async () => {
+    // Not on this machine and never pulled: the rental stays `loading` with Docker's pull error.
+    const missing = 'dstack-test/no-such-image:1';
+    await applyTask(harness, vastTask('vast-no-image', missing, ['echo never']));
+    const finished = await harness.waitForRun('vast-no-image', ['done', 'failed', 'terminated'], 180_000);
+
+    expect(finished.status).toBe('failed');
+    const submission = finished.latest_job_submission;
+    expect(submission?.termination_reason).toBe('creating_container_error');
+    expect(submission?.status_message).toBe('error');
+    expect(submission?.termination_reason_message).toBe(
+      "the image could not be pulled: Error response from daemon: pull access denied for dstack-test/no-such-image, repository does not exist or may require 'docker login': denied: requested access to the resource is denied",
+    );
+    expect(finished.error).toBe(submission?.termination_reason_message);
+    await expectRentalGone('vast-no-image', rentalOf(finished).contract);
+
+    requireBuiltDstack();
+    const cliDir = join(temp.dir, 'cli');
+    mkdirSync(cliDir, { recursive: true });
+    writeFileSync(
+      join(cliDir, 'config.yml'),
+      stringify({ projects: [{ name: 'main', url: harness.server.url, token: ADMIN_TOKEN, default: true }] }),
+    );
+    const ps = await runDstack(['ps', '-a', '-v'], { env: { DSTACK_CLI_CONFIG_DIR: cliDir } });
+    expect(ps.stdout).toMatch(
+      /^vast-no-image\s.*error\s.*the image could not be pulled: .*pull access denied/m,
+    );
   }, 300_000);
 
   it('moves on to the next offer when the ask vanishes before the rental', async () => {

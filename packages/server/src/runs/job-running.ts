@@ -486,6 +486,20 @@ export function pullIntervalMs(job: Pick<JobsTable, 'submitted_at'>, now: number
   return Math.min(MIN_INTERVAL_MS, Math.max(STARTING_POLL_MS * 2, Math.round((now - job.submitted_at) / 4)));
 }
 
+/**
+ * Why a job ends whose instance ended first. A container backend's rental (the job's own
+ * container, `dockerized: false`) that failed before it had an address (its image could not be
+ * pulled, Docker could not create its container: the backend's `ProvisioningError`) failed as
+ * the job's container: `creating_container_error`, what the shim reports for the same failure
+ * on a VM. Any other instance lost under a job is dstack's `waiting_instance_limit_exceeded`.
+ */
+function lostInstanceReason(instance: InstancesTable): JobTerminationReason {
+  const data = instanceProvisioningDataOf(instance);
+  const containerFailed =
+    instance.termination_reason === 'error' && data !== null && !data.dockerized && !data.hostname;
+  return containerFailed ? 'creating_container_error' : 'waiting_instance_limit_exceeded';
+}
+
 export function jobRunningPipeline(app: AppContext): PipelineDefinition<'jobs'> {
   return {
     name: 'jobs-running',
@@ -503,7 +517,7 @@ export function jobRunningPipeline(app: AppContext): PipelineDefinition<'jobs'> 
       if (!instance || ['terminating', 'terminated'].includes(instance.status)) {
         await terminate(
           { app, lock, job },
-          'waiting_instance_limit_exceeded',
+          instance ? lostInstanceReason(instance) : 'waiting_instance_limit_exceeded',
           instance?.termination_reason_message ?? 'the instance is gone',
         );
         return;

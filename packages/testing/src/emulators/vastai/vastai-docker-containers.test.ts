@@ -140,13 +140,14 @@ describe.skipIf(!environment.available)(
 
       const pull = await pollUntil(
         () => show(missing.body.new_contract),
-        (instance) => instance.actual_status === 'created',
+        (instance) => String(instance.status_msg).includes('pull access denied'),
       );
       const oci = await pollUntil(
         () => show(broken.body.new_contract),
         (instance) => instance.actual_status === 'created',
       );
 
+      expect(pull.actual_status).toBe('loading');
       expect(pull.status_msg).toContain('pull access denied for dstack-test/not-built-anywhere');
       expect(oci.status_msg).toContain('OCI runtime create failed');
       expect(oci.status_msg).toContain('/usr/bin/no-such-program');

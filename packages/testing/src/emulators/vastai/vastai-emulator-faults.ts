@@ -23,7 +23,7 @@ export const VASTAI_FAULT_CODES = [
   'SLOW_RESPONSE',
   /** The rented ask (`askId`, or any) is gone by the time of the rental: `no_such_ask`, and out of the book. */
   'ASK_VANISHED',
-  /** The rental (of `image`, or any) fails to pull its image: `created` with Docker's pull error. */
+  /** The rental (of `image`, or any) fails to pull its image: it stays `loading`, Docker's pull error in `status_msg`. */
   'IMAGE_PULL_FAILED',
   /** The rental's container fails to start: `created` with `OCI runtime create failed` in `status_msg`. */
   'OCI_RUNTIME_CREATE_FAILED',

@@ -269,7 +269,7 @@ describe('Vast.ai emulator faults', () => {
     expect(vast.state().asks).not.toContain(H100_ASK);
   });
 
-  it('IMAGE_PULL_FAILED and OCI_RUNTIME_CREATE_FAILED end at created with the error in status_msg', async () => {
+  it('IMAGE_PULL_FAILED stays loading and OCI_RUNTIME_CREATE_FAILED ends at created, each with its error in status_msg', async () => {
     const vast = await start({
       faults: [
         { code: 'IMAGE_PULL_FAILED', image: 'example/missing:1' },
@@ -288,7 +288,8 @@ describe('Vast.ai emulator faults', () => {
     const pull = (await vastai(vast, 'GET', `/api/v0/instances/${pulled.new_contract}/`)).body.instances;
     const oci = (await vastai(vast, 'GET', `/api/v0/instances/${broken.new_contract}/`)).body.instances;
 
-    expect(pull.actual_status).toBe('created');
+    expect(pull.actual_status).toBe('loading');
+    expect(pull.intended_status).toBe('running');
     expect(pull.status_msg).toContain('pull access denied for example/missing');
     expect(oci.actual_status).toBe('created');
     expect(oci.status_msg).toContain(': OCI runtime create failed:');

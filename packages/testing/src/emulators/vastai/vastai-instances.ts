@@ -5,8 +5,9 @@
  *          → "loading" after `loadingAfterMs` (the image being pulled; `public_ipaddr` appears)
  *          → "running" once the container runs and `runningAfterMs` has passed (`ports` appear)
  *
- * A rental whose image cannot be pulled, or whose container Docker cannot start, ends at
- * "created" with the error in `status_msg`. A bid below the ask's `min_bid` makes a contract that
+ * A rental whose image cannot be pulled stays "loading" (Vast.ai's host keeps retrying the pull:
+ * no container was made) with Docker's pull error in `status_msg`; one whose container Docker
+ * made but cannot start ends at "created" with the OCI error in `status_msg`. A bid below the ask's `min_bid` makes a contract that
  * never starts (`cur_state`, `intended_status` and `next_state` all "stopped"); an outbid rental's
  * container is stopped and it shows "exited" with the three states "stopped". The status is
  * computed from the emulator's clock when it is read, so a test's manual clock steps through it;
@@ -41,7 +42,7 @@ export type VastaiActualStatus = null | 'loading' | 'running' | 'created' | 'exi
 type ContainerState =
   | { readonly kind: 'starting' }
   | { readonly kind: 'running'; readonly ports: VastaiPortMap }
-  | { readonly kind: 'failed'; readonly message: string }
+  | { readonly kind: 'failed'; readonly stage: 'pull' | 'runtime'; readonly message: string }
   /** A low bid: the contract exists but nothing runs. */
   | { readonly kind: 'never' };
 
@@ -137,11 +138,14 @@ export class VastaiInstances {
         await this.options.containers?.remove(instance.id).catch(() => undefined);
         return;
       }
-      const message =
+      instance.container =
         error instanceof VastaiContainerStartError
-          ? error.message
-          : `emulator: the container did not start: ${String(error)}`;
-      instance.container = { kind: 'failed', message };
+          ? { kind: 'failed', stage: error.stage, message: error.message }
+          : {
+              kind: 'failed',
+              stage: 'runtime',
+              message: `emulator: the container did not start: ${String(error)}`,
+            };
       if (!(error instanceof VastaiContainerStartError)) this.options.onContainerError(instance.id, error);
     }
   }
@@ -315,7 +319,8 @@ export function actualStatus(
   if (instance.lowBid) return null;
   const elapsed = now - instance.createdAt;
   if (elapsed < timeline.loadingAfterMs) return null;
-  if (instance.container.kind === 'failed') return 'created';
+  if (instance.container.kind === 'failed')
+    return instance.container.stage === 'pull' ? 'loading' : 'created';
   if (instance.container.kind !== 'running' || elapsed < timeline.runningAfterMs) return 'loading';
   return 'running';
 }
@@ -325,7 +330,7 @@ function statusMessage(instance: VastaiInstance, status: VastaiActualStatus): st
     return `Your bid of $${instance.request.bid}/hr is below the minimum bid of $${instance.offer.min_bid}/hr: the instance stays stopped until you raise it.`;
   }
   if (instance.outbidAt !== undefined) return 'Instance stopped: outbid by a higher bid on this machine.';
-  if (status === 'created' && instance.container.kind === 'failed') return instance.container.message;
+  if (status !== null && instance.container.kind === 'failed') return instance.container.message;
   if (status === 'loading') return `Pulling image ${instance.request.image}`;
   if (status === 'running') return `success, running ${instance.request.image}`;
   return null;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { summarise } from './stats.js';
-import { createRandom, generateSyntheticCatalog } from './synthetic-catalog.js';
+import { generateSyntheticCatalog } from './synthetic-catalog.js';
 
 describe('generateSyntheticCatalog', () => {
   it('is deterministic for a seed and differs across seeds', () => {
@@ -19,16 +19,6 @@ describe('generateSyntheticCatalog', () => {
       items.some((item) => item.gpuName === 'A100' && item.gpuMemory === 80 && item.spot && item.price <= 3),
     ).toBe(true);
     expect(items.some((item) => item.gpuCount === 0 && item.cpu >= 16)).toBe(true);
-  });
-});
-
-describe('createRandom', () => {
-  it('gives the same sequence in [0, 1) for the same seed', () => {
-    const a = createRandom(1);
-    const b = createRandom(1);
-    const values = Array.from({ length: 100 }, () => a());
-    expect(Array.from({ length: 100 }, () => b())).toEqual(values);
-    expect(values.every((value) => value >= 0 && value < 1)).toBe(true);
   });
 });
 

@@ -1,16 +1,5 @@
 import { type AcceleratorVendor, type CatalogItem, createCatalogItem } from '@dstack/catalog';
-
-/** mulberry32: a tiny seeded PRNG, so the same seed always gives the same catalog. */
-export function createRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '@dstack/testing';
 
 // [name, GiB, vendor, USD per GPU-hour on demand]
 const GPUS: ReadonlyArray<readonly [string, number, AcceleratorVendor, number]> = [
@@ -86,7 +75,7 @@ export function generateSyntheticCatalog(options: {
   seed?: number;
   provider?: string;
 }): CatalogItem[] {
-  const random = createRandom(options.seed ?? 42);
+  const random = seededRandom(options.seed ?? 42);
   const provider = options.provider ?? 'aws';
   const types = Array.from({ length: Math.max(1, Math.ceil(options.rows / ROWS_PER_TYPE)) }, (_, index) =>
     generateInstanceType(random, index),

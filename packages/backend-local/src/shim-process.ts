@@ -3,7 +3,7 @@ import { closeSync, openSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SHIM_TOKEN_ENV } from '@dstack/core/agent-protocol';
+import { pickEnvironmentVariables, SHIM_TOKEN_ENV } from '@dstack/core/agent-protocol';
 import type { LocalRuntime } from './local-config.js';
 
 /** What the shim writes to `<home>/shim.json` once it listens. */
@@ -98,12 +98,7 @@ export const SHIM_ENVIRONMENT_VARIABLES = [
 export function shimEnvironment(
   serverEnv: Readonly<Record<string, string | undefined>>,
 ): Record<string, string> {
-  const environment: Record<string, string> = {};
-  for (const name of SHIM_ENVIRONMENT_VARIABLES) {
-    const value = serverEnv[name];
-    if (value !== undefined) environment[name] = value;
-  }
-  return environment;
+  return pickEnvironmentVariables(serverEnv, SHIM_ENVIRONMENT_VARIABLES);
 }
 
 /** `<home>/shim.json`, or null while the shim has not written it (or wrote it partly). */

@@ -100,3 +100,4 @@ export {
   type ShimProcessOptions,
   startShimProcess,
 } from './instant-backend/index.js';
+export { seededRandom } from './seeded-random.js';

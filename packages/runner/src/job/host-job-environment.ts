@@ -5,6 +5,8 @@
  * their tokens and credentials. dstack's jobs always start from a container's environment instead.
  */
 
+import { pickEnvironmentVariables } from '@dstack/core/agent-protocol';
+
 /**
  * The host's variables a job keeps: where programs are, who and where the user is, the locale,
  * the time zone, the terminal type and the temporary directory. Nothing else of the host's
@@ -28,10 +30,5 @@ export const HOST_JOB_VARIABLES = [
 export function hostJobEnvironment(
   hostEnv: Readonly<Record<string, string | undefined>>,
 ): Record<string, string> {
-  const environment: Record<string, string> = {};
-  for (const name of HOST_JOB_VARIABLES) {
-    const value = hostEnv[name];
-    if (value !== undefined) environment[name] = value;
-  }
-  return environment;
+  return pickEnvironmentVariables(hostEnv, HOST_JOB_VARIABLES);
 }

@@ -181,7 +181,9 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
 
     it.runIf(scenarios.launchFaults?.includes('throttling'))(
       'tries a throttled launch again on the cheapest offer, and fails the job as rate limited when it never passes',
-      async () => {
+      async (context) => {
+        // Slow, and what is tested is the launch's retries, not the database: once, on SQLite.
+        if (databaseUrl() !== undefined) context.skip();
         const passes = `${cloud}-throttled`;
         const configuration = gpuTask(passes, ['echo landed']);
         const [cheapest] = (await planJob(harness, configuration)).offers;
@@ -220,7 +222,9 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       300_000,
     );
 
-    it('resubmits a spot job the cloud took back, under retry on interruption', async () => {
+    it('resubmits a spot job the cloud took back, under retry on interruption', async (context) => {
+      // Slow, and what is tested is the cloud's interruption, not the database: once, on SQLite.
+      if (databaseUrl() !== undefined) context.skip();
       const runName = `${cloud}-spot`;
       await applyTask(
         harness,

@@ -134,6 +134,8 @@ describe('runJobWithCreateInstance', () => {
       instance_id: 'instance-1',
       agent_token: 'agent-token-1',
       agent_download_url: null,
+      agent_download_sha256: null,
+      agent_download_size: null,
       user: 'admin',
       ssh_keys: [{ public: 'ssh-ed25519 AAAA project' }],
       volumes: [volume],

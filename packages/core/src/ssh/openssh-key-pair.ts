@@ -4,7 +4,7 @@
  * of its pairs in 256 is malformed and both OpenSSH and ssh2 refuse it; this encoder writes the
  * fields at their fixed lengths. Format: OpenSSH's PROTOCOL.key (unencrypted, one key).
  */
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createPrivateKey, createPublicKey, randomBytes } from 'node:crypto';
 
 export interface OpenSshKeyPair {
   /** `-----BEGIN OPENSSH PRIVATE KEY-----`, unencrypted. */
@@ -18,6 +18,10 @@ const AUTH_MAGIC = Buffer.from('openssh-key-v1\0', 'latin1');
 /** The private section is padded to the block size of its cipher; "none" has blocks of 8. */
 const CIPHER_BLOCK_BYTES = 8;
 const PEM_LINE_CHARS = 70;
+/** PKCS#8 DER of an ed25519 private key up to its 32-byte seed (RFC 8410). */
+const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+/** SPKI DER of an ed25519 public key is this 12-byte prefix and the 32-byte point. */
+const ED25519_POINT_BYTES = 32;
 
 /** RFC 4251 `string`: a 32-bit big-endian length, then the bytes. */
 function sshString(value: Buffer | string): Buffer {
@@ -35,12 +39,17 @@ function uint32(value: number): Buffer {
 
 /** A new ed25519 key pair, as `ssh-keygen -t ed25519 -N '' -C comment` writes it. */
 export function generateEd25519KeyPair(comment = ''): OpenSshKeyPair {
-  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-  const seed = Buffer.from(privateKey.export({ format: 'jwk' }).d ?? '', 'base64url');
-  const point = Buffer.from(publicKey.export({ format: 'jwk' }).x ?? '', 'base64url');
-  if (seed.length !== 32 || point.length !== 32) {
-    throw new Error('node:crypto exported an ed25519 key whose halves are not 32 bytes');
-  }
+  // The seed is drawn here and the point derived from it, in DER: Node 20 can deadlock a process
+  // when a key generator's job is garbage-collected while a key is exported as JWK (both take the
+  // key's mutex; seen as a vitest worker stuck in ExportJWKEdKey -> GC -> ~KeyGenJob).
+  const seed = randomBytes(ED25519_POINT_BYTES);
+  const privateKey = createPrivateKey({
+    key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]),
+    format: 'der',
+    type: 'pkcs8',
+  });
+  const spki = createPublicKey(privateKey).export({ type: 'spki', format: 'der' });
+  const point = spki.subarray(spki.length - ED25519_POINT_BYTES);
   const publicBlob = Buffer.concat([sshString(KEY_TYPE), sshString(point)]);
   // The same random check number twice: readers compare them to detect a wrong passphrase.
   const check = randomBytes(4).readUInt32BE(0);

@@ -158,8 +158,8 @@ function fuzzBody(schema: JsonSchema, seed: number): unknown {
   return fuzzValue(schema, { random: seededRandom(seed), mutation, root: schema }, 8);
 }
 
-/** The real configurations users write (the team's shared examples). */
-const EXAMPLES_DIR = fileURLToPath(new URL('../../../../shared/dstack-examples/', import.meta.url));
+/** The real configurations users write (the repository's copy of the team's shared examples). */
+const EXAMPLES_DIR = fileURLToPath(new URL('../../../examples/dstack/', import.meta.url));
 function exampleConfigurations(): Record<string, unknown>[] {
   return readdirSync(EXAMPLES_DIR)
     .filter((file) => file.endsWith('.yml'))

@@ -69,7 +69,7 @@ export const awsConfigModels = defineBackendConfigModels({
       .record(z.string().min(1), z.string())
       .nullish()
       .describe("Tags put on every resource the backend creates; dstack's own tags win on conflict."),
-    /** Default: dstack's (the Deep Learning Base AMI for GPU instances, Ubuntu 22.04 otherwise). */
+    /** Default: dstack's (the Deep Learning Base AMI for GPU instances, dstack's `dstack-{version}` otherwise). */
     os_images: z
       .object({
         cpu: awsOsImageSchema.nullish(),

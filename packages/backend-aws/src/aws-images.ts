@@ -1,7 +1,9 @@
 /**
  * The AMI an instance boots and its SSH user: the config's `os_images` when set, else dstack's
- * choice — the Deep Learning Base AMI (NVIDIA driver) for GPU types and Canonical's Ubuntu 22.04
- * otherwise, both with cloud-init's default user `ubuntu`. The newest `available` image wins.
+ * choice — the Deep Learning Base AMI (NVIDIA driver, Docker) for GPU types and dstack's own
+ * `dstack-{version}` image (Ubuntu with Docker) otherwise, both with cloud-init's default user
+ * `ubuntu`. Jobs run in containers, so the image must have Docker: Canonical's plain Ubuntu has
+ * none. The newest `available` image wins.
  */
 import { DescribeImagesCommand, type EC2Client } from '@aws-sdk/client-ec2';
 import { BackendError } from '@dstack/core';
@@ -18,9 +20,11 @@ export const DLAMI_IMAGE: AwsImageChoice = {
   owner: '898082745236',
   user: 'ubuntu',
 };
-export const UBUNTU_IMAGE: AwsImageChoice = {
-  name: 'ubuntu/images/hvm-ssd/ubuntu-jammy-22.04-amd64-server-*',
-  owner: '099720109477',
+/** The version of dstack's public VM images, as dstack's AWS backend boots them. */
+export const AWS_DSTACK_IMAGE_VERSION = '0.19.40';
+export const DSTACK_CPU_IMAGE: AwsImageChoice = {
+  name: `dstack-${AWS_DSTACK_IMAGE_VERSION}`,
+  owner: '142421590066',
   user: 'ubuntu',
 };
 
@@ -28,7 +32,7 @@ export const UBUNTU_IMAGE: AwsImageChoice = {
 export function imageChoiceFor(config: Pick<AwsConfig, 'os_images'>, hasGpu: boolean): AwsImageChoice {
   const custom = hasGpu ? config.os_images?.nvidia : config.os_images?.cpu;
   if (custom) return { name: custom.name, owner: custom.owner ?? 'self', user: custom.user };
-  return hasGpu ? DLAMI_IMAGE : UBUNTU_IMAGE;
+  return hasGpu ? DLAMI_IMAGE : DSTACK_CPU_IMAGE;
 }
 
 /** The id of the newest available image matching the choice in the client's region. */

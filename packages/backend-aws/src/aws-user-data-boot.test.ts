@@ -16,7 +16,14 @@ import {
   VM_SHIM_LOG,
 } from '@dstack/core';
 import { DSTACK_SHIM_HTTP_PORT } from '@dstack/core/agent-protocol';
-import { type AgentRuntimeServer, DockerEmulatedHosts, serveAgentRuntime } from '@dstack/testing/emulators';
+import {
+  type AgentRuntimeServer,
+  DockerEmulatedHosts,
+  EMULATED_HOST_KINDS,
+  emulatedHostImage,
+  ensureEmulatedHostImage,
+  serveAgentRuntime,
+} from '@dstack/testing/emulators';
 import { Client } from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsCompute, createAwsBackend } from './aws-compute.js';
@@ -76,21 +83,26 @@ afterAll(async () => {
 }, 120_000);
 
 describe('the VM bootstrap on an emulated EC2 host', () => {
-  it('boots hosts without node, as the images users boot are', async () => {
-    // What every emulated host is before its bootstrap runs: the image, with nothing started.
-    const check = promisify(execFile)('docker', [
-      'run',
-      '--rm',
-      '--network',
-      'none',
-      '--entrypoint',
-      '/bin/sh',
-      hosts.image,
-      '-c',
-      'command -v node || ls /usr/local/bin /usr/bin | grep -x node',
-    ]);
-    await expect(check).rejects.toMatchObject({ code: 1, stdout: '' });
-  }, 60_000);
+  it.each(EMULATED_HOST_KINDS)(
+    'boots %s hosts without node, as the images users boot are',
+    async (kind) => {
+      // What every emulated host is before its bootstrap runs: the image, with nothing started.
+      await ensureEmulatedHostImage(kind);
+      const check = promisify(execFile)('docker', [
+        'run',
+        '--rm',
+        '--network',
+        'none',
+        '--entrypoint',
+        '/bin/sh',
+        emulatedHostImage(kind),
+        '-c',
+        'command -v node || ls /usr/local/bin /usr/bin | grep -x node',
+      ]);
+      await expect(check).rejects.toMatchObject({ code: 1, stdout: '' });
+    },
+    600_000,
+  );
 
   it('authorizes the project key for ubuntu and starts the shim, which requires the token', async () => {
     const token = `token-${randomUUID()}`;

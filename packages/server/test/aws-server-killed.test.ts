@@ -15,8 +15,10 @@ import {
   type AgentRuntimeServer,
   type AwsEmulator,
   awsEmulatorServerConfig,
+  type DefaultImageRegistry,
   DockerEmulatedHosts,
   serveAgentRuntime,
+  serveDefaultImages,
   startAwsEmulator,
 } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -78,6 +80,7 @@ describeEachDatabase.skipIf(dockerMissing)(
   (databaseUrl) => {
     let hosts: DockerEmulatedHosts;
     let tarball: AgentRuntimeServer;
+    let defaultImages: DefaultImageRegistry;
     let emulator: AwsEmulator;
     const servers: ServerProcess[] = [];
     const temp = makeTempDir('dstack-killed-');
@@ -89,6 +92,7 @@ describeEachDatabase.skipIf(dockerMissing)(
         DSTACK_SERVER_DIR: temp.dir,
         DSTACK_SERVER_ADMIN_TOKEN: ADMIN_TOKEN,
         DSTACK_SHIM_DOWNLOAD_URL: tarball.url,
+        DSTACK_BASE_IMAGE: defaultImages.baseImage,
         ...(url ? { DSTACK_DATABASE_URL: url } : {}),
       };
     }
@@ -96,6 +100,7 @@ describeEachDatabase.skipIf(dockerMissing)(
     beforeAll(async () => {
       hosts = new DockerEmulatedHosts({ emulator: EMULATOR_NAME });
       tarball = await serveAgentRuntime(hosts);
+      defaultImages = await serveDefaultImages(hosts);
       emulator = await startAwsEmulator({ hosts, regions: ['us-east-1', 'us-west-2'] });
       writeFileSync(join(temp.dir, 'config.yml'), awsEmulatorServerConfig(emulator));
     }, 300_000);
@@ -110,6 +115,7 @@ describeEachDatabase.skipIf(dockerMissing)(
       await emulator?.close();
       await hosts?.close();
       await tarball?.close();
+      await defaultImages?.stop();
       temp.remove();
     }, 300_000);
 

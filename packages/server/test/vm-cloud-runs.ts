@@ -1,15 +1,30 @@
 /**
  * The end-to-end scenarios every VM cloud passes on its emulator, on SQLite and on Postgres: a real
  * server with the cloud's backend package, the emulator (the real SDK or REST client against it),
- * and an emulated host per instance (a Docker container running the exact user data or startup
- * script: it downloads the agent runtime from the server's `DSTACK_SHIM_DOWNLOAD_URL`, served on
- * the hosts' bridge; the hosts have no node). The server reaches the shim over SSH with the project key and the task runs. A cloud's
- * test file says how its emulator is started and how a fault or a preemption is injected.
+ * and an emulated host per instance (a Docker container of a Debian image with its own Docker
+ * daemon, running the exact user data or startup script: it downloads the agent runtime from the
+ * server's `DSTACK_SHIM_DOWNLOAD_URL`, served on the hosts' bridge; the hosts have no node). The
+ * server reaches the shim over SSH with the project key, and the task runs in a container of its
+ * image, pulled by the host's daemon: dstack's default image from a public registry of the test's
+ * (the server's `DSTACK_BASE_IMAGE` names it, as an air-gapped user names a mirror), or the image
+ * the task names. A cloud's test file says how its emulator is started and how a fault or a
+ * preemption is injected.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AGENT_BOOTSTRAP_FAILURE_MARKER } from '@dstack/core';
-import { type AgentRuntimeServer, DockerEmulatedHosts, serveAgentRuntime } from '@dstack/testing/emulators';
+import { DEFAULT_IMAGE_PYTHON } from '@dstack/core/agent-protocol';
+import {
+  type AgentRuntimeServer,
+  type DefaultImageRegistry,
+  DockerEmulatedHosts,
+  type LocalDockerRegistry,
+  RUNNER_BUSYBOX_TEST_IMAGE,
+  serveAgentRuntime,
+  serveDefaultImages,
+  startLocalDockerRegistry,
+  TEST_IMAGE_MARKER_PATH,
+} from '@dstack/testing/emulators';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { deleteFleet, gpuTask, planJob, provisionedInstance } from './cloud-run-helpers.js';
@@ -26,6 +41,21 @@ import {
 } from './server-harness.js';
 
 type Offer = Awaited<ReturnType<typeof planJob>>['offers'][number];
+
+/** The private image the hosts pull with `registry_auth`, and what it says it is. */
+const PRIVATE_IMAGE_MARKER = 'the private image\n';
+
+/** A registry that checks credentials, with one image, where the hosts pull from. */
+async function startPrivateRegistry(
+  hosts: DockerEmulatedHosts,
+): Promise<{ registry: LocalDockerRegistry; image: string }> {
+  const registry = await startLocalDockerRegistry({ hosts });
+  await registry.push(RUNNER_BUSYBOX_TEST_IMAGE, 'team/tool:v1', {
+    [TEST_IMAGE_MARKER_PATH]: PRIVATE_IMAGE_MARKER,
+  });
+  return { registry, image: `${registry.hostsAddress}/team/tool:v1` };
+}
+
 type Instance = ReturnType<typeof provisionedInstance>;
 
 /** One cloud's emulator, as the scenarios drive it. */
@@ -73,6 +103,8 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
   describeEachDatabase.skipIf(dockerMissing)(`a task on the emulated ${cloud}`, (databaseUrl) => {
     let hosts: DockerEmulatedHosts;
     let tarball: AgentRuntimeServer;
+    let defaultImages: DefaultImageRegistry;
+    let privateRegistry: { registry: LocalDockerRegistry; image: string };
     let emulator: EmulatedVmCloud;
     let harness: HarnessServer;
     const temp = makeTempDir();
@@ -80,12 +112,14 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
     beforeAll(async () => {
       hosts = new DockerEmulatedHosts({ emulator: emulatorName });
       tarball = await serveAgentRuntime(hosts);
+      defaultImages = await serveDefaultImages(hosts, [DEFAULT_IMAGE_PYTHON, '3.11']);
+      privateRegistry = await startPrivateRegistry(hosts);
       emulator = await scenarios.start(hosts, scenarios.regions);
       harness = await startHarnessServer({
         dir: temp.dir,
         config: { projects: [{ name: 'main', backends: [emulator.backend] }] },
         databaseUrl: databaseUrl(),
-        env: { DSTACK_SHIM_DOWNLOAD_URL: tarball.url },
+        env: { DSTACK_SHIM_DOWNLOAD_URL: tarball.url, DSTACK_BASE_IMAGE: defaultImages.baseImage },
       });
     }, 300_000);
 
@@ -94,12 +128,14 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       await emulator?.close();
       await hosts?.close();
       await tarball?.close();
+      await defaultImages?.stop();
+      await privateRegistry?.registry.stop();
       temp.remove();
     }, 300_000);
 
-    it('lands on the cheapest offer, streams the output, and leaves nothing after fleet delete', async () => {
+    it('lands on the cheapest offer, runs in the default image, streams the output, and leaves nothing after fleet delete', async () => {
       const runName = `${cloud}-hello`;
-      const configuration = gpuTask(runName, [scenarios.hello.command]);
+      const configuration = gpuTask(runName, [scenarios.hello.command, `cat ${TEST_IMAGE_MARKER_PATH}`]);
       const [cheapest] = (await planJob(harness, configuration)).offers;
       if (!cheapest) throw new Error('the plan has no offer');
       expect(cheapest.backend).toBe(cloud);
@@ -112,12 +148,51 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
         region: cheapest.region,
       });
       scenarios.expectLandedOn?.(instance, cheapest);
-      expect(await harness.logs(runName)).toContain(scenarios.hello.expected(instance));
+      const output = await harness.logs(runName);
+      expect(output).toContain(scenarios.hello.expected(instance));
+      expect(output).toContain(defaultImages.marker());
 
       await deleteFleet(harness, runName);
       await waitFor('the instance to be gone', () => (emulator.isGone(instance.id) ? true : null), 120_000);
       expect(emulator.runningIds()).toEqual([]);
       expect(await hostsLeft(emulatorName)).toEqual([]);
+    }, 300_000);
+
+    it('runs a task in the private image it names (registry_auth) and one in the default image of its python', async (context) => {
+      // What is tested is the host's Docker pulling, not the database: once, on SQLite.
+      if (databaseUrl() !== undefined) context.skip();
+      const named = `${cloud}-named-image`;
+      const python = `${cloud}-python-311`;
+      const printMarker = [`cat ${TEST_IMAGE_MARKER_PATH}`];
+      await Promise.all([
+        applyTask(
+          harness,
+          gpuTask(named, printMarker, {
+            image: privateRegistry.image,
+            registry_auth: {
+              username: privateRegistry.registry.username,
+              password: privateRegistry.registry.password,
+            },
+          }),
+        ),
+        applyTask(harness, gpuTask(python, printMarker, { python: '3.11' })),
+      ]);
+      for (const [runName, marker] of [
+        [named, PRIVATE_IMAGE_MARKER],
+        [python, defaultImages.marker('3.11')],
+      ] as const) {
+        const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 180_000);
+        expect(finished.status, finished.latest_job_submission?.termination_reason_message ?? '').toBe(
+          'done',
+        );
+        expect(await harness.logs(runName)).toContain(marker);
+      }
+      await Promise.all([deleteFleet(harness, named), deleteFleet(harness, python)]);
+      await waitFor(
+        'the instances to be gone',
+        () => (emulator.runningIds().length === 0 ? true : null),
+        120_000,
+      );
     }, 300_000);
 
     it('moves on to the next offer when the cheapest has no capacity', async () => {

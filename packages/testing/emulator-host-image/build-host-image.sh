@@ -1,29 +1,34 @@
 #!/usr/bin/env bash
-# Builds dstack-test/emulated-host:<hash of this script and the boot script>, the image of the
-# hosts a cloud emulator boots (one
-# container per instance), without any network: a root filesystem assembled from this machine's
-# files and imported with `docker import`, as packages/shim/test-image/build-test-image.sh does.
+# Builds an image of the hosts a cloud emulator boots (one container per instance) from a stock
+# Debian root filesystem made by debootstrap from Debian's mirror, with what the images users boot
+# have and nothing the product needs beyond that:
 #
-# The image is a small VM as the server sees one over SSH: OpenSSH's sshd (with sftp-server and
-# ssh-keygen, host keys made at boot), a static busybox for the POSIX shell and coreutils the
-# server's deploy runs (uname, nproc, df, awk, mkdir, cat, nohup, kill, tr, grep, tail, ...),
-# bash, a root user with /root, the default user `ubuntu`
-# (uid 1000, /home/ubuntu; cloud-config `ssh_authorized_keys` go to it, as on Ubuntu's cloud
-# images, where dstack's AWS backend logs in as `ubuntu`), and the boot script that
-# stands in for cloud-init (emulated-host-boot.sh, next to this script). No node, as on the images
-# users boot (Ubuntu's, AWS's Deep Learning AMIs, GCP's): the VM bootstrap brings its own.
+#   --kind docker  dstack's VM images (`dstack-*`, `dstack-cuda-*`) and AWS's Deep Learning AMI:
+#                  a cloud image with a Docker daemon that starts at boot (no GPU can be emulated,
+#                  so no NVIDIA driver or toolkit).
+#   --kind plain   Canonical's Ubuntu and the like: a cloud image without Docker.
 #
-# Usage: build-host-image.sh [--force]
-#   --force   rebuild even when the image already exists and was built from these scripts
-# Env: DSTACK_EMULATED_HOST_IMAGE (default dstack-test/emulated-host:<build hash>, the name
-#      emulated-host-image.ts computes the same way).
+# Both have sshd (host keys made at first boot, keys only), a POSIX shell, bash, coreutils, tar,
+# curl and wget, python3, sudo, iproute2, the default user `ubuntu` (uid 1000, passwordless sudo;
+# cloud-config `ssh_authorized_keys` go to it, as on Ubuntu's cloud images), and the boot script
+# that stands in for cloud-init and systemd (emulated-host-boot.sh, next to this script). No node
+# and no dstack file: the VM bootstrap brings its own agent runtime.
+#
+# Usage: build-host-image.sh --kind docker|plain [--force]
+#   --force   rebuild even when the image exists and was built from these scripts
+# Env: DSTACK_EMULATED_HOST_IMAGE (default dstack-test/emulated-host-<kind>:<build hash>, the name
+#      emulated-host-image.ts computes the same way); DSTACK_DEBIAN_MIRROR (default
+#      http://deb.debian.org/debian); DSTACK_DEBOOTSTRAP_CACHE (the downloaded packages, kept
+#      between builds; default /var/cache/dstack-test/debootstrap).
 set -euo pipefail
 
+kind=''
 force=0
-for arg in "$@"; do
-  case "$arg" in
-    --force) force=1 ;;
-    *) echo "build-host-image: unknown argument $arg" >&2; exit 2 ;;
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --kind) kind="${2:-}"; shift 2 ;;
+    --force) force=1; shift ;;
+    *) echo "build-host-image: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 
@@ -32,145 +37,83 @@ fail() {
   exit 1
 }
 
+case "$kind" in
+  docker | plain) ;;
+  *) fail "--kind must be docker or plain" ;;
+esac
+
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 boot_script="$script_dir/emulated-host-boot.sh"
 [ -f "$boot_script" ] || fail "the boot script $boot_script is missing"
 
 command -v docker >/dev/null 2>&1 || fail "the docker CLI is missing"
 docker info >/dev/null 2>&1 || fail "the Docker daemon does not answer (run scripts/services/ensure-dockerd.sh)"
+command -v debootstrap >/dev/null 2>&1 || fail "debootstrap is missing (apt-get install debootstrap)"
 
 # The image records which build it came from, so a changed script or boot script rebuilds it.
 build_hash="$(cat "${BASH_SOURCE[0]}" "$boot_script" | sha256sum | cut -c1-16)"
-image="${DSTACK_EMULATED_HOST_IMAGE:-dstack-test/emulated-host:$build_hash}"
-existing_hash="$(docker image inspect -f '{{index .Config.Labels "dev.dstack.emulated-host-image"}}' "$image" 2>/dev/null || true)"
-if [ "$force" -eq 0 ] && [ "$existing_hash" = "$build_hash" ]; then
+image="${DSTACK_EMULATED_HOST_IMAGE:-dstack-test/emulated-host-$kind:$build_hash}"
+label="dev.dstack.emulated-host-image"
+built_from() {
+  docker image inspect -f "{{index .Config.Labels \"$label\"}}" "$image" 2>/dev/null || true
+}
+
+# Test files build at the same time: one builds, the others wait for it and find the image.
+lock="/tmp/dstack-emulated-host-image-$kind.lock"
+exec 9>"$lock"
+flock 9
+if [ "$force" -eq 0 ] && [ "$(built_from)" = "$build_hash" ]; then
   echo "build-host-image: $image already exists" >&2
   exit 0
 fi
 
-busybox_path=/bin/busybox
-linkage="$(ldd "$busybox_path" 2>&1 || true)"
-[[ -x "$busybox_path" && ("$linkage" == *"not a dynamic executable"* || "$linkage" == *"statically linked"*) ]] \
-  || fail "a static busybox is needed at $busybox_path (Debian package busybox-static)"
+mirror="${DSTACK_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+cache="${DSTACK_DEBOOTSTRAP_CACHE:-/var/cache/dstack-test/debootstrap}"
+mkdir -p "$cache"
 
-sshd_path=/usr/sbin/sshd
-keygen_path="$(command -v ssh-keygen || true)"
-[ -x "$sshd_path" ] || fail "OpenSSH's sshd is needed at $sshd_path (Debian package openssh-server)"
-[ -n "$keygen_path" ] || fail "ssh-keygen is needed (Debian package openssh-client)"
-# Debian keeps sftp-server (and, from OpenSSH 9.8, sshd-session) here; sshd execs them by path.
-openssh_libexec=/usr/lib/openssh
-[ -d "$openssh_libexec" ] || fail "$openssh_libexec (sftp-server) is missing"
-bash_path="$(command -v bash)"
+packages=openssh-server,openssh-sftp-server,iproute2,curl,wget,ca-certificates,sudo,python3,procps,less
+[ "$kind" = docker ] && packages="$packages,docker.io"
 
 rootfs="$(mktemp -d /tmp/dstack-emulated-host.XXXXXX)"
 trap 'rm -rf "$rootfs"' EXIT
 
-mkdir -p "$rootfs"/{bin,sbin,usr/bin,usr/sbin,usr/local/bin,usr/lib,etc/ssh,root,home/ubuntu,tmp,var/tmp,var/log,run/sshd,proc,sys,dev}
-mkdir -p "$rootfs"/var/lib/cloud/instance/scripts "$rootfs"/var/lib/cloud/scripts/per-boot
-chmod 1777 "$rootfs/tmp" "$rootfs/var/tmp"
-chmod 700 "$rootfs/root"
-chmod 755 "$rootfs/run/sshd"
-ln -s ../run "$rootfs/var/run"
+echo "build-host-image: debootstrap bookworm ($kind) from $mirror" >&2
+debootstrap --variant=minbase --cache-dir="$cache" --include="$packages" bookworm "$rootfs" "$mirror" \
+  >"$rootfs.log" 2>&1 || { tail -20 "$rootfs.log" >&2; rm -f "$rootfs.log"; fail "debootstrap failed"; }
+rm -f "$rootfs.log"
 
-cp "$busybox_path" "$rootfs/bin/busybox"
-for applet in $("$busybox_path" --list); do
-  case "$applet" in busybox | bash) continue ;; esac
-  ln -sf busybox "$rootfs/bin/$applet"
-done
-ln -sf ../../bin/busybox "$rootfs/usr/bin/env"
+# The default user, as cloud-init makes it on Ubuntu's images.
+chroot "$rootfs" useradd --create-home --uid 1000 --user-group --shell /bin/bash ubuntu
+[ "$kind" = docker ] && chroot "$rootfs" usermod --append --groups docker ubuntu
+echo 'ubuntu ALL=(ALL) NOPASSWD:ALL' >"$rootfs/etc/sudoers.d/90-cloud-init-users"
+chmod 440 "$rootfs/etc/sudoers.d/90-cloud-init-users"
 
-# The binaries, then every library they link against at the path the loader looks for it.
-binaries=("$sshd_path" "$keygen_path" "$bash_path")
-cp "$sshd_path" "$rootfs/usr/sbin/sshd"
-cp "$keygen_path" "$rootfs/usr/bin/ssh-keygen"
-cp "$bash_path" "$rootfs/bin/bash"
-ln -sf ../../bin/bash "$rootfs/usr/bin/bash"
-mkdir -p "$rootfs$openssh_libexec"
-for helper in "$openssh_libexec"/*; do
-  [ -f "$helper" ] && [ -x "$helper" ] || continue
-  cp "$helper" "$rootfs$helper"
-  binaries+=("$helper")
-done
-# Tools a host has and Debian's busybox lacks, nohup first (the server's deploy starts the shim
-# with it), from this machine's coreutils and libc-bin.
-for tool in nohup getconf nice install printenv stdbuf split join comm cksum fmt base32 b2sum \
-  sha224sum sha384sum numfmt tsort csplit; do
-  "$busybox_path" --list | grep -qx "$tool" && continue
-  tool_path="$(command -v "$tool" || true)"
-  [ -n "$tool_path" ] || continue
-  cp "$tool_path" "$rootfs/usr/bin/$tool"
-  binaries+=("$tool_path")
-done
-[ -x "$rootfs/usr/bin/nohup" ] || fail "nohup is needed (Debian package coreutils)"
-if [ -f /usr/libexec/coreutils/libstdbuf.so ]; then
-  mkdir -p "$rootfs/usr/libexec/coreutils"
-  cp /usr/libexec/coreutils/libstdbuf.so "$rootfs/usr/libexec/coreutils/"
-fi
-for binary in "${binaries[@]}"; do
-  ldd "$binary" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' || true
-done | sort -u | while read -r library; do
-  [ -n "$library" ] || continue
-  mkdir -p "$rootfs$(dirname "$library")"
-  cp -L "$library" "$rootfs$library"
-done
-
-cat >"$rootfs/etc/passwd" <<'PASSWD'
-root:x:0:0:root:/root:/bin/bash
-sshd:x:100:65534:sshd privilege separation:/run/sshd:/usr/sbin/nologin
-ubuntu:x:1000:1000:Ubuntu:/home/ubuntu:/bin/bash
-nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
-PASSWD
-# `*` is no password, not a locked account: sshd refuses even keys for a locked (`!`) root.
-cat >"$rootfs/etc/shadow" <<'SHADOW'
-root:*:19000:0:99999:7:::
-sshd:*:19000:0:99999:7:::
-ubuntu:*:19000:0:99999:7:::
-nobody:*:19000:0:99999:7:::
-SHADOW
-chmod 640 "$rootfs/etc/shadow"
-cat >"$rootfs/etc/group" <<'GROUP'
-root:x:0:
-ubuntu:x:1000:
-nogroup:x:65534:
-GROUP
-printf 'passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n' >"$rootfs/etc/nsswitch.conf"
-printf '/bin/sh\n/bin/bash\n/usr/bin/bash\n' >"$rootfs/etc/shells"
-ln -sf ../bin/busybox "$rootfs/usr/sbin/nologin"
-cat >"$rootfs/etc/os-release" <<'RELEASE'
-NAME="dstack emulated host"
-ID=dstack-emulated-host
-PRETTY_NAME="dstack emulated host (a cloud emulator's instance)"
-RELEASE
-
-cat >"$rootfs/etc/ssh/sshd_config" <<'SSHD'
-# A cloud VM's sshd: keys only, root may log in with a key, TCP forwarding on (the server
-# tunnels to the shim and the runner through it).
-Port 22
-ListenAddress 0.0.0.0
-HostKey /etc/ssh/ssh_host_ed25519_key
-HostKey /etc/ssh/ssh_host_ecdsa_key
-PermitRootLogin prohibit-password
-PubkeyAuthentication yes
-AuthorizedKeysFile .ssh/authorized_keys
+# Host keys are made at first boot (cloud-init's ssh module), not shared by every host.
+rm -f "$rootfs"/etc/ssh/ssh_host_*
+# Ubuntu's cloud images turn password logins off (60-cloudimg-settings.conf); keys only.
+cat >"$rootfs/etc/ssh/sshd_config.d/60-cloudimg-settings.conf" <<'SSHD'
 PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-UseDNS no
-AllowTcpForwarding yes
-PrintMotd no
-PidFile /run/sshd.pid
-Subsystem sftp /usr/lib/openssh/sftp-server
+PermitRootLogin prohibit-password
 SSHD
 
+mkdir -p "$rootfs/var/lib/cloud/instance/scripts" "$rootfs/var/lib/cloud/scripts/per-boot"
+echo "emulated-host-$kind" >"$rootfs/etc/hostname"
 cp "$boot_script" "$rootfs/usr/sbin/emulated-host-boot"
 chmod 755 "$rootfs/usr/sbin/emulated-host-boot"
 
-tar -C "$rootfs" --numeric-owner --owner=0 --group=0 -c . \
+# What a running system does not need: package lists, caches, documentation.
+rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/cache/apt/archives/*.deb \
+  "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/*
+if [ -n "$(find "$rootfs" -name node -type f -perm -u+x -print -quit)" ]; then
+  fail "the root filesystem has a node binary: an image users boot has none"
+fi
+
+tar -C "$rootfs" --numeric-owner -c . \
   | docker import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'ENV HOME=/root' \
     --change 'WORKDIR /root' \
     --change 'ENTRYPOINT ["/usr/sbin/emulated-host-boot"]' \
-    --change "LABEL dev.dstack.emulated-host-image=$build_hash" \
+    --change "LABEL $label=$build_hash" \
     - "$image" >/dev/null
 echo "build-host-image: built $image" >&2

@@ -1,24 +1,38 @@
 #!/bin/sh
-# The boot of an emulated cloud host (the entrypoint of dstack-test/emulated-host), standing in
-# for cloud-init. The emulator copies the instance's user data into /var/lib/cloud/instance
+# The boot of an emulated cloud host (the entrypoint of dstack-test/emulated-host-*), standing in
+# for systemd and cloud-init. The emulator copies the instance's user data into /var/lib/cloud/instance
 # before the container starts: user-data.txt (the exact bytes the backend sent), early.sh (what
 # cloud-init does before sshd: write_files, ssh_authorized_keys) and scripts/* (what it runs late
 # in boot: a user-data shell script, or runcmd); scripts in /var/lib/cloud/scripts/per-boot run
 # late too, first. Output goes to /var/log/cloud-init-output.log,
-# as on a real instance. sshd then runs in the foreground for the container's lifetime.
+# as on a real instance. On an image with Docker, its daemon starts beside them, as docker.service
+# does. sshd then runs in the foreground for the container's lifetime.
 set -u
 
 log=/var/log/cloud-init-output.log
 instance=/var/lib/cloud/instance
 
 has_default_route() {
-  # busybox's ip lists every route for `ip route show default`, hence the grep.
   ip route 2>/dev/null | grep -q '^default' || ip -6 route 2>/dev/null | grep -q '^default'
 }
 
+# A VM's init has its cgroups writable; a container gets them read-only, which Docker's daemon
+# cannot run containers under. Each hierarchy is mounted again, writable.
+make_cgroups_writable() {
+  if [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ]; then
+    mount -o remount,rw /sys/fs/cgroup
+    return
+  fi
+  for dir in /sys/fs/cgroup/*; do
+    [ -d "$dir" ] && [ ! -L "$dir" ] || continue
+    controllers="$(basename "$dir")"
+    [ "$controllers" = systemd ] && controllers=none,name=systemd
+    umount "$dir" && mount -t cgroup -o "$controllers" cgroup "$dir"
+  done
+}
+
 # Nothing runs before the emulator has cut the host off from everything beyond its network: it
-# removes the default route Docker gives even an internal network's containers (that needs
-# NET_ADMIN, which this container does not have).
+# removes the default route Docker gives even an internal network's containers.
 waited=0
 while has_default_route; do
   if [ "$waited" -ge 600 ]; then
@@ -29,15 +43,18 @@ while has_default_route; do
   waited=$((waited + 1))
 done
 
-for type in ed25519 ecdsa; do
-  key="/etc/ssh/ssh_host_${type}_key"
-  [ -e "$key" ] || ssh-keygen -q -t "$type" -N '' -f "$key" || exit 1
-done
-
-# The image is imported with every file owned by root; the default user owns its home.
-chown 1000:1000 /home/ubuntu && chmod 755 /home/ubuntu
+# First boot: the host's own keys (cloud-init's ssh module).
+ssh-keygen -A >/dev/null || exit 1
+mkdir -p /run/sshd
 
 echo "emulated-host-boot: booting $(hostname) at $(date -u '+%Y-%m-%dT%H:%M:%SZ')" >>"$log"
+if command -v dockerd >/dev/null 2>&1; then
+  if make_cgroups_writable >>"$log" 2>&1; then
+    dockerd >>/var/log/docker.log 2>&1 </dev/null &
+  else
+    echo "emulated-host-boot: the cgroups cannot be made writable; Docker does not start" >>"$log"
+  fi
+fi
 if [ -f "$instance/early.sh" ]; then
   /bin/sh "$instance/early.sh" >>"$log" 2>&1 </dev/null \
     || echo "emulated-host-boot: early.sh failed with status $?" >>"$log"

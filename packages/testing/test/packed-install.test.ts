@@ -20,6 +20,7 @@ import {
   DockerEmulatedHosts,
   gcpEmulatorServerConfig,
   serveAgentRuntime,
+  serveDefaultImages,
   startAwsEmulator,
   startGcpEmulator,
 } from '../src/emulators/index.js';
@@ -329,12 +330,18 @@ describe('packed install of the server, the CLI and one backend', () => {
     const hosts = new DockerEmulatedHosts({ emulator: `${options.name}-packed` });
     // The hosts install the very agent runtime tarball of the release the server came with.
     const shim = await serveAgentRuntime(hosts, { tarball: tarballOf('runner-runtime-linux-x64') });
+    // The task runs in dstack's default image, which the hosts' Docker pulls from a mirror.
+    const defaultImages = await serveDefaultImages(hosts);
     const cloud = await options.startCloud(hosts);
     const runName = `packed-${options.name}`;
     let fleetsGone = false;
     try {
       writeFileSync(join(home, 'server', 'config.yml'), cloud.serverConfig);
-      const env = { ...dstackEnvironment(home), DSTACK_SHIM_DOWNLOAD_URL: shim.url };
+      const env = {
+        ...dstackEnvironment(home),
+        DSTACK_SHIM_DOWNLOAD_URL: shim.url,
+        DSTACK_BASE_IMAGE: defaultImages.baseImage,
+      };
       const task = join(workDir, `${runName}.dstack.yml`);
       writeFileSync(
         task,
@@ -379,6 +386,7 @@ describe('packed install of the server, the CLI and one backend', () => {
       await cloud.close();
       await hosts.close();
       await shim.close();
+      await defaultImages.stop();
     }
   }
 

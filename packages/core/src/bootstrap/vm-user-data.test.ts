@@ -39,7 +39,7 @@ describe('buildVmUserData', () => {
     expect(script).toContain(`url='${agentRuntimeTarballUrl(VERSION)}'`);
     expect(script).toContain(`"$root/${AGENT_RUNTIME_SHIM_FILE}"`);
     expect(script).toContain(`--http-port ${DSTACK_SHIM_HTTP_PORT}`);
-    expect(script).toContain('--runtime auto --runner-runtime "$root"');
+    expect(script).toContain('--runtime auto --docker-start-timeout 60 --runner-runtime "$root"');
     expect(script).toContain(`--token-file ${VM_SHIM_TOKEN_FILE}`);
     // The image's node is never asked for: the runtime brings its own.
     expect(script).not.toMatch(/command -v node|\bnode \$/);

@@ -36,12 +36,14 @@ export const VM_PER_BOOT_SCRIPT = '/var/lib/cloud/scripts/per-boot/dstack-shim';
 const SHIM_QUICK_EXIT_SECONDS = 10;
 /** After this many such restarts in a row the bootstrap gives up with the failure marker. */
 const SHIM_QUICK_EXITS = 5;
+/** How long the shim waits for the image's Docker daemon, which may start beside cloud-init. */
+const DOCKER_START_TIMEOUT_SECONDS = 60;
 
 /**
  * The start script: get the runtime, then run the shim from it in a loop. The shim's runtime is
  * `auto`: jobs run in their images where the VM image has Docker (as dstack's VM images do), and as
- * processes, refusing an image, where it has not; its Docker runtime mounts this same runtime
- * (`--runner-runtime`) into containers.
+ * processes, refusing an image, where it has not (a daemon installed but still starting is waited
+ * for); its Docker runtime mounts this same runtime (`--runner-runtime`) into containers.
  */
 function startShimScript(download: AgentRuntimeDownload): string {
   return `#!/bin/sh
@@ -51,7 +53,7 @@ export DSTACK_SHIM_HOME=${VM_SHIM_HOME} DSTACK_SHIM_HTTP_PORT=${DSTACK_SHIM_HTTP
 quick=0
 while true; do
   t=$(date +%s)
-  "$@" "$root/${AGENT_RUNTIME_SHIM_FILE}" --home ${VM_SHIM_HOME} --http-port ${DSTACK_SHIM_HTTP_PORT} --runtime auto --runner-runtime "$root" --token-file ${VM_SHIM_TOKEN_FILE}
+  "$@" "$root/${AGENT_RUNTIME_SHIM_FILE}" --home ${VM_SHIM_HOME} --http-port ${DSTACK_SHIM_HTTP_PORT} --runtime auto --docker-start-timeout ${DOCKER_START_TIMEOUT_SECONDS} --runner-runtime "$root" --token-file ${VM_SHIM_TOKEN_FILE}
   if [ $(($(date +%s) - t)) -lt ${SHIM_QUICK_EXIT_SECONDS} ]; then quick=$((quick + 1)); else quick=0; fi
   [ "$quick" -ge ${SHIM_QUICK_EXITS} ] && fail "the shim exited ${SHIM_QUICK_EXITS} times in a row within ${SHIM_QUICK_EXIT_SECONDS} s of its start"
   sleep 3

@@ -4,9 +4,11 @@
  * and the runner; `agent-runtime-archive.ts`) to the host unless it has it already, start the
  * shim from it, detached and through the runtime's loader (the host needs no node: a POSIX shell
  * and tar), in a home directory of its own, and wait until it announces its port in
- * `<home>/shim.json`. Stopping undoes it: the shim is stopped by the pid the deploy recorded
- * (only while that pid is still our shim) and its home removed; the host itself stays, and so
- * does the runtime, for the next deploy.
+ * `<home>/shim.json`. The shim runs as root, as dstack's does (its jobs' containers write root's
+ * files into its home, and a host's Docker is root's): a user other than root needs passwordless
+ * sudo. Stopping undoes it: the shim is stopped by the pid the deploy recorded (only while that
+ * pid is still our shim) and its home removed; the host itself stays, and so does the runtime,
+ * for the next deploy.
  */
 import { createReadStream } from 'node:fs';
 import { AGENT_RUNTIME_SHIM_FILE, shellQuote } from '@dstack/core';
@@ -137,7 +139,7 @@ async function uploadFile(client: ssh2.Client, localPath: string, remotePath: st
 
 /** A shell test that the pid is still the shim of `home`: pids are reused, and a zombie has no command line. */
 function isOurShimScript(home: string, pid: number): string {
-  return `tr '\\0' '\\n' < /proc/${pid}/cmdline 2>/dev/null | grep -qxF -- ${shellQuote(home)}`;
+  return `tr '\\0' '\\n' 2>/dev/null < /proc/${pid}/cmdline | grep -qxF -- ${shellQuote(home)}`;
 }
 
 async function readShimState(
@@ -185,8 +187,20 @@ async function waitForShim(
   }
 }
 
+/**
+ * How to run a script as root on the host: as it is for root, through `sudo -n` for another user
+ * with passwordless sudo; null when the user has neither.
+ */
+async function rootShell(client: ssh2.Client): Promise<((script: string) => string) | null> {
+  const answer = await execOnHost(client, 'id -u; if sudo -n true 2>/dev/null; then echo sudo; fi');
+  const [uid, sudo] = answer.trim().split('\n');
+  if (uid === '0') return (script) => script;
+  return sudo === 'sudo' ? (script) => `sudo -n sh -c ${shellQuote(script)}` : null;
+}
+
 async function stopShimWith(client: ssh2.Client, location: ShimLocation, graceMs: number): Promise<void> {
   const { home, pid } = location;
+  const asRoot = (await rootShell(client)) ?? ((script: string) => script);
   const tries = Math.max(1, Math.ceil(graceMs / 100));
   const script = [
     `if ${isOurShimScript(home, pid)}; then`,
@@ -197,7 +211,7 @@ async function stopShimWith(client: ssh2.Client, location: ShimLocation, graceMs
     'fi',
     `rm -rf -- ${shellQuote(home)}`,
   ].join('\n');
-  await execOnHost(client, script);
+  await execOnHost(client, asRoot(script));
 }
 
 /**
@@ -265,6 +279,13 @@ export async function deployShim(address: SshHostAddress, options: DeployShimOpt
   let home: string | null = null;
   try {
     const resources = await probeConnectedHost(client, address);
+    const asRoot = await rootShell(client);
+    if (asRoot === null) {
+      throw checkFailure(
+        address,
+        `${address.username} is not root and cannot use sudo without a password; the shim runs as root`,
+      );
+    }
     const root = await installAgentRuntime(client, address, resources, options);
     const created = await execOnHost(
       client,
@@ -293,7 +314,7 @@ export async function deployShim(address: SshHostAddress, options: DeployShimOpt
         ` > ${shellQuote(`${home}/shim.log`)} 2>&1 < /dev/null &`,
       'echo $!',
     ].join('\n');
-    const pid = Number((await execOnHost(client, start)).trim());
+    const pid = Number((await execOnHost(client, asRoot(start))).trim());
     if (!Number.isInteger(pid) || pid <= 0) throw checkFailure(address, 'the shim did not start');
     location = { home, pid };
     const port = await waitForShim(

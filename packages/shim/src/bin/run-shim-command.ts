@@ -7,7 +7,7 @@ import { chooseRuntime, isRuntimeChoice, RUNTIME_CHOICES } from '../runtime/choo
 import { startShim } from '../server/shim-server.js';
 import { VERSION } from '../version.js';
 
-const USAGE = `usage: dstack-shim --home DIR [--http-port N] [--runtime process|docker|auto] [--host H] [--docker-socket PATH] [--runtime-cache DIR] [--runner-bundle PATH] [--runner-runtime DIR] [--gpu-ids=ID,...] [--token-file PATH]
+const USAGE = `usage: dstack-shim --home DIR [--http-port N] [--runtime process|docker|auto] [--host H] [--docker-socket PATH] [--docker-start-timeout SECONDS] [--runtime-cache DIR] [--runner-bundle PATH] [--runner-runtime DIR] [--gpu-ids=ID,...] [--token-file PATH]
        dstack-shim --version
 The token (\`Authorization: Bearer\` on every request) comes from --token-file (mode 0600) or ${SHIM_TOKEN_ENV}.`;
 
@@ -52,6 +52,7 @@ export async function runShimCommand(argv: string[]): Promise<number> {
   try {
     runtime = await chooseRuntime(options.runtime, {
       dockerSocket: options.dockerSocket,
+      dockerStartTimeoutMs: options.dockerStartTimeoutSeconds * 1000,
       runtimeCacheDirectory: options.runtimeCache,
       runnerBundlePath: options.runnerBundle,
       portableRuntimeDirectory: options.runnerRuntime,
@@ -96,6 +97,7 @@ function parseOptions(argv: string[]) {
       host: { type: 'string' },
       runtime: { type: 'string' },
       'docker-socket': { type: 'string' },
+      'docker-start-timeout': { type: 'string' },
       'runtime-cache': { type: 'string' },
       'runner-bundle': { type: 'string' },
       'runner-runtime': { type: 'string' },
@@ -121,12 +123,20 @@ function parseOptions(argv: string[]) {
   if (!isRuntimeChoice(runtime)) {
     throw new UsageError(`invalid --runtime: ${runtime} (expected ${RUNTIME_CHOICES.join(', ')})`);
   }
+  const dockerStartTimeoutSeconds = Number(values['docker-start-timeout'] ?? 0);
+  if (!Number.isInteger(dockerStartTimeoutSeconds) || dockerStartTimeoutSeconds < 0) {
+    throw new UsageError(
+      `invalid --docker-start-timeout: ${values['docker-start-timeout']} (expected seconds)`,
+    );
+  }
   return {
     home: values.home,
     port,
     host: values.host,
     runtime,
     dockerSocket: values['docker-socket'],
+    // `auto` on a VM: how long an installed Docker daemon may take to answer (it starts beside cloud-init).
+    dockerStartTimeoutSeconds,
     // Docker runtime: where the runner's portable runtime is built; shims of one user share it.
     runtimeCache: values['runtime-cache'],
     runnerBundle: values['runner-bundle'],

@@ -1,4 +1,7 @@
-import { DockerEngineClient } from './docker/docker-engine-client.js';
+import { existsSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DockerEngineClient, resolveDockerSocketPath } from './docker/docker-engine-client.js';
 import { createDockerRuntime } from './docker/docker-runtime.js';
 import { createProcessRuntime } from './process/process-runtime.js';
 import type { TaskRuntime } from './task-runtime.js';
@@ -21,6 +24,25 @@ export interface RuntimeOptions {
   portableRuntimeDirectory?: string;
   /** Where `auto` says what it chose and why. */
   log?: (line: string) => void;
+  /**
+   * `auto` on a host with Docker installed whose daemon does not answer yet: how long to wait for
+   * it (a VM's docker.service may start beside cloud-init, which starts the shim). Default 0: an
+   * SSH host's stopped daemon is not about to start.
+   */
+  dockerStartTimeoutMs?: number;
+  /** Where `auto` looks for `dockerd`. Default: `PATH`, then /usr/sbin and /usr/bin. */
+  searchPath?: string;
+}
+
+const DOCKER_POLL_MS = 500;
+
+/** Whether the host has Docker installed: its daemon binary or its socket. */
+function dockerInstalled(socketPath: string, searchPath: string): boolean {
+  if (existsSync(socketPath)) return true;
+  return searchPath
+    .split(delimiter)
+    .filter((directory) => directory !== '')
+    .some((directory) => existsSync(join(directory, 'dockerd')));
 }
 
 /**
@@ -41,7 +63,19 @@ export async function chooseRuntime(
     });
   if (choice === 'process') return createProcessRuntime();
   if (choice === 'docker') return docker();
-  const problem = await dockerProblem(options.dockerSocket);
+  let problem = await dockerProblem(options.dockerSocket);
+  const socketPath = resolveDockerSocketPath(options.dockerSocket);
+  const searchPath =
+    options.searchPath ?? `${process.env.PATH ?? ''}${delimiter}/usr/sbin${delimiter}/usr/bin`;
+  const timeoutMs = options.dockerStartTimeoutMs ?? 0;
+  if (problem !== undefined && timeoutMs > 0 && dockerInstalled(socketPath, searchPath)) {
+    options.log?.(`runtime auto: Docker is installed but does not answer yet; waiting up to ${timeoutMs} ms`);
+    const deadline = Date.now() + timeoutMs;
+    while (problem !== undefined && Date.now() < deadline) {
+      await sleep(DOCKER_POLL_MS);
+      problem = await dockerProblem(options.dockerSocket);
+    }
+  }
   if (problem === undefined) {
     options.log?.('runtime auto: the Docker daemon answers, jobs run in containers');
     return docker();

@@ -64,7 +64,10 @@ export async function startShim(options: ShimOptions): Promise<ShimServer> {
   const tasks = new TaskManager(
     runtime,
     tasksDir,
-    new GpuAllocator(gpuIds, { known: options.gpuIds !== undefined }),
+    // The host's GPUs are those nvidia-smi lists, as dstack's shim finds them: on a host without
+    // an NVIDIA driver a whole-instance task (-1) gets none and runs, rather than asking Docker
+    // for a driver the host lacks.
+    new GpuAllocator(gpuIds, { known: true }),
     (taskId) => (token === null ? null : deriveRunnerToken(token, taskId)),
   );
 

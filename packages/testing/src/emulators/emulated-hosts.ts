@@ -6,12 +6,19 @@
  * makes each host a container.
  */
 
+import type { EmulatedHostKind } from './hosts/emulated-host-image.js';
+
 /** What an emulated cloud asks for when an instance is launched. */
 export interface HostLaunchRequest {
   /** The cloud's instance id (`i-…`, an instance name), one host per id. */
   readonly instanceId: string;
   /** The user data as the backend sent it, decoded (a shell script or `#cloud-config`); empty when none. */
   readonly userData: string;
+  /**
+   * What the instance's image has: `docker` (dstack's VM images, AWS's Deep Learning AMI: a
+   * Docker daemon starts at boot) or `plain` (Canonical's Ubuntu: no Docker). Default `docker`.
+   */
+  readonly kind?: EmulatedHostKind;
 }
 
 /** A host that is up. */

@@ -125,6 +125,12 @@ export {
   serveAgentRuntime,
 } from './hosts/agent-runtime-server.js';
 export {
+  type DefaultImageRegistry,
+  defaultImageMarker,
+  serveDefaultImages,
+  TEST_IMAGE_MARKER_PATH,
+} from './hosts/default-image-registry.js';
+export {
   DEFAULT_EMULATED_HOSTS_NETWORK,
   DEFAULT_SSHD_TIMEOUT_MS,
   DockerEmulatedHosts,
@@ -136,12 +142,15 @@ export {
 } from './hosts/docker-emulated-hosts.js';
 export {
   BUILD_HOST_IMAGE_SCRIPT,
-  EMULATED_HOST_IMAGE,
+  EMULATED_HOST_KINDS,
+  type EmulatedHostKind,
+  emulatedHostImage,
   ensureEmulatedHostImage,
 } from './hosts/emulated-host-image.js';
 export { HostUserDataError } from './hosts/instance-boot-files.js';
 export {
   type LocalDockerRegistry,
+  type LocalDockerRegistryOptions,
   localDockerRegistryMissing,
   startLocalDockerRegistry,
 } from './hosts/local-docker-registry.js';

@@ -3,6 +3,7 @@
  * Deep Learning Base AMI for GPU instances from Amazon's account, `dstack-*` images from dstack's
  * account) and Canonical's Ubuntu, each in every region with a region-specific id.
  */
+import type { EmulatedHostKind } from '../hosts/emulated-host-image.js';
 import { stableId } from './aws-ec2-network.js';
 
 export interface Ec2Image {
@@ -16,6 +17,8 @@ export interface Ec2Image {
   readonly architecture: 'x86_64' | 'arm64';
   readonly state: 'available';
   readonly description: string;
+  /** What the hosts booted from it have: Docker (dstack's images, the DLAMI) or not (Canonical's Ubuntu). */
+  readonly hostKind: EmulatedHostKind;
 }
 
 /** An image every region has; the emulator gives it a region-specific id. */
@@ -26,6 +29,8 @@ export interface Ec2ImageTemplate {
   readonly creationDate: string;
   readonly architecture?: 'x86_64' | 'arm64';
   readonly description?: string;
+  /** Default: `plain` for Canonical's images, `docker` for the others. */
+  readonly hostKind?: EmulatedHostKind;
 }
 
 /** Amazon's account (DLAMI), dstack's account and Canonical's account, as AWS names them. */
@@ -74,6 +79,7 @@ export function imagesFor(regions: readonly string[], templates: readonly Ec2Ima
       architecture: template.architecture ?? 'x86_64',
       state: 'available' as const,
       description: template.description ?? template.name,
+      hostKind: template.hostKind ?? (template.ownerId === CANONICAL_OWNER ? 'plain' : 'docker'),
     })),
   );
 }

@@ -5,6 +5,7 @@
  * a test with a manual clock sees every step deterministically.
  */
 import type { EmulatedHosts } from '../emulated-hosts.js';
+import type { EmulatedHostKind } from '../hosts/emulated-host-image.js';
 import type { Subnet } from './aws-ec2-network.js';
 import type { AwsMarket } from './aws-vcpu-quotas.js';
 
@@ -63,6 +64,8 @@ export interface Ec2Instance {
   readonly type: string;
   readonly market: AwsMarket;
   readonly imageId: string;
+  /** What the image's hosts have (Docker or not). */
+  readonly hostKind: EmulatedHostKind;
   readonly keyName: string | undefined;
   readonly securityGroupIds: readonly string[];
   readonly tags: Map<string, string>;
@@ -161,18 +164,20 @@ export class Ec2Instances {
     const hosts = this.#options.hosts;
     if (hosts) {
       instance.host = { status: 'launching' };
-      instance.hostLaunch = hosts.launch({ instanceId: instance.id, userData: instance.userData }).then(
-        (host) => {
-          instance.host = { status: 'up', address: host.address, upAt: this.#options.clock() };
-          this.#scheduleInterruption(instance);
-        },
-        (error: unknown) => {
-          instance.host = { status: 'failed', error: String(error) };
-          this.#options.onHostError(instance.id, error);
-          if (instance.terminationStartedAt === undefined)
-            this.#startTermination(instance, LAUNCH_FAILURE_REASON);
-        },
-      );
+      instance.hostLaunch = hosts
+        .launch({ instanceId: instance.id, userData: instance.userData, kind: instance.hostKind })
+        .then(
+          (host) => {
+            instance.host = { status: 'up', address: host.address, upAt: this.#options.clock() };
+            this.#scheduleInterruption(instance);
+          },
+          (error: unknown) => {
+            instance.host = { status: 'failed', error: String(error) };
+            this.#options.onHostError(instance.id, error);
+            if (instance.terminationStartedAt === undefined)
+              this.#startTermination(instance, LAUNCH_FAILURE_REASON);
+          },
+        );
     } else {
       this.#scheduleInterruption(instance);
     }

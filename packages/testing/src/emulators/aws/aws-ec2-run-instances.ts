@@ -63,7 +63,8 @@ export function runInstances(account: Ec2Account, region: string, params: QueryP
   if (!spec) {
     throw new Ec2ApiError(400, 'InvalidParameterValue', `Invalid value '${instanceType}' for InstanceType.`);
   }
-  if (!account.images.some((image) => image.id === imageId && image.region === region)) {
+  const image = account.images.find((candidate) => candidate.id === imageId && candidate.region === region);
+  if (!image) {
     throw new Ec2ApiError(400, 'InvalidAMIID.NotFound', `The image id '[${imageId}]' does not exist`);
   }
   const keyName = params.KeyName || undefined;
@@ -125,6 +126,7 @@ export function runInstances(account: Ec2Account, region: string, params: QueryP
         type: instanceType,
         market,
         imageId,
+        hostKind: image.hostKind,
         keyName,
         securityGroupIds,
         tags: new Map(tags),

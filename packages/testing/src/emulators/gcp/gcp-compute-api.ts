@@ -6,6 +6,7 @@
 import type { EmulatorResponse } from '../../emulator/emulator-responses.js';
 import { json } from '../../emulator/emulator-responses.js';
 import type { EmulatorRequest, EmulatorRoute } from '../../emulator/emulator-server.js';
+import type { EmulatedHostKind } from '../hosts/emulated-host-image.js';
 import { alreadyExists, GcpApiError, invalidField, notFound } from './gcp-api-error.js';
 import type { GcpInstance, GcpInstances, GcpOperation, GcpOperationError } from './gcp-compute-instances.js';
 import {
@@ -27,6 +28,12 @@ export interface GcpImage {
   readonly family?: string;
   readonly creationTimestamp: string;
   readonly diskSizeGb?: number;
+  /** What the hosts booted from it have. Default: Docker for dstack's images, none for the others. */
+  readonly hostKind?: EmulatedHostKind;
+}
+
+function hostKindOf(image: GcpImage): EmulatedHostKind {
+  return image.hostKind ?? (image.project === 'dstack' ? 'docker' : 'plain');
 }
 
 /** dstack's images (`projects/dstack/global/images/dstack[-cuda]-{version}`) and Ubuntu's. */
@@ -567,7 +574,7 @@ function insertInstance(project: GcpComputeProject, request: EmulatorRequest) {
       `Required field 'resource.disks[0].initializeParams.sourceImage' not specified`,
     );
   }
-  findImage(project, sourceImage);
+  const image = findImage(project, sourceImage);
 
   const scheduling = (body.scheduling ?? {}) as { provisioningModel?: unknown; preemptible?: unknown };
   const provisioningModel: GcpProvisioningModel =
@@ -586,6 +593,7 @@ function insertInstance(project: GcpComputeProject, request: EmulatorRequest) {
     provisioningModel,
     body,
     userData: userDataOf(body),
+    hostKind: hostKindOf(image),
     externalIpWanted: (interfaces[0]?.accessConfigs?.length ?? 0) > 0,
     failure,
     natIpDelayMs: slowIp ? (slowIp.delayMs ?? 5000) : 0,

@@ -12,6 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { EmulatedHosts } from '../emulated-hosts.js';
+import type { EmulatedHostKind } from '../hosts/emulated-host-image.js';
 import type { GcpProvisioningModel } from './gcp-emulator-faults.js';
 
 /** How long each step takes, in ms of the emulator's clock. */
@@ -79,6 +80,8 @@ export interface GcpInstance {
   readonly body: Readonly<Record<string, unknown>>;
   /** `startup-script` (or `user-data`) metadata: what the host runs. */
   readonly userData: string;
+  /** What the boot image's hosts have (Docker or not). */
+  readonly hostKind: EmulatedHostKind;
   /** Whether an external IP was asked for (an access config). */
   readonly externalIpWanted: boolean;
   readonly createdAt: number;
@@ -104,6 +107,7 @@ export interface NewGcpInstance {
   readonly provisioningModel: GcpProvisioningModel;
   readonly body: Readonly<Record<string, unknown>>;
   readonly userData: string;
+  readonly hostKind: EmulatedHostKind;
   readonly externalIpWanted: boolean;
   /** Set when the insert fails: how long after the insert, and with what. */
   readonly failure: { readonly afterMs: number; readonly error: GcpOperationError } | undefined;
@@ -313,17 +317,19 @@ export class GcpInstances {
     }
     instance.host = { status: 'launching' };
     // The host is named by the instance's numeric id: names are reused after a delete.
-    instance.hostLaunch = hosts.launch({ instanceId: instance.id, userData: instance.userData }).then(
-      (host) => {
-        instance.host = { status: 'up', address: host.address, upAt: this.#options.clock() };
-        this.#schedulePreemption(instance);
-      },
-      (error: unknown) => {
-        instance.host = { status: 'failed', error: String(error) };
-        this.#options.onHostError(instance.name, error);
-        if (instance.stoppingAt === undefined) this.#stop(instance, 'deleted', this.#options.clock());
-      },
-    );
+    instance.hostLaunch = hosts
+      .launch({ instanceId: instance.id, userData: instance.userData, kind: instance.hostKind })
+      .then(
+        (host) => {
+          instance.host = { status: 'up', address: host.address, upAt: this.#options.clock() };
+          this.#schedulePreemption(instance);
+        },
+        (error: unknown) => {
+          instance.host = { status: 'failed', error: String(error) };
+          this.#options.onHostError(instance.name, error);
+          if (instance.stoppingAt === undefined) this.#stop(instance, 'deleted', this.#options.clock());
+        },
+      );
   }
 
   /** When the instance is (or will be) RUNNING: after PROVISIONING and STAGING, with hosts not before its host is up. */

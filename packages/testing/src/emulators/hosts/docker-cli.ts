@@ -112,5 +112,5 @@ export async function removeOrphanedContainers(label: string, ownerLabel: string
     if (owner.slice(0, separator) === machine && Number.isInteger(pid) && !isProcessAlive(pid))
       orphans.push(id);
   }
-  if (orphans.length > 0) await runDocker(['rm', '--force', ...orphans]).catch(() => undefined);
+  if (orphans.length > 0) await runDocker(['rm', '--force', '--volumes', ...orphans]).catch(() => undefined);
 }

@@ -13,7 +13,7 @@ import {
   EMULATED_HOST_LABEL,
   HostTerminatedError,
 } from './docker-emulated-hosts.js';
-import { EMULATED_HOST_IMAGE } from './emulated-host-image.js';
+import { emulatedHostImage } from './emulated-host-image.js';
 import {
   connectAsRoot,
   docker,
@@ -226,7 +226,7 @@ describe.skipIf(!environment.available)(
 
     it('gives each host its own address on an internal network, with no route beyond it', async () => {
       const [first, second] = await Promise.all([
-        hosts.launch({ instanceId: instanceId(), userData: authorizeKeyScript }),
+        hosts.launch({ instanceId: instanceId(), userData: authorizeKeyScript, kind: 'plain' }),
         hosts.launch({ instanceId: instanceId(), userData: authorizeKeyScript }),
       ]);
       expect(first.address).not.toBe(second.address);
@@ -246,18 +246,38 @@ describe.skipIf(!environment.available)(
         key.privateKey,
         [
           'ip route',
-          // busybox's nc (the hosts have no node): its error goes to stdout here.
-          'nc -w 2 198.51.100.1 80 </dev/null 2>&1',
-          `nc -w 2 ${second.address} 22 </dev/null | head -c 7`,
+          // bash's /dev/tcp (the hosts have no nc): its error goes to stdout here.
+          "timeout 2 bash -c 'exec 3<>/dev/tcp/198.51.100.1/80' 2>&1",
+          `timeout 2 bash -c 'exec 3<>/dev/tcp/${second.address}/22; head -c 7 <&3'`,
         ].join('\n'),
       );
       expect(result.stdout).not.toMatch(/^default/m);
       expect(result.stdout).toContain('Network is unreachable');
       // The neighbour's sshd greets.
       expect(result.stdout).toContain('SSH-2.0');
-      // The hosts cannot give themselves a route back.
+      // A plain host cannot give itself a route back (a host with Docker has NET_ADMIN, as a VM's
+      // root does, and the internal network still drops what leaves it).
       const addRoute = await sshAsRoot(first.address, key.privateKey, 'ip route add default dev eth0');
       expect(addRoute.code).not.toBe(0);
+    });
+
+    it("boots the image's kind: Docker's daemon answers on a docker host, a plain host has none", async () => {
+      const [withDocker, plain] = await Promise.all([
+        hosts.launch({ instanceId: instanceId(), userData: authorizeKeyScript }),
+        hosts.launch({ instanceId: instanceId(), userData: authorizeKeyScript, kind: 'plain' }),
+      ]);
+      const answer = await sshAsRoot(
+        withDocker.address,
+        key.privateKey,
+        [
+          'i=0; until docker info >/dev/null 2>&1 || [ $i -ge 300 ]; do sleep 0.1; i=$((i+1)); done',
+          "docker info --format '{{.Driver}}'",
+          'command -v node || echo no node',
+        ].join('\n'),
+      );
+      expect(answer).toMatchObject({ code: 0, stdout: 'overlay2\nno node\n' });
+      const none = await sshAsRoot(plain.address, key.privateKey, 'command -v docker dockerd node');
+      expect(none).toMatchObject({ code: 1, stdout: '' });
     });
 
     it('terminate removes the host with everything it ran, and is idempotent', async () => {
@@ -326,7 +346,7 @@ describe.skipIf(!environment.available)(
           `${EMULATED_HOST_LABEL}=1`,
           '--label',
           `dev.dstack.emulated-host.owner=${owner}`,
-          EMULATED_HOST_IMAGE,
+          emulatedHostImage('plain'),
         ]);
       const orphan = `dstack-hosts-test-orphan-${process.pid}`;
       const alive = `dstack-hosts-test-alive-${process.pid}`;

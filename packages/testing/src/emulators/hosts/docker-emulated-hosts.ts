@@ -1,8 +1,15 @@
 /**
  * Emulated cloud hosts as Docker containers: one container per instance, from the locally built
- * emulated-host image, on an internal bridge network of the emulator's own. The container's
- * address is the instance's address; its boot script runs the user data as cloud-init would and
- * then sshd. Terminating the instance removes the container with everything it ran.
+ * emulated-host image of the kind the instance's image is (with Docker or without), on an internal
+ * bridge network of the emulator's own. The container's address is the instance's address; its
+ * boot script starts the image's Docker daemon, runs the user data as cloud-init would, and then
+ * sshd. Terminating the instance removes the container with everything it ran (and the storage of
+ * its Docker daemon).
+ *
+ * A host with Docker runs its own daemon (Docker in Docker): its container gets every capability
+ * this machine has (`--privileged` asks for ones a sandbox may lack), no seccomp or AppArmor
+ * profile, every device, and a volume for /var/lib/docker (overlay2 cannot stack on the
+ * container's own overlay).
  *
  * Isolation: the network is `--internal`, and each host's default route is removed before
  * anything in it runs (Docker still gives internal networks' containers one, and this machine
@@ -13,8 +20,9 @@ import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import type { EmulatedHost, EmulatedHosts, HostLaunchRequest } from '../emulated-hosts.js';
 import { containerOwner, DockerCommandError, removeOrphanedContainers, runDocker } from './docker-cli.js';
-import { EMULATED_HOST_IMAGE, ensureEmulatedHostImage } from './emulated-host-image.js';
+import { type EmulatedHostKind, emulatedHostImage, ensureEmulatedHostImage } from './emulated-host-image.js';
 import { instanceBootFiles } from './instance-boot-files.js';
+import { availableCapabilities } from './linux-capabilities.js';
 import { tarArchive } from './tar-archive.js';
 
 /** On every host container: `docker ps --filter label=dev.dstack.emulated-host` lists them all. */
@@ -43,8 +51,6 @@ export interface DockerEmulatedHostsOptions {
    * (`dstack-<emulator>-<instance id>`). Default `emulator`.
    */
   emulator?: string;
-  /** The host image; built on first use when it is the default. Default `EMULATED_HOST_IMAGE` (`dstack-test/emulated-host:<build hash>`). */
-  image?: string;
   /** The internal bridge network the hosts share; made on first launch when missing. Default `dstack-emulated-hosts`. */
   network?: string;
   /** How long `launch` waits for sshd to answer. Default 60 s. */
@@ -102,12 +108,13 @@ function sshdAnswers(address: string): Promise<void> {
 
 export class DockerEmulatedHosts implements EmulatedHosts {
   readonly emulator: string;
-  readonly image: string;
   readonly network: string;
   readonly #sshdTimeoutMs: number;
   readonly #owner = containerOwner();
   readonly #session = randomUUID();
   readonly #hosts = new Map<string, HostRecord>();
+  /** Registry address → the certificate hosts with Docker trust for it (`trustRegistry`). */
+  readonly #trustedRegistries = new Map<string, string>();
   #prepared: Promise<void> | null = null;
   #madeNetwork = false;
   #closed = false;
@@ -119,15 +126,14 @@ export class DockerEmulatedHosts implements EmulatedHosts {
         `DockerEmulatedHosts emulator must be lowercase letters, digits and -, not ${this.emulator}`,
       );
     }
-    this.image = options.image ?? EMULATED_HOST_IMAGE;
     this.network = options.network ?? DEFAULT_EMULATED_HOSTS_NETWORK;
     this.#sshdTimeoutMs = options.sshdTimeoutMs ?? DEFAULT_SSHD_TIMEOUT_MS;
   }
 
   /**
-   * Builds the image if needed, removes the hosts of emulators that died without closing, and
-   * makes the network. Done by the first launch; call it to pay that cost (and see Docker's
-   * errors) at the emulator's start.
+   * Builds the image with Docker if needed, removes the hosts of emulators that died without
+   * closing, and makes the network. Done by the first launch; call it to pay that cost (and see
+   * Docker's errors) at the emulator's start.
    */
   prepare(): Promise<void> {
     if (this.#prepared === null) {
@@ -142,7 +148,7 @@ export class DockerEmulatedHosts implements EmulatedHosts {
   }
 
   async #prepare(): Promise<void> {
-    if (this.image === EMULATED_HOST_IMAGE) await ensureEmulatedHostImage();
+    await ensureEmulatedHostImage('docker');
     await this.#removeOrphanedHosts();
     await this.#ensureNetwork();
   }
@@ -191,8 +197,18 @@ export class DockerEmulatedHosts implements EmulatedHosts {
     }
   }
 
+  /**
+   * Hosts launched from now on trust `certificate` (PEM) for the registry at `address`
+   * (`host:port`), in /etc/docker/certs.d as an image made for a private mirror would: the test
+   * registry stands in for Docker Hub, whose certificate a real image trusts already.
+   */
+  trustRegistry(address: string, certificate: string): void {
+    this.#trustedRegistries.set(address, certificate);
+  }
+
   async launch(request: HostLaunchRequest): Promise<EmulatedHost> {
     const { instanceId, userData } = request;
+    const kind = request.kind ?? 'docker';
     if (typeof instanceId !== 'string' || instanceId === '') {
       throw new Error('HostLaunchRequest.instanceId must be a non-empty string');
     }
@@ -201,9 +217,8 @@ export class DockerEmulatedHosts implements EmulatedHosts {
       throw new HostTerminatedError(`cannot launch ${instanceId}: the emulated hosts are closed`);
     if (this.#hosts.has(instanceId)) throw new Error(`instance ${instanceId} already has a host`);
     // Bad user data fails the launch before any container exists.
-    const bootArchive = tarArchive(
-      instanceBootFiles(userData).map((file) => ({ ...file, path: file.path.slice(1) })),
-    );
+    const bootFiles = [...instanceBootFiles(userData), ...this.#registryCertificateFiles()];
+    const bootArchive = tarArchive(bootFiles.map((file) => ({ ...file, path: file.path.slice(1) })));
     const record: HostRecord = {
       containerName: `dstack-${this.emulator}-${dockerName(instanceId)}`,
       terminated: false,
@@ -211,12 +226,13 @@ export class DockerEmulatedHosts implements EmulatedHosts {
     this.#hosts.set(instanceId, record);
     try {
       await this.prepare();
+      await ensureEmulatedHostImage(kind);
       this.#checkNotTerminated(instanceId, record);
-      await this.#createContainer(instanceId, record.containerName);
+      await this.#createContainer(instanceId, record.containerName, kind);
       this.#checkNotTerminated(instanceId, record);
       await runDocker(['cp', '-', `${record.containerName}:/`], { input: bootArchive });
       await runDocker(['start', record.containerName]);
-      await this.#sealNetwork(record.containerName);
+      await this.#sealNetwork(record.containerName, kind);
       const address = await this.#address(record.containerName);
       await this.#waitForSshd(instanceId, record, address);
       return { instanceId, address };
@@ -237,7 +253,33 @@ export class DockerEmulatedHosts implements EmulatedHosts {
       throw new HostTerminatedError(`instance ${instanceId} was terminated while it booted`);
   }
 
-  async #createContainer(instanceId: string, name: string): Promise<void> {
+  #registryCertificateFiles(): Array<{ path: string; content: Buffer; mode: number }> {
+    return [...this.#trustedRegistries].map(([address, certificate]) => ({
+      path: `/etc/docker/certs.d/${address}/ca.crt`,
+      content: Buffer.from(certificate),
+      mode: 0o644,
+    }));
+  }
+
+  async #createContainer(instanceId: string, name: string, kind: EmulatedHostKind): Promise<void> {
+    const dockerDaemonArgs =
+      kind === 'docker'
+        ? [
+            '--cap-add',
+            'ALL',
+            ...(await availableCapabilities()).missing.flatMap((capability) => ['--cap-drop', capability]),
+            '--security-opt',
+            'seccomp=unconfined',
+            '--security-opt',
+            'apparmor=unconfined',
+            '--security-opt',
+            'systempaths=unconfined',
+            '--device-cgroup-rule',
+            'a *:* rwm',
+            '--mount',
+            'type=volume,destination=/var/lib/docker',
+          ]
+        : [];
     const args = [
       'create',
       '--name',
@@ -261,14 +303,15 @@ export class DockerEmulatedHosts implements EmulatedHosts {
       `${OWNER_LABEL}=${this.#owner}`,
       '--label',
       `${SESSION_LABEL}=${this.#session}`,
-      this.image,
+      ...dockerDaemonArgs,
+      emulatedHostImage(kind),
     ];
     try {
       await runDocker(args);
     } catch (error) {
       // Another emulator's close may have removed the shared network between prepare and now.
       if (!(error instanceof DockerCommandError && /network .*not found/i.test(error.stderr))) throw error;
-      await runDocker(['rm', '--force', name]).catch(() => undefined);
+      await runDocker(['rm', '--force', '--volumes', name]).catch(() => undefined);
       await this.#ensureNetwork();
       await runDocker(args);
     }
@@ -276,14 +319,13 @@ export class DockerEmulatedHosts implements EmulatedHosts {
 
   /**
    * Removes the host's default route from a short-lived container that shares its network
-   * namespace with NET_ADMIN (the host itself never has that capability). The boot script waits
-   * for the route to be gone before it runs anything.
+   * namespace with NET_ADMIN (a plain host has no such capability). The boot script waits for the
+   * route to be gone before it runs anything.
    */
-  async #sealNetwork(containerName: string): Promise<void> {
+  async #sealNetwork(containerName: string, kind: EmulatedHostKind): Promise<void> {
     const script = [
       'ip route del default 2>/dev/null',
       'ip -6 route del default 2>/dev/null',
-      // busybox's ip lists every route for `ip route show default`, hence the grep.
       `if ip route | grep -q '^default' || ip -6 route 2>/dev/null | grep -q '^default'; then`,
       '  echo "a default route is left" >&2; exit 1',
       'fi',
@@ -299,7 +341,7 @@ export class DockerEmulatedHosts implements EmulatedHosts {
       `${OWNER_LABEL}=${this.#owner}`,
       '--entrypoint',
       '/bin/sh',
-      this.image,
+      emulatedHostImage(kind),
       '-c',
       script,
     ]);
@@ -354,7 +396,7 @@ export class DockerEmulatedHosts implements EmulatedHosts {
 
   async #remove(record: HostRecord): Promise<void> {
     try {
-      await runDocker(['rm', '--force', record.containerName]);
+      await runDocker(['rm', '--force', '--volumes', record.containerName]);
     } catch (error) {
       if (!(error instanceof DockerCommandError && error.isNotFound)) throw error;
     }
@@ -380,7 +422,7 @@ export class DockerEmulatedHosts implements EmulatedHosts {
     await runDocker(['ps', '--all', '--quiet', '--filter', `label=${SESSION_LABEL}=${this.#session}`])
       .then((ids) => {
         const left = ids.split('\n').filter((id) => id.trim() !== '');
-        return left.length > 0 ? runDocker(['rm', '--force', ...left]) : '';
+        return left.length > 0 ? runDocker(['rm', '--force', '--volumes', ...left]) : '';
       })
       .catch(() => undefined);
     if (this.#madeNetwork) {

@@ -1,8 +1,10 @@
 /**
- * The image emulated hosts boot from, built on this machine by
- * `emulator-host-image/build-host-image.sh` (nothing can be pulled). The script is idempotent:
- * it rebuilds only when the image is missing or was built from other scripts, so running it
- * before the first launch of a process costs one image inspect.
+ * The images emulated hosts boot from, built on this machine by
+ * `emulator-host-image/build-host-image.sh` from a Debian root filesystem (debootstrap): `docker`
+ * for the images with a Docker daemon (dstack's VM images, AWS's Deep Learning AMI), `plain` for
+ * those without (Canonical's Ubuntu). The script is idempotent: it rebuilds only when the image is
+ * missing or was built from other scripts, so running it before the first launch of a process
+ * costs one image inspect.
  *
  * The default tag is the scripts' own hash: checkouts with other scripts (branches, worktrees)
  * that share one Docker daemon each get their image, instead of rebuilding one tag under each
@@ -24,19 +26,28 @@ const BOOT_SCRIPT = fileURLToPath(
   new URL('../../../emulator-host-image/emulated-host-boot.sh', import.meta.url),
 );
 
-/** The image's default name, tagged with the build's hash. Env of the build script: DSTACK_EMULATED_HOST_IMAGE. */
-export const EMULATED_HOST_IMAGE = `dstack-test/emulated-host:${createHash('sha256')
+/** What an emulated host's image has: a Docker daemon that starts at boot, or not. */
+export type EmulatedHostKind = 'docker' | 'plain';
+export const EMULATED_HOST_KINDS: readonly EmulatedHostKind[] = ['docker', 'plain'];
+
+const BUILD_HASH = createHash('sha256')
   .update(readFileSync(BUILD_HOST_IMAGE_SCRIPT))
   .update(readFileSync(BOOT_SCRIPT))
   .digest('hex')
-  .slice(0, 16)}`;
+  .slice(0, 16);
 
-const BUILD_TIMEOUT_MS = 300_000;
+/** The image's default name, tagged with the build's hash. Env of the build script: DSTACK_EMULATED_HOST_IMAGE. */
+export function emulatedHostImage(kind: EmulatedHostKind): string {
+  return `dstack-test/emulated-host-${kind}:${BUILD_HASH}`;
+}
+
+/** debootstrap downloads Debian's packages on a machine's first build. */
+const BUILD_TIMEOUT_MS = 600_000;
 const builds = new Map<string, Promise<void>>();
 
-async function buildImage(image: string, force: boolean): Promise<void> {
+async function buildImage(kind: EmulatedHostKind, image: string, force: boolean): Promise<void> {
   try {
-    await run('bash', [BUILD_HOST_IMAGE_SCRIPT, ...(force ? ['--force'] : [])], {
+    await run('bash', [BUILD_HOST_IMAGE_SCRIPT, '--kind', kind, ...(force ? ['--force'] : [])], {
       env: { ...process.env, DSTACK_EMULATED_HOST_IMAGE: image },
       timeout: BUILD_TIMEOUT_MS,
     });
@@ -52,19 +63,22 @@ async function buildImage(image: string, force: boolean): Promise<void> {
 }
 
 /**
- * Builds the emulated host image when it is missing or stale (once per process and image;
- * `force` rebuilds regardless). Needs a running Docker daemon.
+ * Builds the emulated host image of `kind` when it is missing or stale (once per process and
+ * image; `force` rebuilds regardless). Needs a running Docker daemon and debootstrap.
  */
-export function ensureEmulatedHostImage(options: { image?: string; force?: boolean } = {}): Promise<void> {
-  const image = options.image ?? EMULATED_HOST_IMAGE;
+export function ensureEmulatedHostImage(
+  kind: EmulatedHostKind,
+  options: { image?: string; force?: boolean } = {},
+): Promise<void> {
+  const image = options.image ?? emulatedHostImage(kind);
   if (options.force) {
-    const forced = buildImage(image, true);
+    const forced = buildImage(kind, image, true);
     builds.set(image, forced);
     return forced;
   }
   let build = builds.get(image);
   if (build === undefined) {
-    build = buildImage(image, false);
+    build = buildImage(kind, image, false);
     // A failed build is retried by the next caller rather than remembered.
     build.catch(() => builds.delete(image));
     builds.set(image, build);

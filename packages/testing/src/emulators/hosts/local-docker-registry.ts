@@ -1,19 +1,25 @@
 /**
- * A private Docker registry on loopback for tests: Debian's `docker-registry` (the CNCF
- * distribution registry) with htpasswd authentication, serving plain HTTP on 127.0.0.1 (Docker
- * allows insecure registries on 127.0.0.0/8 by default). Nothing can be pulled from the internet
- * here, so the images jobs pull (the default image of a mirror, a private image behind
- * `registry_auth`) are pushed to it from local images first. One registry per test file: `stop()`
- * ends the process, deletes its storage and removes every image the daemon holds from it.
+ * A Docker registry for tests: Debian's `docker-registry` (the CNCF distribution registry) over
+ * TLS on 127.0.0.1, with htpasswd authentication (a private registry) or without (Docker Hub's
+ * public images). Nothing can be pulled from the internet here, so the images jobs pull (the
+ * default image of a mirror, a private image behind `registry_auth`) are pushed to it from local
+ * images first: this machine's daemon pushes to 127.0.0.1 (Docker takes 127.0.0.0/8 as insecure
+ * and skips the certificate check there). Emulated hosts, whose own Docker daemons pull, reach it
+ * on their bridge's gateway, through a forwarded port, and trust its certificate as a real host
+ * trusts Docker Hub's. One registry per test file: `stop()` ends the process, deletes its storage
+ * and removes every image this machine's daemon holds from it.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { bridgeGateway } from './agent-runtime-server.js';
+import type { DockerEmulatedHosts } from './docker-emulated-hosts.js';
 
 const run = promisify(execFile);
 
@@ -21,10 +27,19 @@ const run = promisify(execFile);
 const REGISTRY_BINARY = 'docker-registry';
 const HTPASSWD_BINARY = 'htpasswd';
 
+export interface LocalDockerRegistryOptions {
+  /** Anyone may pull and push, as from Docker Hub's public repositories. Default: only the one user. */
+  anonymous?: boolean;
+  /** Serve these emulated hosts too: at `hostsAddress`, with a certificate they trust. */
+  hosts?: DockerEmulatedHosts;
+}
+
 export interface LocalDockerRegistry {
-  /** `127.0.0.1:PORT`: the prefix of the images it serves. */
+  /** `127.0.0.1:PORT`: the prefix of the images it serves to this machine. */
   address: string;
-  /** The one user the registry lets in. */
+  /** `<gateway>:PORT` on the emulated hosts' bridge (the prefix of the images they pull), or null. */
+  hostsAddress: string | null;
+  /** The one user the registry lets in (anonymous registries let in anyone as well). */
   username: string;
   password: string;
   /**
@@ -60,35 +75,93 @@ async function freeLoopbackPort(): Promise<number> {
   return address.port;
 }
 
-function registryConfig(port: number, storage: string, htpasswdPath: string): string {
+interface RegistryFiles {
+  storage: string;
+  certificate: string;
+  key: string;
+  /** Absent for an anonymous registry. */
+  htpasswd: string | null;
+}
+
+function registryConfig(port: number, files: RegistryFiles): string {
   return [
     'version: 0.1',
     'log:',
     '  level: warn',
     'storage:',
     '  filesystem:',
-    `    rootdirectory: ${storage}`,
+    `    rootdirectory: ${files.storage}`,
     '  delete:',
     '    enabled: true',
     'http:',
     `  addr: 127.0.0.1:${port}`,
-    'auth:',
-    '  htpasswd:',
-    '    realm: dstack-test',
-    `    path: ${htpasswdPath}`,
+    '  tls:',
+    `    certificate: ${files.certificate}`,
+    `    key: ${files.key}`,
+    ...(files.htpasswd === null
+      ? []
+      : ['auth:', '  htpasswd:', '    realm: dstack-test', `    path: ${files.htpasswd}`]),
     '',
   ].join('\n');
 }
 
-/** Resolves once `/v2/` answers (401 without credentials: the registry checks them). */
-async function waitUntilServing(address: string, child: ChildProcess, output: () => string): Promise<void> {
+/** A self-signed certificate for the registry's addresses, which trusting hosts take as its CA. */
+async function makeCertificate(
+  directory: string,
+  addresses: readonly string[],
+): Promise<{ certificate: string; key: string }> {
+  const certificate = join(directory, 'registry.crt');
+  const key = join(directory, 'registry.key');
+  await run('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=dstack-test-registry',
+    '-addext',
+    `subjectAltName=${addresses.map((address) => `IP:${address}`).join(',')}`,
+    '-keyout',
+    key,
+    '-out',
+    certificate,
+  ]);
+  return { certificate, key };
+}
+
+/** The status `GET https://{address}/v2/` answers with (401 when the registry wants credentials). */
+function registryStatus(address: string, ca: string): Promise<number> {
+  const [host, port] = address.split(':');
+  return new Promise((resolve, reject) => {
+    const get = request({ host, port: Number(port), path: '/v2/', ca, timeout: 2_000 }, (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
+    get.once('timeout', () => get.destroy(new Error('timed out')));
+    get.once('error', reject);
+    get.end();
+  });
+}
+
+/** Resolves once `/v2/` answers. */
+async function waitUntilServing(
+  address: string,
+  ca: string,
+  child: ChildProcess,
+  output: () => string,
+): Promise<void> {
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null)
       throw new Error(`docker-registry exited with ${child.exitCode}:\n${output()}`);
     try {
-      const response = await fetch(`http://${address}/v2/`);
-      if (response.status === 401 || response.ok) return;
+      const status = await registryStatus(address, ca);
+      if (status === 401 || status === 200) return;
     } catch {
       // Not listening yet.
     }
@@ -97,18 +170,70 @@ async function waitUntilServing(address: string, child: ChildProcess, output: ()
   }
 }
 
-/** Starts a registry on a free loopback port with one user (random credentials). */
-export async function startLocalDockerRegistry(): Promise<LocalDockerRegistry> {
+/** Forwards connections to `host:0` (a port chosen there) to 127.0.0.1:`port`. */
+async function forwardPort(host: string, port: number): Promise<{ address: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((incoming) => {
+    const outgoing = tcpConnect({ host: '127.0.0.1', port });
+    for (const socket of [incoming, outgoing]) {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+      socket.on('error', () => {
+        incoming.destroy();
+        outgoing.destroy();
+      });
+    }
+    incoming.pipe(outgoing).pipe(incoming);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, host, resolve);
+  });
+  const bound = server.address();
+  if (bound === null || typeof bound === 'string') throw new Error(`no port on ${host}`);
+  return {
+    address: `${host}:${bound.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * Starts a registry on a free loopback port with one user (random credentials), and when
+ * `options.hosts` is given, where those emulated hosts pull from.
+ */
+export async function startLocalDockerRegistry(
+  options: LocalDockerRegistryOptions = {},
+): Promise<LocalDockerRegistry> {
+  const missing = await localDockerRegistryMissing();
+  if (missing !== null) throw new Error(`cannot start a test registry: ${missing}`);
   const directory = await mkdtemp(join(tmpdir(), 'dstack-test-registry-'));
   const username = 'dstack-test';
   const password = randomBytes(12).toString('hex');
-  const htpasswdPath = join(directory, 'htpasswd');
-  const { stdout: htpasswd } = await run(HTPASSWD_BINARY, ['-Bbn', username, password]);
-  await writeFile(htpasswdPath, htpasswd);
+  let htpasswdPath: string | null = null;
+  if (!options.anonymous) {
+    htpasswdPath = join(directory, 'htpasswd');
+    const { stdout: htpasswd } = await run(HTPASSWD_BINARY, ['-Bbn', username, password]);
+    await writeFile(htpasswdPath, htpasswd);
+  }
+  const gateway = options.hosts
+    ? (await options.hosts.prepare(), await bridgeGateway(options.hosts.network))
+    : null;
+  const { certificate, key } = await makeCertificate(
+    directory,
+    gateway ? ['127.0.0.1', gateway] : ['127.0.0.1'],
+  );
+  const certificatePem = await readFile(certificate, 'utf8');
   const port = await freeLoopbackPort();
   const address = `127.0.0.1:${port}`;
   const configPath = join(directory, 'config.yml');
-  await writeFile(configPath, registryConfig(port, join(directory, 'storage'), htpasswdPath));
+  await writeFile(
+    configPath,
+    registryConfig(port, { storage: join(directory, 'storage'), certificate, key, htpasswd: htpasswdPath }),
+  );
 
   const child = spawn(REGISTRY_BINARY, ['serve', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
@@ -118,13 +243,17 @@ export async function startLocalDockerRegistry(): Promise<LocalDockerRegistry> {
   child.stdout?.on('data', collect);
   child.stderr?.on('data', collect);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.once('error', (error) => collect(Buffer.from(`${error.message}\n`)));
+  let forwarded: Awaited<ReturnType<typeof forwardPort>> | null = null;
   try {
-    await waitUntilServing(address, child, () => output);
+    await waitUntilServing(address, certificatePem, child, () => output);
+    if (gateway !== null) forwarded = await forwardPort(gateway, port);
   } catch (error) {
     child.kill('SIGKILL');
     await rm(directory, { recursive: true, force: true });
     throw error;
   }
+  if (forwarded !== null) options.hosts?.trustRegistry(forwarded.address, certificatePem);
 
   // The docker CLI keeps its login in a config of its own: the user's ~/.docker stays untouched.
   const dockerEnv = { ...process.env, DOCKER_CONFIG: join(directory, 'docker-cli') };
@@ -139,10 +268,11 @@ export async function startLocalDockerRegistry(): Promise<LocalDockerRegistry> {
 
   return {
     address,
+    hostsAddress: forwarded?.address ?? null,
     username,
     password,
     async push(source, name, files = {}) {
-      if (!loggedIn) {
+      if (!loggedIn && htpasswdPath !== null) {
         const login = spawn('docker', ['login', '--username', username, '--password-stdin', address], {
           env: dockerEnv,
           stdio: ['pipe', 'ignore', 'pipe'],
@@ -180,6 +310,7 @@ export async function startLocalDockerRegistry(): Promise<LocalDockerRegistry> {
     removePulledImages,
     async stop() {
       await removePulledImages().catch(() => undefined);
+      await forwarded?.close();
       if (child.exitCode === null) {
         child.kill('SIGTERM');
         await exited;

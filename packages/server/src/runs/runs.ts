@@ -31,6 +31,7 @@ import { buildJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
 import { refuseUnsupportedRunFields } from './unsupported-fields.js';
+import { hasSshClusterFleet } from '../fleets/cluster-fleets.js';
 
 export const ACTIVE_RUN_STATUSES: readonly RunStatus[] = [
   'pending',
@@ -92,7 +93,9 @@ export async function getRunPlan(
 ): Promise<RunPlan> {
   const runSpec = normalizeRunSpec(requestedSpec);
   const backends = await app.backends.getProjectBackends(project.id);
-  refuseUnsupportedRunFields(runSpec.configuration, backends);
+  refuseUnsupportedRunFields(runSpec.configuration, backends, {
+    sshClusterFleet: await hasSshClusterFleet(app, project.id),
+  });
   const filters = offerFiltersOf(runSpec.configuration);
   const jobSpecs = buildJobSpecs(runSpec.run_name ?? 'plan', runSpec, 0, baseImageOf(app));
   checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
@@ -166,7 +169,9 @@ export async function applyRun(
 ): Promise<Run> {
   const normalized = normalizeRunSpec(requestedSpec);
   // The plan's check again: a client may apply without planning.
-  refuseUnsupportedRunFields(normalized.configuration, await app.backends.getProjectBackends(project.id));
+  refuseUnsupportedRunFields(normalized.configuration, await app.backends.getProjectBackends(project.id), {
+    sshClusterFleet: await hasSshClusterFleet(app, project.id),
+  });
   const runName = normalized.run_name ?? (await uniqueRunName(app, project.id));
   const runSpec: StoredRunSpec = { ...normalized, run_name: runName };
   const now = Date.now();

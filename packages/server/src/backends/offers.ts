@@ -203,7 +203,11 @@ export async function explainNoOffers(
   const all = (await getOffers(backends, open, { backends: filters.backends }, options)).offers.length;
   if (all === 0) {
     const names = backends.map((b) => b.type).join(', ') || 'none';
-    if (requirements.multinode && backends.length > 0 && eligibleBackends(backends, filters, requirements).length === 0) {
+    if (
+      requirements.multinode &&
+      backends.length > 0 &&
+      eligibleBackends(backends, filters, requirements).length === 0
+    ) {
       return [
         {
           requirement: `a cluster needs a backend whose instances reach each other (multinode); the configured backends (${names}) have none`,

@@ -23,7 +23,9 @@ export async function hasSshClusterFleet(app: AppContext, projectId: string): Pr
     .where('deleted', '=', 0)
     .where('status', '=', 'active')
     .execute();
-  return fleets.some((fleet) => isClusterFleet(fleet) && fleetConfigurationOf(fleet).ssh_config !== undefined);
+  return fleets.some(
+    (fleet) => isClusterFleet(fleet) && fleetConfigurationOf(fleet).ssh_config !== undefined,
+  );
 }
 
 /**
@@ -31,7 +33,10 @@ export async function hasSshClusterFleet(app: AppContext, projectId: string): Pr
  * lowest `instance_num` among those with a launch recorded), or null when none is launched yet.
  * Every other instance of the cluster goes where it went.
  */
-export async function clusterMasterInstance(app: AppContext, fleetId: string): Promise<InstancesTable | null> {
+export async function clusterMasterInstance(
+  app: AppContext,
+  fleetId: string,
+): Promise<InstancesTable | null> {
   const launched = await app.db
     .selectFrom('instances')
     .selectAll()

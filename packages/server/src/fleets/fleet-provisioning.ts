@@ -32,7 +32,11 @@ import {
   type LaunchResult,
   launchOnFirstOffer,
 } from './instance-launch.js';
-import { fleetPlacementGroup, placementGroupForMaster, retireOtherPlacementGroups } from './placement-groups.js';
+import {
+  fleetPlacementGroup,
+  placementGroupForMaster,
+  retireOtherPlacementGroups,
+} from './placement-groups.js';
 
 /** `spot_policy` → `Requirements.spot`: on-demand by default, as in dstack. */
 function spotOf(policy: FleetConfiguration['spot_policy']): boolean | null {

@@ -57,7 +57,8 @@ function placementCompute(fleet: FleetsTable, entry: BackendOffer): ComputeWithP
   const compute = entry.backend.compute;
   if (!hasCapability(compute, 'placement-groups')) return null;
   const reservation = fleetConfigurationOf(fleet).reservation;
-  if (reservation && compute.arePlacementGroupsCompatibleWithReservations?.(compute.type) === false) return null;
+  if (reservation && compute.arePlacementGroupsCompatibleWithReservations?.(compute.type) === false)
+    return null;
   return compute;
 }
 
@@ -150,7 +151,10 @@ export async function retireOtherPlacementGroups(
   fleetId: string,
   kept: PlacementGroup | null,
 ): Promise<void> {
-  let retire = app.db.updateTable('placement_groups').set({ fleet_deleted: 1 }).where('fleet_id', '=', fleetId);
+  let retire = app.db
+    .updateTable('placement_groups')
+    .set({ fleet_deleted: 1 })
+    .where('fleet_id', '=', fleetId);
   if (kept) retire = retire.where('name', '!=', kept.name);
   await retire.where('deleted', '=', 0).execute();
   await deleteRetiredPlacementGroups(app, fleetId);

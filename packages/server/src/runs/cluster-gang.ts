@@ -9,11 +9,7 @@
 import type { JobProvisioningData, JobRuntimeData, JobStatus } from '@dstack/core';
 import type { RunnerClusterInfo } from '@dstack/core/agent-protocol';
 import type { AppContext } from '../context.js';
-import {
-  instanceProvisioningDataOf,
-  jobProvisioningDataOf,
-  jobRuntimeDataOf,
-} from '../db/json-columns.js';
+import { instanceProvisioningDataOf, jobProvisioningDataOf, jobRuntimeDataOf } from '../db/json-columns.js';
 import type { JobsTable } from '../db/schema.js';
 
 export type StartupOrder = 'any' | 'master-first' | 'workers-first';
@@ -88,11 +84,13 @@ export function clusterWaitReason(
   if (notUp.length > 0) return `waiting for the agents of node(s) ${ranks(notUp)}`;
   if (startupOrder === 'master-first' && jobNum !== 0) {
     const master = nodes.find((node) => node.jobNum === 0);
-    if (master && !hasStarted(master)) return 'waiting for the master node to run (startup_order: master-first)';
+    if (master && !hasStarted(master))
+      return 'waiting for the master node to run (startup_order: master-first)';
   }
   if (startupOrder === 'workers-first' && jobNum === 0) {
     const waiting = nodes.filter((node) => node.jobNum !== 0 && !hasStarted(node));
-    if (waiting.length > 0) return `waiting for worker node(s) ${ranks(waiting)} to run (startup_order: workers-first)`;
+    if (waiting.length > 0)
+      return `waiting for worker node(s) ${ranks(waiting)} to run (startup_order: workers-first)`;
   }
   return null;
 }
@@ -115,7 +113,8 @@ export function nodeAddress(data: JobProvisioningData): string {
 }
 
 function nodeGpus(node: Pick<ClusterNode, 'provisioningData' | 'runtimeData'>): number {
-  const resources = node.runtimeData?.offer?.instance.resources ?? node.provisioningData?.instance_type.resources;
+  const resources =
+    node.runtimeData?.offer?.instance.resources ?? node.provisioningData?.instance_type.resources;
   return resources?.gpus.length ?? 0;
 }
 

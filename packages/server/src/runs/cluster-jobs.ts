@@ -44,7 +44,11 @@ export async function clusterJobPlacement(
     .where('id', '=', master.instance_id)
     .executeTakeFirst();
   if (!instance?.fleet_id) return { kind: 'wait' };
-  const fleet = await app.db.selectFrom('fleets').selectAll().where('id', '=', instance.fleet_id).executeTakeFirst();
+  const fleet = await app.db
+    .selectFrom('fleets')
+    .selectAll()
+    .where('id', '=', instance.fleet_id)
+    .executeTakeFirst();
   if (!fleet) return { kind: 'wait' };
   return { kind: 'worker', fleet, location: clusterLocationOf(instance) };
 }

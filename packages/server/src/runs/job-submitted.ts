@@ -35,7 +35,11 @@ import {
   type StoredRunSpec,
 } from '../db/json-columns.js';
 import type { Database, FleetsTable, InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
-import { instanceAtClusterLocation, isClusterFleet, offersAtClusterLocation } from '../fleets/cluster-fleets.js';
+import {
+  instanceAtClusterLocation,
+  isClusterFleet,
+  offersAtClusterLocation,
+} from '../fleets/cluster-fleets.js';
 import { fittingFleetInstances } from '../fleets/fleet-instance-offers.js';
 import { clusterPlacementOf } from '../fleets/fleet-provisioning.js';
 import { fleetKeepsInstance } from '../fleets/fleet-rows.js';
@@ -143,7 +147,9 @@ async function placeOnFleetInstance(
     jobSpec.requirements,
   );
   const location = cluster.kind === 'worker' ? cluster.location : null;
-  const candidates = location ? fitting.filter(({ instance }) => instanceAtClusterLocation(instance, location)) : fitting;
+  const candidates = location
+    ? fitting.filter(({ instance }) => instanceAtClusterLocation(instance, location))
+    : fitting;
   for (const { instance, share } of candidates) {
     const takeBlocks = async (transaction: Transaction<Database>) => {
       const now = Date.now();
@@ -246,7 +252,10 @@ async function offersForNewCapacity(
     }
     const all = await fleetOffersForJob(fleet, backends, spec, jobSpec);
     const found = location
-      ? { available: offersAtClusterLocation(all.available, location), busy: offersAtClusterLocation(all.busy, location) }
+      ? {
+          available: offersAtClusterLocation(all.available, location),
+          busy: offersAtClusterLocation(all.busy, location),
+        }
       : all;
     if (found.available.length > 0) return { fleet, offers: found.available, busy: [] };
     busy.push(...found.busy);
@@ -275,7 +284,15 @@ async function provision(
   const spec = runSpecOf(run);
   const jobSpec = jobSpecOf(job);
   const backends = await app.backends.getProjectBackends(project.id);
-  const { fleet, offers, busy } = await offersForNewCapacity(app, fleets, backends, run, spec, jobSpec, cluster);
+  const { fleet, offers, busy } = await offersForNewCapacity(
+    app,
+    fleets,
+    backends,
+    run,
+    spec,
+    jobSpec,
+    cluster,
+  );
   if ((!fleet || offers.length === 0) && busy.length > 0) {
     // Nothing to launch now: no instance row is written, the job waits or fails as it is.
     await waitOrFailForBusyCapacity(context, busy);
@@ -358,7 +375,9 @@ async function launchJobInstance(
     offers,
     async (entry) => {
       group =
-        fleet && placement?.isMaster ? await placementGroupForMaster(app, project, fleet, entry) : (placement?.group ?? null);
+        fleet && placement?.isMaster
+          ? await placementGroupForMaster(app, project, fleet, entry)
+          : (placement?.group ?? null);
       return entry.backend.compute.runJob({ ...paramsFor(entry.offer), placementGroup: group });
     },
     (offer) => shareOfNewInstance(offer, requirements).blocks,
@@ -596,7 +615,12 @@ async function resumeRecordedLaunch(context: JobPassContext, instanceId: string)
     // Busy offers too: the recorded one may be held by this very launch's instance (the local
     // host), and a launch repeated with its id returns that instance.
     const found = fleet ? await fleetOffersForJob(fleet, backends, spec, jobSpecOf(job)) : null;
-    await launchJobInstance(context, instance, found ? [...found.available, ...found.busy] : [], fleet ?? null);
+    await launchJobInstance(
+      context,
+      instance,
+      found ? [...found.available, ...found.busy] : [],
+      fleet ?? null,
+    );
     return true;
   }
   // The launch was stored on the instance, not on the job: the job takes it as a new launch would

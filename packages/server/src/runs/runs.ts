@@ -21,6 +21,7 @@ import { explainNoOffers, getOffers, type OfferFilters, offerWarnings } from '..
 import type { AppContext } from '../context.js';
 import { jobSpecColumn, runSpecColumn, type StoredRunSpec } from '../db/json-columns.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
+import { hasSshClusterFleet } from '../fleets/cluster-fleets.js';
 import { fleetInstanceOffers } from '../fleets/fleet-instance-offers.js';
 import { overrideClaimedRows } from '../pipelines/pipeline.js';
 import { checkRunFileArchives } from '../repos/file-archives.js';
@@ -31,7 +32,6 @@ import { buildJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
 import { refuseUnsupportedRunFields } from './unsupported-fields.js';
-import { hasSshClusterFleet } from '../fleets/cluster-fleets.js';
 
 export const ACTIVE_RUN_STATUSES: readonly RunStatus[] = [
   'pending',

@@ -53,15 +53,15 @@ describe('clusterWaitReason', () => {
   });
 
   it('holds every node until each has an instance, an address and an answering agent', () => {
-    expect(clusterWaitReason(0, [node(0), node(1, { provisioningData: null, status: 'submitted' })], 'any')).toBe(
-      'waiting for node(s) 1 to get an instance',
-    );
+    expect(
+      clusterWaitReason(0, [node(0), node(1, { provisioningData: null, status: 'submitted' })], 'any'),
+    ).toBe('waiting for node(s) 1 to get an instance');
     expect(clusterWaitReason(1, [node(0, { provisioningData: provisioning(null) }), node(1)], 'any')).toBe(
       'waiting for the agents of node(s) 0',
     );
-    expect(clusterWaitReason(0, [node(0), node(1, { agentUp: false }), node(2, { agentUp: false })], 'any')).toBe(
-      'waiting for the agents of node(s) 1, 2',
-    );
+    expect(
+      clusterWaitReason(0, [node(0), node(1, { agentUp: false }), node(2, { agentUp: false })], 'any'),
+    ).toBe('waiting for the agents of node(s) 1, 2');
     expect(clusterWaitReason(1, [node(0), node(1)], 'any')).toBeNull();
   });
 
@@ -155,13 +155,21 @@ describe('a 2-node task through the pipelines', () => {
         (await h.instance(workerInstance.id)).status === 'busy',
       { pipelines: ['instances'] },
     );
-    await h.app.db.updateTable('instances').set({ status: 'provisioning' }).where('id', '=', workerInstance.id).execute();
+    await h.app.db
+      .updateTable('instances')
+      .set({ status: 'provisioning' })
+      .where('id', '=', workerInstance.id)
+      .execute();
     for (let round = 0; round < 5; round++) {
       h.advance(1_000);
       await h.step('jobs-running');
     }
     expect(byRank(await h.jobs(run.id)).map((job) => job.status)).toEqual(['provisioning', 'provisioning']);
-    await h.app.db.updateTable('instances').set({ status: 'busy' }).where('id', '=', workerInstance.id).execute();
+    await h.app.db
+      .updateTable('instances')
+      .set({ status: 'busy' })
+      .where('id', '=', workerInstance.id)
+      .execute();
     await h.stepUntil(async () => (await h.run(run.id)).status === 'done');
   });
 
@@ -170,7 +178,8 @@ describe('a 2-node task through the pipelines', () => {
       const h = await createPipelineHarness();
       harness = h;
       const run = await h.applyTask(`order-${order}`, { commands: ['true'], nodes: 2, startup_order: order });
-      const started = (job: JobsTable | undefined) => !['submitted', 'provisioning', 'pulling'].includes(job?.status ?? '');
+      const started = (job: JobsTable | undefined) =>
+        !['submitted', 'provisioning', 'pulling'].includes(job?.status ?? '');
       const violations: string[] = [];
       await h.stepUntil(async () => {
         const [master, worker] = byRank(await h.jobs(run.id));

@@ -7,7 +7,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import type { Fleet, Run } from '@dstack/core';
+import type { ApiError, Fleet, Run } from '@dstack/core';
+import { startVastaiEmulator, type VastaiEmulator, vastaiEmulatorBackend } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 60_000 });
@@ -144,5 +145,56 @@ describe('multi-node tasks on the local backend', () => {
     await harness.call('/api/project/main/runs/stop', { runs_names: ['retried'], abort: false });
     await harness.waitForRun('retried', ['terminated', 'failed', 'done']);
     await waitFor('the resubmitted master to stop', () => (processAlive(masterAgain) ? null : true));
+  });
+});
+
+describe('multi-node tasks in a project with only Vast.ai', () => {
+  const temp = makeTempDir();
+  let emulator: VastaiEmulator;
+  let harness: HarnessServer;
+
+  beforeAll(async () => {
+    // No containers: nothing is rented, the refusal comes before any offer.
+    emulator = await startVastaiEmulator();
+    harness = await startHarnessServer({
+      dir: temp.dir,
+      config: { projects: [{ name: 'main', backends: [vastaiEmulatorBackend(emulator)] }] },
+    });
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+    await emulator?.close();
+    temp.remove();
+  });
+
+  it('refuses nodes at plan and apply, saying the rentals share no network', async () => {
+    const configuration = {
+      type: 'task',
+      name: 'cluster',
+      commands: ['true'],
+      nodes: 2,
+      resources: { gpu: 1 },
+    };
+    for (const [path, body] of [
+      ['/api/project/main/runs/get_plan', { run_spec: { configuration } }],
+      ['/api/project/main/runs/apply', { plan: { run_spec: { configuration } } }],
+    ] as const) {
+      const answer = await harness.call<ApiError>(path, body);
+      expect(answer.status).toBe(400);
+      expect(answer.body.detail[0]).toMatchObject({
+        code: 'unsupported_fields',
+        fields: [['run_spec', 'configuration', 'nodes']],
+        msg: expect.stringContaining(
+          'nodes: a task on 2 nodes needs instances that reach each other on a shared network, which no eligible backend gives (vastai',
+        ),
+      });
+    }
+    expect((await harness.call<Run[]>('/api/runs/list', { project_name: 'main' })).body).toEqual([]);
+    // One node is a task like any other.
+    const single = await harness.call('/api/project/main/runs/get_plan', {
+      run_spec: { configuration: { ...configuration, nodes: 1 } },
+    });
+    expect(single.status).toBe(200);
   });
 });

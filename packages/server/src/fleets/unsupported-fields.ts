@@ -51,7 +51,8 @@ export const FLEET_FIELD_DECISIONS: FieldDecisions = {
   'ssh_config.hosts[].proxy_jump': { honoured: 'agents/remote-connection.ts', subtree: true },
   'ssh_config.hosts[].blocks': { honoured: 'ssh-fleets.ts' },
   'ssh_config.hosts[].internal_ip': {
-    honoured: "the host's address for the other nodes of a cluster (ssh-fleets.ts → provisioning data internal_ip → cluster_info)",
+    honoured:
+      "the host's address for the other nodes of a cluster (ssh-fleets.ts → provisioning data internal_ip → cluster_info)",
   },
   'ssh_config.network': {
     refused: "the host's address in the network is not looked up yet: set each host's internal_ip",

@@ -17,13 +17,7 @@ import { type BackendOffer, getOffers } from '../backends/offers.js';
 import type { AppContext } from '../context.js';
 import { fleetConfigurationOf } from '../db/json-columns.js';
 import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
-import {
-  type ClusterLocation,
-  clusterLocationOf,
-  clusterMasterInstance,
-  isClusterFleet,
-  offersAtClusterLocation,
-} from './cluster-fleets.js';
+import { isClusterFleet, offersAtClusterLocation } from './cluster-fleets.js';
 import { fleetLaunchBackends } from './fleet-backends.js';
 import { shareableOffers } from './instance-blocks.js';
 import {
@@ -32,11 +26,7 @@ import {
   type LaunchResult,
   launchOnFirstOffer,
 } from './instance-launch.js';
-import {
-  fleetPlacementGroup,
-  placementGroupForMaster,
-  retireOtherPlacementGroups,
-} from './placement-groups.js';
+import { clusterPlacementOf, launchPlacementGroup, retireOtherPlacementGroups } from './placement-groups.js';
 
 /** `spot_policy` → `Requirements.spot`: on-demand by default, as in dstack. */
 function spotOf(policy: FleetConfiguration['spot_policy']): boolean | null {
@@ -138,9 +128,7 @@ export async function provisionFleetInstance(
   const instanceConfiguration = await instanceConfigurationOf(app, project, instance, fleet);
   let masterGroup: PlacementGroup | null = null;
   const result = await launchOnFirstOffer(app, instance, offers, async (entry) => {
-    const group = placement.isMaster
-      ? await placementGroupForMaster(app, project, fleet, entry)
-      : placement.group;
+    const group = await launchPlacementGroup(app, project, fleet, placement, entry);
     masterGroup = group;
     return requireCapability(entry.backend.compute, 'create-instance').createInstance(
       entry.offer,
@@ -153,29 +141,4 @@ export async function provisionFleetInstance(
   }
   if (result.launched) app.wakeUps.wake('instances');
   return result;
-}
-
-/** Where an instance of a fleet goes: anywhere (the master, or not a cluster), or the master's location and group. */
-export interface ClusterPlacement {
-  /** The cluster's first instance (or any instance of a fleet that is not a cluster). */
-  isMaster: boolean;
-  location: ClusterLocation | null;
-  group: PlacementGroup | null;
-}
-
-/** The placement of `instance` in `fleet` (see `provisionFleetInstance`). */
-export async function clusterPlacementOf(
-  app: AppContext,
-  project: Pick<ProjectsTable, 'name'>,
-  fleet: FleetsTable,
-  instance: Pick<InstancesTable, 'id'> | null,
-): Promise<ClusterPlacement> {
-  if (!isClusterFleet(fleet)) return { isMaster: true, location: null, group: null };
-  const master = await clusterMasterInstance(app, fleet.id);
-  if (!master || master.id === instance?.id) return { isMaster: true, location: null, group: null };
-  return {
-    isMaster: false,
-    location: clusterLocationOf(master),
-    group: await fleetPlacementGroup(app, project, fleet.id),
-  };
 }

@@ -26,9 +26,14 @@ import {
   placementGroupProvisioningDataColumn,
   placementGroupProvisioningDataOf,
 } from '../db/json-columns.js';
-import type { FleetsTable, PlacementGroupsTable, ProjectsTable } from '../db/schema.js';
+import type { FleetsTable, InstancesTable, PlacementGroupsTable, ProjectsTable } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
-import { isClusterFleet } from './cluster-fleets.js';
+import {
+  type ClusterLocation,
+  clusterLocationOf,
+  clusterMasterInstance,
+  isClusterFleet,
+} from './cluster-fleets.js';
 
 function placementGroupOf(row: PlacementGroupsTable, projectName: string): PlacementGroup {
   return {
@@ -205,4 +210,40 @@ export async function deleteRetiredPlacementGroups(app: AppContext, fleetId: str
     await app.db.updateTable('placement_groups').set({ deleted: 1 }).where('id', '=', row.id).execute();
   }
   return allDeleted;
+}
+
+/** Where an instance of a fleet goes: anywhere (the master, or not a cluster), or the master's location and group. */
+export interface ClusterPlacement {
+  /** The cluster's first instance (or any instance of a fleet that is not a cluster). */
+  isMaster: boolean;
+  location: ClusterLocation | null;
+  group: PlacementGroup | null;
+}
+
+/** The placement of `instance` in `fleet` (see `provisionFleetInstance`). */
+export async function clusterPlacementOf(
+  app: AppContext,
+  project: Pick<ProjectsTable, 'name'>,
+  fleet: FleetsTable,
+  instance: Pick<InstancesTable, 'id'> | null,
+): Promise<ClusterPlacement> {
+  if (!isClusterFleet(fleet)) return { isMaster: true, location: null, group: null };
+  const master = await clusterMasterInstance(app, fleet.id);
+  if (!master || master.id === instance?.id) return { isMaster: true, location: null, group: null };
+  return {
+    isMaster: false,
+    location: clusterLocationOf(master),
+    group: await fleetPlacementGroup(app, project, fleet.id),
+  };
+}
+
+/** The group an instance placed by `placement` launches into on `entry` (see `clusterPlacementOf`). */
+export async function launchPlacementGroup(
+  app: AppContext,
+  project: Pick<ProjectsTable, 'id' | 'name'>,
+  fleet: FleetsTable,
+  placement: ClusterPlacement,
+  entry: BackendOffer,
+): Promise<PlacementGroup | null> {
+  return placement.isMaster ? placementGroupForMaster(app, project, fleet, entry) : placement.group;
 }

@@ -41,7 +41,6 @@ import {
   offersAtClusterLocation,
 } from '../fleets/cluster-fleets.js';
 import { fittingFleetInstances } from '../fleets/fleet-instance-offers.js';
-import { clusterPlacementOf } from '../fleets/fleet-provisioning.js';
 import { fleetKeepsInstance } from '../fleets/fleet-rows.js';
 import { activeFleets, createRunFleet } from '../fleets/fleets.js';
 import {
@@ -61,7 +60,11 @@ import {
   launchOnFirstOffer,
   runJobParamsOf,
 } from '../fleets/instance-launch.js';
-import { placementGroupForMaster, retireOtherPlacementGroups } from '../fleets/placement-groups.js';
+import {
+  clusterPlacementOf,
+  launchPlacementGroup,
+  retireOtherPlacementGroups,
+} from '../fleets/placement-groups.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { type ClusterJobPlacement, clusterJobPlacement, markClusterWorkersDue } from './cluster-jobs.js';
@@ -374,10 +377,7 @@ async function launchJobInstance(
     instance,
     offers,
     async (entry) => {
-      group =
-        fleet && placement?.isMaster
-          ? await placementGroupForMaster(app, project, fleet, entry)
-          : (placement?.group ?? null);
+      group = fleet && placement ? await launchPlacementGroup(app, project, fleet, placement, entry) : null;
       return entry.backend.compute.runJob({ ...paramsFor(entry.offer), placementGroup: group });
     },
     (offer) => shareOfNewInstance(offer, requirements).blocks,

@@ -51,10 +51,15 @@ function task(name: string, commands: string[]) {
   return { type: 'task', name, commands, resources: { cpu: '1..', memory: '0.5GB..', disk: '1GB..' } };
 }
 
-async function apply(server: RunningServer, name: string, commands: string[]): Promise<number> {
+async function apply(
+  server: RunningServer,
+  name: string,
+  commands: string[],
+  extra: Record<string, unknown> = {},
+): Promise<number> {
   const started = performance.now();
   await call(server, '/api/project/main/runs/apply', {
-    plan: { run_spec: { configuration: task(name, commands) } },
+    plan: { run_spec: { configuration: { ...task(name, commands), ...extra } } },
   });
   return started;
 }
@@ -133,6 +138,69 @@ async function localLatency(): Promise<{ warm: number[]; cold: number }> {
         const name = `warm-${i}`;
         const started = await apply(server, name, ['true']);
         warm.push(await waitForStatus(server, name, ['running', 'terminating', 'done'], started));
+        await waitForStatus(server, name, ['done'], started);
+      }
+      return { warm, cold };
+    },
+  );
+}
+
+/** Nodes of the cluster benchmark: what the 2-CPU bench host holds at `cpu: 1..` each. */
+const CLUSTER_NODES = 2;
+const CLUSTER_RUNS = 5;
+
+/** Milliseconds from `started` until every node of run `name` (its latest submissions) is running. */
+async function waitForAllNodesRunning(server: RunningServer, name: string, started: number): Promise<number> {
+  for (;;) {
+    const jobs = await server.app.db
+      .selectFrom('jobs')
+      .innerJoin('runs', 'runs.id', 'jobs.run_id')
+      .select(['jobs.job_num', 'jobs.submission_num', 'jobs.status'])
+      .where('runs.run_name', '=', name)
+      .where('runs.deleted', '=', 0)
+      .execute();
+    const latest = new Map<number, { submission_num: number; status: string }>();
+    for (const job of jobs) {
+      const current = latest.get(job.job_num);
+      if (!current || job.submission_num > current.submission_num) latest.set(job.job_num, job);
+    }
+    const statuses = [...latest.values()].map((job) => job.status);
+    if (statuses.length === CLUSTER_NODES && statuses.every((status) => status === 'running')) {
+      return performance.now() - started;
+    }
+    if (statuses.some((status) => ['failed', 'terminated', 'aborted'].includes(status))) {
+      throw new Error(`a node of ${name} ended: ${statuses.join(', ')}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/**
+ * A `nodes: 2` task on the local backend: apply → every node running (the gang: no node starts
+ * before both have instances and agents), on new instances of a run-made cluster fleet (cold),
+ * then on that fleet's idle instances (warm).
+ */
+export async function localClusterLatency(): Promise<{ warm: number[]; cold: number }> {
+  return withServer(
+    async (dir) => ({
+      options: {
+        config: {
+          projects: [
+            { name: 'main', backends: [{ type: 'local', instances_dir: path.join(dir, 'instances') }] },
+          ],
+        },
+      },
+    }),
+    async (server) => {
+      const cluster = { nodes: CLUSTER_NODES };
+      const coldStart = await apply(server, 'cluster-cold', ['sleep 1'], cluster);
+      const cold = await waitForAllNodesRunning(server, 'cluster-cold', coldStart);
+      await waitForStatus(server, 'cluster-cold', ['done'], coldStart);
+      const warm: number[] = [];
+      for (let i = 0; i < CLUSTER_RUNS; i++) {
+        const name = `cluster-warm-${i}`;
+        const started = await apply(server, name, ['sleep 1'], cluster);
+        warm.push(await waitForAllNodesRunning(server, name, started));
         await waitForStatus(server, name, ['done'], started);
       }
       return { warm, cold };
@@ -349,6 +417,7 @@ export async function benchmarkServer(options: ServerBenchmarkOptions = {}): Pro
   console.log('\nServer (SQLite, in-process; the shim and runner are real):');
   if (options.latency ?? true) {
     await reportLocalLatency();
+    await reportLocalClusterLatency();
     reportLocalSharing(await localSharing());
   }
   reportThroughput(await throughput({ shimProcess: options.shimProcess ?? true }));
@@ -362,6 +431,14 @@ async function reportLocalLatency(): Promise<void> {
   );
   console.log(
     `  local apply→running, new instance (shim start): ${latency.cold.toFixed(0)} ms (informational)`,
+  );
+}
+
+async function reportLocalClusterLatency(): Promise<void> {
+  const latency = await localClusterLatency();
+  const warm = summarise(latency.warm);
+  console.log(
+    `  local ${CLUSTER_NODES}-node task, apply→all nodes running, idle cluster instances: median ${warm.medianMs.toFixed(0)} ms, p90 ${warm.p90Ms.toFixed(0)} ms (${warm.runs} runs); new instances: ${latency.cold.toFixed(0)} ms (informational)`,
   );
 }
 

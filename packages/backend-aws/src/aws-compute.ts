@@ -49,7 +49,13 @@ import {
  * What this Compute implements, declared on the plugin descriptor too: fleets
  * (`createInstance`), privileged runs and instance (host path) volumes, as every shim backend.
  */
-export const AWS_CAPABILITIES: readonly Capability[] = ['create-instance', 'privileged', 'instance-volumes'];
+/** `multinode`: instances of one VPC network reach each other on their internal IPs (dstack's too). */
+export const AWS_CAPABILITIES: readonly Capability[] = [
+  'create-instance',
+  'privileged',
+  'instance-volumes',
+  'multinode',
+];
 
 /**
  * RunInstances errors after which the next zone may succeed (capacity, quota, a type the zone

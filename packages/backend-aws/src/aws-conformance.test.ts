@@ -8,7 +8,7 @@ import plugin from './index.js';
 testBackend({
   plugin,
   packageName: '@dstack/backend-aws',
-  capabilities: ['create-instance', 'privileged', 'instance-volumes'],
+  capabilities: ['create-instance', 'privileged', 'instance-volumes', 'multinode'],
   emulator: () => startAwsTestEmulator(),
   create: ({ emulator }) => emulatorConfig(emulator.aws),
   invalidCredentials: {

@@ -44,7 +44,13 @@ import { GcpApiCallError, isNotFound, typedGoogleError } from './gcp-rest.js';
  * What this Compute implements, declared on the plugin descriptor too: fleets
  * (`createInstance`), privileged runs and instance (host path) volumes, as every shim backend.
  */
-export const GCP_CAPABILITIES: readonly Capability[] = ['create-instance', 'privileged', 'instance-volumes'];
+/** `multinode`: instances of one VPC network reach each other on their internal IPs (dstack's too). */
+export const GCP_CAPABILITIES: readonly Capability[] = [
+  'create-instance',
+  'privileged',
+  'instance-volumes',
+  'multinode',
+];
 
 /**
  * Errors of an insert (in its operation, or answered at once) after which the next zone may

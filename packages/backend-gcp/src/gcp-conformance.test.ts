@@ -8,7 +8,7 @@ import plugin from './index.js';
 testBackend({
   plugin,
   packageName: '@dstack/backend-gcp',
-  capabilities: ['create-instance', 'privileged', 'instance-volumes'],
+  capabilities: ['create-instance', 'privileged', 'instance-volumes', 'multinode'],
   emulator: () => startGcpTestEmulator(),
   create: ({ emulator }) => emulatorConfig(emulator.gcp),
   invalidCredentials: {

@@ -21,7 +21,8 @@ import { DEFAULT_LOCAL_RUNTIME, type LocalRuntime, resolveInstancesDir } from '.
 import { getLocalOffers, LOCAL_BACKEND_TYPE, LOCAL_REGION } from './local-offers.js';
 import { isShimProcess, readShimState, shimLogTail, spawnDetachedShim, stopShim } from './shim-process.js';
 
-export const LOCAL_CAPABILITIES: readonly Capability[] = ['create-instance'];
+/** Every local instance is on this host: their jobs reach each other on loopback (multi-node tasks). */
+export const LOCAL_CAPABILITIES: readonly Capability[] = ['create-instance', 'multinode'];
 
 /** Settings of `createLocalBackend`. */
 export interface LocalBackendSettings {

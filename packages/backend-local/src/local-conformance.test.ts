@@ -10,7 +10,7 @@ import { localBackendPlugin } from './local-plugin.js';
 testBackend({
   plugin: localBackendPlugin,
   packageName: '@dstack/backend-local',
-  capabilities: ['create-instance'],
+  capabilities: ['create-instance', 'multinode'],
   create: ({ temporaryDirectory }) => ({ type: 'local', instances_dir: temporaryDirectory }),
   // The host needs no credentials: there is nothing to reject.
   invalidCredentials: false,

@@ -30,6 +30,8 @@ import { VAST_AI_QUALITY_FILTERS, type VastAiOfferData } from './vastai-offers.j
 /**
  * What this Compute implements, declared on the plugin descriptor too: none of the optional
  * capabilities (dstack's Vast.ai backend has only cached offers: no fleets, volumes, gateways).
+ * Not `multinode`: each rental is a container on some host of the marketplace, with no network
+ * shared with the others, so the nodes of a cluster could not reach each other.
  */
 export const VAST_AI_CAPABILITIES: readonly Capability[] = [];
 

@@ -202,6 +202,15 @@ export class ProvisioningError extends BackendError {
 }
 
 /**
+ * `createPlacementGroup` cannot make a group for this offer (its instance type cannot be placed
+ * in one). The server skips the offer for the cluster's first instance and tries the next.
+ */
+export class PlacementGroupNotSupportedError extends BackendError {
+  static override readonly marker: string = '@dstack/core/PlacementGroupNotSupportedError';
+  override readonly name: string = 'PlacementGroupNotSupportedError';
+}
+
+/**
  * `terminateInstance` started the termination but cannot confirm it yet;
  * the server calls it again later (every 30 s, for up to 15 minutes).
  */

@@ -74,6 +74,7 @@ export {
   type FakeBackendOptions,
   type FakeComputeMethod,
   type FakeInstance,
+  type FakePlacementGroup,
 } from './fake-backend/fake-backend.js';
 export {
   FAKE_BACKEND_TYPE,

@@ -82,10 +82,16 @@ export const RunnerJobSubmissionSchema = z.looseObject({
 });
 export type RunnerJobSubmission = z.output<typeof RunnerJobSubmissionSchema>;
 
+/**
+ * The nodes of the job's cluster (dstack's `ClusterInfo`): every node's internal IP in rank
+ * order (the master, rank 0, first), the GPUs of this job's node, and each node's GPUs in rank
+ * order (`gpus_per_node`; absent from older servers, which sized every node like this one).
+ */
 export const RunnerClusterInfoSchema = z.looseObject({
   job_ips: z.array(z.string()),
   master_job_ip: z.string(),
   gpus_per_job: z.number().int().nonnegative(),
+  gpus_per_node: z.array(z.number().int().nonnegative()).nullish(),
 });
 export type RunnerClusterInfo = z.output<typeof RunnerClusterInfoSchema>;
 

@@ -56,6 +56,19 @@ export function generateUniqueBackendName(
 }
 
 /**
+ * The cloud name of a cluster fleet's placement group (dstack's `generate_unique_placement_group_name`):
+ * `dstack-{project}-{fleet}-pg-{8 random [a-z0-9]}`, unique on every call, so a group deleted
+ * with its fleet never blocks the next fleet of that name.
+ */
+export function generateUniquePlacementGroupName(
+  projectName: string,
+  fleetName: string,
+  options: UniqueBackendNameOptions = {},
+): string {
+  return generateUniqueBackendName(projectName, `${fleetName}-pg`, options);
+}
+
+/**
  * Tags for a cloud resource (`merge_tags`): dstack's base tags win over the
  * backend config's tags, which win over the user's resource tags, so users
  * cannot override tags set by admins.

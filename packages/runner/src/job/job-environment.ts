@@ -22,6 +22,10 @@ export function buildJobEnvironment(input: JobEnvironmentInput): Record<string, 
   const jobIps = cluster?.job_ips ?? [];
   const nodesNumber = jobIps.length > 0 ? jobIps.length : submission.job_spec.jobs_per_replica;
   const gpusPerNode = cluster?.gpus_per_job ?? 0;
+  // Each node's own count when the server sends them (nodes may differ); else every node like this one.
+  const gpusNumber = cluster?.gpus_per_node?.length
+    ? cluster.gpus_per_node.reduce((sum, gpus) => sum + gpus, 0)
+    : gpusPerNode * nodesNumber;
   const environment: Record<string, string> = {};
   for (const [name, value] of Object.entries(input.baseEnv)) {
     if (value !== undefined) {
@@ -42,7 +46,7 @@ export function buildJobEnvironment(input: JobEnvironmentInput): Record<string, 
     DSTACK_REPO_ID: submission.run.run_spec?.repo_id ?? '',
     DSTACK_REPO_DIR: input.repoDir,
     DSTACK_WORKING_DIR: input.workingDir,
-    DSTACK_GPUS_NUM: String(gpusPerNode * nodesNumber),
+    DSTACK_GPUS_NUM: String(gpusNumber),
     DSTACK_GPUS_PER_NODE: String(gpusPerNode),
     DSTACK_NODES_NUM: String(nodesNumber),
     DSTACK_NODE_RANK: String(submission.job_spec.job_num),

@@ -4,7 +4,13 @@
  * (a backend's own order only breaks ties), then filtered by region and instance
  * type; offers that cannot be provisioned now go last.
  */
-import { type InstanceOfferWithAvailability, isAvailable, type Range, type Requirements } from '@dstack/core';
+import {
+  hasCapability,
+  type InstanceOfferWithAvailability,
+  isAvailable,
+  type Range,
+  type Requirements,
+} from '@dstack/core';
 import type { ProjectBackend } from './registry.js';
 
 export interface OfferFilters {
@@ -63,9 +69,19 @@ async function backendOffers(
   }
 }
 
-function eligibleBackends(backends: readonly ProjectBackend[], filters: OfferFilters): ProjectBackend[] {
+/**
+ * The backends `filters` allow. A multi-node job (or a cluster fleet's instance) only goes to
+ * backends whose instances reach each other (the `multinode` capability, dstack's
+ * `BACKENDS_WITH_MULTINODE_SUPPORT`): a Vast.ai rental shares no network with the others.
+ */
+function eligibleBackends(
+  backends: readonly ProjectBackend[],
+  filters: OfferFilters,
+  requirements: Requirements,
+): ProjectBackend[] {
   const wanted = filters.backends;
-  return wanted && wanted.length > 0 ? backends.filter((b) => wanted.includes(b.type)) : [...backends];
+  const named = wanted && wanted.length > 0 ? backends.filter((b) => wanted.includes(b.type)) : [...backends];
+  return requirements.multinode ? named.filter((b) => hasCapability(b.compute, 'multinode')) : named;
 }
 
 /**
@@ -92,7 +108,7 @@ export async function getOffers(
 ): Promise<OffersResult> {
   const failures: OffersResult['failures'] = [];
   const lists = await Promise.all(
-    eligibleBackends(backends, filters).map(async (backend) => {
+    eligibleBackends(backends, filters, requirements).map(async (backend) => {
       try {
         const offers = await backendOffers(backend, requirements, options.deadlineMs);
         return offers.filter((offer) => passesFilters(offer, filters)).map((offer) => ({ backend, offer }));
@@ -187,6 +203,18 @@ export async function explainNoOffers(
   const all = (await getOffers(backends, open, { backends: filters.backends }, options)).offers.length;
   if (all === 0) {
     const names = backends.map((b) => b.type).join(', ') || 'none';
+    if (
+      requirements.multinode &&
+      backends.length > 0 &&
+      eligibleBackends(backends, filters, requirements).length === 0
+    ) {
+      return [
+        {
+          requirement: `a cluster needs a backend whose instances reach each other (multinode); the configured backends (${names}) have none`,
+          excluded: 0,
+        },
+      ];
+    }
     return [{ requirement: `the configured backends (${names}) have no offers at all`, excluded: 0 }];
   }
   const explained = await Promise.all(

@@ -21,6 +21,10 @@ import {
   JobRuntimeDataSchema,
   type JobSpec,
   JobSpecSchema,
+  type PlacementGroupConfiguration,
+  PlacementGroupConfigurationSchema,
+  type PlacementGroupProvisioningData,
+  PlacementGroupProvisioningDataSchema,
   RepoInfoSchema,
   RequirementsSchema,
   RunSpecSchema,
@@ -143,6 +147,16 @@ export const instanceConfigurationColumn = new JsonColumn(
 );
 export const fleetSpecColumn = new JsonColumn('fleets', 'spec', StoredFleetSpecSchema);
 export const repoInfoColumn = new JsonColumn('repos', 'info', RepoInfoSchema);
+export const placementGroupConfigurationColumn = new JsonColumn(
+  'placement_groups',
+  'configuration',
+  PlacementGroupConfigurationSchema,
+);
+export const placementGroupProvisioningDataColumn = new JsonColumn(
+  'placement_groups',
+  'provisioning_data',
+  PlacementGroupProvisioningDataSchema,
+);
 
 /** The row's id (named in errors) and the column a reader decodes. */
 type RowOf<Table extends keyof Database, Column extends keyof Database[Table]> = { id: string } & Pick<
@@ -180,4 +194,16 @@ export function instanceProvisioningDataOf(
 
 export function fleetConfigurationOf(fleet: RowOf<'fleets', 'spec'>): FleetConfiguration {
   return fleetSpecColumn.decode(fleet.spec, fleet.id).configuration;
+}
+
+export function placementGroupConfigurationOf(
+  group: RowOf<'placement_groups', 'configuration'>,
+): PlacementGroupConfiguration {
+  return placementGroupConfigurationColumn.decode(group.configuration, group.id);
+}
+
+export function placementGroupProvisioningDataOf(
+  group: RowOf<'placement_groups', 'provisioning_data'>,
+): PlacementGroupProvisioningData | null {
+  return placementGroupProvisioningDataColumn.decodeNullable(group.provisioning_data, group.id);
 }

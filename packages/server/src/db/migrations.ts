@@ -415,6 +415,35 @@ function reposAndCode(dialect: SqlDialect): Migration {
   };
 }
 
+/** Cluster fleets' placement groups at their backends (dstack's `placement_groups`). */
+function placementGroups(dialect: SqlDialect): Migration {
+  const t = columnTypes(dialect);
+  return {
+    async up(db: AnyDatabase) {
+      await db.schema
+        .createTable('placement_groups')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('project_id', 'text', (c) => c.notNull())
+        .addColumn('fleet_id', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('configuration', 'text', (c) => c.notNull())
+        .addColumn('provisioning_data', 'text')
+        .addColumn('fleet_deleted', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('deleted', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', t.time, (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex('placement_groups_fleet_id_idx')
+        .on('placement_groups')
+        .columns(['fleet_id', 'deleted'])
+        .execute();
+    },
+    async down(db: AnyDatabase) {
+      await db.schema.dropTable('placement_groups').execute();
+    },
+  };
+}
+
 /** Every migration, by name; names sort in application order. */
 export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
   return {
@@ -428,6 +457,7 @@ export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
     '008_secrets': projectSecrets(dialect),
     '009_repos_and_code': reposAndCode(dialect),
     '010_admin_token_kept': adminTokenKept,
+    '011_placement_groups': placementGroups(dialect),
   };
 }
 

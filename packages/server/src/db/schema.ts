@@ -254,6 +254,28 @@ export interface FileArchivesTable {
   created_at: number;
 }
 
+/**
+ * A cluster fleet's placement group at its backend (dstack's `placement_groups`): made when the
+ * fleet's first instance launches on a backend with the `placement-groups` capability, deleted
+ * at the backend (then marked `deleted`) once the fleet has ended or the group went unused.
+ */
+export interface PlacementGroupsTable {
+  id: string;
+  project_id: string;
+  fleet_id: string;
+  /** The group's name at the backend (`generateUniquePlacementGroupName`). */
+  name: string;
+  /** `PlacementGroupConfiguration` JSON (`placementGroupConfigurationColumn`): backend, region, strategy. */
+  configuration: string;
+  /** `PlacementGroupProvisioningData` JSON, what the backend answered (`placementGroupProvisioningDataColumn`). */
+  provisioning_data: string | null;
+  /** Set when the group is to go: its fleet ended, or the master launched in another group. */
+  fleet_deleted: number;
+  /** Set once the backend deleted it. */
+  deleted: number;
+  created_at: number;
+}
+
 export interface Database {
   users: UsersTable;
   projects: ProjectsTable;
@@ -269,4 +291,5 @@ export interface Database {
   repo_creds: RepoCredsTable;
   codes: CodesTable;
   file_archives: FileArchivesTable;
+  placement_groups: PlacementGroupsTable;
 }

@@ -8,6 +8,7 @@ import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import { instanceOfferOf } from '../db/json-columns.js';
 import type { InstancesTable } from '../db/schema.js';
+import { isClusterFleet } from './cluster-fleets.js';
 import { activeFleets } from './fleets.js';
 import { smallestFittingShare } from './instance-blocks.js';
 
@@ -63,8 +64,11 @@ export async function fleetInstanceOffers(
   placement: FleetPlacement,
   requirements: Requirements,
 ): Promise<InstanceOfferWithAvailability[]> {
+  // A multi-node job lands only on a cluster fleet, as in dstack.
   const fleets = (await activeFleets(app, projectId)).filter(
-    (fleet) => !placement.fleets?.length || placement.fleets.includes(fleet.name),
+    (fleet) =>
+      (!placement.fleets?.length || placement.fleets.includes(fleet.name)) &&
+      (!requirements.multinode || isClusterFleet(fleet)),
   );
   const fitting = await fittingFleetInstances(
     app,

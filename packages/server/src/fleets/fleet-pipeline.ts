@@ -13,10 +13,12 @@ import { fleetConfigurationOf } from '../db/json-columns.js';
 import type { FleetsTable } from '../db/schema.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
+import { clusterMasterInstance, isClusterFleet } from './cluster-fleets.js';
 import { missingFleetBackends } from './fleet-backends.js';
 import { provisionFleetInstance, topUpFleetInstances } from './fleet-provisioning.js';
 import { fleetNodesOf, liveFleetInstances, terminateSpareInstances } from './fleet-rows.js';
 import { abandonPendingInstance, describeLaunchFailures } from './instance-launch.js';
+import { deleteFleetPlacementGroups } from './placement-groups.js';
 
 const MIN_INTERVAL_MS = 5_000;
 /** How soon a fleet below `min` tries again after every offer failed (dstack: the fleet interval, 15 s). */
@@ -41,6 +43,11 @@ async function processTerminating(
 ): Promise<void> {
   const instances = await liveInstances(app, fleet.id);
   if (instances.length === 0) {
+    // The cluster's placement groups go with it, once no instance is left in them.
+    if (!(await deleteFleetPlacementGroups(app, fleet.id))) {
+      await lock.release({ last_processed_at: dueIn(NO_CAPACITY_RETRY_MS, MIN_INTERVAL_MS) });
+      return;
+    }
     await lock.release({ status: 'terminated', deleted: 1 });
     return;
   }
@@ -119,6 +126,8 @@ async function consolidate(app: AppContext, fleet: FleetsTable, lock: RowLock<'f
       const why =
         result.failures.length > 0 ? describeLaunchFailures(result.failures) : 'no offers match the fleet';
       console.error(`[fleets] could not launch ${instance.name}: ${why}`);
+      // A cluster's other instances go where its master goes: none launches before it does.
+      if (isClusterFleet(fleet) && (await clusterMasterInstance(app, fleet.id)) === null) break;
     }
   }
   // An instance below `min` that found no capacity is tried again at the next pass.
@@ -140,7 +149,9 @@ export function fleetPipeline(app: AppContext): PipelineDefinition<'fleets'> {
       if (fleet.auto_created === 1) {
         if (Date.now() - fleet.created_at > RUN_FLEET_GRACE_MS) {
           const instances = await liveInstances(app, fleet.id);
-          if (instances.length === 0) await lock.release({ status: 'terminated', deleted: 1 });
+          if (instances.length === 0 && (await deleteFleetPlacementGroups(app, fleet.id))) {
+            await lock.release({ status: 'terminated', deleted: 1 });
+          }
         }
         return;
       }

@@ -9,6 +9,7 @@ import {
   defaultResourcesSpec,
   type FleetConfiguration,
   isAvailable,
+  type PlacementGroup,
   type Requirements,
   requireCapability,
 } from '@dstack/core';
@@ -16,6 +17,7 @@ import { type BackendOffer, getOffers } from '../backends/offers.js';
 import type { AppContext } from '../context.js';
 import { fleetConfigurationOf } from '../db/json-columns.js';
 import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
+import { isClusterFleet, offersAtClusterLocation } from './cluster-fleets.js';
 import { fleetLaunchBackends } from './fleet-backends.js';
 import { shareableOffers } from './instance-blocks.js';
 import {
@@ -24,6 +26,7 @@ import {
   type LaunchResult,
   launchOnFirstOffer,
 } from './instance-launch.js';
+import { clusterPlacementOf, launchPlacementGroup, retireOtherPlacementGroups } from './placement-groups.js';
 
 /** `spot_policy` → `Requirements.spot`: on-demand by default, as in dstack. */
 function spotOf(policy: FleetConfiguration['spot_policy']): boolean | null {
@@ -107,6 +110,10 @@ export async function topUpFleetInstances(
  * Calls `createInstance` for one pending fleet instance on the cheapest offer that works. The
  * row's id is the launch's idempotency key: a pass that retries a launch whose result was
  * never stored (a server that died mid-call) gets the machine the first call launched.
+ *
+ * In a cluster fleet (`placement: cluster`) the first instance launched is the master: it makes
+ * (or reuses) a placement group for the offer it tries when the backend has them, and every
+ * other instance goes to the master's backend, region and zone, into that group.
  */
 export async function provisionFleetInstance(
   app: AppContext,
@@ -115,15 +122,23 @@ export async function provisionFleetInstance(
   instance: InstancesTable,
 ): Promise<LaunchResult> {
   const configuration = fleetConfigurationOf(fleet);
-  const offers = await fleetOffers(app, project.id, configuration);
+  const placement = await clusterPlacementOf(app, project, fleet, instance);
+  const allOffers = await fleetOffers(app, project.id, configuration);
+  const offers = placement.location ? offersAtClusterLocation(allOffers, placement.location) : allOffers;
   const instanceConfiguration = await instanceConfigurationOf(app, project, instance, fleet);
-  const result = await launchOnFirstOffer(app, instance, offers, ({ backend, offer }) => {
-    return requireCapability(backend.compute, 'create-instance').createInstance(
-      offer,
+  let masterGroup: PlacementGroup | null = null;
+  const result = await launchOnFirstOffer(app, instance, offers, async (entry) => {
+    const group = await launchPlacementGroup(app, project, fleet, placement, entry);
+    masterGroup = group;
+    return requireCapability(entry.backend.compute, 'create-instance').createInstance(
+      entry.offer,
       instanceConfiguration,
-      null,
+      group,
     );
   });
+  if (placement.isMaster && isClusterFleet(fleet)) {
+    await retireOtherPlacementGroups(app, fleet.id, result.launched ? masterGroup : null);
+  }
   if (result.launched) app.wakeUps.wake('instances');
   return result;
 }

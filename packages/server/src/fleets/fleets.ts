@@ -96,16 +96,21 @@ export async function ensureDefaultLocalFleets(app: AppContext): Promise<void> {
   }
 }
 
-/** A fleet made for one run in a project without fleets; deleted by the fleet pipeline once empty. */
+/**
+ * A fleet made for one run in a project without fleets (without cluster fleets, for a multi-node
+ * run: then `cluster` makes it one, as dstack did); deleted by the fleet pipeline once empty.
+ */
 export async function createRunFleet(
   app: AppContext,
   projectId: string,
   runName: string,
+  cluster = false,
 ): Promise<FleetsTable> {
   const configuration = fleetConfigurationSchema.parse({
     type: 'fleet',
     name: runName,
     nodes: { min: 0, target: 0, max: null },
+    ...(cluster ? { placement: 'cluster' } : {}),
   });
   const row = newFleetRow(projectId, runName, configuration, true);
   await app.db.insertInto('fleets').values(row).execute();

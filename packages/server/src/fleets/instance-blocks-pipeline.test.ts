@@ -20,11 +20,6 @@ import {
 } from '../testing/pipeline-harness.test.helpers.js';
 import { applyFleet } from './fleets.js';
 
-// Multi-node runs past the plan's refusal of `nodes > 1` (see multinode-runs.test.helpers.ts).
-vi.mock('../runs/unsupported-fields.js', async (importOriginal) =>
-  (await import('../testing/multinode-runs.test.helpers.js')).allowingMultinodeRuns(await importOriginal()),
-);
-
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
 let setup: PipelineHarness<FakeBackend> | PipelineHarness<InstantBackend> | undefined;
@@ -39,6 +34,7 @@ afterEach(async () => {
 /** One type with 4 GPUs (16 CPUs, 64 GB), on demand in one region. */
 async function startWithGpuHosts(): Promise<PipelineHarness<FakeBackend>> {
   const harness = await createFakeBackendPipelineHarness({
+    capabilities: ['create-instance', 'multinode'],
     capacity: {
       spot: 'on-demand',
       regions: ['fake-region-1'],
@@ -70,8 +66,9 @@ async function instancesOf(h: { app: PipelineHarness['app'] }): Promise<Instance
 async function gpuFleetInstance(
   h: PipelineHarness<FakeBackend>,
   blocks: number | 'auto',
+  placement: 'any' | 'cluster' = 'any',
 ): Promise<InstancesTable> {
-  await applyFleet(h.app, h.project, { type: 'fleet', name: 'pool', nodes: 1, blocks });
+  await applyFleet(h.app, h.project, { type: 'fleet', name: 'pool', nodes: 1, blocks, placement });
   await h.step('fleets');
   const [instance] = await instancesOf(h);
   if (!instance) throw new Error('the fleet launched no instance');
@@ -153,7 +150,8 @@ describe('fleet blocks on GPU instances', () => {
 
   it('gives a job of a multinode run the whole instance', async () => {
     const h = await startWithGpuHosts();
-    const instance = await gpuFleetInstance(h, 4);
+    // A multi-node run lands only on a cluster fleet.
+    const instance = await gpuFleetInstance(h, 4, 'cluster');
     const cluster = await h.applyTask('cluster', {
       commands: ['true'],
       nodes: 2,

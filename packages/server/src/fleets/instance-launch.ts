@@ -64,6 +64,7 @@ import type {
   RunsTable,
 } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
+import { clusterPlacementOf, launchPlacementGroup } from './placement-groups.js';
 
 export async function nextInstanceNum(db: Kysely<Database>, fleetId: string): Promise<number> {
   const row = await db
@@ -526,6 +527,26 @@ export async function relaunchStrandedInstance(
   const offer = instanceOfferOf(instance);
   if (offer === null) throw new Error(`instance ${instance.name} has no recorded offer`);
   const project = await projectOf(app, instance.project_id);
+  const fleet = instance.fleet_id
+    ? await app.db.selectFrom('fleets').selectAll().where('id', '=', instance.fleet_id).executeTakeFirst()
+    : undefined;
+  // The group the first launch went into (a cluster's), so the repeated call is the same request.
+  const backend = (await app.backends.getProjectBackends(project.id)).find(
+    (each) => each.type === compute.type,
+  );
+  const placementGroup =
+    fleet && backend
+      ? await launchPlacementGroup(
+          app,
+          project,
+          fleet,
+          await clusterPlacementOf(app, project, fleet, instance),
+          {
+            backend,
+            offer,
+          },
+        ).catch(() => null)
+      : null;
   const job = await app.db
     .selectFrom('jobs')
     .selectAll()
@@ -539,11 +560,12 @@ export async function relaunchStrandedInstance(
       .where('id', '=', job.run_id)
       .executeTakeFirstOrThrow();
     const paramsFor = await runJobParamsOf(app, { run, job, project, instanceId: instance.id });
-    return compute.runJob(paramsFor(offer));
+    return compute.runJob({ ...paramsFor(offer), placementGroup });
   }
   const creator = requireCapability(compute, 'create-instance');
-  const fleet = instance.fleet_id
-    ? await app.db.selectFrom('fleets').selectAll().where('id', '=', instance.fleet_id).executeTakeFirst()
-    : undefined;
-  return creator.createInstance(offer, await instanceConfigurationOf(app, project, instance, fleet), null);
+  return creator.createInstance(
+    offer,
+    await instanceConfigurationOf(app, project, instance, fleet),
+    placementGroup,
+  );
 }

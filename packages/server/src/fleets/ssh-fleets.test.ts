@@ -26,6 +26,15 @@ describe('sshFleetHostsOf', () => {
     ]);
   });
 
+  it("keeps each host's internal_ip for the other nodes of a cluster (none: its hostname is used)", () => {
+    const hosts = sshFleetHostsOf({
+      user: 'u',
+      ssh_key: KEY,
+      hosts: [{ hostname: '203.0.113.1', internal_ip: '10.0.0.1' }, '203.0.113.2'],
+    });
+    expect(hosts.map((host) => host.internalIp)).toEqual(['10.0.0.1', null]);
+  });
+
   it('names the missing user', () => {
     expect(() => sshFleetHostsOf({ ssh_key: KEY, hosts: ['h'] })).toThrow(
       /^ssh_config\.user: no user for host h/,

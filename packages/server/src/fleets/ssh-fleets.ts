@@ -66,6 +66,11 @@ interface SshFleetHost {
   blocks: BlocksSetting;
   /** The field `blocks` came from. */
   blocksField: Array<string | number>;
+  /**
+   * The host's `internal_ip`: where the other hosts of a cluster reach it. Null: its `hostname`
+   * (the hosts' network as given).
+   */
+  internalIp: string | null;
 }
 
 function fieldError(message: string, field: ReadonlyArray<string | number>): ConfigurationError {
@@ -153,6 +158,7 @@ export function sshFleetHostsOf(sshConfig: SshConfig, fleetBlocks: BlocksSetting
       proxyField: proxyJump ? proxyField : null,
       blocks: ownBlocks ?? fleetBlocks,
       blocksField: ownBlocks !== undefined ? [...hostField, 'blocks'] : ['blocks'],
+      internalIp: ('internal_ip' in host ? host.internal_ip : undefined) ?? null,
     };
   });
 }
@@ -310,7 +316,7 @@ function hostInstanceRow(
     // The instance row's id: the agent clients find the host's key by it.
     instance_id: deployed.instanceId,
     hostname: address.hostname,
-    internal_ip: null,
+    internal_ip: deployed.host.internalIp,
     public_ip_enabled: true,
     region: REMOTE_REGION,
     price: 0,

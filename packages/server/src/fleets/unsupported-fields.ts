@@ -9,7 +9,10 @@ import { type FieldDecisions, refusedFields, refuseFields, reservationRefusal } 
 export const FLEET_FIELD_DECISIONS: FieldDecisions = {
   type: { honoured: 'fleets/apply takes fleet configurations' },
   name: { honoured: 'the fleet name (fleets.ts)' },
-  placement: { honoured: "'cluster' requires multinode offers (fleet-provisioning.ts)" },
+  placement: {
+    honoured:
+      "'cluster': multinode backends only, every instance at the first one's backend, region and zone and in its placement group (fleet-provisioning.ts, placement-groups.ts); multi-node runs land only on such fleets",
+  },
   blocks: { honoured: 'instances are split into blocks (instance-blocks.ts, ssh-fleets.ts)' },
   nodes: { honoured: 'min, target and max: fleets.ts, fleet-pipeline.ts', subtree: true },
   reservation: {
@@ -48,14 +51,11 @@ export const FLEET_FIELD_DECISIONS: FieldDecisions = {
   'ssh_config.hosts[].proxy_jump': { honoured: 'agents/remote-connection.ts', subtree: true },
   'ssh_config.hosts[].blocks': { honoured: 'ssh-fleets.ts' },
   'ssh_config.hosts[].internal_ip': {
-    refused: 'hosts have no cluster network yet',
-    example: {
-      nodes: undefined,
-      ssh_config: { user: 'ubuntu', hosts: [{ hostname: '192.0.2.1', internal_ip: '10.0.0.1' }] },
-    },
+    honoured:
+      "the host's address for the other nodes of a cluster (ssh-fleets.ts → provisioning data internal_ip → cluster_info)",
   },
   'ssh_config.network': {
-    refused: 'hosts have no cluster network yet',
+    refused: "the host's address in the network is not looked up yet: set each host's internal_ip",
     example: {
       nodes: undefined,
       ssh_config: { user: 'ubuntu', hosts: ['192.0.2.1'], network: '10.0.0.0/24' },

@@ -45,6 +45,13 @@ import {
   SecretReferenceError,
 } from '../secrets/secret-references.js';
 import { projectSecretValues } from '../secrets/secrets.js';
+import {
+  type ClusterNode,
+  clusterInfoOf,
+  clusterNodesOf,
+  clusterWaitReason,
+  type StartupOrder,
+} from './cluster-gang.js';
 import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
 
 const MIN_INTERVAL_MS = 1_000;
@@ -55,12 +62,16 @@ const UNREACHABLE_LIMIT_MS = 120_000;
 /** Provisioning deadline when the instance has none (dstack's default provisioning timeout). */
 const DEFAULT_PROVISIONING_MS = 600_000;
 const MAX_PULLS_PER_PASS = 20;
+/** How soon a node waiting for the rest of its cluster looks again. */
+const CLUSTER_POLL_MS = 250;
 /** A pass's limit: a few agent calls, each with its own 30 s deadline. */
 const PROCESS_TIMEOUT_MS = 60_000;
 
 interface JobContext extends JobPassContext {
   instance: InstancesTable;
   provisioningData: JobProvisioningData;
+  /** The nodes of the job's cluster, in rank order, for a multi-node job about to start; else empty. */
+  clusterNodes: ClusterNode[];
 }
 
 function asTerminationReason(
@@ -294,9 +305,7 @@ async function startJob(context: JobContext): Promise<void> {
       .select('name')
       .where('id', '=', run.user_id)
       .executeTakeFirst();
-    const address = provisioningData.internal_ip ?? provisioningData.hostname ?? '127.0.0.1';
     const placed = runtimeDataOf(job);
-    const resources = placed?.offer?.instance.resources ?? provisioningData.instance_type.resources;
     const runSpec = runSpecOf(run);
     const submission: RunnerSubmitBody = {
       run: {
@@ -309,11 +318,7 @@ async function startJob(context: JobContext): Promise<void> {
       },
       job_spec: jobSpec,
       job_submission: { id: job.id, submission_num: job.submission_num },
-      cluster_info: {
-        job_ips: [address],
-        master_job_ip: address,
-        gpus_per_job: resources.gpus.length,
-      },
+      cluster_info: clusterInfoOf({ provisioningData, runtimeData: placed }, context.clusterNodes),
       secrets: {},
     };
     const code = await jobCode(context, jobSpec);
@@ -386,6 +391,11 @@ export async function pullRunner(
  * A dev environment's `inactivity_duration` in seconds; null for other runs and when it is
  * unset or `off` (dstack's default: a dev environment is not stopped for inactivity).
  */
+/** The run's `startup_order` (a task's; `any` for the others and by default). */
+function startupOrderOf(runSpec: StoredRunSpec): StartupOrder {
+  return runSpec.configuration.startup_order ?? 'any';
+}
+
 export function inactivityDurationOf(runSpec: StoredRunSpec): number | null {
   const { configuration } = runSpec;
   if (configuration.type !== 'dev-environment') return null;
@@ -532,7 +542,17 @@ export function jobRunningPipeline(app: AppContext): PipelineDefinition<'jobs'> 
         return;
       }
       const project = await projectOf(app, job.project_id);
-      const context: JobContext = { app, job, lock, run, project, instance, provisioningData };
+      let clusterNodes: ClusterNode[] = [];
+      if (job.status !== 'running' && jobSpecOf(job).requirements.multinode) {
+        // A node of a cluster starts only with the others (cluster-gang.ts).
+        clusterNodes = await clusterNodesOf(app, job);
+        const order = job.status === 'provisioning' ? startupOrderOf(runSpecOf(run)) : 'any';
+        if (clusterWaitReason(job.job_num, clusterNodes, order) !== null) {
+          await lock.release({ last_processed_at: dueIn(CLUSTER_POLL_MS, MIN_INTERVAL_MS) });
+          return;
+        }
+      }
+      const context: JobContext = { app, job, lock, run, project, instance, provisioningData, clusterNodes };
       if (job.status === 'provisioning') {
         if (provisioningData.dockerized) await submitTask(context);
         else await startJob(context);

@@ -17,6 +17,7 @@ import {
   isAvailable,
   type JobSpec,
   type JobTerminationReason,
+  type PlacementGroup,
   type RunConfiguration,
 } from '@dstack/core';
 import { sql, type Transaction } from 'kysely';
@@ -34,6 +35,11 @@ import {
   type StoredRunSpec,
 } from '../db/json-columns.js';
 import type { Database, FleetsTable, InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
+import {
+  instanceAtClusterLocation,
+  isClusterFleet,
+  offersAtClusterLocation,
+} from '../fleets/cluster-fleets.js';
 import { fittingFleetInstances } from '../fleets/fleet-instance-offers.js';
 import { fleetKeepsInstance } from '../fleets/fleet-rows.js';
 import { activeFleets, createRunFleet } from '../fleets/fleets.js';
@@ -54,12 +60,20 @@ import {
   launchOnFirstOffer,
   runJobParamsOf,
 } from '../fleets/instance-launch.js';
+import {
+  clusterPlacementOf,
+  launchPlacementGroup,
+  retireOtherPlacementGroups,
+} from '../fleets/placement-groups.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
+import { type ClusterJobPlacement, clusterJobPlacement, markClusterWorkersDue } from './cluster-jobs.js';
 import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
 import { offerFiltersOf } from './runs.js';
 
 const MIN_INTERVAL_MS = 1_000;
+/** How soon a worker of a cluster whose master has no instance yet looks again. */
+const CLUSTER_WAIT_MS = 500;
 
 function idleSeconds(run: RunConfiguration, fleet: FleetConfiguration): number | null {
   const value = run.idle_duration ?? fleet.idle_duration ?? DEFAULT_RUN_IDLE_DURATION;
@@ -84,13 +98,19 @@ async function failJob(
   await markRunDue(app, job.run_id);
 }
 
-/** Candidate fleets for the run: those it names, else all active ones; a run-made fleet when the project has none. */
+/**
+ * Candidate fleets for the run: those it names, else all active ones; a run-made fleet when the
+ * project has none. A multi-node run's master takes cluster fleets only (cluster-jobs.ts).
+ */
 async function candidateFleets(
   app: AppContext,
   run: RunsTable,
   configuration: RunConfiguration,
+  cluster: ClusterJobPlacement,
 ): Promise<FleetsTable[]> {
-  const fleets = await activeFleets(app, run.project_id);
+  if (cluster.kind === 'worker') return [cluster.fleet];
+  const active = await activeFleets(app, run.project_id);
+  const fleets = cluster.kind === 'master' ? active.filter(isClusterFleet) : active;
   if (configuration.fleets?.length)
     return fleets.filter((fleet) => configuration.fleets?.includes(fleet.name));
   return fleets;
@@ -120,14 +140,19 @@ async function placeOnFleetInstance(
   jobSpec: JobSpec,
   fleets: readonly FleetsTable[],
   configuration: RunConfiguration,
+  cluster: ClusterJobPlacement,
 ): Promise<FleetPlacement> {
-  const candidates = await fittingFleetInstances(
+  const fitting = await fittingFleetInstances(
     app,
     job.project_id,
     fleets.map((fleet) => fleet.id),
     configuration,
     jobSpec.requirements,
   );
+  const location = cluster.kind === 'worker' ? cluster.location : null;
+  const candidates = location
+    ? fitting.filter(({ instance }) => instanceAtClusterLocation(instance, location))
+    : fitting;
   for (const { instance, share } of candidates) {
     const takeBlocks = async (transaction: Transaction<Database>) => {
       const now = Date.now();
@@ -209,8 +234,10 @@ async function offersForNewCapacity(
   run: RunsTable,
   spec: StoredRunSpec,
   jobSpec: JobSpec,
+  cluster: ClusterJobPlacement,
 ): Promise<{ fleet: FleetsTable | null; offers: BackendOffer[]; busy: BackendOffer[] }> {
   const busy: BackendOffer[] = [];
+  const location = cluster.kind === 'worker' ? cluster.location : null;
   for (const fleet of fleets) {
     const fleetConfiguration = fleetConfigurationOf(fleet);
     // An SSH fleet is its hosts: it never grows by new cloud or local instances.
@@ -226,17 +253,23 @@ async function offersForNewCapacity(
         .executeTakeFirst();
       if (Number(count?.count ?? 0) >= max) continue;
     }
-    const found = await fleetOffersForJob(fleet, backends, spec, jobSpec);
+    const all = await fleetOffersForJob(fleet, backends, spec, jobSpec);
+    const found = location
+      ? {
+          available: offersAtClusterLocation(all.available, location),
+          busy: offersAtClusterLocation(all.busy, location),
+        }
+      : all;
     if (found.available.length > 0) return { fleet, offers: found.available, busy: [] };
     busy.push(...found.busy);
   }
-  if (fleets.length === 0) {
+  if (fleets.length === 0 && cluster.kind !== 'worker') {
     const { offers } = await getOffers(backends, jobSpec.requirements, offerFiltersOf(spec.configuration), {
       deadlineMs: app.settings.offersDeadlineMs,
     });
     const found = byAvailability(offers);
     if (found.available.length > 0) {
-      const fleet = await createRunFleet(app, run.project_id, run.run_name);
+      const fleet = await createRunFleet(app, run.project_id, run.run_name, cluster.kind === 'master');
       return { fleet, offers: found.available, busy: [] };
     }
     busy.push(...found.busy);
@@ -248,12 +281,21 @@ async function provision(
   context: JobPassContext,
   fleets: readonly FleetsTable[],
   configuration: RunConfiguration,
+  cluster: ClusterJobPlacement,
 ): Promise<void> {
   const { app, job, lock, run, project } = context;
   const spec = runSpecOf(run);
   const jobSpec = jobSpecOf(job);
   const backends = await app.backends.getProjectBackends(project.id);
-  const { fleet, offers, busy } = await offersForNewCapacity(app, fleets, backends, run, spec, jobSpec);
+  const { fleet, offers, busy } = await offersForNewCapacity(
+    app,
+    fleets,
+    backends,
+    run,
+    spec,
+    jobSpec,
+    cluster,
+  );
   if ((!fleet || offers.length === 0) && busy.length > 0) {
     // Nothing to launch now: no instance row is written, the job waits or fails as it is.
     await waitOrFailForBusyCapacity(context, busy);
@@ -311,7 +353,7 @@ async function provision(
       .execute();
     return;
   }
-  await launchJobInstance(context, instance, offers);
+  await launchJobInstance(context, instance, offers, fleet);
 }
 
 /**
@@ -322,17 +364,27 @@ async function launchJobInstance(
   context: JobPassContext,
   instance: InstancesTable,
   offers: readonly BackendOffer[],
+  fleet: FleetsTable | null,
 ): Promise<void> {
   const { app, job, lock, run, project } = context;
   const paramsFor = await runJobParamsOf(app, { run, job, project, instanceId: instance.id });
   const { requirements } = jobSpecOf(job);
+  // In a cluster fleet the first instance makes its placement group, the others launch into it.
+  const placement = fleet ? await clusterPlacementOf(app, project, fleet, instance) : null;
+  let group: PlacementGroup | null = null;
   const result = await launchOnFirstOffer(
     app,
     instance,
     offers,
-    ({ backend, offer }) => backend.compute.runJob(paramsFor(offer)),
+    async (entry) => {
+      group = fleet && placement ? await launchPlacementGroup(app, project, fleet, placement, entry) : null;
+      return entry.backend.compute.runJob({ ...paramsFor(entry.offer), placementGroup: group });
+    },
     (offer) => shareOfNewInstance(offer, requirements).blocks,
   );
+  if (fleet && placement?.isMaster && isClusterFleet(fleet)) {
+    await retireOtherPlacementGroups(app, fleet.id, result.launched ? group : null);
+  }
   if (result.launched) {
     // Not due yet: the instance pipeline makes the job due once the instance is up (or gone).
     await lock.release({
@@ -346,6 +398,7 @@ async function launchJobInstance(
     });
     app.wakeUps.wake('instances');
     await markRunDue(app, job.run_id);
+    if (requirements.multinode && job.job_num === 0) await markClusterWorkersDue(app, job);
     return;
   }
   const capacityRetry = result.capacityRetry;
@@ -562,7 +615,12 @@ async function resumeRecordedLaunch(context: JobPassContext, instanceId: string)
     // Busy offers too: the recorded one may be held by this very launch's instance (the local
     // host), and a launch repeated with its id returns that instance.
     const found = fleet ? await fleetOffersForJob(fleet, backends, spec, jobSpecOf(job)) : null;
-    await launchJobInstance(context, instance, found ? [...found.available, ...found.busy] : []);
+    await launchJobInstance(
+      context,
+      instance,
+      found ? [...found.available, ...found.busy] : [],
+      fleet ?? null,
+    );
     return true;
   }
   // The launch was stored on the instance, not on the job: the job takes it as a new launch would
@@ -600,12 +658,19 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<'jobs'
       }
       const { configuration } = runSpecOf(run);
       const jobSpec = jobSpecOf(job);
-      const fleets = await candidateFleets(app, run, configuration);
-      const placement = await placeOnFleetInstance(app, job, lock, jobSpec, fleets, configuration);
+      const cluster = await clusterJobPlacement(app, job, jobSpec);
+      if (cluster.kind === 'wait') {
+        // The master is placed first; its launch makes this worker due (markClusterWorkersDue).
+        await lock.release({ last_processed_at: dueIn(CLUSTER_WAIT_MS, MIN_INTERVAL_MS) });
+        return;
+      }
+      const fleets = await candidateFleets(app, run, configuration, cluster);
+      const placement = await placeOnFleetInstance(app, job, lock, jobSpec, fleets, configuration, cluster);
       if (placement === 'lost') return;
       if (placement === 'placed') {
         app.wakeUps.wake('jobs-running');
         await markRunDue(app, job.run_id);
+        if (cluster.kind === 'master') await markClusterWorkersDue(app, job);
         return;
       }
       // A fitting idle instance is being checked by its pipeline: try it again shortly rather than buy another.
@@ -621,7 +686,7 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<'jobs'
         );
         return;
       }
-      await provision(context, fleets, configuration);
+      await provision(context, fleets, configuration, cluster);
     },
   };
 }

@@ -8,11 +8,6 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createPipelineHarness, type PipelineHarness } from '../testing/pipeline-harness.test.helpers.js';
 import { retryDelayMs } from './run-pipeline.js';
 
-// Multi-node runs past the plan's refusal of `nodes > 1` (see multinode-runs.test.helpers.ts).
-vi.mock('./unsupported-fields.js', async (importOriginal) =>
-  (await import('../testing/multinode-runs.test.helpers.js')).allowingMultinodeRuns(await importOriginal()),
-);
-
 // Real agents start and stop here; nothing is timed, the limits only catch hangs.
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 

@@ -13,7 +13,7 @@ import {
 } from '@dstack/core';
 import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
-import { jobSpecOf } from '../db/json-columns.js';
+import { jobSpecOf, runSpecOf } from '../db/json-columns.js';
 import type { JobsTable, RunsTable } from '../db/schema.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
@@ -151,6 +151,16 @@ async function resubmit(
   app.wakeUps.wake('jobs-submitted');
 }
 
+/**
+ * `stop_criteria: master-done`: the run is done once its master node (rank 0) is, whatever its
+ * workers are doing (they are stopped with the run), as dstack's `_should_stop_on_master_done`.
+ */
+function masterDone(run: RunsTable, latest: readonly JobsTable[]): boolean {
+  const { configuration } = runSpecOf(run);
+  if (configuration.stop_criteria !== 'master-done') return false;
+  return latest.some((job) => job.job_num === 0 && job.status === 'done');
+}
+
 async function followJobs(
   app: AppContext,
   run: RunsTable,
@@ -195,7 +205,7 @@ async function followJobs(
     app.wakeUps.wake('runs');
     return;
   }
-  if (latest.length > 0 && latest.every((job) => job.status === 'done')) {
+  if (latest.length > 0 && (latest.every((job) => job.status === 'done') || masterDone(run, latest))) {
     await lock.release({ status: 'terminating', termination_reason: 'all_jobs_done', last_processed_at: 0 });
     app.wakeUps.wake('runs');
     return;

@@ -21,6 +21,7 @@ import { explainNoOffers, getOffers, type OfferFilters, offerWarnings } from '..
 import type { AppContext } from '../context.js';
 import { jobSpecColumn, runSpecColumn, type StoredRunSpec } from '../db/json-columns.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
+import { hasSshClusterFleet } from '../fleets/cluster-fleets.js';
 import { fleetInstanceOffers } from '../fleets/fleet-instance-offers.js';
 import { overrideClaimedRows } from '../pipelines/pipeline.js';
 import { checkRunFileArchives } from '../repos/file-archives.js';
@@ -92,7 +93,9 @@ export async function getRunPlan(
 ): Promise<RunPlan> {
   const runSpec = normalizeRunSpec(requestedSpec);
   const backends = await app.backends.getProjectBackends(project.id);
-  refuseUnsupportedRunFields(runSpec.configuration, backends);
+  refuseUnsupportedRunFields(runSpec.configuration, backends, {
+    sshClusterFleet: await hasSshClusterFleet(app, project.id),
+  });
   const filters = offerFiltersOf(runSpec.configuration);
   const jobSpecs = buildJobSpecs(runSpec.run_name ?? 'plan', runSpec, 0, baseImageOf(app));
   checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
@@ -166,7 +169,9 @@ export async function applyRun(
 ): Promise<Run> {
   const normalized = normalizeRunSpec(requestedSpec);
   // The plan's check again: a client may apply without planning.
-  refuseUnsupportedRunFields(normalized.configuration, await app.backends.getProjectBackends(project.id));
+  refuseUnsupportedRunFields(normalized.configuration, await app.backends.getProjectBackends(project.id), {
+    sshClusterFleet: await hasSshClusterFleet(app, project.id),
+  });
   const runName = normalized.run_name ?? (await uniqueRunName(app, project.id));
   const runSpec: StoredRunSpec = { ...normalized, run_name: runName };
   const now = Date.now();

@@ -3,7 +3,7 @@
  * fields) this server honours, and the check that refuses the others when a run is planned or
  * applied (the same check for `runs/get_plan` and `runs/apply`). See `field-decisions.ts`.
  */
-import type { RunConfiguration } from '@dstack/core';
+import { hasCapability, type RunConfiguration } from '@dstack/core';
 import { isDefaultJobImage } from '@dstack/core/agent-protocol';
 import type { ProjectBackend } from '../backends/registry.js';
 import {
@@ -129,17 +129,10 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
     example: { utilization_policy: { min_gpu_utilization: 10, time_window: '10m' } },
   },
   startup_order: {
-    refused: 'jobs start in any order',
-    check: (value) =>
-      value === undefined || value === 'any' ? null : `not supported yet (got ${String(value)})`,
-    example: { startup_order: 'master-first' },
+    honoured:
+      'the nodes of a cluster start together; master-first and workers-first hold the others until that one runs (cluster-gang.ts)',
   },
-  stop_criteria: {
-    refused: 'a run ends when all its jobs are done',
-    check: (value) =>
-      value === undefined || value === 'all-done' ? null : `not supported yet (got ${String(value)})`,
-    example: { stop_criteria: 'master-done' },
-  },
+  stop_criteria: { honoured: 'master-done ends the run when its master job is done (run-pipeline.ts)' },
   schedule: {
     refused: 'runs are not scheduled',
     subtree: true,
@@ -151,13 +144,8 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
     example: { instances: ['box'] },
   },
   nodes: {
-    refused:
-      "a multi-node task needs the cluster's addresses (cluster_info), which the runner does not get yet",
-    check: (value) =>
-      value === undefined || value === 1
-        ? null
-        : `more than 1 node (a cluster) is not supported yet (got ${String(value)})`,
-    example: { nodes: 2 },
+    honoured:
+      'one job per node, started together on one cluster fleet (job-submitted.ts, cluster-gang.ts); refused at plan time when no eligible backend has the multinode capability',
   },
   groups: {
     refused: 'node groups are not built into jobs',
@@ -204,10 +192,17 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
   },
 };
 
+/** What the project offers a run besides its backends. */
+export interface RunFieldsContext {
+  /** The project has an SSH fleet with `placement: cluster`: its hosts form a cluster of their own. */
+  sshClusterFleet?: boolean;
+}
+
 /** The run configuration's fields this server does not honour, each as `path: reason`. */
 export function unsupportedRunFields(
   configuration: RunConfiguration,
   backends: readonly ProjectBackend[],
+  context: RunFieldsContext = {},
 ): Array<{ path: string; reason: string }> {
   const refusals = refusedFields(RUN_FIELD_DECISIONS, configuration);
   // `setup` is a dev environment's; the table cannot tell the types apart.
@@ -216,7 +211,37 @@ export function unsupportedRunFields(
   );
   const reservation = reservationRefusal(configuration.reservation, configuration.backends, backends);
   const image = imageRefusal(configuration.image, configuration.backends, backends);
-  return [...kept, ...(reservation ? [reservation] : []), ...(image ? [image] : [])];
+  const nodes = nodesRefusal(configuration, backends, context);
+  return [
+    ...kept,
+    ...(reservation ? [reservation] : []),
+    ...(image ? [image] : []),
+    ...(nodes ? [nodes] : []),
+  ];
+}
+
+/**
+ * `nodes` above 1 refused when no eligible backend can give the nodes a network they share (the
+ * `multinode` capability: not Vast.ai, whose rentals are containers on unrelated hosts) and the
+ * project has no SSH cluster fleet, whose hosts are on a network of their own.
+ */
+function nodesRefusal(
+  configuration: RunConfiguration,
+  backends: readonly ProjectBackend[],
+  context: RunFieldsContext,
+): { path: string; reason: string } | null {
+  const nodes = configuration.type === 'task' ? (configuration.nodes ?? 1) : 1;
+  if (nodes <= 1 || context.sshClusterFleet) return null;
+  const wanted = configuration.backends;
+  const eligible = backends.filter((backend) => !wanted?.length || wanted.includes(backend.type));
+  if (eligible.some((backend) => hasCapability(backend.compute, 'multinode'))) return null;
+  const names = eligible.map((backend) => backend.type).join(', ');
+  return {
+    path: 'nodes',
+    reason: names
+      ? `a task on ${nodes} nodes needs instances that reach each other on a shared network, which no eligible backend gives (${names}: its instances share no network)`
+      : `a task on ${nodes} nodes needs a backend whose instances reach each other, or an SSH fleet with placement: cluster; the project has neither`,
+  };
 }
 
 /** `image` refused when every eligible backend says its jobs cannot run in one (the reasons joined). */
@@ -236,6 +261,7 @@ function imageRefusal(
 export function refuseUnsupportedRunFields(
   configuration: RunConfiguration,
   backends: readonly ProjectBackend[],
+  context: RunFieldsContext = {},
 ): void {
-  refuseFields(unsupportedRunFields(configuration, backends), ['run_spec', 'configuration']);
+  refuseFields(unsupportedRunFields(configuration, backends, context), ['run_spec', 'configuration']);
 }

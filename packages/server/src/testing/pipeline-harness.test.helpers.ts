@@ -156,15 +156,20 @@ export async function createPipelineHarness(
 
 /** A harness on the fake backend of `@dstack/testing`, made with `options` (its defaults otherwise). */
 export function createFakeBackendPipelineHarness(
-  options: FakeBackendOptions & { dialect?: SqlDialect } = {},
+  options: FakeBackendOptions & {
+    dialect?: SqlDialect;
+    /** The project backend's `regions` (default: the fake backend's, `fake-region-1`). */
+    regions?: string[];
+  } = {},
 ): Promise<PipelineHarness<FakeBackend>> {
-  const { dialect, ...backendOptions } = options;
+  const { dialect, regions, ...backendOptions } = options;
   return createPipelineHarnessOn({
     dialect,
     createBackend: () => createFakeBackend(backendOptions),
     projectBackend: {
       type: FAKE_BACKEND_TYPE,
       creds: { type: 'api_key', api_key: FAKE_BACKEND_VALID_API_KEY },
+      ...(regions ? { regions } : {}),
     },
   });
 }

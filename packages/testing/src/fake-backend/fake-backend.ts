@@ -6,11 +6,14 @@ import {
   defineBackendPlugin,
   generateUniqueBackendName,
   type InstanceConfiguration,
+  type InstanceOffer,
   type InstanceOfferWithAvailability,
   InvalidCredentialsError,
   isAvailable,
   type JobProvisioningData,
   NoCapacityError,
+  type PlacementGroup,
+  type PlacementGroupProvisioningData,
   ProvisioningError,
   type Requirements,
   type RunJobParams,
@@ -35,7 +38,16 @@ export type FakeComputeMethod =
   | 'runJob'
   | 'createInstance'
   | 'terminateInstance'
-  | 'updateProvisioningData';
+  | 'updateProvisioningData'
+  | 'createPlacementGroup'
+  | 'deletePlacementGroup';
+
+/** A placement group of the fake cloud (with the `placement-groups` capability). */
+export interface FakePlacementGroup {
+  readonly name: string;
+  readonly region: string;
+  deleted: boolean;
+}
 
 /** One recorded Compute call. */
 export interface FakeBackendCall {
@@ -57,6 +69,8 @@ export interface FakeInstance {
   state: 'provisioning' | 'running' | 'terminated' | 'removed';
   /** `updateProvisioningData` calls so far. */
   polls: number;
+  /** The placement group it was launched into, by name; null for none. */
+  readonly placementGroup: string | null;
   /** The real agent booted for it (with `bootAgents`). */
   agent: LocalAgent | undefined;
 }
@@ -108,6 +122,8 @@ export interface FakeBackend {
   readonly instances: ReadonlyMap<string, FakeInstance>;
   /** Instances neither terminated nor removed. */
   liveInstances(): FakeInstance[];
+  /** Placement groups by name, deleted ones included (used with the `placement-groups` capability). */
+  readonly placementGroups: ReadonlyMap<string, FakePlacementGroup>;
   /**
    * How many launches (`runJob`/`createInstance`) came with dstack instance id `dstackInstanceId`,
    * failed ones included; each id launches at most one machine (see `instances`).
@@ -161,6 +177,7 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
   /** The provisioning data of each launch, by the dstack instance id it was keyed by. */
   const launchesByKey = new Map<string, JobProvisioningData>();
   const launchCounts = new Map<string, number>();
+  const placementGroups = new Map<string, FakePlacementGroup>();
 
   const record = (method: FakeComputeMethod, args: readonly unknown[]) => {
     calls.push({ method, args });
@@ -183,6 +200,7 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
     dstackInstanceId: string,
     field: 'RunJobParams.instanceId' | 'InstanceConfiguration.instance_id',
     agentToken: string,
+    placementGroup: PlacementGroup | null,
   ): Promise<JobProvisioningData> => {
     if (typeof dstackInstanceId !== 'string' || dstackInstanceId === '') {
       throw new TypeError(`${field} is required: it is the launch's idempotency key`);
@@ -195,7 +213,23 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
     launchCounts.set(dstackInstanceId, (launchCounts.get(dstackInstanceId) ?? 0) + 1);
     const launched = launchesByKey.get(dstackInstanceId);
     if (launched) return { ...launched };
-    const data = launchMachine(offer, name, projectName, dstackInstanceId, agentToken);
+    if (placementGroup !== null) {
+      const group = placementGroups.get(placementGroup.name);
+      // As EC2 answers a launch into a group it does not have, or one in another region.
+      if (!group || group.deleted)
+        throw new Error(`The placement group ${placementGroup.name} does not exist`);
+      if (group.region !== offer.region) {
+        throw new Error(`The placement group ${group.name} is in ${group.region}, not ${offer.region}`);
+      }
+    }
+    const data = launchMachine(
+      offer,
+      name,
+      projectName,
+      dstackInstanceId,
+      agentToken,
+      placementGroup?.name ?? null,
+    );
     launchesByKey.set(dstackInstanceId, data);
     if (launchHangs > 0) {
       launchHangs -= 1;
@@ -210,6 +244,7 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
     projectName: string,
     dstackInstanceId: string,
     agentToken: string,
+    placementGroup: string | null,
   ) => {
     if (launchFailures > 0) {
       launchFailures -= 1;
@@ -235,6 +270,7 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
       offer,
       state: 'provisioning',
       polls: 0,
+      placementGroup,
       agent: undefined,
     };
     instances.set(instanceId, instance);
@@ -280,14 +316,16 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
         params.instanceId,
         'RunJobParams.instanceId',
         params.agentToken,
+        params.placementGroup,
       );
     }
 
     async createInstance(
       offer: InstanceOfferWithAvailability,
       config: InstanceConfiguration,
+      placementGroup: PlacementGroup | null = null,
     ): Promise<JobProvisioningData> {
-      record('createInstance', [offer, config]);
+      record('createInstance', [offer, config, placementGroup]);
       return launch(
         offer,
         config.instance_name,
@@ -295,7 +333,37 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
         config.instance_id,
         'InstanceConfiguration.instance_id',
         config.agent_token,
+        placementGroup,
       );
+    }
+
+    // Placement groups: used by the server only when `capabilities` has `placement-groups`.
+    async createPlacementGroup(
+      group: PlacementGroup,
+      masterOffer: InstanceOffer,
+    ): Promise<PlacementGroupProvisioningData> {
+      record('createPlacementGroup', [group, masterOffer]);
+      placementGroups.set(group.name, {
+        name: group.name,
+        region: group.configuration.region,
+        deleted: false,
+      });
+      return { backend: backendType, backend_data: JSON.stringify({ name: group.name }) };
+    }
+
+    async deletePlacementGroup(group: PlacementGroup): Promise<void> {
+      record('deletePlacementGroup', [group]);
+      const found = placementGroups.get(group.name);
+      if (!found || found.deleted) return;
+      // As EC2 refuses to delete a group that still holds instances.
+      if (liveInstances().some((instance) => instance.placementGroup === group.name)) {
+        throw new Error(`The placement group ${group.name} is in use`);
+      }
+      found.deleted = true;
+    }
+
+    isSuitablePlacementGroup(group: PlacementGroup, offer: InstanceOffer): boolean {
+      return group.configuration.backend === backendType && group.configuration.region === offer.region;
     }
 
     async terminateInstance(instanceId: string, region: string, backendData?: string | null): Promise<void> {
@@ -383,6 +451,7 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
     callsOf: (method) => calls.filter((call) => call.method === method),
     instances,
     liveInstances,
+    placementGroups,
     launchesOf: (dstackInstanceId) => launchCounts.get(dstackInstanceId) ?? 0,
     hangNextLaunch(count = 1) {
       launchHangs += count;

@@ -24,7 +24,8 @@ import { startShim } from '@dstack/shim';
 import { type ShimProcess, startShimProcess } from './shim-process.js';
 
 export const INSTANT_BACKEND_TYPE = 'instant';
-const CAPABILITIES: readonly Capability[] = ['create-instance'];
+/** Its instances are shims on this host, reachable from each other on loopback: multi-node tasks run. */
+const CAPABILITIES: readonly Capability[] = ['create-instance', 'multinode'];
 
 const instantConfigModels = defineBackendConfigModels({
   type: INSTANT_BACKEND_TYPE,

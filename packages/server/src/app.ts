@@ -31,6 +31,7 @@ import { jobRunningPipeline } from './runs/job-running.js';
 import { jobSubmittedPipeline } from './runs/job-submitted.js';
 import { jobTerminatingPipeline } from './runs/job-terminating.js';
 import { runPipeline } from './runs/run-pipeline.js';
+import { volumePipeline } from './volumes/volume-pipeline.js';
 import { createEncryption } from './security/encryption.js';
 import { protectSecretsAtRest } from './security/secrets-at-rest.js';
 import { loadServerSettings } from './settings.js';
@@ -65,6 +66,7 @@ const PIPELINE_FACTORIES: ReadonlyArray<(app: AppContext) => AnyPipelineDefiniti
   jobTerminatingPipeline,
   instancePipeline,
   fleetPipeline,
+  volumePipeline,
 ];
 
 /**

@@ -18,6 +18,7 @@ import {
   type JobSpec,
   type JobTerminationReason,
   type RunConfiguration,
+  type Volume,
 } from '@dstack/core';
 import { sql, type Transaction } from 'kysely';
 import { projectOf } from '../accounts/projects.js';
@@ -31,7 +32,6 @@ import {
   jobRuntimeDataColumn,
   jobSpecOf,
   runSpecOf,
-  type StoredRunSpec,
 } from '../db/json-columns.js';
 import type { Database, FleetsTable, InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
 import { fittingFleetInstances } from '../fleets/fleet-instance-offers.js';
@@ -56,8 +56,10 @@ import {
 } from '../fleets/instance-launch.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
+import { JobVolumeError, volumesHeldElsewhere } from '../volumes/job-volumes.js';
 import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
 import { offerFiltersOf } from './runs.js';
+import { type JobVolumePlacement, jobVolumePlacement, launchVolumesOf } from './run-volumes.js';
 
 const MIN_INTERVAL_MS = 1_000;
 
@@ -177,10 +179,10 @@ function byAvailability(entries: readonly BackendOffer[]): CapacityOffers {
 async function fleetOffersForJob(
   fleet: FleetsTable,
   backends: readonly ProjectBackend[],
-  spec: StoredRunSpec,
+  configuration: RunConfiguration,
   jobSpec: JobSpec,
 ): Promise<CapacityOffers> {
-  const runFilters = offerFiltersOf(spec.configuration);
+  const runFilters = offerFiltersOf(configuration);
   const fleetConfiguration = fleetConfigurationOf(fleet);
   const fleetBackends = fleetConfiguration.backends;
   const allowed = backends.filter(
@@ -207,7 +209,7 @@ async function offersForNewCapacity(
   fleets: readonly FleetsTable[],
   backends: readonly ProjectBackend[],
   run: RunsTable,
-  spec: StoredRunSpec,
+  configuration: RunConfiguration,
   jobSpec: JobSpec,
 ): Promise<{ fleet: FleetsTable | null; offers: BackendOffer[]; busy: BackendOffer[] }> {
   const busy: BackendOffer[] = [];
@@ -226,12 +228,12 @@ async function offersForNewCapacity(
         .executeTakeFirst();
       if (Number(count?.count ?? 0) >= max) continue;
     }
-    const found = await fleetOffersForJob(fleet, backends, spec, jobSpec);
+    const found = await fleetOffersForJob(fleet, backends, configuration, jobSpec);
     if (found.available.length > 0) return { fleet, offers: found.available, busy: [] };
     busy.push(...found.busy);
   }
   if (fleets.length === 0) {
-    const { offers } = await getOffers(backends, jobSpec.requirements, offerFiltersOf(spec.configuration), {
+    const { offers } = await getOffers(backends, jobSpec.requirements, offerFiltersOf(configuration), {
       deadlineMs: app.settings.offersDeadlineMs,
     });
     const found = byAvailability(offers);
@@ -247,24 +249,20 @@ async function offersForNewCapacity(
 async function provision(
   context: JobPassContext,
   fleets: readonly FleetsTable[],
-  configuration: RunConfiguration,
+  placement: JobVolumePlacement,
 ): Promise<void> {
   const { app, job, lock, run, project } = context;
-  const spec = runSpecOf(run);
+  const { configuration } = placement;
   const jobSpec = jobSpecOf(job);
   const backends = await app.backends.getProjectBackends(project.id);
-  const { fleet, offers, busy } = await offersForNewCapacity(app, fleets, backends, run, spec, jobSpec);
+  const { fleet, offers, busy } = await offersForNewCapacity(app, fleets, backends, run, configuration, jobSpec);
   if ((!fleet || offers.length === 0) && busy.length > 0) {
     // Nothing to launch now: no instance row is written, the job waits or fails as it is.
     await waitOrFailForBusyCapacity(context, busy);
     return;
   }
   if (!fleet || offers.length === 0) {
-    const exclusions = await explainNoOffers(
-      backends,
-      jobSpec.requirements,
-      offerFiltersOf(spec.configuration),
-    );
+    const exclusions = await explainNoOffers(backends, jobSpec.requirements, offerFiltersOf(configuration));
     const details = exclusions.map((entry) =>
       entry.excluded > 0 ? `${entry.requirement} excluded ${entry.excluded} offer(s)` : entry.requirement,
     );
@@ -311,7 +309,7 @@ async function provision(
       .execute();
     return;
   }
-  await launchJobInstance(context, instance, offers);
+  await launchJobInstance(context, instance, offers, placement);
 }
 
 /**
@@ -322,9 +320,11 @@ async function launchJobInstance(
   context: JobPassContext,
   instance: InstancesTable,
   offers: readonly BackendOffer[],
+  placement: JobVolumePlacement,
 ): Promise<void> {
   const { app, job, lock, run, project } = context;
-  const paramsFor = await runJobParamsOf(app, { run, job, project, instanceId: instance.id });
+  const volumes: Volume[] = await launchVolumesOf(app, placement.resolved);
+  const paramsFor = await runJobParamsOf(app, { run, job, project, instanceId: instance.id, volumes });
   const { requirements } = jobSpecOf(job);
   const result = await launchOnFirstOffer(
     app,
@@ -541,7 +541,11 @@ async function removeFailedPlaceholder(app: AppContext, placeholderId: string): 
  * launch started, if any; an instance whose launch was stored is assigned. Returns false when
  * the recorded instance is gone, and the job needs new capacity.
  */
-async function resumeRecordedLaunch(context: JobPassContext, instanceId: string): Promise<boolean> {
+async function resumeRecordedLaunch(
+  context: JobPassContext,
+  instanceId: string,
+  placement: JobVolumePlacement,
+): Promise<boolean> {
   const { app, job, lock, run, project } = context;
   const instance = await app.db
     .selectFrom('instances')
@@ -557,12 +561,11 @@ async function resumeRecordedLaunch(context: JobPassContext, instanceId: string)
       .selectAll()
       .where('id', '=', instance.fleet_id)
       .executeTakeFirst();
-    const spec = runSpecOf(run);
     const backends = await app.backends.getProjectBackends(project.id);
     // Busy offers too: the recorded one may be held by this very launch's instance (the local
     // host), and a launch repeated with its id returns that instance.
-    const found = fleet ? await fleetOffersForJob(fleet, backends, spec, jobSpecOf(job)) : null;
-    await launchJobInstance(context, instance, found ? [...found.available, ...found.busy] : []);
+    const found = fleet ? await fleetOffersForJob(fleet, backends, placement.configuration, jobSpecOf(job)) : null;
+    await launchJobInstance(context, instance, found ? [...found.available, ...found.busy] : [], placement);
     return true;
   }
   // The launch was stored on the instance, not on the job: the job takes it as a new launch would
@@ -595,10 +598,13 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<'jobs'
       if (run.status === 'terminating' || run.status === 'pending') return;
       const project = await projectOf(app, job.project_id);
       const context: JobPassContext = { app, job, lock, run, project };
+      const volumePlacement = await volumePlacementOrFail(context);
+      if (!volumePlacement) return;
       if (job.instance_id !== null && job.instance_assigned === 0) {
-        if (await resumeRecordedLaunch(context, job.instance_id)) return;
+        if (await resumeRecordedLaunch(context, job.instance_id, volumePlacement)) return;
       }
-      const { configuration } = runSpecOf(run);
+      // The run's configuration, narrowed to where the job's volumes are.
+      const { configuration } = volumePlacement;
       const jobSpec = jobSpecOf(job);
       const fleets = await candidateFleets(app, run, configuration);
       const placement = await placeOnFleetInstance(app, job, lock, jobSpec, fleets, configuration);
@@ -621,7 +627,28 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<'jobs'
         );
         return;
       }
-      await provision(context, fleets, configuration);
+      await provision(context, fleets, volumePlacement);
     },
   };
+}
+
+/**
+ * Where the job may run given its volumes (`run-volumes.ts`); null when it cannot have them (gone,
+ * not active, attached to another instance, mountable nowhere): the job then ends `volume_error`
+ * before any capacity is bought for it, as dstack's does.
+ */
+async function volumePlacementOrFail(context: JobPassContext): Promise<JobVolumePlacement | null> {
+  const { app, job, run, project } = context;
+  const backends = await app.backends.getProjectBackends(project.id);
+  try {
+    const configuration = runSpecOf(run).configuration;
+    const placement = await jobVolumePlacement(app, project.id, configuration, jobSpecOf(job), backends);
+    const held = await volumesHeldElsewhere(app, placement.resolved, backends);
+    if (held) throw new JobVolumeError(held);
+    return placement;
+  } catch (error) {
+    if (!(error instanceof JobVolumeError)) throw error;
+    await failJob(context, 'volume_error', error.message);
+    return null;
+  }
 }

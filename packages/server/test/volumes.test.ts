@@ -3,15 +3,19 @@
  * data directory, created by the volume pipeline; a task writes a file to it and a second run
  * reads it back (the name interpolated from `${{ dstack.node_rank }}`); deleting a volume a
  * running job holds is refused naming the run, and succeeds once the run ended and the
- * volume was detached.
+ * volume was detached. The CLI applies, lists and deletes volumes (`dstack apply`, `dstack
+ * volume list|delete`, `dstack delete -f`).
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Volume } from '@dstack/core';
 import { ensureRunnerTestImages, RUNNER_BUSYBOX_TEST_IMAGE } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { stringify } from 'yaml';
+import { killRunningDstack, requireBuiltDstack, runDstack } from './dstack-cli.js';
 import { dockerMissing } from './emulated-hosts-harness.js';
 import {
+  ADMIN_TOKEN,
   applyTask,
   type HarnessServer,
   makeTempDir,
@@ -27,7 +31,10 @@ describe.skipIf(dockerMissing)('volumes on the local backend (Docker runtime)', 
   let harness: HarnessServer;
   const volumesDir = join(temp.dir, 'data', 'volumes');
 
+  const cliEnvironment = { DSTACK_CLI_CONFIG_DIR: join(temp.dir, 'cli') };
+
   beforeAll(async () => {
+    requireBuiltDstack();
     await ensureRunnerTestImages();
     harness = await startHarnessServer({
       dir: temp.dir,
@@ -50,6 +57,7 @@ describe.skipIf(dockerMissing)('volumes on the local backend (Docker runtime)', 
   });
 
   afterAll(async () => {
+    killRunningDstack();
     await harness?.terminateFleetsAndClose();
     temp.remove();
   });
@@ -126,5 +134,34 @@ describe.skipIf(dockerMissing)('volumes on the local backend (Docker runtime)', 
     const listed = (await harness.call<Volume[]>('/api/project/main/volumes/list')).body.map((v) => v.name);
     expect(listed).not.toContain('held-volume');
     expect(readdirSync(volumesDir)).not.toContain(volume.volume_id);
+  });
+
+  it('the CLI applies a volume file, lists the volume, and deletes it', async () => {
+    mkdirSync(cliEnvironment.DSTACK_CLI_CONFIG_DIR, { recursive: true });
+    writeFileSync(
+      join(cliEnvironment.DSTACK_CLI_CONFIG_DIR, 'config.yml'),
+      stringify({ projects: [{ name: 'main', url: harness.server.url, token: ADMIN_TOKEN, default: true }] }),
+    );
+    const file = join(temp.dir, 'volume.dstack.yml');
+    writeFileSync(file, stringify({ type: 'volume', name: 'cli-volume', backend: 'local', region: 'local', size: '10GB' }));
+
+    const applied = await runDstack(['apply', '-f', file, '-y'], { env: cliEnvironment });
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(applied.stdout).toMatch(/NAME\s+BACKEND\s+STATUS\s+CREATED/);
+    expect(applied.stdout).toMatch(/cli-volume\s+local \(local\)\s+active/);
+
+    const unchanged = await runDstack(['apply', '-f', file, '-y'], { env: cliEnvironment });
+    expect(unchanged.stdout).toContain('Volume configuration has not changed. Use --force to recreate the volume.');
+
+    const listed = await runDstack(['volume', 'list', '-v'], { env: cliEnvironment });
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(/NAME\s+BACKEND\s+REGION\s+STATUS\s+ATTACHED\s+CREATED\s+ERROR/);
+    expect(listed.stdout).toMatch(/cli-volume\s+local\s+local\s+active\s+-/);
+
+    const deleted = await runDstack(['delete', '-f', file, '-y'], { env: cliEnvironment });
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect(deleted.stdout).toContain('Volume cli-volume deleted');
+    const again = await runDstack(['volume', 'delete', 'cli-volume', '-y'], { env: cliEnvironment });
+    expect(again.stdout).toContain('Volume cli-volume does not exist');
   });
 });

@@ -9,6 +9,7 @@ import type { AppContext } from '../context.js';
 import {
   JobVolumeError,
   placementForVolumes,
+  projectHasSshFleetHosts,
   type ResolvedJobVolumes,
   resolveJobVolumes,
 } from '../volumes/job-volumes.js';
@@ -29,7 +30,9 @@ export async function jobVolumePlacement(
   backends: readonly ProjectBackend[],
 ): Promise<JobVolumePlacement> {
   const resolved = await resolveJobVolumes(app, projectId, jobSpec);
-  return { configuration: placementForVolumes(configuration, resolved, backends), resolved };
+  const needsPlacement = resolved.mounts.length > 0 || resolved.instanceMounts.length > 0;
+  const sshHosts = needsPlacement && (await projectHasSshFleetHosts(app, projectId));
+  return { configuration: placementForVolumes(configuration, resolved, backends, sshHosts), resolved };
 }
 
 /**

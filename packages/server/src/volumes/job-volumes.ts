@@ -166,11 +166,12 @@ export function placementForVolumes(
   configuration: RunConfiguration,
   resolved: ResolvedJobVolumes,
   backends: readonly ProjectBackend[],
+  hasSshFleetHosts: boolean,
 ): RunConfiguration {
   const requiredInstanceMounts = resolved.instanceMounts.filter((mount) => !mount.optional);
   if (resolved.mounts.length === 0 && requiredInstanceMounts.length === 0) return configuration;
   const reasons: string[] = [];
-  let allowed = [...backends.map((backend) => backend.type), SSH_FLEET_BACKEND];
+  let allowed = [...backends.map((backend) => backend.type), ...(hasSshFleetHosts ? [SSH_FLEET_BACKEND] : [])];
   if (configuration.backends?.length) {
     const wanted = configuration.backends;
     allowed = allowed.filter((type) => wanted.includes(type));
@@ -220,6 +221,19 @@ export function placementForVolumes(
     regions: regions?.length ? regions : configuration.regions,
     ...(zones ? { availability_zones: zones } : {}),
   };
+}
+
+/** Whether the project has SSH fleet hosts (which mount instance paths), for `placementForVolumes`. */
+export async function projectHasSshFleetHosts(app: AppContext, projectId: string): Promise<boolean> {
+  const host = await app.db
+    .selectFrom('instances')
+    .select('id')
+    .where('project_id', '=', projectId)
+    .where('backend', '=', SSH_FLEET_BACKEND)
+    .where('deleted', '=', 0)
+    .where('status', 'not in', ['terminating', 'terminated'])
+    .executeTakeFirst();
+  return host !== undefined;
 }
 
 /** The Compute of a volume's backend, when the project has it with the `volumes` capability. */

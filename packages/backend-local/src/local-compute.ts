@@ -21,7 +21,12 @@ import { SHIM_BIN_PATH } from '@dstack/shim';
 import { detectHostResources, type HostResources } from './host-resources.js';
 import { LAUNCH_RECORD_FILE, type LaunchRecord, readLaunchRecord } from './launch-record.js';
 import { liveLocalInstances, placeOnHost, withCapacityLock } from './local-capacity.js';
-import { DEFAULT_LOCAL_RUNTIME, type LocalRuntime, resolveInstancesDir, resolveVolumesDir } from './local-config.js';
+import {
+  DEFAULT_LOCAL_RUNTIME,
+  type LocalRuntime,
+  resolveInstancesDir,
+  resolveVolumesDir,
+} from './local-config.js';
 import { getLocalOffers, LOCAL_BACKEND_TYPE, LOCAL_REGION } from './local-offers.js';
 import { LocalVolumes } from './local-volumes.js';
 import { isShimProcess, readShimState, shimLogTail, spawnDetachedShim, stopShim } from './shim-process.js';

@@ -7,7 +7,12 @@
  */
 import { chmod, mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BackendError, type Volume, type VolumeAttachmentData, type VolumeProvisioningData } from '@dstack/core';
+import {
+  BackendError,
+  type Volume,
+  type VolumeAttachmentData,
+  type VolumeProvisioningData,
+} from '@dstack/core';
 import { LOCAL_BACKEND_TYPE } from './local-offers.js';
 
 /** A volume directory's name: one path segment, no hidden or parent entry. */
@@ -71,7 +76,9 @@ export class LocalVolumes {
   async register(volume: Volume): Promise<VolumeProvisioningData> {
     const volumeId = volume.configuration.volume_id ?? '';
     if (!(await isDirectory(this.directoryOf(volumeId)))) {
-      throw new BackendError(`no local volume ${JSON.stringify(volumeId)}: ${this.directoryOf(volumeId)} is not a directory`);
+      throw new BackendError(
+        `no local volume ${JSON.stringify(volumeId)}: ${this.directoryOf(volumeId)} is not a directory`,
+      );
     }
     return provisioningData(volumeId, Math.round(volume.configuration.size ?? 0));
   }

@@ -9,7 +9,6 @@ import type { ApplyOptions } from './commands/apply.js';
 import type { AttachCommandOptions } from './commands/attach.js';
 import type { DeleteOptions } from './commands/delete.js';
 import type { FleetDeleteOptions } from './commands/fleet.js';
-import type { VolumeDeleteOptions, VolumeListOptions } from './commands/volume.js';
 import type { InitOptions } from './commands/init.js';
 import type { LogsOptions } from './commands/logs.js';
 import type { OfferOptions } from './commands/offer.js';
@@ -25,6 +24,7 @@ import type { SecretDeleteOptions } from './commands/secret.js';
 import type { ServerOptions } from './commands/server.js';
 import type { SshProxyOptions } from './commands/ssh-proxy.js';
 import type { StopOptions } from './commands/stop.js';
+import type { VolumeDeleteOptions, VolumeListOptions } from './commands/volume.js';
 import { type CliIo, processIo, red } from './io.js';
 
 const packageJson = createRequire(import.meta.url)('../package.json') as { version: string };

@@ -31,10 +31,10 @@ import { jobRunningPipeline } from './runs/job-running.js';
 import { jobSubmittedPipeline } from './runs/job-submitted.js';
 import { jobTerminatingPipeline } from './runs/job-terminating.js';
 import { runPipeline } from './runs/run-pipeline.js';
-import { volumePipeline } from './volumes/volume-pipeline.js';
 import { createEncryption } from './security/encryption.js';
 import { protectSecretsAtRest } from './security/secrets-at-rest.js';
 import { loadServerSettings } from './settings.js';
+import { volumePipeline } from './volumes/volume-pipeline.js';
 
 export interface StartServerOptions extends Partial<ServerSettings> {
   /** Where settings come from; default `process.env`. */

@@ -87,6 +87,7 @@ describe.skipIf(dockerMissing)('volumes on the local backend (Docker runtime)', 
     const directory = join(volumesDir, volume.volume_id as string);
     expect(existsSync(directory)).toBe(true);
 
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: dstack's variable, interpolated by the server.
     const mounts = { image: RUNNER_BUSYBOX_TEST_IMAGE, volumes: ['data-${{ dstack.node_rank }}:/data'] };
     const writer = await finished(
       'volume-writer',
@@ -113,12 +114,16 @@ describe.skipIf(dockerMissing)('volumes on the local backend (Docker runtime)', 
       }),
     );
     await harness.waitForRun('volume-holder', ['running'], 120_000);
-    const attached = (await harness.call<Volume>('/api/project/main/volumes/get', { name: 'held-volume' })).body;
+    const attached = (await harness.call<Volume>('/api/project/main/volumes/get', { name: 'held-volume' }))
+      .body;
     expect(attached.attachments?.length).toBe(1);
 
-    const refused = await harness.call<{ detail: Array<{ msg: string }> }>('/api/project/main/volumes/delete', {
-      names: ['held-volume'],
-    });
+    const refused = await harness.call<{ detail: Array<{ msg: string }> }>(
+      '/api/project/main/volumes/delete',
+      {
+        names: ['held-volume'],
+      },
+    );
     expect(refused.status).toBe(400);
     expect(refused.body.detail[0]?.msg).toContain('run volume-holder');
     const directory = join(volumesDir, volume.volume_id as string);
@@ -143,7 +148,10 @@ describe.skipIf(dockerMissing)('volumes on the local backend (Docker runtime)', 
       stringify({ projects: [{ name: 'main', url: harness.server.url, token: ADMIN_TOKEN, default: true }] }),
     );
     const file = join(temp.dir, 'volume.dstack.yml');
-    writeFileSync(file, stringify({ type: 'volume', name: 'cli-volume', backend: 'local', region: 'local', size: '10GB' }));
+    writeFileSync(
+      file,
+      stringify({ type: 'volume', name: 'cli-volume', backend: 'local', region: 'local', size: '10GB' }),
+    );
 
     const applied = await runDstack(['apply', '-f', file, '-y'], { env: cliEnvironment });
     expect(applied.code, applied.stderr).toBe(0);
@@ -151,7 +159,9 @@ describe.skipIf(dockerMissing)('volumes on the local backend (Docker runtime)', 
     expect(applied.stdout).toMatch(/cli-volume\s+local \(local\)\s+active/);
 
     const unchanged = await runDstack(['apply', '-f', file, '-y'], { env: cliEnvironment });
-    expect(unchanged.stdout).toContain('Volume configuration has not changed. Use --force to recreate the volume.');
+    expect(unchanged.stdout).toContain(
+      'Volume configuration has not changed. Use --force to recreate the volume.',
+    );
 
     const listed = await runDstack(['volume', 'list', '-v'], { env: cliEnvironment });
     expect(listed.code, listed.stderr).toBe(0);

@@ -61,7 +61,11 @@ export async function applyCommand(options: ApplyOptions, io: CliIo): Promise<nu
   if (configuration.type === 'fleet') return applyFleet(configuration, options, io);
   if (configuration.type === 'volume') {
     const name = options.name ?? configuration.name;
-    return (await import('./volume.js')).applyVolume({ ...configuration, ...(name ? { name } : {}) }, options, io);
+    return (await import('./volume.js')).applyVolume(
+      { ...configuration, ...(name ? { name } : {}) },
+      options,
+      io,
+    );
   }
   if (!isRunConfiguration(configuration)) {
     throw new CommandError(`${configuration.type} configurations are not supported yet`);

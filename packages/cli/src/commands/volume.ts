@@ -19,7 +19,12 @@ const PROVISION_TIMEOUT_MS = 10 * 60_000;
  * BACKEND is the backend alone, and REGION (with the zone), ATTACHED (the fleets of the instances
  * it is attached to) and ERROR are added.
  */
-export function formatVolumes(volumes: readonly Volume[], colors: Colors, verbose = false, now = new Date()): string {
+export function formatVolumes(
+  volumes: readonly Volume[],
+  colors: Colors,
+  verbose = false,
+  now = new Date(),
+): string {
   const columns = verbose
     ? ['NAME', 'BACKEND', 'REGION', 'STATUS', 'ATTACHED', 'CREATED', 'ERROR']
     : ['NAME', 'BACKEND', 'STATUS', 'CREATED'];
@@ -27,7 +32,9 @@ export function formatVolumes(volumes: readonly Volume[], colors: Colors, verbos
     const { backend, region } = volume.configuration;
     const zone = volume.provisioning_data?.availability_zone;
     const fleets = [
-      ...new Set((volume.attachments ?? []).map((attachment) => attachment.instance.fleet_name).filter(Boolean)),
+      ...new Set(
+        (volume.attachments ?? []).map((attachment) => attachment.instance.fleet_name).filter(Boolean),
+      ),
     ];
     const created = formatRelativeTime(volume.created_at, now);
     return verbose
@@ -64,12 +71,21 @@ export interface VolumeDeleteOptions extends ProjectOption {
 }
 
 /** `dstack volume delete NAME`: refused by the server while a run holds the volume. */
-export async function volumeDeleteCommand(name: string, options: VolumeDeleteOptions, io: CliIo): Promise<number> {
+export async function volumeDeleteCommand(
+  name: string,
+  options: VolumeDeleteOptions,
+  io: CliIo,
+): Promise<number> {
   const client = await connect(options, io);
   return deleteVolume(client, name, options.yes, io);
 }
 
-async function deleteVolume(client: DstackApiClient, name: string, yes: boolean | undefined, io: CliIo): Promise<number> {
+async function deleteVolume(
+  client: DstackApiClient,
+  name: string,
+  yes: boolean | undefined,
+  io: CliIo,
+): Promise<number> {
   if (!(await client.getVolume(name))) {
     io.stdout(`Volume ${name} does not exist\n`);
     return 0;
@@ -126,13 +142,23 @@ export async function applyVolume(
         io.stdout('Volume configuration has not changed. Use --force to recreate the volume.\n');
         return 0;
       }
-      if (!(await confirmAction(io, 'Volume configuration has not changed. Re-create the volume?', options.yes)))
+      if (
+        !(await confirmAction(io, 'Volume configuration has not changed. Re-create the volume?', options.yes))
+      )
         return 0;
-    } else if (!(await confirmAction(io, `Volume ${name} already exists. Re-create the volume?`, options.yes))) {
+    } else if (
+      !(await confirmAction(io, `Volume ${name} already exists. Re-create the volume?`, options.yes))
+    ) {
       return 0;
     }
     await client.deleteVolumes([name]);
-  } else if (!(await confirmAction(io, `Volume ${name ?? '(a generated name)'} does not exist yet. Create the volume?`, options.yes))) {
+  } else if (
+    !(await confirmAction(
+      io,
+      `Volume ${name ?? '(a generated name)'} does not exist yet. Create the volume?`,
+      options.yes,
+    ))
+  ) {
     return 0;
   }
   let volume = await client.createVolume(configuration);

@@ -84,13 +84,20 @@ function passesFilters(offer: InstanceOfferWithAvailability, filters: OfferFilte
   if (filters.regions?.length && !filters.regions.includes(offer.region)) return false;
   if (filters.instanceTypes?.length && !filters.instanceTypes.includes(offer.instance.name)) return false;
   const zones = filters.availabilityZones;
-  if (zones?.length && offer.availability_zones && !offer.availability_zones.some((zone) => zones.includes(zone)))
+  if (
+    zones?.length &&
+    offer.availability_zones &&
+    !offer.availability_zones.some((zone) => zones.includes(zone))
+  )
     return false;
   return true;
 }
 
 /** The offer with only the zones the filters allow, so that a launch tries no other. */
-function inFilteredZones(offer: InstanceOfferWithAvailability, filters: OfferFilters): InstanceOfferWithAvailability {
+function inFilteredZones(
+  offer: InstanceOfferWithAvailability,
+  filters: OfferFilters,
+): InstanceOfferWithAvailability {
   const zones = filters.availabilityZones;
   if (!zones?.length || !offer.availability_zones) return offer;
   return { ...offer, availability_zones: offer.availability_zones.filter((zone) => zones.includes(zone)) };

@@ -149,7 +149,11 @@ export const instanceConfigurationColumn = new JsonColumn(
 );
 export const fleetSpecColumn = new JsonColumn('fleets', 'spec', StoredFleetSpecSchema);
 export const repoInfoColumn = new JsonColumn('repos', 'info', RepoInfoSchema);
-export const volumeConfigurationColumn = new JsonColumn('volumes', 'configuration', volumeConfigurationSchema);
+export const volumeConfigurationColumn = new JsonColumn(
+  'volumes',
+  'configuration',
+  volumeConfigurationSchema,
+);
 export const volumeProvisioningDataColumn = new JsonColumn(
   'volumes',
   'volume_provisioning_data',

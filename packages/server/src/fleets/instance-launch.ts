@@ -38,8 +38,8 @@ import {
   NoCapacityError,
   type Requirements,
   type RunJobParams,
-  type Volume,
   requireCapability,
+  type Volume,
 } from '@dstack/core';
 import { type Kysely, sql } from 'kysely';
 import { projectOf } from '../accounts/projects.js';

@@ -58,8 +58,8 @@ import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { JobVolumeError, volumesHeldElsewhere } from '../volumes/job-volumes.js';
 import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
-import { offerFiltersOf } from './runs.js';
 import { type JobVolumePlacement, jobVolumePlacement, launchVolumesOf } from './run-volumes.js';
+import { offerFiltersOf } from './runs.js';
 
 const MIN_INTERVAL_MS = 1_000;
 
@@ -255,7 +255,14 @@ async function provision(
   const { configuration } = placement;
   const jobSpec = jobSpecOf(job);
   const backends = await app.backends.getProjectBackends(project.id);
-  const { fleet, offers, busy } = await offersForNewCapacity(app, fleets, backends, run, configuration, jobSpec);
+  const { fleet, offers, busy } = await offersForNewCapacity(
+    app,
+    fleets,
+    backends,
+    run,
+    configuration,
+    jobSpec,
+  );
   if ((!fleet || offers.length === 0) && busy.length > 0) {
     // Nothing to launch now: no instance row is written, the job waits or fails as it is.
     await waitOrFailForBusyCapacity(context, busy);
@@ -546,7 +553,7 @@ async function resumeRecordedLaunch(
   instanceId: string,
   placement: JobVolumePlacement,
 ): Promise<boolean> {
-  const { app, job, lock, run, project } = context;
+  const { app, job, lock, project } = context;
   const instance = await app.db
     .selectFrom('instances')
     .selectAll()
@@ -564,7 +571,9 @@ async function resumeRecordedLaunch(
     const backends = await app.backends.getProjectBackends(project.id);
     // Busy offers too: the recorded one may be held by this very launch's instance (the local
     // host), and a launch repeated with its id returns that instance.
-    const found = fleet ? await fleetOffersForJob(fleet, backends, placement.configuration, jobSpecOf(job)) : null;
+    const found = fleet
+      ? await fleetOffersForJob(fleet, backends, placement.configuration, jobSpecOf(job))
+      : null;
     await launchJobInstance(context, instance, found ? [...found.available, ...found.busy] : [], placement);
     return true;
   }

@@ -29,8 +29,8 @@ import { checkSecretReferences } from '../secrets/secret-references.js';
 import { projectSecretNames } from '../secrets/secrets.js';
 import { buildJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
-import { planJobVolumes } from './run-volumes.js';
 import { generateRunName } from './run-names.js';
+import { planJobVolumes } from './run-volumes.js';
 import { refuseUnsupportedRunFields } from './unsupported-fields.js';
 
 export const ACTIVE_RUN_STATUSES: readonly RunStatus[] = [

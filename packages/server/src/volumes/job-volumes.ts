@@ -73,7 +73,10 @@ const VARIABLE = /\$\{\{\s*([^}]*?)\s*\}\}/g;
  * Any other variable is refused, naming the field.
  */
 export function jobMountPoints(mounts: readonly MountPoint[], jobNum: number): MountPoint[] {
-  const values: Record<string, string> = { 'dstack.node_rank': String(jobNum), 'dstack.job_num': String(jobNum) };
+  const values: Record<string, string> = {
+    'dstack.node_rank': String(jobNum),
+    'dstack.job_num': String(jobNum),
+  };
   return mounts.map((mount, index) => {
     if (!isVolumeMount(mount)) return mount;
     const interpolate = (name: string) =>
@@ -86,7 +89,10 @@ export function jobMountPoints(mounts: readonly MountPoint[], jobNum: number): M
         }
         return value;
       });
-    return { ...mount, name: Array.isArray(mount.name) ? mount.name.map(interpolate) : interpolate(mount.name) };
+    return {
+      ...mount,
+      name: Array.isArray(mount.name) ? mount.name.map(interpolate) : interpolate(mount.name),
+    };
   });
 }
 
@@ -171,7 +177,10 @@ export function placementForVolumes(
   const requiredInstanceMounts = resolved.instanceMounts.filter((mount) => !mount.optional);
   if (resolved.mounts.length === 0 && requiredInstanceMounts.length === 0) return configuration;
   const reasons: string[] = [];
-  let allowed = [...backends.map((backend) => backend.type), ...(hasSshFleetHosts ? [SSH_FLEET_BACKEND] : [])];
+  let allowed = [
+    ...backends.map((backend) => backend.type),
+    ...(hasSshFleetHosts ? [SSH_FLEET_BACKEND] : []),
+  ];
   if (configuration.backends?.length) {
     const wanted = configuration.backends;
     allowed = allowed.filter((type) => wanted.includes(type));
@@ -188,7 +197,8 @@ export function placementForVolumes(
     allowed = allowed.filter((type) => {
       const backend = backends.find((candidate) => candidate.type === type);
       const capable =
-        type === SSH_FLEET_BACKEND || (backend !== undefined && hasCapability(backend.compute, 'instance-volumes'));
+        type === SSH_FLEET_BACKEND ||
+        (backend !== undefined && hasCapability(backend.compute, 'instance-volumes'));
       if (!capable) reasons.push(`${type}: no instance (host path) volumes`);
       return capable;
     });
@@ -197,16 +207,24 @@ export function placementForVolumes(
   let zones: string[] | undefined;
   if (resolved.mounts.length > 0) {
     const locations = resolved.mounts.map((mount) => mount.volumes.map(locationOf));
-    const volumeBackends = intersect(locations.map((list) => new Set(list.map((location) => location.backend))));
+    const volumeBackends = intersect(
+      locations.map((list) => new Set(list.map((location) => location.backend))),
+    );
     allowed = allowed.filter((type) => volumeBackends.has(type));
-    const volumeRegions = intersect(locations.map((list) => new Set(list.map((location) => location.region))));
-    regions = [...volumeRegions].filter((region) => !configuration.regions?.length || configuration.regions.includes(region));
+    const volumeRegions = intersect(
+      locations.map((list) => new Set(list.map((location) => location.region))),
+    );
+    regions = [...volumeRegions].filter(
+      (region) => !configuration.regions?.length || configuration.regions.includes(region),
+    );
     const zoned = locations.filter((list) => list.every((location) => location.zone !== null));
     if (zoned.length > 0) {
       zones = [...intersect(zoned.map((list) => new Set(list.map((location) => location.zone as string))))];
     }
     if (volumeBackends.size === 0 || regions.length === 0 || zones?.length === 0) {
-      reasons.push('the volumes it mounts are in different backends, regions or zones (or outside its regions)');
+      reasons.push(
+        'the volumes it mounts are in different backends, regions or zones (or outside its regions)',
+      );
       allowed = [];
     }
   }
@@ -277,12 +295,18 @@ async function exclusiveHolder(
     .selectFrom('volume_attachments')
     .innerJoin('instances', 'instances.id', 'volume_attachments.instance_id')
     .leftJoin('jobs', 'jobs.id', 'volume_attachments.job_id')
-    .select(['volume_attachments.instance_id as instance_id', 'instances.name as instance_name', 'jobs.run_name as run_name'])
+    .select([
+      'volume_attachments.instance_id as instance_id',
+      'instances.name as instance_name',
+      'jobs.run_name as run_name',
+    ])
     .where('volume_attachments.volume_id', '=', volume.id)
     .execute();
   const other = holders.find((holder) => holder.instance_id !== instanceId);
   if (!other) return null;
-  const by = other.run_name ? `run ${other.run_name} (instance ${other.instance_name})` : `instance ${other.instance_name}`;
+  const by = other.run_name
+    ? `run ${other.run_name} (instance ${other.instance_name})`
+    : `instance ${other.instance_name}`;
   return `volume ${volume.name} is attached to ${by}; its backend attaches a volume to one instance at a time`;
 }
 
@@ -297,8 +321,13 @@ export interface TaskMounts {
 
 /** Whether a volume in `location` can be attached to the instance the provisioning data describes. */
 function servesInstance(location: VolumeLocation, provisioningData: JobProvisioningData): boolean {
-  if (location.backend !== provisioningData.backend || location.region !== provisioningData.region) return false;
-  return location.zone === null || provisioningData.availability_zone == null || location.zone === provisioningData.availability_zone;
+  if (location.backend !== provisioningData.backend || location.region !== provisioningData.region)
+    return false;
+  return (
+    location.zone === null ||
+    provisioningData.availability_zone == null ||
+    location.zone === provisioningData.availability_zone
+  );
 }
 
 export interface JobOnInstance {
@@ -333,7 +362,9 @@ export async function attachJobVolumes(app: AppContext, target: JobOnInstance): 
     volumeNames: [],
   };
   for (const mount of resolved.mounts) {
-    const volume = mount.volumes.find((candidate) => servesInstance(locationOf(candidate), target.provisioningData));
+    const volume = mount.volumes.find((candidate) =>
+      servesInstance(locationOf(candidate), target.provisioningData),
+    );
     if (!volume) {
       throw new JobVolumeError(
         `none of the volumes ${mount.names.join(', ')} is in the instance's backend, region and zone (${target.provisioningData.backend}, ${target.provisioningData.region}, ${target.provisioningData.availability_zone ?? 'any zone'})`,
@@ -382,7 +413,11 @@ async function attachVolume(
         })
         .execute();
     }
-    await transaction.updateTable('volumes').set({ last_job_processed_at: Date.now() }).where('id', '=', volume.id).execute();
+    await transaction
+      .updateTable('volumes')
+      .set({ last_job_processed_at: Date.now() })
+      .where('id', '=', volume.id)
+      .execute();
     return existing ? ('again' as const) : ('recorded' as const);
   });
   if (recorded === 'gone') throw new JobVolumeError(`volume ${volume.name} was deleted`);
@@ -460,7 +495,12 @@ async function detachOne(
   app: AppContext,
   backends: readonly ProjectBackend[],
   volume: VolumesTable,
-  attachment: { volume_id: string; instance_id: string; detach_requested_at: number | null; instance_provisioning_data: string | null },
+  attachment: {
+    volume_id: string;
+    instance_id: string;
+    detach_requested_at: number | null;
+    instance_provisioning_data: string | null;
+  },
 ): Promise<boolean> {
   const compute = volumeCompute(backends, volume);
   const provisioning = volumeProvisioningDataOf(volume);
@@ -497,5 +537,9 @@ async function forgetAttachment(app: AppContext, volumeId: string, instanceId: s
     .where('volume_id', '=', volumeId)
     .where('instance_id', '=', instanceId)
     .execute();
-  await app.db.updateTable('volumes').set({ last_job_processed_at: Date.now() }).where('id', '=', volumeId).execute();
+  await app.db
+    .updateTable('volumes')
+    .set({ last_job_processed_at: Date.now() })
+    .where('id', '=', volumeId)
+    .execute();
 }

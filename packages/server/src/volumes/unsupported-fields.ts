@@ -7,7 +7,9 @@ import type { FieldDecisions } from '../field-decisions.js';
 export const VOLUME_FIELD_DECISIONS: FieldDecisions = {
   type: { honoured: 'volumes/create takes volume configurations (volumes.ts)' },
   name: { honoured: 'the volume name, unique per project (volumes.ts)' },
-  backend: { honoured: "the backend whose Compute creates it; refused when it lacks the 'volumes' capability" },
+  backend: {
+    honoured: "the backend whose Compute creates it; refused when it lacks the 'volumes' capability",
+  },
   region: { honoured: 'given to the backend; jobs that mount it are placed in it (job-volumes.ts)' },
   availability_zone: { honoured: 'given to the backend; jobs that mount it are placed in its zone' },
   size: { honoured: 'createVolume (volume-pipeline.ts)' },

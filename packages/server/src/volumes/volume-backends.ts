@@ -23,6 +23,10 @@ export function volumeComputeAmong(backends: readonly ProjectBackend[], type: st
   return { compute: backend.compute };
 }
 
-export async function volumeComputeOf(app: AppContext, projectId: string, type: string): Promise<VolumeCompute> {
+export async function volumeComputeOf(
+  app: AppContext,
+  projectId: string,
+  type: string,
+): Promise<VolumeCompute> {
   return volumeComputeAmong(await app.backends.getProjectBackends(projectId), type);
 }

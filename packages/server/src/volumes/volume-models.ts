@@ -29,7 +29,9 @@ export function volumeOf(
 ): Volume {
   const configuration = volumeConfigurationOf(volume);
   const provisioning = volumeProvisioningDataOf(volume);
-  const provisioningData = provisioning ? { ...provisioning, backend: provisioning.backend ?? configuration.backend } : null;
+  const provisioningData = provisioning
+    ? { ...provisioning, backend: provisioning.backend ?? configuration.backend }
+    : null;
   return {
     id: volume.id,
     name: volume.name,

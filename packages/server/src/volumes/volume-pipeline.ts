@@ -56,7 +56,10 @@ async function provision(app: AppContext, volume: VolumesTable, lock: RowLock<'v
     });
   } catch (error) {
     const what = registering ? 'registering' : 'creating';
-    await lock.release({ status: 'failed', status_message: `${what} the volume failed: ${errorMessage(error)}` });
+    await lock.release({
+      status: 'failed',
+      status_message: `${what} the volume failed: ${errorMessage(error)}`,
+    });
   }
 }
 

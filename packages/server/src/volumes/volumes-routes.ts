@@ -73,14 +73,19 @@ export const volumeRoutes = [
     response: z.array(VolumeSchema),
     async handler(ctx) {
       const user = ctx.user as UsersTable;
-      const projects = ctx.app.db.selectFrom('projects').select('projects.id').where('projects.deleted', '=', 0);
+      const projects = ctx.app.db
+        .selectFrom('projects')
+        .select('projects.id')
+        .where('projects.deleted', '=', 0);
       const scoped =
         user.global_role === 'admin'
           ? projects
           : projects
               .innerJoin('members', 'members.project_id', 'projects.id')
               .where('members.user_id', '=', user.id);
-      const filtered = ctx.body.project_name ? scoped.where('projects.name', '=', ctx.body.project_name) : scoped;
+      const filtered = ctx.body.project_name
+        ? scoped.where('projects.name', '=', ctx.body.project_name)
+        : scoped;
       return listVolumes(ctx.app, {
         projectIds: (await filtered.execute()).map((row) => row.id),
         onlyActive: ctx.body.only_active,

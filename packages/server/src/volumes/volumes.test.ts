@@ -63,7 +63,12 @@ describeEachDialect('volumes API and pipeline', (getDb) => {
   it('creates a volume: submitted, then active with its directory', async () => {
     const created = await create({ name: 'vol-a', size: '5GB' });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
-    expect(created.body).toMatchObject({ name: 'vol-a', status: 'submitted', external: false, project_name: 'main' });
+    expect(created.body).toMatchObject({
+      name: 'vol-a',
+      status: 'submitted',
+      external: false,
+      project_name: 'main',
+    });
     await processVolumes();
     const volume = await get('vol-a');
     expect(volume.status).toBe('active');
@@ -78,7 +83,10 @@ describeEachDialect('volumes API and pipeline', (getDb) => {
   it('refuses a second volume of the same name, and a backend the project lacks', async () => {
     const again = await create({ name: 'vol-a', size: '5GB' });
     expect(again.status).toBe(400);
-    expect(again.body.detail[0]).toMatchObject({ code: 'resource_exists', msg: 'Volume vol-a already exists' });
+    expect(again.body.detail[0]).toMatchObject({
+      code: 'resource_exists',
+      msg: 'Volume vol-a already exists',
+    });
     const elsewhere = await create({ name: 'vol-aws', backend: 'aws', region: 'us-east-1', size: 10 });
     expect(elsewhere.status).toBe(400);
     expect(elsewhere.body.detail[0].msg).toContain('backend aws is not configured in the project');
@@ -98,9 +106,10 @@ describeEachDialect('volumes API and pipeline', (getDb) => {
     const missing = await get('vol-missing');
     expect(missing.status).toBe('failed');
     expect(missing.status_message).toContain('registering the volume failed: no local volume "no-such-dir"');
-    expect((await server.request('/api/project/main/volumes/delete', { names: ['vol-ext', 'vol-missing'] })).status).toBe(
-      200,
-    );
+    expect(
+      (await server.request('/api/project/main/volumes/delete', { names: ['vol-ext', 'vol-missing'] }))
+        .status,
+    ).toBe(200);
     expect(existsSync(join(volumesDir, 'kept-data'))).toBe(true);
     expect((await server.request('/api/project/main/volumes/get', { name: 'vol-ext' })).status).toBe(404);
   });
@@ -110,7 +119,11 @@ describeEachDialect('volumes API and pipeline', (getDb) => {
     await processVolumes();
     const volume = await get('vol-held');
     const { db } = server.app;
-    const project = await db.selectFrom('projects').select('id').where('name', '=', 'main').executeTakeFirstOrThrow();
+    const project = await db
+      .selectFrom('projects')
+      .select('id')
+      .where('name', '=', 'main')
+      .executeTakeFirstOrThrow();
     const instanceId = randomUUID();
     const jobId = randomUUID();
     const now = Date.now();
@@ -195,7 +208,10 @@ describeEachDialect('volumes API and pipeline', (getDb) => {
       })
       .execute();
     expect((await get('vol-held')).attachments).toEqual([
-      { instance: { name: 'holder-0', fleet_name: null, instance_num: 0, instance_id: null }, attachment_data: null },
+      {
+        instance: { name: 'holder-0', fleet_name: null, instance_num: 0, instance_id: null },
+        attachment_data: null,
+      },
     ]);
     const refused = await server.request('/api/project/main/volumes/delete', { names: ['vol-held'] });
     expect(refused.status).toBe(400);
@@ -205,9 +221,15 @@ describeEachDialect('volumes API and pipeline', (getDb) => {
     expect(existsSync(join(volumesDir, volume.volume_id as string))).toBe(true);
 
     await db.deleteFrom('volume_attachments').where('volume_id', '=', volume.id).execute();
-    expect((await server.request('/api/project/main/volumes/delete', { names: ['vol-held'] })).status).toBe(200);
+    expect((await server.request('/api/project/main/volumes/delete', { names: ['vol-held'] })).status).toBe(
+      200,
+    );
     expect(existsSync(join(volumesDir, volume.volume_id as string))).toBe(false);
-    const row = await db.selectFrom('volumes').selectAll().where('id', '=', volume.id).executeTakeFirstOrThrow();
+    const row = await db
+      .selectFrom('volumes')
+      .selectAll()
+      .where('id', '=', volume.id)
+      .executeTakeFirstOrThrow();
     expect(row).toMatchObject({ deleted: 1, to_be_deleted: 1 });
   });
 
@@ -244,7 +266,9 @@ describeEachDialect('volumes API and pipeline', (getDb) => {
     expect(missing.body.detail[0].msg).toBe('volumes: volume nowhere not found');
     const processRuntime = await plan(['vol-a:/data']);
     expect(processRuntime.status).toBe(400);
-    expect(processRuntime.body.detail[0].msg).toContain('no backend can run the job with its volumes: local:');
+    expect(processRuntime.body.detail[0].msg).toContain(
+      'no backend can run the job with its volumes: local:',
+    );
     expect(processRuntime.body.detail[0].msg).toContain('runtime: process');
     const hostPath = await plan(['/srv/data:/data']);
     expect(hostPath.status).toBe(400);

@@ -15,7 +15,11 @@ import {
 } from '@dstack/core';
 import type { Transaction } from 'kysely';
 import type { AppContext, SqlDialect } from '../context.js';
-import { volumeConfigurationColumn, volumeConfigurationOf, volumeProvisioningDataOf } from '../db/json-columns.js';
+import {
+  volumeConfigurationColumn,
+  volumeConfigurationOf,
+  volumeProvisioningDataOf,
+} from '../db/json-columns.js';
 import type { Database, ProjectsTable, UsersTable, VolumesTable } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
 import { volumeComputeOf } from './volume-backends.js';
@@ -101,7 +105,12 @@ export async function createVolume(
   const inserted = await app.db.transaction().execute(async (transaction) => {
     // Names are unique among live volumes; one check-and-insert at a time per project.
     if (app.dialect === 'postgres') {
-      await transaction.selectFrom('projects').select('id').where('id', '=', project.id).forUpdate().execute();
+      await transaction
+        .selectFrom('projects')
+        .select('id')
+        .where('id', '=', project.id)
+        .forUpdate()
+        .execute();
     }
     const existing = await transaction
       .selectFrom('volumes')
@@ -149,7 +158,10 @@ export interface ListVolumesOptions {
 /** `/api/volumes/list`: volumes of the given projects (deleted ones too unless `onlyActive`), paged by creation. */
 export async function listVolumes(app: AppContext, options: ListVolumesOptions): Promise<Volume[]> {
   if (options.projectIds.length === 0) return [];
-  let query = app.db.selectFrom('volumes').selectAll().where('project_id', 'in', [...options.projectIds]);
+  let query = app.db
+    .selectFrom('volumes')
+    .selectAll()
+    .where('project_id', 'in', [...options.projectIds]);
   if (options.onlyActive) query = query.where('deleted', '=', 0).where('to_be_deleted', '=', 0);
   if (options.prevCreatedAt !== null) {
     const at = options.prevCreatedAt;
@@ -199,7 +211,10 @@ export async function deleteVolumes(
   project: ProjectsTable,
   names: readonly string[],
 ): Promise<void> {
-  const rows = await liveVolumes(app, project.id).where('name', 'in', [...names]).orderBy('id').execute();
+  const rows = await liveVolumes(app, project.id)
+    .where('name', 'in', [...names])
+    .orderBy('id')
+    .execute();
   const missing = names.filter((name) => !rows.some((row) => row.name === name));
   if (missing.length > 0) throw new ResourceNotFoundError(`Volume ${missing.join(', ')} not found`);
   await app.db.transaction().execute(async (transaction) => {
@@ -215,7 +230,13 @@ export async function deleteVolumes(
     if (locked.length === 0) return;
     await transaction
       .updateTable('volumes')
-      .set({ to_be_deleted: 1, last_processed_at: 0, lock_token: null, lock_owner: null, lock_expires_at: null })
+      .set({
+        to_be_deleted: 1,
+        last_processed_at: 0,
+        lock_token: null,
+        lock_owner: null,
+        lock_expires_at: null,
+      })
       .where(
         'id',
         'in',
@@ -228,7 +249,9 @@ export async function deleteVolumes(
       await deleteAtProvider(app, row);
       await markDeleted(app, row.id);
     } catch (error) {
-      console.error(`[volumes] deleting ${row.name} at its provider failed, retried later: ${errorMessage(error)}`);
+      console.error(
+        `[volumes] deleting ${row.name} at its provider failed, retried later: ${errorMessage(error)}`,
+      );
       app.wakeUps.wake('volumes');
     }
   }
@@ -239,7 +262,11 @@ export async function deleteAtProvider(app: AppContext, volume: VolumesTable): P
   const configuration = volumeConfigurationOf(volume);
   const provisioning = volumeProvisioningDataOf(volume);
   if (configuration.volume_id !== undefined || provisioning === null) return;
-  const backend = await volumeComputeOf(app, volume.project_id, provisioning.backend ?? configuration.backend);
+  const backend = await volumeComputeOf(
+    app,
+    volume.project_id,
+    provisioning.backend ?? configuration.backend,
+  );
   if ('refusal' in backend) {
     // The backend left the project: nothing can reach the volume; it is forgotten, as in dstack.
     console.error(`[volumes] ${volume.name} is not deleted at its provider: ${backend.refusal}`);

@@ -23,7 +23,10 @@ export function volumeBinds(task: TaskConfig): VolumeBind[] {
   return task.volume_mounts.map((mount) => {
     const volume = task.volumes.find((candidate) => candidate.name === mount.name);
     if (!volume) {
-      throw new TaskStartError(VOLUME_ERROR, `volume ${mount.name} is mounted at ${mount.path} but not attached to the task`);
+      throw new TaskStartError(
+        VOLUME_ERROR,
+        `volume ${mount.name} is mounted at ${mount.path} but not attached to the task`,
+      );
     }
     if (volume.backend !== 'local') {
       throw new TaskStartError(
@@ -33,7 +36,10 @@ export function volumeBinds(task: TaskConfig): VolumeBind[] {
     }
     const directory = volume.device_name ?? '';
     if (!isAbsolute(directory) || !isDirectory(directory)) {
-      throw new TaskStartError(VOLUME_ERROR, `volume ${volume.name}: its directory ${JSON.stringify(directory)} is not on this host`);
+      throw new TaskStartError(
+        VOLUME_ERROR,
+        `volume ${volume.name}: its directory ${JSON.stringify(directory)} is not on this host`,
+      );
     }
     return { source: directory, target: mount.path };
   });

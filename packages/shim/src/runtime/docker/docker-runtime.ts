@@ -11,6 +11,7 @@ import {
   type TaskRuntime,
   TaskStartError,
 } from '../task-runtime.js';
+import { volumeBinds } from '../task-volumes.js';
 import {
   BRIDGE_RUNNER_PORT_KEY,
   buildContainerSpec,
@@ -21,7 +22,6 @@ import {
 import { DockerContainers } from './docker-containers.js';
 import { DockerEngineClient, DockerEngineError } from './docker-engine-client.js';
 import { ensureImage, imageUser } from './docker-images.js';
-import { volumeBinds } from '../task-volumes.js';
 import { defaultRuntimeCacheDirectory, onePortableRuntime } from './runner-runtime.js';
 import { waitForRunner } from './wait-for-runner.js';
 
@@ -101,7 +101,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
     events.onStatus('preparing');
     // Checked first: a volume the task cannot have fails it before anything is pulled.
     const volumes = volumeBinds(task);
-    const runtime = await prepareHost(task, taskHomeDir, portableRuntime);
+    const runtime = await prepareHost(taskHomeDir, portableRuntime);
 
     events.onStatus('pulling');
     let userOfImage: string;
@@ -211,7 +211,6 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
 }
 
 async function prepareHost(
-  task: TaskConfig,
   taskHomeDir: string,
   portableRuntime: () => Promise<PortableRuntime>,
 ): Promise<PortableRuntime> {

@@ -77,7 +77,9 @@ export function createProcessRuntime(options: ProcessRuntimeOptions = {}): TaskR
 export function mountsRefusal(task: TaskConfig): string | null {
   const paths = [
     ...task.volume_mounts.map((mount) => `volume ${mount.name} at ${mount.path}`),
-    ...task.instance_mounts.filter((mount) => !mount.optional).map((mount) => `${mount.instance_path} at ${mount.path}`),
+    ...task.instance_mounts
+      .filter((mount) => !mount.optional)
+      .map((mount) => `${mount.instance_path} at ${mount.path}`),
   ];
   if (paths.length === 0) return null;
   return (

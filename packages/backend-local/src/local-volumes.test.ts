@@ -60,8 +60,8 @@ describe('local volumes', () => {
     await expect(compute.registerVolume(volume({ volume_id: 'missing' }))).rejects.toThrow(
       /no local volume "missing"/,
     );
-    for (const escape of ['../instances', '/etc', '.hidden']) {
-      await expect(compute.registerVolume(volume({ volume_id: escape }))).rejects.toBeInstanceOf(
+    for (const outside of ['../instances', '/etc', '.hidden']) {
+      await expect(compute.registerVolume(volume({ volume_id: outside }))).rejects.toBeInstanceOf(
         BackendError,
       );
     }

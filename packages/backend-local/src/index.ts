@@ -25,6 +25,7 @@ export {
 export {
   DEFAULT_LOCAL_RUNTIME,
   defaultInstancesDir,
+  defaultVolumesDir,
   LOCAL_RUNTIMES,
   type LocalBackendConfig,
   type LocalBackendConfigWithCreds,

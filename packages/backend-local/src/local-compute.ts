@@ -5,6 +5,7 @@ import { basename, join, resolve } from 'node:path';
 import {
   type Capability,
   type ComputeWithCreateInstance,
+  type ComputeWithVolumes,
   type InstanceConfiguration,
   type InstanceOfferWithAvailability,
   type JobProvisioningData,
@@ -12,17 +13,30 @@ import {
   type Requirements,
   type RunJobParams,
   runJobWithCreateInstance,
+  type Volume,
+  type VolumeAttachmentData,
+  type VolumeProvisioningData,
 } from '@dstack/core';
 import { SHIM_BIN_PATH } from '@dstack/shim';
 import { detectHostResources, type HostResources } from './host-resources.js';
 import { LAUNCH_RECORD_FILE, type LaunchRecord, readLaunchRecord } from './launch-record.js';
 import { liveLocalInstances, placeOnHost, withCapacityLock } from './local-capacity.js';
-import { DEFAULT_LOCAL_RUNTIME, type LocalRuntime, resolveInstancesDir } from './local-config.js';
+import {
+  DEFAULT_LOCAL_RUNTIME,
+  type LocalRuntime,
+  resolveInstancesDir,
+  resolveVolumesDir,
+} from './local-config.js';
 import { getLocalOffers, LOCAL_BACKEND_TYPE, LOCAL_REGION } from './local-offers.js';
+import { LocalVolumes } from './local-volumes.js';
 import { isShimProcess, readShimState, shimLogTail, spawnDetachedShim, stopShim } from './shim-process.js';
 
-/** Every local instance is on this host: their jobs reach each other on loopback (multi-node tasks). */
-export const LOCAL_CAPABILITIES: readonly Capability[] = ['create-instance', 'multinode'];
+/**
+ * Every local instance is on this host: their jobs reach each other on loopback (multi-node tasks).
+ * No `instance-volumes`: a host path mounted into a job's container (where jobs run as root) would
+ * give every job the server host's files; volumes (directories of `volumes_dir`) are mounted instead.
+ */
+export const LOCAL_CAPABILITIES: readonly Capability[] = ['create-instance', 'multinode', 'volumes'];
 
 /** Settings of `createLocalBackend`. */
 export interface LocalBackendSettings {
@@ -33,6 +47,11 @@ export interface LocalBackendSettings {
    * Default `$DSTACK_SERVER_DIR/local-instances`, else `~/.dstack/server/local-instances`.
    */
   instancesDir?: string;
+  /**
+   * Where volumes are kept, one directory per volume.
+   * Default `$DSTACK_SERVER_DIR/data/volumes`, else `~/.dstack/server/data/volumes`.
+   */
+  volumesDir?: string;
   /** The host's resources; default detected once, on the first `getOffers`. For tests. */
   hostResources?: HostResources;
   /** The shim entry point; default `SHIM_BIN_PATH` of @dstack/shim. */
@@ -67,11 +86,12 @@ export const LOCAL_HOSTNAME = '127.0.0.1';
  * An instance takes the share of the host its offer describes (see `getLocalOffers`); a launch
  * that does not fit beside the live instances of `instancesDir` fails with `NoCapacityError`.
  */
-export class LocalCompute implements ComputeWithCreateInstance {
+export class LocalCompute implements ComputeWithCreateInstance, ComputeWithVolumes {
   readonly type = LOCAL_BACKEND_TYPE;
   readonly capabilities = LOCAL_CAPABILITIES;
   readonly runtime: LocalRuntime;
   readonly instancesDir: string;
+  readonly volumes: LocalVolumes;
   readonly #shimBinPath: string;
   readonly #terminationGraceMs: number;
   /** Launches in progress in this process, by dstack instance id: concurrent repeats share one. */
@@ -81,6 +101,7 @@ export class LocalCompute implements ComputeWithCreateInstance {
   constructor(settings: LocalBackendSettings = {}) {
     this.runtime = settings.runtime ?? DEFAULT_LOCAL_RUNTIME;
     this.instancesDir = resolveInstancesDir(settings.instancesDir);
+    this.volumes = new LocalVolumes(resolveVolumesDir(settings.volumesDir));
     this.#shimBinPath = settings.shimBinPath ?? SHIM_BIN_PATH;
     this.#terminationGraceMs = settings.terminationGraceMs ?? 10_000;
     if (settings.hostResources) this.#hostResources = Promise.resolve(settings.hostResources);
@@ -96,6 +117,36 @@ export class LocalCompute implements ComputeWithCreateInstance {
     return this.runtime === 'process'
       ? "the local backend runs jobs as processes on the server's host (runtime: process), not in images; set `runtime: docker` on the local backend in the server's config.yml"
       : null;
+  }
+
+  volumeMountRefusal(): string | null {
+    return this.runtime === 'process'
+      ? "the local backend runs jobs as processes on the server's host (runtime: process), with no container to mount volumes in; set `runtime: docker` on the local backend in the server's config.yml"
+      : null;
+  }
+
+  createVolume(volume: Volume): Promise<VolumeProvisioningData> {
+    return this.volumes.create(volume);
+  }
+
+  registerVolume(volume: Volume): Promise<VolumeProvisioningData> {
+    return this.volumes.register(volume);
+  }
+
+  deleteVolume(volume: Volume): Promise<void> {
+    return this.volumes.delete(volume);
+  }
+
+  attachVolume(volume: Volume): Promise<VolumeAttachmentData> {
+    return this.volumes.attach(volume);
+  }
+
+  /** Nothing to undo: the container that bind-mounted the directory is gone with the job. */
+  async detachVolume(): Promise<void> {}
+
+  /** A directory on one host: several jobs may mount it at once. */
+  allowsMultiAttach(): boolean {
+    return true;
   }
 
   async getOffers(requirements: Requirements): Promise<InstanceOfferWithAvailability[]> {

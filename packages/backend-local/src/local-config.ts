@@ -27,6 +27,14 @@ const models = defineBackendConfigModels({
       .describe(
         'Where instance homes are created, one directory per instance; `~/` and relative paths are expanded. Absent: `$DSTACK_SERVER_DIR/local-instances`, else `~/.dstack/server/local-instances`.',
       ),
+    /** Default `$DSTACK_SERVER_DIR/data/volumes`, else `~/.dstack/server/data/volumes`. */
+    volumes_dir: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'Where volumes are kept, one directory per volume; `~/` and relative paths are expanded. Absent: `$DSTACK_SERVER_DIR/data/volumes`, else `~/.dstack/server/data/volumes`.',
+      ),
   },
   // The host needs no credentials; one empty creds type satisfies the config-model chain.
   credsSchemas: { none: {} },
@@ -51,7 +59,7 @@ export const localConfigModels = {
   config: z.preprocess(withNoneCreds, models.config),
 } as typeof models;
 
-/** `backends: [{type: local, runtime?, instances_dir?}]` in the server's config.yml. */
+/** `backends: [{type: local, runtime?, instances_dir?, volumes_dir?}]` in the server's config.yml. */
 export type LocalBackendConfig = z.output<typeof models.backendConfig>;
 /** The config as the API receives it; `creds` is optional and empty. */
 export type LocalBackendConfigWithCreds = z.output<typeof models.backendConfigWithCreds>;
@@ -64,9 +72,23 @@ export function defaultInstancesDir(environment: NodeJS.ProcessEnv = process.env
   return join(serverDir, 'local-instances');
 }
 
+/** Where volumes go when the config names no `volumes_dir`: under the server's data directory. */
+export function defaultVolumesDir(environment: NodeJS.ProcessEnv = process.env): string {
+  const serverDir = environment.DSTACK_SERVER_DIR || join(homedir(), '.dstack', 'server');
+  return join(serverDir, 'data', 'volumes');
+}
+
+function absolutePath(path: string): string {
+  const expanded = path.startsWith('~/') ? join(homedir(), path.slice(2)) : path;
+  return isAbsolute(expanded) ? expanded : resolve(expanded);
+}
+
 /** `instances_dir` as an absolute path (relative paths are taken from the working directory). */
 export function resolveInstancesDir(instancesDir: string | undefined): string {
-  if (instancesDir === undefined) return defaultInstancesDir();
-  const expanded = instancesDir.startsWith('~/') ? join(homedir(), instancesDir.slice(2)) : instancesDir;
-  return isAbsolute(expanded) ? expanded : resolve(expanded);
+  return instancesDir === undefined ? defaultInstancesDir() : absolutePath(instancesDir);
+}
+
+/** `volumes_dir` as an absolute path (relative paths are taken from the working directory). */
+export function resolveVolumesDir(volumesDir: string | undefined): string {
+  return volumesDir === undefined ? defaultVolumesDir() : absolutePath(volumesDir);
 }

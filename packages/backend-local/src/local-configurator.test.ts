@@ -20,7 +20,7 @@ describe('the local backend plugin', () => {
     expect(loaded).toMatchObject({
       type: 'local',
       computeKind: 'vm',
-      capabilities: ['create-instance', 'multinode'],
+      capabilities: ['create-instance', 'multinode', 'volumes'],
       provisioningTimeoutSeconds: 60,
     });
     expect(VERSION).toBe(packageJson.version);

@@ -14,7 +14,7 @@ import {
 } from './local-config.js';
 
 /** Settings of the local Computes that config.yml does not set. */
-export type LocalComputeOverrides = Omit<LocalBackendSettings, 'runtime' | 'instancesDir'>;
+export type LocalComputeOverrides = Omit<LocalBackendSettings, 'runtime' | 'instancesDir' | 'volumesDir'>;
 
 /**
  * Turns `backends: [{type: local}]` into a stored record and a `LocalCompute`.
@@ -75,6 +75,7 @@ export class LocalConfigurator implements Configurator<LocalBackendConfigWithCre
       ...this.#settings,
       runtime: config.runtime,
       instancesDir: config.instances_dir,
+      volumesDir: config.volumes_dir,
     });
   }
 }

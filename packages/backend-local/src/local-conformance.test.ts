@@ -10,8 +10,12 @@ import { localBackendPlugin } from './local-plugin.js';
 testBackend({
   plugin: localBackendPlugin,
   packageName: '@dstack/backend-local',
-  capabilities: ['create-instance', 'multinode'],
-  create: ({ temporaryDirectory }) => ({ type: 'local', instances_dir: temporaryDirectory }),
+  capabilities: ['create-instance', 'multinode', 'volumes'],
+  create: ({ temporaryDirectory }) => ({
+    type: 'local',
+    instances_dir: temporaryDirectory,
+    volumes_dir: `${temporaryDirectory}/volumes`,
+  }),
   // The host needs no credentials: there is nothing to reject.
   invalidCredentials: false,
   // The shim announces its port within a second or two; polls are 100 ms apart.

@@ -24,6 +24,7 @@ import type { SecretDeleteOptions } from './commands/secret.js';
 import type { ServerOptions } from './commands/server.js';
 import type { SshProxyOptions } from './commands/ssh-proxy.js';
 import type { StopOptions } from './commands/stop.js';
+import type { VolumeDeleteOptions, VolumeListOptions } from './commands/volume.js';
 import { type CliIo, processIo, red } from './io.js';
 
 const packageJson = createRequire(import.meta.url)('../package.json') as { version: string };
@@ -139,7 +140,7 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
 
   program
     .command('apply')
-    .description('plan and submit a run (and attach to it), or apply a fleet')
+    .description('plan and submit a run (and attach to it), or apply a fleet or a volume')
     .requiredOption('-f, --file <file>', 'the configuration file (.dstack.yml)')
     .addOption(yesOption())
     .option('-d, --detach', 'submit and exit without attaching')
@@ -249,6 +250,25 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
       run(async () => (await import('./commands/fleet.js')).fleetDeleteCommand(name, options, io)),
     );
 
+  const volume = program.command('volume').description('manage volumes');
+  volume
+    .command('list')
+    .description('list volumes')
+    .option('-v, --verbose', 'add region, attachments and error')
+    .addOption(projectOption())
+    .action((options: VolumeListOptions) =>
+      run(async () => (await import('./commands/volume.js')).volumeListCommand(options, io)),
+    );
+  volume
+    .command('delete')
+    .description('delete a volume (refused while a run holds it)')
+    .argument('<name>', 'the volume name')
+    .addOption(yesOption())
+    .addOption(projectOption())
+    .action((name: string, options: VolumeDeleteOptions) =>
+      run(async () => (await import('./commands/volume.js')).volumeDeleteCommand(name, options, io)),
+    );
+
   const secret = program
     .command('secret')
     .description(
@@ -294,7 +314,7 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
 
   program
     .command('delete')
-    .description('delete the run or fleet a configuration file names')
+    .description('delete the run, fleet or volume a configuration file names')
     .requiredOption('-f, --file <file>', 'the configuration file (.dstack.yml)')
     .addOption(yesOption())
     .addOption(projectOption())

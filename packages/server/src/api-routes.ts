@@ -11,6 +11,7 @@ import { repoRoutes } from './repos/repos-routes.js';
 import { offerRoutes } from './runs/offers-routes.js';
 import { runRoutes } from './runs/runs-routes.js';
 import { secretRoutes } from './secrets/secrets-routes.js';
+import { volumeRoutes } from './volumes/volumes-routes.js';
 
 export const allRoutes: readonly RouteDefinition[] = [
   ...serverRoutes,
@@ -19,6 +20,7 @@ export const allRoutes: readonly RouteDefinition[] = [
   ...backendRoutes,
   ...runRoutes,
   ...fleetRoutes,
+  ...volumeRoutes,
   ...offerRoutes,
   ...logRoutes,
   ...secretRoutes,

@@ -34,6 +34,7 @@ import { runPipeline } from './runs/run-pipeline.js';
 import { createEncryption } from './security/encryption.js';
 import { protectSecretsAtRest } from './security/secrets-at-rest.js';
 import { loadServerSettings } from './settings.js';
+import { volumePipeline } from './volumes/volume-pipeline.js';
 
 export interface StartServerOptions extends Partial<ServerSettings> {
   /** Where settings come from; default `process.env`. */
@@ -65,6 +66,7 @@ const PIPELINE_FACTORIES: ReadonlyArray<(app: AppContext) => AnyPipelineDefiniti
   jobTerminatingPipeline,
   instancePipeline,
   fleetPipeline,
+  volumePipeline,
 ];
 
 /**

@@ -14,8 +14,9 @@ import { decisionFor, type FieldDecisions, isRefused } from './field-decisions.j
 import { FLEET_FIELD_DECISIONS } from './fleets/unsupported-fields.js';
 import { RUN_FIELD_DECISIONS } from './runs/unsupported-fields.js';
 import { createTestApp, type TestApp } from './testing/test-app.test.helpers.js';
+import { VOLUME_FIELD_DECISIONS } from './volumes/unsupported-fields.js';
 
-/** Gateways and volumes have no API yet: the whole configuration is refused. */
+/** Gateways have no API yet: the whole configuration is refused. */
 const NO_API: FieldDecisions = { '': { refused: 'no API yet', subtree: true, example: {} } };
 
 const TABLES: Record<ConfigurationType, FieldDecisions> = {
@@ -24,7 +25,7 @@ const TABLES: Record<ConfigurationType, FieldDecisions> = {
   'dev-environment': RUN_FIELD_DECISIONS,
   fleet: FLEET_FIELD_DECISIONS,
   gateway: NO_API,
-  volume: NO_API,
+  volume: VOLUME_FIELD_DECISIONS,
 };
 
 const BASES: Record<string, Record<string, unknown>> = {
@@ -105,13 +106,13 @@ describe('refused fields through the API', () => {
   it('one error lists every refused field, with its value', async () => {
     const response = await runPlan({
       ...BASES.service,
-      volumes: ['v:/data'],
+      probes: [{ type: 'http' }],
       replicas: '2..4',
       scaling: { metric: 'rps', target: 1 },
     });
     expect(response.status).toBe(400);
     const message: string = response.body.detail[0].msg;
-    expect(message).toContain('volumes: not supported yet');
+    expect(message).toContain('probes: not supported yet');
     expect(message).toContain('replicas: more than 1 replica is not supported yet (got 2..4)');
     expect(message).toContain('scaling: not supported yet');
   });
@@ -126,7 +127,13 @@ describe('refused fields through the API', () => {
     expect(fleet.body.detail[0].msg).toContain('reservation: no eligible backend supports reservations');
   });
 
-  it('gateway and volume configurations are refused', async () => {
+  it('a volume the project does not have is refused at plan, naming it', async () => {
+    const response = await runPlan({ ...BASES.task, volumes: ['missing-volume:/data'] });
+    expect(response.status).toBe(400);
+    expect(response.body.detail[0].msg).toBe('volumes: volume missing-volume not found');
+  });
+
+  it('gateway configurations are refused, and volume configurations outside volumes/create', async () => {
     for (const configuration of [
       { type: 'gateway', backend: 'aws', region: 'us-east-1' },
       { type: 'volume', backend: 'aws', region: 'us-east-1', size: 100 },

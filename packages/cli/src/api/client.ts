@@ -39,6 +39,9 @@ import {
   type StreamLogsRequestSchema,
   type User,
   UserSchema,
+  type Volume,
+  type VolumeConfiguration,
+  VolumeSchema,
 } from '@dstack/core';
 import { type Dispatcher, FormData, request } from 'undici';
 import {
@@ -242,6 +245,28 @@ export class DstackApiClient {
 
   async deleteFleets(body: DeleteFleetsRequest, options?: RequestOptions): Promise<void> {
     await this.#post(this.#projectPath('fleets/delete'), body, undefined, options);
+  }
+
+  listVolumes(options?: RequestOptions): Promise<Volume[]> {
+    return this.#post(this.#projectPath('volumes/list'), {}, VolumeSchema.array(), options);
+  }
+
+  /** The volume, or null when the project has none of that name. */
+  async getVolume(name: string, options?: RequestOptions): Promise<Volume | null> {
+    try {
+      return await this.#post(this.#projectPath('volumes/get'), { name }, VolumeSchema, options);
+    } catch (error) {
+      if (error instanceof ServerApiError && error.statusCode === 404) return null;
+      throw error;
+    }
+  }
+
+  createVolume(configuration: VolumeConfiguration, options?: RequestOptions): Promise<Volume> {
+    return this.#post(this.#projectPath('volumes/create'), { configuration }, VolumeSchema, options);
+  }
+
+  async deleteVolumes(names: readonly string[], options?: RequestOptions): Promise<void> {
+    await this.#post(this.#projectPath('volumes/delete'), { names }, undefined, options);
   }
 
   /** Records the repo (and how the runner reaches it) before a run with it is applied (`repos/init`). */

@@ -453,12 +453,4 @@ describe('dstack apply (built bin, fake server)', { timeout: CLI_TEST_TIMEOUT_MS
       plan: { spec: { configuration: { type: 'fleet', name: 'my-fleet' } } },
     });
   });
-
-  it('refuses volumes for now', async () => {
-    const file = join(harness.home, 'volume.dstack.yml');
-    writeFileSync(file, 'type: volume\nname: data\nbackend: aws\nregion: us-east-1\nsize: 100GB\n');
-    const result = await harness.run(['apply', '-f', file, '-y']);
-    expect(result.code).toBe(1);
-    expect(result.stderr).toBe('error: volume configurations are not supported yet\n');
-  });
 });

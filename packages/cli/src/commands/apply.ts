@@ -54,11 +54,19 @@ function attachesOverSsh(configuration: RunConfiguration): boolean {
 
 /**
  * `dstack apply -f FILE`: plans, confirms and submits a run (then attaches unless `-d`), or
- * applies a fleet. Returns the exit code: for an attached run, 0 when it is done.
+ * applies a fleet or a volume. Returns the exit code: for an attached run, 0 when it is done.
  */
 export async function applyCommand(options: ApplyOptions, io: CliIo): Promise<number> {
   const { configuration, text } = await readConfigurationSource(options.file);
   if (configuration.type === 'fleet') return applyFleet(configuration, options, io);
+  if (configuration.type === 'volume') {
+    const name = options.name ?? configuration.name;
+    return (await import('./volume.js')).applyVolume(
+      { ...configuration, ...(name ? { name } : {}) },
+      options,
+      io,
+    );
+  }
   if (!isRunConfiguration(configuration)) {
     throw new CommandError(`${configuration.type} configurations are not supported yet`);
   }

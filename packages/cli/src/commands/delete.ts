@@ -33,11 +33,15 @@ async function stopAndWait(client: DstackApiClient, runName: string, io: CliIo):
   }
 }
 
-/** `dstack delete -f FILE`: deletes the run or fleet the configuration names. */
+/** `dstack delete -f FILE`: deletes the run, fleet or volume the configuration names. */
 export async function deleteCommand(options: DeleteOptions, io: CliIo): Promise<number> {
   const configuration = await readConfigurationFile(options.file);
-  if (configuration.type === 'volume' || configuration.type === 'gateway') {
+  if (configuration.type === 'gateway') {
     throw new CommandError(`${configuration.type} configurations are not supported yet`);
+  }
+  if (configuration.type === 'volume') {
+    const client = await connect(options, io);
+    return (await import('./volume.js')).deleteVolumeConfiguration(client, configuration, options.yes, io);
   }
   const name = configuration.name;
   if (!name)

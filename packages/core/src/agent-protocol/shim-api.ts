@@ -21,7 +21,13 @@ export const TaskVolumeSchema = z.looseObject({
   backend: z.string(),
   name: z.string(),
   volume_id: z.string(),
+  /** Format the volume when it has no file system (a volume dstack created; never a registered one). */
   init_fs: z.boolean().default(false),
+  /**
+   * Where the volume is on the host, as its attachment said (`VolumeAttachmentData.device_name`):
+   * the device (`/dev/sdf`) for block volumes; for the local backend, the volume's directory.
+   */
+  device_name: z.string().nullish(),
 });
 export type TaskVolume = z.output<typeof TaskVolumeSchema>;
 

@@ -208,6 +208,14 @@ export interface Compute {
    * backend a run may use gives a reason, the server refuses `image` at plan time.
    */
   imageRefusal?(): string | null;
+
+  /**
+   * Optional. Why jobs on this backend cannot mount volumes (network or instance paths) at a
+   * path, or null when they can (the local backend with its process runtime has no container to
+   * mount them in). When every backend a run with `volumes` may use gives a reason, the server
+   * refuses `volumes` at plan time; otherwise such backends are left out of its placement.
+   */
+  volumeMountRefusal?(): string | null;
 }
 
 /** See `Compute.instanceStatus`. */
@@ -263,11 +271,24 @@ export interface ComputeWithPlacementGroups extends Compute {
   arePlacementGroupsCompatibleWithReservations?(backendType: BackendType): boolean;
 }
 
-/** Capability `volumes`. */
+/**
+ * Capability `volumes` (dstack's `ComputeWithVolumeSupport`). The server keeps a volume's state
+ * (`submitted` → `provisioning` → `active`, or `failed`): its pipeline calls `registerVolume` or
+ * `createVolume`, attaches a volume when a job that mounts it starts on an instance and detaches
+ * it when the job ends (however it ends), and deletes it on `volumes/delete` or after its
+ * `auto_cleanup_duration`. Errors: a `BackendError` (or any error) fails the volume with its
+ * message; `attachVolume` failing ends the job `volume_error`.
+ */
 export interface ComputeWithVolumes extends Compute {
   /** Looks up an existing volume (`configuration.volume_id`); throws when it does not exist. */
   registerVolume(volume: Volume): Promise<VolumeProvisioningData>;
-  /** Creates a volume of `configuration.size` GB in `configuration.region`. */
+  /**
+   * Creates a volume of `configuration.size` GB in `configuration.region` (and
+   * `configuration.availability_zone` when set). Idempotent on `volume.id`, dstack's id of the
+   * volume: a second call with the same id must return the volume the first call created (EBS
+   * `ClientToken`, a GCP disk named from it), since the server calls again when it never stored
+   * the first answer (it died mid-call).
+   */
   createVolume(volume: Volume): Promise<VolumeProvisioningData>;
   /** Deletes the volume; succeeds when it is already gone. */
   deleteVolume(volume: Volume): Promise<void>;
@@ -285,6 +306,13 @@ export interface ComputeWithVolumes extends Compute {
   ): Promise<void>;
   /** Whether a detach finished; the server forces a detach when it stays false. Default true when absent. */
   isVolumeDetached?(volume: Volume, provisioningData: JobProvisioningData): Promise<boolean>;
+  /**
+   * Whether the volume may be attached to several instances at once (EBS io1/io2 Multi-Attach, a
+   * directory on one host). Synchronous: no API calls. Default false when absent: the server
+   * attaches the volume to one instance at a time and ends a job that needs it while it is
+   * attached elsewhere with `volume_error`, naming the run that holds it.
+   */
+  allowsMultiAttach?(volume: Volume): boolean;
 }
 
 /** Capability `gateways`. */

@@ -11,6 +11,7 @@ import {
   MAX_CONFIGURATION_ENTRIES,
   MAX_CONFIGURATION_VALUES,
 } from '../configuration/configuration-bounds.js';
+import { mountPointSchema } from '../configuration/mount-point.js';
 import { ProviderJobSpecSchema } from '../providers/provider-job-spec.js';
 import { BackendTypeSchema } from './backend-type.js';
 import { InstanceOfferWithAvailabilitySchema } from './instances.js';
@@ -97,6 +98,11 @@ export const JobSpecSchema = z.object({
   retry: RetrySpecSchema.nullish(),
   /** Container ports the job exposes (services and `ports:`). */
   ports: z.array(z.number().int().positive()).default([]),
+  /**
+   * The configuration's `volumes` for this job: network volume names with `${{ dstack.node_rank }}`
+   * and `${{ dstack.job_num }}` replaced by the job's number, and instance (host path) mounts.
+   */
+  volumes: z.array(mountPointSchema).nullish(),
 });
 export type JobSpec = z.output<typeof JobSpecSchema>;
 

@@ -73,5 +73,24 @@ export const VolumeSchema = z.object({
   attachments: z.array(VolumeAttachmentSchema).nullish(),
   /** Deprecated in dstack in favour of `attachments`. */
   attachment_data: VolumeAttachmentDataSchema.nullish(),
+  deleted_at: z.string().nullish(),
+  /** USD spent on the volume so far (its monthly price over 30-day months, as dstack). */
+  cost: z.number().default(0),
 });
 export type Volume = z.output<typeof VolumeSchema>;
+
+/** `/api/project/{p}/volumes/get`. */
+export const GetVolumeRequestSchema = z.object({ name: z.string() });
+/** `/api/project/{p}/volumes/create`: the configuration is validated by the server (`volumeConfigurationSchema`). */
+export const CreateVolumeRequestSchema = z.object({ configuration: z.looseObject({ type: z.string() }) });
+/** `/api/project/{p}/volumes/delete`. */
+export const DeleteVolumesRequestSchema = z.object({ names: z.array(z.string()).min(1) });
+/** `/api/volumes/list`: every project the user may see, newest first, paged by `prev_created_at` and `prev_id`. */
+export const ListVolumesRequestSchema = z.object({
+  project_name: z.string().nullish(),
+  only_active: z.boolean().default(false),
+  prev_created_at: z.string().nullish(),
+  prev_id: z.string().nullish(),
+  limit: z.number().int().min(0).max(100).default(100),
+  ascending: z.boolean().default(false),
+});

@@ -17,6 +17,8 @@ export interface OfferFilters {
   backends?: readonly string[] | null;
   regions?: readonly string[] | null;
   instanceTypes?: readonly string[] | null;
+  /** Zones an offer must have one of (its `availability_zones` are narrowed to them); an offer that names none passes. */
+  availabilityZones?: readonly string[] | null;
 }
 
 export interface BackendOffer {
@@ -97,7 +99,24 @@ function sortByPrice(lists: BackendOffer[][]): BackendOffer[] {
 function passesFilters(offer: InstanceOfferWithAvailability, filters: OfferFilters): boolean {
   if (filters.regions?.length && !filters.regions.includes(offer.region)) return false;
   if (filters.instanceTypes?.length && !filters.instanceTypes.includes(offer.instance.name)) return false;
+  const zones = filters.availabilityZones;
+  if (
+    zones?.length &&
+    offer.availability_zones &&
+    !offer.availability_zones.some((zone) => zones.includes(zone))
+  )
+    return false;
   return true;
+}
+
+/** The offer with only the zones the filters allow, so that a launch tries no other. */
+function inFilteredZones(
+  offer: InstanceOfferWithAvailability,
+  filters: OfferFilters,
+): InstanceOfferWithAvailability {
+  const zones = filters.availabilityZones;
+  if (!zones?.length || !offer.availability_zones) return offer;
+  return { ...offer, availability_zones: offer.availability_zones.filter((zone) => zones.includes(zone)) };
 }
 
 export async function getOffers(
@@ -111,7 +130,9 @@ export async function getOffers(
     eligibleBackends(backends, filters, requirements).map(async (backend) => {
       try {
         const offers = await backendOffers(backend, requirements, options.deadlineMs);
-        return offers.filter((offer) => passesFilters(offer, filters)).map((offer) => ({ backend, offer }));
+        return offers
+          .filter((offer) => passesFilters(offer, filters))
+          .map((offer) => ({ backend, offer: inFilteredZones(offer, filters) }));
       } catch (error) {
         failures.push({
           backend: backend.type,

@@ -29,6 +29,12 @@ import {
   RequirementsSchema,
   RunSpecSchema,
   runConfigurationSchema,
+  type VolumeAttachmentData,
+  VolumeAttachmentDataSchema,
+  type VolumeConfiguration,
+  type VolumeProvisioningData,
+  VolumeProvisioningDataSchema,
+  volumeConfigurationSchema,
 } from '@dstack/core';
 import { z } from 'zod';
 import type { Database } from './schema.js';
@@ -157,6 +163,21 @@ export const placementGroupProvisioningDataColumn = new JsonColumn(
   'provisioning_data',
   PlacementGroupProvisioningDataSchema,
 );
+export const volumeConfigurationColumn = new JsonColumn(
+  'volumes',
+  'configuration',
+  volumeConfigurationSchema,
+);
+export const volumeProvisioningDataColumn = new JsonColumn(
+  'volumes',
+  'volume_provisioning_data',
+  VolumeProvisioningDataSchema,
+);
+export const volumeAttachmentDataColumn = new JsonColumn(
+  'volume_attachments',
+  'attachment_data',
+  VolumeAttachmentDataSchema,
+);
 
 /** The row's id (named in errors) and the column a reader decodes. */
 type RowOf<Table extends keyof Database, Column extends keyof Database[Table]> = { id: string } & Pick<
@@ -206,4 +227,26 @@ export function placementGroupProvisioningDataOf(
   group: RowOf<'placement_groups', 'provisioning_data'>,
 ): PlacementGroupProvisioningData | null {
   return placementGroupProvisioningDataColumn.decodeNullable(group.provisioning_data, group.id);
+}
+
+export function volumeConfigurationOf(volume: RowOf<'volumes', 'configuration'>): VolumeConfiguration {
+  return volumeConfigurationColumn.decode(volume.configuration, volume.id);
+}
+
+export function volumeProvisioningDataOf(
+  volume: RowOf<'volumes', 'volume_provisioning_data'>,
+): VolumeProvisioningData | null {
+  return volumeProvisioningDataColumn.decodeNullable(volume.volume_provisioning_data, volume.id);
+}
+
+/** An attachment's data; the row is named by its volume and instance. */
+export function volumeAttachmentDataOf(attachment: {
+  volume_id: string;
+  instance_id: string;
+  attachment_data: string | null;
+}): VolumeAttachmentData | null {
+  return volumeAttachmentDataColumn.decodeNullable(
+    attachment.attachment_data,
+    `${attachment.volume_id}@${attachment.instance_id}`,
+  );
 }

@@ -28,6 +28,8 @@ describeEachDialect(
           'runs',
           'jobs',
           'job_logs',
+          'volumes',
+          'volume_attachments',
         ]),
       );
     });

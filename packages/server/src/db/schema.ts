@@ -13,6 +13,7 @@ import type {
   JobTerminationReason,
   RunStatus,
   RunTerminationReason,
+  VolumeStatus,
 } from '@dstack/core';
 import type { Generated } from 'kysely';
 
@@ -276,6 +277,42 @@ export interface PlacementGroupsTable {
   created_at: number;
 }
 
+/** A network volume (dstack's `volumes`): created (`size`) or registered (`volume_id`) by its pipeline. */
+export interface VolumesTable extends LockColumns {
+  id: string;
+  project_id: string;
+  user_id: string;
+  /** Unique per project among the volumes not deleted. */
+  name: string;
+  status: VolumeStatus;
+  status_message: string | null;
+  /** The validated `type: volume` configuration, JSON (`volumeConfigurationColumn`). */
+  configuration: string;
+  /** VolumeProvisioningData JSON once created or registered (`volumeProvisioningDataColumn`). */
+  volume_provisioning_data: string | null;
+  created_at: number;
+  last_processed_at: number;
+  /** When a job last attached or detached it (ms): `auto_cleanup_duration` counts from there. */
+  last_job_processed_at: number | null;
+  /** Deletion asked for (`volumes/delete`, auto cleanup): hidden, never attached, deleted at the provider by its pipeline. */
+  to_be_deleted: number;
+  deleted: number;
+  deleted_at: number | null;
+}
+
+/** A volume attached to an instance for a job (dstack's `volumes_attachments`, with the job that needs it). */
+export interface VolumeAttachmentsTable {
+  volume_id: string;
+  instance_id: string;
+  /** The job the volume was attached for; null when that job is gone. */
+  job_id: string | null;
+  /** VolumeAttachmentData JSON (`volumeAttachmentDataColumn`). */
+  attachment_data: string | null;
+  created_at: number;
+  /** When the first detach was asked (ms): a detach that does not finish is forced after a while. */
+  detach_requested_at: number | null;
+}
+
 export interface Database {
   users: UsersTable;
   projects: ProjectsTable;
@@ -292,4 +329,6 @@ export interface Database {
   codes: CodesTable;
   file_archives: FileArchivesTable;
   placement_groups: PlacementGroupsTable;
+  volumes: VolumesTable;
+  volume_attachments: VolumeAttachmentsTable;
 }

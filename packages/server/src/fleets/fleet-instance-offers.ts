@@ -6,7 +6,7 @@
 import type { InstanceOfferWithAvailability, Requirements, RunConfiguration } from '@dstack/core';
 import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
-import { instanceOfferOf } from '../db/json-columns.js';
+import { instanceOfferOf, instanceProvisioningDataOf } from '../db/json-columns.js';
 import type { InstancesTable } from '../db/schema.js';
 import { isClusterFleet } from './cluster-fleets.js';
 import { activeFleets } from './fleets.js';
@@ -14,9 +14,10 @@ import { smallestFittingShare } from './instance-blocks.js';
 
 /**
  * The fields of a run configuration that narrow which fleet instances it may use: `fleets` (by
- * name; default every active fleet of the project), `backends` and `regions`.
+ * name; default every active fleet of the project), `backends`, `regions` and `availability_zones`
+ * (the zones of a job's volumes).
  */
-export type FleetPlacement = Pick<RunConfiguration, 'fleets' | 'backends' | 'regions'>;
+export type FleetPlacement = Pick<RunConfiguration, 'fleets' | 'backends' | 'regions' | 'availability_zones'>;
 
 /** A fleet instance and the share of it a job would run on. */
 export interface FittingInstance {
@@ -49,6 +50,12 @@ export async function fittingFleetInstances(
     if (placement.backends?.length && !placement.backends.some((backend) => backend === instance.backend))
       return [];
     if (placement.regions?.length && !placement.regions.includes(instance.region ?? '')) return [];
+    // Zones come from a job's volumes (run-volumes.ts): the instance must be in one of them.
+    const zones = placement.availability_zones;
+    if (zones?.length) {
+      const zone = instanceProvisioningDataOf(instance)?.availability_zone;
+      if (zone && !zones.includes(zone)) return [];
+    }
     const offer = instanceOfferOf(instance);
     if (!offer) return [];
     const freeBlocks = instance.total_blocks - instance.busy_blocks;

@@ -39,6 +39,7 @@ import {
   type Requirements,
   type RunJobParams,
   requireCapability,
+  type Volume,
 } from '@dstack/core';
 import { type Kysely, sql } from 'kysely';
 import { projectOf } from '../accounts/projects.js';
@@ -430,7 +431,14 @@ export async function abandonPendingInstance(
  */
 export async function runJobParamsOf(
   app: AppContext,
-  target: { run: RunsTable; job: JobsTable; project: ProjectsTable; instanceId: string },
+  target: {
+    run: RunsTable;
+    job: JobsTable;
+    project: ProjectsTable;
+    instanceId: string;
+    /** The job's network volumes: a VM backend launches in the first one's zone. Default none. */
+    volumes?: readonly Volume[];
+  },
 ): Promise<(offer: InstanceOfferWithAvailability) => RunJobParams> {
   const { run, job, project } = target;
   const spec = runSpecOf(run);
@@ -464,7 +472,7 @@ export async function runJobParamsOf(
     offer,
     projectSshPublicKey: project.ssh_public_key,
     projectSshPrivateKey: app.encryption.decrypt(project.ssh_private_key),
-    volumes: [],
+    volumes: target.volumes ?? [],
     placementGroup: null,
     requirements: jobSpec.requirements,
   });

@@ -395,6 +395,8 @@ async function processTerminating(
     }
   }
   await lock.release({ status: 'terminated', deleted: 1, finished_at: now });
+  // A terminated instance holds no volume: the provider detached them with it.
+  await app.db.deleteFrom('volume_attachments').where('instance_id', '=', instance.id).execute();
   app.wakeUps.wake('fleets');
   await markInstanceJobsDue(app, instance.id);
 }

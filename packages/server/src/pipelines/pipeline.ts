@@ -22,7 +22,7 @@ import { asBackgroundWork } from '../db/background-work.js';
 import type { Database } from '../db/schema.js';
 import type { PipelineName, WakeUps } from './wake-ups.js';
 
-export type PipelineTable = 'runs' | 'jobs' | 'instances' | 'fleets';
+export type PipelineTable = 'runs' | 'jobs' | 'instances' | 'fleets' | 'volumes';
 
 /** A row of a pipeline's table, as its pipeline claims it. */
 export type PipelineRow<Table extends PipelineTable> = Database[Table];
@@ -49,6 +49,11 @@ export interface PipelineDefinition<Table extends PipelineTable> {
    * Default 5 minutes; keep it above the deadlines of the calls one pass makes.
    */
   processTimeoutMs?: number;
+  /**
+   * Claim only rows with `deleted = 0`: for a table whose rows have no final status to leave
+   * the pipeline's statuses by (volumes keep theirs once deleted). Default false.
+   */
+  undeletedOnly?: boolean;
   process(row: PipelineRow<Table>, lock: RowLock<Table>): Promise<void>;
 }
 
@@ -258,6 +263,7 @@ export class Pipeline<Table extends PipelineTable> {
       .where('last_processed_at', '<=', now - minIntervalMs)
       .orderBy('last_processed_at')
       .limit(limit);
+    if (this.#definition.undeletedOnly) due = due.where(sql<boolean>`deleted = 0`);
     if (dialect === 'postgres') due = due.forUpdate().skipLocked();
     const rows = await db
       .updateTable(table)
@@ -272,7 +278,7 @@ export class Pipeline<Table extends PipelineTable> {
       .returningAll()
       .execute();
     // The rows of this pipeline's table (`table` is `this.#definition.table`).
-    return rows as PipelineRow<Table>[];
+    return rows as unknown as PipelineRow<Table>[];
   }
 
   async #release(id: string, token: string, values: Record<string, unknown> = {}): Promise<boolean> {

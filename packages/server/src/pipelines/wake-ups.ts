@@ -9,7 +9,8 @@ export type PipelineName =
   | 'jobs-running'
   | 'jobs-terminating'
   | 'instances'
-  | 'fleets';
+  | 'fleets'
+  | 'volumes';
 
 export class WakeUps {
   readonly #listeners = new Map<PipelineName, Set<() => void>>();

@@ -45,6 +45,7 @@ import {
   SecretReferenceError,
 } from '../secrets/secret-references.js';
 import { projectSecretValues } from '../secrets/secrets.js';
+import { attachJobVolumes, JobVolumeError, type TaskMounts } from '../volumes/job-volumes.js';
 import {
   type ClusterNode,
   clusterInfoOf,
@@ -229,11 +230,34 @@ function jobShim(context: JobContext): Promise<ShimClient> {
   return shimClientFor(app, project, provisioningData, instance.id, lock.signal);
 }
 
+/**
+ * The job's volumes attached to its instance, and what the task mounts; null when they cannot be
+ * had: the job then ends `volume_error` (its end detaches what was attached).
+ */
+async function taskMounts(context: JobContext, jobSpec: JobSpec): Promise<TaskMounts | null> {
+  const { app, job, instance, provisioningData } = context;
+  try {
+    return await attachJobVolumes(app, {
+      projectId: job.project_id,
+      jobId: job.id,
+      jobSpec,
+      instance,
+      provisioningData,
+    });
+  } catch (error) {
+    if (!(error instanceof JobVolumeError)) throw error;
+    await terminate(context, 'volume_error', error.message);
+    return null;
+  }
+}
+
 /** provisioning → pulling: the shim accepted the task. */
 async function submitTask(context: JobContext): Promise<void> {
   const { job, provisioningData } = context;
   const jobSpec = await agentJobSpec(context);
   if (!jobSpec) return;
+  const mounts = await taskMounts(context, jobSpec);
+  if (!mounts) return;
   try {
     const shim = await jobShim(context);
     const task: TaskConfigInput = {
@@ -250,15 +274,22 @@ async function submitTask(context: JobContext): Promise<void> {
       // `resources.shm_size` is in GB; the shim takes bytes (0: the runtime's default).
       shm_size: Math.round((jobSpec.requirements.resources.shm_size ?? 0) * 1024 ** 3),
       env: jobSpec.env,
+      volumes: mounts.volumes,
+      volume_mounts: mounts.volume_mounts,
+      instance_mounts: mounts.instance_mounts,
     };
     await shim.submitTask(task).catch(doneBefore);
   } catch (error) {
     await retrySoonOrTimeOut(context, errorMessage(error));
     return;
   }
+  const placed = runtimeDataOf(job);
   await context.lock.release({
     status: 'pulling',
     job_provisioning_data: jobProvisioningDataColumn.encode(provisioningData),
+    ...(placed && mounts.volumeNames.length > 0
+      ? { job_runtime_data: jobRuntimeDataColumn.encode({ ...placed, volume_names: mounts.volumeNames }) }
+      : {}),
     last_processed_at: dueIn(STARTING_POLL_MS, MIN_INTERVAL_MS),
   });
   // The run is `provisioning` for a pulling job as for a provisioning one: nothing for it to follow.

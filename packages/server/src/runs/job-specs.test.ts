@@ -23,6 +23,48 @@ function errorOf(call: () => unknown): ConfigurationError {
 }
 
 describe('buildJobSpecs', () => {
+  it('gives each job its volumes, with dstack.node_rank and dstack.job_num in names interpolated', () => {
+    const jobs = buildJobSpecs(
+      'train',
+      runSpecOf({
+        type: 'task',
+        commands: ['true'],
+        nodes: 2,
+        volumes: [
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: dstack's variable, interpolated by the server.
+          'ckpt-${{ dstack.node_rank }}:/ckpt',
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: dstack's variable, interpolated by the server.
+          { name: ['cache-${{dstack.job_num}}', 'cache-spare'], path: '/cache' },
+          '/mnt/data:/data',
+        ],
+      }),
+    );
+    expect(jobs.map((job) => job.volumes)).toEqual([
+      [
+        { name: 'ckpt-0', path: '/ckpt' },
+        { name: ['cache-0', 'cache-spare'], path: '/cache' },
+        { instance_path: '/mnt/data', path: '/data', optional: false },
+      ],
+      [
+        { name: 'ckpt-1', path: '/ckpt' },
+        { name: ['cache-1', 'cache-spare'], path: '/cache' },
+        { instance_path: '/mnt/data', path: '/data', optional: false },
+      ],
+    ]);
+    expect(buildJobSpecs('plain', runSpecOf({ type: 'task', commands: ['true'] }))[0]).not.toHaveProperty(
+      'volumes',
+    );
+    const unknown = errorOf(() =>
+      buildJobSpecs(
+        'bad',
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: dstack's variable, interpolated by the server.
+        runSpecOf({ type: 'task', commands: ['true'], volumes: ['v-${{ run.name }}:/v'] }),
+      ),
+    );
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: dstack's variable, interpolated by the server.
+    expect(unknown.message).toContain('volumes[0].name: unknown variable ${{ run.name }}');
+  });
+
   it('makes one job per node of a task', () => {
     const jobs = buildJobSpecs(
       'train',

@@ -14,6 +14,7 @@ import {
 } from '@dstack/core';
 import { type DefaultImageOptions, defaultJobImage } from '@dstack/core/agent-protocol';
 import type { StoredRunSpec } from '../db/json-columns.js';
+import { JobVolumeError, jobMountPoints } from '../volumes/job-volumes.js';
 
 /** dstack's base image; only container runtimes use it (the process runtime runs on the host). */
 
@@ -156,7 +157,21 @@ export function buildJobSpecs(
     retry: retryOf(configuration),
     ports: containerPorts(configuration),
     ...code,
+    ...volumesOf(configuration, jobNum),
   }));
+}
+
+/** The job's `volumes`, names interpolated for its number; absent for a run without volumes. */
+function volumesOf(configuration: RunConfiguration, jobNum: number): Partial<JobSpec> {
+  if (configuration.volumes.length === 0) return {};
+  try {
+    return { volumes: jobMountPoints(configuration.volumes, jobNum) };
+  } catch (error) {
+    if (error instanceof JobVolumeError) {
+      throw new ConfigurationError(error.message, { path: ['run_spec', 'configuration', 'volumes'] });
+    }
+    throw error;
+  }
 }
 
 /**

@@ -19,6 +19,7 @@ import {
   type JobTerminationReason,
   type PlacementGroup,
   type RunConfiguration,
+  type Volume,
 } from '@dstack/core';
 import { sql, type Transaction } from 'kysely';
 import { projectOf } from '../accounts/projects.js';
@@ -32,7 +33,6 @@ import {
   jobRuntimeDataColumn,
   jobSpecOf,
   runSpecOf,
-  type StoredRunSpec,
 } from '../db/json-columns.js';
 import type { Database, FleetsTable, InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
 import {
@@ -67,8 +67,10 @@ import {
 } from '../fleets/placement-groups.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
+import { JobVolumeError, volumesHeldElsewhere } from '../volumes/job-volumes.js';
 import { type ClusterJobPlacement, clusterJobPlacement, markClusterWorkersDue } from './cluster-jobs.js';
 import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
+import { type JobVolumePlacement, jobVolumePlacement, launchVolumesOf } from './run-volumes.js';
 import { offerFiltersOf } from './runs.js';
 
 const MIN_INTERVAL_MS = 1_000;
@@ -202,10 +204,10 @@ function byAvailability(entries: readonly BackendOffer[]): CapacityOffers {
 async function fleetOffersForJob(
   fleet: FleetsTable,
   backends: readonly ProjectBackend[],
-  spec: StoredRunSpec,
+  configuration: RunConfiguration,
   jobSpec: JobSpec,
 ): Promise<CapacityOffers> {
-  const runFilters = offerFiltersOf(spec.configuration);
+  const runFilters = offerFiltersOf(configuration);
   const fleetConfiguration = fleetConfigurationOf(fleet);
   const fleetBackends = fleetConfiguration.backends;
   const allowed = backends.filter(
@@ -232,7 +234,7 @@ async function offersForNewCapacity(
   fleets: readonly FleetsTable[],
   backends: readonly ProjectBackend[],
   run: RunsTable,
-  spec: StoredRunSpec,
+  configuration: RunConfiguration,
   jobSpec: JobSpec,
   cluster: ClusterJobPlacement,
 ): Promise<{ fleet: FleetsTable | null; offers: BackendOffer[]; busy: BackendOffer[] }> {
@@ -253,7 +255,7 @@ async function offersForNewCapacity(
         .executeTakeFirst();
       if (Number(count?.count ?? 0) >= max) continue;
     }
-    const all = await fleetOffersForJob(fleet, backends, spec, jobSpec);
+    const all = await fleetOffersForJob(fleet, backends, configuration, jobSpec);
     const found = location
       ? {
           available: offersAtClusterLocation(all.available, location),
@@ -264,7 +266,7 @@ async function offersForNewCapacity(
     busy.push(...found.busy);
   }
   if (fleets.length === 0 && cluster.kind !== 'worker') {
-    const { offers } = await getOffers(backends, jobSpec.requirements, offerFiltersOf(spec.configuration), {
+    const { offers } = await getOffers(backends, jobSpec.requirements, offerFiltersOf(configuration), {
       deadlineMs: app.settings.offersDeadlineMs,
     });
     const found = byAvailability(offers);
@@ -280,11 +282,11 @@ async function offersForNewCapacity(
 async function provision(
   context: JobPassContext,
   fleets: readonly FleetsTable[],
-  configuration: RunConfiguration,
+  volumePlacement: JobVolumePlacement,
   cluster: ClusterJobPlacement,
 ): Promise<void> {
   const { app, job, lock, run, project } = context;
-  const spec = runSpecOf(run);
+  const { configuration } = volumePlacement;
   const jobSpec = jobSpecOf(job);
   const backends = await app.backends.getProjectBackends(project.id);
   const { fleet, offers, busy } = await offersForNewCapacity(
@@ -292,7 +294,7 @@ async function provision(
     fleets,
     backends,
     run,
-    spec,
+    configuration,
     jobSpec,
     cluster,
   );
@@ -302,11 +304,7 @@ async function provision(
     return;
   }
   if (!fleet || offers.length === 0) {
-    const exclusions = await explainNoOffers(
-      backends,
-      jobSpec.requirements,
-      offerFiltersOf(spec.configuration),
-    );
+    const exclusions = await explainNoOffers(backends, jobSpec.requirements, offerFiltersOf(configuration));
     const details = exclusions.map((entry) =>
       entry.excluded > 0 ? `${entry.requirement} excluded ${entry.excluded} offer(s)` : entry.requirement,
     );
@@ -353,7 +351,7 @@ async function provision(
       .execute();
     return;
   }
-  await launchJobInstance(context, instance, offers, fleet);
+  await launchJobInstance(context, instance, offers, fleet, volumePlacement);
 }
 
 /**
@@ -365,9 +363,11 @@ async function launchJobInstance(
   instance: InstancesTable,
   offers: readonly BackendOffer[],
   fleet: FleetsTable | null,
+  volumePlacement: JobVolumePlacement,
 ): Promise<void> {
   const { app, job, lock, run, project } = context;
-  const paramsFor = await runJobParamsOf(app, { run, job, project, instanceId: instance.id });
+  const volumes: Volume[] = await launchVolumesOf(app, volumePlacement.resolved);
+  const paramsFor = await runJobParamsOf(app, { run, job, project, instanceId: instance.id, volumes });
   const { requirements } = jobSpecOf(job);
   // In a cluster fleet the first instance makes its placement group, the others launch into it.
   const placement = fleet ? await clusterPlacementOf(app, project, fleet, instance) : null;
@@ -594,8 +594,12 @@ async function removeFailedPlaceholder(app: AppContext, placeholderId: string): 
  * launch started, if any; an instance whose launch was stored is assigned. Returns false when
  * the recorded instance is gone, and the job needs new capacity.
  */
-async function resumeRecordedLaunch(context: JobPassContext, instanceId: string): Promise<boolean> {
-  const { app, job, lock, run, project } = context;
+async function resumeRecordedLaunch(
+  context: JobPassContext,
+  instanceId: string,
+  volumePlacement: JobVolumePlacement,
+): Promise<boolean> {
+  const { app, job, lock, project } = context;
   const instance = await app.db
     .selectFrom('instances')
     .selectAll()
@@ -610,16 +614,18 @@ async function resumeRecordedLaunch(context: JobPassContext, instanceId: string)
       .selectAll()
       .where('id', '=', instance.fleet_id)
       .executeTakeFirst();
-    const spec = runSpecOf(run);
     const backends = await app.backends.getProjectBackends(project.id);
     // Busy offers too: the recorded one may be held by this very launch's instance (the local
     // host), and a launch repeated with its id returns that instance.
-    const found = fleet ? await fleetOffersForJob(fleet, backends, spec, jobSpecOf(job)) : null;
+    const found = fleet
+      ? await fleetOffersForJob(fleet, backends, volumePlacement.configuration, jobSpecOf(job))
+      : null;
     await launchJobInstance(
       context,
       instance,
       found ? [...found.available, ...found.busy] : [],
       fleet ?? null,
+      volumePlacement,
     );
     return true;
   }
@@ -653,10 +659,13 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<'jobs'
       if (run.status === 'terminating' || run.status === 'pending') return;
       const project = await projectOf(app, job.project_id);
       const context: JobPassContext = { app, job, lock, run, project };
+      const volumePlacement = await volumePlacementOrFail(context);
+      if (!volumePlacement) return;
       if (job.instance_id !== null && job.instance_assigned === 0) {
-        if (await resumeRecordedLaunch(context, job.instance_id)) return;
+        if (await resumeRecordedLaunch(context, job.instance_id, volumePlacement)) return;
       }
-      const { configuration } = runSpecOf(run);
+      // The run's configuration, narrowed to where the job's volumes are.
+      const { configuration } = volumePlacement;
       const jobSpec = jobSpecOf(job);
       const cluster = await clusterJobPlacement(app, job, jobSpec);
       if (cluster.kind === 'wait') {
@@ -686,7 +695,28 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<'jobs'
         );
         return;
       }
-      await provision(context, fleets, configuration, cluster);
+      await provision(context, fleets, volumePlacement, cluster);
     },
   };
+}
+
+/**
+ * Where the job may run given its volumes (`run-volumes.ts`); null when it cannot have them (gone,
+ * not active, attached to another instance, mountable nowhere): the job then ends `volume_error`
+ * before any capacity is bought for it, as dstack's does.
+ */
+async function volumePlacementOrFail(context: JobPassContext): Promise<JobVolumePlacement | null> {
+  const { app, job, run, project } = context;
+  const backends = await app.backends.getProjectBackends(project.id);
+  try {
+    const configuration = runSpecOf(run).configuration;
+    const placement = await jobVolumePlacement(app, project.id, configuration, jobSpecOf(job), backends);
+    const held = await volumesHeldElsewhere(app, placement.resolved, backends);
+    if (held) throw new JobVolumeError(held);
+    return placement;
+  } catch (error) {
+    if (!(error instanceof JobVolumeError)) throw error;
+    await failJob(context, 'volume_error', error.message);
+    return null;
+  }
 }

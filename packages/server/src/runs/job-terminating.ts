@@ -1,7 +1,7 @@
 /**
  * Jobs in `terminating`: stop the job gracefully (the runner sends SIGTERM and
  * kills after `stop_duration`), collect the last logs, remove the shim task,
- * free the job's instance blocks, and set the final status from the termination reason.
+ * detach the job's volumes, free the job's instance blocks, and set the final status from the termination reason.
  * A job stopped while its launch is stranded (instance recorded, still `pending`)
  * gives that instance up, so the machine the launch may have started is ended.
  */
@@ -17,6 +17,7 @@ import { abandonPendingInstance } from '../fleets/instance-launch.js';
 import { instanceRowOf } from '../fleets/instance-rows.js';
 import type { PipelineDefinition, RowLock, RowUpdate } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
+import { detachJobVolumes } from '../volumes/job-volumes.js';
 import { markRunDue } from './job-pass.js';
 import { pullRunner, runnerPortOf, runnerWasStarted } from './job-running.js';
 import { markLongestWaitingJobDue } from './job-submitted.js';
@@ -24,6 +25,8 @@ import { markLongestWaitingJobDue } from './job-submitted.js';
 const MIN_INTERVAL_MS = 500;
 /** How often to look again while the runner stops the job. */
 const STOPPING_POLL_MS = 200;
+/** How often to look again while the job's volumes detach. */
+const DETACHING_POLL_MS = 2_000;
 /** Stop waiting for an agent that does not answer after this long. */
 const UNREACHABLE_GRACE_MS = 30_000;
 
@@ -174,6 +177,8 @@ export function jobTerminatingPipeline(app: AppContext): PipelineDefinition<'job
     async process(job, lock) {
       const instance = await instanceRowOf(app, job.instance_id);
       if (!instance) {
+        // Attachments of a job without an instance row are forgotten (nothing is left to detach from).
+        await detachJobVolumes(app, job.id, job.project_id);
         await finish(app, job, lock, {});
         return;
       }
@@ -195,6 +200,11 @@ export function jobTerminatingPipeline(app: AppContext): PipelineDefinition<'job
         return;
       }
       await removeShimTask(app, job, project, instance);
+      // However the job ended, its volumes are detached before its instance is freed (dstack too).
+      if (!(await detachJobVolumes(app, job.id, job.project_id))) {
+        await lock.release({ ...values, last_processed_at: dueIn(DETACHING_POLL_MS, MIN_INTERVAL_MS) });
+        return;
+      }
       await freeInstanceBlocks(app, instance, job);
       await endContainerInstance(app, instance);
       await finish(app, job, lock, values);

@@ -31,6 +31,7 @@ import { projectSecretNames } from '../secrets/secrets.js';
 import { buildJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
+import { planJobVolumes } from './run-volumes.js';
 import { refuseUnsupportedRunFields } from './unsupported-fields.js';
 
 export const ACTIVE_RUN_STATUSES: readonly RunStatus[] = [
@@ -81,6 +82,8 @@ export function offerFiltersOf(configuration: RunConfiguration): OfferFilters {
     backends: configuration.backends,
     regions: configuration.regions,
     instanceTypes: configuration.instance_types,
+    // Set only by a job's volumes (run-volumes.ts): the field itself is refused (unsupported-fields.ts).
+    availabilityZones: configuration.availability_zones,
   };
 }
 
@@ -96,14 +99,16 @@ export async function getRunPlan(
   refuseUnsupportedRunFields(runSpec.configuration, backends, {
     sshClusterFleet: await hasSshClusterFleet(app, project.id),
   });
-  const filters = offerFiltersOf(runSpec.configuration);
   const jobSpecs = buildJobSpecs(runSpec.run_name ?? 'plan', runSpec, 0, baseImageOf(app));
   checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
-  const placement = runSpec.configuration;
+  // Each job runs only where its volumes are: that narrows its offers.
+  const volumePlacements = await planJobVolumes(app, project.id, runSpec.configuration, jobSpecs, backends);
   // With `creation_policy: reuse` the run only takes fleet instances, so backends offer nothing.
-  const mayCreate = placement.creation_policy !== 'reuse';
+  const mayCreate = runSpec.configuration.creation_policy !== 'reuse';
   const jobPlans: JobPlan[] = await Promise.all(
-    jobSpecs.map(async (jobSpec) => {
+    jobSpecs.map(async (jobSpec, index) => {
+      const placement = volumePlacements[index]?.configuration ?? runSpec.configuration;
+      const filters = offerFiltersOf(placement);
       // Fleet instances first, as dstack lists them: the run takes one of them before launching.
       const instanceOffers = await fleetInstanceOffers(app, project.id, placement, jobSpec.requirements);
       const deadline = { deadlineMs: app.settings.offersDeadlineMs };
@@ -179,6 +184,13 @@ export async function applyRun(
   const jobSpecs = buildJobSpecs(runName, runSpec, 0, baseImageOf(app));
   // Before anything is stored: a run naming a secret the project lacks is refused (400).
   checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
+  await planJobVolumes(
+    app,
+    project.id,
+    runSpec.configuration,
+    jobSpecs,
+    await app.backends.getProjectBackends(project.id),
+  );
   // The code the runner will get must be here now: the client uploads it before applying.
   await checkRunCode(app, project.id, runSpec);
   await checkRunFileArchives(app, user.id, runSpec.file_archives ?? []);

@@ -103,7 +103,11 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
       value === undefined || value === 0 ? null : `not supported yet (got ${String(value)})`,
     example: { priority: 50 },
   },
-  volumes: { refused: 'no volumes yet', subtree: true, example: { volumes: ['my-volume:/data'] } },
+  volumes: {
+    honoured:
+      "network volumes are attached to the job's instance and mounted at their paths, instance paths bind-mounted (volumes/job-volumes.ts, job-running.ts); the job is placed where its volumes are; refused at plan time when a volume is missing, not active or mountable by no eligible backend (runs/run-volumes.ts)",
+    subtree: true,
+  },
   repos: {
     honoured:
       'the CLI packs the repo (a diff against the remote commit, or an archive) and uploads it; the runner checks it out at path before the commands (repos/, job-running.ts)',

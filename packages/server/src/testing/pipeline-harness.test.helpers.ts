@@ -35,6 +35,7 @@ import { jobSubmittedPipeline } from '../runs/job-submitted.js';
 import { jobTerminatingPipeline } from '../runs/job-terminating.js';
 import { runPipeline } from '../runs/run-pipeline.js';
 import { applyRun } from '../runs/runs.js';
+import { volumePipeline } from '../volumes/volume-pipeline.js';
 import { createTestApp, type TestApp } from './test-app.test.helpers.js';
 
 /** 2026-01-01T00:00:00Z: where the test clock starts. */
@@ -47,6 +48,7 @@ const FACTORIES: Record<PipelineName, (app: AppContext) => AnyPipelineDefinition
   'jobs-terminating': jobTerminatingPipeline,
   instances: instancePipeline,
   fleets: fleetPipeline,
+  volumes: volumePipeline,
 };
 
 /** What `stepUntil` steps by default: every pipeline a run goes through, fleets left out. */
@@ -66,6 +68,7 @@ export const EVERY_PIPELINE: readonly PipelineName[] = [
   'instances',
   'jobs-running',
   'jobs-terminating',
+  'volumes',
 ];
 
 /** One entry of a project's `backends` in config.yml. */

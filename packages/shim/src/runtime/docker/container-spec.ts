@@ -27,6 +27,8 @@ export interface ContainerSpecInput {
    * null: the host's GPUs are unknown, and the task's `gpu` count goes to Docker as is.
    */
   gpuIds?: readonly string[] | null;
+  /** The task's network volumes, as host directories to bind at their paths (`volumeBinds`). Default none. */
+  volumeBinds?: ReadonlyArray<{ source: string; target: string }>;
   /** Variables the shim sets for the runner; they win over the task's `env`. */
   shimEnvironment?: Record<string, string>;
   /**
@@ -121,6 +123,7 @@ export function buildContainerSpec(input: ContainerSpecInput): ContainerSpec {
         bindMount(input.runtimeDirectory, CONTAINER_RUNTIME_PATH, true),
         bindMount(input.taskHomeDir, CONTAINER_RUNNER_HOME, false),
         ...task.instance_mounts.map((mount) => bindMount(mount.instance_path, mount.path, false)),
+        ...(input.volumeBinds ?? []).map((bind) => bindMount(bind.source, bind.target, false)),
       ],
     },
   };

@@ -11,6 +11,7 @@ import {
   type TaskRuntime,
   TaskStartError,
 } from '../task-runtime.js';
+import { volumeBinds } from '../task-volumes.js';
 import {
   BRIDGE_RUNNER_PORT_KEY,
   buildContainerSpec,
@@ -27,7 +28,6 @@ import { waitForRunner } from './wait-for-runner.js';
 /** Why a task failed to start, in dstack's termination reasons. */
 const CREATING_CONTAINER_ERROR = 'creating_container_error';
 const PORTS_BINDING_FAILED = 'ports_binding_failed';
-const VOLUME_ERROR = 'volume_error';
 
 /** Host networking: how many free ports to try when another process takes the chosen one first. */
 const HOST_PORT_ATTEMPTS = 3;
@@ -99,7 +99,9 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
     access: TaskAccess = { runnerToken: null },
   ): Promise<StartedTask> {
     events.onStatus('preparing');
-    const runtime = await prepareHost(task, taskHomeDir, portableRuntime);
+    // Checked first: a volume the task cannot have fails it before anything is pulled.
+    const volumes = volumeBinds(task);
+    const runtime = await prepareHost(taskHomeDir, portableRuntime);
 
     events.onStatus('pulling');
     let userOfImage: string;
@@ -126,6 +128,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
         runnerPort: hostNetworkPort,
         imageUser: userOfImage,
         gpuIds: devices.gpuIds,
+        volumeBinds: volumes,
         shimEnvironment: {
           DSTACK_TASK_ID: task.id,
           DSTACK_RUNNER_HOME: CONTAINER_RUNNER_HOME,
@@ -208,13 +211,9 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
 }
 
 async function prepareHost(
-  task: TaskConfig,
   taskHomeDir: string,
   portableRuntime: () => Promise<PortableRuntime>,
 ): Promise<PortableRuntime> {
-  if (task.volumes.length > 0 || task.volume_mounts.length > 0) {
-    throw new TaskStartError(VOLUME_ERROR, 'network volumes are not supported by this shim yet');
-  }
   let runtime: PortableRuntime;
   try {
     runtime = await portableRuntime();

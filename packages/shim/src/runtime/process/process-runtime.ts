@@ -1,7 +1,14 @@
 import { isDefaultJobImage, type TaskConfig } from '@dstack/core/agent-protocol';
 import { hostJobEnvironment, startRunner } from '@dstack/runner';
-import type { StartedTask, TaskAccess, TaskDevices, TaskEvents, TaskRuntime } from '../task-runtime.js';
-import { TaskStartError } from '../task-runtime.js';
+import {
+  type StartedTask,
+  type TaskAccess,
+  type TaskDevices,
+  type TaskEvents,
+  type TaskRuntime,
+  TaskStartError,
+} from '../task-runtime.js';
+import { VOLUME_ERROR } from '../task-volumes.js';
 
 export interface ProcessRuntimeOptions {
   /**
@@ -16,8 +23,10 @@ export interface ProcessRuntimeOptions {
 /**
  * Runs each task's runner inside the shim's own process, and its job as a child process of the
  * shim's host. There is no container, so this runtime suits local machines and tests, not
- * isolation: resources and volumes are ignored, and a task naming an image other than the
- * default one is refused (its job would not run in that image). The only limit it applies is the GPUs
+ * isolation: resources are not enforced, a task naming an image other than the default one is
+ * refused (its job would not run in that image), and so is a task with volumes or instance
+ * mounts to put at a path (there is no container to mount them in; optional instance mounts are
+ * left out). The only limit it applies is the GPUs
  * the task holds: its job sees just those (`CUDA_VISIBLE_DEVICES`, `NVIDIA_VISIBLE_DEVICES`);
  * `cpu` and `memory` are not enforced.
  *
@@ -39,6 +48,8 @@ export function createProcessRuntime(options: ProcessRuntimeOptions = {}): TaskR
       if (!isDefaultJobImage(task.image_name)) {
         throw new TaskStartError('executor_error', imageRefusal(task.image_name));
       }
+      const mounts = mountsRefusal(task);
+      if (mounts) throw new TaskStartError(VOLUME_ERROR, mounts);
       let runner: Awaited<ReturnType<typeof startRunner>>;
       // `startRunner` creates the task's home. The runner lives in this process and answers once
       // `startRunner` resolves (it is listening then): no healthcheck round trip is needed first.
@@ -60,6 +71,21 @@ export function createProcessRuntime(options: ProcessRuntimeOptions = {}): TaskR
       return startedProcessTask(runner);
     },
   };
+}
+
+/** Why a process runtime cannot run a task with mounts, or null when it has none it must honour. */
+export function mountsRefusal(task: TaskConfig): string | null {
+  const paths = [
+    ...task.volume_mounts.map((mount) => `volume ${mount.name} at ${mount.path}`),
+    ...task.instance_mounts
+      .filter((mount) => !mount.optional)
+      .map((mount) => `${mount.instance_path} at ${mount.path}`),
+  ];
+  if (paths.length === 0) return null;
+  return (
+    `volumes (${paths.join(', ')}): this instance runs jobs without containers (its shim has no Docker), ` +
+    'so nothing can be mounted at a path in the job; run on an instance with Docker'
+  );
 }
 
 /** Why a process runtime cannot run `image`: the user learns which field and what would. */

@@ -219,9 +219,11 @@ export async function startLocalDockerRegistry(
     const { stdout: htpasswd } = await run(HTPASSWD_BINARY, ['-Bbn', username, password]);
     await writeFile(htpasswdPath, htpasswd);
   }
-  const gateway = options.hosts
-    ? (await options.hosts.prepare(), await bridgeGateway(options.hosts.network))
-    : null;
+  let gateway: string | null = null;
+  if (options.hosts) {
+    await options.hosts.prepare();
+    gateway = await bridgeGateway(options.hosts.network);
+  }
   const { certificate, key } = await makeCertificate(
     directory,
     gateway ? ['127.0.0.1', gateway] : ['127.0.0.1'],

@@ -6,7 +6,10 @@
  *   Warm: the following plans of the same processes.
  * - apply → running with real emulated hosts (a Docker container per instance running the VM's
  *   user data, which downloads the shim served here): a new instance each sample, its fleet
- *   deleted before the next. Skipped, saying why, when Docker does not answer.
+ *   deleted before the next; the job runs in dstack's default image, pulled by the host's Docker
+ *   from a local registry. Skipped, saying why, when Docker does not answer.
+ * - the agent runtime's boot on a new host: its download size, and from the host's launch to its
+ *   shim answering (the VM bootstrap downloads, checks and unpacks the runtime, then starts it).
  * dstack itself is not runnable here (no PyPI) and no target is set yet: the figures are informational.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
@@ -17,12 +20,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { buildVmUserData, generateEd25519KeyPair } from '@dstack/core';
+import { DSTACK_SHIM_HTTP_PORT } from '@dstack/core/agent-protocol';
 import { type RunningServer, startServer } from '@dstack/server';
 import {
   type AgentRuntimeServer,
   type AwsEmulator,
+  type DefaultImageRegistry,
   DockerEmulatedHosts,
   serveAgentRuntime,
+  serveDefaultImages,
   startAwsEmulator,
 } from '@dstack/testing/emulators';
 import { printTable, type Row } from './report-table.js';
@@ -37,6 +44,8 @@ const COLD_SAMPLES = 5;
 const WARM_PLANS_PER_SERVER = 6;
 /** Runs applied one after another, each on a new emulated host. */
 const APPLY_SAMPLES = 3;
+/** New hosts booted to time the agent runtime's boot. */
+const BOOT_SAMPLES = 3;
 const SERVER_START_TIMEOUT_MS = 60_000;
 const RUN_TIMEOUT_MS = 180_000;
 const FLEET_GONE_TIMEOUT_MS = 120_000;
@@ -45,7 +54,7 @@ const HOSTS_EMULATOR_NAME = 'aws-bench';
 
 const run = promisify(execFile);
 
-/** A GPU task (the emulated hosts have no GPU; the process runtime does not ask). */
+/** A GPU task (the emulated hosts have no GPU, so the shim gives the job none). */
 function gpuTask(name: string) {
   return { type: 'task', name, commands: ['echo ready'], resources: { gpu: 'T4' } };
 }
@@ -293,18 +302,21 @@ async function applyToRunning(server: RunningServer, name: string): Promise<{ ms
 async function applyLatency(): Promise<ApplyLatency> {
   const hosts = new DockerEmulatedHosts({ emulator: HOSTS_EMULATOR_NAME });
   let tarball: AgentRuntimeServer | undefined;
+  let defaultImages: DefaultImageRegistry | undefined;
   let emulator: AwsEmulator | undefined;
   let server: RunningServer | undefined;
   const dir = await mkdtemp(path.join(tmpdir(), 'dstack-bench-aws-apply-'));
   const result: ApplyLatency = { toRunning: [], instanceTypes: [] };
   try {
     tarball = await serveAgentRuntime(hosts);
+    defaultImages = await serveDefaultImages(hosts);
     emulator = await startAwsEmulator({ hosts, regions: REGIONS });
     server = await startServer({
       env: {
         DSTACK_SERVER_DIR: dir,
         DSTACK_SERVER_ADMIN_TOKEN: TOKEN,
         DSTACK_SHIM_DOWNLOAD_URL: tarball.url,
+        DSTACK_BASE_IMAGE: defaultImages.baseImage,
       },
       port: 0,
       config: awsServerConfig(emulator),
@@ -327,7 +339,58 @@ async function applyLatency(): Promise<ApplyLatency> {
     await emulator?.close();
     await hosts.close();
     await tarball?.close();
+    await defaultImages?.stop();
     await rm(dir, { recursive: true, force: true });
+  }
+  return result;
+}
+
+interface AgentRuntimeBoot {
+  /** The runtime tarball's size in bytes, as the hosts download it. */
+  bytes: number;
+  /** Host launch (container, sshd) → the shim answering its healthcheck, per sample. */
+  toShim: number[];
+}
+
+/**
+ * Boots new emulated hosts with the VM user data the backends send (no node on them) and times
+ * each from its launch to its shim answering, watched from inside the host.
+ */
+async function agentRuntimeBoot(): Promise<AgentRuntimeBoot> {
+  const hosts = new DockerEmulatedHosts({ emulator: `${HOSTS_EMULATOR_NAME}-boot` });
+  let tarball: AgentRuntimeServer | undefined;
+  const result: AgentRuntimeBoot = { bytes: 0, toShim: [] };
+  try {
+    tarball = await serveAgentRuntime(hosts);
+    const download = await fetch(tarball.url);
+    result.bytes = (await download.arrayBuffer()).byteLength;
+    const userData = buildVmUserData({
+      ssh_keys: [{ public: generateEd25519KeyPair().publicKey }],
+      agent_token: randomBytes(16).toString('hex'),
+      agent_download_url: tarball.url,
+      agent_download_size: result.bytes,
+    });
+    for (let sample = 0; sample < BOOT_SAMPLES; sample++) {
+      const instanceId = `boot-${process.pid}-${sample}`;
+      const started = performance.now();
+      await hosts.launch({ instanceId, userData });
+      await run(
+        'docker',
+        [
+          'exec',
+          `dstack-${HOSTS_EMULATOR_NAME}-boot-${instanceId}`,
+          'sh',
+          '-c',
+          `i=0; until curl -fs -o /dev/null http://127.0.0.1:${DSTACK_SHIM_HTTP_PORT}/api/healthcheck; do i=$((i+1)); [ $i -gt 2400 ] && exit 1; sleep 0.05; done`,
+        ],
+        { timeout: RUN_TIMEOUT_MS },
+      );
+      result.toShim.push(performance.now() - started);
+      await hosts.terminate(instanceId);
+    }
+  } finally {
+    await hosts.close();
+    await tarball?.close();
   }
   return result;
 }
@@ -361,6 +424,12 @@ export async function benchmarkAws(): Promise<void> {
     name: 'aws apply→running, new emulated host',
     timing: summarise(applies.toRunning),
     results: [...new Set(applies.instanceTypes)].join(' '),
+  });
+  const boot = await agentRuntimeBoot();
+  rows.push({
+    name: 'agent runtime boot: host launch→shim answering',
+    timing: summarise(boot.toShim),
+    results: `${(boot.bytes / 1024 / 1024).toFixed(1)} MiB download`,
   });
   printTable(rows);
 }

@@ -174,7 +174,8 @@ describe('RunInstances', () => {
     expect(launched?.BlockDeviceMappings?.[0]?.DeviceName).toBe('/dev/sda1');
     expect(launched?.SecurityGroups?.[0]?.GroupName).toBe('default');
     expect(hosts.launches).toEqual([
-      { instanceId: launched?.InstanceId, userData: '#cloud-config\nruncmd: [echo hi]\n' },
+      // dstack's and Amazon's images have Docker; the host is booted from the image with it.
+      { instanceId: launched?.InstanceId, userData: '#cloud-config\nruncmd: [echo hi]\n', kind: 'docker' },
     ]);
     expect(emulator?.state().instances).toEqual([
       { id: launched?.InstanceId, type: 'g5.xlarge', zone: 'us-east-1b', market: 'spot', state: 'pending' },

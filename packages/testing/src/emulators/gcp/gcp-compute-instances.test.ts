@@ -234,7 +234,10 @@ describe('instances and zone operations', () => {
       }),
     );
     await settle();
-    expect(hosts.launches).toEqual([{ instanceId: expect.stringMatching(/^\d+$/), userData: script }]);
+    // dstack's images have Docker: the host is booted from the image with it.
+    expect(hosts.launches).toEqual([
+      { instanceId: expect.stringMatching(/^\d+$/), userData: script, kind: 'docker' },
+    ]);
     clock.advance(TEST_TIMELINE.provisioningMs + TEST_TIMELINE.stagingMs);
     const running = await call('GET', `zones/${ZONE}/instances/dstack-h`);
     expect(running.body.networkInterfaces[0].accessConfigs[0].natIP).toBe('127.0.10.1');

@@ -1,5 +1,6 @@
 import { type AcceleratorVendor, type CatalogItem, createCatalogItem } from '@dstack/catalog';
-import { seededRandom } from '@dstack/testing';
+// Not the package's root: it carries the conformance suite, which needs vitest running.
+import { seededRandom } from '@dstack/testing/seeded-random';
 
 // [name, GiB, vendor, USD per GPU-hour on demand]
 const GPUS: ReadonlyArray<readonly [string, number, AcceleratorVendor, number]> = [

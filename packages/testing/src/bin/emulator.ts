@@ -11,6 +11,7 @@ import { AWS_EMULATOR_USAGE, runAwsEmulatorCommand } from '../emulators/aws/aws-
 import type { EmulatedHosts } from '../emulators/emulated-hosts.js';
 import { GCP_EMULATOR_USAGE, runGcpEmulatorCommand } from '../emulators/gcp/gcp-emulator-command.js';
 import { serveAgentRuntime } from '../emulators/hosts/agent-runtime-server.js';
+import { type DefaultImageRegistry, serveDefaultImages } from '../emulators/hosts/default-image-registry.js';
 import { DockerEmulatedHosts } from '../emulators/hosts/docker-emulated-hosts.js';
 import { serveRunnerRuntime } from '../emulators/hosts/runner-runtime-server.js';
 import { DockerVastaiContainers } from '../emulators/vastai/vastai-docker-containers.js';
@@ -18,6 +19,9 @@ import {
   runVastaiEmulatorCommand,
   VASTAI_EMULATOR_USAGE,
 } from '../emulators/vastai/vastai-emulator-command.js';
+
+/** The Pythons of dstack's base image tags (`python:` in a run configuration). */
+const DEFAULT_IMAGE_PYTHONS = ['3.9', '3.10', '3.11', '3.12', '3.13'];
 
 export interface RunEmulatorOptions {
   /** Makes the hosts emulated instances boot (e.g. Docker containers); none when absent. */
@@ -69,8 +73,9 @@ function isEntryPoint(): boolean {
 
 /**
  * The command: with Docker hosts (unless `--no-hosts`), which download the agent runtime from the
- * server's `DSTACK_SHIM_DOWNLOAD_URL`; the workspace's runtime package is served where they can
- * reach it, and the command prints the setting to start the server with.
+ * server's `DSTACK_SHIM_DOWNLOAD_URL` and pull dstack's default image from its `DSTACK_BASE_IMAGE`;
+ * the workspace's runtime package and the default images (of the Pythons dstack's base image has)
+ * are served where they can reach them, and the command prints the settings to start the server with.
  */
 async function main(argv: readonly string[]): Promise<void> {
   const [provider] = argv;
@@ -85,15 +90,19 @@ async function main(argv: readonly string[]): Promise<void> {
   }
   const hosts = new DockerEmulatedHosts({ emulator: provider });
   const tarball = await serveAgentRuntime(hosts);
-  process.stdout.write(
-    `The hosts download the agent runtime from ${tarball.url}: start the server with
-  DSTACK_SHIM_DOWNLOAD_URL=${tarball.url}
-`,
-  );
+  let defaultImages: DefaultImageRegistry | undefined;
   try {
+    defaultImages = await serveDefaultImages(hosts, DEFAULT_IMAGE_PYTHONS);
+    process.stdout.write(
+      `The hosts download the agent runtime from ${tarball.url} and pull dstack's default images from
+${defaultImages.registry.hostsAddress}: start the server with
+  DSTACK_SHIM_DOWNLOAD_URL=${tarball.url} DSTACK_BASE_IMAGE=${defaultImages.baseImage}
+`,
+    );
     await runEmulator(args, { createHosts: () => hosts });
   } finally {
     await tarball.close();
+    await defaultImages?.stop();
   }
 }
 

@@ -54,9 +54,14 @@ export interface LocalDockerRegistry {
   stop(): Promise<void>;
 }
 
-/** Why the registry cannot run here (its binaries are missing), or null when it can. */
-export async function localDockerRegistryMissing(): Promise<string | null> {
-  for (const binary of [REGISTRY_BINARY, HTPASSWD_BINARY]) {
+/**
+ * Why the registry cannot run here (its binaries are missing), or null when it can; an anonymous
+ * registry needs no htpasswd.
+ */
+export async function localDockerRegistryMissing(
+  options: { anonymous?: boolean } = {},
+): Promise<string | null> {
+  for (const binary of options.anonymous ? [REGISTRY_BINARY] : [REGISTRY_BINARY, HTPASSWD_BINARY]) {
     try {
       await run('sh', ['-c', `command -v ${binary}`]);
     } catch {
@@ -208,7 +213,7 @@ async function forwardPort(host: string, port: number): Promise<{ address: strin
 export async function startLocalDockerRegistry(
   options: LocalDockerRegistryOptions = {},
 ): Promise<LocalDockerRegistry> {
-  const missing = await localDockerRegistryMissing();
+  const missing = await localDockerRegistryMissing(options);
   if (missing !== null) throw new Error(`cannot start a test registry: ${missing}`);
   const directory = await mkdtemp(join(tmpdir(), 'dstack-test-registry-'));
   const username = 'dstack-test';

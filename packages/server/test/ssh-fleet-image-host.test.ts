@@ -96,18 +96,16 @@ describe.skipIf(dockerMissing)('an SSH fleet host with Docker and without node',
     temp.remove();
   });
 
-  it('refuses a user who is not root and has no passwordless sudo, naming the user', async () => {
-    const refused = await harness.call<{ detail: Array<{ msg: string }> }>('/api/project/main/fleets/apply', {
-      plan: {
-        spec: {
-          configuration: {
-            type: 'fleet',
-            name: 'no-sudo',
-            ssh_config: { user: 'nosudo', ssh_key: { private: key.privateKey }, hosts: [address] },
-          },
-        },
-      },
+  /** Applies an SSH fleet of the host, logging in as `user` with the test's key. */
+  function applySshFleet(name: string, user: string) {
+    const ssh_config = { user, ssh_key: { private: key.privateKey }, hosts: [address] };
+    return harness.call<{ detail: Array<{ msg: string }> }>('/api/project/main/fleets/apply', {
+      plan: { spec: { configuration: { type: 'fleet', name, ssh_config } } },
     });
+  }
+
+  it('refuses a user who is not root and has no passwordless sudo, naming the user', async () => {
+    const refused = await applySshFleet('no-sudo', 'nosudo');
     expect(refused.status).toBe(400);
     expect(refused.body.detail[0]?.msg).toContain(
       'nosudo is not root and cannot use sudo without a password; the shim runs as root',
@@ -117,17 +115,7 @@ describe.skipIf(dockerMissing)('an SSH fleet host with Docker and without node',
   it('deploys to it, runs a task in its image through the host Docker, and stops cleanly', async () => {
     expect(await onHost('command -v node; echo "status=$?"')).toBe('status=1\n');
 
-    const applied = await harness.call('/api/project/main/fleets/apply', {
-      plan: {
-        spec: {
-          configuration: {
-            type: 'fleet',
-            name: 'team-box',
-            ssh_config: { user: 'ubuntu', ssh_key: { private: key.privateKey }, hosts: [address] },
-          },
-        },
-      },
-    });
+    const applied = await applySshFleet('team-box', 'ubuntu');
     expect(applied.status).toBe(200);
 
     await applyTask(

@@ -174,7 +174,7 @@ describe('RunInstances', () => {
     expect(launched?.BlockDeviceMappings?.[0]?.DeviceName).toBe('/dev/sda1');
     expect(launched?.SecurityGroups?.[0]?.GroupName).toBe('default');
     expect(hosts.launches).toEqual([
-      { instanceId: launched?.InstanceId, userData: '#cloud-config\nruncmd: [echo hi]\n' },
+      { instanceId: launched?.InstanceId, userData: '#cloud-config\nruncmd: [echo hi]\n', kind: 'docker' },
     ]);
     expect(emulator?.state().instances).toEqual([
       { id: launched?.InstanceId, type: 'g5.xlarge', zone: 'us-east-1b', market: 'spot', state: 'pending' },
@@ -492,6 +492,9 @@ describe('GET /_emulator/state', () => {
           state: 'running',
         },
       ],
+      volumes: [],
+      placementGroups: [],
+      loopDevices: [],
     });
   });
 });

@@ -18,7 +18,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
-import type { EmulatedHost, EmulatedHosts, HostLaunchRequest } from '../emulated-hosts.js';
+import type { EmulatedHost, EmulatedHosts, HostBlockDevice, HostLaunchRequest } from '../emulated-hosts.js';
 import { containerOwner, DockerCommandError, removeOrphanedContainers, runDocker } from './docker-cli.js';
 import { type EmulatedHostKind, emulatedHostImage, ensureEmulatedHostImage } from './emulated-host-image.js';
 import { instanceBootFiles } from './instance-boot-files.js';
@@ -402,6 +402,37 @@ export class DockerEmulatedHosts implements EmulatedHosts {
     }
   }
 
+  /**
+   * `mknod` of the device in the host container (it may use every device: `a *:* rwm`) and the
+   * symlinks udev would make, so the host's tools (blkid, mkfs, mount) reach the real device.
+   */
+  async attachBlockDevice(instanceId: string, device: HostBlockDevice): Promise<void> {
+    const record = this.#hosts.get(instanceId);
+    if (!record || record.terminated) throw new Error(`instance ${instanceId} has no running host`);
+    const script = [
+      'set -e',
+      `rm -f ${quote(device.path)}`,
+      `mknod -m 660 ${quote(device.path)} b ${device.major} ${device.minor}`,
+      ...device.links.flatMap((link) => [
+        `mkdir -p "$(dirname ${quote(link)})"`,
+        `ln -sfn ${quote(device.path)} ${quote(link)}`,
+      ]),
+    ].join('\n');
+    await runDocker(['exec', record.containerName, 'sh', '-c', script]);
+  }
+
+  async detachBlockDevice(instanceId: string, device: HostBlockDevice): Promise<void> {
+    const record = this.#hosts.get(instanceId);
+    if (!record || record.terminated) return;
+    const paths = [device.path, ...device.links].map(quote).join(' ');
+    await runDocker(['exec', record.containerName, 'rm', '-f', ...[device.path, ...device.links]]).catch(
+      async (error: unknown) => {
+        if (await this.#isRunning(record.containerName))
+          throw new Error(`cannot remove ${paths}: ${String(error)}`);
+      },
+    );
+  }
+
   async terminate(instanceId: string): Promise<void> {
     const record = this.#hosts.get(instanceId);
     if (record === undefined) return;
@@ -431,4 +462,9 @@ export class DockerEmulatedHosts implements EmulatedHosts {
       this.#madeNetwork = false;
     }
   }
+}
+
+/** A shell word. */
+function quote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
 }

@@ -28,11 +28,29 @@ export interface EmulatedHost {
   readonly address: string;
 }
 
+/** A network disk that appears in a host as a block device (see `hosts/loop-block-devices.ts`). */
+export interface HostBlockDevice {
+  /** The disk's bytes on this machine: a file that outlives attachments. */
+  readonly backingFile: string;
+  /** The device node in the host, e.g. `/dev/sdb`. */
+  readonly devicePath: string;
+  /** Absolute paths of the symlinks to it the guest's udev makes, e.g. `/dev/disk/by-id/google-pd-x`. */
+  readonly links: readonly string[];
+}
+
 export interface EmulatedHosts {
   /** Boots the host and starts running its user data; resolves once sshd accepts connections. */
   launch(request: HostLaunchRequest): Promise<EmulatedHost>;
   /** Stops the host abruptly (a spot interruption or a stop): everything on it ends. Idempotent. */
   terminate(instanceId: string): Promise<void>;
+  /**
+   * Makes `device` appear in the instance's host (a loop device of this machine for its backing
+   * file, a node and links in the host). Absent when the hosts cannot have block devices; the
+   * emulator then keeps attachments as records only.
+   */
+  attachBlockDevice?(instanceId: string, device: HostBlockDevice): Promise<void>;
+  /** Removes the device from the host and frees its loop device; idempotent. */
+  detachBlockDevice?(instanceId: string, devicePath: string): Promise<void>;
   /** Terminates every host this object made (the emulator's shutdown). */
   close(): Promise<void>;
 }

@@ -71,6 +71,8 @@ describe('instances and zone operations', () => {
       instances: [
         { id: 'dstack-a1', type: 'n1-standard-4', zone: ZONE, market: 'STANDARD', state: 'RUNNING' },
       ],
+      resourcePolicies: [],
+      disks: [],
     });
     const listed = await call('GET', `zones/${ZONE}/instances`);
     expect(listed.body.items.map((each: { name: string }) => each.name)).toEqual(['dstack-a1']);
@@ -210,7 +212,7 @@ describe('instances and zone operations', () => {
       body: { error: { errors: [{ reason: 'notFound' }] } },
     });
     expect((await call('DELETE', instance)).status).toBe(404);
-    expect(emulator?.state()).toEqual({ instances: [] });
+    expect(emulator?.state()).toEqual({ instances: [], resourcePolicies: [], disks: [] });
     // The name is free again.
     expect((await call('POST', `zones/${ZONE}/instances`, instanceBody('dstack-del', ZONE))).status).toBe(
       200,
@@ -234,7 +236,9 @@ describe('instances and zone operations', () => {
       }),
     );
     await settle();
-    expect(hosts.launches).toEqual([{ instanceId: expect.stringMatching(/^\d+$/), userData: script }]);
+    expect(hosts.launches).toEqual([
+      { instanceId: expect.stringMatching(/^\d+$/), userData: script, kind: 'docker' },
+    ]);
     clock.advance(TEST_TIMELINE.provisioningMs + TEST_TIMELINE.stagingMs);
     const running = await call('GET', `zones/${ZONE}/instances/dstack-h`);
     expect(running.body.networkInterfaces[0].accessConfigs[0].natIP).toBe('127.0.10.1');

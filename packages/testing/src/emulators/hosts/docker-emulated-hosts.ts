@@ -18,11 +18,18 @@
  */
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
-import type { EmulatedHost, EmulatedHosts, HostLaunchRequest } from '../emulated-hosts.js';
+import type { EmulatedHost, EmulatedHosts, HostBlockDevice, HostLaunchRequest } from '../emulated-hosts.js';
 import { containerOwner, DockerCommandError, removeOrphanedContainers, runDocker } from './docker-cli.js';
 import { type EmulatedHostKind, emulatedHostImage, ensureEmulatedHostImage } from './emulated-host-image.js';
 import { instanceBootFiles } from './instance-boot-files.js';
 import { availableCapabilities } from './linux-capabilities.js';
+import {
+  attachLoopDevice,
+  blockDeviceRemovalScript,
+  blockDeviceSetupScript,
+  detachLoopDevice,
+  type LoopDevice,
+} from './loop-block-devices.js';
 import { tarArchive } from './tar-archive.js';
 
 /** On every host container: `docker ps --filter label=dev.dstack.emulated-host` lists them all. */
@@ -68,6 +75,8 @@ interface HostRecord {
   terminated: boolean;
   /** The removal under way: a terminate racing another (the emulator's, close's) joins it. */
   removal?: Promise<void>;
+  /** Block devices attached to the host, by device path in the host, with their links. */
+  readonly blockDevices: Map<string, { loop: LoopDevice; links: readonly string[] }>;
 }
 
 /** Docker names allow `[a-zA-Z0-9][a-zA-Z0-9_.-]*`; host names (RFC 1123) letters, digits and `-`, 63 at most. */
@@ -222,6 +231,7 @@ export class DockerEmulatedHosts implements EmulatedHosts {
     const record: HostRecord = {
       containerName: `dstack-${this.emulator}-${dockerName(instanceId)}`,
       terminated: false,
+      blockDevices: new Map(),
     };
     this.#hosts.set(instanceId, record);
     try {
@@ -407,12 +417,62 @@ export class DockerEmulatedHosts implements EmulatedHosts {
     if (record === undefined) return;
     record.terminated = true;
     // Two `docker rm` of one container at once: the second fails ("removal already in progress").
-    record.removal ??= this.#remove(record);
+    record.removal ??= this.#remove(record).finally(() => this.#freeLoopDevices(record));
     try {
       await record.removal;
     } finally {
       if (this.#hosts.get(instanceId) === record) this.#hosts.delete(instanceId);
     }
+  }
+
+  /**
+   * Attaches `device.backingFile` to a loop device of this machine and makes its node and links in
+   * the host (`docker exec` as root: the host container may make device nodes and open them).
+   */
+  async attachBlockDevice(instanceId: string, device: HostBlockDevice): Promise<void> {
+    const record = this.#hosts.get(instanceId);
+    if (record === undefined || record.terminated) throw new Error(`instance ${instanceId} has no host`);
+    if (record.blockDevices.has(device.devicePath)) {
+      throw new Error(`the host of ${instanceId} has a device at ${device.devicePath} already`);
+    }
+    const loop = await attachLoopDevice(device.backingFile);
+    record.blockDevices.set(device.devicePath, { loop, links: device.links });
+    try {
+      await runDocker([
+        'exec',
+        record.containerName,
+        'sh',
+        '-ec',
+        blockDeviceSetupScript(device.devicePath, loop.major, loop.minor, device.links),
+      ]);
+    } catch (error) {
+      record.blockDevices.delete(device.devicePath);
+      await detachLoopDevice(loop);
+      throw error;
+    }
+  }
+
+  async detachBlockDevice(instanceId: string, devicePath: string): Promise<void> {
+    const record = this.#hosts.get(instanceId);
+    const attached = record?.blockDevices.get(devicePath);
+    if (record === undefined || attached === undefined) return;
+    record.blockDevices.delete(devicePath);
+    // A host on its way out takes its nodes with it.
+    await runDocker([
+      'exec',
+      record.containerName,
+      'sh',
+      '-c',
+      blockDeviceRemovalScript(devicePath, attached.links),
+    ])
+      .catch(() => undefined)
+      .finally(() => detachLoopDevice(attached.loop));
+  }
+
+  async #freeLoopDevices(record: HostRecord): Promise<void> {
+    const devices = [...record.blockDevices.values()];
+    record.blockDevices.clear();
+    await Promise.all(devices.map(({ loop }) => detachLoopDevice(loop)));
   }
 
   async close(): Promise<void> {

@@ -18,6 +18,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
+import { posix } from 'node:path';
 import type { EmulatedHost, EmulatedHosts, HostBlockDevice, HostLaunchRequest } from '../emulated-hosts.js';
 import { containerOwner, DockerCommandError, removeOrphanedContainers, runDocker } from './docker-cli.js';
 import { type EmulatedHostKind, emulatedHostImage, ensureEmulatedHostImage } from './emulated-host-image.js';
@@ -413,9 +414,10 @@ export class DockerEmulatedHosts implements EmulatedHosts {
       'set -e',
       `rm -f ${quote(device.path)}`,
       `mknod -m 660 ${quote(device.path)} b ${device.major} ${device.minor}`,
+      // Relative, as udev makes them (`../../sdb`): readers join the target to the link's directory.
       ...device.links.flatMap((link) => [
-        `mkdir -p "$(dirname ${quote(link)})"`,
-        `ln -sfn ${quote(device.path)} ${quote(link)}`,
+        `mkdir -p ${quote(posix.dirname(link))}`,
+        `ln -sfn ${quote(posix.relative(posix.dirname(link), device.path))} ${quote(link)}`,
       ]),
     ].join('\n');
     await runDocker(['exec', record.containerName, 'sh', '-c', script]);

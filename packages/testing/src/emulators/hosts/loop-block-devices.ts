@@ -40,12 +40,15 @@ export class LoopBackedDisks {
     this.#directory = mkdtemp(join(tmpdir(), prefix));
   }
 
-  /** Makes the volume's sparse backing file of `sizeGiB` (no space is used until written). */
+  /**
+   * Makes the volume's sparse backing file of `sizeGiB` (no space is used until written); an
+   * existing one keeps its data and only grows.
+   */
   async create(id: string, sizeGiB: number): Promise<void> {
     const file = join(await this.#directory, `${id}.img`);
-    const handle = await open(file, 'w');
+    const handle = await open(file, 'a');
     try {
-      await handle.truncate(sizeGiB * 1024 ** 3);
+      if ((await handle.stat()).size < sizeGiB * 1024 ** 3) await handle.truncate(sizeGiB * 1024 ** 3);
     } finally {
       await handle.close();
     }

@@ -28,7 +28,7 @@ const RUN_NAME = 'proxy-bench';
 const BODY = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 8 });
 
 /** The service: answers any request with a small chat completion once the body is read. */
-const SERVICE_SCRIPT = String.raw`
+const SERVICE_SCRIPT = `
 const answer = JSON.stringify({ id: 'c', object: 'chat.completion', created: 1, model: 'm',
   choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'ok' } }] });
 require('http').createServer((request, response) => {
@@ -53,7 +53,7 @@ interface TargetFigures {
 }
 
 /** The client process: for each target in turn, the sequential requests then the rate; prints JSON. */
-const CLIENT_SCRIPT = String.raw`
+const CLIENT_SCRIPT = `
 const { targets, body, sequential, warmup, rateRequests, concurrency } = JSON.parse(process.env.LOAD);
 async function send(target) {
   const response = await fetch(target.url, { method: 'POST', headers: target.headers, body });

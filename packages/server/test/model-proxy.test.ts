@@ -1,15 +1,16 @@
 /**
- * dstack's model endpoint end to end: a real server (SQLite) with the local backend runs two
+ * dstack's model endpoint end to end: a real server (SQLite, then Postgres) with the local backend runs two
  * services that declare `model`, each a small Node OpenAI-compatible server (no weights: it
  * answers `models`, `chat/completions` with or without SSE, `completions` and `embeddings`),
  * and the official `openai` client uses `/proxy/models/main/` as its base URL.
  */
 import { createServer } from 'node:net';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import {
   ADMIN_TOKEN,
   applyTask,
+  describeEachDatabase,
   type HarnessServer,
   HOST_RESOURCES,
   localBackendConfig,
@@ -121,7 +122,7 @@ interface Seen {
   authorization: string | null;
 }
 
-describe('the model endpoint on the local backend', () => {
+describeEachDatabase('the model endpoint on the local backend', (databaseUrl) => {
   const temp = makeTempDir();
   let harness: HarnessServer;
   let outsiderToken: string;
@@ -142,7 +143,11 @@ describe('the model endpoint on the local backend', () => {
   }
 
   beforeAll(async () => {
-    harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
+    harness = await startHarnessServer({
+      databaseUrl: databaseUrl(),
+      dir: temp.dir,
+      config: localBackendConfig(temp.dir),
+    });
     outsiderToken = await harness.createUser('outsider');
     client = new OpenAI({
       apiKey: ADMIN_TOKEN,

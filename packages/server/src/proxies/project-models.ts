@@ -21,6 +21,12 @@ export interface ProjectModel {
   prefix: string;
 }
 
+/** A model's `prefix` as a path to put endpoints after: one leading slash, none trailing (`/` is empty). */
+export function modelPathPrefix(prefix: string): string {
+  const trimmed = prefix.replace(/^\/+/, '').replace(/\/+$/, '');
+  return trimmed === '' ? '' : `/${trimmed}`;
+}
+
 /** The model a service run declares, or null (not a service, no `model`). */
 export function modelOfRun(run: RunsTable): ProjectModel | null {
   const service = serviceConfigurationOf(runSpecOf(run));
@@ -28,8 +34,7 @@ export function modelOfRun(run: RunsTable): ProjectModel | null {
   if (!service || !model) return null;
   // The tgi format is refused at apply (runs/unsupported-fields.ts); its runs are not models here.
   if (model.format !== 'openai') return null;
-  const prefix = `/${model.prefix.replace(/^\/+/, '').replace(/\/+$/, '')}`;
-  return { name: model.name, run, service, prefix: prefix === '/' ? '' : prefix };
+  return { name: model.name, run, service, prefix: modelPathPrefix(model.prefix) };
 }
 
 /** The project's models, one per name (the newest run's), sorted by name. */

@@ -9,18 +9,27 @@
  * closes the other. A replica that answers otherwise has its answer relayed as it is.
  *
  * Answers of its own: 401/403 without a valid token or membership, 404 for an unknown run,
- * a run that is not a service or one that has finished, 503 while no replica is running,
- * 502 when the replica cannot be reached or refuses the connection; the same, on the socket,
- * for an upgrade.
+ * a run that is not a service or one that has finished, 429 with `Retry-After` past one of the
+ * service's `rate_limits`, 503 while no replica is ready, 502 when the replica cannot be
+ * reached or refuses the connection; the same, on the socket, for an upgrade.
+ *
+ * Each forwarded request is counted for the service's autoscaler (runs/service-stats.ts). A
+ * service that scales to zero (`replicas: 0..N`) holds a request while it has no ready replica,
+ * up to `SCALE_FROM_ZERO_WAIT_MS`, instead of answering 503: the request itself makes the run
+ * pipeline start one. With `probes`, only replicas whose probes pass get requests. A request
+ * without a body whose replica refuses or drops the connection before answering (it is
+ * stopping) goes to the next ready replica.
  */
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import type { TLSSocket } from 'node:tls';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ResourceNotFoundError } from '@dstack/core';
 import { findProject, getProjectForUser } from '../accounts/projects.js';
 import { AgentUnreachableError } from '../agents/agent-unreachable-error.js';
 import type { AppContext } from '../context.js';
 import { runSpecOf } from '../db/json-columns.js';
+import type { JobsTable } from '../db/schema.js';
 import { HttpError } from '../http/error-mapping.js';
 import { authenticate } from '../http/http-handler.js';
 import {
@@ -32,8 +41,10 @@ import {
 import { forwardUpgrade, requestUpstream } from '../http/upgrade-tunnel.js';
 import { ACTIVE_RUN_STATUSES, findRunRow } from '../runs/runs.js';
 import {
+  replicaRangeOf,
   SERVICE_PROXY_PREFIX,
   serviceConfigurationOf,
+  serviceHasProbes,
   servicePortOf,
   serviceProxyPrefix,
   serviceRequiresAuth,
@@ -45,9 +56,14 @@ import {
   upstreamRequestHeaders,
 } from './service-proxy-headers.js';
 import { forgetReplicaTurn, nextReplica, replicaBaseUrl, runningReplicas } from './service-proxy-replicas.js';
+import { rateLimited } from './service-rate-limits.js';
 
 /** Seconds a client is told to wait (`Retry-After`) while no replica is running. */
 const RETRY_AFTER_SECONDS = 5;
+/** How long a request to a service scaled to zero waits for a replica to become ready. */
+const SCALE_FROM_ZERO_WAIT_MS = 180_000;
+/** How often a waiting request looks for a ready replica. */
+const REPLICA_POLL_MS = 200;
 
 /** `/proxy/services/{project}/{run}` and the rest of the request target, still URL-encoded. */
 interface ProxyTarget {
@@ -89,6 +105,28 @@ interface ProxyDestination {
   replicaName: string;
   /** What the replica is told about the client (see service-proxy-headers.ts). */
   forwarded: ForwardedRequest;
+  /** The same request sent to another ready replica, or null when none is left to try. */
+  another: () => Promise<ProxyDestination | null>;
+}
+
+/** Waits for a ready replica of a service scaled to zero; [] when the wait ends without one. */
+async function waitForReplicas(
+  app: AppContext,
+  runId: string,
+  probed: boolean,
+  signal: AbortSignal | undefined,
+): Promise<JobsTable[]> {
+  const deadline = Date.now() + SCALE_FROM_ZERO_WAIT_MS;
+  // The request was counted: the run pipeline starts a replica on its next pass.
+  app.wakeUps.wake('runs');
+  while (Date.now() < deadline && !signal?.aborted) {
+    await sleep(REPLICA_POLL_MS);
+    const replicas = await runningReplicas(app, runId, probed);
+    if (replicas.length > 0) return replicas;
+    const run = await app.db.selectFrom('runs').select('status').where('id', '=', runId).executeTakeFirst();
+    if (!run || !ACTIVE_RUN_STATUSES.includes(run.status)) return [];
+  }
+  return [];
 }
 
 /**
@@ -99,6 +137,7 @@ async function resolveDestination(
   app: AppContext,
   request: IncomingMessage,
   setHeader: (name: string, value: string) => void,
+  signal?: AbortSignal,
 ): Promise<ProxyDestination> {
   const target = parseTarget(request.url ?? '/');
   if (!target) {
@@ -123,8 +162,24 @@ async function resolveDestination(
     throw new ResourceNotFoundError(`Service ${target.runName} is not running: the run is ${run.status}`);
   }
   const port = servicePortOf(service);
+  const waitSeconds = rateLimited(
+    app.caches.rateLimiter,
+    run.id,
+    service.rate_limits,
+    target.upstreamPath.split('?')[0] as string,
+    request,
+  );
+  if (waitSeconds !== null) {
+    setHeader('retry-after', String(waitSeconds));
+    throw new HttpError(429, `Too many requests to service ${target.runName}; retry later`, 'too_many_requests');
+  }
+  app.caches.serviceStats.record(run.id);
 
-  const replicas = await runningReplicas(app, run.id);
+  const probed = serviceHasProbes(service);
+  let replicas = await runningReplicas(app, run.id, probed);
+  if (replicas.length === 0 && replicaRangeOf(service).min === 0) {
+    replicas = await waitForReplicas(app, run.id, probed, signal);
+  }
   if (replicas.length === 0) {
     setHeader('retry-after', String(RETRY_AFTER_SECONDS));
     throw new HttpError(
@@ -133,29 +188,44 @@ async function resolveDestination(
       'service_unavailable',
     );
   }
-  const replica = nextReplica(app, run.id, replicas);
-  let baseUrl: string;
-  try {
-    baseUrl = await replicaBaseUrl(app, project, replica, port);
-  } catch (error) {
-    if (!AgentUnreachableError.isInstance(error)) throw error;
-    throw new HttpError(
-      502,
-      `Replica ${replica.job_name} cannot be reached: ${error.message}`,
-      'bad_gateway',
-    );
-  }
-  return {
-    replica: new URL(baseUrl),
-    path: target.upstreamPath,
-    replicaName: replica.job_name,
-    forwarded: {
-      clientAddress: request.socket.remoteAddress,
-      protocol: (request.socket as Partial<TLSSocket>).encrypted ? 'https' : 'http',
-      prefix: serviceProxyPrefix(target.projectName, target.runName),
-      keepAuthorization: !requiresAuth,
-    },
+  const forwarded: ForwardedRequest = {
+    clientAddress: request.socket.remoteAddress,
+    protocol: (request.socket as Partial<TLSSocket>).encrypted ? 'https' : 'http',
+    prefix: serviceProxyPrefix(target.projectName, target.runName),
+    keepAuthorization: !requiresAuth,
   };
+  const tried = new Set<string>();
+  const destinationOf = async (replica: JobsTable): Promise<ProxyDestination> => {
+    tried.add(replica.id);
+    let baseUrl: string;
+    try {
+      baseUrl = await replicaBaseUrl(app, project, replica, port);
+    } catch (error) {
+      if (!AgentUnreachableError.isInstance(error)) throw error;
+      throw new HttpError(
+        502,
+        `Replica ${replica.job_name} cannot be reached: ${error.message}`,
+        'bad_gateway',
+      );
+    }
+    return {
+      replica: new URL(baseUrl),
+      path: target.upstreamPath,
+      replicaName: replica.job_name,
+      forwarded,
+      another: async () => {
+        const left = (await runningReplicas(app, run.id, probed)).filter((other) => !tried.has(other.id));
+        return left.length > 0 ? destinationOf(nextReplica(app, run.id, left)) : null;
+      },
+    };
+  };
+  return destinationOf(nextReplica(app, run.id, replicas));
+}
+
+/** A request without a body can be sent again, to another replica. */
+function hasNoBody(request: IncomingMessage): boolean {
+  const length = request.headers['content-length'];
+  return request.headers['transfer-encoding'] === undefined && (length === undefined || length === '0');
 }
 
 /** The request to the replica, not yet ended. */
@@ -179,8 +249,11 @@ function didNotAnswer(destination: ProxyDestination, error: unknown): HttpError 
 }
 
 async function handleProxyRequest({ app, request, response, signal }: RawRequestContext): Promise<void> {
-  const destination = await resolveDestination(app, request, (name, value) =>
-    response.setHeader(name, value),
+  const destination = await resolveDestination(
+    app,
+    request,
+    (name, value) => response.setHeader(name, value),
+    signal,
   );
   await forward({ request, response, signal, destination });
 }
@@ -195,25 +268,35 @@ async function forward(options: {
   signal: AbortSignal;
   destination: ProxyDestination;
 }): Promise<void> {
-  const { request, response, signal, destination } = options;
-  const upstream = requestReplica(
-    destination,
-    request.method,
-    upstreamRequestHeaders(request.headers, destination.forwarded),
-    signal,
-  );
-  const answered = new Promise<IncomingMessage>((resolve, reject) => {
-    upstream.once('response', resolve);
-    upstream.once('error', reject);
-  });
-  // Upload failures surface as the upstream request's error (or the client's abort).
-  pipeline(request, upstream).catch(() => {});
+  const { request, response, signal } = options;
+  const bodiless = hasNoBody(request);
+  let destination = options.destination;
   let upstreamResponse: IncomingMessage;
-  try {
-    upstreamResponse = await answered;
-  } catch (error) {
-    if (signal.aborted) return;
-    throw didNotAnswer(destination, error);
+  if (bodiless) request.resume();
+  for (;;) {
+    const upstream = requestReplica(
+      destination,
+      request.method,
+      upstreamRequestHeaders(request.headers, destination.forwarded),
+      signal,
+    );
+    const answered = new Promise<IncomingMessage>((resolve, reject) => {
+      upstream.once('response', resolve);
+      upstream.once('error', reject);
+    });
+    // Upload failures surface as the upstream request's error (or the client's abort).
+    if (bodiless) upstream.end();
+    else pipeline(request, upstream).catch(() => {});
+    try {
+      upstreamResponse = await answered;
+      break;
+    } catch (error) {
+      if (signal.aborted) return;
+      // A replica going away (drained, scaled down) between the choice and the connection.
+      const next = bodiless ? await destination.another() : null;
+      if (!next) throw didNotAnswer(destination, error);
+      destination = next;
+    }
   }
   response.writeHead(
     upstreamResponse.statusCode ?? 502,
@@ -231,7 +314,7 @@ async function forward(options: {
 
 async function handleProxyUpgrade(context: RawUpgradeContext): Promise<void> {
   const { app, request, socket, head, signal } = context;
-  const destination = await resolveDestination(app, request, context.setErrorHeader);
+  const destination = await resolveDestination(app, request, context.setErrorHeader, signal);
   const upstream = requestReplica(
     destination,
     request.method,

@@ -64,6 +64,8 @@ const RETRY_AFTER_SECONDS = 5;
 const SCALE_FROM_ZERO_WAIT_MS = 180_000;
 /** How often a waiting request looks for a ready replica. */
 const REPLICA_POLL_MS = 200;
+/** Rounds over the ready replicas a request without a body makes when none accepts its connection. */
+const MAX_RECONNECTS = 3;
 
 /** `/proxy/services/{project}/{run}` and the rest of the request target, still URL-encoded. */
 interface ProxyTarget {
@@ -177,7 +179,9 @@ async function resolveDestination(
 
   const probed = serviceHasProbes(service);
   let replicas = await runningReplicas(app, run.id, probed);
+  let waitUntil: number | null = null;
   if (replicas.length === 0 && replicaRangeOf(service).min === 0) {
+    waitUntil = Date.now() + SCALE_FROM_ZERO_WAIT_MS;
     replicas = await waitForReplicas(app, run.id, probed, signal);
   }
   if (replicas.length === 0) {
@@ -195,6 +199,7 @@ async function resolveDestination(
     keepAuthorization: !requiresAuth,
   };
   const tried = new Set<string>();
+  let reconnects = 0;
   const destinationOf = async (replica: JobsTable): Promise<ProxyDestination> => {
     tried.add(replica.id);
     let baseUrl: string;
@@ -215,7 +220,17 @@ async function resolveDestination(
       forwarded,
       another: async () => {
         const left = (await runningReplicas(app, run.id, probed)).filter((other) => !tried.has(other.id));
-        return left.length > 0 ? destinationOf(nextReplica(app, run.id, left)) : null;
+        if (left.length > 0) return destinationOf(nextReplica(app, run.id, left));
+        // Every replica failed to connect: a replica going away refuses for a moment, and a
+        // service started for this request may not listen yet. Try them again, a few times
+        // or, for the latter, for as long as a request waits for a replica.
+        reconnects += 1;
+        const waiting = waitUntil !== null && Date.now() < waitUntil;
+        if (signal?.aborted || (!waiting && reconnects > MAX_RECONNECTS)) return null;
+        await sleep(REPLICA_POLL_MS);
+        tried.clear();
+        const replicas = await runningReplicas(app, run.id, probed);
+        return replicas.length > 0 ? destinationOf(nextReplica(app, run.id, replicas)) : null;
       },
     };
   };

@@ -151,6 +151,7 @@ export async function keepServiceReplicas(
     stop.push(...fresh.slice(0, fresh.length - desired));
   }
 
+  if (process.env.DEBUG_SCALE) console.log('scale', run.run_name, { desired, active: active.map((j) => [j.replica_num, j.submission_num, j.status, j.deployment_num]), stop: stop.length, start, failed: probes.failed, states: [...app.caches.probeStates.values()] });
   if (stop.length > 0) {
     await stopJobs(stop, 'scaled_down');
     forgetProbes(

@@ -119,16 +119,21 @@ async function waitForReplicas(
   signal: AbortSignal | undefined,
 ): Promise<JobsTable[]> {
   const deadline = Date.now() + SCALE_FROM_ZERO_WAIT_MS;
-  // The request was counted: the run pipeline starts a replica on its next pass.
+  // A waiting request keeps at least one replica wanted; the run pipeline starts it on its next pass.
+  const wait = app.caches.serviceStats.waitStarted(runId);
   app.wakeUps.wake('runs');
-  while (Date.now() < deadline && !signal?.aborted) {
-    await sleep(REPLICA_POLL_MS);
-    const replicas = await runningReplicas(app, runId, probed);
-    if (replicas.length > 0) return replicas;
-    const run = await app.db.selectFrom('runs').select('status').where('id', '=', runId).executeTakeFirst();
-    if (!run || !ACTIVE_RUN_STATUSES.includes(run.status)) return [];
+  try {
+    while (Date.now() < deadline && !signal?.aborted) {
+      await sleep(REPLICA_POLL_MS);
+      const replicas = await runningReplicas(app, runId, probed);
+      if (replicas.length > 0) return replicas;
+      const run = await app.db.selectFrom('runs').select('status').where('id', '=', runId).executeTakeFirst();
+      if (!run || !ACTIVE_RUN_STATUSES.includes(run.status)) return [];
+    }
+    return [];
+  } finally {
+    wait.done();
   }
-  return [];
 }
 
 /**

@@ -19,6 +19,7 @@ import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { newJobRow } from './runs.js';
 import { keepServiceReplicas } from './service-scaling.js';
+import { serviceConfigurationOf } from './service-spec.js';
 
 /**
  * A safety net only: every job that changes in a way the run follows marks its run due
@@ -178,7 +179,14 @@ async function followJobs(
   jobs: JobsTable[],
   lock: RowLock<'runs'>,
 ): Promise<void> {
-  const latest = latestSubmissions(jobs).filter((job) => !isRetiredReplica(job));
+  const current = latestSubmissions(jobs).filter((job) => !isRetiredReplica(job));
+  // A replica of a service that was placed before (others serve, or served) and found no
+  // capacity is tried again later (service-scaling.ts), not the end of the service.
+  const placedBefore = jobs.some((job) => job.job_provisioning_data !== null);
+  const latest =
+    placedBefore && serviceConfigurationOf(runSpecOf(run))
+      ? current.filter((job) => job.termination_reason !== 'failed_to_start_due_to_no_capacity')
+      : current;
   const failed = latest.filter((job) => ['failed', 'terminated', 'aborted'].includes(job.status));
   if (failed.length > 0) {
     const active = latest.filter((job) => !FINISHED_JOB_STATUSES.includes(job.status));

@@ -40,3 +40,17 @@ describe('service request stats', () => {
     expect(stats.rps('a', 10, now)).toBe(0);
   });
 });
+
+describe('a request waiting for a replica', () => {
+  it('keeps one replica wanted when the rate alone would want none', () => {
+    expect(
+      autoscaledCount({ range, scaling, rps: 0, waiting: 1, current: 0, lastScaledAt: now, now }),
+    ).toBe(1);
+    const stats = new ServiceRequestStats();
+    const wait = stats.waitStarted('a');
+    expect(stats.waiting('a')).toBe(1);
+    wait.done();
+    wait.done();
+    expect(stats.waiting('a')).toBe(0);
+  });
+});

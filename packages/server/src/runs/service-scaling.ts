@@ -28,6 +28,8 @@ const DEFAULT_WINDOW_SECONDS = 60;
 const SCALING_PASS_MS = 1_000;
 /** How often during a rolling update or while replicas start. */
 const CHANGING_PASS_MS = 300;
+/** How long after a replica found no capacity before another one is started. */
+const NO_CAPACITY_BACKOFF_MS = 15_000;
 
 const FINISHED = ['terminated', 'aborted', 'failed', 'done'];
 
@@ -36,18 +38,21 @@ export type StopJobs = (jobs: readonly JobsTable[], reason: JobTerminationReason
 /**
  * The replica count the autoscaler wants, as dstack's `RPSAutoscaler.get_desired_count`:
  * ceil(rps / target) within the range, held by the delays since the last change, except that
- * a service at zero scales up at once (a request is waiting).
+ * a service at zero scales up at once; while a request waits for a replica, at least one.
  */
 export function autoscaledCount(options: {
   range: { min: number; max: number };
   scaling: NonNullable<ServiceConfiguration['scaling']>;
   rps: number;
+  /** Requests waiting for a replica now. */
+  waiting?: number;
   current: number;
   lastScaledAt: number | null;
   now: number;
 }): number {
   const { range, scaling, rps, current, lastScaledAt, now } = options;
-  const wanted = Math.max(range.min, Math.min(range.max, Math.ceil(rps / scaling.target)));
+  const byRate = Math.max(Math.ceil(rps / scaling.target), (options.waiting ?? 0) > 0 ? 1 : 0);
+  const wanted = Math.max(range.min, Math.min(range.max, byRate));
   const since = lastScaledAt === null ? Number.POSITIVE_INFINITY : (now - lastScaledAt) / 1000;
   if (wanted > current) {
     if (current === 0 || since >= scaling.scale_up_delay) return wanted;
@@ -66,6 +71,7 @@ export function desiredReplicaCount(app: AppContext, run: RunsTable, service: Se
     range,
     scaling: service.scaling,
     rps: app.caches.serviceStats.rps(run.id, service.scaling.window ?? DEFAULT_WINDOW_SECONDS),
+    waiting: app.caches.serviceStats.waiting(run.id),
     current: Math.max(range.min, Math.min(range.max, current)),
     lastScaledAt: run.last_scaled_at ?? null,
     now: Date.now(),
@@ -151,7 +157,6 @@ export async function keepServiceReplicas(
     stop.push(...fresh.slice(0, fresh.length - desired));
   }
 
-  if (process.env.DEBUG_SCALE) console.log('scale', run.run_name, { desired, active: active.map((j) => [j.replica_num, j.submission_num, j.status, j.deployment_num]), stop: stop.length, start, failed: probes.failed, states: [...app.caches.probeStates.values()] });
   if (stop.length > 0) {
     await stopJobs(stop, 'scaled_down');
     forgetProbes(
@@ -159,8 +164,16 @@ export async function keepServiceReplicas(
       stop.map((job) => job.id),
     );
   }
-  if (start > 0) await startReplicas(app, run, latest, start);
-  const changing = start > 0 || stop.length > 0 || old.length > 0 || fresh.length !== readyFresh.length;
+  // A replica that just found no capacity: the next one waits a while rather than fail in a loop.
+  const unplacedAt = Math.max(
+    0,
+    ...latest
+      .filter((job) => job.termination_reason === 'failed_to_start_due_to_no_capacity')
+      .map((job) => job.finished_at ?? job.last_processed_at),
+  );
+  const backingOff = start > 0 && now - unplacedAt < NO_CAPACITY_BACKOFF_MS;
+  if (start > 0 && !backingOff) await startReplicas(app, run, latest, start);
+  const changing = (start > 0 && !backingOff) || stop.length > 0 || old.length > 0 || fresh.length !== readyFresh.length;
   const scales = range.min !== range.max;
   const nextPassInMs = changing
     ? CHANGING_PASS_MS

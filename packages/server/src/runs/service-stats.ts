@@ -9,6 +9,27 @@ const KEPT_SECONDS = 600;
 
 export class ServiceRequestStats {
   private readonly byRun = new Map<string, Map<number, number>>();
+  private readonly waitingByRun = new Map<string, number>();
+
+  /** A request to `runId` waits for a replica (the service is at zero); `done` when it stops waiting. */
+  waitStarted(runId: string): { done(): void } {
+    this.waitingByRun.set(runId, (this.waitingByRun.get(runId) ?? 0) + 1);
+    let done = false;
+    return {
+      done: () => {
+        if (done) return;
+        done = true;
+        const left = (this.waitingByRun.get(runId) ?? 1) - 1;
+        if (left > 0) this.waitingByRun.set(runId, left);
+        else this.waitingByRun.delete(runId);
+      },
+    };
+  }
+
+  /** How many requests to `runId` wait for a replica now. */
+  waiting(runId: string): number {
+    return this.waitingByRun.get(runId) ?? 0;
+  }
 
   /** Counts one request to `runId` at `now` (ms). */
   record(runId: string, now = Date.now()): void {

@@ -190,8 +190,9 @@ describe('service replicas on the local backend', () => {
     expect((await runningJobs('scaled')).length).toBeGreaterThanOrEqual(2);
 
     // Idle: back to zero, then a request brings one replica back.
-    await waitFor('the service to scale to zero', async () =>
-      (await runningJobs('scaled')).length === 0 ? true : null,
+    await waitFor(
+      'the service to scale to zero',
+      async () => ((await runningJobs('scaled')).length === 0 ? true : null),
       90_000,
     );
     const again = await fetch(proxyUrl('scaled'), { headers: auth });
@@ -209,7 +210,9 @@ describe('service replicas on the local backend', () => {
         port,
         env: { SERVICE_PORT: String(port) },
         probes: [{ type: 'http', url: '/health', interval: 1, timeout: 1, ready_after: 2 }],
-        rate_limits: [{ prefix: '/limited', rps: 0.1, burst: 1, key: { type: 'header', header: 'x-client' } }],
+        rate_limits: [
+          { prefix: '/limited', rps: 0.1, burst: 1, key: { type: 'header', header: 'x-client' } },
+        ],
       }),
     );
     const [first] = await waitFor('the replica to run', async () => {
@@ -295,12 +298,12 @@ describe('service replicas on the local backend', () => {
       'v1 to be drained',
       async () => {
         const run = (await harness.call<Run>('/api/project/main/runs/get', { run_name: 'rolled' })).body;
-        const latest = run.jobs.map((job) => job.job_submissions.at(-1));
-        const v1Gone = latest.every((submission) => submission?.status !== 'running' || false)
-          ? false
-          : run.jobs.length >= 2 &&
-            latest.filter((submission) => submission?.status === 'running').length === 1 &&
-            latest.some((submission) => submission?.status === 'terminated');
+        const latest = run.jobs.map((job) => job.job_submissions.at(-1)?.status);
+        // v2's replica runs and v1's has ended.
+        const v1Gone =
+          latest.length === 2 &&
+          latest.filter((status) => status === 'running').length === 1 &&
+          latest.includes('terminated');
         return v1Gone ? true : null;
       },
       90_000,

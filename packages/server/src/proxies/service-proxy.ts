@@ -22,8 +22,8 @@
  */
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream/promises';
-import type { TLSSocket } from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { TLSSocket } from 'node:tls';
 import { ResourceNotFoundError } from '@dstack/core';
 import { findProject, getProjectForUser } from '../accounts/projects.js';
 import { AgentUnreachableError } from '../agents/agent-unreachable-error.js';
@@ -178,7 +178,11 @@ async function resolveDestination(
   );
   if (waitSeconds !== null) {
     setHeader('retry-after', String(waitSeconds));
-    throw new HttpError(429, `Too many requests to service ${target.runName}; retry later`, 'too_many_requests');
+    throw new HttpError(
+      429,
+      `Too many requests to service ${target.runName}; retry later`,
+      'too_many_requests',
+    );
   }
   app.caches.serviceStats.record(run.id);
 

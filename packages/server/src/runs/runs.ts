@@ -31,8 +31,8 @@ import { projectSecretNames } from '../secrets/secrets.js';
 import { buildJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
-import { replicaRangeOf, serviceConfigurationOf } from './service-spec.js';
 import { planJobVolumes } from './run-volumes.js';
+import { replicaRangeOf, serviceConfigurationOf } from './service-spec.js';
 import { refuseUnsupportedRunFields } from './unsupported-fields.js';
 
 export const ACTIVE_RUN_STATUSES: readonly RunStatus[] = [
@@ -138,7 +138,15 @@ export async function getRunPlan(
     run_spec: runSpec,
     job_plans: jobPlans,
     current_resource: current ? await loadRun(app, current, project) : null,
-    action: 'create',
+    // An active service applied again is updated in place (a rolling deployment), as in dstack.
+    action:
+      current &&
+      ACTIVE_RUN_STATUSES.includes(current.status) &&
+      current.status !== 'terminating' &&
+      serviceConfigurationOf(runSpec) &&
+      isServiceRun(current.run_spec)
+        ? 'update'
+        : 'create',
   };
 }
 

@@ -43,9 +43,9 @@ describe('service request stats', () => {
 
 describe('a request waiting for a replica', () => {
   it('keeps one replica wanted when the rate alone would want none', () => {
-    expect(
-      autoscaledCount({ range, scaling, rps: 0, waiting: 1, current: 0, lastScaledAt: now, now }),
-    ).toBe(1);
+    expect(autoscaledCount({ range, scaling, rps: 0, waiting: 1, current: 0, lastScaledAt: now, now })).toBe(
+      1,
+    );
     const stats = new ServiceRequestStats();
     const wait = stats.waitStarted('a');
     expect(stats.waiting('a')).toBe(1);

@@ -173,7 +173,8 @@ export async function keepServiceReplicas(
   );
   const backingOff = start > 0 && now - unplacedAt < NO_CAPACITY_BACKOFF_MS;
   if (start > 0 && !backingOff) await startReplicas(app, run, latest, start);
-  const changing = (start > 0 && !backingOff) || stop.length > 0 || old.length > 0 || fresh.length !== readyFresh.length;
+  const changing =
+    (start > 0 && !backingOff) || stop.length > 0 || old.length > 0 || fresh.length !== readyFresh.length;
   const scales = range.min !== range.max;
   const nextPassInMs = changing
     ? CHANGING_PASS_MS

@@ -167,7 +167,7 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
   },
   scaling: {
     honoured:
-      'the run pipeline scales between the range bounds on the proxy\'s requests per second (runs/service-scaling.ts)',
+      "the run pipeline scales between the range bounds on the proxy's requests per second (runs/service-scaling.ts)",
     subtree: true,
   },
   rate_limits: {
@@ -175,7 +175,8 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
     subtree: true,
   },
   probes: {
-    honoured: 'the run pipeline probes each running replica; the proxy sends requests only to ready ones (runs/replica-probes.ts)',
+    honoured:
+      'the run pipeline probes each running replica; the proxy sends requests only to ready ones (runs/replica-probes.ts)',
     subtree: true,
   },
   replicas: {
@@ -185,7 +186,7 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
       Array.isArray(value)
         ? 'replica groups (a list with per-group resources) are not supported yet; use one replica count or range'
         : null,
-    example: { replicas: [{ count: 1, commands: ['true'] }] },
+    example: { commands: [], replicas: [{ count: 1, commands: ['true'] }] },
   },
 };
 

@@ -12,6 +12,8 @@ import type { AppCaches, AppContext, ServerSettings, SqlDialect } from './contex
 import type { Database } from './db/schema.js';
 import { LogNotifications } from './logs/log-notifications.js';
 import { WakeUps } from './pipelines/wake-ups.js';
+import { RateLimiter } from './proxies/service-rate-limits.js';
+import { ServiceRequestStats } from './runs/service-stats.js';
 import { createEncryption, type Encryption } from './security/encryption.js';
 
 export interface AppContextParts {
@@ -53,5 +55,8 @@ export function createAppCaches(): AppCaches {
     instanceHostKeys: new Map(),
     agentTokens: new Map(),
     replicaTurns: new Map(),
+    serviceStats: new ServiceRequestStats(),
+    rateLimiter: new RateLimiter(),
+    probeStates: new Map(),
   };
 }

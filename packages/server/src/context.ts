@@ -10,6 +10,9 @@ import type { DefaultPermissions } from './config/server-config.js';
 import type { Database, ProjectsTable } from './db/schema.js';
 import type { LogNotifications } from './logs/log-notifications.js';
 import type { WakeUps } from './pipelines/wake-ups.js';
+import type { RateLimiter } from './proxies/service-rate-limits.js';
+import type { ProbeState } from './runs/probe-state.js';
+import type { ServiceRequestStats } from './runs/service-stats.js';
 import type { Encryption } from './security/encryption.js';
 
 export type SqlDialect = 'sqlite' | 'postgres';
@@ -128,4 +131,10 @@ export interface AppCaches {
   agentTokens: Map<string, string>;
   /** How many requests each service run's replicas were sent, for round-robin. */
   replicaTurns: Map<string, number>;
+  /** Requests the service proxy forwarded per run and second, for autoscaling. */
+  serviceStats: ServiceRequestStats;
+  /** The service proxy's `rate_limits` buckets. */
+  rateLimiter: RateLimiter;
+  /** Each probed replica's run of successes per probe and when it is probed next, by job id. */
+  probeStates: Map<string, ProbeState>;
 }

@@ -106,15 +106,31 @@ describe('refused fields through the API', () => {
   it('one error lists every refused field, with its value', async () => {
     const response = await runPlan({
       ...BASES.service,
-      probes: [{ type: 'http' }],
-      replicas: '2..4',
-      scaling: { metric: 'rps', target: 1 },
+      https: true,
+      strip_prefix: false,
     });
     expect(response.status).toBe(400);
     const message: string = response.body.detail[0].msg;
-    expect(message).toContain('probes: not supported yet');
-    expect(message).toContain('replicas: more than 1 replica is not supported yet (got 2..4)');
-    expect(message).toContain('scaling: not supported yet');
+    expect(message).toContain('https: not supported yet');
+    expect(message).toContain('strip_prefix: only true is supported yet');
+  });
+
+  it('service replicas, scaling, probes and rate limits pass; replica groups are refused with why', async () => {
+    const honoured = await runPlan({
+      ...BASES.service,
+      probes: [{ type: 'http', url: '/health' }],
+      replicas: '0..4',
+      scaling: { metric: 'rps', target: 1 },
+      rate_limits: [{ rps: 1 }],
+    });
+    expect(honoured.status).toBe(200);
+    const groups = await runPlan({
+      ...BASES.service,
+      commands: [],
+      replicas: [{ count: 1, commands: ['true'] }],
+    });
+    expect(groups.status).toBe(400);
+    expect(groups.body.detail[0].msg).toContain('replicas: replica groups');
   });
 
   it('reservation is refused when no eligible backend supports reservations', async () => {

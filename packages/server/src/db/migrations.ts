@@ -506,6 +506,44 @@ function volumes(dialect: SqlDialect): Migration {
   };
 }
 
+/**
+ * Service replicas (dstack's `deployment_num`, `desired_replica_count`): the run's deployment
+ * (bumped when a changed service is applied again) and how many replicas the autoscaler wants,
+ * with when it last changed its mind; each job's deployment and whether its probes pass.
+ */
+function serviceReplicas(dialect: SqlDialect): Migration {
+  const t = columnTypes(dialect);
+  return {
+    async up(db: AnyDatabase) {
+      await db.schema
+        .alterTable('runs')
+        .addColumn('deployment_num', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema
+        .alterTable('runs')
+        .addColumn('desired_replica_count', 'integer', (c) => c.notNull().defaultTo(1))
+        .execute();
+      await db.schema.alterTable('runs').addColumn('last_scaled_at', t.time).execute();
+      await db.schema
+        .alterTable('jobs')
+        .addColumn('deployment_num', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema
+        .alterTable('jobs')
+        .addColumn('probes_ready', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+    },
+    async down(db: AnyDatabase) {
+      for (const column of ['deployment_num', 'desired_replica_count', 'last_scaled_at']) {
+        await db.schema.alterTable('runs').dropColumn(column).execute();
+      }
+      for (const column of ['deployment_num', 'probes_ready']) {
+        await db.schema.alterTable('jobs').dropColumn(column).execute();
+      }
+    },
+  };
+}
+
 /** Every migration, by name; names sort in application order. */
 
 export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
@@ -522,6 +560,7 @@ export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
     '010_admin_token_kept': adminTokenKept,
     '011_placement_groups': placementGroups(dialect),
     '012_volumes': volumes(dialect),
+    '013_service_replicas': serviceReplicas(dialect),
   };
 }
 

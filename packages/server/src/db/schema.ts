@@ -152,6 +152,12 @@ export interface RunsTable extends LockColumns {
   next_triggered_at: number | null;
   fleet_id: string | null;
   deleted: number;
+  /** A service's deployment, bumped when a changed service is applied again (rolling update). */
+  deployment_num?: number;
+  /** How many replicas a service should have now (its autoscaler's last decision). */
+  desired_replica_count?: number;
+  /** When the autoscaler last changed `desired_replica_count` (ms); null before. */
+  last_scaled_at?: number | null;
 }
 
 export interface JobsTable extends LockColumns {
@@ -186,6 +192,10 @@ export interface JobsTable extends LockColumns {
   disconnected_at: number | null;
   /** Seconds without an SSH connection at the last pull, for a job with `inactivity_duration`; else null. */
   inactivity_secs: number | null;
+  /** The service deployment this job runs (`runs.deployment_num` when it was submitted). */
+  deployment_num?: number;
+  /** 1 once every probe of the service has passed `ready_after` times in a row, else 0. */
+  probes_ready?: number;
 }
 
 export interface JobLogsTable {

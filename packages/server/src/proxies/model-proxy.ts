@@ -169,6 +169,7 @@ async function routeToModel(
     request,
     setHeader: (header, value) => response.setHeader(header, value),
     keepAuthorization: false,
+    signal,
   });
   await forward({ request, response, signal, destination, body });
 }

@@ -1,24 +1,26 @@
 /**
  * The replicas behind the service proxy: a service run's running jobs (the master job of
- * each replica), taken in turn, and the base URL of one's service port as this server
- * reaches it: directly on loopback for the local backend, else through the same SSH
- * tunnels as the agents (the port is forwarded like the runner's).
+ * each replica) that are ready (their probes pass, when the service has probes), taken in
+ * turn, and the base URL of one's service port as this server reaches it.
  */
-import { instancePortUrl } from '../agents/agent-clients.js';
 import type { AppContext } from '../context.js';
-import { jobProvisioningDataOf, jobRuntimeDataColumn } from '../db/json-columns.js';
-import type { JobsTable, ProjectsTable } from '../db/schema.js';
+import type { JobsTable } from '../db/schema.js';
 
-/** The running jobs answering for a run: the master job (`job_num` 0) of each replica. */
-export async function runningReplicas(app: AppContext, runId: string): Promise<JobsTable[]> {
-  return app.db
+export { instancePortOf, replicaBaseUrl } from '../runs/replica-address.js';
+
+/**
+ * The running jobs answering for a run: the master job (`job_num` 0) of each replica; with
+ * `probed`, only those whose probes pass (a replica gets requests once ready).
+ */
+export async function runningReplicas(app: AppContext, runId: string, probed = false): Promise<JobsTable[]> {
+  let query = app.db
     .selectFrom('jobs')
     .selectAll()
     .where('run_id', '=', runId)
     .where('status', '=', 'running')
-    .where('job_num', '=', 0)
-    .orderBy('replica_num')
-    .execute();
+    .where('job_num', '=', 0);
+  if (probed) query = query.where('probes_ready', '=', 1);
+  return query.orderBy('replica_num').execute();
 }
 
 /** The next replica in turn for `runId`; replicas coming and going only shift the turn. */
@@ -33,31 +35,4 @@ export function nextReplica(app: AppContext, runId: string, replicas: readonly J
 /** Forgets the turn of a run that has no replicas left, so the map does not grow forever. */
 export function forgetReplicaTurn(app: AppContext, runId: string): void {
   app.caches.replicaTurns.delete(runId);
-}
-
-/**
- * The port on the instance for the container's `port`: the shim's mapping when it reported
- * one, else the port itself (host networking, and the local backend's processes).
- */
-export function instancePortOf(
-  job: Pick<JobsTable, 'job_runtime_data'> & { id?: string },
-  port: number,
-): number {
-  const runtime = jobRuntimeDataColumn.decodeNullable(job.job_runtime_data, job.id ?? '(unnamed)');
-  return runtime?.ports?.[String(port)] ?? port;
-}
-
-/**
- * `http://host:port` of the replica's service port as this server reaches it. Throws
- * `AgentUnreachableError` when the instance cannot be reached (no hostname, SSH failure).
- */
-export async function replicaBaseUrl(
-  app: AppContext,
-  project: ProjectsTable,
-  job: JobsTable,
-  servicePort: number,
-): Promise<string> {
-  const provisioningData = jobProvisioningDataOf(job);
-  if (!provisioningData) throw new Error(`Job ${job.job_name} is running without provisioning data`);
-  return instancePortUrl(app, project, provisioningData, instancePortOf(job, servicePort));
 }

@@ -9,19 +9,27 @@
  * closes the other. A replica that answers otherwise has its answer relayed as it is.
  *
  * Answers of its own: 401/403 without a valid token or membership, 404 for an unknown run,
- * a run that is not a service or one that has finished, 503 while no replica is running,
- * 502 when the replica cannot be reached or refuses the connection; the same, on the socket,
- * for an upgrade.
+ * a run that is not a service or one that has finished, 429 with `Retry-After` past one of the
+ * service's `rate_limits`, 503 while no replica is ready, 502 when the replica cannot be
+ * reached or refuses the connection; the same, on the socket, for an upgrade.
+ *
+ * Each forwarded request is counted for the service's autoscaler (runs/service-stats.ts). A
+ * service that scales to zero (`replicas: 0..N`) holds a request while it has no ready replica,
+ * up to `SCALE_FROM_ZERO_WAIT_MS`, instead of answering 503: the request itself makes the run
+ * pipeline start one. With `probes`, only replicas whose probes pass get requests. A request
+ * without a body whose replica refuses or drops the connection before answering (it is
+ * stopping) goes to the next ready replica.
  */
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { TLSSocket } from 'node:tls';
 import { ResourceNotFoundError, type ServiceConfiguration } from '@dstack/core';
 import { findProject, getProjectForUser } from '../accounts/projects.js';
 import { AgentUnreachableError } from '../agents/agent-unreachable-error.js';
 import type { AppContext } from '../context.js';
 import { runSpecOf } from '../db/json-columns.js';
-import type { ProjectsTable, RunsTable } from '../db/schema.js';
+import type { JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
 import { HttpError } from '../http/error-mapping.js';
 import { authenticate } from '../http/http-handler.js';
 import {
@@ -33,8 +41,10 @@ import {
 import { forwardUpgrade, requestUpstream } from '../http/upgrade-tunnel.js';
 import { ACTIVE_RUN_STATUSES, findRunRow } from '../runs/runs.js';
 import {
+  replicaRangeOf,
   SERVICE_PROXY_PREFIX,
   serviceConfigurationOf,
+  serviceHasProbes,
   servicePortOf,
   serviceProxyPrefix,
   serviceRequiresAuth,
@@ -46,9 +56,16 @@ import {
   upstreamRequestHeaders,
 } from './service-proxy-headers.js';
 import { forgetReplicaTurn, nextReplica, replicaBaseUrl, runningReplicas } from './service-proxy-replicas.js';
+import { rateLimited } from './service-rate-limits.js';
 
 /** Seconds a client is told to wait (`Retry-After`) while no replica is running. */
 const RETRY_AFTER_SECONDS = 5;
+/** How long a request to a service scaled to zero waits for a replica to become ready. */
+const SCALE_FROM_ZERO_WAIT_MS = 180_000;
+/** How often a waiting request looks for a ready replica. */
+const REPLICA_POLL_MS = 200;
+/** Rounds over the ready replicas a request without a body makes when none accepts its connection. */
+const MAX_RECONNECTS = 3;
 
 /** `/proxy/services/{project}/{run}` and the rest of the request target, still URL-encoded. */
 interface ProxyTarget {
@@ -90,6 +107,33 @@ export interface ProxyDestination {
   replicaName: string;
   /** What the replica is told about the client (see service-proxy-headers.ts). */
   forwarded: ForwardedRequest;
+  /** The same request sent to another ready replica, or null when none is left to try. */
+  another: () => Promise<ProxyDestination | null>;
+}
+
+/** Waits for a ready replica of a service scaled to zero; [] when the wait ends without one. */
+async function waitForReplicas(
+  app: AppContext,
+  runId: string,
+  probed: boolean,
+  signal: AbortSignal | undefined,
+): Promise<JobsTable[]> {
+  const deadline = Date.now() + SCALE_FROM_ZERO_WAIT_MS;
+  // A waiting request keeps at least one replica wanted; the run pipeline starts it on its next pass.
+  const wait = app.caches.serviceStats.waitStarted(runId);
+  app.wakeUps.wake('runs');
+  try {
+    while (Date.now() < deadline && !signal?.aborted) {
+      await sleep(REPLICA_POLL_MS);
+      const replicas = await runningReplicas(app, runId, probed);
+      if (replicas.length > 0) return replicas;
+      const run = await app.db.selectFrom('runs').select('status').where('id', '=', runId).executeTakeFirst();
+      if (!run || !ACTIVE_RUN_STATUSES.includes(run.status)) return [];
+    }
+    return [];
+  } finally {
+    wait.done();
+  }
 }
 
 /**
@@ -100,6 +144,7 @@ async function resolveDestination(
   app: AppContext,
   request: IncomingMessage,
   setHeader: (name: string, value: string) => void,
+  signal?: AbortSignal,
 ): Promise<ProxyDestination> {
   const target = parseTarget(request.url ?? '/');
   if (!target) {
@@ -127,6 +172,7 @@ async function resolveDestination(
     request,
     setHeader,
     keepAuthorization: !requiresAuth,
+    signal,
   });
 }
 
@@ -141,26 +187,51 @@ export interface ReplicaDestinationOptions {
   setHeader: (name: string, value: string) => void;
   /** See `ForwardedRequest.keepAuthorization`. */
   keepAuthorization: boolean;
+  /** Ends the wait of a service scaled to zero when the client leaves. */
+  signal?: AbortSignal;
 }
 
 /**
- * The replica of a service run a request goes to, taken in turn (the service proxy and the
- * model router, model-proxy.ts, share it). Throws the proxy's answers: 404 for a finished run,
- * 503 (with `Retry-After`) while no replica runs, 502 when the replica's instance is unreachable.
+ * The replica of a service run a request goes to (the service proxy and the model router,
+ * model-proxy.ts, share it), after the service's rate limits, counted for its autoscaler.
+ * Throws the proxy's answers: 404 for a finished run, 429, 503 (with `Retry-After`) while no
+ * replica is ready, 502 when the replica's instance is unreachable.
  */
 export async function replicaDestination(
   app: AppContext,
   options: ReplicaDestinationOptions,
 ): Promise<ProxyDestination> {
-  const { project, run, service, request, setHeader } = options;
-  const target = { projectName: project.name, runName: run.run_name };
+  const { project, run, service, request, setHeader, signal } = options;
+  const target = { projectName: project.name, runName: run.run_name, upstreamPath: options.path };
   if (!ACTIVE_RUN_STATUSES.includes(run.status)) {
     forgetReplicaTurn(app, run.id);
     throw new ResourceNotFoundError(`Service ${target.runName} is not running: the run is ${run.status}`);
   }
   const port = servicePortOf(service);
+  const waitSeconds = rateLimited(
+    app.caches.rateLimiter,
+    run.id,
+    service.rate_limits,
+    target.upstreamPath.split('?')[0] as string,
+    request,
+  );
+  if (waitSeconds !== null) {
+    setHeader('retry-after', String(waitSeconds));
+    throw new HttpError(
+      429,
+      `Too many requests to service ${target.runName}; retry later`,
+      'too_many_requests',
+    );
+  }
+  app.caches.serviceStats.record(run.id);
 
-  const replicas = await runningReplicas(app, run.id);
+  const probed = serviceHasProbes(service);
+  let replicas = await runningReplicas(app, run.id, probed);
+  let waitUntil: number | null = null;
+  if (replicas.length === 0 && replicaRangeOf(service).min === 0) {
+    waitUntil = Date.now() + SCALE_FROM_ZERO_WAIT_MS;
+    replicas = await waitForReplicas(app, run.id, probed, signal);
+  }
   if (replicas.length === 0) {
     setHeader('retry-after', String(RETRY_AFTER_SECONDS));
     throw new HttpError(
@@ -169,29 +240,55 @@ export async function replicaDestination(
       'service_unavailable',
     );
   }
-  const replica = nextReplica(app, run.id, replicas);
-  let baseUrl: string;
-  try {
-    baseUrl = await replicaBaseUrl(app, project, replica, port);
-  } catch (error) {
-    if (!AgentUnreachableError.isInstance(error)) throw error;
-    throw new HttpError(
-      502,
-      `Replica ${replica.job_name} cannot be reached: ${error.message}`,
-      'bad_gateway',
-    );
-  }
-  return {
-    replica: new URL(baseUrl),
-    path: options.path,
-    replicaName: replica.job_name,
-    forwarded: {
-      clientAddress: request.socket.remoteAddress,
-      protocol: (request.socket as Partial<TLSSocket>).encrypted ? 'https' : 'http',
-      prefix: serviceProxyPrefix(target.projectName, target.runName),
-      keepAuthorization: options.keepAuthorization,
-    },
+  const forwarded: ForwardedRequest = {
+    clientAddress: request.socket.remoteAddress,
+    protocol: (request.socket as Partial<TLSSocket>).encrypted ? 'https' : 'http',
+    prefix: serviceProxyPrefix(target.projectName, target.runName),
+    keepAuthorization: options.keepAuthorization,
   };
+  const tried = new Set<string>();
+  let reconnects = 0;
+  const destinationOf = async (replica: JobsTable): Promise<ProxyDestination> => {
+    tried.add(replica.id);
+    let baseUrl: string;
+    try {
+      baseUrl = await replicaBaseUrl(app, project, replica, port);
+    } catch (error) {
+      if (!AgentUnreachableError.isInstance(error)) throw error;
+      throw new HttpError(
+        502,
+        `Replica ${replica.job_name} cannot be reached: ${error.message}`,
+        'bad_gateway',
+      );
+    }
+    return {
+      replica: new URL(baseUrl),
+      path: target.upstreamPath,
+      replicaName: replica.job_name,
+      forwarded,
+      another: async () => {
+        const left = (await runningReplicas(app, run.id, probed)).filter((other) => !tried.has(other.id));
+        if (left.length > 0) return destinationOf(nextReplica(app, run.id, left));
+        // Every replica failed to connect: a replica going away refuses for a moment, and a
+        // service started for this request may not listen yet. Try them again, a few times
+        // or, for the latter, for as long as a request waits for a replica.
+        reconnects += 1;
+        const waiting = waitUntil !== null && Date.now() < waitUntil;
+        if (signal?.aborted || (!waiting && reconnects > MAX_RECONNECTS)) return null;
+        await sleep(REPLICA_POLL_MS);
+        tried.clear();
+        const replicas = await runningReplicas(app, run.id, probed);
+        return replicas.length > 0 ? destinationOf(nextReplica(app, run.id, replicas)) : null;
+      },
+    };
+  };
+  return destinationOf(nextReplica(app, run.id, replicas));
+}
+
+/** A request without a body can be sent again, to another replica. */
+function hasNoBody(request: IncomingMessage): boolean {
+  const length = request.headers['content-length'];
+  return request.headers['transfer-encoding'] === undefined && (length === undefined || length === '0');
 }
 
 /** The request to the replica, not yet ended. */
@@ -215,8 +312,11 @@ function didNotAnswer(destination: ProxyDestination, error: unknown): HttpError 
 }
 
 async function handleProxyRequest({ app, request, response, signal }: RawRequestContext): Promise<void> {
-  const destination = await resolveDestination(app, request, (name, value) =>
-    response.setHeader(name, value),
+  const destination = await resolveDestination(
+    app,
+    request,
+    (name, value) => response.setHeader(name, value),
+    signal,
   );
   await forward({ request, response, signal, destination });
 }
@@ -225,7 +325,7 @@ async function handleProxyRequest({ app, request, response, signal }: RawRequest
  * Streams the request to the replica and the answer back. Fails with 502 when the replica does
  * not answer; once the answer has started, a failure cuts the response (the handler destroys it).
  * `body`, when given, is sent instead of the request's stream: the bytes a caller already read
- * (the model router reads the body to learn the model).
+ * (the model router reads the body to learn the model); being whole, it can go to another replica.
  */
 export async function forward(options: {
   request: IncomingMessage;
@@ -234,26 +334,36 @@ export async function forward(options: {
   destination: ProxyDestination;
   body?: Buffer;
 }): Promise<void> {
-  const { request, response, signal, destination, body } = options;
-  const upstream = requestReplica(
-    destination,
-    request.method,
-    upstreamRequestHeaders(request.headers, destination.forwarded),
-    signal,
-  );
-  const answered = new Promise<IncomingMessage>((resolve, reject) => {
-    upstream.once('response', resolve);
-    upstream.once('error', reject);
-  });
-  // Upload failures surface as the upstream request's error (or the client's abort).
-  if (body) upstream.end(body);
-  else pipeline(request, upstream).catch(() => {});
+  const { request, response, signal, body } = options;
+  // A body read already (or none) can be sent again to another replica; a streamed one cannot.
+  const resendable = body !== undefined || hasNoBody(request);
+  let destination = options.destination;
   let upstreamResponse: IncomingMessage;
-  try {
-    upstreamResponse = await answered;
-  } catch (error) {
-    if (signal.aborted) return;
-    throw didNotAnswer(destination, error);
+  if (body === undefined && resendable) request.resume();
+  for (;;) {
+    const upstream = requestReplica(
+      destination,
+      request.method,
+      upstreamRequestHeaders(request.headers, destination.forwarded),
+      signal,
+    );
+    const answered = new Promise<IncomingMessage>((resolve, reject) => {
+      upstream.once('response', resolve);
+      upstream.once('error', reject);
+    });
+    // Upload failures surface as the upstream request's error (or the client's abort).
+    if (resendable) upstream.end(body);
+    else pipeline(request, upstream).catch(() => {});
+    try {
+      upstreamResponse = await answered;
+      break;
+    } catch (error) {
+      if (signal.aborted) return;
+      // A replica going away (drained, scaled down) between the choice and the connection.
+      const next = resendable ? await destination.another() : null;
+      if (!next) throw didNotAnswer(destination, error);
+      destination = next;
+    }
   }
   response.writeHead(
     upstreamResponse.statusCode ?? 502,
@@ -271,7 +381,7 @@ export async function forward(options: {
 
 async function handleProxyUpgrade(context: RawUpgradeContext): Promise<void> {
   const { app, request, socket, head, signal } = context;
-  const destination = await resolveDestination(app, request, context.setErrorHeader);
+  const destination = await resolveDestination(app, request, context.setErrorHeader, signal);
   const upstream = requestReplica(
     destination,
     request.method,

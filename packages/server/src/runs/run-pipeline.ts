@@ -18,6 +18,8 @@ import type { JobsTable, RunsTable } from '../db/schema.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { newJobRow } from './runs.js';
+import { keepServiceReplicas } from './service-scaling.js';
+import { serviceConfigurationOf } from './service-spec.js';
 
 /**
  * A safety net only: every job that changes in a way the run follows marks its run due
@@ -31,6 +33,14 @@ const FINISHED_JOB_STATUSES = ['terminated', 'aborted', 'failed', 'done'];
 export function retryDelayMs(attempt: number): number {
   const seconds = RETRY_BACKOFF_SECONDS[Math.min(attempt, RETRY_BACKOFF_SECONDS.length - 1)] as number;
   return seconds * 1000;
+}
+
+/**
+ * A service replica stopped by the server (scaled down, replaced, or rolled to a new
+ * deployment) is retired: its ending decides nothing about the run.
+ */
+function isRetiredReplica(job: JobsTable): boolean {
+  return job.termination_reason === 'scaled_down';
 }
 
 /** The latest submission of each job of the run. */
@@ -123,6 +133,7 @@ async function processTerminating(
     await lock.release({ status: runTerminationReasonToStatus(reason) });
     // Log streams end on the run's final status; tell this replica's streams now.
     app.logNotifications.notify(run.id);
+    app.caches.serviceStats.forget(run.id);
     app.wakeUps.wake('fleets');
     return;
   }
@@ -142,10 +153,11 @@ async function resubmit(
   }
   const now = Date.now();
   const rows = latestSubmissions(jobs)
-    .filter((job) => FINISHED_JOB_STATUSES.includes(job.status))
-    .map((job) =>
-      newJobRow(run.project_id, run.id, run.run_name, jobSpecOf(job), job.submission_num + 1, now),
-    );
+    .filter((job) => FINISHED_JOB_STATUSES.includes(job.status) && !isRetiredReplica(job))
+    .map((job) => ({
+      ...newJobRow(run.project_id, run.id, run.run_name, jobSpecOf(job), job.submission_num + 1, now),
+      deployment_num: job.deployment_num ?? 0,
+    }));
   if (rows.length > 0) await app.db.insertInto('jobs').values(rows).execute();
   await lock.release({ status: 'submitted', next_triggered_at: null, last_processed_at: now });
   app.wakeUps.wake('jobs-submitted');
@@ -167,7 +179,14 @@ async function followJobs(
   jobs: JobsTable[],
   lock: RowLock<'runs'>,
 ): Promise<void> {
-  const latest = latestSubmissions(jobs);
+  const current = latestSubmissions(jobs).filter((job) => !isRetiredReplica(job));
+  // A replica of a service that was placed before (others serve, or served) and found no
+  // capacity is tried again later (service-scaling.ts), not the end of the service.
+  const placedBefore = jobs.some((job) => job.job_provisioning_data !== null);
+  const latest =
+    placedBefore && serviceConfigurationOf(runSpecOf(run))
+      ? current.filter((job) => job.termination_reason !== 'failed_to_start_due_to_no_capacity')
+      : current;
   const failed = latest.filter((job) => ['failed', 'terminated', 'aborted'].includes(job.status));
   if (failed.length > 0) {
     const active = latest.filter((job) => !FINISHED_JOB_STATUSES.includes(job.status));
@@ -219,7 +238,17 @@ async function followJobs(
   // A resubmission that got an instance starts the backoff over (dstack resets the attempts
   // when the run becomes provisioning), so a long run interrupted now and then is not held 10 minutes.
   const provisioned = status === 'provisioning' && run.status !== 'provisioning';
-  await lock.release({ status, ...(provisioned ? { resubmission_attempt: 0 } : {}) });
+  const service = await keepServiceReplicas(app, run, jobs, (stopped, reason) =>
+    terminateJobs(app, stopped, reason),
+  );
+  await lock.release({
+    status,
+    ...(provisioned ? { resubmission_attempt: 0 } : {}),
+    ...(service?.fields ?? {}),
+    ...(service?.nextPassInMs != null
+      ? { last_processed_at: dueIn(service.nextPassInMs, MIN_INTERVAL_MS) }
+      : {}),
+  });
 }
 
 export function runPipeline(app: AppContext): PipelineDefinition<'runs'> {

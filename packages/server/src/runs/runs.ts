@@ -32,6 +32,7 @@ import { buildJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
 import { planJobVolumes } from './run-volumes.js';
+import { replicaRangeOf, serviceConfigurationOf } from './service-spec.js';
 import { refuseUnsupportedRunFields } from './unsupported-fields.js';
 
 export const ACTIVE_RUN_STATUSES: readonly RunStatus[] = [
@@ -137,7 +138,15 @@ export async function getRunPlan(
     run_spec: runSpec,
     job_plans: jobPlans,
     current_resource: current ? await loadRun(app, current, project) : null,
-    action: 'create',
+    // An active service applied again is updated in place (a rolling deployment), as in dstack.
+    action:
+      current &&
+      ACTIVE_RUN_STATUSES.includes(current.status) &&
+      current.status !== 'terminating' &&
+      serviceConfigurationOf(runSpec) &&
+      isServiceRun(current.run_spec)
+        ? 'update'
+        : 'create',
   };
 }
 
@@ -194,15 +203,37 @@ export async function applyRun(
   // The code the runner will get must be here now: the client uploads it before applying.
   await checkRunCode(app, project.id, runSpec);
   await checkRunFileArchives(app, user.id, runSpec.file_archives ?? []);
+  const service = serviceConfigurationOf(runSpec);
+  // A service starts with its minimum of replicas (none for `replicas: 0..N`); the run pipeline keeps the count.
+  const initialReplicas = service ? replicaRangeOf(service).min : 1;
+  const initialJobSpecs = service
+    ? Array.from({ length: initialReplicas }, (_, replicaNum) =>
+        buildJobSpecs(runName, runSpec, replicaNum, baseImageOf(app)),
+      ).flat()
+    : jobSpecs;
   await app.db.transaction().execute(async (trx) => {
     const existing = await trx
       .selectFrom('runs')
-      .select(['id', 'status'])
+      .select(['id', 'status', 'run_spec', 'deployment_num'])
       .where('project_id', '=', project.id)
       .where('run_name', '=', runName)
       .where('deleted', '=', 0)
       .execute();
-    if (existing.some((run) => ACTIVE_RUN_STATUSES.includes(run.status))) {
+    const active = existing.find((run) => ACTIVE_RUN_STATUSES.includes(run.status));
+    if (active && service && active.status !== 'terminating' && isServiceRun(active.run_spec)) {
+      // A changed service applied again is a new deployment, rolled out replica by replica
+      // (service-scaling.ts); the same one applied again changes nothing.
+      const encoded = runSpecColumn.encode(runSpec);
+      if (encoded !== active.run_spec) {
+        await trx
+          .updateTable('runs')
+          .set({ run_spec: encoded, deployment_num: (active.deployment_num ?? 0) + 1, last_processed_at: 0 })
+          .where('id', '=', active.id)
+          .execute();
+      }
+      return;
+    }
+    if (active) {
       throw new ServerClientError(`Run ${runName} is active; stop it first (dstack stop ${runName})`, {
         code: 'resource_exists',
       });
@@ -219,19 +250,33 @@ export async function applyRun(
         )
         .execute();
     }
+    const row = newRunRow({ id: runId, projectId: project.id, userId: user.id, runName, runSpec, now });
     await trx
       .insertInto('runs')
-      .values(newRunRow({ id: runId, projectId: project.id, userId: user.id, runName, runSpec, now }))
+      .values(
+        service
+          ? // Due at once: a service that starts with no replica has no job to mark it due.
+            { ...row, desired_replica_count: initialReplicas, deployment_num: 0, last_processed_at: 0 }
+          : row,
+      )
       .execute();
-    await trx
-      .insertInto('jobs')
-      .values(jobSpecs.map((jobSpec) => newJobRow(project.id, runId, runName, jobSpec, 0, now)))
-      .execute();
+    if (initialJobSpecs.length > 0) {
+      await trx
+        .insertInto('jobs')
+        .values(initialJobSpecs.map((jobSpec) => newJobRow(project.id, runId, runName, jobSpec, 0, now)))
+        .execute();
+    }
   });
+  app.wakeUps.wake('runs');
   app.wakeUps.wake('jobs-submitted');
   const row = await findRunRow(app, project.id, runName);
   if (!row) throw new Error(`run ${runName} vanished after apply`);
   return loadRun(app, row, project);
+}
+
+/** Whether a stored run spec is a service's. */
+function isServiceRun(storedRunSpec: string): boolean {
+  return serviceConfigurationOf(runSpecColumn.decode(storedRunSpec, 'runs.run_spec')) !== null;
 }
 
 /**

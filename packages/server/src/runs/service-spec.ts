@@ -56,3 +56,22 @@ export function serviceSpecOf(
     : null;
   return { url, model, options: service.model ? { openai: { model: service.model } } : {} };
 }
+
+/** A service's replica bounds: `replicas: N` is N..N, a range its bounds; one replica by default. */
+export function replicaRangeOf(service: ServiceConfiguration): { min: number; max: number } {
+  const replicas = service.replicas;
+  // Replica groups are refused at apply (unsupported-fields.ts); the sum keeps the type total.
+  if (Array.isArray(replicas)) {
+    return replicas.reduce(
+      (sum, group) => ({ min: sum.min + group.count.min, max: sum.max + (group.count.max ?? 0) }),
+      { min: 0, max: 0 },
+    );
+  }
+  if (!replicas) return { min: 1, max: 1 };
+  return { min: replicas.min, max: replicas.max ?? replicas.min };
+}
+
+/** Whether the service has probes: its replicas get requests only once they pass. */
+export function serviceHasProbes(service: ServiceConfiguration): boolean {
+  return (service.probes?.length ?? 0) > 0;
+}

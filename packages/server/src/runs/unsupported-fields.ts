@@ -14,10 +14,6 @@ import {
   reservationRefusal,
 } from '../field-decisions.js';
 
-function rangeText(range: { min: number | null; max: number | null }): string {
-  return range.min === range.max ? String(range.min) : `${range.min ?? ''}..${range.max ?? ''}`;
-}
-
 export const RUN_FIELD_DECISIONS: FieldDecisions = {
   type: { honoured: 'chooses the job configurator (job-specs.ts)' },
   name: { honoured: 'the run name (runs.ts)' },
@@ -173,29 +169,27 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
     example: { strip_prefix: false },
   },
   scaling: {
-    refused: 'no auto-scaling yet',
+    honoured:
+      "the run pipeline scales between the range bounds on the proxy's requests per second (runs/service-scaling.ts)",
     subtree: true,
-    example: { replicas: '0..2', scaling: { metric: 'rps', target: 1 } },
   },
   rate_limits: {
-    refused: 'the proxy does not limit rates',
+    honoured: 'the service proxy answers 429 with Retry-After past a limit (proxies/service-rate-limits.ts)',
     subtree: true,
-    example: { rate_limits: [{ rps: 1 }] },
   },
-  probes: { refused: 'no health probes yet', subtree: true, example: { probes: [{ type: 'http' }] } },
-  replicas: {
-    refused: 'one job per run',
+  probes: {
+    honoured:
+      'the run pipeline probes each running replica; the proxy sends requests only to ready ones (runs/replica-probes.ts)',
     subtree: true,
-    check: (value) => {
-      if (value === undefined) return null;
-      if (Array.isArray(value)) return 'replica groups are not supported yet';
-      const range = value as { min: number | null; max: number | null };
-      if (range.min === 1 && range.max === 1) return null;
-      return (range.max ?? 0) > 1
-        ? `more than 1 replica is not supported yet (got ${rangeText(range)})`
-        : `only 1 replica is supported yet (got ${rangeText(range)})`;
-    },
-    example: { replicas: '2..4', scaling: { metric: 'rps', target: 1 } },
+  },
+  replicas: {
+    refused: 'replica groups are not built into jobs',
+    subtree: true,
+    check: (value) =>
+      Array.isArray(value)
+        ? 'replica groups (a list with per-group resources) are not supported yet; use one replica count or range'
+        : null,
+    example: { commands: [], replicas: [{ count: 1, commands: ['true'] }] },
   },
 };
 

@@ -1,0 +1,79 @@
+/**
+ * dstack's `rate_limits` at the service proxy: per client key (its IP address, or a header's
+ * value) and path prefix (the longest matching one), a token bucket of `burst + 1` requests
+ * refilled at `rps`, as nginx's `limit_req burst=N nodelay` on dstack's gateway. A request past
+ * the limit is answered 429 with `Retry-After`: the whole seconds until one more is allowed.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { ServiceConfiguration } from '@dstack/core';
+
+type RateLimit = ServiceConfiguration['rate_limits'][number];
+
+interface Bucket {
+  tokens: number;
+  updatedAt: number;
+}
+
+/** Buckets beyond this many are dropped oldest first, so many clients cannot grow it forever. */
+const MAX_BUCKETS = 100_000;
+
+export class RateLimiter {
+  private readonly buckets = new Map<string, Bucket>();
+
+  /** Takes one request from the bucket at `key`; null when allowed, else seconds to wait. */
+  take(key: string, limit: Pick<RateLimit, 'rps' | 'burst'>, now = Date.now()): number | null {
+    const capacity = limit.burst + 1;
+    const bucket = this.buckets.get(key) ?? { tokens: capacity, updatedAt: now };
+    bucket.tokens = Math.min(capacity, bucket.tokens + ((now - bucket.updatedAt) / 1000) * limit.rps);
+    bucket.updatedAt = now;
+    // Re-inserted so the map's order is least recently used first.
+    this.buckets.delete(key);
+    this.buckets.set(key, bucket);
+    if (this.buckets.size > MAX_BUCKETS) {
+      const oldest = this.buckets.keys().next().value;
+      if (oldest !== undefined) this.buckets.delete(oldest);
+    }
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return null;
+    }
+    return Math.max(1, Math.ceil((1 - bucket.tokens) / limit.rps));
+  }
+}
+
+/** The limit for `path` (the service's path, after the proxy prefix): the longest matching prefix. */
+export function rateLimitFor(limits: readonly RateLimit[], path: string): RateLimit | null {
+  let best: RateLimit | null = null;
+  for (const limit of limits) {
+    if (path.startsWith(limit.prefix) && (best === null || limit.prefix.length > best.prefix.length)) {
+      best = limit;
+    }
+  }
+  return best;
+}
+
+/** The client's key for `limit`; null (not limited, as nginx skips empty keys) when a keyed header is absent. */
+export function rateLimitKey(limit: RateLimit, request: IncomingMessage): string | null {
+  if (limit.key.type === 'ip_address') return request.socket.remoteAddress ?? '';
+  const value = request.headers[limit.key.header.toLowerCase()];
+  const text = Array.isArray(value) ? value.join(',') : value;
+  return text === undefined || text === '' ? null : text;
+}
+
+/**
+ * Seconds the client must wait before `path` of `runId` is served again, or null when the
+ * request is within the service's limits (or it has none).
+ */
+export function rateLimited(
+  limiter: RateLimiter,
+  runId: string,
+  limits: readonly RateLimit[],
+  path: string,
+  request: IncomingMessage,
+): number | null {
+  const limit = rateLimitFor(limits, path);
+  if (!limit) return null;
+  const key = rateLimitKey(limit, request);
+  if (key === null) return null;
+  return limiter.take(`${runId}\u0000${limit.prefix}\u0000${key}`, limit);
+}

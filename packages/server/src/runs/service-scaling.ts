@@ -1,0 +1,231 @@
+/**
+ * A service's replicas, kept by the run pipeline on each pass over the run (dstack's
+ * `scale_run_replicas` and RPS autoscaler):
+ * - how many it should have: `replicas: N`, or within `replicas: min..max` the requests per
+ *   second the proxy counted over `scaling.window` divided by `scaling.target`, changed no sooner
+ *   than `scale_up_delay` / `scale_down_delay` after the last change (from zero at once);
+ * - probes (replica-probes.ts): which replicas are ready, and which failed and are replaced;
+ * - rolling updates: after a changed service is applied again (`deployment_num` bumped), one
+ *   replica of the new deployment is started, and once it is ready one of the old ones is
+ *   stopped, until none is left;
+ * - replicas started (new ones, or a retired replica number submitted again) and stopped with
+ *   `scaled_down`: the proxy stops sending them requests at once, and the job's graceful stop
+ *   lets the requests in flight finish.
+ */
+import type { JobTerminationReason, ServiceConfiguration } from '@dstack/core';
+import { projectOf } from '../accounts/projects.js';
+import type { AppContext } from '../context.js';
+import { runSpecOf } from '../db/json-columns.js';
+import type { JobsTable, RunsTable } from '../db/schema.js';
+import { buildJobSpecs } from './job-specs.js';
+import { forgetProbes, probeReplicas } from './replica-probes.js';
+import { newJobRow } from './runs.js';
+import { replicaRangeOf, serviceConfigurationOf, serviceHasProbes } from './service-spec.js';
+
+/** dstack's default `scaling.window`: requests per second are averaged over a minute. */
+const DEFAULT_WINDOW_SECONDS = 60;
+/** How often a service that scales or probes is looked at again. */
+const SCALING_PASS_MS = 1_000;
+/** How often during a rolling update or while replicas start. */
+const CHANGING_PASS_MS = 300;
+/** How long after a replica found no capacity before another one is started. */
+const NO_CAPACITY_BACKOFF_MS = 15_000;
+
+const FINISHED = ['terminated', 'aborted', 'failed', 'done'];
+
+export type StopJobs = (jobs: readonly JobsTable[], reason: JobTerminationReason) => Promise<boolean>;
+
+/**
+ * The replica count the autoscaler wants, as dstack's `RPSAutoscaler.get_desired_count`:
+ * ceil(rps / target) within the range, held by the delays since the last change, except that
+ * a service at zero scales up at once; while a request waits for a replica, at least one.
+ */
+export function autoscaledCount(options: {
+  range: { min: number; max: number };
+  scaling: NonNullable<ServiceConfiguration['scaling']>;
+  rps: number;
+  /** Requests waiting for a replica now. */
+  waiting?: number;
+  current: number;
+  lastScaledAt: number | null;
+  now: number;
+}): number {
+  const { range, scaling, rps, current, lastScaledAt, now } = options;
+  const byRate = Math.max(Math.ceil(rps / scaling.target), (options.waiting ?? 0) > 0 ? 1 : 0);
+  const wanted = Math.max(range.min, Math.min(range.max, byRate));
+  const since = lastScaledAt === null ? Number.POSITIVE_INFINITY : (now - lastScaledAt) / 1000;
+  if (wanted > current) {
+    if (current === 0 || since >= scaling.scale_up_delay) return wanted;
+    return current;
+  }
+  if (wanted < current) return since >= scaling.scale_down_delay ? wanted : current;
+  return current;
+}
+
+/** The replica count a service should have now. */
+export function desiredReplicaCount(app: AppContext, run: RunsTable, service: ServiceConfiguration): number {
+  const range = replicaRangeOf(service);
+  const current = run.desired_replica_count ?? range.min;
+  if (range.min === range.max || !service.scaling) return range.min;
+  return autoscaledCount({
+    range,
+    scaling: service.scaling,
+    rps: app.caches.serviceStats.rps(run.id, service.scaling.window ?? DEFAULT_WINDOW_SECONDS),
+    waiting: app.caches.serviceStats.waiting(run.id),
+    current: Math.max(range.min, Math.min(range.max, current)),
+    lastScaledAt: run.last_scaled_at ?? null,
+    now: Date.now(),
+  });
+}
+
+/** What the run pass writes for its service, and when it should look again. */
+export interface ServiceReplicasOutcome {
+  fields: Pick<RunsTable, 'desired_replica_count' | 'last_scaled_at'>;
+  /** ms until the next pass should look, or null for the pipeline's own interval. */
+  nextPassInMs: number | null;
+}
+
+/** The latest submission of each replica's master job. */
+function latestReplicas(jobs: readonly JobsTable[]): JobsTable[] {
+  const latest = new Map<number, JobsTable>();
+  for (const job of jobs) {
+    if (job.job_num !== 0) continue;
+    const current = latest.get(job.replica_num);
+    if (!current || job.submission_num > current.submission_num) latest.set(job.replica_num, job);
+  }
+  return [...latest.values()];
+}
+
+/** Which replicas to stop first: not ready ones, then the newest replica numbers. */
+function stopOrder(ready: (job: JobsTable) => boolean): (a: JobsTable, b: JobsTable) => number {
+  return (a, b) => Number(ready(a)) - Number(ready(b)) || b.replica_num - a.replica_num;
+}
+
+/** Keeps the replicas of a service run; null for a run that is not a service. */
+export async function keepServiceReplicas(
+  app: AppContext,
+  run: RunsTable,
+  jobs: readonly JobsTable[],
+  stopJobs: StopJobs,
+): Promise<ServiceReplicasOutcome | null> {
+  const runSpec = runSpecOf(run);
+  const service = serviceConfigurationOf(runSpec);
+  if (!service) return null;
+  const now = Date.now();
+  const deployment = run.deployment_num ?? 0;
+  const range = replicaRangeOf(service);
+  const previous = run.desired_replica_count ?? range.min;
+  const desired = desiredReplicaCount(app, run, service);
+  const fields = {
+    desired_replica_count: desired,
+    last_scaled_at: desired !== previous ? now : (run.last_scaled_at ?? null),
+  };
+
+  const latest = latestReplicas(jobs);
+  forgetProbes(
+    app,
+    latest.filter((job) => FINISHED.includes(job.status)).map((job) => job.id),
+  );
+  const active = latest.filter((job) => !FINISHED.includes(job.status) && job.status !== 'terminating');
+  const probed = serviceHasProbes(service);
+  const probes = probed
+    ? await probeReplicas(app, await projectOf(app, run.project_id), service, active)
+    : { failed: [], nextInMs: null };
+  const readyNow = new Set(
+    active
+      .filter((job) => job.status === 'running')
+      .filter((job) => !probed || isReadyNow(app, job, service))
+      .map((job) => job.id),
+  );
+  const ready = (job: JobsTable) => readyNow.has(job.id);
+
+  const stop: JobsTable[] = active.filter((job) => probes.failed.includes(job.id));
+  const live = active.filter((job) => !probes.failed.includes(job.id));
+  const old = live.filter((job) => (job.deployment_num ?? 0) < deployment).sort(stopOrder(ready));
+  const fresh = live.filter((job) => (job.deployment_num ?? 0) >= deployment).sort(stopOrder(ready));
+  const readyFresh = fresh.filter(ready);
+  let start = 0;
+  if (old.length > 0) {
+    // Rolling: an old replica goes once a new one is ready to take its place (all at zero).
+    const excess = desired === 0 ? old.length : old.length + readyFresh.length - desired;
+    stop.push(...old.slice(0, Math.max(0, Math.min(old.length, excess))));
+    // One new replica at a time, beyond the count while it starts.
+    if (readyFresh.length === fresh.length && fresh.length < desired) start = 1;
+  } else if (fresh.length < desired) {
+    start = desired - fresh.length;
+  } else if (fresh.length > desired) {
+    stop.push(...fresh.slice(0, fresh.length - desired));
+  }
+
+  if (stop.length > 0) {
+    await stopJobs(stop, 'scaled_down');
+    forgetProbes(
+      app,
+      stop.map((job) => job.id),
+    );
+  }
+  // A replica that just found no capacity: the next one waits a while rather than fail in a loop.
+  const unplacedAt = Math.max(
+    0,
+    ...latest
+      .filter((job) => job.termination_reason === 'failed_to_start_due_to_no_capacity')
+      .map((job) => job.finished_at ?? job.last_processed_at),
+  );
+  const backingOff = start > 0 && now - unplacedAt < NO_CAPACITY_BACKOFF_MS;
+  if (start > 0 && !backingOff) await startReplicas(app, run, latest, start);
+  const changing =
+    (start > 0 && !backingOff) || stop.length > 0 || old.length > 0 || fresh.length !== readyFresh.length;
+  const scales = range.min !== range.max;
+  const nextPassInMs = changing
+    ? CHANGING_PASS_MS
+    : Math.min(
+        scales ? SCALING_PASS_MS : Number.POSITIVE_INFINITY,
+        probes.nextInMs ?? Number.POSITIVE_INFINITY,
+      );
+  return { fields, nextPassInMs: Number.isFinite(nextPassInMs) ? nextPassInMs : null };
+}
+
+/** Whether the replica's probes pass, as this pass left them. */
+function isReadyNow(app: AppContext, job: JobsTable, service: ServiceConfiguration): boolean {
+  const state = app.caches.probeStates.get(job.id);
+  // Not probed by this process yet (it restarted): what the last prober wrote.
+  if (!state) return job.probes_ready === 1;
+  const probes = service.probes ?? [];
+  return probes.every((probe, index) => (state.successes[index] ?? 0) >= probe.ready_after);
+}
+
+/**
+ * Submits `count` replicas of the run's current deployment: the lowest retired replica numbers
+ * first (their next submission), then new numbers.
+ */
+async function startReplicas(
+  app: AppContext,
+  run: RunsTable,
+  latest: readonly JobsTable[],
+  count: number,
+): Promise<void> {
+  const runSpec = runSpecOf(run);
+  const now = Date.now();
+  const retired = latest
+    .filter((job) => FINISHED.includes(job.status))
+    .sort((a, b) => a.replica_num - b.replica_num);
+  let nextNum = latest.reduce((max, job) => Math.max(max, job.replica_num + 1), 0);
+  const rows: JobsTable[] = [];
+  for (let index = 0; index < count; index += 1) {
+    const reused = retired[index];
+    const replicaNum = reused ? reused.replica_num : nextNum++;
+    const submissionNum = reused ? reused.submission_num + 1 : 0;
+    const specs = buildJobSpecs(run.run_name, runSpec, replicaNum, {
+      baseImage: app.settings.baseImage,
+      version: app.settings.baseImageVersion,
+    });
+    for (const spec of specs) {
+      rows.push({
+        ...newJobRow(run.project_id, run.id, run.run_name, spec, submissionNum, now),
+        deployment_num: run.deployment_num ?? 0,
+      });
+    }
+  }
+  if (rows.length > 0) await app.db.insertInto('jobs').values(rows).execute();
+  app.wakeUps.wake('jobs-submitted');
+}

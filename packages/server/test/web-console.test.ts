@@ -58,7 +58,10 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
   beforeAll(async () => {
     requireBuiltDstack();
     mkdirSync(SCREENSHOTS, { recursive: true });
-    harness = await startHarnessServer({ dir: join(temp.dir, 'server'), config: localBackendConfig(temp.dir) });
+    harness = await startHarnessServer({
+      dir: join(temp.dir, 'server'),
+      config: localBackendConfig(temp.dir),
+    });
     mkdirSync(cliEnvironment.DSTACK_CLI_CONFIG_DIR, { recursive: true });
     writeFileSync(
       join(cliEnvironment.DSTACK_CLI_CONFIG_DIR, 'config.yml'),
@@ -95,8 +98,9 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     return page;
   }
 
+  /** The app's own box: as tall as its content, not the window. */
   const screenshot = (page: Page, name: string) =>
-    page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+    page.locator('#root').screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
 
   it('is served at / by the server, beside the API', async () => {
     expect(harness.server.webConsole).toBe(true);
@@ -131,7 +135,10 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
       stringify({
         type: 'task',
         name: RUN_NAME,
-        commands: ['echo hello-from-the-console', 'i=0; while true; do i=$((i+1)); echo tick-$i; sleep 0.5; done'],
+        commands: [
+          'echo hello-from-the-console',
+          'i=0; while true; do i=$((i+1)); echo tick-$i; sleep 0.5; done',
+        ],
         resources: HOST_RESOURCES,
       }),
     );
@@ -188,9 +195,10 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     const page = await openConsole(ADMIN_TOKEN, PHONE);
     await page.locator(`tr[data-run="${RUN_NAME}"]`).waitFor();
     // Wide tables scroll inside their box; the page itself never scrolls sideways.
-    const overflow = await page.evaluate(
-      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
-    );
+    // A string: this file is compiled without the DOM's types.
+    const overflow = (await page.evaluate(
+      'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+    )) as number;
     expect(overflow).toBeLessThanOrEqual(0);
     await screenshot(page, 'runs-phone');
   });

@@ -1,8 +1,8 @@
 import { useEffect, useState } from 'react';
 import { ApiError } from './api';
-import { RunPage } from './pages/run-page';
 import { FleetsPage } from './pages/fleets-page';
 import { ProjectPage, ProjectsPage } from './pages/projects-page';
+import { RunPage } from './pages/run-page';
 import { RunsPage } from './pages/runs-page';
 import { SignInPage } from './pages/sign-in-page';
 import { UsersPage } from './pages/users-page';
@@ -64,7 +64,6 @@ export function App() {
   };
 
   // A kept token signs in again after a reload; a revoked one is forgotten.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: once, on load
   useEffect(() => {
     const token = storedToken();
     if (!token) return;

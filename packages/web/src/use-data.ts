@@ -16,7 +16,7 @@ export function useData<T>(load: () => Promise<T>, deps: unknown[], refreshMs = 
   const [generation, setGeneration] = useState(0);
   const loadRef = useRef(load);
   loadRef.current = load;
-  // biome-ignore lint/correctness/useExhaustiveDependencies: deps are the caller's, generation forces a reload
+  // `deps` are the caller's; `generation` changes on reload().
   useEffect(() => {
     let cancelled = false;
     let timer: ReturnType<typeof setTimeout> | undefined;

@@ -105,7 +105,9 @@ describe('the web console files', () => {
   it('answers 404 for a missing file, never index.html in its place', async () => {
     const response = await fetch(`${url}/assets/index-Old999.js`);
     expect(response.status).toBe(404);
-    expect((await response.json()).detail[0].code).toBe('not_found');
+    expect(((await response.json()) as { detail: Array<{ code: string }> }).detail[0]?.code).toBe(
+      'not_found',
+    );
     // No path leaves the build: it holds only the files read at start-up.
     expect(await (await fetch(`${url}/%2e%2e/%2e%2e/etc/passwd`)).text()).toBe(INDEX);
     expect((await fetch(`${url}/%2e%2e/%2e%2e/etc/hostname.txt`)).status).toBe(404);

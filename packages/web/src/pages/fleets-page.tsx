@@ -32,7 +32,10 @@ export function FleetsPage() {
           <p className="muted">
             {fleet.project_name} · created {formatAge(fleet.created_at)}
           </p>
-          <Table head={['Instance', 'Status', 'Backend', 'Region', 'Type', 'Price/h', 'Blocks']} empty="No instances.">
+          <Table
+            head={['Instance', 'Status', 'Backend', 'Region', 'Type', 'Price/h', 'Blocks']}
+            empty="No instances."
+          >
             {fleet.instances.map((instance) => (
               <tr key={instance.id}>
                 <td>{instance.name}</td>

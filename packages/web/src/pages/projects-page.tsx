@@ -18,7 +18,9 @@ export function ProjectsPage() {
           {projects.data.map((project) => (
             <tr key={project.project_id}>
               <td>
-                <Link href={`/projects/${encodeURIComponent(project.project_name)}`}>{project.project_name}</Link>
+                <Link href={`/projects/${encodeURIComponent(project.project_name)}`}>
+                  {project.project_name}
+                </Link>
               </td>
               <td>{project.owner.username}</td>
               <td>{project.members.length}</td>
@@ -35,16 +37,13 @@ export function ProjectsPage() {
 /** A project's members and its secrets' names (values are never fetched: `secrets/list` has none). */
 export function ProjectPage({ project }: { project: string }) {
   const { api } = useSession();
-  const details = useData(
-    async () => {
-      const [info, secrets] = await Promise.all([
-        api.post<Project>(`/api/projects/${encodeURIComponent(project)}/get`),
-        api.post<Secret[]>(projectPath(project, 'secrets/list')),
-      ]);
-      return { info, secrets };
-    },
-    [api, project],
-  );
+  const details = useData(async () => {
+    const [info, secrets] = await Promise.all([
+      api.post<Project>(`/api/projects/${encodeURIComponent(project)}/get`),
+      api.post<Secret[]>(projectPath(project, 'secrets/list')),
+    ]);
+    return { info, secrets };
+  }, [api, project]);
   return (
     <section>
       <h1>{project}</h1>

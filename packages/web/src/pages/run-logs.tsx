@@ -58,7 +58,6 @@ export function RunLogs({ project, runName }: { project: string; runName: string
   }, [api, project, runName]);
 
   // Follow the end of the logs, as a terminal does.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: scroll whenever the text grows
   useEffect(() => {
     const element = box.current;
     if (element) element.scrollTop = element.scrollHeight;
@@ -70,7 +69,11 @@ export function RunLogs({ project, runName }: { project: string; runName: string
         {text || (state === 'finished' ? '(no output)' : 'Waiting for output…')}
       </pre>
       <p className="muted" data-testid="logs-state">
-        {state === 'finished' ? 'The run is finished.' : state === 'retrying' ? 'Reconnecting…' : 'Following…'}
+        {state === 'finished'
+          ? 'The run is finished.'
+          : state === 'retrying'
+            ? 'Reconnecting…'
+            : 'Following…'}
       </p>
     </>
   );

@@ -98,7 +98,9 @@ export function RunPage({ project, runName }: { project: string; runName: string
               return (
                 <tr key={job.job_spec.job_name}>
                   <td>{job.job_spec.job_name}</td>
-                  <td>{submission && <Status status={submission.status} label={submission.status_message} />}</td>
+                  <td>
+                    {submission && <Status status={submission.status} label={submission.status_message} />}
+                  </td>
                   <td>{submission?.instance_name ?? '-'}</td>
                   <td>{provisioning?.backend ?? '-'}</td>
                   <td>{formatCost(provisioning?.price)}</td>

@@ -17,17 +17,20 @@ export function RunsPage() {
       <h1>Runs</h1>
       <LoadState error={runs.error} loading={!runs.data} />
       {runs.data && (
-        <Table head={['Run', 'Project', 'Status', 'Cost', 'Submitted']} empty="No runs yet: dstack apply -f …">
+        <Table
+          head={['Run', 'Status', 'Cost', 'Project', 'Submitted']}
+          empty="No runs yet: dstack apply -f …"
+        >
           {runs.data.map((run) => (
             <tr key={run.id} data-run={run.run_spec.run_name}>
               <td>
                 <Link href={runPath(run)}>{run.run_spec.run_name}</Link>
               </td>
-              <td>{run.project_name}</td>
               <td>
                 <Status status={run.status} label={run.status_message} />
               </td>
               <td>{formatCost(run.cost)}</td>
+              <td>{run.project_name}</td>
               <td>{formatAge(run.submitted_at)}</td>
             </tr>
           ))}

@@ -98,6 +98,12 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     return page;
   }
 
+  /** How far the page is wider than the window (a string: this file is compiled without the DOM's types). */
+  const horizontalOverflow = async (page: Page) =>
+    (await page.evaluate(
+      'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+    )) as number;
+
   /** The app's own box: as tall as its content, not the window. */
   const screenshot = (page: Page, name: string) =>
     page.locator('#root').screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
@@ -128,7 +134,7 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     await page.locator('#token').waitFor();
   });
 
-  it('shows a run applied from the CLI with its live logs, and Stop in the page ends it', async () => {
+  it('shows a run applied from the CLI with its live logs; Stop in the page ends it, Delete removes it', async () => {
     const configuration = join(temp.dir, 'web-console.dstack.yml');
     writeFileSync(
       configuration,
@@ -164,13 +170,30 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     await expect.poll(() => page.getByTestId('run-cost').textContent()).toMatch(/^\$\d/);
     await screenshot(page, 'run');
 
+    // On a phone-sized screen wide tables scroll inside their box; the page never scrolls sideways.
+    const phone = await openConsole(ADMIN_TOKEN, PHONE);
+    await phone.locator(`tr[data-run="${RUN_NAME}"]`).waitFor();
+    expect(await horizontalOverflow(phone)).toBeLessThanOrEqual(0);
+    await screenshot(phone, 'runs-phone');
+    await phone.getByRole('link', { name: RUN_NAME }).click();
+    await phone.getByTestId('run-logs').filter({ hasText: 'hello-from-the-console' }).waitFor();
+    expect(await horizontalOverflow(phone)).toBeLessThanOrEqual(0);
+    await screenshot(phone, 'run-phone');
+
     await page.getByRole('button', { name: 'Stop' }).click();
     await page.locator('.facts [data-status="terminated"]').waitFor();
     await page.getByTestId('logs-state').filter({ hasText: 'The run is finished.' }).waitFor();
     const run = (await harness.call<Run>('/api/project/main/runs/get', { run_name: RUN_NAME })).body;
     expect(run.status).toBe('terminated');
     expect(run.termination_reason).toBe('stopped_by_user');
-    await page.getByRole('button', { name: 'Delete' }).waitFor();
+
+    // Delete asks first; accepted, the run is gone from the list and from the API.
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('heading', { name: 'Runs' }).waitFor();
+    await expect.poll(() => page.locator(`tr[data-run="${RUN_NAME}"]`).count()).toBe(0);
+    const deleted = await harness.call('/api/project/main/runs/get', { run_name: RUN_NAME });
+    expect(deleted.status).toBe(404);
   }, 180_000);
 
   it('shows fleets with their instances, projects with members and secret names, and users', async () => {
@@ -189,18 +212,6 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     await page.getByRole('link', { name: 'Users' }).click();
     await page.getByRole('cell', { name: 'plain-user' }).waitFor();
     await screenshot(page, 'users');
-  });
-
-  it('fits a phone-sized screen', async () => {
-    const page = await openConsole(ADMIN_TOKEN, PHONE);
-    await page.locator(`tr[data-run="${RUN_NAME}"]`).waitFor();
-    // Wide tables scroll inside their box; the page itself never scrolls sideways.
-    // A string: this file is compiled without the DOM's types.
-    const overflow = (await page.evaluate(
-      'document.documentElement.scrollWidth - document.documentElement.clientWidth',
-    )) as number;
-    expect(overflow).toBeLessThanOrEqual(0);
-    await screenshot(page, 'runs-phone');
   });
 
   it('shows a plain user no admin page', async () => {

@@ -1,9 +1,10 @@
 /**
  * The web console in a real browser (Debian's Chromium driven by playwright-core) against a real
  * server with the local backend: sign-in with a token, a run applied by the built CLI appears
- * with its live logs, Stop in the page ends it, the other pages show fleets, projects, members,
- * secret names and users, and a plain user sees no admin page. Screenshots of the main pages
- * go to `test-output/web-console/` (or `$DSTACK_TEST_OUTPUT_DIR/web-console/`).
+ * with its live logs, Stop in the page ends it and Delete removes it, the other pages show fleets,
+ * projects, members, backends, secret names, offers and users, and a plain user sees no admin
+ * page. Screenshots of the main pages go to `test-output/web-console/` (or
+ * `$DSTACK_TEST_OUTPUT_DIR/web-console/`).
  *
  * One server and one browser serve every case: starting Chromium costs about a second.
  */
@@ -196,7 +197,7 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     expect(deleted.status).toBe(404);
   }, 180_000);
 
-  it('shows fleets with their instances, projects with members and secret names, and users', async () => {
+  it('shows fleets with their instances, projects with members, backends and secret names, offers, and users', async () => {
     const page = await openConsole(ADMIN_TOKEN);
     await page.getByRole('link', { name: 'Fleets' }).click();
     await page.locator('article[data-fleet]').first().waitFor();
@@ -207,7 +208,18 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     await page.getByRole('cell', { name: SECRET_NAME }).waitFor();
     await page.getByRole('cell', { name: 'admin', exact: true }).first().waitFor();
     expect(await page.content()).not.toContain(SECRET_VALUE);
+    await page.getByRole('cell', { name: 'local', exact: true }).waitFor();
     await screenshot(page, 'project');
+
+    await page.getByRole('link', { name: 'Offers' }).click();
+    await page.fill('input[name=gpu]', 'not-a-gpu-spec:xx');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await expect.poll(() => page.locator('p.error').textContent()).toMatch(/gpu/);
+    await page.fill('input[name=gpu]', '');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('cell', { name: 'local', exact: true }).first().waitFor();
+    await expect.poll(() => page.getByTestId('offers-total').textContent()).toMatch(/^[1-9]\d* of/);
+    await screenshot(page, 'offers');
 
     await page.getByRole('link', { name: 'Users' }).click();
     await page.getByRole('cell', { name: 'plain-user' }).waitFor();

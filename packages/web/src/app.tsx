@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'react';
 import { ApiError } from './api';
 import { FleetsPage } from './pages/fleets-page';
+import { OffersPage } from './pages/offers-page';
 import { ProjectPage, ProjectsPage } from './pages/projects-page';
 import { RunPage } from './pages/run-page';
 import { RunsPage } from './pages/runs-page';
@@ -15,6 +16,7 @@ function Page({ path }: { path: string }) {
   params = matchPath('/projects/:project', path);
   if (params) return <ProjectPage project={params.project!} />;
   if (path.startsWith('/fleets')) return <FleetsPage />;
+  if (path.startsWith('/offers')) return <OffersPage />;
   if (path.startsWith('/projects')) return <ProjectsPage />;
   if (path.startsWith('/users')) return <UsersPage />;
   return <RunsPage />;
@@ -24,6 +26,7 @@ function Navigation({ session, path }: { session: Session; path: string }) {
   const links = [
     ['/runs', 'Runs'],
     ['/fleets', 'Fleets'],
+    ['/offers', 'Offers'],
     ['/projects', 'Projects'],
     // Hidden from plain users: the server would list only themselves.
     ...(session.user.global_role === 'admin' ? [['/users', 'Users']] : []),

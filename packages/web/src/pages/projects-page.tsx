@@ -34,15 +34,36 @@ export function ProjectsPage() {
   );
 }
 
-/** A project's members and its secrets' names (values are never fetched: `secrets/list` has none). */
+/** What `backends/list` answers: the config without its creds (the server never sends them back). */
+interface BackendInfo {
+  name: string;
+  config: Record<string, unknown> | null;
+  error?: string;
+}
+
+/** Regions, or the other fields a backend is told apart by, without nesting. */
+function describeBackend(config: Record<string, unknown> | null): string {
+  if (!config) return '-';
+  return Object.entries(config)
+    .filter(([key, value]) => key !== 'type' && value !== null && typeof value !== 'object')
+    .concat(Array.isArray(config.regions) ? [['regions', config.regions.join(', ')]] : [])
+    .map(([key, value]) => `${key}: ${String(value)}`)
+    .join('; ');
+}
+
+/**
+ * A project's members, backends (creds are never sent back) and its secrets' names (values are
+ * never fetched: `secrets/list` has none).
+ */
 export function ProjectPage({ project }: { project: string }) {
   const { api } = useSession();
   const details = useData(async () => {
-    const [info, secrets] = await Promise.all([
+    const [info, backends, secrets] = await Promise.all([
       api.post<Project>(`/api/projects/${encodeURIComponent(project)}/get`),
+      api.post<BackendInfo[]>(projectPath(project, 'backends/list')),
       api.post<Secret[]>(projectPath(project, 'secrets/list')),
     ]);
-    return { info, secrets };
+    return { info, backends, secrets };
   }, [api, project]);
   return (
     <section>
@@ -56,6 +77,16 @@ export function ProjectPage({ project }: { project: string }) {
               <tr key={member.user.id}>
                 <td>{member.user.username}</td>
                 <td>{member.project_role}</td>
+              </tr>
+            ))}
+          </Table>
+          <h2>Backends</h2>
+          <Table head={['Backend', 'Settings', 'State']} empty="No backends.">
+            {details.data.backends.map((backend) => (
+              <tr key={backend.name}>
+                <td>{backend.name}</td>
+                <td>{describeBackend(backend.config)}</td>
+                <td className={backend.error ? 'error' : undefined}>{backend.error ?? 'ok'}</td>
               </tr>
             ))}
           </Table>

@@ -226,7 +226,7 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     await screenshot(page, 'users');
   });
 
-  it('shows a plain user no admin page', async () => {
+  it('shows a plain user no admin page, and signs out a token refused later', async () => {
     const page = await openConsole(userToken);
     expect(await page.getByTestId('username').textContent()).toBe('plain-user');
     expect(await page.getByRole('link', { name: 'Users' }).count()).toBe(0);
@@ -236,5 +236,12 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     // Not a member of main: its runs are not the user's to see.
     await page.goto(`${harness.server.url}/runs`);
     await page.getByText('No runs yet').waitFor();
+
+    // A token replaced elsewhere signs the page out at its next call.
+    const refreshed = await harness.call('/api/users/refresh_token', { username: 'plain-user' });
+    expect(refreshed.status).toBe(200);
+    await page.getByRole('link', { name: 'Projects' }).click();
+    await page.locator('#token').waitFor();
+    expect(await page.evaluate('localStorage.getItem("dstack.token")')).toBeNull();
   });
 });

@@ -40,10 +40,12 @@ export interface Api {
   ): Promise<void>;
 }
 
-export function createApi(token: string): Api {
+/** `onUnauthorized` is called on a 401: the token was revoked or refreshed elsewhere. */
+export function createApi(token: string, onUnauthorized?: () => void): Api {
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
   async function request(path: string, body: unknown, signal?: AbortSignal): Promise<Response> {
     const response = await fetch(path, { method: 'POST', headers, body: JSON.stringify(body ?? {}), signal });
+    if (response.status === 401) onUnauthorized?.();
     if (!response.ok) throw await errorFrom(response);
     return response;
   }
@@ -73,8 +75,11 @@ export function createApi(token: string): Api {
 export const projectPath = (project: string, route: string) =>
   `/api/project/${encodeURIComponent(project)}/${route}`;
 
-/** A log event's message: base64 of the bytes, as in dstack (logs may not be UTF-8). */
-export function decodeLogMessage(base64: string): string {
+/**
+ * A log event's message: base64 of the bytes, as in dstack (logs may not be UTF-8). One
+ * streaming `decoder` per log keeps a character split across two events whole.
+ */
+export function decodeLogMessage(base64: string, decoder: TextDecoder): string {
   const bytes = Uint8Array.from(atob(base64), (char) => char.charCodeAt(0));
-  return new TextDecoder().decode(bytes);
+  return decoder.decode(bytes, { stream: true });
 }

@@ -62,7 +62,7 @@ export function App() {
     setSession(null);
   };
   const start = async (token: string) => {
-    const { user, api } = await signIn(token);
+    const { user, api } = await signIn(token, signOut);
     setSession({ user, api, signOut });
   };
 

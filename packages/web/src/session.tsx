@@ -25,10 +25,17 @@ export function useSession(): Session {
 export const storedToken = (): string | null => localStorage.getItem(TOKEN_KEY);
 export const forgetToken = (): void => localStorage.removeItem(TOKEN_KEY);
 
-/** Checks `token` against the server; keeps it and resolves with the user when it is valid. */
-export async function signIn(token: string): Promise<{ user: User; api: Api }> {
-  const api = createApi(token);
+/**
+ * Checks `token` against the server; keeps it and resolves with the user when it is valid.
+ * `onSignedOut` is called when the server later refuses the token.
+ */
+export async function signIn(token: string, onSignedOut: () => void): Promise<{ user: User; api: Api }> {
+  let signedIn = false;
+  const api = createApi(token, () => {
+    if (signedIn) onSignedOut();
+  });
   const user = await api.post<User>('/api/users/get_my_user');
   localStorage.setItem(TOKEN_KEY, token);
+  signedIn = true;
   return { user, api };
 }

@@ -20,6 +20,7 @@ export function RunLogs({ project, runName }: { project: string; runName: string
     const controller = new AbortController();
     let nextToken: string | null = null;
     let finished = false;
+    const decoder = new TextDecoder();
     setText('');
     setState('following');
     (async () => {
@@ -31,7 +32,7 @@ export function RunLogs({ project, runName }: { project: string; runName: string
             (line) => {
               nextToken = line.next_token ?? nextToken;
               if ('message' in line) {
-                const message = decodeLogMessage(line.message);
+                const message = decodeLogMessage(line.message, decoder);
                 setText((previous) => {
                   const joined = previous + message;
                   const lines = joined.split('\n');

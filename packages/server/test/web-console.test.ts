@@ -25,9 +25,12 @@ import {
   startHarnessServer,
 } from './server-harness.js';
 
-const CHROMIUM = [process.env.DSTACK_TEST_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find(
-  (path): path is string => path !== undefined && path !== '' && existsSync(path),
-);
+/** Debian's Chromium, or the browser `DSTACK_TEST_CHROMIUM` names (then only that one). */
+const CHROMIUM = (
+  process.env.DSTACK_TEST_CHROMIUM
+    ? [process.env.DSTACK_TEST_CHROMIUM]
+    : ['/usr/bin/chromium', '/usr/bin/chromium-browser']
+).find((path) => existsSync(path));
 const REPOSITORY_ROOT = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
 const SCREENSHOTS = join(
   process.env.DSTACK_TEST_OUTPUT_DIR ?? join(REPOSITORY_ROOT, 'test-output'),
@@ -47,6 +50,10 @@ if (!CHROMIUM && process.env.CI) {
   // CI installs Chromium (.ci/run): a missing one is a broken setup, not a reason to skip.
   throw new Error('Chromium is missing (apt-get install chromium); .ci/run installs it');
 }
+
+describe.runIf(!CHROMIUM)('the web console in Chromium', () => {
+  it.skip('needs Chromium: apt-get install chromium (or DSTACK_TEST_CHROMIUM=/path/to/chrome)', () => {});
+});
 
 describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_MS }, () => {
   const temp = makeTempDir('dstack-web-console-');

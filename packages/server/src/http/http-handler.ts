@@ -40,7 +40,7 @@ export interface HttpHandlerOptions {
   rawRoutes?: readonly RawRouteDefinition[];
   /**
    * The web console, answering the GET and HEAD requests that no route takes (never under
-   * `/api` or `/proxy`). Default: none (those requests are 404).
+   * `/api`, `/proxy` or `/metrics`). Default: none (those requests are 404).
    */
   staticSite?: StaticSite | null;
 }

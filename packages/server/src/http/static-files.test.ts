@@ -113,7 +113,7 @@ describe('the web console files', () => {
     expect((await fetch(`${url}/%2e%2e/%2e%2e/etc/hostname.txt`)).status).toBe(404);
   });
 
-  it('leaves /api and /proxy alone, and other methods to the routes', async () => {
+  it('leaves /api, /proxy and /metrics alone, and other methods to the routes', async () => {
     const ping = await fetch(`${url}/api/test/ping`, { method: 'POST' });
     expect(await ping.json()).toEqual({ pong: true });
     const shadowed = await fetch(`${url}/api/ping`);
@@ -122,6 +122,7 @@ describe('the web console files', () => {
     expect((await fetch(`${url}/api/unknown/route`)).status).toBe(404);
     expect(await (await fetch(`${url}/proxy/services/p/r/`)).text()).toBe('proxied');
     expect((await fetch(`${url}/proxy/other`)).status).toBe(404);
+    expect((await fetch(`${url}/metrics`)).status).toBe(404);
     expect((await fetch(`${url}/runs`, { method: 'POST' })).status).toBe(404);
   });
 

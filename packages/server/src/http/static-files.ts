@@ -12,8 +12,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join, relative, sep } from 'node:path';
 import { gzipSync } from 'node:zlib';
 
-/** Paths the console never answers, whatever the build holds: the API and the proxies. */
-const RESERVED_PREFIXES = ['/api', '/proxy'];
+/**
+ * Paths the console never answers, whatever the build holds: the API, the proxies and
+ * Prometheus' `/metrics` (a server with metrics off answers it 404, not with the console's page).
+ */
+const RESERVED_PREFIXES = ['/api', '/proxy', '/metrics'];
 
 const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Run } from '@dstack/core';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { killRunningDstack, requireBuiltDstack, runDstack } from './dstack-cli.js';
@@ -63,7 +63,6 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
   let harness: HarnessServer;
   let browser: Browser;
   let userToken: string;
-  const contexts: BrowserContext[] = [];
 
   beforeAll(async () => {
     requireBuiltDstack();
@@ -93,10 +92,9 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     temp.remove();
   }, UI_TIMEOUT_MS);
 
-  /** A fresh browser profile (own localStorage), signed in with `token` unless null. */
+  /** A fresh browser profile (own localStorage; closed with the browser), signed in with `token` unless null. */
   async function openConsole(token: string | null, viewport = DESKTOP): Promise<Page> {
     const context = await browser.newContext({ viewport });
-    contexts.push(context);
     const page = await context.newPage();
     page.setDefaultTimeout(UI_TIMEOUT_MS);
     await page.goto(`${harness.server.url}/`);

@@ -23,20 +23,20 @@ function Page({ path }: { path: string }) {
 }
 
 function Navigation({ session, path }: { session: Session; path: string }) {
-  const links = [
+  const links: Array<[href: string, title: string]> = [
     ['/runs', 'Runs'],
     ['/fleets', 'Fleets'],
     ['/offers', 'Offers'],
     ['/projects', 'Projects'],
     // Hidden from plain users: the server would list only themselves.
-    ...(session.user.global_role === 'admin' ? [['/users', 'Users']] : []),
+    ...(session.user.global_role === 'admin' ? [['/users', 'Users'] as [string, string]] : []),
   ];
   return (
     <header>
       <nav>
         <strong className="brand">dstack</strong>
         {links.map(([href, title]) => (
-          <Link key={href} href={href!} className={path.startsWith(href!) ? 'current' : undefined}>
+          <Link key={href} href={href} className={path.startsWith(href) ? 'current' : undefined}>
             {title}
           </Link>
         ))}

@@ -1,13 +1,14 @@
 /**
  * Catalog benchmarks: load time and query time of the bundled snapshot and of a
  * synthetic 200,000-row catalog, against the targets (load < 300 ms, query < 5 ms),
- * then the server benchmarks (server-bench.ts), the CLI's startup (cli-bench.ts), the AWS
+ * then the server benchmarks (server-bench.ts), the proxies' overhead (proxy-bench.ts), the CLI's startup (cli-bench.ts), the AWS
  * backend on the EC2 emulator (aws-bench.ts: plan latency, apply → running) and the plan latency
  * of AWS, GCP and Vast.ai on their emulators, alone and together (clouds-bench.ts).
  * Run with `pnpm bench` (builds first). gpuhunt itself is not runnable here (no
  * PyPI), so there is no reference column.
  *
- * `--only=catalog`, `--only=server`, `--only=throughput`, `--only=cli` (CLI startup, cli-bench.ts),
+ * `--only=catalog`, `--only=server` (with the proxy overhead), `--only=throughput`, `--only=proxy`
+ * (proxy-bench.ts), `--only=cli` (CLI startup, cli-bench.ts),
  * `--only=aws` (aws-bench.ts) or `--only=clouds` (clouds-bench.ts) runs one part: e.g.
  * `pnpm exec tsx src/main.ts --only=server`. `--shim-in-process` runs the throughput
  * benchmark's shim inside the server's process (the shim's work then counts as the server's).
@@ -26,6 +27,7 @@ import {
 import { benchmarkAws } from './aws-bench.js';
 import { benchmarkCliStartup } from './cli-bench.js';
 import { benchmarkClouds } from './clouds-bench.js';
+import { benchmarkProxyOverhead } from './proxy-bench.js';
 import { printTable, type Row } from './report-table.js';
 import { benchmarkServer } from './server-bench.js';
 import { measure } from './stats.js';
@@ -93,7 +95,7 @@ async function benchmarkCatalog(label: string, makeSource: () => CatalogSource):
   return result;
 }
 
-const PARTS = ['all', 'catalog', 'server', 'throughput', 'cli', 'aws', 'clouds'] as const;
+const PARTS = ['all', 'catalog', 'server', 'throughput', 'proxy', 'cli', 'aws', 'clouds'] as const;
 type Part = (typeof PARTS)[number];
 
 function selectedPart(argv: readonly string[]): Part {
@@ -121,8 +123,13 @@ async function main(): Promise<void> {
     await benchmarkClouds();
     return;
   }
+  if (part === 'proxy') {
+    await benchmarkProxyOverhead();
+    return;
+  }
   if (part === 'server' || part === 'throughput') {
     await benchmarkServer({ latency: part === 'server', shimProcess });
+    if (part === 'server') await benchmarkProxyOverhead();
     return;
   }
   console.log(
@@ -141,6 +148,7 @@ async function main(): Promise<void> {
   printTable(rows);
   if (part === 'all') {
     await benchmarkServer({ latency: true, shimProcess });
+    await benchmarkProxyOverhead();
     console.log('');
     benchmarkCliStartup();
     await benchmarkAws();

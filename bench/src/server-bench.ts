@@ -65,7 +65,7 @@ async function apply(
 }
 
 /** Milliseconds from `started` until the run's job is running (polled every 5 ms). */
-async function waitForStatus(
+export async function waitForStatus(
   server: RunningServer,
   name: string,
   statuses: string[],
@@ -85,7 +85,7 @@ async function waitForStatus(
   }
 }
 
-async function withServer<T>(
+export async function withServer<T>(
   configure: (
     dir: string,
   ) => Promise<{ options: Parameters<typeof startServer>[0]; cleanup?: () => Promise<void> }>,

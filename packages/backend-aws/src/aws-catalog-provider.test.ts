@@ -266,5 +266,6 @@ describe('dstack-catalog collect aws (the built command, as a child process)', (
     expect(checkCatalogIntegrity(parsed, { gpuNames: ['H100', 'A100', 'A10G', 'T4', 'L40S', 'L4'] })).toEqual(
       [],
     );
-  });
+    // A child process that loads the AWS SDK, then a second collection: seconds on a busy machine.
+  }, 60_000);
 });

@@ -340,3 +340,116 @@ describe('terminateInstance', () => {
     );
   });
 });
+
+describe('cluster placement groups and EBS volumes', () => {
+  const group = {
+    name: 'dstack-main-cluster-pg-abcd1234',
+    project_name: 'main',
+    configuration: { backend: 'aws' as const, region: 'us-west-2', placement_strategy: 'cluster' as const },
+  };
+
+  function volume(configuration: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+    return {
+      id: randomUUID(),
+      name: 'data',
+      user: 'admin',
+      project_name: 'main',
+      configuration: {
+        type: 'volume' as const,
+        backend: 'aws' as const,
+        region: 'us-west-2',
+        ...configuration,
+      },
+      external: configuration.volume_id != null,
+      created_at: new Date().toISOString(),
+      status: 'submitted' as const,
+      deleted: false,
+      cost: 0,
+      ...extra,
+    };
+  }
+
+  it('launches a fleet into its placement group, which is deleted once the fleet is gone', async () => {
+    const offers = await compute.getOffers(anyCpuOfferRequirements());
+    const burstable = offers.find((each) => /^t[23]\./.test(each.instance.name));
+    if (burstable) expect(compute.isSuitablePlacementGroup(group, burstable)).toBe(false);
+    const offer = offers.find(
+      (each) =>
+        each.region === 'us-west-2' &&
+        each.availability === 'available' &&
+        !/^t[23]\./.test(each.instance.name),
+    );
+    if (!offer) throw new Error('no offer for a cluster');
+    expect(compute.isSuitablePlacementGroup(group, offer)).toBe(true);
+    expect(compute.isSuitablePlacementGroup(group, { ...offer, region: 'us-east-1' })).toBe(false);
+    await compute.createPlacementGroup(group, offer);
+    // Repeated (the server died before it stored the answer): the same group.
+    await compute.createPlacementGroup(group, offer);
+    const started = await compute.createInstance(offer, instanceConfig(), group);
+    expect(emulator.aws.state().placementGroups).toEqual([
+      expect.objectContaining({ name: group.name, strategy: 'cluster', instances: [started.instance_id] }),
+    ]);
+    // In use while its instance lives: the server tries again later.
+    await expect(compute.deletePlacementGroup(group)).rejects.toThrow('is in use');
+    await compute.terminateInstance(started.instance_id, started.region);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    await compute.deletePlacementGroup(group);
+    await compute.deletePlacementGroup(group);
+    expect(emulator.aws.state().placementGroups).toEqual([]);
+  });
+
+  it('creates a gp3 volume in the asked zone, attaches it as /dev/sdf, and detaches and deletes it', async () => {
+    const data = volume({ size: 10, availability_zone: 'us-west-2b', tags: { team: 'ml' } });
+    const provisioned = await compute.createVolume(data);
+    expect(provisioned).toMatchObject({ size_gb: 10, availability_zone: 'us-west-2b', price: 0.8 });
+    expect(JSON.parse(provisioned.backend_data ?? '{}')).toEqual({ volume_type: 'gp3', iops: 3000 });
+    // Idempotent on dstack's volume id.
+    expect((await compute.createVolume(data)).volume_id).toBe(provisioned.volume_id);
+    expect(await compute.registerVolume(volume({ volume_id: provisioned.volume_id }))).toMatchObject({
+      volume_id: provisioned.volume_id,
+      size_gb: 10,
+    });
+    await expect(compute.registerVolume(volume({ volume_id: 'vol-0123456789abcdef0' }))).rejects.toThrow(
+      'not found',
+    );
+
+    const offer = await cheapest(false);
+    const inZoneA = await untilRunning(
+      await compute.createInstance({ ...offer, availability_zones: ['us-west-2a'] }, instanceConfig(), null),
+    );
+    const inZoneB = await untilRunning(
+      await compute.createInstance({ ...offer, availability_zones: ['us-west-2b'] }, instanceConfig(), null),
+    );
+    const withData = { ...data, provisioning_data: provisioned };
+    await expect(compute.attachVolume(withData, inZoneA)).rejects.toThrow('Volume zone is different');
+    expect(await compute.attachVolume(withData, inZoneB)).toEqual({ device_name: '/dev/sdf' });
+    expect(emulator.aws.state().volumes[0]?.attachment).toMatchObject({
+      status: 'attached',
+      device: '/dev/sdf',
+    });
+    expect(await compute.isVolumeDetached(withData, inZoneB)).toBe(false);
+    await expect(compute.deleteVolume(withData)).rejects.toThrow('is currently attached');
+
+    const attached = {
+      ...withData,
+      attachments: [
+        {
+          instance: { name: 'fleet-0', instance_num: 0, instance_id: inZoneB.instance_id },
+          attachment_data: { device_name: '/dev/sdf' },
+        },
+      ],
+    };
+    await compute.detachVolume(attached, inZoneB);
+    for (let tries = 0; tries < 100 && !(await compute.isVolumeDetached(attached, inZoneB)); tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(await compute.isVolumeDetached(attached, inZoneB)).toBe(true);
+    // Detached already: nothing to do.
+    await compute.detachVolume(attached, inZoneB);
+    await compute.deleteVolume(attached);
+    await compute.deleteVolume(attached);
+    expect(emulator.aws.state().volumes).toEqual([]);
+    await compute.terminateInstance(inZoneA.instance_id, inZoneA.region);
+    await compute.terminateInstance(inZoneB.instance_id, inZoneB.region);
+  });
+});

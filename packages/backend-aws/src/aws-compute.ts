@@ -15,21 +15,28 @@ import {
   type CatalogQueryable,
   type ComputeWithCreateInstance,
   type ComputeWithInstanceVolumes,
+  type ComputeWithPlacementGroups,
   type ComputeWithPrivileged,
+  type ComputeWithVolumes,
   generateUniqueBackendName,
   getCatalogOffers,
   type InstanceConfiguration,
+  type InstanceOffer,
   type InstanceOfferWithAvailability,
   type InstanceStatusAtProvider,
   type JobProvisioningData,
   mergeTags,
   NoCapacityError,
   type PlacementGroup,
+  type PlacementGroupProvisioningData,
   type ProjectSshKeys,
   ProvisioningError,
   type Requirements,
   type RunJobParams,
   runJobWithCreateInstance,
+  type Volume,
+  type VolumeAttachmentData,
+  type VolumeProvisioningData,
   withAvailability,
 } from '@dstack/core';
 import { AWS_THROTTLING_ERROR_CODES, AwsClients, awsErrorCode, typedAwsError } from './aws-clients.js';
@@ -44,17 +51,23 @@ import {
   VcpuQuotas,
   vcpuQuotaCode,
 } from './aws-offers.js';
+import * as ebs from './aws-volumes.js';
 
 /**
  * What this Compute implements, declared on the plugin descriptor too: fleets
  * (`createInstance`), privileged runs and instance (host path) volumes, as every shim backend.
  */
-/** `multinode`: instances of one VPC network reach each other on their internal IPs (dstack's too). */
+/**
+ * `multinode`: instances of one VPC network reach each other on their internal IPs (dstack's too);
+ * `placement-groups`: a cluster placement group per cluster fleet; `volumes`: EBS volumes.
+ */
 export const AWS_CAPABILITIES: readonly Capability[] = [
   'create-instance',
   'privileged',
   'instance-volumes',
   'multinode',
+  'placement-groups',
+  'volumes',
 ];
 
 /**
@@ -137,7 +150,12 @@ function parseBackendData(data: string | null | undefined): Partial<AwsBackendDa
  * starts the shim, and `runJob` is `createInstance` for the job.
  */
 export class AwsCompute
-  implements ComputeWithCreateInstance, ComputeWithPrivileged, ComputeWithInstanceVolumes
+  implements
+    ComputeWithCreateInstance,
+    ComputeWithPrivileged,
+    ComputeWithInstanceVolumes,
+    ComputeWithPlacementGroups,
+    ComputeWithVolumes
 {
   readonly type = AWS_BACKEND_TYPE;
   readonly capabilities = AWS_CAPABILITIES;
@@ -206,7 +224,7 @@ export class AwsCompute
   async #createInstance(
     offer: InstanceOfferWithAvailability,
     config: InstanceConfiguration,
-    _placementGroup: PlacementGroup | null,
+    placementGroup: PlacementGroup | null,
   ): Promise<JobProvisioningData> {
     const region = offer.region;
     const ec2 = this.#clients.ec2(region);
@@ -276,6 +294,7 @@ export class AwsCompute
         ...(this.config.iam_instance_profile
           ? { IamInstanceProfile: { Name: this.config.iam_instance_profile } }
           : {}),
+        ...(placementGroup ? { Placement: { GroupName: placementGroup.name } } : {}),
         ...(spot
           ? {
               InstanceMarketOptions: {
@@ -365,6 +384,80 @@ export class AwsCompute
       interrupted: stateReason === SPOT_INTERRUPTION_REASON_CODE,
       stateReason,
     };
+  }
+
+  /** A cluster placement group named as the server named it (`dstack-<project>-<fleet>-pg-…`). */
+  createPlacementGroup(
+    group: PlacementGroup,
+    masterOffer: InstanceOffer,
+  ): Promise<PlacementGroupProvisioningData> {
+    return this.#call(() =>
+      ebs.createPlacementGroup(this.#clients.ec2(group.configuration.region), group, masterOffer),
+    );
+  }
+
+  deletePlacementGroup(group: PlacementGroup): Promise<void> {
+    return this.#call(() => ebs.deletePlacementGroup(this.#clients.ec2(group.configuration.region), group));
+  }
+
+  /** dstack's rule: the group's region, and no burstable type in a cluster group. */
+  isSuitablePlacementGroup(group: PlacementGroup, offer: InstanceOffer): boolean {
+    return ebs.offerSupportsPlacementGroup(offer, group) && group.configuration.region === offer.region;
+  }
+
+  registerVolume(volume: Volume): Promise<VolumeProvisioningData> {
+    return this.#call(() => ebs.registerVolume(this.#clients.ec2(volume.configuration.region), volume));
+  }
+
+  createVolume(volume: Volume): Promise<VolumeProvisioningData> {
+    return this.#call(async () =>
+      ebs.createVolume(
+        this.#clients.ec2(volume.configuration.region),
+        volume,
+        await this.#zonesOf(volume.configuration.region),
+        this.config.tags,
+      ),
+    );
+  }
+
+  deleteVolume(volume: Volume): Promise<void> {
+    return this.#call(() => ebs.deleteVolume(this.#clients.ec2(volume.configuration.region), volume));
+  }
+
+  attachVolume(volume: Volume, provisioningData: JobProvisioningData): Promise<VolumeAttachmentData> {
+    return this.#call(() =>
+      ebs.attachVolume(this.#clients.ec2(volume.configuration.region), volume, provisioningData),
+    );
+  }
+
+  detachVolume(
+    volume: Volume,
+    provisioningData: JobProvisioningData,
+    options: { force?: boolean } = {},
+  ): Promise<void> {
+    return this.#call(() =>
+      ebs.detachVolume(
+        this.#clients.ec2(volume.configuration.region),
+        volume,
+        provisioningData,
+        options.force ?? false,
+      ),
+    );
+  }
+
+  isVolumeDetached(volume: Volume, provisioningData: JobProvisioningData): Promise<boolean> {
+    return this.#call(() =>
+      ebs.isVolumeDetached(this.#clients.ec2(volume.configuration.region), volume, provisioningData),
+    );
+  }
+
+  /** Core's typed errors for auth, denial and throttling. */
+  async #call<T>(action: () => Promise<T>): Promise<T> {
+    try {
+      return await action();
+    } catch (error) {
+      throw typedAwsError(error);
+    }
   }
 
   /** Closes the SDK clients' connections. */

@@ -8,7 +8,14 @@ import plugin from './index.js';
 testBackend({
   plugin,
   packageName: '@dstack/backend-aws',
-  capabilities: ['create-instance', 'privileged', 'instance-volumes', 'multinode'],
+  capabilities: [
+    'create-instance',
+    'privileged',
+    'instance-volumes',
+    'multinode',
+    'placement-groups',
+    'volumes',
+  ],
   emulator: () => startAwsTestEmulator(),
   create: ({ emulator }) => emulatorConfig(emulator.aws),
   invalidCredentials: {

@@ -4,19 +4,26 @@ import {
   type CatalogQueryable,
   type ComputeWithCreateInstance,
   type ComputeWithInstanceVolumes,
+  type ComputeWithPlacementGroups,
   type ComputeWithPrivileged,
+  type ComputeWithVolumes,
   getCatalogOffers,
   type InstanceConfiguration,
+  type InstanceOffer,
   type InstanceOfferWithAvailability,
   type InstanceStatusAtProvider,
   type JobProvisioningData,
   NoCapacityError,
   type PlacementGroup,
+  type PlacementGroupProvisioningData,
   type ProjectSshKeys,
   ProvisioningError,
   type Requirements,
   type RunJobParams,
   runJobWithCreateInstance,
+  type Volume,
+  type VolumeAttachmentData,
+  type VolumeProvisioningData,
 } from '@dstack/core';
 import type { Dispatcher } from 'undici';
 import { GcpComputeApi } from './gcp-api.js';
@@ -38,18 +45,28 @@ import {
   offerWithQuota,
   regionOfZone,
 } from './gcp-offers.js';
+import {
+  createGcpPlacementGroup,
+  deleteGcpPlacementGroup,
+  isSuitableGcpPlacementGroup,
+  resourcePolicyReference,
+} from './gcp-placement-groups.js';
 import { GcpApiCallError, isNotFound, typedGoogleError } from './gcp-rest.js';
+import { GcpVolumes } from './gcp-volumes.js';
 
 /**
  * What this Compute implements, declared on the plugin descriptor too: fleets
- * (`createInstance`), privileged runs and instance (host path) volumes, as every shim backend.
+ * (`createInstance`), privileged runs and instance (host path) volumes, as every shim backend;
+ * `multinode`: instances of one VPC network reach each other on their internal IPs (dstack's too);
+ * `placement-groups`: a compact placement resource policy per cluster fleet; `volumes`: persistent disks.
  */
-/** `multinode`: instances of one VPC network reach each other on their internal IPs (dstack's too). */
 export const GCP_CAPABILITIES: readonly Capability[] = [
   'create-instance',
   'privileged',
   'instance-volumes',
   'multinode',
+  'placement-groups',
+  'volumes',
 ];
 
 /**
@@ -127,7 +144,12 @@ function operationError(operation: GcpOperation): { code: string; message: strin
  * VM bootstrap, as `user-data` metadata) starts the shim, and `runJob` is `createInstance` for the job.
  */
 export class GcpCompute
-  implements ComputeWithCreateInstance, ComputeWithPrivileged, ComputeWithInstanceVolumes
+  implements
+    ComputeWithCreateInstance,
+    ComputeWithPrivileged,
+    ComputeWithInstanceVolumes,
+    ComputeWithPlacementGroups,
+    ComputeWithVolumes
 {
   readonly type = GCP_BACKEND_TYPE;
   readonly capabilities = GCP_CAPABILITIES;
@@ -137,6 +159,7 @@ export class GcpCompute
   readonly #catalog: CatalogQueryable | undefined;
   readonly #operationWaitMs: number;
   readonly #pollIntervalMs: number;
+  readonly #volumes: GcpVolumes;
   #firewall: Promise<void> | undefined;
 
   constructor(settings: GcpBackendSettings) {
@@ -150,6 +173,12 @@ export class GcpCompute
     this.#catalog = settings.catalog;
     this.#operationWaitMs = settings.operationWaitMs ?? 30_000;
     this.#pollIntervalMs = settings.operationPollIntervalMs ?? 1000;
+    this.#volumes = new GcpVolumes({
+      api: this.#api,
+      config: this.config,
+      zonesOf: (region) => this.#zonesOf(region),
+      operations: { pollIntervalMs: this.#pollIntervalMs },
+    });
   }
 
   /** The Compute Engine client of this backend (the configurator's checks use it too). */
@@ -200,9 +229,16 @@ export class GcpCompute
   async #createInstance(
     offer: InstanceOfferWithAvailability,
     config: InstanceConfiguration,
-    _placementGroup: PlacementGroup | null,
+    placementGroup: PlacementGroup | null,
   ): Promise<JobProvisioningData> {
     const name = instanceNameFor(config);
+    const resourcePolicy = placementGroup
+      ? resourcePolicyReference(
+          this.config.project_id,
+          placementGroup.configuration.region,
+          placementGroup.name,
+        )
+      : undefined;
     const zones = offer.availability_zones?.length
       ? offer.availability_zones
       : await this.#zonesOf(offer.region);
@@ -212,7 +248,7 @@ export class GcpCompute
     await this.#ensureFirewall();
     const failures: string[] = [];
     for (const zone of zones) {
-      const body = instanceBody({ gcpConfig: this.config, offer, config, name, zone });
+      const body = instanceBody({ gcpConfig: this.config, offer, config, name, zone, resourcePolicy });
       let operation: GcpOperation;
       try {
         operation = await this.#api.post<GcpOperation>(`zones/${zone}/instances`, body, {
@@ -249,6 +285,64 @@ export class GcpCompute
     throw new NoCapacityError(
       `No capacity for ${offer.instance.name}${spot} in ${offer.region}: ${failures.join(', ')}`,
     );
+  }
+
+  /** A compact placement resource policy named as the server names the group, in its region. */
+  async createPlacementGroup(
+    placementGroup: PlacementGroup,
+    _masterOffer: InstanceOffer,
+  ): Promise<PlacementGroupProvisioningData> {
+    return this.#typed(() =>
+      createGcpPlacementGroup(this.#api, placementGroup, { pollIntervalMs: this.#pollIntervalMs }),
+    );
+  }
+
+  async deletePlacementGroup(placementGroup: PlacementGroup): Promise<void> {
+    return this.#typed(() =>
+      deleteGcpPlacementGroup(this.#api, placementGroup, { pollIntervalMs: this.#pollIntervalMs }),
+    );
+  }
+
+  isSuitablePlacementGroup(placementGroup: PlacementGroup, offer: InstanceOffer): boolean {
+    return isSuitableGcpPlacementGroup(placementGroup, offer);
+  }
+
+  /** dstack's: an instance in a reservation takes the reservation's placement, not ours. */
+  arePlacementGroupsCompatibleWithReservations(): boolean {
+    return false;
+  }
+
+  registerVolume(volume: Volume): Promise<VolumeProvisioningData> {
+    return this.#typed(() => this.#volumes.register(volume));
+  }
+
+  createVolume(volume: Volume): Promise<VolumeProvisioningData> {
+    return this.#typed(() => this.#volumes.create(volume));
+  }
+
+  deleteVolume(volume: Volume): Promise<void> {
+    return this.#typed(() => this.#volumes.delete(volume));
+  }
+
+  attachVolume(volume: Volume, provisioningData: JobProvisioningData): Promise<VolumeAttachmentData> {
+    return this.#typed(() => this.#volumes.attach(volume, provisioningData));
+  }
+
+  detachVolume(volume: Volume, provisioningData: JobProvisioningData): Promise<void> {
+    return this.#typed(() => this.#volumes.detach(volume, provisioningData));
+  }
+
+  isVolumeDetached(volume: Volume, provisioningData: JobProvisioningData): Promise<boolean> {
+    return this.#typed(() => this.#volumes.isDetached(volume, provisioningData));
+  }
+
+  /** Throttling outlasting the retries as core's `BackendRateLimitError`. */
+  async #typed<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      throw typedGoogleError(error);
+    }
   }
 
   /**

@@ -36,7 +36,7 @@ export function networkName(config: GcpConfig): string {
 }
 
 /** Lowercase letters, digits and `-`, as instance names and label values must be. */
-function sanitize(value: string): string {
+export function sanitize(value: string): string {
   return value.toLowerCase().replace(/[^a-z0-9_-]/g, '-');
 }
 
@@ -69,6 +69,11 @@ export function labelsFor(gcpConfig: GcpConfig, config: InstanceConfiguration): 
     gcpConfig.tags,
     config.tags,
   );
+  return validLabels(labels);
+}
+
+/** Keys and values made valid GCP labels (lowercase, `[a-z0-9_-]`, at most 63 characters). */
+export function validLabels(labels: Readonly<Record<string, string>>): Record<string, string> {
   return Object.fromEntries(
     Object.entries(labels).map(([key, value]) => [sanitize(key).slice(0, 63), sanitize(value).slice(0, 63)]),
   );
@@ -80,9 +85,11 @@ export interface InstanceBodyInput {
   readonly config: InstanceConfiguration;
   readonly name: string;
   readonly zone: string;
+  /** The compact placement policy of the instance's cluster (`projects/P/regions/R/resourcePolicies/N`). */
+  readonly resourcePolicy?: string;
 }
 
-export function instanceBody({ gcpConfig, offer, config, name, zone }: InstanceBodyInput) {
+export function instanceBody({ gcpConfig, offer, config, name, zone, resourcePolicy }: InstanceBodyInput) {
   const { resources } = offer.instance;
   const machineType = offer.instance.name;
   const gpus = resources.gpus;
@@ -133,6 +140,7 @@ export function instanceBody({ gcpConfig, offer, config, name, zone }: InstanceB
     },
     labels: labelsFor(gcpConfig, config),
     tags: { items: [GCP_INSTANCE_NETWORK_TAG] },
+    ...(resourcePolicy ? { resourcePolicies: [resourcePolicy] } : {}),
     ...(gcpConfig.vm_service_account
       ? {
           serviceAccounts: [

@@ -404,7 +404,7 @@ describeEachDatabase('the service proxy on the local backend', (databaseUrl) => 
     expect(applied.service).toEqual({
       url: '/proxy/services/main/llm/',
       model: { name: 'org/model-7b', base_url: '/proxy/services/main/llm/v1', type: 'chat' },
-      options: {},
+      options: { openai: { model: { type: 'chat', name: 'org/model-7b', format: 'openai', prefix: '/v1' } } },
     });
     await harness.call('/api/project/main/runs/stop', { runs_names: ['llm'], abort: true });
     await harness.waitForRun('llm', ['terminated', 'failed', 'done']);

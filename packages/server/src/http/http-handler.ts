@@ -88,7 +88,7 @@ function bodyTooLarge(bytes: number, limit: number): HttpError {
  * before answering, because closing the socket mid-upload would make the client see a connection
  * reset instead of the answer.
  */
-function readBody(
+export function readBody(
   request: IncomingMessage,
   maxBytes: number,
   tooLargeError: (bytes: number) => Error,

@@ -3,7 +3,8 @@
  * by app.ts through `createHttpHandler(app, allRoutes, { rawRoutes })`.
  */
 import type { RawRouteDefinition } from '../http/raw-route.js';
+import { modelProxyRoute } from './model-proxy.js';
 import { serviceProxyRoute } from './service-proxy.js';
 import { sshProxyRoute } from './ssh-proxy.js';
 
-export const rawRoutes: readonly RawRouteDefinition[] = [serviceProxyRoute, sshProxyRoute];
+export const rawRoutes: readonly RawRouteDefinition[] = [serviceProxyRoute, modelProxyRoute, sshProxyRoute];

@@ -16,11 +16,12 @@
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import type { TLSSocket } from 'node:tls';
-import { ResourceNotFoundError } from '@dstack/core';
+import { ResourceNotFoundError, type ServiceConfiguration } from '@dstack/core';
 import { findProject, getProjectForUser } from '../accounts/projects.js';
 import { AgentUnreachableError } from '../agents/agent-unreachable-error.js';
 import type { AppContext } from '../context.js';
 import { runSpecOf } from '../db/json-columns.js';
+import type { ProjectsTable, RunsTable } from '../db/schema.js';
 import { HttpError } from '../http/error-mapping.js';
 import { authenticate } from '../http/http-handler.js';
 import {
@@ -81,7 +82,7 @@ function notFound(target: ProxyTarget): ResourceNotFoundError {
 }
 
 /** Where a request through the proxy goes. */
-interface ProxyDestination {
+export interface ProxyDestination {
   /** `http://host:port` of the replica's service port. */
   replica: URL;
   /** Path and query as the client sent them (not resolved against the replica's URL: `//x` stays a path). */
@@ -118,6 +119,41 @@ async function resolveDestination(
     await getProjectForUser(app, user, target.projectName);
   }
   if (!project || !run || !service) throw notFound(target);
+  return replicaDestination(app, {
+    project,
+    run,
+    service,
+    path: target.upstreamPath,
+    request,
+    setHeader,
+    keepAuthorization: !requiresAuth,
+  });
+}
+
+/** What `replicaDestination` needs: a service run found and its caller let through. */
+export interface ReplicaDestinationOptions {
+  project: ProjectsTable;
+  run: RunsTable;
+  service: ServiceConfiguration;
+  /** Path and query asked of the replica. */
+  path: string;
+  request: IncomingMessage;
+  setHeader: (name: string, value: string) => void;
+  /** See `ForwardedRequest.keepAuthorization`. */
+  keepAuthorization: boolean;
+}
+
+/**
+ * The replica of a service run a request goes to, taken in turn (the service proxy and the
+ * model router, model-proxy.ts, share it). Throws the proxy's answers: 404 for a finished run,
+ * 503 (with `Retry-After`) while no replica runs, 502 when the replica's instance is unreachable.
+ */
+export async function replicaDestination(
+  app: AppContext,
+  options: ReplicaDestinationOptions,
+): Promise<ProxyDestination> {
+  const { project, run, service, request, setHeader } = options;
+  const target = { projectName: project.name, runName: run.run_name };
   if (!ACTIVE_RUN_STATUSES.includes(run.status)) {
     forgetReplicaTurn(app, run.id);
     throw new ResourceNotFoundError(`Service ${target.runName} is not running: the run is ${run.status}`);
@@ -147,13 +183,13 @@ async function resolveDestination(
   }
   return {
     replica: new URL(baseUrl),
-    path: target.upstreamPath,
+    path: options.path,
     replicaName: replica.job_name,
     forwarded: {
       clientAddress: request.socket.remoteAddress,
       protocol: (request.socket as Partial<TLSSocket>).encrypted ? 'https' : 'http',
       prefix: serviceProxyPrefix(target.projectName, target.runName),
-      keepAuthorization: !requiresAuth,
+      keepAuthorization: options.keepAuthorization,
     },
   };
 }
@@ -188,14 +224,17 @@ async function handleProxyRequest({ app, request, response, signal }: RawRequest
 /**
  * Streams the request to the replica and the answer back. Fails with 502 when the replica does
  * not answer; once the answer has started, a failure cuts the response (the handler destroys it).
+ * `body`, when given, is sent instead of the request's stream: the bytes a caller already read
+ * (the model router reads the body to learn the model).
  */
-async function forward(options: {
+export async function forward(options: {
   request: IncomingMessage;
   response: RawRequestContext['response'];
   signal: AbortSignal;
   destination: ProxyDestination;
+  body?: Buffer;
 }): Promise<void> {
-  const { request, response, signal, destination } = options;
+  const { request, response, signal, destination, body } = options;
   const upstream = requestReplica(
     destination,
     request.method,
@@ -207,7 +246,8 @@ async function forward(options: {
     upstream.once('error', reject);
   });
   // Upload failures surface as the upstream request's error (or the client's abort).
-  pipeline(request, upstream).catch(() => {});
+  if (body) upstream.end(body);
+  else pipeline(request, upstream).catch(() => {});
   let upstreamResponse: IncomingMessage;
   try {
     upstreamResponse = await answered;

@@ -31,9 +31,10 @@ export function serviceRequiresAuth(service: ServiceConfiguration): boolean {
 }
 
 /**
- * The Run's `service` field; null when the run is not a service. The model's `base_url` is
- * the service's own OpenAI-compatible prefix behind the proxy (`…/v1` by default): dstack's
- * project-wide `/proxy/models/{project}/` router is not implemented by this server.
+ * The Run's `service` field; null when the run is not a service. As in dstack, the model's
+ * `base_url` is the service's own OpenAI-compatible prefix behind the proxy (`…/v1` by
+ * default), and `options.openai.model` holds the model's configuration. The project-wide
+ * router over every model, `/proxy/models/{project}/`, is proxies/model-proxy.ts.
  */
 export function serviceSpecOf(
   runSpec: StoredRunSpec,
@@ -53,5 +54,5 @@ export function serviceSpecOf(
         type: service.model.type ?? 'chat',
       }
     : null;
-  return { url, model, options: {} };
+  return { url, model, options: service.model ? { openai: { model: service.model } } : {} };
 }

@@ -45,10 +45,13 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
   inactivity_duration: { honoured: 'job-running.ts stops an idle dev environment' },
   provider: { honoured: 'the CLI expands it into provider_jobs (job-specs.ts)' },
   parameters: { honoured: 'the CLI passes them to the provider' },
-  model: { honoured: "the run's service spec (service-spec.ts)" },
+  model: {
+    honoured:
+      "the run's service spec (service-spec.ts) and the model endpoint /proxy/models (proxies/model-proxy.ts)",
+  },
   'model.type': { honoured: 'service spec model type' },
   'model.name': { honoured: 'service spec model name' },
-  'model.prefix': { honoured: 'service spec model base_url' },
+  'model.prefix': { honoured: 'service spec model base_url; where the model endpoint routes requests' },
   'model.format': {
     refused: 'the proxy does not translate OpenAI requests to TGI',
     check: (value) => (value === 'tgi' ? "the 'tgi' format is not supported yet (use openai)" : null),

@@ -5,7 +5,7 @@ import { TaskConfigSchema } from '@dstack/core/agent-protocol';
 import { afterAll, describe, expect, it } from 'vitest';
 import { mountsRefusal } from './process/process-runtime.js';
 import { TaskStartError } from './task-runtime.js';
-import { volumeBinds } from './task-volumes.js';
+import { prepareVolumes } from './task-volumes.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'dstack-task-volumes-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
@@ -14,9 +14,9 @@ function task(fields: Record<string, unknown>) {
   return TaskConfigSchema.parse({ id: 't1', name: 't', image_name: 'img', ...fields });
 }
 
-function startError(call: () => unknown): TaskStartError {
+async function startError(call: () => Promise<unknown>): Promise<TaskStartError> {
   try {
-    call();
+    await call();
   } catch (error) {
     if (error instanceof TaskStartError) return error;
     throw error;
@@ -24,9 +24,13 @@ function startError(call: () => unknown): TaskStartError {
   throw new Error('expected a TaskStartError');
 }
 
+const volumesDirectory = join(directory, 'volumes');
+const volumeBinds = async (config: ReturnType<typeof task>) =>
+  (await prepareVolumes(config, { volumesDirectory })).binds;
+
 describe('task volumes', () => {
-  it('binds a local volume from the directory its attachment named', () => {
-    const binds = volumeBinds(
+  it('binds a local volume from the directory its attachment named', async () => {
+    const binds = await volumeBinds(
       task({
         volumes: [{ backend: 'local', name: 'data', volume_id: 'data-1', device_name: directory }],
         volume_mounts: [{ name: 'data', path: '/data' }],
@@ -35,18 +39,18 @@ describe('task volumes', () => {
     expect(binds).toEqual([{ source: directory, target: '/data' }]);
   });
 
-  it('refuses, with volume_error, what it cannot mount rather than leaving it out', () => {
-    const cloud = startError(() =>
+  it('refuses, with volume_error, what it cannot mount rather than leaving it out', async () => {
+    const cloud = await startError(() =>
       volumeBinds(
         task({
-          volumes: [{ backend: 'aws', name: 'ebs', volume_id: 'vol-1', device_name: '/dev/sdf' }],
+          volumes: [{ backend: 'aws', name: 'ebs', volume_id: 'vol-1', device_name: '/dev/sdf-none' }],
           volume_mounts: [{ name: 'ebs', path: '/data' }],
         }),
       ),
     );
     expect(cloud.reason).toBe('volume_error');
-    expect(cloud.message).toContain('aws volumes (block devices) are not supported by this shim yet');
-    const missing = startError(() =>
+    expect(cloud.message).toContain('no block device of volume vol-1 (attached as /dev/sdf-none)');
+    const missing = await startError(() =>
       volumeBinds(
         task({
           volumes: [{ backend: 'local', name: 'data', volume_id: 'd', device_name: join(directory, 'gone') }],
@@ -55,7 +59,9 @@ describe('task volumes', () => {
       ),
     );
     expect(missing.message).toContain('is not on this host');
-    const unattached = startError(() => volumeBinds(task({ volume_mounts: [{ name: 'x', path: '/x' }] })));
+    const unattached = await startError(() =>
+      volumeBinds(task({ volume_mounts: [{ name: 'x', path: '/x' }] })),
+    );
     expect(unattached.message).toContain('not attached to the task');
   });
 

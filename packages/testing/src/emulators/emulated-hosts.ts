@@ -28,6 +28,17 @@ export interface EmulatedHost {
   readonly address: string;
 }
 
+/** A block device given to a host (an attached network volume), as the host's kernel shows it. */
+export interface HostBlockDevice {
+  /** Its node in the host, as the cloud's instance names it (`/dev/nvme1n1` on a Nitro instance). */
+  readonly path: string;
+  /** The device numbers of the real device on this machine (a loop device). */
+  readonly major: number;
+  readonly minor: number;
+  /** udev's symlinks to it (`/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_vol0abc…`). */
+  readonly links: readonly string[];
+}
+
 export interface EmulatedHosts {
   /** Boots the host and starts running its user data; resolves once sshd accepts connections. */
   launch(request: HostLaunchRequest): Promise<EmulatedHost>;
@@ -35,4 +46,8 @@ export interface EmulatedHosts {
   terminate(instanceId: string): Promise<void>;
   /** Terminates every host this object made (the emulator's shutdown). */
   close(): Promise<void>;
+  /** Makes the device appear in the running host (its node and links); absent: hosts get no devices. */
+  attachBlockDevice?(instanceId: string, device: HostBlockDevice): Promise<void>;
+  /** Removes the device's node and links from the host; nothing when the host is gone. */
+  detachBlockDevice?(instanceId: string, device: HostBlockDevice): Promise<void>;
 }

@@ -60,13 +60,14 @@ export {
   type VcpuQuota,
   vcpuQuotaFor,
 } from './aws/aws-vcpu-quotas.js';
-export type { EmulatedHost, EmulatedHosts, HostLaunchRequest } from './emulated-hosts.js';
+export type { EmulatedHost, EmulatedHosts, HostBlockDevice, HostLaunchRequest } from './emulated-hosts.js';
 export {
   GcpApiError,
   gcpErrorResponse,
 } from './gcp/gcp-api-error.js';
 export { type BillingSku, COMPUTE_ENGINE_SERVICE_ID } from './gcp/gcp-billing-catalog.js';
 export { DEFAULT_GCP_IMAGES, DEFAULT_GCP_QUOTA_LIMIT, type GcpImage } from './gcp/gcp-compute-api.js';
+export type { GcpDiskState } from './gcp/gcp-compute-disks.js';
 export {
   DEFAULT_GCP_EMULATOR_TIMELINE,
   type GcpEmulatorTimeline,
@@ -117,6 +118,7 @@ export {
   type ServiceAccountJson,
   serviceAccountJson,
 } from './gcp/gcp-oauth.js';
+export type { GcpResourcePolicyState } from './gcp/gcp-resource-policies.js';
 export {
   AGENT_RUNTIME_PACKAGE,
   type AgentRuntimeServer,

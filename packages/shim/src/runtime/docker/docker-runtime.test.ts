@@ -1,9 +1,11 @@
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TaskConfig, type TaskConfigInput, TaskConfigSchema } from '@dstack/core/agent-protocol';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { isMountPoint, unmountBlockVolume } from '../block-volumes.js';
 import { type StartedTask, TaskStartError } from '../task-runtime.js';
 import { prepareDockerForTests, TEST_IMAGE } from './__fixtures__/docker-test-environment.js';
 import { TASK_ID_LABEL } from './container-spec.js';
@@ -135,6 +137,49 @@ describe.skipIf(!docker.available)('Docker runtime against the real daemon', () 
     expect(lines).toContain('optional-mount-skipped');
     expect(await readFile(join(shared, 'from-container.txt'), 'utf8')).toBe('written-in-the-container\n');
   }, 120_000);
+
+  it.skipIf(process.getuid?.() !== 0)(
+    'mounts a block volume formatted on first use at its path, and unmounts it when the task stops',
+    async () => {
+      // A real block device: a sparse file on a loop device, as the AWS emulator attaches.
+      const directory = await temporaryDirectory();
+      const backing = join(directory, 'volume.img');
+      await writeFile(backing, '');
+      await truncate(backing, 64 * 1024 * 1024);
+      const loop = execFileSync('losetup', ['-f', '--show', backing], { encoding: 'utf8' }).trim();
+      const volumesDirectory = join(directory, 'volumes');
+      const volumeRuntime = createDockerRuntime({ volumesDirectory });
+      try {
+        const task = testTask({
+          volumes: [
+            { backend: 'aws', name: 'data', volume_id: 'vol-0test', device_name: loop, init_fs: true },
+          ],
+          volume_mounts: [{ name: 'data', path: '/data' }],
+        });
+        const started = await volumeRuntime.start(task, await temporaryDirectory(), noEvents);
+        const result = await runJob(started.runnerPort, [
+          'echo on-the-volume > /data/kept.txt',
+          'df -T /data',
+        ]);
+        expect(result.states.at(-1)?.state).toBe('done');
+        expect(result.output).toContain('ext4');
+        await started.stop(10);
+        expect(await isMountPoint(join(volumesDirectory, 'data'))).toBe(false);
+        await started.remove();
+        expect(
+          execFileSync('debugfs', ['-R', 'cat /kept.txt', loop], {
+            encoding: 'utf8',
+            stdio: ['ignore', 'pipe', 'ignore'],
+          }),
+        ).toBe('on-the-volume\n');
+      } finally {
+        await volumeRuntime.close();
+        await unmountBlockVolume(join(volumesDirectory, 'data')).catch(() => undefined);
+        execFileSync('losetup', ['-d', loop]);
+      }
+    },
+    120_000,
+  );
 
   it.each([
     ['a uid', '65534'],

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { RUNNER_TOKEN_ENV, type TaskConfig } from '@dstack/core/agent-protocol';
 import { type PortableRuntime, runtimeRunnerCommand } from '@dstack/runner';
 import { findFreePort } from '../../net/free-port.js';
@@ -11,7 +12,7 @@ import {
   type TaskRuntime,
   TaskStartError,
 } from '../task-runtime.js';
-import { volumeBinds } from '../task-volumes.js';
+import { type PreparedVolumes, prepareVolumes } from '../task-volumes.js';
 import {
   BRIDGE_RUNNER_PORT_KEY,
   buildContainerSpec,
@@ -65,6 +66,11 @@ export interface DockerRuntimeOptions {
   runtimeCacheDirectory?: string;
   /** How long the runner has to answer its healthcheck after the container starts. Default 60 000 ms. */
   runnerStartTimeoutMs?: number;
+  /**
+   * Where cloud volumes (block devices) are mounted, one directory per volume name.
+   * Default: `volumes` in the shim's home (the parent of its `tasks` directory).
+   */
+  volumesDirectory?: string;
 }
 
 /** The Docker runtime, with what tests and the shim need beyond {@link TaskRuntime}. */
@@ -99,8 +105,27 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
     access: TaskAccess = { runnerToken: null },
   ): Promise<StartedTask> {
     events.onStatus('preparing');
-    // Checked first: a volume the task cannot have fails it before anything is pulled.
-    const volumes = volumeBinds(task);
+    // First: a volume the task cannot have fails it before anything is pulled.
+    const volumes = await prepareVolumes(task, {
+      // A task's home is <shim home>/tasks/<id>.
+      volumesDirectory: options.volumesDirectory ?? join(taskHomeDir, '..', '..', 'volumes'),
+    });
+    try {
+      return await startWithVolumes(task, taskHomeDir, events, devices, access, volumes);
+    } catch (error) {
+      await volumes.release().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async function startWithVolumes(
+    task: TaskConfig,
+    taskHomeDir: string,
+    events: TaskEvents,
+    devices: TaskDevices,
+    access: TaskAccess,
+    volumes: PreparedVolumes,
+  ): Promise<StartedTask> {
     const runtime = await prepareHost(taskHomeDir, portableRuntime);
 
     events.onStatus('pulling');
@@ -128,7 +153,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
         runnerPort: hostNetworkPort,
         imageUser: userOfImage,
         gpuIds: devices.gpuIds,
-        volumeBinds: volumes,
+        volumeBinds: volumes.binds,
         shimEnvironment: {
           DSTACK_TASK_ID: task.id,
           DSTACK_RUNNER_HOME: CONTAINER_RUNNER_HOME,
@@ -139,7 +164,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
       });
       const containerId = await createContainer(containers, spec);
       try {
-        return await startAndAwaitRunner(containerId, spec, hostNetworkPort);
+        return await startAndAwaitRunner(containerId, spec, hostNetworkPort, volumes);
       } catch (error) {
         await containers.remove(containerId).catch(() => undefined);
         if (error instanceof RunnerPortTakenError) {
@@ -155,6 +180,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
     containerId: string,
     spec: ContainerSpec,
     hostNetworkPort: number,
+    volumes: PreparedVolumes,
   ): Promise<StartedTask> {
     try {
       await containers.start(containerId);
@@ -172,6 +198,8 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
       // The container was removed, or the daemon went away: its exit code is unknown.
       () => ({ exitCode: null }),
     );
+    // The volumes are unmounted once the container is gone, before the server detaches them.
+    const released = exited.then(() => volumes.release()).catch(() => undefined);
     const outcome = await waitForRunner({
       url: `http://127.0.0.1:${runnerPort}`,
       exited,
@@ -197,8 +225,14 @@ export function createDockerRuntime(options: DockerRuntimeOptions = {}): DockerT
       containerName: spec.name,
       containerId,
       exited,
-      stop: (timeoutSeconds) => containers.stop(containerId, timeoutSeconds),
-      remove: () => containers.remove(containerId),
+      stop: async (timeoutSeconds) => {
+        await containers.stop(containerId, timeoutSeconds);
+        await volumes.release();
+      },
+      remove: async () => {
+        await containers.remove(containerId);
+        await released;
+      },
     };
   }
 

@@ -4,9 +4,11 @@
  * active faults. The EC2, Service Quotas and Pricing handlers all read and change this one object.
  */
 import type { EmulatedHosts } from '../emulated-hosts.js';
+import type { LoopBackedDisks } from '../hosts/loop-block-devices.js';
 import { type Ec2Image, type Ec2ImageTemplate, imagesFor } from './aws-ec2-images.js';
 import { type AwsEmulatorTimeline, Ec2Instances } from './aws-ec2-instances.js';
 import { Ec2Network } from './aws-ec2-network.js';
+import { Ec2Volumes, type Ec2VolumeTimeline } from './aws-ec2-volumes.js';
 import type { AwsEmulatorData } from './aws-emulator-data.js';
 import type { AwsEmulatorFaults } from './aws-emulator-faults.js';
 import { DEFAULT_VCPU_QUOTA, instanceClassOf, VCPU_QUOTAS, type VcpuQuota } from './aws-vcpu-quotas.js';
@@ -38,6 +40,9 @@ export interface Ec2AccountOptions {
   /** vCPU quota values by quota code; the rest get `DEFAULT_VCPU_QUOTA`. */
   readonly quotas: Readonly<Record<string, number>>;
   readonly onHostError: (instanceId: string, error: unknown) => void;
+  readonly volumeTimeline: Ec2VolumeTimeline;
+  /** Where EBS volumes are real block devices (with hosts); undefined: records only. */
+  readonly disks: LoopBackedDisks | undefined;
 }
 
 export class Ec2Account {
@@ -48,6 +53,8 @@ export class Ec2Account {
   readonly images: readonly Ec2Image[];
   readonly keyPairs: KeyPair[] = [];
   readonly instances: Ec2Instances;
+  /** EBS volumes and placement groups. */
+  readonly volumes: Ec2Volumes;
   /** By `${region} ${token}`. */
   readonly clientTokens = new Map<string, ClientTokenRecord>();
   readonly cancelledSpotRequests = new Set<string>();
@@ -60,11 +67,19 @@ export class Ec2Account {
     this.faults = options.faults;
     this.network = new Ec2Network(options.data);
     this.images = imagesFor(options.data.regions, options.images);
+    this.volumes = new Ec2Volumes({
+      clock: options.clock,
+      timeline: options.volumeTimeline,
+      hosts: options.hosts,
+      disks: options.disks,
+      onHostError: options.onHostError,
+    });
     this.instances = new Ec2Instances({
       clock: options.clock,
       timeline: options.timeline,
       hosts: options.hosts,
       onHostError: options.onHostError,
+      onTermination: (instance) => this.volumes.detachAllOf(instance.id),
     });
     for (const code of Object.keys(options.quotas)) {
       if (!VCPU_QUOTAS.some((quota) => quota.code === code)) {

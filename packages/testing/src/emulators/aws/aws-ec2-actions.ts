@@ -8,6 +8,7 @@ import type { Ec2Account } from './aws-ec2-account.js';
 import { EC2_STATE_CODES, type Ec2Instance, type Ec2InstanceStateName } from './aws-ec2-instances.js';
 import type { IpPermission, SecurityGroup } from './aws-ec2-network.js';
 import { newEc2Id, runInstances } from './aws-ec2-run-instances.js';
+import { EC2_VOLUME_ACTIONS } from './aws-ec2-volume-actions.js';
 import {
   applyFilters,
   booleanParam,
@@ -66,7 +67,11 @@ function instanceXml(
     productCodes: [],
     instanceType: instance.type,
     launchTime,
-    placement: { availabilityZone: instance.zone, groupName: '', tenancy: 'default' },
+    placement: {
+      availabilityZone: instance.zone,
+      groupName: instance.placementGroup ?? '',
+      tenancy: 'default',
+    },
     monitoring: { state: 'disabled' },
     subnetId: state === 'terminated' ? undefined : instance.subnet.id,
     vpcId: state === 'terminated' ? undefined : instance.subnet.vpcId,
@@ -83,15 +88,29 @@ function instanceXml(
     blockDeviceMapping:
       state === 'terminated'
         ? []
-        : instance.blockDevices.map((device) => ({
-            deviceName: device.deviceName,
-            ebs: {
-              volumeId: device.volumeId,
-              status: 'attached',
-              attachTime: launchTime,
-              deleteOnTermination: true,
-            },
-          })),
+        : [
+            ...instance.blockDevices.map((device) => ({
+              deviceName: device.deviceName,
+              ebs: {
+                volumeId: device.volumeId,
+                status: 'attached',
+                attachTime: launchTime,
+                deleteOnTermination: true,
+              },
+            })),
+            ...account.volumes
+              .all()
+              .filter((volume) => volume.attachment?.instanceId === instance.id)
+              .map((volume) => ({
+                deviceName: volume.attachment?.device,
+                ebs: {
+                  volumeId: volume.id,
+                  status: account.volumes.attachmentStatus(volume),
+                  attachTime: new Date(volume.attachment?.attachedAt ?? 0).toISOString(),
+                  deleteOnTermination: false,
+                },
+              })),
+          ],
     instanceLifecycle: instance.market === 'spot' ? 'spot' : undefined,
     spotInstanceRequestId: instance.spotInstanceRequestId,
     virtualizationType: 'hvm',
@@ -182,6 +201,8 @@ function instanceFilterValues(
       return instance.clientToken ? [instance.clientToken] : [];
     case 'image-id':
       return [instance.imageId];
+    case 'placement-group-name':
+      return instance.placementGroup ? [instance.placementGroup] : [];
     default:
       return tagFilterValues(instance.tags, name);
   }
@@ -885,5 +906,6 @@ export const EC2_ACTIONS: Readonly<Record<string, Ec2Action>> = Object.fromEntri
     ImportKeyPair: importKeyPair,
     DescribeKeyPairs: describeKeyPairs,
     DeleteKeyPair: deleteKeyPair,
+    ...EC2_VOLUME_ACTIONS,
   }).map(([name, action]) => [name, dryRunOr(action)]),
 );

@@ -493,6 +493,9 @@ describe('GET /_emulator/state', () => {
           state: 'running',
         },
       ],
+      volumes: [],
+      placementGroups: [],
+      loopDevices: [],
     });
   });
 });

@@ -76,6 +76,8 @@ export interface Ec2Instance {
   readonly clientToken: string | undefined;
   readonly spotInstanceRequestId: string | undefined;
   readonly iamInstanceProfile: string | undefined;
+  /** The placement group it was launched in (`Placement.GroupName`). */
+  readonly placementGroup: string | undefined;
   /** Whether the instance gets a public IP (the subnet's MapPublicIpOnLaunch or AssociatePublicIpAddress). */
   readonly publicIpWanted: boolean;
   /** The addresses it gets without hosts. */
@@ -101,6 +103,8 @@ export interface Ec2InstancesOptions {
   readonly hosts: EmulatedHosts | undefined;
   /** Where failures of the hosts go (a launch that failed, a terminate that threw). */
   readonly onHostError: (instanceId: string, error: unknown) => void;
+  /** Called when an instance starts terminating (EC2 detaches its volumes). */
+  readonly onTermination?: (instance: Ec2Instance) => void;
 }
 
 export type NewInstance = Omit<
@@ -289,6 +293,7 @@ export class Ec2Instances {
       reason === USER_TERMINATION_REASON
         ? `User initiated (${new Date(now).toISOString().slice(0, 19).replace('T', ' ')} GMT)`
         : 'Service initiated';
+    this.#options.onTermination?.(instance);
     const hosts = this.#options.hosts;
     if (!hosts) return;
     // A host still booting is terminated once its launch settles: never leave one behind.

@@ -7,6 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Ec2Account } from './aws-ec2-account.js';
 import type { BlockDevice, Ec2Instance } from './aws-ec2-instances.js';
 import type { Subnet } from './aws-ec2-network.js';
+import type { Ec2PlacementGroup } from './aws-ec2-volumes.js';
 import {
   booleanParam,
   integerParam,
@@ -78,7 +79,14 @@ export function runInstances(account: Ec2Account, region: string, params: QueryP
   const subnet = subnetOf(account, region, params, primaryInterface);
   const securityGroupIds = securityGroupsOf(account, region, params, primaryInterface, subnet);
   const market = marketOf(params);
-  const target = { instanceType, zone: subnet.zone, market, clientToken: clientToken || undefined };
+  const placementGroup = placementGroupOf(account, region, params, instanceType, subnet.zone);
+  const target = {
+    instanceType,
+    zone: subnet.zone,
+    market,
+    clientToken: clientToken || undefined,
+    placementGroup: placementGroup?.name,
+  };
 
   const offering = account.data.offering(instanceType, subnet.zone);
   const zonesWithType = account.data
@@ -93,6 +101,14 @@ export function runInstances(account: Ec2Account, region: string, params: QueryP
     );
   }
   if (market === 'spot') checkSpotPrice(params, instanceType, offering.spotPrice);
+  if (placementGroup && account.faults.has('InsufficientInstanceCapacity', target)?.placementGroup) {
+    account.faults.fire('InsufficientInstanceCapacity', target);
+    throw new Ec2ApiError(
+      500,
+      'InsufficientInstanceCapacity',
+      `We currently do not have sufficient ${instanceType} capacity in the placement group ${placementGroup.name} (${subnet.zone}). Our system will be working on provisioning additional capacity.`,
+    );
+  }
   if (
     account.faults.fire('InsufficientInstanceCapacity', target) ||
     (market === 'spot' && !offering.spotPrice)
@@ -136,6 +152,7 @@ export function runInstances(account: Ec2Account, region: string, params: QueryP
         clientToken: clientToken || undefined,
         spotInstanceRequestId: market === 'spot' ? newEc2Id('sir').slice(0, 12) : undefined,
         iamInstanceProfile: params['IamInstanceProfile.Name'] ?? params['IamInstanceProfile.Arn'],
+        placementGroup: placementGroup?.name,
         publicIpWanted,
         madeUpPrivateIp: `172.31.${subnet.octet + ((addressSequence >> 8) & 15)}.${addressSequence & 255}`,
         madeUpPublicIp: `203.0.113.${(addressSequence % 254) + 1}`,
@@ -195,6 +212,50 @@ function subnetOf(
     account.data.zonesOf(region)[0];
   if (!zone) throw new Ec2ApiError(400, 'Unsupported', `No availability zone in ${region}`);
   return account.network.defaultSubnet(region, zone.name);
+}
+
+/** Instance families a cluster placement group cannot hold (burstable ones, as dstack knows too). */
+const NOT_IN_CLUSTER_GROUPS = /^(t2|t3|t3a|t4g)\./;
+
+/**
+ * `Placement.GroupName`: the group must exist in the region; a cluster group takes no burstable
+ * type and keeps every live instance in one zone (that of the instances already in it).
+ */
+function placementGroupOf(
+  account: Ec2Account,
+  region: string,
+  params: QueryParams,
+  instanceType: string,
+  zone: string,
+): Ec2PlacementGroup | undefined {
+  const name = params['Placement.GroupName'];
+  if (!name) return undefined;
+  const group = account.volumes.placementGroups.find((each) => each.region === region && each.name === name);
+  if (!group) {
+    throw new Ec2ApiError(400, 'InvalidPlacementGroup.Unknown', `The Placement Group '${name}' is unknown.`);
+  }
+  if (group.strategy !== 'cluster') return group;
+  if (NOT_IN_CLUSTER_GROUPS.test(instanceType)) {
+    throw new Ec2ApiError(
+      400,
+      'InvalidParameterCombination',
+      `Cluster placement groups cannot hold instances of type '${instanceType}'.`,
+    );
+  }
+  const otherZone = account.instances.all().find((instance) => {
+    if (instance.region !== region || instance.placementGroup !== name || instance.zone === zone)
+      return false;
+    const state = account.instances.state(instance);
+    return state === 'pending' || state === 'running';
+  })?.zone;
+  if (otherZone !== undefined) {
+    throw new Ec2ApiError(
+      400,
+      'InvalidParameterCombination',
+      `The cluster placement group '${name}' has instances in ${otherZone}: an instance in ${zone} cannot join it.`,
+    );
+  }
+  return group;
 }
 
 function securityGroupsOf(

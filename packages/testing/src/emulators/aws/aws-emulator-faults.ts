@@ -49,6 +49,8 @@ const awsFaultSchema = z
     zone: z.string().min(1).optional(),
     /** Only this market. */
     market: z.enum(['on-demand', 'spot']).optional(),
+    /** InsufficientInstanceCapacity: only launches into this placement group (its name). */
+    placementGroup: z.string().min(1).optional(),
     /** RequestLimitExceeded / InternalError / AnswerHeld: only this EC2 action, e.g. `RunInstances`. */
     action: z.string().min(1).optional(),
     /** How many times the fault fires before it is removed; it stays until cleared when absent. */
@@ -102,6 +104,8 @@ export interface LaunchTarget {
   readonly instanceType: string;
   readonly zone: string;
   readonly market: 'on-demand' | 'spot';
+  /** The placement group the launch asks for, if any. */
+  readonly placementGroup: string | undefined;
 }
 
 export class AwsEmulatorFaults extends EmulatorFaultList<AwsFault, ActiveAwsFault> {
@@ -148,5 +152,6 @@ function matchesTarget(fault: AwsFault, target: Partial<LaunchTarget>): boolean 
   if (fault.instanceType !== undefined && fault.instanceType !== target.instanceType) return false;
   if (fault.zone !== undefined && fault.zone !== target.zone) return false;
   if (fault.market !== undefined && fault.market !== target.market) return false;
+  if (fault.placementGroup !== undefined && fault.placementGroup !== target.placementGroup) return false;
   return true;
 }

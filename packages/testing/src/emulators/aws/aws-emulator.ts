@@ -14,6 +14,7 @@ import {
 } from '../../emulator/emulator-server.js';
 import type { EmulatedHosts } from '../emulated-hosts.js';
 import { controlError, emulatorControlRoutes } from '../emulator-control-routes.js';
+import { LoopBackedDisks, loopDevicesUsable } from '../hosts/loop-block-devices.js';
 import { Ec2Account } from './aws-ec2-account.js';
 import { EC2_ACTIONS } from './aws-ec2-actions.js';
 import { DEFAULT_EC2_IMAGES, type Ec2ImageTemplate } from './aws-ec2-images.js';
@@ -22,6 +23,12 @@ import {
   DEFAULT_AWS_EMULATOR_TIMELINE,
   type Ec2InstanceStateName,
 } from './aws-ec2-instances.js';
+import {
+  DEFAULT_EC2_VOLUME_TIMELINE,
+  type Ec2AttachmentStatus,
+  type Ec2VolumeStatus,
+  type Ec2VolumeTimeline,
+} from './aws-ec2-volumes.js';
 import { AwsEmulatorData, DEFAULT_AWS_EMULATOR_REGIONS } from './aws-emulator-data.js';
 import {
   type ActiveAwsFault,
@@ -84,6 +91,13 @@ export interface AwsEmulatorOptions {
   faults?: readonly AwsFault[];
   /** Where host failures are reported. Default `console.error`. */
   onHostError?: (instanceId: string, error: unknown) => void;
+  /** Steps of EBS volumes and attachments; missing fields keep `DEFAULT_EC2_VOLUME_TIMELINE`. */
+  volumeTimeline?: Partial<Ec2VolumeTimeline>;
+  /**
+   * With `hosts`: attached EBS volumes are real block devices in the hosts (a sparse file on a
+   * loop device each; needs root). Default: when hosts can take devices and loop devices work.
+   */
+  blockDevices?: boolean;
 }
 
 /** One instance as `GET /_emulator/state` lists it; `state` as EC2 names it. */
@@ -95,8 +109,35 @@ export interface AwsEmulatorInstanceState {
   readonly state: Ec2InstanceStateName;
 }
 
+/** An EBS volume as `GET /_emulator/state` lists it. */
+export interface AwsEmulatorVolumeState {
+  readonly id: string;
+  readonly zone: string;
+  readonly sizeGiB: number;
+  readonly status: Ec2VolumeStatus;
+  readonly attachment: {
+    readonly instanceId: string;
+    readonly device: string;
+    readonly status: Ec2AttachmentStatus;
+    /** The device in the host (`/dev/nvme1n1`), when it is a real one. */
+    readonly hostDevice: string | null;
+  } | null;
+}
+
+export interface AwsEmulatorPlacementGroupState {
+  readonly name: string;
+  readonly region: string;
+  readonly strategy: string;
+  /** Live (pending or running) instances in it. */
+  readonly instances: readonly string[];
+}
+
 export interface AwsEmulatorState {
   readonly instances: readonly AwsEmulatorInstanceState[];
+  readonly volumes: readonly AwsEmulatorVolumeState[];
+  readonly placementGroups: readonly AwsEmulatorPlacementGroupState[];
+  /** Loop devices holding attached volumes now (the volume id and the device on this machine). */
+  readonly loopDevices: readonly { readonly volumeId: string; readonly path: string }[];
 }
 
 /** An EC2 answer an `AnswerHeld` fault holds back: the action ran, the client has no answer yet. */
@@ -247,6 +288,9 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
   const checkSignatures = options.checkSignatures ?? true;
   const faults = new AwsEmulatorFaults();
   for (const fault of options.faults ?? []) faults.add(fault);
+  const blockDevices =
+    options.hosts?.attachBlockDevice !== undefined && (options.blockDevices ?? (await loopDevicesUsable()));
+  const disks = blockDevices ? new LoopBackedDisks('dstack-aws-emulator-ebs-') : undefined;
   const account = new Ec2Account({
     accountId,
     data,
@@ -254,6 +298,8 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
     clock: options.clock ?? Date.now,
     timeline: { ...DEFAULT_AWS_EMULATOR_TIMELINE, ...options.timeline },
     hosts: options.hosts,
+    volumeTimeline: { ...DEFAULT_EC2_VOLUME_TIMELINE, ...options.volumeTimeline },
+    disks,
     images: options.images ?? DEFAULT_EC2_IMAGES,
     quotas: options.quotas ?? {},
     onHostError:
@@ -344,6 +390,39 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
       zone: instance.zone,
       market: instance.market,
       state: account.instances.state(instance),
+    })),
+    volumes: account.volumes.all().map((volume) => {
+      const attachmentStatus = account.volumes.attachmentStatus(volume);
+      const attachment = volume.attachment;
+      return {
+        id: volume.id,
+        zone: volume.zone,
+        sizeGiB: volume.sizeGiB,
+        status: account.volumes.status(volume),
+        attachment:
+          attachment && attachmentStatus
+            ? {
+                instanceId: attachment.instanceId,
+                device: attachment.device,
+                status: attachmentStatus,
+                hostDevice: attachment.hostDevice?.path ?? null,
+              }
+            : null,
+      };
+    }),
+    placementGroups: account.volumes.placementGroups.map((group) => ({
+      name: group.name,
+      region: group.region,
+      strategy: group.strategy,
+      instances: account.instances
+        .all()
+        .filter((instance) => instance.placementGroup === group.name && instance.region === group.region)
+        .filter((instance) => ['pending', 'running'].includes(account.instances.state(instance)))
+        .map((instance) => instance.id),
+    })),
+    loopDevices: [...(disks?.attached() ?? new Map())].map(([volumeId, loop]) => ({
+      volumeId,
+      path: loop.path,
     })),
   });
 
@@ -452,6 +531,9 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
       for (const release of [...held.values()]) release();
       account.instances.close();
       await server.close();
+      // The hosts (the caller's) may still hold device nodes; this machine's loop devices and files go now.
+      await account.volumes.settled();
+      await disks?.close();
     },
   };
 }

@@ -8,6 +8,7 @@ import { json } from '../../emulator/emulator-responses.js';
 import type { EmulatorRequest, EmulatorRoute } from '../../emulator/emulator-server.js';
 import type { EmulatedHostKind } from '../hosts/emulated-host-image.js';
 import { alreadyExists, GcpApiError, invalidField, notFound } from './gcp-api-error.js';
+import type { GcpDisk, GcpDisks } from './gcp-compute-disks.js';
 import type { GcpInstance, GcpInstances, GcpOperation, GcpOperationError } from './gcp-compute-instances.js';
 import {
   gpuQuotaMetric,
@@ -19,7 +20,8 @@ import {
 } from './gcp-compute-resources.js';
 import type { GcpEmulatorData } from './gcp-emulator-data.js';
 import { regionOfZone } from './gcp-emulator-data.js';
-import type { GcpEmulatorFaults, GcpProvisioningModel } from './gcp-emulator-faults.js';
+import type { GcpEmulatorFaults, GcpProvisioningModel, InsertTarget } from './gcp-emulator-faults.js';
+import type { GcpResourcePolicies } from './gcp-resource-policies.js';
 
 export interface GcpImage {
   /** The project that owns it, e.g. `dstack`, `ubuntu-os-cloud`. */
@@ -55,6 +57,8 @@ export interface GcpComputeProject {
   readonly project: string;
   readonly data: GcpEmulatorData;
   readonly instances: GcpInstances;
+  readonly disks: GcpDisks;
+  readonly resourcePolicies: GcpResourcePolicies;
   readonly faults: GcpEmulatorFaults;
   readonly images: readonly GcpImage[];
   /** Limits by metric (e.g. `{NVIDIA_T4_GPUS: 0}`) in every region; others `DEFAULT_GCP_QUOTA_LIMIT` (CPUS 1000). */
@@ -208,6 +212,64 @@ export function computeRoutes(
     route('instances.delete', 'DELETE', '/zones/:zone/instances/:name', (request) =>
       operationResource(project, project.instances.delete(findInstance(project, request))),
     ),
+    route('instances.attachDisk', 'POST', '/zones/:zone/instances/:name/attachDisk', (request) =>
+      operationResource(project, project.disks.attach(findInstance(project, request), bodyOf(request))),
+    ),
+    route('instances.detachDisk', 'POST', '/zones/:zone/instances/:name/detachDisk', (request) => {
+      const deviceName = request.query.deviceName;
+      if (!deviceName)
+        throw new GcpApiError(400, 'required', `Required parameter 'deviceName' not specified`);
+      return operationResource(project, project.disks.detach(findInstance(project, request), deviceName));
+    }),
+    route('disks.list', 'GET', '/zones/:zone/disks', (request) => {
+      const zone = zoneOf(project, request);
+      const items = project.disks.listIn(zone).map((each) => project.disks.resource(each));
+      return list(project, 'compute#diskList', `zones/${zone}/disks`, items, request);
+    }),
+    route('disks.get', 'GET', '/zones/:zone/disks/:name', (request) =>
+      project.disks.resource(findDisk(project, request)),
+    ),
+    route('disks.insert', 'POST', '/zones/:zone/disks', (request) => {
+      const zone = zoneOf(project, request);
+      const body = bodyOf(request);
+      return operationResource(project, project.disks.insert(zone, body, resourceName(body, 'disk')));
+    }),
+    route('disks.delete', 'DELETE', '/zones/:zone/disks/:name', (request) =>
+      operationResource(project, project.disks.delete(findDisk(project, request))),
+    ),
+    route('resourcePolicies.list', 'GET', '/regions/:region/resourcePolicies', (request) => {
+      const region = regionOf(project, request);
+      const { resourcePolicies } = project;
+      const items = resourcePolicies.listIn(region).map((each) => resourcePolicies.resource(each));
+      return list(
+        project,
+        'compute#resourcePolicyList',
+        `regions/${region}/resourcePolicies`,
+        items,
+        request,
+      );
+    }),
+    route('resourcePolicies.get', 'GET', '/regions/:region/resourcePolicies/:name', (request) => {
+      const region = regionOf(project, request);
+      const name = param(request, 'name');
+      const policy = project.resourcePolicies.find(region, name);
+      if (!policy) throw notFound(`projects/${project.project}/regions/${region}/resourcePolicies/${name}`);
+      return project.resourcePolicies.resource(policy);
+    }),
+    route('resourcePolicies.insert', 'POST', '/regions/:region/resourcePolicies', (request) => {
+      const region = regionOf(project, request);
+      const body = bodyOf(request);
+      return project.resourcePolicies.insert(region, body, resourceName(body, 'resource policy'));
+    }),
+    route('resourcePolicies.delete', 'DELETE', '/regions/:region/resourcePolicies/:name', (request) =>
+      project.resourcePolicies.delete(regionOf(project, request), param(request, 'name')),
+    ),
+    route('regionOperations.get', 'GET', '/regions/:region/operations/:operation', (request) =>
+      findRegionOperation(project, request),
+    ),
+    route('regionOperations.wait', 'POST', '/regions/:region/operations/:operation/wait', (request) =>
+      findRegionOperation(project, request),
+    ),
     route('zoneOperations.list', 'GET', '/zones/:zone/operations', (request) => {
       const zone = zoneOf(project, request);
       const items = project.instances.operationsIn(zone).map((each) => operationResource(project, each));
@@ -237,6 +299,28 @@ function checkProject(project: GcpComputeProject, request: EmulatorRequest): voi
       `Required 'compute.projects.get' permission for 'projects/${asked}'`,
     );
   }
+}
+
+function regionOf(project: GcpComputeProject, request: EmulatorRequest): string {
+  const region = param(request, 'region');
+  if (!project.data.regions.includes(region)) throw notFound(`projects/${project.project}/regions/${region}`);
+  return region;
+}
+
+function findRegionOperation(project: GcpComputeProject, request: EmulatorRequest) {
+  const region = regionOf(project, request);
+  const name = param(request, 'operation');
+  const operation = project.resourcePolicies.operation(region, name);
+  if (!operation) throw notFound(`projects/${project.project}/regions/${region}/operations/${name}`);
+  return operation;
+}
+
+function findDisk(project: GcpComputeProject, request: EmulatorRequest): GcpDisk {
+  const zone = zoneOf(project, request);
+  const name = param(request, 'name');
+  const disk = project.disks.find(zone, name);
+  if (!disk) throw notFound(`projects/${project.project}/zones/${zone}/disks/${name}`);
+  return disk;
 }
 
 function zoneOf(project: GcpComputeProject, request: EmulatorRequest): string {
@@ -579,7 +663,8 @@ function insertInstance(project: GcpComputeProject, request: EmulatorRequest) {
   const scheduling = (body.scheduling ?? {}) as { provisioningModel?: unknown; preemptible?: unknown };
   const provisioningModel: GcpProvisioningModel =
     scheduling.provisioningModel === 'SPOT' || scheduling.preemptible === true ? 'SPOT' : 'STANDARD';
-  const target = { machineType, zone, provisioningModel };
+  const [resourcePolicy] = project.resourcePolicies.checkInsert(zone, body);
+  const target = { machineType, zone, provisioningModel, resourcePolicy };
   const interfaces = Array.isArray(body.networkInterfaces)
     ? (body.networkInterfaces as { accessConfigs?: unknown[] }[])
     : [];
@@ -606,7 +691,7 @@ function insertInstance(project: GcpComputeProject, request: EmulatorRequest) {
 /** Whether (and how late) the insert fails: a capacity or quota fault, or a quota the region lacks. */
 function insertFailure(
   project: GcpComputeProject,
-  target: { machineType: string; zone: string; provisioningModel: GcpProvisioningModel },
+  target: InsertTarget,
   body: Record<string, unknown>,
 ): { afterMs: number; error: GcpOperationError } | undefined {
   const region = regionOfZone(target.zone);
@@ -731,18 +816,30 @@ function instanceResource(project: GcpComputeProject, instance: GcpInstance) {
     status,
     zone: link(zonePath),
     networkInterfaces,
-    disks: (body.disks ?? []).map((disk, index) => ({
-      kind: 'compute#attachedDisk',
-      type: 'PERSISTENT',
-      mode: 'READ_WRITE',
-      deviceName: `persistent-disk-${index}`,
-      index,
-      boot: index === 0,
-      autoDelete: true,
-      source: link(`${zonePath}/disks/${instance.name}${index === 0 ? '' : `-${index}`}`),
-      diskSizeGb: String((disk.initializeParams as { diskSizeGb?: unknown } | undefined)?.diskSizeGb ?? 10),
-      ...disk,
-    })),
+    disks: [
+      ...(body.disks ?? []).map((disk, index) => ({
+        kind: 'compute#attachedDisk',
+        type: 'PERSISTENT',
+        mode: 'READ_WRITE',
+        deviceName: `persistent-disk-${index}`,
+        index,
+        boot: index === 0,
+        autoDelete: true,
+        source: link(`${zonePath}/disks/${instance.name}${index === 0 ? '' : `-${index}`}`),
+        diskSizeGb: String((disk.initializeParams as { diskSizeGb?: unknown } | undefined)?.diskSizeGb ?? 10),
+        ...disk,
+      })),
+      ...project.disks.attachedDiskResources(instance),
+    ],
+    ...(Array.isArray(body.resourcePolicies)
+      ? {
+          resourcePolicies: (body.resourcePolicies as unknown[]).map((each) =>
+            link(
+              `projects/${project.project}/regions/${regionOfZone(instance.zone)}/resourcePolicies/${lastSegment(String(each))}`,
+            ),
+          ),
+        }
+      : {}),
     metadata: { kind: 'compute#metadata', fingerprint: 'emulator', items: body.metadata?.items ?? [] },
     ...(body.serviceAccounts ? { serviceAccounts: body.serviceAccounts } : {}),
     ...(body.guestAccelerators
@@ -772,7 +869,7 @@ function operationResource(project: GcpComputeProject, operation: GcpOperation) 
     name: operation.name,
     zone: link(zonePath),
     operationType: operation.operationType,
-    targetLink: link(`${zonePath}/instances/${operation.targetName}`),
+    targetLink: link(`${zonePath}/${operation.targetKind ?? 'instances'}/${operation.targetName}`),
     targetId: operation.targetId,
     status,
     ...(operation.statusMessage ? { statusMessage: operation.statusMessage } : {}),

@@ -71,6 +71,8 @@ describe('instances and zone operations', () => {
       instances: [
         { id: 'dstack-a1', type: 'n1-standard-4', zone: ZONE, market: 'STANDARD', state: 'RUNNING' },
       ],
+      resourcePolicies: [],
+      disks: [],
     });
     const listed = await call('GET', `zones/${ZONE}/instances`);
     expect(listed.body.items.map((each: { name: string }) => each.name)).toEqual(['dstack-a1']);
@@ -210,7 +212,7 @@ describe('instances and zone operations', () => {
       body: { error: { errors: [{ reason: 'notFound' }] } },
     });
     expect((await call('DELETE', instance)).status).toBe(404);
-    expect(emulator?.state()).toEqual({ instances: [] });
+    expect(emulator?.state()).toEqual({ instances: [], resourcePolicies: [], disks: [] });
     // The name is free again.
     expect((await call('POST', `zones/${ZONE}/instances`, instanceBody('dstack-del', ZONE))).status).toBe(
       200,

@@ -53,14 +53,17 @@ export interface GcpOperation {
   readonly id: string;
   readonly name: string;
   readonly zone: string;
-  readonly operationType: 'insert' | 'delete' | 'compute.instances.preempted';
+  readonly operationType: 'insert' | 'delete' | 'compute.instances.preempted' | 'attachDisk' | 'detachDisk';
+  /** What the operation acts on: an instance (default) or a disk of its zone. */
+  readonly targetKind?: 'instances' | 'disks';
   readonly targetName: string;
   readonly targetId: string;
   readonly insertTime: number;
   readonly runningAt: number;
-  /** When DONE; a function so a delete's end follows its instance. */
+  /** When DONE; a function so a delete's end follows its instance (Infinity: not yet known). */
   readonly doneAt: () => number;
-  readonly error: GcpOperationError | undefined;
+  /** Set when it fails; an operation that waits on a host (attachDisk) may fail late. */
+  error: GcpOperationError | undefined;
   readonly statusMessage: string | undefined;
 }
 
@@ -168,7 +171,7 @@ export class GcpInstances {
       forgotten: false,
     };
     this.#all.push(instance);
-    const operation = this.#addOperation({
+    const operation = this.addOperation({
       zone: instance.zone,
       operationType: 'insert',
       targetName: instance.name,
@@ -194,7 +197,7 @@ export class GcpInstances {
       instance.stoppingAt = now - this.#options.timeline.stoppingMs;
     }
     const stoppingAt = instance.stoppingAt ?? now;
-    return this.#addOperation({
+    return this.addOperation({
       zone: instance.zone,
       operationType: 'delete',
       targetName: instance.name,
@@ -217,7 +220,7 @@ export class GcpInstances {
       );
     }
     this.#stop(instance, 'preempted', at);
-    this.#addOperation({
+    this.addOperation({
       zone: instance.zone,
       operationType: 'compute.instances.preempted',
       targetName: instance.name,
@@ -297,7 +300,8 @@ export class GcpInstances {
     this.#timers.clear();
   }
 
-  #addOperation(spec: Omit<GcpOperation, 'id' | 'name'>): GcpOperation {
+  /** Records a zone operation (the instances' own, and the disks' of `gcp-compute-disks.ts`). */
+  addOperation(spec: Omit<GcpOperation, 'id' | 'name'>): GcpOperation {
     this.#sequence += 1;
     const hex = (bytes: number) => randomBytes(bytes).toString('hex');
     const operation: GcpOperation = {

@@ -38,6 +38,8 @@ const gcpFaultSchema = z
     machineType: z.string().min(1).optional(),
     /** Only inserts in this zone (e.g. `us-central1-a`). */
     zone: z.string().min(1).optional(),
+    /** Only inserts into this resource policy (a compact placement, by name); `*`: into any policy. */
+    resourcePolicy: z.string().min(1).optional(),
     /** Only this provisioning model. */
     provisioningModel: z.enum(['STANDARD', 'SPOT']).optional(),
     /** How many times the fault fires before it is removed; it stays until cleared when absent. */
@@ -84,6 +86,8 @@ export interface InsertTarget {
   readonly machineType: string;
   readonly zone: string;
   readonly provisioningModel: GcpProvisioningModel;
+  /** The resource policy the instance goes into, if any. */
+  readonly resourcePolicy?: string;
 }
 
 export class GcpEmulatorFaults extends EmulatorFaultList<GcpFault, ActiveGcpFault> {
@@ -111,5 +115,9 @@ function matchesTarget(fault: GcpFault, target: Partial<InsertTarget>): boolean 
   if (fault.zone !== undefined && fault.zone !== target.zone) return false;
   if (fault.provisioningModel !== undefined && fault.provisioningModel !== target.provisioningModel)
     return false;
+  if (fault.resourcePolicy !== undefined) {
+    if (target.resourcePolicy === undefined) return false;
+    if (fault.resourcePolicy !== '*' && fault.resourcePolicy !== target.resourcePolicy) return false;
+  }
   return true;
 }

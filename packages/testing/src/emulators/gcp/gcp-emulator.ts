@@ -23,6 +23,7 @@ import {
   type GcpComputeProject,
   type GcpImage,
 } from './gcp-compute-api.js';
+import { type GcpDiskState, GcpDisks } from './gcp-compute-disks.js';
 import {
   DEFAULT_GCP_EMULATOR_TIMELINE,
   type GcpEmulatorTimeline,
@@ -46,6 +47,7 @@ import {
   serviceAccountJson,
   TOKEN_PATH,
 } from './gcp-oauth.js';
+import { GcpResourcePolicies, type GcpResourcePolicyState } from './gcp-resource-policies.js';
 
 export const DEFAULT_GCP_EMULATOR_PROJECT = 'dstack-emulator';
 
@@ -87,6 +89,10 @@ export interface GcpEmulatorInstanceState {
 
 export interface GcpEmulatorState {
   readonly instances: readonly GcpEmulatorInstanceState[];
+  /** Resource policies (compact placements) with the instances in them. */
+  readonly resourcePolicies: readonly GcpResourcePolicyState[];
+  /** Persistent disks with what they are attached to. */
+  readonly disks: readonly GcpDiskState[];
 }
 
 /** Also a `BackendEmulator`, so `testBackend()` drives it directly. */
@@ -120,7 +126,10 @@ export interface GcpEmulator extends BackendEmulator {
   removeInstance(name: string): void;
   /** Instances inserted so far, failed and deleted ones included. */
   launchedMachineCount(): number;
-  /** Stops the server (the hosts belong to the caller: close them yourself). */
+  /**
+   * Stops the server and takes attached disks off the hosts (their loop devices freed, their
+   * backing files removed); the hosts belong to the caller: close them yourself.
+   */
   close(): Promise<void>;
 }
 
@@ -144,18 +153,27 @@ export async function startGcpEmulator(options: GcpEmulatorOptions = {}): Promis
   const faults = new GcpEmulatorFaults();
   for (const fault of options.faults ?? []) faults.add(fault);
   const serviceAccount = createServiceAccount(project);
-  const instances = new GcpInstances({
-    clock,
-    timeline: { ...DEFAULT_GCP_EMULATOR_TIMELINE, ...options.timeline },
+  const timeline = { ...DEFAULT_GCP_EMULATOR_TIMELINE, ...options.timeline };
+  const onHostError =
+    options.onHostError ??
+    ((name: string, error: unknown) =>
+      console.error(`GCP emulator: host of ${name} failed: ${String(error)}`));
+  const instances = new GcpInstances({ clock, timeline, hosts: options.hosts, onHostError });
+  const disks = new GcpDisks({
+    project,
+    instances,
     hosts: options.hosts,
-    onHostError:
-      options.onHostError ??
-      ((name, error) => console.error(`GCP emulator: host of ${name} failed: ${String(error)}`)),
+    clock,
+    operationMs: timeline.operationPendingMs,
+    onHostError,
   });
+  const resourcePolicies = new GcpResourcePolicies(project, data.regions, instances, clock);
   const compute: GcpComputeProject = {
     project,
     data,
     instances,
+    disks,
+    resourcePolicies,
     faults,
     images: options.images ?? DEFAULT_GCP_IMAGES,
     quotas: options.quotas ?? {},
@@ -212,6 +230,8 @@ export async function startGcpEmulator(options: GcpEmulatorOptions = {}): Promis
             },
           ];
     }),
+    resourcePolicies: resourcePolicies.state(),
+    disks: disks.state(),
   });
 
   const server = await startEmulatorServer({
@@ -270,6 +290,7 @@ export async function startGcpEmulator(options: GcpEmulatorOptions = {}): Promis
     async close() {
       instances.close();
       await server.close();
+      await disks.close();
     },
   };
 }

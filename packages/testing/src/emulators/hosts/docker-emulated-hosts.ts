@@ -18,7 +18,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
-import type { EmulatedHost, EmulatedHosts, HostLaunchRequest } from '../emulated-hosts.js';
+import { posix } from 'node:path';
+import type { EmulatedHost, EmulatedHosts, HostBlockDevice, HostLaunchRequest } from '../emulated-hosts.js';
 import { containerOwner, DockerCommandError, removeOrphanedContainers, runDocker } from './docker-cli.js';
 import { type EmulatedHostKind, emulatedHostImage, ensureEmulatedHostImage } from './emulated-host-image.js';
 import { instanceBootFiles } from './instance-boot-files.js';
@@ -402,6 +403,38 @@ export class DockerEmulatedHosts implements EmulatedHosts {
     }
   }
 
+  /**
+   * `mknod` of the device in the host container (it may use every device: `a *:* rwm`) and the
+   * symlinks udev would make, so the host's tools (blkid, mkfs, mount) reach the real device.
+   */
+  async attachBlockDevice(instanceId: string, device: HostBlockDevice): Promise<void> {
+    const record = this.#hosts.get(instanceId);
+    if (!record || record.terminated) throw new Error(`instance ${instanceId} has no running host`);
+    const script = [
+      'set -e',
+      `rm -f ${quote(device.path)}`,
+      `mknod -m 660 ${quote(device.path)} b ${device.major} ${device.minor}`,
+      // Relative, as udev makes them (`../../sdb`): readers join the target to the link's directory.
+      ...device.links.flatMap((link) => [
+        `mkdir -p ${quote(posix.dirname(link))}`,
+        `ln -sfn ${quote(posix.relative(posix.dirname(link), device.path))} ${quote(link)}`,
+      ]),
+    ].join('\n');
+    await runDocker(['exec', record.containerName, 'sh', '-c', script]);
+  }
+
+  async detachBlockDevice(instanceId: string, device: HostBlockDevice): Promise<void> {
+    const record = this.#hosts.get(instanceId);
+    if (!record || record.terminated) return;
+    const paths = [device.path, ...device.links].map(quote).join(' ');
+    await runDocker(['exec', record.containerName, 'rm', '-f', ...[device.path, ...device.links]]).catch(
+      async (error: unknown) => {
+        if (await this.#isRunning(record.containerName))
+          throw new Error(`cannot remove ${paths}: ${String(error)}`);
+      },
+    );
+  }
+
   async terminate(instanceId: string): Promise<void> {
     const record = this.#hosts.get(instanceId);
     if (record === undefined) return;
@@ -431,4 +464,9 @@ export class DockerEmulatedHosts implements EmulatedHosts {
       this.#madeNetwork = false;
     }
   }
+}
+
+/** A shell word. */
+function quote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
 }

@@ -1,0 +1,167 @@
+/**
+ * Clusters and EBS volumes on the emulated AWS, end to end: a real server, the real AWS SDK
+ * against the EC2 emulator, emulated hosts (Docker containers with their own Docker daemon) whose
+ * attached volumes are real block devices (a loop device each, made in the host with mknod and
+ * found by the shim by the volume id). Once, on SQLite: what is tested is the cloud and the
+ * hosts, not the database, and each scenario boots real hosts.
+ */
+import type { Volume } from '@dstack/core';
+import { DEFAULT_IMAGE_PYTHON } from '@dstack/core/agent-protocol';
+import {
+  type AgentRuntimeServer,
+  type AwsEmulator,
+  awsEmulatorBackend,
+  type DefaultImageRegistry,
+  DockerEmulatedHosts,
+  serveAgentRuntime,
+  serveDefaultImages,
+  startAwsEmulator,
+} from '@dstack/testing/emulators';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { deleteFleet, gpuTask, planJob, provisionedInstance } from './cloud-run-helpers.js';
+import { dockerMissing } from './emulated-hosts-harness.js';
+import { applyTask, type HarnessServer, makeTempDir, startHarnessServer, waitFor } from './server-harness.js';
+
+const rootWithLoopDevices = process.getuid?.() === 0;
+
+describe.skipIf(dockerMissing || !rootWithLoopDevices)('clusters and EBS volumes on the emulated AWS', () => {
+  let hosts: DockerEmulatedHosts;
+  let tarball: AgentRuntimeServer;
+  let defaultImages: DefaultImageRegistry;
+  let aws: AwsEmulator;
+  let harness: HarnessServer;
+  const temp = makeTempDir();
+
+  beforeAll(async () => {
+    hosts = new DockerEmulatedHosts({ emulator: `aws-cv-${process.pid}` });
+    tarball = await serveAgentRuntime(hosts);
+    defaultImages = await serveDefaultImages(hosts, [DEFAULT_IMAGE_PYTHON]);
+    aws = await startAwsEmulator({ hosts, regions: ['us-east-1'], blockDevices: true });
+    harness = await startHarnessServer({
+      dir: temp.dir,
+      config: { projects: [{ name: 'main', backends: [awsEmulatorBackend(aws)] }] },
+      env: { DSTACK_SHIM_DOWNLOAD_URL: tarball.url, DSTACK_BASE_IMAGE: defaultImages.baseImage },
+    });
+  }, 300_000);
+
+  afterEach(async () => {
+    // Nothing left in the cloud after a test: no attached volume, running instance or group.
+    await waitFor(
+      'the cloud to be empty',
+      () => {
+        const state = aws.state();
+        const busy =
+          state.instances.some((each) => each.state !== 'terminated') ||
+          state.volumes.some((each) => each.attachment !== null) ||
+          state.placementGroups.length > 0 ||
+          state.loopDevices.length > 0;
+        return busy ? null : true;
+      },
+      120_000,
+    );
+  }, 150_000);
+
+  afterAll(async () => {
+    await harness?.terminateFleetsAndClose();
+    await aws?.close();
+    await hosts?.close();
+    await tarball?.close();
+    await defaultImages?.stop();
+    temp.remove();
+  }, 300_000);
+
+  it('runs 2 nodes on a cluster fleet in one placement group; a worker reaches the master on its IP', async () => {
+    // 2 nodes, not the issue's 4: each node is a host with its own Docker daemon on a 2-core machine.
+    const runName = 'aws-cluster';
+    await applyTask(
+      harness,
+      gpuTask(
+        runName,
+        [
+          'echo "rank=$DSTACK_NODE_RANK nodes=$DSTACK_NODES_NUM master=$DSTACK_MASTER_NODE_IP"',
+          'if [ "$DSTACK_NODE_RANK" = 0 ]; then nc -l -p 29500; else ' +
+            'for i in $(seq 60); do echo "hello from rank $DSTACK_NODE_RANK" | nc "$DSTACK_MASTER_NODE_IP" 29500 && break; sleep 1; done; fi',
+        ],
+        { nodes: 2 },
+      ),
+    );
+    const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 300_000);
+    expect(finished.status, finished.latest_job_submission?.termination_reason_message ?? '').toBe('done');
+    const ips = finished.jobs.map((job) => job.job_submissions.at(-1)?.job_provisioning_data?.internal_ip);
+    const logs = await harness.logs(runName);
+    expect(logs).toContain(`rank=0 nodes=2 master=${ips[0]}`);
+    expect(logs).toContain(`rank=1 nodes=2 master=${ips[0]}`);
+    expect(logs).toContain('hello from rank 1');
+    const zones = new Set(
+      finished.jobs.map((job) => job.job_submissions.at(-1)?.job_provisioning_data?.availability_zone),
+    );
+    expect(zones.size).toBe(1);
+    expect(aws.state().placementGroups).toEqual([
+      expect.objectContaining({ strategy: 'cluster', instances: expect.arrayContaining([]) }),
+    ]);
+    expect(aws.state().placementGroups[0]?.instances).toHaveLength(2);
+    await deleteFleet(harness, runName);
+  }, 420_000);
+
+  async function createVolume(name: string, zone: string): Promise<Volume> {
+    const created = await harness.call<Volume>('/api/project/main/volumes/create', {
+      configuration: {
+        type: 'volume',
+        name,
+        backend: 'aws',
+        region: 'us-east-1',
+        availability_zone: zone,
+        size: 1,
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    return waitFor(`volume ${name} to be active`, async () => {
+      const volume = (await harness.call<Volume>('/api/project/main/volumes/get', { name })).body;
+      return volume.status === 'active' ? volume : null;
+    });
+  }
+
+  it('keeps a file on an EBS volume from one run to the next on another instance, in the volume zone only', async () => {
+    const volume = await createVolume('ebs-data', 'us-east-1b');
+    const volumes = ['ebs-data:/data'];
+    const plan = await planJob(harness, gpuTask('ebs-plan', ['true'], { volumes }));
+    expect(plan.offers.length).toBeGreaterThan(0);
+    for (const offer of plan.offers) expect(offer.availability_zones).toEqual(['us-east-1b']);
+
+    await applyTask(
+      harness,
+      gpuTask('ebs-writer', ['echo kept-on-ebs > /data/kept.txt', 'df -T /data', 'sleep 20'], { volumes }),
+    );
+    const writing = await harness.waitForRun('ebs-writer', ['running'], 300_000);
+    await waitFor('the volume to be attached', () =>
+      aws.state().volumes.some((each) => each.attachment?.status === 'attached') ? true : null,
+    );
+    const refused = await harness.call<{ detail?: unknown }>('/api/project/main/volumes/delete', {
+      names: ['ebs-data'],
+    });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain('ebs-writer');
+    const written = await harness.waitForRun('ebs-writer', ['done', 'failed', 'terminated'], 120_000);
+    expect(written.status, written.latest_job_submission?.termination_reason_message ?? '').toBe('done');
+    expect(await harness.logs('ebs-writer')).toContain('ext4');
+    const first = provisionedInstance(writing);
+    expect(first.zone).toBe('us-east-1b');
+    await deleteFleet(harness, 'ebs-writer');
+
+    await applyTask(harness, gpuTask('ebs-reader', ['cat /data/kept.txt'], { volumes }));
+    const read = await harness.waitForRun('ebs-reader', ['done', 'failed', 'terminated'], 300_000);
+    expect(read.status, read.latest_job_submission?.termination_reason_message ?? '').toBe('done');
+    expect(provisionedInstance(read).id).not.toBe(first.id);
+    expect(await harness.logs('ebs-reader')).toContain('kept-on-ebs');
+    await deleteFleet(harness, 'ebs-reader');
+
+    await waitFor('the volume to be detached', () =>
+      aws.state().volumes.every((each) => each.attachment === null) ? true : null,
+    );
+    const deleted = await harness.call('/api/project/main/volumes/delete', { names: ['ebs-data'] });
+    expect(deleted.status).toBe(200);
+    await waitFor('the EBS volume to be deleted', () =>
+      aws.state().volumes.some((each) => each.id === volume.provisioning_data?.volume_id) ? null : true,
+    );
+  }, 600_000);
+});

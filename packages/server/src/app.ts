@@ -25,6 +25,7 @@ import { ensureDefaultLocalFleets } from './fleets/fleets.js';
 import { instancePipeline } from './fleets/instance-pipeline.js';
 import { bindHttpServer } from './http/bind-http-server.js';
 import { createHttpHandler } from './http/http-handler.js';
+import { loadWebConsole } from './http/web-console.js';
 import { type AnyPipelineDefinition, Pipeline } from './pipelines/pipeline.js';
 import { rawRoutes } from './proxies/proxy-routes.js';
 import { jobRunningPipeline } from './runs/job-running.js';
@@ -45,6 +46,11 @@ export interface StartServerOptions extends Partial<ServerSettings> {
   plugins?: readonly BackendPlugin[];
   /** Start the background pipelines; default true. */
   pipelines?: boolean;
+  /**
+   * The web console's build, served at `/`; default the installed @dstack/web's `dist/`, null:
+   * no console. A directory without index.html is logged and the server runs without it.
+   */
+  webConsoleDirectory?: string | null;
 }
 
 export interface RunningServer {
@@ -55,6 +61,8 @@ export interface RunningServer {
    * created by a version that kept only its hash: `DSTACK_SERVER_ADMIN_TOKEN` sets a new one).
    */
   adminToken: string | null;
+  /** Whether `/` serves the web console (its build was found). */
+  webConsole: boolean;
   app: AppContext;
   close(): Promise<void>;
 }
@@ -97,7 +105,14 @@ function lockSqliteFile(settings: ServerSettings): SqliteServerLock | null {
  * fails at any step closes what it had opened.
  */
 export async function startServer(options: StartServerOptions = {}): Promise<RunningServer> {
-  const { env, config: configOverride, plugins = [], pipelines: runPipelines = true, ...overrides } = options;
+  const {
+    env,
+    config: configOverride,
+    plugins = [],
+    pipelines: runPipelines = true,
+    webConsoleDirectory,
+    ...overrides
+  } = options;
   const settings = loadServerSettings(env, overrides);
   const http = await bindHttpServer(settings.host, settings.port);
   let sqliteLock: SqliteServerLock | null = null;
@@ -115,12 +130,14 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     });
     const started = runPipelines ? PIPELINE_FACTORIES.map((factory) => new Pipeline(app, factory(app))) : [];
     for (const pipeline of started) pipeline.start(app.wakeUps);
-    http.serve(createHttpHandler(app, allRoutes, { rawRoutes }));
+    const staticSite = loadWebConsole(webConsoleDirectory);
+    http.serve(createHttpHandler(app, allRoutes, { rawRoutes, staticSite }));
 
     let closing: Promise<void> | null = null;
     return {
       url: `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${http.port}`,
       adminToken,
+      webConsole: staticSite !== null,
       app,
       close() {
         closing ??= (async () => {

@@ -28,9 +28,18 @@ import {
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 /**
  * The server and the CLI, and what they depend on in the workspace (the agent runtime is the
- * server's optional dependency, which it copies to SSH fleet hosts).
+ * server's optional dependency, which it copies to SSH fleet hosts; web is the console's build).
  */
-const SERVER_AND_CLI = ['core', 'catalog', 'runner', 'shim', 'runner-runtime-linux-x64', 'server', 'cli'];
+const SERVER_AND_CLI = [
+  'core',
+  'catalog',
+  'runner',
+  'shim',
+  'runner-runtime-linux-x64',
+  'web',
+  'server',
+  'cli',
+];
 /** What a user installs for the embedded default. */
 const WITH_LOCAL = [...SERVER_AND_CLI, 'backend-local'];
 const INSTALL_TIMEOUT_MS = 15 * 60_000;

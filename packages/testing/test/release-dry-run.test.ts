@@ -34,6 +34,7 @@ const DEPENDENCY_FIELDS = ['dependencies', 'peerDependencies', 'optionalDependen
 
 /** The one public package that is not a library: the runner's portable runtime, as files. */
 const RUNTIME_PACKAGE = '@dstack/runner-runtime-linux-x64';
+const WEB_PACKAGE = '@dstack/web';
 
 function isLibrary(packed: PackedPackage): boolean {
   return packed.manifest.exports !== undefined;
@@ -160,10 +161,15 @@ describe('release dry run on the workspace', () => {
   });
 
   it('publishes exports that point only at dist', () => {
-    // Every package is a library but the runner's runtime, which publishes files, not modules.
-    expect(results.filter(({ packed }) => !isLibrary(packed)).map(({ packed }) => packed.name)).toEqual([
-      RUNTIME_PACKAGE,
-    ]);
+    // Every package is a library but the runner's runtime and the web console, which publish files, not modules.
+    expect(
+      results
+        .filter(({ packed }) => !isLibrary(packed))
+        .map(({ packed }) => packed.name)
+        .sort(),
+    ).toEqual([RUNTIME_PACKAGE, WEB_PACKAGE]);
+    const web = results.find(({ packed }) => packed.name === WEB_PACKAGE)?.packed;
+    expect(web?.files).toEqual(expect.arrayContaining(['dist/index.html']));
     const runtime = results.find(({ packed }) => packed.name === RUNTIME_PACKAGE)?.packed;
     expect(runtime?.files).toEqual(
       expect.arrayContaining(['dist/dstack-runtime/bin/node', 'dist/dstack-runtime/runner.mjs']),

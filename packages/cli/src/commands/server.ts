@@ -13,6 +13,8 @@ export interface RunningServer {
   url: string;
   /** The admin's token, given at every start; null when the server does not know it (an admin older than kept tokens). */
   adminToken: string | null;
+  /** Whether the server serves the web console at `/` (absent in servers older than the console). */
+  webConsole?: boolean;
   close(): Promise<void>;
 }
 
@@ -173,6 +175,7 @@ export async function serverCommand(
         if (registered) io.stdout(registered);
       }
       io.stdout(`The server is running at ${running.url}\n`);
+      if (running.webConsole) io.stdout(`The web console is at ${running.url}/\n`);
       await stop;
     } finally {
       stopRequested = true;

@@ -50,3 +50,4 @@ try {
 }
 console.log(server.adminToken ? `The admin token is ${server.adminToken}` : ADMIN_TOKEN_UNKNOWN);
 console.log(`The server is running at ${server.url}`);
+if (server.webConsole) console.log(`The web console is at ${server.url}/`);

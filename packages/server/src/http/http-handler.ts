@@ -28,6 +28,7 @@ import {
   type UploadOptions,
 } from './route.js';
 import { createRouteMatcher } from './route-matcher.js';
+import type { StaticSite } from './static-files.js';
 
 export interface HttpHandlerOptions {
   /** Where unexpected (500) errors are reported; default `console.error`. */
@@ -37,6 +38,11 @@ export interface HttpHandlerOptions {
    * streamed untouched; see raw-route.ts), e.g. the service proxy. Default: none.
    */
   rawRoutes?: readonly RawRouteDefinition[];
+  /**
+   * The web console, answering the GET and HEAD requests that no route takes (never under
+   * `/api`, `/proxy` or `/metrics`). Default: none (those requests are 404).
+   */
+  staticSite?: StaticSite | null;
 }
 
 /** The request handler for `http.createServer`, which also knows whether requests are still being answered. */
@@ -279,6 +285,7 @@ export function createHttpHandler(
       return;
     }
     const found = match(request.method ?? 'GET', url.pathname);
+    if (found.kind === 'not-found' && options.staticSite?.serve(request, response, url.pathname)) return;
     if (found.kind === 'not-found') throw new HttpError(404, `Not found: ${url.pathname}`, 'not_found');
     if (found.kind === 'method-not-allowed') {
       response.setHeader('allow', found.allowed.join(', '));

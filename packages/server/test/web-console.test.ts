@@ -1,0 +1,254 @@
+/**
+ * The web console in a real browser (Debian's Chromium driven by playwright-core) against a real
+ * server with the local backend: sign-in with a token, a run applied by the built CLI appears
+ * with its live logs, Stop in the page ends it and Delete removes it, the other pages show fleets,
+ * projects, members, backends, secret names, offers and users, and a plain user sees no admin
+ * page. Screenshots of the main pages go to `test-output/web-console/` (or
+ * `$DSTACK_TEST_OUTPUT_DIR/web-console/`).
+ *
+ * One server and one browser serve every case: starting Chromium costs about a second.
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Run } from '@dstack/core';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { killRunningDstack, requireBuiltDstack, runDstack } from './dstack-cli.js';
+import {
+  ADMIN_TOKEN,
+  type HarnessServer,
+  HOST_RESOURCES,
+  localBackendConfig,
+  makeTempDir,
+  startHarnessServer,
+} from './server-harness.js';
+
+/** Debian's Chromium, or the browser `DSTACK_TEST_CHROMIUM` names (then only that one). */
+const CHROMIUM = (
+  process.env.DSTACK_TEST_CHROMIUM
+    ? [process.env.DSTACK_TEST_CHROMIUM]
+    : ['/usr/bin/chromium', '/usr/bin/chromium-browser']
+).find((path) => existsSync(path));
+const REPOSITORY_ROOT = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
+const SCREENSHOTS = join(
+  process.env.DSTACK_TEST_OUTPUT_DIR ?? join(REPOSITORY_ROOT, 'test-output'),
+  'web-console',
+);
+/** Generous for a shared 2-core machine: a job's first lines come after its shim and runner start. */
+const UI_TIMEOUT_MS = 60_000;
+const RUN_NAME = 'web-console-task';
+const SECRET_NAME = 'hf_token';
+const SECRET_VALUE = 'secret-value-never-shown';
+
+const DESKTOP = { width: 1280, height: 800 };
+/** An iPhone-sized screen: the console must be usable there. */
+const PHONE = { width: 390, height: 844 };
+
+if (!CHROMIUM && process.env.CI) {
+  // CI installs Chromium (.ci/run): a missing one is a broken setup, not a reason to skip.
+  throw new Error('Chromium is missing (apt-get install chromium); .ci/run installs it');
+}
+
+if (!CHROMIUM) {
+  describe('the web console in Chromium', () => {
+    it.skip('needs Chromium: apt-get install chromium (or DSTACK_TEST_CHROMIUM=/path/to/chrome)', () => {});
+  });
+}
+
+describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_MS }, () => {
+  const temp = makeTempDir('dstack-web-console-');
+  const cliEnvironment = { DSTACK_CLI_CONFIG_DIR: join(temp.dir, 'cli') };
+  let harness: HarnessServer;
+  let browser: Browser;
+  let userToken: string;
+
+  beforeAll(async () => {
+    requireBuiltDstack();
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    harness = await startHarnessServer({
+      dir: join(temp.dir, 'server'),
+      config: localBackendConfig(temp.dir),
+    });
+    mkdirSync(cliEnvironment.DSTACK_CLI_CONFIG_DIR, { recursive: true });
+    writeFileSync(
+      join(cliEnvironment.DSTACK_CLI_CONFIG_DIR, 'config.yml'),
+      stringify({ projects: [{ name: 'main', url: harness.server.url, token: ADMIN_TOKEN, default: true }] }),
+    );
+    userToken = await harness.createUser('plain-user');
+    const secret = await harness.call('/api/project/main/secrets/create_or_update', {
+      name: SECRET_NAME,
+      value: SECRET_VALUE,
+    });
+    expect(secret.status).toBe(200);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  }, UI_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await browser?.close();
+    killRunningDstack();
+    await harness?.terminateFleetsAndClose();
+    temp.remove();
+  }, UI_TIMEOUT_MS);
+
+  /** A fresh browser profile (own localStorage; closed with the browser), signed in with `token` unless null. */
+  async function openConsole(token: string | null, viewport = DESKTOP): Promise<Page> {
+    const context = await browser.newContext({ viewport });
+    const page = await context.newPage();
+    page.setDefaultTimeout(UI_TIMEOUT_MS);
+    await page.goto(`${harness.server.url}/`);
+    if (token !== null) {
+      await page.fill('#token', token);
+      await page.click('button[type=submit]');
+      await page.getByTestId('username').waitFor();
+    }
+    return page;
+  }
+
+  /** How far the page is wider than the window (a string: this file is compiled without the DOM's types). */
+  const horizontalOverflow = async (page: Page) =>
+    (await page.evaluate(
+      'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+    )) as number;
+
+  /** The app's own box: as tall as its content, not the window. */
+  const screenshot = (page: Page, name: string) =>
+    page.locator('#root').screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
+
+  it('is served at / by the server, beside the API', async () => {
+    expect(harness.server.webConsole).toBe(true);
+    const index = await fetch(`${harness.server.url}/runs/main/anything`);
+    expect(index.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(await index.text()).toContain('<div id="root">');
+    const api = await fetch(`${harness.server.url}/api/no/such/route`);
+    expect(api.status).toBe(404);
+    expect(api.headers.get('content-type')).toContain('application/json');
+  });
+
+  it('signs in with the token, refuses a wrong one, and stays signed in after a reload', async () => {
+    const page = await openConsole(null);
+    await screenshot(page, 'sign-in');
+    await page.fill('#token', 'not-a-token');
+    await page.click('button[type=submit]');
+    await page.locator('.sign-in .error').waitFor();
+    await page.fill('#token', ADMIN_TOKEN);
+    await page.click('button[type=submit]');
+    await expect.poll(() => page.getByTestId('username').textContent()).toBe('admin');
+    expect(new URL(page.url()).pathname).toBe('/runs');
+    await page.reload();
+    await expect.poll(() => page.getByTestId('username').textContent()).toBe('admin');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.locator('#token').waitFor();
+  });
+
+  it('shows a run applied from the CLI with its live logs; Stop in the page ends it, Delete removes it', async () => {
+    const configuration = join(temp.dir, 'web-console.dstack.yml');
+    writeFileSync(
+      configuration,
+      stringify({
+        type: 'task',
+        name: RUN_NAME,
+        commands: [
+          'echo hello-from-the-console',
+          'i=0; while true; do i=$((i+1)); echo tick-$i; sleep 0.5; done',
+        ],
+        resources: HOST_RESOURCES,
+      }),
+    );
+    const applied = await runDstack(['apply', '-f', configuration, '-y', '-d'], {
+      env: cliEnvironment,
+      cwd: temp.dir,
+    });
+    expect(applied.stderr).toBe('');
+    expect(applied.code).toBe(0);
+
+    const page = await openConsole(ADMIN_TOKEN);
+    const row = page.locator(`tr[data-run="${RUN_NAME}"]`);
+    await row.waitFor();
+    await row.locator('[data-status="running"]').waitFor();
+    expect(await row.textContent()).toContain('main');
+    await screenshot(page, 'runs');
+
+    await row.getByRole('link', { name: RUN_NAME }).click();
+    const logs = page.getByTestId('run-logs');
+    await logs.filter({ hasText: 'hello-from-the-console' }).waitFor();
+    // Lines keep coming while the page is open: the stream is followed, not read once.
+    await logs.filter({ hasText: 'tick-4' }).waitFor();
+    await expect.poll(() => page.getByTestId('run-cost').textContent()).toMatch(/^\$\d/);
+    await screenshot(page, 'run');
+
+    // On a phone-sized screen wide tables scroll inside their box; the page never scrolls sideways.
+    const phone = await openConsole(ADMIN_TOKEN, PHONE);
+    await phone.locator(`tr[data-run="${RUN_NAME}"]`).waitFor();
+    expect(await horizontalOverflow(phone)).toBeLessThanOrEqual(0);
+    await screenshot(phone, 'runs-phone');
+    await phone.getByRole('link', { name: RUN_NAME }).click();
+    await phone.getByTestId('run-logs').filter({ hasText: 'hello-from-the-console' }).waitFor();
+    expect(await horizontalOverflow(phone)).toBeLessThanOrEqual(0);
+    await screenshot(phone, 'run-phone');
+
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await page.locator('.facts [data-status="terminated"]').waitFor();
+    await page.getByTestId('logs-state').filter({ hasText: 'The run is finished.' }).waitFor();
+    const run = (await harness.call<Run>('/api/project/main/runs/get', { run_name: RUN_NAME })).body;
+    expect(run.status).toBe('terminated');
+    expect(run.termination_reason).toBe('stopped_by_user');
+
+    // Delete asks first; accepted, the run is gone from the list and from the API.
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('heading', { name: 'Runs' }).waitFor();
+    await expect.poll(() => page.locator(`tr[data-run="${RUN_NAME}"]`).count()).toBe(0);
+    const deleted = await harness.call('/api/project/main/runs/get', { run_name: RUN_NAME });
+    expect(deleted.status).toBe(404);
+  }, 180_000);
+
+  it('shows fleets with their instances, projects with members, backends and secret names, offers, and users', async () => {
+    const page = await openConsole(ADMIN_TOKEN);
+    await page.getByRole('link', { name: 'Fleets' }).click();
+    await page.locator('article[data-fleet]').first().waitFor();
+    await screenshot(page, 'fleets');
+
+    await page.getByRole('link', { name: 'Projects' }).click();
+    await page.getByRole('link', { name: 'main' }).click();
+    await page.getByRole('cell', { name: SECRET_NAME }).waitFor();
+    await page.getByRole('cell', { name: 'admin', exact: true }).first().waitFor();
+    expect(await page.content()).not.toContain(SECRET_VALUE);
+    await page.getByRole('cell', { name: 'local', exact: true }).waitFor();
+    await screenshot(page, 'project');
+
+    await page.getByRole('link', { name: 'Offers' }).click();
+    await page.fill('input[name=gpu]', 'not-a-gpu-spec:xx');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await expect.poll(() => page.locator('p.error').textContent()).toMatch(/gpu/);
+    await page.fill('input[name=gpu]', '');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('cell', { name: 'local', exact: true }).first().waitFor();
+    await expect.poll(() => page.getByTestId('offers-total').textContent()).toMatch(/^[1-9]\d* of/);
+    await screenshot(page, 'offers');
+
+    await page.getByRole('link', { name: 'Users' }).click();
+    await page.getByRole('cell', { name: 'plain-user' }).waitFor();
+    await screenshot(page, 'users');
+  });
+
+  it('shows a plain user no admin page, and signs out a token refused later', async () => {
+    const page = await openConsole(userToken);
+    expect(await page.getByTestId('username').textContent()).toBe('plain-user');
+    expect(await page.getByRole('link', { name: 'Users' }).count()).toBe(0);
+    await page.goto(`${harness.server.url}/users`);
+    await page.getByText('Only global admins manage users.').waitFor();
+    expect(await page.getByRole('cell', { name: 'admin', exact: true }).count()).toBe(0);
+    // Not a member of main: its runs are not the user's to see.
+    await page.goto(`${harness.server.url}/runs`);
+    await page.getByText('No runs yet').waitFor();
+
+    // A token replaced elsewhere signs the page out at its next call.
+    const refreshed = await harness.call('/api/users/refresh_token', { username: 'plain-user' });
+    expect(refreshed.status).toBe(200);
+    await page.getByRole('link', { name: 'Projects' }).click();
+    await page.locator('#token').waitFor();
+    expect(await page.evaluate('localStorage.getItem("dstack.token")')).toBeNull();
+  });
+});

@@ -1,0 +1,25 @@
+import type { RunStatus } from '@dstack/core';
+
+export const FINISHED_RUN_STATUSES: readonly RunStatus[] = ['terminated', 'failed', 'done'];
+
+export function formatCost(dollars: number | null | undefined): string {
+  if (dollars === null || dollars === undefined) return '-';
+  return `$${dollars < 1 ? dollars.toFixed(4) : dollars.toFixed(2)}`;
+}
+
+/** "3m ago" style, for tables read on a phone. */
+export function formatAge(iso: string): string {
+  const seconds = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
+  if (seconds < 60) return `${Math.floor(seconds)}s ago`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m ago`;
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)}h ago`;
+  return `${Math.floor(seconds / 86400)}d ago`;
+}
+
+/** A status with its color class: green when working, red when failed, grey when over. */
+export function statusClass(status: string): string {
+  if (['running', 'active', 'idle', 'busy', 'done'].includes(status)) return 'status ok';
+  if (['failed', 'terminated_by_server', 'error'].includes(status)) return 'status bad';
+  if (['terminated', 'terminating'].includes(status)) return 'status off';
+  return 'status wait';
+}

@@ -11,3 +11,4 @@ export * from './runs.js';
 export * from './statuses.js';
 export * from './strict-request-body.js';
 export * from './volumes.js';
+export * from './unix-user.js';

@@ -17,6 +17,7 @@ import type { ProjectsTable, UsersTable } from '../db/schema.js';
 import type { ProjectRole } from '../http/route.js';
 import { ForbiddenError } from '../security/access-errors.js';
 import { toUserModel } from './users.js';
+import { wireBackendType } from '../backends/wire-backend-type.js';
 
 export interface ProjectAccess {
   project: ProjectsTable;
@@ -67,6 +68,17 @@ export async function getProjectForUser(
   return { project, role: member.project_role };
 }
 
+/**
+ * What a member may do, as dstack reports it: managers and admins manage SSH fleets, admins
+ * manage secrets (the secrets routes check the same role).
+ */
+function memberPermissions(role: ProjectRole): { can_manage_ssh_fleets: boolean; can_manage_secrets: boolean } {
+  return {
+    can_manage_ssh_fleets: hasProjectRole(role, 'manager'),
+    can_manage_secrets: hasProjectRole(role, 'admin'),
+  };
+}
+
 /** The API model: owner, members and configured backend types. */
 export async function toProjectModel(app: AppContext, project: ProjectsTable): Promise<Project> {
   const [owner, members, backends] = await Promise.all([
@@ -94,15 +106,27 @@ export async function toProjectModel(app: AppContext, project: ProjectsTable): P
         username: '',
         global_role: 'user' as const,
         created_at: new Date(0).toISOString(),
+        email: null,
         active: false,
+        permissions: { can_create_projects: false },
+        ssh_public_key: null,
       };
   return {
     project_id: project.id,
     project_name: project.name,
     owner: ownerModel,
     created_at: new Date(project.created_at).toISOString(),
-    backends: backends.map((backend) => ({ name: backend.type })),
-    members: members.map(({ project_role, ...user }) => ({ user: toUserModel(user), project_role })),
+    backends: backends.map((backend) => ({
+      name: backend.type,
+      config: { type: wireBackendType(backend.type) },
+    })),
+    members: members.map(({ project_role, ...user }) => ({
+      user: toUserModel(user),
+      project_role,
+      permissions: memberPermissions(project_role),
+    })),
+    is_public: false,
+    templates_repo: null,
   };
 }
 

@@ -10,6 +10,7 @@ import {
   type JobSpec,
   type JobTerminationReason,
   type RemoteRepoCreds,
+  formatUnixUser,
 } from '@dstack/core';
 import {
   DSTACK_RUNNER_HTTP_PORT,
@@ -267,7 +268,7 @@ async function submitTask(context: JobContext): Promise<void> {
       registry_username: jobSpec.registry_auth?.username ?? '',
       registry_password: jobSpec.registry_auth?.password ?? '',
       // Empty: the image's own USER (root if it has none), or the shim's own user without containers.
-      container_user: jobSpec.user ?? '',
+      container_user: jobSpec.user ? formatUnixUser(jobSpec.user) : '',
       privileged: jobSpec.privileged,
       ...taskResourcesOf(jobSpec, runtimeDataOf(job)),
       network_mode: 'host',

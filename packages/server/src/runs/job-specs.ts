@@ -11,6 +11,7 @@ import {
   type Requirements,
   type RetrySpec,
   type RunConfiguration,
+  parseUnixUser,
 } from '@dstack/core';
 import { type DefaultImageOptions, defaultJobImage } from '@dstack/core/agent-protocol';
 import type { StoredRunSpec } from '../db/json-columns.js';
@@ -147,7 +148,7 @@ export function buildJobSpecs(
     commands: shape.commands,
     env: shape.env,
     image_name: shape.image ?? defaultImage,
-    user: configuration.user ?? null,
+    user: configuration.user == null ? null : parseUnixUser(configuration.user),
     privileged: configuration.privileged,
     working_dir: shape.workingDir ?? runSpec.working_dir ?? null,
     max_duration: typeof maxDuration === 'number' && maxDuration > 0 ? maxDuration : null,

@@ -42,7 +42,9 @@ export class LogReader {
       this.#repeatsToSkip = new Map(this.#seenAtLastTimestamp);
       const fresh = page.logs.filter((event) => this.#accept(event, followingToken));
       events.push(...fresh);
-      if (page.next_token) this.#nextToken = page.next_token;
+      // A null token ends the pages (dstack's servers send it after the last one): the token before
+      // it would read that last page again, so the next poll starts from the last timestamp.
+      this.#nextToken = page.next_token ?? undefined;
       const pageWasFull = page.logs.length >= PAGE_SIZE;
       const mayHaveMore = pageWasFull || (Boolean(page.next_token) && page.logs.length > 0);
       if (!mayHaveMore) return events;

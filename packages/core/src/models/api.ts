@@ -373,9 +373,16 @@ export const PollLogsRequestSchema = z.object({
   descending: z.boolean().default(false),
   next_token: z.string().nullish(),
   limit: z.number().int().positive().max(1000).default(1000),
+  /** dstack's `dstack logs --diagnose` (the runner's own logs). Only false is served yet. */
+  diagnose: z.literal(false, { error: 'diagnose: the runner logs are not served yet' }).default(false),
 });
 export const PollLogsResponseSchema = z.object({
   logs: z.array(LogEventSchema),
+  /**
+   * Where the next page starts; null when this page was the last one (as dstack answers: its
+   * client polls until it gets null). Pass the last token back as `next_token` to continue after
+   * it, or `start_time` once it was null.
+   */
   next_token: z.string().nullish(),
 });
 /**

@@ -187,7 +187,9 @@ export async function pollLogs(
   for (const row of rows) advanceLogCursor(next, row);
   return {
     logs: rows.map(toLogEvent),
-    // The cursor always advances past the rows returned, so followers can keep polling with it.
-    next_token: formatLogCursor(next),
+    // Only a full page may have more after it; a shorter one is the end for now, which dstack's
+    // client learns from a null token (it polls until then). Followers then go on from the last
+    // timestamp they saw.
+    next_token: rows.length >= options.limit ? formatLogCursor(next) : null,
   };
 }

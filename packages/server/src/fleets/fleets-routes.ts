@@ -19,7 +19,13 @@ export const fleetRoutes = [
     summary: "The project's fleets with their instances",
     tags,
     auth: 'project-member',
-    body: z.object({}).optional(),
+    body: z
+      .object({
+        // Fleets imported from other projects (dstack's exports). This server has no imports, so
+        // the project's own fleets are the whole answer either way.
+        include_imported: z.boolean().default(false),
+      })
+      .optional(),
     response: z.array(FleetSchema),
     async handler(ctx) {
       return listFleets(ctx.app, projectContext(ctx).project);

@@ -42,9 +42,10 @@ export class LogReader {
       this.#repeatsToSkip = new Map(this.#seenAtLastTimestamp);
       const fresh = page.logs.filter((event) => this.#accept(event, followingToken));
       events.push(...fresh);
-      // A null token ends the pages (dstack's servers send it after the last one): the token before
-      // it would read that last page again, so the next poll starts from the last timestamp.
-      this.#nextToken = page.next_token ?? undefined;
+      // This server's `cursor` resumes after the rows returned, also after the last page. Without
+      // it (dstack's servers), a null `next_token` ends the pages: the token before it would read
+      // that last page again, so the next poll starts from the last timestamp.
+      this.#nextToken = page.cursor ?? page.next_token ?? undefined;
       const pageWasFull = page.logs.length >= PAGE_SIZE;
       const mayHaveMore = pageWasFull || (Boolean(page.next_token) && page.logs.length > 0);
       if (!mayHaveMore) return events;

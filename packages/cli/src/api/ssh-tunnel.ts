@@ -9,6 +9,7 @@ import type { Socket } from 'node:net';
 import {
   InvalidTokenError,
   isUnreachableError,
+  isTokenRejected,
   parseErrorDetails,
   ServerApiError,
   ServerTimeoutError,
@@ -51,8 +52,9 @@ async function readText(response: IncomingMessage): Promise<string> {
 async function refusal(response: IncomingMessage, target: SshTunnelTarget, path: string): Promise<Error> {
   const text = await readText(response);
   const statusCode = response.statusCode ?? 0;
-  if (statusCode === 401) return new InvalidTokenError(target.serverUrl, target.projectName);
-  return new ServerApiError(path.replace(/\?.*$/, ''), statusCode, parseErrorDetails(statusCode, text));
+  const details = parseErrorDetails(statusCode, text);
+  if (isTokenRejected(statusCode, details)) return new InvalidTokenError(target.serverUrl, target.projectName);
+  return new ServerApiError(path.replace(/\?.*$/, ''), statusCode, details);
 }
 
 /**

@@ -379,11 +379,16 @@ export const PollLogsRequestSchema = z.object({
 export const PollLogsResponseSchema = z.object({
   logs: z.array(LogEventSchema),
   /**
-   * Where the next page starts; null when this page was the last one (as dstack answers: its
-   * client polls until it gets null). Pass the last token back as `next_token` to continue after
-   * it, or `start_time` once it was null.
+   * Where the next page starts; null when this page was the last one for now (as dstack answers:
+   * its client polls until it gets null).
    */
   next_token: z.string().nullish(),
+  /**
+   * This server's own addition: the cursor after the rows returned, also on the last page. A
+   * follower passes it back as `next_token` to get only the lines logged since (absent from
+   * servers without it: follow `next_token`, then the last timestamp).
+   */
+  cursor: z.string().nullish(),
 });
 /**
  * `logs/stream`: the fields of `logs/poll` that make sense for a stream that follows the run

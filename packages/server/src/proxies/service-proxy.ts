@@ -8,7 +8,7 @@
  * 101 reaches the client, then bytes flow both ways untouched until either side closes, which
  * closes the other. A replica that answers otherwise has its answer relayed as it is.
  *
- * Answers of its own: 401/403 without a valid token or membership, 404 for an unknown run,
+ * Answers of its own: 403 without a valid token or membership, 404 for an unknown run,
  * a run that is not a service or one that has finished, 503 while no replica is running,
  * 502 when the replica cannot be reached or refuses the connection; the same, on the socket,
  * for an upgrade.

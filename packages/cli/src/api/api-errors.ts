@@ -84,7 +84,10 @@ export class UnexpectedResponseError extends DstackError {
  * code `not_authenticated` (this server answers 403 as dstack does; other 403s are "no access").
  */
 export function isTokenRejected(statusCode: number, details: readonly ApiErrorDetail[]): boolean {
-  return statusCode === 401 || (statusCode === 403 && details.some((detail) => detail.code === 'not_authenticated'));
+  return (
+    statusCode === 401 ||
+    (statusCode === 403 && details.some((detail) => detail.code === 'not_authenticated'))
+  );
 }
 
 /** Whether an error answer says the named resource does not exist (400 or 404 `resource_not_exists`). */

@@ -47,9 +47,9 @@ import { type Dispatcher, FormData, request } from 'undici';
 import {
   InvalidTokenError,
   isHeadersTimeout,
-  isUnreachableError,
   isResourceMissing,
   isTokenRejected,
+  isUnreachableError,
   parseErrorDetails,
   ServerApiError,
   ServerTimeoutError,
@@ -432,7 +432,8 @@ export class DstackApiClient {
     if (response.statusCode >= 200 && response.statusCode < 300) return response;
     const text = await response.body.text();
     const details = parseErrorDetails(response.statusCode, text);
-    if (isTokenRejected(response.statusCode, details)) throw new InvalidTokenError(this.url, this.projectName);
+    if (isTokenRejected(response.statusCode, details))
+      throw new InvalidTokenError(this.url, this.projectName);
     throw new ServerApiError(endpoint, response.statusCode, details);
   }
 }

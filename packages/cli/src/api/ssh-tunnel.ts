@@ -8,8 +8,8 @@ import { request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
 import {
   InvalidTokenError,
-  isUnreachableError,
   isTokenRejected,
+  isUnreachableError,
   parseErrorDetails,
   ServerApiError,
   ServerTimeoutError,
@@ -53,7 +53,8 @@ async function refusal(response: IncomingMessage, target: SshTunnelTarget, path:
   const text = await readText(response);
   const statusCode = response.statusCode ?? 0;
   const details = parseErrorDetails(statusCode, text);
-  if (isTokenRejected(statusCode, details)) return new InvalidTokenError(target.serverUrl, target.projectName);
+  if (isTokenRejected(statusCode, details))
+    return new InvalidTokenError(target.serverUrl, target.projectName);
   return new ServerApiError(path.replace(/\?.*$/, ''), statusCode, details);
 }
 

@@ -1,9 +1,10 @@
 /**
  * Fields every run configuration (task, service, dev-environment) shares, and the checks on them.
  */
-import { isValidUnixUser } from '../models/unix-user.js';
+
 import { z } from 'zod';
 import { resourceNameSchema } from '../models/resource-names.js';
+import { isValidUnixUser } from '../models/unix-user.js';
 import { envSchema } from './env.js';
 import { mountPointSchema } from './mount-point.js';
 import { portMappingSchema } from './ports.js';

@@ -16,7 +16,6 @@ import { ProviderJobSpecSchema } from '../providers/provider-job-spec.js';
 import { BackendTypeSchema } from './backend-type.js';
 import { InstanceOfferWithAvailabilitySchema } from './instances.js';
 import { RequirementsSchema } from './requirements.js';
-import { JobSpecUserSchema } from './unix-user.js';
 import { projectNameSchema, repoIdSchema, secretNameSchema, usernameSchema } from './resource-names.js';
 import { JobProvisioningDataSchema, JobRuntimeDataSchema } from './runs.js';
 import {
@@ -29,6 +28,7 @@ import {
   RunStatusSchema,
   RunTerminationReasonSchema,
 } from './statuses.js';
+import { JobSpecUserSchema } from './unix-user.js';
 
 /** ISO 8601 date-time strings on the wire. */
 const DateTimeSchema = z.string();
@@ -450,7 +450,13 @@ export const ApplyFleetRequestSchema = z.object({
   }),
   force: z.boolean().default(false),
 });
-export const GetFleetRequestSchema = z.object({ name: z.string() });
+/** A fleet by `name` or by `id` (dstack's client sends both keys, one of them null). */
+export const GetFleetRequestSchema = z
+  .object({ name: z.string().nullish(), id: z.string().nullish() })
+  .refine((body) => (body.name == null) !== (body.id == null), {
+    error: 'name or id: give exactly one',
+    path: ['name'],
+  });
 export const DeleteFleetsRequestSchema = z.object({ names: z.array(z.string()).min(1) });
 export const DeleteFleetInstancesRequestSchema = z.object({
   name: z.string(),

@@ -48,3 +48,13 @@ export const BackendTypeSchema: z.ZodType<BackendType, string> = z
 export function isKnownBackendType(value: string): value is KnownBackendType {
   return (KNOWN_BACKEND_TYPES as readonly string[]).includes(value);
 }
+
+/**
+ * The backend type as dstack's clients must see it. dstack's `BackendType` enum has no `local`:
+ * its type for hosts that dstack does not provision itself is `remote`, so the server shows the
+ * local backend (jobs on the server's own host) as `remote` on the wire, without changing what it
+ * does. A client comparing what it sent with what the server echoes compares wire types.
+ */
+export function wireBackendType(type: string): string {
+  return type === 'local' ? 'remote' : type;
+}

@@ -12,12 +12,12 @@ import {
   ServerClientError,
 } from '@dstack/core';
 import { generateProjectSshKeyPair } from '../agents/ssh-keys.js';
+import { wireBackendType } from '../backends/wire-backend-type.js';
 import type { AppContext } from '../context.js';
 import type { ProjectsTable, UsersTable } from '../db/schema.js';
 import type { ProjectRole } from '../http/route.js';
 import { ForbiddenError } from '../security/access-errors.js';
 import { toUserModel } from './users.js';
-import { wireBackendType } from '../backends/wire-backend-type.js';
 
 export interface ProjectAccess {
   project: ProjectsTable;
@@ -72,7 +72,10 @@ export async function getProjectForUser(
  * What a member may do, as dstack reports it: managers and admins manage SSH fleets, admins
  * manage secrets (the secrets routes check the same role).
  */
-function memberPermissions(role: ProjectRole): { can_manage_ssh_fleets: boolean; can_manage_secrets: boolean } {
+function memberPermissions(role: ProjectRole): {
+  can_manage_ssh_fleets: boolean;
+  can_manage_secrets: boolean;
+} {
   return {
     can_manage_ssh_fleets: hasProjectRole(role, 'manager'),
     can_manage_secrets: hasProjectRole(role, 'admin'),

@@ -1,11 +1,7 @@
-/**
- * The backend type as dstack's clients must see it. dstack's `BackendType` enum has no `local`:
- * its type for hosts that dstack does not provision itself is `remote`, so the local backend
- * (jobs on the server's own host) is shown as `remote` on the wire, without changing what it does.
- */
-export function wireBackendType(type: string): string {
-  return type === 'local' ? 'remote' : type;
-}
+/** The local backend's type as dstack's clients see it: `wireBackendType` of @dstack/core, applied to whole answers. */
+import { wireBackendType } from '@dstack/core';
+
+export { wireBackendType };
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -37,7 +37,9 @@ export function instanceOf(
  * configuration alone, so the profile is dstack's empty one.
  */
 function withProfile(spec: Fleet['spec']): Fleet['spec'] {
-  return 'profile' in spec && spec.profile != null ? spec : { ...spec, profile: { name: '', default: false } };
+  return 'profile' in spec && spec.profile != null
+    ? spec
+    : { ...spec, profile: { name: '', default: false } };
 }
 
 export function fleetOf(

@@ -40,7 +40,7 @@ export const fleetRoutes = [
     body: GetFleetRequestSchema,
     response: FleetSchema,
     async handler(ctx) {
-      return getFleet(ctx.app, projectContext(ctx).project, ctx.body.name);
+      return getFleet(ctx.app, projectContext(ctx).project, ctx.body);
     },
   }),
   defineRoute({

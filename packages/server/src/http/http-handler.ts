@@ -4,7 +4,7 @@
  * streamed answers, protocol upgrades for the raw routes that take them, and
  * every error in the one shape of error-mapping.ts.
  */
-import { toWireBackendTypes } from '../backends/wire-backend-type.js';
+
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -12,6 +12,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { isValidProjectName, PROJECT_NAME_RULE, ServerClientError } from '@dstack/core';
 import { getProjectForUser, hasProjectRole } from '../accounts/projects.js';
 import { findUserByToken } from '../accounts/users.js';
+import { toWireBackendTypes } from '../backends/wire-backend-type.js';
 import type { AppContext } from '../context.js';
 import type { ProjectsTable, UsersTable } from '../db/schema.js';
 import { ForbiddenError, NotAuthenticatedError } from '../security/access-errors.js';

@@ -76,8 +76,16 @@ function parseTarget(requestUrl: string): ProxyTarget | null {
   }
 }
 
-function notFound(target: ProxyTarget): ResourceNotFoundError {
-  return new ResourceNotFoundError(`Service ${target.runName} not found in project ${target.projectName}`);
+/**
+ * The proxy's "not found": 404, as web clients of a service expect (the API's own answer for a
+ * missing resource is dstack's 400; the body's code is the same).
+ */
+function proxyNotFound(message: string): HttpError {
+  return new HttpError(404, message, 'resource_not_exists');
+}
+
+function notFound(target: ProxyTarget): HttpError {
+  return proxyNotFound(`Service ${target.runName} not found in project ${target.projectName}`);
 }
 
 /** Where a request through the proxy goes. */
@@ -93,7 +101,7 @@ interface ProxyDestination {
 
 /**
  * The replica a request goes to, after the proxy's checks. Throws the proxy's own answers
- * (401/403/404/503/502); `setHeader` adds a header to that answer (`Retry-After` on 503).
+ * (403/404/503/502); `setHeader` adds a header to that answer (`Retry-After` on 503).
  */
 async function resolveDestination(
   app: AppContext,
@@ -115,12 +123,17 @@ async function resolveDestination(
   const requiresAuth = service === null || serviceRequiresAuth(service);
   if (requiresAuth) {
     const user = await authenticate(app, request);
-    await getProjectForUser(app, user, target.projectName);
+    try {
+      await getProjectForUser(app, user, target.projectName);
+    } catch (error) {
+      if (ResourceNotFoundError.isInstance(error)) throw proxyNotFound(error.message);
+      throw error;
+    }
   }
   if (!project || !run || !service) throw notFound(target);
   if (!ACTIVE_RUN_STATUSES.includes(run.status)) {
     forgetReplicaTurn(app, run.id);
-    throw new ResourceNotFoundError(`Service ${target.runName} is not running: the run is ${run.status}`);
+    throw proxyNotFound(`Service ${target.runName} is not running: the run is ${run.status}`);
   }
   const port = servicePortOf(service);
 

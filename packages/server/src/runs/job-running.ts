@@ -4,13 +4,13 @@
  * then pull the runner's state and logs until the job ends.
  */
 import {
+  formatUnixUser,
   JOB_TERMINATION_REASONS,
   type JobProvisioningData,
   type JobRuntimeData,
   type JobSpec,
   type JobTerminationReason,
   type RemoteRepoCreds,
-  formatUnixUser,
 } from '@dstack/core';
 import {
   DSTACK_RUNNER_HTTP_PORT,

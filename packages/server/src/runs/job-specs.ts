@@ -8,10 +8,10 @@ import {
   DEFAULT_STOP_DURATION,
   type JobSpec,
   type ProviderJobSpec,
+  parseUnixUser,
   type Requirements,
   type RetrySpec,
   type RunConfiguration,
-  parseUnixUser,
 } from '@dstack/core';
 import { type DefaultImageOptions, defaultJobImage } from '@dstack/core/agent-protocol';
 import type { StoredRunSpec } from '../db/json-columns.js';

@@ -2,7 +2,7 @@
  * Runs: plan, apply, list, get, stop, delete. Applying writes the run and its
  * jobs and wakes the pipelines; everything after happens in the pipelines.
  */
-import { dropUnsetNulls, mergeProfileUnder } from './explicit-nulls.js';
+
 import { randomUUID } from 'node:crypto';
 import {
   ConfigurationError,
@@ -29,6 +29,7 @@ import { checkRunFileArchives } from '../repos/file-archives.js';
 import { checkRunCode } from '../repos/repos.js';
 import { checkSecretReferences } from '../secrets/secret-references.js';
 import { projectSecretNames } from '../secrets/secrets.js';
+import { dropUnsetNulls, mergeProfileUnder } from './explicit-nulls.js';
 import { buildJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';

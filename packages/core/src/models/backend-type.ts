@@ -58,3 +58,13 @@ export function isKnownBackendType(value: string): value is KnownBackendType {
 export function wireBackendType(type: string): string {
   return type === 'local' ? 'remote' : type;
 }
+
+/**
+ * A `backends` filter as a client sent it, read back from the wire: `remote` (what the local
+ * backend is shown as, see `wireBackendType`) also names `local`, so a run spec echoed from a plan
+ * (`runs/apply` sends the plan's back) still reaches the backend its configuration named.
+ */
+export function fromWireBackendTypes<T extends readonly string[] | null | undefined>(backends: T): T {
+  if (!backends?.includes('remote') || backends.includes('local')) return backends;
+  return [...backends, 'local'] as unknown as T;
+}

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   ConfigurationError,
+  fromWireBackendTypes,
   isValidResourceName,
   type JobPlan,
   RESOURCE_NAME_RULE,
@@ -66,7 +67,10 @@ export function normalizeRunSpec(runSpec: RunSpec): StoredRunSpec {
       },
     );
   }
-  const configuration: RunConfiguration = validated;
+  const configuration: RunConfiguration =
+    validated.backends === undefined
+      ? validated
+      : { ...validated, backends: fromWireBackendTypes(validated.backends) };
   const runName = runSpec.run_name ?? configuration.name ?? null;
   if (runName !== null && !isValidResourceName(runName)) {
     throw new ConfigurationError(`invalid run name: expected ${RESOURCE_NAME_RULE}`, {

@@ -49,15 +49,15 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       await server?.close();
     });
 
-    it('answers 401 in the error shape for a missing or bad token', async () => {
+    it('answers 403 (as dstack) with code not_authenticated for a missing or bad token', async () => {
       const missing = await server.request('/api/users/get_my_user', undefined, null);
-      expect(missing.status).toBe(401);
+      expect(missing.status).toBe(403);
       expect(missing.body).toEqual({
         detail: [{ msg: expect.stringMatching(/^Not authenticated/), code: 'not_authenticated' }],
       });
       const bad = await server.request('/api/users/get_my_user', undefined, 'not-a-token');
       expect(bad).toEqual({
-        status: 401,
+        status: 403,
         body: { detail: [{ msg: 'Invalid token', code: 'not_authenticated' }] },
       });
     });
@@ -79,7 +79,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       const carol = (await server.request('/api/users/create', { username: 'carol' })).body.creds.token;
       const refreshed = await server.request('/api/users/refresh_token', { username: 'carol' }, carol);
       expect(refreshed.status).toBe(200);
-      expect((await server.request('/api/users/get_my_user', undefined, carol)).status).toBe(401);
+      expect((await server.request('/api/users/get_my_user', undefined, carol)).status).toBe(403);
       expect(
         (await server.request('/api/users/get_my_user', undefined, refreshed.body.creds.token)).status,
       ).toBe(200);
@@ -98,15 +98,16 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect((await server.request('/api/users/delete', { users: ['carol'] })).status).toBe(200);
       expect(
         (await server.request('/api/users/get_my_user', undefined, refreshed.body.creds.token)).status,
-      ).toBe(401);
+      ).toBe(403);
     });
 
     it('names the field path of an invalid body', async () => {
       const response = await server.request('/api/projects/alpha/add_members', {
         members: [{ username: 'bob', project_role: 'boss' }],
       });
-      // The project does not exist: for an admin that is a 404, checked before the body.
-      expect(response.status).toBe(404);
+      // The project does not exist: for an admin that is dstack's 400 resource_not_exists, checked before the body.
+      expect(response.status).toBe(400);
+      expect(response.body.detail[0].code).toBe('resource_not_exists');
       await server.request('/api/projects/create', { project_name: 'validation' });
       const invalid = await server.request('/api/projects/validation/add_members', {
         members: [{ username: 'bob', project_role: 'boss' }],
@@ -228,7 +229,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         expect.arrayContaining(['main', 'project-a', 'project-b']),
       );
       expect((await server.request('/api/projects/project-b/get')).status).toBe(200);
-      expect((await server.request('/api/projects/no-such-project/get')).status).toBe(404);
+      expect((await server.request('/api/projects/no-such-project/get')).status).toBe(400);
     });
 
     it('lets project admins manage members; plain members cannot', async () => {
@@ -378,7 +379,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect(
         (await server.request('/api/projects/delete', { projects_names: ['doomed'] }, aliceToken)).status,
       ).toBe(200);
-      expect((await server.request('/api/projects/doomed/get')).status).toBe(404);
+      expect((await server.request('/api/projects/doomed/get')).status).toBe(400);
       expect(
         (await server.request('/api/projects/create', { project_name: 'doomed' }, aliceToken)).status,
       ).toBe(200);

@@ -152,7 +152,7 @@ describeEachDatabase('a custom provider on the local backend', (databaseUrl) => 
       /^.+bad\.dstack\.yml:\d+:\d+: parameters\.url: expected an http or https URL\n$/,
     );
     const runs = await harness.call('/api/project/main/runs/get', { run_name: 'curl-bad' });
-    expect(runs.status).toBe(404);
+    expect(runs.status).toBe(400);
   });
 
   it('answers 400 naming provider_jobs to a client that did not expand the provider', async () => {

@@ -60,7 +60,8 @@ describeEachDatabase('a cloud fleet with nodes on the local backend', (databaseU
       return fleet.instances[0]?.status === 'idle' ? fleet : null;
     });
     expect(idle.status).toBe('active');
-    expect(idle.instances[0]).toMatchObject({ name: 'pool-0', backend: 'local', hostname: '127.0.0.1' });
+    // The local backend is dstack's `remote` on the wire.
+    expect(idle.instances[0]).toMatchObject({ name: 'pool-0', backend: 'remote', hostname: '127.0.0.1' });
     const listed = (await harness.call<Fleet[]>('/api/project/main/fleets/list')).body;
     expect(listed.map((fleet) => fleet.name).sort()).toEqual(['local', 'pool']);
 

@@ -54,7 +54,7 @@ describeEachDatabase('the plan of a run with a fleet instance to take', (databas
 
   it('offers the idle instance first, then what the backends could launch', async () => {
     const plan = await offersFor({ fleets: ['pool'] });
-    expect(plan.offers[0]).toMatchObject({ backend: 'local', availability: 'idle' });
+    expect(plan.offers[0]).toMatchObject({ backend: 'remote', availability: 'idle' });
     expect(plan.offers.slice(1).map((offer) => offer.availability)).not.toContain('idle');
     expect(plan.offers.length).toBeGreaterThan(1);
     expect(plan.total_offers).toBe(plan.offers.length);

@@ -143,6 +143,6 @@ describeEachDatabase('secrets on the local backend', (databaseUrl, dialect) => {
     }
     // Nothing was stored or provisioned.
     const got = await harness.call('/api/project/main/runs/get', { run_name: 'unknown-secret' });
-    expect(got.status).toBe(404);
+    expect(got.status).toBe(400);
   });
 });

@@ -328,9 +328,9 @@ describeEachDatabase('the service proxy on the local backend', (databaseUrl) => 
 
   it('asks for a token of a project member unless the service says auth: false', async () => {
     const noToken = await fetch(proxyUrl('echo'));
-    expect(noToken.status).toBe(401);
+    expect(noToken.status).toBe(403);
     const badToken = await fetch(proxyUrl('echo'), { headers: bearer('not-a-token') });
-    expect(badToken.status).toBe(401);
+    expect(badToken.status).toBe(403);
     const outsider = await fetch(proxyUrl('echo'), { headers: bearer(outsiderToken) });
     expect(outsider.status).toBe(403);
 
@@ -346,7 +346,7 @@ describeEachDatabase('the service proxy on the local backend', (databaseUrl) => 
 
     // Upgrades pass the same checks.
     expect(answeredError(await requestUpgrade(proxyUrl('echo', 'ws')))).toEqual({
-      status: 401,
+      status: 403,
       code: 'not_authenticated',
     });
     expect(answeredError(await requestUpgrade(proxyUrl('echo', 'ws'), bearer(outsiderToken)))).toEqual({
@@ -367,8 +367,8 @@ describeEachDatabase('the service proxy on the local backend', (databaseUrl) => 
       status: 404,
       code: 'resource_not_exists',
     });
-    // Strangers learn nothing: no token is a 401 whether or not the run exists.
-    expect((await fetch(proxyUrl('no-such-run'))).status).toBe(401);
+    // Strangers learn nothing: no token is a 403 whether or not the run exists.
+    expect((await fetch(proxyUrl('no-such-run'))).status).toBe(403);
     expect(
       (await fetch(`${harness.server.url}/proxy/services/nope/echo/`, { headers: bearer(ADMIN_TOKEN) }))
         .status,

@@ -198,9 +198,9 @@ describeEachDatabase('the SSH proxy on the local backend', (databaseUrl) => {
   it('refuses a client without a valid token or outside the project', async () => {
     const url = sshUrl('main', 'dev');
     const anonymous = await requestUpgrade(url, { upgrade: 'ssh' });
-    expect(answeredError(anonymous)).toMatchObject({ status: 401 });
+    expect(answeredError(anonymous)).toMatchObject({ status: 403 });
     const badToken = await requestUpgrade(url, asUser('not-a-token'));
-    expect(answeredError(badToken)).toMatchObject({ status: 401 });
+    expect(answeredError(badToken)).toMatchObject({ status: 403 });
     // A user of the server who is no member of project main learns nothing of its runs.
     expect(answeredError(await requestUpgrade(url, asUser(outsiderToken)))).toMatchObject({ status: 403 });
     expect(answeredError(await requestUpgrade(sshUrl('main', 'nope'), asUser(outsiderToken)))).toMatchObject({

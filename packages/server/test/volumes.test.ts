@@ -82,7 +82,8 @@ describe.skipIf(dockerMissing)('volumes on the local backend (Docker runtime)', 
 
   it('a file written to a new volume by one run is read back by the next', async () => {
     const volume = await createVolume('data-0');
-    expect(volume.provisioning_data?.backend).toBe('local');
+    // The local backend is dstack's `remote` on the wire.
+    expect(volume.provisioning_data?.backend).toBe('remote');
     expect(volume.external).toBe(false);
     const directory = join(volumesDir, volume.volume_id as string);
     expect(existsSync(directory)).toBe(true);
@@ -135,7 +136,7 @@ describe.skipIf(dockerMissing)('volumes on the local backend (Docker runtime)', 
     expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
     expect(existsSync(directory)).toBe(false);
     const gone = await harness.call('/api/project/main/volumes/get', { name: 'held-volume' });
-    expect(gone.status).toBe(404);
+    expect(gone.status).toBe(400);
     const listed = (await harness.call<Volume[]>('/api/project/main/volumes/list')).body.map((v) => v.name);
     expect(listed).not.toContain('held-volume');
     expect(readdirSync(volumesDir)).not.toContain(volume.volume_id);
@@ -156,7 +157,7 @@ describe.skipIf(dockerMissing)('volumes on the local backend (Docker runtime)', 
     const applied = await runDstack(['apply', '-f', file, '-y'], { env: cliEnvironment });
     expect(applied.code, applied.stderr).toBe(0);
     expect(applied.stdout).toMatch(/NAME\s+BACKEND\s+STATUS\s+CREATED/);
-    expect(applied.stdout).toMatch(/cli-volume\s+local \(local\)\s+active/);
+    expect(applied.stdout).toMatch(/cli-volume\s+remote \(local\)\s+active/);
 
     const unchanged = await runDstack(['apply', '-f', file, '-y'], { env: cliEnvironment });
     expect(unchanged.stdout).toContain(
@@ -166,7 +167,7 @@ describe.skipIf(dockerMissing)('volumes on the local backend (Docker runtime)', 
     const listed = await runDstack(['volume', 'list', '-v'], { env: cliEnvironment });
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout).toMatch(/NAME\s+BACKEND\s+REGION\s+STATUS\s+ATTACHED\s+CREATED\s+ERROR/);
-    expect(listed.stdout).toMatch(/cli-volume\s+local\s+local\s+active\s+-/);
+    expect(listed.stdout).toMatch(/cli-volume\s+remote\s+local\s+active\s+-/);
 
     const deleted = await runDstack(['delete', '-f', file, '-y'], { env: cliEnvironment });
     expect(deleted.code, deleted.stderr).toBe(0);

@@ -15,7 +15,14 @@ import type {
 const CREATED_AT = '2024-05-01T10:00:00.000Z';
 
 export function makeUser(username = 'admin'): User {
-  return { id: 'user-1', username, global_role: 'admin', created_at: CREATED_AT, active: true };
+  return {
+    id: 'user-1',
+    username,
+    global_role: 'admin',
+    created_at: CREATED_AT,
+    active: true,
+    permissions: { can_create_projects: true },
+  };
 }
 
 export function makeOffer(

@@ -79,6 +79,22 @@ export class UnexpectedResponseError extends DstackError {
 }
 
 /** Reads dstack's `{"detail": [...]}` body, also the `{"detail": {"msg"}}` and plain-text forms. */
+/**
+ * Whether an error answer says the token was rejected: 401 from servers that use it, or 403 with
+ * code `not_authenticated` (this server answers 403 as dstack does; other 403s are "no access").
+ */
+export function isTokenRejected(statusCode: number, details: readonly ApiErrorDetail[]): boolean {
+  return (
+    statusCode === 401 ||
+    (statusCode === 403 && details.some((detail) => detail.code === 'not_authenticated'))
+  );
+}
+
+/** Whether an error answer says the named resource does not exist (400 or 404 `resource_not_exists`). */
+export function isResourceMissing(details: readonly ApiErrorDetail[]): boolean {
+  return details.some((detail) => detail.code === 'resource_not_exists');
+}
+
 export function parseErrorDetails(statusCode: number, text: string): ApiErrorDetail[] {
   let body: unknown;
   try {

@@ -47,6 +47,8 @@ import { type Dispatcher, FormData, request } from 'undici';
 import {
   InvalidTokenError,
   isHeadersTimeout,
+  isResourceMissing,
+  isTokenRejected,
   isUnreachableError,
   parseErrorDetails,
   ServerApiError,
@@ -256,7 +258,7 @@ export class DstackApiClient {
     try {
       return await this.#post(this.#projectPath('volumes/get'), { name }, VolumeSchema, options);
     } catch (error) {
-      if (error instanceof ServerApiError && error.statusCode === 404) return null;
+      if (error instanceof ServerApiError && isResourceMissing(error.details)) return null;
       throw error;
     }
   }
@@ -429,7 +431,9 @@ export class DstackApiClient {
     }
     if (response.statusCode >= 200 && response.statusCode < 300) return response;
     const text = await response.body.text();
-    if (response.statusCode === 401) throw new InvalidTokenError(this.url, this.projectName);
-    throw new ServerApiError(endpoint, response.statusCode, parseErrorDetails(response.statusCode, text));
+    const details = parseErrorDetails(response.statusCode, text);
+    if (isTokenRejected(response.statusCode, details))
+      throw new InvalidTokenError(this.url, this.projectName);
+    throw new ServerApiError(endpoint, response.statusCode, details);
   }
 }

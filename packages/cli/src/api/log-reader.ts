@@ -42,7 +42,10 @@ export class LogReader {
       this.#repeatsToSkip = new Map(this.#seenAtLastTimestamp);
       const fresh = page.logs.filter((event) => this.#accept(event, followingToken));
       events.push(...fresh);
-      if (page.next_token) this.#nextToken = page.next_token;
+      // This server's `cursor` resumes after the rows returned, also after the last page. Without
+      // it (dstack's servers), a null `next_token` ends the pages: the token before it would read
+      // that last page again, so the next poll starts from the last timestamp.
+      this.#nextToken = page.cursor ?? page.next_token ?? undefined;
       const pageWasFull = page.logs.length >= PAGE_SIZE;
       const mayHaveMore = pageWasFull || (Boolean(page.next_token) && page.logs.length > 0);
       if (!mayHaveMore) return events;

@@ -8,6 +8,7 @@ import { request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
 import {
   InvalidTokenError,
+  isTokenRejected,
   isUnreachableError,
   parseErrorDetails,
   ServerApiError,
@@ -51,8 +52,10 @@ async function readText(response: IncomingMessage): Promise<string> {
 async function refusal(response: IncomingMessage, target: SshTunnelTarget, path: string): Promise<Error> {
   const text = await readText(response);
   const statusCode = response.statusCode ?? 0;
-  if (statusCode === 401) return new InvalidTokenError(target.serverUrl, target.projectName);
-  return new ServerApiError(path.replace(/\?.*$/, ''), statusCode, parseErrorDetails(statusCode, text));
+  const details = parseErrorDetails(statusCode, text);
+  if (isTokenRejected(statusCode, details))
+    return new InvalidTokenError(target.serverUrl, target.projectName);
+  return new ServerApiError(path.replace(/\?.*$/, ''), statusCode, details);
 }
 
 /**

@@ -1,6 +1,6 @@
 /** `dstack volume list|delete`, and applying and deleting a `type: volume` configuration. */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Volume, VolumeConfiguration } from '@dstack/core';
+import { type Volume, type VolumeConfiguration, wireBackendType } from '@dstack/core';
 import type { DstackApiClient } from '../api/client.js';
 import type { CliIo } from '../io.js';
 import { type Colors, createColors } from '../output/colors.js';
@@ -115,11 +115,14 @@ export interface ApplyVolumeOptions extends ProjectOption {
   detach?: boolean;
 }
 
+/** Whether the server's volume has this configuration (its backend as the server shows it: `local` is `remote`). */
 function sameConfiguration(volume: Volume, configuration: VolumeConfiguration): boolean {
   const stored = volume.configuration as Record<string, unknown>;
-  return Object.entries(configuration).every(
-    ([key, value]) => value === undefined || JSON.stringify(stored[key]) === JSON.stringify(value),
-  );
+  return Object.entries(configuration).every(([key, value]) => {
+    if (value === undefined) return true;
+    const sent = key === 'backend' && typeof value === 'string' ? wireBackendType(value) : value;
+    return JSON.stringify(stored[key]) === JSON.stringify(sent);
+  });
 }
 
 /**

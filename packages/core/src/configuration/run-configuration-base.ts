@@ -1,8 +1,10 @@
 /**
  * Fields every run configuration (task, service, dev-environment) shares, and the checks on them.
  */
+
 import { z } from 'zod';
 import { resourceNameSchema } from '../models/resource-names.js';
+import { isValidUnixUser } from '../models/unix-user.js';
 import { envSchema } from './env.js';
 import { mountPointSchema } from './mount-point.js';
 import { portMappingSchema } from './ports.js';
@@ -131,7 +133,13 @@ export const baseRunConfigurationShape = {
   /** Docker image. Default: dstack's base image (CUDA, Python, uv). */
   image: z.string().min(1).optional(),
   /** User in the container, `user[:group]`. Default: the image's user. */
-  user: z.string().min(1).optional(),
+  user: z
+    .string()
+    .min(1)
+    .refine((value) => isValidUnixUser(value), {
+      error: 'expected `user`, `user:group`, `uid` or `uid:gid` (no empty part)',
+    })
+    .optional(),
   /** Run the container privileged. Default `false`. */
   privileged: z.boolean().default(false),
   /** Docker entrypoint. Default: the image's. */

@@ -28,6 +28,7 @@ import {
   RunStatusSchema,
   RunTerminationReasonSchema,
 } from './statuses.js';
+import { JobSpecUserSchema } from './unix-user.js';
 
 /** ISO 8601 date-time strings on the wire. */
 const DateTimeSchema = z.string();
@@ -43,12 +44,20 @@ export type ProjectRole = z.output<typeof ProjectRoleSchema>;
 export const GlobalRoleSchema = z.enum(['admin', 'user']);
 export type GlobalRole = z.output<typeof GlobalRoleSchema>;
 
+/** What a user may do beyond their roles (dstack's `UserPermissions`). */
+export const UserPermissionsSchema = z.object({ can_create_projects: z.boolean() });
+
 export const UserSchema = z.object({
   id: z.string(),
   username: z.string(),
   global_role: GlobalRoleSchema,
   created_at: DateTimeSchema,
+  /** dstack's clients require it; this server keeps no e-mail addresses (always null). */
+  email: z.string().nullish(),
   active: z.boolean().default(true),
+  permissions: UserPermissionsSchema.default({ can_create_projects: true }),
+  /** dstack's clients read it; this server keeps no user SSH keys yet (always null). */
+  ssh_public_key: z.string().nullish(),
 });
 export type User = z.output<typeof UserSchema>;
 
@@ -56,7 +65,17 @@ export type User = z.output<typeof UserSchema>;
 export const UserWithCredsSchema = UserSchema.extend({ creds: z.object({ token: z.string() }) });
 export type UserWithCreds = z.output<typeof UserWithCredsSchema>;
 
-export const MemberSchema = z.object({ user: UserSchema, project_role: ProjectRoleSchema });
+/** What a member may do in the project (dstack's `MemberPermissions`). */
+export const MemberPermissionsSchema = z.object({
+  can_manage_ssh_fleets: z.boolean(),
+  can_manage_secrets: z.boolean().default(false),
+});
+
+export const MemberSchema = z.object({
+  user: UserSchema,
+  project_role: ProjectRoleSchema,
+  permissions: MemberPermissionsSchema.default({ can_manage_ssh_fleets: false, can_manage_secrets: false }),
+});
 export type Member = z.output<typeof MemberSchema>;
 
 export const ProjectSchema = z.object({
@@ -64,8 +83,16 @@ export const ProjectSchema = z.object({
   project_name: z.string(),
   owner: UserSchema,
   created_at: DateTimeSchema,
-  backends: z.array(z.object({ name: BackendTypeSchema })).default([]),
+  /**
+   * The configured backends. `config` is the backend's config without creds; dstack's clients
+   * require it (and accept any `type` there), so it carries at least the wire type.
+   */
+  backends: z
+    .array(z.object({ name: BackendTypeSchema, config: z.looseObject({ type: z.string() }).optional() }))
+    .default([]),
   members: z.array(MemberSchema).default([]),
+  is_public: z.boolean().default(false),
+  templates_repo: z.string().nullish(),
 });
 export type Project = z.output<typeof ProjectSchema>;
 
@@ -86,8 +113,8 @@ export const JobSpecSchema = z.object({
   ...RunnerJobSpecSchema.shape,
   /** The server always names one (the runner also takes a job without it). */
   image_name: z.string(),
-  /** As the configuration writes it (the runner also takes dstack's parsed `UnixUser`). */
-  user: z.string().nullish(),
+  /** The configuration's `user` parsed, as dstack's job spec has it (the runner takes it as is). */
+  user: JobSpecUserSchema.nullish(),
   /** Seconds between the graceful stop signal and SIGKILL (whole seconds, as dstack's). */
   stop_duration: z.number().int().nonnegative().nullish(),
   privileged: z.boolean().default(false),
@@ -286,6 +313,17 @@ const RequestRunSpecSchema = boundedConfiguration(RunSpecSchema, {
 export const GetRunPlanRequestSchema = z.object({
   run_spec: RequestRunSpecSchema,
   max_offers: z.number().int().positive().max(1000).nullish(),
+  /** Offers as the provider lists them, not cut to the requirements. Only false is served yet. */
+  full_offers: z.literal(false, { error: 'full_offers: only false is supported yet' }).default(false),
+  /** Offers of what fleet instances have left unallocated. Only false is served yet. */
+  unallocated_resources: z
+    .literal(false, { error: 'unallocated_resources: only false is supported yet' })
+    .default(false),
+  /**
+   * The plan only lists offers (`dstack offer`): the job spec is not meant to run, and dstack's
+   * placeholder image `scratch` is taken for it.
+   */
+  for_offers_only: z.boolean().default(false),
 });
 /**
  * The run as the client last saw it, sent back by `runs/apply` (dstack compares it to detect a
@@ -307,7 +345,15 @@ export const GetRunRequestSchema = z.object({
 });
 export const ListRunsRequestSchema = z.object({
   project_name: z.string().nullish(),
+  /** Only the runs of this repo (`repos/init`'s `repo_id`). */
+  repo_id: z.string().nullish(),
+  /** Only the runs this user submitted. */
+  username: z.string().nullish(),
   only_active: z.boolean().default(false),
+  /** false: runs without their jobs (`jobs: []`). */
+  include_jobs: z.boolean().default(true),
+  /** The last N submissions of each job; null: all. */
+  job_submissions_limit: z.number().int().nonnegative().nullish(),
   prev_submitted_at: DateTimeSchema.nullish(),
   prev_run_id: z.string().nullish(),
   limit: z.number().int().positive().max(100).default(100),
@@ -327,10 +373,22 @@ export const PollLogsRequestSchema = z.object({
   descending: z.boolean().default(false),
   next_token: z.string().nullish(),
   limit: z.number().int().positive().max(1000).default(1000),
+  /** dstack's `dstack logs --diagnose` (the runner's own logs). Only false is served yet. */
+  diagnose: z.literal(false, { error: 'diagnose: the runner logs are not served yet' }).default(false),
 });
 export const PollLogsResponseSchema = z.object({
   logs: z.array(LogEventSchema),
+  /**
+   * Where the next page starts; null when this page was the last one for now (as dstack answers:
+   * its client polls until it gets null).
+   */
   next_token: z.string().nullish(),
+  /**
+   * This server's own addition: the cursor after the rows returned, also on the last page. A
+   * follower passes it back as `next_token` to get only the lines logged since (absent from
+   * servers without it: follow `next_token`, then the last timestamp).
+   */
+  cursor: z.string().nullish(),
 });
 /**
  * `logs/stream`: the fields of `logs/poll` that make sense for a stream that follows the run
@@ -392,7 +450,13 @@ export const ApplyFleetRequestSchema = z.object({
   }),
   force: z.boolean().default(false),
 });
-export const GetFleetRequestSchema = z.object({ name: z.string() });
+/** A fleet by `name` or by `id` (dstack's client sends both keys, one of them null). */
+export const GetFleetRequestSchema = z
+  .object({ name: z.string().nullish(), id: z.string().nullish() })
+  .refine((body) => (body.name == null) !== (body.id == null), {
+    error: 'name or id: give exactly one',
+    path: ['name'],
+  });
 export const DeleteFleetsRequestSchema = z.object({ names: z.array(z.string()).min(1) });
 export const DeleteFleetInstancesRequestSchema = z.object({
   name: z.string(),

@@ -48,3 +48,23 @@ export const BackendTypeSchema: z.ZodType<BackendType, string> = z
 export function isKnownBackendType(value: string): value is KnownBackendType {
   return (KNOWN_BACKEND_TYPES as readonly string[]).includes(value);
 }
+
+/**
+ * The backend type as dstack's clients must see it. dstack's `BackendType` enum has no `local`:
+ * its type for hosts that dstack does not provision itself is `remote`, so the server shows the
+ * local backend (jobs on the server's own host) as `remote` on the wire, without changing what it
+ * does. A client comparing what it sent with what the server echoes compares wire types.
+ */
+export function wireBackendType(type: string): string {
+  return type === 'local' ? 'remote' : type;
+}
+
+/**
+ * A `backends` filter as a client sent it, read back from the wire: `remote` (what the local
+ * backend is shown as, see `wireBackendType`) also names `local`, so a run spec echoed from a plan
+ * (`runs/apply` sends the plan's back) still reaches the backend its configuration named.
+ */
+export function fromWireBackendTypes<T extends readonly string[] | null | undefined>(backends: T): T {
+  if (!backends?.includes('remote') || backends.includes('local')) return backends;
+  return [...backends, 'local'] as unknown as T;
+}

@@ -10,4 +10,5 @@ export * from './resource-names.js';
 export * from './runs.js';
 export * from './statuses.js';
 export * from './strict-request-body.js';
+export * from './unix-user.js';
 export * from './volumes.js';

@@ -12,6 +12,7 @@ import {
   ServerClientError,
 } from '@dstack/core';
 import { generateProjectSshKeyPair } from '../agents/ssh-keys.js';
+import { wireBackendType } from '../backends/wire-backend-type.js';
 import type { AppContext } from '../context.js';
 import type { ProjectsTable, UsersTable } from '../db/schema.js';
 import type { ProjectRole } from '../http/route.js';
@@ -67,6 +68,20 @@ export async function getProjectForUser(
   return { project, role: member.project_role };
 }
 
+/**
+ * What a member may do, as dstack reports it: managers and admins manage SSH fleets, admins
+ * manage secrets (the secrets routes check the same role).
+ */
+function memberPermissions(role: ProjectRole): {
+  can_manage_ssh_fleets: boolean;
+  can_manage_secrets: boolean;
+} {
+  return {
+    can_manage_ssh_fleets: hasProjectRole(role, 'manager'),
+    can_manage_secrets: hasProjectRole(role, 'admin'),
+  };
+}
+
 /** The API model: owner, members and configured backend types. */
 export async function toProjectModel(app: AppContext, project: ProjectsTable): Promise<Project> {
   const [owner, members, backends] = await Promise.all([
@@ -94,15 +109,27 @@ export async function toProjectModel(app: AppContext, project: ProjectsTable): P
         username: '',
         global_role: 'user' as const,
         created_at: new Date(0).toISOString(),
+        email: null,
         active: false,
+        permissions: { can_create_projects: false },
+        ssh_public_key: null,
       };
   return {
     project_id: project.id,
     project_name: project.name,
     owner: ownerModel,
     created_at: new Date(project.created_at).toISOString(),
-    backends: backends.map((backend) => ({ name: backend.type })),
-    members: members.map(({ project_role, ...user }) => ({ user: toUserModel(user), project_role })),
+    backends: backends.map((backend) => ({
+      name: backend.type,
+      config: { type: wireBackendType(backend.type) },
+    })),
+    members: members.map(({ project_role, ...user }) => ({
+      user: toUserModel(user),
+      project_role,
+      permissions: memberPermissions(project_role),
+    })),
+    is_public: false,
+    templates_repo: null,
   };
 }
 

@@ -26,11 +26,12 @@ export const userRoutes: readonly RouteDefinition[] = [
   defineRoute({
     method: 'POST',
     path: '/api/users/get_my_user',
-    summary: 'The user of the token',
+    summary: 'The user of the token, with the token (as dstack answers)',
     tags: ['users'],
     auth: 'user',
-    response: UserSchema,
-    handler: async ({ user }) => toUserModel(user!),
+    response: UserWithCredsSchema,
+    // The token is the caller's own, from its request: the server keeps only its hash.
+    handler: async ({ user, token }) => ({ ...toUserModel(user!), creds: { token: token! } }),
   }),
   defineRoute({
     method: 'POST',

@@ -26,7 +26,11 @@ export function toUserModel(row: UsersTable): User {
     username: row.name,
     global_role: row.global_role,
     created_at: new Date(row.created_at).toISOString(),
+    email: null,
     active: row.active === 1,
+    // Any user may create projects here (dstack's default, `DSTACK_..._ONLY_ADMINS` unset).
+    permissions: { can_create_projects: true },
+    ssh_public_key: null,
   };
 }
 

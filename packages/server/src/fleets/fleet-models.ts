@@ -32,6 +32,16 @@ export function instanceOf(
   };
 }
 
+/**
+ * The spec with a `profile`, which dstack's clients require: fleets here are applied from their
+ * configuration alone, so the profile is dstack's empty one.
+ */
+function withProfile(spec: Fleet['spec']): Fleet['spec'] {
+  return 'profile' in spec && spec.profile != null
+    ? spec
+    : { ...spec, profile: { name: '', default: false } };
+}
+
 export function fleetOf(
   fleet: FleetsTable,
   projectName: string,
@@ -41,7 +51,7 @@ export function fleetOf(
     id: fleet.id,
     name: fleet.name,
     project_name: projectName,
-    spec: fleetSpecColumn.decode(fleet.spec, fleet.id),
+    spec: withProfile(fleetSpecColumn.decode(fleet.spec, fleet.id)),
     created_at: isoTime(fleet.created_at) as string,
     status: fleet.status,
     status_message: fleet.status_message,

@@ -19,7 +19,13 @@ export const fleetRoutes = [
     summary: "The project's fleets with their instances",
     tags,
     auth: 'project-member',
-    body: z.object({}).optional(),
+    body: z
+      .object({
+        // Fleets imported from other projects (dstack's exports). This server has no imports, so
+        // the project's own fleets are the whole answer either way.
+        include_imported: z.boolean().default(false),
+      })
+      .optional(),
     response: z.array(FleetSchema),
     async handler(ctx) {
       return listFleets(ctx.app, projectContext(ctx).project);
@@ -34,7 +40,7 @@ export const fleetRoutes = [
     body: GetFleetRequestSchema,
     response: FleetSchema,
     async handler(ctx) {
-      return getFleet(ctx.app, projectContext(ctx).project, ctx.body.name);
+      return getFleet(ctx.app, projectContext(ctx).project, ctx.body);
     },
   }),
   defineRoute({

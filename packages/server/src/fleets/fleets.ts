@@ -230,15 +230,20 @@ async function scaleToTarget(app: AppContext, fleet: FleetsTable): Promise<void>
   else if (live > target) await terminateSpareInstances(app, fleet.id, live - target, 'terminated_by_user');
 }
 
-export async function getFleet(app: AppContext, project: ProjectsTable, name: string): Promise<Fleet> {
-  const fleet = await app.db
+export async function getFleet(
+  app: AppContext,
+  project: ProjectsTable,
+  selector: string | { name?: string | null; id?: string | null },
+): Promise<Fleet> {
+  const { name, id } = typeof selector === 'string' ? { name: selector, id: null } : selector;
+  let query = app.db
     .selectFrom('fleets')
     .selectAll()
     .where('project_id', '=', project.id)
-    .where('name', '=', name)
-    .where('deleted', '=', 0)
-    .executeTakeFirst();
-  if (!fleet) throw new ResourceNotFoundError(`Fleet ${name} not found`);
+    .where('deleted', '=', 0);
+  query = id != null ? query.where('id', '=', id) : query.where('name', '=', name ?? '');
+  const fleet = await query.executeTakeFirst();
+  if (!fleet) throw new ResourceNotFoundError(`Fleet ${name ?? id} not found`);
   const instances = await app.db
     .selectFrom('instances')
     .selectAll()

@@ -134,9 +134,12 @@ export function zodIssuesToAnswer(issues: readonly z.core.$ZodIssue[]): HttpErro
 export function mapErrorToHttp(error: unknown): HttpErrorAnswer {
   if (error instanceof HttpError) return answer(error.status, error.message, error.code);
   if (isZodError(error)) return zodIssuesToAnswer(error.issues);
-  if (NotAuthenticatedError.isInstance(error)) return answer(401, error.message, 'not_authenticated');
+  // dstack answers a missing or bad token with 403, as it does a lack of access; the code tells them apart.
+  if (NotAuthenticatedError.isInstance(error)) return answer(403, error.message, 'not_authenticated');
   if (ForbiddenError.isInstance(error)) return answer(403, error.message, 'forbidden');
-  if (ResourceNotFoundError.isInstance(error)) return answer(404, error.message, error.code);
+  // dstack's "not found" is a client error (400 `resource_not_exists`), which its client raises as
+  // ResourceNotExistsError (a 404 is only for a route that does not exist).
+  if (ResourceNotFoundError.isInstance(error)) return answer(400, error.message, error.code);
   if (InvalidCredentialsError.isInstance(error)) return answer(400, error.message, error.code, error.fields);
   if (ServerClientError.isInstance(error)) return answer(400, error.message, error.code, error.fields);
   if (ConfigurationError.isInstance(error)) {

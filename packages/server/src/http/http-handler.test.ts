@@ -222,7 +222,7 @@ describe('createHttpHandler', () => {
       ]);
     }
     // A valid name goes on to the lookup.
-    expect((await server.request('/api/test/project/no-such-project/get')).status).toBe(404);
+    expect((await server.request('/api/test/project/no-such-project/get')).status).toBe(400);
   });
 
   it('maps dstack errors and hides unexpected ones', async () => {
@@ -230,7 +230,7 @@ describe('createHttpHandler', () => {
       status: 400,
       body: { detail: [{ msg: 'no capacity in eu-west-1', code: 'no_offers' }] },
     });
-    expect((await server.request('/api/test/fail/missing', undefined, null)).status).toBe(404);
+    expect((await server.request('/api/test/fail/missing', undefined, null)).status).toBe(400);
     const internal = await server.request('/api/test/fail/boom', undefined, null);
     expect(internal).toEqual({
       status: 500,

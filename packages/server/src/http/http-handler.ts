@@ -4,6 +4,7 @@
  * streamed answers, protocol upgrades for the raw routes that take them, and
  * every error in the one shape of error-mapping.ts.
  */
+
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -11,6 +12,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { isValidProjectName, PROJECT_NAME_RULE, ServerClientError } from '@dstack/core';
 import { getProjectForUser, hasProjectRole } from '../accounts/projects.js';
 import { findUserByToken } from '../accounts/users.js';
+import { toWireBackendTypes } from '../backends/wire-backend-type.js';
 import type { AppContext } from '../context.js';
 import type { ProjectsTable, UsersTable } from '../db/schema.js';
 import { ForbiddenError, NotAuthenticatedError } from '../security/access-errors.js';
@@ -186,14 +188,20 @@ function parseJson(bytes: Buffer): unknown {
   }
 }
 
+/** The token of the request's `Authorization: Bearer <token>`, or null. */
+function bearerToken(request: IncomingMessage): string | null {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+  return match ? match[1]! : null;
+}
+
 /** The user of the request's `Authorization: Bearer <token>`; throws `NotAuthenticatedError`. */
 export async function authenticate(app: AppContext, request: IncomingMessage): Promise<UsersTable> {
   const header = request.headers.authorization;
   if (!header) throw new NotAuthenticatedError('Not authenticated: send "Authorization: Bearer <token>"');
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!match)
+  const token = bearerToken(request);
+  if (!token)
     throw new NotAuthenticatedError('Not authenticated: the Authorization header must be "Bearer <token>"');
-  const user = await findUserByToken(app, match[1]!);
+  const user = await findUserByToken(app, token);
   if (!user) throw new NotAuthenticatedError('Invalid token');
   return user;
 }
@@ -347,6 +355,7 @@ export function createHttpHandler(
       params,
       query: url.searchParams,
       user,
+      token: user ? bearerToken(request) : null,
       project,
       projectRole,
       signal,
@@ -376,7 +385,7 @@ export function createHttpHandler(
       }
       output = checked.data;
     }
-    writeJson(response, 200, output);
+    writeJson(response, 200, toWireBackendTypes(output));
   }
 
   async function handleUpgrade(

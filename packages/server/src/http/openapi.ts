@@ -38,10 +38,9 @@ function operationId(route: RouteDefinition): string {
 const ERROR_RESPONSES = (errorSchema: JsonSchema) => {
   const content = { 'application/json': { schema: errorSchema } };
   return {
-    '400': { description: 'Invalid request', content },
-    '401': { description: 'Missing or invalid token', content },
-    '403': { description: 'Access denied', content },
-    '404': { description: 'Not found', content },
+    '400': { description: 'Invalid request, or (code resource_not_exists) no such resource', content },
+    '403': { description: 'Missing or invalid token (code not_authenticated), or access denied', content },
+    '404': { description: 'No such route', content },
   };
 };
 

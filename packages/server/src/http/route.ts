@@ -33,6 +33,8 @@ export interface RequestContext<TBody> {
   query: URLSearchParams;
   /** The authenticated user; null only on `auth: 'none'` routes. */
   user: UsersTable | null;
+  /** The bearer token that authenticated `user` (null with it). */
+  token: string | null;
   /** The project of `{project_name}` routes, checked for membership. */
   project: ProjectsTable | null;
   /** The user's role in `project` (global admins count as admin). */

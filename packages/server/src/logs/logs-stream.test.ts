@@ -247,7 +247,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
 
       // The cursors of both endpoints are the same: a poll page's next_token resumes the stream.
       const page = await server.request('/api/project/main/logs/poll', { run_name: 'resumed', limit: 1000 });
-      const fromPoll = await openStream({ run_name: 'resumed', next_token: page.body.next_token });
+      const fromPoll = await openStream({ run_name: 'resumed', next_token: page.body.cursor });
       const pollRest = await fromPoll.lines.readUntil((line) => 'end' in line);
       expect(
         (page.body.logs as Array<{ message: string }>)
@@ -301,12 +301,12 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       await insertRun('other', 'secret');
       const unknown = await server.request('/api/project/main/logs/stream', { run_name: 'nope' });
       expect(unknown).toEqual({
-        status: 404,
+        status: 400,
         body: { detail: [{ msg: 'Run nope not found', code: 'resource_not_exists' }] },
       });
       // A run of another project is not visible through this one.
       expect((await server.request('/api/project/main/logs/stream', { run_name: 'secret' })).status).toBe(
-        404,
+        400,
       );
       const missingField = await server.request('/api/project/main/logs/stream', {});
       expect(missingField.status).toBe(400);
@@ -321,7 +321,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
 
       expect(
         (await server.request('/api/project/main/logs/stream', { run_name: 'cursor' }, null)).status,
-      ).toBe(401);
+      ).toBe(403);
       // Alice is a member of main only.
       const denied = await server.request(
         '/api/project/other/logs/stream',
@@ -445,7 +445,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         texts: (answer.body.logs as Array<{ message: string }>).map((event) =>
           Buffer.from(event.message, 'base64').toString(),
         ),
-        token: answer.body.next_token as string | null,
+        token: answer.body.cursor as string | null,
       };
     }
 

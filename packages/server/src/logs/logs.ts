@@ -167,7 +167,7 @@ export async function pollLogs(
   app: AppContext,
   project: ProjectsTable,
   options: PollLogsOptions,
-): Promise<{ logs: LogEvent[]; next_token: string | null }> {
+): Promise<{ logs: LogEvent[]; next_token: string | null; cursor: string | null }> {
   const cursor = parseLogCursor(options.nextToken);
   const run = await findRunForLogs(app, project, options.runName);
   const rows = await selectLogRows(
@@ -185,9 +185,13 @@ export async function pollLogs(
   );
   const next = cursor ?? emptyLogCursor();
   for (const row of rows) advanceLogCursor(next, row);
+  const after = formatLogCursor(next);
   return {
     logs: rows.map(toLogEvent),
+    // Only a full page may have more after it; a shorter one is the end for now, which dstack's
+    // client learns from a null token (it polls until then).
+    next_token: rows.length >= options.limit ? after : null,
     // The cursor always advances past the rows returned, so followers can keep polling with it.
-    next_token: formatLogCursor(next),
+    cursor: after,
   };
 }

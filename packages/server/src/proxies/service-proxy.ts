@@ -8,7 +8,7 @@
  * 101 reaches the client, then bytes flow both ways untouched until either side closes, which
  * closes the other. A replica that answers otherwise has its answer relayed as it is.
  *
- * Answers of its own: 401/403 without a valid token or membership, 404 for an unknown run,
+ * Answers of its own: 403 without a valid token or membership, 404 for an unknown run,
  * a run that is not a service or one that has finished, 429 with `Retry-After` past one of the
  * service's `rate_limits`, 503 while no replica is ready, 502 when the replica cannot be
  * reached or refuses the connection; the same, on the socket, for an upgrade.
@@ -94,8 +94,16 @@ function parseTarget(requestUrl: string): ProxyTarget | null {
   }
 }
 
-function notFound(target: ProxyTarget): ResourceNotFoundError {
-  return new ResourceNotFoundError(`Service ${target.runName} not found in project ${target.projectName}`);
+/**
+ * The proxy's "not found": 404, as web clients of a service expect (the API's own answer for a
+ * missing resource is dstack's 400; the body's code is the same).
+ */
+function proxyNotFound(message: string): HttpError {
+  return new HttpError(404, message, 'resource_not_exists');
+}
+
+function notFound(target: ProxyTarget): HttpError {
+  return proxyNotFound(`Service ${target.runName} not found in project ${target.projectName}`);
 }
 
 /** Where a request through the proxy goes. */
@@ -138,7 +146,7 @@ async function waitForReplicas(
 
 /**
  * The replica a request goes to, after the proxy's checks. Throws the proxy's own answers
- * (401/403/404/503/502); `setHeader` adds a header to that answer (`Retry-After` on 503).
+ * (403/404/503/502); `setHeader` adds a header to that answer (`Retry-After` on 503).
  */
 async function resolveDestination(
   app: AppContext,
@@ -161,7 +169,12 @@ async function resolveDestination(
   const requiresAuth = service === null || serviceRequiresAuth(service);
   if (requiresAuth) {
     const user = await authenticate(app, request);
-    await getProjectForUser(app, user, target.projectName);
+    try {
+      await getProjectForUser(app, user, target.projectName);
+    } catch (error) {
+      if (ResourceNotFoundError.isInstance(error)) throw proxyNotFound(error.message);
+      throw error;
+    }
   }
   if (!project || !run || !service) throw notFound(target);
   return replicaDestination(app, {
@@ -205,7 +218,7 @@ export async function replicaDestination(
   const target = { projectName: project.name, runName: run.run_name, upstreamPath: options.path };
   if (!ACTIVE_RUN_STATUSES.includes(run.status)) {
     forgetReplicaTurn(app, run.id);
-    throw new ResourceNotFoundError(`Service ${target.runName} is not running: the run is ${run.status}`);
+    throw proxyNotFound(`Service ${target.runName} is not running: the run is ${run.status}`);
   }
   const port = servicePortOf(service);
   const waitSeconds = rateLimited(

@@ -7,7 +7,7 @@
  * the client speaks SSH to the runner's SSH server, which checks the user's key.
  *
  * Answers of its own: 400 for another `Upgrade` or a bad query, 426 without an upgrade,
- * 401/403 without a valid token or membership, 404 for an unknown run or job, 409 for a run
+ * 403 without a valid token or membership, 404 for an unknown run or job, 409 for a run
  * that has finished (or is stopping without its job running), 503 with `Retry-After` while the
  * job is not running yet, 502 when the runner cannot be reached. The runner's own answers other
  * than 101 (409 before the job was submitted to it) are relayed as they are.

@@ -118,7 +118,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect(wrong.status).toBe(400);
       expect(wrong.body.detail[0].msg).toContain('sha256');
       const unknown = await upload('/api/project/main/repos/upload_code?repo_id=nope', bytes);
-      expect(unknown.status).toBe(404);
+      expect(unknown.status).toBe(400);
       expect(unknown.body.detail[0].msg).toContain('repos/init');
     });
 

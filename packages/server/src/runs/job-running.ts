@@ -4,6 +4,7 @@
  * then pull the runner's state and logs until the job ends.
  */
 import {
+  formatUnixUser,
   JOB_TERMINATION_REASONS,
   type JobProvisioningData,
   type JobRuntimeData,
@@ -267,7 +268,7 @@ async function submitTask(context: JobContext): Promise<void> {
       registry_username: jobSpec.registry_auth?.username ?? '',
       registry_password: jobSpec.registry_auth?.password ?? '',
       // Empty: the image's own USER (root if it has none), or the shim's own user without containers.
-      container_user: jobSpec.user ?? '',
+      container_user: jobSpec.user ? formatUnixUser(jobSpec.user) : '',
       privileged: jobSpec.privileged,
       ...taskResourcesOf(jobSpec, runtimeDataOf(job)),
       network_mode: 'host',

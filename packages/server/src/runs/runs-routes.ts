@@ -28,7 +28,9 @@ export const runRoutes = [
     response: RunPlanSchema,
     async handler(ctx) {
       const { project, user } = projectContext(ctx);
-      return getRunPlan(ctx.app, project, user, ctx.body.run_spec, ctx.body.max_offers);
+      return getRunPlan(ctx.app, project, user, ctx.body.run_spec, ctx.body.max_offers, {
+        forOffersOnly: ctx.body.for_offers_only,
+      });
     },
   }),
   defineRoute({
@@ -114,6 +116,11 @@ export const runRoutes = [
         limit: ctx.body.limit,
         prevSubmittedAt: ctx.body.prev_submitted_at ? Date.parse(ctx.body.prev_submitted_at) : null,
         prevRunId: ctx.body.prev_run_id,
+        ascending: ctx.body.ascending,
+        repoId: ctx.body.repo_id,
+        username: ctx.body.username,
+        includeJobs: ctx.body.include_jobs,
+        jobSubmissionsLimit: ctx.body.job_submissions_limit,
       });
     },
   }),

@@ -2,9 +2,11 @@
  * Runs: plan, apply, list, get, stop, delete. Applying writes the run and its
  * jobs and wakes the pipelines; everything after happens in the pipelines.
  */
+
 import { randomUUID } from 'node:crypto';
 import {
   ConfigurationError,
+  fromWireBackendTypes,
   isValidResourceName,
   type JobPlan,
   RESOURCE_NAME_RULE,
@@ -28,6 +30,7 @@ import { checkRunFileArchives } from '../repos/file-archives.js';
 import { checkRunCode } from '../repos/repos.js';
 import { checkSecretReferences } from '../secrets/secret-references.js';
 import { projectSecretNames } from '../secrets/secrets.js';
+import { dropUnsetNulls, mergeProfileUnder } from './explicit-nulls.js';
 import { buildJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
@@ -48,7 +51,9 @@ const DEFAULT_MAX_OFFERS = 50;
 export function normalizeRunSpec(runSpec: RunSpec): StoredRunSpec {
   let validated: ReturnType<typeof validateConfiguration>;
   try {
-    validated = validateConfiguration(runSpec.configuration);
+    validated = validateConfiguration(
+      mergeProfileUnder(dropUnsetNulls(runSpec.configuration), runSpec.profile),
+    );
   } catch (error) {
     if (ConfigurationError.isInstance(error)) {
       throw new ConfigurationError(error.message, { path: ['run_spec', 'configuration', ...error.path] });
@@ -63,14 +68,31 @@ export function normalizeRunSpec(runSpec: RunSpec): StoredRunSpec {
       },
     );
   }
-  const configuration: RunConfiguration = validated;
+  const configuration: RunConfiguration =
+    validated.backends === undefined
+      ? validated
+      : { ...validated, backends: fromWireBackendTypes(validated.backends) };
   const runName = runSpec.run_name ?? configuration.name ?? null;
   if (runName !== null && !isValidResourceName(runName)) {
     throw new ConfigurationError(`invalid run name: expected ${RESOURCE_NAME_RULE}`, {
       path: ['run_spec', 'run_name'],
     });
   }
-  return { ...runSpec, run_name: runName, configuration };
+  // The profile is merged into the configuration: stored without it, as our CLI sends it.
+  return { ...runSpec, profile: null, run_name: runName, configuration };
+}
+
+/**
+ * dstack's image name for "no image, never pull" (`dstack offer` sends it with `for_offers_only`):
+ * such a plan only lists offers, so the job spec takes the server's default image instead, which
+ * every backend and runtime can plan with.
+ */
+const PLACEHOLDER_IMAGE = 'scratch';
+
+function withoutPlaceholderImage(runSpec: StoredRunSpec): StoredRunSpec {
+  if (runSpec.configuration.image !== PLACEHOLDER_IMAGE) return runSpec;
+  const { image: _image, ...configuration } = runSpec.configuration;
+  return { ...runSpec, configuration: configuration as RunConfiguration };
 }
 
 /** The server's default image settings (`DSTACK_BASE_IMAGE`, `DSTACK_BASE_IMAGE_VERSION`). */
@@ -94,8 +116,10 @@ export async function getRunPlan(
   user: UsersTable,
   requestedSpec: RunSpec,
   maxOffers: number | null | undefined,
+  options: { forOffersOnly?: boolean } = {},
 ): Promise<RunPlan> {
-  const runSpec = normalizeRunSpec(requestedSpec);
+  const normalized = normalizeRunSpec(requestedSpec);
+  const runSpec = options.forOffersOnly ? withoutPlaceholderImage(normalized) : normalized;
   const backends = await app.backends.getProjectBackends(project.id);
   refuseUnsupportedRunFields(runSpec.configuration, backends, {
     sshClusterFleet: await hasSshClusterFleet(app, project.id),
@@ -418,36 +442,69 @@ export interface ListRunsOptions {
   limit: number;
   prevSubmittedAt?: number | null;
   prevRunId?: string | null;
+  /** Oldest first (the cursor then pages forward). */
+  ascending?: boolean;
+  repoId?: string | null;
+  username?: string | null;
+  /** false: runs without their jobs. */
+  includeJobs?: boolean;
+  /** The last N submissions of each job; null: all. */
+  jobSubmissionsLimit?: number | null;
 }
 
 export async function listRuns(app: AppContext, options: ListRunsOptions): Promise<Run[]> {
-  let query = app.db.selectFrom('runs').selectAll().where('deleted', '=', 0);
+  let query = app.db.selectFrom('runs').selectAll('runs').where('runs.deleted', '=', 0);
   if (options.projectIds) {
     if (options.projectIds.length === 0) return [];
-    query = query.where('project_id', 'in', [...options.projectIds]);
+    query = query.where('runs.project_id', 'in', [...options.projectIds]);
   }
-  if (options.onlyActive) query = query.where('status', 'in', [...ACTIVE_RUN_STATUSES]);
+  if (options.onlyActive) query = query.where('runs.status', 'in', [...ACTIVE_RUN_STATUSES]);
+  if (options.username != null) {
+    query = query.innerJoin('users', 'users.id', 'runs.user_id').where('users.name', '=', options.username);
+  }
+  const ascending = options.ascending === true;
   if (options.prevSubmittedAt != null) {
-    const before = options.prevSubmittedAt;
+    const cursor = options.prevSubmittedAt;
     const prevId = options.prevRunId ?? '';
+    const beyond = ascending ? '>' : '<';
     query = query.where((eb) =>
       eb.or([
-        eb('submitted_at', '<', before),
-        eb.and([eb('submitted_at', '=', before), eb('id', '<', prevId)]),
+        eb('runs.submitted_at', beyond, cursor),
+        eb.and([eb('runs.submitted_at', '=', cursor), eb('runs.id', beyond, prevId)]),
       ]),
     );
   }
-  const rows = await query
-    .orderBy('submitted_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(options.limit)
-    .execute();
+  const direction = ascending ? 'asc' : 'desc';
+  query = query.orderBy('runs.submitted_at', direction).orderBy('runs.id', direction);
+  // The repo is inside the run spec JSON: filtered here, before the limit, so pages stay full.
+  const repoId = options.repoId;
+  const rows =
+    repoId == null
+      ? await query.limit(options.limit).execute()
+      : (await query.execute())
+          .filter((row) => (JSON.parse(row.run_spec) as { repo_id?: string | null }).repo_id === repoId)
+          .slice(0, options.limit);
   const projects = await app.db
     .selectFrom('projects')
     .select(['id', 'name'])
     .where('id', 'in', [...new Set(rows.map((row) => row.project_id)), ''])
     .execute();
-  return loadRuns(app, rows, new Map(projects.map((project) => [project.id, project.name])));
+  const runs = await loadRuns(app, rows, new Map(projects.map((project) => [project.id, project.name])));
+  return runs.map((run) => trimRunJobs(run, options));
+}
+
+/** The run with the jobs and job submissions that `runs/list` asked for. */
+function trimRunJobs(run: Run, options: ListRunsOptions): Run {
+  if (options.includeJobs === false) return { ...run, jobs: [] };
+  const limit = options.jobSubmissionsLimit;
+  if (limit == null) return run;
+  return {
+    ...run,
+    jobs: run.jobs.map((job) => ({
+      ...job,
+      job_submissions: limit === 0 ? [] : job.job_submissions.slice(-limit),
+    })),
+  };
 }
 
 /** The runs of these names, or a not-found error naming the missing ones. */

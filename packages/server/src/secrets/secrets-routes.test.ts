@@ -99,9 +99,9 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect((await secrets('list', undefined, adminOfTeam)).body).toEqual([]);
     });
 
-    it('answers 404 naming the secret, and deletes all or none', async () => {
+    it('answers 400 resource_not_exists naming the secret, and deletes all or none', async () => {
       const missing = await secrets('get', { name: 'nope' });
-      expect(missing.status).toBe(404);
+      expect(missing.status).toBe(400);
       expect(missing.body.detail[0]).toMatchObject({
         msg: expect.stringContaining('"nope"'),
         code: 'resource_not_exists',
@@ -109,7 +109,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
 
       await secrets('create_or_update', { name: 'kept', value: 'v' });
       const partial = await secrets('delete', { secrets_names: ['kept', 'nope'] });
-      expect(partial.status).toBe(404);
+      expect(partial.status).toBe(400);
       expect(partial.body.detail[0].msg).toContain('"nope"');
       expect((await secrets('get', { name: 'kept' })).status).toBe(200);
       await secrets('delete', { secrets_names: ['kept'] });

@@ -1,10 +1,10 @@
 /**
- * Authentication and authorisation failures. The HTTP layer answers them with
- * 401 and 403 (see http/error-mapping.ts).
+ * Authentication and authorisation failures. The HTTP layer answers both with 403, as dstack
+ * does, telling them apart by code (see http/error-mapping.ts).
  */
 import { DstackError } from '@dstack/core';
 
-/** No token, or a token no active user has: HTTP 401. */
+/** No token, or a token no active user has: HTTP 403, code `not_authenticated`. */
 export class NotAuthenticatedError extends DstackError {
   static override readonly marker: string = '@dstack/server/NotAuthenticatedError';
   override readonly name = 'NotAuthenticatedError';

@@ -72,7 +72,8 @@ describeEachDialect('volumes API and pipeline', (getDb) => {
     await processVolumes();
     const volume = await get('vol-a');
     expect(volume.status).toBe('active');
-    expect(volume.provisioning_data).toMatchObject({ backend: 'local', size_gb: 5, attachable: true });
+    // The local backend is dstack's `remote` on the wire.
+    expect(volume.provisioning_data).toMatchObject({ backend: 'remote', size_gb: 5, attachable: true });
     expect(existsSync(join(volumesDir, volume.volume_id as string))).toBe(true);
     const listed = await server.request('/api/project/main/volumes/list', {});
     expect(listed.body.map((entry: Volume) => entry.name)).toContain('vol-a');
@@ -111,7 +112,7 @@ describeEachDialect('volumes API and pipeline', (getDb) => {
         .status,
     ).toBe(200);
     expect(existsSync(join(volumesDir, 'kept-data'))).toBe(true);
-    expect((await server.request('/api/project/main/volumes/get', { name: 'vol-ext' })).status).toBe(404);
+    expect((await server.request('/api/project/main/volumes/get', { name: 'vol-ext' })).status).toBe(400);
   });
 
   it('refuses to delete a volume a job holds, naming the run, and deletes it once detached', async () => {
@@ -251,7 +252,7 @@ describeEachDialect('volumes API and pipeline', (getDb) => {
       .where('name', '=', 'vol-young')
       .execute();
     await processVolumes();
-    expect((await server.request('/api/project/main/volumes/get', { name: 'vol-idle' })).status).toBe(404);
+    expect((await server.request('/api/project/main/volumes/get', { name: 'vol-idle' })).status).toBe(400);
     expect(existsSync(join(volumesDir, idle.volume_id as string))).toBe(false);
     expect((await get('vol-young')).status).toBe('active');
   });

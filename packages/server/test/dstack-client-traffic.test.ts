@@ -1,0 +1,203 @@
+/**
+ * dstack's own clients against this server: the requests dstack's 0.21 CLI and Python API sent
+ * (recorded in dstack-client-traffic/cli-0.21-session.json, explicit nulls and all) are replayed
+ * in order against a real server on the local backend, and every answer is checked against the
+ * fields dstack's models require, with dstack's types (dstack-client-traffic/models.json). A field
+ * missing or of another type there is a command of dstack's CLI that fails for its users.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Run } from '@dstack/core';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import {
+  ADMIN_TOKEN,
+  type HarnessServer,
+  localBackendConfig,
+  makeTempDir,
+  startHarnessServer,
+} from './server-harness.js';
+
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
+
+type TypeSpec =
+  | string
+  | { enum: string[] }
+  | { list: TypeSpec }
+  | { anyOf: TypeSpec[] }
+  | { nullable: TypeSpec };
+interface ModelSpec {
+  required: Record<string, TypeSpec>;
+  optional: Record<string, TypeSpec>;
+}
+interface Step {
+  command: string;
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: unknown;
+  token?: string;
+  waitForRun?: { run_name: string; finished: boolean };
+  expect: {
+    status: number;
+    model?: TypeSpec;
+    errorCode?: string;
+    expectLogText?: string;
+    expectNextToken?: null;
+  };
+}
+
+const fixtures = join(import.meta.dirname, 'dstack-client-traffic');
+const models = (
+  JSON.parse(readFileSync(join(fixtures, 'models.json'), 'utf8')) as { models: Record<string, ModelSpec> }
+).models;
+const session = JSON.parse(readFileSync(join(fixtures, 'cli-0.21-session.json'), 'utf8')) as {
+  steps: Step[];
+};
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The problems of `value` against `type`, each naming its path: none when dstack's client parses it. */
+function typeProblems(value: unknown, type: TypeSpec, path: string): string[] {
+  if (typeof type !== 'string') {
+    if ('nullable' in type) return value === null ? [] : typeProblems(value, type.nullable, path);
+    if ('enum' in type) {
+      return type.enum.includes(String(value)) && value !== null
+        ? []
+        : [`${path}: ${JSON.stringify(value)} is not one of ${type.enum.join(', ')}`];
+    }
+    if ('list' in type) {
+      if (!Array.isArray(value)) return [`${path}: expected a list, got ${JSON.stringify(value)}`];
+      return value.flatMap((item, index) => typeProblems(item, type.list, `${path}.${index}`));
+    }
+    const options = type.anyOf.map((option) => typeProblems(value, option, path));
+    return options.some((problems) => problems.length === 0) ? [] : (options[0] ?? []);
+  }
+  const wrong = (what: string) => [`${path}: expected ${what}, got ${JSON.stringify(value)?.slice(0, 80)}`];
+  switch (type) {
+    case 'any':
+      return [];
+    case 'str':
+      return typeof value === 'string' ? [] : wrong('a string');
+    case 'int':
+      return Number.isInteger(value) ? [] : wrong('an integer');
+    case 'number':
+      return typeof value === 'number' ? [] : wrong('a number');
+    case 'bool':
+      return typeof value === 'boolean' ? [] : wrong('a boolean');
+    case 'datetime':
+      return typeof value === 'string' && !Number.isNaN(Date.parse(value)) ? [] : wrong('a date-time');
+    case 'uuid':
+      return typeof value === 'string' && UUID.test(value) ? [] : wrong('a UUID');
+    case 'object':
+      return isObject(value) ? [] : wrong('an object');
+  }
+  const model = models[type];
+  if (!model) throw new Error(`models.json has no model ${type} (used at ${path})`);
+  if (!isObject(value)) return wrong(`a ${type} object`);
+  const problems: string[] = [];
+  for (const [field, fieldType] of Object.entries(model.required)) {
+    if (!(field in value)) problems.push(`${path}.${field}: required by ${type}, missing`);
+    else problems.push(...typeProblems(value[field], fieldType, `${path}.${field}`));
+  }
+  for (const [field, fieldType] of Object.entries(model.optional)) {
+    const present = value[field];
+    if (present !== undefined && present !== null) {
+      problems.push(...typeProblems(present, fieldType, `${path}.${field}`));
+    }
+  }
+  return problems;
+}
+
+describe('typeProblems', () => {
+  it('names a missing required field, a wrong type and a value outside an enum', () => {
+    const user = {
+      id: '36898ce8-849e-4ae2-98e4-a33c9e536eac',
+      username: 'a',
+      global_role: 'admin',
+      active: true,
+    };
+    expect(typeProblems(user, 'User', 'user')).toEqual(['user.permissions: required by User, missing']);
+    expect(
+      typeProblems(
+        { ...user, permissions: { can_create_projects: 'yes' }, global_role: 'root' },
+        'User',
+        'u',
+      ),
+    ).toEqual([
+      'u.global_role: "root" is not one of admin, user',
+      'u.permissions.can_create_projects: expected a boolean, got "yes"',
+    ]);
+    expect(typeProblems({ ...user, permissions: { can_create_projects: true } }, 'User', 'u')).toEqual([]);
+  });
+});
+
+describe("dstack's 0.21 client, replayed", () => {
+  const temp = makeTempDir('dstack-client-traffic-');
+  let harness: HarnessServer;
+
+  beforeAll(async () => {
+    harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
+  });
+  afterAll(async () => {
+    await harness?.terminateFleetsAndClose();
+    temp.remove();
+  });
+
+  /** The body with its placeholders filled: `{{job_submission_id:RUN}}` is RUN's latest submission. */
+  async function fill(body: unknown): Promise<unknown> {
+    const text = JSON.stringify(body);
+    const names = [...text.matchAll(/\{\{job_submission_id:([a-z0-9-]+)\}\}/g)].map((match) => match[1]!);
+    let filled = text;
+    for (const name of names) {
+      const run = (await harness.call<Run>('/api/project/main/runs/get', { run_name: name })).body;
+      const submission = run.jobs[0]?.job_submissions.at(-1);
+      if (!submission) throw new Error(`run ${name} has no job submission`);
+      filled = filled.replaceAll(`{{job_submission_id:${name}}}`, submission.id);
+    }
+    return body === null ? undefined : JSON.parse(filled);
+  }
+
+  it('answers every request with the status, fields and types dstack expects', async () => {
+    for (const [index, step] of session.steps.entries()) {
+      const where = `step ${index} (${step.command}: ${step.path})`;
+      const body = await fill(step.body);
+      const response = await fetch(`${harness.server.url}${step.path}`, {
+        method: step.method,
+        headers: {
+          ...step.headers,
+          authorization: `Bearer ${step.token ?? ADMIN_TOKEN}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const text = await response.text();
+      const answer: unknown = text ? JSON.parse(text) : null;
+      expect(response.status, `${where}: ${text.slice(0, 500)}`).toBe(step.expect.status);
+      if (step.expect.model) {
+        expect(typeProblems(answer, step.expect.model, 'answer'), where).toEqual([]);
+      }
+      if (step.expect.status >= 400) {
+        // dstack's client reads 400s as `{detail: [{msg, code}]}` and raises by code.
+        const detail = (answer as { detail: Array<{ msg: string; code: string }> }).detail;
+        expect(detail, where).toHaveLength(1);
+        if (step.expect.errorCode) expect(detail[0]?.code, where).toBe(step.expect.errorCode);
+      }
+      if (step.expect.expectLogText !== undefined) {
+        const page = answer as { logs: Array<{ message: string }>; next_token: string | null };
+        const logged = page.logs.map((event) => Buffer.from(event.message, 'base64').toString()).join('');
+        expect(logged, where).toBe(step.expect.expectLogText);
+        // The last page ends with a null token: dstack's client polls until it gets one.
+        expect(page.next_token, where).toBeNull();
+      }
+      if (step.waitForRun) {
+        const statuses = step.waitForRun.finished ? ['done', 'failed', 'terminated'] : ['running'];
+        const run = await harness.waitForRun(step.waitForRun.run_name, statuses, 60_000);
+        if (step.waitForRun.finished) expect(run.status, where).toBe('done');
+      }
+    }
+  });
+});

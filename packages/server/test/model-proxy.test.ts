@@ -133,13 +133,17 @@ describeEachDatabase('the model endpoint on the local backend', (databaseUrl) =>
   /** Waits until the service's own model server answers through the service proxy. */
   async function waitForModelServer(runName: string, prefix: string): Promise<void> {
     await harness.waitForRun(runName, ['running']);
-    await waitFor(`the model server of ${runName}`, async () => {
-      const answer = await fetch(`${harness.server.url}/proxy/services/main/${runName}${prefix}/models`, {
-        headers: bearer(ADMIN_TOKEN),
-      });
-      await answer.arrayBuffer();
-      return answer.status === 200 ? true : null;
-    });
+    await waitFor(
+      `the model server of ${runName}`,
+      async () => {
+        const answer = await fetch(`${harness.server.url}/proxy/services/main/${runName}${prefix}/models`, {
+          headers: bearer(ADMIN_TOKEN),
+        });
+        await answer.arrayBuffer();
+        return answer.status === 200 ? true : null;
+      },
+      60_000,
+    );
   }
 
   beforeAll(async () => {

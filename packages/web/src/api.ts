@@ -11,22 +11,32 @@ export class ApiError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** dstack's error code (`not_authenticated`, `resource_not_exists`, …), when the server gave one. */
+    readonly code: string | null = null,
   ) {
     super(message);
     this.name = 'ApiError';
+  }
+
+  /** The token was refused (dstack answers 403 `not_authenticated`), not an action forbidden. */
+  get tokenRefused(): boolean {
+    return this.status === 401 || (this.status === 403 && this.code === 'not_authenticated');
   }
 }
 
 async function errorFrom(response: Response): Promise<ApiError> {
   let message = `${response.status} ${response.statusText}`;
+  let code: string | null = null;
   try {
-    const body = (await response.json()) as { detail?: Array<{ msg?: string }> | string };
-    const detail = Array.isArray(body.detail) ? body.detail[0]?.msg : body.detail;
+    const body = (await response.json()) as { detail?: Array<{ msg?: string; code?: string }> | string };
+    const first = Array.isArray(body.detail) ? body.detail[0] : undefined;
+    const detail = Array.isArray(body.detail) ? first?.msg : body.detail;
     if (detail) message = detail;
+    code = first?.code ?? null;
   } catch {
     // Not JSON (a proxy's page): the status line says enough.
   }
-  return new ApiError(response.status, message);
+  return new ApiError(response.status, message, code);
 }
 
 export interface Api {
@@ -40,13 +50,16 @@ export interface Api {
   ): Promise<void>;
 }
 
-/** `onUnauthorized` is called on a 401: the token was revoked or refreshed elsewhere. */
+/** `onUnauthorized` is called when the token is refused: revoked or refreshed elsewhere. */
 export function createApi(token: string, onUnauthorized?: () => void): Api {
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
   async function request(path: string, body: unknown, signal?: AbortSignal): Promise<Response> {
     const response = await fetch(path, { method: 'POST', headers, body: JSON.stringify(body ?? {}), signal });
-    if (response.status === 401) onUnauthorized?.();
-    if (!response.ok) throw await errorFrom(response);
+    if (!response.ok) {
+      const error = await errorFrom(response);
+      if (error.tokenRefused) onUnauthorized?.();
+      throw error;
+    }
     return response;
   }
   return {

@@ -72,7 +72,7 @@ export function App() {
     if (!token) return;
     start(token)
       .catch((error: unknown) => {
-        if (error instanceof ApiError && (error.status === 401 || error.status === 403)) forgetToken();
+        if (error instanceof ApiError && error.tokenRefused) forgetToken();
       })
       .finally(() => setRestoring(false));
   }, []);

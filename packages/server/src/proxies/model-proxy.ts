@@ -20,7 +20,6 @@ import type { ProjectsTable } from '../db/schema.js';
 import { HttpError } from '../http/error-mapping.js';
 import { authenticate, readBody } from '../http/http-handler.js';
 import { defineRawRoute, type RawRequestContext, type RawRouteDefinition } from '../http/raw-route.js';
-import { NotAuthenticatedError } from '../security/access-errors.js';
 import { openAiErrorAnswer } from './openai-errors.js';
 import { findProjectModel, listProjectModels, type ProjectModel } from './project-models.js';
 import { forward, replicaDestination } from './service-proxy.js';
@@ -179,11 +178,7 @@ async function handleModelRequest(context: RawRequestContext): Promise<void> {
   const { app, request } = context;
   const target = parseTarget(request.url ?? '/');
   if (!target) throw notFound(request.url ?? '/');
-  const user = await authenticate(app, request).catch((error: unknown) => {
-    // OpenAI's clients take 401 as a bad API key (AuthenticationError); dstack's API answers 403.
-    if (NotAuthenticatedError.isInstance(error)) throw new HttpError(401, error.message, 'not_authenticated');
-    throw error;
-  });
+  const user = await authenticate(app, request);
   const { project } = await getProjectForUser(app, user, target.projectName);
   const method = request.method ?? 'GET';
   if (target.endpoint === 'models' || target.endpoint.startsWith('models/')) {

@@ -2,7 +2,8 @@
  * Errors of the model endpoint in OpenAI's shape, `{"error":{"message","type","param","code"}}`:
  * it is an OpenAI base URL, and OpenAI clients read `error.message` (the official `openai`
  * package puts it in its `APIError`). Status and code come from the server's one mapping
- * (http/error-mapping.ts); only the body's shape differs.
+ * (http/error-mapping.ts), but for a refused token (401 here, 403 in dstack's API); only the
+ * body's shape differs.
  */
 import { mapErrorToHttp } from '../http/error-mapping.js';
 
@@ -31,12 +32,15 @@ export function openAiErrorAnswer(error: unknown): OpenAiErrorAnswer {
   const mapped = mapErrorToHttp(error);
   const [first] = mapped.body.detail;
   const field = first?.fields?.[0];
+  // dstack's API answers a refused token 403; OpenAI's clients take only 401 as a bad API key
+  // (the official package's AuthenticationError).
+  const status = first?.code === 'not_authenticated' ? 401 : mapped.status;
   return {
-    status: mapped.status,
+    status,
     body: {
       error: {
         message: mapped.body.detail.map((detail) => detail.msg).join('; '),
-        type: errorType(mapped.status),
+        type: errorType(status),
         param: field && field.length > 0 ? field.join('.') : null,
         code: first?.code ?? null,
       },

@@ -6,7 +6,7 @@
 import { dirname, join } from 'node:path';
 import { ConfigurationError } from '@dstack/core';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely } from 'kysely';
 import pg from 'pg';
 import type { SqlDialect } from '../context.js';
 import {
@@ -15,6 +15,7 @@ import {
   restrictToOwner,
 } from '../security/owner-only-files.js';
 import { YieldingSqliteDialect } from './background-work.js';
+import { OwnSchemaPostgresDialect } from './own-schema-postgres-dialect.js';
 import type { Database } from './schema.js';
 import { withStatementCache } from './statement-cache.js';
 import { WholeNumbersPlugin } from './whole-numbers.js';
@@ -128,7 +129,7 @@ async function openPostgres(connectionString: string, options: OpenDatabaseOptio
     );
   }
   const db = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool }),
+    dialect: new OwnSchemaPostgresDialect({ pool }),
     plugins: [new WholeNumbersPlugin()],
   });
   return { db, dialect: 'postgres', close: () => db.destroy() };

@@ -106,3 +106,32 @@ describe('migrations on Postgres from two connections at once', () => {
     }
   });
 });
+
+describe('introspection on Postgres', () => {
+  const databases: TestDatabase[] = [];
+  afterEach(async () => {
+    await Promise.all(databases.splice(0).map((database) => database.close()));
+  });
+
+  // Kysely's own introspector scans every schema and resolves each by name: a schema another
+  // deployment drops meanwhile failed the migration with "schema … does not exist".
+  it("sees only the connection's own schema", async (context) => {
+    const unreachable = await checkPostgresReachable();
+    if (unreachable) context.skip(unreachable);
+    const own = await createTestDatabase('postgres');
+    databases.push(own);
+    const other = await createTestDatabase('postgres', { migrate: false });
+    databases.push(other);
+    await sql`create table neighbour (id integer)`.execute(other.db);
+
+    const tables = await own.db.introspection.getTables({ withInternalKyselyTables: true });
+    expect(new Set(tables.map((table) => table.schema))).toEqual(new Set([own.postgresSchema]));
+    expect(tables.map((table) => table.name)).toEqual(expect.arrayContaining(['users', 'kysely_migration']));
+    expect(tables.map((table) => table.name)).not.toContain('neighbour');
+    expect((await own.db.introspection.getTables()).map((table) => table.name)).not.toContain(
+      'kysely_migration',
+    );
+    const users = tables.find((table) => table.name === 'users');
+    expect(users?.columns.find((column) => column.name === 'name')).toMatchObject({ isNullable: false });
+  });
+});

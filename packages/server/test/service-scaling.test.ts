@@ -7,9 +7,9 @@
  * finishes the requests it holds. Nothing is timed: the limits only catch hangs.
  */
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Run } from '@dstack/core';
+import { findFreePort } from '@dstack/shim';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   ADMIN_TOKEN,
@@ -67,17 +67,6 @@ signal.signal(signal.SIGTERM, stop)
 server.serve_forever()
 server.server_close()
 `;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 describe('service replicas on the local backend', () => {
   const temp = makeTempDir('dstack-scaling-');
@@ -158,7 +147,7 @@ describe('service replicas on the local backend', () => {
   }
 
   it('scales 0..3 on requests per second, serves every request, and scales back to zero', async () => {
-    const port = await freePort();
+    const port = await findFreePort();
     const { configuration } = service('scaled');
     const run = await applyTask(
       harness,
@@ -202,7 +191,7 @@ describe('service replicas on the local backend', () => {
   });
 
   it('sends requests only to a ready replica, replaces one that fails, and limits rates', async () => {
-    const port = await freePort();
+    const port = await findFreePort();
     const { folder, configuration } = service('probed');
     await applyTask(
       harness,
@@ -273,7 +262,7 @@ describe('service replicas on the local backend', () => {
   });
 
   it('rolls a changed service out under load without losing a request', async () => {
-    const port = await freePort();
+    const port = await findFreePort();
     const { folder, configuration } = service('rolled');
     const config = (version: string) =>
       configuration({

@@ -308,4 +308,54 @@ describe('service replicas on the local backend', () => {
     expect(during.bodies.some((body) => body.startsWith('v1 '))).toBe(true);
     await stopRun('rolled');
   });
+
+  it('runs every replica group with its own commands, and stops a group removed on re-apply', async () => {
+    const port = await findFreePort();
+    const { configuration } = service('grouped');
+    const folder = join(temp.dir, 'grouped');
+    const serve = (version: string) =>
+      `mkdir -p '${folder}' && touch '${folder}/started-${version}' && VERSION=${version} exec python3 '${script}' $SERVICE_PORT '${folder}'`;
+    const groups = [
+      { name: 'blue', count: 1, commands: [serve('blue')], resources: HOST_RESOURCES },
+      { name: 'green', count: 1, commands: [serve('green')], resources: HOST_RESOURCES },
+    ];
+    const config = (replicas: unknown[]) =>
+      configuration({ commands: [], port, env: { SERVICE_PORT: String(port) }, replicas });
+    const run = await applyTask(harness, config(groups));
+    expect(run.jobs.map((job) => [job.job_spec.replica_group, job.job_spec.replica_num])).toEqual([
+      ['blue', 0],
+      ['green', 1],
+    ]);
+    await waitFor(
+      'both groups to run',
+      async () => ((await runningJobs('grouped')).length === 2 ? true : null),
+      60_000,
+    );
+    // Each group ran its own commands; the proxy answers from them (on this one host the replicas
+    // share the port, so which one answers is the kernel's choice).
+    expect(existsSync(join(folder, 'started-blue'))).toBe(true);
+    expect(existsSync(join(folder, 'started-green'))).toBe(true);
+    const response = await fetch(proxyUrl('grouped'), { headers: auth });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toMatch(/^(blue|green) /);
+
+    // Without the green group, its replica goes; blue's is rolled to the new deployment.
+    await applyTask(harness, config(groups.slice(0, 1)));
+    await waitFor(
+      'only a blue replica of the new deployment to run',
+      async () => {
+        const current = (await harness.call<Run>('/api/project/main/runs/get', { run_name: 'grouped' })).body;
+        const running = current.jobs.filter((job) => job.job_submissions.at(-1)?.status === 'running');
+        return running.length === 1 &&
+          running[0]?.job_spec.replica_group === 'blue' &&
+          running[0].job_spec.replica_num === 2
+          ? true
+          : null;
+      },
+      90_000,
+    );
+    const body = await (await fetch(proxyUrl('grouped'), { headers: auth })).text();
+    expect(body).toMatch(/^blue /);
+    await stopRun('grouped');
+  });
 });

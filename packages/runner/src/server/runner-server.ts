@@ -22,6 +22,7 @@ import {
   parseAuthorizedKeys,
 } from '../ssh/authorized-keys.js';
 import { SshEndpoint } from '../ssh/ssh-endpoint.js';
+import { JobMetricsCollector, type MetricsSource } from '../metrics/job-metrics-collector.js';
 import { VERSION } from '../version.js';
 import { agentTokenRefusal } from './agent-token.js';
 import { HttpError, readJsonBody, rejectUpgrade, sendError, sendJson } from './http-helpers.js';
@@ -67,6 +68,13 @@ export interface RunnerOptions {
   sshHost?: string;
   /** Public keys (authorized_keys lines) allowed on the SSH port before any job is submitted. */
   sshAuthorizedKeys?: readonly string[];
+  /**
+   * Where `GET /api/metrics` reads the job's CPU and memory: `cgroup`, the runner's own control
+   * group, which is the job's when both live in one container (the runner binary); or
+   * `job-processes`, the job's processes summed from `/proc` (a runner living inside the shim on
+   * the host). Default `job-processes`.
+   */
+  metricsSource?: MetricsSource;
 }
 
 export interface RunnerServer {
@@ -92,6 +100,10 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
     defaultUser: options.defaultJobUser,
     userDatabase: options.userDatabase,
   });
+  const metrics = new JobMetricsCollector({
+    source: options.metricsSource ?? 'job-processes',
+    jobPid: () => executor.jobPid,
+  });
   const sshEndpoint = new SshEndpoint({
     serverKeys: (options.sshAuthorizedKeys ?? []).flatMap((line, index) =>
       parseAuthorizedKeys(line, `--ssh-authorized-key ${index + 1}`),
@@ -110,7 +122,7 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
       sendError(response, refusal);
       return;
     }
-    handleRequest(executor, sshEndpoint, options.homeDir, request, response).catch((error: unknown) => {
+    handleRequest(executor, sshEndpoint, metrics, options.homeDir, request, response).catch((error: unknown) => {
       if (error instanceof JobStateConflictError) {
         sendError(response, new HttpError(409, error.message));
       } else if (!response.headersSent) {
@@ -167,6 +179,7 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
 async function handleRequest(
   executor: JobExecutor,
   sshEndpoint: SshEndpoint,
+  metrics: JobMetricsCollector,
   homeDir: string,
   request: IncomingMessage,
   response: ServerResponse,
@@ -207,6 +220,9 @@ async function handleRequest(
         ...executor.pull(parseTimestamp(url.searchParams.get('timestamp'))),
         no_connections_secs: sshEndpoint.activity.noConnectionsSecs(),
       });
+      return;
+    case 'GET /api/metrics':
+      sendJson(response, 200, await metrics.sample());
       return;
     case 'POST /api/stop':
       request.resume();

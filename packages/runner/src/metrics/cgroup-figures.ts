@@ -58,7 +58,11 @@ export function parseMountInfo(text: string): CgroupMount[] {
     const mountPoint = before[4];
     if (root === undefined || mountPoint === undefined) continue;
     if (fsType === 'cgroup2') {
-      mounts.push({ root: unescapeMountField(root), mountPoint: unescapeMountField(mountPoint), hierarchy: 'v2' });
+      mounts.push({
+        root: unescapeMountField(root),
+        mountPoint: unescapeMountField(mountPoint),
+        hierarchy: 'v2',
+      });
     } else if (fsType === 'cgroup') {
       mounts.push({
         root: unescapeMountField(root),

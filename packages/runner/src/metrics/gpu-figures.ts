@@ -11,7 +11,10 @@ const BYTES_PER_MIB = 1024 * 1024;
 
 export type GpuFigures = { gpus: RunnerGpuMetrics[]; error: null } | { gpus: []; error: string };
 
-type ToolResult = { kind: 'absent' } | { kind: 'failed'; message: string } | { kind: 'output'; stdout: string };
+type ToolResult =
+  | { kind: 'absent' }
+  | { kind: 'failed'; message: string }
+  | { kind: 'output'; stdout: string };
 
 function runTool(command: string, args: readonly string[]): Promise<ToolResult> {
   return new Promise((resolve) => {
@@ -34,7 +37,10 @@ export function parseNvidiaSmi(output: string): RunnerGpuMetrics[] {
       if (!/^\d+$/.test(memory ?? '') || !/^\d+$/.test(utilization ?? '')) {
         throw new Error(`nvidia-smi: unreadable line "${line}"`);
       }
-      return { gpu_memory_usage_bytes: Number(memory) * BYTES_PER_MIB, gpu_util_percent: Number(utilization) };
+      return {
+        gpu_memory_usage_bytes: Number(memory) * BYTES_PER_MIB,
+        gpu_util_percent: Number(utilization),
+      };
     });
 }
 
@@ -52,7 +58,8 @@ export function parseAmdSmi(output: string): RunnerGpuMetrics[] {
     const fields = line.split(',').map((field) => field.trim());
     const utilization = fields[utilizationColumn] ?? '';
     const memory = fields[memoryColumn] ?? '';
-    if (!/^\d+$/.test(utilization) || !/^\d+$/.test(memory)) throw new Error(`amd-smi: unreadable line "${line}"`);
+    if (!/^\d+$/.test(utilization) || !/^\d+$/.test(memory))
+      throw new Error(`amd-smi: unreadable line "${line}"`);
     return { gpu_memory_usage_bytes: Number(memory) * BYTES_PER_MIB, gpu_util_percent: Number(utilization) };
   });
 }

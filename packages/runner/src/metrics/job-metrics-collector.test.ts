@@ -3,7 +3,12 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { findCgroupDirectories, parseMountInfo, parseProcCgroup, readCgroupFigures } from './cgroup-figures.js';
+import {
+  findCgroupDirectories,
+  parseMountInfo,
+  parseProcCgroup,
+  readCgroupFigures,
+} from './cgroup-figures.js';
 import { parseAmdSmi, parseNvidiaSmi, readGpuFigures } from './gpu-figures.js';
 import { JobMetricsCollector } from './job-metrics-collector.js';
 import { parseProcessStat, readProcessTreeFigures } from './process-tree-figures.js';
@@ -45,7 +50,10 @@ describe('cgroup files', () => {
         `81 77 0:32 ${id} /sys/fs/cgroup/memory ro,nosuid - cgroup cgroup rw,memory`,
       ].join('\n'),
     );
-    expect(mounts.map((mount) => mount.mountPoint)).toEqual(['/sys/fs/cgroup/cpuacct', '/sys/fs/cgroup/memory']);
+    expect(mounts.map((mount) => mount.mountPoint)).toEqual([
+      '/sys/fs/cgroup/cpuacct',
+      '/sys/fs/cgroup/memory',
+    ]);
     const paths = parseProcCgroup(`4:memory:${id}\n2:cpuacct:${id}\n0::${id}\n`);
     expect(paths.v2).toBe(id);
     expect(paths.v1.get('memory')).toBe(id);
@@ -54,9 +62,15 @@ describe('cgroup files', () => {
   it('reads v2 files, usage less inactive file cache as the working set', async () => {
     const directory = await mkdtemp(join(tmpdir(), 'cgroup-v2-'));
     try {
-      await writeFile(join(directory, 'cpu.stat'), 'usage_usec 1500000\nuser_usec 1000000\nsystem_usec 500000\n');
+      await writeFile(
+        join(directory, 'cpu.stat'),
+        'usage_usec 1500000\nuser_usec 1000000\nsystem_usec 500000\n',
+      );
       await writeFile(join(directory, 'memory.current'), `${300 * MIB}\n`);
-      await writeFile(join(directory, 'memory.stat'), `anon ${200 * MIB}\nactive_file 1\ninactive_file ${100 * MIB}\n`);
+      await writeFile(
+        join(directory, 'memory.stat'),
+        `anon ${200 * MIB}\nactive_file 1\ninactive_file ${100 * MIB}\n`,
+      );
       expect(await readCgroupFigures({ v2: directory, cpuacct: null, memory: null })).toEqual({
         cpuUsageMicro: 1_500_000,
         memoryUsageBytes: 300 * MIB,
@@ -109,7 +123,7 @@ describe("a job's processes", () => {
     expect(none).toEqual({ cpuUsageMicro: 0, memoryUsageBytes: 0, memoryWorkingSetBytes: 0 });
   });
 
-  it('the collector answers dstack\'s MetricsResponse; CPU never goes back when a process vanishes', async () => {
+  it("the collector answers dstack's MetricsResponse; CPU never goes back when a process vanishes", async () => {
     const job = await startBusyJob(16);
     started.push(job);
     const collector = new JobMetricsCollector({

@@ -15,6 +15,7 @@ import { InvalidArchiveError } from '../archive/tar-reader.js';
 import { hostJobEnvironment } from '../job/host-job-environment.js';
 import { JobExecutor, JobStateConflictError } from '../job/job-executor.js';
 import type { UserDatabasePaths } from '../job/user-database.js';
+import { JobMetricsCollector, type MetricsSource } from '../metrics/job-metrics-collector.js';
 import {
   type AuthorizedKey,
   AuthorizedKeyError,
@@ -22,7 +23,6 @@ import {
   parseAuthorizedKeys,
 } from '../ssh/authorized-keys.js';
 import { SshEndpoint } from '../ssh/ssh-endpoint.js';
-import { JobMetricsCollector, type MetricsSource } from '../metrics/job-metrics-collector.js';
 import { VERSION } from '../version.js';
 import { agentTokenRefusal } from './agent-token.js';
 import { HttpError, readJsonBody, rejectUpgrade, sendError, sendJson } from './http-helpers.js';
@@ -122,15 +122,17 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
       sendError(response, refusal);
       return;
     }
-    handleRequest(executor, sshEndpoint, metrics, options.homeDir, request, response).catch((error: unknown) => {
-      if (error instanceof JobStateConflictError) {
-        sendError(response, new HttpError(409, error.message));
-      } else if (!response.headersSent) {
-        sendError(response, error);
-      } else {
-        response.destroy();
-      }
-    });
+    handleRequest(executor, sshEndpoint, metrics, options.homeDir, request, response).catch(
+      (error: unknown) => {
+        if (error instanceof JobStateConflictError) {
+          sendError(response, new HttpError(409, error.message));
+        } else if (!response.headersSent) {
+          sendError(response, error);
+        } else {
+          response.destroy();
+        }
+      },
+    );
   });
   server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const route = `${request.method} ${new URL(request.url ?? '/', 'http://runner').pathname}`;

@@ -9,11 +9,13 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { JobMetrics } from '@dstack/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { stringify } from 'yaml';
 import { killRunningDstack, requireBuiltDstack, runDstack } from './dstack-cli.js';
+import { dockerMissing } from './emulated-hosts-harness.js';
 import {
   ADMIN_TOKEN,
   applyTask,
@@ -28,6 +30,9 @@ import {
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
 const SCRAPE_TOKEN = 'prometheus-scrape-token';
+const BUILD_TEST_IMAGE = fileURLToPath(new URL('../../shim/test-image/build-test-image.sh', import.meta.url));
+/** The shim's offline Docker test image (a static busybox). */
+const TEST_IMAGE = 'dstack-test/runner-busybox:v2';
 const MIB = 1024 * 1024;
 /** Under CI the tools must be there (`.ci/run` installs Debian's `prometheus`); elsewhere their cases skip. */
 const promtool = await promisify(execFile)('promtool', ['--version']).then(
@@ -67,7 +72,17 @@ describe('job metrics and Prometheus on the local backend', () => {
     requireBuiltDstack();
     harness = await startHarnessServer({
       dir: join(temp.dir, 'server'),
-      config: localBackendConfig(temp.dir),
+      config: {
+        projects: [
+          ...localBackendConfig(temp.dir).projects!,
+          {
+            name: 'docker',
+            backends: [
+              { type: 'local', runtime: 'docker', instances_dir: join(temp.dir, 'docker-instances') },
+            ],
+          },
+        ],
+      },
       env: {
         DSTACK_SERVER_METRICS_COLLECT_INTERVAL: '1',
         DSTACK_ENABLE_PROMETHEUS_METRICS: '1',
@@ -81,15 +96,43 @@ describe('job metrics and Prometheus on the local backend', () => {
     );
   });
 
+  /** The harness ends project `main`'s fleets; the `docker` project's (a shim and its container) go here. */
+  async function endDockerProjectFleets(): Promise<void> {
+    const active = await harness.call<Array<{ run_spec: { run_name: string } }>>('/api/runs/list', {
+      project_name: 'docker',
+      only_active: true,
+    });
+    if (active.body.length > 0) {
+      await harness.call('/api/project/docker/runs/stop', {
+        runs_names: active.body.map((run) => run.run_spec.run_name),
+        abort: true,
+      });
+    }
+    await waitFor('the docker project fleets to be gone', async () => {
+      const fleets = (
+        await harness.call<Array<{ name: string; status: string }>>('/api/project/docker/fleets/list')
+      ).body;
+      if (fleets.length === 0) return true;
+      const standing = fleets.filter((fleet) => fleet.status !== 'terminating');
+      if (standing.length > 0) {
+        await harness.call('/api/project/docker/fleets/delete', {
+          names: standing.map((fleet) => fleet.name),
+        });
+      }
+      return null;
+    });
+  }
+
   afterAll(async () => {
     killRunningDstack();
     prometheus?.kill('SIGKILL');
+    if (harness) await endDockerProjectFleets();
     await harness?.terminateFleetsAndClose();
     temp.remove();
   });
 
-  const getMetrics = async (query: string, token = ADMIN_TOKEN) => {
-    const response = await fetch(`${harness.server.url}/api/project/main/metrics/job/burner?${query}`, {
+  const getMetrics = async (query: string, token = ADMIN_TOKEN, project = 'main', run = 'burner') => {
+    const response = await fetch(`${harness.server.url}/api/project/${project}/metrics/job/${run}?${query}`, {
       headers: { authorization: `Bearer ${token}` },
     });
     return { status: response.status, body: (await response.json()) as JobMetrics };
@@ -263,4 +306,44 @@ describe('job metrics and Prometheus on the local backend', () => {
     expect(watched.stdout.match(/^NAME\s+STATUS/gm)?.length).toBeGreaterThanOrEqual(2);
     expect(watched.stdout).toMatch(/^burner\s+(terminated|terminating)\s/m);
   });
+
+  it.skipIf(dockerMissing)(
+    "in a container (Docker runtime) the figures are the container's cgroup's",
+    async () => {
+      await promisify(execFile)('bash', [BUILD_TEST_IMAGE], { timeout: 300_000 });
+      const applied = await harness.call('/api/project/docker/runs/apply', {
+        plan: {
+          run_spec: {
+            configuration: task(
+              'burner-in-docker',
+              [
+                'sleep 2',
+                'end=$(( $(date +%s) + 4 )); while [ "$(date +%s)" -lt "$end" ]; do :; done',
+                'sleep 600',
+              ],
+              { image: TEST_IMAGE },
+            ),
+          },
+        },
+      });
+      expect(applied.status).toBe(200);
+      const metrics = await waitFor(
+        'a busy sample from the container',
+        async () => {
+          const answer = await getMetrics('limit=100', ADMIN_TOKEN, 'docker', 'burner-in-docker');
+          if (answer.status !== 200) return null;
+          return series(answer.body, 'cpu_usage_percent').some((value) => value >= 25) ? answer.body : null;
+        },
+        40_000,
+      );
+      // The container holds the runner (node) besides the job: its cgroup's memory is tens of MiB.
+      expect(series(metrics, 'memory_usage_bytes')[0]).toBeGreaterThan(10 * MIB);
+      expect(series(metrics, 'memory_working_set_bytes')[0]).toBeGreaterThan(10 * MIB);
+      const stopped = await harness.call('/api/project/docker/runs/stop', {
+        runs_names: ['burner-in-docker'],
+        abort: true,
+      });
+      expect(stopped.status).toBe(200);
+    },
+  );
 });

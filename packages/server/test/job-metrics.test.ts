@@ -42,13 +42,13 @@ const promtool = await promisify(execFile)('promtool', ['--version']).then(
 const prometheusMissing = !promtool && process.env.CI !== 'true';
 
 /**
- * The job: quiet for 3 s, then for 5 s it holds 200 MiB it wrote to and burns a CPU, then quiet
+ * The job: quiet for 2 s, then for 3 s it holds 200 MiB it wrote to and burns a CPU, then quiet
  * again until stopped. (The host's node: the process runtime runs jobs on this host.)
  */
 const BURN_SCRIPT =
-  'const held = Buffer.alloc(200 * 1024 * 1024, 1); const end = Date.now() + 5000; ' +
+  'const held = Buffer.alloc(200 * 1024 * 1024, 1); const end = Date.now() + 3000; ' +
   'while (Date.now() < end) held[0]++;';
-const BURN_COMMANDS = ['sleep 3', `'${process.execPath}' -e '${BURN_SCRIPT}'`, 'sleep 600'];
+const BURN_COMMANDS = ['sleep 2', `'${process.execPath}' -e '${BURN_SCRIPT}'`, 'sleep 600'];
 
 function series(metrics: JobMetrics, name: string): number[] {
   return metrics.metrics.find((metric) => metric.name === name)?.values ?? [];

@@ -64,17 +64,34 @@ export function parseAmdSmi(output: string): RunnerGpuMetrics[] {
   });
 }
 
-const TOOLS = [
-  {
-    command: 'nvidia-smi',
-    args: ['--query-gpu=memory.used,utilization.gpu', '--format=csv,noheader,nounits'],
-    parse: parseNvidiaSmi,
-  },
-  { command: 'amd-smi', args: ['monitor', '-vu', '--csv'], parse: parseAmdSmi },
-] as const;
+/** The tools, with the arguments that limit them to `devices` (indices or UUIDs; null: all). */
+function tools(devices: readonly string[] | null) {
+  return [
+    {
+      command: 'nvidia-smi',
+      args: [
+        ...(devices === null ? [] : [`--id=${devices.join(',')}`]),
+        '--query-gpu=memory.used,utilization.gpu',
+        '--format=csv,noheader,nounits',
+      ],
+      parse: parseNvidiaSmi,
+    },
+    {
+      command: 'amd-smi',
+      args: ['monitor', ...(devices === null ? [] : ['--gpu', ...devices]), '-vu', '--csv'],
+      parse: parseAmdSmi,
+    },
+  ] as const;
+}
 
-export async function readGpuFigures(): Promise<GpuFigures> {
-  for (const tool of TOOLS) {
+/**
+ * The job's GPUs that `nvidia-smi` or `amd-smi` report; `devices` are the ones the job holds
+ * (null: every GPU the tool sees, as in a container, which sees only its own). A job that holds
+ * none has none, whatever the host has.
+ */
+export async function readGpuFigures(devices: readonly string[] | null = null): Promise<GpuFigures> {
+  if (devices !== null && devices.length === 0) return { gpus: [], error: null };
+  for (const tool of tools(devices)) {
     const result = await runTool(tool.command, tool.args);
     if (result.kind === 'absent') continue;
     if (result.kind === 'failed') return { gpus: [], error: result.message };

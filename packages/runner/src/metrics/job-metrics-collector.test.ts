@@ -10,7 +10,7 @@ import {
   readCgroupFigures,
 } from './cgroup-figures.js';
 import { parseAmdSmi, parseNvidiaSmi, readGpuFigures } from './gpu-figures.js';
-import { JobMetricsCollector } from './job-metrics-collector.js';
+import { JobMetricsCollector, visibleGpusOf } from './job-metrics-collector.js';
 import { parseProcessStat, readProcessTreeFigures } from './process-tree-figures.js';
 
 const MIB = 1024 * 1024;
@@ -182,5 +182,31 @@ describe('GPU figures', () => {
       process.env.PATH = path;
       await rm(bin, { recursive: true, force: true });
     }
+  });
+
+  it("reads only the job's GPUs on a shared host, and none for a job that holds none", async () => {
+    const bin = await mkdtemp(join(tmpdir(), 'fake-smi-'));
+    const path = process.env.PATH;
+    try {
+      // Two GPUs on the host; `--id=1` narrows to the second.
+      await writeFile(
+        join(bin, 'nvidia-smi'),
+        '#!/bin/sh\ncase "$1" in --id=1) echo "2048, 75" ;; --id=*) exit 6 ;; *) printf "1024, 10\\n2048, 75\\n" ;; esac\n',
+      );
+      await chmod(join(bin, 'nvidia-smi'), 0o755);
+      process.env.PATH = `${bin}:${path}`;
+      expect((await readGpuFigures(null)).gpus).toHaveLength(2);
+      expect(await readGpuFigures(['1'])).toEqual({
+        gpus: [{ gpu_memory_usage_bytes: 2048 * MIB, gpu_util_percent: 75 }],
+        error: null,
+      });
+      expect(await readGpuFigures([])).toEqual({ gpus: [], error: null });
+    } finally {
+      process.env.PATH = path;
+      await rm(bin, { recursive: true, force: true });
+    }
+    expect(visibleGpusOf({})).toBeNull();
+    expect(visibleGpusOf({ CUDA_VISIBLE_DEVICES: '0,2' })).toEqual(['0', '2']);
+    expect(visibleGpusOf({ CUDA_VISIBLE_DEVICES: '', NVIDIA_VISIBLE_DEVICES: 'void' })).toEqual([]);
   });
 });

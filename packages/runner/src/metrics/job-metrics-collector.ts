@@ -19,12 +19,32 @@ import { readProcessTreeFigures } from './process-tree-figures.js';
 
 export type MetricsSource = 'cgroup' | 'job-processes';
 
+/**
+ * The GPUs a job environment limits CUDA to: `CUDA_VISIBLE_DEVICES` as a list (empty: none;
+ * `NVIDIA_VISIBLE_DEVICES=void` also none); null when unset (every GPU).
+ */
+export function visibleGpusOf(env: Readonly<Record<string, string | undefined>>): string[] | null {
+  if (env.NVIDIA_VISIBLE_DEVICES === 'void' || env.NVIDIA_VISIBLE_DEVICES === 'none') return [];
+  const cuda = env.CUDA_VISIBLE_DEVICES;
+  if (cuda === undefined) return null;
+  return cuda
+    .split(',')
+    .map((device) => device.trim())
+    .filter((device) => device !== '');
+}
+
 export interface JobMetricsCollectorOptions {
   source: MetricsSource;
   /** The job's shell (its process group id), undefined before it starts. */
   jobPid(): number | undefined;
+  /**
+   * The GPUs the job holds (indices or UUIDs), when the runner shares a host whose other GPUs are
+   * not the job's (the process runtime: the shim's `CUDA_VISIBLE_DEVICES`). Default null: every
+   * GPU the tool sees, which in a container are the container's.
+   */
+  visibleGpus?: readonly string[] | null;
   /** Reads the GPUs (tests give their own). Default: nvidia-smi, else amd-smi. */
-  readGpus?: () => Promise<GpuFigures>;
+  readGpus?: (devices: readonly string[] | null) => Promise<GpuFigures>;
 }
 
 export class JobMetricsCollector {
@@ -37,7 +57,7 @@ export class JobMetricsCollector {
     const timestampMicro = Date.now() * 1000;
     const [figures, gpus] = await Promise.all([
       this.resourceFigures(),
-      (this.options.readGpus ?? readGpuFigures)(),
+      (this.options.readGpus ?? readGpuFigures)(this.options.visibleGpus ?? null),
     ]);
     this.lastCpuMicro = figures.cpuUsageMicro;
     return {

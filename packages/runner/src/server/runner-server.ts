@@ -15,7 +15,7 @@ import { InvalidArchiveError } from '../archive/tar-reader.js';
 import { hostJobEnvironment } from '../job/host-job-environment.js';
 import { JobExecutor, JobStateConflictError } from '../job/job-executor.js';
 import type { UserDatabasePaths } from '../job/user-database.js';
-import { JobMetricsCollector, type MetricsSource } from '../metrics/job-metrics-collector.js';
+import { JobMetricsCollector, type MetricsSource, visibleGpusOf } from '../metrics/job-metrics-collector.js';
 import {
   type AuthorizedKey,
   AuthorizedKeyError,
@@ -93,16 +93,20 @@ export interface RunnerServer {
 export async function startRunner(options: RunnerOptions): Promise<RunnerServer> {
   const host = options.host ?? '127.0.0.1';
   await mkdir(options.homeDir, { recursive: true });
+  const baseEnv = options.env ?? hostJobEnvironment(process.env);
   const executor = new JobExecutor({
     homeDir: options.homeDir,
-    baseEnv: options.env ?? hostJobEnvironment(process.env),
+    baseEnv,
     maxJobLogLines: options.maxJobLogLines,
     defaultUser: options.defaultJobUser,
     userDatabase: options.userDatabase,
   });
+  const metricsSource = options.metricsSource ?? 'job-processes';
   const metrics = new JobMetricsCollector({
-    source: options.metricsSource ?? 'job-processes',
+    source: metricsSource,
     jobPid: () => executor.jobPid,
+    // On the host the job holds only the GPUs the shim made visible to it; in a container, all it sees.
+    visibleGpus: metricsSource === 'job-processes' ? visibleGpusOf(baseEnv) : null,
   });
   const sshEndpoint = new SshEndpoint({
     serverKeys: (options.sshAuthorizedKeys ?? []).flatMap((line, index) =>

@@ -7,11 +7,11 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { JobMetrics } from '@dstack/core';
+import { findFreePort } from '@dstack/shim';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { stringify } from 'yaml';
 import { killRunningDstack, requireBuiltDstack, runDstack } from './dstack-cli.js';
@@ -52,14 +52,6 @@ const BURN_COMMANDS = ['sleep 2', `'${process.execPath}' -e '${BURN_SCRIPT}'`, '
 
 function series(metrics: JobMetrics, name: string): number[] {
   return metrics.metrics.find((metric) => metric.name === name)?.values ?? [];
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 describe('job metrics and Prometheus on the local backend', () => {
@@ -233,7 +225,7 @@ describe('job metrics and Prometheus on the local backend', () => {
       expect(checked.code).toBe(0);
 
       // A real Prometheus scraping every second, until it has stored the job's memory series.
-      const port = await freePort();
+      const port = await findFreePort();
       const dir = join(temp.dir, 'prometheus');
       mkdirSync(dir, { recursive: true });
       const serverAddress = new URL(harness.server.url).host;

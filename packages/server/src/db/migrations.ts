@@ -477,7 +477,6 @@ function jobMetricsPoints(dialect: SqlDialect): Migration {
   };
 }
 
-/** Every migration, by name; names sort in application order. */
 /**
  * Network volumes (dstack's `volumes`, a pipeline table) and which instance each is attached to
  * for which job (`volume_attachments`, dstack's `volumes_attachments`).
@@ -577,6 +576,19 @@ function serviceReplicas(dialect: SqlDialect): Migration {
   };
 }
 
+/**
+ * Replica groups (dstack's `desired_replica_counts`): how many replicas the autoscaler wants in
+ * each group of a service, by group name, as JSON; null for a run that has not scaled by group yet.
+ */
+const replicaGroupCounts: Migration = {
+  async up(db: AnyDatabase) {
+    await db.schema.alterTable('runs').addColumn('desired_replica_counts', 'text').execute();
+  },
+  async down(db: AnyDatabase) {
+    await db.schema.alterTable('runs').dropColumn('desired_replica_counts').execute();
+  },
+};
+
 /** Every migration, by name; names sort in application order. */
 
 export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
@@ -594,7 +606,8 @@ export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
     '011_placement_groups': placementGroups(dialect),
     '012_volumes': volumes(dialect),
     '013_service_replicas': serviceReplicas(dialect),
-    '014_job_metrics_points': jobMetricsPoints(dialect),
+    '014_replica_group_counts': replicaGroupCounts,
+    '015_job_metrics_points': jobMetricsPoints(dialect),
   };
 }
 

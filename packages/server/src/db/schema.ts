@@ -158,6 +158,8 @@ export interface RunsTable extends LockColumns {
   desired_replica_count?: number;
   /** When the autoscaler last changed `desired_replica_count` (ms); null before. */
   last_scaled_at?: number | null;
+  /** How many replicas each replica group should have (JSON: group name → count); null before the first pass. */
+  desired_replica_counts?: string | null;
 }
 
 export interface JobsTable extends LockColumns {

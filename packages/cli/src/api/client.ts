@@ -21,6 +21,9 @@ import {
   type InitRepoRequestSchema,
   type InstanceOfferWithAvailability,
   InstanceOfferWithAvailabilitySchema,
+  type JobMetrics,
+  type JobMetricsRequestSchema,
+  JobMetricsSchema,
   type ListRunsRequestSchema,
   type PollLogsRequestSchema,
   PollLogsResponseSchema,
@@ -80,6 +83,7 @@ export type ListRunsRequest = RequestBody<typeof ListRunsRequestSchema>;
 export type StopRunsRequest = RequestBody<typeof StopRunsRequestSchema>;
 export type DeleteRunsRequest = RequestBody<typeof DeleteRunsRequestSchema>;
 export type PollLogsRequest = RequestBody<typeof PollLogsRequestSchema>;
+export type JobMetricsRequest = RequestBody<typeof JobMetricsRequestSchema>;
 export type PollLogsResponse = (typeof PollLogsResponseSchema)['_zod']['output'];
 export type StreamLogsRequest = RequestBody<typeof StreamLogsRequestSchema>;
 export type GetOffersRequest = RequestBody<typeof GetOffersRequestSchema>;
@@ -193,6 +197,16 @@ export class DstackApiClient {
 
   async deleteRuns(body: DeleteRunsRequest, options?: RequestOptions): Promise<void> {
     await this.#post(this.#projectPath('runs/delete'), body, undefined, options);
+  }
+
+  /** dstack's `metrics/job/{run_name}`: the job's resource samples as series, latest first. */
+  getJobMetrics(runName: string, body: JobMetricsRequest, options?: RequestOptions): Promise<JobMetrics> {
+    return this.#post(
+      this.#projectPath(`metrics/job/${encodeURIComponent(runName)}`),
+      body,
+      JobMetricsSchema,
+      options,
+    );
   }
 
   pollLogs(body: PollLogsRequest, options?: RequestOptions): Promise<PollLogsResponse> {

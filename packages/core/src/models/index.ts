@@ -3,6 +3,7 @@ export * from './backend-type.js';
 export * from './catalog-offers.js';
 export * from './gateways.js';
 export * from './instances.js';
+export * from './job-metrics.js';
 export * from './placement-groups.js';
 export * from './repos.js';
 export * from './requirements.js';

@@ -1,6 +1,7 @@
 /**
  * A service's replicas, kept by the run pipeline on each pass over the run (dstack's
- * `scale_run_replicas` and RPS autoscaler):
+ * `scale_run_replicas` and RPS autoscaler), group by group (a service without replica groups is
+ * one group, `0`):
  * - how many it should have: `replicas: N`, or within `replicas: min..max` the requests per
  *   second the proxy counted over `scaling.window` divided by `scaling.target`, changed no sooner
  *   than `scale_up_delay` / `scale_down_delay` after the last change (from zero at once);

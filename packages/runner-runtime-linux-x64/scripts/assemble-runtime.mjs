@@ -12,9 +12,9 @@
 import { copyFile, mkdir, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AGENT_RUNTIME_SHIM_FILE } from '@dstack/core';
+import { AGENT_RUNTIME_GATEWAY_FILE, AGENT_RUNTIME_SHIM_FILE } from '@dstack/core';
 import { buildPortableRuntime } from '@dstack/runner';
-import { SHIM_BUNDLE_PATH } from '@dstack/shim';
+import { GATEWAY_BUNDLE_PATH, SHIM_BUNDLE_PATH } from '@dstack/shim';
 
 const dist = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist');
 const target = join(dist, 'dstack-runtime');
@@ -27,6 +27,8 @@ if (process.platform !== 'linux' || process.arch !== 'x64') {
   const runtime = await buildPortableRuntime(target);
   // Where core's VM bootstrap and the server's SSH deploy start the shim.
   await copyFile(SHIM_BUNDLE_PATH, join(target, AGENT_RUNTIME_SHIM_FILE));
+  // Where a gateway instance's bootstrap starts the gateway agent.
+  await copyFile(GATEWAY_BUNDLE_PATH, join(target, AGENT_RUNTIME_GATEWAY_FILE));
   console.log(
     `@dstack/runner-runtime-linux-x64: node ${runtime.manifest.node_version}, loader ${runtime.manifest.loader}`,
   );

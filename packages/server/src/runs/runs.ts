@@ -35,6 +35,7 @@ import { buildJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
 import { planJobVolumes } from './run-volumes.js';
+import { serviceGatewayOf } from './service-gateway.js';
 import { replicaRangeOf, serviceConfigurationOf } from './service-spec.js';
 import { refuseUnsupportedRunFields } from './unsupported-fields.js';
 
@@ -126,6 +127,9 @@ export async function getRunPlan(
   });
   const jobSpecs = buildJobSpecs(runSpec.run_name ?? 'plan', runSpec, 0, baseImageOf(app));
   checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
+  const plannedService = serviceConfigurationOf(runSpec);
+  // The gateway's refusals come with the plan, before anything is confirmed.
+  if (plannedService) await serviceGatewayOf(app, project, runSpec.run_name ?? 'plan', plannedService);
   // Each job runs only where its volumes are: that narrows its offers.
   const volumePlacements = await planJobVolumes(app, project.id, runSpec.configuration, jobSpecs, backends);
   // With `creation_policy: reuse` the run only takes fleet instances, so backends offer nothing.
@@ -228,6 +232,7 @@ export async function applyRun(
   await checkRunCode(app, project.id, runSpec);
   await checkRunFileArchives(app, user.id, runSpec.file_archives ?? []);
   const service = serviceConfigurationOf(runSpec);
+  const gateway = service ? await serviceGatewayOf(app, project, runName, service) : null;
   // A service starts with its minimum of replicas (none for `replicas: 0..N`); the run pipeline keeps the count.
   const initialReplicas = service ? replicaRangeOf(service).min : 1;
   const initialJobSpecs = service
@@ -280,7 +285,14 @@ export async function applyRun(
       .values(
         service
           ? // Due at once: a service that starts with no replica has no job to mark it due.
-            { ...row, desired_replica_count: initialReplicas, deployment_num: 0, last_processed_at: 0 }
+            {
+              ...row,
+              desired_replica_count: initialReplicas,
+              deployment_num: 0,
+              last_processed_at: 0,
+              gateway_id: gateway?.gateway_id ?? null,
+              service_hostname: gateway?.service_hostname ?? null,
+            }
           : row,
       )
       .execute();
@@ -293,6 +305,7 @@ export async function applyRun(
   });
   app.wakeUps.wake('runs');
   app.wakeUps.wake('jobs-submitted');
+  if (gateway) app.wakeUps.wake('gateways');
   const row = await findRunRow(app, project.id, runName);
   if (!row) throw new Error(`run ${runName} vanished after apply`);
   return loadRun(app, row, project);

@@ -8,7 +8,7 @@
  * gateway leaves no instance.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_IMAGE_PYTHON } from '@dstack/core/agent-protocol';
 import {
@@ -23,6 +23,8 @@ import {
 } from '@dstack/testing/emulators';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { requireBuiltDstack, runDstack } from './dstack-cli.js';
 import { dockerMissing } from './emulated-hosts-harness.js';
 import {
   ADMIN_TOKEN,
@@ -131,6 +133,7 @@ describe.skipIf(dockerMissing)('a gateway on the emulated AWS', () => {
     });
 
   beforeAll(async () => {
+    requireBuiltDstack();
     hosts = new DockerEmulatedHosts({ emulator: EMULATOR_NAME });
     runtime = await serveAgentRuntime(hosts);
     defaultImages = await serveDefaultImages(hosts, [DEFAULT_IMAGE_PYTHON]);
@@ -171,32 +174,36 @@ describe.skipIf(dockerMissing)('a gateway on the emulated AWS', () => {
     expect(other.body.detail[0]?.msg).toContain('certificate.certificate: does not cover *.other.test');
   });
   it('publishes a service at https://{run}.{domain} with the given certificate, serves without the server, and leaves no instance when deleted', async () => {
-    const { ca, certificate, privateKey } = makeCertificates(temp.dir);
-    const created = await harness.call<GatewayAnswer>('/api/project/main/gateways/create', {
-      configuration: {
+    const { ca } = makeCertificates(temp.dir);
+    const cli = { DSTACK_CLI_CONFIG_DIR: join(temp.dir, 'cli') };
+    mkdirSync(cli.DSTACK_CLI_CONFIG_DIR, { recursive: true });
+    writeFileSync(
+      join(cli.DSTACK_CLI_CONFIG_DIR, 'config.yml'),
+      stringify({ projects: [{ name: 'main', url: harness.server.url, token: ADMIN_TOKEN, default: true }] }),
+    );
+    // The certificate files are named relative to the configuration, as a user keeps them beside it.
+    const file = join(temp.dir, 'gateway.dstack.yml');
+    writeFileSync(
+      file,
+      stringify({
         type: 'gateway',
         name: 'gw',
         backend: 'aws',
         region: 'us-east-1',
         instance_type: 't3.medium',
         domain: DOMAIN,
-        certificate: { type: 'custom', certificate, private_key: privateKey },
-      },
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(200);
-    expect(created.body.default).toBe(true);
-    expect(created.body.configuration.certificate?.private_key).not.toContain('PRIVATE KEY');
-
-    const gateway = await waitFor(
-      'the gateway to run',
-      async () => {
-        const answer = await harness.call<GatewayAnswer>('/api/project/main/gateways/get', { name: 'gw' });
-        if (answer.body.status === 'failed')
-          throw new Error(`the gateway failed: ${answer.body.status_message}`);
-        return answer.body.status === 'running' ? answer.body : null;
-      },
-      180_000,
+        certificate: { type: 'custom', certificate: 'gateway.pem', private_key: 'gateway.key' },
+      }),
     );
+    const applied = await runDstack(['apply', '-f', file, '-y'], { env: cli });
+    expect(applied.code, applied.stderr + applied.stdout).toBe(0);
+    expect(applied.stdout).toMatch(/gw\s+aws \(us-east-1\)\s+[\d.]+\s+example\.test\s+✓\s+running/);
+
+    const gateway = (await harness.call<GatewayAnswer>('/api/project/main/gateways/get', { name: 'gw' }))
+      .body;
+    expect(gateway.status).toBe('running');
+    expect(gateway.default).toBe(true);
+    expect(JSON.stringify(gateway.configuration)).not.toContain('PRIVATE KEY');
     const address = gateway.ip_address as string;
 
     // No `gateway:`: the project's default gateway publishes it.
@@ -241,8 +248,14 @@ describe.skipIf(dockerMissing)('a gateway on the emulated AWS', () => {
     harness = await startServer();
 
     await harness.call('/api/project/main/runs/stop', { runs_names: [RUN_NAME], abort: true });
-    const deleted = await harness.call('/api/project/main/gateways/delete', { names: ['gw'] });
-    expect(deleted.status).toBe(200);
+    writeFileSync(
+      join(cli.DSTACK_CLI_CONFIG_DIR, 'config.yml'),
+      stringify({ projects: [{ name: 'main', url: harness.server.url, token: ADMIN_TOKEN, default: true }] }),
+    );
+    const listed = await runDstack(['gateway', 'list'], { env: cli });
+    expect(listed.stdout).toMatch(/gw\s+aws \(us-east-1\)/);
+    const deleted = await runDstack(['gateway', 'delete', 'gw', '-y'], { env: cli });
+    expect(deleted.code, deleted.stderr).toBe(0);
     await waitFor(
       'the gateway instance to be terminated',
       () =>

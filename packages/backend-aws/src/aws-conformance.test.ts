@@ -15,6 +15,7 @@ testBackend({
     'multinode',
     'placement-groups',
     'volumes',
+    'gateways',
   ],
   emulator: () => startAwsTestEmulator(),
   create: ({ emulator }) => emulatorConfig(emulator.aws),

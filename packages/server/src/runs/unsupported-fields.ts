@@ -162,7 +162,8 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
       'a running gateway of the project publishes the service at https://{run}.{domain} (runs/service-gateway.ts); false: the server proxy',
   },
   https: {
-    honoured: 'on a gateway: plain HTTP redirects to HTTPS unless false (the gateway agent)',
+    // true and false are honoured on a gateway: plain HTTP redirects to HTTPS unless false (the gateway agent).
+    refused: "'auto' (HTTPS when the gateway's ACME certificate allows)",
     check: (value) => (value === 'auto' ? "only true or false is supported yet ('auto' is for ACME)" : null),
     example: { https: 'auto' },
   },

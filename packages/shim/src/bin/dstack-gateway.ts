@@ -15,7 +15,8 @@ import { VERSION } from '../version.js';
 function port(value: string | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
   const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 0 || parsed > 65535) throw new Error(`--${name}: not a port: ${value}`);
+  if (!Number.isInteger(parsed) || parsed < 0 || parsed > 65535)
+    throw new Error(`--${name}: not a port: ${value}`);
   return parsed;
 }
 

@@ -5,7 +5,12 @@
  * there (or serves, when there is no certificate or the service says `https: false`). The state
  * is stored on disk and loaded at start, so the gateway serves with no server.
  */
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -76,43 +81,45 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
   let https: HttpsServer | null = null;
   let httpsPort: number | null = null;
 
-  const servePublic = (protocol: 'http' | 'https') => (request: IncomingMessage, response: ServerResponse) => {
-    const service = routing.serviceFor(request.headers.host);
-    if (!service) {
-      answerJson(response, 404, `No service at ${request.headers.host ?? '(no Host)'} on this gateway`);
-      return;
-    }
-    if (protocol === 'http' && service.https && state.certificate !== null) {
-      response.writeHead(301, { location: `https://${service.hostname}${request.url ?? '/'}` });
-      response.end();
-      return;
-    }
-    const refusal = routing.refusal(service, request.headers.authorization);
-    if (refusal) {
-      answerJson(response, refusal.status, refusal.message);
-      return;
-    }
-    const replicas = routing.replicaOrder(service);
-    if (replicas.length === 0) {
-      response.setHeader('retry-after', '5');
-      answerJson(response, 503, `Service ${service.run_name} has no ready replica`);
-      return;
-    }
-    forwardRequest(request, response, { replicas, dropAuthorization: service.auth, protocol });
-  };
-  const upgradePublic = (protocol: 'http' | 'https') => (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const service = routing.serviceFor(request.headers.host);
-    const refusal = service ? routing.refusal(service, request.headers.authorization) : null;
-    if (!service || refusal) {
-      socket.end(`HTTP/1.1 ${service ? 403 : 404} Refused\r\ncontent-length: 0\r\n\r\n`);
-      return;
-    }
-    forwardUpgrade(request, socket, head, {
-      replicas: routing.replicaOrder(service),
-      dropAuthorization: service.auth,
-      protocol,
-    });
-  };
+  const servePublic =
+    (protocol: 'http' | 'https') => (request: IncomingMessage, response: ServerResponse) => {
+      const service = routing.serviceFor(request.headers.host);
+      if (!service) {
+        answerJson(response, 404, `No service at ${request.headers.host ?? '(no Host)'} on this gateway`);
+        return;
+      }
+      if (protocol === 'http' && service.https && state.certificate !== null) {
+        response.writeHead(301, { location: `https://${service.hostname}${request.url ?? '/'}` });
+        response.end();
+        return;
+      }
+      const refusal = routing.refusal(service, request.headers.authorization);
+      if (refusal) {
+        answerJson(response, refusal.status, refusal.message);
+        return;
+      }
+      const replicas = routing.replicaOrder(service);
+      if (replicas.length === 0) {
+        response.setHeader('retry-after', '5');
+        answerJson(response, 503, `Service ${service.run_name} has no ready replica`);
+        return;
+      }
+      forwardRequest(request, response, { replicas, dropAuthorization: service.auth, protocol });
+    };
+  const upgradePublic =
+    (protocol: 'http' | 'https') => (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const service = routing.serviceFor(request.headers.host);
+      const refusal = service ? routing.refusal(service, request.headers.authorization) : null;
+      if (!service || refusal) {
+        socket.end(`HTTP/1.1 ${service ? 403 : 404} Refused\r\ncontent-length: 0\r\n\r\n`);
+        return;
+      }
+      forwardUpgrade(request, socket, head, {
+        replicas: routing.replicaOrder(service),
+        dropAuthorization: service.auth,
+        protocol,
+      });
+    };
 
   /** Serves HTTPS with the state's certificate: starts, renews or stops the HTTPS server. */
   const applyCertificate = async (next: GatewayState['certificate']): Promise<void> => {

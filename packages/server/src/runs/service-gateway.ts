@@ -76,3 +76,18 @@ export async function serviceGatewayOf(
     service_hostname: serviceHostname(runName, project.name, gateway.wildcard_domain),
   };
 }
+
+/**
+ * Makes the gateway that publishes run `runId` (if any) due now, so its agent learns of a replica
+ * that started, became ready or is stopping within milliseconds instead of at its next pass.
+ */
+export async function markServiceGatewayDue(app: AppContext, runId: string): Promise<void> {
+  const run = await app.db.selectFrom('runs').select('gateway_id').where('id', '=', runId).executeTakeFirst();
+  if (!run?.gateway_id) return;
+  await app.db
+    .updateTable('gateways')
+    .set({ last_processed_at: 0 })
+    .where('id', '=', run.gateway_id)
+    .execute();
+  app.wakeUps.wake('gateways');
+}

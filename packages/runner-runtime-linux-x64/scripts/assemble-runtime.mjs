@@ -2,7 +2,8 @@
 /**
  * Assembles `dist/dstack-runtime`, the agent runtime this package publishes: the runner's portable
  * runtime (this machine's node with its own loader and libraries, and the runner bundle of the
- * built @dstack/runner) with the shim's bundle beside it (`shim.mjs`, of the built @dstack/shim).
+ * built @dstack/runner) with the shim's bundle beside it (`shim.mjs`, of the built @dstack/shim) and
+ * the gateway agent's (`gateway.mjs`, which gateway instances start).
  * A container backend's entrypoint downloads the package's npm tarball and starts the runner from
  * `package/dist/dstack-runtime` in any x86_64 image; a VM's bootstrap and an SSH fleet's deploy
  * start the shim from it the same way, so a host needs no node of its own. Only a linux x86_64 machine can

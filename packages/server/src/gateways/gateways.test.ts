@@ -125,6 +125,17 @@ describeEachDialect('gateways and the services they publish', (getDb) => {
     }
   });
 
+  it('refuses what only the server proxy does on a gateway: scaling and rate limits', async () => {
+    const scaling = await plan(service('svc-s', { replicas: '0..2', scaling: { metric: 'rps', target: 1 } }));
+    expect(scaling.status).toBe(400);
+    expect(scaling.body.detail[0].msg).toContain('scaling: RPS autoscaling');
+    expect(scaling.body.detail[0].fields).toEqual([['run_spec', 'configuration', 'scaling']]);
+    const limited = await plan(service('svc-r', { rate_limits: [{ rps: 1 }] }));
+    expect(limited.body.detail[0].msg).toContain('rate_limits: enforced by the server proxy only');
+    const proxied = await plan(service('svc-p', { gateway: false, rate_limits: [{ rps: 1 }] }));
+    expect(proxied.status).toBe(200);
+  });
+
   it('lists gateways with their default, switches it, and forgets a deleted one', async () => {
     const defaults = async () =>
       Object.fromEntries(

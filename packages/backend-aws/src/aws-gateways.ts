@@ -21,6 +21,7 @@ import {
   mergeTags,
   ProvisioningError,
 } from '@dstack/core';
+import type { AwsConfig } from './aws-config.js';
 import type { AwsImageChoice } from './aws-images.js';
 import { findImageId } from './aws-images.js';
 import {
@@ -30,7 +31,6 @@ import {
   INSTANCES_SECURITY_GROUP,
   subnetsByZone,
 } from './aws-network.js';
-import type { AwsConfig } from './aws-config.js';
 
 /** dstack's default gateway instance type on AWS. */
 export const DEFAULT_GATEWAY_INSTANCE_TYPE = 't3.micro';

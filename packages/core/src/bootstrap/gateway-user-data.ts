@@ -67,7 +67,9 @@ export function buildGatewayUserData(
   const userData = `#cloud-config\n${stringify(cloudConfig, { lineWidth: 0 })}`;
   const size = Buffer.byteLength(userData, 'utf8');
   if (size > MAX_VM_USER_DATA_BYTES) {
-    throw new Error(`Gateway user data is ${size} bytes, over the ${MAX_VM_USER_DATA_BYTES}-byte limit of EC2`);
+    throw new Error(
+      `Gateway user data is ${size} bytes, over the ${MAX_VM_USER_DATA_BYTES}-byte limit of EC2`,
+    );
   }
   return userData;
 }

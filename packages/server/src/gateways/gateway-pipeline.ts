@@ -2,10 +2,11 @@
  * Gateways (dstack's gateway pipeline): a `submitted` gateway becomes `provisioning` and its
  * backend launches the instance (`createGatewayReplica`, which returns once it runs with an
  * address); a `provisioning` gateway is `running` once its agent answers through the SSH tunnel
- * and took its state, or `failed` after `PROVISIONING_TIMEOUT_MS`. A `running` gateway is sent
- * its whole state on every pass (services, replicas, tokens); when it cannot be reached it keeps
- * serving what it has, and the pass says why in `status_message`. A gateway marked
- * `to_be_deleted` has its instance terminated, then is `deleted`.
+ * and took its state, or `failed` after `PROVISIONING_TIMEOUT_MS` (its instance terminated). A
+ * `running` gateway is sent its whole state on every pass (services, replicas, tokens); when it
+ * cannot be reached it keeps serving what it has, and the pass says why in `status_message`. A
+ * failed gateway waits for its deletion. A gateway marked `to_be_deleted` has its instance
+ * terminated, then is `deleted`.
  */
 import type { GatewayReplicaConfiguration } from '@dstack/core';
 import type { AppContext } from '../context.js';
@@ -27,6 +28,8 @@ const MIN_INTERVAL_MS = 3_000;
 /** How long a launched gateway's agent has to answer. */
 const PROVISIONING_TIMEOUT_MS = 10 * 60_000;
 const DELETE_RETRY_MS = 30_000;
+/** A failed gateway waits for its deletion; looked at again this rarely. */
+const FAILED_RECHECK_MS = 60 * 60_000;
 
 async function replicaConfigurationOf(
   app: AppContext,
@@ -113,29 +116,39 @@ async function sync(app: AppContext, gateway: GatewaysTable, signal: AbortSignal
   }
 }
 
-async function terminate(app: AppContext, gateway: GatewaysTable, lock: RowLock<'gateways'>): Promise<void> {
+/**
+ * Terminates the gateway's instance, if it has one; false when the backend call failed (try again
+ * later). A backend that left the project can reach nothing: the instance is forgotten, as dstack does.
+ */
+async function terminateInstance(app: AppContext, gateway: GatewaysTable): Promise<boolean> {
   const provisioning = gatewayProvisioningDataOf(gateway);
-  if (provisioning) {
-    const configuration = gatewayConfigurationOf(gateway);
-    const backend = await gatewayComputeOf(app, gateway.project_id, configuration.backend);
-    if ('refusal' in backend) {
-      console.error(`[gateways] ${gateway.name}'s instance is not terminated: ${backend.refusal}`);
-    } else {
-      try {
-        const project = await projectOfGateway(app, gateway);
-        await backend.compute.terminateGatewayReplica(
-          provisioning.instance_id,
-          await replicaConfigurationOf(app, gateway, project),
-          provisioning.backend_data,
-        );
-      } catch (error) {
-        console.error(`[gateways] terminating ${gateway.name} failed, retried later: ${errorMessage(error)}`);
-        await lock.release({ last_processed_at: dueIn(DELETE_RETRY_MS, MIN_INTERVAL_MS) });
-        return;
-      }
-    }
+  if (!provisioning) return true;
+  const configuration = gatewayConfigurationOf(gateway);
+  const backend = await gatewayComputeOf(app, gateway.project_id, configuration.backend);
+  if ('refusal' in backend) {
+    console.error(`[gateways] ${gateway.name}'s instance is not terminated: ${backend.refusal}`);
+    return true;
   }
-  await lock.release({ deleted: 1, deleted_at: Date.now() });
+  try {
+    const project = await projectOfGateway(app, gateway);
+    await backend.compute.terminateGatewayReplica(
+      provisioning.instance_id,
+      await replicaConfigurationOf(app, gateway, project),
+      provisioning.backend_data,
+    );
+    return true;
+  } catch (error) {
+    console.error(`[gateways] terminating ${gateway.name} failed, retried later: ${errorMessage(error)}`);
+    return false;
+  }
+}
+
+async function terminate(app: AppContext, gateway: GatewaysTable, lock: RowLock<'gateways'>): Promise<void> {
+  if (await terminateInstance(app, gateway)) {
+    await lock.release({ deleted: 1, deleted_at: Date.now() });
+  } else {
+    await lock.release({ last_processed_at: dueIn(DELETE_RETRY_MS, MIN_INTERVAL_MS) });
+  }
 }
 
 export function gatewayPipeline(app: AppContext): PipelineDefinition<'gateways'> {
@@ -163,10 +176,16 @@ export function gatewayPipeline(app: AppContext): PipelineDefinition<'gateways'>
         if (failure === null) {
           await lock.release({ status: 'running', status_message: null });
         } else if (Date.now() - gateway.created_at > PROVISIONING_TIMEOUT_MS) {
-          await lock.release({
-            status: 'failed',
-            status_message: `the gateway's agent did not answer: ${failure}`,
-          });
+          // Its instance is of no use: terminated now rather than left running until the gateway is deleted.
+          if (await terminateInstance(app, gateway)) {
+            await lock.release({
+              status: 'failed',
+              status_message: `the gateway's agent did not answer: ${failure}`,
+              provisioning_data: null,
+            });
+          } else {
+            await lock.release();
+          }
         } else {
           await lock.release();
         }
@@ -175,7 +194,10 @@ export function gatewayPipeline(app: AppContext): PipelineDefinition<'gateways'>
       if (gateway.status === 'running') {
         const failure = await sync(app, gateway, lock.signal);
         await lock.release({ status_message: failure === null ? null : `not reached: ${failure}` });
+        return;
       }
+      // Failed: nothing to do until it is deleted (which makes it due at once).
+      await lock.release({ last_processed_at: dueIn(FAILED_RECHECK_MS, MIN_INTERVAL_MS) });
     },
   };
 }

@@ -115,6 +115,8 @@ export async function gatewayPortUrl(
   gateway: GatewayHostAddress,
   port: number,
 ): Promise<string> {
+  // The connector pools tunnels by the SSH target of provisioning data; a gateway has no job's
+  // instance type or price, so those fields are placeholders it never reads.
   const provisioningData: JobProvisioningData = {
     backend: gateway.backend,
     instance_type: {

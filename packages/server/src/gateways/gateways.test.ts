@@ -108,6 +108,16 @@ describeEachDialect('gateways and the services they publish', (getDb) => {
     expect(proxied.body.service.url).toBe('/proxy/services/main/svc-proxied/');
   });
 
+  it('refuses to move a running service to another gateway or to the server proxy', async () => {
+    for (const gateway of ['gw-b', false]) {
+      const moved = await apply(service('svc-default', { gateway }));
+      expect(moved.status).toBe(400);
+      expect(moved.body.detail[0].msg).toContain('a running service cannot move');
+    }
+    // The same gateway again is an ordinary update.
+    expect((await apply(service('svc-default', { gateway: 'gw-a', env: { A: '1' } }))).status).toBe(200);
+  });
+
   it('refuses a gateway that does not exist or does not run, at plan and apply, naming gateway', async () => {
     for (const [gateway, message] of [
       ['missing', 'Gateway missing does not exist in project main'],

@@ -243,7 +243,7 @@ export async function applyRun(
   await app.db.transaction().execute(async (trx) => {
     const existing = await trx
       .selectFrom('runs')
-      .select(['id', 'status', 'run_spec', 'deployment_num'])
+      .select(['id', 'status', 'run_spec', 'deployment_num', 'gateway_id'])
       .where('project_id', '=', project.id)
       .where('run_name', '=', runName)
       .where('deleted', '=', 0)
@@ -252,6 +252,12 @@ export async function applyRun(
     if (active && service && active.status !== 'terminating' && isServiceRun(active.run_spec)) {
       // A changed service applied again is a new deployment, rolled out replica by replica
       // (service-scaling.ts); the same one applied again changes nothing.
+      if ((active.gateway_id ?? null) !== (gateway?.gateway_id ?? null)) {
+        throw new ServerClientError(
+          `Service ${runName} is published ${active.gateway_id ? 'on a gateway' : "by the server's proxy"}; a running service cannot move (stop it first: dstack stop ${runName})`,
+          { fields: [['run_spec', 'configuration', 'gateway']] },
+        );
+      }
       const encoded = runSpecColumn.encode(runSpec);
       if (encoded !== active.run_spec) {
         await trx

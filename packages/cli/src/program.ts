@@ -7,8 +7,10 @@ import { createRequire } from 'node:module';
 import { Command, CommanderError, Option } from 'commander';
 import type { ApplyOptions } from './commands/apply.js';
 import type { AttachCommandOptions } from './commands/attach.js';
+import type { ProjectOption } from './commands/connect.js';
 import type { DeleteOptions } from './commands/delete.js';
 import type { FleetDeleteOptions } from './commands/fleet.js';
+import type { GatewayDeleteOptions, GatewayUpdateOptions } from './commands/gateway.js';
 import type { InitOptions } from './commands/init.js';
 import type { LogsOptions } from './commands/logs.js';
 import type { MetricsOptions } from './commands/metrics.js';
@@ -141,7 +143,7 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
 
   program
     .command('apply')
-    .description('plan and submit a run (and attach to it), or apply a fleet or a volume')
+    .description('plan and submit a run (and attach to it), or apply a fleet, a volume or a gateway')
     .requiredOption('-f, --file <file>', 'the configuration file (.dstack.yml)')
     .addOption(yesOption())
     .option('-d, --detach', 'submit and exit without attaching')
@@ -278,6 +280,34 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .addOption(projectOption())
     .action((name: string, options: VolumeDeleteOptions) =>
       run(async () => (await import('./commands/volume.js')).volumeDeleteCommand(name, options, io)),
+    );
+
+  const gateway = program.command('gateway').description('manage gateways');
+  gateway
+    .command('list')
+    .description('list gateways')
+    .addOption(projectOption())
+    .action((options: ProjectOption) =>
+      run(async () => (await import('./commands/gateway.js')).gatewayListCommand(options, io)),
+    );
+  gateway
+    .command('delete')
+    .description('delete a gateway and terminate its instance')
+    .argument('<name>', 'the gateway name')
+    .addOption(yesOption())
+    .addOption(projectOption())
+    .action((name: string, options: GatewayDeleteOptions) =>
+      run(async () => (await import('./commands/gateway.js')).gatewayDeleteCommand(name, options, io)),
+    );
+  gateway
+    .command('update')
+    .description("make a gateway the project's default, or change its domain")
+    .argument('<name>', 'the gateway name')
+    .option('--set-default', "make it the project's default gateway")
+    .option('--domain <domain>', 'the new wildcard domain (services applied afterwards use it)')
+    .addOption(projectOption())
+    .action((name: string, options: GatewayUpdateOptions) =>
+      run(async () => (await import('./commands/gateway.js')).gatewayUpdateCommand(name, options, io)),
     );
 
   const secret = program

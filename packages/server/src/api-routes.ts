@@ -4,6 +4,7 @@ import { projectRoutes } from './accounts/projects-routes.js';
 import { userRoutes } from './accounts/users-routes.js';
 import { backendRoutes } from './backends/backends-routes.js';
 import { fleetRoutes } from './fleets/fleets-routes.js';
+import { gatewayRoutes } from './gateways/gateways-routes.js';
 import type { RouteDefinition } from './http/route.js';
 import { serverRoutes } from './http/server-routes.js';
 import { logRoutes } from './logs/logs-routes.js';
@@ -22,6 +23,7 @@ export const allRoutes: readonly RouteDefinition[] = [
   ...runRoutes,
   ...fleetRoutes,
   ...volumeRoutes,
+  ...gatewayRoutes,
   ...offerRoutes,
   ...logRoutes,
   ...metricsRoutes,

@@ -23,6 +23,7 @@ import { lockSqliteDatabase, type SqliteServerLock } from './db/sqlite-server-lo
 import { fleetPipeline } from './fleets/fleet-pipeline.js';
 import { ensureDefaultLocalFleets } from './fleets/fleets.js';
 import { instancePipeline } from './fleets/instance-pipeline.js';
+import { gatewayPipeline } from './gateways/gateway-pipeline.js';
 import { bindHttpServer } from './http/bind-http-server.js';
 import { createHttpHandler } from './http/http-handler.js';
 import { loadWebConsole } from './http/web-console.js';
@@ -77,6 +78,7 @@ const PIPELINE_FACTORIES: ReadonlyArray<(app: AppContext) => AnyPipelineDefiniti
   instancePipeline,
   fleetPipeline,
   volumePipeline,
+  gatewayPipeline,
 ];
 
 /**

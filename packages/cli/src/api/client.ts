@@ -16,6 +16,9 @@ import {
   FileArchiveSchema,
   type Fleet,
   FleetSchema,
+  type Gateway,
+  type GatewayConfiguration,
+  GatewaySchema,
   type GetOffersRequestSchema,
   type GetRunPlanRequestSchema,
   type InitRepoRequestSchema,
@@ -283,6 +286,41 @@ export class DstackApiClient {
 
   async deleteVolumes(names: readonly string[], options?: RequestOptions): Promise<void> {
     await this.#post(this.#projectPath('volumes/delete'), { names }, undefined, options);
+  }
+
+  listGateways(options?: RequestOptions): Promise<Gateway[]> {
+    return this.#post(this.#projectPath('gateways/list'), {}, GatewaySchema.array(), options);
+  }
+
+  /** The gateway, or null when the project has none of that name. */
+  async getGateway(name: string, options?: RequestOptions): Promise<Gateway | null> {
+    try {
+      return await this.#post(this.#projectPath('gateways/get'), { name }, GatewaySchema, options);
+    } catch (error) {
+      if (error instanceof ServerApiError && isResourceMissing(error.details)) return null;
+      throw error;
+    }
+  }
+
+  createGateway(configuration: GatewayConfiguration, options?: RequestOptions): Promise<Gateway> {
+    return this.#post(this.#projectPath('gateways/create'), { configuration }, GatewaySchema, options);
+  }
+
+  async deleteGateways(names: readonly string[], options?: RequestOptions): Promise<void> {
+    await this.#post(this.#projectPath('gateways/delete'), { names }, undefined, options);
+  }
+
+  async setDefaultGateway(name: string, options?: RequestOptions): Promise<void> {
+    await this.#post(this.#projectPath('gateways/set_default'), { name }, undefined, options);
+  }
+
+  setGatewayWildcardDomain(name: string, wildcardDomain: string, options?: RequestOptions): Promise<Gateway> {
+    return this.#post(
+      this.#projectPath('gateways/set_wildcard_domain'),
+      { name, wildcard_domain: wildcardDomain },
+      GatewaySchema,
+      options,
+    );
   }
 
   /** Records the repo (and how the runner reaches it) before a run with it is applied (`repos/init`). */

@@ -12,6 +12,10 @@
 import {
   type FleetConfiguration,
   fleetConfigurationSchema,
+  type GatewayConfiguration,
+  type GatewayReplicaProvisioningData,
+  GatewayReplicaProvisioningDataSchema,
+  gatewayConfigurationSchema,
   InstanceConfigurationSchema,
   type InstanceOfferWithAvailability,
   InstanceOfferWithAvailabilitySchema,
@@ -173,6 +177,27 @@ export const volumeProvisioningDataColumn = new JsonColumn(
   'volume_provisioning_data',
   VolumeProvisioningDataSchema,
 );
+export const gatewayConfigurationColumn = new JsonColumn(
+  'gateways',
+  'configuration',
+  gatewayConfigurationSchema,
+);
+export const gatewayProvisioningDataColumn = new JsonColumn(
+  'gateways',
+  'provisioning_data',
+  GatewayReplicaProvisioningDataSchema,
+);
+
+export function gatewayConfigurationOf(gateway: RowOf<'gateways', 'configuration'>): GatewayConfiguration {
+  return gatewayConfigurationColumn.decode(gateway.configuration, gateway.id);
+}
+
+export function gatewayProvisioningDataOf(
+  gateway: RowOf<'gateways', 'provisioning_data'>,
+): GatewayReplicaProvisioningData | null {
+  return gatewayProvisioningDataColumn.decodeNullable(gateway.provisioning_data, gateway.id);
+}
+
 export const volumeAttachmentDataColumn = new JsonColumn(
   'volume_attachments',
   'attachment_data',

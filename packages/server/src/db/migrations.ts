@@ -608,6 +608,54 @@ export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
     '013_service_replicas': serviceReplicas(dialect),
     '014_replica_group_counts': replicaGroupCounts,
     '015_job_metrics_points': jobMetricsPoints(dialect),
+    '016_gateways': gateways(dialect),
+  };
+}
+
+function gateways(dialect: SqlDialect): Migration {
+  const t = columnTypes(dialect);
+  return {
+    async up(db: AnyDatabase) {
+      await db.schema
+        .createTable('gateways')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('project_id', 'text', (c) => c.notNull())
+        .addColumn('user_id', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('status_message', 'text')
+        .addColumn('configuration', 'text', (c) => c.notNull())
+        .addColumn('certificate_private_key', 'text')
+        .addColumn('wildcard_domain', 'text')
+        .addColumn('is_default', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('provisioning_data', 'text')
+        .addColumn('created_at', t.time, (c) => c.notNull())
+        .addColumn('last_processed_at', t.time, (c) => c.notNull())
+        .addColumn('to_be_deleted', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('deleted', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('deleted_at', t.time)
+        .addColumn('lock_expires_at', t.time)
+        .addColumn('lock_token', 'text')
+        .addColumn('lock_owner', 'text')
+        .execute();
+      await db.schema
+        .createIndex('gateways_project_id_name_idx')
+        .on('gateways')
+        .columns(['project_id', 'name'])
+        .execute();
+      await db.schema
+        .createIndex('gateways_status_due_idx')
+        .on('gateways')
+        .columns(['status', 'last_processed_at'])
+        .execute();
+      await db.schema.alterTable('runs').addColumn('gateway_id', 'text').execute();
+      await db.schema.alterTable('runs').addColumn('service_hostname', 'text').execute();
+    },
+    async down(db: AnyDatabase) {
+      await db.schema.alterTable('runs').dropColumn('service_hostname').execute();
+      await db.schema.alterTable('runs').dropColumn('gateway_id').execute();
+      await db.schema.dropTable('gateways').execute();
+    },
   };
 }
 

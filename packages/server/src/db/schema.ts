@@ -7,6 +7,7 @@
  */
 import type {
   FleetStatus,
+  GatewayStatus,
   InstanceStatus,
   InstanceTerminationReason,
   JobStatus,
@@ -160,6 +161,10 @@ export interface RunsTable extends LockColumns {
   last_scaled_at?: number | null;
   /** How many replicas each replica group should have (JSON: group name → count); null before the first pass. */
   desired_replica_counts?: string | null;
+  /** The gateway a service is published on (`gateways.id`); null: the server's own proxy. */
+  gateway_id?: string | null;
+  /** The service's host name on its gateway (`{run}.{wildcard_domain}`), fixed at apply. */
+  service_hostname?: string | null;
 }
 
 export interface JobsTable extends LockColumns {
@@ -341,6 +346,35 @@ export interface JobMetricsPointsTable {
   gpus_util_percent: string | null;
 }
 
+/**
+ * A gateway (dstack's `gateways` with its one `gateway_computes` row folded in): an instance that
+ * publishes the project's services at `https://{run}.{wildcard_domain}`. Gone rows stay `deleted`.
+ */
+export interface GatewaysTable extends LockColumns {
+  id: string;
+  project_id: string;
+  user_id: string;
+  /** Unique per project among the gateways not deleted. */
+  name: string;
+  status: GatewayStatus;
+  status_message: string | null;
+  /** The validated `type: gateway` configuration, JSON (`gatewayConfigurationColumn`); a custom certificate's key redacted. */
+  configuration: string;
+  /** A custom certificate's private key (PEM), encrypted; null for other certificates. */
+  certificate_private_key: string | null;
+  wildcard_domain: string | null;
+  /** 1 for the project's default gateway (at most one per project). */
+  is_default: number;
+  /** GatewayReplicaProvisioningData JSON once launched (`gatewayProvisioningDataColumn`). */
+  provisioning_data: string | null;
+  created_at: number;
+  last_processed_at: number;
+  /** Deletion asked for: hidden, its instance terminated by its pipeline. */
+  to_be_deleted: number;
+  deleted: number;
+  deleted_at: number | null;
+}
+
 export interface Database {
   users: UsersTable;
   projects: ProjectsTable;
@@ -359,5 +393,6 @@ export interface Database {
   file_archives: FileArchivesTable;
   placement_groups: PlacementGroupsTable;
   volumes: VolumesTable;
+  gateways: GatewaysTable;
   volume_attachments: VolumeAttachmentsTable;
 }

@@ -482,7 +482,7 @@ export async function runJobParamsOf(
  * Where VMs download the agent runtime (the server's `DSTACK_SHIM_DOWNLOAD_URL`; null: the
  * release's npm tarball) and, for a configured URL, the digest the host checks.
  */
-async function agentDownloadOf(
+export async function agentDownloadOf(
   app: AppContext,
 ): Promise<{ url: string | null; sha256: string | null; size: number | null }> {
   const url = app.settings.shimDownloadUrl ?? null;

@@ -22,7 +22,7 @@ import { asBackgroundWork } from '../db/background-work.js';
 import type { Database } from '../db/schema.js';
 import type { PipelineName, WakeUps } from './wake-ups.js';
 
-export type PipelineTable = 'runs' | 'jobs' | 'instances' | 'fleets' | 'volumes';
+export type PipelineTable = 'runs' | 'jobs' | 'instances' | 'fleets' | 'volumes' | 'gateways';
 
 /** A row of a pipeline's table, as its pipeline claims it. */
 export type PipelineRow<Table extends PipelineTable> = Database[Table];

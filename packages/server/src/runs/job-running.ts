@@ -56,6 +56,7 @@ import {
   type StartupOrder,
 } from './cluster-gang.js';
 import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
+import { markServiceGatewayDue } from './service-gateway.js';
 
 const MIN_INTERVAL_MS = 1_000;
 /** While a job starts, look again this soon. */
@@ -379,6 +380,7 @@ async function startJob(context: JobContext): Promise<void> {
       last_processed_at: dueIn(STARTING_POLL_MS * 2, MIN_INTERVAL_MS),
     });
     await markRunDue(app, job.run_id);
+    await markServiceGatewayDue(app, job.run_id);
   } catch (error) {
     await retrySoonOrTimeOut(context, errorMessage(error));
   }

@@ -18,6 +18,7 @@ import type { JobsTable, RunsTable } from '../db/schema.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { newJobRow } from './runs.js';
+import { markServiceGatewayDue } from './service-gateway.js';
 import { keepServiceReplicas } from './service-scaling.js';
 import { serviceConfigurationOf } from './service-spec.js';
 
@@ -74,6 +75,9 @@ async function terminateJobs(
     if (Number(result.numUpdatedRows) !== 1) allDone = false;
   }
   app.wakeUps.wake('jobs-terminating');
+  // A replica that stops leaves its gateway's choice at once, as it leaves the server proxy's.
+  const runIds = new Set(jobs.map((job) => job.run_id));
+  for (const runId of runIds) await markServiceGatewayDue(app, runId);
   return allDone;
 }
 

@@ -36,6 +36,7 @@ import { initialReplicaJobSpecs, planJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
 import { planJobVolumes } from './run-volumes.js';
+import { serviceGatewayOf } from './service-gateway.js';
 import { replicaRangeOf, serviceConfigurationOf } from './service-spec.js';
 import { refuseUnsupportedRunFields } from './unsupported-fields.js';
 
@@ -127,6 +128,9 @@ export async function getRunPlan(
   });
   const jobSpecs = planJobSpecs(runSpec.run_name ?? 'plan', runSpec, baseImageOf(app));
   checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
+  const plannedService = serviceConfigurationOf(runSpec);
+  // The gateway's refusals come with the plan, before anything is confirmed.
+  if (plannedService) await serviceGatewayOf(app, project, runSpec.run_name ?? 'plan', plannedService);
   // Each job runs only where its volumes are: that narrows its offers.
   const volumePlacements = await planJobVolumes(app, project.id, runSpec.configuration, jobSpecs, backends);
   // With `creation_policy: reuse` the run only takes fleet instances, so backends offer nothing.
@@ -229,6 +233,7 @@ export async function applyRun(
   await checkRunCode(app, project.id, runSpec);
   await checkRunFileArchives(app, user.id, runSpec.file_archives ?? []);
   const service = serviceConfigurationOf(runSpec);
+  const gateway = service ? await serviceGatewayOf(app, project, runName, service) : null;
   // A service starts with its minimum of replicas (none for `replicas: 0..N`); the run pipeline keeps the count.
   const initialReplicas = service ? replicaRangeOf(service).min : 1;
   const initialJobSpecs = service
@@ -237,7 +242,7 @@ export async function applyRun(
   await app.db.transaction().execute(async (trx) => {
     const existing = await trx
       .selectFrom('runs')
-      .select(['id', 'status', 'run_spec', 'deployment_num'])
+      .select(['id', 'status', 'run_spec', 'deployment_num', 'gateway_id'])
       .where('project_id', '=', project.id)
       .where('run_name', '=', runName)
       .where('deleted', '=', 0)
@@ -246,6 +251,12 @@ export async function applyRun(
     if (active && service && active.status !== 'terminating' && isServiceRun(active.run_spec)) {
       // A changed service applied again is a new deployment, rolled out replica by replica
       // (service-scaling.ts); the same one applied again changes nothing.
+      if ((active.gateway_id ?? null) !== (gateway?.gateway_id ?? null)) {
+        throw new ServerClientError(
+          `Service ${runName} is published ${active.gateway_id ? 'on a gateway' : "by the server's proxy"}; a running service cannot move (stop it first: dstack stop ${runName})`,
+          { fields: [['run_spec', 'configuration', 'gateway']] },
+        );
+      }
       const encoded = runSpecColumn.encode(runSpec);
       if (encoded !== active.run_spec) {
         await trx
@@ -279,7 +290,14 @@ export async function applyRun(
       .values(
         service
           ? // Due at once: a service that starts with no replica has no job to mark it due.
-            { ...row, desired_replica_count: initialReplicas, deployment_num: 0, last_processed_at: 0 }
+            {
+              ...row,
+              desired_replica_count: initialReplicas,
+              deployment_num: 0,
+              last_processed_at: 0,
+              gateway_id: gateway?.gateway_id ?? null,
+              service_hostname: gateway?.service_hostname ?? null,
+            }
           : row,
       )
       .execute();
@@ -292,6 +310,7 @@ export async function applyRun(
   });
   app.wakeUps.wake('runs');
   app.wakeUps.wake('jobs-submitted');
+  if (gateway) app.wakeUps.wake('gateways');
   const row = await findRunRow(app, project.id, runName);
   if (!row) throw new Error(`run ${runName} vanished after apply`);
   return loadRun(app, row, project);

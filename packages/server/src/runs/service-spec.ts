@@ -1,7 +1,7 @@
 /**
- * Where a service answers without a gateway: the server's own proxy at
- * `/proxy/services/{project}/{run}/`, given on the Run as dstack's `ServiceSpec`
- * (a path, relative to the server's URL, as dstack gives it).
+ * Where a service answers: without a gateway, the server's own proxy at
+ * `/proxy/services/{project}/{run}/` (a path, relative to the server's URL, as dstack gives it);
+ * on a gateway, `https://{run}.{domain}/`. Given on the Run as dstack's `ServiceSpec`.
  */
 import type { ReplicaGroup, ServiceConfiguration, ServiceSpec } from '@dstack/core';
 import type { StoredRunSpec } from '../db/json-columns.js';
@@ -40,10 +40,14 @@ export function serviceSpecOf(
   runSpec: StoredRunSpec,
   projectName: string,
   runName: string,
+  gatewayHostname: string | null = null,
 ): ServiceSpec | null {
   const service = serviceConfigurationOf(runSpec);
   if (!service) return null;
-  const url = `${serviceProxyPrefix(projectName, runName)}/`;
+  // On a gateway the service has its own host (dstack's `https://{run}.{domain}/`).
+  const url = gatewayHostname
+    ? `${service.https === false ? 'http' : 'https'}://${gatewayHostname}/`
+    : `${serviceProxyPrefix(projectName, runName)}/`;
   const model = service.model
     ? {
         name: service.model.name,

@@ -158,11 +158,15 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
   ide: { honoured: 'the CLI prints the IDE link of the dev environment (apply, attach); SSH reaches it' },
   version: { refused: 'no IDE server is installed in the job', example: { ide: 'vscode', version: '1.0' } },
   gateway: {
-    refused: 'no gateways yet',
-    check: (value) => (value === undefined || value === false ? null : 'gateways are not supported yet'),
-    example: { gateway: true },
+    honoured:
+      'a running gateway of the project publishes the service at https://{run}.{domain} (runs/service-gateway.ts); false: the server proxy',
   },
-  https: { refused: 'it applies to gateways', example: { https: true } },
+  https: {
+    // true and false are honoured on a gateway: plain HTTP redirects to HTTPS unless false (the gateway agent).
+    refused: "'auto' (HTTPS when the gateway's ACME certificate allows)",
+    check: (value) => (value === 'auto' ? "only true or false is supported yet ('auto' is for ACME)" : null),
+    example: { https: 'auto' },
+  },
   strip_prefix: {
     refused: 'the service proxy always strips its prefix',
     check: (value) => (value === false ? 'only true is supported yet' : null),

@@ -3,6 +3,7 @@
 import { projectRoutes } from './accounts/projects-routes.js';
 import { userRoutes } from './accounts/users-routes.js';
 import { backendRoutes } from './backends/backends-routes.js';
+import { eventRoutes } from './events/events-routes.js';
 import { fleetRoutes } from './fleets/fleets-routes.js';
 import type { RouteDefinition } from './http/route.js';
 import { serverRoutes } from './http/server-routes.js';
@@ -25,4 +26,5 @@ export const allRoutes: readonly RouteDefinition[] = [
   ...logRoutes,
   ...secretRoutes,
   ...repoRoutes,
+  ...eventRoutes,
 ];

@@ -90,6 +90,11 @@ export interface ServerSettings {
   baseImage?: string | null;
   /** `DSTACK_BASE_IMAGE_VERSION` (dstack's setting): the default image's version. Absent: `0.10`. */
   baseImageVersion?: string | null;
+  /**
+   * How long events are kept, in seconds: `events.ttl_seconds` of config.yml, else
+   * `DSTACK_SERVER_EVENTS_TTL_SECONDS` (dstack's setting); 0 records none. Absent: 30 days.
+   */
+  eventsTtlSeconds?: number;
 }
 
 /**

@@ -20,6 +20,8 @@ import { type Kysely, sql, type Transaction, type UpdateObject } from 'kysely';
 import type { AppContext } from '../context.js';
 import { asBackgroundWork } from '../db/background-work.js';
 import type { Database } from '../db/schema.js';
+import { type NewEvent, recordEvent } from '../events/event-recorder.js';
+import { statusChangeEvent } from '../events/status-events.js';
 import type { PipelineName, WakeUps } from './wake-ups.js';
 
 export type PipelineTable = 'runs' | 'jobs' | 'instances' | 'fleets' | 'volumes';
@@ -282,9 +284,40 @@ export class Pipeline<Table extends PipelineTable> {
   }
 
   async #release(id: string, token: string, values: Record<string, unknown> = {}): Promise<boolean> {
-    const released = await this.#releaseRow(this.#app.db, id, token, values);
+    const { db } = this.#app;
+    // A status change and its event are stored together; a release that lost its claim records nothing.
+    const released =
+      'status' in values
+        ? await db.transaction().execute(async (transaction) => {
+            const event = await this.#statusEvent(transaction, id, token, values);
+            const row = await this.#releaseRow(transaction, id, token, values);
+            if (row && event) await recordEvent(transaction, this.#app.settings, event);
+            return row;
+          })
+        : await this.#releaseRow(db, id, token, values);
     if (released) this.#afterRelease(released.last_processed_at);
     return released !== undefined;
+  }
+
+  /**
+   * The event of a release that changes the row's status (the system acted), worded from the row
+   * as it is now: a pass may have moved it on its way (a volume marked provisioning before the call).
+   */
+  async #statusEvent(
+    transaction: Kysely<Database>,
+    id: string,
+    token: string,
+    values: Record<string, unknown>,
+  ): Promise<NewEvent | null> {
+    if (!('status' in values)) return null;
+    const current = await transaction
+      .selectFrom(this.#table)
+      .selectAll()
+      .where('id', '=', id)
+      .where('lock_token', '=', token)
+      .executeTakeFirst();
+    if (!current) return null;
+    return statusChangeEvent(this.#table, current as PipelineRow<PipelineTable>, values as never);
   }
 
   async #releaseWith(
@@ -297,8 +330,10 @@ export class Pipeline<Table extends PipelineTable> {
     try {
       released = await this.#app.db.transaction().execute(async (transaction) => {
         if (!(await alongside(transaction))) throw new RolledBack('refused');
+        const event = await this.#statusEvent(transaction, id, token, values);
         const row = await this.#releaseRow(transaction, id, token, values);
         if (!row) throw new RolledBack('lost');
+        if (event) await recordEvent(transaction, this.#app.settings, event);
         return row;
       });
     } catch (error) {

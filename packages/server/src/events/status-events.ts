@@ -1,0 +1,147 @@
+/**
+ * The events of status changes, worded as dstack words them ("Job status changed RUNNING ->
+ * TERMINATING. Termination reason: DONE_BY_RUNNER"), for every table with a status. The pipeline
+ * engine records one whenever a release changes a row's status; services that change a status
+ * outside a pipeline's release call `statusChangeEvent` themselves.
+ */
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+import {
+  type EventActor,
+  type EventSettings,
+  type EventTargetRef,
+  eventTargets,
+  type NewEvent,
+  recordEvent,
+  SYSTEM_ACTOR,
+} from './event-recorder.js';
+
+/** The tables whose rows have a status and an event target. */
+export type StatusTable = 'runs' | 'jobs' | 'instances' | 'fleets' | 'volumes';
+
+/** What a status change of a row of `Table` sets: the status and, maybe, its reason. */
+export type StatusUpdate<Table extends StatusTable> = Partial<Database[Table]>;
+
+const upper = (value: string) => value.toUpperCase();
+
+function transition(kind: string, from: string, to: string): string {
+  return `${kind} status changed ${upper(from)} -> ${upper(to)}`;
+}
+
+/** ". Termination reason: X (message)" when there is a reason to say. */
+function terminationSuffix(reason: string | null | undefined, reasonMessage?: string | null): string {
+  if (!reason) return '';
+  return `. Termination reason: ${upper(reason)}${reasonMessage ? ` (${reasonMessage})` : ''}`;
+}
+
+function statusMessageSuffix(statusMessage: string | null | undefined): string {
+  return statusMessage ? ` (${statusMessage})` : '';
+}
+
+/** Merges what a change sets into the row it changes: the reason may be set with the status or before it. */
+function after<Row extends object>(before: Row, update: Partial<Row>): Row {
+  return { ...before, ...update };
+}
+
+function describe<Table extends StatusTable>(
+  table: Table,
+  before: Database[Table],
+  update: StatusUpdate<Table>,
+): { message: string; target: EventTargetRef } | null {
+  const row = after(before, update) as Database[StatusTable];
+  if (row.status === before.status) return null;
+  switch (table) {
+    case 'runs': {
+      const run = row as Database['runs'];
+      const reason = run.status === 'terminating' ? run.termination_reason : null;
+      return {
+        message: transition('Run', before.status, run.status) + terminationSuffix(reason),
+        target: eventTargets.run(run),
+      };
+    }
+    case 'jobs': {
+      const job = row as Database['jobs'];
+      const ending = job.status === 'terminating';
+      return {
+        message:
+          transition('Job', before.status, job.status) +
+          (ending ? terminationSuffix(job.termination_reason, job.termination_reason_message) : ''),
+        target: eventTargets.job(job),
+      };
+    }
+    case 'instances': {
+      const instance = row as Database['instances'];
+      const ending =
+        instance.status === 'terminating' ||
+        (instance.status === 'terminated' && before.status !== 'terminating');
+      return {
+        message:
+          transition('Instance', before.status, instance.status) +
+          (ending ? terminationSuffix(instance.termination_reason, instance.termination_reason_message) : ''),
+        target: eventTargets.instance(instance),
+      };
+    }
+    case 'fleets': {
+      const fleet = row as Database['fleets'];
+      return {
+        message: transition('Fleet', before.status, fleet.status) + statusMessageSuffix(fleet.status_message),
+        target: eventTargets.fleet(fleet),
+      };
+    }
+    case 'volumes': {
+      const volume = row as Database['volumes'];
+      return {
+        message:
+          transition('Volume', before.status, volume.status) + statusMessageSuffix(volume.status_message),
+        target: eventTargets.volume(volume),
+      };
+    }
+  }
+  return null;
+}
+
+/**
+ * The event of `update` applied to `before`, or null when it leaves the status as it was.
+ * `before` is the row as it was when the change was decided (a pipeline's claimed row).
+ */
+export function statusChangeEvent<Table extends StatusTable>(
+  table: Table,
+  before: Database[Table],
+  update: StatusUpdate<Table>,
+  actor: EventActor = SYSTEM_ACTOR,
+): NewEvent | null {
+  const described = describe(table, before, update);
+  return described ? { message: described.message, actor, targets: [described.target] } : null;
+}
+
+/** dstack's wording of a gateway's status change, for the gateways' pipeline. */
+export function gatewayStatusChangeEvent(
+  gateway: { id: string; project_id: string; name: string },
+  from: string,
+  to: string,
+  statusMessage: string | null,
+  actor: EventActor = SYSTEM_ACTOR,
+): NewEvent | null {
+  if (from === to) return null;
+  return {
+    message: transition('Gateway', from, to) + statusMessageSuffix(statusMessage),
+    actor,
+    targets: [eventTargets.gateway(gateway)],
+  };
+}
+
+/**
+ * Records the event of a status change made outside a pipeline's release (pass the transaction
+ * that made it, after it changed the row), when it changed the status.
+ */
+export async function recordStatusChange<Table extends StatusTable>(
+  db: Kysely<Database>,
+  settings: EventSettings,
+  table: Table,
+  before: Database[Table],
+  update: StatusUpdate<Table>,
+  actor: EventActor = SYSTEM_ACTOR,
+): Promise<void> {
+  const event = statusChangeEvent(table, before, update, actor);
+  if (event) await recordEvent(db, settings, event);
+}

@@ -24,6 +24,7 @@ describe('loadServerSettings', () => {
       codeUploadLimitBytes: 2 * 1024 * 1024,
       baseImage: null,
       baseImageVersion: null,
+      eventsTtlSeconds: 30 * 24 * 3600,
     });
   });
 

@@ -20,7 +20,7 @@ import { type Kysely, sql, type Transaction, type UpdateObject } from 'kysely';
 import type { AppContext } from '../context.js';
 import { asBackgroundWork } from '../db/background-work.js';
 import type { Database } from '../db/schema.js';
-import { type NewEvent, recordEvent } from '../events/event-recorder.js';
+import { recordEvent } from '../events/event-recorder.js';
 import { statusChangeEvent } from '../events/status-events.js';
 import type { PipelineName, WakeUps } from './wake-ups.js';
 
@@ -288,36 +288,43 @@ export class Pipeline<Table extends PipelineTable> {
     // A status change and its event are stored together; a release that lost its claim records nothing.
     const released =
       'status' in values
-        ? await db.transaction().execute(async (transaction) => {
-            const event = await this.#statusEvent(transaction, id, token, values);
-            const row = await this.#releaseRow(transaction, id, token, values);
-            if (row && event) await recordEvent(transaction, this.#app.settings, event);
-            return row;
-          })
+        ? await db
+            .transaction()
+            .execute((transaction) => this.#releaseChangingStatus(transaction, id, token, values))
         : await this.#releaseRow(db, id, token, values);
     if (released) this.#afterRelease(released.last_processed_at);
     return released !== undefined;
   }
 
   /**
-   * The event of a release that changes the row's status (the system acted), worded from the row
-   * as it is now: a pass may have moved it on its way (a volume marked provisioning before the call).
+   * Releases the row with a new status and records its event (the system acted), worded from the
+   * row as it was just before (a pass may have moved it on its way: a volume marked provisioning
+   * before the provider call) and the status it got (which may be a SQL expression's result).
    */
-  async #statusEvent(
+  async #releaseChangingStatus(
     transaction: Kysely<Database>,
     id: string,
     token: string,
     values: Record<string, unknown>,
-  ): Promise<NewEvent | null> {
-    if (!('status' in values)) return null;
-    const current = await transaction
+  ): Promise<{ last_processed_at: unknown } | undefined> {
+    const before = await transaction
       .selectFrom(this.#table)
       .selectAll()
       .where('id', '=', id)
       .where('lock_token', '=', token)
       .executeTakeFirst();
-    if (!current) return null;
-    return statusChangeEvent(this.#table, current as PipelineRow<PipelineTable>, values as never);
+    const row = await this.#releaseRow(transaction, id, token, values);
+    if (!before || !row) return row;
+    const event = statusChangeEvent(
+      this.#table,
+      before as PipelineRow<PipelineTable>,
+      {
+        ...values,
+        status: row.status,
+      } as never,
+    );
+    if (event) await recordEvent(transaction, this.#app.settings, event);
+    return row;
   }
 
   async #releaseWith(
@@ -330,10 +337,11 @@ export class Pipeline<Table extends PipelineTable> {
     try {
       released = await this.#app.db.transaction().execute(async (transaction) => {
         if (!(await alongside(transaction))) throw new RolledBack('refused');
-        const event = await this.#statusEvent(transaction, id, token, values);
-        const row = await this.#releaseRow(transaction, id, token, values);
+        const row =
+          'status' in values
+            ? await this.#releaseChangingStatus(transaction, id, token, values)
+            : await this.#releaseRow(transaction, id, token, values);
         if (!row) throw new RolledBack('lost');
-        if (event) await recordEvent(transaction, this.#app.settings, event);
         return row;
       });
     } catch (error) {
@@ -350,7 +358,7 @@ export class Pipeline<Table extends PipelineTable> {
     id: string,
     token: string,
     values: Record<string, unknown>,
-  ): Promise<{ last_processed_at: unknown } | undefined> {
+  ): Promise<{ last_processed_at: unknown; status: string } | undefined> {
     const { last_processed_at: requested, ...rest } = values;
     const processedAt = typeof requested === 'number' ? requested : Date.now();
     return db
@@ -364,7 +372,7 @@ export class Pipeline<Table extends PipelineTable> {
       } as never)
       .where('id', '=', id)
       .where('lock_token', '=', token)
-      .returning('last_processed_at')
+      .returning(['last_processed_at', 'status'])
       .executeTakeFirst();
   }
 

@@ -89,6 +89,8 @@ export interface PendingInstanceOptions {
    * blocks the job takes), 0 for a fleet's own instance.
    */
   busyBlocks: number;
+  /** The job the instance is made for: its "Instance created for job" event names it too. */
+  job?: Pick<JobsTable, 'id' | 'project_id' | 'job_name' | 'run_id'>;
 }
 
 /**
@@ -166,12 +168,11 @@ export async function insertPendingInstance(
     };
     await transaction.insertInto('instances').values(row).execute();
     await recordEvent(transaction, app.settings, {
-      message:
-        options.busyBlocks > 0
-          ? 'Instance created for job. Instance status: PENDING'
-          : 'Instance created to meet target fleet node count. Status: PENDING',
+      message: options.job
+        ? 'Instance created for job. Instance status: PENDING'
+        : 'Instance created to meet target fleet node count. Status: PENDING',
       actor: SYSTEM_ACTOR,
-      targets: [eventTargets.instance(row)],
+      targets: [eventTargets.instance(row), ...(options.job ? [eventTargets.job(options.job)] : [])],
     });
     return row;
   });

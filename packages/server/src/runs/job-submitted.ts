@@ -336,6 +336,7 @@ async function provision(
       requirements: jobSpec.requirements,
       terminationIdleTime: idleSeconds(configuration, fleetConfiguration),
       busyBlocks: 1,
+      job,
     },
     fleetConfiguration.nodes?.max ?? null,
   );

@@ -88,41 +88,36 @@ describe('events of runs on the local backend', () => {
     expect(printedLines.at(-1)).toMatch(/^\[[^\]]+\] \[run hello\] Run status changed TERMINATING -> DONE$/);
   });
 
-  it('records who stopped a run, and `dstack event -w` prints it as it happens', async () => {
+  it('records who stopped a run; `dstack event -w` prints it as it happens, `dstack ps -w` redraws', async () => {
     const run = await applyTask(harness, task('sleeper', ['sleep 600']));
     await harness.waitForRun('sleeper', ['running']);
-    const watch = startDstack(['event', '-w', '--run', 'sleeper'], { env: cliEnvironment });
+    const events = startDstack(['event', '-w', '--run', 'sleeper'], { env: cliEnvironment });
+    const runs = startDstack(['ps', '-w', '-a'], { env: cliEnvironment });
     await waitFor('the watch to print the run so far', () =>
-      watch.output().includes('Run status changed PROVISIONING -> RUNNING') ? true : null,
+      events.output().includes('Run status changed PROVISIONING -> RUNNING') ? true : null,
     );
 
     const stopped = await runDstack(['stop', 'sleeper', '-y'], { env: cliEnvironment });
     expect(stopped.code, stopped.stderr).toBe(0);
     const stop =
       /\[👤admin\] \[run sleeper\] Run status changed RUNNING -> TERMINATING\. Termination reason: STOPPED_BY_USER/;
-    await waitFor('the watch to print the stop', () => (stop.test(watch.output()) ? true : null));
-    watch.child.kill('SIGINT');
-    expect((await watch.result).code).toBe(0);
+    await waitFor('the watch to print the stop', () => (stop.test(events.output()) ? true : null));
+    await waitFor('ps -w to draw the runs twice', () =>
+      (runs.output().match(/^NAME\s+BACKEND/gm) ?? []).length >= 2 ? true : null,
+    );
+    events.child.kill('SIGINT');
+    runs.child.kill('SIGINT');
+    expect((await events.result).code).toBe(0);
+    expect((await runs.result).code).toBe(0);
     // Each event once, though the watch reads the last seconds again on every poll.
-    const submitted = watch.output().match(/Run submitted/g) ?? [];
-    expect(submitted).toHaveLength(1);
+    expect(events.output().match(/Run submitted/g) ?? []).toHaveLength(1);
+    expect(runs.output()).toMatch(/^hello\s+remote \(local\).*exited \(0\)/m);
 
     await harness.waitForRun('sleeper', ['terminated']);
-    const events = await runEvents(run.id);
-    expect(events.find((event) => event.message.includes('STOPPED_BY_USER'))).toMatchObject({
+    const recorded = await runEvents(run.id);
+    expect(recorded.find((event) => event.message.includes('STOPPED_BY_USER'))).toMatchObject({
       actor_user: 'admin',
       targets: [{ type: 'run', name: 'sleeper', project_name: 'main' }],
     });
-  });
-
-  it('`dstack ps -w` draws the runs again until Ctrl-C', async () => {
-    const watch = startDstack(['ps', '-w', '-a'], { env: cliEnvironment });
-    await waitFor('two drawings of the table', () =>
-      (watch.output().match(/^NAME\s+BACKEND/gm) ?? []).length >= 2 ? true : null,
-    );
-    watch.child.kill('SIGINT');
-    const result = await watch.result;
-    expect(result.code, result.stderr).toBe(0);
-    expect(watch.output()).toMatch(/^hello\s+remote \(local\).*exited \(0\)/m);
   });
 });

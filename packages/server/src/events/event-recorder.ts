@@ -130,9 +130,10 @@ export async function recordEvents(
       actor_user_id: event.actor.kind === 'user' ? event.actor.userId : null,
       actor_user_name: event.actor.kind === 'user' ? event.actor.userName : null,
     });
-    for (const target of event.targets) {
+    for (const [index, target] of event.targets.entries()) {
       targetRows.push({
-        id: randomUUID(),
+        // Ordered within the event as given: the first target is what the event is mainly about.
+        id: `${id}:${String(index).padStart(3, '0')}`,
         event_id: id,
         entity_type: target.type,
         entity_project_id: target.projectId,

@@ -161,14 +161,12 @@ describeEachDialect('events', (getDb) => {
       'Job status changed SUBMITTED -> PROVISIONING',
       'Job assigned to instance. Instance blocks: 1/1 busy',
     ]);
-    // Every target of an event comes with it, whichever one matched.
+    // Every target of an event comes with it, in the order recorded, whichever one matched.
     const [assigned] = await list({ target_instances: [instance.id] });
-    expect(assigned?.targets.map((target) => [target.type, target.name])).toEqual(
-      expect.arrayContaining([
-        ['job', 'job-0'],
-        ['instance', 'fleet-0'],
-      ]),
-    );
+    expect(assigned?.targets.map((target) => [target.type, target.name])).toEqual([
+      ['job', 'job-0'],
+      ['instance', 'fleet-0'],
+    ]);
   });
 
   it('pages newest first and oldest first with prev_recorded_at and prev_id', async () => {

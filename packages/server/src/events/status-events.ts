@@ -16,7 +16,11 @@ import {
   SYSTEM_ACTOR,
 } from './event-recorder.js';
 
-/** The tables whose rows have a status and an event target. */
+/**
+ * The tables whose rows have a status and an event target. A pipeline table added with a status
+ * (gateways) gets its events from the engine's releases once it is listed here with its case in
+ * `describe` (worded by `gatewayStatusChangeEvent`'s rule).
+ */
 export type StatusTable = 'runs' | 'jobs' | 'instances' | 'fleets' | 'volumes';
 
 /** What a status change of a row of `Table` sets: the status and, maybe, its reason. */

@@ -22,7 +22,7 @@ import {
   userActor,
 } from './event-recorder.js';
 import { deleteExpiredEvents } from './event-retention.js';
-import { statusChangeEvent } from './status-events.js';
+import { mayBeEventful, rowChangeEvents, statusChangeEvent } from './status-events.js';
 
 describeEachDialect('events', (getDb) => {
   let server: TestApp;
@@ -279,5 +279,29 @@ describe("status changes in dstack's words", () => {
       })?.message,
     ).toBe('Job status changed RUNNING -> TERMINATING. Termination reason: DONE_BY_RUNNER (exited)');
     expect(statusChangeEvent('jobs', job, { status: 'running' })).toBeNull();
+  });
+
+  it('says when a job or an instance stops or starts answering, once', () => {
+    const reachable = { ...(job as object), disconnected_at: null } as never;
+    expect(
+      rowChangeEvents('jobs', reachable, { disconnected_at: 1000 }).map((event) => event.message),
+    ).toEqual(['Job became unreachable']);
+    expect(mayBeEventful(reachable, { disconnected_at: null })).toBe(false);
+    const unreachable = { ...(job as object), disconnected_at: 1000 } as never;
+    expect(
+      rowChangeEvents('jobs', unreachable, { disconnected_at: null }).map((event) => event.message),
+    ).toEqual(['Job became reachable']);
+    const instance = {
+      id: 'i',
+      project_id: 'p',
+      fleet_id: 'f',
+      name: 'fleet-0',
+      status: 'idle',
+      unreachable: 1,
+    } as never;
+    expect(rowChangeEvents('instances', instance, { unreachable: 0 }).map((event) => event.message)).toEqual([
+      'Instance became reachable',
+    ]);
+    expect(rowChangeEvents('instances', instance, { unreachable: 1 })).toEqual([]);
   });
 });

@@ -118,6 +118,58 @@ export function statusChangeEvent<Table extends StatusTable>(
   return described ? { message: described.message, actor, targets: [described.target] } : null;
 }
 
+/**
+ * Whether releasing `row` with `update` may record an event: it sets a status, or changes whether
+ * an instance or a job answers. Lets the pipeline engine skip the reading of the row otherwise.
+ */
+export function mayBeEventful(row: object, update: object | undefined): boolean {
+  if (!update) return false;
+  const before = row as Record<string, unknown>;
+  const after = update as Record<string, unknown>;
+  if ('status' in after) return true;
+  if ('unreachable' in after && Number(after.unreachable) !== Number(before.unreachable)) return true;
+  return 'disconnected_at' in after && (after.disconnected_at == null) !== (before.disconnected_at == null);
+}
+
+/** dstack's "became unreachable/reachable" of an instance (`unreachable`) or a job (`disconnected_at`). */
+function reachabilityEvent<Table extends StatusTable>(
+  table: Table,
+  before: Database[Table],
+  update: StatusUpdate<Table>,
+): { message: string; target: EventTargetRef } | null {
+  if (table === 'instances' && 'unreachable' in update) {
+    const instance = after(before as Database['instances'], update as Partial<Database['instances']>);
+    const now = Number(instance.unreachable) === 1;
+    if (now === (Number((before as Database['instances']).unreachable) === 1)) return null;
+    return {
+      message: `Instance became ${now ? 'unreachable' : 'reachable'}`,
+      target: eventTargets.instance(instance),
+    };
+  }
+  if (table === 'jobs' && 'disconnected_at' in update) {
+    const job = after(before as Database['jobs'], update as Partial<Database['jobs']>);
+    const now = job.disconnected_at != null;
+    if (now === ((before as Database['jobs']).disconnected_at != null)) return null;
+    return { message: `Job became ${now ? 'unreachable' : 'reachable'}`, target: eventTargets.job(job) };
+  }
+  return null;
+}
+
+/** Every event of `update` applied to `before`: its status change, its reachability change. */
+export function rowChangeEvents<Table extends StatusTable>(
+  table: Table,
+  before: Database[Table],
+  update: StatusUpdate<Table>,
+  actor: EventActor = SYSTEM_ACTOR,
+): NewEvent[] {
+  const events: NewEvent[] = [];
+  const status = statusChangeEvent(table, before, update, actor);
+  if (status) events.push(status);
+  const reachability = reachabilityEvent(table, before, update);
+  if (reachability) events.push({ message: reachability.message, actor, targets: [reachability.target] });
+  return events;
+}
+
 /** dstack's wording of a gateway's status change, for the gateways' pipeline. */
 export function gatewayStatusChangeEvent(
   gateway: { id: string; project_id: string; name: string },

@@ -20,8 +20,8 @@ import { type Kysely, sql, type Transaction, type UpdateObject } from 'kysely';
 import type { AppContext } from '../context.js';
 import { asBackgroundWork } from '../db/background-work.js';
 import type { Database } from '../db/schema.js';
-import { recordEvent } from '../events/event-recorder.js';
-import { statusChangeEvent } from '../events/status-events.js';
+import { recordEvents } from '../events/event-recorder.js';
+import { mayBeEventful, rowChangeEvents } from '../events/status-events.js';
 import type { PipelineName, WakeUps } from './wake-ups.js';
 
 export type PipelineTable = 'runs' | 'jobs' | 'instances' | 'fleets' | 'volumes';
@@ -208,11 +208,11 @@ export class Pipeline<Table extends PipelineTable> {
         // Given up: the row was released and may be claimed again; this late result is dropped.
         if (giveUp.signal.aborted) return Promise.resolve(false);
         released = true;
-        return this.#release(row.id, token, values);
+        return this.#release(row.id, token, values, mayBeEventful(row, values));
       },
       releaseWith: async (alongside, values) => {
         if (giveUp.signal.aborted) return 'lost';
-        const outcome = await this.#releaseWith(row.id, token, alongside, values);
+        const outcome = await this.#releaseWith(row.id, token, alongside, values, mayBeEventful(row, values));
         if (outcome === 'released') released = true;
         return outcome;
       },
@@ -283,23 +283,28 @@ export class Pipeline<Table extends PipelineTable> {
     return rows as unknown as PipelineRow<Table>[];
   }
 
-  async #release(id: string, token: string, values: Record<string, unknown> = {}): Promise<boolean> {
+  async #release(
+    id: string,
+    token: string,
+    values: Record<string, unknown> = {},
+    eventful = false,
+  ): Promise<boolean> {
     const { db } = this.#app;
     // A status change and its event are stored together; a release that lost its claim records nothing.
-    const released =
-      'status' in values
-        ? await db
-            .transaction()
-            .execute((transaction) => this.#releaseChangingStatus(transaction, id, token, values))
-        : await this.#releaseRow(db, id, token, values);
+    const released = eventful
+      ? await db
+          .transaction()
+          .execute((transaction) => this.#releaseChangingStatus(transaction, id, token, values))
+      : await this.#releaseRow(db, id, token, values);
     if (released) this.#afterRelease(released.last_processed_at);
     return released !== undefined;
   }
 
   /**
-   * Releases the row with a new status and records its event (the system acted), worded from the
-   * row as it was just before (a pass may have moved it on its way: a volume marked provisioning
-   * before the provider call) and the status it got (which may be a SQL expression's result).
+   * Releases the row with a new status (or reachability) and records its events (the system
+   * acted), worded from the row as it was just before (a pass may have moved it on its way: a
+   * volume marked provisioning before the provider call) and the status it got (which may be a
+   * SQL expression's result).
    */
   async #releaseChangingStatus(
     transaction: Kysely<Database>,
@@ -315,7 +320,7 @@ export class Pipeline<Table extends PipelineTable> {
       .executeTakeFirst();
     const row = await this.#releaseRow(transaction, id, token, values);
     if (!before || !row) return row;
-    const event = statusChangeEvent(
+    const events = rowChangeEvents(
       this.#table,
       before as PipelineRow<PipelineTable>,
       {
@@ -323,7 +328,7 @@ export class Pipeline<Table extends PipelineTable> {
         status: row.status,
       } as never,
     );
-    if (event) await recordEvent(transaction, this.#app.settings, event);
+    await recordEvents(transaction, this.#app.settings, events);
     return row;
   }
 
@@ -332,15 +337,15 @@ export class Pipeline<Table extends PipelineTable> {
     token: string,
     alongside: (transaction: Transaction<Database>) => Promise<boolean>,
     values: Record<string, unknown> = {},
+    eventful = false,
   ): Promise<ReleaseOutcome> {
     let released: { last_processed_at: unknown };
     try {
       released = await this.#app.db.transaction().execute(async (transaction) => {
         if (!(await alongside(transaction))) throw new RolledBack('refused');
-        const row =
-          'status' in values
-            ? await this.#releaseChangingStatus(transaction, id, token, values)
-            : await this.#releaseRow(transaction, id, token, values);
+        const row = eventful
+          ? await this.#releaseChangingStatus(transaction, id, token, values)
+          : await this.#releaseRow(transaction, id, token, values);
         if (!row) throw new RolledBack('lost');
         return row;
       });

@@ -12,6 +12,7 @@ import type { EventOptions } from './commands/event.js';
 import type { FleetDeleteOptions } from './commands/fleet.js';
 import type { InitOptions } from './commands/init.js';
 import type { LogsOptions } from './commands/logs.js';
+import type { MetricsOptions } from './commands/metrics.js';
 import type { OfferOptions } from './commands/offer.js';
 import {
   OFFER_FORMATS,
@@ -204,6 +205,16 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .addOption(projectOption())
     .action((runName: string, options: LogsOptions) =>
       run(async () => (await import('./commands/logs.js')).logsCommand(runName, options, io)),
+    );
+
+  program
+    .command('metrics')
+    .description("show a run's CPU, memory and GPU use")
+    .argument('<run>', 'the run name')
+    .option('-w, --watch', 'refresh every few seconds until the run finishes')
+    .addOption(projectOption())
+    .action((runName: string, options: MetricsOptions) =>
+      run(async () => (await import('./commands/metrics.js')).metricsCommand(runName, options, io)),
     );
 
   program

@@ -8,6 +8,7 @@ import { fleetRoutes } from './fleets/fleets-routes.js';
 import type { RouteDefinition } from './http/route.js';
 import { serverRoutes } from './http/server-routes.js';
 import { logRoutes } from './logs/logs-routes.js';
+import { metricsRoutes } from './metrics/metrics-routes.js';
 import { repoRoutes } from './repos/repos-routes.js';
 import { offerRoutes } from './runs/offers-routes.js';
 import { runRoutes } from './runs/runs-routes.js';
@@ -24,6 +25,7 @@ export const allRoutes: readonly RouteDefinition[] = [
   ...volumeRoutes,
   ...offerRoutes,
   ...logRoutes,
+  ...metricsRoutes,
   ...secretRoutes,
   ...repoRoutes,
   ...eventRoutes,

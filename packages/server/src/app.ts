@@ -27,6 +27,8 @@ import { instancePipeline } from './fleets/instance-pipeline.js';
 import { bindHttpServer } from './http/bind-http-server.js';
 import { createHttpHandler } from './http/http-handler.js';
 import { loadWebConsole } from './http/web-console.js';
+import { startMetricsRetention } from './metrics/metrics-retention.js';
+import { prometheusRoute } from './metrics/prometheus-route.js';
 import { type AnyPipelineDefinition, Pipeline } from './pipelines/pipeline.js';
 import { rawRoutes } from './proxies/proxy-routes.js';
 import { jobRunningPipeline } from './runs/job-running.js';
@@ -131,9 +133,10 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     });
     const started = runPipelines ? PIPELINE_FACTORIES.map((factory) => new Pipeline(app, factory(app))) : [];
     for (const pipeline of started) pipeline.start(app.wakeUps);
+    const metricsRetention = runPipelines ? startMetricsRetention(app) : null;
     const stopEventRetention = runPipelines ? startEventRetention(app) : async () => {};
     const staticSite = loadWebConsole(webConsoleDirectory);
-    http.serve(createHttpHandler(app, allRoutes, { rawRoutes, staticSite }));
+    http.serve(createHttpHandler(app, allRoutes, { rawRoutes: [...rawRoutes, prometheusRoute], staticSite }));
 
     let closing: Promise<void> | null = null;
     return {
@@ -147,6 +150,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
           controller.abort();
           await http.close();
           await Promise.all([...started.map((pipeline) => pipeline.stop()), stopEventRetention()]);
+          await metricsRetention?.stop();
           await agents.close();
           await database.close();
           lock?.release();

@@ -78,7 +78,8 @@ describe('refused fields through the API', () => {
     it(`run: ${path} is refused at plan and apply`, async () => {
       const type =
         path.startsWith('model') ||
-        ['gateway', 'https', 'strip_prefix', 'scaling', 'rate_limits', 'probes', 'replicas'].includes(path)
+        path.startsWith('replicas') ||
+        ['gateway', 'https', 'strip_prefix', 'scaling', 'rate_limits', 'probes'].includes(path)
           ? 'service'
           : ['ide', 'version'].includes(path)
             ? 'dev-environment'
@@ -87,7 +88,8 @@ describe('refused fields through the API', () => {
       for (const response of [await runPlan(configuration), await runApply(configuration)]) {
         expect(response.status, JSON.stringify(response.body)).toBe(400);
         expect(response.body.detail[0].code).toBe('unsupported_fields');
-        expect(response.body.detail[0].msg).toContain(`${path}: `);
+        // A field inside a list is named at its index: `replicas[0].docker`.
+        expect(response.body.detail[0].msg).toContain(`${path.replaceAll('[]', '[0]')}: `);
       }
     });
   }
@@ -115,7 +117,7 @@ describe('refused fields through the API', () => {
     expect(message).toContain('strip_prefix: only true is supported yet');
   });
 
-  it('service replicas, scaling, probes and rate limits pass; replica groups are refused with why', async () => {
+  it('service replicas, scaling, probes, rate limits and replica groups pass', async () => {
     const honoured = await runPlan({
       ...BASES.service,
       probes: [{ type: 'http', url: '/health' }],
@@ -127,10 +129,17 @@ describe('refused fields through the API', () => {
     const groups = await runPlan({
       ...BASES.service,
       commands: [],
-      replicas: [{ count: 1, commands: ['true'] }],
+      replicas: [
+        { name: 'small', count: 1, commands: ['true'] },
+        { count: '0..2', scaling: { metric: 'rps', target: 5 }, commands: ['true'], resources: { cpu: 1 } },
+      ],
     });
-    expect(groups.status).toBe(400);
-    expect(groups.body.detail[0].msg).toContain('replicas: replica groups');
+    expect(groups.status).toBe(200);
+    expect(
+      groups.body.job_plans.map(
+        (plan: { job_spec: { replica_group: string } }) => plan.job_spec.replica_group,
+      ),
+    ).toEqual(['small', '1']);
   });
 
   it('reservation is refused when no eligible backend supports reservations', async () => {

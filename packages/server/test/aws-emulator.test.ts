@@ -6,6 +6,7 @@ import { awsEmulatorBackend, startAwsEmulator } from '@dstack/testing/emulators'
 import { describeVmCloudRuns } from './vm-cloud-runs.js';
 
 describeVmCloudRuns({
+  database: 'postgres',
   cloud: 'aws',
   regions: ['us-east-1', 'us-west-2'],
   async start(hosts, regions) {

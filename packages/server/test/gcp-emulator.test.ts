@@ -8,6 +8,7 @@ import { expect } from 'vitest';
 import { describeVmCloudRuns } from './vm-cloud-runs.js';
 
 describeVmCloudRuns({
+  database: 'sqlite',
   cloud: 'gcp',
   regions: ['us-central1', 'europe-west4'],
   async start(hosts, regions) {

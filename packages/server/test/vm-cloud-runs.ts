@@ -1,5 +1,6 @@
 /**
- * The end-to-end scenarios every VM cloud passes on its emulator, on SQLite and on Postgres: a real
+ * The end-to-end scenarios every VM cloud passes on its emulator, once, on the database its test
+ * file names (AWS on Postgres, GCP on SQLite): a real
  * server with the cloud's backend package, the emulator (the real SDK or REST client against it),
  * and an emulated host per instance (a Docker container of a Debian image with its own Docker
  * daemon, running the exact user data or startup script: it downloads the agent runtime from the
@@ -27,13 +28,14 @@ import {
 } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { deleteFleet, gpuTask, planJob, provisionedInstance } from './cloud-run-helpers.js';
+import type { SqlDialect } from '../src/context.js';
+import { deleteAllFleets, deleteFleet, gpuTask, planJob, provisionedInstance } from './cloud-run-helpers.js';
 import { requireBuiltDstack, runDstack } from './dstack-cli.js';
 import { dockerMissing, hostsLeft } from './emulated-hosts-harness.js';
 import {
   ADMIN_TOKEN,
   applyTask,
-  describeEachDatabase,
+  describeOnDatabase,
   type HarnessServer,
   makeTempDir,
   startHarnessServer,
@@ -90,6 +92,11 @@ export interface VmCloudScenarios {
   launchFaults?: ReadonlyArray<'refused-credentials' | 'throttling'>;
   /** More to check about where the cheapest offer landed (GCP: the zone). */
   expectLandedOn?(instance: Instance, offer: Offer): void;
+  /**
+   * The server's database: the clouds' suites share the two between them, each running its slow
+   * cases once, since what they test is the cloud and the host, not the database.
+   */
+  database: SqlDialect;
 }
 
 export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
@@ -100,7 +107,8 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
    */
   const emulatorName = `${cloud}-e2e-${process.pid}`;
 
-  describeEachDatabase.skipIf(dockerMissing)(`a task on the emulated ${cloud}`, (databaseUrl) => {
+  const describeOnItsDatabase = describeOnDatabase(scenarios.database, { skip: dockerMissing });
+  describeOnItsDatabase(`a task on the emulated ${cloud}`, (databaseUrl) => {
     let hosts: DockerEmulatedHosts;
     let tarball: AgentRuntimeServer;
     let defaultImages: DefaultImageRegistry;
@@ -158,9 +166,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       expect(await hostsLeft(emulatorName)).toEqual([]);
     }, 300_000);
 
-    it('runs a task in the private image it names (registry_auth) and one in the default image of its python', async (context) => {
-      // What is tested is the host's Docker pulling, not the database: once, on SQLite.
-      if (databaseUrl() !== undefined) context.skip();
+    it('runs a task in the private image it names (registry_auth) and one in the default image of its python', async () => {
       const named = `${cloud}-named-image`;
       const python = `${cloud}-python-311`;
       const printMarker = [`cat ${TEST_IMAGE_MARKER_PATH}`];
@@ -187,7 +193,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
         );
         expect(await harness.logs(runName)).toContain(marker);
       }
-      await Promise.all([deleteFleet(harness, named), deleteFleet(harness, python)]);
+      await deleteAllFleets(harness);
       await waitFor(
         'the instances to be gone',
         () => (emulator.runningIds().length === 0 ? true : null),
@@ -256,9 +262,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
 
     it.runIf(scenarios.launchFaults?.includes('throttling'))(
       'tries a throttled launch again on the cheapest offer, and fails the job as rate limited when it never passes',
-      async (context) => {
-        // Slow, and what is tested is the launch's retries, not the database: once, on SQLite.
-        if (databaseUrl() !== undefined) context.skip();
+      async () => {
         const passes = `${cloud}-throttled`;
         const configuration = gpuTask(passes, ['echo landed']);
         const [cheapest] = (await planJob(harness, configuration)).offers;
@@ -297,9 +301,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       300_000,
     );
 
-    it('resubmits a spot job the cloud took back, under retry on interruption', async (context) => {
-      // Slow, and what is tested is the cloud's interruption, not the database: once, on SQLite.
-      if (databaseUrl() !== undefined) context.skip();
+    it('resubmits a spot job the cloud took back, under retry on interruption', async () => {
       const runName = `${cloud}-spot`;
       await applyTask(
         harness,
@@ -354,9 +356,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       expect(emulator.runningIds()).toEqual([]);
     }, 420_000);
 
-    it('fails the run soon, with the bootstrap log, when the host cannot download the agent runtime', async (context) => {
-      // What is tested is the host and the server's reading of its log, not the database.
-      if (databaseUrl() !== undefined) context.skip();
+    it('fails the run soon, with the bootstrap log, when the host cannot download the agent runtime', async () => {
       const runName = `${cloud}-no-agent`;
       tarball.failDownloads(503);
       try {

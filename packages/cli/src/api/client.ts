@@ -23,6 +23,9 @@ import {
   type InitRepoRequestSchema,
   type InstanceOfferWithAvailability,
   InstanceOfferWithAvailabilitySchema,
+  type JobMetrics,
+  type JobMetricsRequestSchema,
+  JobMetricsSchema,
   type ListEventsRequestSchema,
   type ListRunsRequestSchema,
   type PollLogsRequestSchema,
@@ -84,6 +87,7 @@ export type ListEventsRequest = RequestBody<typeof ListEventsRequestSchema>;
 export type StopRunsRequest = RequestBody<typeof StopRunsRequestSchema>;
 export type DeleteRunsRequest = RequestBody<typeof DeleteRunsRequestSchema>;
 export type PollLogsRequest = RequestBody<typeof PollLogsRequestSchema>;
+export type JobMetricsRequest = RequestBody<typeof JobMetricsRequestSchema>;
 export type PollLogsResponse = (typeof PollLogsResponseSchema)['_zod']['output'];
 export type StreamLogsRequest = RequestBody<typeof StreamLogsRequestSchema>;
 export type GetOffersRequest = RequestBody<typeof GetOffersRequestSchema>;
@@ -197,6 +201,16 @@ export class DstackApiClient {
 
   async deleteRuns(body: DeleteRunsRequest, options?: RequestOptions): Promise<void> {
     await this.#post(this.#projectPath('runs/delete'), body, undefined, options);
+  }
+
+  /** dstack's `metrics/job/{run_name}`: the job's resource samples as series, latest first. */
+  getJobMetrics(runName: string, body: JobMetricsRequest, options?: RequestOptions): Promise<JobMetrics> {
+    return this.#post(
+      this.#projectPath(`metrics/job/${encodeURIComponent(runName)}`),
+      body,
+      JobMetricsSchema,
+      options,
+    );
   }
 
   pollLogs(body: PollLogsRequest, options?: RequestOptions): Promise<PollLogsResponse> {

@@ -130,6 +130,8 @@ export const JobSpecSchema = z.object({
    * and `${{ dstack.job_num }}` replaced by the job's number, and instance (host path) mounts.
    */
   volumes: z.array(mountPointSchema).nullish(),
+  /** The replica group of a service's job (dstack's `replica_group`: the group's name, `0` by default). */
+  replica_group: z.string().nullish(),
 });
 export type JobSpec = z.output<typeof JobSpecSchema>;
 

@@ -4,6 +4,7 @@ export * from './catalog-offers.js';
 export * from './events.js';
 export * from './gateways.js';
 export * from './instances.js';
+export * from './job-metrics.js';
 export * from './placement-groups.js';
 export * from './repos.js';
 export * from './requirements.js';

@@ -179,6 +179,12 @@ export const volumeAttachmentDataColumn = new JsonColumn(
   VolumeAttachmentDataSchema,
 );
 
+export const desiredReplicaCountsColumn = new JsonColumn(
+  'runs',
+  'desired_replica_counts',
+  z.record(z.string(), z.number().int().nonnegative()),
+);
+
 /** The row's id (named in errors) and the column a reader decodes. */
 type RowOf<Table extends keyof Database, Column extends keyof Database[Table]> = { id: string } & Pick<
   Database[Table],
@@ -187,6 +193,13 @@ type RowOf<Table extends keyof Database, Column extends keyof Database[Table]> =
 
 export function runSpecOf(run: RowOf<'runs', 'run_spec'>): StoredRunSpec {
   return runSpecColumn.decode(run.run_spec, run.id);
+}
+
+/** A service's desired replica count per replica group; null before the run pipeline first scaled it. */
+export function desiredReplicaCountsOf(
+  run: RowOf<'runs', 'desired_replica_counts'>,
+): Readonly<Record<string, number>> | null {
+  return desiredReplicaCountsColumn.decodeNullable(run.desired_replica_counts, run.id);
 }
 
 export function jobSpecOf(job: RowOf<'jobs', 'job_spec_data'>): JobSpec {

@@ -444,7 +444,39 @@ function placementGroups(dialect: SqlDialect): Migration {
   };
 }
 
-/** Every migration, by name; names sort in application order. */
+/**
+ * Samples of running jobs' resource use (dstack's `job_metrics_points`): CPU time and memory as
+ * the runner measured them, and per-GPU figures as JSON lists (null: the GPUs could not be read).
+ */
+function jobMetricsPoints(dialect: SqlDialect): Migration {
+  const big = dialect === 'postgres' ? 'bigint' : 'integer';
+  return {
+    async up(db: AnyDatabase) {
+      await db.schema
+        .createTable('job_metrics_points')
+        .addColumn('id', dialect === 'postgres' ? 'bigserial' : 'integer', (c) =>
+          dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement(),
+        )
+        .addColumn('job_id', 'text', (c) => c.notNull())
+        .addColumn('timestamp_micro', big, (c) => c.notNull())
+        .addColumn('cpu_usage_micro', big, (c) => c.notNull())
+        .addColumn('memory_usage_bytes', big, (c) => c.notNull())
+        .addColumn('memory_working_set_bytes', big, (c) => c.notNull())
+        .addColumn('gpus_memory_usage_bytes', 'text')
+        .addColumn('gpus_util_percent', 'text')
+        .execute();
+      await db.schema
+        .createIndex('job_metrics_points_job_id_timestamp_idx')
+        .on('job_metrics_points')
+        .columns(['job_id', 'timestamp_micro'])
+        .execute();
+    },
+    async down(db: AnyDatabase) {
+      await db.schema.dropTable('job_metrics_points').execute();
+    },
+  };
+}
+
 /**
  * Network volumes (dstack's `volumes`, a pipeline table) and which instance each is attached to
  * for which job (`volume_attachments`, dstack's `volumes_attachments`).
@@ -544,6 +576,19 @@ function serviceReplicas(dialect: SqlDialect): Migration {
   };
 }
 
+/**
+ * Replica groups (dstack's `desired_replica_counts`): how many replicas the autoscaler wants in
+ * each group of a service, by group name, as JSON; null for a run that has not scaled by group yet.
+ */
+const replicaGroupCounts: Migration = {
+  async up(db: AnyDatabase) {
+    await db.schema.alterTable('runs').addColumn('desired_replica_counts', 'text').execute();
+  },
+  async down(db: AnyDatabase) {
+    await db.schema.alterTable('runs').dropColumn('desired_replica_counts').execute();
+  },
+};
+
 /** dstack's `events` and `event_targets`: what happened, by whom, to what. */
 function eventTables(dialect: SqlDialect): Migration {
   const t = columnTypes(dialect);
@@ -610,7 +655,9 @@ export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
     '011_placement_groups': placementGroups(dialect),
     '012_volumes': volumes(dialect),
     '013_service_replicas': serviceReplicas(dialect),
-    '014_events': eventTables(dialect),
+    '014_replica_group_counts': replicaGroupCounts,
+    '015_job_metrics_points': jobMetricsPoints(dialect),
+    '016_events': eventTables(dialect),
   };
 }
 

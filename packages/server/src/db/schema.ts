@@ -159,6 +159,8 @@ export interface RunsTable extends LockColumns {
   desired_replica_count?: number;
   /** When the autoscaler last changed `desired_replica_count` (ms); null before. */
   last_scaled_at?: number | null;
+  /** How many replicas each replica group should have (JSON: group name → count); null before the first pass. */
+  desired_replica_counts?: string | null;
 }
 
 export interface JobsTable extends LockColumns {
@@ -324,6 +326,22 @@ export interface VolumeAttachmentsTable {
   detach_requested_at: number | null;
 }
 
+/** One sample of a job's resource use, as its runner measured it (dstack's `job_metrics_points`). */
+export interface JobMetricsPointsTable {
+  id: Generated<number>;
+  job_id: string;
+  /** When the runner measured, µs since the epoch. */
+  timestamp_micro: number;
+  /** CPU time the job used so far, µs (a rate needs two samples). */
+  cpu_usage_micro: number;
+  memory_usage_bytes: number;
+  memory_working_set_bytes: number;
+  /** JSON list of bytes per GPU; null when the GPUs could not be read. */
+  gpus_memory_usage_bytes: string | null;
+  /** JSON list of percents per GPU; null when the GPUs could not be read. */
+  gpus_util_percent: string | null;
+}
+
 /**
  * Something that happened (dstack's `events`): a status change, a creation or a deletion, with
  * who did it. Kept for `events.ttl_seconds` (`events/event-retention.ts`).
@@ -366,6 +384,7 @@ export interface Database {
   runs: RunsTable;
   jobs: JobsTable;
   job_logs: JobLogsTable;
+  job_metrics_points: JobMetricsPointsTable;
   secrets: SecretsTable;
   repos: ReposTable;
   repo_creds: RepoCredsTable;

@@ -36,6 +36,7 @@ import type { InstancesTable, JobsTable } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
 import { instanceRowOf } from '../fleets/instance-rows.js';
 import { storeRunnerLogs } from '../logs/logs.js';
+import { sampleJobMetricsWhenDue } from '../metrics/job-metrics-sampling.js';
 import type { PipelineDefinition } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { archiveBlobs } from '../repos/file-archives.js';
@@ -498,6 +499,14 @@ async function followJob(context: JobContext): Promise<void> {
     });
     return;
   }
+  await sampleJobMetricsWhenDue({
+    app: context.app,
+    job,
+    project: context.project,
+    provisioningData: context.provisioningData,
+    runnerPort: runnerPortOf(job),
+    signal: context.lock.signal,
+  });
   // As dstack: recorded only while the run has an inactivity_duration (so it clears when that goes).
   const inactivityDuration = inactivityDurationOf(runSpecOf(context.run));
   const inactivitySecs = inactivityDuration === null ? null : noConnectionsSecs;

@@ -9,6 +9,7 @@ import {
   fromWireBackendTypes,
   isValidResourceName,
   type JobPlan,
+  type JobSpec,
   RESOURCE_NAME_RULE,
   ResourceNotFoundError,
   type Run,
@@ -33,7 +34,7 @@ import { checkRunCode } from '../repos/repos.js';
 import { checkSecretReferences } from '../secrets/secret-references.js';
 import { projectSecretNames } from '../secrets/secrets.js';
 import { dropUnsetNulls, mergeProfileUnder } from './explicit-nulls.js';
-import { buildJobSpecs } from './job-specs.js';
+import { initialReplicaJobSpecs, planJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
 import { planJobVolumes } from './run-volumes.js';
@@ -126,7 +127,7 @@ export async function getRunPlan(
   refuseUnsupportedRunFields(runSpec.configuration, backends, {
     sshClusterFleet: await hasSshClusterFleet(app, project.id),
   });
-  const jobSpecs = buildJobSpecs(runSpec.run_name ?? 'plan', runSpec, 0, baseImageOf(app));
+  const jobSpecs = planJobSpecs(runSpec.run_name ?? 'plan', runSpec, baseImageOf(app));
   checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
   // Each job runs only where its volumes are: that narrows its offers.
   const volumePlacements = await planJobVolumes(app, project.id, runSpec.configuration, jobSpecs, backends);
@@ -216,7 +217,7 @@ export async function applyRun(
   const runSpec: StoredRunSpec = { ...normalized, run_name: runName };
   const now = Date.now();
   const runId = randomUUID();
-  const jobSpecs = buildJobSpecs(runName, runSpec, 0, baseImageOf(app));
+  const jobSpecs = planJobSpecs(runName, runSpec, baseImageOf(app));
   // Before anything is stored: a run naming a secret the project lacks is refused (400).
   checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
   await planJobVolumes(
@@ -233,9 +234,7 @@ export async function applyRun(
   // A service starts with its minimum of replicas (none for `replicas: 0..N`); the run pipeline keeps the count.
   const initialReplicas = service ? replicaRangeOf(service).min : 1;
   const initialJobSpecs = service
-    ? Array.from({ length: initialReplicas }, (_, replicaNum) =>
-        buildJobSpecs(runName, runSpec, replicaNum, baseImageOf(app)),
-      ).flat()
+    ? initialReplicaJobSpecs(runName, runSpec, service, baseImageOf(app))
     : jobSpecs;
   await app.db.transaction().execute(async (trx) => {
     const existing = await trx
@@ -354,7 +353,7 @@ export function newJobRow(
   projectId: string,
   runId: string,
   runName: string,
-  jobSpec: ReturnType<typeof buildJobSpecs>[number],
+  jobSpec: JobSpec,
   submissionNum: number,
   now: number,
 ): JobsTable {

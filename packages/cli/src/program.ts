@@ -9,6 +9,7 @@ import type { ApplyOptions } from './commands/apply.js';
 import type { AttachCommandOptions } from './commands/attach.js';
 import type { ProjectOption } from './commands/connect.js';
 import type { DeleteOptions } from './commands/delete.js';
+import type { EventOptions } from './commands/event.js';
 import type { FleetDeleteOptions } from './commands/fleet.js';
 import type { GatewayDeleteOptions, GatewayUpdateOptions } from './commands/gateway.js';
 import type { InitOptions } from './commands/init.js';
@@ -164,10 +165,38 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .description('list runs')
     .option('-a, --all', 'include finished runs')
     .option('-v, --verbose', 'add resources, instance type, service URL and error')
+    .option('-w, --watch', 'refresh the table until Ctrl-C')
     .addOption(new Option('--format <format>', 'output format').choices(PS_FORMATS).default('table'))
     .addOption(projectOption())
     .action((options: PsOptions) =>
       run(async () => (await import('./commands/ps.js')).psCommand(options, io)),
+    );
+
+  program
+    .command('event')
+    .description("print the project's events (runs, jobs, fleets, instances, volumes), oldest first")
+    .argument('[action]', 'list (the default)')
+    .option('-w, --watch', 'keep printing new events until Ctrl-C')
+    .option(
+      '--since <time>',
+      'only events after this: a duration back from now (10s, 5m, 1d) or an RFC 3339 time; default: the last 100',
+    )
+    .option('--run <name>', 'events of the run and its jobs (as --within-run)')
+    .option('--fleet <name>', 'events of the fleet and its instances (as --within-fleet)')
+    .option('--target-fleet <name>', 'only events that target this fleet (repeatable)', collect)
+    .option('--target-run <name>', 'only events that target this run (repeatable)', collect)
+    .option('--target-volume <name>', 'only events that target this volume (repeatable)', collect)
+    .option('--target-gateway <name>', 'only events that target this gateway (repeatable)', collect)
+    .option('--within-fleet <name>', 'only events of this fleet or its instances (repeatable)', collect)
+    .option('--within-run <name>', 'only events of this run or its jobs (repeatable)', collect)
+    .option(
+      '--include-target-type <type>',
+      'only events with a target of this type: project, user, fleet, instance, run, job, volume, gateway, secret (repeatable)',
+      collect,
+    )
+    .addOption(projectOption())
+    .action((action: string | undefined, options: EventOptions) =>
+      run(async () => (await import('./commands/event.js')).eventCommand(action, options, io)),
     );
 
   program

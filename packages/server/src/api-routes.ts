@@ -3,6 +3,7 @@
 import { projectRoutes } from './accounts/projects-routes.js';
 import { userRoutes } from './accounts/users-routes.js';
 import { backendRoutes } from './backends/backends-routes.js';
+import { eventRoutes } from './events/events-routes.js';
 import { fleetRoutes } from './fleets/fleets-routes.js';
 import { gatewayRoutes } from './gateways/gateways-routes.js';
 import type { RouteDefinition } from './http/route.js';
@@ -29,4 +30,5 @@ export const allRoutes: readonly RouteDefinition[] = [
   ...metricsRoutes,
   ...secretRoutes,
   ...repoRoutes,
+  ...eventRoutes,
 ];

@@ -20,6 +20,7 @@ import type { AppContext, ServerSettings } from './context.js';
 import { type OpenedDatabase, openDatabase, parseDatabaseUrl } from './db/database.js';
 import { migrateToLatest } from './db/migrations.js';
 import { lockSqliteDatabase, type SqliteServerLock } from './db/sqlite-server-lock.js';
+import { startEventRetention } from './events/event-retention.js';
 import { fleetPipeline } from './fleets/fleet-pipeline.js';
 import { ensureDefaultLocalFleets } from './fleets/fleets.js';
 import { instancePipeline } from './fleets/instance-pipeline.js';
@@ -135,6 +136,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     const started = runPipelines ? PIPELINE_FACTORIES.map((factory) => new Pipeline(app, factory(app))) : [];
     for (const pipeline of started) pipeline.start(app.wakeUps);
     const metricsRetention = runPipelines ? startMetricsRetention(app) : null;
+    const stopEventRetention = runPipelines ? startEventRetention(app) : async () => {};
     const staticSite = loadWebConsole(webConsoleDirectory);
     http.serve(createHttpHandler(app, allRoutes, { rawRoutes: [...rawRoutes, prometheusRoute], staticSite }));
 
@@ -149,7 +151,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
           // Streams see the abort and write their last line; the database stays open until they are done.
           controller.abort();
           await http.close();
-          await Promise.all(started.map((pipeline) => pipeline.stop()));
+          await Promise.all([...started.map((pipeline) => pipeline.stop()), stopEventRetention()]);
           await metricsRetention?.stop();
           await agents.close();
           await database.close();
@@ -220,6 +222,9 @@ async function prepareApp(
       installedBackendTypes,
     }),
   );
+  const eventsConfig = 'config' in config ? config.config.events : config.events;
+  if (eventsConfig.ttl_seconds !== null)
+    app.settings = { ...app.settings, eventsTtlSeconds: eventsConfig.ttl_seconds };
   const { adminToken } = await initializeServerState(app, config);
   await protectSecretsAtRest(app);
   await ensureDefaultLocalFleets(app);

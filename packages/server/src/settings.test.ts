@@ -29,6 +29,7 @@ describe('loadServerSettings', () => {
       metricsFinishedTtlSeconds: 7 * 24 * 3600,
       prometheusMetricsEnabled: false,
       prometheusAuthToken: null,
+      eventsTtlSeconds: 30 * 24 * 3600,
     });
   });
 

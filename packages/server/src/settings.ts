@@ -9,6 +9,8 @@ import type { ServerSettings } from './context.js';
 export const DEFAULT_SERVER_PORT = 8000;
 export const DEFAULT_SERVER_HOST = '127.0.0.1';
 export const DEFAULT_MAX_OFFERS_TRIED = 25;
+/** `DSTACK_SERVER_EVENTS_TTL_SECONDS` when unset (dstack's default): events are kept 30 days. */
+export const DEFAULT_EVENTS_TTL_SECONDS = 30 * 24 * 3600;
 /** `DSTACK_SERVER_OFFERS_DEADLINE` when unset: seconds a plan waits for one backend's offers. */
 export const DEFAULT_OFFERS_DEADLINE_SECONDS = 10;
 /** `DSTACK_SERVER_BACKEND_VALIDATION_DEADLINE` when unset: seconds backends/create waits for the provider. */
@@ -90,8 +92,9 @@ function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
  * gpuhunt's bucket), `DSTACK_BASE_IMAGE` and `DSTACK_BASE_IMAGE_VERSION` (the default image's
  * repository and version; unset: dstack's), `DSTACK_SERVER_METRICS_COLLECT_INTERVAL` (seconds, 10),
  * `DSTACK_SERVER_METRICS_RUNNING_TTL_SECONDS` (3600) and `DSTACK_SERVER_METRICS_FINISHED_TTL_SECONDS`
- * (7 days), `DSTACK_ENABLE_PROMETHEUS_METRICS` (set: `/metrics` is served) and
- * `DSTACK_PROMETHEUS_AUTH_TOKEN` (the bearer token it requires). `overrides` (e.g. from command-line
+ * (7 days), `DSTACK_ENABLE_PROMETHEUS_METRICS` (set: `/metrics` is served),
+ * `DSTACK_PROMETHEUS_AUTH_TOKEN` (the bearer token it requires), `DSTACK_SERVER_EVENTS_TTL_SECONDS`
+ * (30 days; 0: no events are recorded; `events.ttl_seconds` of config.yml wins over it). `overrides` (e.g. from command-line
  * flags) win over the environment. Throws ConfigurationError naming the variable.
  */
 export function loadServerSettings(
@@ -135,6 +138,10 @@ export function loadServerSettings(
       }) * 1000,
     baseImage: imageRepositoryVariable(env, 'DSTACK_BASE_IMAGE'),
     baseImageVersion: imageTagPartVariable(env, 'DSTACK_BASE_IMAGE_VERSION'),
+    eventsTtlSeconds: integerVariable(env, 'DSTACK_SERVER_EVENTS_TTL_SECONDS', DEFAULT_EVENTS_TTL_SECONDS, {
+      min: 0,
+      max: Number.MAX_SAFE_INTEGER,
+    }),
     codeUploadLimitBytes: integerVariable(
       env,
       'DSTACK_SERVER_CODE_UPLOAD_LIMIT',

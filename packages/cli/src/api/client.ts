@@ -12,6 +12,8 @@ import {
   type DeleteFleetsRequestSchema,
   type DeleteRunsRequestSchema,
   type DeleteSecretsRequestSchema,
+  type Event,
+  EventSchema,
   type FileArchive,
   FileArchiveSchema,
   type Fleet,
@@ -27,6 +29,7 @@ import {
   type JobMetrics,
   type JobMetricsRequestSchema,
   JobMetricsSchema,
+  type ListEventsRequestSchema,
   type ListRunsRequestSchema,
   type PollLogsRequestSchema,
   PollLogsResponseSchema,
@@ -83,6 +86,7 @@ export type GetRunPlanRequest = RequestBody<typeof GetRunPlanRequestSchema>;
 export type ApplyRunRequest = RequestBody<typeof ApplyRunRequestSchema>;
 export type InitRepoRequest = RequestBody<typeof InitRepoRequestSchema>;
 export type ListRunsRequest = RequestBody<typeof ListRunsRequestSchema>;
+export type ListEventsRequest = RequestBody<typeof ListEventsRequestSchema>;
 export type StopRunsRequest = RequestBody<typeof StopRunsRequestSchema>;
 export type DeleteRunsRequest = RequestBody<typeof DeleteRunsRequestSchema>;
 export type PollLogsRequest = RequestBody<typeof PollLogsRequestSchema>;
@@ -264,6 +268,22 @@ export class DstackApiClient {
 
   async deleteFleets(body: DeleteFleetsRequest, options?: RequestOptions): Promise<void> {
     await this.#post(this.#projectPath('fleets/delete'), body, undefined, options);
+  }
+
+  /** Events the user may see (`/api/events/list`), filtered and paged as dstack's. */
+  listEvents(body: ListEventsRequest, options?: RequestOptions): Promise<Event[]> {
+    return this.#post('/api/events/list', body, EventSchema.array(), options);
+  }
+
+  /** The gateway's id, for event filters (`gateways/get`). */
+  async getGatewayId(name: string, options?: RequestOptions): Promise<string> {
+    const gateway = (await this.#post(this.#projectPath('gateways/get'), { name }, undefined, options)) as {
+      id?: unknown;
+    } | null;
+    if (typeof gateway?.id !== 'string') {
+      throw new UnexpectedResponseError('unexpected answer from gateways/get: expected a gateway with an id');
+    }
+    return gateway.id;
   }
 
   listVolumes(options?: RequestOptions): Promise<Volume[]> {

@@ -1,6 +1,7 @@
 export * from './api.js';
 export * from './backend-type.js';
 export * from './catalog-offers.js';
+export * from './events.js';
 export * from './gateways.js';
 export * from './instances.js';
 export * from './job-metrics.js';

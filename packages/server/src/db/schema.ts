@@ -6,6 +6,7 @@
  * column's codec in json-columns.ts (core's schema decodes them where rows are read).
  */
 import type {
+  EventTargetType,
   FleetStatus,
   GatewayStatus,
   InstanceStatus,
@@ -375,6 +376,38 @@ export interface GatewaysTable extends LockColumns {
   deleted_at: number | null;
 }
 
+/**
+ * Something that happened (dstack's `events`): a status change, a creation or a deletion, with
+ * who did it. Kept for `events.ttl_seconds` (`events/event-retention.ts`).
+ */
+export interface EventsTable {
+  id: string;
+  /** Past tense, without the targets' or the actor's names: "Run status changed SUBMITTED -> PROVISIONING". */
+  message: string;
+  /** ms; strictly increasing within one server process, so one transaction's events keep their order. */
+  recorded_at: number;
+  /** The user who acted; null for the system (a pipeline's transition). The user may be deleted since. */
+  actor_user_id: string | null;
+  /** The acting user's name when the event was recorded, shown once the user is deleted. */
+  actor_user_name: string | null;
+}
+
+/** What an event is about (dstack's `event_targets`), with the ancestors the `within_*` filters look for. */
+export interface EventTargetsTable {
+  id: string;
+  event_id: string;
+  entity_type: EventTargetType;
+  /** The target's project; null for users. */
+  entity_project_id: string | null;
+  /** The run of a run or job target. */
+  entity_run_id: string | null;
+  /** The fleet of a fleet or instance target. */
+  entity_fleet_id: string | null;
+  entity_id: string;
+  /** The target's name when the event was recorded. */
+  entity_name: string;
+}
+
 export interface Database {
   users: UsersTable;
   projects: ProjectsTable;
@@ -395,4 +428,6 @@ export interface Database {
   volumes: VolumesTable;
   gateways: GatewaysTable;
   volume_attachments: VolumeAttachmentsTable;
+  events: EventsTable;
+  event_targets: EventTargetsTable;
 }

@@ -70,6 +70,22 @@ describeEachDialect('the gateway pipeline', (getDb) => {
       .where('name', '=', 'gw-ok')
       .executeTakeFirstOrThrow();
     expect(row.deleted).toBe(1);
+
+    // Its life in events, with the user who created and deleted it.
+    const events = await server.request('/api/events/list', {
+      target_gateways: [launched.id],
+      ascending: true,
+    });
+    expect(
+      events.body.map((event: { message: string; actor_user: string | null }) => [
+        event.message,
+        event.actor_user,
+      ]),
+    ).toEqual([
+      ['Gateway created. Status: SUBMITTED', 'admin'],
+      ['Gateway status changed SUBMITTED -> PROVISIONING', null],
+      ['Gateway marked for deletion', 'admin'],
+    ]);
   });
 
   it('fails a gateway whose launch the backend refuses, with the reason', async () => {

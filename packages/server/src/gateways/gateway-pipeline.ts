@@ -17,6 +17,7 @@ import {
 } from '../db/json-columns.js';
 import type { GatewaysTable, ProjectsTable } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
+import { recordStatusChange } from '../events/status-events.js';
 import { agentDownloadOf } from '../fleets/instance-launch.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
@@ -70,13 +71,18 @@ async function projectOfGateway(app: AppContext, gateway: GatewaysTable): Promis
 
 async function launch(app: AppContext, gateway: GatewaysTable, lock: RowLock<'gateways'>): Promise<void> {
   if (gateway.status === 'submitted') {
-    const marked = await app.db
-      .updateTable('gateways')
-      .set({ status: 'provisioning' })
-      .where('id', '=', gateway.id)
-      .where('lock_token', '=', lock.token)
-      .executeTakeFirst();
-    if (Number(marked.numUpdatedRows) !== 1) return;
+    const marked = await app.db.transaction().execute(async (transaction) => {
+      const result = await transaction
+        .updateTable('gateways')
+        .set({ status: 'provisioning' })
+        .where('id', '=', gateway.id)
+        .where('lock_token', '=', lock.token)
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) !== 1) return false;
+      await recordStatusChange(transaction, app.settings, 'gateways', gateway, { status: 'provisioning' });
+      return true;
+    });
+    if (!marked) return;
   }
   const configuration = gatewayConfigurationOf(gateway);
   const backend = await gatewayComputeOf(app, gateway.project_id, configuration.backend);

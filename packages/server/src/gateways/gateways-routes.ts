@@ -1,4 +1,5 @@
 /** `/api/project/{p}/gateways/*`, with dstack's shapes. */
+
 import {
   CreateGatewayRequestSchema,
   DeleteGatewaysRequestSchema,
@@ -10,6 +11,7 @@ import {
   SetWildcardDomainRequestSchema,
 } from '@dstack/core';
 import { z } from 'zod';
+import { userActor } from '../events/event-recorder.js';
 import { defineRoute, projectContext } from '../http/route.js';
 import {
   createGateway,
@@ -68,7 +70,8 @@ export const gatewayRoutes = [
     auth: 'project-admin',
     body: DeleteGatewaysRequestSchema,
     async handler(ctx) {
-      await deleteGateways(ctx.app, projectContext(ctx).project, ctx.body.names);
+      const { project, user } = projectContext(ctx);
+      await deleteGateways(ctx.app, project, ctx.body.names, userActor(user));
       return undefined;
     },
   }),

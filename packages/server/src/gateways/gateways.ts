@@ -21,6 +21,14 @@ import {
   gatewayProvisioningDataOf,
 } from '../db/json-columns.js';
 import type { GatewaysTable, ProjectsTable, UsersTable } from '../db/schema.js';
+import {
+  type EventActor,
+  eventTargets,
+  recordEvent,
+  recordEvents,
+  SYSTEM_ACTOR,
+  userActor,
+} from '../events/event-recorder.js';
 import { isoTime } from '../http/iso-time.js';
 import { overrideClaimedRows } from '../pipelines/pipeline.js';
 import { gatewayComputeOf } from './gateway-backends.js';
@@ -182,6 +190,11 @@ export async function createGateway(
     }
     row.is_default = makeDefault ? 1 : 0;
     await transaction.insertInto('gateways').values(row).execute();
+    await recordEvent(transaction, app.settings, {
+      message: 'Gateway created. Status: SUBMITTED',
+      actor: userActor(user),
+      targets: [eventTargets.gateway(row)],
+    });
     return true;
   });
   if (!inserted) {
@@ -210,6 +223,7 @@ export async function deleteGateways(
   app: AppContext,
   project: ProjectsTable,
   names: readonly string[],
+  actor: EventActor = SYSTEM_ACTOR,
 ): Promise<void> {
   const rows = await liveGateways(app, project.id)
     .where('name', 'in', [...names])
@@ -221,6 +235,15 @@ export async function deleteGateways(
     'gateways',
     rows.map((row) => row.id),
     { to_be_deleted: 1, is_default: 0 },
+  );
+  await recordEvents(
+    app.db,
+    app.settings,
+    rows.map((row) => ({
+      message: 'Gateway marked for deletion',
+      actor,
+      targets: [eventTargets.gateway(row)],
+    })),
   );
   app.wakeUps.wake('gateways');
 }

@@ -24,6 +24,8 @@ import { explainNoOffers, getOffers, type OfferFilters, offerWarnings } from '..
 import type { AppContext } from '../context.js';
 import { jobSpecColumn, runSpecColumn, type StoredRunSpec } from '../db/json-columns.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
+import { eventTargets, recordEvents, userActor } from '../events/event-recorder.js';
+import { statusChangeEvent } from '../events/status-events.js';
 import { hasSshClusterFleet } from '../fleets/cluster-fleets.js';
 import { fleetInstanceOffers } from '../fleets/fleet-instance-offers.js';
 import { overrideClaimedRows } from '../pipelines/pipeline.js';
@@ -259,11 +261,19 @@ export async function applyRun(
       }
       const encoded = runSpecColumn.encode(runSpec);
       if (encoded !== active.run_spec) {
+        const deploymentNum = (active.deployment_num ?? 0) + 1;
         await trx
           .updateTable('runs')
-          .set({ run_spec: encoded, deployment_num: (active.deployment_num ?? 0) + 1, last_processed_at: 0 })
+          .set({ run_spec: encoded, deployment_num: deploymentNum, last_processed_at: 0 })
           .where('id', '=', active.id)
           .execute();
+        await recordEvents(trx, app.settings, [
+          {
+            message: `Run updated. Deployment: ${deploymentNum}`,
+            actor: userActor(user),
+            targets: [eventTargets.run({ id: active.id, project_id: project.id, run_name: runName })],
+          },
+        ]);
       }
       return;
     }
@@ -301,12 +311,17 @@ export async function applyRun(
           : row,
       )
       .execute();
-    if (initialJobSpecs.length > 0) {
-      await trx
-        .insertInto('jobs')
-        .values(initialJobSpecs.map((jobSpec) => newJobRow(project.id, runId, runName, jobSpec, 0, now)))
-        .execute();
-    }
+    const jobs = initialJobSpecs.map((jobSpec) => newJobRow(project.id, runId, runName, jobSpec, 0, now));
+    if (jobs.length > 0) await trx.insertInto('jobs').values(jobs).execute();
+    const actor = userActor(user);
+    await recordEvents(trx, app.settings, [
+      { message: 'Run submitted. Status: SUBMITTED', actor, targets: [eventTargets.run(row)] },
+      ...jobs.map((job) => ({
+        message: 'Job created on run submission. Status: SUBMITTED',
+        actor,
+        targets: [eventTargets.job(job)],
+      })),
+    ]);
   });
   app.wakeUps.wake('runs');
   app.wakeUps.wake('jobs-submitted');
@@ -529,7 +544,7 @@ function trimRunJobs(run: Run, options: ListRunsOptions): Run {
 async function findRunsByName(app: AppContext, project: ProjectsTable, runNames: readonly string[]) {
   const rows = await app.db
     .selectFrom('runs')
-    .select(['id', 'run_name', 'status'])
+    .selectAll()
     .where('project_id', '=', project.id)
     .where('run_name', 'in', [...runNames])
     .where('deleted', '=', 0)
@@ -543,6 +558,7 @@ async function findRunsByName(app: AppContext, project: ProjectsTable, runNames:
 export async function stopRuns(
   app: AppContext,
   project: ProjectsTable,
+  user: UsersTable,
   runNames: readonly string[],
   abort: boolean,
 ): Promise<void> {
@@ -551,12 +567,25 @@ export async function stopRuns(
   // A run already stopping changes only when the stop is escalated to an abort.
   const toStop = abort ? active : active.filter((row) => row.status !== 'terminating');
   if (toStop.length === 0) return;
-  await overrideClaimedRows(
-    app.db,
-    'runs',
-    toStop.map((row) => row.id),
-    { status: 'terminating', termination_reason: abort ? 'aborted_by_user' : 'stopped_by_user' },
-  );
+  const stop = {
+    status: 'terminating',
+    termination_reason: abort ? 'aborted_by_user' : 'stopped_by_user',
+  } as const;
+  await app.db.transaction().execute(async (trx) => {
+    await overrideClaimedRows(
+      trx,
+      'runs',
+      toStop.map((row) => row.id),
+      stop,
+    );
+    // An abort of a run already terminating changes no status: dstack records nothing for it.
+    const events = toStop.map((row) => statusChangeEvent('runs', row, stop, userActor(user)));
+    await recordEvents(
+      trx,
+      app.settings,
+      events.filter((event) => event !== null),
+    );
+  });
   app.wakeUps.wake('runs');
 }
 
@@ -564,6 +593,7 @@ export async function stopRuns(
 export async function deleteRuns(
   app: AppContext,
   project: ProjectsTable,
+  user: UsersTable,
   runNames: readonly string[],
 ): Promise<void> {
   const rows = await findRunsByName(app, project, runNames);
@@ -573,13 +603,24 @@ export async function deleteRuns(
       `Cannot delete active runs: ${active.map((row) => row.run_name).join(', ')}; stop them first`,
     );
   }
-  await app.db
-    .updateTable('runs')
-    .set({ deleted: 1 })
-    .where(
-      'id',
-      'in',
-      rows.map((row) => row.id),
-    )
-    .execute();
+  await app.db.transaction().execute(async (trx) => {
+    await trx
+      .updateTable('runs')
+      .set({ deleted: 1 })
+      .where(
+        'id',
+        'in',
+        rows.map((row) => row.id),
+      )
+      .execute();
+    await recordEvents(
+      trx,
+      app.settings,
+      rows.map((row) => ({
+        message: 'Run deleted',
+        actor: userActor(user),
+        targets: [eventTargets.run(row)],
+      })),
+    );
+  });
 }

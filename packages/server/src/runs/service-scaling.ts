@@ -23,6 +23,7 @@ import {
   runSpecOf,
 } from '../db/json-columns.js';
 import type { JobsTable, RunsTable } from '../db/schema.js';
+import { eventTargets, recordEvents, SYSTEM_ACTOR } from '../events/event-recorder.js';
 import { buildJobSpecs } from './job-specs.js';
 import { forgetProbes, probeReplicas } from './replica-probes.js';
 import { newJobRow } from './runs.js';
@@ -315,6 +316,19 @@ async function startReplicas(
       }
     }
   }
-  if (rows.length > 0) await app.db.insertInto('jobs').values(rows).execute();
+  if (rows.length > 0) {
+    await app.db.transaction().execute(async (transaction) => {
+      await transaction.insertInto('jobs').values(rows).execute();
+      await recordEvents(
+        transaction,
+        app.settings,
+        rows.map((job) => ({
+          message: 'Job created on new submission. Status: SUBMITTED',
+          actor: SYSTEM_ACTOR,
+          targets: [eventTargets.job(job)],
+        })),
+      );
+    });
+  }
   app.wakeUps.wake('jobs-submitted');
 }

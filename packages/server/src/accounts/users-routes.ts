@@ -1,5 +1,10 @@
 /** `/api/users/*`. */
-import { CreateUserRequestSchema, UpdateUserRequestSchema, UserSchema, UserWithCredsSchema } from '@dstack/core';
+import {
+  CreateUserRequestSchema,
+  UpdateUserRequestSchema,
+  UserSchema,
+  UserWithCredsSchema,
+} from '@dstack/core';
 import { z } from 'zod';
 import { defineRoute, type RouteDefinition } from '../http/route.js';
 import {

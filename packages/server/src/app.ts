@@ -16,7 +16,7 @@ import {
   ServerConfigSchema,
 } from './config/server-config.js';
 import { initializeServerState } from './config/server-state.js';
-import type { AppContext, ServerSettings } from './context.js';
+import type { AppContext, ServerSettings, SshProxyAddress } from './context.js';
 import { type OpenedDatabase, openDatabase, parseDatabaseUrl } from './db/database.js';
 import { migrateToLatest } from './db/migrations.js';
 import { lockSqliteDatabase, type SqliteServerLock } from './db/sqlite-server-lock.js';
@@ -28,6 +28,7 @@ import { createHttpHandler } from './http/http-handler.js';
 import { loadWebConsole } from './http/web-console.js';
 import { type AnyPipelineDefinition, Pipeline } from './pipelines/pipeline.js';
 import { rawRoutes } from './proxies/proxy-routes.js';
+import { type RunningSshProxy, startSshProxy } from './proxies/sshproxy/ssh-proxy-server.js';
 import { jobRunningPipeline } from './runs/job-running.js';
 import { jobSubmittedPipeline } from './runs/job-submitted.js';
 import { jobTerminatingPipeline } from './runs/job-terminating.js';
@@ -63,6 +64,8 @@ export interface RunningServer {
   adminToken: string | null;
   /** Whether `/` serves the web console (its build was found). */
   webConsole: boolean;
+  /** Where dstack's clients reach the built-in SSH proxy; null when it is off. */
+  sshProxy: SshProxyAddress | null;
   app: AppContext;
   close(): Promise<void>;
 }
@@ -118,6 +121,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
   let sqliteLock: SqliteServerLock | null = null;
   let opened: OpenedDatabase | null = null;
   const agents = new AgentConnector();
+  let sshProxy: RunningSshProxy | null = null;
   try {
     sqliteLock = lockSqliteFile(settings);
     opened = await openDatabase({ url: settings.databaseUrl, serverDir: settings.serverDir });
@@ -131,6 +135,15 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     const started = runPipelines ? PIPELINE_FACTORIES.map((factory) => new Pipeline(app, factory(app))) : [];
     for (const pipeline of started) pipeline.start(app.wakeUps);
     const staticSite = loadWebConsole(webConsoleDirectory);
+    sshProxy =
+      settings.sshProxyPort === null || settings.sshProxyPort === undefined
+        ? null
+        : await startSshProxy(app, {
+            host: settings.host,
+            port: settings.sshProxyPort,
+            advertisedAddress: settings.sshProxyAddress,
+          });
+    if (sshProxy) app.sshProxy = sshProxy.address;
     http.serve(createHttpHandler(app, allRoutes, { rawRoutes, staticSite }));
 
     let closing: Promise<void> | null = null;
@@ -138,11 +151,13 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
       url: `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${http.port}`,
       adminToken,
       webConsole: staticSite !== null,
+      sshProxy: sshProxy?.address ?? null,
       app,
       close() {
         closing ??= (async () => {
           // Streams see the abort and write their last line; the database stays open until they are done.
           controller.abort();
+          await sshProxy?.close();
           await http.close();
           await Promise.all(started.map((pipeline) => pipeline.stop()));
           await agents.close();
@@ -153,6 +168,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
       },
     };
   } catch (error) {
+    await sshProxy?.close();
     await agents.close();
     await opened?.close();
     sqliteLock?.release();

@@ -67,6 +67,12 @@ function imageTagPartVariable(env: NodeJS.ProcessEnv, name: string): string | nu
   return value;
 }
 
+/** `DSTACK_SERVER_SSHPROXY_PORT`: a port (0: a free one), or `off` for no SSH proxy. */
+function sshProxyPortVariable(env: NodeJS.ProcessEnv): number | null {
+  if (env.DSTACK_SERVER_SSHPROXY_PORT?.trim().toLowerCase() === 'off') return null;
+  return integerVariable(env, 'DSTACK_SERVER_SSHPROXY_PORT', 0, { min: 0, max: 65535 });
+}
+
 function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
   const value = env[name]?.trim();
   return value ? value : null;
@@ -82,7 +88,9 @@ function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
  * `DSTACK_SHIM_DOWNLOAD_URL` and `DSTACK_RUNNER_DOWNLOAD_URL` (unset: the npm tarballs of the release),
  * `DSTACK_SERVER_CODE_UPLOAD_LIMIT` (bytes, 2 MiB; 0: no limit), `GPUHUNT_CATALOG_URL` (unset:
  * gpuhunt's bucket), `DSTACK_BASE_IMAGE` and `DSTACK_BASE_IMAGE_VERSION` (the default image's
- * repository and version; unset: dstack's). `overrides` (e.g. from command-line
+ * repository and version; unset: dstack's), `DSTACK_SERVER_SSHPROXY_PORT` (the built-in SSH
+ * proxy's port; 0, the default, picks a free one; `off`: none) and `DSTACK_SERVER_SSHPROXY_ADDRESS`
+ * (`host[:port]` clients are told; unset: where it listens). `overrides` (e.g. from command-line
  * flags) win over the environment. Throws ConfigurationError naming the variable.
  */
 export function loadServerSettings(
@@ -132,6 +140,8 @@ export function loadServerSettings(
       DEFAULT_CODE_UPLOAD_LIMIT_BYTES,
       { min: 0, max: Number.MAX_SAFE_INTEGER },
     ),
+    sshProxyPort: sshProxyPortVariable(env),
+    sshProxyAddress: stringVariable(env, 'DSTACK_SERVER_SSHPROXY_ADDRESS'),
   };
   return { ...settings, ...definedOnly(overrides) };
 }

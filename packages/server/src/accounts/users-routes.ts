@@ -2,14 +2,8 @@
 import { CreateUserRequestSchema, UserSchema, UserWithCredsSchema } from '@dstack/core';
 import { z } from 'zod';
 import { defineRoute, type RouteDefinition } from '../http/route.js';
-import {
-  createUser,
-  deleteUsers,
-  getUserForActor,
-  listUsers,
-  refreshUserToken,
-  toUserModel,
-} from './users.js';
+import { refreshUserSshKey, withUserSshKey } from './user-ssh-keys.js';
+import { createUser, deleteUsers, getUserForActor, listUsers, refreshUserToken, withCreds } from './users.js';
 
 const UsernameRequestSchema = z.object({ username: z.string().min(1) });
 
@@ -30,8 +24,24 @@ export const userRoutes: readonly RouteDefinition[] = [
     tags: ['users'],
     auth: 'user',
     response: UserWithCredsSchema,
-    // The token is the caller's own, from its request: the server keeps only its hash.
-    handler: async ({ user, token }) => ({ ...toUserModel(user!), creds: { token: token! } }),
+    // The token is the caller's own, from its request: the server keeps only its hash. dstack's
+    // clients take the user's SSH key pair from here (made now for users who have none yet).
+    handler: async ({ app, user, token }) => withCreds(await withUserSshKey(app, user!), token!, app),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/users/refresh_ssh_key',
+    summary:
+      "Replace a user's SSH key pair (global admins, or the user itself); the answer holds the new private key",
+    tags: ['users'],
+    auth: 'user',
+    body: z.object({ username: z.string().min(1).nullish() }),
+    response: UserWithCredsSchema,
+    handler: async ({ app, user, body, token }) => {
+      const row = await refreshUserSshKey(app, user!, body.username);
+      // dstack answers with the user's token too; only the caller's own is known here.
+      return withCreds(row, row.id === user!.id ? token! : '', app);
+    },
   }),
   defineRoute({
     method: 'POST',

@@ -544,6 +544,22 @@ function serviceReplicas(dialect: SqlDialect): Migration {
   };
 }
 
+/**
+ * Users' own SSH key pairs, as dstack keeps them: dstack's clients take the pair from
+ * `users/get_my_user` and log in to jobs with it (the private half encrypted at rest; users made
+ * before get theirs at their first `get_my_user`).
+ */
+const userSshKeys: Migration = {
+  async up(db: AnyDatabase) {
+    await db.schema.alterTable('users').addColumn('ssh_public_key', 'text').execute();
+    await db.schema.alterTable('users').addColumn('ssh_private_key', 'text').execute();
+  },
+  async down(db: AnyDatabase) {
+    await db.schema.alterTable('users').dropColumn('ssh_private_key').execute();
+    await db.schema.alterTable('users').dropColumn('ssh_public_key').execute();
+  },
+};
+
 /** Every migration, by name; names sort in application order. */
 
 export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
@@ -561,6 +577,7 @@ export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
     '011_placement_groups': placementGroups(dialect),
     '012_volumes': volumes(dialect),
     '013_service_replicas': serviceReplicas(dialect),
+    '014_user_ssh_keys': userSshKeys,
   };
 }
 

@@ -40,6 +40,10 @@ export interface UsersTable {
   global_role: 'admin' | 'user';
   created_at: number;
   active: number;
+  /** The user's own SSH key (dstack's): the authorized_keys line; null until first generated. */
+  ssh_public_key?: string | null;
+  /** Its private half (OpenSSH format), encrypted like other secrets at rest. */
+  ssh_private_key?: string | null;
 }
 
 export interface ProjectsTable {

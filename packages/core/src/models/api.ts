@@ -364,6 +364,15 @@ export const GetRunPlanRequestSchema = z.object({
    */
   for_offers_only: z.boolean().default(false),
 });
+/** dstack's `gpus/list` request: a run spec's offers, their GPUs grouped by these fields. */
+export const ListGpusRequestSchema = z.object({
+  run_spec: RequestRunSpecSchema,
+  group_by: z.array(z.enum(['backend', 'region', 'count'])).nullish(),
+  full_offers: z.literal(false, { error: 'full_offers: only false is supported yet' }).default(false),
+  unallocated_resources: z
+    .literal(false, { error: 'unallocated_resources: only false is supported yet' })
+    .default(false),
+});
 /**
  * The run as the client last saw it, sent back by `runs/apply` (dstack compares it to detect a
  * concurrent change). This server does not use it, so only its top level is checked: validating a
@@ -478,6 +487,14 @@ export const GetOffersRequestSchema = z.object({
   configuration: ConfigurationObjectSchema,
   max_offers: z.number().int().positive().max(1000).nullish(),
 });
+/** dstack's `fleets/get_plan` request: the spec as `fleets/apply` would take it. */
+export const GetFleetPlanRequestSchema = z.object({
+  spec: boundedConfiguration(z.looseObject({ configuration: ConfigurationObjectSchema }), {
+    maxEntries: MAX_CONFIGURATION_ENTRIES,
+    maxValues: 2 * MAX_CONFIGURATION_VALUES,
+  }),
+});
+
 export const ApplyFleetRequestSchema = z.object({
   plan: z.object({
     // Its extra fields (profile, configuration_path, …) are kept as they are: bounded, so that

@@ -3,12 +3,21 @@ import {
   ApplyFleetRequestSchema,
   DeleteFleetsRequestSchema,
   FleetSchema,
+  GetFleetPlanRequestSchema,
   GetFleetRequestSchema,
+  InstanceOfferWithAvailabilitySchema,
   InstanceSchema,
 } from '@dstack/core';
 import { z } from 'zod';
 import { defineRoute, projectContext, SPEC_MAX_BODY_BYTES } from '../http/route.js';
-import { applyFleet, deleteFleets, getFleet, listFleets } from './fleets.js';
+import {
+  applyFleet,
+  deleteFleetInstances,
+  deleteFleets,
+  getFleet,
+  getFleetPlan,
+  listFleets,
+} from './fleets.js';
 
 const tags = ['fleets'];
 
@@ -45,6 +54,35 @@ export const fleetRoutes = [
   }),
   defineRoute({
     method: 'POST',
+    path: '/api/project/{project_name}/fleets/get_plan',
+    summary: 'What applying a fleet spec would do: the offers for its instances, the fleet it would update',
+    tags,
+    auth: 'project-member',
+    body: GetFleetPlanRequestSchema,
+    maxBodyBytes: SPEC_MAX_BODY_BYTES,
+    response: z.looseObject({ offers: z.array(InstanceOfferWithAvailabilitySchema) }),
+    async handler(ctx) {
+      const { project, user } = projectContext(ctx);
+      return getFleetPlan(ctx.app, project, user, ctx.body.spec);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/fleets/delete_instances',
+    summary: "Terminate some of a fleet's instances, by number",
+    tags,
+    auth: 'project-member',
+    body: z.object({
+      name: z.string().min(1),
+      instance_nums: z.array(z.number().int().nonnegative()).min(1),
+    }),
+    async handler(ctx) {
+      await deleteFleetInstances(ctx.app, projectContext(ctx).project, ctx.body.name, ctx.body.instance_nums);
+      return undefined;
+    },
+  }),
+  defineRoute({
+    method: 'POST',
     path: '/api/project/{project_name}/fleets/apply',
     summary: 'Create or update a fleet',
     tags,
@@ -53,7 +91,8 @@ export const fleetRoutes = [
     maxBodyBytes: SPEC_MAX_BODY_BYTES,
     response: FleetSchema,
     async handler(ctx) {
-      return applyFleet(ctx.app, projectContext(ctx).project, ctx.body.plan.spec.configuration);
+      const { spec } = ctx.body.plan;
+      return applyFleet(ctx.app, projectContext(ctx).project, spec.configuration, spec.profile);
     },
   }),
   defineRoute({

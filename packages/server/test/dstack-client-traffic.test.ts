@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Run } from '@dstack/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { attachLikeDstack } from './dstack-attach.js';
 import {
   ADMIN_TOKEN,
   type HarnessServer,
@@ -37,12 +38,18 @@ interface Step {
   body: unknown;
   token?: string;
   waitForRun?: { run_name: string; finished: boolean };
+  /** Keeps the answer under this name for later steps (`me`: get_my_user). */
+  capture?: string;
   expect: {
     status: number;
     model?: TypeSpec;
     errorCode?: string;
     expectLogText?: string;
     expectNextToken?: null;
+    /** The plan's `run_spec.ssh_key_pub` is the user's own key (the client sent none). */
+    expectOwnSshKey?: boolean;
+    /** Attach to the answered run's first job as dstack's client does (dstack-attach.ts). */
+    attach?: { exec: string; expectExecOutput: string; expectLogText: string };
   };
 }
 
@@ -147,9 +154,25 @@ describe("dstack's 0.21 client, replayed", () => {
     temp.remove();
   });
 
-  /** The body with its placeholders filled: `{{job_submission_id:RUN}}` is RUN's latest submission. */
+  /** The user's own SSH key pair, as get_my_user answers it. */
+  async function myUser(): Promise<{ ssh_public_key: string; ssh_private_key: string }> {
+    return (
+      await harness.call<{ ssh_public_key: string; ssh_private_key: string }>('/api/users/get_my_user', {})
+    ).body;
+  }
+
+  /**
+   * The body with its placeholders filled: `{{job_submission_id:RUN}}` is RUN's latest submission,
+   * `{{my_ssh_public_key}}` the user's own key.
+   */
   async function fill(body: unknown): Promise<unknown> {
-    const text = JSON.stringify(body);
+    let text = JSON.stringify(body);
+    if (text.includes('{{my_ssh_public_key}}')) {
+      text = text.replaceAll(
+        '{{my_ssh_public_key}}',
+        JSON.stringify((await myUser()).ssh_public_key).slice(1, -1),
+      );
+    }
     const names = [...text.matchAll(/\{\{job_submission_id:([a-z0-9-]+)\}\}/g)].map((match) => match[1]!);
     let filled = text;
     for (const name of names) {
@@ -162,6 +185,7 @@ describe("dstack's 0.21 client, replayed", () => {
   }
 
   it('answers every request with the status, fields and types dstack expects', async () => {
+    const captured = new Map<string, unknown>();
     for (const [index, step] of session.steps.entries()) {
       const where = `step ${index} (${step.command}: ${step.path})`;
       const body = await fill(step.body);
@@ -192,6 +216,31 @@ describe("dstack's 0.21 client, replayed", () => {
         expect(logged, where).toBe(step.expect.expectLogText);
         // The last page ends with a null token: dstack's client polls until it gets one.
         expect(page.next_token, where).toBeNull();
+      }
+      if (step.capture) captured.set(step.capture, answer);
+      if (step.expect.expectOwnSshKey) {
+        const plan = answer as { run_spec: { ssh_key_pub: string | null } };
+        expect(plan.run_spec.ssh_key_pub, where).toBe((await myUser()).ssh_public_key);
+      }
+      if (step.expect.attach) {
+        const { attach } = step.expect;
+        const me = captured.get('me') as { ssh_private_key: string } | undefined;
+        if (!me) throw new Error(`${where}: attach needs the user captured as "me" first`);
+        const info = (answer as Run).jobs[0]?.job_connection_info;
+        if (!info?.sshproxy_hostname || !info.sshproxy_port || !info.sshproxy_upstream_id) {
+          throw new Error(`${where}: the job has no sshproxy connection info`);
+        }
+        const attached = await attachLikeDstack(
+          {
+            hostname: info.sshproxy_hostname,
+            port: info.sshproxy_port,
+            upstreamId: info.sshproxy_upstream_id,
+            privateKey: me.ssh_private_key,
+          },
+          attach.exec,
+        );
+        expect(attached.execOutput, where).toBe(attach.expectExecOutput);
+        expect(attached.logText, where).toBe(attach.expectLogText);
       }
       if (step.waitForRun) {
         const statuses = step.waitForRun.finished ? ['done', 'failed', 'terminated'] : ['running'];

@@ -31,7 +31,7 @@ export type GpuGroup = {
 const ALL_OFFERS = 1000;
 
 /** The availabilities dstack counts as "can be had now". */
-const AVAILABLE = new Set(['available', 'idle']);
+const AVAILABLE = new Set(['unknown', 'available', 'idle']);
 
 /** One GPU type of one offer: how many of it the offer has. */
 interface OfferGpu {

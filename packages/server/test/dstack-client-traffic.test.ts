@@ -5,11 +5,13 @@
  * fields dstack's models require, with dstack's types (dstack-client-traffic/models.json). A field
  * missing or of another type there is a command of dstack's CLI that fails for its users.
  */
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Run } from '@dstack/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { attachLikeDstack } from './dstack-attach.js';
+import { type GitHttpServer, startGitHttpServer } from './git-http-server.js';
 import {
   ADMIN_TOKEN,
   type HarnessServer,
@@ -38,6 +40,8 @@ interface Step {
   body: unknown;
   token?: string;
   waitForRun?: { run_name: string; finished: boolean };
+  /** A multipart upload (repos/upload_code) instead of a JSON body: `text` as the file `field`. */
+  upload?: { field: string; filename: string; text: string };
   /** Keeps the answer under this name for later steps (`me`: get_my_user). */
   capture?: string;
   expect: {
@@ -145,12 +149,34 @@ describe('typeProblems', () => {
 describe("dstack's 0.21 client, replayed", () => {
   const temp = makeTempDir('dstack-client-traffic-');
   let harness: HarnessServer;
+  let gitServer: GitHttpServer;
+  /** The commit of the public repo the recorded repo task was made in (its branch `master`). */
+  let repoHash: string;
+
+  /** The repo dstack's client was run in, before its uncommitted change: file.txt committed. */
+  function makePublicRepo(projectRoot: string): string {
+    const git = (cwd: string, ...args: string[]) =>
+      execFileSync('git', ['-c', 'user.name=a', '-c', 'user.email=a@b', ...args], { cwd, encoding: 'utf8' });
+    const seed = join(temp.dir, 'seed');
+    mkdirSync(seed);
+    git(seed, 'init', '--quiet', '--initial-branch=master');
+    writeFileSync(join(seed, 'file.txt'), 'committed\n');
+    git(seed, 'add', 'file.txt');
+    git(seed, 'commit', '--quiet', '-m', 'init');
+    git(temp.dir, 'clone', '--quiet', '--bare', seed, join(projectRoot, 'repo.git'));
+    return git(seed, 'rev-parse', 'HEAD').trim();
+  }
 
   beforeAll(async () => {
+    const projectRoot = join(temp.dir, 'git');
+    mkdirSync(projectRoot);
+    repoHash = makePublicRepo(projectRoot);
+    gitServer = await startGitHttpServer(projectRoot, null);
     harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
   });
   afterAll(async () => {
     await harness?.terminateFleetsAndClose();
+    await gitServer?.close();
     temp.remove();
   });
 
@@ -166,7 +192,9 @@ describe("dstack's 0.21 client, replayed", () => {
    * `{{my_ssh_public_key}}` the user's own key.
    */
   async function fill(body: unknown): Promise<unknown> {
-    let text = JSON.stringify(body);
+    let text = JSON.stringify(body)
+      .replaceAll('{{git_url}}', `${gitServer.url}/repo.git`)
+      .replaceAll('{{repo_hash}}', repoHash);
     if (text.includes('{{my_ssh_public_key}}')) {
       text = text.replaceAll(
         '{{my_ssh_public_key}}',
@@ -189,14 +217,22 @@ describe("dstack's 0.21 client, replayed", () => {
     for (const [index, step] of session.steps.entries()) {
       const where = `step ${index} (${step.command}: ${step.path})`;
       const body = await fill(step.body);
+      let payload: { body?: string | FormData; headers?: Record<string, string> } = {};
+      if (step.upload) {
+        const form = new FormData();
+        form.append(step.upload.field, new Blob([step.upload.text]), step.upload.filename);
+        payload = { body: form };
+      } else if (body !== undefined) {
+        payload = { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } };
+      }
       const response = await fetch(`${harness.server.url}${step.path}`, {
         method: step.method,
         headers: {
           ...step.headers,
           authorization: `Bearer ${step.token ?? ADMIN_TOKEN}`,
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...payload.headers,
         },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        ...(payload.body === undefined ? {} : { body: payload.body }),
       });
       const text = await response.text();
       const answer: unknown = text ? JSON.parse(text) : null;

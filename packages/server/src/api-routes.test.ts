@@ -101,6 +101,29 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       ).toBe(403);
     });
 
+    it("gives each user an SSH key pair (dstack's get_my_user), refreshed by refresh_ssh_key", async () => {
+      const me = (await server.request('/api/users/get_my_user', undefined, aliceToken)).body;
+      expect(me.ssh_public_key).toMatch(/^ssh-ed25519 /);
+      expect(me.ssh_private_key).toMatch(/^-----BEGIN OPENSSH PRIVATE KEY-----/);
+      // Others see the public half only.
+      const seen = (await server.request('/api/users/get_user', { username: 'alice' })).body;
+      expect(seen.ssh_public_key).toBe(me.ssh_public_key);
+      expect(seen).not.toHaveProperty('ssh_private_key');
+
+      const refreshed = await server.request('/api/users/refresh_ssh_key', {}, aliceToken);
+      expect(refreshed.status).toBe(200);
+      expect(refreshed.body.ssh_public_key).not.toBe(me.ssh_public_key);
+      expect(
+        (await server.request('/api/users/get_my_user', undefined, aliceToken)).body.ssh_private_key,
+      ).toBe(refreshed.body.ssh_private_key);
+      const someoneElse = await server.request(
+        '/api/users/refresh_ssh_key',
+        { username: 'admin' },
+        aliceToken,
+      );
+      expect(someoneElse.status).toBe(403);
+    });
+
     it('names the field path of an invalid body', async () => {
       const response = await server.request('/api/projects/alpha/add_members', {
         members: [{ username: 'bob', project_role: 'boss' }],

@@ -39,7 +39,8 @@ interface Step {
   headers: Record<string, string>;
   body: unknown;
   token?: string;
-  waitForRun?: { run_name: string; finished: boolean };
+  /** After the step, before the next: wait for the run to run, or to finish (`status`, default done). */
+  waitForRun?: { run_name: string; finished: boolean; status?: string };
   /** A multipart upload (repos/upload_code) instead of a JSON body: `text` as the file `field`. */
   upload?: { field: string; filename: string; text: string };
   /** Keeps the answer under this name for later steps (`me`: get_my_user). */
@@ -281,8 +282,37 @@ describe("dstack's 0.21 client, replayed", () => {
       if (step.waitForRun) {
         const statuses = step.waitForRun.finished ? ['done', 'failed', 'terminated'] : ['running'];
         const run = await harness.waitForRun(step.waitForRun.run_name, statuses, 60_000);
-        if (step.waitForRun.finished) expect(run.status, where).toBe('done');
+        if (step.waitForRun.finished) {
+          const why = JSON.stringify(run.latest_job_submission?.termination_reason_message);
+          expect(run.status, `${where}: ${why}`).toBe(step.waitForRun.status ?? 'done');
+        }
       }
     }
+  });
+
+  it("serves the routes of dstack's server its clients do not call yet: instances/get, projects/update", async () => {
+    const instances = (await harness.call<Array<{ id: string }>>('/api/project/main/instances/list', {}))
+      .body;
+    const first = instances[0];
+    if (!first) throw new Error('the local fleet has no instance');
+    const instance = await harness.call('/api/project/main/instances/get', { id: first.id });
+    expect(instance.status).toBe(200);
+    expect(typeProblems(instance.body, 'Instance', 'answer')).toEqual([]);
+    const missing = await harness.call('/api/project/main/instances/get', {
+      id: '00000000-0000-4000-8000-000000000000',
+    });
+    expect(missing.status).toBe(400);
+
+    const updated = await harness.call('/api/projects/main/update', {
+      is_public: false,
+      templates_repo: null,
+    });
+    expect(updated.status).toBe(200);
+    expect(typeProblems(updated.body, 'Project', 'answer')).toEqual([]);
+    const refused = await harness.call<{ detail: Array<{ msg: string }> }>('/api/projects/main/update', {
+      is_public: true,
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.detail[0]?.msg).toMatch(/is_public/);
   });
 });

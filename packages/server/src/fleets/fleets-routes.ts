@@ -1,4 +1,4 @@
-/** `/api/project/{p}/fleets/*` and `/api/project/{p}/instances/list`. */
+/** `/api/project/{p}/fleets/*` and `/api/project/{p}/instances/list|get`. */
 import {
   ApplyFleetRequestSchema,
   DeleteFleetsRequestSchema,
@@ -16,6 +16,7 @@ import {
   deleteFleets,
   getFleet,
   getFleetPlan,
+  getInstance,
   listFleets,
 } from './fleets.js';
 
@@ -105,6 +106,18 @@ export const fleetRoutes = [
     async handler(ctx) {
       await deleteFleets(ctx.app, projectContext(ctx).project, ctx.body.names);
       return undefined;
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/instances/get',
+    summary: "One of the project's instances, by id",
+    tags: ['instances'],
+    auth: 'project-member',
+    body: z.object({ id: z.uuid() }),
+    response: InstanceSchema,
+    async handler(ctx) {
+      return getInstance(ctx.app, projectContext(ctx).project, ctx.body.id);
     },
   }),
   defineRoute({

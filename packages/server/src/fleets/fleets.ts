@@ -10,6 +10,7 @@ import {
   type Fleet,
   type FleetConfiguration,
   fleetConfigurationSchema,
+  type Instance,
   type InstanceOfferWithAvailability,
   ResourceNotFoundError,
   ServerClientError,
@@ -21,7 +22,7 @@ import type { FleetsTable, ProjectsTable, UsersTable } from '../db/schema.js';
 import { overrideClaimedRows } from '../pipelines/pipeline.js';
 import { dropUnsetNulls, mergeProfileUnder } from '../runs/explicit-nulls.js';
 import { refuseFleetWithoutBackends } from './fleet-backends.js';
-import { fleetOf } from './fleet-models.js';
+import { fleetOf, instanceOf } from './fleet-models.js';
 import { fleetOffers, topUpFleetInstances } from './fleet-provisioning.js';
 import { fleetNodesOf, liveFleetInstances, terminateSpareInstances } from './fleet-rows.js';
 import { applySshFleet, withoutKeyContents } from './ssh-fleets.js';
@@ -387,6 +388,21 @@ export async function getFleet(
     .where('fleet_id', '=', fleet.id)
     .execute();
   return fleetOf(fleet, project.name, instances);
+}
+
+/** dstack's `instances/get`: one of the project's instances (deleted ones too, as dstack keeps them), by id. */
+export async function getInstance(app: AppContext, project: ProjectsTable, id: string): Promise<Instance> {
+  const instance = await app.db
+    .selectFrom('instances')
+    .selectAll()
+    .where('id', '=', id)
+    .where('project_id', '=', project.id)
+    .executeTakeFirst();
+  if (!instance) throw new ResourceNotFoundError(`Instance ${id} not found`);
+  const fleet = instance.fleet_id
+    ? await app.db.selectFrom('fleets').select('name').where('id', '=', instance.fleet_id).executeTakeFirst()
+    : undefined;
+  return instanceOf(instance, project.name, fleet?.name ?? null);
 }
 
 export async function listFleets(app: AppContext, project: ProjectsTable): Promise<Fleet[]> {

@@ -133,7 +133,7 @@ function serveConnection(app: AppContext, connection: Connection, closing: Abort
       relayDirectTcpip(accept, reject, info, upstream as Promise<Client>),
     );
     // Remote forwards (`ssh -R`) would listen on the job's side: not offered.
-    connection.on('request', (accept, reject) => reject?.());
+    connection.on('request', (_accept, reject) => reject?.());
   });
 }
 

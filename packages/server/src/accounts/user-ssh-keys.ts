@@ -5,11 +5,11 @@
  * reachable with it). The private half is encrypted at rest.
  */
 
+import { ResourceNotFoundError } from '@dstack/core';
 import { generateProjectSshKeyPair } from '../agents/ssh-keys.js';
 import type { AppContext } from '../context.js';
 import type { UsersTable } from '../db/schema.js';
 import { ForbiddenError } from '../security/access-errors.js';
-import { getUserByName } from './users.js';
 
 /** The columns of a new key pair for `users`. */
 export function newUserSshKeyColumns(
@@ -45,5 +45,7 @@ export async function refreshUserSshKey(
 ): Promise<UsersTable> {
   const name = username ?? actor.name;
   if (actor.global_role !== 'admin' && actor.name !== name) throw new ForbiddenError();
-  return replaceUserSshKey(app, await getUserByName(app, name));
+  const row = await app.db.selectFrom('users').selectAll().where('name', '=', name).executeTakeFirst();
+  if (!row) throw new ResourceNotFoundError(`User "${name}" does not exist`);
+  return replaceUserSshKey(app, row);
 }

@@ -124,6 +124,44 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect(someoneElse.status).toBe(403);
     });
 
+    it("keeps the SSH public keys users add (dstack's users/public_keys)", async () => {
+      const line = (await server.request('/api/users/get_my_user')).body.ssh_public_key.trim();
+      const added = await server.request(
+        '/api/users/public_keys/add',
+        { key: `${line}`, name: null },
+        aliceToken,
+      );
+      expect(added.status).toBe(200);
+      expect(added.body).toMatchObject({
+        name: 'dstack',
+        type: 'ssh-ed25519',
+        fingerprint: expect.stringMatching(/^SHA256:/),
+      });
+      const again = await server.request('/api/users/public_keys/add', { key: line }, aliceToken);
+      expect(again.body.detail[0]).toMatchObject({ code: 'resource_exists', fields: [['key']] });
+      const bad = await server.request(
+        '/api/users/public_keys/add',
+        { key: 'ssh-ed25519 notbase64' },
+        aliceToken,
+      );
+      expect(bad.status).toBe(400);
+      expect(bad.body.detail[0].fields).toEqual([['key']]);
+      // Each user sees their own keys only.
+      expect((await server.request('/api/users/public_keys/list', undefined, aliceToken)).body).toEqual([
+        added.body,
+      ]);
+      expect((await server.request('/api/users/public_keys/list')).body).toEqual([]);
+      const missing = await server.request('/api/users/public_keys/delete', { ids: [added.body.id] });
+      expect(missing.body.detail[0].code).toBe('resource_not_exists');
+      const deleted = await server.request(
+        '/api/users/public_keys/delete',
+        { ids: [added.body.id] },
+        aliceToken,
+      );
+      expect(deleted.status).toBe(200);
+      expect((await server.request('/api/users/public_keys/list', undefined, aliceToken)).body).toEqual([]);
+    });
+
     it('names the field path of an invalid body', async () => {
       const response = await server.request('/api/projects/alpha/add_members', {
         members: [{ username: 'bob', project_role: 'boss' }],

@@ -2,10 +2,20 @@
 import { CreateUserRequestSchema, UserSchema, UserWithCredsSchema } from '@dstack/core';
 import { z } from 'zod';
 import { defineRoute, type RouteDefinition } from '../http/route.js';
+import { addUserPublicKey, deleteUserPublicKeys, listUserPublicKeys } from './user-public-keys.js';
 import { refreshUserSshKey, withUserSshKey } from './user-ssh-keys.js';
 import { createUser, deleteUsers, getUserForActor, listUsers, refreshUserToken, withCreds } from './users.js';
 
 const UsernameRequestSchema = z.object({ username: z.string().min(1) });
+
+/** dstack's `PublicKeyInfo`. */
+const PublicKeyInfoSchema = z.object({
+  id: z.string(),
+  added_at: z.string(),
+  name: z.string(),
+  type: z.string(),
+  fingerprint: z.string(),
+});
 
 export const userRoutes: readonly RouteDefinition[] = [
   defineRoute({
@@ -82,6 +92,37 @@ export const userRoutes: readonly RouteDefinition[] = [
     body: z.object({ users: z.array(z.string().min(1)).min(1) }),
     handler: async ({ app, user, body }) => {
       await deleteUsers(app, user!, body.users);
+      return undefined;
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/users/public_keys/list',
+    summary: "The caller's added SSH public keys, newest first",
+    tags: ['users'],
+    auth: 'user',
+    response: z.array(PublicKeyInfoSchema),
+    handler: async ({ app, user }) => listUserPublicKeys(app, user!),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/users/public_keys/add',
+    summary: "Add an SSH public key that logs in to the caller's jobs",
+    tags: ['users'],
+    auth: 'user',
+    body: z.object({ key: z.string().min(1).max(16_384), name: z.string().max(100).nullish() }),
+    response: PublicKeyInfoSchema,
+    handler: async ({ app, user, body }) => addUserPublicKey(app, user!, body.key, body.name),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/users/public_keys/delete',
+    summary: "Delete some of the caller's SSH public keys",
+    tags: ['users'],
+    auth: 'user',
+    body: z.object({ ids: z.array(z.uuid()).min(1) }),
+    handler: async ({ app, user, body }) => {
+      await deleteUserPublicKeys(app, user!, body.ids);
       return undefined;
     },
   }),

@@ -168,6 +168,7 @@ export async function deleteUsers(
   const ids = rows.map((row) => row.id);
   await app.db.transaction().execute(async (transaction) => {
     await transaction.deleteFrom('members').where('user_id', 'in', ids).execute();
+    await transaction.deleteFrom('user_public_keys').where('user_id', 'in', ids).execute();
     await transaction.deleteFrom('users').where('id', 'in', ids).execute();
   });
 }

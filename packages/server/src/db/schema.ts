@@ -219,6 +219,20 @@ export interface JobLogsTable {
   position?: number | null;
 }
 
+/** A public key a user added (dstack's `user_public_keys`): it logs in to the user's jobs too. */
+export interface UserPublicKeysTable {
+  id: string;
+  user_id: string;
+  name: string;
+  /** The key type, e.g. `ssh-ed25519`. */
+  type: string;
+  /** OpenSSH's `SHA256:…` fingerprint; unique per user. */
+  fingerprint: string;
+  /** The authorized_keys line as added. */
+  key: string;
+  created_at: number;
+}
+
 export interface SecretsTable {
   id: string;
   project_id: string;
@@ -329,6 +343,7 @@ export interface VolumeAttachmentsTable {
 
 export interface Database {
   users: UsersTable;
+  user_public_keys: UserPublicKeysTable;
   projects: ProjectsTable;
   members: MembersTable;
   backends: BackendsTable;

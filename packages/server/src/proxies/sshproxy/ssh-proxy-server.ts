@@ -13,6 +13,7 @@ import { generateEd25519KeyPair } from '@dstack/core';
 import { type AuthorizedKey, findAuthorizedKey, parseAuthorizedKeys } from '@dstack/runner';
 import ssh2, { type AuthContext, type Client, type Connection } from 'ssh2';
 import { projectOf } from '../../accounts/projects.js';
+import { userPublicKeyLines } from '../../accounts/user-public-keys.js';
 import { projectKeyOf } from '../../agents/agent-clients.js';
 import type { AppContext, SshProxyAddress } from '../../context.js';
 import { runSpecOf } from '../../db/json-columns.js';
@@ -77,7 +78,7 @@ async function runningJobOf(app: AppContext, username: string): Promise<JobsTabl
   return job?.status === 'running' ? job : null;
 }
 
-/** The keys that may log in to the job: its run's `ssh_key_pub` and its user's own key (dstack's). */
+/** The keys that may log in to the job: its run's `ssh_key_pub`, its user's own key and the keys the user added (dstack's). */
 async function authorizedKeysOf(app: AppContext, job: JobsTable): Promise<AuthorizedKey[]> {
   const run = await app.db
     .selectFrom('runs')
@@ -89,7 +90,11 @@ async function authorizedKeysOf(app: AppContext, job: JobsTable): Promise<Author
     .select('ssh_public_key')
     .where('id', '=', run.user_id)
     .executeTakeFirst();
-  const lines = [runSpecOf(run).ssh_key_pub ?? '', user?.ssh_public_key ?? ''];
+  const lines = [
+    runSpecOf(run).ssh_key_pub ?? '',
+    user?.ssh_public_key ?? '',
+    ...(await userPublicKeyLines(app, run.user_id)),
+  ];
   return lines.flatMap((text) => {
     try {
       return parseAuthorizedKeys(text, 'ssh_key_pub');

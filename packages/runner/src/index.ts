@@ -25,4 +25,11 @@ export { agentTokenRefusal, normalizeAgentToken } from './server/agent-token.js'
 /** The agents' small HTTP toolkit, shared with the shim. */
 export { HttpError, readJsonBody, rejectUpgrade, sendError, sendJson } from './server/http-helpers.js';
 export { type RunnerOptions, type RunnerServer, startRunner } from './server/runner-server.js';
+/** Public keys allowed to log in (authorized_keys lines), shared with the server's SSH proxy. */
+export {
+  type AuthorizedKey,
+  AuthorizedKeyError,
+  findAuthorizedKey,
+  parseAuthorizedKeys,
+} from './ssh/authorized-keys.js';
 export { VERSION } from './version.js';

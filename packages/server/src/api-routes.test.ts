@@ -137,6 +137,67 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect(asAlice.status).toBe(403);
     });
 
+    it("gives each user an SSH key pair (dstack's get_my_user), refreshed by refresh_ssh_key", async () => {
+      const me = (await server.request('/api/users/get_my_user', undefined, aliceToken)).body;
+      expect(me.ssh_public_key).toMatch(/^ssh-ed25519 /);
+      expect(me.ssh_private_key).toMatch(/^-----BEGIN OPENSSH PRIVATE KEY-----/);
+      // Others see the public half only.
+      const seen = (await server.request('/api/users/get_user', { username: 'alice' })).body;
+      expect(seen.ssh_public_key).toBe(me.ssh_public_key);
+      expect(seen).not.toHaveProperty('ssh_private_key');
+
+      const refreshed = await server.request('/api/users/refresh_ssh_key', {}, aliceToken);
+      expect(refreshed.status).toBe(200);
+      expect(refreshed.body.ssh_public_key).not.toBe(me.ssh_public_key);
+      expect(
+        (await server.request('/api/users/get_my_user', undefined, aliceToken)).body.ssh_private_key,
+      ).toBe(refreshed.body.ssh_private_key);
+      const someoneElse = await server.request(
+        '/api/users/refresh_ssh_key',
+        { username: 'admin' },
+        aliceToken,
+      );
+      expect(someoneElse.status).toBe(403);
+    });
+
+    it("keeps the SSH public keys users add (dstack's users/public_keys)", async () => {
+      const line = (await server.request('/api/users/get_my_user')).body.ssh_public_key.trim();
+      const added = await server.request(
+        '/api/users/public_keys/add',
+        { key: `${line}`, name: null },
+        aliceToken,
+      );
+      expect(added.status).toBe(200);
+      expect(added.body).toMatchObject({
+        name: 'dstack',
+        type: 'ssh-ed25519',
+        fingerprint: expect.stringMatching(/^SHA256:/),
+      });
+      const again = await server.request('/api/users/public_keys/add', { key: line }, aliceToken);
+      expect(again.body.detail[0]).toMatchObject({ code: 'resource_exists', fields: [['key']] });
+      const bad = await server.request(
+        '/api/users/public_keys/add',
+        { key: 'ssh-ed25519 notbase64' },
+        aliceToken,
+      );
+      expect(bad.status).toBe(400);
+      expect(bad.body.detail[0].fields).toEqual([['key']]);
+      // Each user sees their own keys only.
+      expect((await server.request('/api/users/public_keys/list', undefined, aliceToken)).body).toEqual([
+        added.body,
+      ]);
+      expect((await server.request('/api/users/public_keys/list')).body).toEqual([]);
+      const missing = await server.request('/api/users/public_keys/delete', { ids: [added.body.id] });
+      expect(missing.body.detail[0].code).toBe('resource_not_exists');
+      const deleted = await server.request(
+        '/api/users/public_keys/delete',
+        { ids: [added.body.id] },
+        aliceToken,
+      );
+      expect(deleted.status).toBe(200);
+      expect((await server.request('/api/users/public_keys/list', undefined, aliceToken)).body).toEqual([]);
+    });
+
     it('names the field path of an invalid body', async () => {
       const response = await server.request('/api/projects/alpha/add_members', {
         members: [{ username: 'bob', project_role: 'boss' }],

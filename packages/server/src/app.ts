@@ -16,7 +16,7 @@ import {
   ServerConfigSchema,
 } from './config/server-config.js';
 import { initializeServerState } from './config/server-state.js';
-import type { AppContext, ServerSettings } from './context.js';
+import type { AppContext, ServerSettings, SshProxyAddress } from './context.js';
 import { type OpenedDatabase, openDatabase, parseDatabaseUrl } from './db/database.js';
 import { migrateToLatest } from './db/migrations.js';
 import { lockSqliteDatabase, type SqliteServerLock } from './db/sqlite-server-lock.js';
@@ -32,6 +32,7 @@ import { startMetricsRetention } from './metrics/metrics-retention.js';
 import { prometheusRoute } from './metrics/prometheus-route.js';
 import { type AnyPipelineDefinition, Pipeline } from './pipelines/pipeline.js';
 import { rawRoutes } from './proxies/proxy-routes.js';
+import { type RunningSshProxy, startSshProxy } from './proxies/sshproxy/ssh-proxy-server.js';
 import { jobRunningPipeline } from './runs/job-running.js';
 import { jobSubmittedPipeline } from './runs/job-submitted.js';
 import { jobTerminatingPipeline } from './runs/job-terminating.js';
@@ -67,6 +68,8 @@ export interface RunningServer {
   adminToken: string | null;
   /** Whether `/` serves the web console (its build was found). */
   webConsole: boolean;
+  /** Where dstack's clients reach the built-in SSH proxy; null when it is off. */
+  sshProxy: SshProxyAddress | null;
   app: AppContext;
   close(): Promise<void>;
 }
@@ -123,6 +126,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
   let sqliteLock: SqliteServerLock | null = null;
   let opened: OpenedDatabase | null = null;
   const agents = new AgentConnector();
+  let sshProxy: RunningSshProxy | null = null;
   try {
     sqliteLock = lockSqliteFile(settings);
     opened = await openDatabase({ url: settings.databaseUrl, serverDir: settings.serverDir });
@@ -138,6 +142,15 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     const metricsRetention = runPipelines ? startMetricsRetention(app) : null;
     const stopEventRetention = runPipelines ? startEventRetention(app) : async () => {};
     const staticSite = loadWebConsole(webConsoleDirectory);
+    sshProxy =
+      settings.sshProxyPort === null || settings.sshProxyPort === undefined
+        ? null
+        : await startSshProxy(app, {
+            host: settings.host,
+            port: settings.sshProxyPort,
+            advertisedAddress: settings.sshProxyAddress,
+          });
+    if (sshProxy) app.sshProxy = sshProxy.address;
     http.serve(createHttpHandler(app, allRoutes, { rawRoutes: [...rawRoutes, prometheusRoute], staticSite }));
 
     let closing: Promise<void> | null = null;
@@ -145,11 +158,13 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
       url: `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${http.port}`,
       adminToken,
       webConsole: staticSite !== null,
+      sshProxy: sshProxy?.address ?? null,
       app,
       close() {
         closing ??= (async () => {
           // Streams see the abort and write their last line; the database stays open until they are done.
           controller.abort();
+          await sshProxy?.close();
           await http.close();
           await Promise.all([...started.map((pipeline) => pipeline.stop()), stopEventRetention()]);
           await metricsRetention?.stop();
@@ -161,6 +176,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
       },
     };
   } catch (error) {
+    await sshProxy?.close();
     await agents.close();
     await opened?.close();
     sqliteLock?.release();

@@ -120,6 +120,24 @@ export interface ServerSettings {
    * `DSTACK_SERVER_EVENTS_TTL_SECONDS` (dstack's setting); 0 records none. Absent: 30 days.
    */
   eventsTtlSeconds?: number;
+  /**
+   * `DSTACK_SERVER_SSHPROXY_PORT`: the port of the built-in SSH proxy (dstack's `sshproxy`), where
+   * dstack's own clients attach to jobs; on `host`. 0 picks a free port at every start; null
+   * (`off`) serves none. Absent: 0.
+   */
+  sshProxyPort?: number | null;
+  /**
+   * `DSTACK_SERVER_SSHPROXY_ADDRESS` (dstack's setting): `host[:port]` clients are told to reach
+   * the SSH proxy at, when it is not the address it listens on (NAT, a load balancer). Absent:
+   * the listening address (`host`, or this machine's name when `host` is a wildcard).
+   */
+  sshProxyAddress?: string | null;
+}
+
+/** Where dstack's clients reach the built-in SSH proxy (`job_connection_info.sshproxy_*`). */
+export interface SshProxyAddress {
+  hostname: string;
+  port: number;
 }
 
 /**
@@ -148,6 +166,8 @@ export interface AppContext {
   logNotifications: LogNotifications;
   /** This process's caches of rows and decrypted values that never (or rarely) change. */
   caches: AppCaches;
+  /** The built-in SSH proxy's address, once it listens; absent when none is served. */
+  sshProxy?: SshProxyAddress;
 }
 
 export interface AppCaches {

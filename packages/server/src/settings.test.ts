@@ -30,7 +30,20 @@ describe('loadServerSettings', () => {
       prometheusMetricsEnabled: false,
       prometheusAuthToken: null,
       eventsTtlSeconds: 30 * 24 * 3600,
+      sshProxyPort: 0,
+      sshProxyAddress: null,
     });
+  });
+
+  it('reads the SSH proxy port (off: none) and the address clients are told', () => {
+    expect(loadServerSettings({ DSTACK_SERVER_SSHPROXY_PORT: '2222' }).sshProxyPort).toBe(2222);
+    expect(loadServerSettings({ DSTACK_SERVER_SSHPROXY_PORT: 'off' }).sshProxyPort).toBeNull();
+    expect(loadServerSettings({ DSTACK_SERVER_SSHPROXY_ADDRESS: 'ssh.example.com:22' }).sshProxyAddress).toBe(
+      'ssh.example.com:22',
+    );
+    expect(() => loadServerSettings({ DSTACK_SERVER_SSHPROXY_PORT: 'ssh' })).toThrow(
+      /DSTACK_SERVER_SSHPROXY_PORT must be a whole number/,
+    );
   });
 
   it('reads the environment, and overrides win', () => {

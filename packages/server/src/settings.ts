@@ -75,6 +75,12 @@ function imageTagPartVariable(env: NodeJS.ProcessEnv, name: string): string | nu
   return value;
 }
 
+/** `DSTACK_SERVER_SSHPROXY_PORT`: a port (0: a free one), or `off` for no SSH proxy. */
+function sshProxyPortVariable(env: NodeJS.ProcessEnv): number | null {
+  if (env.DSTACK_SERVER_SSHPROXY_PORT?.trim().toLowerCase() === 'off') return null;
+  return integerVariable(env, 'DSTACK_SERVER_SSHPROXY_PORT', 0, { min: 0, max: 65535 });
+}
+
 function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
   const value = env[name]?.trim();
   return value ? value : null;
@@ -94,7 +100,10 @@ function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
  * `DSTACK_SERVER_METRICS_RUNNING_TTL_SECONDS` (3600) and `DSTACK_SERVER_METRICS_FINISHED_TTL_SECONDS`
  * (7 days), `DSTACK_ENABLE_PROMETHEUS_METRICS` (set: `/metrics` is served),
  * `DSTACK_PROMETHEUS_AUTH_TOKEN` (the bearer token it requires), `DSTACK_SERVER_EVENTS_TTL_SECONDS`
- * (30 days; 0: no events are recorded; `events.ttl_seconds` of config.yml wins over it). `overrides` (e.g. from command-line
+ * (30 days; 0: no events are recorded; `events.ttl_seconds` of config.yml wins over it),
+ * `DSTACK_SERVER_SSHPROXY_PORT` (the built-in SSH proxy's port; 0, the default, picks a free one;
+ * `off`: none) and `DSTACK_SERVER_SSHPROXY_ADDRESS` (`host[:port]` clients are told; unset: where
+ * it listens). `overrides` (e.g. from command-line
  * flags) win over the environment. Throws ConfigurationError naming the variable.
  */
 export function loadServerSettings(
@@ -173,6 +182,8 @@ export function loadServerSettings(
     // dstack enables it when the variable is set at all.
     prometheusMetricsEnabled: env.DSTACK_ENABLE_PROMETHEUS_METRICS !== undefined,
     prometheusAuthToken: stringVariable(env, 'DSTACK_PROMETHEUS_AUTH_TOKEN'),
+    sshProxyPort: sshProxyPortVariable(env),
+    sshProxyAddress: stringVariable(env, 'DSTACK_SERVER_SSHPROXY_ADDRESS'),
   };
   return { ...settings, ...definedOnly(overrides) };
 }

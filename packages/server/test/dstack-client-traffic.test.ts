@@ -5,10 +5,13 @@
  * fields dstack's models require, with dstack's types (dstack-client-traffic/models.json). A field
  * missing or of another type there is a command of dstack's CLI that fails for its users.
  */
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Run } from '@dstack/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { attachLikeDstack } from './dstack-attach.js';
+import { type GitHttpServer, startGitHttpServer } from './git-http-server.js';
 import {
   ADMIN_TOKEN,
   type HarnessServer,
@@ -36,13 +39,22 @@ interface Step {
   headers: Record<string, string>;
   body: unknown;
   token?: string;
-  waitForRun?: { run_name: string; finished: boolean };
+  /** After the step, before the next: wait for the run to run, or to finish (`status`, default done). */
+  waitForRun?: { run_name: string; finished: boolean; status?: string };
+  /** A multipart upload (repos/upload_code) instead of a JSON body: `text` as the file `field`. */
+  upload?: { field: string; filename: string; text: string };
+  /** Keeps the answer under this name for later steps (`me`: get_my_user). */
+  capture?: string;
   expect: {
     status: number;
     model?: TypeSpec;
     errorCode?: string;
     expectLogText?: string;
     expectNextToken?: null;
+    /** The plan's `run_spec.ssh_key_pub` is the user's own key (the client sent none). */
+    expectOwnSshKey?: boolean;
+    /** Attach to the answered run's first job as dstack's client does (dstack-attach.ts). */
+    attach?: { exec: string; expectExecOutput: string; expectLogText: string };
   };
 }
 
@@ -138,18 +150,62 @@ describe('typeProblems', () => {
 describe("dstack's 0.21 client, replayed", () => {
   const temp = makeTempDir('dstack-client-traffic-');
   let harness: HarnessServer;
+  let gitServer: GitHttpServer;
+  /** The commit of the public repo the recorded repo task was made in (its branch `master`). */
+  let repoHash: string;
+
+  /** The repo dstack's client was run in, before its uncommitted change: file.txt committed. */
+  function makePublicRepo(projectRoot: string): string {
+    const git = (cwd: string, ...args: string[]) =>
+      execFileSync('git', ['-c', 'user.name=a', '-c', 'user.email=a@b', ...args], { cwd, encoding: 'utf8' });
+    const seed = join(temp.dir, 'seed');
+    mkdirSync(seed);
+    git(seed, 'init', '--quiet', '--initial-branch=master');
+    writeFileSync(join(seed, 'file.txt'), 'committed\n');
+    git(seed, 'add', 'file.txt');
+    git(seed, 'commit', '--quiet', '-m', 'init');
+    git(temp.dir, 'clone', '--quiet', '--bare', seed, join(projectRoot, 'repo.git'));
+    return git(seed, 'rev-parse', 'HEAD').trim();
+  }
 
   beforeAll(async () => {
+    const projectRoot = join(temp.dir, 'git');
+    mkdirSync(projectRoot);
+    repoHash = makePublicRepo(projectRoot);
+    gitServer = await startGitHttpServer(projectRoot, null);
     harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
   });
   afterAll(async () => {
     await harness?.terminateFleetsAndClose();
+    await gitServer?.close();
     temp.remove();
   });
 
-  /** The body with its placeholders filled: `{{job_submission_id:RUN}}` is RUN's latest submission. */
+  /** The user's own SSH key pair, as get_my_user answers it. */
+  async function myUser(): Promise<{ ssh_public_key: string; ssh_private_key: string }> {
+    return (
+      await harness.call<{ ssh_public_key: string; ssh_private_key: string }>('/api/users/get_my_user', {})
+    ).body;
+  }
+
+  /**
+   * The body with its placeholders filled: `{{job_submission_id:RUN}}` is RUN's latest submission,
+   * `{{my_ssh_public_key}}` the user's own key.
+   */
   async function fill(body: unknown): Promise<unknown> {
-    const text = JSON.stringify(body);
+    let text = JSON.stringify(body)
+      .replaceAll('{{git_url}}', `${gitServer.url}/repo.git`)
+      .replaceAll('{{repo_hash}}', repoHash);
+    if (text.includes('{{project_id}}')) {
+      const project = await harness.call<{ project_id: string }>('/api/projects/main/get');
+      text = text.replaceAll('{{project_id}}', project.body.project_id);
+    }
+    if (text.includes('{{my_ssh_public_key}}')) {
+      text = text.replaceAll(
+        '{{my_ssh_public_key}}',
+        JSON.stringify((await myUser()).ssh_public_key).slice(1, -1),
+      );
+    }
     const names = [...text.matchAll(/\{\{job_submission_id:([a-z0-9-]+)\}\}/g)].map((match) => match[1]!);
     let filled = text;
     for (const name of names) {
@@ -162,17 +218,26 @@ describe("dstack's 0.21 client, replayed", () => {
   }
 
   it('answers every request with the status, fields and types dstack expects', async () => {
+    const captured = new Map<string, unknown>();
     for (const [index, step] of session.steps.entries()) {
       const where = `step ${index} (${step.command}: ${step.path})`;
       const body = await fill(step.body);
+      let payload: { body?: string | FormData; headers?: Record<string, string> } = {};
+      if (step.upload) {
+        const form = new FormData();
+        form.append(step.upload.field, new Blob([step.upload.text]), step.upload.filename);
+        payload = { body: form };
+      } else if (body !== undefined) {
+        payload = { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } };
+      }
       const response = await fetch(`${harness.server.url}${step.path}`, {
         method: step.method,
         headers: {
           ...step.headers,
           authorization: `Bearer ${step.token ?? ADMIN_TOKEN}`,
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...payload.headers,
         },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        ...(payload.body === undefined ? {} : { body: payload.body }),
       });
       const text = await response.text();
       const answer: unknown = text ? JSON.parse(text) : null;
@@ -193,11 +258,65 @@ describe("dstack's 0.21 client, replayed", () => {
         // The last page ends with a null token: dstack's client polls until it gets one.
         expect(page.next_token, where).toBeNull();
       }
+      if (step.capture) captured.set(step.capture, answer);
+      if (step.expect.expectOwnSshKey) {
+        const plan = answer as { run_spec: { ssh_key_pub: string | null } };
+        expect(plan.run_spec.ssh_key_pub, where).toBe((await myUser()).ssh_public_key);
+      }
+      if (step.expect.attach) {
+        const { attach } = step.expect;
+        const me = captured.get('me') as { ssh_private_key: string } | undefined;
+        if (!me) throw new Error(`${where}: attach needs the user captured as "me" first`);
+        const info = (answer as Run).jobs[0]?.job_connection_info;
+        if (!info?.sshproxy_hostname || !info.sshproxy_port || !info.sshproxy_upstream_id) {
+          throw new Error(`${where}: the job has no sshproxy connection info`);
+        }
+        const attached = await attachLikeDstack(
+          {
+            hostname: info.sshproxy_hostname,
+            port: info.sshproxy_port,
+            upstreamId: info.sshproxy_upstream_id,
+            privateKey: me.ssh_private_key,
+          },
+          attach.exec,
+        );
+        expect(attached.execOutput, where).toBe(attach.expectExecOutput);
+        expect(attached.logText, where).toBe(attach.expectLogText);
+      }
       if (step.waitForRun) {
         const statuses = step.waitForRun.finished ? ['done', 'failed', 'terminated'] : ['running'];
         const run = await harness.waitForRun(step.waitForRun.run_name, statuses, 60_000);
-        if (step.waitForRun.finished) expect(run.status, where).toBe('done');
+        if (step.waitForRun.finished) {
+          const why = JSON.stringify(run.latest_job_submission?.termination_reason_message);
+          expect(run.status, `${where}: ${why}`).toBe(step.waitForRun.status ?? 'done');
+        }
       }
     }
+  });
+
+  it("serves the routes of dstack's server its clients do not call yet: instances/get, projects/update", async () => {
+    const instances = (await harness.call<Array<{ id: string }>>('/api/project/main/instances/list', {}))
+      .body;
+    const first = instances[0];
+    if (!first) throw new Error('the local fleet has no instance');
+    const instance = await harness.call('/api/project/main/instances/get', { id: first.id });
+    expect(instance.status).toBe(200);
+    expect(typeProblems(instance.body, 'Instance', 'answer')).toEqual([]);
+    const missing = await harness.call('/api/project/main/instances/get', {
+      id: '00000000-0000-4000-8000-000000000000',
+    });
+    expect(missing.status).toBe(400);
+
+    const updated = await harness.call('/api/projects/main/update', {
+      is_public: false,
+      templates_repo: null,
+    });
+    expect(updated.status).toBe(200);
+    expect(typeProblems(updated.body, 'Project', 'answer')).toEqual([]);
+    const refused = await harness.call<{ detail: Array<{ msg: string }> }>('/api/projects/main/update', {
+      is_public: true,
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.detail[0]?.msg).toMatch(/is_public/);
   });
 });

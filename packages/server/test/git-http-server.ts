@@ -15,10 +15,11 @@ export interface GitHttpServer {
   close(): Promise<void>;
 }
 
-export async function startGitHttpServer(projectRoot: string, token: string): Promise<GitHttpServer> {
+/** `token` null: a public server, every request served. */
+export async function startGitHttpServer(projectRoot: string, token: string | null): Promise<GitHttpServer> {
   let refusals = 0;
   const server: Server = createServer((request, response) => {
-    if (passwordOf(request) !== token) {
+    if (token !== null && passwordOf(request) !== token) {
       refusals += 1;
       response.writeHead(401, { 'www-authenticate': 'Basic realm="git"' }).end();
       return;

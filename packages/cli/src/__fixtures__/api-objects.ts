@@ -77,6 +77,7 @@ function makeJobSpec(runName: string): JobSpec {
       resources: { cpu: { count: { min: 2, max: null } }, memory: { min: 8, max: null } },
     },
     ports: [],
+    app_specs: [],
   };
 }
 

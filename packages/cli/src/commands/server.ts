@@ -15,6 +15,8 @@ export interface RunningServer {
   adminToken: string | null;
   /** Whether the server serves the web console at `/` (absent in servers older than the console). */
   webConsole?: boolean;
+  /** Where dstack's own clients attach to jobs (the built-in SSH proxy); null or absent when off. */
+  sshProxy?: { hostname: string; port: number } | null;
   close(): Promise<void>;
 }
 
@@ -176,6 +178,11 @@ export async function serverCommand(
       }
       io.stdout(`The server is running at ${running.url}\n`);
       if (running.webConsole) io.stdout(`The web console is at ${running.url}/\n`);
+      if (running.sshProxy) {
+        io.stdout(
+          `The SSH proxy (dstack's clients attach here) is at ${running.sshProxy.hostname}:${running.sshProxy.port}\n`,
+        );
+      }
       await stop;
     } finally {
       stopRequested = true;

@@ -56,13 +56,19 @@ export const UserSchema = z.object({
   email: z.string().nullish(),
   active: z.boolean().default(true),
   permissions: UserPermissionsSchema.default({ can_create_projects: true }),
-  /** dstack's clients read it; this server keeps no user SSH keys yet (always null). */
+  /** The user's own SSH key (authorized_keys line), which dstack's clients log in to jobs with. */
   ssh_public_key: z.string().nullish(),
 });
 export type User = z.output<typeof UserSchema>;
 
-/** Returned only by `users/create` and `users/refresh_token`: the token is never stored in clear. */
-export const UserWithCredsSchema = UserSchema.extend({ creds: z.object({ token: z.string() }) });
+/**
+ * A user with their token (`users/create`, `refresh_token`, `get_my_user`: the token is never
+ * stored in clear) and, for `get_my_user` and `refresh_ssh_key`, their SSH private key.
+ */
+export const UserWithCredsSchema = UserSchema.extend({
+  creds: z.object({ token: z.string() }),
+  ssh_private_key: z.string().nullish(),
+});
 export type UserWithCreds = z.output<typeof UserWithCredsSchema>;
 
 /** What a member may do in the project (dstack's `MemberPermissions`). */
@@ -126,6 +132,21 @@ export const JobSpecSchema = z.object({
   /** Container ports the job exposes (services and `ports:`). */
   ports: z.array(z.number().int().positive()).default([]),
   /**
+   * dstack's `app_specs`: the `ports:` of a task or dev environment (not a service's port) that
+   * dstack's clients forward when they attach, each to `map_to_port` (null: a free local port).
+   */
+  app_specs: z
+    .array(
+      z.object({
+        port: z.number().int().positive(),
+        map_to_port: z.number().int().positive().nullish(),
+        app_name: z.string(),
+        url_path: z.string().nullish(),
+        url_query_params: z.record(z.string(), z.string()).nullish(),
+      }),
+    )
+    .default([]),
+  /**
    * The configuration's `volumes` for this job: network volume names with `${{ dstack.node_rank }}`
    * and `${{ dstack.job_num }}` replaced by the job's number, and instance (host path) mounts.
    */
@@ -183,9 +204,27 @@ export const JobSubmissionSchema = z.object({
 });
 export type JobSubmission = z.output<typeof JobSubmissionSchema>;
 
+/**
+ * How to reach a running job (dstack's `JobConnectionInfo`): dstack's clients attach through the
+ * SSH proxy it names (`sshproxy_*`, the login name is `sshproxy_upstream_id`).
+ */
+export const JobConnectionInfoSchema = z.object({
+  ide_name: z.string().nullish(),
+  attached_ide_url: z.string().nullish(),
+  proxied_ide_url: z.string().nullish(),
+  attached_ssh_command: z.array(z.string()).nullish(),
+  proxied_ssh_command: z.array(z.string()).nullish(),
+  sshproxy_hostname: z.string().nullish(),
+  sshproxy_port: z.number().int().nullish(),
+  sshproxy_upstream_id: z.string().nullish(),
+});
+export type JobConnectionInfo = z.output<typeof JobConnectionInfoSchema>;
+
 export const JobSchema = z.object({
   job_spec: JobSpecSchema,
   job_submissions: z.array(JobSubmissionSchema),
+  /** Set while the job runs and the server has an SSH proxy. */
+  job_connection_info: JobConnectionInfoSchema.nullish(),
 });
 export type Job = z.output<typeof JobSchema>;
 
@@ -327,6 +366,15 @@ export const GetRunPlanRequestSchema = z.object({
    */
   for_offers_only: z.boolean().default(false),
 });
+/** dstack's `gpus/list` request: a run spec's offers, their GPUs grouped by these fields. */
+export const ListGpusRequestSchema = z.object({
+  run_spec: RequestRunSpecSchema,
+  group_by: z.array(z.enum(['backend', 'region', 'count'])).nullish(),
+  full_offers: z.literal(false, { error: 'full_offers: only false is supported yet' }).default(false),
+  unallocated_resources: z
+    .literal(false, { error: 'unallocated_resources: only false is supported yet' })
+    .default(false),
+});
 /**
  * The run as the client last saw it, sent back by `runs/apply` (dstack compares it to detect a
  * concurrent change). This server does not use it, so only its top level is checked: validating a
@@ -441,6 +489,14 @@ export const GetOffersRequestSchema = z.object({
   configuration: ConfigurationObjectSchema,
   max_offers: z.number().int().positive().max(1000).nullish(),
 });
+/** dstack's `fleets/get_plan` request: the spec as `fleets/apply` would take it. */
+export const GetFleetPlanRequestSchema = z.object({
+  spec: boundedConfiguration(z.looseObject({ configuration: ConfigurationObjectSchema }), {
+    maxEntries: MAX_CONFIGURATION_ENTRIES,
+    maxValues: 2 * MAX_CONFIGURATION_VALUES,
+  }),
+});
+
 export const ApplyFleetRequestSchema = z.object({
   plan: z.object({
     // Its extra fields (profile, configuration_path, …) are kept as they are: bounded, so that

@@ -26,6 +26,7 @@ import { SshEndpoint } from '../ssh/ssh-endpoint.js';
 import { VERSION } from '../version.js';
 import { agentTokenRefusal } from './agent-token.js';
 import { HttpError, readJsonBody, rejectUpgrade, sendError, sendJson } from './http-helpers.js';
+import { serveLogsWebSocket } from './logs-websocket.js';
 
 export interface RunnerOptions {
   /** Address to listen on. Default `127.0.0.1`. */
@@ -118,37 +119,51 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
     },
   });
   const token = options.token ?? null;
-  const server = createServer((request, response) => {
-    const refusal = agentTokenRefusal(request, token, 'runner');
-    if (refusal !== null) {
-      request.resume();
-      response.setHeader('www-authenticate', 'Bearer');
-      sendError(response, refusal);
-      return;
-    }
-    handleRequest(executor, sshEndpoint, metrics, options.homeDir, request, response).catch(
-      (error: unknown) => {
-        if (error instanceof JobStateConflictError) {
-          sendError(response, new HttpError(409, error.message));
-        } else if (!response.headersSent) {
-          sendError(response, error);
-        } else {
-          response.destroy();
-        }
-      },
-    );
-  });
-  server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const route = `${request.method} ${new URL(request.url ?? '/', 'http://runner').pathname}`;
-    const refusal = agentTokenRefusal(request, token, 'runner');
-    if (refusal !== null) {
-      rejectUpgrade(socket, refusal);
-    } else if (route === 'GET /api/ssh') {
-      sshEndpoint.handleUpgrade(request, socket, head);
-    } else {
-      rejectUpgrade(socket, new HttpError(404, `no upgrade route ${route}`));
-    }
-  });
+  /** Upgraded `/logs_ws` connections: no server's own any more, so `close` ends them itself. */
+  const logStreams = new Set<Duplex>();
+  const serve = (tokenRequired: string | null) => {
+    const handler = createServer((request, response) => {
+      const refusal = agentTokenRefusal(request, tokenRequired, 'runner');
+      if (refusal !== null) {
+        request.resume();
+        response.setHeader('www-authenticate', 'Bearer');
+        sendError(response, refusal);
+        return;
+      }
+      handleRequest(executor, sshEndpoint, metrics, options.homeDir, request, response).catch(
+        (error: unknown) => {
+          if (error instanceof JobStateConflictError) {
+            sendError(response, new HttpError(409, error.message));
+          } else if (!response.headersSent) {
+            sendError(response, error);
+          } else {
+            response.destroy();
+          }
+        },
+      );
+    });
+    handler.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const route = `${request.method} ${new URL(request.url ?? '/', 'http://runner').pathname}`;
+      const refusal = agentTokenRefusal(request, tokenRequired, 'runner');
+      if (refusal !== null) {
+        rejectUpgrade(socket, refusal);
+      } else if (route === 'GET /api/ssh') {
+        sshEndpoint.handleUpgrade(request, socket, head);
+      } else if (route === 'GET /logs_ws') {
+        logStreams.add(socket);
+        socket.once('close', () => logStreams.delete(socket));
+        serveLogsWebSocket(request, socket, (timestamp) => executor.pull(timestamp));
+      } else {
+        rejectUpgrade(socket, new HttpError(404, `no upgrade route ${route}`));
+      }
+    });
+    return handler;
+  };
+  const server = serve(token);
+  // The same API for SSH logins that forward the runner's port (dstack's clients attach so and
+  // read `/logs_ws`): the SSH key was their proof, so no token; it listens on no port of its own.
+  const overSsh = serve(null);
+  sshEndpoint.serveHttpOverSsh((channel) => overSsh.emit('connection', channel));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? DSTACK_RUNNER_HTTP_PORT, host, () => {
@@ -157,6 +172,7 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
     });
   });
   const port = (server.address() as AddressInfo).port;
+  sshEndpoint.setHttpPort(port);
   const sshPort =
     options.sshPort === undefined
       ? null
@@ -172,6 +188,7 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
         await executor.stop(0);
         // Upgraded sockets are no longer the HTTP server's: closeAllConnections does not end them.
         sshEndpoint.close();
+        for (const stream of logStreams) stream.destroy();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeAllConnections();

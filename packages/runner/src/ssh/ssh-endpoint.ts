@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { SSH_UPGRADE_PROTOCOL } from '@dstack/core/agent-protocol';
+import { DSTACK_RUNNER_HTTP_PORT, SSH_UPGRADE_PROTOCOL } from '@dstack/core/agent-protocol';
 import ssh2, { type AuthContext, type Connection } from 'ssh2';
 import { signalProcessGroup } from '../job/spawn-as.js';
 import { HttpError, rejectUpgrade } from '../server/http-helpers.js';
@@ -36,12 +36,27 @@ export class SshEndpoint {
   private readonly processGroups = new Set<number>();
   private readonly listeners: Server[] = [];
   private closed = false;
+  private httpPort: number | undefined;
+  private serveHttp: ((channel: Duplex) => void) | undefined;
 
   constructor(private readonly options: SshEndpointOptions) {}
 
   /** The keys of the submitted job; until it is set, connections are refused with 409. No key: every login is refused. */
   authorize(keys: readonly AuthorizedKey[]): void {
     this.authorizedKeys = keys;
+  }
+
+  /**
+   * Forwards to the runner's own HTTP port (dstack's 10999, or the port it listens on) are served
+   * by `serve`, in-process: the API without its token, since the SSH login proved the key.
+   */
+  serveHttpOverSsh(serve: (channel: Duplex) => void): void {
+    this.serveHttp = serve;
+  }
+
+  /** The port the runner's HTTP API listens on, besides dstack's 10999. */
+  setHttpPort(port: number): void {
+    this.httpPort = port;
   }
 
   /** Handles the `upgrade` event of `GET /api/ssh`. */
@@ -149,8 +164,16 @@ export class SshEndpoint {
           },
         });
       });
-      connection.on('tcpip', forwardDirectTcpip);
+      connection.on('tcpip', (accept, reject, info) => {
+        if (this.serveHttp && this.isOwnHttpPort(info.destIP, info.destPort)) this.serveHttp(accept());
+        else forwardDirectTcpip(accept, reject, info);
+      });
     });
+  }
+
+  private isOwnHttpPort(host: string, port: number): boolean {
+    const loopback = host === 'localhost' || host === '::1' || host.startsWith('127.');
+    return loopback && (port === DSTACK_RUNNER_HTTP_PORT || port === this.httpPort);
   }
 
   private authenticate(context: AuthContext): void {

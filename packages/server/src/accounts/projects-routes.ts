@@ -59,6 +59,25 @@ export const projectRoutes: readonly RouteDefinition[] = [
   }),
   defineRoute({
     method: 'POST',
+    path: '/api/projects/{project_name}/update',
+    summary:
+      "Update a project's settings (project admins); this server has no public projects or templates yet",
+    tags: ['projects'],
+    auth: 'project-admin',
+    // dstack's fields, each taking only the value that changes nothing here: a field the server
+    // cannot honour is refused, never dropped.
+    body: z.object({
+      is_public: z.literal(false, { error: 'is_public: public projects are not supported yet' }).nullish(),
+      templates_repo: z.null({ error: 'templates_repo: project templates are not supported yet' }).optional(),
+      reset_templates_repo: z
+        .literal(false, { error: 'reset_templates_repo: project templates are not supported yet' })
+        .default(false),
+    }),
+    response: ProjectSchema,
+    handler: async ({ app, project }) => toProjectModel(app, project!),
+  }),
+  defineRoute({
+    method: 'POST',
     path: '/api/projects/{project_name}/add_members',
     summary: 'Add members or change their roles (managers: the user role only)',
     tags: ['projects'],

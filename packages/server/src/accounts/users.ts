@@ -17,6 +17,7 @@ import type { UsersTable } from '../db/schema.js';
 import { ForbiddenError } from '../security/access-errors.js';
 import { EncryptionError } from '../security/encryption.js';
 import { generateToken, hashToken } from '../security/tokens.js';
+import { newUserSshKeyColumns, userSshPrivateKey } from './user-ssh-keys.js';
 
 export const ADMIN_USERNAME = 'admin';
 /** The API model of a user row. */
@@ -30,7 +31,7 @@ export function toUserModel(row: UsersTable): User {
     active: row.active === 1,
     // Any user may create projects here (dstack's default, `DSTACK_..._ONLY_ADMINS` unset).
     permissions: { can_create_projects: true },
-    ssh_public_key: null,
+    ssh_public_key: row.ssh_public_key ?? null,
   };
 }
 
@@ -55,8 +56,13 @@ function readKeptToken(app: AppContext, admin: UsersTable): string | null {
   return hashToken(token) === admin.token_hash ? token : null;
 }
 
-function withCreds(row: UsersTable, token: string): UserWithCreds {
-  return { ...toUserModel(row), creds: { token } };
+/** The API model of a user with their token, and their SSH private key when `app` is given. */
+export function withCreds(row: UsersTable, token: string, app?: AppContext): UserWithCreds {
+  return {
+    ...toUserModel(row),
+    creds: { token },
+    ...(app ? { ssh_private_key: userSshPrivateKey(app, row) } : {}),
+  };
 }
 
 /** The active user holding `token`, or null. */
@@ -121,9 +127,10 @@ export async function createUser(
     global_role: input.global_role,
     created_at: Date.now(),
     active: 1,
+    ...newUserSshKeyColumns(app),
   };
   await app.db.insertInto('users').values(row).execute();
-  return withCreds(row, token);
+  return withCreds(row, token, app);
 }
 
 /** A new token for `username` (the old one stops working); admins may refresh anyone's. */
@@ -184,6 +191,7 @@ export async function deleteUsers(
   const ids = rows.map((row) => row.id);
   await app.db.transaction().execute(async (transaction) => {
     await transaction.deleteFrom('members').where('user_id', 'in', ids).execute();
+    await transaction.deleteFrom('user_public_keys').where('user_id', 'in', ids).execute();
     await transaction.deleteFrom('users').where('id', 'in', ids).execute();
   });
 }

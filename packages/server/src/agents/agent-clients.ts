@@ -11,7 +11,8 @@ import type { InstanceKeys } from './agent-endpoints.js';
 import { instanceAgentToken, runnerAgentToken } from './agent-tokens.js';
 import { REMOTE_BACKEND_TYPE, remoteConnectionOf } from './remote-connection.js';
 
-function projectKeyOf(app: AppContext, project: ProjectsTable): string {
+/** The project's SSH private key in clear (cached per project row). */
+export function projectKeyOf(app: AppContext, project: ProjectsTable): string {
   let key = app.caches.projectKeys.get(project);
   if (key === undefined) {
     key = app.encryption.decrypt(project.ssh_private_key);

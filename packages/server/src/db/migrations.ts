@@ -638,6 +638,38 @@ function eventTables(dialect: SqlDialect): Migration {
   };
 }
 
+/**
+ * Users' own SSH key pairs, as dstack keeps them: dstack's clients take the pair from
+ * `users/get_my_user` and log in to jobs with it (the private half encrypted at rest; users made
+ * before get theirs at their first `get_my_user`); and the public keys users add.
+ */
+function userSshKeys(dialect: SqlDialect): Migration {
+  const t = columnTypes(dialect);
+  return {
+    async up(db: AnyDatabase) {
+      await db.schema.alterTable('users').addColumn('ssh_public_key', 'text').execute();
+      await db.schema.alterTable('users').addColumn('ssh_private_key', 'text').execute();
+      // More keys a user may log in to jobs with (dstack's `user_public_keys`).
+      await db.schema
+        .createTable('user_public_keys')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('fingerprint', 'text', (c) => c.notNull())
+        .addColumn('key', 'text', (c) => c.notNull())
+        .addColumn('created_at', t.time, (c) => c.notNull())
+        .addUniqueConstraint('user_public_keys_user_id_fingerprint_key', ['user_id', 'fingerprint'])
+        .execute();
+    },
+    async down(db: AnyDatabase) {
+      await db.schema.dropTable('user_public_keys').execute();
+      await db.schema.alterTable('users').dropColumn('ssh_private_key').execute();
+      await db.schema.alterTable('users').dropColumn('ssh_public_key').execute();
+    },
+  };
+}
+
 /** Every migration, by name; names sort in application order. */
 
 export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
@@ -659,6 +691,7 @@ export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
     '015_job_metrics_points': jobMetricsPoints(dialect),
     '016_gateways': gateways(dialect),
     '017_events': eventTables(dialect),
+    '018_user_ssh_keys': userSshKeys(dialect),
   };
 }
 

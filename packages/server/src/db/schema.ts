@@ -42,6 +42,10 @@ export interface UsersTable {
   global_role: 'admin' | 'user';
   created_at: number;
   active: number;
+  /** The user's own SSH key (dstack's): the authorized_keys line; null until first generated. */
+  ssh_public_key?: string | null;
+  /** Its private half (OpenSSH format), encrypted like other secrets at rest. */
+  ssh_private_key?: string | null;
 }
 
 export interface ProjectsTable {
@@ -221,6 +225,20 @@ export interface JobLogsTable {
    * pulled twice (two replicas, a failover) is stored once. Null for rows of runners without it.
    */
   position?: number | null;
+}
+
+/** A public key a user added (dstack's `user_public_keys`): it logs in to the user's jobs too. */
+export interface UserPublicKeysTable {
+  id: string;
+  user_id: string;
+  name: string;
+  /** The key type, e.g. `ssh-ed25519`. */
+  type: string;
+  /** OpenSSH's `SHA256:…` fingerprint; unique per user. */
+  fingerprint: string;
+  /** The authorized_keys line as added. */
+  key: string;
+  created_at: number;
 }
 
 export interface SecretsTable {
@@ -410,6 +428,7 @@ export interface EventTargetsTable {
 
 export interface Database {
   users: UsersTable;
+  user_public_keys: UserPublicKeysTable;
   projects: ProjectsTable;
   members: MembersTable;
   backends: BackendsTable;

@@ -1,15 +1,25 @@
-/** `/api/project/{p}/fleets/*` and `/api/project/{p}/instances/list`. */
+/** `/api/project/{p}/fleets/*` and `/api/project/{p}/instances/list|get`. */
 import {
   ApplyFleetRequestSchema,
   DeleteFleetsRequestSchema,
   FleetSchema,
+  GetFleetPlanRequestSchema,
   GetFleetRequestSchema,
+  InstanceOfferWithAvailabilitySchema,
   InstanceSchema,
 } from '@dstack/core';
 import { z } from 'zod';
 import { userActor } from '../events/event-recorder.js';
 import { defineRoute, projectContext, SPEC_MAX_BODY_BYTES } from '../http/route.js';
-import { applyFleet, deleteFleets, getFleet, listFleets } from './fleets.js';
+import {
+  applyFleet,
+  deleteFleetInstances,
+  deleteFleets,
+  getFleet,
+  getFleetPlan,
+  getInstance,
+  listFleets,
+} from './fleets.js';
 
 const tags = ['fleets'];
 
@@ -46,6 +56,35 @@ export const fleetRoutes = [
   }),
   defineRoute({
     method: 'POST',
+    path: '/api/project/{project_name}/fleets/get_plan',
+    summary: 'What applying a fleet spec would do: the offers for its instances, the fleet it would update',
+    tags,
+    auth: 'project-member',
+    body: GetFleetPlanRequestSchema,
+    maxBodyBytes: SPEC_MAX_BODY_BYTES,
+    response: z.looseObject({ offers: z.array(InstanceOfferWithAvailabilitySchema) }),
+    async handler(ctx) {
+      const { project, user } = projectContext(ctx);
+      return getFleetPlan(ctx.app, project, user, ctx.body.spec);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/fleets/delete_instances',
+    summary: "Terminate some of a fleet's instances, by number",
+    tags,
+    auth: 'project-member',
+    body: z.object({
+      name: z.string().min(1),
+      instance_nums: z.array(z.number().int().nonnegative()).min(1),
+    }),
+    async handler(ctx) {
+      await deleteFleetInstances(ctx.app, projectContext(ctx).project, ctx.body.name, ctx.body.instance_nums);
+      return undefined;
+    },
+  }),
+  defineRoute({
+    method: 'POST',
     path: '/api/project/{project_name}/fleets/apply',
     summary: 'Create or update a fleet',
     tags,
@@ -55,7 +94,11 @@ export const fleetRoutes = [
     response: FleetSchema,
     async handler(ctx) {
       const { project, user } = projectContext(ctx);
-      return applyFleet(ctx.app, project, ctx.body.plan.spec.configuration, userActor(user));
+      const { spec } = ctx.body.plan;
+      return applyFleet(ctx.app, project, spec.configuration, {
+        profile: spec.profile,
+        actor: userActor(user),
+      });
     },
   }),
   defineRoute({
@@ -69,6 +112,18 @@ export const fleetRoutes = [
       const { project, user } = projectContext(ctx);
       await deleteFleets(ctx.app, project, ctx.body.names, userActor(user));
       return undefined;
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/instances/get',
+    summary: "One of the project's instances, by id",
+    tags: ['instances'],
+    auth: 'project-member',
+    body: z.object({ id: z.uuid() }),
+    response: InstanceSchema,
+    async handler(ctx) {
+      return getInstance(ctx.app, projectContext(ctx).project, ctx.body.id);
     },
   }),
   defineRoute({

@@ -10,19 +10,22 @@ import {
   type Fleet,
   type FleetConfiguration,
   fleetConfigurationSchema,
+  type Instance,
+  type InstanceOfferWithAvailability,
   ResourceNotFoundError,
   ServerClientError,
   validateConfiguration,
 } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import { fleetConfigurationOf, fleetSpecColumn } from '../db/json-columns.js';
-import type { FleetsTable, ProjectsTable } from '../db/schema.js';
+import type { FleetsTable, ProjectsTable, UsersTable } from '../db/schema.js';
 import { type EventActor, eventTargets, recordEvent, SYSTEM_ACTOR } from '../events/event-recorder.js';
 import { recordStatusChange } from '../events/status-events.js';
 import { overrideClaimedRows } from '../pipelines/pipeline.js';
+import { dropUnsetNulls, mergeProfileUnder } from '../runs/explicit-nulls.js';
 import { refuseFleetWithoutBackends } from './fleet-backends.js';
-import { fleetOf } from './fleet-models.js';
-import { topUpFleetInstances } from './fleet-provisioning.js';
+import { fleetOf, instanceOf } from './fleet-models.js';
+import { fleetOffers, topUpFleetInstances } from './fleet-provisioning.js';
 import { fleetNodesOf, liveFleetInstances, terminateSpareInstances } from './fleet-rows.js';
 import { applySshFleet, withoutKeyContents } from './ssh-fleets.js';
 import { refuseUnsupportedFleetFields } from './unsupported-fields.js';
@@ -140,28 +143,167 @@ export async function activeFleets(app: AppContext, projectId: string): Promise<
     .execute();
 }
 
-export async function applyFleet(
-  app: AppContext,
-  project: ProjectsTable,
-  configurationInput: unknown,
-  /** Who applies it: the request's user (the tests' services act as the system). */
-  actor: EventActor = SYSTEM_ACTOR,
-): Promise<Fleet> {
+/**
+ * The configuration a fleet request carries, validated; errors are positioned at `path`. Explicit
+ * nulls (dstack's client sends every unset field so) are unset fields, and a spec's `profile`
+ * fills what the configuration leaves unset, as for runs.
+ */
+function validatedFleetConfiguration(
+  input: unknown,
+  path: readonly string[],
+  profile?: unknown,
+): FleetConfiguration {
   let validated: ReturnType<typeof validateConfiguration>;
   try {
-    validated = validateConfiguration(configurationInput);
+    const configuration = dropUnsetNulls(input);
+    validated = validateConfiguration(
+      isRecord(configuration) && isRecord(profile)
+        ? mergeProfileUnder(configuration, profile)
+        : configuration,
+    );
   } catch (error) {
     if (ConfigurationError.isInstance(error)) {
-      throw new ConfigurationError(error.message, { path: ['plan', 'spec', 'configuration', ...error.path] });
+      throw new ConfigurationError(error.message, { path: [...path, ...error.path] });
     }
     throw error;
   }
   if (validated.type !== 'fleet') {
     throw new ConfigurationError(`expected a fleet configuration, got ${validated.type}`, {
-      path: ['plan', 'spec', 'configuration', 'type'],
+      path: [...path, 'type'],
     });
   }
-  const configuration: FleetConfiguration = validated;
+  return validated;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** dstack's `FleetPlan`. */
+export type FleetPlan = {
+  project_name: string;
+  user: string;
+  spec: Record<string, unknown>;
+  effective_spec: Record<string, unknown> | null;
+  current_resource: Fleet | null;
+  offers: InstanceOfferWithAvailability[];
+  total_offers: number;
+  max_offer_price: number | null;
+  action: 'create' | 'update';
+};
+
+/** Offers a plan lists at most (dstack's CLI shows the first few). */
+const FLEET_PLAN_MAX_OFFERS = 50;
+
+/**
+ * dstack's `fleets/get_plan`: what applying the spec would do. The spec is echoed as sent (the
+ * client applies it and compares it with the current fleet's); offers are those one instance of
+ * a cloud fleet would take (none for an SSH fleet, whose hosts are given).
+ */
+export async function getFleetPlan(
+  app: AppContext,
+  project: ProjectsTable,
+  user: UsersTable,
+  spec: { configuration: unknown } & Record<string, unknown>,
+): Promise<FleetPlan> {
+  const configuration = validatedFleetConfiguration(
+    spec.configuration,
+    ['spec', 'configuration'],
+    spec.profile,
+  );
+  const backends = await app.backends.getProjectBackends(project.id);
+  refuseUnsupportedFleetFields(configuration, backends);
+  const existing =
+    configuration.name === undefined || configuration.name === null
+      ? null
+      : await getFleet(app, project, configuration.name).catch((error: unknown) => {
+          if (ResourceNotFoundError.isInstance(error)) return null;
+          throw error;
+        });
+  if (configuration.ssh_config === undefined) refuseFleetWithoutBackends(configuration, backends);
+  const offers =
+    configuration.ssh_config === undefined
+      ? (await fleetOffers(app, project.id, configuration)).map((entry) => entry.offer)
+      : [];
+  return {
+    project_name: project.name,
+    user: user.name,
+    spec,
+    effective_spec: null,
+    current_resource: existing,
+    offers: offers.slice(0, FLEET_PLAN_MAX_OFFERS),
+    total_offers: offers.length,
+    max_offer_price: offers.reduce<number | null>((max, offer) => Math.max(max ?? 0, offer.price), null),
+    action: existing ? 'update' : 'create',
+  };
+}
+
+/**
+ * dstack's `fleets/delete_instances` (`dstack fleet delete NAME -i N`): terminates the fleet's
+ * instances numbered `instanceNums`. A number the fleet does not have, or an instance running a
+ * job, refuses the whole request.
+ */
+export async function deleteFleetInstances(
+  app: AppContext,
+  project: ProjectsTable,
+  name: string,
+  instanceNums: readonly number[],
+): Promise<void> {
+  const fleet = await app.db
+    .selectFrom('fleets')
+    .select(['id', 'name'])
+    .where('project_id', '=', project.id)
+    .where('name', '=', name)
+    .where('deleted', '=', 0)
+    .executeTakeFirst();
+  if (!fleet) throw new ResourceNotFoundError(`Fleet ${name} not found`);
+  const instances = await app.db
+    .selectFrom('instances')
+    .select(['id', 'instance_num', 'status', 'busy_blocks'])
+    .where('fleet_id', '=', fleet.id)
+    .where('deleted', '=', 0)
+    .where('instance_num', 'in', [...instanceNums])
+    .execute();
+  const missing = instanceNums.filter((num) => !instances.some((instance) => instance.instance_num === num));
+  if (missing.length > 0) {
+    throw new ResourceNotFoundError(`Fleet ${name} has no instance ${missing.join(', ')}`);
+  }
+  const busy = instances.filter((instance) => instance.status === 'busy' || instance.busy_blocks > 0);
+  if (busy.length > 0) {
+    throw new ServerClientError(
+      `Fleet ${name} instance ${busy.map((instance) => instance.instance_num).join(', ')} is running a job; stop its run first`,
+      { fields: [['instance_nums']] },
+    );
+  }
+  const ending = instances.filter(
+    (instance) => instance.status !== 'terminating' && instance.status !== 'terminated',
+  );
+  await overrideClaimedRows(
+    app.db,
+    'instances',
+    ending.map((instance) => instance.id),
+    { status: 'terminating', termination_reason: 'terminated_by_user' },
+  );
+  app.wakeUps.wake('instances');
+}
+
+export async function applyFleet(
+  app: AppContext,
+  project: ProjectsTable,
+  configurationInput: unknown,
+  options: {
+    /** The spec's `profile`, filling what the configuration leaves unset. */
+    profile?: unknown;
+    /** Who applies it: the request's user (the tests' services act as the system). */
+    actor?: EventActor;
+  } = {},
+): Promise<Fleet> {
+  const { profile, actor = SYSTEM_ACTOR } = options;
+  const configuration = validatedFleetConfiguration(
+    configurationInput,
+    ['plan', 'spec', 'configuration'],
+    profile,
+  );
   const backends = await app.backends.getProjectBackends(project.id);
   refuseUnsupportedFleetFields(configuration, backends);
   const name = configuration.name ?? `fleet-${randomUUID().slice(0, 8)}`;
@@ -264,6 +406,21 @@ export async function getFleet(
     .where('fleet_id', '=', fleet.id)
     .execute();
   return fleetOf(fleet, project.name, instances);
+}
+
+/** dstack's `instances/get`: one of the project's instances (deleted ones too, as dstack keeps them), by id. */
+export async function getInstance(app: AppContext, project: ProjectsTable, id: string): Promise<Instance> {
+  const instance = await app.db
+    .selectFrom('instances')
+    .selectAll()
+    .where('id', '=', id)
+    .where('project_id', '=', project.id)
+    .executeTakeFirst();
+  if (!instance) throw new ResourceNotFoundError(`Instance ${id} not found`);
+  const fleet = instance.fleet_id
+    ? await app.db.selectFrom('fleets').select('name').where('id', '=', instance.fleet_id).executeTakeFirst()
+    : undefined;
+  return instanceOf(instance, project.name, fleet?.name ?? null);
 }
 
 export async function listFleets(app: AppContext, project: ProjectsTable): Promise<Fleet[]> {

@@ -354,6 +354,8 @@ async function startJob(context: JobContext): Promise<void> {
       job_submission: { id: job.id, submission_num: job.submission_num },
       cluster_info: clusterInfoOf({ provisioningData, runtimeData: placed }, context.clusterNodes),
       secrets: {},
+      // The server's SSH proxy logs in to the job with the project key for the user it let in.
+      ssh_authorized_keys: [project.ssh_public_key],
     };
     const code = await jobCode(context, jobSpec);
     if (!code) return;

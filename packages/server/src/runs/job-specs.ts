@@ -50,6 +50,21 @@ function containerPorts(configuration: RunConfiguration): number[] {
   return [...new Set(configuration.ports.map((port) => port.container_port))];
 }
 
+/** dstack's reserved ports (10000-10999, its agents'): never forwarded to a client. */
+const RESERVED_PORTS = { first: 10_000, last: 10_999 };
+
+/** dstack's `app_specs`: a task's or dev environment's `ports:` (a service has none), reserved ports left out. */
+function appSpecsOf(configuration: RunConfiguration): JobSpec['app_specs'] {
+  if (configuration.type === 'service') return [];
+  return configuration.ports
+    .filter((port) => port.container_port < RESERVED_PORTS.first || port.container_port > RESERVED_PORTS.last)
+    .map((port, index) => ({
+      port: port.container_port,
+      map_to_port: port.local_port,
+      app_name: `app_${index}`,
+    }));
+}
+
 /**
  * `env` entries with a null value take their value from the client's
  * environment in dstack; the CLI fills them in before sending, so a null left
@@ -160,6 +175,7 @@ export function buildJobSpecs(
     requirements: requirementsOf(configuration, clusterSize),
     retry: retryOf(configuration),
     ports: containerPorts(configuration),
+    app_specs: appSpecsOf(configuration),
     ...code,
     ...volumesOf(configuration, jobNum),
     ...(replicaGroup === undefined ? {} : { replica_group: replicaGroup }),

@@ -1,8 +1,13 @@
 /** `/api/project/{p}/offers/list`: what `dstack offer` shows. */
-import { GetOffersRequestSchema, InstanceOfferWithAvailabilitySchema } from '@dstack/core';
+import {
+  GetOffersRequestSchema,
+  InstanceOfferWithAvailabilitySchema,
+  ListGpusRequestSchema,
+} from '@dstack/core';
 import { z } from 'zod';
 import { getOffers, offerWarnings } from '../backends/offers.js';
-import { defineRoute, projectContext } from '../http/route.js';
+import { defineRoute, projectContext, RUN_PLAN_MAX_BODY_BYTES } from '../http/route.js';
+import { listGpus } from './gpus.js';
 import { buildJobSpecs } from './job-specs.js';
 import { normalizeRunSpec, offerFiltersOf } from './runs.js';
 
@@ -39,6 +44,20 @@ export const offerRoutes = [
         total_offers: offers.length,
         warnings: offerWarnings(failures),
       };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/gpus/list',
+    summary: "GPUs of the offers a run spec would get, grouped (dstack's `dstack offer --group-by gpu`)",
+    tags: ['offers'],
+    auth: 'project-member',
+    body: ListGpusRequestSchema,
+    maxBodyBytes: RUN_PLAN_MAX_BODY_BYTES,
+    response: z.object({ gpus: z.array(z.looseObject({ name: z.string() })) }),
+    async handler(ctx) {
+      const { project, user } = projectContext(ctx);
+      return listGpus(ctx.app, project, user, ctx.body.run_spec, ctx.body.group_by ?? []);
     },
   }),
 ];

@@ -1,5 +1,12 @@
 /** Database rows → the API models of @dstack/core (Run, JobSubmission, Fleet, Instance). */
-import { type Job, type JobSubmission, jobStatusMessage, type Run } from '@dstack/core';
+import {
+  type Job,
+  type JobConnectionInfo,
+  type JobSubmission,
+  jobStatusMessage,
+  type Run,
+} from '@dstack/core';
+import type { SshProxyAddress } from '../context.js';
 import { jobProvisioningDataOf, jobRuntimeDataOf, jobSpecOf, runSpecOf } from '../db/json-columns.js';
 import type { InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
 import { isoTime } from '../http/iso-time.js';
@@ -28,8 +35,48 @@ export function jobSubmissionOf(
   };
 }
 
-/** Groups job rows (all submissions) into API jobs, ordered by job and replica number. */
-export function jobsOf(jobs: readonly JobsTable[], instances: ReadonlyMap<string, InstancesTable>): Job[] {
+/** The job's upstream id at the SSH proxy (dstack's): its id in lowercase hex without dashes. */
+export function sshProxyUpstreamIdOf(jobId: string): string {
+  return jobId.replaceAll('-', '').toLowerCase();
+}
+
+/**
+ * How dstack's clients reach a running job: through the server's SSH proxy, logging in as the
+ * job's upstream id (dstack's `get_job_connection_info`). The attached name is the run's for its
+ * first job, else the job's, as dstack's client names the host in its SSH config.
+ */
+export function jobConnectionInfoOf(
+  job: JobsTable,
+  runName: string,
+  sshProxy: SshProxyAddress,
+): JobConnectionInfo {
+  const upstreamId = sshProxyUpstreamIdOf(job.id);
+  const attachedHost = job.job_num === 0 && job.replica_num === 0 ? runName : job.job_name;
+  return {
+    ide_name: null,
+    attached_ide_url: null,
+    proxied_ide_url: null,
+    attached_ssh_command: ['ssh', attachedHost],
+    proxied_ssh_command: [
+      'ssh',
+      `${upstreamId}@${sshProxy.hostname}`,
+      ...(sshProxy.port === 22 ? [] : ['-p', String(sshProxy.port)]),
+    ],
+    sshproxy_hostname: sshProxy.hostname,
+    sshproxy_port: sshProxy.port,
+    sshproxy_upstream_id: upstreamId,
+  };
+}
+
+/**
+ * Groups job rows (all submissions) into API jobs, ordered by job and replica number; a running
+ * job has its connection info when the server has an SSH proxy.
+ */
+export function jobsOf(
+  jobs: readonly JobsTable[],
+  instances: ReadonlyMap<string, InstancesTable>,
+  connection?: { runName: string; sshProxy: SshProxyAddress | undefined },
+): Job[] {
   const byJob = new Map<string, JobsTable[]>();
   for (const job of jobs) {
     const key = `${job.replica_num}:${job.job_num}`;
@@ -46,11 +93,16 @@ export function jobsOf(jobs: readonly JobsTable[], instances: ReadonlyMap<string
     )
     .map((submissions) => {
       const latest = submissions[submissions.length - 1] as JobsTable;
+      const sshProxy = connection?.sshProxy;
       return {
         job_spec: jobSpecOf(latest),
         job_submissions: submissions.map((job) =>
           jobSubmissionOf(job, job.instance_id ? instances.get(job.instance_id) : null),
         ),
+        job_connection_info:
+          sshProxy && latest.status === 'running'
+            ? jobConnectionInfoOf(latest, connection.runName, sshProxy)
+            : null,
       };
     });
 }
@@ -103,8 +155,9 @@ export function runOf(
   userName: string,
   jobs: readonly JobsTable[],
   instances: ReadonlyMap<string, InstancesTable>,
+  sshProxy?: SshProxyAddress,
 ): Run {
-  const apiJobs = jobsOf(jobs, instances);
+  const apiJobs = jobsOf(jobs, instances, { runName: run.run_name, sshProxy });
   const runSpec = runSpecOf(run);
   const latestRow = [...jobs].sort(
     (a, b) => b.submitted_at - a.submitted_at || b.submission_num - a.submission_num,

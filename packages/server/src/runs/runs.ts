@@ -20,6 +20,7 @@ import {
   ServerClientError,
   validateConfiguration,
 } from '@dstack/core';
+import { withUserSshKey } from '../accounts/user-ssh-keys.js';
 import { explainNoOffers, getOffers, type OfferFilters, offerWarnings } from '../backends/offers.js';
 import type { AppContext } from '../context.js';
 import { jobSpecColumn, runSpecColumn, type StoredRunSpec } from '../db/json-columns.js';
@@ -114,6 +115,19 @@ export function offerFiltersOf(configuration: RunConfiguration): OfferFilters {
   };
 }
 
+/**
+ * The spec with `ssh_key_pub` set: a spec without one (dstack's clients send none unless given
+ * `--ssh-identity`) is reachable with the user's own key, as in dstack.
+ */
+async function withRunSshKey(
+  app: AppContext,
+  user: UsersTable,
+  runSpec: StoredRunSpec,
+): Promise<StoredRunSpec> {
+  if (runSpec.ssh_key_pub) return runSpec;
+  return { ...runSpec, ssh_key_pub: (await withUserSshKey(app, user)).ssh_public_key ?? null };
+}
+
 export async function getRunPlan(
   app: AppContext,
   project: ProjectsTable,
@@ -122,7 +136,7 @@ export async function getRunPlan(
   maxOffers: number | null | undefined,
   options: { forOffersOnly?: boolean } = {},
 ): Promise<RunPlan> {
-  const normalized = normalizeRunSpec(requestedSpec);
+  const normalized = await withRunSshKey(app, user, normalizeRunSpec(requestedSpec));
   const runSpec = options.forOffersOnly ? withoutPlaceholderImage(normalized) : normalized;
   const backends = await app.backends.getProjectBackends(project.id);
   refuseUnsupportedRunFields(runSpec.configuration, backends, {
@@ -212,7 +226,7 @@ export async function applyRun(
   user: UsersTable,
   requestedSpec: RunSpec,
 ): Promise<Run> {
-  const normalized = normalizeRunSpec(requestedSpec);
+  const normalized = await withRunSshKey(app, user, normalizeRunSpec(requestedSpec));
   // The plan's check again: a client may apply without planning.
   refuseUnsupportedRunFields(normalized.configuration, await app.backends.getProjectBackends(project.id), {
     sshClusterFleet: await hasSshClusterFleet(app, project.id),
@@ -445,6 +459,7 @@ export async function loadRuns(
       userNames.get(run.user_id) ?? '',
       jobsByRun.get(run.id) ?? [],
       instancesById,
+      app.sshProxy,
     ),
   );
 }

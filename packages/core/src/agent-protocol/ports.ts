@@ -14,3 +14,6 @@ export const DSTACK_RUNNER_HTTP_PORT = 10999;
 export const DSTACK_RUNNER_SSH_PORT = 10022;
 /** The DCGM exporter on NVIDIA hosts. */
 export const DSTACK_DCGM_EXPORTER_PORT = 10997;
+
+/** dstack's reserved ports, its agents' among them: a job's `ports:` in this range are never forwarded to a client. */
+export const DSTACK_RESERVED_PORTS = { first: 10000, last: 10999 } as const;

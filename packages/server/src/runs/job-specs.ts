@@ -14,7 +14,11 @@ import {
   type RunConfiguration,
   type ServiceConfiguration,
 } from '@dstack/core';
-import { type DefaultImageOptions, defaultJobImage } from '@dstack/core/agent-protocol';
+import {
+  type DefaultImageOptions,
+  DSTACK_RESERVED_PORTS,
+  defaultJobImage,
+} from '@dstack/core/agent-protocol';
 import type { StoredRunSpec } from '../db/json-columns.js';
 import { JobVolumeError, jobMountPoints } from '../volumes/job-volumes.js';
 import { replicaGroupsOf } from './service-spec.js';
@@ -50,14 +54,14 @@ function containerPorts(configuration: RunConfiguration): number[] {
   return [...new Set(configuration.ports.map((port) => port.container_port))];
 }
 
-/** dstack's reserved ports (10000-10999, its agents'): never forwarded to a client. */
-const RESERVED_PORTS = { first: 10_000, last: 10_999 };
-
 /** dstack's `app_specs`: a task's or dev environment's `ports:` (a service has none), reserved ports left out. */
 function appSpecsOf(configuration: RunConfiguration): JobSpec['app_specs'] {
   if (configuration.type === 'service') return [];
   return configuration.ports
-    .filter((port) => port.container_port < RESERVED_PORTS.first || port.container_port > RESERVED_PORTS.last)
+    .filter(
+      (port) =>
+        port.container_port < DSTACK_RESERVED_PORTS.first || port.container_port > DSTACK_RESERVED_PORTS.last,
+    )
     .map((port, index) => ({
       port: port.container_port,
       map_to_port: port.local_port,

@@ -85,6 +85,32 @@ export const ListGatewaysRequestSchema = z.object({ include_imported: z.boolean(
 export const GetGatewayRequestSchema = z.object({ name: z.string() });
 /** `/api/project/{p}/gateways/create`: the configuration is validated by the server. */
 export const CreateGatewayRequestSchema = z.object({ configuration: z.looseObject({ type: z.string() }) });
+/** dstack's `GatewaySpec`: the configuration as its client sends it (every unset field `null`). */
+export const GatewaySpecSchema = z.object({
+  configuration: z.looseObject({ type: z.string() }),
+  configuration_path: z.string().nullish(),
+});
+export type GatewaySpec = z.output<typeof GatewaySpecSchema>;
+/** `/api/project/{p}/gateways/get_plan` (dstack's `dstack apply -f gateway.yml` asks it first). */
+export const GetGatewayPlanRequestSchema = z.object({ spec: GatewaySpecSchema });
+/** `/api/project/{p}/gateways/apply`: the plan's spec and the gateway the plan saw (null: none). */
+export const ApplyGatewayPlanRequestSchema = z.object({
+  plan: z.object({
+    spec: GatewaySpecSchema,
+    current_resource: z.looseObject({ id: z.string() }).nullish(),
+  }),
+  force: z.boolean().default(false),
+});
+/** dstack's `GatewayPlan`. */
+export const GatewayPlanSchema = z.object({
+  project_name: z.string(),
+  user: z.string(),
+  spec: GatewaySpecSchema,
+  effective_spec: GatewaySpecSchema,
+  current_resource: GatewaySchema.nullable(),
+  action: z.enum(['create', 'update']),
+});
+export type GatewayPlan = z.output<typeof GatewayPlanSchema>;
 /** `/api/project/{p}/gateways/delete`. */
 export const DeleteGatewaysRequestSchema = z.object({ names: z.array(z.string()).min(1) });
 /** `/api/project/{p}/gateways/set_default`. */

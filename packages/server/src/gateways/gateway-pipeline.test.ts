@@ -97,4 +97,60 @@ describeEachDialect('the gateway pipeline', (getDb) => {
       status_message: 'launching the gateway failed: no quota for gateways',
     });
   });
+
+  it("applies a gateway as dstack's CLI does: get_plan, then apply with every unset field null", async () => {
+    // What dstack 0.21's client sends: the whole model, unset fields null, the certificate given.
+    const configuration = {
+      type: 'gateway',
+      name: 'gw-dstack',
+      backend: 'fake',
+      region: 'fake-region-1',
+      domain: null,
+      default: false,
+      instance_type: null,
+      router: null,
+      public_ip: true,
+      certificate: null,
+      tags: null,
+    };
+    const spec = { configuration, configuration_path: 'gateway.dstack.yml' };
+    const plan = await server.request('/api/project/main/gateways/get_plan', { spec });
+    expect(plan.status, JSON.stringify(plan.body)).toBe(200);
+    expect(plan.body).toMatchObject({ action: 'create', current_resource: null, spec });
+    const applied = await server.request('/api/project/main/gateways/apply', {
+      plan: { spec, current_resource: null },
+      force: false,
+    });
+    expect(applied.status, JSON.stringify(applied.body)).toBe(200);
+    expect(applied.body).toMatchObject({
+      name: 'gw-dstack',
+      status: 'submitted',
+      configuration: { certificate: null },
+    });
+
+    // Applied again unchanged: the same gateway; changed: refused, as dstack cannot update it in place.
+    const again = await server.request('/api/project/main/gateways/get_plan', { spec });
+    expect(again.body).toMatchObject({ action: 'update', current_resource: { id: applied.body.id } });
+    const same = await server.request('/api/project/main/gateways/apply', {
+      plan: { spec, current_resource: again.body.current_resource },
+      force: false,
+    });
+    expect(same.body.id).toBe(applied.body.id);
+    const stale = await server.request('/api/project/main/gateways/apply', {
+      plan: { spec, current_resource: null },
+      force: false,
+    });
+    expect(stale.status).toBe(400);
+    expect(stale.body.detail[0].msg).toContain('Resource has been changed');
+    const moved = { ...spec, configuration: { ...configuration, region: 'fake-region-2' } };
+    const changed = await server.request('/api/project/main/gateways/apply', {
+      plan: { spec: moved, current_resource: again.body.current_resource },
+      force: false,
+    });
+    expect(changed.status).toBe(400);
+    expect(changed.body.detail[0].msg).toContain('cannot be updated in place');
+    expect((await server.request('/api/project/main/gateways/delete', { names: ['gw-dstack'] })).status).toBe(
+      200,
+    );
+  });
 });

@@ -1,9 +1,12 @@
 /** `/api/project/{p}/gateways/*`, with dstack's shapes. */
 
 import {
+  ApplyGatewayPlanRequestSchema,
   CreateGatewayRequestSchema,
   DeleteGatewaysRequestSchema,
+  GatewayPlanSchema,
   GatewaySchema,
+  GetGatewayPlanRequestSchema,
   GetGatewayRequestSchema,
   ListGatewaysRequestSchema,
   ServerClientError,
@@ -14,9 +17,11 @@ import { z } from 'zod';
 import { userActor } from '../events/event-recorder.js';
 import { defineRoute, projectContext } from '../http/route.js';
 import {
+  applyGatewayPlan,
   createGateway,
   deleteGateways,
   getGateway,
+  getGatewayPlan,
   listProjectGateways,
   setDefaultGateway,
   setGatewayWildcardDomain,
@@ -47,6 +52,32 @@ export const gatewayRoutes = [
     response: GatewaySchema,
     async handler(ctx) {
       return getGateway(ctx.app, projectContext(ctx).project, ctx.body.name);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/gateways/get_plan',
+    summary: "What applying a gateway spec would do (dstack's `dstack apply -f gateway.yml`)",
+    tags,
+    auth: 'project-admin',
+    body: GetGatewayPlanRequestSchema,
+    response: GatewayPlanSchema,
+    async handler(ctx) {
+      const { project, user } = projectContext(ctx);
+      return getGatewayPlan(ctx.app, project, user, ctx.body.spec);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/project/{project_name}/gateways/apply',
+    summary: 'Create a gateway from a plan; one that exists is kept when its configuration is the same',
+    tags,
+    auth: 'project-admin',
+    body: ApplyGatewayPlanRequestSchema,
+    response: GatewaySchema,
+    async handler(ctx) {
+      const { project, user } = projectContext(ctx);
+      return applyGatewayPlan(ctx.app, project, user, ctx.body.plan, ctx.body.force);
     },
   }),
   defineRoute({

@@ -9,6 +9,8 @@ import {
   ConfigurationError,
   type Gateway,
   type GatewayConfiguration,
+  type GatewayPlan,
+  type GatewaySpec,
   REDACTED_PRIVATE_KEY,
   ResourceNotFoundError,
   ServerClientError,
@@ -31,6 +33,7 @@ import {
 } from '../events/event-recorder.js';
 import { isoTime } from '../http/iso-time.js';
 import { overrideClaimedRows } from '../pipelines/pipeline.js';
+import { dropUnsetNulls } from '../runs/explicit-nulls.js';
 import { gatewayComputeOf } from './gateway-backends.js';
 import { checkCustomCertificate } from './gateway-certificates.js';
 import { refuseUnsupportedGatewayFields } from './unsupported-fields.js';
@@ -216,6 +219,86 @@ export async function getGateway(app: AppContext, project: ProjectsTable, name: 
 export async function listProjectGateways(app: AppContext, project: ProjectsTable): Promise<Gateway[]> {
   const rows = await liveGateways(app, project.id).orderBy('created_at').execute();
   return rows.map((row) => gatewayOf(row, project.name));
+}
+
+/**
+ * A gateway configuration as dstack's client sends it, its unset fields (`null`) dropped, except
+ * `certificate`, where `null` means plain HTTP.
+ */
+function withoutUnsetNulls(configuration: Record<string, unknown>): Record<string, unknown> {
+  const { certificate, ...rest } = configuration;
+  return 'certificate' in configuration ? { ...dropUnsetNulls(rest), certificate } : dropUnsetNulls(rest);
+}
+
+/** A live gateway of the project named as the configuration names it; none for an unnamed one. */
+async function currentGateway(app: AppContext, projectId: string, name: string | undefined) {
+  if (name === undefined) return undefined;
+  return liveGateways(app, projectId).where('name', '=', name).executeTakeFirst();
+}
+
+/**
+ * dstack's `gateways/get_plan`: the spec checked, and the gateway of that name it would update
+ * (`action: update`) or none (`create`).
+ */
+export async function getGatewayPlan(
+  app: AppContext,
+  project: ProjectsTable,
+  user: UsersTable,
+  spec: GatewaySpec,
+): Promise<GatewayPlan> {
+  const configuration = validatedGatewayConfiguration(withoutUnsetNulls(spec.configuration));
+  refuseUnsupportedGatewayFields(configuration);
+  const current = await currentGateway(app, project.id, configuration.name);
+  return {
+    project_name: project.name,
+    user: user.name,
+    spec,
+    effective_spec: spec,
+    current_resource: current ? gatewayOf(current, project.name) : null,
+    action: current ? 'update' : 'create',
+  };
+}
+
+/**
+ * dstack's `gateways/apply`: creates the gateway, or, for one that exists, changes nothing when
+ * the configuration is the same. A changed gateway is refused, as dstack refuses what it cannot
+ * update in place: delete it and apply again. Without `force`, the plan must have seen the
+ * gateway that is there now.
+ */
+export async function applyGatewayPlan(
+  app: AppContext,
+  project: ProjectsTable,
+  user: UsersTable,
+  plan: { spec: GatewaySpec; current_resource?: { id: string } | null },
+  force: boolean,
+): Promise<Gateway> {
+  const input = withoutUnsetNulls(plan.spec.configuration);
+  const configuration = validatedGatewayConfiguration(input);
+  const current = await currentGateway(app, project.id, configuration.name);
+  if (!current) return createGateway(app, project, user, input);
+  const name = current.name;
+  if (current.status === 'failed') {
+    throw new ServerClientError(
+      `Gateway ${name} failed and cannot be updated in place; delete it and apply again`,
+    );
+  }
+  if (!force && plan.current_resource?.id !== current.id) {
+    throw new ServerClientError(
+      'Failed to apply plan. Resource has been changed. Try again or use force apply.',
+    );
+  }
+  const stored = gatewayConfigurationOf(current);
+  const certificate = configuration.certificate;
+  const asStored: GatewayConfiguration =
+    certificate?.type === 'custom'
+      ? { ...configuration, certificate: { ...certificate, private_key: REDACTED_PRIVATE_KEY } }
+      : configuration;
+  if (gatewayConfigurationColumn.encode(asStored) !== gatewayConfigurationColumn.encode(stored)) {
+    throw new ServerClientError(
+      `Gateway ${name} cannot be updated in place; delete it (dstack gateway delete ${name}) and apply again`,
+    );
+  }
+  return gatewayOf(current, project.name);
 }
 
 /** `gateways/delete`: each is marked `to_be_deleted` (hidden at once); the pipeline terminates its instance. */

@@ -18,11 +18,21 @@ import {
   startAwsEmulator,
 } from '@dstack/testing/emulators';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { deleteFleet, gpuTask, planJob, provisionedInstance } from './cloud-run-helpers.js';
+import {
+  deleteFleet,
+  expectCloudEmpty,
+  gpuTask,
+  planJob,
+  provisionedInstance,
+  runKilledAndRetriedCluster,
+} from './cloud-run-helpers.js';
 import { dockerMissing } from './emulated-hosts-harness.js';
 import { applyTask, type HarnessServer, makeTempDir, startHarnessServer, waitFor } from './server-harness.js';
 
 const rootWithLoopDevices = process.getuid?.() === 0;
+const emulatorName = `aws-cv-${process.pid}`;
+/** Nodes of the cluster scenario: each is a host with its own Docker daemon. */
+const CLUSTER_NODES = 4;
 
 describe.skipIf(dockerMissing || !rootWithLoopDevices)('clusters and EBS volumes on the emulated AWS', () => {
   let hosts: DockerEmulatedHosts;
@@ -33,7 +43,7 @@ describe.skipIf(dockerMissing || !rootWithLoopDevices)('clusters and EBS volumes
   const temp = makeTempDir();
 
   beforeAll(async () => {
-    hosts = new DockerEmulatedHosts({ emulator: `aws-cv-${process.pid}` });
+    hosts = new DockerEmulatedHosts({ emulator: emulatorName });
     tarball = await serveAgentRuntime(hosts);
     defaultImages = await serveDefaultImages(hosts, [DEFAULT_IMAGE_PYTHON]);
     aws = await startAwsEmulator({ hosts, regions: ['us-east-1'], blockDevices: true });
@@ -44,22 +54,8 @@ describe.skipIf(dockerMissing || !rootWithLoopDevices)('clusters and EBS volumes
     });
   }, 300_000);
 
-  afterEach(async () => {
-    // Nothing left in the cloud after a test: no attached volume, running instance or group.
-    await waitFor(
-      'the cloud to be empty',
-      () => {
-        const state = aws.state();
-        const busy =
-          state.instances.some((each) => each.state !== 'terminated') ||
-          state.volumes.some((each) => each.attachment !== null) ||
-          state.placementGroups.length > 0 ||
-          state.loopDevices.length > 0;
-        return busy ? null : true;
-      },
-      120_000,
-    );
-  }, 150_000);
+  // Nothing left in the cloud after a test: no attached volume, live instance, group or host.
+  afterEach(() => expectCloudEmpty(aws, { hostsOf: emulatorName }), 150_000);
 
   afterAll(async () => {
     await harness?.terminateFleetsAndClose();
@@ -70,38 +66,24 @@ describe.skipIf(dockerMissing || !rootWithLoopDevices)('clusters and EBS volumes
     temp.remove();
   }, 300_000);
 
-  it('runs 2 nodes on a cluster fleet in one placement group; a worker reaches the master on its IP', async () => {
-    // 2 nodes, not the issue's 4: each node is a host with its own Docker daemon on a 2-core machine.
+  it(`runs ${CLUSTER_NODES} nodes on a cluster fleet in one placement group: ranks, the master's IP, TCP to it; a killed node ends the others and retry resubmits all; the group goes with the fleet`, async () => {
     const runName = 'aws-cluster';
-    await applyTask(
+    const nodes = await runKilledAndRetriedCluster(
       harness,
-      gpuTask(
-        runName,
-        [
-          'echo "rank=$DSTACK_NODE_RANK nodes=$DSTACK_NODES_NUM master=$DSTACK_MASTER_NODE_IP"',
-          'if [ "$DSTACK_NODE_RANK" = 0 ]; then nc -l -p 29500; else ' +
-            'for i in $(seq 60); do echo "hello from rank $DSTACK_NODE_RANK" | nc "$DSTACK_MASTER_NODE_IP" 29500 && break; sleep 1; done; fi',
-        ],
-        { nodes: 2 },
-      ),
+      (id, script) => hosts.exec(id, script),
+      runName,
+      CLUSTER_NODES,
     );
-    const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 300_000);
-    expect(finished.status, finished.latest_job_submission?.termination_reason_message ?? '').toBe('done');
-    const ips = finished.jobs.map((job) => job.job_submissions.at(-1)?.job_provisioning_data?.internal_ip);
-    const logs = await harness.logs(runName);
-    expect(logs).toContain(`rank=0 nodes=2 master=${ips[0]}`);
-    expect(logs).toContain(`rank=1 nodes=2 master=${ips[0]}`);
-    expect(logs).toContain('hello from rank 1');
-    const zones = new Set(
-      finished.jobs.map((job) => job.job_submissions.at(-1)?.job_provisioning_data?.availability_zone),
-    );
-    expect(zones.size).toBe(1);
-    expect(aws.state().placementGroups).toEqual([
-      expect.objectContaining({ strategy: 'cluster', instances: expect.arrayContaining([]) }),
-    ]);
-    expect(aws.state().placementGroups[0]?.instances).toHaveLength(2);
+    expect(new Set(nodes.map((node) => node.zone)).size).toBe(1);
+    const [group, ...others] = aws.state().placementGroups;
+    expect(others).toEqual([]);
+    expect(group).toMatchObject({ strategy: 'cluster' });
+    expect(group?.name).toMatch(new RegExp(`^dstack-main-${runName}-pg-[a-z0-9]{8}$`));
+    // The resubmitted nodes reused the fleet's instances, all in the group.
+    expect([...(group?.instances ?? [])].sort()).toEqual(nodes.map((node) => node.instance).sort());
     await deleteFleet(harness, runName);
-  }, 420_000);
+    expect(aws.state().placementGroups).toEqual([]);
+  }, 600_000);
 
   async function createVolume(name: string, zone: string): Promise<Volume> {
     const created = await harness.call<Volume>('/api/project/main/volumes/create', {

@@ -34,6 +34,7 @@ describeVmCloudRuns({
           .state()
           .instances.filter((each) => each.state === 'running')
           .map((each) => each.id),
+      state: () => emulator.state(),
       close: () => emulator.close(),
     };
   },

@@ -2,12 +2,13 @@
  * Clusters and volumes on the emulated GCP, end to end through the real server (SQLite: slow
  * scenarios, once): a `nodes: 2` task lands on a cluster fleet whose instances go into a compact
  * placement resource policy, its nodes get their ranks and the master's internal IP and reach
- * each other there, and the policy goes with the fleet; a task writes to a new persistent disk
- * (a real block device in the emulated host, formatted and mounted by the shim) and the next run,
- * on another instance, reads it back. After each scenario no disk is attached and no instance or
- * policy is left.
+ * each other there, a killed node ends the other and `retry` resubmits both, and the policy goes
+ * with the fleet; a persistent disk in a zone restricts the offers to that zone, a task writes to
+ * it (a real block device in the emulated host, formatted and mounted by the shim) and the next
+ * run, on another instance, reads it back. After each scenario the cloud is empty
+ * (`expectCloudEmpty`).
  */
-import type { Run, Volume } from '@dstack/core';
+import type { Volume } from '@dstack/core';
 import { DEFAULT_IMAGE_PYTHON } from '@dstack/core/agent-protocol';
 import {
   type AgentRuntimeServer,
@@ -19,25 +20,20 @@ import {
   serveDefaultImages,
   startGcpEmulator,
 } from '@dstack/testing/emulators';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteFleet, gpuTask } from './cloud-run-helpers.js';
-import { dockerMissing, hostsLeft } from './emulated-hosts-harness.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  clusterNodes,
+  deleteFleet,
+  expectCloudEmpty,
+  gpuTask,
+  planJob,
+  runKilledAndRetriedCluster,
+} from './cloud-run-helpers.js';
+import { dockerMissing } from './emulated-hosts-harness.js';
 import { applyTask, type HarnessServer, makeTempDir, startHarnessServer, waitFor } from './server-harness.js';
 
 const REGION = 'us-central1';
 const emulatorName = `gcp-cluster-e2e-${process.pid}`;
-
-function jobsOf(run: Run) {
-  return run.jobs.map((job) => {
-    const submission = job.job_submissions.at(-1);
-    const data = submission?.job_provisioning_data;
-    return {
-      instance: data?.instance_id ?? '',
-      zone: data?.availability_zone ?? '',
-      internalIp: data?.internal_ip ?? '',
-    };
-  });
-}
 
 describe.skipIf(dockerMissing)('clusters and volumes on the emulated GCP', () => {
   let hosts: DockerEmulatedHosts;
@@ -46,18 +42,6 @@ describe.skipIf(dockerMissing)('clusters and volumes on the emulated GCP', () =>
   let emulator: GcpEmulator;
   let harness: HarnessServer;
   const temp = makeTempDir();
-
-  /** Nothing of the scenario is left in the cloud: instances, policies, attachments. */
-  async function expectNothingLeft() {
-    await waitFor(
-      'the instances to be gone',
-      () => (emulator.state().instances.length === 0 ? true : null),
-      120_000,
-    );
-    expect(emulator.state().resourcePolicies).toEqual([]);
-    expect(emulator.state().disks.filter((disk) => disk.attachedTo !== null)).toEqual([]);
-    expect(await hostsLeft(emulatorName)).toEqual([]);
-  }
 
   beforeAll(async () => {
     hosts = new DockerEmulatedHosts({ emulator: emulatorName });
@@ -71,6 +55,9 @@ describe.skipIf(dockerMissing)('clusters and volumes on the emulated GCP', () =>
     });
   }, 300_000);
 
+  // Nothing left in the cloud after a test: no instance, attached disk, policy or host.
+  afterEach(() => expectCloudEmpty(emulator, { hostsOf: emulatorName }), 150_000);
+
   afterAll(async () => {
     await harness?.terminateFleetsAndClose();
     await emulator?.close();
@@ -80,51 +67,43 @@ describe.skipIf(dockerMissing)('clusters and volumes on the emulated GCP', () =>
     temp.remove();
   }, 300_000);
 
-  it("runs 2 nodes in one zone in the fleet's compact placement policy; the worker reaches the master's internal IP; the policy goes with the fleet", async () => {
+  it("runs 2 nodes in one zone in the fleet's compact placement policy: ranks, the master's IP, TCP to it; a killed node ends the other and retry resubmits both; the policy goes with the fleet", async () => {
     const runName = 'gcp-cluster';
-    await applyTask(
+    const [master, worker, ...others] = await runKilledAndRetriedCluster(
       harness,
-      gpuTask(
-        runName,
-        [
-          'echo "node rank=$DSTACK_NODE_RANK nodes=$DSTACK_NODES_NUM master=$DSTACK_MASTER_NODE_IP ips=$(echo $DSTACK_NODES_IPS)"',
-          // The master prints what the worker sends; the worker retries until the master listens.
-          'if [ "$DSTACK_NODE_RANK" = 0 ]; then echo "master got: $(nc -l -p 7777 </dev/null)"; else until echo "hello from rank $DSTACK_NODE_RANK" | nc -w 2 "$DSTACK_MASTER_NODE_IP" 7777; do sleep 1; done; fi',
-        ],
-        { nodes: 2 },
-      ),
+      (name, script) => hosts.exec(emulator.hostIdOf(name), script),
+      runName,
+      2,
     );
-    const run = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 240_000);
-    const logs = await harness.logs(runName);
-    expect(run.status, logs).toBe('done');
-    const [master, worker] = jobsOf(run);
-    if (!master || !worker) throw new Error('the run has fewer than 2 jobs');
-    expect(master.zone).toBe(worker.zone);
-    expect(master.instance).not.toBe(worker.instance);
-    expect(logs).toContain(
-      `node rank=0 nodes=2 master=${master.internalIp} ips=${master.internalIp} ${worker.internalIp}`,
-    );
-    expect(logs).toContain(`node rank=1 nodes=2 master=${master.internalIp}`);
-    expect(logs).toContain('master got: hello from rank 1');
-
-    const [policy, ...others] = emulator.state().resourcePolicies;
     expect(others).toEqual([]);
+    expect(master?.zone).toBe(worker?.zone);
+
+    const [policy, ...otherPolicies] = emulator.state().resourcePolicies;
+    expect(otherPolicies).toEqual([]);
     expect(policy).toMatchObject({ region: REGION, collocation: 'COLLOCATED' });
     expect(policy?.name).toMatch(new RegExp(`^dstack-main-${runName}-pg-[a-z0-9]{8}$`));
-    expect([...(policy?.instances ?? [])].sort()).toEqual([master.instance, worker.instance].sort());
+    expect([...(policy?.instances ?? [])].sort()).toEqual([master?.instance, worker?.instance].sort());
 
     await deleteFleet(harness, runName);
-    await waitFor(
-      'the policy to be gone',
-      () => (emulator.state().resourcePolicies.length === 0 ? true : null),
-      120_000,
-    );
-    await expectNothingLeft();
+    expect(emulator.state().resourcePolicies).toEqual([]);
   }, 420_000);
 
-  it('a task writes to a new persistent disk and the next run, on another instance, reads it back', async () => {
+  it('a task writes to a new persistent disk and the next run, on another instance, reads it back; the disk zone restricts the offers', async () => {
+    // A zone other than the one a run without the disk would take first.
+    const [cheapest] = (await planJob(harness, gpuTask('gcp-zones', ['true']))).offers;
+    const diskZone = cheapest?.availability_zones?.at(-1);
+    if (!diskZone || cheapest?.availability_zones?.length === 1) {
+      throw new Error(`the cheapest offer has not several zones: ${JSON.stringify(cheapest)}`);
+    }
     const created = await harness.call<Volume>('/api/project/main/volumes/create', {
-      configuration: { type: 'volume', name: 'gcp-data', backend: 'gcp', region: REGION, size: '10GB' },
+      configuration: {
+        type: 'volume',
+        name: 'gcp-data',
+        backend: 'gcp',
+        region: REGION,
+        availability_zone: diskZone,
+        size: '10GB',
+      },
     });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const volume = await waitFor('the volume to be active', async () => {
@@ -134,6 +113,10 @@ describe.skipIf(dockerMissing)('clusters and volumes on the emulated GCP', () =>
       return current.status === 'active' ? current : null;
     });
     const zone = volume.provisioning_data?.availability_zone;
+    expect(zone).toBe(diskZone);
+    const plan = await planJob(harness, gpuTask('gcp-zoned', ['true'], { volumes: ['gcp-data:/data'] }));
+    expect(plan.offers.length).toBeGreaterThan(0);
+    for (const offer of plan.offers) expect(offer.availability_zones).toEqual([diskZone]);
     expect(emulator.state().disks).toEqual([
       expect.objectContaining({
         name: volume.volume_id,
@@ -157,7 +140,7 @@ describe.skipIf(dockerMissing)('clusters and volumes on the emulated GCP', () =>
       'gcp-volume-writer',
       'echo written-on-the-disk > /data/greeting.txt && echo wrote',
     );
-    const [first] = jobsOf(writer.run);
+    const [first] = clusterNodes(writer.run);
     expect(first?.zone).toBe(zone);
     // The instance goes, so the next run lands on another one.
     await deleteFleet(harness, 'gcp-volume-writer');
@@ -167,7 +150,7 @@ describe.skipIf(dockerMissing)('clusters and volumes on the emulated GCP', () =>
 
     const reader = await finished('gcp-volume-reader', 'cat /data/greeting.txt');
     expect(reader.logs).toContain('written-on-the-disk');
-    const [second] = jobsOf(reader.run);
+    const [second] = clusterNodes(reader.run);
     expect(second?.instance).not.toBe(first?.instance);
     await deleteFleet(harness, 'gcp-volume-reader');
 
@@ -178,6 +161,5 @@ describe.skipIf(dockerMissing)('clusters and volumes on the emulated GCP', () =>
       () => (emulator.state().disks.length === 0 ? true : null),
       120_000,
     );
-    await expectNothingLeft();
   }, 420_000);
 });

@@ -36,6 +36,7 @@ describeVmCloudRuns({
         instances()
           .filter((each) => each.state === 'RUNNING')
           .map((each) => each.id),
+      state: () => emulator.state(),
       close: () => emulator.close(),
     };
   },

@@ -66,15 +66,26 @@ describe.skipIf(dockerMissing || !rootWithLoopDevices)('clusters and EBS volumes
     temp.remove();
   }, 300_000);
 
-  it(`runs ${CLUSTER_NODES} nodes on a cluster fleet in one placement group: ranks, the master's IP, TCP to it; a killed node ends the others and retry resubmits all; the group goes with the fleet`, async () => {
+  it(`runs ${CLUSTER_NODES} nodes on a cluster fleet in one placement group: ranks, the master's IP, TCP to it; a killed node ends the others and retry resubmits all; availability_zones honoured; the group goes with the fleet`, async () => {
     const runName = 'aws-cluster';
+    // availability_zones: a zone other than the one the cheapest offer would take first.
+    const [cheapest] = (await planJob(harness, gpuTask('aws-zones', ['true']))).offers;
+    const zone = cheapest?.availability_zones?.at(-1);
+    if (!zone || cheapest?.availability_zones?.length === 1) {
+      throw new Error(`the cheapest offer has not several zones: ${JSON.stringify(cheapest)}`);
+    }
+    const zoned = await planJob(harness, gpuTask('aws-zoned', ['true'], { availability_zones: [zone] }));
+    expect(zoned.offers.length).toBeGreaterThan(0);
+    for (const offer of zoned.offers) expect(offer.availability_zones).toEqual([zone]);
+
     const nodes = await runKilledAndRetriedCluster(
       harness,
       (id, script) => hosts.exec(id, script),
       runName,
       CLUSTER_NODES,
+      { availability_zones: [zone] },
     );
-    expect(new Set(nodes.map((node) => node.zone)).size).toBe(1);
+    expect(nodes.map((node) => node.zone)).toEqual(Array(CLUSTER_NODES).fill(zone));
     const [group, ...others] = aws.state().placementGroups;
     expect(others).toEqual([]);
     expect(group).toMatchObject({ strategy: 'cluster' });
@@ -112,7 +123,10 @@ describe.skipIf(dockerMissing || !rootWithLoopDevices)('clusters and EBS volumes
 
     await applyTask(
       harness,
-      gpuTask('ebs-writer', ['echo kept-on-ebs > /data/kept.txt', 'df -T /data', 'sleep 20'], { volumes }),
+      // It holds the volume until the test stops it.
+      gpuTask('ebs-writer', ['echo kept-on-ebs > /data/kept.txt', 'df -T /data', 'exec sleep 600'], {
+        volumes,
+      }),
     );
     const writing = await harness.waitForRun('ebs-writer', ['running'], 300_000);
     await waitFor('the volume to be attached', () =>
@@ -123,8 +137,17 @@ describe.skipIf(dockerMissing || !rootWithLoopDevices)('clusters and EBS volumes
     });
     expect(refused.status).toBe(400);
     expect(JSON.stringify(refused.body)).toContain('ebs-writer');
+    // Written (df runs after the echo) before it is stopped.
+    await waitFor('the file system in the logs', async () =>
+      (await harness.logs('ebs-writer')).includes('ext4') ? true : null,
+    );
+    const stopped = await harness.call('/api/project/main/runs/stop', {
+      runs_names: ['ebs-writer'],
+      abort: false,
+    });
+    expect(stopped.status).toBe(200);
     const written = await harness.waitForRun('ebs-writer', ['done', 'failed', 'terminated'], 120_000);
-    expect(written.status, written.latest_job_submission?.termination_reason_message ?? '').toBe('done');
+    expect(written.latest_job_submission?.termination_reason).toBe('terminated_by_user');
     expect(await harness.logs('ebs-writer')).toContain('ext4');
     const first = provisionedInstance(writing);
     expect(first.zone).toBe('us-east-1b');

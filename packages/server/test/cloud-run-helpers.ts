@@ -144,7 +144,7 @@ const MASTER_GOT = 'master got: hello from rank';
  * line over TCP on the master's internal IP (a port per worker, tried until the master listens),
  * and then all sleep, so that a test can kill one; `retry` on error resubmits the whole run.
  */
-export function exchangingClusterTask(name: string, nodes: number) {
+export function exchangingClusterTask(name: string, nodes: number, extra: Record<string, unknown> = {}) {
   return gpuTask(
     name,
     [
@@ -156,7 +156,7 @@ export function exchangingClusterTask(name: string, nodes: number) {
       'echo $$ > /tmp/dstack-node.pid',
       'exec sleep 600',
     ],
-    { nodes, retry: { on_events: ['error'], duration: '1h' } },
+    { nodes, retry: { on_events: ['error'], duration: '1h' }, ...extra },
   );
 }
 
@@ -175,7 +175,7 @@ function masterReceipts(logs: string): number {
 export type HostShell = (instanceId: string, script: string) => Promise<string>;
 
 /**
- * Applies `exchangingClusterTask` with `nodes` nodes and checks dstack's cluster semantics on a
+ * Applies `exchangingClusterTask` with `nodes` nodes (and `extra` fields) and checks dstack's cluster semantics on a
  * cloud: every node has its rank and the master's internal IP, every worker reached the master
  * there; then the job of the node of rank 1 is killed on its host (its process, in its container), which fails
  * it, ends the others (`terminated_by_server`) and, under `retry`, resubmits every node, which
@@ -186,8 +186,9 @@ export async function runKilledAndRetriedCluster(
   shell: HostShell,
   runName: string,
   nodes: number,
+  extra: Record<string, unknown> = {},
 ): Promise<ClusterNode[]> {
-  await applyTask(harness, exchangingClusterTask(runName, nodes));
+  await applyTask(harness, exchangingClusterTask(runName, nodes, extra));
   const exchanged = async (rounds: number) => {
     await waitFor(
       `${rounds * (nodes - 1)} lines at the master of ${runName}`,

@@ -221,6 +221,7 @@ async function fleetOffersForJob(
     ...runFilters,
     regions: runFilters.regions ?? fleetConfiguration.regions,
     instanceTypes: runFilters.instanceTypes ?? fleetConfiguration.instance_types,
+    availabilityZones: runFilters.availabilityZones ?? fleetConfiguration.availability_zones,
   });
   return byAvailability(offersWithFittingShare(shareableOffers(offers, blocks), jobSpec.requirements));
 }

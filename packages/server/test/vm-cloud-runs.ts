@@ -97,6 +97,20 @@ export interface VmCloudScenarios {
   launchFaults?: ReadonlyArray<'refused-credentials' | 'throttling'>;
   /** More to check about where the cheapest offer landed (GCP: the zone). */
   expectLandedOn?(instance: Instance, offer: Offer): void;
+  /**
+   * The cloud's own scenarios (clusters, volumes), defined once, on SQLite, on this file's server,
+   * emulator and hosts: what they test is the cloud and the hosts, not the database, and a server
+   * with its emulator and registries is not started twice.
+   */
+  more?(context: VmCloudContext): void;
+}
+
+/** What a cloud's own scenarios use; each getter answers once `beforeAll` has run. */
+export interface VmCloudContext {
+  harness(): HarnessServer;
+  hosts(): DockerEmulatedHosts;
+  /** The label of this file's hosts (for `expectCloudEmpty`'s `hostsOf`). */
+  emulatorName: string;
 }
 
 export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
@@ -107,7 +121,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
    */
   const emulatorName = `${cloud}-e2e-${process.pid}`;
 
-  describeEachDatabase.skipIf(dockerMissing)(`a task on the emulated ${cloud}`, (databaseUrl) => {
+  describeEachDatabase.skipIf(dockerMissing)(`a task on the emulated ${cloud}`, (databaseUrl, dialect) => {
     let hosts: DockerEmulatedHosts;
     let tarball: AgentRuntimeServer;
     let defaultImages: DefaultImageRegistry;
@@ -377,5 +391,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       }
       await deleteFleet(harness, runName).catch(() => undefined);
     }, 300_000);
+
+    if (dialect === 'sqlite') scenarios.more?.({ harness: () => harness, hosts: () => hosts, emulatorName });
   });
 }

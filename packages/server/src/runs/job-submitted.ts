@@ -36,6 +36,9 @@ import {
 } from '../db/json-columns.js';
 import type { Database, FleetsTable, InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
 import {
+  type ClusterLocation,
+  clusterLocationOf,
+  clusterMasterInstance,
   instanceAtClusterLocation,
   isClusterFleet,
   offersAtClusterLocation,
@@ -226,6 +229,13 @@ async function fleetOffersForJob(
   return byAvailability(offersWithFittingShare(shareableOffers(offers, blocks), jobSpec.requirements));
 }
 
+/** Where a cluster fleet's master is, or null (not a cluster, or no instance launched yet). */
+async function clusterFleetLocation(app: AppContext, fleet: FleetsTable): Promise<ClusterLocation | null> {
+  if (!isClusterFleet(fleet)) return null;
+  const master = await clusterMasterInstance(app, fleet.id);
+  return master ? clusterLocationOf(master) : null;
+}
+
 /**
  * Available offers of the first fleet that can grow and has any; the fleet's own backend and
  * region limits apply. With none available, the busy offers found on the way.
@@ -257,10 +267,12 @@ async function offersForNewCapacity(
       if (Number(count?.count ?? 0) >= max) continue;
     }
     const all = await fleetOffersForJob(fleet, backends, configuration, jobSpec);
-    const found = location
+    // Any job's new instance in a cluster fleet joins it where its master is (one zone, its group).
+    const fleetLocation = location ?? (await clusterFleetLocation(app, fleet));
+    const found = fleetLocation
       ? {
-          available: offersAtClusterLocation(all.available, location),
-          busy: offersAtClusterLocation(all.busy, location),
+          available: offersAtClusterLocation(all.available, fleetLocation),
+          busy: offersAtClusterLocation(all.busy, fleetLocation),
         }
       : all;
     if (found.available.length > 0) return { fleet, offers: found.available, busy: [] };

@@ -10,9 +10,9 @@
  * the machine falls on all of them alike. Informational: no target.
  */
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import type { RunningServer } from '@dstack/server';
+import { findFreePort } from '@dstack/shim';
 import { waitForStatus, withServer } from './server-bench.js';
 
 const TOKEN = 'bench-admin-token';
@@ -108,17 +108,6 @@ async function runClient(targets: readonly Target[]): Promise<Record<string, Tar
   return JSON.parse(output) as Record<string, TargetFigures>;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
 async function call(server: RunningServer, route: string, body: unknown): Promise<unknown> {
   const response = await fetch(server.url + route, {
     method: 'POST',
@@ -173,7 +162,7 @@ export async function measureProxyOverhead(): Promise<ProxyOverheadRow[]> {
       },
     }),
     async (server) => {
-      const port = await freePort();
+      const port = await findFreePort();
       await call(server, '/api/project/main/runs/apply', {
         plan: {
           run_spec: {

@@ -14,10 +14,13 @@ import {
   type Capability,
   type CatalogQueryable,
   type ComputeWithCreateInstance,
+  type ComputeWithGateways,
   type ComputeWithInstanceVolumes,
   type ComputeWithPlacementGroups,
   type ComputeWithPrivileged,
   type ComputeWithVolumes,
+  type GatewayReplicaConfiguration,
+  type GatewayReplicaProvisioningData,
   generateUniqueBackendName,
   getCatalogOffers,
   type InstanceConfiguration,
@@ -41,6 +44,7 @@ import {
 } from '@dstack/core';
 import { AWS_THROTTLING_ERROR_CODES, AwsClients, awsErrorCode, typedAwsError } from './aws-clients.js';
 import { AWS_BACKEND_TYPE, type AwsConfig } from './aws-config.js';
+import { createGatewayInstance } from './aws-gateways.js';
 import { findImageId, imageChoiceFor } from './aws-images.js';
 import { ensureSecurityGroup, findVpcId, subnetsByZone } from './aws-network.js';
 import {
@@ -59,7 +63,7 @@ import * as ebs from './aws-volumes.js';
  */
 /**
  * `multinode`: instances of one VPC network reach each other on their internal IPs (dstack's too);
- * `placement-groups`: a cluster placement group per cluster fleet; `volumes`: EBS volumes.
+ * `placement-groups`: a cluster placement group per cluster fleet; `volumes`: EBS volumes; `gateways`: gateway instances (`aws-gateways.ts`).
  */
 export const AWS_CAPABILITIES: readonly Capability[] = [
   'create-instance',
@@ -68,6 +72,7 @@ export const AWS_CAPABILITIES: readonly Capability[] = [
   'multinode',
   'placement-groups',
   'volumes',
+  'gateways',
 ];
 
 /**
@@ -155,7 +160,8 @@ export class AwsCompute
     ComputeWithPrivileged,
     ComputeWithInstanceVolumes,
     ComputeWithPlacementGroups,
-    ComputeWithVolumes
+    ComputeWithVolumes,
+    ComputeWithGateways
 {
   readonly type = AWS_BACKEND_TYPE;
   readonly capabilities = AWS_CAPABILITIES;
@@ -449,6 +455,21 @@ export class AwsCompute
     return this.#call(() =>
       ebs.isVolumeDetached(this.#clients.ec2(volume.configuration.region), volume, provisioningData),
     );
+  }
+
+  /** A gateway instance (`aws-gateways.ts`), running with its address when this returns. */
+  createGatewayReplica(configuration: GatewayReplicaConfiguration): Promise<GatewayReplicaProvisioningData> {
+    return this.#call(() =>
+      createGatewayInstance(this.#clients.ec2(configuration.region), this.config, configuration),
+    );
+  }
+
+  terminateGatewayReplica(
+    instanceId: string,
+    configuration: GatewayReplicaConfiguration,
+    backendData?: string | null,
+  ): Promise<void> {
+    return this.terminateInstance(instanceId, configuration.region, backendData);
   }
 
   /** Core's typed errors for auth, denial and throttling. */

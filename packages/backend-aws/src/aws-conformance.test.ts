@@ -15,6 +15,7 @@ testBackend({
     'multinode',
     'placement-groups',
     'volumes',
+    'gateways',
   ],
   emulator: () => startAwsTestEmulator(),
   create: ({ emulator }) => emulatorConfig(emulator.aws),
@@ -26,4 +27,6 @@ testBackend({
     field: ['creds', 'access_key'],
   },
   provisioning: { intervalMs: 50 },
+  // dstack's default, t3.micro, is not among the emulator's types.
+  gateway: { instanceType: 't3.medium' },
 });

@@ -24,6 +24,27 @@ export function securityGroupName(projectName: string): string {
   return `dstack_security_group_${projectName}`;
 }
 
+/** A project's security group: its name, what it is for, the ports open to the world. */
+export interface SecurityGroupKind {
+  name(projectName: string): string;
+  description: string;
+  publicPorts: readonly number[];
+}
+
+/** The instances' group: SSH from anywhere, everything between the project's instances. */
+export const INSTANCES_SECURITY_GROUP: SecurityGroupKind = {
+  name: securityGroupName,
+  description: 'dstack instances',
+  publicPorts: [22],
+};
+
+/** The gateways' group (dstack's `dstack_gw_sg_…`): SSH, HTTP and HTTPS from anywhere. */
+export const GATEWAYS_SECURITY_GROUP: SecurityGroupKind = {
+  name: (projectName) => `dstack_gw_sg_${projectName}`,
+  description: 'dstack gateways',
+  publicPorts: [22, 80, 443],
+};
+
 /** The VPC id to launch in, in `region`. */
 export async function findVpcId(
   ec2: EC2Client,
@@ -105,8 +126,9 @@ export async function ensureSecurityGroup(
   ec2: EC2Client,
   projectName: string,
   vpcId: string,
+  kind: SecurityGroupKind = INSTANCES_SECURITY_GROUP,
 ): Promise<string> {
-  const name = securityGroupName(projectName);
+  const name = kind.name(projectName);
   const existing = await describeGroupId(ec2, name, vpcId);
   if (existing) return existing;
   let groupId: string | undefined;
@@ -114,7 +136,7 @@ export async function ensureSecurityGroup(
     const created = await ec2.send(
       new CreateSecurityGroupCommand({
         GroupName: name,
-        Description: `dstack instances of project ${projectName}`,
+        Description: `${kind.description} of project ${projectName}`,
         VpcId: vpcId,
       }),
     );
@@ -129,7 +151,12 @@ export async function ensureSecurityGroup(
       new AuthorizeSecurityGroupIngressCommand({
         GroupId: groupId,
         IpPermissions: [
-          { IpProtocol: 'tcp', FromPort: 22, ToPort: 22, IpRanges: [{ CidrIp: '0.0.0.0/0' }] },
+          ...kind.publicPorts.map((port) => ({
+            IpProtocol: 'tcp',
+            FromPort: port,
+            ToPort: port,
+            IpRanges: [{ CidrIp: '0.0.0.0/0' }],
+          })),
           { IpProtocol: '-1', UserIdGroupPairs: [{ GroupId: groupId }] },
         ],
       }),

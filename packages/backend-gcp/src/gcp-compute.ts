@@ -3,10 +3,13 @@ import {
   type Capability,
   type CatalogQueryable,
   type ComputeWithCreateInstance,
+  type ComputeWithGateways,
   type ComputeWithInstanceVolumes,
   type ComputeWithPlacementGroups,
   type ComputeWithPrivileged,
   type ComputeWithVolumes,
+  type GatewayReplicaConfiguration,
+  type GatewayReplicaProvisioningData,
   getCatalogOffers,
   type InstanceConfiguration,
   type InstanceOffer,
@@ -29,6 +32,7 @@ import type { Dispatcher } from 'undici';
 import { GcpComputeApi } from './gcp-api.js';
 import { GCP_BACKEND_TYPE, GCP_COMPUTE_URL, type GcpConfig } from './gcp-config.js';
 import { credsAccessTokenSource } from './gcp-credentials.js';
+import { createGcpGatewayInstance } from './gcp-gateways.js';
 import {
   GCP_IMAGE_USER,
   GCP_INSTANCE_NETWORK_TAG,
@@ -58,7 +62,8 @@ import { GcpVolumes } from './gcp-volumes.js';
  * What this Compute implements, declared on the plugin descriptor too: fleets
  * (`createInstance`), privileged runs and instance (host path) volumes, as every shim backend;
  * `multinode`: instances of one VPC network reach each other on their internal IPs (dstack's too);
- * `placement-groups`: a compact placement resource policy per cluster fleet; `volumes`: persistent disks.
+ * `placement-groups`: a compact placement resource policy per cluster fleet; `volumes`: persistent disks;
+ * `gateways`: gateway instances (`gcp-gateways.ts`).
  */
 export const GCP_CAPABILITIES: readonly Capability[] = [
   'create-instance',
@@ -67,6 +72,7 @@ export const GCP_CAPABILITIES: readonly Capability[] = [
   'multinode',
   'placement-groups',
   'volumes',
+  'gateways',
 ];
 
 /**
@@ -149,7 +155,8 @@ export class GcpCompute
     ComputeWithPrivileged,
     ComputeWithInstanceVolumes,
     ComputeWithPlacementGroups,
-    ComputeWithVolumes
+    ComputeWithVolumes,
+    ComputeWithGateways
 {
   readonly type = GCP_BACKEND_TYPE;
   readonly capabilities = GCP_CAPABILITIES;
@@ -337,6 +344,29 @@ export class GcpCompute
   }
 
   /** Throttling outlasting the retries as core's `BackendRateLimitError`. */
+  /** A gateway instance (`gcp-gateways.ts`), running with its address when this returns. */
+  createGatewayReplica(configuration: GatewayReplicaConfiguration): Promise<GatewayReplicaProvisioningData> {
+    return this.#typed(() =>
+      createGcpGatewayInstance(
+        {
+          api: this.#api,
+          config: this.config,
+          zonesOf: (region) => this.#zonesOf(region),
+          pollIntervalMs: this.#pollIntervalMs,
+        },
+        configuration,
+      ),
+    );
+  }
+
+  terminateGatewayReplica(
+    instanceId: string,
+    configuration: GatewayReplicaConfiguration,
+    backendData?: string | null,
+  ): Promise<void> {
+    return this.#typed(() => this.terminateInstance(instanceId, configuration.region, backendData));
+  }
+
   async #typed<T>(call: () => Promise<T>): Promise<T> {
     try {
       return await call();

@@ -15,6 +15,7 @@ testBackend({
     'multinode',
     'placement-groups',
     'volumes',
+    'gateways',
   ],
   emulator: () => startGcpTestEmulator(),
   create: ({ emulator }) => emulatorConfig(emulator.gcp),
@@ -34,4 +35,6 @@ testBackend({
     field: ['creds', 'data'],
   },
   provisioning: { intervalMs: 50 },
+  // dstack's default, e2-medium, is not among the emulator's machine types.
+  gateway: { instanceType: 'n1-standard-1' },
 });

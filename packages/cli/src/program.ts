@@ -7,10 +7,14 @@ import { createRequire } from 'node:module';
 import { Command, CommanderError, Option } from 'commander';
 import type { ApplyOptions } from './commands/apply.js';
 import type { AttachCommandOptions } from './commands/attach.js';
+import type { ProjectOption } from './commands/connect.js';
 import type { DeleteOptions } from './commands/delete.js';
+import type { EventOptions } from './commands/event.js';
 import type { FleetDeleteOptions } from './commands/fleet.js';
+import type { GatewayDeleteOptions, GatewayUpdateOptions } from './commands/gateway.js';
 import type { InitOptions } from './commands/init.js';
 import type { LogsOptions } from './commands/logs.js';
+import type { MetricsOptions } from './commands/metrics.js';
 import type { OfferOptions } from './commands/offer.js';
 import {
   OFFER_FORMATS,
@@ -140,7 +144,7 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
 
   program
     .command('apply')
-    .description('plan and submit a run (and attach to it), or apply a fleet or a volume')
+    .description('plan and submit a run (and attach to it), or apply a fleet, a volume or a gateway')
     .requiredOption('-f, --file <file>', 'the configuration file (.dstack.yml)')
     .addOption(yesOption())
     .option('-d, --detach', 'submit and exit without attaching')
@@ -161,10 +165,38 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .description('list runs')
     .option('-a, --all', 'include finished runs')
     .option('-v, --verbose', 'add resources, instance type, service URL and error')
+    .option('-w, --watch', 'refresh the table until Ctrl-C')
     .addOption(new Option('--format <format>', 'output format').choices(PS_FORMATS).default('table'))
     .addOption(projectOption())
     .action((options: PsOptions) =>
       run(async () => (await import('./commands/ps.js')).psCommand(options, io)),
+    );
+
+  program
+    .command('event')
+    .description("print the project's events (runs, jobs, fleets, instances, volumes), oldest first")
+    .argument('[action]', 'list (the default)')
+    .option('-w, --watch', 'keep printing new events until Ctrl-C')
+    .option(
+      '--since <time>',
+      'only events after this: a duration back from now (10s, 5m, 1d) or an RFC 3339 time; default: the last 100',
+    )
+    .option('--run <name>', 'events of the run and its jobs (as --within-run)')
+    .option('--fleet <name>', 'events of the fleet and its instances (as --within-fleet)')
+    .option('--target-fleet <name>', 'only events that target this fleet (repeatable)', collect)
+    .option('--target-run <name>', 'only events that target this run (repeatable)', collect)
+    .option('--target-volume <name>', 'only events that target this volume (repeatable)', collect)
+    .option('--target-gateway <name>', 'only events that target this gateway (repeatable)', collect)
+    .option('--within-fleet <name>', 'only events of this fleet or its instances (repeatable)', collect)
+    .option('--within-run <name>', 'only events of this run or its jobs (repeatable)', collect)
+    .option(
+      '--include-target-type <type>',
+      'only events with a target of this type: project, user, fleet, instance, run, job, volume, gateway, secret (repeatable)',
+      collect,
+    )
+    .addOption(projectOption())
+    .action((action: string | undefined, options: EventOptions) =>
+      run(async () => (await import('./commands/event.js')).eventCommand(action, options, io)),
     );
 
   program
@@ -175,6 +207,16 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .addOption(projectOption())
     .action((runName: string, options: LogsOptions) =>
       run(async () => (await import('./commands/logs.js')).logsCommand(runName, options, io)),
+    );
+
+  program
+    .command('metrics')
+    .description("show a run's CPU, memory and GPU use")
+    .argument('<run>', 'the run name')
+    .option('-w, --watch', 'refresh every few seconds until the run finishes')
+    .addOption(projectOption())
+    .action((runName: string, options: MetricsOptions) =>
+      run(async () => (await import('./commands/metrics.js')).metricsCommand(runName, options, io)),
     );
 
   program
@@ -267,6 +309,34 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
     .addOption(projectOption())
     .action((name: string, options: VolumeDeleteOptions) =>
       run(async () => (await import('./commands/volume.js')).volumeDeleteCommand(name, options, io)),
+    );
+
+  const gateway = program.command('gateway').description('manage gateways');
+  gateway
+    .command('list')
+    .description('list gateways')
+    .addOption(projectOption())
+    .action((options: ProjectOption) =>
+      run(async () => (await import('./commands/gateway.js')).gatewayListCommand(options, io)),
+    );
+  gateway
+    .command('delete')
+    .description('delete a gateway and terminate its instance')
+    .argument('<name>', 'the gateway name')
+    .addOption(yesOption())
+    .addOption(projectOption())
+    .action((name: string, options: GatewayDeleteOptions) =>
+      run(async () => (await import('./commands/gateway.js')).gatewayDeleteCommand(name, options, io)),
+    );
+  gateway
+    .command('update')
+    .description("make a gateway the project's default, or change its domain")
+    .argument('<name>', 'the gateway name')
+    .option('--set-default', "make it the project's default gateway")
+    .option('--domain <domain>', 'the new wildcard domain (services applied afterwards use it)')
+    .addOption(projectOption())
+    .action((name: string, options: GatewayUpdateOptions) =>
+      run(async () => (await import('./commands/gateway.js')).gatewayUpdateCommand(name, options, io)),
     );
 
   const secret = program

@@ -9,9 +9,14 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { AGENT_RUNTIME_SHIM_FILE, CORE_VERSION, RUNTIME_ARCHIVE_ROOTS } from '@dstack/core';
+import {
+  AGENT_RUNTIME_GATEWAY_FILE,
+  AGENT_RUNTIME_SHIM_FILE,
+  CORE_VERSION,
+  RUNTIME_ARCHIVE_ROOTS,
+} from '@dstack/core';
 import { RUNNER_BUNDLE_PATH, VERSION as RUNNER_VERSION } from '@dstack/runner';
-import { SHIM_BUNDLE_PATH, VERSION as SHIM_VERSION } from '@dstack/shim';
+import { GATEWAY_BUNDLE_PATH, SHIM_BUNDLE_PATH, VERSION as SHIM_VERSION } from '@dstack/shim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
@@ -48,13 +53,14 @@ describe('the published runtime package', () => {
         `${RUNTIME}/bin/node`,
         `${RUNTIME}/runner.mjs`,
         `${RUNTIME}/${AGENT_RUNTIME_SHIM_FILE}`,
+        `${RUNTIME}/${AGENT_RUNTIME_GATEWAY_FILE}`,
         `${RUNTIME}/dstack-runtime.json`,
         `${RUNTIME}/lib/ld-linux-x86-64.so.2`,
       ]),
     );
   });
 
-  it('starts the runner and the shim bundles of this workspace through its own loader once unpacked and made executable', async () => {
+  it('starts the runner, the shim and the gateway bundles of this workspace through its own loader once unpacked and made executable', async () => {
     const unpacked = join(directory, 'unpacked');
     await mkdir(unpacked);
     await run('tar', ['-xzf', tarball, '-C', unpacked]);
@@ -88,6 +94,23 @@ describe('the published runtime package', () => {
       { env: {} },
     );
     expect(shim.stdout.trim()).toBe(SHIM_VERSION);
+    // The gateway agent gateway instances start from it, the same way.
+    expect(await readFile(join(root, AGENT_RUNTIME_GATEWAY_FILE))).toEqual(
+      await readFile(GATEWAY_BUNDLE_PATH),
+    );
+    const gateway = await run(
+      join(root, 'lib/ld-linux-x86-64.so.2'),
+      [
+        '--library-path',
+        join(root, 'lib'),
+        '--inhibit-cache',
+        join(root, 'bin/node'),
+        join(root, AGENT_RUNTIME_GATEWAY_FILE),
+        '--version',
+      ],
+      { env: {} },
+    );
+    expect(gateway.stdout.trim()).toBe(SHIM_VERSION);
   }, 180_000);
 
   it('is released at the version the default download URL names', async () => {

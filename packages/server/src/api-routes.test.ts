@@ -101,6 +101,42 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       ).toBe(403);
     });
 
+    it('deactivates and reactivates a user (users/update), never the caller or the built-in admin', async () => {
+      const dave = (await server.request('/api/users/create', { username: 'dave' })).body.creds.token;
+      const deactivated = await server.request('/api/users/update', {
+        username: 'dave',
+        global_role: 'user',
+        active: false,
+      });
+      expect(deactivated).toMatchObject({ status: 200, body: { username: 'dave', active: false } });
+      expect((await server.request('/api/users/get_my_user', undefined, dave)).status).toBe(403);
+      // dstack's default: a body without `active` makes the user active again.
+      const promoted = await server.request('/api/users/update', { username: 'dave', global_role: 'admin' });
+      expect(promoted.body).toMatchObject({ global_role: 'admin', active: true });
+      expect((await server.request('/api/users/get_my_user', undefined, dave)).status).toBe(200);
+
+      const lockOut = await server.request('/api/users/update', {
+        username: 'admin',
+        global_role: 'admin',
+        active: false,
+      });
+      expect(lockOut.status).toBe(400);
+      expect(lockOut.body.detail[0]).toMatchObject({ fields: [['active']] });
+      const email = await server.request('/api/users/update', {
+        username: 'dave',
+        global_role: 'user',
+        email: 'dave@example.com',
+      });
+      expect(email.status).toBe(400);
+      expect(email.body.detail[0].msg).toContain('email');
+      const asAlice = await server.request(
+        '/api/users/update',
+        { username: 'dave', global_role: 'user', active: false },
+        aliceToken,
+      );
+      expect(asAlice.status).toBe(403);
+    });
+
     it('names the field path of an invalid body', async () => {
       const response = await server.request('/api/projects/alpha/add_members', {
         members: [{ username: 'bob', project_role: 'boss' }],

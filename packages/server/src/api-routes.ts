@@ -3,10 +3,13 @@
 import { projectRoutes } from './accounts/projects-routes.js';
 import { userRoutes } from './accounts/users-routes.js';
 import { backendRoutes } from './backends/backends-routes.js';
+import { eventRoutes } from './events/events-routes.js';
 import { fleetRoutes } from './fleets/fleets-routes.js';
+import { gatewayRoutes } from './gateways/gateways-routes.js';
 import type { RouteDefinition } from './http/route.js';
 import { serverRoutes } from './http/server-routes.js';
 import { logRoutes } from './logs/logs-routes.js';
+import { metricsRoutes } from './metrics/metrics-routes.js';
 import { repoRoutes } from './repos/repos-routes.js';
 import { offerRoutes } from './runs/offers-routes.js';
 import { runRoutes } from './runs/runs-routes.js';
@@ -21,8 +24,11 @@ export const allRoutes: readonly RouteDefinition[] = [
   ...runRoutes,
   ...fleetRoutes,
   ...volumeRoutes,
+  ...gatewayRoutes,
   ...offerRoutes,
   ...logRoutes,
+  ...metricsRoutes,
   ...secretRoutes,
   ...repoRoutes,
+  ...eventRoutes,
 ];

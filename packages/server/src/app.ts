@@ -20,12 +20,16 @@ import type { AppContext, ServerSettings } from './context.js';
 import { type OpenedDatabase, openDatabase, parseDatabaseUrl } from './db/database.js';
 import { migrateToLatest } from './db/migrations.js';
 import { lockSqliteDatabase, type SqliteServerLock } from './db/sqlite-server-lock.js';
+import { startEventRetention } from './events/event-retention.js';
 import { fleetPipeline } from './fleets/fleet-pipeline.js';
 import { ensureDefaultLocalFleets } from './fleets/fleets.js';
 import { instancePipeline } from './fleets/instance-pipeline.js';
+import { gatewayPipeline } from './gateways/gateway-pipeline.js';
 import { bindHttpServer } from './http/bind-http-server.js';
 import { createHttpHandler } from './http/http-handler.js';
 import { loadWebConsole } from './http/web-console.js';
+import { startMetricsRetention } from './metrics/metrics-retention.js';
+import { prometheusRoute } from './metrics/prometheus-route.js';
 import { type AnyPipelineDefinition, Pipeline } from './pipelines/pipeline.js';
 import { rawRoutes } from './proxies/proxy-routes.js';
 import { jobRunningPipeline } from './runs/job-running.js';
@@ -75,6 +79,7 @@ const PIPELINE_FACTORIES: ReadonlyArray<(app: AppContext) => AnyPipelineDefiniti
   instancePipeline,
   fleetPipeline,
   volumePipeline,
+  gatewayPipeline,
 ];
 
 /**
@@ -130,8 +135,10 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     });
     const started = runPipelines ? PIPELINE_FACTORIES.map((factory) => new Pipeline(app, factory(app))) : [];
     for (const pipeline of started) pipeline.start(app.wakeUps);
+    const metricsRetention = runPipelines ? startMetricsRetention(app) : null;
+    const stopEventRetention = runPipelines ? startEventRetention(app) : async () => {};
     const staticSite = loadWebConsole(webConsoleDirectory);
-    http.serve(createHttpHandler(app, allRoutes, { rawRoutes, staticSite }));
+    http.serve(createHttpHandler(app, allRoutes, { rawRoutes: [...rawRoutes, prometheusRoute], staticSite }));
 
     let closing: Promise<void> | null = null;
     return {
@@ -144,7 +151,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
           // Streams see the abort and write their last line; the database stays open until they are done.
           controller.abort();
           await http.close();
-          await Promise.all(started.map((pipeline) => pipeline.stop()));
+          await Promise.all([...started.map((pipeline) => pipeline.stop()), stopEventRetention()]);
+          await metricsRetention?.stop();
           await agents.close();
           await database.close();
           lock?.release();
@@ -214,6 +222,9 @@ async function prepareApp(
       installedBackendTypes,
     }),
   );
+  const eventsConfig = 'config' in config ? config.config.events : config.events;
+  if (eventsConfig.ttl_seconds !== null)
+    app.settings = { ...app.settings, eventsTtlSeconds: eventsConfig.ttl_seconds };
   const { adminToken } = await initializeServerState(app, config);
   await protectSecretsAtRest(app);
   await ensureDefaultLocalFleets(app);

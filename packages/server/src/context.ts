@@ -90,6 +90,36 @@ export interface ServerSettings {
   baseImage?: string | null;
   /** `DSTACK_BASE_IMAGE_VERSION` (dstack's setting): the default image's version. Absent: `0.10`. */
   baseImageVersion?: string | null;
+  /**
+   * `DSTACK_SERVER_METRICS_COLLECT_INTERVAL`: how often a running job's resource use is sampled
+   * from its runner, in milliseconds (the variable is in seconds). Absent: dstack's 10 s.
+   */
+  metricsCollectIntervalMs?: number;
+  /**
+   * `DSTACK_SERVER_METRICS_RUNNING_TTL_SECONDS` (dstack's setting): how long a running job's
+   * samples are kept, in seconds. Absent: 3600.
+   */
+  metricsRunningTtlSeconds?: number;
+  /**
+   * `DSTACK_SERVER_METRICS_FINISHED_TTL_SECONDS` (dstack's setting): how long a finished job's
+   * samples are kept, in seconds. Absent: 7 days.
+   */
+  metricsFinishedTtlSeconds?: number;
+  /**
+   * `DSTACK_ENABLE_PROMETHEUS_METRICS` (dstack's setting): serve `GET /metrics` in Prometheus'
+   * text format. Absent: false (`/metrics` answers 404).
+   */
+  prometheusMetricsEnabled?: boolean;
+  /**
+   * `DSTACK_PROMETHEUS_AUTH_TOKEN` (dstack's setting): the bearer token `GET /metrics` requires.
+   * Absent: none, as in dstack (anyone who reaches the server may read it).
+   */
+  prometheusAuthToken?: string | null;
+  /**
+   * How long events are kept, in seconds: `events.ttl_seconds` of config.yml, else
+   * `DSTACK_SERVER_EVENTS_TTL_SECONDS` (dstack's setting); 0 records none. Absent: 30 days.
+   */
+  eventsTtlSeconds?: number;
 }
 
 /**

@@ -12,19 +12,17 @@ import { parse } from 'yaml';
 import { allRoutes } from './api-routes.js';
 import { decisionFor, type FieldDecisions, isRefused } from './field-decisions.js';
 import { FLEET_FIELD_DECISIONS } from './fleets/unsupported-fields.js';
+import { GATEWAY_FIELD_DECISIONS } from './gateways/unsupported-fields.js';
 import { RUN_FIELD_DECISIONS } from './runs/unsupported-fields.js';
 import { createTestApp, type TestApp } from './testing/test-app.test.helpers.js';
 import { VOLUME_FIELD_DECISIONS } from './volumes/unsupported-fields.js';
-
-/** Gateways have no API yet: the whole configuration is refused. */
-const NO_API: FieldDecisions = { '': { refused: 'no API yet', subtree: true, example: {} } };
 
 const TABLES: Record<ConfigurationType, FieldDecisions> = {
   task: RUN_FIELD_DECISIONS,
   service: RUN_FIELD_DECISIONS,
   'dev-environment': RUN_FIELD_DECISIONS,
   fleet: FLEET_FIELD_DECISIONS,
-  gateway: NO_API,
+  gateway: GATEWAY_FIELD_DECISIONS,
   volume: VOLUME_FIELD_DECISIONS,
 };
 
@@ -32,6 +30,7 @@ const BASES: Record<string, Record<string, unknown>> = {
   task: { type: 'task', commands: ['true'] },
   service: { type: 'service', commands: ['true'], port: 8000 },
   'dev-environment': { type: 'dev-environment' },
+  gateway: { type: 'gateway', backend: 'fake', region: 'r', certificate: null },
   fleet: { type: 'fleet', nodes: 0 },
 };
 
@@ -78,7 +77,8 @@ describe('refused fields through the API', () => {
     it(`run: ${path} is refused at plan and apply`, async () => {
       const type =
         path.startsWith('model') ||
-        ['gateway', 'https', 'strip_prefix', 'scaling', 'rate_limits', 'probes', 'replicas'].includes(path)
+        path.startsWith('replicas') ||
+        ['gateway', 'https', 'strip_prefix', 'scaling', 'rate_limits', 'probes'].includes(path)
           ? 'service'
           : ['ide', 'version'].includes(path)
             ? 'dev-environment'
@@ -87,7 +87,8 @@ describe('refused fields through the API', () => {
       for (const response of [await runPlan(configuration), await runApply(configuration)]) {
         expect(response.status, JSON.stringify(response.body)).toBe(400);
         expect(response.body.detail[0].code).toBe('unsupported_fields');
-        expect(response.body.detail[0].msg).toContain(`${path}: `);
+        // A field inside a list is named at its index: `replicas[0].docker`.
+        expect(response.body.detail[0].msg).toContain(`${path.replaceAll('[]', '[0]')}: `);
       }
     });
   }
@@ -103,19 +104,30 @@ describe('refused fields through the API', () => {
     });
   }
 
+  for (const [path, decision] of Object.entries(GATEWAY_FIELD_DECISIONS)) {
+    if (!isRefused(decision)) continue;
+    it(`gateway: ${path} is refused at create`, async () => {
+      const configuration = { ...BASES.gateway, ...decision.example };
+      const response = await server.request('/api/project/main/gateways/create', { configuration });
+      expect(response.status, JSON.stringify(response.body)).toBe(400);
+      expect(response.body.detail[0].code).toBe('unsupported_fields');
+      expect(response.body.detail[0].msg).toContain(`${path}: `);
+    });
+  }
+
   it('one error lists every refused field, with its value', async () => {
     const response = await runPlan({
       ...BASES.service,
-      https: true,
+      https: 'auto',
       strip_prefix: false,
     });
     expect(response.status).toBe(400);
     const message: string = response.body.detail[0].msg;
-    expect(message).toContain('https: not supported yet');
+    expect(message, message).toContain("https: only true or false is supported yet ('auto' is for ACME)");
     expect(message).toContain('strip_prefix: only true is supported yet');
   });
 
-  it('service replicas, scaling, probes and rate limits pass; replica groups are refused with why', async () => {
+  it('service replicas, scaling, probes, rate limits and replica groups pass', async () => {
     const honoured = await runPlan({
       ...BASES.service,
       probes: [{ type: 'http', url: '/health' }],
@@ -127,10 +139,17 @@ describe('refused fields through the API', () => {
     const groups = await runPlan({
       ...BASES.service,
       commands: [],
-      replicas: [{ count: 1, commands: ['true'] }],
+      replicas: [
+        { name: 'small', count: 1, commands: ['true'] },
+        { count: '0..2', scaling: { metric: 'rps', target: 5 }, commands: ['true'], resources: { cpu: 1 } },
+      ],
     });
-    expect(groups.status).toBe(400);
-    expect(groups.body.detail[0].msg).toContain('replicas: replica groups');
+    expect(groups.status).toBe(200);
+    expect(
+      groups.body.job_plans.map(
+        (plan: { job_spec: { replica_group: string } }) => plan.job_spec.replica_group,
+      ),
+    ).toEqual(['small', '1']);
   });
 
   it('reservation is refused when no eligible backend supports reservations', async () => {
@@ -149,7 +168,7 @@ describe('refused fields through the API', () => {
     expect(response.body.detail[0].msg).toBe('volumes: volume missing-volume not found');
   });
 
-  it('gateway configurations are refused, and volume configurations outside volumes/create', async () => {
+  it('gateway and volume configurations are refused outside their own routes', async () => {
     for (const configuration of [
       { type: 'gateway', backend: 'aws', region: 'us-east-1' },
       { type: 'volume', backend: 'aws', region: 'us-east-1', size: 100 },

@@ -24,6 +24,12 @@ describe('loadServerSettings', () => {
       codeUploadLimitBytes: 2 * 1024 * 1024,
       baseImage: null,
       baseImageVersion: null,
+      metricsCollectIntervalMs: 10_000,
+      metricsRunningTtlSeconds: 3600,
+      metricsFinishedTtlSeconds: 7 * 24 * 3600,
+      prometheusMetricsEnabled: false,
+      prometheusAuthToken: null,
+      eventsTtlSeconds: 30 * 24 * 3600,
     });
   });
 
@@ -47,6 +53,11 @@ describe('loadServerSettings', () => {
         GPUHUNT_CATALOG_URL: 'http://10.0.0.1:8080/v3',
         DSTACK_BASE_IMAGE: '127.0.0.1:5000/dstackai/base',
         DSTACK_BASE_IMAGE_VERSION: '0.11',
+        DSTACK_SERVER_METRICS_COLLECT_INTERVAL: '2',
+        DSTACK_SERVER_METRICS_RUNNING_TTL_SECONDS: '600',
+        DSTACK_SERVER_METRICS_FINISHED_TTL_SECONDS: '86400',
+        DSTACK_ENABLE_PROMETHEUS_METRICS: '',
+        DSTACK_PROMETHEUS_AUTH_TOKEN: 'scrape-token',
       },
       { port: 0 },
     );
@@ -68,6 +79,11 @@ describe('loadServerSettings', () => {
       catalogUrl: 'http://10.0.0.1:8080/v3',
       baseImage: '127.0.0.1:5000/dstackai/base',
       baseImageVersion: '0.11',
+      metricsCollectIntervalMs: 2000,
+      metricsRunningTtlSeconds: 600,
+      metricsFinishedTtlSeconds: 86400,
+      prometheusMetricsEnabled: true,
+      prometheusAuthToken: 'scrape-token',
     });
   });
 

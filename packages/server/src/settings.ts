@@ -9,10 +9,18 @@ import type { ServerSettings } from './context.js';
 export const DEFAULT_SERVER_PORT = 8000;
 export const DEFAULT_SERVER_HOST = '127.0.0.1';
 export const DEFAULT_MAX_OFFERS_TRIED = 25;
+/** `DSTACK_SERVER_EVENTS_TTL_SECONDS` when unset (dstack's default): events are kept 30 days. */
+export const DEFAULT_EVENTS_TTL_SECONDS = 30 * 24 * 3600;
 /** `DSTACK_SERVER_OFFERS_DEADLINE` when unset: seconds a plan waits for one backend's offers. */
 export const DEFAULT_OFFERS_DEADLINE_SECONDS = 10;
 /** `DSTACK_SERVER_BACKEND_VALIDATION_DEADLINE` when unset: seconds backends/create waits for the provider. */
 export const DEFAULT_BACKEND_VALIDATION_DEADLINE_SECONDS = 5;
+/** `DSTACK_SERVER_METRICS_COLLECT_INTERVAL` when unset: seconds between samples of a running job (dstack's 10). */
+export const DEFAULT_METRICS_COLLECT_INTERVAL_SECONDS = 10;
+/** `DSTACK_SERVER_METRICS_RUNNING_TTL_SECONDS` when unset (dstack's): a running job's samples kept for an hour. */
+export const DEFAULT_METRICS_RUNNING_TTL_SECONDS = 3600;
+/** `DSTACK_SERVER_METRICS_FINISHED_TTL_SECONDS` when unset (dstack's): a finished job's samples kept for a week. */
+export const DEFAULT_METRICS_FINISHED_TTL_SECONDS = 7 * 24 * 3600;
 
 function integerVariable(
   env: NodeJS.ProcessEnv,
@@ -82,7 +90,11 @@ function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
  * `DSTACK_SHIM_DOWNLOAD_URL` and `DSTACK_RUNNER_DOWNLOAD_URL` (unset: the npm tarballs of the release),
  * `DSTACK_SERVER_CODE_UPLOAD_LIMIT` (bytes, 2 MiB; 0: no limit), `GPUHUNT_CATALOG_URL` (unset:
  * gpuhunt's bucket), `DSTACK_BASE_IMAGE` and `DSTACK_BASE_IMAGE_VERSION` (the default image's
- * repository and version; unset: dstack's). `overrides` (e.g. from command-line
+ * repository and version; unset: dstack's), `DSTACK_SERVER_METRICS_COLLECT_INTERVAL` (seconds, 10),
+ * `DSTACK_SERVER_METRICS_RUNNING_TTL_SECONDS` (3600) and `DSTACK_SERVER_METRICS_FINISHED_TTL_SECONDS`
+ * (7 days), `DSTACK_ENABLE_PROMETHEUS_METRICS` (set: `/metrics` is served),
+ * `DSTACK_PROMETHEUS_AUTH_TOKEN` (the bearer token it requires), `DSTACK_SERVER_EVENTS_TTL_SECONDS`
+ * (30 days; 0: no events are recorded; `events.ttl_seconds` of config.yml wins over it). `overrides` (e.g. from command-line
  * flags) win over the environment. Throws ConfigurationError naming the variable.
  */
 export function loadServerSettings(
@@ -126,12 +138,41 @@ export function loadServerSettings(
       }) * 1000,
     baseImage: imageRepositoryVariable(env, 'DSTACK_BASE_IMAGE'),
     baseImageVersion: imageTagPartVariable(env, 'DSTACK_BASE_IMAGE_VERSION'),
+    eventsTtlSeconds: integerVariable(env, 'DSTACK_SERVER_EVENTS_TTL_SECONDS', DEFAULT_EVENTS_TTL_SECONDS, {
+      min: 0,
+      max: Number.MAX_SAFE_INTEGER,
+    }),
     codeUploadLimitBytes: integerVariable(
       env,
       'DSTACK_SERVER_CODE_UPLOAD_LIMIT',
       DEFAULT_CODE_UPLOAD_LIMIT_BYTES,
       { min: 0, max: Number.MAX_SAFE_INTEGER },
     ),
+    metricsCollectIntervalMs:
+      integerVariable(
+        env,
+        'DSTACK_SERVER_METRICS_COLLECT_INTERVAL',
+        DEFAULT_METRICS_COLLECT_INTERVAL_SECONDS,
+        {
+          min: 1,
+          max: 3600,
+        },
+      ) * 1000,
+    metricsRunningTtlSeconds: integerVariable(
+      env,
+      'DSTACK_SERVER_METRICS_RUNNING_TTL_SECONDS',
+      DEFAULT_METRICS_RUNNING_TTL_SECONDS,
+      { min: 1, max: Number.MAX_SAFE_INTEGER },
+    ),
+    metricsFinishedTtlSeconds: integerVariable(
+      env,
+      'DSTACK_SERVER_METRICS_FINISHED_TTL_SECONDS',
+      DEFAULT_METRICS_FINISHED_TTL_SECONDS,
+      { min: 1, max: Number.MAX_SAFE_INTEGER },
+    ),
+    // dstack enables it when the variable is set at all.
+    prometheusMetricsEnabled: env.DSTACK_ENABLE_PROMETHEUS_METRICS !== undefined,
+    prometheusAuthToken: stringVariable(env, 'DSTACK_PROMETHEUS_AUTH_TOKEN'),
   };
   return { ...settings, ...definedOnly(overrides) };
 }

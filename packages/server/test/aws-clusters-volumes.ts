@@ -1,6 +1,6 @@
 /**
  * Clusters and EBS volumes on the emulated AWS, end to end, on the server, EC2 emulator and hosts
- * of `aws-emulator.test.ts` (its SQLite pass): emulated hosts (Docker containers with their own
+ * of `aws-emulator.test.ts`: emulated hosts (Docker containers with their own
  * Docker daemon) whose attached volumes are real block devices (a loop device each, made in the
  * host with mknod and found by the shim by the volume id; root only).
  */

@@ -1,6 +1,6 @@
 /**
  * A run on the emulated AWS (the real AWS SDK against the EC2 emulator), end to end: the
- * scenarios of `vm-cloud-runs.ts`, and on SQLite the clusters and EBS volumes of
+ * scenarios of `vm-cloud-runs.ts`, and the clusters and EBS volumes of
  * `aws-clusters-volumes.ts` on the same server and emulator.
  */
 import { type AwsEmulator, awsEmulatorBackend, startAwsEmulator } from '@dstack/testing/emulators';
@@ -10,6 +10,7 @@ import { describeVmCloudRuns } from './vm-cloud-runs.js';
 let aws: AwsEmulator;
 
 describeVmCloudRuns({
+  database: 'postgres',
   cloud: 'aws',
   regions: ['us-east-1', 'us-west-2'],
   async start(hosts, regions) {

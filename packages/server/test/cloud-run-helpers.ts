@@ -50,7 +50,7 @@ export function provisionedInstance(run: Run): {
 /** Deletes fleet `name` and waits until the server no longer lists it. */
 export async function deleteFleet(harness: HarnessServer, name: string): Promise<void> {
   const deleted = await harness.call('/api/project/main/fleets/delete', { names: [name] });
-  expect(deleted.status).toBe(200);
+  expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
   await waitFor(
     `fleet ${name} to be gone`,
     async () => {
@@ -59,6 +59,16 @@ export async function deleteFleet(harness: HarnessServer, name: string): Promise
     },
     120_000,
   );
+}
+
+/**
+ * Deletes every fleet of the project and waits until they are gone. For runs applied together: a
+ * run that is placed after another ended takes that run's idle instance rather than a fleet of its
+ * own, as in dstack, so which fleets exist depends on timing.
+ */
+export async function deleteAllFleets(harness: HarnessServer): Promise<void> {
+  const fleets = await harness.call<Array<{ name: string }>>('/api/project/main/fleets/list');
+  await Promise.all(fleets.body.map((fleet) => deleteFleet(harness, fleet.name)));
 }
 
 /** An emulated cloud whose leftovers `expectCloudEmpty` looks for. */

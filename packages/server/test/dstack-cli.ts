@@ -50,6 +50,27 @@ export function runDstack(
   );
 }
 
+/** A `dstack …` still running (`-w`, `-f`): its output so far, and its end. */
+export interface RunningDstack {
+  child: ChildProcess;
+  output(): string;
+  result: Promise<CliResult>;
+}
+
+/** Starts `dstack …` without waiting for it (a watch); end it with `child.kill('SIGINT')`, as Ctrl-C. */
+export function startDstack(
+  args: readonly string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): RunningDstack {
+  const result = runDstack(args, options);
+  const child = [...running].at(-1) as ChildProcess;
+  let stdout = '';
+  child.stdout?.on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  return { child, output: () => stdout, result };
+}
+
 /** Kills the CLIs a failed test left running (a stuck `apply` must not outlive the file). */
 export function killRunningDstack(): void {
   for (const child of running) child.kill('SIGKILL');

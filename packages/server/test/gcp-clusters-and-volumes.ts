@@ -1,6 +1,6 @@
 /**
  * Clusters and volumes on the emulated GCP, end to end, on the server, Compute Engine emulator and
- * hosts of `gcp-emulator.test.ts` (its SQLite pass): a `nodes: 2` task lands on a cluster fleet
+ * hosts of `gcp-emulator.test.ts`: a `nodes: 2` task lands on a cluster fleet
  * whose instances go into a compact placement resource policy, its nodes get their ranks and the
  * master's internal IP and reach each other there, a killed node ends the other and `retry`
  * resubmits both, and the policy goes with the fleet; a persistent disk in a zone restricts the

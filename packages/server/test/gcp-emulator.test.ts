@@ -1,6 +1,6 @@
 /**
  * A run on the emulated GCP (google-auth-library's token exchange and Compute REST against the
- * Compute Engine emulator), end to end: the scenarios of `vm-cloud-runs.ts`, and on SQLite the
+ * Compute Engine emulator), end to end: the scenarios of `vm-cloud-runs.ts`, and the
  * clusters and persistent disks of `gcp-clusters-and-volumes.ts` on the same server and emulator.
  * GCP's capacity error arrives late, through the insert's operation; the run still lands on the
  * cheapest zone.
@@ -13,6 +13,7 @@ import { describeVmCloudRuns } from './vm-cloud-runs.js';
 let gcp: GcpEmulator;
 
 describeVmCloudRuns({
+  database: 'sqlite',
   cloud: 'gcp',
   regions: ['us-central1', 'europe-west4'],
   async start(hosts, regions) {

@@ -4,7 +4,7 @@
  * answers `models`, `chat/completions` with or without SSE, `completions` and `embeddings`),
  * and the official `openai` client uses `/proxy/models/main/` as its base URL.
  */
-import { createServer } from 'node:net';
+import { findFreePort } from '@dstack/shim';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import {
@@ -21,17 +21,6 @@ import {
 
 // Real processes start and stop here; nothing is timed, the limits only catch hangs.
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 /**
  * The model server the services run (`node -e "$MODEL_SERVER_JS"`): OpenAI's wire shapes at
@@ -101,7 +90,7 @@ http.createServer((request, response) => {
 
 /** A service running the model server for `model` (a name, or `{name, prefix}`) on a free port. */
 async function modelService(runName: string, model: string | { name: string; prefix: string }) {
-  const port = await freePort();
+  const port = await findFreePort();
   const name = typeof model === 'string' ? model : model.name;
   const prefix = typeof model === 'string' ? '/v1' : model.prefix;
   return {

@@ -5,9 +5,9 @@
  * real processes start and stop here, and the retry waits out dstack's first backoff (15 s).
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { ApiError, Fleet, Run } from '@dstack/core';
+import { findFreePort } from '@dstack/shim';
 import { startVastaiEmulator, type VastaiEmulator, vastaiEmulatorBackend } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
@@ -22,16 +22,6 @@ import {
   task,
   waitFor,
 } from './server-harness.js';
-
-/** A TCP port free on loopback now. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
 
 type Submission = Run['jobs'][number]['job_submissions'][number];
 
@@ -63,7 +53,7 @@ describe('multi-node tasks on the local backend', () => {
   });
 
   it("gives each node its rank and the cluster's addresses, and a worker reaches the master", async () => {
-    const port = await freePort();
+    const port = await findFreePort();
     // The master accepts one connection and prints what the worker sent; the worker connects to
     // the master's IP (retrying until the master listens) and sends its rank.
     const master = `const s=require('net').createServer(c=>{c.on('data',d=>{console.log('master got: '+d);s.close();c.end()})});s.listen(${port},process.env.DSTACK_MASTER_NODE_IP)`;

@@ -19,7 +19,7 @@ import { type CliResult, killRunningDstack, requireBuiltDstack, runDstack } from
 import { type GitHttpServer, startGitHttpServer } from './git-http-server.js';
 import {
   ADMIN_TOKEN,
-  describeEachDatabase,
+  describeOnDatabase,
   type HarnessServer,
   HOST_RESOURCES,
   localBackendConfig,
@@ -39,7 +39,8 @@ const git = (cwd: string, ...args: string[]) =>
     stdio: ['ignore', 'pipe', 'ignore'],
   }).toString();
 
-describeEachDatabase('private repos through dstack init', (databaseUrl) => {
+// What is tested is git, the CLI and the runner, not the database: once, on SQLite.
+describeOnDatabase('sqlite')('private repos through dstack init', (databaseUrl) => {
   const temp = makeTempDir('dstack-private-repos-');
   const home = join(temp.dir, 'home');
   const projectRoot = join(temp.dir, 'git');

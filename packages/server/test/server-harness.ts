@@ -59,8 +59,13 @@ export function postgresServerUrl(database: Pick<TestDatabase, 'url' | 'postgres
 /** An end-to-end suite, given the `DSTACK_DATABASE_URL` to start its servers with (undefined: SQLite). */
 type DatabaseSuite = (databaseUrl: () => string | undefined, dialect: SqlDialect) => void;
 
-function defineEachDatabase(title: string, suite: DatabaseSuite, skip: boolean): void {
-  for (const dialect of ['sqlite', 'postgres'] as const) {
+function defineEachDatabase(
+  title: string,
+  suite: DatabaseSuite,
+  skip: boolean,
+  dialects: readonly SqlDialect[] = ['sqlite', 'postgres'],
+): void {
+  for (const dialect of dialects) {
     describe.skipIf(skip)(`${title} [${dialect}]`, async () => {
       if (dialect === 'postgres') {
         const unreachable = await checkPostgresReachable();
@@ -98,6 +103,17 @@ export const describeEachDatabase = Object.assign(
         defineEachDatabase(title, suite, skip),
   },
 );
+
+/**
+ * Runs a slow end-to-end suite once, on `dialect` only (`title [dialect]`): the suites of one
+ * kind split the databases between them rather than each running twice.
+ */
+export function describeOnDatabase(
+  dialect: SqlDialect,
+  options: { skip?: boolean } = {},
+): (title: string, suite: DatabaseSuite) => void {
+  return (title, suite) => defineEachDatabase(title, suite, options.skip ?? false, [dialect]);
+}
 
 export function localBackendConfig(dir: string): ServerConfigInput {
   return {

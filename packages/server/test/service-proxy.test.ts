@@ -6,9 +6,10 @@
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import type { Run } from '@dstack/core';
+import { findFreePort } from '@dstack/shim';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import {
   receiveUntil,
@@ -40,17 +41,6 @@ interface Echo {
   forwardedPrefix: string | null;
   forwardedHost: string | null;
   hop: string | null;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 /** `Sec-WebSocket-Accept` for WEBSOCKET_KEY (RFC 6455 §1.3): what the echo's handshake must reach the client with. */
@@ -153,7 +143,7 @@ describeEachDatabase('the service proxy on the local backend', (databaseUrl) => 
   }
 
   it('answers 503 before a replica runs, 502 while it refuses, then forwards with the token', async () => {
-    const port = await freePort();
+    const port = await findFreePort();
     const startFile = join(temp.dir, 'start-echo');
     const applied = await applyTask(harness, service('echo', port, echoServiceCommand(port, startFile)));
     expect(applied.service).toEqual({ url: '/proxy/services/main/echo/', model: null, options: {} });
@@ -334,7 +324,7 @@ describeEachDatabase('the service proxy on the local backend', (databaseUrl) => 
     const outsider = await fetch(proxyUrl('echo'), { headers: bearer(outsiderToken) });
     expect(outsider.status).toBe(403);
 
-    const port = await freePort();
+    const port = await findFreePort();
     await applyTask(harness, service('open-echo', port, echoServiceCommand(port), { auth: false }));
     await harness.waitForRun('open-echo', ['running']);
     const open = await waitForAnswer(proxyUrl('open-echo', 'hi'), {}, 200);
@@ -399,7 +389,7 @@ describeEachDatabase('the service proxy on the local backend', (databaseUrl) => 
   it('gives the model endpoint on the run when the service sets model', async () => {
     const applied = await applyTask(
       harness,
-      service('llm', await freePort(), 'sleep 30', { model: 'org/model-7b', replicas: 1 }),
+      service('llm', await findFreePort(), 'sleep 30', { model: 'org/model-7b', replicas: 1 }),
     );
     expect(applied.service).toEqual({
       url: '/proxy/services/main/llm/',

@@ -7,9 +7,9 @@
  * finishes the requests it holds. Nothing is timed: the limits only catch hangs.
  */
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Run } from '@dstack/core';
+import { findFreePort } from '@dstack/shim';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   ADMIN_TOKEN,
@@ -67,17 +67,6 @@ signal.signal(signal.SIGTERM, stop)
 server.serve_forever()
 server.server_close()
 `;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 describe('service replicas on the local backend', () => {
   const temp = makeTempDir('dstack-scaling-');
@@ -158,7 +147,7 @@ describe('service replicas on the local backend', () => {
   }
 
   it('scales 0..3 on requests per second, serves every request, and scales back to zero', async () => {
-    const port = await freePort();
+    const port = await findFreePort();
     const { configuration } = service('scaled');
     const run = await applyTask(
       harness,
@@ -202,7 +191,7 @@ describe('service replicas on the local backend', () => {
   });
 
   it('sends requests only to a ready replica, replaces one that fails, and limits rates', async () => {
-    const port = await freePort();
+    const port = await findFreePort();
     const { folder, configuration } = service('probed');
     await applyTask(
       harness,
@@ -273,7 +262,7 @@ describe('service replicas on the local backend', () => {
   });
 
   it('rolls a changed service out under load without losing a request', async () => {
-    const port = await freePort();
+    const port = await findFreePort();
     const { folder, configuration } = service('rolled');
     const config = (version: string) =>
       configuration({
@@ -318,5 +307,55 @@ describe('service replicas on the local backend', () => {
     expect(after.bodies.every((body) => body.startsWith('v2 '))).toBe(true);
     expect(during.bodies.some((body) => body.startsWith('v1 '))).toBe(true);
     await stopRun('rolled');
+  });
+
+  it('runs every replica group with its own commands, and stops a group removed on re-apply', async () => {
+    const port = await findFreePort();
+    const { configuration } = service('grouped');
+    const folder = join(temp.dir, 'grouped');
+    const serve = (version: string) =>
+      `mkdir -p '${folder}' && touch '${folder}/started-${version}' && VERSION=${version} exec python3 '${script}' $SERVICE_PORT '${folder}'`;
+    const groups = [
+      { name: 'blue', count: 1, commands: [serve('blue')], resources: HOST_RESOURCES },
+      { name: 'green', count: 1, commands: [serve('green')], resources: HOST_RESOURCES },
+    ];
+    const config = (replicas: unknown[]) =>
+      configuration({ commands: [], port, env: { SERVICE_PORT: String(port) }, replicas });
+    const run = await applyTask(harness, config(groups));
+    expect(run.jobs.map((job) => [job.job_spec.replica_group, job.job_spec.replica_num])).toEqual([
+      ['blue', 0],
+      ['green', 1],
+    ]);
+    await waitFor(
+      'both groups to run',
+      async () => ((await runningJobs('grouped')).length === 2 ? true : null),
+      60_000,
+    );
+    // Each group ran its own commands; the proxy answers from them (on this one host the replicas
+    // share the port, so which one answers is the kernel's choice).
+    expect(existsSync(join(folder, 'started-blue'))).toBe(true);
+    expect(existsSync(join(folder, 'started-green'))).toBe(true);
+    const response = await fetch(proxyUrl('grouped'), { headers: auth });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toMatch(/^(blue|green) /);
+
+    // Without the green group, its replica goes; blue's is rolled to the new deployment.
+    await applyTask(harness, config(groups.slice(0, 1)));
+    await waitFor(
+      'only a blue replica of the new deployment to run',
+      async () => {
+        const current = (await harness.call<Run>('/api/project/main/runs/get', { run_name: 'grouped' })).body;
+        const running = current.jobs.filter((job) => job.job_submissions.at(-1)?.status === 'running');
+        return running.length === 1 &&
+          running[0]?.job_spec.replica_group === 'blue' &&
+          running[0].job_spec.replica_num === 2
+          ? true
+          : null;
+      },
+      90_000,
+    );
+    const body = await (await fetch(proxyUrl('grouped'), { headers: auth })).text();
+    expect(body).toMatch(/^blue /);
+    await stopRun('grouped');
   });
 });

@@ -1,5 +1,6 @@
 /**
- * The end-to-end scenarios every VM cloud passes on its emulator, on SQLite and on Postgres: a real
+ * The end-to-end scenarios every VM cloud passes on its emulator, once, on the database its test
+ * file names (AWS on Postgres, GCP on SQLite): a real
  * server with the cloud's backend package, the emulator (the real SDK or REST client against it),
  * and an emulated host per instance (a Docker container of a Debian image with its own Docker
  * daemon, running the exact user data or startup script: it downloads the agent runtime from the
@@ -27,7 +28,9 @@ import {
 } from '@dstack/testing/emulators';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import type { SqlDialect } from '../src/context.js';
 import {
+  deleteAllFleets,
   deleteFleet,
   type EmulatedCloudState,
   expectCloudEmpty,
@@ -40,7 +43,7 @@ import { dockerMissing } from './emulated-hosts-harness.js';
 import {
   ADMIN_TOKEN,
   applyTask,
-  describeEachDatabase,
+  describeOnDatabase,
   type HarnessServer,
   makeTempDir,
   startHarnessServer,
@@ -98,9 +101,13 @@ export interface VmCloudScenarios {
   /** More to check about where the cheapest offer landed (GCP: the zone). */
   expectLandedOn?(instance: Instance, offer: Offer): void;
   /**
-   * The cloud's own scenarios (clusters, volumes), defined once, on SQLite, on this file's server,
-   * emulator and hosts: what they test is the cloud and the hosts, not the database, and a server
-   * with its emulator and registries is not started twice.
+   * The server's database: the clouds' suites share the two between them, each running its slow
+   * cases once, since what they test is the cloud and the host, not the database.
+   */
+  database: SqlDialect;
+  /**
+   * The cloud's own scenarios (clusters, volumes), on this file's server, emulator and hosts: a
+   * server with its emulator and registries is not started twice.
    */
   more?(context: VmCloudContext): void;
 }
@@ -121,7 +128,8 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
    */
   const emulatorName = `${cloud}-e2e-${process.pid}`;
 
-  describeEachDatabase.skipIf(dockerMissing)(`a task on the emulated ${cloud}`, (databaseUrl, dialect) => {
+  const describeOnItsDatabase = describeOnDatabase(scenarios.database, { skip: dockerMissing });
+  describeOnItsDatabase(`a task on the emulated ${cloud}`, (databaseUrl) => {
     let hosts: DockerEmulatedHosts;
     let tarball: AgentRuntimeServer;
     let defaultImages: DefaultImageRegistry;
@@ -180,9 +188,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       await waitFor('the instance to be gone', () => (emulator.isGone(instance.id) ? true : null), 120_000);
     }, 300_000);
 
-    it('runs a task in the private image it names (registry_auth) and one in the default image of its python', async (context) => {
-      // What is tested is the host's Docker pulling, not the database: once, on SQLite.
-      if (databaseUrl() !== undefined) context.skip();
+    it('runs a task in the private image it names (registry_auth) and one in the default image of its python', async () => {
       const named = `${cloud}-named-image`;
       const python = `${cloud}-python-311`;
       const printMarker = [`cat ${TEST_IMAGE_MARKER_PATH}`];
@@ -209,7 +215,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
         );
         expect(await harness.logs(runName)).toContain(marker);
       }
-      await Promise.all([deleteFleet(harness, named), deleteFleet(harness, python)]);
+      await deleteAllFleets(harness);
     }, 300_000);
 
     it('moves on to the next offer when the cheapest has no capacity', async () => {
@@ -273,9 +279,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
 
     it.runIf(scenarios.launchFaults?.includes('throttling'))(
       'tries a throttled launch again on the cheapest offer, and fails the job as rate limited when it never passes',
-      async (context) => {
-        // Slow, and what is tested is the launch's retries, not the database: once, on SQLite.
-        if (databaseUrl() !== undefined) context.skip();
+      async () => {
         const passes = `${cloud}-throttled`;
         const configuration = gpuTask(passes, ['echo landed']);
         const [cheapest] = (await planJob(harness, configuration)).offers;
@@ -314,9 +318,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       300_000,
     );
 
-    it('resubmits a spot job the cloud took back, under retry on interruption', async (context) => {
-      // Slow, and what is tested is the cloud's interruption, not the database: once, on SQLite.
-      if (databaseUrl() !== undefined) context.skip();
+    it('resubmits a spot job the cloud took back, under retry on interruption', async () => {
       const runName = `${cloud}-spot`;
       await applyTask(
         harness,
@@ -370,9 +372,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       if (fleets.body.some((fleet) => fleet.name === runName)) await deleteFleet(harness, runName);
     }, 420_000);
 
-    it('fails the run soon, with the bootstrap log, when the host cannot download the agent runtime', async (context) => {
-      // What is tested is the host and the server's reading of its log, not the database.
-      if (databaseUrl() !== undefined) context.skip();
+    it('fails the run soon, with the bootstrap log, when the host cannot download the agent runtime', async () => {
       const runName = `${cloud}-no-agent`;
       tarball.failDownloads(503);
       try {
@@ -392,6 +392,6 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       await deleteFleet(harness, runName).catch(() => undefined);
     }, 300_000);
 
-    if (dialect === 'sqlite') scenarios.more?.({ harness: () => harness, hosts: () => hosts, emulatorName });
+    scenarios.more?.({ harness: () => harness, hosts: () => hosts, emulatorName });
   });
 }

@@ -70,6 +70,8 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     harness = await startHarnessServer({
       dir: join(temp.dir, 'server'),
       config: localBackendConfig(temp.dir),
+      // A sample a second, so the run's charts fill within the test's few seconds (dstack's 10 s otherwise).
+      env: { DSTACK_SERVER_METRICS_COLLECT_INTERVAL: '1' },
     });
     mkdirSync(cliEnvironment.DSTACK_CLI_CONFIG_DIR, { recursive: true });
     writeFileSync(
@@ -176,6 +178,18 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     // Lines keep coming while the page is open: the stream is followed, not read once.
     await logs.filter({ hasText: 'tick-4' }).waitFor();
     await expect.poll(() => page.getByTestId('run-cost').textContent()).toMatch(/^\$\d/);
+    // The job's CPU and memory as charts, redrawn while it runs: the lines gain points.
+    const cpuLine = page.getByTestId('metric-cpu').locator('polyline');
+    const memoryLine = page.getByTestId('metric-memory').locator('polyline');
+    // Attached, not visible: a flat line has an empty box, which Playwright calls hidden.
+    await memoryLine.waitFor({ state: 'attached' });
+    const pointsOf = async (line: typeof cpuLine) => Number(await line.getAttribute('data-points'));
+    const firstCount = await pointsOf(memoryLine);
+    await expect.poll(() => pointsOf(memoryLine), { timeout: UI_TIMEOUT_MS }).toBeGreaterThan(firstCount);
+    await cpuLine.waitFor({ state: 'attached' });
+    expect(await page.getByTestId('metric-memory').textContent()).toMatch(/Memory\d+(\.\d)?[KMG]?B/);
+    // No GPU on this host's job: no GPU chart rather than zeros.
+    expect(await page.getByTestId('metric-gpu-utilization').count()).toBe(0);
     await screenshot(page, 'run');
 
     // On a phone-sized screen wide tables scroll inside their box; the page never scrolls sideways.
@@ -232,6 +246,90 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     await page.getByRole('link', { name: 'Users' }).click();
     await page.getByRole('cell', { name: 'plain-user' }).waitFor();
     await screenshot(page, 'users');
+  });
+
+  it('manages projects, members, backends, secrets and users through their forms', async () => {
+    const page = await openConsole(ADMIN_TOKEN);
+    page.on('dialog', (dialog) => void dialog.accept());
+
+    // A secret set in the page: its name is listed, its value never comes back.
+    await page.goto(`${harness.server.url}/projects/main`);
+    const form = page.getByRole('form', { name: 'Set secret' });
+    await form.locator('input[name=secret_name]').fill('console_secret');
+    await form.locator('input[name=secret_value]').fill('typed-value-never-shown');
+    await form.getByRole('button', { name: 'Set secret' }).click();
+    await page.locator('tr[data-secret="console_secret"]').waitFor();
+    expect(await form.locator('input[name=secret_value]').inputValue()).toBe('');
+    expect(await page.content()).not.toContain('typed-value-never-shown');
+    const stored = await harness.call<{ value: string }>('/api/project/main/secrets/get', {
+      name: 'console_secret',
+    });
+    expect(stored.body.value).toBe('typed-value-never-shown');
+    await page.locator('tr[data-secret="console_secret"]').getByRole('button', { name: 'Delete' }).click();
+    await expect.poll(() => page.locator('tr[data-secret="console_secret"]').count()).toBe(0);
+
+    // A member added, given another role, and removed.
+    const addMember = page.getByRole('form', { name: 'Add member' });
+    await addMember.locator('input[name=member]').fill('plain-user');
+    await addMember.getByRole('button', { name: 'Add member' }).click();
+    const member = page.locator('tr[data-member="plain-user"]');
+    await member.getByLabel('Role of plain-user').selectOption('manager');
+    await expect
+      .poll(async () => {
+        const project = await harness.call<{
+          members: Array<{ user: { username: string }; project_role: string }>;
+        }>('/api/projects/main/get');
+        return project.body.members.find((listed) => listed.user.username === 'plain-user')?.project_role;
+      })
+      .toBe('manager');
+    await member.getByRole('button', { name: 'Remove' }).click();
+    await expect.poll(() => member.count()).toBe(0);
+
+    // A project created, given a backend (its settings typed as JSON), and deleted.
+    await page.getByRole('link', { name: 'Projects' }).click();
+    await page.fill('input[name=project_name]', 'console-project');
+    await page.getByRole('button', { name: 'Create' }).click();
+    await page.getByRole('heading', { name: 'console-project' }).waitFor();
+    await page.getByText('Your role: admin').waitFor();
+    const addBackend = page.getByRole('form', { name: 'Add backend' });
+    await addBackend.locator('select[name=backend_type]').selectOption('local');
+    await addBackend.locator('textarea').fill('not json');
+    await addBackend.getByRole('button', { name: 'Add backend' }).click();
+    await page.getByText('Settings: not JSON').waitFor();
+    await addBackend
+      .locator('textarea')
+      .fill(JSON.stringify({ instances_dir: join(temp.dir, 'console-project-instances') }));
+    await addBackend.getByRole('button', { name: 'Add backend' }).click();
+    await page.locator('tr[data-backend="local"]').waitFor();
+    await screenshot(page, 'project-forms');
+    await page.locator('tr[data-backend="local"]').getByRole('button', { name: 'Remove' }).click();
+    await expect.poll(() => page.locator('tr[data-backend="local"]').count()).toBe(0);
+    await page.getByRole('button', { name: 'Delete project' }).click();
+    await page.getByRole('heading', { name: 'Projects' }).waitFor();
+    await expect.poll(() => page.locator('tr[data-project]').count()).toBeGreaterThan(0);
+    expect(await page.locator('tr[data-project="console-project"]').count()).toBe(0);
+
+    // A user created: the token is shown once and signs in; deactivated, it no longer does.
+    await page.getByRole('link', { name: 'Users' }).click();
+    await page.fill('input[name=username]', 'console-user');
+    await page.getByRole('button', { name: 'Create' }).click();
+    const token = (await page.getByTestId('new-user-token').locator('code').textContent()) ?? '';
+    expect(token).not.toBe('');
+    expect((await harness.call('/api/users/get_my_user', undefined, token)).status).toBe(200);
+    await screenshot(page, 'users-new');
+    await page.locator('tr[data-user="console-user"]').getByRole('button', { name: 'Deactivate' }).click();
+    await page.locator('tr[data-user="console-user"]').getByRole('button', { name: 'Activate' }).waitFor();
+    expect((await harness.call('/api/users/get_my_user', undefined, token)).status).toBe(403);
+    await page.reload();
+    await page.locator('tr[data-user="console-user"]').waitFor();
+    expect(await page.getByTestId('new-user-token').count()).toBe(0);
+
+    // The project page with its forms fits a phone's width too.
+    const phone = await openConsole(ADMIN_TOKEN, PHONE);
+    await phone.goto(`${harness.server.url}/projects/main`);
+    await phone.getByRole('form', { name: 'Add backend' }).waitFor();
+    expect(await horizontalOverflow(phone)).toBeLessThanOrEqual(0);
+    await screenshot(phone, 'project-phone');
   });
 
   it('shows a plain user no admin page, and signs out a token refused later', async () => {

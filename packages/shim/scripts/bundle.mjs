@@ -10,6 +10,8 @@ import { build } from 'esbuild';
 import { nodeCommandBundle } from '../../../scripts/lib/node-bundle.mjs';
 
 await build(nodeCommandBundle('src/bin/dstack-shim.ts', 'dist/dstack-shim.bundle.mjs'));
+// The gateway agent: what a gateway instance runs from the same agent runtime.
+await build(nodeCommandBundle('src/bin/dstack-gateway.ts', 'dist/dstack-gateway.bundle.mjs'));
 
 const runnerPackage = dirname(createRequire(import.meta.url).resolve('@dstack/runner/package.json'));
 await copyFile(join(runnerPackage, 'dist/dstack-runner.bundle.mjs'), 'dist/dstack-runner.bundle.mjs');

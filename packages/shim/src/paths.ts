@@ -10,3 +10,7 @@ export const SHIM_BUNDLE_PATH = fileURLToPath(new URL('../dist/dstack-shim.bundl
 export const SHIM_RUNNER_BUNDLE_PATH = fileURLToPath(
   new URL('../dist/dstack-runner.bundle.mjs', import.meta.url),
 );
+/** The gateway agent's single-file bundle (`gateway.mjs` in the agent runtime). */
+export const GATEWAY_BUNDLE_PATH = fileURLToPath(
+  new URL('../dist/dstack-gateway.bundle.mjs', import.meta.url),
+);

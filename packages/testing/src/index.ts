@@ -73,6 +73,7 @@ export {
   type FakeBackendCall,
   type FakeBackendOptions,
   type FakeComputeMethod,
+  type FakeGatewayInstance,
   type FakeInstance,
   type FakePlacementGroup,
 } from './fake-backend/fake-backend.js';

@@ -23,3 +23,17 @@ export function statusClass(status: string): string {
   if (['terminated', 'terminating'].includes(status)) return 'status off';
   return 'status wait';
 }
+
+/** Bytes as a binary-prefixed size, e.g. "1.5GB" (dstack's figures are powers of 1024). */
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${value >= 100 || unit === 0 ? Math.round(value) : value.toFixed(1)}${units[unit]}`;
+}
+
+export const formatPercent = (value: number): string => `${Math.round(value)}%`;

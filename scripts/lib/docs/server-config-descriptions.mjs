@@ -32,5 +32,9 @@ export const SERVER_CONFIG_DESCRIPTIONS = {
     'Base URL of a catalog in gpuhunt’s v3 layout (`{url}/{provider}/version`, `{url}/{provider}/{version}/catalog.zip`), e.g. one written by `dstack-catalog publish`. Wins over `GPUHUNT_CATALOG_URL`. Absent: that variable, else gpuhunt’s bucket.',
   'catalog.offline':
     'Plan from the snapshot bundled with `@dstack/catalog` only, never downloading a catalog.',
+  events:
+    'How long the events of runs, jobs, fleets, instances, volumes and gateways (`dstack event`, `POST /api/events/list`) are kept.',
+  'events.ttl_seconds':
+    'Seconds an event is kept; older ones are deleted every 10 minutes. 0 records no events. Wins over `DSTACK_SERVER_EVENTS_TTL_SECONDS`. Absent: that variable, else 30 days (2592000).',
   plugins: 'dstack’s plugin list: accepted for compatibility with dstack’s config.yml and ignored.',
 };

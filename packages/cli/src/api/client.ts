@@ -12,15 +12,24 @@ import {
   type DeleteFleetsRequestSchema,
   type DeleteRunsRequestSchema,
   type DeleteSecretsRequestSchema,
+  type Event,
+  EventSchema,
   type FileArchive,
   FileArchiveSchema,
   type Fleet,
   FleetSchema,
+  type Gateway,
+  type GatewayConfiguration,
+  GatewaySchema,
   type GetOffersRequestSchema,
   type GetRunPlanRequestSchema,
   type InitRepoRequestSchema,
   type InstanceOfferWithAvailability,
   InstanceOfferWithAvailabilitySchema,
+  type JobMetrics,
+  type JobMetricsRequestSchema,
+  JobMetricsSchema,
+  type ListEventsRequestSchema,
   type ListRunsRequestSchema,
   type PollLogsRequestSchema,
   PollLogsResponseSchema,
@@ -77,9 +86,11 @@ export type GetRunPlanRequest = RequestBody<typeof GetRunPlanRequestSchema>;
 export type ApplyRunRequest = RequestBody<typeof ApplyRunRequestSchema>;
 export type InitRepoRequest = RequestBody<typeof InitRepoRequestSchema>;
 export type ListRunsRequest = RequestBody<typeof ListRunsRequestSchema>;
+export type ListEventsRequest = RequestBody<typeof ListEventsRequestSchema>;
 export type StopRunsRequest = RequestBody<typeof StopRunsRequestSchema>;
 export type DeleteRunsRequest = RequestBody<typeof DeleteRunsRequestSchema>;
 export type PollLogsRequest = RequestBody<typeof PollLogsRequestSchema>;
+export type JobMetricsRequest = RequestBody<typeof JobMetricsRequestSchema>;
 export type PollLogsResponse = (typeof PollLogsResponseSchema)['_zod']['output'];
 export type StreamLogsRequest = RequestBody<typeof StreamLogsRequestSchema>;
 export type GetOffersRequest = RequestBody<typeof GetOffersRequestSchema>;
@@ -195,6 +206,16 @@ export class DstackApiClient {
     await this.#post(this.#projectPath('runs/delete'), body, undefined, options);
   }
 
+  /** dstack's `metrics/job/{run_name}`: the job's resource samples as series, latest first. */
+  getJobMetrics(runName: string, body: JobMetricsRequest, options?: RequestOptions): Promise<JobMetrics> {
+    return this.#post(
+      this.#projectPath(`metrics/job/${encodeURIComponent(runName)}`),
+      body,
+      JobMetricsSchema,
+      options,
+    );
+  }
+
   pollLogs(body: PollLogsRequest, options?: RequestOptions): Promise<PollLogsResponse> {
     return this.#post(this.#projectPath('logs/poll'), body, PollLogsResponseSchema, options);
   }
@@ -249,6 +270,22 @@ export class DstackApiClient {
     await this.#post(this.#projectPath('fleets/delete'), body, undefined, options);
   }
 
+  /** Events the user may see (`/api/events/list`), filtered and paged as dstack's. */
+  listEvents(body: ListEventsRequest, options?: RequestOptions): Promise<Event[]> {
+    return this.#post('/api/events/list', body, EventSchema.array(), options);
+  }
+
+  /** The gateway's id, for event filters (`gateways/get`). */
+  async getGatewayId(name: string, options?: RequestOptions): Promise<string> {
+    const gateway = (await this.#post(this.#projectPath('gateways/get'), { name }, undefined, options)) as {
+      id?: unknown;
+    } | null;
+    if (typeof gateway?.id !== 'string') {
+      throw new UnexpectedResponseError('unexpected answer from gateways/get: expected a gateway with an id');
+    }
+    return gateway.id;
+  }
+
   listVolumes(options?: RequestOptions): Promise<Volume[]> {
     return this.#post(this.#projectPath('volumes/list'), {}, VolumeSchema.array(), options);
   }
@@ -269,6 +306,41 @@ export class DstackApiClient {
 
   async deleteVolumes(names: readonly string[], options?: RequestOptions): Promise<void> {
     await this.#post(this.#projectPath('volumes/delete'), { names }, undefined, options);
+  }
+
+  listGateways(options?: RequestOptions): Promise<Gateway[]> {
+    return this.#post(this.#projectPath('gateways/list'), {}, GatewaySchema.array(), options);
+  }
+
+  /** The gateway, or null when the project has none of that name. */
+  async getGateway(name: string, options?: RequestOptions): Promise<Gateway | null> {
+    try {
+      return await this.#post(this.#projectPath('gateways/get'), { name }, GatewaySchema, options);
+    } catch (error) {
+      if (error instanceof ServerApiError && isResourceMissing(error.details)) return null;
+      throw error;
+    }
+  }
+
+  createGateway(configuration: GatewayConfiguration, options?: RequestOptions): Promise<Gateway> {
+    return this.#post(this.#projectPath('gateways/create'), { configuration }, GatewaySchema, options);
+  }
+
+  async deleteGateways(names: readonly string[], options?: RequestOptions): Promise<void> {
+    await this.#post(this.#projectPath('gateways/delete'), { names }, undefined, options);
+  }
+
+  async setDefaultGateway(name: string, options?: RequestOptions): Promise<void> {
+    await this.#post(this.#projectPath('gateways/set_default'), { name }, undefined, options);
+  }
+
+  setGatewayWildcardDomain(name: string, wildcardDomain: string, options?: RequestOptions): Promise<Gateway> {
+    return this.#post(
+      this.#projectPath('gateways/set_wildcard_domain'),
+      { name, wildcard_domain: wildcardDomain },
+      GatewaySchema,
+      options,
+    );
   }
 
   /** Records the repo (and how the runner reaches it) before a run with it is applied (`repos/init`). */

@@ -33,11 +33,12 @@ async function stopAndWait(client: DstackApiClient, runName: string, io: CliIo):
   }
 }
 
-/** `dstack delete -f FILE`: deletes the run, fleet or volume the configuration names. */
+/** `dstack delete -f FILE`: deletes the run, fleet, volume or gateway the configuration names. */
 export async function deleteCommand(options: DeleteOptions, io: CliIo): Promise<number> {
   const configuration = await readConfigurationFile(options.file);
   if (configuration.type === 'gateway') {
-    throw new CommandError(`${configuration.type} configurations are not supported yet`);
+    const client = await connect(options, io);
+    return (await import('./gateway.js')).deleteGatewayConfiguration(client, configuration, options.yes, io);
   }
   if (configuration.type === 'volume') {
     const client = await connect(options, io);

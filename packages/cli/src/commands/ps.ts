@@ -1,4 +1,6 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { InstanceTypeSchema, isRunFinished, jobStatusMessage, type Run } from '@dstack/core';
+import type { RequestOptions } from '../api/client.js';
 import type { CliIo } from '../io.js';
 import { type Colors, createColors } from '../output/colors.js';
 import {
@@ -11,8 +13,10 @@ import {
   runName,
 } from '../output/format.js';
 import { formatJson } from '../output/printable.js';
+import { CommandError } from '../output/report-error.js';
 import { absoluteServiceUrl } from '../output/service-endpoint.js';
 import { formatTable, styled, type TableCell } from '../output/table.js';
+import { abortOnInterrupt } from './attach-run.js';
 import { connect, type ProjectOption } from './connect.js';
 import type { PsFormat } from './output-formats.js';
 
@@ -25,7 +29,12 @@ export interface PsOptions extends ProjectOption {
   verbose?: boolean;
   /** `table` or `json` (the Run array). Default `table`. */
   format?: PsFormat;
+  /** Redraw the table every `PS_WATCH_INTERVAL_MS` until Ctrl-C. Default false. */
+  watch?: boolean;
 }
+
+/** How often `ps -w` refreshes (dstack's live table refreshes about as often). */
+export const PS_WATCH_INTERVAL_MS = 2_000;
 
 /**
  * The STATUS cell, as dstack's: a finished run shows why its job ended (`exited (3)`, `no offers`,
@@ -94,20 +103,48 @@ export function formatRuns(runs: readonly Run[], options: FormatRunsOptions): st
   return formatTable(columns, rows, { styleHeader: colors.bold });
 }
 
-/** `dstack ps`: the project's runs, active ones unless `-a`. */
+/** `dstack ps`: the project's runs, active ones unless `-a`; `-w` refreshes the table until Ctrl-C. */
 export async function psCommand(options: PsOptions, io: CliIo): Promise<number> {
   const client = await connect(options, io);
-  const runs = await client.listRuns({ only_active: !options.all, limit: 100 });
-  if (options.format === 'json') {
-    io.stdout(`${formatJson(runs)}\n`);
-    return 0;
-  }
-  io.stdout(
-    formatRuns(runs, {
+  if (options.watch && options.format === 'json')
+    throw new CommandError('--watch shows the table; it cannot be used with --format json');
+  const table = async (request?: RequestOptions) =>
+    formatRuns(await client.listRuns({ only_active: !options.all, limit: 100 }, request), {
       verbose: Boolean(options.verbose),
       colors: createColors(Boolean(io.stdoutColors)),
       serverUrl: client.url,
-    }),
-  );
+    });
+  if (options.watch) return watchTable(table, io);
+  if (options.format === 'json') {
+    const runs = await client.listRuns({ only_active: !options.all, limit: 100 });
+    io.stdout(`${formatJson(runs)}\n`);
+    return 0;
+  }
+  io.stdout(await table());
   return 0;
+}
+
+/**
+ * Draws the table again every `PS_WATCH_INTERVAL_MS` until Ctrl-C: in place on a terminal (the
+ * previous drawing is erased), one table after another elsewhere (a pipe, a log).
+ */
+async function watchTable(table: (request: RequestOptions) => Promise<string>, io: CliIo): Promise<number> {
+  const interrupt = abortOnInterrupt();
+  const request = { signal: interrupt.signal };
+  let drawnLines = 0;
+  try {
+    for (;;) {
+      const text = await table(request);
+      if (io.stdoutIsTerminal && drawnLines > 0) io.stdout(`\u001b[${drawnLines}F\u001b[J`);
+      else if (drawnLines > 0) io.stdout('\n');
+      io.stdout(text);
+      drawnLines = text.split('\n').length - 1;
+      await sleep(PS_WATCH_INTERVAL_MS, undefined, request);
+    }
+  } catch (error) {
+    if (!interrupt.signal.aborted) throw error;
+    return 0;
+  } finally {
+    interrupt.dispose();
+  }
 }

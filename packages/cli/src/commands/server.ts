@@ -21,7 +21,7 @@ export interface RunningServer {
 export interface ServerOptions {
   /** Interface to listen on. Default: the server's (`127.0.0.1`; env `DSTACK_SERVER_HOST`). */
   host?: string;
-  /** Port to listen on. Default: the server's (3000; env `DSTACK_SERVER_PORT`). */
+  /** Port to listen on. Default: the server's (8000; env `DSTACK_SERVER_PORT`). */
   port?: string;
   /**
    * Point an existing `main` project of the CLI configuration at this server and its admin token.

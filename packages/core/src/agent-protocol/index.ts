@@ -7,6 +7,7 @@
 export * from './agent-token.js';
 export * from './default-image.js';
 export * from './environment-variables.js';
+export * from './gateway-api.js';
 export * from './git-credentials.js';
 export * from './ports.js';
 export * from './repo-data.js';

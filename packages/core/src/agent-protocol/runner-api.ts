@@ -162,6 +162,30 @@ export const RunnerPullResponseSchema = z.object({
 });
 export type RunnerPullResponse = z.output<typeof RunnerPullResponseSchema>;
 
+/** One GPU's figures in `GET /api/metrics` (dstack's `GPUMetrics`). */
+export const RunnerGpuMetricsSchema = z.object({
+  gpu_memory_usage_bytes: z.number().int().nonnegative(),
+  gpu_util_percent: z.number().int().nonnegative(),
+});
+
+/**
+ * `GET /api/metrics`: the job's resource figures now (dstack's `MetricsResponse`). CPU is the
+ * total CPU time used so far (rates come from two samples); memory is what the job holds now.
+ * `gpus` is empty on a host without GPUs, and also when they could not be read: then
+ * `gpus_error` (this project's addition) says why, so the server stores no GPU figure rather
+ * than a false zero.
+ */
+export const RunnerMetricsResponseSchema = z.object({
+  timestamp_micro: z.number().int(),
+  cpu_usage_micro: z.number().int().nonnegative(),
+  memory_usage_bytes: z.number().int().nonnegative(),
+  memory_working_set_bytes: z.number().int().nonnegative(),
+  gpus: z.array(RunnerGpuMetricsSchema),
+  gpus_error: z.string().nullish(),
+});
+export type RunnerMetricsResponse = z.output<typeof RunnerMetricsResponseSchema>;
+export type RunnerGpuMetrics = z.output<typeof RunnerGpuMetricsSchema>;
+
 /** `POST /api/run`. */
 export const RunnerRunResponseSchema = z.object({ working_dir: z.string(), username: z.string() });
 export type RunnerRunResponse = z.output<typeof RunnerRunResponseSchema>;

@@ -53,7 +53,8 @@ function copiesIn(path: string): string[] {
   return found;
 }
 
-it('is the only place that spells the agent ports and token variables', () => {
+// Parses every source of the workspace: seconds of CPU, more on a busy machine.
+it('is the only place that spells the agent ports and token variables', { timeout: 60_000 }, () => {
   const packages = readdirSync(PACKAGES).map((name) => join(PACKAGES, name, 'src'));
   const copies = packages.flatMap((src) => {
     try {

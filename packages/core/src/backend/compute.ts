@@ -317,7 +317,7 @@ export interface ComputeWithVolumes extends Compute {
 
 /** Capability `gateways`. */
 export interface ComputeWithGateways extends Compute {
-  /** Launches a gateway instance (nginx + dstack-gateway) and returns its address. */
+  /** Launches a gateway instance (its user data: `buildGatewayUserData`) and returns it running, with its address. */
   createGatewayReplica(configuration: GatewayReplicaConfiguration): Promise<GatewayReplicaProvisioningData>;
   /** Terminates the gateway instance (and any load balancer); idempotent. */
   terminateGatewayReplica(

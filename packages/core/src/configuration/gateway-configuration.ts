@@ -11,24 +11,42 @@ const acmCertificateSchema = strictObject({
   arn: z.string().min(1),
 });
 
-/** `{type: lets-encrypt}`, `{type: acm, arn}`, or `null` for no certificate. */
+/**
+ * A certificate the user gives (this project's addition to dstack's types, for domains no ACME
+ * server reaches): a wildcard certificate for `*.{domain}` and its key, as PEM. In a configuration
+ * file each may also be a path, relative to the file, which the CLI reads before sending.
+ */
+const customCertificateSchema = strictObject({
+  type: z.literal('custom'),
+  /** The certificate chain (PEM), leaf first, for `*.{domain}`. */
+  certificate: z.string().min(1),
+  /** The certificate's private key (PEM). Stored encrypted; API answers redact it. */
+  private_key: z.string().min(1),
+});
+
+/** `{type: lets-encrypt}`, `{type: acm, arn}`, `{type: custom, certificate, private_key}`, or `null` for no certificate. */
 const certificateSchema = selectSchema(
   (value) =>
     value === null
       ? z.null()
       : isPlainObject(value) && value.type === 'acm'
         ? acmCertificateSchema
-        : letsEncryptCertificateSchema,
-  [z.null(), letsEncryptCertificateSchema, acmCertificateSchema] as const,
+        : isPlainObject(value) && value.type === 'custom'
+          ? customCertificateSchema
+          : letsEncryptCertificateSchema,
+  [z.null(), letsEncryptCertificateSchema, acmCertificateSchema, customCertificateSchema] as const,
 );
+
+/** What API answers show instead of a custom certificate's private key. */
+export const REDACTED_PRIVATE_KEY = '<redacted>';
 
 /** A gateway configuration. */
 export const gatewayConfigurationSchema = strictObject({
   type: z.literal('gateway'),
   /** Gateway name (lowercase letters, digits, dashes). Default: generated. */
   name: resourceNameSchema.optional(),
-  /** Make this the project's default gateway. Default `false`. */
-  default: z.boolean().default(false),
+  /** Make this the project's default gateway. Default: it becomes the default when the project has none. */
+  default: z.boolean().optional(),
   /** Backend to run the gateway in. Required. */
   backend: configurationBackendSchema,
   /** Region to run the gateway in. Required. */
@@ -39,7 +57,7 @@ export const gatewayConfigurationSchema = strictObject({
   domain: z.string().min(1).optional(),
   /** Give the gateway a public IP. Default `true`. */
   public_ip: z.boolean().default(true),
-  /** TLS certificate. Default `{type: lets-encrypt}`. */
+  /** TLS certificate: `lets-encrypt`, `acm`, `custom` (PEM files) or `null` (plain HTTP). Default `{type: lets-encrypt}`. */
   certificate: certificateSchema.default(() => ({ type: 'lets-encrypt' as const })),
   /** Number of gateway instances (>= 1). Default 1. */
   replicas: z.int().min(1).default(1),

@@ -24,7 +24,11 @@ export {
   fleetNodesSchema,
   type SshConfig,
 } from './fleet-configuration.js';
-export { type GatewayConfiguration, gatewayConfigurationSchema } from './gateway-configuration.js';
+export {
+  type GatewayConfiguration,
+  gatewayConfigurationSchema,
+  REDACTED_PRIVATE_KEY,
+} from './gateway-configuration.js';
 export {
   computeCapabilitySchema,
   DEFAULT_GPU_SPEC_COUNT,

@@ -130,6 +130,8 @@ export const JobSpecSchema = z.object({
    * and `${{ dstack.job_num }}` replaced by the job's number, and instance (host path) mounts.
    */
   volumes: z.array(mountPointSchema).nullish(),
+  /** The replica group of a service's job (dstack's `replica_group`: the group's name, `0` by default). */
+  replica_group: z.string().nullish(),
 });
 export type JobSpec = z.output<typeof JobSpecSchema>;
 
@@ -471,6 +473,17 @@ export const CreateUserRequestSchema = z.object({
   username: usernameSchema,
   global_role: GlobalRoleSchema.default('user'),
 });
+/**
+ * dstack's `users/update`: a user's global role and whether they may sign in (`active`, true when
+ * absent, as in dstack). This server keeps no e-mail addresses, so `email` must be null or absent.
+ */
+export const UpdateUserRequestSchema = z.object({
+  username: z.string().min(1),
+  global_role: GlobalRoleSchema,
+  email: z.null({ error: 'email: this server keeps no e-mail addresses; send null' }).optional(),
+  active: z.boolean().default(true),
+});
+export type UpdateUserRequest = z.output<typeof UpdateUserRequestSchema>;
 
 /** dstack's `_SECRET_VALUE_MAX_LENGTH`. */
 export const SECRET_VALUE_MAX_LENGTH = 5000;

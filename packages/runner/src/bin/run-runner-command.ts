@@ -72,6 +72,8 @@ export async function runRunnerCommand(argv: string[]): Promise<number> {
     env: process.env,
     // Who jobs without a `user` of their own run as (uid[:gid] or name[:group]); the runner stays root.
     defaultJobUser: values['job-user'],
+    // The binary shares the job's container, so its control group is the job's (as dstack's runner).
+    metricsSource: 'cgroup',
   });
   const portFile = values['port-file'];
   if (portFile !== undefined) {

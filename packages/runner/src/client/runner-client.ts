@@ -2,6 +2,8 @@ import {
   agentAuthorizationHeader,
   type RunnerHealthcheck,
   RunnerHealthcheckSchema,
+  type RunnerMetricsResponse,
+  RunnerMetricsResponseSchema,
   type RunnerPullResponse,
   RunnerPullResponseSchema,
   type RunnerRunResponse,
@@ -77,6 +79,11 @@ export class RunnerClient {
   /** States and logs strictly newer than `timestamp` (ms); pass the answer's `last_updated` next time. */
   pull(timestamp: number): Promise<RunnerPullResponse> {
     return this.call('GET', `/api/pull?timestamp=${timestamp}`, RunnerPullResponseSchema);
+  }
+
+  /** One sample of the job's CPU, memory and GPU figures (dstack's `GET /api/metrics`). */
+  metrics(): Promise<RunnerMetricsResponse> {
+    return this.call('GET', '/api/metrics', RunnerMetricsResponseSchema);
   }
 
   async stop(): Promise<void> {

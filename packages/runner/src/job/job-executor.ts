@@ -227,6 +227,11 @@ export class JobExecutor {
     return this.finished;
   }
 
+  /** The job's shell (its process group id) while it runs or after; undefined before it starts. */
+  get jobPid(): number | undefined {
+    return this.job?.pid;
+  }
+
   pull(timestamp: number): RunnerPullResponse {
     return this.events.pull(timestamp);
   }

@@ -15,6 +15,7 @@ import { InvalidArchiveError } from '../archive/tar-reader.js';
 import { hostJobEnvironment } from '../job/host-job-environment.js';
 import { JobExecutor, JobStateConflictError } from '../job/job-executor.js';
 import type { UserDatabasePaths } from '../job/user-database.js';
+import { JobMetricsCollector, type MetricsSource, visibleGpusOf } from '../metrics/job-metrics-collector.js';
 import {
   type AuthorizedKey,
   AuthorizedKeyError,
@@ -67,6 +68,13 @@ export interface RunnerOptions {
   sshHost?: string;
   /** Public keys (authorized_keys lines) allowed on the SSH port before any job is submitted. */
   sshAuthorizedKeys?: readonly string[];
+  /**
+   * Where `GET /api/metrics` reads the job's CPU and memory: `cgroup`, the runner's own control
+   * group, which is the job's when both live in one container (the runner binary); or
+   * `job-processes`, the job's processes summed from `/proc` (a runner living inside the shim on
+   * the host). Default `job-processes`.
+   */
+  metricsSource?: MetricsSource;
 }
 
 export interface RunnerServer {
@@ -85,12 +93,20 @@ export interface RunnerServer {
 export async function startRunner(options: RunnerOptions): Promise<RunnerServer> {
   const host = options.host ?? '127.0.0.1';
   await mkdir(options.homeDir, { recursive: true });
+  const baseEnv = options.env ?? hostJobEnvironment(process.env);
   const executor = new JobExecutor({
     homeDir: options.homeDir,
-    baseEnv: options.env ?? hostJobEnvironment(process.env),
+    baseEnv,
     maxJobLogLines: options.maxJobLogLines,
     defaultUser: options.defaultJobUser,
     userDatabase: options.userDatabase,
+  });
+  const metricsSource = options.metricsSource ?? 'job-processes';
+  const metrics = new JobMetricsCollector({
+    source: metricsSource,
+    jobPid: () => executor.jobPid,
+    // On the host the job holds only the GPUs the shim made visible to it; in a container, all it sees.
+    visibleGpus: metricsSource === 'job-processes' ? visibleGpusOf(baseEnv) : null,
   });
   const sshEndpoint = new SshEndpoint({
     serverKeys: (options.sshAuthorizedKeys ?? []).flatMap((line, index) =>
@@ -110,15 +126,17 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
       sendError(response, refusal);
       return;
     }
-    handleRequest(executor, sshEndpoint, options.homeDir, request, response).catch((error: unknown) => {
-      if (error instanceof JobStateConflictError) {
-        sendError(response, new HttpError(409, error.message));
-      } else if (!response.headersSent) {
-        sendError(response, error);
-      } else {
-        response.destroy();
-      }
-    });
+    handleRequest(executor, sshEndpoint, metrics, options.homeDir, request, response).catch(
+      (error: unknown) => {
+        if (error instanceof JobStateConflictError) {
+          sendError(response, new HttpError(409, error.message));
+        } else if (!response.headersSent) {
+          sendError(response, error);
+        } else {
+          response.destroy();
+        }
+      },
+    );
   });
   server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const route = `${request.method} ${new URL(request.url ?? '/', 'http://runner').pathname}`;
@@ -167,6 +185,7 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
 async function handleRequest(
   executor: JobExecutor,
   sshEndpoint: SshEndpoint,
+  metrics: JobMetricsCollector,
   homeDir: string,
   request: IncomingMessage,
   response: ServerResponse,
@@ -207,6 +226,9 @@ async function handleRequest(
         ...executor.pull(parseTimestamp(url.searchParams.get('timestamp'))),
         no_connections_secs: sshEndpoint.activity.noConnectionsSecs(),
       });
+      return;
+    case 'GET /api/metrics':
+      sendJson(response, 200, await metrics.sample());
       return;
     case 'POST /api/stop':
       request.resume();

@@ -1,5 +1,10 @@
 /** `/api/users/*`. */
-import { CreateUserRequestSchema, UserSchema, UserWithCredsSchema } from '@dstack/core';
+import {
+  CreateUserRequestSchema,
+  UpdateUserRequestSchema,
+  UserSchema,
+  UserWithCredsSchema,
+} from '@dstack/core';
 import { z } from 'zod';
 import { defineRoute, type RouteDefinition } from '../http/route.js';
 import {
@@ -9,6 +14,7 @@ import {
   listUsers,
   refreshUserToken,
   toUserModel,
+  updateUser,
 } from './users.js';
 
 const UsernameRequestSchema = z.object({ username: z.string().min(1) });
@@ -62,6 +68,16 @@ export const userRoutes: readonly RouteDefinition[] = [
     body: UsernameRequestSchema,
     response: UserWithCredsSchema,
     handler: async ({ app, user, body }) => refreshUserToken(app, user!, body.username),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/users/update',
+    summary: "Set a user's global role and whether they may sign in (active: false deactivates)",
+    tags: ['users'],
+    auth: 'admin',
+    body: UpdateUserRequestSchema,
+    response: UserSchema,
+    handler: async ({ app, user, body }) => updateUser(app, user!, body),
   }),
   defineRoute({
     method: 'POST',

@@ -140,6 +140,29 @@ export async function refreshUserToken(
   return withCreds({ ...row, ...changed }, token);
 }
 
+/**
+ * Sets a user's global role and whether they may sign in (dstack's `users/update`, for global
+ * admins). The built-in `admin` and the caller keep their role and stay active, so the server is
+ * never left without an admin who can sign in.
+ */
+export async function updateUser(
+  app: AppContext,
+  actor: UsersTable,
+  input: { username: string; global_role: 'admin' | 'user'; active: boolean },
+): Promise<User> {
+  const row = await getUserByName(app, input.username);
+  const demotesOrLocksOut = input.global_role !== 'admin' || !input.active;
+  if (demotesOrLocksOut && (row.name === ADMIN_USERNAME || row.id === actor.id)) {
+    throw new ServerClientError(
+      `User "${row.name}" must stay an active admin: ${row.id === actor.id ? 'it is you' : 'it is the built-in admin'}`,
+      { fields: [[input.active ? 'global_role' : 'active']] },
+    );
+  }
+  const changed = { global_role: input.global_role, active: input.active ? 1 : 0 };
+  await app.db.updateTable('users').set(changed).where('id', '=', row.id).execute();
+  return toUserModel({ ...row, ...changed });
+}
+
 /** Deletes users (and their memberships). The built-in `admin` and the caller cannot be deleted. */
 export async function deleteUsers(
   app: AppContext,

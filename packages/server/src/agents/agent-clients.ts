@@ -95,3 +95,49 @@ export async function runnerClientFor(
     signal,
   });
 }
+
+/** Where a gateway instance is reached over SSH: its address and the image's user. */
+export interface GatewayHostAddress {
+  backend: JobProvisioningData['backend'];
+  instanceId: string;
+  region: string;
+  ipAddress: string;
+  username: string;
+}
+
+/**
+ * `http://127.0.0.1:port` through which this server reaches `port` on a gateway instance's
+ * loopback (its management API): an SSH tunnel with the project key, pooled like the agents'.
+ */
+export async function gatewayPortUrl(
+  app: AppContext,
+  project: ProjectsTable,
+  gateway: GatewayHostAddress,
+  port: number,
+): Promise<string> {
+  // The connector pools tunnels by the SSH target of provisioning data; a gateway has no job's
+  // instance type or price, so those fields are placeholders it never reads.
+  const provisioningData: JobProvisioningData = {
+    backend: gateway.backend,
+    instance_type: {
+      name: 'gateway',
+      resources: {
+        cpus: 0,
+        memory_mib: 0,
+        gpus: [],
+        spot: false,
+        disk: { size_mib: 0 },
+      },
+    },
+    instance_id: gateway.instanceId,
+    hostname: gateway.ipAddress,
+    internal_ip: null,
+    public_ip_enabled: true,
+    region: gateway.region,
+    price: 0,
+    username: gateway.username,
+    ssh_port: 22,
+    dockerized: false,
+  } as JobProvisioningData;
+  return app.agents.runnerUrl(provisioningData, projectKeyOf(app, project), port);
+}

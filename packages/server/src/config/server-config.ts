@@ -71,6 +71,14 @@ export const ServerConfigSchema = z.strictObject({
     })
     .nullish()
     .transform((catalog) => ({ url: catalog?.url ?? null, offline: catalog?.offline ?? false })),
+  /** How long events are kept (`events/event-retention.ts`). */
+  events: z
+    .strictObject({
+      /** Seconds; 0 records no events. Wins over `DSTACK_SERVER_EVENTS_TTL_SECONDS`. */
+      ttl_seconds: z.number().int().min(0).nullish(),
+    })
+    .nullish()
+    .transform((events) => ({ ttl_seconds: events?.ttl_seconds ?? null })),
   /** dstack's plugin list; accepted for compatibility and ignored. */
   plugins: z.array(z.string()).nullish(),
 });

@@ -12,6 +12,10 @@
 import {
   type FleetConfiguration,
   fleetConfigurationSchema,
+  type GatewayConfiguration,
+  type GatewayReplicaProvisioningData,
+  GatewayReplicaProvisioningDataSchema,
+  gatewayConfigurationSchema,
   InstanceConfigurationSchema,
   type InstanceOfferWithAvailability,
   InstanceOfferWithAvailabilitySchema,
@@ -173,10 +177,37 @@ export const volumeProvisioningDataColumn = new JsonColumn(
   'volume_provisioning_data',
   VolumeProvisioningDataSchema,
 );
+export const gatewayConfigurationColumn = new JsonColumn(
+  'gateways',
+  'configuration',
+  gatewayConfigurationSchema,
+);
+export const gatewayProvisioningDataColumn = new JsonColumn(
+  'gateways',
+  'provisioning_data',
+  GatewayReplicaProvisioningDataSchema,
+);
+
+export function gatewayConfigurationOf(gateway: RowOf<'gateways', 'configuration'>): GatewayConfiguration {
+  return gatewayConfigurationColumn.decode(gateway.configuration, gateway.id);
+}
+
+export function gatewayProvisioningDataOf(
+  gateway: RowOf<'gateways', 'provisioning_data'>,
+): GatewayReplicaProvisioningData | null {
+  return gatewayProvisioningDataColumn.decodeNullable(gateway.provisioning_data, gateway.id);
+}
+
 export const volumeAttachmentDataColumn = new JsonColumn(
   'volume_attachments',
   'attachment_data',
   VolumeAttachmentDataSchema,
+);
+
+export const desiredReplicaCountsColumn = new JsonColumn(
+  'runs',
+  'desired_replica_counts',
+  z.record(z.string(), z.number().int().nonnegative()),
 );
 
 /** The row's id (named in errors) and the column a reader decodes. */
@@ -187,6 +218,13 @@ type RowOf<Table extends keyof Database, Column extends keyof Database[Table]> =
 
 export function runSpecOf(run: RowOf<'runs', 'run_spec'>): StoredRunSpec {
   return runSpecColumn.decode(run.run_spec, run.id);
+}
+
+/** A service's desired replica count per replica group; null before the run pipeline first scaled it. */
+export function desiredReplicaCountsOf(
+  run: RowOf<'runs', 'desired_replica_counts'>,
+): Readonly<Record<string, number>> | null {
+  return desiredReplicaCountsColumn.decodeNullable(run.desired_replica_counts, run.id);
 }
 
 export function jobSpecOf(job: RowOf<'jobs', 'job_spec_data'>): JobSpec {

@@ -444,7 +444,39 @@ function placementGroups(dialect: SqlDialect): Migration {
   };
 }
 
-/** Every migration, by name; names sort in application order. */
+/**
+ * Samples of running jobs' resource use (dstack's `job_metrics_points`): CPU time and memory as
+ * the runner measured them, and per-GPU figures as JSON lists (null: the GPUs could not be read).
+ */
+function jobMetricsPoints(dialect: SqlDialect): Migration {
+  const big = dialect === 'postgres' ? 'bigint' : 'integer';
+  return {
+    async up(db: AnyDatabase) {
+      await db.schema
+        .createTable('job_metrics_points')
+        .addColumn('id', dialect === 'postgres' ? 'bigserial' : 'integer', (c) =>
+          dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement(),
+        )
+        .addColumn('job_id', 'text', (c) => c.notNull())
+        .addColumn('timestamp_micro', big, (c) => c.notNull())
+        .addColumn('cpu_usage_micro', big, (c) => c.notNull())
+        .addColumn('memory_usage_bytes', big, (c) => c.notNull())
+        .addColumn('memory_working_set_bytes', big, (c) => c.notNull())
+        .addColumn('gpus_memory_usage_bytes', 'text')
+        .addColumn('gpus_util_percent', 'text')
+        .execute();
+      await db.schema
+        .createIndex('job_metrics_points_job_id_timestamp_idx')
+        .on('job_metrics_points')
+        .columns(['job_id', 'timestamp_micro'])
+        .execute();
+    },
+    async down(db: AnyDatabase) {
+      await db.schema.dropTable('job_metrics_points').execute();
+    },
+  };
+}
+
 /**
  * Network volumes (dstack's `volumes`, a pipeline table) and which instance each is attached to
  * for which job (`volume_attachments`, dstack's `volumes_attachments`).
@@ -544,6 +576,68 @@ function serviceReplicas(dialect: SqlDialect): Migration {
   };
 }
 
+/**
+ * Replica groups (dstack's `desired_replica_counts`): how many replicas the autoscaler wants in
+ * each group of a service, by group name, as JSON; null for a run that has not scaled by group yet.
+ */
+const replicaGroupCounts: Migration = {
+  async up(db: AnyDatabase) {
+    await db.schema.alterTable('runs').addColumn('desired_replica_counts', 'text').execute();
+  },
+  async down(db: AnyDatabase) {
+    await db.schema.alterTable('runs').dropColumn('desired_replica_counts').execute();
+  },
+};
+
+/** dstack's `events` and `event_targets`: what happened, by whom, to what. */
+function eventTables(dialect: SqlDialect): Migration {
+  const t = columnTypes(dialect);
+  return {
+    async up(db: AnyDatabase) {
+      await db.schema
+        .createTable('events')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('message', 'text', (c) => c.notNull())
+        .addColumn('recorded_at', t.time, (c) => c.notNull())
+        // No foreign key: users are deleted for good, and their events stay with the name they had.
+        .addColumn('actor_user_id', 'text')
+        .addColumn('actor_user_name', 'text')
+        .execute();
+      await db.schema
+        .createIndex('events_recorded_at_idx')
+        .on('events')
+        .columns(['recorded_at', 'id'])
+        .execute();
+      await db.schema.createIndex('events_actor_user_id_idx').on('events').column('actor_user_id').execute();
+      await db.schema
+        .createTable('event_targets')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('event_id', 'text', (c) => c.notNull().references('events.id').onDelete('cascade'))
+        .addColumn('entity_type', 'text', (c) => c.notNull())
+        .addColumn('entity_project_id', 'text', (c) => c.references('projects.id').onDelete('cascade'))
+        .addColumn('entity_run_id', 'text')
+        .addColumn('entity_fleet_id', 'text')
+        .addColumn('entity_id', 'text', (c) => c.notNull())
+        .addColumn('entity_name', 'text', (c) => c.notNull())
+        .execute();
+      const indexes: Record<string, string[]> = {
+        event_targets_event_id_idx: ['event_id'],
+        event_targets_entity_idx: ['entity_type', 'entity_id'],
+        event_targets_entity_project_id_idx: ['entity_project_id'],
+        event_targets_entity_run_id_idx: ['entity_run_id'],
+        event_targets_entity_fleet_id_idx: ['entity_fleet_id'],
+      };
+      for (const [name, columns] of Object.entries(indexes)) {
+        await db.schema.createIndex(name).on('event_targets').columns(columns).execute();
+      }
+    },
+    async down(db: AnyDatabase) {
+      await db.schema.dropTable('event_targets').execute();
+      await db.schema.dropTable('events').execute();
+    },
+  };
+}
+
 /** Every migration, by name; names sort in application order. */
 
 export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
@@ -561,6 +655,57 @@ export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
     '011_placement_groups': placementGroups(dialect),
     '012_volumes': volumes(dialect),
     '013_service_replicas': serviceReplicas(dialect),
+    '014_replica_group_counts': replicaGroupCounts,
+    '015_job_metrics_points': jobMetricsPoints(dialect),
+    '016_gateways': gateways(dialect),
+    '017_events': eventTables(dialect),
+  };
+}
+
+function gateways(dialect: SqlDialect): Migration {
+  const t = columnTypes(dialect);
+  return {
+    async up(db: AnyDatabase) {
+      await db.schema
+        .createTable('gateways')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('project_id', 'text', (c) => c.notNull())
+        .addColumn('user_id', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('status_message', 'text')
+        .addColumn('configuration', 'text', (c) => c.notNull())
+        .addColumn('certificate_private_key', 'text')
+        .addColumn('wildcard_domain', 'text')
+        .addColumn('is_default', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('provisioning_data', 'text')
+        .addColumn('created_at', t.time, (c) => c.notNull())
+        .addColumn('last_processed_at', t.time, (c) => c.notNull())
+        .addColumn('to_be_deleted', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('deleted', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('deleted_at', t.time)
+        .addColumn('lock_expires_at', t.time)
+        .addColumn('lock_token', 'text')
+        .addColumn('lock_owner', 'text')
+        .execute();
+      await db.schema
+        .createIndex('gateways_project_id_name_idx')
+        .on('gateways')
+        .columns(['project_id', 'name'])
+        .execute();
+      await db.schema
+        .createIndex('gateways_status_due_idx')
+        .on('gateways')
+        .columns(['status', 'last_processed_at'])
+        .execute();
+      await db.schema.alterTable('runs').addColumn('gateway_id', 'text').execute();
+      await db.schema.alterTable('runs').addColumn('service_hostname', 'text').execute();
+    },
+    async down(db: AnyDatabase) {
+      await db.schema.alterTable('runs').dropColumn('service_hostname').execute();
+      await db.schema.alterTable('runs').dropColumn('gateway_id').execute();
+      await db.schema.dropTable('gateways').execute();
+    },
   };
 }
 

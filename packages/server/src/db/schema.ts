@@ -6,7 +6,9 @@
  * column's codec in json-columns.ts (core's schema decodes them where rows are read).
  */
 import type {
+  EventTargetType,
   FleetStatus,
+  GatewayStatus,
   InstanceStatus,
   InstanceTerminationReason,
   JobStatus,
@@ -158,6 +160,12 @@ export interface RunsTable extends LockColumns {
   desired_replica_count?: number;
   /** When the autoscaler last changed `desired_replica_count` (ms); null before. */
   last_scaled_at?: number | null;
+  /** How many replicas each replica group should have (JSON: group name → count); null before the first pass. */
+  desired_replica_counts?: string | null;
+  /** The gateway a service is published on (`gateways.id`); null: the server's own proxy. */
+  gateway_id?: string | null;
+  /** The service's host name on its gateway (`{run}.{wildcard_domain}`), fixed at apply. */
+  service_hostname?: string | null;
 }
 
 export interface JobsTable extends LockColumns {
@@ -323,6 +331,83 @@ export interface VolumeAttachmentsTable {
   detach_requested_at: number | null;
 }
 
+/** One sample of a job's resource use, as its runner measured it (dstack's `job_metrics_points`). */
+export interface JobMetricsPointsTable {
+  id: Generated<number>;
+  job_id: string;
+  /** When the runner measured, µs since the epoch. */
+  timestamp_micro: number;
+  /** CPU time the job used so far, µs (a rate needs two samples). */
+  cpu_usage_micro: number;
+  memory_usage_bytes: number;
+  memory_working_set_bytes: number;
+  /** JSON list of bytes per GPU; null when the GPUs could not be read. */
+  gpus_memory_usage_bytes: string | null;
+  /** JSON list of percents per GPU; null when the GPUs could not be read. */
+  gpus_util_percent: string | null;
+}
+
+/**
+ * A gateway (dstack's `gateways` with its one `gateway_computes` row folded in): an instance that
+ * publishes the project's services at `https://{run}.{wildcard_domain}`. Gone rows stay `deleted`.
+ */
+export interface GatewaysTable extends LockColumns {
+  id: string;
+  project_id: string;
+  user_id: string;
+  /** Unique per project among the gateways not deleted. */
+  name: string;
+  status: GatewayStatus;
+  status_message: string | null;
+  /** The validated `type: gateway` configuration, JSON (`gatewayConfigurationColumn`); a custom certificate's key redacted. */
+  configuration: string;
+  /** A custom certificate's private key (PEM), encrypted; null for other certificates. */
+  certificate_private_key: string | null;
+  wildcard_domain: string | null;
+  /** 1 for the project's default gateway (at most one per project). */
+  is_default: number;
+  /** GatewayReplicaProvisioningData JSON once launched (`gatewayProvisioningDataColumn`). */
+  provisioning_data: string | null;
+  created_at: number;
+  last_processed_at: number;
+  /** Deletion asked for: hidden, its instance terminated by its pipeline. */
+  to_be_deleted: number;
+  deleted: number;
+  deleted_at: number | null;
+}
+
+/**
+ * Something that happened (dstack's `events`): a status change, a creation or a deletion, with
+ * who did it. Kept for `events.ttl_seconds` (`events/event-retention.ts`).
+ */
+export interface EventsTable {
+  id: string;
+  /** Past tense, without the targets' or the actor's names: "Run status changed SUBMITTED -> PROVISIONING". */
+  message: string;
+  /** ms; strictly increasing within one server process, so one transaction's events keep their order. */
+  recorded_at: number;
+  /** The user who acted; null for the system (a pipeline's transition). The user may be deleted since. */
+  actor_user_id: string | null;
+  /** The acting user's name when the event was recorded, shown once the user is deleted. */
+  actor_user_name: string | null;
+}
+
+/** What an event is about (dstack's `event_targets`), with the ancestors the `within_*` filters look for. */
+export interface EventTargetsTable {
+  id: string;
+  event_id: string;
+  entity_type: EventTargetType;
+  /** The target's project; null for users. */
+  entity_project_id: string | null;
+  /** The run of a run or job target. */
+  entity_run_id: string | null;
+  /** The fleet of a fleet or instance target. */
+  entity_fleet_id: string | null;
+  entity_id: string;
+  /** The target's name when the event was recorded. */
+  entity_name: string;
+}
+
 export interface Database {
   users: UsersTable;
   projects: ProjectsTable;
@@ -333,6 +418,7 @@ export interface Database {
   runs: RunsTable;
   jobs: JobsTable;
   job_logs: JobLogsTable;
+  job_metrics_points: JobMetricsPointsTable;
   secrets: SecretsTable;
   repos: ReposTable;
   repo_creds: RepoCredsTable;
@@ -340,5 +426,8 @@ export interface Database {
   file_archives: FileArchivesTable;
   placement_groups: PlacementGroupsTable;
   volumes: VolumesTable;
+  gateways: GatewaysTable;
   volume_attachments: VolumeAttachmentsTable;
+  events: EventsTable;
+  event_targets: EventTargetsTable;
 }

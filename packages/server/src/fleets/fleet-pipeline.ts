@@ -11,6 +11,7 @@ import { projectOf } from '../accounts/projects.js';
 import type { AppContext } from '../context.js';
 import { fleetConfigurationOf } from '../db/json-columns.js';
 import type { FleetsTable } from '../db/schema.js';
+import { recordStatusChange } from '../events/status-events.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { clusterMasterInstance, isClusterFleet } from './cluster-fleets.js';
@@ -58,13 +59,31 @@ async function processTerminating(
     return;
   }
   const now = Date.now();
-  await app.db
-    .updateTable('instances')
-    .set({ status: 'terminating', termination_reason: 'terminated_by_user', last_processed_at: 0 })
-    .where('fleet_id', '=', fleet.id)
-    .where('status', 'in', ['idle', 'provisioning', 'pending'])
-    .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
-    .execute();
+  const update = { status: 'terminating', termination_reason: 'terminated_by_user' } as const;
+  await app.db.transaction().execute(async (transaction) => {
+    const ending = await transaction
+      .selectFrom('instances')
+      .selectAll()
+      .where('fleet_id', '=', fleet.id)
+      .where('status', 'in', ['idle', 'provisioning', 'pending'])
+      .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+      .execute();
+    if (ending.length === 0) return;
+    const ended = await transaction
+      .updateTable('instances')
+      .set({ ...update, last_processed_at: 0 })
+      .where(
+        'id',
+        'in',
+        ending.map((instance) => instance.id),
+      )
+      .where('status', 'in', ['idle', 'provisioning', 'pending'])
+      .returning('id')
+      .execute();
+    for (const instance of ending.filter((row) => ended.some((end) => end.id === row.id))) {
+      await recordStatusChange(transaction, app.settings, 'instances', instance, update);
+    }
+  });
   app.wakeUps.wake('instances');
   await lock.release({ last_processed_at: dueIn(500, MIN_INTERVAL_MS) });
 }

@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import { fleetConfigurationOf } from '../db/json-columns.js';
 import type { InstancesTable } from '../db/schema.js';
+import { recordStatusChange } from '../events/status-events.js';
 
 /** `nodes` of a fleet; a fleet without it (an SSH fleet, a run-made one) keeps nothing by itself. */
 export function fleetNodesOf(configuration: FleetConfiguration): FleetNodes {
@@ -40,15 +41,20 @@ export async function terminateSpareInstances(
   for (const instance of spare) {
     if (marked >= count) break;
     const now = Date.now();
-    const result = await app.db
-      .updateTable('instances')
-      .set({ status: 'terminating', termination_reason: reason, last_processed_at: 0 })
-      .where('id', '=', instance.id)
-      .where('status', '=', instance.status)
-      .where('busy_blocks', '=', 0)
-      .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
-      .executeTakeFirst();
-    marked += Number(result.numUpdatedRows);
+    const update = { status: 'terminating', termination_reason: reason } as const;
+    await app.db.transaction().execute(async (transaction) => {
+      const result = await transaction
+        .updateTable('instances')
+        .set({ ...update, last_processed_at: 0 })
+        .where('id', '=', instance.id)
+        .where('status', '=', instance.status)
+        .where('busy_blocks', '=', 0)
+        .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) !== 1) return;
+      marked += 1;
+      await recordStatusChange(transaction, app.settings, 'instances', instance, update);
+    });
   }
   if (marked > 0) app.wakeUps.wake('instances');
   return marked;

@@ -7,6 +7,7 @@ import {
   InstanceSchema,
 } from '@dstack/core';
 import { z } from 'zod';
+import { userActor } from '../events/event-recorder.js';
 import { defineRoute, projectContext, SPEC_MAX_BODY_BYTES } from '../http/route.js';
 import { applyFleet, deleteFleets, getFleet, listFleets } from './fleets.js';
 
@@ -53,7 +54,8 @@ export const fleetRoutes = [
     maxBodyBytes: SPEC_MAX_BODY_BYTES,
     response: FleetSchema,
     async handler(ctx) {
-      return applyFleet(ctx.app, projectContext(ctx).project, ctx.body.plan.spec.configuration);
+      const { project, user } = projectContext(ctx);
+      return applyFleet(ctx.app, project, ctx.body.plan.spec.configuration, userActor(user));
     },
   }),
   defineRoute({
@@ -64,7 +66,8 @@ export const fleetRoutes = [
     auth: 'project-member',
     body: DeleteFleetsRequestSchema,
     async handler(ctx) {
-      await deleteFleets(ctx.app, projectContext(ctx).project, ctx.body.names);
+      const { project, user } = projectContext(ctx);
+      await deleteFleets(ctx.app, project, ctx.body.names, userActor(user));
       return undefined;
     },
   }),

@@ -17,6 +17,8 @@ import {
 import type { AppContext } from '../context.js';
 import { fleetConfigurationOf, fleetSpecColumn } from '../db/json-columns.js';
 import type { FleetsTable, ProjectsTable } from '../db/schema.js';
+import { type EventActor, eventTargets, recordEvent, SYSTEM_ACTOR } from '../events/event-recorder.js';
+import { recordStatusChange } from '../events/status-events.js';
 import { overrideClaimedRows } from '../pipelines/pipeline.js';
 import { refuseFleetWithoutBackends } from './fleet-backends.js';
 import { fleetOf } from './fleet-models.js';
@@ -24,6 +26,18 @@ import { topUpFleetInstances } from './fleet-provisioning.js';
 import { fleetNodesOf, liveFleetInstances, terminateSpareInstances } from './fleet-rows.js';
 import { applySshFleet, withoutKeyContents } from './ssh-fleets.js';
 import { refuseUnsupportedFleetFields } from './unsupported-fields.js';
+
+/** Stores a new fleet with its "Fleet created" event. */
+async function insertFleet(app: AppContext, fleet: FleetsTable, actor: EventActor): Promise<void> {
+  await app.db.transaction().execute(async (transaction) => {
+    await transaction.insertInto('fleets').values(fleet).execute();
+    await recordEvent(transaction, app.settings, {
+      message: `Fleet created. Status: ${fleet.status.toUpperCase()}`,
+      actor,
+      targets: [eventTargets.fleet(fleet)],
+    });
+  });
+}
 
 function newFleetRow(
   projectId: string,
@@ -89,10 +103,7 @@ export async function ensureDefaultLocalFleets(app: AppContext): Promise<void> {
       backends: [type],
       idle_duration: DEFAULT_RUN_IDLE_DURATION,
     });
-    await app.db
-      .insertInto('fleets')
-      .values(newFleetRow(id, type, configuration, false))
-      .execute();
+    await insertFleet(app, newFleetRow(id, type, configuration, false), SYSTEM_ACTOR);
   }
 }
 
@@ -113,7 +124,7 @@ export async function createRunFleet(
     ...(cluster ? { placement: 'cluster' } : {}),
   });
   const row = newFleetRow(projectId, runName, configuration, true);
-  await app.db.insertInto('fleets').values(row).execute();
+  await insertFleet(app, row, SYSTEM_ACTOR);
   return row;
 }
 
@@ -133,6 +144,8 @@ export async function applyFleet(
   app: AppContext,
   project: ProjectsTable,
   configurationInput: unknown,
+  /** Who applies it: the request's user (the tests' services act as the system). */
+  actor: EventActor = SYSTEM_ACTOR,
 ): Promise<Fleet> {
   let validated: ReturnType<typeof validateConfiguration>;
   try {
@@ -165,7 +178,7 @@ export async function applyFleet(
     });
   }
   if (configuration.ssh_config !== undefined || (existing && fleetConfigurationOf(existing).ssh_config)) {
-    await applySshFleetConfiguration(app, project, { ...configuration, name }, existing);
+    await applySshFleetConfiguration(app, project, { ...configuration, name }, existing, actor);
     return getFleet(app, project, name);
   }
   refuseFleetWithoutBackends(configuration, backends);
@@ -181,7 +194,7 @@ export async function applyFleet(
   } else {
     // Due at once: the fleet pipeline provisions its instances.
     fleet = { ...newFleetRow(project.id, name, { ...configuration, name }, false), last_processed_at: 0 };
-    await app.db.insertInto('fleets').values(fleet).execute();
+    await insertFleet(app, fleet, actor);
   }
   await scaleToTarget(app, fleet);
   app.wakeUps.wake('fleets');
@@ -194,6 +207,7 @@ async function applySshFleetConfiguration(
   project: ProjectsTable,
   configuration: FleetConfiguration & { name: string },
   existing: FleetsTable | undefined,
+  actor: EventActor,
 ): Promise<void> {
   const sshConfig = configuration.ssh_config;
   if (sshConfig === undefined) {
@@ -212,7 +226,7 @@ async function applySshFleetConfiguration(
   const row = existing
     ? { ...existing, spec: fleetSpecColumn.encode({ configuration: stored }) }
     : newFleetRow(project.id, configuration.name, stored, false);
-  await applySshFleet(app, project, row, sshConfig, existing !== undefined);
+  await applySshFleet(app, project, row, sshConfig, existing !== undefined, actor);
   app.wakeUps.wake('fleets');
 }
 
@@ -285,10 +299,11 @@ export async function deleteFleets(
   app: AppContext,
   project: ProjectsTable,
   names: readonly string[],
+  actor: EventActor = SYSTEM_ACTOR,
 ): Promise<void> {
   const fleets = await app.db
     .selectFrom('fleets')
-    .select(['id', 'name'])
+    .selectAll()
     .where('project_id', '=', project.id)
     .where('name', 'in', [...names])
     .where('deleted', '=', 0)
@@ -312,11 +327,17 @@ export async function deleteFleets(
       .map((fleet) => fleet.name);
     throw new ServerClientError(`Fleet ${busyNames.join(', ')} has busy instances; stop their runs first`);
   }
-  await overrideClaimedRows(
-    app.db,
-    'fleets',
-    fleets.map((fleet) => fleet.id),
-    { status: 'terminating' },
-  );
+  const update = { status: 'terminating' } as const;
+  await app.db.transaction().execute(async (transaction) => {
+    await overrideClaimedRows(
+      transaction,
+      'fleets',
+      fleets.map((fleet) => fleet.id),
+      update,
+    );
+    for (const fleet of fleets) {
+      await recordStatusChange(transaction, app.settings, 'fleets', fleet, update, actor);
+    }
+  });
   app.wakeUps.wake('fleets');
 }

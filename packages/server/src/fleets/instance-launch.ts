@@ -41,7 +41,7 @@ import {
   requireCapability,
   type Volume,
 } from '@dstack/core';
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, sql, type UpdateObject } from 'kysely';
 import { projectOf } from '../accounts/projects.js';
 import { agentDownloadDigest } from '../agents/agent-download-digest.js';
 import { launchAgentToken, newEncryptedAgentToken } from '../agents/agent-tokens.js';
@@ -65,6 +65,8 @@ import type {
   RunsTable,
 } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
+import { eventTargets, recordEvent, SYSTEM_ACTOR } from '../events/event-recorder.js';
+import { recordStatusChange, type StatusUpdate } from '../events/status-events.js';
 import { clusterPlacementOf, launchPlacementGroup } from './placement-groups.js';
 
 export async function nextInstanceNum(db: Kysely<Database>, fleetId: string): Promise<number> {
@@ -87,6 +89,8 @@ export interface PendingInstanceOptions {
    * blocks the job takes), 0 for a fleet's own instance.
    */
   busyBlocks: number;
+  /** The job the instance is made for: its "Instance created for job" event names it too. */
+  job?: Pick<JobsTable, 'id' | 'project_id' | 'job_name' | 'run_id'>;
 }
 
 /**
@@ -163,7 +167,38 @@ export async function insertPendingInstance(
       lock_owner: null,
     };
     await transaction.insertInto('instances').values(row).execute();
+    await recordEvent(transaction, app.settings, {
+      message: options.job
+        ? 'Instance created for job. Instance status: PENDING'
+        : 'Instance created to meet target fleet node count. Status: PENDING',
+      actor: SYSTEM_ACTOR,
+      targets: [eventTargets.instance(row), ...(options.job ? [eventTargets.job(options.job)] : [])],
+    });
     return row;
+  });
+}
+
+/**
+ * Moves a `pending` instance on (guarded by `status = 'pending'`, and by no recorded offer with
+ * `neverLaunched`), with its status event, in one transaction. Returns whether it moved.
+ */
+async function movePendingInstance(
+  app: AppContext,
+  instanceId: string,
+  update: UpdateObject<Database, 'instances'> & StatusUpdate<'instances'>,
+  neverLaunched = false,
+): Promise<boolean> {
+  return app.db.transaction().execute(async (transaction) => {
+    let moved = transaction
+      .updateTable('instances')
+      .set(update)
+      .where('id', '=', instanceId)
+      .where('status', '=', 'pending');
+    if (neverLaunched) moved = moved.where('offer', 'is', null);
+    const row = await moved.returningAll().executeTakeFirst();
+    if (!row) return false;
+    await recordStatusChange(transaction, app.settings, 'instances', { ...row, status: 'pending' }, row);
+    return true;
   });
 }
 
@@ -305,42 +340,32 @@ export async function launchOnFirstOffer(
     }
     const { provisioningData } = attempt;
     const timeoutSeconds = getProvisioningTimeoutSeconds(backend.plugin, offer.instance.name);
-    const stored = await app.db
-      .updateTable('instances')
-      .set({
-        status: 'provisioning',
-        backend: backend.type,
-        region: offer.region,
-        price: offer.price,
-        offer: instanceOfferColumn.encode(offer),
-        job_provisioning_data: instanceProvisioningDataColumn.encode(provisioningData),
-        // A plugin's offer may leave blocks out: such an instance is one block.
-        total_blocks: offer.total_blocks ?? 1,
-        busy_blocks: busyBlocksFor(offer),
-        started_at: Date.now(),
-        provisioning_deadline: Date.now() + timeoutSeconds * 1000,
-        last_processed_at: 0,
-      })
-      .where('id', '=', instanceId)
-      .where('status', '=', 'pending')
-      .executeTakeFirst();
+    const stored = await movePendingInstance(app, instanceId, {
+      status: 'provisioning',
+      backend: backend.type,
+      region: offer.region,
+      price: offer.price,
+      offer: instanceOfferColumn.encode(offer),
+      job_provisioning_data: instanceProvisioningDataColumn.encode(provisioningData),
+      // A plugin's offer may leave blocks out: such an instance is one block.
+      total_blocks: offer.total_blocks ?? 1,
+      busy_blocks: busyBlocksFor(offer),
+      started_at: Date.now(),
+      provisioning_deadline: Date.now() + timeoutSeconds * 1000,
+      last_processed_at: 0,
+    });
     // Given up while the call ran: the row is terminating and the instance pipeline ends this
     // very machine (a launch with the same id returns it).
-    if (Number(stored.numUpdatedRows) !== 1) return givenUpResult(failures);
+    if (!stored) return givenUpResult(failures);
     return { launched: true, offer: entry, provisioningData };
   }
-  await app.db
-    .updateTable('instances')
-    .set({
-      status: 'terminated',
-      termination_reason: failedForCapacityOnly(failures) ? 'no_offers' : 'error',
-      termination_reason_message: describeLaunchFailures(failures),
-      deleted: 1,
-      finished_at: Date.now(),
-    })
-    .where('id', '=', instanceId)
-    .where('status', '=', 'pending')
-    .execute();
+  await movePendingInstance(app, instanceId, {
+    status: 'terminated',
+    termination_reason: failedForCapacityOnly(failures) ? 'no_offers' : 'error',
+    termination_reason_message: describeLaunchFailures(failures),
+    deleted: 1,
+    finished_at: Date.now(),
+  });
   return { launched: false, failures, givenUp: false, capacityRetry };
 }
 
@@ -397,32 +422,26 @@ export async function abandonPendingInstance(
   message: string,
 ): Promise<AbandonOutcome> {
   const now = Date.now();
-  const neverLaunched = await app.db
-    .updateTable('instances')
-    .set({
+  const neverLaunched = await movePendingInstance(
+    app,
+    instanceId,
+    {
       status: 'terminated',
       termination_reason: reason,
       termination_reason_message: message,
       deleted: 1,
       finished_at: now,
-    })
-    .where('id', '=', instanceId)
-    .where('status', '=', 'pending')
-    .where('offer', 'is', null)
-    .executeTakeFirst();
-  if (Number(neverLaunched.numUpdatedRows) === 1) return 'terminated';
-  const mayHaveLaunched = await app.db
-    .updateTable('instances')
-    .set({
-      status: 'terminating',
-      termination_reason: reason,
-      termination_reason_message: message,
-      last_processed_at: 0,
-    })
-    .where('id', '=', instanceId)
-    .where('status', '=', 'pending')
-    .executeTakeFirst();
-  return Number(mayHaveLaunched.numUpdatedRows) === 1 ? 'terminating' : 'not-pending';
+    },
+    true,
+  );
+  if (neverLaunched) return 'terminated';
+  const mayHaveLaunched = await movePendingInstance(app, instanceId, {
+    status: 'terminating',
+    termination_reason: reason,
+    termination_reason_message: message,
+    last_processed_at: 0,
+  });
+  return mayHaveLaunched ? 'terminating' : 'not-pending';
 }
 
 /**
@@ -482,7 +501,7 @@ export async function runJobParamsOf(
  * Where VMs download the agent runtime (the server's `DSTACK_SHIM_DOWNLOAD_URL`; null: the
  * release's npm tarball) and, for a configured URL, the digest the host checks.
  */
-async function agentDownloadOf(
+export async function agentDownloadOf(
   app: AppContext,
 ): Promise<{ url: string | null; sha256: string | null; size: number | null }> {
   const url = app.settings.shimDownloadUrl ?? null;

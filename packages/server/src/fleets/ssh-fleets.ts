@@ -40,6 +40,8 @@ import {
   instanceProvisioningDataOf,
 } from '../db/json-columns.js';
 import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js';
+import { type EventActor, eventTargets, recordEvent } from '../events/event-recorder.js';
+import { recordStatusChange } from '../events/status-events.js';
 import { type BlocksSetting, totalBlocksFor } from './instance-blocks.js';
 import { nextInstanceNum } from './instance-launch.js';
 
@@ -393,6 +395,7 @@ export async function applySshFleet(
   fleetRow: FleetsTable,
   sshConfig: SshConfig,
   existing: boolean,
+  actor: EventActor,
 ): Promise<void> {
   const hosts = sshFleetHostsOf(sshConfig, fleetConfigurationOf(fleetRow).blocks);
   const live = existing
@@ -426,23 +429,35 @@ export async function applySshFleet(
           .execute();
       } else {
         await trx.insertInto('fleets').values(fleetRow).execute();
+        await recordEvent(trx, app.settings, {
+          message: `Fleet created. Status: ${fleetRow.status.toUpperCase()}`,
+          actor,
+          targets: [eventTargets.fleet(fleetRow)],
+        });
       }
       for (const each of deployed) {
-        await trx
-          .insertInto('instances')
-          .values(hostInstanceRow(app, fleetRow, instanceNum++, each))
-          .execute();
+        const instance = hostInstanceRow(app, fleetRow, instanceNum++, each);
+        await trx.insertInto('instances').values(instance).execute();
+        await recordEvent(trx, app.settings, {
+          message: `Instance created on fleet submission. Status: ${instance.status.toUpperCase()}`,
+          actor,
+          targets: [eventTargets.instance(instance)],
+        });
       }
       if (removed.length > 0) {
+        const update = { status: 'terminating', termination_reason: 'terminated_by_user' } as const;
         await trx
           .updateTable('instances')
-          .set({ status: 'terminating', termination_reason: 'terminated_by_user', last_processed_at: 0 })
+          .set({ ...update, last_processed_at: 0 })
           .where(
             'id',
             'in',
             removed.map((instance) => instance.id),
           )
           .execute();
+        for (const instance of removed) {
+          await recordStatusChange(trx, app.settings, 'instances', instance, update, actor);
+        }
       }
     });
   } catch (error) {

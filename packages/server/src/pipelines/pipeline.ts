@@ -20,9 +20,11 @@ import { type Kysely, sql, type Transaction, type UpdateObject } from 'kysely';
 import type { AppContext } from '../context.js';
 import { asBackgroundWork } from '../db/background-work.js';
 import type { Database } from '../db/schema.js';
+import { recordEvents } from '../events/event-recorder.js';
+import { mayBeEventful, rowChangeEvents } from '../events/status-events.js';
 import type { PipelineName, WakeUps } from './wake-ups.js';
 
-export type PipelineTable = 'runs' | 'jobs' | 'instances' | 'fleets' | 'volumes';
+export type PipelineTable = 'runs' | 'jobs' | 'instances' | 'fleets' | 'volumes' | 'gateways';
 
 /** A row of a pipeline's table, as its pipeline claims it. */
 export type PipelineRow<Table extends PipelineTable> = Database[Table];
@@ -206,11 +208,11 @@ export class Pipeline<Table extends PipelineTable> {
         // Given up: the row was released and may be claimed again; this late result is dropped.
         if (giveUp.signal.aborted) return Promise.resolve(false);
         released = true;
-        return this.#release(row.id, token, values);
+        return this.#release(row.id, token, values, mayBeEventful(row, values));
       },
       releaseWith: async (alongside, values) => {
         if (giveUp.signal.aborted) return 'lost';
-        const outcome = await this.#releaseWith(row.id, token, alongside, values);
+        const outcome = await this.#releaseWith(row.id, token, alongside, values, mayBeEventful(row, values));
         if (outcome === 'released') released = true;
         return outcome;
       },
@@ -281,10 +283,53 @@ export class Pipeline<Table extends PipelineTable> {
     return rows as unknown as PipelineRow<Table>[];
   }
 
-  async #release(id: string, token: string, values: Record<string, unknown> = {}): Promise<boolean> {
-    const released = await this.#releaseRow(this.#app.db, id, token, values);
+  async #release(
+    id: string,
+    token: string,
+    values: Record<string, unknown> = {},
+    eventful = false,
+  ): Promise<boolean> {
+    const { db } = this.#app;
+    // A status change and its event are stored together; a release that lost its claim records nothing.
+    const released = eventful
+      ? await db
+          .transaction()
+          .execute((transaction) => this.#releaseChangingStatus(transaction, id, token, values))
+      : await this.#releaseRow(db, id, token, values);
     if (released) this.#afterRelease(released.last_processed_at);
     return released !== undefined;
+  }
+
+  /**
+   * Releases the row with a new status (or reachability) and records its events (the system
+   * acted), worded from the row as it was just before (a pass may have moved it on its way: a
+   * volume marked provisioning before the provider call) and the status it got (which may be a
+   * SQL expression's result).
+   */
+  async #releaseChangingStatus(
+    transaction: Kysely<Database>,
+    id: string,
+    token: string,
+    values: Record<string, unknown>,
+  ): Promise<{ last_processed_at: unknown } | undefined> {
+    const before = await transaction
+      .selectFrom(this.#table)
+      .selectAll()
+      .where('id', '=', id)
+      .where('lock_token', '=', token)
+      .executeTakeFirst();
+    const row = await this.#releaseRow(transaction, id, token, values);
+    if (!before || !row) return row;
+    const events = rowChangeEvents(
+      this.#table,
+      before as PipelineRow<PipelineTable>,
+      {
+        ...values,
+        status: row.status,
+      } as never,
+    );
+    await recordEvents(transaction, this.#app.settings, events);
+    return row;
   }
 
   async #releaseWith(
@@ -292,12 +337,15 @@ export class Pipeline<Table extends PipelineTable> {
     token: string,
     alongside: (transaction: Transaction<Database>) => Promise<boolean>,
     values: Record<string, unknown> = {},
+    eventful = false,
   ): Promise<ReleaseOutcome> {
     let released: { last_processed_at: unknown };
     try {
       released = await this.#app.db.transaction().execute(async (transaction) => {
         if (!(await alongside(transaction))) throw new RolledBack('refused');
-        const row = await this.#releaseRow(transaction, id, token, values);
+        const row = eventful
+          ? await this.#releaseChangingStatus(transaction, id, token, values)
+          : await this.#releaseRow(transaction, id, token, values);
         if (!row) throw new RolledBack('lost');
         return row;
       });
@@ -315,7 +363,7 @@ export class Pipeline<Table extends PipelineTable> {
     id: string,
     token: string,
     values: Record<string, unknown>,
-  ): Promise<{ last_processed_at: unknown } | undefined> {
+  ): Promise<{ last_processed_at: unknown; status: string } | undefined> {
     const { last_processed_at: requested, ...rest } = values;
     const processedAt = typeof requested === 'number' ? requested : Date.now();
     return db
@@ -329,7 +377,7 @@ export class Pipeline<Table extends PipelineTable> {
       } as never)
       .where('id', '=', id)
       .where('lock_token', '=', token)
-      .returning('last_processed_at')
+      .returning(['last_processed_at', 'status'])
       .executeTakeFirst();
   }
 

@@ -10,7 +10,8 @@ export type PipelineName =
   | 'jobs-terminating'
   | 'instances'
   | 'fleets'
-  | 'volumes';
+  | 'volumes'
+  | 'gateways';
 
 export class WakeUps {
   readonly #listeners = new Map<PipelineName, Set<() => void>>();

@@ -36,6 +36,7 @@ import type { InstancesTable, JobsTable } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
 import { instanceRowOf } from '../fleets/instance-rows.js';
 import { storeRunnerLogs } from '../logs/logs.js';
+import { sampleJobMetricsWhenDue } from '../metrics/job-metrics-sampling.js';
 import type { PipelineDefinition } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { archiveBlobs } from '../repos/file-archives.js';
@@ -55,6 +56,7 @@ import {
   type StartupOrder,
 } from './cluster-gang.js';
 import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
+import { markServiceGatewayDue } from './service-gateway.js';
 
 const MIN_INTERVAL_MS = 1_000;
 /** While a job starts, look again this soon. */
@@ -378,6 +380,7 @@ async function startJob(context: JobContext): Promise<void> {
       last_processed_at: dueIn(STARTING_POLL_MS * 2, MIN_INTERVAL_MS),
     });
     await markRunDue(app, job.run_id);
+    await markServiceGatewayDue(app, job.run_id);
   } catch (error) {
     await retrySoonOrTimeOut(context, errorMessage(error));
   }
@@ -498,6 +501,14 @@ async function followJob(context: JobContext): Promise<void> {
     });
     return;
   }
+  await sampleJobMetricsWhenDue({
+    app: context.app,
+    job,
+    project: context.project,
+    provisioningData: context.provisioningData,
+    runnerPort: runnerPortOf(job),
+    signal: context.lock.signal,
+  });
   // As dstack: recorded only while the run has an inactivity_duration (so it clears when that goes).
   const inactivityDuration = inactivityDurationOf(runSpecOf(context.run));
   const inactivitySecs = inactivityDuration === null ? null : noConnectionsSecs;

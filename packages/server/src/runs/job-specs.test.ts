@@ -2,7 +2,12 @@ import { ConfigurationError, runConfigurationSchema } from '@dstack/core';
 import { DEFAULT_JOB_IMAGE } from '@dstack/core/agent-protocol';
 import { describe, expect, it } from 'vitest';
 import type { StoredRunSpec } from '../db/json-columns.js';
-import { buildJobSpecs, DEV_ENVIRONMENT_KEEP_ALIVE } from './job-specs.js';
+import {
+  buildJobSpecs,
+  DEV_ENVIRONMENT_KEEP_ALIVE,
+  initialReplicaJobSpecs,
+  planJobSpecs,
+} from './job-specs.js';
 
 /** A run spec whose configuration is validated (defaults applied), as the server holds it. */
 function runSpecOf(
@@ -213,5 +218,56 @@ describe('buildJobSpecs', () => {
     expect(
       buildJobSpecs('r', runSpecOf({ type: 'task', commands: ['true'] }))[0]?.single_branch,
     ).toBeUndefined();
+  });
+
+  it("builds a replica group's jobs from the service with the group's own commands, resources and image", () => {
+    const runSpec = runSpecOf({
+      type: 'service',
+      port: 8000,
+      python: '3.11',
+      spot_policy: 'auto',
+      replicas: [
+        { name: 'gpu', count: 1, commands: ['serve --gpu'], resources: { gpu: 'A100:1' } },
+        { count: '0..2', scaling: { metric: 'rps', target: 5 }, image: 'ghcr.io/acme/cpu:1', commands: [] },
+      ],
+    });
+    const [gpu] = buildJobSpecs('svc', runSpec, 3, {}, 'gpu');
+    expect(gpu).toMatchObject({
+      job_name: 'svc-0-3',
+      replica_num: 3,
+      replica_group: 'gpu',
+      commands: ['serve --gpu'],
+      image_name: expect.stringContaining('py3.11'),
+      requirements: { spot: null, resources: { gpu: { name: ['A100'] } } },
+    });
+    const [cpu] = buildJobSpecs('svc', runSpec, 4, {}, '1');
+    expect(cpu).toMatchObject({ replica_group: '1', commands: [], image_name: 'ghcr.io/acme/cpu:1' });
+    expect(cpu?.requirements.resources.gpu).toEqual(
+      runConfigurationSchema.parse({ type: 'task', commands: ['x'] }).resources.gpu,
+    );
+    expect(() => buildJobSpecs('svc', runSpec, 0, {}, 'missing')).toThrow(
+      "the service has no replica group 'missing'",
+    );
+
+    // The plan shows replica 0 of each group; a new service starts each group's minimum, numbered on.
+    expect(planJobSpecs('svc', runSpec).map((job) => [job.replica_group, job.replica_num])).toEqual([
+      ['gpu', 0],
+      ['1', 0],
+    ]);
+    const service = runSpec.configuration;
+    if (service.type !== 'service') throw new Error('a service');
+    expect(
+      initialReplicaJobSpecs('svc', runSpec, service).map((job) => [job.replica_group, job.replica_num]),
+    ).toEqual([['gpu', 0]]);
+  });
+
+  it("puts a service without groups in dstack's default group 0, and a task in none", () => {
+    const [service] = buildJobSpecs(
+      'svc',
+      runSpecOf({ type: 'service', port: 80, commands: ['x'], replicas: 2 }),
+    );
+    expect(service?.replica_group).toBe('0');
+    const [task] = buildJobSpecs('t', runSpecOf({ type: 'task', commands: ['x'] }));
+    expect(task).not.toHaveProperty('replica_group');
   });
 });

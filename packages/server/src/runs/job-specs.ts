@@ -12,10 +12,12 @@ import {
   type Requirements,
   type RetrySpec,
   type RunConfiguration,
+  type ServiceConfiguration,
 } from '@dstack/core';
 import { type DefaultImageOptions, defaultJobImage } from '@dstack/core/agent-protocol';
 import type { StoredRunSpec } from '../db/json-columns.js';
 import { JobVolumeError, jobMountPoints } from '../volumes/job-volumes.js';
+import { replicaGroupsOf } from './service-spec.js';
 
 /** dstack's base image; only container runtimes use it (the process runtime runs on the host). */
 
@@ -111,9 +113,10 @@ export function buildJobSpecs(
   runName: string,
   runSpec: StoredRunSpec,
   replicaNum = 0,
-  baseImage: Omit<DefaultImageOptions, 'python' | 'nvcc'> = {},
+  baseImage: BaseImage = {},
+  replicaGroupName?: string,
 ): JobSpec[] {
-  const configuration = runSpec.configuration;
+  const { configuration, replicaGroup } = replicaConfiguration(runSpec.configuration, replicaGroupName);
   const providerJobs = providerJobsOf(runSpec);
   const configurationEnv = resolvedEnv(configuration.env);
   const shapes: JobShape[] = providerJobs
@@ -159,7 +162,74 @@ export function buildJobSpecs(
     ports: containerPorts(configuration),
     ...code,
     ...volumesOf(configuration, jobNum),
+    ...(replicaGroup === undefined ? {} : { replica_group: replicaGroup }),
   }));
+}
+
+type BaseImage = Omit<DefaultImageOptions, 'python' | 'nvcc'>;
+
+/**
+ * The jobs a plan shows and checks (secrets, volumes): replica 0 of each replica group of a
+ * service (dstack's plan batches), else the run's jobs.
+ */
+export function planJobSpecs(runName: string, runSpec: StoredRunSpec, baseImage: BaseImage = {}): JobSpec[] {
+  const configuration = runSpec.configuration;
+  if (configuration.type !== 'service') return buildJobSpecs(runName, runSpec, 0, baseImage);
+  return replicaGroupsOf(configuration).flatMap((group) =>
+    buildJobSpecs(runName, runSpec, 0, baseImage, group.name),
+  );
+}
+
+/**
+ * A new service's first replicas: each group's minimum (none for `0..N`), the replica numbers
+ * running on across groups as dstack numbers them.
+ */
+export function initialReplicaJobSpecs(
+  runName: string,
+  runSpec: StoredRunSpec,
+  service: ServiceConfiguration,
+  baseImage: BaseImage = {},
+): JobSpec[] {
+  let replicaNum = 0;
+  return replicaGroupsOf(service).flatMap((group) =>
+    Array.from({ length: group.range.min }, () =>
+      buildJobSpecs(runName, runSpec, replicaNum++, baseImage, group.name),
+    ).flat(),
+  );
+}
+
+/**
+ * What a replica's jobs are built from: a service's configuration with its replica group's own
+ * fields (dstack's replica groups: commands and resources of the group's own, the rest where the
+ * service leaves it unset), and the group's name; any other run's configuration as it is.
+ * Without a name, the first group (the plan of a service without groups).
+ */
+function replicaConfiguration(
+  configuration: RunConfiguration,
+  groupName: string | undefined,
+): { configuration: RunConfiguration; replicaGroup: string | undefined } {
+  if (configuration.type !== 'service') return { configuration, replicaGroup: undefined };
+  const groups = replicaGroupsOf(configuration);
+  const group =
+    groupName === undefined ? groups[0] : groups.find((candidate) => candidate.name === groupName);
+  if (!group) throw new Error(`the service has no replica group '${groupName}'`);
+  const own = group.configured;
+  if (!own) return { configuration, replicaGroup: group.name };
+  return {
+    configuration: {
+      ...configuration,
+      commands: own.commands,
+      resources: own.resources,
+      spot_policy: own.spot_policy ?? configuration.spot_policy,
+      reservation: own.reservation ?? configuration.reservation,
+      image: own.image ?? configuration.image,
+      python: own.python ?? configuration.python,
+      nvcc: own.nvcc ?? configuration.nvcc,
+      docker: own.docker ?? configuration.docker,
+      privileged: own.privileged ?? configuration.privileged,
+    },
+    replicaGroup: group.name,
+  };
 }
 
 /** The job's `volumes`, names interpolated for its number; absent for a run without volumes. */

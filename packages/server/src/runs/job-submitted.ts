@@ -35,6 +35,8 @@ import {
   runSpecOf,
 } from '../db/json-columns.js';
 import type { Database, FleetsTable, InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
+import { eventTargets, recordEvent, SYSTEM_ACTOR } from '../events/event-recorder.js';
+import { recordStatusChange } from '../events/status-events.js';
 import {
   type ClusterLocation,
   clusterLocationOf,
@@ -169,8 +171,16 @@ async function placeOnFleetInstance(
         .where('deleted', '=', 0)
         .where(sql<boolean>`busy_blocks + ${share.blocks} <= total_blocks`)
         .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+        .returning(['status', 'busy_blocks', 'total_blocks'])
         .executeTakeFirst();
-      return Number(taken.numUpdatedRows) === 1;
+      if (!taken) return false;
+      await recordStatusChange(transaction, app.settings, 'instances', instance, { status: 'busy' });
+      await recordEvent(transaction, app.settings, {
+        message: `Job assigned to instance. Instance blocks: ${taken.busy_blocks}/${taken.total_blocks} busy`,
+        actor: SYSTEM_ACTOR,
+        targets: [eventTargets.job(job), eventTargets.instance(instance)],
+      });
+      return true;
     };
     const outcome = await lock.releaseWith(takeBlocks, {
       status: 'provisioning',
@@ -339,6 +349,7 @@ async function provision(
       requirements: jobSpec.requirements,
       terminationIdleTime: idleSeconds(configuration, fleetConfiguration),
       busyBlocks: 1,
+      job,
     },
     fleetConfiguration.nodes?.max ?? null,
   );
@@ -528,20 +539,25 @@ async function makeRoomOnHost(
   for (const instance of idle) {
     if (await fleetKeepsInstance(app, instance)) continue;
     const now = Date.now();
-    const result = await app.db
-      .updateTable('instances')
-      .set({
-        status: 'terminating',
-        termination_reason: 'idle_timeout',
-        termination_reason_message: 'idle; terminated early to make room on the host for a job',
-        last_processed_at: 0,
-      })
-      .where('id', '=', instance.id)
-      .where('status', '=', 'idle')
-      .where('busy_blocks', '=', 0)
-      .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
-      .executeTakeFirst();
-    if (Number(result.numUpdatedRows) === 1) {
+    const update = {
+      status: 'terminating',
+      termination_reason: 'idle_timeout',
+      termination_reason_message: 'idle; terminated early to make room on the host for a job',
+    } as const;
+    const evicted = await app.db.transaction().execute(async (transaction) => {
+      const result = await transaction
+        .updateTable('instances')
+        .set({ ...update, last_processed_at: 0 })
+        .where('id', '=', instance.id)
+        .where('status', '=', 'idle')
+        .where('busy_blocks', '=', 0)
+        .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) !== 1) return false;
+      await recordStatusChange(transaction, app.settings, 'instances', instance, update);
+      return true;
+    });
+    if (evicted) {
       app.wakeUps.wake('instances');
       return true;
     }

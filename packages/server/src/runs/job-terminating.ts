@@ -12,6 +12,7 @@ import { runnerClientFor, shimClientFor } from '../agents/agent-clients.js';
 import type { AppContext } from '../context.js';
 import { instanceProvisioningDataOf, jobSpecOf } from '../db/json-columns.js';
 import type { InstancesTable, JobsTable, ProjectsTable } from '../db/schema.js';
+import { recordStatusChange } from '../events/status-events.js';
 import { blocksHeldBy, shareOfLaunchedInstance } from '../fleets/instance-blocks.js';
 import { abandonPendingInstance } from '../fleets/instance-launch.js';
 import { instanceRowOf } from '../fleets/instance-rows.js';
@@ -53,17 +54,34 @@ async function freeInstanceBlocks(app: AppContext, instance: InstancesTable, job
     ? (shareOfLaunchedInstance(instance, jobSpecOf(job).requirements)?.blocks ?? 1)
     : blocksHeldBy(job.job_runtime_data, job.id);
   const becomesIdle = sql<boolean>`(status = 'busy' AND busy_blocks <= ${blocks})`;
-  await app.db
-    .updateTable('instances')
-    .set({
-      busy_blocks: sql`CASE WHEN busy_blocks > ${blocks} THEN busy_blocks - ${blocks} ELSE 0 END`,
-      status: sql`CASE WHEN ${becomesIdle} THEN 'idle' ELSE status END`,
-      idle_since: sql`CASE WHEN ${becomesIdle} THEN CAST(${Date.now()} AS BIGINT) ELSE idle_since END`,
-      last_processed_at: 0,
-    })
-    .where('id', '=', instance.id)
-    .where('status', 'in', ['busy', 'provisioning'])
-    .execute();
+  await app.db.transaction().execute(async (transaction) => {
+    const before = await transaction
+      .selectFrom('instances')
+      .select('status')
+      .where('id', '=', instance.id)
+      .executeTakeFirst();
+    const freed = await transaction
+      .updateTable('instances')
+      .set({
+        busy_blocks: sql`CASE WHEN busy_blocks > ${blocks} THEN busy_blocks - ${blocks} ELSE 0 END`,
+        status: sql`CASE WHEN ${becomesIdle} THEN 'idle' ELSE status END`,
+        idle_since: sql`CASE WHEN ${becomesIdle} THEN CAST(${Date.now()} AS BIGINT) ELSE idle_since END`,
+        last_processed_at: 0,
+      })
+      .where('id', '=', instance.id)
+      .where('status', 'in', ['busy', 'provisioning'])
+      .returning('status')
+      .executeTakeFirst();
+    if (before && freed) {
+      await recordStatusChange(
+        transaction,
+        app.settings,
+        'instances',
+        { ...instance, status: before.status },
+        freed,
+      );
+    }
+  });
 }
 
 /**
@@ -73,17 +91,33 @@ async function freeInstanceBlocks(app: AppContext, instance: InstancesTable, job
 async function endContainerInstance(app: AppContext, instance: InstancesTable): Promise<void> {
   const provisioningData = instanceProvisioningDataOf(instance);
   if (!provisioningData || provisioningData.dockerized) return;
-  await app.db
-    .updateTable('instances')
-    .set({
-      status: 'terminating',
-      termination_reason: 'job_finished',
-      termination_reason_message: "the instance was the job's container",
-      last_processed_at: 0,
-    })
-    .where('id', '=', instance.id)
-    .where('status', 'not in', ['terminating', 'terminated'])
-    .execute();
+  const update = {
+    status: 'terminating',
+    termination_reason: 'job_finished',
+    termination_reason_message: "the instance was the job's container",
+  } as const;
+  await app.db.transaction().execute(async (transaction) => {
+    const before = await transaction
+      .selectFrom('instances')
+      .select('status')
+      .where('id', '=', instance.id)
+      .executeTakeFirst();
+    const ended = await transaction
+      .updateTable('instances')
+      .set({ ...update, last_processed_at: 0 })
+      .where('id', '=', instance.id)
+      .where('status', 'not in', ['terminating', 'terminated'])
+      .executeTakeFirst();
+    if (before && Number(ended.numUpdatedRows) === 1) {
+      await recordStatusChange(
+        transaction,
+        app.settings,
+        'instances',
+        { ...instance, status: before.status },
+        update,
+      );
+    }
+  });
 }
 
 /**

@@ -173,7 +173,7 @@ describe('a launch nobody will retry is given up without leaving its machine beh
     const s = await start();
     const { run, second } = await crashMidJobLaunch(s, 'stopped', 'sleep 600');
 
-    await stopRuns(s.app, s.project, [await runNameOf(s, run.id)], false);
+    await stopRuns(s.app, s.project, s.admin, [await runNameOf(s, run.id)], false);
     await second.stepUntil(
       async () => (await runStatusIs(s, run.id, 'terminated')) && (await allInstancesTerminated(s)),
       EVERY_ROUND,
@@ -229,7 +229,7 @@ describe('a launch nobody will retry is given up without leaving its machine beh
       .execute();
     vi.setSystemTime(Date.now() + CLAIM_EXPIRY_MS);
 
-    await stopRuns(app, s.project, [await runNameOf(s, run.id)], false);
+    await stopRuns(app, s.project, s.admin, [await runNameOf(s, run.id)], false);
     await second.stepUntil(
       async () => (await runStatusIs(s, run.id, 'terminated')) && (await allInstancesTerminated(s)),
       EVERY_ROUND,
@@ -378,7 +378,7 @@ describe('a job stopped while its instance is still provisioning', () => {
     await server.step('runs', 'jobs-submitted');
     expect((await instancesOf(s)).map((row) => [row.status, row.busy_blocks])).toEqual([['provisioning', 1]]);
 
-    await stopRuns(s.app, s.project, [await runNameOf(s, run.id)], false);
+    await stopRuns(s.app, s.project, s.admin, [await runNameOf(s, run.id)], false);
     await server.stepUntil(async () => {
       const [instance] = await instancesOf(s);
       return (await runStatusIs(s, run.id, 'terminated')) && instance?.status !== 'provisioning';

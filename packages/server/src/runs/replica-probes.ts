@@ -13,6 +13,7 @@ import type { AppContext } from '../context.js';
 import type { JobsTable, ProjectsTable } from '../db/schema.js';
 import type { ProbeState } from './probe-state.js';
 import { replicaBaseUrl } from './replica-address.js';
+import { markServiceGatewayDue } from './service-gateway.js';
 import { servicePortOf } from './service-spec.js';
 
 type Probe = NonNullable<ServiceConfiguration['probes']>[number];
@@ -104,6 +105,7 @@ export async function probeReplicas(
           .set({ probes_ready: nowReady ? 1 : 0 })
           .where('id', '=', job.id)
           .execute();
+        await markServiceGatewayDue(app, job.run_id);
       }
     }),
   );

@@ -126,6 +126,6 @@ export function runOf(
     cost: costOf(jobs, Date.now()),
     error: errorOf(run, latestRow),
     deleted: run.deleted === 1,
-    service: serviceSpecOf(runSpec, projectName, run.run_name),
+    service: serviceSpecOf(runSpec, projectName, run.run_name, run.service_hostname ?? null),
   };
 }

@@ -11,13 +11,16 @@ import {
   runTerminationReasonToJobTerminationReason,
   runTerminationReasonToStatus,
 } from '@dstack/core';
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { AppContext } from '../context.js';
 import { jobSpecOf, runSpecOf } from '../db/json-columns.js';
-import type { JobsTable, RunsTable } from '../db/schema.js';
+import type { Database, JobsTable, RunsTable } from '../db/schema.js';
+import { eventTargets, recordEvents, SYSTEM_ACTOR } from '../events/event-recorder.js';
+import { recordStatusChange } from '../events/status-events.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { newJobRow } from './runs.js';
+import { markServiceGatewayDue } from './service-gateway.js';
 import { keepServiceReplicas } from './service-scaling.js';
 import { serviceConfigurationOf } from './service-spec.js';
 
@@ -64,16 +67,25 @@ async function terminateJobs(
   for (const job of jobs) {
     if (FINISHED_JOB_STATUSES.includes(job.status) || job.status === 'terminating') continue;
     const now = Date.now();
-    const result = await app.db
-      .updateTable('jobs')
-      .set({ status: 'terminating', termination_reason: reason, last_processed_at: 0 })
-      .where('id', '=', job.id)
-      .where('status', '=', job.status)
-      .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
-      .executeTakeFirst();
-    if (Number(result.numUpdatedRows) !== 1) allDone = false;
+    const update = { status: 'terminating', termination_reason: reason } as const;
+    const changed = await app.db.transaction().execute(async (transaction) => {
+      const result = await transaction
+        .updateTable('jobs')
+        .set({ ...update, last_processed_at: 0 })
+        .where('id', '=', job.id)
+        .where('status', '=', job.status)
+        .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) !== 1) return false;
+      await recordStatusChange(transaction, app.settings, 'jobs', job, update);
+      return true;
+    });
+    if (!changed) allDone = false;
   }
   app.wakeUps.wake('jobs-terminating');
+  // A replica that stops leaves its gateway's choice at once, as it leaves the server proxy's.
+  const runIds = new Set(jobs.map((job) => job.run_id));
+  for (const runId of runIds) await markServiceGatewayDue(app, runId);
   return allDone;
 }
 
@@ -158,8 +170,22 @@ async function resubmit(
       ...newJobRow(run.project_id, run.id, run.run_name, jobSpecOf(job), job.submission_num + 1, now),
       deployment_num: job.deployment_num ?? 0,
     }));
-  if (rows.length > 0) await app.db.insertInto('jobs').values(rows).execute();
-  await lock.release({ status: 'submitted', next_triggered_at: null, last_processed_at: now });
+  // The new submissions are stored with the run's release, or not at all when its claim was lost.
+  const created = async (transaction: Transaction<Database>) => {
+    if (rows.length === 0) return true;
+    await transaction.insertInto('jobs').values(rows).execute();
+    await recordEvents(
+      transaction,
+      app.settings,
+      rows.map((job) => ({
+        message: 'Job created on retry. Status: SUBMITTED',
+        actor: SYSTEM_ACTOR,
+        targets: [eventTargets.job(job)],
+      })),
+    );
+    return true;
+  };
+  await lock.releaseWith(created, { status: 'submitted', next_triggered_at: null, last_processed_at: now });
   app.wakeUps.wake('jobs-submitted');
 }
 

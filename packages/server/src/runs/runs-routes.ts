@@ -68,8 +68,8 @@ export const runRoutes = [
     auth: 'project-member',
     body: StopRunsRequestSchema,
     async handler(ctx) {
-      const { project } = projectContext(ctx);
-      await stopRuns(ctx.app, project, ctx.body.runs_names, ctx.body.abort);
+      const { project, user } = projectContext(ctx);
+      await stopRuns(ctx.app, project, user, ctx.body.runs_names, ctx.body.abort);
       return undefined;
     },
   }),
@@ -81,8 +81,8 @@ export const runRoutes = [
     auth: 'project-member',
     body: DeleteRunsRequestSchema,
     async handler(ctx) {
-      const { project } = projectContext(ctx);
-      await deleteRuns(ctx.app, project, ctx.body.runs_names);
+      const { project, user } = projectContext(ctx);
+      await deleteRuns(ctx.app, project, user, ctx.body.runs_names);
       return undefined;
     },
   }),

@@ -9,6 +9,7 @@ import {
   fromWireBackendTypes,
   isValidResourceName,
   type JobPlan,
+  type JobSpec,
   RESOURCE_NAME_RULE,
   ResourceNotFoundError,
   type Run,
@@ -23,6 +24,8 @@ import { explainNoOffers, getOffers, type OfferFilters, offerWarnings } from '..
 import type { AppContext } from '../context.js';
 import { jobSpecColumn, runSpecColumn, type StoredRunSpec } from '../db/json-columns.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
+import { eventTargets, recordEvents, userActor } from '../events/event-recorder.js';
+import { statusChangeEvent } from '../events/status-events.js';
 import { hasSshClusterFleet } from '../fleets/cluster-fleets.js';
 import { fleetInstanceOffers } from '../fleets/fleet-instance-offers.js';
 import { overrideClaimedRows } from '../pipelines/pipeline.js';
@@ -31,10 +34,11 @@ import { checkRunCode } from '../repos/repos.js';
 import { checkSecretReferences } from '../secrets/secret-references.js';
 import { projectSecretNames } from '../secrets/secrets.js';
 import { dropUnsetNulls, mergeProfileUnder } from './explicit-nulls.js';
-import { buildJobSpecs } from './job-specs.js';
+import { initialReplicaJobSpecs, planJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
 import { planJobVolumes } from './run-volumes.js';
+import { serviceGatewayOf } from './service-gateway.js';
 import { replicaRangeOf, serviceConfigurationOf } from './service-spec.js';
 import { refuseUnsupportedRunFields } from './unsupported-fields.js';
 
@@ -124,8 +128,11 @@ export async function getRunPlan(
   refuseUnsupportedRunFields(runSpec.configuration, backends, {
     sshClusterFleet: await hasSshClusterFleet(app, project.id),
   });
-  const jobSpecs = buildJobSpecs(runSpec.run_name ?? 'plan', runSpec, 0, baseImageOf(app));
+  const jobSpecs = planJobSpecs(runSpec.run_name ?? 'plan', runSpec, baseImageOf(app));
   checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
+  const plannedService = serviceConfigurationOf(runSpec);
+  // The gateway's refusals come with the plan, before anything is confirmed.
+  if (plannedService) await serviceGatewayOf(app, project, runSpec.run_name ?? 'plan', plannedService);
   // Each job runs only where its volumes are: that narrows its offers.
   const volumePlacements = await planJobVolumes(app, project.id, runSpec.configuration, jobSpecs, backends);
   // With `creation_policy: reuse` the run only takes fleet instances, so backends offer nothing.
@@ -214,7 +221,7 @@ export async function applyRun(
   const runSpec: StoredRunSpec = { ...normalized, run_name: runName };
   const now = Date.now();
   const runId = randomUUID();
-  const jobSpecs = buildJobSpecs(runName, runSpec, 0, baseImageOf(app));
+  const jobSpecs = planJobSpecs(runName, runSpec, baseImageOf(app));
   // Before anything is stored: a run naming a secret the project lacks is refused (400).
   checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
   await planJobVolumes(
@@ -228,17 +235,16 @@ export async function applyRun(
   await checkRunCode(app, project.id, runSpec);
   await checkRunFileArchives(app, user.id, runSpec.file_archives ?? []);
   const service = serviceConfigurationOf(runSpec);
+  const gateway = service ? await serviceGatewayOf(app, project, runName, service) : null;
   // A service starts with its minimum of replicas (none for `replicas: 0..N`); the run pipeline keeps the count.
   const initialReplicas = service ? replicaRangeOf(service).min : 1;
   const initialJobSpecs = service
-    ? Array.from({ length: initialReplicas }, (_, replicaNum) =>
-        buildJobSpecs(runName, runSpec, replicaNum, baseImageOf(app)),
-      ).flat()
+    ? initialReplicaJobSpecs(runName, runSpec, service, baseImageOf(app))
     : jobSpecs;
   await app.db.transaction().execute(async (trx) => {
     const existing = await trx
       .selectFrom('runs')
-      .select(['id', 'status', 'run_spec', 'deployment_num'])
+      .select(['id', 'status', 'run_spec', 'deployment_num', 'gateway_id'])
       .where('project_id', '=', project.id)
       .where('run_name', '=', runName)
       .where('deleted', '=', 0)
@@ -247,13 +253,27 @@ export async function applyRun(
     if (active && service && active.status !== 'terminating' && isServiceRun(active.run_spec)) {
       // A changed service applied again is a new deployment, rolled out replica by replica
       // (service-scaling.ts); the same one applied again changes nothing.
+      if ((active.gateway_id ?? null) !== (gateway?.gateway_id ?? null)) {
+        throw new ServerClientError(
+          `Service ${runName} is published ${active.gateway_id ? 'on a gateway' : "by the server's proxy"}; a running service cannot move (stop it first: dstack stop ${runName})`,
+          { fields: [['run_spec', 'configuration', 'gateway']] },
+        );
+      }
       const encoded = runSpecColumn.encode(runSpec);
       if (encoded !== active.run_spec) {
+        const deploymentNum = (active.deployment_num ?? 0) + 1;
         await trx
           .updateTable('runs')
-          .set({ run_spec: encoded, deployment_num: (active.deployment_num ?? 0) + 1, last_processed_at: 0 })
+          .set({ run_spec: encoded, deployment_num: deploymentNum, last_processed_at: 0 })
           .where('id', '=', active.id)
           .execute();
+        await recordEvents(trx, app.settings, [
+          {
+            message: `Run updated. Deployment: ${deploymentNum}`,
+            actor: userActor(user),
+            targets: [eventTargets.run({ id: active.id, project_id: project.id, run_name: runName })],
+          },
+        ]);
       }
       return;
     }
@@ -280,19 +300,32 @@ export async function applyRun(
       .values(
         service
           ? // Due at once: a service that starts with no replica has no job to mark it due.
-            { ...row, desired_replica_count: initialReplicas, deployment_num: 0, last_processed_at: 0 }
+            {
+              ...row,
+              desired_replica_count: initialReplicas,
+              deployment_num: 0,
+              last_processed_at: 0,
+              gateway_id: gateway?.gateway_id ?? null,
+              service_hostname: gateway?.service_hostname ?? null,
+            }
           : row,
       )
       .execute();
-    if (initialJobSpecs.length > 0) {
-      await trx
-        .insertInto('jobs')
-        .values(initialJobSpecs.map((jobSpec) => newJobRow(project.id, runId, runName, jobSpec, 0, now)))
-        .execute();
-    }
+    const jobs = initialJobSpecs.map((jobSpec) => newJobRow(project.id, runId, runName, jobSpec, 0, now));
+    if (jobs.length > 0) await trx.insertInto('jobs').values(jobs).execute();
+    const actor = userActor(user);
+    await recordEvents(trx, app.settings, [
+      { message: 'Run submitted. Status: SUBMITTED', actor, targets: [eventTargets.run(row)] },
+      ...jobs.map((job) => ({
+        message: 'Job created on run submission. Status: SUBMITTED',
+        actor,
+        targets: [eventTargets.job(job)],
+      })),
+    ]);
   });
   app.wakeUps.wake('runs');
   app.wakeUps.wake('jobs-submitted');
+  if (gateway) app.wakeUps.wake('gateways');
   const row = await findRunRow(app, project.id, runName);
   if (!row) throw new Error(`run ${runName} vanished after apply`);
   return loadRun(app, row, project);
@@ -339,7 +372,7 @@ export function newJobRow(
   projectId: string,
   runId: string,
   runName: string,
-  jobSpec: ReturnType<typeof buildJobSpecs>[number],
+  jobSpec: JobSpec,
   submissionNum: number,
   now: number,
 ): JobsTable {
@@ -511,7 +544,7 @@ function trimRunJobs(run: Run, options: ListRunsOptions): Run {
 async function findRunsByName(app: AppContext, project: ProjectsTable, runNames: readonly string[]) {
   const rows = await app.db
     .selectFrom('runs')
-    .select(['id', 'run_name', 'status'])
+    .selectAll()
     .where('project_id', '=', project.id)
     .where('run_name', 'in', [...runNames])
     .where('deleted', '=', 0)
@@ -525,6 +558,7 @@ async function findRunsByName(app: AppContext, project: ProjectsTable, runNames:
 export async function stopRuns(
   app: AppContext,
   project: ProjectsTable,
+  user: UsersTable,
   runNames: readonly string[],
   abort: boolean,
 ): Promise<void> {
@@ -533,12 +567,25 @@ export async function stopRuns(
   // A run already stopping changes only when the stop is escalated to an abort.
   const toStop = abort ? active : active.filter((row) => row.status !== 'terminating');
   if (toStop.length === 0) return;
-  await overrideClaimedRows(
-    app.db,
-    'runs',
-    toStop.map((row) => row.id),
-    { status: 'terminating', termination_reason: abort ? 'aborted_by_user' : 'stopped_by_user' },
-  );
+  const stop = {
+    status: 'terminating',
+    termination_reason: abort ? 'aborted_by_user' : 'stopped_by_user',
+  } as const;
+  await app.db.transaction().execute(async (trx) => {
+    await overrideClaimedRows(
+      trx,
+      'runs',
+      toStop.map((row) => row.id),
+      stop,
+    );
+    // An abort of a run already terminating changes no status: dstack records nothing for it.
+    const events = toStop.map((row) => statusChangeEvent('runs', row, stop, userActor(user)));
+    await recordEvents(
+      trx,
+      app.settings,
+      events.filter((event) => event !== null),
+    );
+  });
   app.wakeUps.wake('runs');
 }
 
@@ -546,6 +593,7 @@ export async function stopRuns(
 export async function deleteRuns(
   app: AppContext,
   project: ProjectsTable,
+  user: UsersTable,
   runNames: readonly string[],
 ): Promise<void> {
   const rows = await findRunsByName(app, project, runNames);
@@ -555,13 +603,24 @@ export async function deleteRuns(
       `Cannot delete active runs: ${active.map((row) => row.run_name).join(', ')}; stop them first`,
     );
   }
-  await app.db
-    .updateTable('runs')
-    .set({ deleted: 1 })
-    .where(
-      'id',
-      'in',
-      rows.map((row) => row.id),
-    )
-    .execute();
+  await app.db.transaction().execute(async (trx) => {
+    await trx
+      .updateTable('runs')
+      .set({ deleted: 1 })
+      .where(
+        'id',
+        'in',
+        rows.map((row) => row.id),
+      )
+      .execute();
+    await recordEvents(
+      trx,
+      app.settings,
+      rows.map((row) => ({
+        message: 'Run deleted',
+        actor: userActor(user),
+        targets: [eventTargets.run(row)],
+      })),
+    );
+  });
 }

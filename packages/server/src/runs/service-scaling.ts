@@ -1,6 +1,7 @@
 /**
  * A service's replicas, kept by the run pipeline on each pass over the run (dstack's
- * `scale_run_replicas` and RPS autoscaler):
+ * `scale_run_replicas` and RPS autoscaler), group by group (a service without replica groups is
+ * one group, `0`):
  * - how many it should have: `replicas: N`, or within `replicas: min..max` the requests per
  *   second the proxy counted over `scaling.window` divided by `scaling.target`, changed no sooner
  *   than `scale_up_delay` / `scale_down_delay` after the last change (from zero at once);
@@ -15,12 +16,24 @@
 import type { JobTerminationReason, ServiceConfiguration } from '@dstack/core';
 import { projectOf } from '../accounts/projects.js';
 import type { AppContext } from '../context.js';
-import { runSpecOf } from '../db/json-columns.js';
+import {
+  desiredReplicaCountsColumn,
+  desiredReplicaCountsOf,
+  jobSpecOf,
+  runSpecOf,
+} from '../db/json-columns.js';
 import type { JobsTable, RunsTable } from '../db/schema.js';
+import { eventTargets, recordEvents, SYSTEM_ACTOR } from '../events/event-recorder.js';
 import { buildJobSpecs } from './job-specs.js';
 import { forgetProbes, probeReplicas } from './replica-probes.js';
 import { newJobRow } from './runs.js';
-import { replicaRangeOf, serviceConfigurationOf, serviceHasProbes } from './service-spec.js';
+import {
+  DEFAULT_REPLICA_GROUP,
+  replicaGroupsOf,
+  type ServiceReplicaGroup,
+  serviceConfigurationOf,
+  serviceHasProbes,
+} from './service-spec.js';
 
 /** dstack's default `scaling.window`: requests per second are averaged over a minute. */
 const DEFAULT_WINDOW_SECONDS = 60;
@@ -62,25 +75,53 @@ export function autoscaledCount(options: {
   return current;
 }
 
-/** The replica count a service should have now. */
-export function desiredReplicaCount(app: AppContext, run: RunsTable, service: ServiceConfiguration): number {
-  const range = replicaRangeOf(service);
-  const current = run.desired_replica_count ?? range.min;
-  if (range.min === range.max || !service.scaling) return range.min;
-  return autoscaledCount({
-    range,
-    scaling: service.scaling,
-    rps: app.caches.serviceStats.rps(run.id, service.scaling.window ?? DEFAULT_WINDOW_SECONDS),
-    waiting: app.caches.serviceStats.waiting(run.id),
-    current: Math.max(range.min, Math.min(range.max, current)),
-    lastScaledAt: run.last_scaled_at ?? null,
-    now: Date.now(),
-  });
+/**
+ * How many replicas each replica group should have now (dstack's `compute_desired_replica_counts`):
+ * a fixed count, or within a group's range what the service's requests per second ask of its
+ * `scaling`. The groups share the service's traffic figures and its last scaling time, as in dstack.
+ */
+export function desiredReplicaCounts(
+  app: AppContext,
+  run: RunsTable,
+  groups: readonly ServiceReplicaGroup[],
+): Record<string, number> {
+  const previous = previousReplicaCounts(run, groups);
+  const counts: Record<string, number> = {};
+  for (const group of groups) {
+    const { range, scaling } = group;
+    const current = previous[group.name] ?? range.min;
+    counts[group.name] =
+      range.min === range.max || !scaling
+        ? range.min
+        : autoscaledCount({
+            range,
+            scaling,
+            rps: app.caches.serviceStats.rps(run.id, scaling.window ?? DEFAULT_WINDOW_SECONDS),
+            waiting: app.caches.serviceStats.waiting(run.id),
+            current: Math.max(range.min, Math.min(range.max, current)),
+            lastScaledAt: run.last_scaled_at ?? null,
+            now: Date.now(),
+          });
+  }
+  return counts;
+}
+
+/** The counts the last pass wrote; a run from before replica groups kept one total for its one group. */
+function previousReplicaCounts(
+  run: RunsTable,
+  groups: readonly ServiceReplicaGroup[],
+): Readonly<Record<string, number>> {
+  const stored = desiredReplicaCountsOf(run);
+  if (stored) return stored;
+  const [only] = groups;
+  return groups.length === 1 && only && run.desired_replica_count !== undefined
+    ? { [only.name]: run.desired_replica_count }
+    : {};
 }
 
 /** What the run pass writes for its service, and when it should look again. */
 export interface ServiceReplicasOutcome {
-  fields: Pick<RunsTable, 'desired_replica_count' | 'last_scaled_at'>;
+  fields: Pick<RunsTable, 'desired_replica_count' | 'desired_replica_counts' | 'last_scaled_at'>;
   /** ms until the next pass should look, or null for the pipeline's own interval. */
   nextPassInMs: number | null;
 }
@@ -96,9 +137,50 @@ function latestReplicas(jobs: readonly JobsTable[]): JobsTable[] {
   return [...latest.values()];
 }
 
+/** The replica group a job belongs to; jobs from before replica groups are in dstack's default one. */
+function replicaGroupOf(job: JobsTable): string {
+  return jobSpecOf(job).replica_group ?? DEFAULT_REPLICA_GROUP;
+}
+
 /** Which replicas to stop first: not ready ones, then the newest replica numbers. */
 function stopOrder(ready: (job: JobsTable) => boolean): (a: JobsTable, b: JobsTable) => number {
   return (a, b) => Number(ready(a)) - Number(ready(b)) || b.replica_num - a.replica_num;
+}
+
+/** What one replica group needs this pass. */
+interface GroupChange {
+  stop: JobsTable[];
+  start: number;
+  /** Replicas start or stop, or a rolling update goes on: look again soon. */
+  changing: boolean;
+}
+
+/**
+ * One group's replicas against its desired count: during a rolling update one new replica at a
+ * time, an old one stopped once a new one is ready to take its place (all of them at zero);
+ * otherwise as many started or stopped as the count asks.
+ */
+function changeGroup(
+  live: readonly JobsTable[],
+  desired: number,
+  deployment: number,
+  ready: (job: JobsTable) => boolean,
+): GroupChange {
+  const old = live.filter((job) => (job.deployment_num ?? 0) < deployment).sort(stopOrder(ready));
+  const fresh = live.filter((job) => (job.deployment_num ?? 0) >= deployment).sort(stopOrder(ready));
+  const readyFresh = fresh.filter(ready);
+  const stop: JobsTable[] = [];
+  let start = 0;
+  if (old.length > 0) {
+    const excess = desired === 0 ? old.length : old.length + readyFresh.length - desired;
+    stop.push(...old.slice(0, Math.max(0, Math.min(old.length, excess))));
+    if (readyFresh.length === fresh.length && fresh.length < desired) start = 1;
+  } else if (fresh.length < desired) {
+    start = desired - fresh.length;
+  } else if (fresh.length > desired) {
+    stop.push(...fresh.slice(0, fresh.length - desired));
+  }
+  return { stop, start, changing: stop.length > 0 || old.length > 0 || fresh.length !== readyFresh.length };
 }
 
 /** Keeps the replicas of a service run; null for a run that is not a service. */
@@ -113,12 +195,14 @@ export async function keepServiceReplicas(
   if (!service) return null;
   const now = Date.now();
   const deployment = run.deployment_num ?? 0;
-  const range = replicaRangeOf(service);
-  const previous = run.desired_replica_count ?? range.min;
-  const desired = desiredReplicaCount(app, run, service);
+  const groups = replicaGroupsOf(service);
+  const previous = previousReplicaCounts(run, groups);
+  const desired = desiredReplicaCounts(app, run, groups);
+  const scaled = groups.some((group) => desired[group.name] !== (previous[group.name] ?? group.range.min));
   const fields = {
-    desired_replica_count: desired,
-    last_scaled_at: desired !== previous ? now : (run.last_scaled_at ?? null),
+    desired_replica_count: Object.values(desired).reduce((sum, count) => sum + count, 0),
+    desired_replica_counts: desiredReplicaCountsColumn.encode(desired),
+    last_scaled_at: scaled ? now : (run.last_scaled_at ?? null),
   };
 
   const latest = latestReplicas(jobs);
@@ -141,21 +225,23 @@ export async function keepServiceReplicas(
 
   const stop: JobsTable[] = active.filter((job) => probes.failed.includes(job.id));
   const live = active.filter((job) => !probes.failed.includes(job.id));
-  const old = live.filter((job) => (job.deployment_num ?? 0) < deployment).sort(stopOrder(ready));
-  const fresh = live.filter((job) => (job.deployment_num ?? 0) >= deployment).sort(stopOrder(ready));
-  const readyFresh = fresh.filter(ready);
-  let start = 0;
-  if (old.length > 0) {
-    // Rolling: an old replica goes once a new one is ready to take its place (all at zero).
-    const excess = desired === 0 ? old.length : old.length + readyFresh.length - desired;
-    stop.push(...old.slice(0, Math.max(0, Math.min(old.length, excess))));
-    // One new replica at a time, beyond the count while it starts.
-    if (readyFresh.length === fresh.length && fresh.length < desired) start = 1;
-  } else if (fresh.length < desired) {
-    start = desired - fresh.length;
-  } else if (fresh.length > desired) {
-    stop.push(...fresh.slice(0, fresh.length - desired));
+  const starts: Array<{ group: string; count: number }> = [];
+  let changing = false;
+  for (const group of groups) {
+    const change = changeGroup(
+      live.filter((job) => replicaGroupOf(job) === group.name),
+      desired[group.name] ?? 0,
+      deployment,
+      ready,
+    );
+    stop.push(...change.stop);
+    if (change.start > 0) starts.push({ group: group.name, count: change.start });
+    changing ||= change.changing;
   }
+  // Replicas of a group the service no longer has go at once, making room for the groups it has.
+  const names = new Set(groups.map((group) => group.name));
+  const orphans = live.filter((job) => !names.has(replicaGroupOf(job)));
+  stop.push(...orphans);
 
   if (stop.length > 0) {
     await stopJobs(stop, 'scaled_down');
@@ -171,11 +257,10 @@ export async function keepServiceReplicas(
       .filter((job) => job.termination_reason === 'failed_to_start_due_to_no_capacity')
       .map((job) => job.finished_at ?? job.last_processed_at),
   );
-  const backingOff = start > 0 && now - unplacedAt < NO_CAPACITY_BACKOFF_MS;
-  if (start > 0 && !backingOff) await startReplicas(app, run, latest, start);
-  const changing =
-    (start > 0 && !backingOff) || stop.length > 0 || old.length > 0 || fresh.length !== readyFresh.length;
-  const scales = range.min !== range.max;
+  const backingOff = starts.length > 0 && now - unplacedAt < NO_CAPACITY_BACKOFF_MS;
+  if (starts.length > 0 && !backingOff) await startReplicas(app, run, latest, starts);
+  changing ||= (starts.length > 0 && !backingOff) || stop.length > 0;
+  const scales = groups.some((group) => group.range.min !== group.range.max);
   const nextPassInMs = changing
     ? CHANGING_PASS_MS
     : Math.min(
@@ -195,37 +280,55 @@ function isReadyNow(app: AppContext, job: JobsTable, service: ServiceConfigurati
 }
 
 /**
- * Submits `count` replicas of the run's current deployment: the lowest retired replica numbers
- * first (their next submission), then new numbers.
+ * Submits replicas of the run's current deployment, `count` in each group: the group's lowest
+ * retired replica numbers first (their next submission), then numbers no replica has had.
  */
 async function startReplicas(
   app: AppContext,
   run: RunsTable,
   latest: readonly JobsTable[],
-  count: number,
+  starts: ReadonlyArray<{ group: string; count: number }>,
 ): Promise<void> {
   const runSpec = runSpecOf(run);
   const now = Date.now();
-  const retired = latest
-    .filter((job) => FINISHED.includes(job.status))
-    .sort((a, b) => a.replica_num - b.replica_num);
   let nextNum = latest.reduce((max, job) => Math.max(max, job.replica_num + 1), 0);
   const rows: JobsTable[] = [];
-  for (let index = 0; index < count; index += 1) {
-    const reused = retired[index];
-    const replicaNum = reused ? reused.replica_num : nextNum++;
-    const submissionNum = reused ? reused.submission_num + 1 : 0;
-    const specs = buildJobSpecs(run.run_name, runSpec, replicaNum, {
-      baseImage: app.settings.baseImage,
-      version: app.settings.baseImageVersion,
-    });
-    for (const spec of specs) {
-      rows.push({
-        ...newJobRow(run.project_id, run.id, run.run_name, spec, submissionNum, now),
-        deployment_num: run.deployment_num ?? 0,
-      });
+  for (const { group, count } of starts) {
+    const retired = latest
+      .filter((job) => FINISHED.includes(job.status) && replicaGroupOf(job) === group)
+      .sort((a, b) => a.replica_num - b.replica_num);
+    for (let index = 0; index < count; index += 1) {
+      const reused = retired[index];
+      const replicaNum = reused ? reused.replica_num : nextNum++;
+      const submissionNum = reused ? reused.submission_num + 1 : 0;
+      const specs = buildJobSpecs(
+        run.run_name,
+        runSpec,
+        replicaNum,
+        { baseImage: app.settings.baseImage, version: app.settings.baseImageVersion },
+        group,
+      );
+      for (const spec of specs) {
+        rows.push({
+          ...newJobRow(run.project_id, run.id, run.run_name, spec, submissionNum, now),
+          deployment_num: run.deployment_num ?? 0,
+        });
+      }
     }
   }
-  if (rows.length > 0) await app.db.insertInto('jobs').values(rows).execute();
+  if (rows.length > 0) {
+    await app.db.transaction().execute(async (transaction) => {
+      await transaction.insertInto('jobs').values(rows).execute();
+      await recordEvents(
+        transaction,
+        app.settings,
+        rows.map((job) => ({
+          message: 'Job created on new submission. Status: SUBMITTED',
+          actor: SYSTEM_ACTOR,
+          targets: [eventTargets.job(job)],
+        })),
+      );
+    });
+  }
   app.wakeUps.wake('jobs-submitted');
 }

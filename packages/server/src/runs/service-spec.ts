@@ -1,9 +1,9 @@
 /**
- * Where a service answers without a gateway: the server's own proxy at
- * `/proxy/services/{project}/{run}/`, given on the Run as dstack's `ServiceSpec`
- * (a path, relative to the server's URL, as dstack gives it).
+ * Where a service answers: without a gateway, the server's own proxy at
+ * `/proxy/services/{project}/{run}/` (a path, relative to the server's URL, as dstack gives it);
+ * on a gateway, `https://{run}.{domain}/`. Given on the Run as dstack's `ServiceSpec`.
  */
-import type { ServiceConfiguration, ServiceSpec } from '@dstack/core';
+import type { ReplicaGroup, ServiceConfiguration, ServiceSpec } from '@dstack/core';
 import type { StoredRunSpec } from '../db/json-columns.js';
 
 /** The path prefix of the in-server service proxy. */
@@ -40,10 +40,14 @@ export function serviceSpecOf(
   runSpec: StoredRunSpec,
   projectName: string,
   runName: string,
+  gatewayHostname: string | null = null,
 ): ServiceSpec | null {
   const service = serviceConfigurationOf(runSpec);
   if (!service) return null;
-  const url = `${serviceProxyPrefix(projectName, runName)}/`;
+  // On a gateway the service has its own host (dstack's `https://{run}.{domain}/`).
+  const url = gatewayHostname
+    ? `${service.https === false ? 'http' : 'https'}://${gatewayHostname}/`
+    : `${serviceProxyPrefix(projectName, runName)}/`;
   const model = service.model
     ? {
         name: service.model.name,
@@ -57,18 +61,43 @@ export function serviceSpecOf(
   return { url, model, options: service.model ? { openai: { model: service.model } } : {} };
 }
 
-/** A service's replica bounds: `replicas: N` is N..N, a range its bounds; one replica by default. */
-export function replicaRangeOf(service: ServiceConfiguration): { min: number; max: number } {
+/** dstack's name of the one group of a service without replica groups. */
+export const DEFAULT_REPLICA_GROUP = '0';
+
+/** One group of a service's replicas, as the run pipeline scales it. */
+export interface ServiceReplicaGroup {
+  /** The group's name (its index when unnamed); `0` for a service without groups. */
+  name: string;
+  range: { min: number; max: number };
+  scaling: ServiceConfiguration['scaling'];
+  /** The group as configured (its own resources, commands, image…); undefined without groups. */
+  configured: ReplicaGroup | undefined;
+}
+
+/**
+ * A service's replica groups (dstack's `replica_groups`): the `replicas` list, each named by its
+ * index when unnamed, or one group `0` holding `replicas: N` (N..N), a range, or one replica.
+ */
+export function replicaGroupsOf(service: ServiceConfiguration): ServiceReplicaGroup[] {
   const replicas = service.replicas;
-  // Replica groups are refused at apply (unsupported-fields.ts); the sum keeps the type total.
   if (Array.isArray(replicas)) {
-    return replicas.reduce(
-      (sum, group) => ({ min: sum.min + group.count.min, max: sum.max + (group.count.max ?? 0) }),
-      { min: 0, max: 0 },
-    );
+    return replicas.map((group, index) => ({
+      name: group.name ?? String(index),
+      range: { min: group.count.min, max: group.count.max ?? group.count.min },
+      scaling: group.scaling,
+      configured: group,
+    }));
   }
-  if (!replicas) return { min: 1, max: 1 };
-  return { min: replicas.min, max: replicas.max ?? replicas.min };
+  const range = replicas ? { min: replicas.min, max: replicas.max ?? replicas.min } : { min: 1, max: 1 };
+  return [{ name: DEFAULT_REPLICA_GROUP, range, scaling: service.scaling, configured: undefined }];
+}
+
+/** A service's replica bounds, all groups together: `replicas: N` is N..N; one replica by default. */
+export function replicaRangeOf(service: ServiceConfiguration): { min: number; max: number } {
+  return replicaGroupsOf(service).reduce(
+    (sum, group) => ({ min: sum.min + group.range.min, max: sum.max + group.range.max }),
+    { min: 0, max: 0 },
+  );
 }
 
 /** Whether the service has probes: its replicas get requests only once they pass. */

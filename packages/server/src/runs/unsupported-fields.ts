@@ -158,11 +158,15 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
   ide: { honoured: 'the CLI prints the IDE link of the dev environment (apply, attach); SSH reaches it' },
   version: { refused: 'no IDE server is installed in the job', example: { ide: 'vscode', version: '1.0' } },
   gateway: {
-    refused: 'no gateways yet',
-    check: (value) => (value === undefined || value === false ? null : 'gateways are not supported yet'),
-    example: { gateway: true },
+    honoured:
+      'a running gateway of the project publishes the service at https://{run}.{domain} (runs/service-gateway.ts); false: the server proxy',
   },
-  https: { refused: 'it applies to gateways', example: { https: true } },
+  https: {
+    // true and false are honoured on a gateway: plain HTTP redirects to HTTPS unless false (the gateway agent).
+    refused: "'auto' (HTTPS when the gateway's ACME certificate allows)",
+    check: (value) => (value === 'auto' ? "only true or false is supported yet ('auto' is for ACME)" : null),
+    example: { https: 'auto' },
+  },
   strip_prefix: {
     refused: 'the service proxy always strips its prefix',
     check: (value) => (value === false ? 'only true is supported yet' : null),
@@ -183,13 +187,33 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
     subtree: true,
   },
   replicas: {
-    refused: 'replica groups are not built into jobs',
+    honoured:
+      'a count, a range with scaling, or replica groups, each kept at its own count with jobs of its own (runs/service-scaling.ts, job-specs.ts)',
+  },
+  'replicas.min': { honoured: 'the least replicas the service keeps (service-scaling.ts)' },
+  'replicas.max': { honoured: 'the most replicas the autoscaler starts (service-scaling.ts)' },
+  'replicas[].name': { honoured: "job spec replica_group; the group's replicas are counted by it" },
+  'replicas[].count': { honoured: "the group's desired count (service-scaling.ts)", subtree: true },
+  'replicas[].scaling': { honoured: "the group's autoscaler (service-scaling.ts)", subtree: true },
+  'replicas[].resources': {
+    honoured: "the group's job requirements → offers and instance matching",
     subtree: true,
-    check: (value) =>
-      Array.isArray(value)
-        ? 'replica groups (a list with per-group resources) are not supported yet; use one replica count or range'
-        : null,
-    example: { commands: [], replicas: [{ count: 1, commands: ['true'] }] },
+  },
+  'replicas[].spot_policy': { honoured: "the group's Requirements.spot" },
+  'replicas[].reservation': { honoured: "the group's Requirements.reservation" },
+  'replicas[].commands': { honoured: "the group's job spec commands" },
+  'replicas[].image': { honoured: "the group's job spec image_name" },
+  'replicas[].python': { honoured: "the group's default image tag" },
+  'replicas[].nvcc': { honoured: "the group's default image -devel variant" },
+  'replicas[].privileged': { honoured: "the group's shim task privileged" },
+  'replicas[].docker': {
+    refused: 'no Docker-in-Docker image yet',
+    example: { commands: [], replicas: [{ count: 1, commands: ['true'], docker: true }] },
+  },
+  'replicas[].router': {
+    refused: 'no in-service router (sglang) is run',
+    subtree: true,
+    example: { commands: [], replicas: [{ count: 1, commands: ['true'], router: { type: 'sglang' } }] },
   },
 };
 
@@ -218,7 +242,24 @@ export function unsupportedRunFields(
     ...(reservation ? [reservation] : []),
     ...(image ? [image] : []),
     ...(nodes ? [nodes] : []),
+    ...replicaGroupRefusals(configuration, backends),
   ];
+}
+
+/** A replica group's own `image` and `reservation`, refused as the service's would be. */
+function replicaGroupRefusals(
+  configuration: RunConfiguration,
+  backends: readonly ProjectBackend[],
+): Array<{ path: string; reason: string }> {
+  if (configuration.type !== 'service' || !Array.isArray(configuration.replicas)) return [];
+  return configuration.replicas.flatMap((group, index) => {
+    const at = (refusal: { path: string; reason: string } | null) =>
+      refusal ? [{ path: `replicas[${index}].${refusal.path}`, reason: refusal.reason }] : [];
+    return [
+      ...at(reservationRefusal(group.reservation, configuration.backends, backends)),
+      ...at(imageRefusal(group.image, configuration.backends, backends)),
+    ];
+  });
 }
 
 /**

@@ -28,6 +28,7 @@ import type { AppContext, SqlDialect } from '../context.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
 import { fleetPipeline } from '../fleets/fleet-pipeline.js';
 import { instancePipeline } from '../fleets/instance-pipeline.js';
+import { gatewayPipeline } from '../gateways/gateway-pipeline.js';
 import { type AnyPipelineDefinition, Pipeline, type PipelineTable } from '../pipelines/pipeline.js';
 import type { PipelineName } from '../pipelines/wake-ups.js';
 import { jobRunningPipeline } from '../runs/job-running.js';
@@ -48,6 +49,7 @@ const FACTORIES: Record<PipelineName, (app: AppContext) => AnyPipelineDefinition
   'jobs-terminating': jobTerminatingPipeline,
   instances: instancePipeline,
   fleets: fleetPipeline,
+  gateways: gatewayPipeline,
   volumes: volumePipeline,
 };
 

@@ -12,6 +12,8 @@ import type { AppContext } from '../context.js';
 import { volumeConfigurationOf, volumeProvisioningDataColumn } from '../db/json-columns.js';
 import type { VolumesTable } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
+import { eventTargets, recordEvent, SYSTEM_ACTOR } from '../events/event-recorder.js';
+import { recordStatusChange } from '../events/status-events.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { volumeComputeOf } from './volume-backends.js';
@@ -27,13 +29,18 @@ async function provision(app: AppContext, volume: VolumesTable, lock: RowLock<'v
   const configuration = volumeConfigurationOf(volume);
   if (volume.status === 'submitted') {
     // Recorded before the provider call: a server that dies in it leaves the volume `provisioning`.
-    const marked = await app.db
-      .updateTable('volumes')
-      .set({ status: 'provisioning' })
-      .where('id', '=', volume.id)
-      .where('lock_token', '=', lock.token)
-      .executeTakeFirst();
-    if (Number(marked.numUpdatedRows) !== 1) return;
+    const marked = await app.db.transaction().execute(async (transaction) => {
+      const result = await transaction
+        .updateTable('volumes')
+        .set({ status: 'provisioning' })
+        .where('id', '=', volume.id)
+        .where('lock_token', '=', lock.token)
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) !== 1) return false;
+      await recordStatusChange(transaction, app.settings, 'volumes', volume, { status: 'provisioning' });
+      return true;
+    });
+    if (!marked) return;
   }
   const backend = await volumeComputeOf(app, volume.project_id, configuration.backend);
   if ('refusal' in backend) {
@@ -86,7 +93,7 @@ async function deleteVolume(app: AppContext, volume: VolumesTable, lock: RowLock
     await lock.release({ last_processed_at: dueIn(DELETE_RETRY_MS, MIN_INTERVAL_MS) });
     return;
   }
-  await markDeleted(app, volume.id);
+  await markDeleted(app, volume);
 }
 
 /**
@@ -109,6 +116,11 @@ async function cleanUpIdle(app: AppContext, volume: VolumesTable, lock: RowLock<
       .set({ to_be_deleted: 1, status_message: 'deleted after its auto_cleanup_duration without use' })
       .where('id', '=', volume.id)
       .execute();
+    await recordEvent(transaction, app.settings, {
+      message: 'Volume marked for deletion due to exceeding auto_cleanup_duration',
+      actor: SYSTEM_ACTOR,
+      targets: [eventTargets.volume(volume)],
+    });
     return true;
   });
   if (!marked) return;

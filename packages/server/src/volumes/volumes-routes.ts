@@ -8,6 +8,7 @@ import {
 } from '@dstack/core';
 import { z } from 'zod';
 import type { UsersTable } from '../db/schema.js';
+import { userActor } from '../events/event-recorder.js';
 import { defineRoute, projectContext } from '../http/route.js';
 import { createVolume, deleteVolumes, getVolume, listProjectVolumes, listVolumes } from './volumes.js';
 
@@ -59,7 +60,8 @@ export const volumeRoutes = [
     auth: 'project-member',
     body: DeleteVolumesRequestSchema,
     async handler(ctx) {
-      await deleteVolumes(ctx.app, projectContext(ctx).project, ctx.body.names);
+      const { project, user } = projectContext(ctx);
+      await deleteVolumes(ctx.app, project, ctx.body.names, userActor(user));
       return undefined;
     },
   }),

@@ -22,6 +22,14 @@ import {
 } from '../db/json-columns.js';
 import type { Database, ProjectsTable, UsersTable, VolumesTable } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
+import {
+  type EventActor,
+  eventTargets,
+  recordEvent,
+  recordEvents,
+  SYSTEM_ACTOR,
+  userActor,
+} from '../events/event-recorder.js';
 import { volumeComputeOf } from './volume-backends.js';
 import { volumesOf } from './volume-models.js';
 
@@ -122,6 +130,11 @@ export async function createVolume(
       .executeTakeFirst();
     if (existing) return false;
     await transaction.insertInto('volumes').values(row).execute();
+    await recordEvent(transaction, app.settings, {
+      message: 'Volume created. Status: SUBMITTED',
+      actor: userActor(user),
+      targets: [eventTargets.volume(row)],
+    });
     return true;
   });
   if (!inserted) {
@@ -210,6 +223,7 @@ export async function deleteVolumes(
   app: AppContext,
   project: ProjectsTable,
   names: readonly string[],
+  actor: EventActor = SYSTEM_ACTOR,
 ): Promise<void> {
   const rows = await liveVolumes(app, project.id)
     .where('name', 'in', [...names])
@@ -243,11 +257,20 @@ export async function deleteVolumes(
         locked.map((volume) => volume.id),
       )
       .execute();
+    await recordEvents(
+      transaction,
+      app.settings,
+      locked.map((volume) => ({
+        message: 'Volume marked for deletion',
+        actor,
+        targets: [eventTargets.volume(volume)],
+      })),
+    );
   });
   for (const row of rows) {
     try {
       await deleteAtProvider(app, row);
-      await markDeleted(app, row.id);
+      await markDeleted(app, row);
     } catch (error) {
       console.error(
         `[volumes] deleting ${row.name} at its provider failed, retried later: ${errorMessage(error)}`,
@@ -276,10 +299,19 @@ export async function deleteAtProvider(app: AppContext, volume: VolumesTable): P
   await backend.compute.deleteVolume(model as Volume);
 }
 
-export async function markDeleted(app: AppContext, volumeId: string): Promise<void> {
-  await app.db
-    .updateTable('volumes')
-    .set({ deleted: 1, deleted_at: Date.now(), lock_token: null, lock_owner: null, lock_expires_at: null })
-    .where('id', '=', volumeId)
-    .execute();
+export async function markDeleted(app: AppContext, volume: VolumesTable): Promise<void> {
+  await app.db.transaction().execute(async (transaction) => {
+    const deleted = await transaction
+      .updateTable('volumes')
+      .set({ deleted: 1, deleted_at: Date.now(), lock_token: null, lock_owner: null, lock_expires_at: null })
+      .where('id', '=', volume.id)
+      .where('deleted', '=', 0)
+      .executeTakeFirst();
+    if (Number(deleted.numUpdatedRows) !== 1) return;
+    await recordEvent(transaction, app.settings, {
+      message: 'Volume deleted',
+      actor: SYSTEM_ACTOR,
+      targets: [eventTargets.volume(volume)],
+    });
+  });
 }

@@ -93,6 +93,7 @@ export const CONFORMANCE_CHECKS = [
   'launch-idempotent',
   'terminate-idempotent',
   'terminate-gone',
+  'gateways',
 ] as const;
 export type ConformanceCheck = (typeof CONFORMANCE_CHECKS)[number];
 
@@ -163,6 +164,11 @@ export interface TestBackendOptions<E extends BackendEmulator = BackendEmulator>
   projectSshKeys?: ProjectSshKeys;
   /** Polling of `updateProvisioningData` until `hostname` is set. */
   provisioning?: ProvisioningPolling;
+  /**
+   * The gateway launched by the `gateways` check (backends with that capability): its instance
+   * type (default: the backend's own default) and region (default: the first offer's).
+   */
+  gateway?: { instanceType?: string; region?: string };
   /**
    * Checks not applicable to this backend, each with the reason (reported as a
    * skipped test named with the reason). Default: none.

@@ -3,6 +3,9 @@ import {
   assertComputeMatchesPlugin,
   type Compute,
   type ComputeWithCreateInstance,
+  type ComputeWithGateways,
+  type GatewayReplicaConfiguration,
+  type GatewayReplicaProvisioningData,
   hasCapability,
   type InstanceOfferWithAvailability,
   isNotImplemented,
@@ -23,7 +26,7 @@ import {
   pollUntilHostname,
 } from './compute-checks.js';
 import { checkConfiguratorRoundTrip } from './configurator-checks.js';
-import { ConformanceViolation } from './conformance-violation.js';
+import { ConformanceViolation, show } from './conformance-violation.js';
 import {
   anyCpuOfferRequirements,
   conformanceInstanceConfiguration,
@@ -54,7 +57,7 @@ import {
 } from './test-backend-options.js';
 
 type LaunchMethod = 'runJob' | 'createInstance';
-type Needed = keyof ComputeWithCreateInstance | 'validateConfig';
+type Needed = keyof ComputeWithCreateInstance | keyof ComputeWithGateways | 'validateConfig';
 
 const OFFERS_TEST_TIMEOUT_MS = 30_000;
 
@@ -117,6 +120,7 @@ class ConformanceSuite<E extends BackendEmulator> {
     this.#registerProvisioningTests();
     this.#registerIdempotentLaunchTests();
     this.#registerTerminationTests();
+    this.#registerGatewayTests();
   }
 
   /** Terminates what the tests left running (best effort); then stops the emulator. */
@@ -570,6 +574,63 @@ class ConformanceSuite<E extends BackendEmulator> {
       );
     }
   }
+
+  /**
+   * Backends with the `gateways` capability: `createGatewayReplica` returns a running instance
+   * with its address, a second call for the same `instance_name` returns the same instance, and
+   * `terminateGatewayReplica` succeeds twice.
+   */
+  #registerGatewayTests(): void {
+    if (!this.#options.capabilities.includes('gateways')) return;
+    this.#check(
+      'gateways',
+      'createGatewayReplica launches one instance per instance_name, with its address; terminating it twice succeeds',
+      ['getOffers', 'createGatewayReplica', 'terminateGatewayReplica'],
+      async (compute) => {
+        if (!hasCapability(compute, 'gateways')) throw new Error('the Compute lacks the gateways capability');
+        const region = this.#options.gateway?.region ?? (await this.#offers(compute))[0]?.region;
+        if (!region) throw new Error('no offer to take a region from; set options.gateway.region');
+        const configuration: GatewayReplicaConfiguration = {
+          project_name: 'conformance',
+          instance_name: `conformance-gateway-${randomUUID().slice(0, 8)}`,
+          backend: compute.type,
+          region,
+          instance_type: this.#options.gateway?.instanceType ?? null,
+          public_ip: true,
+          ssh_key_pub: this.#keys.publicKey,
+          certificate: null,
+        };
+        const rule =
+          'createGatewayReplica returns a running instance with its address, one per instance_name';
+        const first = await compute.createGatewayReplica(configuration);
+        try {
+          if (!first.instance_id || !first.ip_address || first.region !== region) {
+            throw new ConformanceViolation(rule, `got ${show(first)} for region ${region}`);
+          }
+          const again = await compute.createGatewayReplica(configuration);
+          if (again.instance_id !== first.instance_id) {
+            throw new ConformanceViolation(
+              rule,
+              `a second launch of ${configuration.instance_name} made ${again.instance_id}, not ${first.instance_id}`,
+            );
+          }
+        } finally {
+          await terminateGateway(compute, first, configuration);
+        }
+        await terminateGateway(compute, first, configuration);
+      },
+      this.#provisioningTimeout,
+    );
+  }
+}
+
+/** Terminates the instance `data` describes. */
+function terminateGateway(
+  compute: ComputeWithGateways,
+  data: GatewayReplicaProvisioningData,
+  configuration: GatewayReplicaConfiguration,
+): Promise<void> {
+  return compute.terminateGatewayReplica(data.instance_id, configuration, data.backend_data);
 }
 
 /** Terminates the instance `data` describes. */

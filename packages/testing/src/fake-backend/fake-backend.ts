@@ -4,6 +4,8 @@ import {
   type ComputeKind,
   type ComputeWithCreateInstance,
   defineBackendPlugin,
+  type GatewayReplicaConfiguration,
+  type GatewayReplicaProvisioningData,
   generateUniqueBackendName,
   type InstanceConfiguration,
   type InstanceOffer,
@@ -40,7 +42,18 @@ export type FakeComputeMethod =
   | 'terminateInstance'
   | 'updateProvisioningData'
   | 'createPlacementGroup'
-  | 'deletePlacementGroup';
+  | 'deletePlacementGroup'
+  | 'createGatewayReplica'
+  | 'terminateGatewayReplica';
+
+/** A gateway instance of the fake cloud (with the `gateways` capability). */
+export interface FakeGatewayInstance {
+  readonly instanceId: string;
+  /** The `instance_name` it was launched for: a second launch of that name returns it. */
+  readonly instanceName: string;
+  readonly ipAddress: string;
+  terminated: boolean;
+}
 
 /** A placement group of the fake cloud (with the `placement-groups` capability). */
 export interface FakePlacementGroup {
@@ -124,6 +137,8 @@ export interface FakeBackend {
   liveInstances(): FakeInstance[];
   /** Placement groups by name, deleted ones included (used with the `placement-groups` capability). */
   readonly placementGroups: ReadonlyMap<string, FakePlacementGroup>;
+  /** Gateway instances by id, terminated ones included (used with the `gateways` capability). */
+  readonly gatewayInstances: ReadonlyMap<string, FakeGatewayInstance>;
   /**
    * How many launches (`runJob`/`createInstance`) came with dstack instance id `dstackInstanceId`,
    * failed ones included; each id launches at most one machine (see `instances`).
@@ -178,6 +193,7 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
   const launchesByKey = new Map<string, JobProvisioningData>();
   const launchCounts = new Map<string, number>();
   const placementGroups = new Map<string, FakePlacementGroup>();
+  const gatewayInstances = new Map<string, FakeGatewayInstance>();
 
   const record = (method: FakeComputeMethod, args: readonly unknown[]) => {
     calls.push({ method, args });
@@ -337,6 +353,37 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
       );
     }
 
+    // Gateways: used by the server only when `capabilities` has `gateways`. Addresses never route.
+    async createGatewayReplica(
+      configuration: GatewayReplicaConfiguration,
+    ): Promise<GatewayReplicaProvisioningData> {
+      record('createGatewayReplica', [configuration]);
+      let gateway = [...gatewayInstances.values()].find(
+        (each) => each.instanceName === configuration.instance_name && !each.terminated,
+      );
+      if (!gateway) {
+        const sequence = gatewayInstances.size + 1;
+        gateway = {
+          instanceId: `fake-gateway-${sequence}`,
+          instanceName: configuration.instance_name,
+          ipAddress: `${UNROUTABLE_PREFIX}${200 + sequence}`,
+          terminated: false,
+        };
+        gatewayInstances.set(gateway.instanceId, gateway);
+      }
+      return { instance_id: gateway.instanceId, ip_address: gateway.ipAddress, region: configuration.region };
+    }
+
+    async terminateGatewayReplica(
+      instanceId: string,
+      configuration: GatewayReplicaConfiguration,
+      backendData?: string | null,
+    ): Promise<void> {
+      record('terminateGatewayReplica', [instanceId, configuration, backendData]);
+      const gateway = gatewayInstances.get(instanceId);
+      if (gateway) gateway.terminated = true;
+    }
+
     // Placement groups: used by the server only when `capabilities` has `placement-groups`.
     async createPlacementGroup(
       group: PlacementGroup,
@@ -452,6 +499,7 @@ export function createFakeBackend(options: FakeBackendOptions = {}): FakeBackend
     instances,
     liveInstances,
     placementGroups,
+    gatewayInstances,
     launchesOf: (dstackInstanceId) => launchCounts.get(dstackInstanceId) ?? 0,
     hangNextLaunch(count = 1) {
       launchHangs += count;

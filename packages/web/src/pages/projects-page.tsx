@@ -1,10 +1,39 @@
-import type { Project, Secret } from '@dstack/core';
-import { projectPath } from '../api';
+import type { Project } from '@dstack/core';
+import { type FormEvent, useState } from 'react';
 import { LoadState, Table } from '../components';
 import { formatAge } from '../format';
-import { Link } from '../router';
+import { Link, navigate } from '../router';
 import { useSession } from '../session';
+import { useAction } from '../use-action';
 import { useData } from '../use-data';
+
+export const projectPagePath = (project: string) => `/projects/${encodeURIComponent(project)}`;
+
+/** `projects/create`: the creator becomes the project's admin (any user may create one, as in dstack). */
+function CreateProjectForm() {
+  const { api } = useSession();
+  const action = useAction();
+  const [name, setName] = useState('');
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    const created = await action.run('create', () =>
+      api.post<Project>('/api/projects/create', { project_name: name.trim() }),
+    );
+    if (created) navigate(projectPagePath(name.trim()));
+  };
+  return (
+    <form className="filters" onSubmit={submit} aria-label="New project">
+      <label>
+        New project
+        <input name="project_name" value={name} onChange={(event) => setName(event.target.value)} required />
+      </label>
+      <button type="submit" disabled={action.busy !== null || name.trim() === ''}>
+        {action.busy ? 'Creating…' : 'Create'}
+      </button>
+      {action.error && <p className="error">{action.error}</p>}
+    </form>
+  );
+}
 
 export function ProjectsPage() {
   const { api } = useSession();
@@ -12,15 +41,14 @@ export function ProjectsPage() {
   return (
     <section>
       <h1>Projects</h1>
+      <CreateProjectForm />
       <LoadState error={projects.error} loading={!projects.data} />
       {projects.data && (
         <Table head={['Project', 'Owner', 'Members', 'Backends', 'Created']} empty="You are in no project.">
           {projects.data.map((project) => (
-            <tr key={project.project_id}>
+            <tr key={project.project_id} data-project={project.project_name}>
               <td>
-                <Link href={`/projects/${encodeURIComponent(project.project_name)}`}>
-                  {project.project_name}
-                </Link>
+                <Link href={projectPagePath(project.project_name)}>{project.project_name}</Link>
               </td>
               <td>{project.owner.username}</td>
               <td>{project.members.length}</td>
@@ -29,76 +57,6 @@ export function ProjectsPage() {
             </tr>
           ))}
         </Table>
-      )}
-    </section>
-  );
-}
-
-/** What `backends/list` answers: the config without its creds (the server never sends them back). */
-interface BackendInfo {
-  name: string;
-  config: Record<string, unknown> | null;
-  error?: string;
-}
-
-/** Regions, or the other fields a backend is told apart by, without nesting. */
-function describeBackend(config: Record<string, unknown> | null): string {
-  if (!config) return '-';
-  return Object.entries(config)
-    .filter(([key, value]) => key !== 'type' && value !== null && typeof value !== 'object')
-    .concat(Array.isArray(config.regions) ? [['regions', config.regions.join(', ')]] : [])
-    .map(([key, value]) => `${key}: ${String(value)}`)
-    .join('; ');
-}
-
-/**
- * A project's members, backends (creds are never sent back) and its secrets' names (values are
- * never fetched: `secrets/list` has none).
- */
-export function ProjectPage({ project }: { project: string }) {
-  const { api } = useSession();
-  const details = useData(async () => {
-    const [info, backends, secrets] = await Promise.all([
-      api.post<Project>(`/api/projects/${encodeURIComponent(project)}/get`),
-      api.post<BackendInfo[]>(projectPath(project, 'backends/list')),
-      api.post<Secret[]>(projectPath(project, 'secrets/list')),
-    ]);
-    return { info, backends, secrets };
-  }, [api, project]);
-  return (
-    <section>
-      <h1>{project}</h1>
-      <LoadState error={details.error} loading={!details.data} />
-      {details.data && (
-        <>
-          <h2>Members</h2>
-          <Table head={['User', 'Role']} empty="No members.">
-            {details.data.info.members.map((member) => (
-              <tr key={member.user.id}>
-                <td>{member.user.username}</td>
-                <td>{member.project_role}</td>
-              </tr>
-            ))}
-          </Table>
-          <h2>Backends</h2>
-          <Table head={['Backend', 'Settings', 'State']} empty="No backends.">
-            {details.data.backends.map((backend) => (
-              <tr key={backend.name}>
-                <td>{backend.name}</td>
-                <td>{describeBackend(backend.config)}</td>
-                <td className={backend.error ? 'error' : undefined}>{backend.error ?? 'ok'}</td>
-              </tr>
-            ))}
-          </Table>
-          <h2>Secrets</h2>
-          <Table head={['Name']} empty="No secrets.">
-            {details.data.secrets.map((secret) => (
-              <tr key={secret.id}>
-                <td>{secret.name}</td>
-              </tr>
-            ))}
-          </Table>
-        </>
       )}
     </section>
   );

@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { findFreePort } from '@dstack/shim';
 import { generateProjectSshKeyPair } from '../ssh-keys.js';
 
 export const SSHD_PATH = '/usr/sbin/sshd';
@@ -43,7 +43,7 @@ export async function startTestSshd(options: TestSshdOptions = {}): Promise<Test
   await writeFile(join(directory, 'authorized_keys'), `${clientKey.publicKey}\n`, { mode: 0o600 });
   // sshd refuses to start without its privilege separation directory.
   await mkdir('/run/sshd', { recursive: true });
-  const port = await freePort();
+  const port = await findFreePort();
   const config = [
     `Port ${port}`,
     'ListenAddress 127.0.0.1',
@@ -111,18 +111,6 @@ async function childPidsOf(parent: number): Promise<number[]> {
     }
   }
   return children;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitFor(done: () => boolean, failed: () => boolean, timeoutMs: number): Promise<void> {

@@ -1,0 +1,56 @@
+/**
+ * The gateway agent's protocol: what the server sends it and where. The gateway agent runs on a
+ * gateway instance and serves the project's services at `https://{run}.{domain}`; the server
+ * reaches its management API on the instance's loopback through its SSH tunnel (as dstack's
+ * gateway app on `localhost:8000`) and sends it the whole state it should serve, which the agent
+ * stores on its disk, so it keeps serving what it was last told while the server is away.
+ */
+import { z } from 'zod';
+
+/** The gateway's management API, on the instance's loopback only (dstack's gateway app port). */
+export const DSTACK_GATEWAY_API_PORT = 8000;
+/** Where the gateway serves services over HTTPS. */
+export const DSTACK_GATEWAY_HTTPS_PORT = 443;
+/** Where it serves plain HTTP: a redirect to HTTPS, or the services themselves without a certificate. */
+export const DSTACK_GATEWAY_HTTP_PORT = 80;
+
+/** A replica the gateway forwards to: `http://host:port` as the gateway reaches it. */
+export const GatewayReplicaTargetSchema = z.object({
+  /** The replica's job id. */
+  id: z.string(),
+  url: z.string(),
+});
+
+/** A service the gateway publishes. */
+export const GatewayServiceSchema = z.object({
+  project: z.string(),
+  run_name: z.string(),
+  /** The host name it answers at, e.g. `my-run.example.com`. */
+  hostname: z.string(),
+  /** Whether a project member's dstack token is required (the service's `auth`). */
+  auth: z.boolean(),
+  /** Whether plain HTTP redirects to HTTPS (the service's `https`; needs a certificate). */
+  https: z.boolean(),
+  /** Ready replicas, taken in turn; none: 503. */
+  replicas: z.array(GatewayReplicaTargetSchema),
+});
+export type GatewayService = z.output<typeof GatewayServiceSchema>;
+
+/** The whole state the server sends (`PUT /api/state`) and the agent stores. */
+export const GatewayStateSchema = z.object({
+  /** The certificate and key (PEM) for `*.{domain}`; null: plain HTTP only. */
+  certificate: z.object({ certificate: z.string(), private_key: z.string() }).nullable(),
+  services: z.array(GatewayServiceSchema),
+  /** Per project: sha256 hex of the dstack tokens that may call its `auth: true` services. */
+  token_hashes: z.record(z.string(), z.array(z.string())),
+});
+export type GatewayState = z.output<typeof GatewayStateSchema>;
+
+/** `GET /api/healthcheck`: the agent and the state it serves. */
+export const GatewayHealthSchema = z.object({
+  service: z.literal('dstack-gateway'),
+  version: z.string(),
+  /** How many services the stored state publishes. */
+  services: z.int(),
+});
+export type GatewayHealth = z.output<typeof GatewayHealthSchema>;

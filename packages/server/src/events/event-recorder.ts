@@ -1,0 +1,154 @@
+/**
+ * Records events (dstack's `services/events.emit`): a message in the past tense, who acted (a user
+ * through the API, or the system in a pipeline) and what it is about. Callers pass the
+ * transaction that makes the change, so the change and its event are stored together or not at all.
+ */
+import { randomUUID } from 'node:crypto';
+import type { EventTargetType } from '@dstack/core';
+import type { Kysely } from 'kysely';
+import type { ServerSettings } from '../context.js';
+import type {
+  Database,
+  FleetsTable,
+  InstancesTable,
+  JobsTable,
+  RunsTable,
+  UsersTable,
+  VolumesTable,
+} from '../db/schema.js';
+import { DEFAULT_EVENTS_TTL_SECONDS } from '../settings.js';
+
+/** Who caused an event: a user (an API request) or the system (a pipeline's own decision). */
+export type EventActor = { kind: 'system' } | { kind: 'user'; userId: string; userName: string };
+
+export const SYSTEM_ACTOR: EventActor = { kind: 'system' };
+
+export function userActor(user: Pick<UsersTable, 'id' | 'name'>): EventActor {
+  return { kind: 'user', userId: user.id, userName: user.name };
+}
+
+/** What an event is about. Ancestors (`runId`, `fleetId`) let `within_runs`/`within_fleets` find it. */
+export interface EventTargetRef {
+  type: EventTargetType;
+  projectId: string | null;
+  id: string;
+  name: string;
+  runId?: string | null;
+  fleetId?: string | null;
+}
+
+export interface NewEvent {
+  message: string;
+  actor: EventActor;
+  targets: readonly EventTargetRef[];
+}
+
+/** The part of the server's settings the recorder reads. */
+export type EventSettings = Pick<ServerSettings, 'eventsTtlSeconds'>;
+
+export const eventTargets = {
+  run: (run: Pick<RunsTable, 'id' | 'project_id' | 'run_name'>): EventTargetRef => ({
+    type: 'run',
+    projectId: run.project_id,
+    id: run.id,
+    name: run.run_name,
+    runId: run.id,
+  }),
+  job: (job: Pick<JobsTable, 'id' | 'project_id' | 'job_name' | 'run_id'>): EventTargetRef => ({
+    type: 'job',
+    projectId: job.project_id,
+    id: job.id,
+    name: job.job_name,
+    runId: job.run_id,
+  }),
+  fleet: (fleet: Pick<FleetsTable, 'id' | 'project_id' | 'name'>): EventTargetRef => ({
+    type: 'fleet',
+    projectId: fleet.project_id,
+    id: fleet.id,
+    name: fleet.name,
+    fleetId: fleet.id,
+  }),
+  instance: (instance: Pick<InstancesTable, 'id' | 'project_id' | 'name' | 'fleet_id'>): EventTargetRef => ({
+    type: 'instance',
+    projectId: instance.project_id,
+    id: instance.id,
+    name: instance.name,
+    fleetId: instance.fleet_id,
+  }),
+  volume: (volume: Pick<VolumesTable, 'id' | 'project_id' | 'name'>): EventTargetRef => ({
+    type: 'volume',
+    projectId: volume.project_id,
+    id: volume.id,
+    name: volume.name,
+  }),
+  /** A gateway: any row with an id, a project and a name. */
+  gateway: (gateway: { id: string; project_id: string; name: string }): EventTargetRef => ({
+    type: 'gateway',
+    projectId: gateway.project_id,
+    id: gateway.id,
+    name: gateway.name,
+  }),
+};
+
+let lastRecordedAt = 0;
+
+/**
+ * A time for a new event: now, but always after the last one this process recorded, so that the
+ * events of one change (a run submitted, then its job created) list in the order they happened.
+ */
+function nextRecordedAt(): number {
+  lastRecordedAt = Math.max(Date.now(), lastRecordedAt + 1);
+  return lastRecordedAt;
+}
+
+/** dstack's rule: one line, no trailing period. */
+function normalizeMessage(message: string): string {
+  return message.trim().replace(/\.+$/, '').replace(/\n/g, ' ');
+}
+
+/**
+ * Adds events through `db` (pass the transaction that makes the change). Nothing is written when
+ * events are kept for 0 seconds.
+ */
+export async function recordEvents(
+  db: Kysely<Database>,
+  settings: EventSettings,
+  events: readonly NewEvent[],
+): Promise<void> {
+  if ((settings.eventsTtlSeconds ?? DEFAULT_EVENTS_TTL_SECONDS) <= 0 || events.length === 0) return;
+  const eventRows = [];
+  const targetRows = [];
+  for (const event of events) {
+    if (event.targets.length === 0) throw new Error(`event "${event.message}" has no target`);
+    const message = normalizeMessage(event.message);
+    if (!message) throw new Error('an event needs a message');
+    const id = randomUUID();
+    eventRows.push({
+      id,
+      message,
+      recorded_at: nextRecordedAt(),
+      actor_user_id: event.actor.kind === 'user' ? event.actor.userId : null,
+      actor_user_name: event.actor.kind === 'user' ? event.actor.userName : null,
+    });
+    for (const [index, target] of event.targets.entries()) {
+      targetRows.push({
+        // Ordered within the event as given: the first target is what the event is mainly about.
+        id: `${id}:${String(index).padStart(3, '0')}`,
+        event_id: id,
+        entity_type: target.type,
+        entity_project_id: target.projectId,
+        entity_run_id: target.runId ?? null,
+        entity_fleet_id: target.fleetId ?? null,
+        entity_id: target.id,
+        entity_name: target.name,
+      });
+    }
+  }
+  await db.insertInto('events').values(eventRows).execute();
+  await db.insertInto('event_targets').values(targetRows).execute();
+}
+
+/** One event; see `recordEvents`. */
+export function recordEvent(db: Kysely<Database>, settings: EventSettings, event: NewEvent): Promise<void> {
+  return recordEvents(db, settings, [event]);
+}

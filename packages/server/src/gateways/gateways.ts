@@ -1,0 +1,288 @@
+/**
+ * Gateways (`type: gateway`, dstack's gateways service): created `submitted` and launched by the
+ * gateway pipeline; one per name in a project; at most one the project's default, which services
+ * without `gateway:` are published on. A custom certificate's key is stored encrypted and never
+ * shown. Deleting marks the gateway `to_be_deleted`; its pipeline terminates the instance.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  ConfigurationError,
+  type Gateway,
+  type GatewayConfiguration,
+  REDACTED_PRIVATE_KEY,
+  ResourceNotFoundError,
+  ServerClientError,
+  validateConfiguration,
+} from '@dstack/core';
+import type { AppContext } from '../context.js';
+import {
+  gatewayConfigurationColumn,
+  gatewayConfigurationOf,
+  gatewayProvisioningDataOf,
+} from '../db/json-columns.js';
+import type { GatewaysTable, ProjectsTable, UsersTable } from '../db/schema.js';
+import {
+  type EventActor,
+  eventTargets,
+  recordEvent,
+  recordEvents,
+  SYSTEM_ACTOR,
+  userActor,
+} from '../events/event-recorder.js';
+import { isoTime } from '../http/iso-time.js';
+import { overrideClaimedRows } from '../pipelines/pipeline.js';
+import { gatewayComputeOf } from './gateway-backends.js';
+import { checkCustomCertificate } from './gateway-certificates.js';
+import { refuseUnsupportedGatewayFields } from './unsupported-fields.js';
+
+function validatedGatewayConfiguration(input: unknown): GatewayConfiguration {
+  let validated: ReturnType<typeof validateConfiguration>;
+  try {
+    validated = validateConfiguration(input);
+  } catch (error) {
+    if (ConfigurationError.isInstance(error)) {
+      throw new ConfigurationError(error.message, { path: ['configuration', ...error.path] });
+    }
+    throw error;
+  }
+  if (validated.type !== 'gateway') {
+    throw new ConfigurationError(`expected a gateway configuration, got ${validated.type}`, {
+      path: ['configuration', 'type'],
+    });
+  }
+  return validated;
+}
+
+/** The project's gateways that exist for users: neither deleted nor being deleted. */
+export function liveGateways(app: AppContext, projectId: string) {
+  return app.db
+    .selectFrom('gateways')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('deleted', '=', 0)
+    .where('to_be_deleted', '=', 0);
+}
+
+function gatewayOf(row: GatewaysTable, projectName: string): Gateway {
+  const configuration = gatewayConfigurationOf(row);
+  const provisioning = gatewayProvisioningDataOf(row);
+  const replicaStatus = row.status === 'failed' ? 'terminated' : row.status;
+  return {
+    id: row.id,
+    name: row.name,
+    project_name: projectName,
+    configuration: {
+      ...configuration,
+      default: row.is_default === 1,
+      domain: row.wildcard_domain ?? undefined,
+    },
+    created_at: isoTime(row.created_at) as string,
+    status: row.status,
+    status_message: row.status_message,
+    hostname: null,
+    wildcard_domain: row.wildcard_domain,
+    default: row.is_default === 1,
+    replicas: [
+      {
+        hostname: provisioning?.ip_address ?? null,
+        replica_num: 0,
+        backend: configuration.backend,
+        region: configuration.region,
+        created_at: isoTime(row.created_at) as string,
+        status: replicaStatus,
+        status_message: row.status_message,
+      },
+    ],
+    backend: null,
+    region: null,
+    ip_address: provisioning?.ip_address ?? null,
+    instance_id: provisioning?.instance_id ?? null,
+  };
+}
+
+async function projectNameOf(app: AppContext, projectId: string): Promise<string> {
+  const project = await app.db
+    .selectFrom('projects')
+    .select('name')
+    .where('id', '=', projectId)
+    .executeTakeFirst();
+  return project?.name ?? '';
+}
+
+/** `gateways/create`: records the gateway `submitted`; its pipeline launches it. */
+export async function createGateway(
+  app: AppContext,
+  project: ProjectsTable,
+  user: UsersTable,
+  configurationInput: unknown,
+): Promise<Gateway> {
+  const configuration = validatedGatewayConfiguration(configurationInput);
+  refuseUnsupportedGatewayFields(configuration);
+  const certificate = configuration.certificate;
+  if (certificate?.type === 'custom') {
+    if (!configuration.domain) {
+      throw new ServerClientError('domain: required with a custom certificate (the domain it covers)', {
+        fields: [['configuration', 'domain']],
+      });
+    }
+    checkCustomCertificate(certificate.certificate, certificate.private_key, configuration.domain);
+  }
+  const backend = await gatewayComputeOf(app, project.id, configuration.backend);
+  if ('refusal' in backend) {
+    throw new ServerClientError(backend.refusal, { fields: [['configuration', 'backend']] });
+  }
+  const name = configuration.name ?? `gateway-${randomUUID().slice(0, 8)}`;
+  const stored: GatewayConfiguration = {
+    ...configuration,
+    name,
+    ...(certificate?.type === 'custom'
+      ? { certificate: { ...certificate, private_key: REDACTED_PRIVATE_KEY } }
+      : {}),
+  };
+  const row: GatewaysTable = {
+    id: randomUUID(),
+    project_id: project.id,
+    user_id: user.id,
+    name,
+    status: 'submitted',
+    status_message: null,
+    configuration: gatewayConfigurationColumn.encode(stored),
+    certificate_private_key:
+      certificate?.type === 'custom' ? app.encryption.encrypt(certificate.private_key) : null,
+    wildcard_domain: configuration.domain ?? null,
+    is_default: 0,
+    provisioning_data: null,
+    created_at: Date.now(),
+    last_processed_at: 0,
+    to_be_deleted: 0,
+    deleted: 0,
+    deleted_at: null,
+    lock_expires_at: null,
+    lock_token: null,
+    lock_owner: null,
+  };
+  const inserted = await app.db.transaction().execute(async (transaction) => {
+    // One check-and-insert at a time per project: names and the default stay unique.
+    if (app.dialect === 'postgres') {
+      await transaction
+        .selectFrom('projects')
+        .select('id')
+        .where('id', '=', project.id)
+        .forUpdate()
+        .execute();
+    }
+    const existing = await transaction
+      .selectFrom('gateways')
+      .select(['id', 'name', 'is_default'])
+      .where('project_id', '=', project.id)
+      .where('deleted', '=', 0)
+      .where('to_be_deleted', '=', 0)
+      .execute();
+    if (existing.some((gateway) => gateway.name === name)) return false;
+    const hasDefault = existing.some((gateway) => gateway.is_default === 1);
+    const makeDefault = configuration.default ?? !hasDefault;
+    if (makeDefault && hasDefault) {
+      await transaction
+        .updateTable('gateways')
+        .set({ is_default: 0 })
+        .where('project_id', '=', project.id)
+        .execute();
+    }
+    row.is_default = makeDefault ? 1 : 0;
+    await transaction.insertInto('gateways').values(row).execute();
+    await recordEvent(transaction, app.settings, {
+      message: 'Gateway created. Status: SUBMITTED',
+      actor: userActor(user),
+      targets: [eventTargets.gateway(row)],
+    });
+    return true;
+  });
+  if (!inserted) {
+    throw new ServerClientError(`Gateway ${name} already exists`, {
+      code: 'resource_exists',
+      fields: [['configuration', 'name']],
+    });
+  }
+  app.wakeUps.wake('gateways');
+  return gatewayOf(row, project.name);
+}
+
+export async function getGateway(app: AppContext, project: ProjectsTable, name: string): Promise<Gateway> {
+  const row = await liveGateways(app, project.id).where('name', '=', name).executeTakeFirst();
+  if (!row) throw new ResourceNotFoundError(`Gateway ${name} not found`);
+  return gatewayOf(row, project.name);
+}
+
+export async function listProjectGateways(app: AppContext, project: ProjectsTable): Promise<Gateway[]> {
+  const rows = await liveGateways(app, project.id).orderBy('created_at').execute();
+  return rows.map((row) => gatewayOf(row, project.name));
+}
+
+/** `gateways/delete`: each is marked `to_be_deleted` (hidden at once); the pipeline terminates its instance. */
+export async function deleteGateways(
+  app: AppContext,
+  project: ProjectsTable,
+  names: readonly string[],
+  actor: EventActor = SYSTEM_ACTOR,
+): Promise<void> {
+  const rows = await liveGateways(app, project.id)
+    .where('name', 'in', [...names])
+    .execute();
+  const missing = names.filter((name) => !rows.some((row) => row.name === name));
+  if (missing.length > 0) throw new ResourceNotFoundError(`Gateway ${missing.join(', ')} not found`);
+  await overrideClaimedRows(
+    app.db,
+    'gateways',
+    rows.map((row) => row.id),
+    { to_be_deleted: 1, is_default: 0 },
+  );
+  await recordEvents(
+    app.db,
+    app.settings,
+    rows.map((row) => ({
+      message: 'Gateway marked for deletion',
+      actor,
+      targets: [eventTargets.gateway(row)],
+    })),
+  );
+  app.wakeUps.wake('gateways');
+}
+
+/** `gateways/set_default`. */
+export async function setDefaultGateway(
+  app: AppContext,
+  project: ProjectsTable,
+  name: string,
+): Promise<void> {
+  const row = await liveGateways(app, project.id).where('name', '=', name).executeTakeFirst();
+  if (!row) throw new ResourceNotFoundError(`Gateway ${name} not found`);
+  await app.db.transaction().execute(async (transaction) => {
+    await transaction
+      .updateTable('gateways')
+      .set({ is_default: 0 })
+      .where('project_id', '=', project.id)
+      .execute();
+    await transaction.updateTable('gateways').set({ is_default: 1 }).where('id', '=', row.id).execute();
+  });
+}
+
+/** `gateways/set_wildcard_domain`: services applied from now on get the new domain. */
+export async function setGatewayWildcardDomain(
+  app: AppContext,
+  project: ProjectsTable,
+  name: string,
+  domain: string,
+): Promise<Gateway> {
+  const row = await liveGateways(app, project.id).where('name', '=', name).executeTakeFirst();
+  if (!row) throw new ResourceNotFoundError(`Gateway ${name} not found`);
+  const configuration = gatewayConfigurationOf(row);
+  if (configuration.certificate?.type === 'custom' && row.certificate_private_key) {
+    checkCustomCertificate(
+      configuration.certificate.certificate,
+      app.encryption.decrypt(row.certificate_private_key),
+      domain,
+    );
+  }
+  await app.db.updateTable('gateways').set({ wildcard_domain: domain }).where('id', '=', row.id).execute();
+  return gatewayOf({ ...row, wildcard_domain: domain }, await projectNameOf(app, project.id));
+}

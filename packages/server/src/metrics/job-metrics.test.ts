@@ -1,0 +1,200 @@
+/**
+ * Job metrics on the server: the series dstack's `metrics/job` answers (CPU as a rate between
+ * samples, GPUs absent when unreadable), the job-running pass sampling a real runner, the
+ * retention of samples, and `/metrics` over the database on both dialects.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import type { Resources } from '@dstack/core';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { JobsTable, RunsTable } from '../db/schema.js';
+import { createPipelineHarness, type PipelineHarness } from '../testing/pipeline-harness.test.helpers.js';
+import { jobMetricsOf } from './job-metrics.js';
+import { type JobMetricsPoint, selectJobMetricsPoints, storeJobMetricsPoint } from './job-metrics-points.js';
+import { deleteExpiredJobMetrics } from './metrics-retention.js';
+import { collectPrometheusMetrics } from './prometheus-metrics.js';
+import { renderPrometheusText } from './prometheus-text.js';
+
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
+
+const MIB = 1024 * 1024;
+const SECOND_MICRO = 1_000_000;
+
+function point(seconds: number, fields: Partial<JobMetricsPoint> = {}): JobMetricsPoint {
+  return {
+    job_id: 'job',
+    timestamp_micro: 1_800_000_000 * SECOND_MICRO + seconds * SECOND_MICRO,
+    cpu_usage_micro: 0,
+    memory_usage_bytes: 100 * MIB,
+    memory_working_set_bytes: 80 * MIB,
+    gpus_memory_usage_bytes: '[]',
+    gpus_util_percent: '[]',
+    ...fields,
+  };
+}
+
+const TWO_GPUS: Resources = {
+  cpus: 8,
+  memory_mib: 32 * 1024,
+  gpus: [
+    { name: 'A100', memory_mib: 80 * 1024, vendor: 'nvidia' },
+    { name: 'A100', memory_mib: 80 * 1024, vendor: 'nvidia' },
+  ],
+  spot: false,
+  disk: { size_mib: 100 * 1024 },
+};
+
+describe("dstack's series", () => {
+  it('needs two samples; CPU is the rate between a sample and the one before it, in percent of one CPU', () => {
+    expect(jobMetricsOf([point(0)], null)).toEqual({ metrics: [] });
+    // Latest first: 1.5 CPU-seconds in the last second, 0.5 in the one before.
+    const metrics = jobMetricsOf(
+      [
+        point(2, { cpu_usage_micro: 2_000_000, memory_working_set_bytes: 300 * MIB }),
+        point(1, { cpu_usage_micro: 500_000 }),
+        point(0),
+      ],
+      null,
+    );
+    expect(metrics.metrics.map((metric) => [metric.name, metric.values])).toEqual([
+      ['cpu_usage_percent', [150, 50]],
+      ['memory_usage_bytes', [100 * MIB, 100 * MIB]],
+      ['memory_working_set_bytes', [300 * MIB, 80 * MIB]],
+      ['gpus_detected_num', [0, 0]],
+    ]);
+    expect(metrics.metrics[0]!.timestamps).toEqual([
+      new Date(1_800_000_002_000).toISOString(),
+      new Date(1_800_000_001_000).toISOString(),
+    ]);
+  });
+
+  it('gives per-GPU series and totals from the job resources', () => {
+    const gpus = (memory: number[], util: number[]) => ({
+      gpus_memory_usage_bytes: JSON.stringify(memory),
+      gpus_util_percent: JSON.stringify(util),
+    });
+    const metrics = jobMetricsOf(
+      [point(1, gpus([10 * MIB, 20 * MIB], [90, 5])), point(0, gpus([0, 0], [0, 0]))],
+      TWO_GPUS,
+    );
+    const byName = Object.fromEntries(metrics.metrics.map((metric) => [metric.name, metric.values]));
+    expect(byName).toMatchObject({
+      cpus_detected_num: [8],
+      memory_total_bytes: [32 * 1024 * MIB],
+      gpus_detected_num: [2],
+      gpu_memory_total_bytes: [80 * 1024 * MIB],
+      gpu_memory_usage_bytes_gpu0: [10 * MIB],
+      gpu_memory_usage_bytes_gpu1: [20 * MIB],
+      gpu_util_percent_gpu0: [90],
+      gpu_util_percent_gpu1: [5],
+    });
+  });
+
+  it('leaves GPUs out, never zero, when a sample could not read them or their number changed', () => {
+    const unreadable = jobMetricsOf(
+      [point(2), point(1, { gpus_memory_usage_bytes: null, gpus_util_percent: null }), point(0)],
+      TWO_GPUS,
+    );
+    expect(unreadable.metrics.map((metric) => metric.name)).toEqual([
+      'cpu_usage_percent',
+      'memory_usage_bytes',
+      'memory_working_set_bytes',
+      'cpus_detected_num',
+      'memory_total_bytes',
+    ]);
+    const changed = jobMetricsOf(
+      [point(2, { gpus_memory_usage_bytes: '[1]', gpus_util_percent: '[1]' }), point(1), point(0)],
+      null,
+    );
+    expect(changed.metrics.some((metric) => metric.name.startsWith('gpu'))).toBe(false);
+  });
+});
+
+for (const dialect of ['sqlite', 'postgres'] as const) {
+  describe(`samples in the database [${dialect}]`, () => {
+    let harness: PipelineHarness;
+    let run: RunsTable;
+    let job: JobsTable;
+
+    beforeAll(async () => {
+      harness = await createPipelineHarness({ dialect });
+      run = await harness.applyTask('sampled', { commands: ['sleep 120'] });
+      await harness.stepUntil(async () => (await harness.jobs(run.id))[0]?.status === 'running');
+      job = (await harness.jobs(run.id))[0]!;
+    });
+
+    afterAll(async () => {
+      await harness?.close();
+    });
+
+    it("the job-running pass samples the job's runner once per interval", async () => {
+      // The pass that made the job running may have sampled already: start a fresh interval.
+      harness.advance(10_000);
+      const before = (await selectJobMetricsPoints(harness.app, job.id, {})).length;
+      await harness.step('jobs-running');
+      const sampled = await selectJobMetricsPoints(harness.app, job.id, {});
+      expect(sampled).toHaveLength(before + 1);
+      expect(sampled[0]).toMatchObject({ job_id: job.id, gpus_memory_usage_bytes: expect.any(String) });
+      expect(sampled[0]!.cpu_usage_micro).toBeGreaterThanOrEqual(0);
+      // Within the interval: no new sample.
+      harness.advance(1_000);
+      await harness.step('jobs-running');
+      expect(await selectJobMetricsPoints(harness.app, job.id, {})).toHaveLength(before + 1);
+    });
+
+    it("keeps a running job's samples for an hour", async () => {
+      const nowMicro = harness.now() * 1000;
+      const sample = (ageSeconds: number) => ({
+        timestamp_micro: nowMicro - ageSeconds * SECOND_MICRO,
+        cpu_usage_micro: 1,
+        memory_usage_bytes: 1,
+        memory_working_set_bytes: 1,
+        gpus: [],
+      });
+      await storeJobMetricsPoint(harness.app, job.id, sample(3 * 3600));
+      await storeJobMetricsPoint(harness.app, job.id, sample(30 * 60));
+      await storeJobMetricsPoint(harness.app, 'a-job-long-gone', sample(8 * 24 * 3600));
+      expect(await deleteExpiredJobMetrics(harness.app, harness.now())).toBe(2);
+      const kept = await selectJobMetricsPoints(harness.app, job.id, {
+        beforeMicro: nowMicro - 60 * SECOND_MICRO,
+      });
+      expect(kept.map((row) => row.timestamp_micro)).toEqual([nowMicro - 30 * 60 * SECOND_MICRO]);
+    });
+
+    it('`/metrics` reports the job with its latest sample, and promtool accepts it', async () => {
+      await storeJobMetricsPoint(harness.app, job.id, {
+        timestamp_micro: harness.now() * 1000 + 1,
+        cpu_usage_micro: 2_500_000,
+        memory_usage_bytes: 64 * MIB,
+        memory_working_set_bytes: 48 * MIB,
+        gpus: [],
+      });
+      const text = renderPrometheusText(await collectPrometheusMetrics(harness.app, harness.now()));
+      const jobLabels = `dstack_run_name="sampled",dstack_run_id="${run.id}",dstack_job_name="${job.job_name}"`;
+      expect(text).toContain(
+        `dstack_job_cpu_time_seconds_total{dstack_project_name="main",dstack_user_name="admin",${jobLabels}`,
+      );
+      expect(text).toMatch(/^dstack_job_cpu_time_seconds_total\{[^}]*\} 2\.5$/m);
+      expect(text).toMatch(/^dstack_job_memory_working_set_bytes\{[^}]*\} 50331648$/m);
+      expect(text).toMatch(
+        /^dstack_run_count_total\{dstack_project_name="main",dstack_user_name="admin"\} 1$/m,
+      );
+      expect(text).toMatch(/^# TYPE dstack_instance_price_dollars_per_hour gauge$/m);
+      const promtool = await promisify(execFile)('promtool', ['--version']).then(
+        () => true,
+        () => false,
+      );
+      if (!promtool) {
+        expect(process.env.CI).toBeFalsy();
+        return;
+      }
+      const checked = await new Promise<string>((resolve) => {
+        const child = execFile('promtool', ['check', 'metrics'], (error, stdout, stderr) =>
+          resolve(`${error ? `exit ${error.code}: ` : ''}${stdout}${stderr}`),
+        );
+        child.stdin?.end(text);
+      });
+      expect(checked).toBe('');
+    });
+  });
+}

@@ -1,0 +1,271 @@
+/**
+ * A gateway on the emulated AWS, end to end: `type: gateway` with a certificate of a test CA for
+ * `*.example.test` is launched as an emulated host (stock Ubuntu, no node: it downloads the agent
+ * runtime and starts the gateway agent from it), a service on another host is published on it,
+ * and an HTTPS request to `https://{run}.example.test`, resolved to the gateway's address and
+ * trusting only the test CA, reaches the service (with a project member's token; refused
+ * without). With the server stopped the gateway keeps serving from its stored state. Deleting the
+ * gateway leaves no instance.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DEFAULT_IMAGE_PYTHON } from '@dstack/core/agent-protocol';
+import {
+  type AgentRuntimeServer,
+  type AwsEmulator,
+  awsEmulatorBackend,
+  type DefaultImageRegistry,
+  DockerEmulatedHosts,
+  serveAgentRuntime,
+  serveDefaultImages,
+  startAwsEmulator,
+} from '@dstack/testing/emulators';
+import { Agent, request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { requireBuiltDstack, runDstack } from './dstack-cli.js';
+import { dockerMissing } from './emulated-hosts-harness.js';
+import {
+  ADMIN_TOKEN,
+  applyTask,
+  type HarnessServer,
+  HOST_RESOURCES,
+  makeTempDir,
+  startHarnessServer,
+  waitFor,
+} from './server-harness.js';
+
+const EMULATOR_NAME = `aws-gateway-e2e-${process.pid}`;
+const DOMAIN = 'example.test';
+const RUN_NAME = 'gw-hello';
+
+/** A test CA and a certificate it signed for `*.{domain}`, made with openssl. */
+function makeCertificates(dir: string): { ca: string; certificate: string; privateKey: string } {
+  const path = (name: string) => join(dir, name);
+  const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'pipe' });
+  openssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=dstack test CA',
+    '-keyout',
+    path('ca.key'),
+    '-out',
+    path('ca.pem'),
+  );
+  openssl(
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-subj',
+    `/CN=*.${DOMAIN}`,
+    '-keyout',
+    path('gateway.key'),
+    '-out',
+    path('gateway.csr'),
+  );
+  writeFileSync(path('san.ext'), `subjectAltName=DNS:*.${DOMAIN}\n`);
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    path('gateway.csr'),
+    '-CA',
+    path('ca.pem'),
+    '-CAkey',
+    path('ca.key'),
+    '-CAcreateserial',
+    '-days',
+    '2',
+    '-extfile',
+    path('san.ext'),
+    '-out',
+    path('gateway.pem'),
+  );
+  return {
+    ca: readFileSync(path('ca.pem'), 'utf8'),
+    certificate: readFileSync(path('gateway.pem'), 'utf8'),
+    privateKey: readFileSync(path('gateway.key'), 'utf8'),
+  };
+}
+
+/** An HTTPS client that resolves every name to `address` and trusts only `ca`. */
+function clientFor(address: string, ca: string): Agent {
+  return new Agent({
+    connect: {
+      ca,
+      lookup: (_hostname, options, callback) =>
+        options.all ? callback(null, [{ address, family: 4 }]) : callback(null, address, 4),
+    },
+  });
+}
+
+interface GatewayAnswer {
+  name: string;
+  status: string;
+  status_message: string | null;
+  default: boolean;
+  wildcard_domain: string | null;
+  ip_address: string | null;
+  instance_id: string | null;
+  configuration: { certificate: { type: string; private_key?: string } | null };
+}
+
+describe.skipIf(dockerMissing)('a gateway on the emulated AWS', () => {
+  let hosts: DockerEmulatedHosts;
+  let runtime: AgentRuntimeServer;
+  let defaultImages: DefaultImageRegistry;
+  let emulator: AwsEmulator;
+  let harness: HarnessServer;
+  const temp = makeTempDir();
+  const startServer = () =>
+    startHarnessServer({
+      dir: temp.dir,
+      config: { projects: [{ name: 'main', backends: [awsEmulatorBackend(emulator)] }] },
+      env: { DSTACK_SHIM_DOWNLOAD_URL: runtime.url, DSTACK_BASE_IMAGE: defaultImages.baseImage },
+    });
+
+  beforeAll(async () => {
+    requireBuiltDstack();
+    hosts = new DockerEmulatedHosts({ emulator: EMULATOR_NAME });
+    runtime = await serveAgentRuntime(hosts);
+    defaultImages = await serveDefaultImages(hosts, [DEFAULT_IMAGE_PYTHON]);
+    emulator = await startAwsEmulator({ hosts, regions: ['us-east-1'] });
+    harness = await startServer();
+  }, 300_000);
+
+  afterAll(async () => {
+    await harness?.terminateFleetsAndClose();
+    await emulator?.close();
+    await hosts?.close();
+    await runtime?.close();
+    await defaultImages?.stop();
+    temp.remove();
+  }, 300_000);
+
+  it('refuses lets-encrypt and a certificate that does not cover the domain, naming the field', async () => {
+    const letsEncrypt = await harness.call<{ detail: Array<{ msg: string }> }>(
+      '/api/project/main/gateways/create',
+      { configuration: { type: 'gateway', backend: 'aws', region: 'us-east-1', domain: DOMAIN } },
+    );
+    expect(letsEncrypt.status).toBe(400);
+    expect(letsEncrypt.body.detail[0]?.msg).toContain('certificate: lets-encrypt needs an ACME server');
+    const { certificate, privateKey } = makeCertificates(temp.dir);
+    const other = await harness.call<{ detail: Array<{ msg: string }> }>(
+      '/api/project/main/gateways/create',
+      {
+        configuration: {
+          type: 'gateway',
+          backend: 'aws',
+          region: 'us-east-1',
+          domain: 'other.test',
+          certificate: { type: 'custom', certificate, private_key: privateKey },
+        },
+      },
+    );
+    expect(other.status).toBe(400);
+    expect(other.body.detail[0]?.msg).toContain('certificate.certificate: does not cover *.other.test');
+  });
+  it('publishes a service at https://{run}.{domain} with the given certificate, serves without the server, and leaves no instance when deleted', async () => {
+    const { ca } = makeCertificates(temp.dir);
+    const cli = { DSTACK_CLI_CONFIG_DIR: join(temp.dir, 'cli') };
+    mkdirSync(cli.DSTACK_CLI_CONFIG_DIR, { recursive: true });
+    writeFileSync(
+      join(cli.DSTACK_CLI_CONFIG_DIR, 'config.yml'),
+      stringify({ projects: [{ name: 'main', url: harness.server.url, token: ADMIN_TOKEN, default: true }] }),
+    );
+    // The certificate files are named relative to the configuration, as a user keeps them beside it.
+    const file = join(temp.dir, 'gateway.dstack.yml');
+    writeFileSync(
+      file,
+      stringify({
+        type: 'gateway',
+        name: 'gw',
+        backend: 'aws',
+        region: 'us-east-1',
+        instance_type: 't3.medium',
+        domain: DOMAIN,
+        certificate: { type: 'custom', certificate: 'gateway.pem', private_key: 'gateway.key' },
+      }),
+    );
+    const applied = await runDstack(['apply', '-f', file, '-y'], { env: cli });
+    expect(applied.code, applied.stderr + applied.stdout).toBe(0);
+    expect(applied.stdout).toMatch(/gw\s+aws \(us-east-1\)\s+[\d.]+\s+example\.test\s+✓\s+running/);
+
+    const gateway = (await harness.call<GatewayAnswer>('/api/project/main/gateways/get', { name: 'gw' }))
+      .body;
+    expect(gateway.status).toBe('running');
+    expect(gateway.default).toBe(true);
+    expect(JSON.stringify(gateway.configuration)).not.toContain('PRIVATE KEY');
+    const address = gateway.ip_address as string;
+
+    // No `gateway:`: the project's default gateway publishes it.
+    const run = await applyTask(harness, {
+      type: 'service',
+      name: RUN_NAME,
+      port: 8000,
+      resources: HOST_RESOURCES,
+      commands: [
+        'mkdir -p /tmp/www',
+        `echo "hello from ${RUN_NAME}" > /tmp/www/index.html`,
+        'exec httpd -f -p 8000 -h /tmp/www',
+      ],
+    });
+    expect(run.service?.url).toBe(`https://${RUN_NAME}.${DOMAIN}/`);
+
+    const client = clientFor(address, ca);
+    const url = `https://${RUN_NAME}.${DOMAIN}/index.html`;
+    const get = async (token?: string) => {
+      const answer = await request(url, {
+        dispatcher: client,
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+      });
+      return { status: answer.statusCode, body: await answer.body.text() };
+    };
+    const served = await waitFor(
+      'the service to answer through the gateway',
+      async () => {
+        const answer = await get(ADMIN_TOKEN);
+        return answer.status === 200 ? answer : null;
+      },
+      180_000,
+    );
+    expect(served.body).toBe(`hello from ${RUN_NAME}\n`);
+    expect((await get()).status).toBe(403);
+    const stranger = await harness.createUser('stranger');
+    expect((await get(stranger)).status).toBe(403);
+
+    // The gateway serves from its own state while the server is away.
+    await harness.close();
+    expect(await get(ADMIN_TOKEN)).toEqual(served);
+    harness = await startServer();
+
+    await harness.call('/api/project/main/runs/stop', { runs_names: [RUN_NAME], abort: true });
+    writeFileSync(
+      join(cli.DSTACK_CLI_CONFIG_DIR, 'config.yml'),
+      stringify({ projects: [{ name: 'main', url: harness.server.url, token: ADMIN_TOKEN, default: true }] }),
+    );
+    const listed = await runDstack(['gateway', 'list'], { env: cli });
+    expect(listed.stdout).toMatch(/gw\s+aws \(us-east-1\)/);
+    const deleted = await runDstack(['gateway', 'delete', 'gw', '-y'], { env: cli });
+    expect(deleted.code, deleted.stderr).toBe(0);
+    await waitFor(
+      'the gateway instance to be terminated',
+      () =>
+        emulator.state().instances.find((instance) => instance.id === gateway.instance_id)?.state ===
+        'terminated'
+          ? true
+          : null,
+      120_000,
+    );
+    expect((await harness.call<GatewayAnswer[]>('/api/project/main/gateways/list')).body).toEqual([]);
+    await client.close();
+  }, 420_000);
+});

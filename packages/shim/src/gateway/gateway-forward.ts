@@ -1,0 +1,127 @@
+/**
+ * Forwards one request (or WebSocket upgrade) from a gateway's client to a replica: the body and
+ * the answer stream both ways untouched; hop-by-hop headers are dropped, `X-Forwarded-*` added,
+ * and the dstack token is not passed on to an `auth: true` service. A replica that refuses the
+ * connection before answering a bodiless request is skipped for the next one.
+ */
+import { type IncomingHttpHeaders, type IncomingMessage, request, type ServerResponse } from 'node:http';
+import { connect } from 'node:net';
+import type { Duplex } from 'node:stream';
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+export interface ForwardOptions {
+  /** Replica base URLs (`http://host:port`) in the order to try them. */
+  replicas: readonly string[];
+  /** Drop `Authorization` (the caller's dstack token). */
+  dropAuthorization: boolean;
+  /** `https` or `http`: what the client used. */
+  protocol: string;
+}
+
+function upstreamHeaders(incoming: IncomingMessage, options: ForwardOptions): IncomingHttpHeaders {
+  const headers: IncomingHttpHeaders = {};
+  const listed = new Set(
+    String(incoming.headers.connection ?? '')
+      .split(',')
+      .map((name) => name.trim().toLowerCase()),
+  );
+  for (const [name, value] of Object.entries(incoming.headers)) {
+    if (HOP_BY_HOP.has(name) || listed.has(name)) continue;
+    if (name === 'authorization' && options.dropAuthorization) continue;
+    headers[name] = value;
+  }
+  const client = incoming.socket.remoteAddress ?? '';
+  const previous = incoming.headers['x-forwarded-for'];
+  headers['x-forwarded-for'] = previous ? `${previous}, ${client}` : client;
+  headers['x-forwarded-proto'] = options.protocol;
+  headers['x-forwarded-host'] = incoming.headers.host ?? '';
+  headers['x-real-ip'] = client;
+  return headers;
+}
+
+function answer(response: ServerResponse, status: number, message: string): void {
+  if (response.headersSent) {
+    response.destroy();
+    return;
+  }
+  response.writeHead(status, { 'content-type': 'application/json' });
+  response.end(JSON.stringify({ detail: [{ msg: message }] }));
+}
+
+export { answer as answerJson };
+
+export function forwardRequest(
+  incoming: IncomingMessage,
+  response: ServerResponse,
+  options: ForwardOptions,
+): void {
+  const bodiless = incoming.headers['content-length'] === undefined && !incoming.headers['transfer-encoding'];
+  const attempt = (index: number): void => {
+    const base = options.replicas[index];
+    if (base === undefined) {
+      answer(response, 502, 'No replica of the service answered');
+      return;
+    }
+    const upstream = request(new URL(incoming.url ?? '/', base), {
+      method: incoming.method,
+      headers: upstreamHeaders(incoming, options),
+    });
+    upstream.on('response', (upstreamResponse) => {
+      const headers = { ...upstreamResponse.headers };
+      for (const name of HOP_BY_HOP) delete headers[name];
+      response.writeHead(upstreamResponse.statusCode ?? 502, headers);
+      upstreamResponse.pipe(response);
+      response.on('close', () => upstreamResponse.destroy());
+    });
+    upstream.on('error', (error) => {
+      const refused = (error as NodeJS.ErrnoException).code === 'ECONNREFUSED';
+      if (refused && bodiless && !response.headersSent) attempt(index + 1);
+      else answer(response, 502, `The replica did not answer: ${error.message}`);
+    });
+    if (bodiless) upstream.end();
+    else incoming.pipe(upstream);
+  };
+  attempt(0);
+}
+
+/** A WebSocket (or other) upgrade: the raw bytes of both sides, after the request's head. */
+export function forwardUpgrade(
+  incoming: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  options: ForwardOptions,
+): void {
+  const base = options.replicas[0];
+  if (base === undefined) {
+    socket.end('HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n');
+    return;
+  }
+  const url = new URL(base);
+  const upstream = connect(Number(url.port || 80), url.hostname, () => {
+    const headers = upstreamHeaders(incoming, options);
+    headers.connection = 'Upgrade';
+    headers.upgrade = incoming.headers.upgrade;
+    const lines = [`${incoming.method} ${incoming.url} HTTP/1.1`];
+    for (const [name, value] of Object.entries(headers)) {
+      for (const each of Array.isArray(value) ? value : [value]) {
+        if (each !== undefined) lines.push(`${name}: ${each}`);
+      }
+    }
+    upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
+    if (head.length > 0) upstream.write(head);
+    upstream.pipe(socket);
+    socket.pipe(upstream);
+  });
+  upstream.on('error', () => socket.destroy());
+  socket.on('error', () => upstream.destroy());
+}

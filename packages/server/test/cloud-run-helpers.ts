@@ -147,12 +147,13 @@ export function clusterNodes(run: Run): ClusterNode[] {
   });
 }
 
-const MASTER_GOT = 'master got: hello from rank';
+const MASTER_HELLO = 'hello from the master at';
 
 /**
- * A `nodes: N` GPU task whose nodes print dstack's variables, every worker sends the master a
- * line over TCP on the master's internal IP (a port per worker, tried until the master listens),
- * and then all sleep, so that a test can kill one; `retry` on error resubmits the whole run.
+ * A `nodes: N` GPU task whose nodes print dstack's variables; the master serves a page over HTTP
+ * on its port 7000 and every worker fetches it from the master's internal IP (tried until the
+ * master listens: a request answered is a connection made, nothing lost in a race), and then all
+ * sleep, so that a test can kill one; `retry` on error resubmits the whole run.
  */
 export function exchangingClusterTask(name: string, nodes: number, extra: Record<string, unknown> = {}) {
   return gpuTask(
@@ -160,8 +161,9 @@ export function exchangingClusterTask(name: string, nodes: number, extra: Record
     [
       'echo "node rank=$DSTACK_NODE_RANK nodes=$DSTACK_NODES_NUM master=$DSTACK_MASTER_NODE_IP ips=$(echo $DSTACK_NODES_IPS)"',
       'if [ "$DSTACK_NODE_RANK" = 0 ]; then ' +
-        `for rank in $(seq 1 $((DSTACK_NODES_NUM - 1))); do (echo "${MASTER_GOT} $(nc -l -p $((7000 + rank)) </dev/null)") & done; wait; ` +
-        'else until echo "$DSTACK_NODE_RANK" | nc -w 2 "$DSTACK_MASTER_NODE_IP" $((7000 + DSTACK_NODE_RANK)); do sleep 1; done; fi',
+        `mkdir -p /tmp/www && echo "${MASTER_HELLO} $DSTACK_MASTER_NODE_IP" > /tmp/www/hello && httpd -p 7000 -h /tmp/www; ` +
+        'else until reply=$(wget -q -O - "http://$DSTACK_MASTER_NODE_IP:7000/hello"); do sleep 1; done; ' +
+        'echo "rank $DSTACK_NODE_RANK got: $reply"; fi',
       // The job's shell, then its sleep (the same process): what a test kills.
       'echo $$ > /tmp/dstack-node.pid',
       'exec sleep 600',
@@ -176,9 +178,9 @@ async function currentRun(harness: HarnessServer, runName: string): Promise<Run>
   return answer.body;
 }
 
-/** How many workers' lines the master got, over every submission of the run. */
+/** How many workers fetched the master's page, over every submission of the run. */
 function masterReceipts(logs: string): number {
-  return logs.split('\n').filter((line) => line.startsWith(MASTER_GOT)).length;
+  return logs.split('\n').filter((line) => / got: hello from the master at /.test(line)).length;
 }
 
 /** A root shell on the host of an instance (by the id the server knows it by). */
@@ -201,7 +203,7 @@ export async function runKilledAndRetriedCluster(
   await applyTask(harness, exchangingClusterTask(runName, nodes, extra));
   const exchanged = async (rounds: number) => {
     await waitFor(
-      `${rounds * (nodes - 1)} lines at the master of ${runName}`,
+      `${rounds * (nodes - 1)} fetches of the master's page in ${runName}`,
       async () => {
         const run = await currentRun(harness, runName);
         if (['done', 'failed', 'terminated'].includes(run.status)) {
@@ -222,7 +224,7 @@ export async function runKilledAndRetriedCluster(
     expect(logs).toContain(
       `node rank=${rank} nodes=${nodes} master=${master.internalIp} ips=${first.map((each) => each.internalIp).join(' ')}`,
     );
-    if (rank > 0) expect(logs).toContain(`${MASTER_GOT} ${rank}`);
+    if (rank > 0) expect(logs).toContain(`rank ${rank} got: ${MASTER_HELLO} ${master.internalIp}`);
     expect(node.internalIp).not.toBe('');
   }
   expect(new Set(first.map((node) => node.instance)).size).toBe(nodes);

@@ -8,6 +8,8 @@
  *   user data, which downloads the shim served here): a new instance each sample, its fleet
  *   deleted before the next; the job runs in dstack's default image, pulled by the host's Docker
  *   from a local registry. Skipped, saying why, when Docker does not answer.
+ * - apply → all N nodes running of a `nodes: 4` task: N new hosts in the run's cluster fleet (its
+ *   placement group made first), the gang started only once every node's shim answered.
  * - the agent runtime's boot on a new host: its download size, and from the host's launch to its
  *   shim answering (the VM bootstrap downloads, checks and unpacks the runtime, then starts it).
  * dstack itself is not runnable here (no PyPI) and no target is set yet: the figures are informational.
@@ -44,6 +46,10 @@ const COLD_SAMPLES = 5;
 const WARM_PLANS_PER_SERVER = 6;
 /** Runs applied one after another, each on a new emulated host. */
 const APPLY_SAMPLES = 3;
+/** `nodes: N` tasks applied one after another, each on N new emulated hosts (a cluster fleet of its own). */
+const CLUSTER_SAMPLES = 3;
+/** Nodes of the cluster samples: the issue's 4, each a host with its own Docker daemon. */
+const CLUSTER_NODES = 4;
 /** New hosts booted to time the agent runtime's boot. */
 const BOOT_SAMPLES = 3;
 const SERVER_START_TIMEOUT_MS = 60_000;
@@ -257,6 +263,49 @@ async function deleteFleets(server: RunningServer, names?: readonly string[]): P
 interface ApplyLatency {
   toRunning: number[];
   instanceTypes: string[];
+  /** Apply → every node of a `nodes: CLUSTER_NODES` task running (the gang started), per sample. */
+  clusterToAllRunning: number[];
+}
+
+/**
+ * Milliseconds from `runs/apply` of a `nodes: N` task to every node's job running; then stops the
+ * run. Each node is a new instance of the run's cluster fleet (its placement group included).
+ */
+async function clusterApplyToAllRunning(server: RunningServer, name: string, nodes: number): Promise<number> {
+  const started = performance.now();
+  await call(server.url, '/api/project/main/runs/apply', {
+    plan: { run_spec: { configuration: { ...gpuTask(name), commands: ['sleep 600'], nodes } } },
+  });
+  const ms = await until(
+    `every node of ${name} to be running`,
+    async () => {
+      const answer = await call<{
+        status: string;
+        jobs: Array<{ job_submissions: Array<{ status: string }> }>;
+      }>(server.url, '/api/project/main/runs/get', { run_name: name });
+      if (['failed', 'terminated', 'done'].includes(answer.status))
+        throw new Error(`run ${name} ended ${answer.status} before every node ran`);
+      const latest = answer.jobs.map((job) => job.job_submissions.at(-1)?.status);
+      return latest.length === nodes && latest.every((status) => status === 'running')
+        ? performance.now() - started
+        : null;
+    },
+    RUN_TIMEOUT_MS,
+    50,
+  );
+  await call(server.url, '/api/project/main/runs/stop', { runs_names: [name], abort: true });
+  await until(
+    `run ${name} to end`,
+    async () => {
+      const answer = await call<{ status: string }>(server.url, '/api/project/main/runs/get', {
+        run_name: name,
+      });
+      return ['failed', 'terminated', 'done'].includes(answer.status) ? true : null;
+    },
+    RUN_TIMEOUT_MS,
+    100,
+  );
+  return ms;
 }
 
 /** Milliseconds from `runs/apply` to the run's `running` (or later, had it been quicker than a poll). */
@@ -306,7 +355,7 @@ async function applyLatency(): Promise<ApplyLatency> {
   let emulator: AwsEmulator | undefined;
   let server: RunningServer | undefined;
   const dir = await mkdtemp(path.join(tmpdir(), 'dstack-bench-aws-apply-'));
-  const result: ApplyLatency = { toRunning: [], instanceTypes: [] };
+  const result: ApplyLatency = { toRunning: [], instanceTypes: [], clusterToAllRunning: [] };
   try {
     tarball = await serveAgentRuntime(hosts);
     defaultImages = await serveDefaultImages(hosts);
@@ -329,6 +378,11 @@ async function applyLatency(): Promise<ApplyLatency> {
       result.toRunning.push(ms);
       result.instanceTypes.push(type);
       // The run's fleet goes with its instance, so the next sample boots a new host.
+      await deleteFleets(server, [name]);
+    }
+    for (let sample = 0; sample < CLUSTER_SAMPLES; sample++) {
+      const name = `aws-bench-cluster-${sample}`;
+      result.clusterToAllRunning.push(await clusterApplyToAllRunning(server, name, CLUSTER_NODES));
       await deleteFleets(server, [name]);
     }
   } finally {
@@ -424,6 +478,11 @@ export async function benchmarkAws(): Promise<void> {
     name: 'aws apply→running, new emulated host',
     timing: summarise(applies.toRunning),
     results: [...new Set(applies.instanceTypes)].join(' '),
+  });
+  rows.push({
+    name: `aws ${CLUSTER_NODES}-node task, apply→all nodes running, new emulated hosts`,
+    timing: summarise(applies.clusterToAllRunning),
+    results: `${CLUSTER_NODES} nodes`,
   });
   const boot = await agentRuntimeBoot();
   rows.push({

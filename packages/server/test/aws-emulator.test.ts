@@ -1,16 +1,21 @@
 /**
  * A run on the emulated AWS (the real AWS SDK against the EC2 emulator), end to end: the
- * scenarios of `vm-cloud-runs.ts`.
+ * scenarios of `vm-cloud-runs.ts`, and the clusters and EBS volumes of
+ * `aws-clusters-volumes.ts` on the same server and emulator.
  */
-import { awsEmulatorBackend, startAwsEmulator } from '@dstack/testing/emulators';
+import { type AwsEmulator, awsEmulatorBackend, startAwsEmulator } from '@dstack/testing/emulators';
+import { describeAwsClustersAndVolumes, rootWithLoopDevices } from './aws-clusters-volumes.js';
 import { describeVmCloudRuns } from './vm-cloud-runs.js';
+
+let aws: AwsEmulator;
 
 describeVmCloudRuns({
   database: 'postgres',
   cloud: 'aws',
   regions: ['us-east-1', 'us-west-2'],
   async start(hosts, regions) {
-    const emulator = await startAwsEmulator({ hosts, regions });
+    const emulator = await startAwsEmulator({ hosts, regions, blockDevices: rootWithLoopDevices });
+    aws = emulator;
     const instance = (id: string) => emulator.state().instances.find((each) => each.id === id);
     return {
       backend: awsEmulatorBackend(emulator),
@@ -35,10 +40,12 @@ describeVmCloudRuns({
           .state()
           .instances.filter((each) => each.state === 'running')
           .map((each) => each.id),
+      state: () => emulator.state(),
       close: () => emulator.close(),
     };
   },
   launchFaults: ['refused-credentials', 'throttling'],
   // The emulated host's hostname is the instance id.
   hello: { command: 'echo hello from $(hostname)', expected: (instance) => `hello from ${instance.id}` },
+  more: (context) => describeAwsClustersAndVolumes(context, () => aws),
 });

@@ -22,7 +22,8 @@ import {
   startAwsEmulator,
 } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { dockerMissing, hostsLeft } from './emulated-hosts-harness.js';
+import { expectCloudEmpty } from './cloud-run-helpers.js';
+import { dockerMissing } from './emulated-hosts-harness.js';
 import {
   ADMIN_TOKEN,
   applyTask,
@@ -163,12 +164,7 @@ describeEachDatabase.skipIf(dockerMissing)(
       expect(
         (await second.api.call('/api/project/main/fleets/delete', { names: ['killed-launch'] })).status,
       ).toBe(200);
-      await waitFor(
-        'the instance to be terminated',
-        () => (emulator.state().instances.every((each) => each.state === 'terminated') ? true : null),
-        120_000,
-      );
-      expect(await hostsLeft(EMULATOR_NAME)).toEqual([]);
+      await expectCloudEmpty(emulator, { hostsOf: EMULATOR_NAME });
       second.child.kill('SIGTERM');
       await second.exited;
       expect(second.child.exitCode).toBe(0);

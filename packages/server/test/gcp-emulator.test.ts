@@ -1,11 +1,16 @@
 /**
  * A run on the emulated GCP (google-auth-library's token exchange and Compute REST against the
- * Compute Engine emulator), end to end: the scenarios of `vm-cloud-runs.ts`. GCP's capacity
- * error arrives late, through the insert's operation; the run still lands on the cheapest zone.
+ * Compute Engine emulator), end to end: the scenarios of `vm-cloud-runs.ts`, and the
+ * clusters and persistent disks of `gcp-clusters-and-volumes.ts` on the same server and emulator.
+ * GCP's capacity error arrives late, through the insert's operation; the run still lands on the
+ * cheapest zone.
  */
-import { gcpEmulatorBackend, startGcpEmulator } from '@dstack/testing/emulators';
+import { type GcpEmulator, gcpEmulatorBackend, startGcpEmulator } from '@dstack/testing/emulators';
 import { expect } from 'vitest';
+import { describeGcpClustersAndVolumes } from './gcp-clusters-and-volumes.js';
 import { describeVmCloudRuns } from './vm-cloud-runs.js';
+
+let gcp: GcpEmulator;
 
 describeVmCloudRuns({
   database: 'sqlite',
@@ -13,6 +18,7 @@ describeVmCloudRuns({
   regions: ['us-central1', 'europe-west4'],
   async start(hosts, regions) {
     const emulator = await startGcpEmulator({ hosts, regions });
+    gcp = emulator;
     const instances = () => emulator.state().instances;
     return {
       backend: gcpEmulatorBackend(emulator),
@@ -37,6 +43,7 @@ describeVmCloudRuns({
         instances()
           .filter((each) => each.state === 'RUNNING')
           .map((each) => each.id),
+      state: () => emulator.state(),
       close: () => emulator.close(),
     };
   },
@@ -46,4 +53,5 @@ describeVmCloudRuns({
   expectLandedOn(instance, offer) {
     expect(instance.zone).toBe(offer.availability_zones?.[0]);
   },
+  more: (context) => describeGcpClustersAndVolumes(context, () => gcp),
 });

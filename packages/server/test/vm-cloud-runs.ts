@@ -26,12 +26,20 @@ import {
   startLocalDockerRegistry,
   TEST_IMAGE_MARKER_PATH,
 } from '@dstack/testing/emulators';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import type { SqlDialect } from '../src/context.js';
-import { deleteAllFleets, deleteFleet, gpuTask, planJob, provisionedInstance } from './cloud-run-helpers.js';
+import {
+  deleteAllFleets,
+  deleteFleet,
+  type EmulatedCloudState,
+  expectCloudEmpty,
+  gpuTask,
+  planJob,
+  provisionedInstance,
+} from './cloud-run-helpers.js';
 import { requireBuiltDstack, runDstack } from './dstack-cli.js';
-import { dockerMissing, hostsLeft } from './emulated-hosts-harness.js';
+import { dockerMissing } from './emulated-hosts-harness.js';
 import {
   ADMIN_TOKEN,
   applyTask,
@@ -60,8 +68,8 @@ async function startPrivateRegistry(
 
 type Instance = ReturnType<typeof provisionedInstance>;
 
-/** One cloud's emulator, as the scenarios drive it. */
-export interface EmulatedVmCloud {
+/** One cloud's emulator, as the scenarios drive it; `state()` is what `expectCloudEmpty` reads. */
+export interface EmulatedVmCloud extends EmulatedCloudState {
   /** The backend entry of project `main` in the server's config.yml. */
   backend: { type: string } & Record<string, unknown>;
   /** Makes every zone of `offer` answer a launch with the cloud's no-capacity error. */
@@ -97,6 +105,19 @@ export interface VmCloudScenarios {
    * cases once, since what they test is the cloud and the host, not the database.
    */
   database: SqlDialect;
+  /**
+   * The cloud's own scenarios (clusters, volumes), on this file's server, emulator and hosts: a
+   * server with its emulator and registries is not started twice.
+   */
+  more?(context: VmCloudContext): void;
+}
+
+/** What a cloud's own scenarios use; each getter answers once `beforeAll` has run. */
+export interface VmCloudContext {
+  harness(): HarnessServer;
+  hosts(): DockerEmulatedHosts;
+  /** The label of this file's hosts (for `expectCloudEmpty`'s `hostsOf`). */
+  emulatorName: string;
 }
 
 export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
@@ -131,6 +152,9 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       });
     }, 300_000);
 
+    // Nothing left in the cloud after a test: no live instance, attached volume, group or host.
+    afterEach(() => expectCloudEmpty(emulator, { hostsOf: emulatorName }), 150_000);
+
     afterAll(async () => {
       await harness?.terminateFleetsAndClose();
       await emulator?.close();
@@ -162,8 +186,6 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
 
       await deleteFleet(harness, runName);
       await waitFor('the instance to be gone', () => (emulator.isGone(instance.id) ? true : null), 120_000);
-      expect(emulator.runningIds()).toEqual([]);
-      expect(await hostsLeft(emulatorName)).toEqual([]);
     }, 300_000);
 
     it('runs a task in the private image it names (registry_auth) and one in the default image of its python', async () => {
@@ -194,11 +216,6 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
         expect(await harness.logs(runName)).toContain(marker);
       }
       await deleteAllFleets(harness);
-      await waitFor(
-        'the instances to be gone',
-        () => (emulator.runningIds().length === 0 ? true : null),
-        120_000,
-      );
     }, 300_000);
 
     it('moves on to the next offer when the cheapest has no capacity', async () => {
@@ -353,7 +370,6 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       });
       const fleets = await harness.call<Array<{ name: string }>>('/api/project/main/fleets/list');
       if (fleets.body.some((fleet) => fleet.name === runName)) await deleteFleet(harness, runName);
-      expect(emulator.runningIds()).toEqual([]);
     }, 420_000);
 
     it('fails the run soon, with the bootstrap log, when the host cannot download the agent runtime', async () => {
@@ -374,11 +390,8 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
         tarball.failDownloads(null);
       }
       await deleteFleet(harness, runName).catch(() => undefined);
-      await waitFor(
-        'the instances to be gone',
-        () => (emulator.runningIds().length === 0 ? true : null),
-        120_000,
-      );
     }, 300_000);
+
+    scenarios.more?.({ harness: () => harness, hosts: () => hosts, emulatorName });
   });
 }

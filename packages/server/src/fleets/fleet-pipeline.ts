@@ -24,6 +24,12 @@ import { deleteFleetPlacementGroups } from './placement-groups.js';
 const MIN_INTERVAL_MS = 5_000;
 /** How soon a fleet below `min` tries again after every offer failed (dstack: the fleet interval, 15 s). */
 const NO_CAPACITY_RETRY_MS = 15_000;
+/**
+ * How soon a terminating fleet tries again to delete a placement group its backend kept: an
+ * instance still shutting down (EC2: up to a minute) holds its group, so the delete passes a few
+ * seconds after the last one went, and `fleet delete` ends then rather than a fleet interval later.
+ */
+const GROUP_DELETE_RETRY_MS = 2_000;
 /** A run-made fleet gets this long to receive its first instance before it counts as empty. */
 const RUN_FLEET_GRACE_MS = 60_000;
 
@@ -46,7 +52,7 @@ async function processTerminating(
   if (instances.length === 0) {
     // The cluster's placement groups go with it, once no instance is left in them.
     if (!(await deleteFleetPlacementGroups(app, fleet.id))) {
-      await lock.release({ last_processed_at: dueIn(NO_CAPACITY_RETRY_MS, MIN_INTERVAL_MS) });
+      await lock.release({ last_processed_at: dueIn(GROUP_DELETE_RETRY_MS, MIN_INTERVAL_MS) });
       return;
     }
     await lock.release({ status: 'terminated', deleted: 1 });

@@ -69,6 +69,7 @@ export async function fleetOffers(
     backends: configuration.backends,
     regions: configuration.regions,
     instanceTypes: configuration.instance_types,
+    availabilityZones: configuration.availability_zones,
   });
   const available = offers.filter((entry) => isAvailable(entry.offer.availability));
   return shareableOffers(available, configuration.blocks ?? 1);

@@ -73,6 +73,27 @@ describe('placement groups of a cluster fleet', () => {
     expect(new Set(instances.map((instance) => instance.placementGroup))).toEqual(new Set([groups[1]?.name]));
   });
 
+  it("puts a single-node run's new instance in a cluster fleet at the master's region and in its group", async () => {
+    const h = await start(['fake-region-1', 'fake-region-2']);
+    // The cheaper region fails the master, so it lands in the other one.
+    h.backend.failNextLaunchWithNoCapacity(1);
+    await applyFleet(h.app, h.project, { type: 'fleet', name: 'pool', nodes: '1..2', placement: 'cluster' });
+    await h.step('fleets');
+    const group = [...h.backend.placementGroups.values()].find((each) => !each.deleted);
+    expect(live(h).map((instance) => instance.offer.region)).toEqual(['fake-region-2']);
+
+    // Bigger than the fleet's instance: the run gets a new one in the fleet.
+    await h.applyTask('single', { commands: ['true'], resources: { cpu: '2..', memory: '4GB..' } });
+    await h.step('jobs-submitted');
+    // Launched once, at the master's region: not tried first where the group cannot be.
+    expect(h.backend.callsOf('runJob')).toHaveLength(1);
+    const instances = live(h);
+    expect(instances.map((instance) => [instance.offer.region, instance.placementGroup])).toEqual([
+      ['fake-region-2', group?.name],
+      ['fake-region-2', group?.name],
+    ]);
+  });
+
   it("launches a multi-node run's nodes into one group", async () => {
     const h = await start();
     const run = await h.applyTask('pair', {

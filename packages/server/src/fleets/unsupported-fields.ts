@@ -63,8 +63,8 @@ export const FLEET_FIELD_DECISIONS: FieldDecisions = {
   },
   env: { refused: 'the shims of SSH hosts get no environment', example: { env: { A: '1' } } },
   availability_zones: {
-    refused: 'offers are not filtered by zone',
-    example: { availability_zones: ['zone-a'] },
+    honoured:
+      "the fleet's offers outside the zones are skipped (fleet-provisioning.ts fleetOffers), and a run's new instance in the fleet too (job-submitted.ts); offers without zones (local) pass",
   },
   retry: { refused: 'fleet provisioning is not retried by policy', subtree: true, example: { retry: true } },
 };

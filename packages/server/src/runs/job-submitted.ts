@@ -38,6 +38,9 @@ import type { Database, FleetsTable, InstancesTable, JobsTable, RunsTable } from
 import { eventTargets, recordEvent, SYSTEM_ACTOR } from '../events/event-recorder.js';
 import { recordStatusChange } from '../events/status-events.js';
 import {
+  type ClusterLocation,
+  clusterLocationOf,
+  clusterMasterInstance,
   instanceAtClusterLocation,
   isClusterFleet,
   offersAtClusterLocation,
@@ -231,8 +234,16 @@ async function fleetOffersForJob(
     ...runFilters,
     regions: runFilters.regions ?? fleetConfiguration.regions,
     instanceTypes: runFilters.instanceTypes ?? fleetConfiguration.instance_types,
+    availabilityZones: runFilters.availabilityZones ?? fleetConfiguration.availability_zones,
   });
   return byAvailability(offersWithFittingShare(shareableOffers(offers, blocks), jobSpec.requirements));
+}
+
+/** Where a cluster fleet's master is, or null (not a cluster, or no instance launched yet). */
+async function clusterFleetLocation(app: AppContext, fleet: FleetsTable): Promise<ClusterLocation | null> {
+  if (!isClusterFleet(fleet)) return null;
+  const master = await clusterMasterInstance(app, fleet.id);
+  return master ? clusterLocationOf(master) : null;
 }
 
 /**
@@ -266,10 +277,12 @@ async function offersForNewCapacity(
       if (Number(count?.count ?? 0) >= max) continue;
     }
     const all = await fleetOffersForJob(fleet, backends, configuration, jobSpec);
-    const found = location
+    // Any job's new instance in a cluster fleet joins it where its master is (one zone, its group).
+    const fleetLocation = location ?? (await clusterFleetLocation(app, fleet));
+    const found = fleetLocation
       ? {
-          available: offersAtClusterLocation(all.available, location),
-          busy: offersAtClusterLocation(all.busy, location),
+          available: offersAtClusterLocation(all.available, fleetLocation),
+          busy: offersAtClusterLocation(all.busy, fleetLocation),
         }
       : all;
     if (found.available.length > 0) return { fleet, offers: found.available, busy: [] };

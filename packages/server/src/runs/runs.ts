@@ -110,7 +110,7 @@ export function offerFiltersOf(configuration: RunConfiguration): OfferFilters {
     backends: configuration.backends,
     regions: configuration.regions,
     instanceTypes: configuration.instance_types,
-    // Set only by a job's volumes (run-volumes.ts): the field itself is refused (unsupported-fields.ts).
+    // The profile's zones, cut to its volumes' zones by the job-submitted pass (job-volumes.ts).
     availabilityZones: configuration.availability_zones,
   };
 }

@@ -123,8 +123,8 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
     example: { setup: ['true'] },
   },
   availability_zones: {
-    refused: 'offers are not filtered by zone',
-    example: { availability_zones: ['zone-a'] },
+    honoured:
+      "offers (backends/offers.ts) and fleet instances (fleet-instance-offers.ts) outside the zones are skipped; a job's volumes cut them further (job-volumes.ts); offers without zones (local) pass",
   },
   utilization_policy: {
     refused: 'GPU utilization is not watched',

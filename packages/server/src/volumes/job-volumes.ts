@@ -220,10 +220,12 @@ export function placementForVolumes(
     const zoned = locations.filter((list) => list.every((location) => location.zone !== null));
     if (zoned.length > 0) {
       zones = [...intersect(zoned.map((list) => new Set(list.map((location) => location.zone as string))))];
+      const wantedZones = configuration.availability_zones;
+      if (wantedZones?.length) zones = zones.filter((zone) => wantedZones.includes(zone));
     }
     if (volumeBackends.size === 0 || regions.length === 0 || zones?.length === 0) {
       reasons.push(
-        'the volumes it mounts are in different backends, regions or zones (or outside its regions)',
+        'the volumes it mounts are in different backends, regions or zones (or outside its regions or availability_zones)',
       );
       allowed = [];
     }

@@ -124,6 +124,8 @@ export interface GcpEmulator extends BackendEmulator {
   failNextLaunchWithNoCapacity(count?: number): void;
   /** Deletes an instance (by name) behind the backend's back: its host stops, the API 404s. */
   removeInstance(name: string): void;
+  /** The id the instance's emulated host has (GCP's numeric instance id): what `EmulatedHosts` calls take. */
+  hostIdOf(name: string): string;
   /** Instances inserted so far, failed and deleted ones included. */
   launchedMachineCount(): number;
   /**
@@ -286,6 +288,7 @@ export async function startGcpEmulator(options: GcpEmulatorOptions = {}): Promis
       faults.add({ code: 'ZONE_RESOURCE_POOL_EXHAUSTED', count });
     },
     removeInstance: (name) => instances.forget(findInstance(name)),
+    hostIdOf: (name) => findInstance(name).id,
     launchedMachineCount: () => instances.all().length,
     async close() {
       instances.close();

@@ -435,6 +435,16 @@ export class DockerEmulatedHosts implements EmulatedHosts {
     );
   }
 
+  /**
+   * Runs `script` as root in the running host and answers its output: what a user with a root
+   * shell on the machine does (a test kills a job's container with it).
+   */
+  async exec(instanceId: string, script: string): Promise<string> {
+    const record = this.#hosts.get(instanceId);
+    if (!record || record.terminated) throw new Error(`instance ${instanceId} has no running host`);
+    return runDocker(['exec', record.containerName, 'sh', '-c', script]);
+  }
+
   async terminate(instanceId: string): Promise<void> {
     const record = this.#hosts.get(instanceId);
     if (record === undefined) return;

@@ -121,9 +121,14 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
   const token = options.token ?? null;
   /** Upgraded `/logs_ws` connections: no server's own any more, so `close` ends them itself. */
   const logStreams = new Set<Duplex>();
-  const serve = (tokenRequired: string | null) => {
+  const routeOf = (request: IncomingMessage) =>
+    `${request.method} ${new URL(request.url ?? '/', 'http://runner').pathname}`;
+  /** The token is asked for on every route but `tokenless` ones. */
+  const serve = (tokenless: ReadonlySet<string>) => {
+    const refusalOf = (request: IncomingMessage) =>
+      tokenless.has(routeOf(request)) ? null : agentTokenRefusal(request, token, 'runner');
     const handler = createServer((request, response) => {
-      const refusal = agentTokenRefusal(request, tokenRequired, 'runner');
+      const refusal = refusalOf(request);
       if (refusal !== null) {
         request.resume();
         response.setHeader('www-authenticate', 'Bearer');
@@ -143,8 +148,8 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
       );
     });
     handler.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-      const route = `${request.method} ${new URL(request.url ?? '/', 'http://runner').pathname}`;
-      const refusal = agentTokenRefusal(request, tokenRequired, 'runner');
+      const route = routeOf(request);
+      const refusal = refusalOf(request);
       if (refusal !== null) {
         rejectUpgrade(socket, refusal);
       } else if (route === 'GET /api/ssh') {
@@ -159,10 +164,11 @@ export async function startRunner(options: RunnerOptions): Promise<RunnerServer>
     });
     return handler;
   };
-  const server = serve(token);
-  // The same API for SSH logins that forward the runner's port (dstack's clients attach so and
-  // read `/logs_ws`): the SSH key was their proof, so no token; it listens on no port of its own.
-  const overSsh = serve(null);
+  const server = serve(new Set());
+  // The same API for SSH logins that forward the runner's port, on no port of its own. dstack's
+  // clients attach so and read the job's output from `/logs_ws` without the runner's token, which
+  // they never get: their SSH key is their proof for that one route; the rest still asks for it.
+  const overSsh = serve(new Set(['GET /logs_ws']));
   sshEndpoint.serveHttpOverSsh((channel) => overSsh.emit('connection', channel));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -1,9 +1,9 @@
 /**
  * The web console in a real browser (Debian's Chromium driven by playwright-core) against a real
  * server with the local backend: sign-in with a token, a run applied by the built CLI appears
- * with its live logs, Stop in the page ends it and Delete removes it, the other pages show fleets,
- * projects, members, backends, secret names, offers and users, and a plain user sees no admin
- * page. Screenshots of the main pages go to `test-output/web-console/` (or
+ * with its live logs and events, Stop in the page ends it and Delete removes it, the other pages
+ * show fleets, projects, members, backends, secret names, offers and users, and a plain user sees
+ * no admin page. Screenshots of the main pages go to `test-output/web-console/` (or
  * `$DSTACK_TEST_OUTPUT_DIR/web-console/`).
  *
  * One server and one browser serve every case: starting Chromium costs about a second.
@@ -144,7 +144,7 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     await page.locator('#token').waitFor();
   });
 
-  it('shows a run applied from the CLI with its live logs; Stop in the page ends it, Delete removes it', async () => {
+  it('shows a run applied from the CLI with its live logs and events; Stop in the page ends it, Delete removes it', async () => {
     const configuration = join(temp.dir, 'web-console.dstack.yml');
     writeFileSync(
       configuration,
@@ -190,6 +190,14 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     expect(await page.getByTestId('metric-memory').textContent()).toMatch(/Memory\d+(\.\d)?[KMG]?B/);
     // No GPU on this host's job: no GPU chart rather than zeros.
     expect(await page.getByTestId('metric-gpu-utilization').count()).toBe(0);
+    // The run's events: its submission by the user who applied it, and the system's status changes.
+    const events = page.getByTestId('run-events').locator('tr[data-event]');
+    const submitted = events.filter({ hasText: 'Run submitted' });
+    await submitted.waitFor();
+    expect(await submitted.textContent()).toContain('admin');
+    const running = events.filter({ hasText: 'status changed' }).filter({ hasText: '-> RUNNING' }).first();
+    await running.waitFor();
+    expect(await running.textContent()).toContain('system');
     await screenshot(page, 'run');
 
     // On a phone-sized screen wide tables scroll inside their box; the page never scrolls sideways.
@@ -204,6 +212,8 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
 
     await page.getByRole('button', { name: 'Stop' }).click();
     await page.locator('.facts [data-status="terminated"]').waitFor();
+    // Events are read once more when the run ends: its last change is listed.
+    await events.filter({ hasText: 'Run status changed' }).filter({ hasText: '-> TERMINATED' }).waitFor();
     await page.getByTestId('logs-state').filter({ hasText: 'The run is finished.' }).waitFor();
     const run = (await harness.call<Run>('/api/project/main/runs/get', { run_name: RUN_NAME })).body;
     expect(run.status).toBe('terminated');

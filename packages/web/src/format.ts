@@ -37,3 +37,14 @@ export function formatBytes(bytes: number): string {
 }
 
 export const formatPercent = (value: number): string => `${Math.round(value)}%`;
+
+/** An instant in the browser's time zone, to the second: events a second apart stay apart. */
+export function formatTime(iso: string): string {
+  return new Date(iso).toLocaleString(undefined, {
+    month: 'short',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+  });
+}

@@ -6,10 +6,11 @@ import { FINISHED_RUN_STATUSES, formatAge, formatCost } from '../format';
 import { navigate } from '../router';
 import { useSession } from '../session';
 import { useData } from '../use-data';
+import { RunEvents } from './run-events';
 import { RunLogs } from './run-logs';
 import { RunMetrics } from './run-metrics';
 
-/** One run: status, cost so far, its jobs, their resource use, live logs, stop and delete. */
+/** One run: status, cost so far, its jobs, their resource use, its events, live logs, stop and delete. */
 export function RunPage({ project, runName }: { project: string; runName: string }) {
   const { api } = useSession();
   const run = useData(
@@ -111,6 +112,8 @@ export function RunPage({ project, runName }: { project: string; runName: string
           </Table>
           <h2>Metrics</h2>
           <RunMetrics project={project} runName={runName} jobs={data.jobs} live={!finished} />
+          <h2>Events</h2>
+          <RunEvents runId={data.id} live={!finished} />
           <h2>Logs</h2>
           <RunLogs project={project} runName={runName} />
         </>

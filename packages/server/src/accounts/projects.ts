@@ -11,10 +11,11 @@ import {
   ResourceNotFoundError,
   ServerClientError,
 } from '@dstack/core';
+import type { Kysely } from 'kysely';
 import { generateProjectSshKeyPair } from '../agents/ssh-keys.js';
 import { wireBackendType } from '../backends/wire-backend-type.js';
-import type { AppContext } from '../context.js';
-import type { ProjectsTable, UsersTable } from '../db/schema.js';
+import type { AppContext, SqlDialect } from '../context.js';
+import type { Database, ProjectsTable, UsersTable } from '../db/schema.js';
 import type { ProjectRole } from '../http/route.js';
 import { ForbiddenError } from '../security/access-errors.js';
 import { toUserModel } from './users.js';
@@ -356,4 +357,18 @@ export async function projectOf(app: AppContext, projectId: string): Promise<Pro
     .executeTakeFirstOrThrow();
   cache.set(projectId, { row, expiresAt: Date.now() + PROJECT_CACHE_MS });
   return row;
+}
+
+/**
+ * Makes the transaction's check-then-insert of a project's named resources (volumes, gateways) one
+ * at a time per project: on Postgres by locking the project's row until the transaction ends;
+ * SQLite's write transactions are one at a time already.
+ */
+export async function serializeProjectWrites(
+  transaction: Kysely<Database>,
+  dialect: SqlDialect,
+  projectId: string,
+): Promise<void> {
+  if (dialect !== 'postgres') return;
+  await transaction.selectFrom('projects').select('id').where('id', '=', projectId).forUpdate().execute();
 }

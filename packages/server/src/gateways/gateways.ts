@@ -16,6 +16,7 @@ import {
   ServerClientError,
   validateConfiguration,
 } from '@dstack/core';
+import { serializeProjectWrites } from '../accounts/projects.js';
 import type { AppContext } from '../context.js';
 import {
   gatewayConfigurationColumn,
@@ -166,14 +167,7 @@ export async function createGateway(
   };
   const inserted = await app.db.transaction().execute(async (transaction) => {
     // One check-and-insert at a time per project: names and the default stay unique.
-    if (app.dialect === 'postgres') {
-      await transaction
-        .selectFrom('projects')
-        .select('id')
-        .where('id', '=', project.id)
-        .forUpdate()
-        .execute();
-    }
+    await serializeProjectWrites(transaction, app.dialect, project.id);
     const existing = await transaction
       .selectFrom('gateways')
       .select(['id', 'name', 'is_default'])

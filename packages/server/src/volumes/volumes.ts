@@ -14,6 +14,7 @@ import {
   validateConfiguration,
 } from '@dstack/core';
 import type { Transaction } from 'kysely';
+import { serializeProjectWrites } from '../accounts/projects.js';
 import type { AppContext, SqlDialect } from '../context.js';
 import {
   volumeConfigurationColumn,
@@ -112,14 +113,7 @@ export async function createVolume(
   };
   const inserted = await app.db.transaction().execute(async (transaction) => {
     // Names are unique among live volumes; one check-and-insert at a time per project.
-    if (app.dialect === 'postgres') {
-      await transaction
-        .selectFrom('projects')
-        .select('id')
-        .where('id', '=', project.id)
-        .forUpdate()
-        .execute();
-    }
+    await serializeProjectWrites(transaction, app.dialect, project.id);
     const existing = await transaction
       .selectFrom('volumes')
       .select('id')

@@ -35,6 +35,15 @@ async function pollUntil<T>(read: () => Promise<T>, done: (value: T) => boolean,
   return value;
 }
 
+/** Instances move through their states in a tenth of a second: the hosts are what is tested. */
+const QUICK_TIMELINE = {
+  operationPendingMs: 0,
+  provisioningMs: 100,
+  stagingMs: 100,
+  stoppingMs: 100,
+  terminatedVisibleMs: 100,
+};
+
 describe.skipIf(!environment.available)('the GCP emulator with Docker hosts', { timeout: 120_000 }, () => {
   const hosts = new DockerEmulatedHosts({ emulator: `gcp-test-${process.pid}` });
   let emulator: GcpEmulator | undefined;
@@ -47,13 +56,7 @@ describe.skipIf(!environment.available)('the GCP emulator with Docker hosts', { 
   it('runs the startup script on a real host reachable at the natIP; delete removes the host', async () => {
     emulator = await startGcpEmulator({
       hosts,
-      timeline: {
-        operationPendingMs: 0,
-        provisioningMs: 100,
-        stagingMs: 100,
-        stoppingMs: 100,
-        terminatedVisibleMs: 100,
-      },
+      timeline: QUICK_TIMELINE,
     });
     const token = await accessToken(emulator);
     const key = generateEd25519KeyPair();
@@ -121,13 +124,7 @@ describe.skipIf(!environment.available)('GCP persistent disks on Docker hosts', 
   it('attaches a disk as /dev/disk/by-id/google-<deviceName>; its data survives detach and attach elsewhere; nothing is left', async () => {
     emulator = await startGcpEmulator({
       hosts,
-      timeline: {
-        operationPendingMs: 0,
-        provisioningMs: 100,
-        stagingMs: 100,
-        stoppingMs: 100,
-        terminatedVisibleMs: 100,
-      },
+      timeline: QUICK_TIMELINE,
     });
     const current = emulator;
     const token = await accessToken(current);

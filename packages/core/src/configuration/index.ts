@@ -59,6 +59,7 @@ export {
   parseConfiguration,
   parseProfilesFile,
   validateConfiguration,
+  validateConfigurationOfType,
 } from './parse-configuration.js';
 export { type PortMapping, parsePortMapping, portMappingSchema, servicePortSchema } from './ports.js';
 export {

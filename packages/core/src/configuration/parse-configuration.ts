@@ -126,6 +126,32 @@ export function validateConfiguration(value: unknown): AnyConfiguration {
 }
 
 /**
+ * Validates a configuration that must be of one `type` (a request body's), errors positioned at
+ * `path` inside the body: a configuration of another type is refused naming `type`.
+ */
+export function validateConfigurationOfType<Type extends AnyConfiguration['type']>(
+  value: unknown,
+  type: Type,
+  path: readonly string[],
+): Extract<AnyConfiguration, { type: Type }> {
+  let validated: AnyConfiguration;
+  try {
+    validated = validateConfiguration(value);
+  } catch (error) {
+    if (ConfigurationError.isInstance(error)) {
+      throw new ConfigurationError(error.message, { path: [...path, ...error.path] });
+    }
+    throw error;
+  }
+  if (validated.type !== type) {
+    throw new ConfigurationError(`expected a ${type} configuration, got ${validated.type}`, {
+      path: [...path, 'type'],
+    });
+  }
+  return validated as Extract<AnyConfiguration, { type: Type }>;
+}
+
+/**
  * Parses `.dstack/profiles.yml` (`{profiles: [{name, default, ...profile params}]}`). An empty
  * file has no profiles.
  */

@@ -14,7 +14,7 @@ import {
   type InstanceOfferWithAvailability,
   ResourceNotFoundError,
   ServerClientError,
-  validateConfiguration,
+  validateConfigurationOfType,
 } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import { fleetConfigurationOf, fleetSpecColumn } from '../db/json-columns.js';
@@ -153,26 +153,12 @@ function validatedFleetConfiguration(
   path: readonly string[],
   profile?: unknown,
 ): FleetConfiguration {
-  let validated: ReturnType<typeof validateConfiguration>;
-  try {
-    const configuration = dropUnsetNulls(input);
-    validated = validateConfiguration(
-      isRecord(configuration) && isRecord(profile)
-        ? mergeProfileUnder(configuration, profile)
-        : configuration,
-    );
-  } catch (error) {
-    if (ConfigurationError.isInstance(error)) {
-      throw new ConfigurationError(error.message, { path: [...path, ...error.path] });
-    }
-    throw error;
-  }
-  if (validated.type !== 'fleet') {
-    throw new ConfigurationError(`expected a fleet configuration, got ${validated.type}`, {
-      path: [...path, 'type'],
-    });
-  }
-  return validated;
+  const configuration = dropUnsetNulls(input);
+  return validateConfigurationOfType(
+    isRecord(configuration) && isRecord(profile) ? mergeProfileUnder(configuration, profile) : configuration,
+    'fleet',
+    path,
+  );
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

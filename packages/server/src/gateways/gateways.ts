@@ -6,7 +6,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import {
-  ConfigurationError,
   type Gateway,
   type GatewayConfiguration,
   type GatewayPlan,
@@ -14,7 +13,7 @@ import {
   REDACTED_PRIVATE_KEY,
   ResourceNotFoundError,
   ServerClientError,
-  validateConfiguration,
+  validateConfigurationOfType,
 } from '@dstack/core';
 import { serializeProjectWrites } from '../accounts/projects.js';
 import type { AppContext } from '../context.js';
@@ -40,21 +39,7 @@ import { checkCustomCertificate } from './gateway-certificates.js';
 import { refuseUnsupportedGatewayFields } from './unsupported-fields.js';
 
 function validatedGatewayConfiguration(input: unknown): GatewayConfiguration {
-  let validated: ReturnType<typeof validateConfiguration>;
-  try {
-    validated = validateConfiguration(input);
-  } catch (error) {
-    if (ConfigurationError.isInstance(error)) {
-      throw new ConfigurationError(error.message, { path: ['configuration', ...error.path] });
-    }
-    throw error;
-  }
-  if (validated.type !== 'gateway') {
-    throw new ConfigurationError(`expected a gateway configuration, got ${validated.type}`, {
-      path: ['configuration', 'type'],
-    });
-  }
-  return validated;
+  return validateConfigurationOfType(input, 'gateway', ['configuration']);
 }
 
 /** The project's gateways that exist for users: neither deleted nor being deleted. */

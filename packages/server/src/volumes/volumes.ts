@@ -6,12 +6,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import {
-  ConfigurationError,
   ResourceNotFoundError,
   ServerClientError,
   type Volume,
   type VolumeConfiguration,
-  validateConfiguration,
+  validateConfigurationOfType,
 } from '@dstack/core';
 import type { Transaction } from 'kysely';
 import { serializeProjectWrites } from '../accounts/projects.js';
@@ -50,21 +49,7 @@ export async function lockVolumeRow(
 }
 
 function validatedVolumeConfiguration(input: unknown): VolumeConfiguration {
-  let validated: ReturnType<typeof validateConfiguration>;
-  try {
-    validated = validateConfiguration(input);
-  } catch (error) {
-    if (ConfigurationError.isInstance(error)) {
-      throw new ConfigurationError(error.message, { path: ['configuration', ...error.path] });
-    }
-    throw error;
-  }
-  if (validated.type !== 'volume') {
-    throw new ConfigurationError(`expected a volume configuration, got ${validated.type}`, {
-      path: ['configuration', 'type'],
-    });
-  }
-  return validated;
+  return validateConfigurationOfType(input, 'volume', ['configuration']);
 }
 
 /** The project's volume rows that exist for users: neither deleted nor being deleted. */

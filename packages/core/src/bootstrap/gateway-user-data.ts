@@ -6,15 +6,10 @@
  * gateway running as dstack's systemd unit does. The certificate is not in the user data: the
  * server sends it over the SSH tunnel once the gateway answers.
  */
-import { stringify } from 'yaml';
 import { DSTACK_GATEWAY_API_PORT } from '../agent-protocol/gateway-api.js';
 import type { GatewayReplicaConfiguration } from '../models/gateways.js';
-import {
-  type AgentRuntimeDownload,
-  agentRuntimeInstallLines,
-  agentRuntimeTarballUrl,
-} from './agent-runtime-install.js';
-import { MAX_VM_USER_DATA_BYTES, VM_AGENT_RUNTIME_DIRECTORY } from './vm-user-data.js';
+import { type AgentRuntimeDownload, agentRuntimeInstallLines } from './agent-runtime-install.js';
+import { agentCloudConfig, agentRuntimeDownloadOf, VM_AGENT_RUNTIME_DIRECTORY } from './vm-user-data.js';
 
 /** The gateway agent's bundle in the agent runtime, beside `shim.mjs`. */
 export const AGENT_RUNTIME_GATEWAY_FILE = 'gateway.mjs';
@@ -42,34 +37,15 @@ export function buildGatewayUserData(
     'ssh_key_pub' | 'agent_download_url' | 'agent_download_sha256' | 'agent_download_size'
   >,
 ): string {
-  const download: AgentRuntimeDownload = {
-    url: config.agent_download_url ?? agentRuntimeTarballUrl(),
-    sha256: config.agent_download_sha256 ?? null,
-    size: config.agent_download_size ?? null,
-  };
-  const cloudConfig = {
-    ssh_authorized_keys: [config.ssh_key_pub.trim()],
-    write_files: [
-      {
-        path: VM_GATEWAY_START_SCRIPT,
-        content: startGatewayScript(download),
-        permissions: '0700',
-        owner: 'root:root',
-      },
-      {
-        path: VM_GATEWAY_PER_BOOT_SCRIPT,
-        content: `#!/bin/sh\nnohup ${VM_GATEWAY_START_SCRIPT} >>${VM_GATEWAY_LOG} 2>&1 </dev/null &\n`,
-        permissions: '0700',
-        owner: 'root:root',
-      },
-    ],
-  };
-  const userData = `#cloud-config\n${stringify(cloudConfig, { lineWidth: 0 })}`;
-  const size = Buffer.byteLength(userData, 'utf8');
-  if (size > MAX_VM_USER_DATA_BYTES) {
-    throw new Error(
-      `Gateway user data is ${size} bytes, over the ${MAX_VM_USER_DATA_BYTES}-byte limit of EC2`,
-    );
-  }
-  return userData;
+  return agentCloudConfig({
+    what: 'Gateway',
+    sshKeys: [config.ssh_key_pub],
+    files: [],
+    startScript: {
+      path: VM_GATEWAY_START_SCRIPT,
+      content: startGatewayScript(agentRuntimeDownloadOf(config)),
+    },
+    perBootScriptPath: VM_GATEWAY_PER_BOOT_SCRIPT,
+    log: VM_GATEWAY_LOG,
+  });
 }

@@ -61,6 +61,62 @@ done
 `;
 }
 
+/** A file cloud-init writes (`write_files`), root's. */
+interface CloudInitFile {
+  path: string;
+  content: string;
+  permissions: string;
+}
+
+/**
+ * A `#cloud-config` that authorizes `sshKeys`, writes `files` and the agent's start script, and
+ * starts that script at every boot in the background, its output in `log` (cloud-init waits for a
+ * per-boot script: only the start script's loop goes to the background). Throws, naming `what`,
+ * when it exceeds `MAX_VM_USER_DATA_BYTES`. Shared by the shim's VMs and gateway instances.
+ */
+export function agentCloudConfig(options: {
+  what: string;
+  sshKeys: readonly string[];
+  files: readonly CloudInitFile[];
+  startScript: { path: string; content: string };
+  perBootScriptPath: string;
+  log: string;
+}): string {
+  const { startScript } = options;
+  const files: CloudInitFile[] = [
+    ...options.files,
+    { path: startScript.path, content: startScript.content, permissions: '0700' },
+    {
+      path: options.perBootScriptPath,
+      content: `#!/bin/sh\nnohup ${startScript.path} >>${options.log} 2>&1 </dev/null &\n`,
+      permissions: '0700',
+    },
+  ];
+  const cloudConfig = {
+    ssh_authorized_keys: options.sshKeys.map((key) => key.trim()),
+    write_files: files.map((file) => ({ ...file, owner: 'root:root' })),
+  };
+  const userData = `#cloud-config\n${stringify(cloudConfig, { lineWidth: 0 })}`;
+  const size = Buffer.byteLength(userData, 'utf8');
+  if (size > MAX_VM_USER_DATA_BYTES) {
+    throw new Error(
+      `${options.what} user data is ${size} bytes, over the ${MAX_VM_USER_DATA_BYTES}-byte limit of EC2`,
+    );
+  }
+  return userData;
+}
+
+/** The agent runtime an instance downloads: `agent_download_url` (verified when the digest and size are given), default this version's tarball. */
+export function agentRuntimeDownloadOf(
+  config: Pick<InstanceConfiguration, 'agent_download_url' | 'agent_download_sha256' | 'agent_download_size'>,
+): AgentRuntimeDownload {
+  return {
+    url: config.agent_download_url ?? agentRuntimeTarballUrl(),
+    sha256: config.agent_download_sha256 ?? null,
+    size: config.agent_download_size ?? null,
+  };
+}
+
 /**
  * The user data for `config`: its `ssh_keys` authorized (cloud-init gives them to the image's
  * default user), its `agent_token` for the shim, the agent runtime from `config.agent_download_url`
@@ -73,34 +129,12 @@ export function buildVmUserData(
     'ssh_keys' | 'agent_token' | 'agent_download_url' | 'agent_download_sha256' | 'agent_download_size'
   >,
 ): string {
-  const download: AgentRuntimeDownload = {
-    url: config.agent_download_url ?? agentRuntimeTarballUrl(),
-    sha256: config.agent_download_sha256 ?? null,
-    size: config.agent_download_size ?? null,
-  };
-  const cloudConfig = {
-    ssh_authorized_keys: config.ssh_keys.map((key) => key.public.trim()),
-    write_files: [
-      { path: VM_SHIM_TOKEN_FILE, content: config.agent_token, permissions: '0600', owner: 'root:root' },
-      {
-        path: VM_SHIM_START_SCRIPT,
-        content: startShimScript(download),
-        permissions: '0700',
-        owner: 'root:root',
-      },
-      {
-        // cloud-init waits for a per-boot script: only the start script's loop goes to the background.
-        path: VM_PER_BOOT_SCRIPT,
-        content: `#!/bin/sh\nnohup ${VM_SHIM_START_SCRIPT} >>${VM_SHIM_LOG} 2>&1 </dev/null &\n`,
-        permissions: '0700',
-        owner: 'root:root',
-      },
-    ],
-  };
-  const userData = `#cloud-config\n${stringify(cloudConfig, { lineWidth: 0 })}`;
-  const size = Buffer.byteLength(userData, 'utf8');
-  if (size > MAX_VM_USER_DATA_BYTES) {
-    throw new Error(`VM user data is ${size} bytes, over the ${MAX_VM_USER_DATA_BYTES}-byte limit of EC2`);
-  }
-  return userData;
+  return agentCloudConfig({
+    what: 'VM',
+    sshKeys: config.ssh_keys.map((key) => key.public),
+    files: [{ path: VM_SHIM_TOKEN_FILE, content: config.agent_token, permissions: '0600' }],
+    startScript: { path: VM_SHIM_START_SCRIPT, content: startShimScript(agentRuntimeDownloadOf(config)) },
+    perBootScriptPath: VM_PER_BOOT_SCRIPT,
+    log: VM_SHIM_LOG,
+  });
 }

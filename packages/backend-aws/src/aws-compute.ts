@@ -46,6 +46,7 @@ import { AWS_THROTTLING_ERROR_CODES, AwsClients, awsErrorCode, typedAwsError } f
 import { AWS_BACKEND_TYPE, type AwsConfig } from './aws-config.js';
 import { createGatewayInstance } from './aws-gateways.js';
 import { findImageId, imageChoiceFor } from './aws-images.js';
+import { findLaunchedInstance } from './aws-launched-instance.js';
 import { ensureSecurityGroup, findVpcId, subnetsByZone } from './aws-network.js';
 import {
   AWS_CONFIGURABLE_DISK_SIZE,
@@ -235,7 +236,7 @@ export class AwsCompute
     const region = offer.region;
     const ec2 = this.#clients.ec2(region);
     const image = imageChoiceFor(this.config, offer.instance.resources.gpus.length > 0);
-    const launched = await this.#findLaunched(ec2, config.instance_id);
+    const launched = await findLaunchedInstance(ec2, config.instance_id);
     if (launched) return this.#provisioningData(offer, launched, image.user);
 
     const publicIps = this.config.public_ips ?? true;
@@ -499,19 +500,6 @@ export class AwsCompute
       if (code === 'RequestLimitExceeded' || code === 'Throttling') return 'transient';
       throw error;
     }
-  }
-
-  /** The live instance a previous launch with this ClientToken made, if any. */
-  async #findLaunched(ec2: EC2Client, clientToken: string): Promise<Instance | undefined> {
-    const answer = await ec2.send(
-      new DescribeInstancesCommand({
-        Filters: [
-          { Name: 'client-token', Values: [clientToken] },
-          { Name: 'instance-state-name', Values: ['pending', 'running'] },
-        ],
-      }),
-    );
-    return answer.Reservations?.flatMap((reservation) => reservation.Instances ?? [])[0];
   }
 
   #zonesOf(region: string): Promise<string[]> {

@@ -24,6 +24,7 @@ import {
 import type { AwsConfig } from './aws-config.js';
 import type { AwsImageChoice } from './aws-images.js';
 import { findImageId } from './aws-images.js';
+import { findLaunchedInstance } from './aws-launched-instance.js';
 import {
   ensureSecurityGroup,
   findVpcId,
@@ -43,18 +44,6 @@ export const GATEWAY_IMAGE: AwsImageChoice = {
 /** How long a launch waits for the instance to run with an address. */
 const RUNNING_TIMEOUT_MS = 5 * 60_000;
 const RUNNING_POLL_MS = 1_000;
-
-async function findByClientToken(ec2: EC2Client, clientToken: string): Promise<Instance | undefined> {
-  const answer = await ec2.send(
-    new DescribeInstancesCommand({
-      Filters: [
-        { Name: 'client-token', Values: [clientToken] },
-        { Name: 'instance-state-name', Values: ['pending', 'running'] },
-      ],
-    }),
-  );
-  return answer.Reservations?.flatMap((reservation) => reservation.Instances ?? [])[0];
-}
 
 async function waitUntilRunning(ec2: EC2Client, instanceId: string, publicIp: boolean): Promise<Instance> {
   const deadline = Date.now() + RUNNING_TIMEOUT_MS;
@@ -82,7 +71,7 @@ export async function createGatewayInstance(
   configuration: GatewayReplicaConfiguration,
 ): Promise<GatewayReplicaProvisioningData> {
   const region = configuration.region;
-  let instance = await findByClientToken(ec2, configuration.instance_name);
+  let instance = await findLaunchedInstance(ec2, configuration.instance_name);
   if (!instance) {
     const vpcId = await findVpcId(ec2, awsConfig, region);
     const subnets = await subnetsByZone(ec2, vpcId, configuration.public_ip);

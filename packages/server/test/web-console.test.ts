@@ -137,7 +137,8 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     await page.fill('#token', ADMIN_TOKEN);
     await page.click('button[type=submit]');
     await expect.poll(() => page.getByTestId('username').textContent()).toBe('admin');
-    expect(new URL(page.url()).pathname).toBe('/runs');
+    // The console moves to /runs after the render that shows the user: wait for it, not assume it.
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/runs');
     await page.reload();
     await expect.poll(() => page.getByTestId('username').textContent()).toBe('admin');
     await page.getByRole('button', { name: 'Sign out' }).click();

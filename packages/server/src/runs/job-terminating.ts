@@ -6,13 +6,13 @@
  * gives that instance up, so the machine the launch may have started is ended.
  */
 import { DEFAULT_STOP_DURATION, jobTerminationReasonToStatus } from '@dstack/core';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { projectOf } from '../accounts/projects.js';
 import { runnerClientFor, shimClientFor } from '../agents/agent-clients.js';
 import type { AppContext } from '../context.js';
 import { instanceProvisioningDataOf, jobSpecOf } from '../db/json-columns.js';
-import type { InstancesTable, JobsTable, ProjectsTable } from '../db/schema.js';
-import { recordStatusChange } from '../events/status-events.js';
+import type { Database, InstancesTable, JobsTable, ProjectsTable } from '../db/schema.js';
+import { recordStatusChange, type StatusUpdate } from '../events/status-events.js';
 import { blocksHeldBy, shareOfLaunchedInstance } from '../fleets/instance-blocks.js';
 import { abandonPendingInstance } from '../fleets/instance-launch.js';
 import { instanceRowOf } from '../fleets/instance-rows.js';
@@ -54,13 +54,8 @@ async function freeInstanceBlocks(app: AppContext, instance: InstancesTable, job
     ? (shareOfLaunchedInstance(instance, jobSpecOf(job).requirements)?.blocks ?? 1)
     : blocksHeldBy(job.job_runtime_data, job.id);
   const becomesIdle = sql<boolean>`(status = 'busy' AND busy_blocks <= ${blocks})`;
-  await app.db.transaction().execute(async (transaction) => {
-    const before = await transaction
-      .selectFrom('instances')
-      .select('status')
-      .where('id', '=', instance.id)
-      .executeTakeFirst();
-    const freed = await transaction
+  await changeInstanceRecordingEvent(app, instance, async (transaction) =>
+    transaction
       .updateTable('instances')
       .set({
         busy_blocks: sql`CASE WHEN busy_blocks > ${blocks} THEN busy_blocks - ${blocks} ELSE 0 END`,
@@ -71,17 +66,8 @@ async function freeInstanceBlocks(app: AppContext, instance: InstancesTable, job
       .where('id', '=', instance.id)
       .where('status', 'in', ['busy', 'provisioning'])
       .returning('status')
-      .executeTakeFirst();
-    if (before && freed) {
-      await recordStatusChange(
-        transaction,
-        app.settings,
-        'instances',
-        { ...instance, status: before.status },
-        freed,
-      );
-    }
-  });
+      .executeTakeFirst(),
+  );
 }
 
 /**
@@ -91,30 +77,46 @@ async function freeInstanceBlocks(app: AppContext, instance: InstancesTable, job
 async function endContainerInstance(app: AppContext, instance: InstancesTable): Promise<void> {
   const provisioningData = instanceProvisioningDataOf(instance);
   if (!provisioningData || provisioningData.dockerized) return;
-  const update = {
-    status: 'terminating',
-    termination_reason: 'job_finished',
-    termination_reason_message: "the instance was the job's container",
-  } as const;
+  await changeInstanceRecordingEvent(app, instance, async (transaction) =>
+    transaction
+      .updateTable('instances')
+      .set({
+        status: 'terminating',
+        termination_reason: 'job_finished',
+        termination_reason_message: "the instance was the job's container",
+        last_processed_at: 0,
+      })
+      .where('id', '=', instance.id)
+      .where('status', 'not in', ['terminating', 'terminated'])
+      .returning(['status', 'termination_reason', 'termination_reason_message'])
+      .executeTakeFirst(),
+  );
+}
+
+/**
+ * Runs `change`, a conditional update of the instance's row, in a transaction with the reading of
+ * its status before, and records the status change as an event when the update took (returned the
+ * row's new fields).
+ */
+async function changeInstanceRecordingEvent(
+  app: AppContext,
+  instance: InstancesTable,
+  change: (transaction: Kysely<Database>) => Promise<StatusUpdate<'instances'> | undefined>,
+): Promise<void> {
   await app.db.transaction().execute(async (transaction) => {
     const before = await transaction
       .selectFrom('instances')
       .select('status')
       .where('id', '=', instance.id)
       .executeTakeFirst();
-    const ended = await transaction
-      .updateTable('instances')
-      .set({ ...update, last_processed_at: 0 })
-      .where('id', '=', instance.id)
-      .where('status', 'not in', ['terminating', 'terminated'])
-      .executeTakeFirst();
-    if (before && Number(ended.numUpdatedRows) === 1) {
+    const changed = await change(transaction);
+    if (before && changed) {
       await recordStatusChange(
         transaction,
         app.settings,
         'instances',
         { ...instance, status: before.status },
-        update,
+        changed,
       );
     }
   });

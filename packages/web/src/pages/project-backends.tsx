@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from 'react';
 import { projectPath } from '../api';
-import { Table } from '../components';
+import { RowAction, Table } from '../components';
 import { useSession } from '../session';
 import { useAction } from '../use-action';
 import { useData } from '../use-data';
@@ -75,15 +75,6 @@ export function ProjectBackends({
     setSettings('');
     onChange();
   };
-  const remove = async (backend: string) => {
-    if (!confirm(`Remove backend ${backend} from ${project}?`)) return;
-    if (
-      await action.run(backend, () =>
-        api.post(projectPath(project, 'backends/delete'), { backends_names: [backend] }),
-      )
-    )
-      onChange();
-  };
 
   return (
     <>
@@ -99,14 +90,15 @@ export function ProjectBackends({
             <td className={backend.error ? 'error' : undefined}>{backend.error ?? 'ok'}</td>
             {rights.administer && (
               <td>
-                <button
-                  type="button"
-                  className="link"
-                  disabled={action.busy !== null}
-                  onClick={() => void remove(backend.name)}
-                >
-                  Remove
-                </button>
+                <RowAction
+                  action={action}
+                  label="Remove"
+                  confirmation={`Remove backend ${backend.name} from ${project}?`}
+                  work={() =>
+                    api.post(projectPath(project, 'backends/delete'), { backends_names: [backend.name] })
+                  }
+                  onDone={onChange}
+                />
               </td>
             )}
           </tr>

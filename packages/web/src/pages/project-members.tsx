@@ -1,6 +1,6 @@
 import type { Member, ProjectRole } from '@dstack/core';
 import { type FormEvent, useState } from 'react';
-import { Table } from '../components';
+import { RowAction, Table } from '../components';
 import { useSession } from '../session';
 import { useAction } from '../use-action';
 import type { ProjectRights } from './project-page';
@@ -60,10 +60,6 @@ export function ProjectMembers({
     if (done) onChange();
     return done;
   };
-  const removeMember = async (member: string) => {
-    if (await action.run(member, () => api.post(route('remove_members'), { usernames: [member] })))
-      onChange();
-  };
   const add = async (event: FormEvent) => {
     event.preventDefault();
     if (await setMember(username.trim(), role)) setUsername('');
@@ -90,14 +86,12 @@ export function ProjectMembers({
             </td>
             {rights.manageMembers && (
               <td>
-                <button
-                  type="button"
-                  className="link"
-                  disabled={action.busy !== null}
-                  onClick={() => void removeMember(member.user.username)}
-                >
-                  Remove
-                </button>
+                <RowAction
+                  action={action}
+                  label="Remove"
+                  work={() => api.post(route('remove_members'), { usernames: [member.user.username] })}
+                  onDone={onChange}
+                />
               </td>
             )}
           </tr>

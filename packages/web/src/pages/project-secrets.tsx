@@ -1,7 +1,7 @@
 import type { Secret } from '@dstack/core';
 import { type FormEvent, useState } from 'react';
 import { projectPath } from '../api';
-import { Table } from '../components';
+import { RowAction, Table } from '../components';
 import { useSession } from '../session';
 import { useAction } from '../use-action';
 import type { ProjectRights } from './project-page';
@@ -36,15 +36,6 @@ export function ProjectSecrets({
     setValue('');
     onChange();
   };
-  const remove = async (secret: string) => {
-    if (!confirm(`Delete secret ${secret}?`)) return;
-    if (
-      await action.run(secret, () =>
-        api.post(projectPath(project, 'secrets/delete'), { secrets_names: [secret] }),
-      )
-    )
-      onChange();
-  };
 
   return (
     <>
@@ -55,14 +46,15 @@ export function ProjectSecrets({
             <td>{secret.name}</td>
             {rights.administer && (
               <td>
-                <button
-                  type="button"
-                  className="link"
-                  disabled={action.busy !== null}
-                  onClick={() => void remove(secret.name)}
-                >
-                  Delete
-                </button>
+                <RowAction
+                  action={action}
+                  label="Delete"
+                  confirmation={`Delete secret ${secret.name}?`}
+                  work={() =>
+                    api.post(projectPath(project, 'secrets/delete'), { secrets_names: [secret.name] })
+                  }
+                  onDone={onChange}
+                />
               </td>
             )}
           </tr>

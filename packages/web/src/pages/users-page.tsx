@@ -1,6 +1,6 @@
 import type { GlobalRole, User, UserWithCreds } from '@dstack/core';
 import { type FormEvent, useState } from 'react';
-import { LoadState, Table } from '../components';
+import { LoadState, RowAction, Table } from '../components';
 import { formatAge } from '../format';
 import { useSession } from '../session';
 import { useAction } from '../use-action';
@@ -89,10 +89,12 @@ export function UsersPage() {
     );
   }
   // `users/update` sets both: the role is sent back unchanged.
-  const setActive = async (listed: User, active: boolean) => {
-    const body = { username: listed.username, global_role: listed.global_role, active };
-    if (await action.run(listed.username, () => api.post<User>('/api/users/update', body))) users.reload();
-  };
+  const setActive = (listed: User, active: boolean) =>
+    api.post<User>('/api/users/update', {
+      username: listed.username,
+      global_role: listed.global_role,
+      active,
+    });
   return (
     <section>
       <h1>Users</h1>
@@ -109,14 +111,12 @@ export function UsersPage() {
               <td>{formatAge(listed.created_at)}</td>
               <td>
                 {listed.id !== user.id && listed.username !== 'admin' && (
-                  <button
-                    type="button"
-                    className="link"
-                    disabled={action.busy !== null}
-                    onClick={() => void setActive(listed, !listed.active)}
-                  >
-                    {listed.active ? 'Deactivate' : 'Activate'}
-                  </button>
+                  <RowAction
+                    action={action}
+                    label={listed.active ? 'Deactivate' : 'Activate'}
+                    work={() => setActive(listed, !listed.active)}
+                    onDone={users.reload}
+                  />
                 )}
               </td>
             </tr>

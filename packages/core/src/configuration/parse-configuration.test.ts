@@ -8,6 +8,7 @@ import {
   formatConfigurationError,
   parseConfiguration,
   validateConfiguration,
+  validateConfigurationOfType,
 } from './index.js';
 
 const EXAMPLES_DIR =
@@ -429,5 +430,30 @@ describe('invalid configurations', () => {
         undefined,
       ]);
     }
+  });
+  test('validateConfigurationOfType positions errors in the body and names the types it takes', () => {
+    const runTypes = ['task', 'service', 'dev-environment'] as const;
+    const refusal = (value: unknown, types: Parameters<typeof validateConfigurationOfType>[1]) => {
+      try {
+        validateConfigurationOfType(value, types, ['spec', 'configuration']);
+      } catch (error) {
+        if (ConfigurationError.isInstance(error)) return { message: error.message, path: error.path };
+      }
+      return null;
+    };
+    expect(refusal({ type: 'fleet', nodes: 1 }, runTypes)).toEqual({
+      message: 'expected a task, service or dev-environment configuration, got fleet',
+      path: ['spec', 'configuration', 'type'],
+    });
+    expect(refusal({ type: 'task', commands: ['x'] }, 'volume')).toEqual({
+      message: 'expected a volume configuration, got task',
+      path: ['spec', 'configuration', 'type'],
+    });
+    expect(refusal({ type: 'task', commands: ['x'], nodes: 'two' }, runTypes)?.path).toEqual([
+      'spec',
+      'configuration',
+      'nodes',
+    ]);
+    expect(refusal({ type: 'service', port: 80, commands: ['x'] }, runTypes)).toBeNull();
   });
 });

@@ -126,12 +126,12 @@ export function validateConfiguration(value: unknown): AnyConfiguration {
 }
 
 /**
- * Validates a configuration that must be of one `type` (a request body's), errors positioned at
- * `path` inside the body: a configuration of another type is refused naming `type`.
+ * Validates a configuration that must be of one of `types` (a request body's), errors positioned
+ * at `path` inside the body: a configuration of another type is refused naming `type`.
  */
 export function validateConfigurationOfType<Type extends AnyConfiguration['type']>(
   value: unknown,
-  type: Type,
+  types: Type | readonly Type[],
   path: readonly string[],
 ): Extract<AnyConfiguration, { type: Type }> {
   let validated: AnyConfiguration;
@@ -143,12 +143,21 @@ export function validateConfigurationOfType<Type extends AnyConfiguration['type'
     }
     throw error;
   }
-  if (validated.type !== type) {
-    throw new ConfigurationError(`expected a ${type} configuration, got ${validated.type}`, {
-      path: [...path, 'type'],
-    });
+  const expected: readonly AnyConfiguration['type'][] = typeof types === 'string' ? [types] : types;
+  if (!expected.includes(validated.type)) {
+    throw new ConfigurationError(
+      `expected a ${listOfAlternatives(expected)} configuration, got ${validated.type}`,
+      {
+        path: [...path, 'type'],
+      },
+    );
   }
   return validated as Extract<AnyConfiguration, { type: Type }>;
+}
+
+/** `a`, `a or b`, `a, b or c`. */
+function listOfAlternatives(names: readonly string[]): string {
+  return names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names.at(-1)}`;
 }
 
 /**

@@ -18,7 +18,7 @@ import {
   type RunSpec,
   type RunStatus,
   ServerClientError,
-  validateConfiguration,
+  validateConfigurationOfType,
 } from '@dstack/core';
 import { withUserSshKey } from '../accounts/user-ssh-keys.js';
 import { explainNoOffers, getOffers, type OfferFilters, offerWarnings } from '../backends/offers.js';
@@ -54,25 +54,11 @@ const DEFAULT_MAX_OFFERS = 50;
 
 /** Validates the configuration (defaults applied) and fixes the run name: the spec as it is stored. */
 export function normalizeRunSpec(runSpec: RunSpec): StoredRunSpec {
-  let validated: ReturnType<typeof validateConfiguration>;
-  try {
-    validated = validateConfiguration(
-      mergeProfileUnder(dropUnsetNulls(runSpec.configuration), runSpec.profile),
-    );
-  } catch (error) {
-    if (ConfigurationError.isInstance(error)) {
-      throw new ConfigurationError(error.message, { path: ['run_spec', 'configuration', ...error.path] });
-    }
-    throw error;
-  }
-  if (validated.type !== 'task' && validated.type !== 'service' && validated.type !== 'dev-environment') {
-    throw new ConfigurationError(
-      `a run needs a task, service or dev-environment configuration, got ${validated.type}`,
-      {
-        path: ['run_spec', 'configuration', 'type'],
-      },
-    );
-  }
+  const validated = validateConfigurationOfType(
+    mergeProfileUnder(dropUnsetNulls(runSpec.configuration), runSpec.profile),
+    ['task', 'service', 'dev-environment'],
+    ['run_spec', 'configuration'],
+  );
   const configuration: RunConfiguration =
     validated.backends === undefined
       ? validated

@@ -20,7 +20,10 @@ import {
   FleetSchema,
   type Gateway,
   type GatewayConfiguration,
+  type GatewayPlan,
+  GatewayPlanSchema,
   GatewaySchema,
+  type GatewaySpec,
   type GetOffersRequestSchema,
   type GetRunPlanRequestSchema,
   type InitRepoRequestSchema,
@@ -320,6 +323,21 @@ export class DstackApiClient {
       if (error instanceof ServerApiError && isResourceMissing(error.details)) return null;
       throw error;
     }
+  }
+
+  /** dstack's `gateways/get_plan`: the gateway of the spec's name, and whether it changes in place. */
+  getGatewayPlan(spec: GatewaySpec, options?: RequestOptions): Promise<GatewayPlan> {
+    return this.#post(this.#projectPath('gateways/get_plan'), { spec }, GatewayPlanSchema, options);
+  }
+
+  /** dstack's `gateways/apply`: creates the gateway, or updates `current` (the plan's) in place. */
+  applyGatewayPlan(spec: GatewaySpec, current: Gateway | null, options?: RequestOptions): Promise<Gateway> {
+    return this.#post(
+      this.#projectPath('gateways/apply'),
+      { plan: { spec, current_resource: current }, force: false },
+      GatewaySchema,
+      options,
+    );
   }
 
   createGateway(configuration: GatewayConfiguration, options?: RequestOptions): Promise<Gateway> {

@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Gateway, type GatewayConfiguration, wireBackendType } from '@dstack/core';
+import { type Gateway, type GatewayConfiguration } from '@dstack/core';
 import type { DstackApiClient } from '../api/client.js';
 import type { CliIo } from '../io.js';
 import { type Colors, createColors } from '../output/colors.js';
@@ -74,20 +74,10 @@ export interface ApplyGatewayOptions extends ProjectOption {
 }
 
 /** What differs between the server's gateway and the configuration, besides `domain` and `default`. */
-function fixedFieldsChanged(gateway: Gateway, configuration: GatewayConfiguration): string[] {
-  const stored = gateway.configuration as Record<string, unknown>;
-  return (['backend', 'region', 'instance_type', 'public_ip'] as const).filter((key) => {
-    const value = configuration[key];
-    if (value === undefined) return false;
-    const sent = key === 'backend' && typeof value === 'string' ? wireBackendType(value) : value;
-    return JSON.stringify(stored[key]) !== JSON.stringify(sent);
-  });
-}
-
 /**
- * `dstack apply -f gateway.dstack.yml`: creates the gateway and follows it until it runs (or
- * fails). For an existing gateway of the name, `domain` and `default` are updated in place; other
- * changes need the gateway deleted first.
+ * `dstack apply -f gateway.dstack.yml`, as dstack's CLI does it: the server's plan says whether
+ * the gateway of that name changes in place (only `domain`/`default` changed) or must be
+ * re-created (deleted, then created, after asking); a new gateway is followed until it runs.
  */
 export async function applyGateway(
   configuration: GatewayConfiguration,
@@ -97,36 +87,22 @@ export async function applyGateway(
 ): Promise<number> {
   const client = await connect(options, io);
   const colors = createColors(Boolean(io.stdoutColors));
-  const name = configuration.name;
-  const existing = name ? await client.getGateway(name) : null;
-  if (existing && name) {
-    const changed = fixedFieldsChanged(existing, configuration);
-    if (changed.length > 0) {
-      throw new CommandError(
-        `Gateway ${name} exists with another ${changed.join(', ')}: delete it first (dstack gateway delete ${name})`,
-      );
-    }
-    let updated = existing;
-    if (configuration.domain && configuration.domain !== existing.wildcard_domain) {
-      updated = await client.setGatewayWildcardDomain(name, configuration.domain);
-    }
-    if (configuration.default && !existing.default) {
-      await client.setDefaultGateway(name);
-      updated = (await client.getGateway(name)) ?? updated;
-    }
-    io.stdout(formatGateways([updated], colors));
+  const spec = {
+    configuration: await withCertificateFiles(configuration, configurationFile),
+    configuration_path: configurationFile,
+  };
+  const plan = await client.getGatewayPlan(spec);
+  const current = plan.current_resource;
+  if (current && plan.action === 'update') {
+    io.stdout(formatGateways([await client.applyGatewayPlan(spec, current)], colors));
     return 0;
   }
-  if (
-    !(await confirmAction(
-      io,
-      `Gateway ${name ?? '(a generated name)'} does not exist yet. Create the gateway?`,
-      options.yes,
-    ))
-  ) {
-    return 0;
-  }
-  let gateway = await client.createGateway(await withCertificateFiles(configuration, configurationFile));
+  const question = current
+    ? `Gateway ${current.name} exists and cannot be updated in place. Re-create the gateway?`
+    : `Gateway ${configuration.name ?? '(a generated name)'} does not exist yet. Create the gateway?`;
+  if (!(await confirmAction(io, question, options.yes))) return 0;
+  if (current) await deleteGatewayAndWait(client, current.name);
+  let gateway = await client.applyGatewayPlan(spec, null);
   if (!options.detach) {
     const deadline = Date.now() + PROVISION_TIMEOUT_MS;
     while ((gateway.status === 'submitted' || gateway.status === 'provisioning') && Date.now() < deadline) {
@@ -140,6 +116,17 @@ export async function applyGateway(
     return 1;
   }
   return 0;
+}
+
+/** Deletes the gateway and waits until the server no longer lists it (deletion is asynchronous). */
+async function deleteGatewayAndWait(client: DstackApiClient, name: string): Promise<void> {
+  await client.deleteGateways([name]);
+  const deadline = Date.now() + PROVISION_TIMEOUT_MS;
+  while ((await client.getGateway(name)) !== null) {
+    if (Date.now() > deadline)
+      throw new CommandError(`Gateway ${name} was not deleted in time; try again later`);
+    await sleep(PROVISION_POLL_MS);
+  }
 }
 
 /** `dstack gateway list`. */

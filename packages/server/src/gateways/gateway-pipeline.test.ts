@@ -148,7 +148,31 @@ describeEachDialect('the gateway pipeline', (getDb) => {
       force: false,
     });
     expect(changed.status).toBe(400);
-    expect(changed.body.detail[0].msg).toContain('cannot be updated in place');
+    expect(changed.body.detail[0].msg).toContain('cannot be updated in place (changed: region)');
+    // dstack's CLI re-creates it on a `create` plan: it deletes the gateway, then applies.
+    const movedPlan = await server.request('/api/project/main/gateways/get_plan', { spec: moved });
+    expect(movedPlan.body).toMatchObject({ action: 'create', current_resource: { id: applied.body.id } });
+
+    // A new domain and default change in place, as in dstack, with an event naming them.
+    const renamed = { ...spec, configuration: { ...configuration, domain: 'gw.example.com', default: true } };
+    const renamedPlan = await server.request('/api/project/main/gateways/get_plan', { spec: renamed });
+    expect(renamedPlan.body.action).toBe('update');
+    const updated = await server.request('/api/project/main/gateways/apply', {
+      plan: { spec: renamed, current_resource: renamedPlan.body.current_resource },
+      force: false,
+    });
+    expect(updated.status, JSON.stringify(updated.body)).toBe(200);
+    expect(updated.body).toMatchObject({
+      id: applied.body.id,
+      wildcard_domain: 'gw.example.com',
+      default: true,
+      configuration: { domain: 'gw.example.com', default: true },
+    });
+    const events = await server.request('/api/events/list', { target_gateways: [applied.body.id] });
+    expect(
+      events.body.map((event: { message: string }) => event.message),
+      JSON.stringify(events.body),
+    ).toContain('Gateway updated. Changed fields: default, domain');
     expect((await server.request('/api/project/main/gateways/delete', { names: ['gw-dstack'] })).status).toBe(
       200,
     );

@@ -98,6 +98,12 @@ async function projectNameOf(app: AppContext, projectId: string): Promise<string
   return project?.name ?? '';
 }
 
+function customCertificateNeedsDomain(): ServerClientError {
+  return new ServerClientError('domain: required with a custom certificate (the domain it covers)', {
+    fields: [['configuration', 'domain']],
+  });
+}
+
 /** `gateways/create`: records the gateway `submitted`; its pipeline launches it. */
 export async function createGateway(
   app: AppContext,
@@ -109,11 +115,7 @@ export async function createGateway(
   refuseUnsupportedGatewayFields(configuration);
   const certificate = configuration.certificate;
   if (certificate?.type === 'custom') {
-    if (!configuration.domain) {
-      throw new ServerClientError('domain: required with a custom certificate (the domain it covers)', {
-        fields: [['configuration', 'domain']],
-      });
-    }
+    if (!configuration.domain) throw customCertificateNeedsDomain();
     checkCustomCertificate(certificate.certificate, certificate.private_key, configuration.domain);
   }
   const backend = await gatewayComputeOf(app, project.id, configuration.backend);
@@ -121,13 +123,7 @@ export async function createGateway(
     throw new ServerClientError(backend.refusal, { fields: [['configuration', 'backend']] });
   }
   const name = configuration.name ?? `gateway-${randomUUID().slice(0, 8)}`;
-  const stored: GatewayConfiguration = {
-    ...configuration,
-    name,
-    ...(certificate?.type === 'custom'
-      ? { certificate: { ...certificate, private_key: REDACTED_PRIVATE_KEY } }
-      : {}),
-  };
+  const stored = withRedactedKey({ ...configuration, name });
   const row: GatewaysTable = {
     id: randomUUID(),
     project_id: project.id,
@@ -216,8 +212,49 @@ async function currentGateway(app: AppContext, projectId: string, name: string |
 }
 
 /**
- * dstack's `gateways/get_plan`: the spec checked, and the gateway of that name it would update
- * (`action: update`) or none (`create`).
+ * dstack's fields of a gateway that change in place (its `_CONF_UPDATABLE_FIELDS`); a change of
+ * any other field needs the gateway re-created. `replicas` can only be 1 here.
+ */
+const UPDATABLE_IN_PLACE: ReadonlySet<string> = new Set(['domain', 'default', 'replicas']);
+
+/** A value as JSON with its objects' keys sorted, so that two equal values compare equal. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, inner: unknown) =>
+    inner && typeof inner === 'object' && !Array.isArray(inner)
+      ? Object.fromEntries(Object.entries(inner).sort(([a], [b]) => a.localeCompare(b)))
+      : inner,
+  );
+}
+
+/** The configuration as stored: a custom certificate's key is kept encrypted apart, never in it. */
+function withRedactedKey(configuration: GatewayConfiguration): GatewayConfiguration {
+  const certificate = configuration.certificate;
+  return certificate?.type === 'custom'
+    ? { ...configuration, certificate: { ...certificate, private_key: REDACTED_PRIVATE_KEY } }
+    : configuration;
+}
+
+/**
+ * The top-level fields in which `next` differs from the gateway as it is now (dstack's
+ * `diff_gateway_configurations`), its current domain and default included. An unset `default`
+ * leaves the default as it is, so it is no change.
+ */
+function changedGatewayFields(current: Gateway, next: GatewayConfiguration): string[] {
+  const before = current.configuration as Record<string, unknown>;
+  const after = withRedactedKey(next) as Record<string, unknown>;
+  const fields = new Set([...Object.keys(before), ...Object.keys(after)]);
+  return [...fields].filter(
+    (field) =>
+      field !== 'name' &&
+      !(field === 'default' && after.default === undefined) &&
+      canonicalJson(before[field] ?? null) !== canonicalJson(after[field] ?? null),
+  );
+}
+
+/**
+ * dstack's `gateways/get_plan`: the spec checked, and the gateway of that name it would update in
+ * place (`action: update`: no change, or only `domain`/`default`) or none or one to re-create
+ * (`create`: dstack's CLI deletes the current one first).
  */
 export async function getGatewayPlan(
   app: AppContext,
@@ -227,22 +264,33 @@ export async function getGatewayPlan(
 ): Promise<GatewayPlan> {
   const configuration = validatedGatewayConfiguration(withoutUnsetNulls(spec.configuration));
   refuseUnsupportedGatewayFields(configuration);
-  const current = await currentGateway(app, project.id, configuration.name);
+  const row = await currentGateway(app, project.id, configuration.name);
+  if (row?.status === 'failed') throw failedGatewayRefusal(row.name);
+  const current = row ? gatewayOf(row, project.name) : null;
+  const inPlace =
+    current !== null &&
+    changedGatewayFields(current, configuration).every((field) => UPDATABLE_IN_PLACE.has(field));
   return {
     project_name: project.name,
     user: user.name,
     spec,
     effective_spec: spec,
-    current_resource: current ? gatewayOf(current, project.name) : null,
-    action: current ? 'update' : 'create',
+    current_resource: current,
+    action: inPlace ? 'update' : 'create',
   };
 }
 
+function failedGatewayRefusal(name: string): ServerClientError {
+  return new ServerClientError(
+    `Gateway ${name} failed and cannot be updated in place; delete it and apply again`,
+  );
+}
+
 /**
- * dstack's `gateways/apply`: creates the gateway, or, for one that exists, changes nothing when
- * the configuration is the same. A changed gateway is refused, as dstack refuses what it cannot
- * update in place: delete it and apply again. Without `force`, the plan must have seen the
- * gateway that is there now.
+ * dstack's `gateways/apply`: creates the gateway, or updates the one of that name in place when
+ * only its `domain` or `default` changed (a change of any other field is refused: delete it and
+ * apply again, as dstack's CLI does for a `create` plan). Without `force`, the plan must have
+ * seen the gateway that is there now.
  */
 export async function applyGatewayPlan(
   app: AppContext,
@@ -253,31 +301,44 @@ export async function applyGatewayPlan(
 ): Promise<Gateway> {
   const input = withoutUnsetNulls(plan.spec.configuration);
   const configuration = validatedGatewayConfiguration(input);
-  const current = await currentGateway(app, project.id, configuration.name);
-  if (!current) return createGateway(app, project, user, input);
-  const name = current.name;
-  if (current.status === 'failed') {
-    throw new ServerClientError(
-      `Gateway ${name} failed and cannot be updated in place; delete it and apply again`,
-    );
-  }
-  if (!force && plan.current_resource?.id !== current.id) {
+  const row = await currentGateway(app, project.id, configuration.name);
+  if (!row) return createGateway(app, project, user, input);
+  const name = row.name;
+  if (row.status === 'failed') throw failedGatewayRefusal(name);
+  if (!force && plan.current_resource?.id !== row.id) {
     throw new ServerClientError(
       'Failed to apply plan. Resource has been changed. Try again or use force apply.',
     );
   }
-  const stored = gatewayConfigurationOf(current);
-  const certificate = configuration.certificate;
-  const asStored: GatewayConfiguration =
-    certificate?.type === 'custom'
-      ? { ...configuration, certificate: { ...certificate, private_key: REDACTED_PRIVATE_KEY } }
-      : configuration;
-  if (gatewayConfigurationColumn.encode(asStored) !== gatewayConfigurationColumn.encode(stored)) {
+  refuseUnsupportedGatewayFields(configuration);
+  const changed = changedGatewayFields(gatewayOf(row, project.name), configuration);
+  const fixed = changed.filter((field) => !UPDATABLE_IN_PLACE.has(field));
+  if (fixed.length > 0) {
     throw new ServerClientError(
-      `Gateway ${name} cannot be updated in place; delete it (dstack gateway delete ${name}) and apply again`,
+      `Gateway ${name} cannot be updated in place (changed: ${fixed.join(', ')}); delete it (dstack gateway delete ${name}) and apply again`,
     );
   }
-  return gatewayOf(current, project.name);
+  if (changed.length === 0) return gatewayOf(row, project.name);
+  if (changed.includes('domain'))
+    await setGatewayWildcardDomain(app, project, name, configuration.domain ?? null);
+  if (configuration.default === true) await setDefaultGateway(app, project, name);
+  if (configuration.default === false) await unsetDefaultGateway(app, row);
+  const updated = {
+    ...row,
+    configuration: gatewayConfigurationColumn.encode(withRedactedKey(configuration)),
+  };
+  await app.db
+    .updateTable('gateways')
+    .set({ configuration: updated.configuration })
+    .where('id', '=', row.id)
+    .execute();
+  await recordEvent(app.db, app.settings, {
+    message: `Gateway updated. Changed fields: ${changed.join(', ')}`,
+    actor: userActor(user),
+    targets: [eventTargets.gateway(row)],
+  });
+  const reread = await currentGateway(app, project.id, name);
+  return gatewayOf(reread ?? updated, project.name);
 }
 
 /** `gateways/delete`: each is marked `to_be_deleted` (hidden at once); the pipeline terminates its instance. */
@@ -328,17 +389,26 @@ export async function setDefaultGateway(
   });
 }
 
-/** `gateways/set_wildcard_domain`: services applied from now on get the new domain. */
+/** Makes `row` no longer the project's default gateway (services then need `gateway:` to use it). */
+async function unsetDefaultGateway(app: AppContext, row: GatewaysTable): Promise<void> {
+  await app.db.updateTable('gateways').set({ is_default: 0 }).where('id', '=', row.id).execute();
+}
+
+/**
+ * `gateways/set_wildcard_domain` (null: none): services applied from now on get the new domain.
+ * A custom certificate must cover it.
+ */
 export async function setGatewayWildcardDomain(
   app: AppContext,
   project: ProjectsTable,
   name: string,
-  domain: string,
+  domain: string | null,
 ): Promise<Gateway> {
   const row = await liveGateways(app, project.id).where('name', '=', name).executeTakeFirst();
   if (!row) throw new ResourceNotFoundError(`Gateway ${name} not found`);
   const configuration = gatewayConfigurationOf(row);
   if (configuration.certificate?.type === 'custom' && row.certificate_private_key) {
+    if (domain === null) throw customCertificateNeedsDomain();
     checkCustomCertificate(
       configuration.certificate.certificate,
       app.encryption.decrypt(row.certificate_private_key),

@@ -410,7 +410,11 @@ describe('cluster placement groups and EBS volumes', () => {
       size_gb: 10,
     });
     await expect(compute.registerVolume(volume({ volume_id: 'vol-0123456789abcdef0' }))).rejects.toThrow(
-      'not found',
+      'volume_id "vol-0123456789abcdef0": no such EBS volume in us-west-2',
+    );
+    // dstack's docs register `vol1235`: EC2 calls it malformed, and the error names the field.
+    await expect(compute.registerVolume(volume({ volume_id: 'vol1235' }))).rejects.toThrow(
+      'volume_id "vol1235" is not an EBS volume id (vol- and hex digits): Invalid id: "vol1235" (expecting "vol-...")',
     );
 
     const offer = await cheapest(false);

@@ -110,6 +110,10 @@ function provisioningDataOf(volume: Ec2Volume, price: number | null): VolumeProv
   };
 }
 
+function notFound(volumeId: string, region: string): string {
+  return `volume_id ${JSON.stringify(volumeId)}: no such EBS volume in ${region}`;
+}
+
 export async function registerVolume(ec2: EC2Client, volume: Volume): Promise<VolumeProvisioningData> {
   const volumeId = volume.configuration.volume_id ?? '';
   let found: Ec2Volume | undefined;
@@ -117,17 +121,20 @@ export async function registerVolume(ec2: EC2Client, volume: Volume): Promise<Vo
     found = (await ec2.send(new DescribeVolumesCommand({ VolumeIds: [volumeId] }))).Volumes?.[0];
   } catch (error) {
     const code = awsErrorCode(error);
+    // EC2 answers a malformed id (`vol1235`) with InvalidVolumeID.Malformed; older answers were
+    // InvalidParameterValue (the one dstack checks). Either is the user's `volume_id`, not the cloud.
     if (code === 'InvalidParameterValue' || code === 'InvalidVolumeID.Malformed') {
-      throw new BackendError(`Bad volume id: ${volumeId}`, { cause: error });
+      throw new BackendError(
+        `volume_id ${JSON.stringify(volumeId)} is not an EBS volume id (vol- and hex digits): ${(error as Error).message}`,
+        { cause: error },
+      );
     }
     if (code === 'InvalidVolume.NotFound') {
-      throw new BackendError(`Volume ${volumeId} not found in ${volume.configuration.region}`, {
-        cause: error,
-      });
+      throw new BackendError(notFound(volumeId, volume.configuration.region), { cause: error });
     }
     throw error;
   }
-  if (!found) throw new BackendError(`Volume ${volumeId} not found in ${volume.configuration.region}`);
+  if (!found) throw new BackendError(notFound(volumeId, volume.configuration.region));
   return provisioningDataOf(found, null);
 }
 

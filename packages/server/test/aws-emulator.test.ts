@@ -1,10 +1,12 @@
 /**
  * A run on the emulated AWS (the real AWS SDK against the EC2 emulator), end to end: the
  * scenarios of `vm-cloud-runs.ts`, and the clusters and EBS volumes of
- * `aws-clusters-volumes.ts` on the same server and emulator.
+ * `aws-clusters-volumes.ts` and dstack's own volume examples of `aws-volume-examples.ts` (in
+ * eu-central-1, the region they name) on the same server and emulator.
  */
 import { type AwsEmulator, awsEmulatorBackend, startAwsEmulator } from '@dstack/testing/emulators';
 import { describeAwsClustersAndVolumes, rootWithLoopDevices } from './aws-clusters-volumes.js';
+import { describeAwsVolumeExamples, EXAMPLES_REGION } from './aws-volume-examples.js';
 import { describeVmCloudRuns } from './vm-cloud-runs.js';
 
 let aws: AwsEmulator;
@@ -12,7 +14,7 @@ let aws: AwsEmulator;
 describeVmCloudRuns({
   database: 'postgres',
   cloud: 'aws',
-  regions: ['us-east-1', 'us-west-2'],
+  regions: ['us-east-1', 'us-west-2', EXAMPLES_REGION],
   async start(hosts, regions) {
     const emulator = await startAwsEmulator({ hosts, regions, blockDevices: rootWithLoopDevices });
     aws = emulator;
@@ -47,5 +49,8 @@ describeVmCloudRuns({
   launchFaults: ['refused-credentials', 'throttling'],
   // The emulated host's hostname is the instance id.
   hello: { command: 'echo hello from $(hostname)', expected: (instance) => `hello from ${instance.id}` },
-  more: (context) => describeAwsClustersAndVolumes(context, () => aws),
+  more: (context) => {
+    describeAwsClustersAndVolumes(context, () => aws);
+    describeAwsVolumeExamples(context, () => aws);
+  },
 });

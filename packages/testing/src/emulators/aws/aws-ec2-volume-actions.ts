@@ -47,10 +47,14 @@ function volumeNotFound(id: string): Ec2ApiError {
   return new Ec2ApiError(400, 'InvalidVolume.NotFound', `The volume '${id}' does not exist.`);
 }
 
+/**
+ * EC2's answer to an id that cannot be a volume's: `InvalidVolumeID.Malformed`, saying what an
+ * id looks like when the `vol-` prefix is missing (`vol1235` in dstack's docs gets this).
+ */
 function checkVolumeId(id: string): void {
-  if (!VOLUME_ID_PATTERN.test(id)) {
-    throw new Ec2ApiError(400, 'InvalidParameterValue', `Invalid id: "${id}" (expecting "vol-...")`);
-  }
+  if (VOLUME_ID_PATTERN.test(id)) return;
+  const expecting = id.startsWith('vol-') ? '' : ' (expecting "vol-...")';
+  throw new Ec2ApiError(400, 'InvalidVolumeID.Malformed', `Invalid id: "${id}"${expecting}`);
 }
 
 function volumeOf(account: Ec2Account, region: string, id: string): Ec2Volume {

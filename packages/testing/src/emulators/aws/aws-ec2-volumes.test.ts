@@ -170,6 +170,14 @@ describe('EBS volumes', () => {
     expect(await codeOf(ec2.send(new DescribeVolumesCommand({ VolumeIds: ['vol-0123456789abcdef0'] })))).toBe(
       'InvalidVolume.NotFound',
     );
+    // An id that cannot be a volume's (dstack's docs register `vol1235`): malformed, not missing.
+    await expect(ec2.send(new DescribeVolumesCommand({ VolumeIds: ['vol1235'] }))).rejects.toMatchObject({
+      name: 'InvalidVolumeID.Malformed',
+      message: 'Invalid id: "vol1235" (expecting "vol-...")',
+    });
+    expect(await codeOf(ec2.send(new DescribeVolumesCommand({ VolumeIds: ['vol-nothex12'] })))).toBe(
+      'InvalidVolumeID.Malformed',
+    );
 
     const inA = await launch(ec2, 'us-east-1a');
     const inB = await launch(ec2, 'us-east-1b');

@@ -321,6 +321,11 @@ describe('service replicas on the local backend', () => {
     ];
     const config = (replicas: unknown[]) =>
       configuration({ commands: [], port, env: { SERVICE_PORT: String(port) }, replicas });
+    const answerOf = async () => {
+      const response = await fetch(proxyUrl('grouped'), { headers: auth });
+      const text = await response.text();
+      return response.status === 200 ? text : null;
+    };
     const run = await applyTask(harness, config(groups));
     expect(run.jobs.map((job) => [job.job_spec.replica_group, job.job_spec.replica_num])).toEqual([
       ['blue', 0],
@@ -331,13 +336,13 @@ describe('service replicas on the local backend', () => {
       async () => ((await runningJobs('grouped')).length === 2 ? true : null),
       60_000,
     );
-    // Each group ran its own commands; the proxy answers from them (on this one host the replicas
+    // Each group ran its own commands; the proxy answers from them once one listens (a running job
+    // has started its commands, not necessarily bound its port; on this one host the replicas
     // share the port, so which one answers is the kernel's choice).
+    const answer = await waitFor('a replica to answer through the proxy', answerOf, 30_000);
+    expect(answer).toMatch(/^(blue|green) /);
     expect(existsSync(join(folder, 'started-blue'))).toBe(true);
     expect(existsSync(join(folder, 'started-green'))).toBe(true);
-    const response = await fetch(proxyUrl('grouped'), { headers: auth });
-    expect(response.status).toBe(200);
-    expect(await response.text()).toMatch(/^(blue|green) /);
 
     // Without the green group, its replica goes; blue's is rolled to the new deployment.
     await applyTask(harness, config(groups.slice(0, 1)));
@@ -354,8 +359,7 @@ describe('service replicas on the local backend', () => {
       },
       90_000,
     );
-    const body = await (await fetch(proxyUrl('grouped'), { headers: auth })).text();
-    expect(body).toMatch(/^blue /);
+    expect(await waitFor('the blue replica to answer through the proxy', answerOf, 30_000)).toMatch(/^blue /);
     await stopRun('grouped');
   });
 });

@@ -22,7 +22,13 @@ import { agentDownloadOf } from '../fleets/instance-launch.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { gatewayComputeOf } from './gateway-backends.js';
-import { gatewayApiUrl, gatewayHealth, gatewayStateOf, sendGatewayState } from './gateway-sync.js';
+import {
+  collectGatewayStats,
+  gatewayApiUrl,
+  gatewayHealth,
+  gatewayStateOf,
+  sendGatewayState,
+} from './gateway-sync.js';
 
 /** Running gateways get their state this often (dstack connects to its gateways every 15 s). */
 const MIN_INTERVAL_MS = 3_000;
@@ -109,13 +115,20 @@ async function launch(app: AppContext, gateway: GatewaysTable, lock: RowLock<'ga
   }
 }
 
-/** Sends the gateway its state; returns why it could not, or null. */
+/**
+ * Sends the gateway its state and reads back its request stats for the services' autoscaler
+ * (a request held for a service scaled to zero wakes the run pipeline at once); returns why it
+ * could not, or null.
+ */
 async function sync(app: AppContext, gateway: GatewaysTable, signal: AbortSignal): Promise<string | null> {
   const project = await projectOfGateway(app, gateway);
   try {
     const url = await gatewayApiUrl(app, gateway, project);
     await gatewayHealth(url, signal);
     await sendGatewayState(url, await gatewayStateOf(app, gateway, project), signal);
+    const stats = await collectGatewayStats(url, signal);
+    app.caches.serviceStats.report(gateway.id, stats);
+    if (stats.services.some((service) => service.waiting > 0)) app.wakeUps.wake('runs');
     return null;
   } catch (error) {
     return errorMessage(error);
@@ -151,6 +164,7 @@ async function terminateInstance(app: AppContext, gateway: GatewaysTable): Promi
 
 async function terminate(app: AppContext, gateway: GatewaysTable, lock: RowLock<'gateways'>): Promise<void> {
   if (await terminateInstance(app, gateway)) {
+    app.caches.serviceStats.forgetGateway(gateway.id);
     await lock.release({ deleted: 1, deleted_at: Date.now() });
   } else {
     await lock.release({ last_processed_at: dueIn(DELETE_RETRY_MS, MIN_INTERVAL_MS) });

@@ -17,7 +17,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type GatewayState, GatewayStateSchema } from '@dstack/core/agent-protocol';
 import { VERSION } from '../version.js';
-import { GatewayAdmission } from './gateway-admission.js';
+import { answerRefusal, closeSignal, GatewayAdmission, refuseUpgrade } from './gateway-admission.js';
 import { answerJson, forwardRequest, forwardUpgrade } from './gateway-forward.js';
 import { GatewayRouting } from './gateway-routing.js';
 import { GatewayStateStore } from './gateway-state-store.js';
@@ -106,21 +106,29 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
         answerJson(response, refusal.status, refusal.message);
         return;
       }
-      const admitted = await admission.admit(service, request, response);
-      if (!admitted) return;
-      const replicas = routing.replicaOrder(admitted);
+      const admitted = await admission.admit(service, request, closeSignal(response));
+      if ('refusal' in admitted) {
+        answerRefusal(response, admitted.refusal);
+        return;
+      }
+      const replicas = routing.replicaOrder(admitted.service);
       forwardRequest(request, response, { replicas, dropAuthorization: service.auth, protocol });
     };
   const upgradePublic =
-    (protocol: 'http' | 'https') => (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    (protocol: 'http' | 'https') => async (request: IncomingMessage, socket: Duplex, head: Buffer) => {
       const service = routing.serviceFor(request.headers.host);
       const refusal = service ? routing.refusal(service, request.headers.authorization) : null;
       if (!service || refusal) {
         socket.end(`HTTP/1.1 ${service ? 403 : 404} Refused\r\ncontent-length: 0\r\n\r\n`);
         return;
       }
+      const admitted = await admission.admit(service, request, closeSignal(socket));
+      if ('refusal' in admitted) {
+        refuseUpgrade(socket, admitted.refusal);
+        return;
+      }
       forwardUpgrade(request, socket, head, {
-        replicas: routing.replicaOrder(service),
+        replicas: routing.replicaOrder(admitted.service),
         dropAuthorization: service.auth,
         protocol,
       });

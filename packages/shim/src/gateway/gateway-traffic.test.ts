@@ -6,7 +6,7 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type GatewayService, type GatewayStats, GatewayStatsSchema } from '@dstack/core/agent-protocol';
@@ -124,11 +124,25 @@ describe('the gateway agent counts, limits and holds requests', () => {
     expect((await statsOf('by-header')).requests).toBe(9);
   });
 
-  it('limits by the client address', async () => {
+  it('limits by the client address, WebSocket upgrades too', async () => {
     expect((await get('by-address')).status).toBe(200);
     const limited = await get('by-address');
     expect(limited.status).toBe(429);
     expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    const upgrade = await new Promise<string>((resolve, reject) => {
+      const socket = connect(gateway.httpPort, '127.0.0.1', () =>
+        socket.write(
+          'GET /ws HTTP/1.1\r\nhost: by-address.example.test\r\nconnection: Upgrade\r\nupgrade: websocket\r\n\r\n',
+        ),
+      );
+      let text = '';
+      socket.on('data', (chunk) => {
+        text += chunk.toString();
+      });
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(upgrade).toMatch(/^HTTP\/1\.1 429 Too Many Requests\r\nretry-after: \d+\r\n/);
   });
 
   it('holds a request to a service at zero, reports it waiting, and forwards it once a replica arrives', async () => {

@@ -290,8 +290,13 @@ describe.skipIf(dockerMissing)('a gateway on the emulated AWS', () => {
       return { status: answer.statusCode, headers: answer.headers, body: await answer.body.text() };
     };
 
-    // No replica: the gateway holds the first request, the server sees it waiting and starts one.
-    expect(await get('/index.html')).toMatchObject({ status: 200, body: 'ok\n' });
+    // No replica: the gateway holds the first request, the server sees it waiting and starts one
+    // (404 only until the gateway's state names the service, which the apply sends at once).
+    const first = await waitFor('the gateway to publish the service', async () => {
+      const answer = await get('/index.html');
+      return answer.status === 404 ? null : answer;
+    });
+    expect(first).toMatchObject({ status: 200, body: 'ok\n' });
     expect(await runningReplicas(harness, name)).toHaveLength(1);
 
     // A bounded load through the gateway (4 clients, a request each 100 ms) until two replicas run.

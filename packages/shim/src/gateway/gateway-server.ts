@@ -112,7 +112,9 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
         return;
       }
       const replicas = routing.replicaOrder(admitted.service);
-      forwardRequest(request, response, { replicas, dropAuthorization: service.auth, protocol });
+      const replicasNow = () =>
+        routing.replicaOrder(routing.serviceFor(service.hostname) ?? admitted.service);
+      forwardRequest(request, response, { replicas, replicasNow, dropAuthorization: service.auth, protocol });
     };
   const upgradePublic =
     (protocol: 'http' | 'https') => async (request: IncomingMessage, socket: Duplex, head: Buffer) => {

@@ -6,7 +6,12 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { type AddressInfo, connect } from 'node:net';
+import {
+  type AddressInfo,
+  connect,
+  createServer as createTcpServer,
+  type Server as TcpServer,
+} from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type GatewayService, type GatewayStats, GatewayStatsSchema } from '@dstack/core/agent-protocol';
@@ -36,6 +41,8 @@ describe('the gateway agent counts, limits and holds requests', () => {
   const home = mkdtempSync(join(tmpdir(), 'dstack-gateway-traffic-'));
   let gateway: GatewayServer;
   let replica: { server: Server; url: string };
+  // Accepts connections and drops them unanswered, as a replica going away (or a port forward to one not listening yet).
+  let dropper: { server: TcpServer; url: string };
   let services: GatewayService[];
 
   const putState = async (next: GatewayService[]) => {
@@ -69,6 +76,9 @@ describe('the gateway agent counts, limits and holds requests', () => {
     const server = createServer((_incoming, response) => response.end('ok'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     replica = { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+    const dropping = createTcpServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => dropping.listen(0, '127.0.0.1', resolve));
+    dropper = { server: dropping, url: `http://127.0.0.1:${(dropping.address() as AddressInfo).port}` };
     gateway = await startGateway({
       home,
       apiPort: 0,
@@ -90,12 +100,19 @@ describe('the gateway agent counts, limits and holds requests', () => {
       }),
       service('zero', { scales_from_zero: true }),
       service('fixed', {}),
+      service('dropping', {
+        replicas: [
+          { id: 'job-d', url: dropper.url },
+          { id: 'job-1', url: replica.url },
+        ],
+      }),
     ]);
   });
 
   afterAll(async () => {
     await gateway?.close();
     replica?.server.close();
+    dropper?.server.close();
     rmSync(home, { recursive: true, force: true });
   });
 
@@ -170,5 +187,11 @@ describe('the gateway agent counts, limits and holds requests', () => {
     expect((await statsOf('zero')).waiting).toBe(0);
     expect((await get('fixed')).status).toBe(503);
     expect((await statsOf('fixed')).waiting).toBe(0);
+  });
+
+  it('sends a bodiless request a replica drops unanswered to the next one', async () => {
+    for (let index = 0; index < 4; index += 1) {
+      expect(await get('dropping')).toMatchObject({ status: 200, body: 'ok' });
+    }
   });
 });

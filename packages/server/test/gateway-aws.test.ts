@@ -188,7 +188,7 @@ describe.skipIf(dockerMissing)('a gateway on the emulated AWS', () => {
     expect(other.status).toBe(400);
     expect(other.body.detail[0]?.msg).toContain('certificate.certificate: does not cover *.other.test');
   });
-  it('publishes a service at https://{run}.{domain} with the given certificate, serves without the server, and leaves no instance when deleted', async () => {
+  it('publishes a service at https://{run}.{domain} with the given certificate and serves without the server', async () => {
     const { ca } = makeCertificates(temp.dir);
     mkdirSync(cli.DSTACK_CLI_CONFIG_DIR, { recursive: true });
     writeFileSync(

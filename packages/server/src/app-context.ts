@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { BackendPlugin } from '@dstack/core';
+import { RateLimiter } from '@dstack/core/agent-protocol';
 import type { Kysely } from 'kysely';
 import type { AgentConnector } from './agents/agent-connector.js';
 import { BackendRegistry } from './backends/registry.js';
@@ -12,7 +13,7 @@ import type { AppCaches, AppContext, ServerSettings, SqlDialect } from './contex
 import type { Database } from './db/schema.js';
 import { LogNotifications } from './logs/log-notifications.js';
 import { WakeUps } from './pipelines/wake-ups.js';
-import { RateLimiter } from './proxies/service-rate-limits.js';
+
 import { ServiceRequestStats } from './runs/service-stats.js';
 import { createEncryption, type Encryption } from './security/encryption.js';
 

@@ -2,6 +2,8 @@
  * What every service, route and pipeline of one server process shares.
  * Built once by `createServerApp` (app.ts).
  */
+
+import type { RateLimiter } from '@dstack/core/agent-protocol';
 import type { Kysely } from 'kysely';
 import type { AgentConnector } from './agents/agent-connector.js';
 import type { InstanceKeys } from './agents/agent-endpoints.js';
@@ -10,7 +12,7 @@ import type { DefaultPermissions } from './config/server-config.js';
 import type { Database, ProjectsTable } from './db/schema.js';
 import type { LogNotifications } from './logs/log-notifications.js';
 import type { WakeUps } from './pipelines/wake-ups.js';
-import type { RateLimiter } from './proxies/service-rate-limits.js';
+
 import type { ProbeState } from './runs/probe-state.js';
 import type { ServiceRequestStats } from './runs/service-stats.js';
 import type { Encryption } from './security/encryption.js';

@@ -4,12 +4,15 @@
  * runtime and starts the gateway agent from it), a service on another host is published on it,
  * and an HTTPS request to `https://{run}.example.test`, resolved to the gateway's address and
  * trusting only the test CA, reaches the service (with a project member's token; refused
- * without). With the server stopped the gateway keeps serving from its stored state. Deleting the
- * gateway leaves no instance.
+ * without). With the server stopped the gateway keeps serving from its stored state. A service
+ * with `replicas: 0..2` and RPS scaling scales from zero on a request the gateway holds, up under
+ * load sent through the gateway (its requests counted there), and back to zero when idle; its
+ * `rate_limits` answer 429 at the gateway. Deleting the gateway leaves no instance.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Run } from '@dstack/core';
 import { DEFAULT_IMAGE_PYTHON } from '@dstack/core/agent-protocol';
 import {
   type AgentRuntimeServer,
@@ -118,6 +121,14 @@ interface GatewayAnswer {
   configuration: { certificate: { type: string; private_key?: string } | null };
 }
 
+/** The replica numbers of the run's jobs whose latest submission is running. */
+async function runningReplicas(harness: HarnessServer, runName: string): Promise<number[]> {
+  const run = (await harness.call<Run>('/api/project/main/runs/get', { run_name: runName })).body;
+  return run.jobs.flatMap((job) =>
+    job.job_submissions.at(-1)?.status === 'running' ? [job.job_spec.replica_num] : [],
+  );
+}
+
 describe.skipIf(dockerMissing)('a gateway on the emulated AWS', () => {
   let hosts: DockerEmulatedHosts;
   let runtime: AgentRuntimeServer;
@@ -125,6 +136,10 @@ describe.skipIf(dockerMissing)('a gateway on the emulated AWS', () => {
   let emulator: AwsEmulator;
   let harness: HarnessServer;
   const temp = makeTempDir();
+  // Of the gateway the second test makes, for the tests after it.
+  let gateway: GatewayAnswer;
+  let client: Agent;
+  const cli = { DSTACK_CLI_CONFIG_DIR: join(temp.dir, 'cli') };
   const startServer = () =>
     startHarnessServer({
       dir: temp.dir,
@@ -173,9 +188,8 @@ describe.skipIf(dockerMissing)('a gateway on the emulated AWS', () => {
     expect(other.status).toBe(400);
     expect(other.body.detail[0]?.msg).toContain('certificate.certificate: does not cover *.other.test');
   });
-  it('publishes a service at https://{run}.{domain} with the given certificate, serves without the server, and leaves no instance when deleted', async () => {
+  it('publishes a service at https://{run}.{domain} with the given certificate and serves without the server', async () => {
     const { ca } = makeCertificates(temp.dir);
-    const cli = { DSTACK_CLI_CONFIG_DIR: join(temp.dir, 'cli') };
     mkdirSync(cli.DSTACK_CLI_CONFIG_DIR, { recursive: true });
     writeFileSync(
       join(cli.DSTACK_CLI_CONFIG_DIR, 'config.yml'),
@@ -199,8 +213,7 @@ describe.skipIf(dockerMissing)('a gateway on the emulated AWS', () => {
     expect(applied.code, applied.stderr + applied.stdout).toBe(0);
     expect(applied.stdout).toMatch(/gw\s+aws \(us-east-1\)\s+[\d.]+\s+example\.test\s+✓\s+running/);
 
-    const gateway = (await harness.call<GatewayAnswer>('/api/project/main/gateways/get', { name: 'gw' }))
-      .body;
+    gateway = (await harness.call<GatewayAnswer>('/api/project/main/gateways/get', { name: 'gw' })).body;
     expect(gateway.status).toBe('running');
     expect(gateway.default).toBe(true);
     expect(JSON.stringify(gateway.configuration)).not.toContain('PRIVATE KEY');
@@ -220,7 +233,7 @@ describe.skipIf(dockerMissing)('a gateway on the emulated AWS', () => {
     });
     expect(run.service?.url).toBe(`https://${RUN_NAME}.${DOMAIN}/`);
 
-    const client = clientFor(address, ca);
+    client = clientFor(address, ca);
     const url = `https://${RUN_NAME}.${DOMAIN}/index.html`;
     const get = async (token?: string) => {
       const answer = await request(url, {
@@ -246,8 +259,92 @@ describe.skipIf(dockerMissing)('a gateway on the emulated AWS', () => {
     await harness.close();
     expect(await get(ADMIN_TOKEN)).toEqual(served);
     harness = await startServer();
-
     await harness.call('/api/project/main/runs/stop', { runs_names: [RUN_NAME], abort: true });
+  }, 420_000);
+
+  it('scales a service from zero on the requests the gateway holds and counts, serves them all, scales back to zero, and limits rates', async () => {
+    const name = 'gw-scaled';
+    const run = await applyTask(harness, {
+      type: 'service',
+      name,
+      port: 8000,
+      resources: HOST_RESOURCES,
+      auth: false,
+      replicas: '0..2',
+      scaling: { metric: 'rps', target: 2, window: '5s', scale_up_delay: 0, scale_down_delay: '5s' },
+      rate_limits: [{ prefix: '/limited', rps: 0.1, key: { type: 'header', header: 'x-client' } }],
+      commands: [
+        'mkdir -p /tmp/www',
+        'echo ok > /tmp/www/index.html',
+        'echo limited > /tmp/www/limited',
+        'exec httpd -f -p 8000 -h /tmp/www',
+      ],
+    });
+    expect(run.jobs).toEqual([]);
+    const get = async (path: string, headers: Record<string, string> = {}) => {
+      const answer = await request(`https://${name}.${DOMAIN}${path}`, {
+        dispatcher: client,
+        headers,
+        headersTimeout: 300_000,
+      });
+      return { status: answer.statusCode, headers: answer.headers, body: await answer.body.text() };
+    };
+
+    // No replica: the gateway holds the first request, the server sees it waiting and starts one
+    // (404 only until the gateway's state names the service, which the apply sends at once).
+    const first = await waitFor('the gateway to publish the service', async () => {
+      const answer = await get('/index.html');
+      return answer.status === 404 ? null : answer;
+    });
+    expect(first).toMatchObject({ status: 200, body: 'ok\n' });
+    expect(await runningReplicas(harness, name)).toHaveLength(1);
+
+    // A bounded load through the gateway (4 clients, a request each 100 ms) until two replicas run.
+    let scaledUp = false;
+    const statuses = new Map<number | string, number>();
+    const watcher = (async () => {
+      const until = Date.now() + 300_000;
+      while (!scaledUp && Date.now() < until) {
+        scaledUp = (await runningReplicas(harness, name)).length === 2;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      scaledUp = true;
+    })();
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (!scaledUp) {
+          let status: number | string;
+          try {
+            const answer = await get('/index.html');
+            status = answer.body === 'ok\n' ? answer.status : `${answer.status} ${answer.body}`;
+          } catch (error) {
+            status = String((error as Error).cause ?? error);
+          }
+          statuses.set(status, (statuses.get(status) ?? 0) + 1);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }),
+    );
+    await watcher;
+    expect(await runningReplicas(harness, name)).toHaveLength(2);
+    expect([...statuses.keys()]).toEqual([200]);
+
+    // Per x-client on /limited: one request, then 429 with Retry-After from the gateway.
+    expect((await get('/limited', { 'x-client': 'a' })).status).toBe(200);
+    const refused = await get('/limited', { 'x-client': 'a' });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect((await get('/limited', { 'x-client': 'b' })).status).toBe(200);
+
+    await waitFor(
+      'the idle service to scale to zero',
+      async () => ((await runningReplicas(harness, name)).length === 0 ? true : null),
+      120_000,
+    );
+    await harness.call('/api/project/main/runs/stop', { runs_names: [name], abort: true });
+  }, 600_000);
+
+  it('leaves no instance when the gateway is deleted', async () => {
     writeFileSync(
       join(cli.DSTACK_CLI_CONFIG_DIR, 'config.yml'),
       stringify({ projects: [{ name: 'main', url: harness.server.url, token: ADMIN_TOKEN, default: true }] }),
@@ -267,5 +364,5 @@ describe.skipIf(dockerMissing)('a gateway on the emulated AWS', () => {
     );
     expect((await harness.call<GatewayAnswer[]>('/api/project/main/gateways/list')).body).toEqual([]);
     await client.close();
-  }, 420_000);
+  }, 180_000);
 });

@@ -21,18 +21,41 @@ export const GatewayReplicaTargetSchema = z.object({
   url: z.string(),
 });
 
+/**
+ * A service's `rate_limits` as the gateway enforces them (the configuration's, defaults filled in):
+ * per client key and longest matching path prefix, `burst + 1` at once refilled at `rps`.
+ */
+export const GatewayRateLimitSchema = z.object({
+  prefix: z.string(),
+  key: z.discriminatedUnion('type', [
+    z.object({ type: z.literal('ip_address') }),
+    z.object({ type: z.literal('header'), header: z.string() }),
+  ]),
+  rps: z.number().positive(),
+  burst: z.int().min(0),
+});
+
 /** A service the gateway publishes. */
 export const GatewayServiceSchema = z.object({
   project: z.string(),
   run_name: z.string(),
+  /** The run's id: what the gateway's request stats are keyed by. Absent in a state stored by an older agent. */
+  run_id: z.string().default(''),
   /** The host name it answers at, e.g. `my-run.example.com`. */
   hostname: z.string(),
   /** Whether a project member's dstack token is required (the service's `auth`). */
   auth: z.boolean(),
   /** Whether plain HTTP redirects to HTTPS (the service's `https`; needs a certificate). */
   https: z.boolean(),
-  /** Ready replicas, taken in turn; none: 503. */
+  /** Ready replicas, taken in turn; none: 503, unless `scales_from_zero`. */
   replicas: z.array(GatewayReplicaTargetSchema),
+  /**
+   * The service may have no replica (`replicas: 0..N`): a request with none ready waits for one
+   * (up to `SCALE_FROM_ZERO_WAIT_MS`), and the stats say it waits, so the server starts one.
+   */
+  scales_from_zero: z.boolean().default(false),
+  /** Past a limit the gateway answers 429 with `Retry-After`. */
+  rate_limits: z.array(GatewayRateLimitSchema).default(() => []),
 });
 export type GatewayService = z.output<typeof GatewayServiceSchema>;
 
@@ -54,3 +77,22 @@ export const GatewayHealthSchema = z.object({
   services: z.int(),
 });
 export type GatewayHealth = z.output<typeof GatewayHealthSchema>;
+
+/**
+ * `GET /api/stats/collect` (dstack's gateway route): the requests the gateway forwarded to each
+ * service, per second of its clock, so the server's autoscaler counts them with its own proxy's.
+ */
+export const GatewayStatsSchema = z.object({
+  /** The agent's clock when it answered (ms): the server places the seconds on its own clock by it. */
+  now: z.number(),
+  services: z.array(
+    z.object({
+      run_id: z.string(),
+      /** `[epoch second, requests]` of the last `REQUEST_COUNTS_KEPT_SECONDS` (seconds without any left out). */
+      requests: z.array(z.tuple([z.int(), z.int().min(0)])),
+      /** Requests held now for a replica of the service scaled to zero. */
+      waiting: z.int().min(0),
+    }),
+  ),
+});
+export type GatewayStats = z.output<typeof GatewayStatsSchema>;

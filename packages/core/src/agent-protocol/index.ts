@@ -1,7 +1,8 @@
 /**
  * The agent protocol, defined once: the ports, the token (its variables, header and per-task
- * derivation) and the wire models of the shim's and the runner's HTTP APIs. The runner, the shim
- * and the server import it as `@dstack/core/agent-protocol`; it needs only zod and node:crypto,
+ * derivation) and the wire models of the shim's, the runner's and the gateway's HTTP APIs, and the
+ * service traffic rules the server's proxy and the gateway agent share (rate limits, request
+ * counts for the autoscaler). The runner, the shim and the server import it as `@dstack/core/agent-protocol`; it needs only zod and node:crypto,
  * so the agents' single-file bundles carry nothing else of core.
  */
 export * from './agent-token.js';
@@ -12,4 +13,6 @@ export * from './git-credentials.js';
 export * from './ports.js';
 export * from './repo-data.js';
 export * from './runner-api.js';
+export * from './service-rate-limits.js';
+export * from './service-request-counts.js';
 export * from './shim-api.js';

@@ -22,7 +22,13 @@ import { agentDownloadOf } from '../fleets/instance-launch.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { gatewayComputeOf } from './gateway-backends.js';
-import { gatewayApiUrl, gatewayHealth, gatewayStateOf, sendGatewayState } from './gateway-sync.js';
+import {
+  collectGatewayStats,
+  gatewayApiUrl,
+  gatewayHealth,
+  gatewayStateOf,
+  sendGatewayState,
+} from './gateway-sync.js';
 
 /** Running gateways get their state this often (dstack connects to its gateways every 15 s). */
 const MIN_INTERVAL_MS = 3_000;
@@ -109,16 +115,35 @@ async function launch(app: AppContext, gateway: GatewaysTable, lock: RowLock<'ga
   }
 }
 
-/** Sends the gateway its state; returns why it could not, or null. */
-async function sync(app: AppContext, gateway: GatewaysTable, signal: AbortSignal): Promise<string | null> {
+/** What a pass over a gateway could not do. */
+interface SyncFailure {
+  /** Why the state was not sent, or null. */
+  unreached: string | null;
+  /** Why its request stats were not read, or null. */
+  stats: string | null;
+}
+
+/**
+ * Sends the gateway its state, then reads back its request stats for the services' autoscaler
+ * (a request held for a service scaled to zero wakes the run pipeline at once).
+ */
+async function sync(app: AppContext, gateway: GatewaysTable, signal: AbortSignal): Promise<SyncFailure> {
   const project = await projectOfGateway(app, gateway);
+  let url: string;
   try {
-    const url = await gatewayApiUrl(app, gateway, project);
+    url = await gatewayApiUrl(app, gateway, project);
     await gatewayHealth(url, signal);
     await sendGatewayState(url, await gatewayStateOf(app, gateway, project), signal);
-    return null;
   } catch (error) {
-    return errorMessage(error);
+    return { unreached: errorMessage(error), stats: null };
+  }
+  try {
+    const stats = await collectGatewayStats(url, signal);
+    app.caches.serviceStats.report(gateway.id, stats);
+    if (stats.services.some((service) => service.waiting > 0)) app.wakeUps.wake('runs');
+    return { unreached: null, stats: null };
+  } catch (error) {
+    return { unreached: null, stats: errorMessage(error) };
   }
 }
 
@@ -151,6 +176,7 @@ async function terminateInstance(app: AppContext, gateway: GatewaysTable): Promi
 
 async function terminate(app: AppContext, gateway: GatewaysTable, lock: RowLock<'gateways'>): Promise<void> {
   if (await terminateInstance(app, gateway)) {
+    app.caches.serviceStats.forgetGateway(gateway.id);
     await lock.release({ deleted: 1, deleted_at: Date.now() });
   } else {
     await lock.release({ last_processed_at: dueIn(DELETE_RETRY_MS, MIN_INTERVAL_MS) });
@@ -178,7 +204,7 @@ export function gatewayPipeline(app: AppContext): PipelineDefinition<'gateways'>
         return;
       }
       if (gateway.status === 'provisioning') {
-        const failure = await sync(app, gateway, lock.signal);
+        const failure = (await sync(app, gateway, lock.signal)).unreached;
         if (failure === null) {
           await lock.release({ status: 'running', status_message: null });
         } else if (Date.now() - gateway.created_at > PROVISIONING_TIMEOUT_MS) {
@@ -198,8 +224,9 @@ export function gatewayPipeline(app: AppContext): PipelineDefinition<'gateways'>
         return;
       }
       if (gateway.status === 'running') {
-        const failure = await sync(app, gateway, lock.signal);
-        await lock.release({ status_message: failure === null ? null : `not reached: ${failure}` });
+        const { unreached, stats } = await sync(app, gateway, lock.signal);
+        const message = unreached ? `not reached: ${unreached}` : stats ? `request stats: ${stats}` : null;
+        await lock.release({ status_message: message });
         return;
       }
       // Failed: nothing to do until it is deleted (which makes it due at once).

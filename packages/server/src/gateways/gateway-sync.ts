@@ -5,6 +5,7 @@
  * internal network: the replica's instance's internal address and its service port, the
  * gateway being in the project's instances' security group), and the token hashes of the
  * project's members. Sending the whole state keeps the agent right after anything it missed.
+ * The agent's request stats are read back the same way, for the services' autoscaler.
  */
 import {
   DSTACK_GATEWAY_API_PORT,
@@ -12,6 +13,8 @@ import {
   GatewayHealthSchema,
   type GatewayService,
   type GatewayState,
+  type GatewayStats,
+  GatewayStatsSchema,
 } from '@dstack/core/agent-protocol';
 import { request } from 'undici';
 import { gatewayPortUrl } from '../agents/agent-clients.js';
@@ -26,7 +29,12 @@ import type { GatewaysTable, ProjectsTable } from '../db/schema.js';
 import { runningReplicas } from '../proxies/service-proxy-replicas.js';
 import { instancePortOf } from '../runs/replica-address.js';
 import { ACTIVE_RUN_STATUSES } from '../runs/runs.js';
-import { serviceConfigurationOf, serviceHasProbes, servicePortOf } from '../runs/service-spec.js';
+import {
+  replicaRangeOf,
+  serviceConfigurationOf,
+  serviceHasProbes,
+  servicePortOf,
+} from '../runs/service-spec.js';
 
 /** The user gateway images log in as (dstack's gateways: Ubuntu's `ubuntu`). */
 const GATEWAY_SSH_USER = 'ubuntu';
@@ -56,10 +64,13 @@ async function servicesOf(app: AppContext, gateway: GatewaysTable): Promise<Gate
     services.push({
       project: run.project_name,
       run_name: run.run_name,
+      run_id: run.id,
       hostname: run.service_hostname,
       auth: service.auth,
       https: service.https !== false,
       replicas,
+      scales_from_zero: replicaRangeOf(service).min === 0,
+      rate_limits: service.rate_limits,
     });
   }
   return services;
@@ -151,4 +162,27 @@ export async function sendGatewayState(
   const text = await answer.body.text();
   if (answer.statusCode !== 200)
     throw new Error(`the gateway refused its state (${answer.statusCode}): ${text}`);
+}
+
+/**
+ * The requests the gateway forwarded per service (`GET /api/stats/collect`), for the RPS
+ * autoscaler. Throws when the agent does not answer them, saying so of an agent too old to count.
+ */
+export async function collectGatewayStats(baseUrl: string, signal?: AbortSignal): Promise<GatewayStats> {
+  const answer = await request(`${baseUrl}/api/stats/collect`, {
+    signal: signal ?? AbortSignal.timeout(GATEWAY_CALL_TIMEOUT_MS),
+    headersTimeout: GATEWAY_CALL_TIMEOUT_MS,
+    bodyTimeout: GATEWAY_CALL_TIMEOUT_MS,
+  });
+  if (answer.statusCode === 404) {
+    await answer.body.dump();
+    throw new Error(
+      "the gateway's agent counts no requests (it predates request stats): its services do not scale on their traffic; recreate the gateway",
+    );
+  }
+  if (answer.statusCode !== 200) {
+    const text = await answer.body.text();
+    throw new Error(`the gateway's stats answered ${answer.statusCode}: ${text}`);
+  }
+  return GatewayStatsSchema.parse(await answer.body.json());
 }

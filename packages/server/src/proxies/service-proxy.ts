@@ -25,6 +25,7 @@ import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TLSSocket } from 'node:tls';
 import { ResourceNotFoundError, type ServiceConfiguration } from '@dstack/core';
+import { rateLimited, SCALE_FROM_ZERO_WAIT_MS } from '@dstack/core/agent-protocol';
 import { findProject, getProjectForUser } from '../accounts/projects.js';
 import { AgentUnreachableError } from '../agents/agent-unreachable-error.js';
 import type { AppContext } from '../context.js';
@@ -56,12 +57,9 @@ import {
   upstreamRequestHeaders,
 } from './service-proxy-headers.js';
 import { forgetReplicaTurn, nextReplica, replicaBaseUrl, runningReplicas } from './service-proxy-replicas.js';
-import { rateLimited } from './service-rate-limits.js';
 
 /** Seconds a client is told to wait (`Retry-After`) while no replica is running. */
 const RETRY_AFTER_SECONDS = 5;
-/** How long a request to a service scaled to zero waits for a replica to become ready. */
-const SCALE_FROM_ZERO_WAIT_MS = 180_000;
 /** How often a waiting request looks for a ready replica. */
 const REPLICA_POLL_MS = 200;
 /** Rounds over the ready replicas a request without a body makes when none accepts its connection. */

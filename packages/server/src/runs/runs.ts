@@ -39,7 +39,7 @@ import { initialReplicaJobSpecs, planJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
 import { planJobVolumes } from './run-volumes.js';
-import { serviceGatewayOf } from './service-gateway.js';
+import { markServiceGatewayDue, serviceGatewayOf } from './service-gateway.js';
 import { replicaRangeOf, serviceConfigurationOf } from './service-spec.js';
 import { refuseUnsupportedRunFields } from './unsupported-fields.js';
 
@@ -325,7 +325,8 @@ export async function applyRun(
   });
   app.wakeUps.wake('runs');
   app.wakeUps.wake('jobs-submitted');
-  if (gateway) app.wakeUps.wake('gateways');
+  // Its gateway learns of it now, not at its next pass: a service at zero is reachable at once.
+  if (gateway) await markServiceGatewayDue(app, runId);
   const row = await findRunRow(app, project.id, runName);
   if (!row) throw new Error(`run ${runName} vanished after apply`);
   return loadRun(app, row, project);

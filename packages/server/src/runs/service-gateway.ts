@@ -66,23 +66,6 @@ export async function serviceGatewayOf(
   if (gateway.status !== 'running') {
     refuse(`Gateway ${gateway.name} is ${gateway.status}, not running; wait for it or choose another`);
   }
-  // What only the server's proxy does yet: a gateway's requests are neither counted nor limited.
-  const scaledGroup = Array.isArray(service.replicas)
-    ? service.replicas.findIndex((group) => group.scaling !== undefined)
-    : -1;
-  if (service.scaling || scaledGroup >= 0) {
-    const field = service.scaling ? ['scaling'] : ['replicas', scaledGroup, 'scaling'];
-    throw new ServerClientError(
-      `${field.join('.')}: RPS autoscaling counts the server proxy's requests and is not supported on gateway ${gateway.name} yet; set gateway: false`,
-      { fields: [['run_spec', 'configuration', ...field.map(String)]] },
-    );
-  }
-  if (service.rate_limits.length > 0) {
-    throw new ServerClientError(
-      `rate_limits: enforced by the server proxy only, not on gateway ${gateway.name} yet; set gateway: false`,
-      { fields: [['run_spec', 'configuration', 'rate_limits']] },
-    );
-  }
   if (!gateway.wildcard_domain) {
     refuse(
       `Gateway ${gateway.name} has no domain; set one (dstack gateway update ${gateway.name} --domain …)`,

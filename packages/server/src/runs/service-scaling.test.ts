@@ -41,6 +41,36 @@ describe('service request stats', () => {
   });
 });
 
+describe("a gateway's request stats", () => {
+  it("add to the proxy's own, placed on this clock, each report replacing the last", () => {
+    const stats = new ServiceRequestStats();
+    stats.record('a', now - 500);
+    // The gateway's clock is 100 s ahead: its seconds are read on its clock.
+    const gatewayNow = now + 100_000;
+    const second = Math.floor((gatewayNow - 500) / 1000);
+    const report = {
+      now: gatewayNow,
+      services: [{ run_id: 'a', requests: [[second, 9]] as Array<[number, number]>, waiting: 0 }],
+    };
+    stats.report('gw', report, now);
+    expect(stats.rps('a', 2, now)).toBe(5);
+    // The same report read again counts nothing twice; one without the run, none of it.
+    stats.report('gw', report, now);
+    expect(stats.rps('a', 2, now)).toBe(5);
+    stats.report('gw', { now: gatewayNow, services: [] }, now);
+    expect(stats.rps('a', 2, now)).toBe(0.5);
+  });
+
+  it("count a gateway's waiting requests while its report is recent", () => {
+    const stats = new ServiceRequestStats();
+    stats.report('gw', { now, services: [{ run_id: 'a', requests: [], waiting: 2 }] }, now);
+    expect(stats.waiting('a', now + 1_000)).toBe(2);
+    expect(stats.waiting('a', now + 60_000)).toBe(0);
+    stats.forgetGateway('gw');
+    expect(stats.waiting('a', now + 1_000)).toBe(0);
+  });
+});
+
 describe('a request waiting for a replica', () => {
   it('keeps one replica wanted when the rate alone would want none', () => {
     expect(autoscaledCount({ range, scaling, rps: 0, waiting: 1, current: 0, lastScaledAt: now, now })).toBe(

@@ -1,62 +1,79 @@
 /**
- * How many requests the proxy forwarded to each service run, per second, so the run pipeline
- * can scale on requests per second (dstack's RPS autoscaler reads the proxy's stats the same
- * way). Kept in this process: a server sees the requests its own proxy forwards.
+ * The requests per second the RPS autoscaler scales each service run on, and the requests
+ * waiting for a replica of a service scaled to zero: the requests this server's proxy forwarded
+ * (counted here as they pass) plus those each gateway forwarded (its `GatewayStats`, collected by
+ * the gateway pipeline). Kept in this process, as dstack's autoscaler reads its proxies' stats.
  */
+import { type GatewayStats, requestsPerSecond, ServiceRequestCounts } from '@dstack/core/agent-protocol';
 
-/** Seconds of history kept per run: the longest `scaling.window` that is averaged exactly. */
-const KEPT_SECONDS = 600;
+/** A gateway's waiting requests count this long after its last report (it may be out of reach since). */
+const REPORTED_WAITING_VALID_MS = 15_000;
+
+/** One gateway's last report, its seconds kept on the gateway's clock. */
+interface GatewayReport {
+  /** The gateway's clock minus this server's when the report came (ms). */
+  clockOffsetMs: number;
+  receivedAt: number;
+  requests: Map<string, Map<number, number>>;
+  waiting: Map<string, number>;
+}
 
 export class ServiceRequestStats {
-  private readonly byRun = new Map<string, Map<number, number>>();
-  private readonly waitingByRun = new Map<string, number>();
+  private readonly own = new ServiceRequestCounts();
+  private readonly gateways = new Map<string, GatewayReport>();
 
   /** A request to `runId` waits for a replica (the service is at zero); `done` when it stops waiting. */
   waitStarted(runId: string): { done(): void } {
-    this.waitingByRun.set(runId, (this.waitingByRun.get(runId) ?? 0) + 1);
-    let done = false;
-    return {
-      done: () => {
-        if (done) return;
-        done = true;
-        const left = (this.waitingByRun.get(runId) ?? 1) - 1;
-        if (left > 0) this.waitingByRun.set(runId, left);
-        else this.waitingByRun.delete(runId);
-      },
-    };
+    return this.own.waitStarted(runId);
   }
 
-  /** How many requests to `runId` wait for a replica now. */
-  waiting(runId: string): number {
-    return this.waitingByRun.get(runId) ?? 0;
+  /** How many requests to `runId` wait for a replica now: at this proxy and at the gateways. */
+  waiting(runId: string, now = Date.now()): number {
+    let waiting = this.own.waiting(runId);
+    for (const report of this.gateways.values()) {
+      if (now - report.receivedAt <= REPORTED_WAITING_VALID_MS) waiting += report.waiting.get(runId) ?? 0;
+    }
+    return waiting;
   }
 
-  /** Counts one request to `runId` at `now` (ms). */
+  /** Counts one request to `runId` at `now` (ms), forwarded by this server's proxy. */
   record(runId: string, now = Date.now()): void {
-    const second = Math.floor(now / 1000);
-    let buckets = this.byRun.get(runId);
-    if (!buckets) {
-      buckets = new Map();
-      this.byRun.set(runId, buckets);
-    }
-    buckets.set(second, (buckets.get(second) ?? 0) + 1);
-    if (buckets.size > KEPT_SECONDS) {
-      for (const kept of buckets.keys()) if (kept <= second - KEPT_SECONDS) buckets.delete(kept);
-    }
+    this.own.record(runId, now);
   }
 
-  /** Requests per second to `runId` over the last `windowSeconds` before `now`. */
+  /**
+   * Takes gateway `gatewayId`'s stats in place of its previous ones (each report holds the whole
+   * kept history, so a report missed or read twice counts nothing twice).
+   */
+  report(gatewayId: string, stats: GatewayStats, now = Date.now()): void {
+    this.gateways.set(gatewayId, {
+      clockOffsetMs: stats.now - now,
+      receivedAt: now,
+      requests: new Map(stats.services.map((service) => [service.run_id, new Map(service.requests)])),
+      waiting: new Map(stats.services.map((service) => [service.run_id, service.waiting])),
+    });
+  }
+
+  /** Forgets a gateway that is gone. */
+  forgetGateway(gatewayId: string): void {
+    this.gateways.delete(gatewayId);
+  }
+
+  /** Requests per second to `runId` over the last `windowSeconds` before `now`: this proxy's and the gateways'. */
   rps(runId: string, windowSeconds: number, now = Date.now()): number {
-    const buckets = this.byRun.get(runId);
-    if (!buckets || windowSeconds <= 0) return 0;
-    const since = now / 1000 - windowSeconds;
-    let requests = 0;
-    for (const [second, count] of buckets) if (second + 1 > since) requests += count;
-    return requests / windowSeconds;
+    let rps = this.own.rps(runId, windowSeconds, now);
+    for (const report of this.gateways.values()) {
+      rps += requestsPerSecond(report.requests.get(runId), windowSeconds, now + report.clockOffsetMs);
+    }
+    return rps;
   }
 
   /** Forgets a finished run. */
   forget(runId: string): void {
-    this.byRun.delete(runId);
+    this.own.forget(runId);
+    for (const report of this.gateways.values()) {
+      report.requests.delete(runId);
+      report.waiting.delete(runId);
+    }
   }
 }

@@ -174,11 +174,12 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
   },
   scaling: {
     honoured:
-      "the run pipeline scales between the range bounds on the proxy's requests per second (runs/service-scaling.ts)",
+      "the run pipeline scales between the range bounds on the requests per second the server's proxy and the service's gateway forwarded (runs/service-scaling.ts, runs/service-stats.ts)",
     subtree: true,
   },
   rate_limits: {
-    honoured: 'the service proxy answers 429 with Retry-After past a limit (proxies/service-rate-limits.ts)',
+    honoured:
+      "the service proxy, or the service's gateway, answers 429 with Retry-After past a limit (core's agent-protocol/service-rate-limits.ts)",
     subtree: true,
   },
   probes: {

@@ -1,8 +1,11 @@
 /**
  * Forwards one request (or WebSocket upgrade) from a gateway's client to a replica: the body and
  * the answer stream both ways untouched; hop-by-hop headers are dropped, `X-Forwarded-*` added,
- * and the dstack token is not passed on to an `auth: true` service. A replica that refuses the
- * connection before answering a bodiless request is skipped for the next one.
+ * and the dstack token is not passed on to an `auth: true` service. A bodiless request whose
+ * replica refuses or drops the connection before answering goes to the next one, and when every
+ * replica failed, to the service's replicas of the moment again, a few rounds (as the server's
+ * proxy does): a replica going away, or one just started that does not listen yet, loses no
+ * request.
  */
 import { type IncomingHttpHeaders, type IncomingMessage, request, type ServerResponse } from 'node:http';
 import { connect } from 'node:net';
@@ -26,7 +29,14 @@ export interface ForwardOptions {
   dropAuthorization: boolean;
   /** `https` or `http`: what the client used. */
   protocol: string;
+  /** The service's replicas now, in order, for another round after every one failed; default `replicas`. */
+  replicasNow?: () => readonly string[];
 }
+
+/** Rounds over the replicas a bodiless request gets: the first and 3 more, as the server's proxy. */
+const MAX_ROUNDS = 4;
+/** The pause before another round. */
+const ROUND_PAUSE_MS = 200;
 
 function upstreamHeaders(incoming: IncomingMessage, options: ForwardOptions): IncomingHttpHeaders {
   const headers: IncomingHttpHeaders = {};
@@ -66,10 +76,20 @@ export function forwardRequest(
   options: ForwardOptions,
 ): void {
   const bodiless = incoming.headers['content-length'] === undefined && !incoming.headers['transfer-encoding'];
+  let replicas = options.replicas;
+  let round = 1;
   const attempt = (index: number): void => {
-    const base = options.replicas[index];
+    if (response.destroyed) return;
+    const base = replicas[index];
     if (base === undefined) {
-      answer(response, 502, 'No replica of the service answered');
+      const next = bodiless && round < MAX_ROUNDS ? (options.replicasNow?.() ?? options.replicas) : [];
+      if (next.length === 0) {
+        answer(response, 502, 'No replica of the service answered');
+        return;
+      }
+      round += 1;
+      replicas = next;
+      setTimeout(() => attempt(0), ROUND_PAUSE_MS);
       return;
     }
     const upstream = request(new URL(incoming.url ?? '/', base), {
@@ -84,8 +104,7 @@ export function forwardRequest(
       response.on('close', () => upstreamResponse.destroy());
     });
     upstream.on('error', (error) => {
-      const refused = (error as NodeJS.ErrnoException).code === 'ECONNREFUSED';
-      if (refused && bodiless && !response.headersSent) attempt(index + 1);
+      if (bodiless && !response.headersSent) attempt(index + 1);
       else answer(response, 502, `The replica did not answer: ${error.message}`);
     });
     if (bodiless) upstream.end();

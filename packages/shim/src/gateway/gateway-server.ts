@@ -3,7 +3,8 @@
  * on loopback where the server sends the state to serve, and the public side: HTTPS at
  * `https://{run}.{domain}` with the certificate the server sent, and plain HTTP that redirects
  * there (or serves, when there is no certificate or the service says `https: false`). The state
- * is stored on disk and loaded at start, so the gateway serves with no server.
+ * is stored on disk and loaded at start, so the gateway serves with no server. Requests pass the
+ * services' rate limits and are counted for the server's autoscaler (gateway-admission.ts).
  */
 import {
   createServer as createHttpServer,
@@ -16,6 +17,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type GatewayState, GatewayStateSchema } from '@dstack/core/agent-protocol';
 import { VERSION } from '../version.js';
+import { answerRefusal, closeSignal, GatewayAdmission, refuseUpgrade } from './gateway-admission.js';
 import { answerJson, forwardRequest, forwardUpgrade } from './gateway-forward.js';
 import { GatewayRouting } from './gateway-routing.js';
 import { GatewayStateStore } from './gateway-state-store.js';
@@ -32,6 +34,8 @@ export interface GatewayOptions {
   httpPort: number;
   /** Where the public ports listen. Default every address. */
   publicHost?: string;
+  /** How long a request to a service scaled to zero waits for a replica. Default `SCALE_FROM_ZERO_WAIT_MS`. */
+  scaleFromZeroWaitMs?: number;
 }
 
 export interface GatewayServer {
@@ -77,12 +81,16 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
   const routing = new GatewayRouting();
   let state = await store.load();
   routing.update(state);
+  const admission = new GatewayAdmission(
+    (hostname) => routing.serviceFor(hostname),
+    options.scaleFromZeroWaitMs,
+  );
   const publicHost = options.publicHost ?? '0.0.0.0';
   let https: HttpsServer | null = null;
   let httpsPort: number | null = null;
 
   const servePublic =
-    (protocol: 'http' | 'https') => (request: IncomingMessage, response: ServerResponse) => {
+    (protocol: 'http' | 'https') => async (request: IncomingMessage, response: ServerResponse) => {
       const service = routing.serviceFor(request.headers.host);
       if (!service) {
         answerJson(response, 404, `No service at ${request.headers.host ?? '(no Host)'} on this gateway`);
@@ -98,24 +106,31 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
         answerJson(response, refusal.status, refusal.message);
         return;
       }
-      const replicas = routing.replicaOrder(service);
-      if (replicas.length === 0) {
-        response.setHeader('retry-after', '5');
-        answerJson(response, 503, `Service ${service.run_name} has no ready replica`);
+      const admitted = await admission.admit(service, request, closeSignal(response));
+      if ('refusal' in admitted) {
+        answerRefusal(response, admitted.refusal);
         return;
       }
-      forwardRequest(request, response, { replicas, dropAuthorization: service.auth, protocol });
+      const replicas = routing.replicaOrder(admitted.service);
+      const replicasNow = () =>
+        routing.replicaOrder(routing.serviceFor(service.hostname) ?? admitted.service);
+      forwardRequest(request, response, { replicas, replicasNow, dropAuthorization: service.auth, protocol });
     };
   const upgradePublic =
-    (protocol: 'http' | 'https') => (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    (protocol: 'http' | 'https') => async (request: IncomingMessage, socket: Duplex, head: Buffer) => {
       const service = routing.serviceFor(request.headers.host);
       const refusal = service ? routing.refusal(service, request.headers.authorization) : null;
       if (!service || refusal) {
         socket.end(`HTTP/1.1 ${service ? 403 : 404} Refused\r\ncontent-length: 0\r\n\r\n`);
         return;
       }
+      const admitted = await admission.admit(service, request, closeSignal(socket));
+      if ('refusal' in admitted) {
+        refuseUpgrade(socket, admitted.refusal);
+        return;
+      }
       forwardUpgrade(request, socket, head, {
-        replicas: routing.replicaOrder(service),
+        replicas: routing.replicaOrder(admitted.service),
         dropAuthorization: service.auth,
         protocol,
       });
@@ -160,8 +175,14 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
         await store.save(parsed.data);
         state = parsed.data;
         routing.update(state);
+        admission.stateChanged();
         response.writeHead(200, { 'content-type': 'application/json' });
         response.end('{}');
+        return;
+      }
+      if (request.method === 'GET' && request.url === '/api/stats/collect') {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end(JSON.stringify(admission.stats.report()));
         return;
       }
       answerJson(response, 404, `Not found: ${request.method} ${request.url}`);

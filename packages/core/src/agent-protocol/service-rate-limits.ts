@@ -1,13 +1,20 @@
 /**
- * dstack's `rate_limits` at the service proxy: per client key (its IP address, or a header's
+ * dstack's `rate_limits`, one implementation for the server's service proxy and the gateway
+ * agent: per client key (its IP address, or a header's
  * value) and path prefix (the longest matching one), a token bucket of `burst + 1` requests
  * refilled at `rps`, as nginx's `limit_req burst=N nodelay` on dstack's gateway. A request past
  * the limit is answered 429 with `Retry-After`: the whole seconds until one more is allowed.
  */
-import type { IncomingMessage } from 'node:http';
-import type { ServiceConfiguration } from '@dstack/core';
+import type { ServiceConfiguration } from '../configuration/service-configuration.js';
 
-type RateLimit = ServiceConfiguration['rate_limits'][number];
+export type ServiceRateLimit = ServiceConfiguration['rate_limits'][number];
+type RateLimit = ServiceRateLimit;
+
+/** What a limit reads of a request (node's `IncomingMessage` fits): the client's address and its headers. */
+export interface RateLimitedRequest {
+  headers: Readonly<Record<string, string | string[] | undefined>>;
+  socket: { remoteAddress?: string | undefined };
+}
 
 interface Bucket {
   tokens: number;
@@ -41,7 +48,7 @@ export class RateLimiter {
   }
 }
 
-/** The limit for `path` (the service's path, after the proxy prefix): the longest matching prefix. */
+/** The limit for `path` (the service's path: after the server proxy's prefix, or as the gateway got it): the longest matching prefix. */
 export function rateLimitFor(limits: readonly RateLimit[], path: string): RateLimit | null {
   let best: RateLimit | null = null;
   for (const limit of limits) {
@@ -53,7 +60,7 @@ export function rateLimitFor(limits: readonly RateLimit[], path: string): RateLi
 }
 
 /** The client's key for `limit`; null (not limited, as nginx skips empty keys) when a keyed header is absent. */
-export function rateLimitKey(limit: RateLimit, request: IncomingMessage): string | null {
+export function rateLimitKey(limit: RateLimit, request: RateLimitedRequest): string | null {
   if (limit.key.type === 'ip_address') return request.socket.remoteAddress ?? '';
   const value = request.headers[limit.key.header.toLowerCase()];
   const text = Array.isArray(value) ? value.join(',') : value;
@@ -66,10 +73,11 @@ export function rateLimitKey(limit: RateLimit, request: IncomingMessage): string
  */
 export function rateLimited(
   limiter: RateLimiter,
+  /** The service's own buckets: its run id. */
   runId: string,
   limits: readonly RateLimit[],
   path: string,
-  request: IncomingMessage,
+  request: RateLimitedRequest,
 ): number | null {
   const limit = rateLimitFor(limits, path);
   if (!limit) return null;

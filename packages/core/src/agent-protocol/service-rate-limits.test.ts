@@ -1,4 +1,3 @@
-import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { RateLimiter, rateLimited, rateLimitFor } from './service-rate-limits.js';
 
@@ -29,8 +28,10 @@ describe('rate limits', () => {
     expect(rateLimitFor([limit('/v1', 1)], '/health')).toBeNull();
 
     const byHeader = [{ ...limit('/', 1), key: { type: 'header' as const, header: 'X-Api-Key' } }];
-    const request = (headers: Record<string, string>) =>
-      ({ headers, socket: { remoteAddress: '127.0.0.1' } }) as unknown as IncomingMessage;
+    const request = (headers: Record<string, string>) => ({
+      headers,
+      socket: { remoteAddress: '127.0.0.1' },
+    });
     const limiter = new RateLimiter();
     expect(rateLimited(limiter, 'run', byHeader, '/', request({ 'x-api-key': 'a' }))).toBeNull();
     expect(rateLimited(limiter, 'run', byHeader, '/', request({ 'x-api-key': 'a' }))).toBe(1);

@@ -1,10 +1,11 @@
 /**
  * A run on the emulated AWS (the real AWS SDK against the EC2 emulator), end to end: the
- * scenarios of `vm-cloud-runs.ts`, and the clusters and EBS volumes of
- * `aws-clusters-volumes.ts` on the same server and emulator.
+ * scenarios of `vm-cloud-runs.ts`, the clusters and EBS volumes of `aws-clusters-volumes.ts`, and
+ * dstack's torchrun example across two nodes (`torchrun-cluster.ts`) on the same server and emulator.
  */
 import { type AwsEmulator, awsEmulatorBackend, startAwsEmulator } from '@dstack/testing/emulators';
 import { describeAwsClustersAndVolumes, rootWithLoopDevices } from './aws-clusters-volumes.js';
+import { describeTorchrunAcrossNodes } from './torchrun-cluster.js';
 import { describeVmCloudRuns } from './vm-cloud-runs.js';
 
 let aws: AwsEmulator;
@@ -47,5 +48,8 @@ describeVmCloudRuns({
   launchFaults: ['refused-credentials', 'throttling'],
   // The emulated host's hostname is the instance id.
   hello: { command: 'echo hello from $(hostname)', expected: (instance) => `hello from ${instance.id}` },
-  more: (context) => describeAwsClustersAndVolumes(context, () => aws),
+  more(context) {
+    describeAwsClustersAndVolumes(context, () => aws);
+    describeTorchrunAcrossNodes(context, 'aws');
+  },
 });

@@ -17,7 +17,7 @@ import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { deleteFleet } from './cloud-run-helpers.js';
 import { requireBuiltDstack, runDstack } from './dstack-cli.js';
-import { ADMIN_TOKEN, makeTempDir } from './server-harness.js';
+import { ADMIN_TOKEN, type HarnessServer, makeTempDir } from './server-harness.js';
 import type { VmCloudContext } from './vm-cloud-runs.js';
 
 const EXAMPLE = fileURLToPath(
@@ -76,6 +76,34 @@ function stepLosses(logs: string, rank: number): number[] {
 
 const seconds = (since: number) => `${((performance.now() - since) / 1000).toFixed(1)} s`;
 
+/**
+ * Waits until the run ends, and prints when each node's job entered each status, counted from
+ * `since` (the apply): where the test's time goes (provisioning, the image pull, the training).
+ */
+async function runEndWithTimeline(harness: HarnessServer, runName: string, since: number): Promise<Run> {
+  const timeline: string[] = [];
+  const last = new Map<number, string>();
+  const deadline = Date.now() + 900_000;
+  for (;;) {
+    const answer = await harness.call<Run>('/api/project/main/runs/get', { run_name: runName });
+    expect(answer.status).toBe(200);
+    const run = answer.body;
+    for (const job of run.jobs) {
+      const status = job.job_submissions.at(-1)?.status ?? 'none';
+      if (last.get(job.job_spec.job_num) !== status) {
+        last.set(job.job_spec.job_num, status);
+        timeline.push(`node ${job.job_spec.job_num} ${status} at ${seconds(since)}`);
+      }
+    }
+    if (['done', 'failed', 'terminated'].includes(run.status)) {
+      console.info(`torchrun: ${timeline.join(', ')}; run ${run.status} at ${seconds(since)}`);
+      return run;
+    }
+    if (Date.now() > deadline) throw new Error(`run ${runName} did not end: ${timeline.join(', ')}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
 export function describeTorchrunAcrossNodes(context: VmCloudContext, cloud: string): void {
   describe('dstack’s torchrun example', () => {
     const title = `trains with torchrun across ${NODES} nodes of a cluster fleet: DDP over gloo on CPU, ranks exchange tensors over the cluster network`;
@@ -89,7 +117,7 @@ export function describeTorchrunAcrossNodes(context: VmCloudContext, cloud: stri
         console.info(`torchrun: the image ${localImage} is there after ${seconds(started)}`);
         started = performance.now();
         const registry = context.defaultImages().registry;
-        await registry.push(localImage, 'team/python-torch:cpu');
+        await registry.pushCompressed(localImage, 'team/python-torch:cpu');
         console.info(`torchrun: pushed to the test registry in ${seconds(started)}`);
 
         // The applied directory, as a user has it: the configuration and the training script.
@@ -127,11 +155,7 @@ export function describeTorchrunAcrossNodes(context: VmCloudContext, cloud: stri
           });
           expect(applied.code, applied.stderr + applied.stdout).toBe(0);
 
-          await harness.waitForRun(runName, ['running', 'done', 'failed', 'terminated'], 600_000);
-          console.info(`torchrun: running ${seconds(started)} after apply (instances, pulls, start)`);
-          started = performance.now();
-          const finished: Run = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 600_000);
-          console.info(`torchrun: ended ${finished.status} ${seconds(started)} after it ran`);
+          const finished = await runEndWithTimeline(harness, runName, started);
           const jobs = finished.jobs.map((job) => {
             const submission = job.job_submissions.at(-1);
             if (!submission) throw new Error(`job ${job.job_spec.job_num} has no submission`);

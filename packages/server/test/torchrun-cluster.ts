@@ -53,17 +53,20 @@ interface RankSummary {
   finalLoss: number;
   allReducedLossSum: number;
   weightsSum: number;
+  /** Where torchrun's rendezvous and the process group met: --master-addr. */
+  masterAddress: string;
 }
 
 const SUMMARY =
-  /rank=(\d+) local_rank=(\d+) node_rank=(\d+) world_size=(\d+) final_loss=([\d.]+) all_reduced_loss_sum=([\d.]+) weights_sum=(-?[\d.]+)/g;
+  /rank=(\d+) local_rank=(\d+) node_rank=(\d+) world_size=(\d+) final_loss=([\d.]+) all_reduced_loss_sum=([\d.]+) weights_sum=(-?[\d.]+) master_addr=(\S+)/g;
 
 function rankSummaries(logs: string): RankSummary[] {
   return [...logs.matchAll(SUMMARY)].map((match) => {
     const [rank, localRank, nodeRank, worldSize, finalLoss, allReducedLossSum, weightsSum] = match
-      .slice(1)
+      .slice(1, 8)
       .map(Number) as [number, number, number, number, number, number, number];
-    return { rank, localRank, nodeRank, worldSize, finalLoss, allReducedLossSum, weightsSum };
+    const masterAddress = match[8] ?? '';
+    return { rank, localRank, nodeRank, worldSize, finalLoss, allReducedLossSum, weightsSum, masterAddress };
   });
 }
 
@@ -167,10 +170,13 @@ export function describeTorchrunAcrossNodes(context: VmCloudContext, cloud: stri
           expect(finished.status, `${finished.status}:\n${logsOfJobs.join('\n---\n')}`).toBe('done');
           expect(jobs.map(({ jobNum }) => jobNum)).toEqual([0, 1]);
 
-          // torchrun's processes on a node: its GPUs ($DSTACK_GPUS_PER_NODE), one T4.
-          const gpusPerNode = jobs.map(
-            ({ submission }) => submission.job_provisioning_data?.instance_type.resources.gpus.length,
-          );
+          // Two hosts, each with its address on the cluster network; the master is node 0's.
+          const nodes = jobs.map(({ submission }) => submission.job_provisioning_data);
+          const addresses = nodes.map((node) => node?.internal_ip ?? '');
+          expect(new Set(nodes.map((node) => node?.instance_id)).size).toBe(NODES);
+          expect(new Set(addresses).size).toBe(NODES);
+          // torchrun's processes on a node: $DSTACK_GPUS_PER_NODE, the offer's GPUs (one T4).
+          const gpusPerNode = nodes.map((node) => node?.instance_type.resources.gpus.length);
           expect(gpusPerNode).toEqual([1, 1]);
           const processesPerNode = 1;
           const worldSize = NODES * processesPerNode;
@@ -182,11 +188,14 @@ export function describeTorchrunAcrossNodes(context: VmCloudContext, cloud: stri
             for (const summary of onNode) {
               expect(summary.nodeRank).toBe(jobNum);
               expect(summary.worldSize).toBe(worldSize);
+              expect(summary.masterAddress).toBe(addresses[0]);
             }
             return onNode.map((summary) => ({ summary, logs }));
           });
           const summaries = ranksPrinted.map(({ summary }) => summary);
-          expect(summaries.map((summary) => summary.rank).sort()).toEqual([...Array(worldSize).keys()]);
+          expect(summaries.map((summary) => summary.rank).sort((a, b) => a - b)).toEqual([
+            ...Array(worldSize).keys(),
+          ]);
           // Every rank holds the same sum, and it is the sum of every rank's own loss: each rank
           // received the others' tensors over the network.
           const [first] = summaries;

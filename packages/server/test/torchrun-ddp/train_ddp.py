@@ -40,7 +40,8 @@ def main() -> None:
     print(
         f"rank={rank} local_rank={os.environ['LOCAL_RANK']} node_rank={os.environ['GROUP_RANK']} "
         f"world_size={world_size} final_loss={final_loss.item():.6f} "
-        f"all_reduced_loss_sum={reduced.item():.6f} weights_sum={weights:.6f}",
+        f"all_reduced_loss_sum={reduced.item():.6f} weights_sum={weights:.6f} "
+        f"master_addr={os.environ['MASTER_ADDR']}",
         flush=True,
     )
     dist.destroy_process_group()

@@ -1,12 +1,14 @@
 /**
  * A run on the emulated AWS (the real AWS SDK against the EC2 emulator), end to end: the
- * scenarios of `vm-cloud-runs.ts`, and the clusters and EBS volumes of
- * `aws-clusters-volumes.ts` and dstack's own volume examples of `aws-volume-examples.ts` (in
- * eu-central-1, the region they name) on the same server and emulator.
+ * scenarios of `vm-cloud-runs.ts`, the clusters and EBS volumes of `aws-clusters-volumes.ts`,
+ * dstack's own volume examples of `aws-volume-examples.ts` (in eu-central-1, the region they
+ * name) and dstack's torchrun example across two nodes (`torchrun-cluster.ts`) on the same
+ * server and emulator.
  */
 import { type AwsEmulator, awsEmulatorBackend, startAwsEmulator } from '@dstack/testing/emulators';
 import { describeAwsClustersAndVolumes, rootWithLoopDevices } from './aws-clusters-volumes.js';
 import { describeAwsVolumeExamples, EXAMPLES_REGION } from './aws-volume-examples.js';
+import { describeTorchrunAcrossNodes } from './torchrun-cluster.js';
 import { describeVmCloudRuns } from './vm-cloud-runs.js';
 
 let aws: AwsEmulator;
@@ -52,5 +54,6 @@ describeVmCloudRuns({
   more: (context) => {
     describeAwsClustersAndVolumes(context, () => aws);
     describeAwsVolumeExamples(context, () => aws);
+    describeTorchrunAcrossNodes(context, 'aws');
   },
 });

@@ -32,7 +32,8 @@ export interface ServerApi {
    */
   call<TBody = unknown>(path: string, body?: unknown, token?: string): Promise<HarnessAnswer<TBody>>;
   waitForRun(runName: string, statuses: readonly string[], timeoutMs?: number): Promise<Run>;
-  logs(runName: string): Promise<string>;
+  /** The logs of every job of the run, or of the one job submission given by id. */
+  logs(runName: string, jobSubmissionId?: string): Promise<string>;
   /** Creates a user with the global role `user` (a member of no project); resolves with its token. */
   createUser(username: string): Promise<string>;
 }
@@ -229,12 +230,13 @@ export function serverApi(url: string): ServerApi {
         `run ${runName} did not reach ${statuses.join('|')}; last: ${JSON.stringify(last?.status)} ${JSON.stringify(last?.latest_job_submission)}`,
       );
     },
-    async logs(runName) {
+    async logs(runName, jobSubmissionId) {
       let text = '';
       let nextToken: string | null = null;
       for (;;) {
         const answer: HarnessAnswer<LogsPage> = await call<LogsPage>('/api/project/main/logs/poll', {
           run_name: runName,
+          ...(jobSubmissionId === undefined ? {} : { job_submission_id: jobSubmissionId }),
           next_token: nextToken,
           limit: 1000,
         });

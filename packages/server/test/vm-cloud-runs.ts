@@ -116,6 +116,8 @@ export interface VmCloudScenarios {
 export interface VmCloudContext {
   harness(): HarnessServer;
   hosts(): DockerEmulatedHosts;
+  /** The public registry the hosts pull dstack's default images from; a scenario may push its own images to it. */
+  defaultImages(): DefaultImageRegistry;
   /** The label of this file's hosts (for `expectCloudEmpty`'s `hostsOf`). */
   emulatorName: string;
 }
@@ -392,6 +394,11 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       await deleteFleet(harness, runName).catch(() => undefined);
     }, 300_000);
 
-    scenarios.more?.({ harness: () => harness, hosts: () => hosts, emulatorName });
+    scenarios.more?.({
+      harness: () => harness,
+      hosts: () => hosts,
+      defaultImages: () => defaultImages,
+      emulatorName,
+    });
   });
 }

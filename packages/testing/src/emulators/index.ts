@@ -167,6 +167,13 @@ export {
   RUNNER_MUSL_TEST_IMAGE,
 } from './hosts/runner-test-images.js';
 export {
+  BUILD_TORCH_IMAGE_SCRIPT,
+  ensureTorchTestImage,
+  torchTestImage,
+  torchTestImageMissing,
+  torchWheel,
+} from './hosts/torch-test-image.js';
+export {
   DEFAULT_VASTAI_RENTAL_NETWORK,
   DockerVastaiContainers,
   type DockerVastaiContainersOptions,

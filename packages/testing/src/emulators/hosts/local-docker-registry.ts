@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { bridgeGateway } from './agent-runtime-server.js';
+import { compressedImage, pushCompressedImage } from './compressed-image-push.js';
 import type { DockerEmulatedHosts } from './docker-emulated-hosts.js';
 
 const run = promisify(execFile);
@@ -48,6 +49,12 @@ export interface LocalDockerRegistry {
    * added to the pushed image: a marker that proves a job ran in it. Resolves with the full name.
    */
   push(source: string, name: string, files?: Record<string, string>): Promise<string>;
+  /**
+   * Pushes local image `source` as `{address}/{name}` from its layers gzipped once per machine
+   * (compressed-image-push.ts), for a large image that `push` would compress again at every push.
+   * Resolves with the full name.
+   */
+  pushCompressed(source: string, name: string): Promise<string>;
   /** Removes from the daemon every image tagged under `address` (what jobs pulled). */
   removePulledImages(): Promise<void>;
   /** Removes the pulled images, ends the registry and deletes its storage. */
@@ -313,6 +320,18 @@ export async function startLocalDockerRegistry(
       await docker(['push', target]);
       await docker(['image', 'rm', target]);
       return target;
+    },
+    async pushCompressed(source, name) {
+      await pushCompressedImage(
+        {
+          address,
+          ca: certificatePem,
+          ...(htpasswdPath === null ? {} : { auth: { username, password } }),
+        },
+        await compressedImage(source),
+        name,
+      );
+      return `${address}/${name}`;
     },
     removePulledImages,
     async stop() {

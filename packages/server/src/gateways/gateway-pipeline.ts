@@ -4,7 +4,8 @@
  * address); a `provisioning` gateway is `running` once its agent answers through the SSH tunnel
  * and took its state, or `failed` after `PROVISIONING_TIMEOUT_MS` (its instance terminated). A
  * `running` gateway is sent its whole state on every pass (services, replicas, tokens); when it
- * cannot be reached it keeps serving what it has, and the pass says why in `status_message`. A
+ * cannot be reached it keeps serving what it has, and the pass says why in `status_message`,
+ * where the certificates its agent could not obtain from the ACME server are shown too. A
  * failed gateway waits for its deletion. A gateway marked `to_be_deleted` has its instance
  * terminated, then is `deleted`.
  */
@@ -109,16 +110,26 @@ async function launch(app: AppContext, gateway: GatewaysTable, lock: RowLock<'ga
   }
 }
 
-/** Sends the gateway its state; returns why it could not, or null. */
-async function sync(app: AppContext, gateway: GatewaysTable, signal: AbortSignal): Promise<string | null> {
+/**
+ * Sends the gateway its state; returns why it could not (`failure`), or else what its agent says
+ * is wrong with its ACME certificates (`certificates`: a rate limit, DNS not pointing at it), or null.
+ */
+async function sync(
+  app: AppContext,
+  gateway: GatewaysTable,
+  signal: AbortSignal,
+): Promise<{ failure: string } | { certificates: string | null }> {
   const project = await projectOfGateway(app, gateway);
   try {
     const url = await gatewayApiUrl(app, gateway, project);
-    await gatewayHealth(url, signal);
+    const health = await gatewayHealth(url, signal);
     await sendGatewayState(url, await gatewayStateOf(app, gateway, project), signal);
-    return null;
+    const failed = health.certificates.flatMap((entry) =>
+      entry.status === 'failed' && entry.message ? [entry.message] : [],
+    );
+    return { certificates: failed.length > 0 ? failed.join('; ') : null };
   } catch (error) {
-    return errorMessage(error);
+    return { failure: errorMessage(error) };
   }
 }
 
@@ -178,7 +189,8 @@ export function gatewayPipeline(app: AppContext): PipelineDefinition<'gateways'>
         return;
       }
       if (gateway.status === 'provisioning') {
-        const failure = await sync(app, gateway, lock.signal);
+        const synced = await sync(app, gateway, lock.signal);
+        const failure = 'failure' in synced ? synced.failure : null;
         if (failure === null) {
           await lock.release({ status: 'running', status_message: null });
         } else if (Date.now() - gateway.created_at > PROVISIONING_TIMEOUT_MS) {
@@ -198,8 +210,12 @@ export function gatewayPipeline(app: AppContext): PipelineDefinition<'gateways'>
         return;
       }
       if (gateway.status === 'running') {
-        const failure = await sync(app, gateway, lock.signal);
-        await lock.release({ status_message: failure === null ? null : `not reached: ${failure}` });
+        const synced = await sync(app, gateway, lock.signal);
+        const message = 'failure' in synced ? `not reached: ${synced.failure}` : synced.certificates;
+        if (message !== gateway.status_message && 'certificates' in synced && message !== null) {
+          console.error(`[gateways] ${gateway.name}: ${message}`);
+        }
+        await lock.release({ status_message: message });
         return;
       }
       // Failed: nothing to do until it is deleted (which makes it due at once).

@@ -5,6 +5,7 @@
  * internal network: the replica's instance's internal address and its service port, the
  * gateway being in the project's instances' security group), and the token hashes of the
  * project's members. Sending the whole state keeps the agent right after anything it missed.
+ * A `lets-encrypt` gateway is told the ACME server; its agent obtains each service's certificate.
  */
 import {
   DSTACK_GATEWAY_API_PORT,
@@ -12,6 +13,7 @@ import {
   GatewayHealthSchema,
   type GatewayService,
   type GatewayState,
+  LETS_ENCRYPT_DIRECTORY_URL,
 } from '@dstack/core/agent-protocol';
 import { request } from 'undici';
 import { gatewayPortUrl } from '../agents/agent-clients.js';
@@ -27,6 +29,7 @@ import { runningReplicas } from '../proxies/service-proxy-replicas.js';
 import { instancePortOf } from '../runs/replica-address.js';
 import { ACTIVE_RUN_STATUSES } from '../runs/runs.js';
 import { serviceConfigurationOf, serviceHasProbes, servicePortOf } from '../runs/service-spec.js';
+import { gatewayServesServiceHttps } from './service-https.js';
 
 /** The user gateway images log in as (dstack's gateways: Ubuntu's `ubuntu`). */
 const GATEWAY_SSH_USER = 'ubuntu';
@@ -34,6 +37,7 @@ const GATEWAY_SSH_USER = 'ubuntu';
 const GATEWAY_CALL_TIMEOUT_MS = 15_000;
 
 async function servicesOf(app: AppContext, gateway: GatewaysTable): Promise<GatewayService[]> {
+  const { certificate } = gatewayConfigurationOf(gateway);
   const runs = await app.db
     .selectFrom('runs')
     .innerJoin('projects', 'projects.id', 'runs.project_id')
@@ -58,7 +62,7 @@ async function servicesOf(app: AppContext, gateway: GatewaysTable): Promise<Gate
       run_name: run.run_name,
       hostname: run.service_hostname,
       auth: service.auth,
-      https: service.https !== false,
+      https: gatewayServesServiceHttps(service.https, certificate),
       replicas,
     });
   }
@@ -94,6 +98,14 @@ export async function gatewayStateOf(
       : null;
   return {
     certificate,
+    // dstack's gateways run certbot against DSTACK_ACME_SERVER for each service with HTTPS.
+    acme:
+      configuration.certificate?.type === 'lets-encrypt'
+        ? {
+            directory_url: app.settings.acmeServer ?? LETS_ENCRYPT_DIRECTORY_URL,
+            ca_certificates: app.settings.acmeServerCaCertificates ?? null,
+          }
+        : null,
     services: await servicesOf(app, gateway),
     token_hashes: { [project.name]: await tokenHashesOf(app, project) },
   };

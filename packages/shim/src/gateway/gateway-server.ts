@@ -246,7 +246,7 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
       return httpsPort;
     },
     async close() {
-      await acmeCertificates.close();
+      acmeCertificates.close();
       const servers: Array<Server | HttpsServer> = [api, http, ...(https ? [https] : [])];
       await Promise.all(
         servers.map(

@@ -112,10 +112,10 @@ export class GatewayAcmeCertificates {
     });
   }
 
-  async close(): Promise<void> {
+  /** Stops issuing; an issuance under way is not waited for (it may take the ACME client's whole timeout). */
+  close(): void {
     this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
-    await this.#running;
   }
 
   #current(issued: Issued): boolean {

@@ -133,6 +133,12 @@ export interface ServerSettings {
    */
   acmeServerCaCertificates?: string | null;
   /**
+   * `DSTACK_ACME_EAB_KID` and `DSTACK_ACME_EAB_HMAC_KEY` (dstack's settings): the External Account
+   * Binding an ACME server may require (its key id and base64url HMAC key), set both or neither.
+   * Absent: none (Let's Encrypt needs none).
+   */
+  acmeExternalAccount?: { kid: string; hmacKey: string } | null;
+  /**
    * `DSTACK_SERVER_SSHPROXY_PORT`: the port of the built-in SSH proxy (dstack's `sshproxy`), where
    * dstack's own clients attach to jobs; on `host`. 0 picks a free port at every start; null
    * (`off`) serves none. Absent: 0.

@@ -101,6 +101,28 @@ function pemFileVariable(env: NodeJS.ProcessEnv, name: string): string | null {
   return text;
 }
 
+/** `DSTACK_ACME_EAB_KID` with `DSTACK_ACME_EAB_HMAC_KEY`: both, or neither. */
+function acmeExternalAccountVariables(env: NodeJS.ProcessEnv): { kid: string; hmacKey: string } | null {
+  const kid = stringVariable(env, 'DSTACK_ACME_EAB_KID');
+  const hmacKey = stringVariable(env, 'DSTACK_ACME_EAB_HMAC_KEY');
+  if (kid === null && hmacKey === null) return null;
+  if (kid === null || hmacKey === null) {
+    const missing = kid === null ? 'DSTACK_ACME_EAB_KID' : 'DSTACK_ACME_EAB_HMAC_KEY';
+    throw new ConfigurationError(
+      `${missing} must be set with ${kid === null ? 'DSTACK_ACME_EAB_HMAC_KEY' : 'DSTACK_ACME_EAB_KID'}`,
+      {
+        path: [missing],
+      },
+    );
+  }
+  if (!/^[A-Za-z0-9_-]+={0,2}$/.test(hmacKey)) {
+    throw new ConfigurationError('DSTACK_ACME_EAB_HMAC_KEY must be base64url', {
+      path: ['DSTACK_ACME_EAB_HMAC_KEY'],
+    });
+  }
+  return { kid, hmacKey };
+}
+
 function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
   const value = env[name]?.trim();
   return value ? value : null;
@@ -123,6 +145,7 @@ function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
  * (30 days; 0: no events are recorded; `events.ttl_seconds` of config.yml wins over it),
  * `DSTACK_ACME_SERVER` (the ACME directory of gateways' certificates; Let's Encrypt's production one),
  * `DSTACK_ACME_SERVER_CA_FILE` (PEM CAs gateways trust for the ACME server's TLS; unset: the system's),
+ * `DSTACK_ACME_EAB_KID` and `DSTACK_ACME_EAB_HMAC_KEY` (an External Account Binding; unset: none),
  * `DSTACK_SERVER_SSHPROXY_PORT` (the built-in SSH proxy's port; 0, the default, picks a free one;
  * `off`: none) and `DSTACK_SERVER_SSHPROXY_ADDRESS` (`host[:port]` clients are told; unset: where
  * it listens). `overrides` (e.g. from command-line
@@ -206,6 +229,7 @@ export function loadServerSettings(
     prometheusAuthToken: stringVariable(env, 'DSTACK_PROMETHEUS_AUTH_TOKEN'),
     acmeServer: urlVariable(env, 'DSTACK_ACME_SERVER') ?? LETS_ENCRYPT_DIRECTORY_URL,
     acmeServerCaCertificates: pemFileVariable(env, 'DSTACK_ACME_SERVER_CA_FILE'),
+    acmeExternalAccount: acmeExternalAccountVariables(env),
     sshProxyPort: sshProxyPortVariable(env),
     sshProxyAddress: stringVariable(env, 'DSTACK_SERVER_SSHPROXY_ADDRESS'),
   };

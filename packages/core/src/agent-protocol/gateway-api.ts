@@ -48,6 +48,11 @@ export const GatewayAcmeSchema = z.object({
   directory_url: z.string(),
   /** PEM certificates trusted for the ACME server's own TLS besides the system's (a test CA); null: the system's only. */
   ca_certificates: z.string().nullable(),
+  /**
+   * External Account Binding (RFC 8555 §7.3.4), for ACME servers that require one (ZeroSSL, …):
+   * the server's `DSTACK_ACME_EAB_KID` and `DSTACK_ACME_EAB_HMAC_KEY` (base64url). Null: none.
+   */
+  external_account: z.object({ kid: z.string(), hmac_key: z.string() }).nullable().default(null),
 });
 export type GatewayAcme = z.output<typeof GatewayAcmeSchema>;
 

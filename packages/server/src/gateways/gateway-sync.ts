@@ -104,6 +104,12 @@ export async function gatewayStateOf(
         ? {
             directory_url: app.settings.acmeServer ?? LETS_ENCRYPT_DIRECTORY_URL,
             ca_certificates: app.settings.acmeServerCaCertificates ?? null,
+            external_account: app.settings.acmeExternalAccount
+              ? {
+                  kid: app.settings.acmeExternalAccount.kid,
+                  hmac_key: app.settings.acmeExternalAccount.hmacKey,
+                }
+              : null,
           }
         : null,
     services: await servicesOf(app, gateway),

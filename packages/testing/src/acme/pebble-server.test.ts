@@ -5,7 +5,7 @@
  * with the reason; the gateway agent obtains a service's certificate itself, serves HTTPS with it
  * and redirects plain HTTP, and says why another name has none.
  */
-import { generateKeyPairSync, X509Certificate } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -89,6 +89,45 @@ describe.skipIf(pebbleMissing)('ACME certificates from pebble', () => {
     } finally {
       await client.close();
       await new Promise((resolve) => responder.close(resolve));
+    }
+  }, 60_000);
+
+  it('binds the account to an external account when the ACME server requires one', async () => {
+    const hmacKey = randomBytes(32).toString('base64url');
+    const bound = await startPebble({
+      dir: join(dir, 'pebble-eab'),
+      httpChallengePort: challengePort,
+      externalAccountKeys: { 'kid-1': hmacKey },
+    });
+    const answers = new Map<string, string>();
+    const responder = createServer((req, res) => {
+      const answer = answers.get(req.url?.replace('/.well-known/acme-challenge/', '') ?? '');
+      res.writeHead(answer === undefined ? 404 : 200).end(answer);
+    });
+    await new Promise<void>((resolve) => responder.listen(challengePort, '127.0.0.1', resolve));
+    const clientWith = (externalAccount: { kid: string; hmacKey: string } | null) =>
+      new AcmeClient({
+        directoryUrl: bound.directoryUrl,
+        accountKey: generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey,
+        caCertificates: bound.tlsCa,
+        externalAccount,
+      });
+    const key = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+    try {
+      await bound.resolve('bound.acme.test', '127.0.0.1');
+      const unbound = clientWith(null);
+      const refused = await unbound
+        .issueCertificate('bound.acme.test', key, answers)
+        .catch((error: Error) => error);
+      await unbound.close();
+      expect(String(refused)).toContain('externalAccountRequired');
+      const withBinding = clientWith({ kid: 'kid-1', hmacKey });
+      const chain = certificatesOf(await withBinding.issueCertificate('bound.acme.test', key, answers));
+      await withBinding.close();
+      expect(chain[0]?.checkHost('bound.acme.test')).toBe('bound.acme.test');
+    } finally {
+      await new Promise((resolve) => responder.close(resolve));
+      await bound.close();
     }
   }, 60_000);
 

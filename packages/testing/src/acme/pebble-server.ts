@@ -32,6 +32,8 @@ export interface PebbleOptions {
   host?: string;
   /** The port pebble's http-01 validation connects to on the name's address (a gateway's: 80). */
   httpChallengePort: number;
+  /** External Account Binding keys (key id → base64url HMAC key); set: accounts must have one. */
+  externalAccountKeys?: Record<string, string>;
 }
 
 export interface PebbleServer {
@@ -187,7 +189,8 @@ export async function startPebble(options: PebbleOptions): Promise<PebbleServer>
         httpPort: options.httpChallengePort,
         tlsPort,
         ocspResponderURL: '',
-        externalAccountBindingRequired: false,
+        externalAccountBindingRequired: options.externalAccountKeys !== undefined,
+        ...(options.externalAccountKeys ? { externalAccountMACKeys: options.externalAccountKeys } : {}),
       },
     }),
   );

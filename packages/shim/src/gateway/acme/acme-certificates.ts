@@ -27,7 +27,12 @@ interface Issued extends StoredCertificate {
   notAfter: number;
 }
 
-const FIRST_RETRY_MS = 60_000;
+/**
+ * Waits after each failure of a name, then hourly: quick retries while its DNS is being set up,
+ * and no more than five failures in an hour (Let's Encrypt's limit of failed validations per
+ * name and account; a rate-limited answer is shown like any other failure).
+ */
+const RETRY_DELAYS_MS = [30_000, 60_000, 120_000, 240_000];
 const LAST_RETRY_MS = 60 * 60_000;
 /** Renewals are looked for this often even when nothing changes. */
 const RENEWAL_CHECK_MS = 60 * 60_000;
@@ -53,7 +58,7 @@ export class GatewayAcmeCertificates {
   readonly #directory: string;
   readonly #log: (line: string) => void;
   readonly #issued = new Map<string, Issued>();
-  readonly #failures = new Map<string, { message: string; retryAt: number; delayMs: number }>();
+  readonly #failures = new Map<string, { message: string; retryAt: number; attempts: number }>();
   #settings: GatewayAcme | null = null;
   #wanted: string[] = [];
   #running: Promise<void> | null = null;
@@ -169,6 +174,9 @@ export class GatewayAcmeCertificates {
       directoryUrl: settings.directory_url,
       accountKey: await this.#accountKey(),
       caCertificates: settings.ca_certificates,
+      externalAccount: settings.external_account
+        ? { kid: settings.external_account.kid, hmacKey: settings.external_account.hmac_key }
+        : null,
     });
     const answers: ChallengeAnswers = {
       set: (token, keyAuthorization) => this.challenges.set(token, keyAuthorization),
@@ -189,10 +197,10 @@ export class GatewayAcmeCertificates {
       this.#failures.delete(hostname);
       this.#log(`certificate for ${hostname} issued, valid until ${new Date(issued.notAfter).toISOString()}`);
     } catch (error) {
-      const previous = this.#failures.get(hostname);
-      const delayMs = previous ? Math.min(previous.delayMs * 2, LAST_RETRY_MS) : FIRST_RETRY_MS;
+      const attempts = (this.#failures.get(hostname)?.attempts ?? 0) + 1;
+      const delayMs = RETRY_DELAYS_MS[attempts - 1] ?? LAST_RETRY_MS;
       const message = `could not obtain a certificate for ${hostname}: ${(error as Error).message}`;
-      this.#failures.set(hostname, { message, retryAt: Date.now() + delayMs, delayMs });
+      this.#failures.set(hostname, { message, retryAt: Date.now() + delayMs, attempts });
       this.#log(`${message} (retried in ${Math.round(delayMs / 1000)} s)`);
     } finally {
       await client.close();

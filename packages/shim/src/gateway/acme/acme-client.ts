@@ -6,7 +6,7 @@
  * http-01 challenge, finalize with a CSR, download the chain. Problems the server reports (rate
  * limits, a challenge that could not reach the gateway) are thrown as `AcmeError` with its detail.
  */
-import { createHash, type KeyObject, sign } from 'node:crypto';
+import { createHash, createHmac, type KeyObject, sign } from 'node:crypto';
 import { rootCertificates } from 'node:tls';
 import { Agent, type Dispatcher, request } from 'undici';
 import { certificateRequestFor } from './certificate-request.js';
@@ -35,6 +35,8 @@ export interface AcmeClientOptions {
   accountKey: KeyObject;
   /** PEM certificates trusted for the ACME server's own TLS besides the system's (a test CA). */
   caCertificates?: string | null;
+  /** External Account Binding: the key id and base64url HMAC key the ACME server's operator gave. */
+  externalAccount?: { kid: string; hmacKey: string } | null;
   /** How long one issuance may take, all polls included. Default 90 s (certbot's is 40 s on dstack's gateways). */
   timeoutMs?: number;
 }
@@ -211,9 +213,25 @@ export class AcmeClient {
       throw new AcmeError(`the ACME directory ${this.#options.directoryUrl} answered ${answer.statusCode}`);
     }
     this.#directory = (await answer.body.json()) as Directory;
-    const account = await this.#post(this.#directory.newAccount, { termsOfServiceAgreed: true });
+    const newAccount = this.#directory.newAccount;
+    const account = await this.#post(newAccount, {
+      termsOfServiceAgreed: true,
+      ...(this.#options.externalAccount
+        ? { externalAccountBinding: this.#externalAccountBinding(newAccount, this.#options.externalAccount) }
+        : {}),
+    });
     if (!account.location) throw new AcmeError('the ACME server created an account without its URL');
     this.#accountUrl = account.location;
+  }
+
+  /** RFC 8555 §7.3.4: the account key, signed with the operator's HMAC key under its key id. */
+  #externalAccountBinding(url: string, binding: { kid: string; hmacKey: string }): Record<string, string> {
+    const protectedPart = base64url(JSON.stringify({ alg: 'HS256', kid: binding.kid, url }));
+    const payloadPart = base64url(JSON.stringify(this.#jwk));
+    const signature = createHmac('sha256', Buffer.from(binding.hmacKey, 'base64url'))
+      .update(`${protectedPart}.${payloadPart}`)
+      .digest();
+    return { protected: protectedPart, payload: payloadPart, signature: base64url(signature) };
   }
 
   async #freshNonce(): Promise<string> {

@@ -157,7 +157,7 @@ describe.skipIf(pebbleMissing)('ACME certificates from pebble', () => {
       });
       const state: GatewayState = {
         certificate: null,
-        acme: { directory_url: pebble.directoryUrl, ca_certificates: pebble.tlsCa },
+        acme: { directory_url: pebble.directoryUrl, ca_certificates: pebble.tlsCa, external_account: null },
         services: [service('svc.acme.test'), service('lost.acme.test')],
         token_hashes: {},
       };

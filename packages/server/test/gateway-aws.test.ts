@@ -315,7 +315,8 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
     const gateway = await waitFor(
       'gw-acme to run',
       async () => {
-        last = (await harness.call<GatewayAnswer>('/api/project/main/gateways/get', { name: 'gw-acme' })).body;
+        last = (await harness.call<GatewayAnswer>('/api/project/main/gateways/get', { name: 'gw-acme' }))
+          .body;
         if (last.status === 'failed') throw new Error(`gw-acme failed: ${last.status_message}`);
         return last.status === 'running' ? last : null;
       },

@@ -76,6 +76,9 @@ interface Problem {
 
 const BAD_NONCE = 'urn:ietf:params:acme:error:badNonce';
 const POLL_MS = 1_000;
+/** One call's answer: an ACME server that stops answering fails the issuance instead of hanging it. */
+const CALL_TIMEOUT_MS = 30_000;
+const TIMEOUTS = { headersTimeout: CALL_TIMEOUT_MS, bodyTimeout: CALL_TIMEOUT_MS };
 const MAX_POLL_MS = 10_000;
 
 function base64url(data: Buffer | string): string {
@@ -207,7 +210,7 @@ export class AcmeClient {
 
   async #account(): Promise<void> {
     if (this.#accountUrl) return;
-    const answer = await request(this.#options.directoryUrl, { dispatcher: this.#dispatcher });
+    const answer = await request(this.#options.directoryUrl, { dispatcher: this.#dispatcher, ...TIMEOUTS });
     if (answer.statusCode !== 200) {
       await answer.body.dump();
       throw new AcmeError(`the ACME directory ${this.#options.directoryUrl} answered ${answer.statusCode}`);
@@ -238,6 +241,7 @@ export class AcmeClient {
     const answer = await request(this.#directoryOf().newNonce, {
       method: 'HEAD',
       dispatcher: this.#dispatcher,
+      ...TIMEOUTS,
     });
     await answer.body.dump();
     const nonce = answer.headers['replay-nonce'];
@@ -269,6 +273,7 @@ export class AcmeClient {
       const answer = await request(url, {
         method: 'POST',
         dispatcher: this.#dispatcher,
+        ...TIMEOUTS,
         headers: { 'content-type': 'application/jose+json', accept },
         body: JSON.stringify({
           protected: protectedPart,

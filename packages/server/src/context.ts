@@ -123,6 +123,24 @@ export interface ServerSettings {
    */
   eventsTtlSeconds?: number;
   /**
+   * `DSTACK_ACME_SERVER` (dstack's setting): the ACME directory URL gateways with `certificate:
+   * {type: lets-encrypt}` (the default) get their certificates from. Absent: Let's Encrypt's
+   * production directory.
+   */
+  acmeServer?: string;
+  /**
+   * `DSTACK_ACME_SERVER_CA_FILE`: a PEM file of CA certificates gateways trust for the ACME
+   * server's own TLS besides the system's (a private or test ACME server, e.g. pebble); the
+   * server reads it at start and sends its contents. Absent: the system's CAs only.
+   */
+  acmeServerCaCertificates?: string | null;
+  /**
+   * `DSTACK_ACME_EAB_KID` and `DSTACK_ACME_EAB_HMAC_KEY` (dstack's settings): the External Account
+   * Binding an ACME server may require (its key id and base64url HMAC key), set both or neither.
+   * Absent: none (Let's Encrypt needs none).
+   */
+  acmeExternalAccount?: { kid: string; hmacKey: string } | null;
+  /**
    * `DSTACK_SERVER_SSHPROXY_PORT`: the port of the built-in SSH proxy (dstack's `sshproxy`), where
    * dstack's own clients attach to jobs; on `host`. 0 picks a free port at every start; null
    * (`off`) serves none. Absent: 0.

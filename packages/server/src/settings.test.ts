@@ -1,4 +1,5 @@
-import { homedir } from 'node:os';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigurationError } from '@dstack/core';
 import { describe, expect, it } from 'vitest';
@@ -32,7 +33,44 @@ describe('loadServerSettings', () => {
       eventsTtlSeconds: 30 * 24 * 3600,
       sshProxyPort: 0,
       sshProxyAddress: null,
+      acmeServer: 'https://acme-v02.api.letsencrypt.org/directory',
+      acmeServerCaCertificates: null,
+      acmeExternalAccount: null,
     });
+  });
+
+  it("reads the gateways' ACME server, the CAs of its TLS and its External Account Binding, naming a bad one", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dstack-settings-'));
+    try {
+      const pem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+      writeFileSync(join(dir, 'ca.pem'), pem);
+      writeFileSync(join(dir, 'empty.pem'), 'nothing here');
+      const settings = loadServerSettings({
+        DSTACK_ACME_SERVER: 'https://acme-staging-v02.api.letsencrypt.org/directory',
+        DSTACK_ACME_SERVER_CA_FILE: join(dir, 'ca.pem'),
+        DSTACK_ACME_EAB_KID: 'kid-1',
+        DSTACK_ACME_EAB_HMAC_KEY: 'c2VjcmV0',
+      });
+      expect(settings).toMatchObject({
+        acmeServer: 'https://acme-staging-v02.api.letsencrypt.org/directory',
+        acmeServerCaCertificates: pem,
+        acmeExternalAccount: { kid: 'kid-1', hmacKey: 'c2VjcmV0' },
+      });
+      expect(() => loadServerSettings({ DSTACK_ACME_SERVER: 'letsencrypt' })).toThrow(
+        /DSTACK_ACME_SERVER must be an http\(s\) URL/,
+      );
+      expect(() => loadServerSettings({ DSTACK_ACME_SERVER_CA_FILE: join(dir, 'missing.pem') })).toThrow(
+        /DSTACK_ACME_SERVER_CA_FILE: cannot read/,
+      );
+      expect(() => loadServerSettings({ DSTACK_ACME_SERVER_CA_FILE: join(dir, 'empty.pem') })).toThrow(
+        /DSTACK_ACME_SERVER_CA_FILE: .* holds no PEM certificate/,
+      );
+      expect(() => loadServerSettings({ DSTACK_ACME_EAB_KID: 'kid-1' })).toThrow(
+        /DSTACK_ACME_EAB_HMAC_KEY must be set with DSTACK_ACME_EAB_KID/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('reads the SSH proxy port (off: none) and the address clients are told', () => {

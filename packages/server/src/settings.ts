@@ -1,9 +1,11 @@
 /**
  * Server settings from the environment (`DSTACK_SERVER_*`), with dstack's defaults.
  */
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ConfigurationError, DEFAULT_CODE_UPLOAD_LIMIT_BYTES } from '@dstack/core';
+import { LETS_ENCRYPT_DIRECTORY_URL } from '@dstack/core/agent-protocol';
 import type { ServerSettings } from './context.js';
 
 export const DEFAULT_SERVER_PORT = 8000;
@@ -81,6 +83,46 @@ function sshProxyPortVariable(env: NodeJS.ProcessEnv): number | null {
   return integerVariable(env, 'DSTACK_SERVER_SSHPROXY_PORT', 0, { min: 0, max: 65535 });
 }
 
+/** The PEM certificates in the file a variable names; null when unset. */
+function pemFileVariable(env: NodeJS.ProcessEnv, name: string): string | null {
+  const path = stringVariable(env, name);
+  if (path === null) return null;
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigurationError(`${name}: cannot read ${path} (${(error as Error).message})`, {
+      path: [name],
+    });
+  }
+  if (!text.includes('-----BEGIN CERTIFICATE-----')) {
+    throw new ConfigurationError(`${name}: ${path} holds no PEM certificate`, { path: [name] });
+  }
+  return text;
+}
+
+/** `DSTACK_ACME_EAB_KID` with `DSTACK_ACME_EAB_HMAC_KEY`: both, or neither. */
+function acmeExternalAccountVariables(env: NodeJS.ProcessEnv): { kid: string; hmacKey: string } | null {
+  const kid = stringVariable(env, 'DSTACK_ACME_EAB_KID');
+  const hmacKey = stringVariable(env, 'DSTACK_ACME_EAB_HMAC_KEY');
+  if (kid === null && hmacKey === null) return null;
+  if (kid === null || hmacKey === null) {
+    const missing = kid === null ? 'DSTACK_ACME_EAB_KID' : 'DSTACK_ACME_EAB_HMAC_KEY';
+    throw new ConfigurationError(
+      `${missing} must be set with ${kid === null ? 'DSTACK_ACME_EAB_HMAC_KEY' : 'DSTACK_ACME_EAB_KID'}`,
+      {
+        path: [missing],
+      },
+    );
+  }
+  if (!/^[A-Za-z0-9_-]+={0,2}$/.test(hmacKey)) {
+    throw new ConfigurationError('DSTACK_ACME_EAB_HMAC_KEY must be base64url', {
+      path: ['DSTACK_ACME_EAB_HMAC_KEY'],
+    });
+  }
+  return { kid, hmacKey };
+}
+
 function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
   const value = env[name]?.trim();
   return value ? value : null;
@@ -101,6 +143,9 @@ function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
  * (7 days), `DSTACK_ENABLE_PROMETHEUS_METRICS` (set: `/metrics` is served),
  * `DSTACK_PROMETHEUS_AUTH_TOKEN` (the bearer token it requires), `DSTACK_SERVER_EVENTS_TTL_SECONDS`
  * (30 days; 0: no events are recorded; `events.ttl_seconds` of config.yml wins over it),
+ * `DSTACK_ACME_SERVER` (the ACME directory of gateways' certificates; Let's Encrypt's production one),
+ * `DSTACK_ACME_SERVER_CA_FILE` (PEM CAs gateways trust for the ACME server's TLS; unset: the system's),
+ * `DSTACK_ACME_EAB_KID` and `DSTACK_ACME_EAB_HMAC_KEY` (an External Account Binding; unset: none),
  * `DSTACK_SERVER_SSHPROXY_PORT` (the built-in SSH proxy's port; 0, the default, picks a free one;
  * `off`: none) and `DSTACK_SERVER_SSHPROXY_ADDRESS` (`host[:port]` clients are told; unset: where
  * it listens). `overrides` (e.g. from command-line
@@ -182,6 +227,9 @@ export function loadServerSettings(
     // dstack enables it when the variable is set at all.
     prometheusMetricsEnabled: env.DSTACK_ENABLE_PROMETHEUS_METRICS !== undefined,
     prometheusAuthToken: stringVariable(env, 'DSTACK_PROMETHEUS_AUTH_TOKEN'),
+    acmeServer: urlVariable(env, 'DSTACK_ACME_SERVER') ?? LETS_ENCRYPT_DIRECTORY_URL,
+    acmeServerCaCertificates: pemFileVariable(env, 'DSTACK_ACME_SERVER_CA_FILE'),
+    acmeExternalAccount: acmeExternalAccountVariables(env),
     sshProxyPort: sshProxyPortVariable(env),
     sshProxyAddress: stringVariable(env, 'DSTACK_SERVER_SSHPROXY_ADDRESS'),
   };

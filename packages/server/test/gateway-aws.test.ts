@@ -7,17 +7,23 @@
  * without). With the server stopped the gateway keeps serving from its stored state. A service
  * with `replicas: 0..2` and RPS scaling scales from zero on a request the gateway holds, up under
  * load sent through the gateway (its requests counted there), and back to zero when idle; its
- * `rate_limits` answer 429 at the gateway. Deleting the gateway leaves no instance.
+ * `rate_limits` answer 429 at the gateway. Deleting the gateway leaves no instance. A gateway with
+ * dstack's default certificate (`lets-encrypt`) gets each service's certificate from a real ACME
+ * server (pebble, resolving the service's name to the gateway): while the name does not resolve
+ * the gateway's status says why; once it does, the service answers over HTTPS with a certificate
+ * chained to pebble's root, and plain HTTP redirects.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Run } from '@dstack/core';
 import { DEFAULT_IMAGE_PYTHON } from '@dstack/core/agent-protocol';
+import { type PebbleServer, pebbleMissing, startPebble } from '@dstack/testing/acme';
 import {
   type AgentRuntimeServer,
   type AwsEmulator,
   awsEmulatorBackend,
+  bridgeGateway,
   type DefaultImageRegistry,
   DockerEmulatedHosts,
   serveAgentRuntime,
@@ -42,6 +48,8 @@ import {
 const EMULATOR_NAME = `aws-gateway-e2e-${process.pid}`;
 const DOMAIN = 'example.test';
 const RUN_NAME = 'gw-hello';
+const ACME_DOMAIN = 'acme.test';
+const ACME_RUN_NAME = 'gw-acme-hello';
 
 /** A test CA and a certificate it signed for `*.{domain}`, made with openssl. */
 function makeCertificates(dir: string): { ca: string; certificate: string; privateKey: string } {
@@ -99,7 +107,7 @@ function makeCertificates(dir: string): { ca: string; certificate: string; priva
   };
 }
 
-/** An HTTPS client that resolves every name to `address` and trusts only `ca`. */
+/** An HTTP(S) client that resolves every name to `address` and trusts only `ca`. */
 function clientFor(address: string, ca: string): Agent {
   return new Agent({
     connect: {
@@ -129,22 +137,29 @@ async function runningReplicas(harness: HarnessServer, runName: string): Promise
   );
 }
 
-describe.skipIf(dockerMissing)('a gateway on the emulated AWS', () => {
+describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS', () => {
   let hosts: DockerEmulatedHosts;
   let runtime: AgentRuntimeServer;
   let defaultImages: DefaultImageRegistry;
   let emulator: AwsEmulator;
+  let pebble: PebbleServer;
   let harness: HarnessServer;
   const temp = makeTempDir();
   // Of the gateway the second test makes, for the tests after it.
   let gateway: GatewayAnswer;
   let client: Agent;
   const cli = { DSTACK_CLI_CONFIG_DIR: join(temp.dir, 'cli') };
+  const pebbleCaFile = join(temp.dir, 'pebble-tls-ca.pem');
   const startServer = () =>
     startHarnessServer({
       dir: temp.dir,
       config: { projects: [{ name: 'main', backends: [awsEmulatorBackend(emulator)] }] },
-      env: { DSTACK_SHIM_DOWNLOAD_URL: runtime.url, DSTACK_BASE_IMAGE: defaultImages.baseImage },
+      env: {
+        DSTACK_SHIM_DOWNLOAD_URL: runtime.url,
+        DSTACK_BASE_IMAGE: defaultImages.baseImage,
+        DSTACK_ACME_SERVER: pebble.directoryUrl,
+        DSTACK_ACME_SERVER_CA_FILE: pebbleCaFile,
+      },
     });
 
   beforeAll(async () => {
@@ -153,7 +168,27 @@ describe.skipIf(dockerMissing)('a gateway on the emulated AWS', () => {
     runtime = await serveAgentRuntime(hosts);
     defaultImages = await serveDefaultImages(hosts, [DEFAULT_IMAGE_PYTHON]);
     emulator = await startAwsEmulator({ hosts, regions: ['us-east-1'] });
+    // Where the emulated hosts reach this machine; pebble validates http-01 on the gateway's port 80.
+    pebble = await startPebble({
+      dir: join(temp.dir, 'pebble'),
+      host: await bridgeGateway(hosts.network),
+      httpChallengePort: 80,
+    });
+    writeFileSync(pebbleCaFile, pebble.tlsCa);
     harness = await startServer();
+    // dstack's default certificate: lets-encrypt. Launched now, so that it boots alongside the other.
+    const created = await harness.call('/api/project/main/gateways/create', {
+      configuration: {
+        type: 'gateway',
+        name: 'gw-acme',
+        backend: 'aws',
+        region: 'us-east-1',
+        instance_type: 't3.medium',
+        domain: ACME_DOMAIN,
+        default: false,
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
   }, 300_000);
 
   afterAll(async () => {
@@ -162,16 +197,22 @@ describe.skipIf(dockerMissing)('a gateway on the emulated AWS', () => {
     await hosts?.close();
     await runtime?.close();
     await defaultImages?.stop();
+    await pebble?.close();
     temp.remove();
   }, 300_000);
 
-  it('refuses lets-encrypt and a certificate that does not cover the domain, naming the field', async () => {
-    const letsEncrypt = await harness.call<{ detail: Array<{ msg: string }> }>(
-      '/api/project/main/gateways/create',
-      { configuration: { type: 'gateway', backend: 'aws', region: 'us-east-1', domain: DOMAIN } },
-    );
-    expect(letsEncrypt.status).toBe(400);
-    expect(letsEncrypt.body.detail[0]?.msg).toContain('certificate: lets-encrypt needs an ACME server');
+  it('refuses acm and a certificate that does not cover the domain, naming the field', async () => {
+    const acm = await harness.call<{ detail: Array<{ msg: string }> }>('/api/project/main/gateways/create', {
+      configuration: {
+        type: 'gateway',
+        backend: 'aws',
+        region: 'us-east-1',
+        domain: DOMAIN,
+        certificate: { type: 'acm', arn: 'arn:aws:acm:us-east-1:000000000000:certificate/x' },
+      },
+    });
+    expect(acm.status).toBe(400);
+    expect(acm.body.detail[0]?.msg).toContain('certificate: acm needs an AWS load balancer');
     const { certificate, privateKey } = makeCertificates(temp.dir);
     const other = await harness.call<{ detail: Array<{ msg: string }> }>(
       '/api/project/main/gateways/create',
@@ -362,7 +403,88 @@ describe.skipIf(dockerMissing)('a gateway on the emulated AWS', () => {
           : null,
       120_000,
     );
-    expect((await harness.call<GatewayAnswer[]>('/api/project/main/gateways/list')).body).toEqual([]);
+    const left = (await harness.call<GatewayAnswer[]>('/api/project/main/gateways/list')).body;
+    expect(left.map((entry) => entry.name)).toEqual(['gw-acme']);
+    await client.close();
+  }, 420_000);
+
+  it("obtains a service's certificate from the ACME server for a gateway with dstack's default certificate, and says why while it cannot", async () => {
+    let last: GatewayAnswer | null = null;
+    const gateway = await waitFor(
+      'gw-acme to run',
+      async () => {
+        last = (await harness.call<GatewayAnswer>('/api/project/main/gateways/get', { name: 'gw-acme' }))
+          .body;
+        if (last.status === 'failed') throw new Error(`gw-acme failed: ${last.status_message}`);
+        return last.status === 'running' ? last : null;
+      },
+      240_000,
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; last seen: ${JSON.stringify(last)}`);
+    });
+    expect(gateway.configuration.certificate).toEqual({ type: 'lets-encrypt' });
+    const address = gateway.ip_address as string;
+    const hostname = `${ACME_RUN_NAME}.${ACME_DOMAIN}`;
+    const run = await applyTask(harness, {
+      type: 'service',
+      name: ACME_RUN_NAME,
+      port: 8000,
+      gateway: 'gw-acme',
+      auth: false,
+      resources: HOST_RESOURCES,
+      commands: [
+        'mkdir -p /tmp/www',
+        `echo "hello over ACME" > /tmp/www/index.html`,
+        'exec httpd -f -p 8000 -h /tmp/www',
+      ],
+    });
+    expect(run.service?.url).toBe(`https://${hostname}/`);
+
+    // The name does not resolve yet (its DNS is not set up): the gateway's status says so, while
+    // the service's host boots.
+    const failing = await waitFor(
+      "the certificate's failure in the gateway's status",
+      async () => {
+        const answer = (
+          await harness.call<GatewayAnswer>('/api/project/main/gateways/get', { name: 'gw-acme' })
+        ).body;
+        return answer.status_message?.includes(`could not obtain a certificate for ${hostname}`)
+          ? answer
+          : null;
+      },
+      60_000,
+    );
+    expect(failing.status_message).toContain(`make sure ${hostname} resolves to this gateway`);
+
+    await pebble.resolve(hostname, address);
+    const client = clientFor(address, await pebble.issuingRoot());
+    const served = await waitFor(
+      'the service to answer over HTTPS with a certificate of pebble',
+      async () => {
+        try {
+          const answer = await request(`https://${hostname}/index.html`, { dispatcher: client });
+          const body = await answer.body.text();
+          return answer.statusCode === 200 ? body : null;
+        } catch {
+          return null;
+        }
+      },
+      240_000,
+    );
+    expect(served).toBe('hello over ACME\n');
+    const plain = await request(`http://${hostname}/index.html?x=1`, { dispatcher: client });
+    await plain.body.dump();
+    expect(plain.statusCode).toBe(301);
+    expect(plain.headers.location).toBe(`https://${hostname}/index.html?x=1`);
+    await waitFor(
+      "the gateway's status to clear",
+      async () =>
+        (await harness.call<GatewayAnswer>('/api/project/main/gateways/get', { name: 'gw-acme' })).body
+          .status_message === null
+          ? true
+          : null,
+      30_000,
+    );
     await client.close();
   }, 180_000);
 });

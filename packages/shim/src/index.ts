@@ -1,5 +1,12 @@
 /** The protocol the shim speaks (its API's models, port, token) lives in `@dstack/core/agent-protocol`. */
+
 export { ShimClient, type ShimClientOptions } from './client/shim-client.js';
+export {
+  AcmeClient,
+  type AcmeClientOptions,
+  AcmeError,
+  type ChallengeAnswers,
+} from './gateway/acme/acme-client.js';
 export { type GatewayOptions, type GatewayServer, startGateway } from './gateway/gateway-server.js';
 export { readInstanceInfo } from './instance/instance-info.js';
 export { findFreePort } from './net/free-port.js';

@@ -59,15 +59,47 @@ export const GatewayServiceSchema = z.object({
 });
 export type GatewayService = z.output<typeof GatewayServiceSchema>;
 
+/** Let's Encrypt's production ACME directory: where dstack's gateways get certificates by default. */
+export const LETS_ENCRYPT_DIRECTORY_URL = 'https://acme-v02.api.letsencrypt.org/directory';
+
+/**
+ * The ACME server the gateway obtains its certificates from (a gateway with `certificate: {type:
+ * lets-encrypt}`): one per service host name whose `https` is true, validated by http-01 on port 80.
+ */
+export const GatewayAcmeSchema = z.object({
+  /** The ACME directory URL (the server's `DSTACK_ACME_SERVER`). */
+  directory_url: z.string(),
+  /** PEM certificates trusted for the ACME server's own TLS besides the system's (a test CA); null: the system's only. */
+  ca_certificates: z.string().nullable(),
+  /**
+   * External Account Binding (RFC 8555 §7.3.4), for ACME servers that require one (ZeroSSL, …):
+   * the server's `DSTACK_ACME_EAB_KID` and `DSTACK_ACME_EAB_HMAC_KEY` (base64url). Null: none.
+   */
+  external_account: z.object({ kid: z.string(), hmac_key: z.string() }).nullable().default(null),
+});
+export type GatewayAcme = z.output<typeof GatewayAcmeSchema>;
+
 /** The whole state the server sends (`PUT /api/state`) and the agent stores. */
 export const GatewayStateSchema = z.object({
-  /** The certificate and key (PEM) for `*.{domain}`; null: plain HTTP only. */
+  /** The certificate and key (PEM) for `*.{domain}` (`type: custom`); null: none. */
   certificate: z.object({ certificate: z.string(), private_key: z.string() }).nullable(),
+  /** Certificates per service from an ACME server; null (and absent, from older servers): none. */
+  acme: GatewayAcmeSchema.nullable().default(null),
   services: z.array(GatewayServiceSchema),
   /** Per project: sha256 hex of the dstack tokens that may call its `auth: true` services. */
   token_hashes: z.record(z.string(), z.array(z.string())),
 });
 export type GatewayState = z.output<typeof GatewayStateSchema>;
+
+/** Where a service host name's ACME certificate stands: `failed` carries why (rate limit, DNS, …). */
+export const GatewayCertificateStatusSchema = z.object({
+  hostname: z.string(),
+  status: z.enum(['valid', 'pending', 'failed']),
+  message: z.string().nullable(),
+  /** When the certificate it serves expires (ISO 8601); null: none yet. */
+  not_after: z.string().nullable(),
+});
+export type GatewayCertificateStatus = z.output<typeof GatewayCertificateStatusSchema>;
 
 /** `GET /api/healthcheck`: the agent and the state it serves. */
 export const GatewayHealthSchema = z.object({
@@ -75,6 +107,8 @@ export const GatewayHealthSchema = z.object({
   version: z.string(),
   /** How many services the stored state publishes. */
   services: z.int(),
+  /** The ACME certificate of each service host name that needs one (absent from older agents). */
+  certificates: z.array(GatewayCertificateStatusSchema).default([]),
 });
 export type GatewayHealth = z.output<typeof GatewayHealthSchema>;
 

@@ -589,6 +589,16 @@ const replicaGroupCounts: Migration = {
   },
 };
 
+/** Whether a gateway's service is reached over HTTPS, decided at apply (`https: auto` reads the gateway's certificate). */
+const serviceHttps: Migration = {
+  async up(db: AnyDatabase) {
+    await db.schema.alterTable('runs').addColumn('service_https', 'integer').execute();
+  },
+  async down(db: AnyDatabase) {
+    await db.schema.alterTable('runs').dropColumn('service_https').execute();
+  },
+};
+
 /** dstack's `events` and `event_targets`: what happened, by whom, to what. */
 function eventTables(dialect: SqlDialect): Migration {
   const t = columnTypes(dialect);
@@ -692,6 +702,7 @@ export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
     '016_gateways': gateways(dialect),
     '017_events': eventTables(dialect),
     '018_user_ssh_keys': userSshKeys(dialect),
+    '019_service_https': serviceHttps,
   };
 }
 

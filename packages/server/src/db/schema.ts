@@ -170,6 +170,12 @@ export interface RunsTable extends LockColumns {
   gateway_id?: string | null;
   /** The service's host name on its gateway (`{run}.{wildcard_domain}`), fixed at apply. */
   service_hostname?: string | null;
+  /**
+   * Whether the service's URL on its gateway is `https://` (1) or `http://` (0), fixed at apply
+   * (dstack's `_should_show_service_https`: `https: auto` follows the gateway's certificate); null
+   * off a gateway, and for rows from before it was kept (their `https` then decides).
+   */
+  service_https?: number | null;
 }
 
 export interface JobsTable extends LockColumns {

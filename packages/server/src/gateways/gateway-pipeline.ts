@@ -4,7 +4,8 @@
  * address); a `provisioning` gateway is `running` once its agent answers through the SSH tunnel
  * and took its state, or `failed` after `PROVISIONING_TIMEOUT_MS` (its instance terminated). A
  * `running` gateway is sent its whole state on every pass (services, replicas, tokens); when it
- * cannot be reached it keeps serving what it has, and the pass says why in `status_message`. A
+ * cannot be reached it keeps serving what it has, and the pass says why in `status_message`,
+ * where the certificates its agent could not obtain from the ACME server are shown too. A
  * failed gateway waits for its deletion. A gateway marked `to_be_deleted` has its instance
  * terminated, then is `deleted`.
  */
@@ -115,35 +116,43 @@ async function launch(app: AppContext, gateway: GatewaysTable, lock: RowLock<'ga
   }
 }
 
-/** What a pass over a gateway could not do. */
-interface SyncFailure {
+/** What a pass over a gateway found wrong. */
+interface SyncOutcome {
   /** Why the state was not sent, or null. */
   unreached: string | null;
   /** Why its request stats were not read, or null. */
   stats: string | null;
+  /** What its agent says is wrong with its ACME certificates (a rate limit, DNS not pointing at it), or null. */
+  certificates: string | null;
 }
 
 /**
- * Sends the gateway its state, then reads back its request stats for the services' autoscaler
- * (a request held for a service scaled to zero wakes the run pipeline at once).
+ * Sends the gateway its state (its health says how its ACME certificates fare), then reads back
+ * its request stats for the services' autoscaler (a request held for a service scaled to zero
+ * wakes the run pipeline at once).
  */
-async function sync(app: AppContext, gateway: GatewaysTable, signal: AbortSignal): Promise<SyncFailure> {
+async function sync(app: AppContext, gateway: GatewaysTable, signal: AbortSignal): Promise<SyncOutcome> {
   const project = await projectOfGateway(app, gateway);
   let url: string;
+  let certificates: string | null;
   try {
     url = await gatewayApiUrl(app, gateway, project);
-    await gatewayHealth(url, signal);
+    const health = await gatewayHealth(url, signal);
     await sendGatewayState(url, await gatewayStateOf(app, gateway, project), signal);
+    const failed = health.certificates.flatMap((entry) =>
+      entry.status === 'failed' && entry.message ? [entry.message] : [],
+    );
+    certificates = failed.length > 0 ? failed.join('; ') : null;
   } catch (error) {
-    return { unreached: errorMessage(error), stats: null };
+    return { unreached: errorMessage(error), stats: null, certificates: null };
   }
   try {
     const stats = await collectGatewayStats(url, signal);
     app.caches.serviceStats.report(gateway.id, stats);
     if (stats.services.some((service) => service.waiting > 0)) app.wakeUps.wake('runs');
-    return { unreached: null, stats: null };
+    return { unreached: null, stats: null, certificates };
   } catch (error) {
-    return { unreached: null, stats: errorMessage(error) };
+    return { unreached: null, stats: errorMessage(error), certificates };
   }
 }
 
@@ -224,8 +233,14 @@ export function gatewayPipeline(app: AppContext): PipelineDefinition<'gateways'>
         return;
       }
       if (gateway.status === 'running') {
-        const { unreached, stats } = await sync(app, gateway, lock.signal);
-        const message = unreached ? `not reached: ${unreached}` : stats ? `request stats: ${stats}` : null;
+        const { unreached, stats, certificates } = await sync(app, gateway, lock.signal);
+        const problems = [certificates, stats === null ? null : `request stats: ${stats}`].filter(
+          (problem) => problem !== null,
+        );
+        const message = unreached ? `not reached: ${unreached}` : problems.join('; ') || null;
+        if (certificates !== null && message !== gateway.status_message) {
+          console.error(`[gateways] ${gateway.name}: ${message}`);
+        }
         await lock.release({ status_message: message });
         return;
       }

@@ -6,6 +6,7 @@
  * gateway being in the project's instances' security group), and the token hashes of the
  * project's members. Sending the whole state keeps the agent right after anything it missed.
  * The agent's request stats are read back the same way, for the services' autoscaler.
+ * A `lets-encrypt` gateway is told the ACME server; its agent obtains each service's certificate.
  */
 import {
   DSTACK_GATEWAY_API_PORT,
@@ -15,6 +16,7 @@ import {
   type GatewayState,
   type GatewayStats,
   GatewayStatsSchema,
+  LETS_ENCRYPT_DIRECTORY_URL,
 } from '@dstack/core/agent-protocol';
 import { request } from 'undici';
 import { gatewayPortUrl } from '../agents/agent-clients.js';
@@ -35,6 +37,7 @@ import {
   serviceHasProbes,
   servicePortOf,
 } from '../runs/service-spec.js';
+import { gatewayServesServiceHttps } from './service-https.js';
 
 /** The user gateway images log in as (dstack's gateways: Ubuntu's `ubuntu`). */
 const GATEWAY_SSH_USER = 'ubuntu';
@@ -42,6 +45,7 @@ const GATEWAY_SSH_USER = 'ubuntu';
 const GATEWAY_CALL_TIMEOUT_MS = 15_000;
 
 async function servicesOf(app: AppContext, gateway: GatewaysTable): Promise<GatewayService[]> {
+  const { certificate } = gatewayConfigurationOf(gateway);
   const runs = await app.db
     .selectFrom('runs')
     .innerJoin('projects', 'projects.id', 'runs.project_id')
@@ -67,7 +71,7 @@ async function servicesOf(app: AppContext, gateway: GatewaysTable): Promise<Gate
       run_id: run.id,
       hostname: run.service_hostname,
       auth: service.auth,
-      https: service.https !== false,
+      https: gatewayServesServiceHttps(service.https, certificate),
       replicas,
       scales_from_zero: replicaRangeOf(service).min === 0,
       rate_limits: service.rate_limits,
@@ -105,6 +109,20 @@ export async function gatewayStateOf(
       : null;
   return {
     certificate,
+    // dstack's gateways run certbot against DSTACK_ACME_SERVER for each service with HTTPS.
+    acme:
+      configuration.certificate?.type === 'lets-encrypt'
+        ? {
+            directory_url: app.settings.acmeServer ?? LETS_ENCRYPT_DIRECTORY_URL,
+            ca_certificates: app.settings.acmeServerCaCertificates ?? null,
+            external_account: app.settings.acmeExternalAccount
+              ? {
+                  kid: app.settings.acmeExternalAccount.kid,
+                  hmac_key: app.settings.acmeExternalAccount.hmacKey,
+                }
+              : null,
+          }
+        : null,
     services: await servicesOf(app, gateway),
     token_hashes: { [project.name]: await tokenHashesOf(app, project) },
   };

@@ -29,13 +29,13 @@ describeEachDialect('gateways and the services they publish', (getDb) => {
         projects: [{ name: 'main', backends: [{ type: 'local', instances_dir: join(temp, 'instances') }] }],
       },
     });
-    for (const [name, status, domain, isDefault] of [
-      ['gw-a', 'running', 'a.test', 1],
+    for (const [name, status, domain, isDefault, certificate] of [
+      ['gw-a', 'running', 'a.test', 1, { type: 'lets-encrypt' }],
       // biome-ignore lint/suspicious/noTemplateCurlyInString: dstack's own variable syntax.
-      ['gw-b', 'running', '${{ run.project_name }}.b.test', 0],
-      ['gw-c', 'provisioning', 'c.test', 0],
+      ['gw-b', 'running', '${{ run.project_name }}.b.test', 0, null],
+      ['gw-c', 'provisioning', 'c.test', 0, null],
     ] as const) {
-      await insertGateway(name, status, domain, isDefault);
+      await insertGateway(name, status, domain, isDefault, certificate);
     }
   });
 
@@ -44,7 +44,13 @@ describeEachDialect('gateways and the services they publish', (getDb) => {
     rmSync(temp, { recursive: true, force: true });
   });
 
-  async function insertGateway(name: string, status: GatewayStatus, domain: string, isDefault: number) {
+  async function insertGateway(
+    name: string,
+    status: GatewayStatus,
+    domain: string,
+    isDefault: number,
+    certificate: { type: 'lets-encrypt' } | null,
+  ) {
     const project = await server.app.db
       .selectFrom('projects')
       .selectAll()
@@ -66,7 +72,7 @@ describeEachDialect('gateways and the services they publish', (getDb) => {
           region: 'us-east-1',
           domain,
           public_ip: true,
-          certificate: null,
+          certificate,
           replicas: 1,
         }),
         certificate_private_key: null,
@@ -108,9 +114,26 @@ describeEachDialect('gateways and the services they publish', (getDb) => {
     expect(proxied.body.service.url).toBe('/proxy/services/main/svc-proxied/');
   });
 
+  it("follows dstack's https: auto is HTTPS when the gateway has a certificate; true needs one", async () => {
+    const withCertificate = await apply(service('svc-auto-a', { https: 'auto' }));
+    expect(withCertificate.status, JSON.stringify(withCertificate.body)).toBe(200);
+    expect(withCertificate.body.service.url).toBe('https://svc-auto-a.a.test/');
+    const without = await apply(service('svc-auto-b', { gateway: 'gw-b', https: 'auto' }));
+    expect(without.body.service.url).toBe('http://svc-auto-b.main.b.test/');
+    // What `runs/get` and `runs/list` give later is what apply decided.
+    const got = await server.request('/api/project/main/runs/get', { run_name: 'svc-auto-b' });
+    expect(got.body.service.url).toBe('http://svc-auto-b.main.b.test/');
+    for (const https of [true, undefined]) {
+      const refused = await plan(service('svc-https', { gateway: 'gw-b', https }));
+      expect(refused.status).toBe(400);
+      expect(refused.body.detail[0].msg).toContain('https: gateway gw-b has no certificate');
+      expect(refused.body.detail[0].fields).toEqual([['run_spec', 'configuration', 'https']]);
+    }
+  });
+
   it('refuses to move a running service to another gateway or to the server proxy', async () => {
     for (const gateway of ['gw-b', false]) {
-      const moved = await apply(service('svc-default', { gateway }));
+      const moved = await apply(service('svc-default', { gateway, https: 'auto' }));
       expect(moved.status).toBe(400);
       expect(moved.body.detail[0].msg).toContain('a running service cannot move');
     }

@@ -15,16 +15,13 @@ export const GATEWAY_FIELD_DECISIONS: FieldDecisions = {
   domain: { honoured: 'the wildcard domain: services at {run}.{domain} (runs/service-gateway.ts)' },
   public_ip: { honoured: 'given to the backend; the server reaches the gateway at that address' },
   certificate: {
-    refused: 'only a certificate given as PEM (type: custom) or none (null) is served yet',
+    refused: 'acm (an AWS load balancer); lets-encrypt, custom and null are served',
     subtree: true,
-    check: (value) => {
-      const type = (value as { type?: unknown } | null)?.type;
-      if (value === null || type === 'custom') return null;
-      if (type === 'acm')
-        return 'acm needs an AWS load balancer, which gateways do not have yet; use type: custom';
-      return 'lets-encrypt needs an ACME server, which this server does not use yet; give the certificate (type: custom, certificate, private_key) or null for plain HTTP';
-    },
-    example: { certificate: { type: 'lets-encrypt' } },
+    check: (value) =>
+      (value as { type?: unknown } | null)?.type === 'acm'
+        ? 'acm needs an AWS load balancer, which gateways do not have yet; use lets-encrypt (the default) or type: custom'
+        : null,
+    example: { certificate: { type: 'acm', arn: 'arn:aws:acm:us-east-1:000000000000:certificate/x' } },
   },
   replicas: {
     refused: 'one gateway instance per gateway',

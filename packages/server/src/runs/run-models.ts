@@ -179,6 +179,12 @@ export function runOf(
     cost: costOf(jobs, Date.now()),
     error: errorOf(run, latestRow),
     deleted: run.deleted === 1,
-    service: serviceSpecOf(runSpec, projectName, run.run_name, run.service_hostname ?? null),
+    service: serviceSpecOf(
+      runSpec,
+      projectName,
+      run.run_name,
+      run.service_hostname ?? null,
+      run.service_https === null || run.service_https === undefined ? null : run.service_https === 1,
+    ),
   };
 }

@@ -307,6 +307,7 @@ export async function applyRun(
               last_processed_at: 0,
               gateway_id: gateway?.gateway_id ?? null,
               service_hostname: gateway?.service_hostname ?? null,
+              service_https: gateway ? Number(gateway.service_https) : null,
             }
           : row,
       )

@@ -3,15 +3,19 @@
  * server's own proxy; a name is that gateway of the project; `true` is the project's default
  * gateway, which must exist; no `gateway` is the default gateway when the project has one, else
  * the server's proxy. The gateway must be running and have a wildcard domain; the service's host
- * name there, `{run}.{domain}`, is fixed at apply.
+ * name there, `{run}.{domain}`, and whether its URL is `https://` are fixed at apply.
  */
 import { ServerClientError, type ServiceConfiguration } from '@dstack/core';
 import type { AppContext } from '../context.js';
+import { gatewayConfigurationOf } from '../db/json-columns.js';
 import type { GatewaysTable, ProjectsTable } from '../db/schema.js';
+import { serviceUrlIsHttps } from '../gateways/service-https.js';
 
 export interface ServiceGateway {
   gateway_id: string;
   service_hostname: string;
+  /** The service's URL is `https://` (dstack's `_should_show_service_https`). */
+  service_https: boolean;
 }
 
 const FIELD: string[] = ['run_spec', 'configuration', 'gateway'];
@@ -71,9 +75,18 @@ export async function serviceGatewayOf(
       `Gateway ${gateway.name} has no domain; set one (dstack gateway update ${gateway.name} --domain …)`,
     );
   }
+  const { certificate } = gatewayConfigurationOf(gateway);
+  const https = serviceUrlIsHttps(service.https, certificate);
+  if (https && certificate === null) {
+    throw new ServerClientError(
+      `https: gateway ${gateway.name} has no certificate (certificate: null), so it cannot serve HTTPS; set https: false or https: auto`,
+      { fields: [['run_spec', 'configuration', 'https']] },
+    );
+  }
   return {
     gateway_id: gateway.id,
     service_hostname: serviceHostname(runName, project.name, gateway.wildcard_domain),
+    service_https: https,
   };
 }
 

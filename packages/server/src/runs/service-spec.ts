@@ -41,12 +41,15 @@ export function serviceSpecOf(
   projectName: string,
   runName: string,
   gatewayHostname: string | null = null,
+  gatewayHttps: boolean | null = null,
 ): ServiceSpec | null {
   const service = serviceConfigurationOf(runSpec);
   if (!service) return null;
-  // On a gateway the service has its own host (dstack's `https://{run}.{domain}/`).
+  // On a gateway the service has its own host (dstack's `https://{run}.{domain}/`); the scheme was
+  // decided at apply (rows from before that: `https: false` alone is plain HTTP).
+  const https = gatewayHttps ?? service.https !== false;
   const url = gatewayHostname
-    ? `${service.https === false ? 'http' : 'https'}://${gatewayHostname}/`
+    ? `${https ? 'https' : 'http'}://${gatewayHostname}/`
     : `${serviceProxyPrefix(projectName, runName)}/`;
   const model = service.model
     ? {

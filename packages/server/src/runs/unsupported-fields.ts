@@ -162,10 +162,8 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
       'a running gateway of the project publishes the service at https://{run}.{domain} (runs/service-gateway.ts); false: the server proxy',
   },
   https: {
-    // true and false are honoured on a gateway: plain HTTP redirects to HTTPS unless false (the gateway agent).
-    refused: "'auto' (HTTPS when the gateway's ACME certificate allows)",
-    check: (value) => (value === 'auto' ? "only true or false is supported yet ('auto' is for ACME)" : null),
-    example: { https: 'auto' },
+    honoured:
+      "on a gateway as dstack: the URL's scheme, HTTPS with the gateway's certificate (lets-encrypt: one per service) and plain HTTP redirected; auto: HTTPS when the gateway has a certificate (gateways/service-https.ts)",
   },
   strip_prefix: {
     refused: 'the service proxy always strips its prefix',

@@ -97,6 +97,7 @@ describe('the gateway agent', () => {
     gateway = await start();
     const state: GatewayState = {
       certificate: { certificate, private_key: privateKey },
+      acme: null,
       services: [
         {
           project: 'main',

@@ -1,10 +1,11 @@
 /**
  * The gateway agent (dstack's gateway: nginx + the gateway app, in one process): a management API
  * on loopback where the server sends the state to serve, and the public side: HTTPS at
- * `https://{run}.{domain}` with the certificate the server sent, and plain HTTP that redirects
- * there (or serves, when there is no certificate or the service says `https: false`). The state
- * is stored on disk and loaded at start, so the gateway serves with no server. Requests pass the
- * services' rate limits and are counted for the server's autoscaler (gateway-admission.ts).
+ * `https://{run}.{domain}` with the certificate the server sent or the one obtained from the ACME
+ * server for that name (http-01 answered on port 80), and plain HTTP that redirects there (or
+ * serves, when the service says `https: false`). The state is stored on disk and loaded at
+ * start, so the gateway serves with no server. Requests pass the services' rate limits and are
+ * counted for the server's autoscaler (gateway-admission.ts).
  */
 import {
   createServer as createHttpServer,
@@ -15,8 +16,10 @@ import {
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { type GatewayState, GatewayStateSchema } from '@dstack/core/agent-protocol';
+import { createSecureContext, type SecureContext } from 'node:tls';
+import { type GatewayHealth, type GatewayState, GatewayStateSchema } from '@dstack/core/agent-protocol';
 import { VERSION } from '../version.js';
+import { GatewayAcmeCertificates } from './acme/acme-certificates.js';
 import { answerRefusal, closeSignal, GatewayAdmission, refuseUpgrade } from './gateway-admission.js';
 import { answerJson, forwardRequest, forwardUpgrade } from './gateway-forward.js';
 import { GatewayRouting } from './gateway-routing.js';
@@ -36,17 +39,20 @@ export interface GatewayOptions {
   publicHost?: string;
   /** How long a request to a service scaled to zero waits for a replica. Default `SCALE_FROM_ZERO_WAIT_MS`. */
   scaleFromZeroWaitMs?: number;
+  /** Where the agent logs (certificates obtained or not). Default stderr. */
+  log?: (line: string) => void;
 }
 
 export interface GatewayServer {
   readonly apiPort: number;
   readonly httpPort: number;
-  /** The HTTPS port; null while there is no certificate. */
+  /** The HTTPS port; null while there is neither a certificate nor an ACME server. */
   readonly httpsPort: number | null;
   close(): Promise<void>;
 }
 
 const MAX_STATE_BYTES = 16 * 1024 * 1024;
+const ACME_CHALLENGE_PATH = '/.well-known/acme-challenge/';
 
 function listen(server: Server | HttpsServer, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -79,8 +85,19 @@ function readBody(request: IncomingMessage): Promise<string> {
 export async function startGateway(options: GatewayOptions): Promise<GatewayServer> {
   const store = new GatewayStateStore(options.home);
   const routing = new GatewayRouting();
+  const log =
+    options.log ?? ((line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`));
+  const acmeCertificates = new GatewayAcmeCertificates(options.home, log);
+  await acmeCertificates.load();
   let state = await store.load();
-  routing.update(state);
+  const applyServices = (next: GatewayState) => {
+    routing.update(next);
+    const httpsHostnames = next.services
+      .filter((service) => service.https)
+      .map((service) => service.hostname);
+    acmeCertificates.update(next.acme, httpsHostnames);
+  };
+  applyServices(state);
   const admission = new GatewayAdmission(
     (hostname) => routing.serviceFor(hostname),
     options.scaleFromZeroWaitMs,
@@ -88,18 +105,44 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
   const publicHost = options.publicHost ?? '0.0.0.0';
   let https: HttpsServer | null = null;
   let httpsPort: number | null = null;
+  /** The custom certificate's context: names without an ACME certificate of their own get it. */
+  let customContext: SecureContext | null = null;
+
+  /** An http-01 answer (any Host: the ACME server asks for the name being validated). */
+  const answerChallenge = (request: IncomingMessage, response: ServerResponse): boolean => {
+    if (request.method !== 'GET' || !request.url?.startsWith(ACME_CHALLENGE_PATH)) return false;
+    const keyAuthorization = acmeCertificates.challenges.get(request.url.slice(ACME_CHALLENGE_PATH.length));
+    if (keyAuthorization === undefined) return false;
+    response.writeHead(200, { 'content-type': 'application/octet-stream' });
+    response.end(keyAuthorization);
+    return true;
+  };
 
   const servePublic =
     (protocol: 'http' | 'https') => async (request: IncomingMessage, response: ServerResponse) => {
+      if (protocol === 'http' && answerChallenge(request, response)) return;
       const service = routing.serviceFor(request.headers.host);
       if (!service) {
         answerJson(response, 404, `No service at ${request.headers.host ?? '(no Host)'} on this gateway`);
         return;
       }
-      if (protocol === 'http' && service.https && state.certificate !== null) {
-        response.writeHead(301, { location: `https://${service.hostname}${request.url ?? '/'}` });
-        response.end();
-        return;
+      if (protocol === 'http' && service.https) {
+        if (customContext || acmeCertificates.secureContextFor(service.hostname)) {
+          response.writeHead(301, { location: `https://${service.hostname}${request.url ?? '/'}` });
+          response.end();
+          return;
+        }
+        if (state.acme) {
+          // Served over HTTPS only, once its certificate is there: say why it is not yet.
+          const status = acmeCertificates.statuses().find((entry) => entry.hostname === service.hostname);
+          response.setHeader('retry-after', '10');
+          answerJson(
+            response,
+            503,
+            status?.message ?? `The certificate for ${service.hostname} is being obtained; try again shortly`,
+          );
+          return;
+        }
       }
       const refusal = routing.refusal(service, request.headers.authorization);
       if (refusal) {
@@ -136,20 +179,37 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
       });
     };
 
-  /** Serves HTTPS with the state's certificate: starts, renews or stops the HTTPS server. */
-  const applyCertificate = async (next: GatewayState['certificate']): Promise<void> => {
-    if (next === null) {
+  /**
+   * Serves HTTPS with the state's certificate and the ACME ones (chosen by the TLS server name):
+   * starts, renews or stops the HTTPS server. A bad certificate throws before anything changes.
+   */
+  const applyCertificate = async (next: GatewayState): Promise<void> => {
+    const custom = next.certificate
+      ? { cert: next.certificate.certificate, key: next.certificate.private_key }
+      : null;
+    customContext = custom ? createSecureContext(custom) : null;
+    if (custom === null && next.acme === null) {
       if (https) await new Promise<void>((resolve) => https?.close(() => resolve()));
       https = null;
       httpsPort = null;
       return;
     }
-    const secure = { cert: next.certificate, key: next.private_key };
     if (https) {
-      https.setSecureContext(secure);
+      // The default for clients that send no server name.
+      if (custom) https.setSecureContext(custom);
       return;
     }
-    const created = createHttpsServer(secure, servePublic('https'));
+    const created = createHttpsServer(
+      {
+        ...custom,
+        SNICallback: (servername, callback) => {
+          const context = acmeCertificates.secureContextFor(servername) ?? customContext;
+          if (context) callback(null, context);
+          else callback(new Error(`no certificate for ${servername} yet`));
+        },
+      },
+      servePublic('https'),
+    );
     created.on('upgrade', upgradePublic('https'));
     httpsPort = await listen(created, options.httpsPort, publicHost);
     https = created;
@@ -159,9 +219,13 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
     try {
       if (request.method === 'GET' && request.url === '/api/healthcheck') {
         response.writeHead(200, { 'content-type': 'application/json' });
-        response.end(
-          JSON.stringify({ service: 'dstack-gateway', version: VERSION, services: routing.serviceCount }),
-        );
+        const health: GatewayHealth = {
+          service: 'dstack-gateway',
+          version: VERSION,
+          services: routing.serviceCount,
+          certificates: acmeCertificates.statuses(),
+        };
+        response.end(JSON.stringify(health));
         return;
       }
       if (request.method === 'PUT' && request.url === '/api/state') {
@@ -171,10 +235,10 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
           return;
         }
         // The certificate is tried before anything is stored: a bad one leaves the old state serving.
-        await applyCertificate(parsed.data.certificate);
+        await applyCertificate(parsed.data);
         await store.save(parsed.data);
         state = parsed.data;
-        routing.update(state);
+        applyServices(state);
         admission.stateChanged();
         response.writeHead(200, { 'content-type': 'application/json' });
         response.end('{}');
@@ -193,7 +257,7 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
   const http = createHttpServer(servePublic('http'));
   http.on('upgrade', upgradePublic('http'));
 
-  await applyCertificate(state.certificate);
+  await applyCertificate(state);
   const apiPort = await listen(api, options.apiPort, options.apiHost ?? '127.0.0.1');
   const httpPort = await listen(http, options.httpPort, publicHost);
   return {
@@ -203,6 +267,7 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
       return httpsPort;
     },
     async close() {
+      acmeCertificates.close();
       const servers: Array<Server | HttpsServer> = [api, http, ...(https ? [https] : [])];
       await Promise.all(
         servers.map(

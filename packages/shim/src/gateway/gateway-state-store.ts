@@ -7,7 +7,12 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type GatewayState, GatewayStateSchema } from '@dstack/core/agent-protocol';
 
-export const EMPTY_GATEWAY_STATE: GatewayState = { certificate: null, services: [], token_hashes: {} };
+export const EMPTY_GATEWAY_STATE: GatewayState = {
+  certificate: null,
+  acme: null,
+  services: [],
+  token_hashes: {},
+};
 
 export class GatewayStateStore {
   readonly #path: string;

@@ -150,10 +150,13 @@ describe.skipIf(pebbleMissing)('ACME certificates from pebble', () => {
       const service = (hostname: string) => ({
         project: 'main',
         run_name: hostname.split('.')[0] as string,
+        run_id: `run-${hostname}`,
         hostname,
         auth: false,
         https: true,
         replicas: [{ id: 'r', url: replicaUrl }],
+        scales_from_zero: false,
+        rate_limits: [],
       });
       const state: GatewayState = {
         certificate: null,

@@ -41,7 +41,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
     def do_GET(self):
         if self.path == '/health':
-            status = 200 if os.path.exists(os.path.join(folder, 'healthy')) else 503
+            # A probe naming a version is answered healthy by that version only: replicas share the
+            # port here, so another replica's process may take the connection.
+            asked = self.headers.get('x-version')
+            healthy = os.path.exists(os.path.join(folder, 'healthy')) and asked in (None, version)
+            status = 200 if healthy else 503
         else:
             status = 200
             with open(os.path.join(folder, 'served'), 'a') as served:
@@ -268,7 +272,18 @@ describe('service replicas on the local backend', () => {
       configuration({
         port,
         env: { SERVICE_PORT: String(port), VERSION: version },
-        probes: [{ type: 'http', url: '/health', interval: 1, timeout: 1 }],
+        // Ready once this version itself answered (not the old replica on the shared port), and
+        // then no longer probed, as a mis-taken probe of the old one would unready it.
+        probes: [
+          {
+            type: 'http',
+            url: '/health',
+            interval: 1,
+            timeout: 1,
+            until_ready: true,
+            headers: [{ name: 'x-version', value: version }],
+          },
+        ],
         commands: [
           `mkdir -p '${folder}' && touch '${folder}/healthy' && exec python3 '${script}' $SERVICE_PORT '${folder}'`,
         ],

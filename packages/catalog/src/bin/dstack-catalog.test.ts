@@ -6,10 +6,14 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CATALOG_CSV_COLUMNS, parseCatalogCsv } from '../csv/catalog-csv.js';
 
 // These tests run the BUILT bin as a child process: run `pnpm build` first.
+// Each test starts the built CLI a few times as child processes, about a second each: on a
+// loaded machine (the whole suite, two files at a time) that passes vitest's 5 s default.
+vi.setConfig({ testTimeout: 60_000 });
+
 const packageDirectory = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const bin = path.join(packageDirectory, 'dist/bin/dstack-catalog.js');
 const sourceFixtures = path.join(packageDirectory, 'src/bin/__fixtures__');

@@ -8,6 +8,7 @@
  * reported for replacement.
  */
 import type { ServiceConfiguration } from '@dstack/core';
+import { type Dispatcher, request } from 'undici';
 import { AgentUnreachableError } from '../agents/agent-unreachable-error.js';
 import type { AppContext } from '../context.js';
 import type { JobsTable, ProjectsTable } from '../db/schema.js';
@@ -21,17 +22,22 @@ type Probe = NonNullable<ServiceConfiguration['probes']>[number];
 /** Failed probes in a row, after being ready, that make a replica be replaced. */
 export const FAILURES_TO_REPLACE = 3;
 
-/** Whether one probe of `url` succeeds: a 2xx answer within its timeout. */
+/**
+ * Whether one probe of `url` succeeds: a 2xx answer within its timeout. Each probe is sent on a new
+ * connection (`reset`), as Kubernetes's HTTP probes are: a kept-alive connection could pass while
+ * the replica accepts no new one, or reach another process sharing the port.
+ */
 async function probeOnce(baseUrl: string, probe: Probe): Promise<boolean> {
   try {
-    const response = await fetch(new URL(probe.url, baseUrl), {
-      method: probe.method.toUpperCase(),
+    const response = await request(new URL(probe.url, baseUrl), {
+      method: probe.method.toUpperCase() as Dispatcher.HttpMethod,
       headers: Object.fromEntries(probe.headers.map((header) => [header.name, header.value])),
       ...(probe.body !== undefined ? { body: probe.body } : {}),
+      reset: true,
       signal: AbortSignal.timeout(probe.timeout * 1000),
     });
-    await response.arrayBuffer().catch(() => undefined);
-    return response.status >= 200 && response.status < 300;
+    await response.body.dump().catch(() => undefined);
+    return response.statusCode >= 200 && response.statusCode < 300;
   } catch {
     return false;
   }

@@ -38,4 +38,48 @@ describe('rate limits', () => {
     expect(rateLimited(limiter, 'run', byHeader, '/', request({ 'x-api-key': 'b' }))).toBeNull();
     expect(rateLimited(limiter, 'run', byHeader, '/', request({}))).toBeNull();
   });
+
+  it('matches the normalised path, so no spelling of a path escapes its limit', () => {
+    const limits = [limit('/', 100), limit('/limited', 1), limit('/v1/embeddings', 1)];
+    for (const target of [
+      '/limited',
+      '/%6cimited',
+      '//limited',
+      '/./limited',
+      '/x/../limited',
+      '/limited?a=1',
+    ]) {
+      expect(rateLimitFor(limits, target)?.prefix, target).toBe('/limited');
+    }
+    expect(rateLimitFor(limits, '/v1/%65mbeddings')?.prefix).toBe('/v1/embeddings');
+    // Out of the prefix once normalised, however it starts.
+    expect(rateLimitFor(limits, '/limited/../other')?.prefix).toBe('/');
+    // The query is not the path.
+    expect(rateLimitFor(limits, '/other?/limited')?.prefix).toBe('/');
+  });
+
+  it('applies a limit on the path read with an encoded slash as a slash too', () => {
+    const limits = [limit('/', 100), limit('/v1/embeddings', 1)];
+    expect(rateLimitFor(limits, '/v1%2Fembeddings')?.prefix).toBe('/v1/embeddings');
+    expect(rateLimitFor(limits, '/v1%2fembeddings')?.prefix).toBe('/v1/embeddings');
+    expect(rateLimitFor(limits, '/x%2F..%2Fv1/embeddings')?.prefix).toBe('/v1/embeddings');
+    // Decoded once only: `%252F` is a `%` and `2F`.
+    expect(rateLimitFor(limits, '/v1%252Fembeddings')?.prefix).toBe('/');
+  });
+
+  it('normalises prefixes alike, keeping a trailing slash', () => {
+    expect(rateLimitFor([limit('/v1/%65mbeddings', 1)], '/v1/embeddings')?.prefix).toBe('/v1/%65mbeddings');
+    expect(rateLimitFor([limit('/v1/', 1)], '/v1')).toBeNull();
+    expect(rateLimitFor([limit('/v1/', 1)], '/v1//models')?.prefix).toBe('/v1/');
+  });
+
+  it('takes one bucket for every spelling of a path', () => {
+    const limiter = new RateLimiter();
+    const limits = [limit('/limited', 1 / 60)];
+    const request = { headers: {}, socket: { remoteAddress: '10.0.0.1' } };
+    expect(rateLimited(limiter, 'run', limits, '/limited', request)).toBeNull();
+    for (const target of ['/%6cimited', '//limited', '/./limited']) {
+      expect(rateLimited(limiter, 'run', limits, target, request), target).not.toBeNull();
+    }
+  });
 });

@@ -4,8 +4,14 @@
  * value) and path prefix (the longest matching one), a token bucket of `burst + 1` requests
  * refilled at `rps`, as nginx's `limit_req burst=N nodelay` on dstack's gateway. A request past
  * the limit is answered 429 with `Retry-After`: the whole seconds until one more is allowed.
+ *
+ * Prefixes match the normalised path (normalised-request-path.ts), as nginx's `location`s match
+ * the normalised URI, so no spelling of a path escapes its limit. The request itself goes to the
+ * replica as the client wrote it (dstack's nginx `proxy_pass` has no URI part, which forwards
+ * the request line unchanged).
  */
 import type { ServiceConfiguration } from '../configuration/service-configuration.js';
+import { normaliseRequestPath } from './normalised-request-path.js';
 
 export type ServiceRateLimit = ServiceConfiguration['rate_limits'][number];
 type RateLimit = ServiceRateLimit;
@@ -48,12 +54,34 @@ export class RateLimiter {
   }
 }
 
-/** The limit for `path` (the service's path: after the server proxy's prefix, or as the gateway got it): the longest matching prefix. */
-export function rateLimitFor(limits: readonly RateLimit[], path: string): RateLimit | null {
+/**
+ * The readings of a request target a limit is looked up by: its normalised path, and, when that
+ * holds an encoded slash, the path read with `%2F` as `/` (normalised again). The normaliser
+ * keeps `%2F` as data, as RFC 3986 says; but nginx decodes it before matching, and many
+ * servers (uvicorn, hence FastAPI and vLLM) route `/v1%2Fembeddings` as `/v1/embeddings`, so a
+ * limit on either reading applies.
+ */
+function limitedPaths(target: string): string[] {
+  const path = normaliseRequestPath(target);
+  if (!path.includes('%2F')) return [path];
+  return [path, normaliseRequestPath(path.replaceAll('%2F', '/'))];
+}
+
+/**
+ * The limit for a request target (the service's path and query as the client sent them: after
+ * the server proxy's prefix, or as the gateway got it): the longest prefix matching one of its
+ * readings (`limitedPaths`), prefixes normalised alike.
+ */
+export function rateLimitFor(limits: readonly RateLimit[], target: string): RateLimit | null {
+  const paths = limitedPaths(target);
   let best: RateLimit | null = null;
+  let bestLength = -1;
   for (const limit of limits) {
-    if (path.startsWith(limit.prefix) && (best === null || limit.prefix.length > best.prefix.length)) {
+    // A prefix ending in `/` keeps it: `/v1/` does not match `/v1`.
+    const prefix = normaliseRequestPath(limit.prefix);
+    if (prefix.length > bestLength && paths.some((path) => path.startsWith(prefix))) {
       best = limit;
+      bestLength = prefix.length;
     }
   }
   return best;
@@ -68,18 +96,18 @@ export function rateLimitKey(limit: RateLimit, request: RateLimitedRequest): str
 }
 
 /**
- * Seconds the client must wait before `path` of `runId` is served again, or null when the
- * request is within the service's limits (or it has none).
+ * Seconds the client must wait before `target` (path and query, as sent) of `runId` is served
+ * again, or null when the request is within the service's limits (or it has none).
  */
 export function rateLimited(
   limiter: RateLimiter,
   /** The service's own buckets: its run id. */
   runId: string,
   limits: readonly RateLimit[],
-  path: string,
+  target: string,
   request: RateLimitedRequest,
 ): number | null {
-  const limit = rateLimitFor(limits, path);
+  const limit = rateLimitFor(limits, target);
   if (!limit) return null;
   const key = rateLimitKey(limit, request);
   if (key === null) return null;

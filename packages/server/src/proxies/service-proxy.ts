@@ -2,7 +2,8 @@
  * dstack's in-server service proxy (services without a gateway):
  * `/proxy/services/{project}/{run}/{path…}` → a running replica of the service, on its `port`.
  * Any method; bodies stream both ways untouched; the query string is kept. A dstack token of
- * a project member is required unless the service says `auth: false`.
+ * a project member is required unless the service says `auth: false`; a dstack token never
+ * reaches the replica, while an `auth: false` service's own key does.
  *
  * Protocol upgrades (WebSocket: Jupyter, Gradio, realtime APIs) go the same way: the replica's
  * 101 reaches the client, then bytes flow both ways untouched until either side closes, which
@@ -50,6 +51,7 @@ import {
   serviceProxyPrefix,
   serviceRequiresAuth,
 } from '../runs/service-spec.js';
+import { carriesDstackToken } from './dstack-token-check.js';
 import {
   downstreamResponseHeaders,
   type ForwardedRequest,
@@ -182,7 +184,8 @@ async function resolveDestination(
     path: target.upstreamPath,
     request,
     setHeader,
-    keepAuthorization: !requiresAuth,
+    // An open service gets the client's own key, never a dstack token the client sent along.
+    keepAuthorization: !requiresAuth && !(await carriesDstackToken(app, request.headers.authorization)),
     signal,
   });
 }
@@ -223,7 +226,7 @@ export async function replicaDestination(
     app.caches.rateLimiter,
     run.id,
     service.rate_limits,
-    target.upstreamPath.split('?')[0] as string,
+    target.upstreamPath,
     request,
   );
   if (waitSeconds !== null) {

@@ -1,7 +1,7 @@
 /**
  * A service's `rate_limits` on the gateway (dstack enforces them with nginx's `limit_req` there):
  * the limiter the server's proxy uses, per client (its address as the gateway sees it, or a
- * header's value) and longest matching path prefix.
+ * header's value) and longest prefix of the normalised path.
  */
 import type { IncomingMessage } from 'node:http';
 import { type GatewayService, RateLimiter, rateLimited } from '@dstack/core/agent-protocol';
@@ -12,8 +12,8 @@ export class GatewayRateLimits {
   /** Seconds the client must wait before it is served again (429), or null when within the limits. */
   retryAfter(service: GatewayService, request: IncomingMessage): number | null {
     if (service.rate_limits.length === 0) return null;
-    const path = (request.url ?? '/').split('?')[0] as string;
     const key = service.run_id || `${service.project}/${service.run_name}`;
-    return rateLimited(this.#limiter, key, service.rate_limits, path, request);
+    // The path as sent: the limiter matches its normalised form, as the server's proxy does.
+    return rateLimited(this.#limiter, key, service.rate_limits, request.url ?? '/', request);
   }
 }

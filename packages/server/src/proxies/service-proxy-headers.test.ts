@@ -30,7 +30,7 @@ describe('service proxy headers', () => {
     ).toEqual({ 'content-type': 'text/plain', 'x-end-to-end': 'kept' });
   });
 
-  it('sets X-Forwarded-* and leaves Host to the replica address', () => {
+  it('sets X-Real-IP and X-Forwarded-*, and leaves Host to the replica address', () => {
     const headers = upstreamRequestHeaders(
       { host: 'dstack.example:3000', accept: 'application/json', 'content-length': '12' },
       forwarded,
@@ -38,6 +38,7 @@ describe('service proxy headers', () => {
     expect(headers).toEqual({
       accept: 'application/json',
       'content-length': '12',
+      'x-real-ip': '10.0.0.7',
       'x-forwarded-for': '10.0.0.7',
       'x-forwarded-host': 'dstack.example:3000',
       'x-forwarded-proto': 'http',
@@ -50,12 +51,14 @@ describe('service proxy headers', () => {
       {
         host: '127.0.0.1:3000',
         'x-forwarded-for': '203.0.113.9',
+        'x-real-ip': '198.51.100.66',
         'x-forwarded-host': 'dstack.example',
         'x-forwarded-proto': 'https',
       },
       forwarded,
     );
     expect(headers['x-forwarded-for']).toBe('203.0.113.9, 10.0.0.7');
+    expect(headers['x-real-ip']).toBe('10.0.0.7');
     expect(headers['x-forwarded-host']).toBe('dstack.example');
     expect(headers['x-forwarded-proto']).toBe('https');
   });
@@ -97,6 +100,7 @@ describe('service proxy headers', () => {
       upgrade: 'websocket',
       'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
       'sec-websocket-version': '13',
+      'x-real-ip': '10.0.0.7',
       'x-forwarded-for': '10.0.0.7',
       'x-forwarded-host': 'h',
       'x-forwarded-proto': 'http',

@@ -2,7 +2,7 @@
  * Headers across the service proxy. Hop-by-hop headers are not passed on (see
  * http/hop-by-hop-headers.ts) except on a protocol upgrade (WebSocket): the replica must see
  * `Connection: Upgrade` and `Upgrade` for both ends to switch. The replica learns who asked
- * through `X-Forwarded-*`, and where it is mounted through `X-Forwarded-Prefix`.
+ * through `X-Real-IP` and `X-Forwarded-*`, and where it is mounted through `X-Forwarded-Prefix`.
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { withoutHopByHopHeaders } from '../http/hop-by-hop-headers.js';
@@ -16,7 +16,7 @@ export interface ForwardedRequest {
   prefix: string;
   /**
    * Whether the replica may see the client's `Authorization` header. False when dstack
-   * checked it: the token is a dstack user's and is none of the service's business.
+   * checked it, or when it carries a dstack user's token: that is none of the service's business.
    */
   keepAuthorization: boolean;
 }
@@ -24,7 +24,8 @@ export interface ForwardedRequest {
 /**
  * The headers sent to the replica: the client's end-to-end headers, `Host` left for the
  * client library to set to the replica's address (the original one goes in
- * `X-Forwarded-Host`), the client's address appended to `X-Forwarded-For`. A proxy in front
+ * `X-Forwarded-Host`), the client's address appended to `X-Forwarded-For` and set as
+ * `X-Real-IP` (the peer's, as dstack's gateway sets it: a client's own is not passed on). A proxy in front
  * of this server may already have set `X-Forwarded-Host` and `X-Forwarded-Proto`: those are
  * kept, as they name what the user actually called.
  */
@@ -43,6 +44,8 @@ export function upstreamRequestHeaders(
     ...(forwarded.clientAddress ? [forwarded.clientAddress] : []),
   ];
   if (chain.length > 0) upstream['x-forwarded-for'] = chain.join(', ');
+  delete upstream['x-real-ip'];
+  if (forwarded.clientAddress) upstream['x-real-ip'] = forwarded.clientAddress;
   upstream['x-forwarded-host'] = headers['x-forwarded-host'] ?? headers.host ?? '';
   if (upstream['x-forwarded-host'] === '') delete upstream['x-forwarded-host'];
   upstream['x-forwarded-proto'] = headers['x-forwarded-proto'] ?? forwarded.protocol;

@@ -1,7 +1,7 @@
 /**
  * Forwards one request (or WebSocket upgrade) from a gateway's client to a replica: the body and
  * the answer stream both ways untouched; hop-by-hop headers are dropped, `X-Forwarded-*` added,
- * and the dstack token is not passed on to an `auth: true` service. A bodiless request whose
+ * and a caller's dstack token is not passed on. A bodiless request whose
  * replica refuses or drops the connection before answering goes to the next one, and when every
  * replica failed, to the service's replicas of the moment again, a few rounds (as the server's
  * proxy does): a replica going away, or one just started that does not listen yet, loses no
@@ -25,7 +25,7 @@ const HOP_BY_HOP = new Set([
 export interface ForwardOptions {
   /** Replica base URLs (`http://host:port`) in the order to try them. */
   replicas: readonly string[];
-  /** Drop `Authorization` (the caller's dstack token). */
+  /** Drop `Authorization`: it holds the caller's dstack token (see `GatewayRouting.passesAuthorization`). */
   dropAuthorization: boolean;
   /** `https` or `http`: what the client used. */
   protocol: string;

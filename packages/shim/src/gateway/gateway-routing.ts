@@ -2,10 +2,11 @@
  * Which service a request to the gateway is for, and whether its caller may call it: the `Host`
  * names the service (`{run}.{domain}`); an `auth: true` service needs a dstack token of one of its
  * project's members (`Authorization: Bearer`), checked against the hashes the server sent, so
- * the gateway decides with no server. Replicas are taken in turn.
+ * the gateway decides with no server. The replica never sees a dstack token the gateway knows
+ * (`passesAuthorization`). Replicas are taken in turn.
  */
 import { createHash } from 'node:crypto';
-import type { GatewayService, GatewayState } from '@dstack/core/agent-protocol';
+import { authorizationCredential, type GatewayService, type GatewayState } from '@dstack/core/agent-protocol';
 
 /** The host name of a `Host` header: lowercase, without the port or a trailing dot. */
 export function hostnameOf(host: string | undefined): string | null {
@@ -55,6 +56,21 @@ export class GatewayRouting {
       return { status: 403, message: `The token is not of a member of project ${service.project}` };
     }
     return null;
+  }
+
+  /**
+   * Whether the replica may see the caller's `Authorization`: not for an `auth: true` service (it
+   * held the dstack token just checked), nor for an `auth: false` one when it carries a token of
+   * the service's project (its members' and global admins', the hashes the server sent). The
+   * gateway knows no other user: a token of someone outside the project passes, but such a
+   * client has no reason to send it to this project's services.
+   */
+  passesAuthorization(service: GatewayService, authorization: string | undefined): boolean {
+    if (service.auth) return false;
+    const credential = authorizationCredential(authorization);
+    if (credential === null) return true;
+    const hash = createHash('sha256').update(credential).digest('hex');
+    return !this.#tokenHashes.get(service.project)?.has(hash);
   }
 
   /** The replicas of `service` in the order to try them, starting with the next in turn. */

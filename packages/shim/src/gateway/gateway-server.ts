@@ -157,7 +157,8 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
       const replicas = routing.replicaOrder(admitted.service);
       const replicasNow = () =>
         routing.replicaOrder(routing.serviceFor(service.hostname) ?? admitted.service);
-      forwardRequest(request, response, { replicas, replicasNow, dropAuthorization: service.auth, protocol });
+      const dropAuthorization = !routing.passesAuthorization(service, request.headers.authorization);
+      forwardRequest(request, response, { replicas, replicasNow, dropAuthorization, protocol });
     };
   const upgradePublic =
     (protocol: 'http' | 'https') => async (request: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -174,7 +175,7 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
       }
       forwardUpgrade(request, socket, head, {
         replicas: routing.replicaOrder(admitted.service),
-        dropAuthorization: service.auth,
+        dropAuthorization: !routing.passesAuthorization(service, request.headers.authorization),
         protocol,
       });
     };

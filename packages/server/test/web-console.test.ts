@@ -9,11 +9,13 @@
  * One server and one browser serve every case: starting Chromium costs about a second.
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Run } from '@dstack/core';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { killRunningDstack, requireBuiltDstack, runDstack } from './dstack-cli.js';
 import {
@@ -94,11 +96,20 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     temp.remove();
   }, UI_TIMEOUT_MS);
 
+  /** What Chromium refused to load or run on the console's pages because of its policy: nothing, ever. */
+  const policyViolations: string[] = [];
+  afterEach(() => {
+    expect(policyViolations).toEqual([]);
+  });
+
   /** A fresh browser profile (own localStorage; closed with the browser), signed in with `token` unless null. */
   async function openConsole(token: string | null, viewport = DESKTOP): Promise<Page> {
     const context = await browser.newContext({ viewport });
     const page = await context.newPage();
     page.setDefaultTimeout(UI_TIMEOUT_MS);
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) policyViolations.push(message.text());
+    });
     await page.goto(`${harness.server.url}/`);
     if (token !== null) {
       await page.fill('#token', token);
@@ -126,6 +137,38 @@ describe.skipIf(!CHROMIUM)('the web console in Chromium', { timeout: UI_TIMEOUT_
     const api = await fetch(`${harness.server.url}/api/no/such/route`);
     expect(api.status).toBe(404);
     expect(api.headers.get('content-type')).toContain('application/json');
+  });
+
+  it('denies framing: its pages say so, and Chromium shows no console in a frame of another site', async () => {
+    for (const path of ['/', '/runs/main/anything']) {
+      const answer = await fetch(`${harness.server.url}${path}`);
+      expect(answer.headers.get('x-frame-options')).toBe('DENY');
+      expect(answer.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    }
+    // Another site (its own port: another origin) embeds the console in a frame.
+    const consoleUrl = `${harness.server.url}/runs`;
+    const framing = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      response.end(`<!doctype html><title>framing</title><iframe src="${consoleUrl}"></iframe>`);
+    });
+    await new Promise<void>((resolve) => framing.listen(0, '127.0.0.1', resolve));
+    const refusals: string[] = [];
+    const page = await browser.newPage();
+    try {
+      page.on('console', (message) => refusals.push(message.text()));
+      const loaded = page.waitForEvent('framenavigated', (frame) => frame !== page.mainFrame());
+      await page.goto(`http://127.0.0.1:${(framing.address() as AddressInfo).port}/`);
+      const frame = await loaded;
+      // Chromium puts its error page in the frame's place; the console's document never loads there.
+      await expect
+        .poll(() => refusals.join('\n'), { timeout: UI_TIMEOUT_MS })
+        .toContain("frame-ancestors 'none'");
+      expect(frame.url()).not.toBe(consoleUrl);
+      expect(await frame.locator('#root').count()).toBe(0);
+    } finally {
+      await page.close();
+      await new Promise((resolve) => framing.close(resolve));
+    }
   });
 
   it('signs in with the token, refuses a wrong one, and stays signed in after a reload', async () => {

@@ -17,6 +17,7 @@ import type { AppContext } from '../context.js';
 import type { ProjectsTable, UsersTable } from '../db/schema.js';
 import { ForbiddenError, NotAuthenticatedError } from '../security/access-errors.js';
 import { HttpError, mapErrorToHttp } from './error-mapping.js';
+import { SANDBOX_POLICY } from './origin-isolation.js';
 import { formatResponseHead, matchRawRoute, type RawRouteDefinition } from './raw-route.js';
 import {
   DEFAULT_MAX_BODY_BYTES,
@@ -426,7 +427,8 @@ export function createHttpHandler(
       upgradedConnections.delete(socket);
       controller.abort(new Error('The client disconnected'));
     });
-    const errorHeaders: OutgoingHttpHeaders = {};
+    // An upgrade is never the console's: its error answers are sandboxed like any proxy answer.
+    const errorHeaders: OutgoingHttpHeaders = { 'content-security-policy': SANDBOX_POLICY };
     const handled = handleUpgrade(request, socket, head, controller.signal, errorHeaders).catch(
       (error: unknown) => {
         const mapped = mapErrorToHttp(error);
@@ -444,6 +446,9 @@ export function createHttpHandler(
   };
 
   const handler = (request: IncomingMessage, response: ServerResponse) => {
+    // Every answer but the console's own files (which set their policy in writeHead, taking
+    // precedence) gets an opaque origin in a browser: see origin-isolation.ts.
+    response.setHeader('content-security-policy', SANDBOX_POLICY);
     const controller = new AbortController();
     const closed = new Promise<void>((resolve) => {
       response.on('close', () => {

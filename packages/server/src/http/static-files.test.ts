@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
 import { createHttpHandler } from './http-handler.js';
+import { CONSOLE_POLICY, SANDBOX_POLICY } from './origin-isolation.js';
 import { defineRawRoute } from './raw-route.js';
 import { defineRoute } from './route.js';
 import { loadStaticSite } from './static-files.js';
@@ -100,6 +101,35 @@ describe('the web console files', () => {
     const head = await fetch(`${url}/`, { method: 'HEAD' });
     expect(head.status).toBe(200);
     expect(await head.text()).toBe('');
+  });
+
+  it("gives the console's answers their own policy, denying framing, and sandboxes every other answer", async () => {
+    const index = await fetch(`${url}/runs`);
+    const etag = index.headers.get('etag')!;
+    const answers = [
+      index,
+      await fetch(`${url}/`, { method: 'HEAD' }),
+      await fetch(`${url}/`, { headers: { 'if-none-match': etag } }),
+      await fetch(`${url}/assets/index-AbC123.js`),
+    ];
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 304, 200]);
+    for (const answer of answers) {
+      expect(answer.headers.get('content-security-policy')).toBe(CONSOLE_POLICY);
+      expect(answer.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+      expect(answer.headers.get('x-frame-options')).toBe('DENY');
+      expect(answer.headers.get('cross-origin-opener-policy')).toBe('same-origin');
+    }
+    // Not the console's: the API, a missing file, a raw route's answer, a wrong method.
+    for (const [path, method] of [
+      ['/api/test/ping', 'POST'],
+      ['/assets/index-Old999.js', 'GET'],
+      ['/proxy/services/p/r/', 'GET'],
+      ['/runs', 'POST'],
+    ] as const) {
+      const answer = await fetch(`${url}${path}`, { method });
+      expect(answer.headers.get('content-security-policy'), path).toBe(SANDBOX_POLICY);
+      expect(answer.headers.get('x-frame-options'), path).toBeNull();
+    }
   });
 
   it('answers 404 for a missing file, never index.html in its place', async () => {

@@ -11,6 +11,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join, relative, sep } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { CONSOLE_HEADERS } from './origin-isolation.js';
 
 /**
  * Paths the console never answers, whatever the build holds: the API, the proxies and
@@ -111,6 +112,8 @@ export function loadStaticSite(directory: string): StaticSite | null {
       'cache-control': file.cacheControl,
       etag: file.etag,
       'x-content-type-options': 'nosniff',
+      // Its own policy, replacing the sandbox the HTTP handler gives every other answer.
+      ...CONSOLE_HEADERS,
     };
     if (file.gzipped) headers.vary = 'accept-encoding';
     if (request.headers['if-none-match'] === file.etag) {

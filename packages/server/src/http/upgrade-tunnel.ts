@@ -2,12 +2,14 @@
  * Passing a protocol upgrade on to an upstream server (a service's replica, a job's runner):
  * the request to the upstream, its answer, and the client's socket joined to the upstream's
  * after a 101, bytes flowing both ways untouched until either side closes. An upstream that
- * answers otherwise has its answer relayed as it is.
+ * answers otherwise has its answer relayed as it is, under the sandbox policy of
+ * origin-isolation.ts (the upstream's content is not the server's).
  */
 import { type ClientRequest, type IncomingMessage, type OutgoingHttpHeaders, request } from 'node:http';
 import type { Socket } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { switchingProtocolsHeaders, withoutHopByHopHeaders } from './hop-by-hop-headers.js';
+import { withSandboxPolicy } from './origin-isolation.js';
 import { formatResponseHead } from './raw-route.js';
 
 /** How the upstream answered an upgrade request. */
@@ -105,7 +107,7 @@ function joinTunnel(
     formatResponseHead(
       101,
       switched.response.statusMessage,
-      switchingProtocolsHeaders(switched.response.headers),
+      withSandboxPolicy(switchingProtocolsHeaders(switched.response.headers)),
     ),
   );
   if (switched.head.length > 0) client.write(switched.head);
@@ -119,7 +121,7 @@ async function relayAnswer(response: IncomingMessage, client: Socket): Promise<v
   // Node has decoded the body (no more chunked framing): closing the connection delimits it.
   client.write(
     formatResponseHead(response.statusCode ?? 502, response.statusMessage, {
-      ...withoutHopByHopHeaders(response.headers),
+      ...withSandboxPolicy(withoutHopByHopHeaders(response.headers)),
       connection: 'close',
     }),
   );

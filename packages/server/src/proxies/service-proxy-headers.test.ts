@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { switchingProtocolsHeaders, withoutHopByHopHeaders } from '../http/hop-by-hop-headers.js';
+import { SANDBOX_POLICY } from '../http/origin-isolation.js';
 import {
   downstreamResponseHeaders,
   upgradeRequestHeaders,
@@ -71,15 +72,20 @@ describe('service proxy headers', () => {
     );
   });
 
-  it('passes response headers on without hop-by-hop ones, repeated ones intact', () => {
+  it('passes response headers on without hop-by-hop ones, repeated ones intact, under the sandbox', () => {
     expect(
       downstreamResponseHeaders({
         'content-type': 'text/event-stream',
         'set-cookie': ['a=1', 'b=2'],
         connection: 'close',
         'transfer-encoding': 'chunked',
+        'content-security-policy': "script-src 'self'",
       }),
-    ).toEqual({ 'content-type': 'text/event-stream', 'set-cookie': ['a=1', 'b=2'] });
+    ).toEqual({
+      'content-type': 'text/event-stream',
+      'set-cookie': ['a=1', 'b=2'],
+      'content-security-policy': `${SANDBOX_POLICY}, script-src 'self'`,
+    });
   });
 
   it('keeps the switch of an upgrade and its WebSocket headers, both ways', () => {

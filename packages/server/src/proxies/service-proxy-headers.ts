@@ -6,6 +6,7 @@
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { withoutHopByHopHeaders } from '../http/hop-by-hop-headers.js';
+import { withSandboxPolicy } from '../http/origin-isolation.js';
 
 export interface ForwardedRequest {
   /** The client's address as the server's socket saw it. */
@@ -53,9 +54,13 @@ export function upstreamRequestHeaders(
   return upstream;
 }
 
-/** The replica's answer headers as the client gets them: without the hop-by-hop ones. */
+/**
+ * The replica's answer headers as the client gets them: without the hop-by-hop ones, under the
+ * sandbox policy that keeps a service's page out of the web console's origin (whatever the
+ * replica sends; see http/origin-isolation.ts).
+ */
 export function downstreamResponseHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
-  return withoutHopByHopHeaders(headers);
+  return withSandboxPolicy(withoutHopByHopHeaders(headers));
 }
 
 /**

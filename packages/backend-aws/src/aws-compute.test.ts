@@ -328,6 +328,29 @@ describe('createInstance', () => {
   });
 });
 
+describe('createGatewayReplica', () => {
+  it("launches dstack's default gateway type, t3.micro, when the configuration names none", async () => {
+    const configuration = {
+      project_name: 'main',
+      instance_name: `gateway-${randomUUID().slice(0, 8)}`,
+      backend: 'aws' as const,
+      region: 'us-west-2',
+      instance_type: null,
+      public_ip: true,
+      ssh_key_pub: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIO3x project',
+      certificate: null,
+    };
+    const gateway = await compute.createGatewayReplica(configuration);
+    try {
+      const launched = emulator.aws.state().instances.find((each) => each.id === gateway.instance_id);
+      expect(launched).toMatchObject({ type: 't3.micro', market: 'on-demand', state: 'running' });
+      expect(gateway.ip_address).toBeTruthy();
+    } finally {
+      await compute.terminateGatewayReplica(gateway.instance_id, configuration, gateway.backend_data);
+    }
+  });
+});
+
 describe('terminateInstance', () => {
   it('is idempotent, and done for an id EC2 does not know', async () => {
     const offer = await cheapest(false);

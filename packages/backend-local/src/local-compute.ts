@@ -137,6 +137,11 @@ export class LocalCompute implements ComputeWithCreateInstance, ComputeWithVolum
     return this.volumes.delete(volume);
   }
 
+  /** The volume's directory: `volumes_dir` is the host's, shared by every project with a local backend. */
+  volumeLocation(volumeId: string): string {
+    return this.volumes.directoryOf(volumeId);
+  }
+
   attachVolume(volume: Volume): Promise<VolumeAttachmentData> {
     return this.volumes.attach(volume);
   }

@@ -29,6 +29,7 @@ import { bindHttpServer } from './http/bind-http-server.js';
 import { createHttpHandler } from './http/http-handler.js';
 import { loadWebConsole } from './http/web-console.js';
 import { startMetricsRetention } from './metrics/metrics-retention.js';
+import { openMetricsWarning } from './metrics/prometheus-exposure.js';
 import { prometheusRoute } from './metrics/prometheus-route.js';
 import { type AnyPipelineDefinition, Pipeline } from './pipelines/pipeline.js';
 import { rawRoutes } from './proxies/proxy-routes.js';
@@ -243,6 +244,8 @@ async function prepareApp(
     app.settings = { ...app.settings, eventsTtlSeconds: eventsConfig.ttl_seconds };
   const { adminToken } = await initializeServerState(app, config);
   await protectSecretsAtRest(app);
+  const metricsWarning = openMetricsWarning(app.settings);
+  if (metricsWarning !== null) console.warn(`[dstack-server] ${metricsWarning}`);
   await ensureDefaultLocalFleets(app);
   await releaseStaleSqliteLocks(app);
   return { app, adminToken, controller };

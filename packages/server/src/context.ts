@@ -80,6 +80,13 @@ export interface ServerSettings {
    */
   codeUploadLimitBytes?: number;
   /**
+   * `DSTACK_SERVER_CODE_UNPACKED_LIMIT`: the most bytes a job's code or a `files:` archive may
+   * unpack to on the runner (a gzipped tar of zeros grows a thousandfold); 0 means no limit; the
+   * job fails naming the variable when one is over. Absent or null: 64 times the upload limit
+   * (128 MiB by default; no limit when the upload limit is 0).
+   */
+  codeUnpackedLimitBytes?: number | null;
+  /**
    * `GPUHUNT_CATALOG_URL` (the variable gpuhunt reads): the base URL of gpuhunt's v3 catalog
    * layout that AWS and GCP offers come from; `catalog.url` in config.yml wins over it. Absent:
    * gpuhunt's bucket, `GPUHUNT_CATALOG_URL` of `@dstack/catalog`.

@@ -3,6 +3,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigurationError } from '@dstack/core';
 import { describe, expect, it } from 'vitest';
+import { codeUnpackedLimitOf } from './repos/code-unpacked-limit.js';
 import { loadServerSettings } from './settings.js';
 
 describe('loadServerSettings', () => {
@@ -23,6 +24,7 @@ describe('loadServerSettings', () => {
       catalogUrl: null,
       offersDeadlineMs: 10_000,
       codeUploadLimitBytes: 2 * 1024 * 1024,
+      codeUnpackedLimitBytes: null,
       baseImage: null,
       baseImageVersion: null,
       metricsCollectIntervalMs: 10_000,
@@ -37,6 +39,27 @@ describe('loadServerSettings', () => {
       acmeServerCaCertificates: null,
       acmeExternalAccount: null,
     });
+  });
+
+  it('caps unpacked code by DSTACK_SERVER_CODE_UNPACKED_LIMIT, else at 64 times the upload limit, naming a bad one', () => {
+    expect(codeUnpackedLimitOf(loadServerSettings({}))).toBe(128 * 1024 * 1024);
+    expect(codeUnpackedLimitOf(loadServerSettings({ DSTACK_SERVER_CODE_UPLOAD_LIMIT: '1048576' }))).toBe(
+      64 * 1024 * 1024,
+    );
+    // Uploads without a limit: unpacking without one too, unless the cap is set.
+    expect(codeUnpackedLimitOf(loadServerSettings({ DSTACK_SERVER_CODE_UPLOAD_LIMIT: '0' }))).toBe(0);
+    expect(
+      codeUnpackedLimitOf(
+        loadServerSettings({
+          DSTACK_SERVER_CODE_UPLOAD_LIMIT: '0',
+          DSTACK_SERVER_CODE_UNPACKED_LIMIT: '5000',
+        }),
+      ),
+    ).toBe(5000);
+    expect(codeUnpackedLimitOf(loadServerSettings({ DSTACK_SERVER_CODE_UNPACKED_LIMIT: '0' }))).toBe(0);
+    expect(() => loadServerSettings({ DSTACK_SERVER_CODE_UNPACKED_LIMIT: '1GB' })).toThrow(
+      /DSTACK_SERVER_CODE_UNPACKED_LIMIT must be a whole number/,
+    );
   });
 
   it("reads the gateways' ACME server, the CAs of its TLS and its External Account Binding, naming a bad one", () => {

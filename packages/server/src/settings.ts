@@ -136,7 +136,8 @@ function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
  * `DSTACK_SERVER_ALLOW_DEFAULT_CREDS` and `DSTACK_SERVER_ALLOW_CUSTOM_BACKEND_ENDPOINTS` (unset: API
  * requests may use neither), `DSTACK_SERVER_BACKEND_VALIDATION_DEADLINE` (seconds, 5),
  * `DSTACK_SHIM_DOWNLOAD_URL` and `DSTACK_RUNNER_DOWNLOAD_URL` (unset: the npm tarballs of the release),
- * `DSTACK_SERVER_CODE_UPLOAD_LIMIT` (bytes, 2 MiB; 0: no limit), `GPUHUNT_CATALOG_URL` (unset:
+ * `DSTACK_SERVER_CODE_UPLOAD_LIMIT` (bytes, 2 MiB; 0: no limit), `DSTACK_SERVER_CODE_UNPACKED_LIMIT`
+ * (bytes a job's code or file archive may unpack to; unset: 64 times the upload limit; 0: no limit), `GPUHUNT_CATALOG_URL` (unset:
  * gpuhunt's bucket), `DSTACK_BASE_IMAGE` and `DSTACK_BASE_IMAGE_VERSION` (the default image's
  * repository and version; unset: dstack's), `DSTACK_SERVER_METRICS_COLLECT_INTERVAL` (seconds, 10),
  * `DSTACK_SERVER_METRICS_RUNNING_TTL_SECONDS` (3600) and `DSTACK_SERVER_METRICS_FINISHED_TTL_SECONDS`
@@ -202,6 +203,9 @@ export function loadServerSettings(
       DEFAULT_CODE_UPLOAD_LIMIT_BYTES,
       { min: 0, max: Number.MAX_SAFE_INTEGER },
     ),
+    codeUnpackedLimitBytes: env.DSTACK_SERVER_CODE_UNPACKED_LIMIT?.trim()
+      ? integerVariable(env, 'DSTACK_SERVER_CODE_UNPACKED_LIMIT', 0, { min: 0, max: Number.MAX_SAFE_INTEGER })
+      : null,
     metricsCollectIntervalMs:
       integerVariable(
         env,

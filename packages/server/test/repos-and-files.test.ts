@@ -3,7 +3,8 @@
  * repo (its remote a bare repo on this machine) runs on the remote's commit with the working
  * tree's uncommitted and untracked changes; a `files:` entry is at its path; the same code is
  * stored once; code over the limit is refused by the CLI before anything is sent, and by the
- * server when only the server's limit is low.
+ * server when only the server's limit is low; a files: entry that unpacks past the server's cap
+ * fails its job, naming the cap's setting.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -146,6 +147,39 @@ describeEachDatabase('repos and files through dstack apply', (databaseUrl) => {
     expect(await countRows('codes')).toBe(1);
     const runs = await harness.call<Run[]>('/api/runs/list', { project_name: 'main' });
     expect(runs.body.map((run) => run.run_spec.run_name)).not.toContain('code-server-limit');
+  });
+
+  it('fails the job when a files: entry unpacks to more than DSTACK_SERVER_CODE_UNPACKED_LIMIT, naming it', async () => {
+    // 8 MiB of zeros: a files: archive of a few KiB, under every upload limit.
+    mkdirSync(join(temp.dir, 'bomb'));
+    writeFileSync(join(temp.dir, 'bomb', 'zeros.bin'), Buffer.alloc(8 * 1024 * 1024));
+    writeFileSync(
+      join(work, 'bomb.dstack.yml'),
+      [
+        'type: task',
+        'files:',
+        '  - ../bomb:inputs/bomb',
+        'commands:',
+        '  - echo the job ran',
+        'resources:',
+        ...Object.entries(HOST_RESOURCES).map(([name, value]) => `  ${name}: '${value}'`),
+        '',
+      ].join('\n'),
+    );
+    const settings = harness.server.app.settings;
+    settings.codeUnpackedLimitBytes = 1024 * 1024;
+    try {
+      await dstack(['apply', '-f', 'bomb.dstack.yml', '-y', '-n', 'code-unpacked-limit']);
+    } finally {
+      settings.codeUnpackedLimitBytes = null;
+    }
+    const run = await harness.waitForRun('code-unpacked-limit', ['failed']);
+    const submission = run.latest_job_submission;
+    expect(submission?.termination_reason).toBe('executor_error');
+    expect(submission?.termination_reason_message).toContain(
+      'The files entry for inputs/bomb unpacks to more than 1.0MB (1048576 bytes)',
+    );
+    expect(submission?.termination_reason_message).toContain('DSTACK_SERVER_CODE_UNPACKED_LIMIT');
   });
 
   it('refuses a working tree over DSTACK_CLI_CODE_UPLOAD_LIMIT before sending anything, naming the limit', async () => {

@@ -168,3 +168,31 @@ describe('a stop signal', () => {
     await expect(fetch(url)).rejects.toThrow();
   });
 });
+
+describe('dstack-server with DSTACK_ENABLE_PROMETHEUS_METRICS', () => {
+  const temp = makeTempDir('dstack-server-metrics-');
+  afterAll(() => temp.remove());
+
+  it('warns at start that /metrics names every project, user and run when no token guards it', async () => {
+    const open = startProcess({
+      DSTACK_SERVER_DIR: join(temp.dir, 'open'),
+      DSTACK_ENABLE_PROMETHEUS_METRICS: '',
+    });
+    await runningUrl(open);
+    expect(open.output().stderr).toContain(
+      "[dstack-server] GET /metrics is open to anyone who reaches the server (DSTACK_ENABLE_PROMETHEUS_METRICS is set, DSTACK_PROMETHEUS_AUTH_TOKEN is not): it lists every project's name, its users' names, run names and run ids",
+    );
+    open.child.kill('SIGTERM');
+    expect(await open.exited).toBe(0);
+
+    const guarded = startProcess({
+      DSTACK_SERVER_DIR: join(temp.dir, 'guarded'),
+      DSTACK_ENABLE_PROMETHEUS_METRICS: '1',
+      DSTACK_PROMETHEUS_AUTH_TOKEN: 'scrape-token',
+    });
+    await runningUrl(guarded);
+    expect(guarded.output().stderr).not.toContain('/metrics');
+    guarded.child.kill('SIGTERM');
+    expect(await guarded.exited).toBe(0);
+  });
+});

@@ -1,11 +1,18 @@
 // Builds the EC2 emulator's instance-type and price data from the AWS rows of the catalog's
 // snapshot data (SkyPilot's catalog, itself read from DescribeInstanceTypes, the price list and
 // the spot price history): `node packages/testing/scripts/build-aws-emulator-data.mjs`.
+// EC2 has types the catalog's CPU sample leaves out and dstack still launches: t3.micro is its
+// default gateway type. `aws-t3-small-types.csv` adds t3.nano, t3.micro and t3.small (2 vCPUs;
+// 0.5, 1 and 2 GiB, as DescribeInstanceTypes gives them; on-demand prices of the AWS price list)
+// in the zones where the sample has t3.medium, with spot prices at t3.medium's zone ratio.
 import { readFileSync, writeFileSync } from 'node:fs';
 
-const sources = ['aws-gpu.csv', 'aws-cpu-sample.csv'].map(
-  (name) => new URL(`../../catalog/snapshot-data/${name}`, import.meta.url),
-);
+const sources = [
+  ...['aws-gpu.csv', 'aws-cpu-sample.csv'].map(
+    (name) => new URL(`../../catalog/snapshot-data/${name}`, import.meta.url),
+  ),
+  new URL('./aws-t3-small-types.csv', import.meta.url),
+];
 const output = new URL('../src/emulators/aws/__fixtures__/aws-instance-offerings.json', import.meta.url);
 
 /** Splits one CSV line; fields may be double-quoted (GpuInfo holds commas). */
@@ -73,7 +80,7 @@ offerings.sort((a, b) => a[1].localeCompare(b[1]) || a[2].localeCompare(b[2]) ||
 const sortedTypes = Object.fromEntries(Object.entries(instanceTypes).sort(([a], [b]) => a.localeCompare(b)));
 const lines = [
   '{',
-  `  "source": "packages/catalog/snapshot-data/aws-{gpu,cpu-sample}.csv (SkyPilot catalog v7, read 2026-11-21)",`,
+  `  "source": "packages/catalog/snapshot-data/aws-{gpu,cpu-sample}.csv (SkyPilot catalog v7, read 2026-11-21) and packages/testing/scripts/aws-t3-small-types.csv",`,
   '  "offeringColumns": ["instanceType", "region", "zoneId", "onDemandPrice", "spotPrice"],',
   '  "instanceTypes": {',
   Object.entries(sortedTypes)

@@ -6,6 +6,7 @@
  * so the agents' single-file bundles carry nothing else of core.
  */
 export * from './agent-token.js';
+export * from './code-limits.js';
 export * from './default-image.js';
 export * from './environment-variables.js';
 export * from './gateway-api.js';

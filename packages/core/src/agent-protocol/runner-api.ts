@@ -106,6 +106,12 @@ export const RunnerSubmitBodySchema = z.looseObject({
   repo_credentials: RemoteRepoCredsSchema.nullish(),
   /** More public key lines authorized for SSH into the job, besides `run.run_spec.ssh_key_pub`. */
   ssh_authorized_keys: z.array(z.string()).nullish(),
+  /**
+   * The most bytes the job's code and each file archive may unpack to (the tar stream, headers
+   * included): the server's `DSTACK_SERVER_CODE_UNPACKED_LIMIT`; 0: no limit. This server's field;
+   * absent (another server): `DEFAULT_CODE_UNPACKED_LIMIT_BYTES`.
+   */
+  code_unpacked_limit: z.number().int().nonnegative().nullish(),
 });
 /** A submit body with defaults applied, as the runner holds it. */
 export type RunnerSubmission = z.output<typeof RunnerSubmitBodySchema>;

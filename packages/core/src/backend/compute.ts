@@ -313,6 +313,15 @@ export interface ComputeWithVolumes extends Compute {
    * attached elsewhere with `volume_error`, naming the run that holds it.
    */
   allowsMultiAttach?(volume: Volume): boolean;
+  /**
+   * Where the volume of provider id `volumeId` lives, when the backend's storage is shared by
+   * every project of the server (the local backend's directories on the server's host): an
+   * absolute, comparable name (a path). The server lets one project hold a location: another
+   * project's registration of it (`volume_id`) is refused. Synchronous: no API calls; throws
+   * when `volumeId` cannot name a volume of the backend. Absent: volumes live in the project's
+   * own provider account, which only the project's credentials reach.
+   */
+  volumeLocation?(volumeId: string): string;
 }
 
 /** Capability `gateways`. */

@@ -4,6 +4,7 @@
  * Field names are dstack's (snake_case on the wire).
  */
 import { z } from 'zod';
+import { formatByteSize } from '../agent-protocol/code-limits.js';
 import { isSshCloneUrl } from '../agent-protocol/git-credentials.js';
 import {
   LocalRunRepoDataSchema,
@@ -95,18 +96,7 @@ export const GetFileArchiveByHashRequestSchema = z.object({ hash: z.string().min
 /** dstack's default for `DSTACK_SERVER_CODE_UPLOAD_LIMIT` (and this CLI's `DSTACK_CLI_CODE_UPLOAD_LIMIT`): 2 MiB. */
 export const DEFAULT_CODE_UPLOAD_LIMIT_BYTES = 2 * 1024 * 1024;
 
-/** `2.0MB`, `512.0KB`, `17B`: sizes as dstack's `sizeof_fmt` prints them in upload limit errors. */
-export function formatByteSize(bytes: number): string {
-  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
-  let value = bytes;
-  for (const unit of units) {
-    if (Math.abs(value) < 1024 || unit === 'TB') {
-      return unit === 'B' ? `${value}B` : `${value.toFixed(1)}${unit}`;
-    }
-    value /= 1024;
-  }
-  return `${bytes}B`;
-}
+export { formatByteSize };
 
 /**
  * The error dstack gives for code over the upload limit: both sizes, how to shrink the code and

@@ -25,7 +25,7 @@ import {
   pax,
   symlink,
 } from '../testing/crafted-tar.test.helpers.js';
-import { extractTarArchive } from './extract-tar.js';
+import { extractTarArchive, UnpackedSizeLimitError } from './extract-tar.js';
 
 let sandbox: string;
 let destination: string;
@@ -169,6 +169,41 @@ describe('extractTarArchive refuses what would reach outside the destination', (
     );
     rmSync(archive);
     expectOutsideUntouched();
+  });
+});
+
+describe('extractTarArchive caps what an archive unpacks to', () => {
+  it('stops a gzipped file of zeros past maxUnpackedBytes, having written no more than that', async () => {
+    const archive = join(sandbox, 'bomb.tar.gz');
+    // 8 MiB of zeros gzip to about 8 KiB.
+    writeFileSync(archive, craftTar([file('zeros', '\0'.repeat(8 * 1024 * 1024))], { gzip: true }));
+    const limit = 256 * 1024;
+    const unpacking = extractTarArchive(archive, destination, { maxUnpackedBytes: limit });
+    await expect(unpacking).rejects.toBeInstanceOf(UnpackedSizeLimitError);
+    await expect(unpacking).rejects.toThrow('the archive unpacks to more than 262144 bytes');
+    expect(statSync(join(destination, 'zeros')).size).toBeLessThanOrEqual(limit);
+    rmSync(archive);
+    expectOutsideUntouched();
+  });
+
+  it('counts headers too: many empty files are refused like one large file', async () => {
+    const entries = Array.from({ length: 200 }, (_, index) => file(`empty-${index}`, ''));
+    await expect(
+      (async () => {
+        const archive = join(sandbox, 'many.tar');
+        writeFileSync(archive, craftTar(entries));
+        await extractTarArchive(archive, destination, { maxUnpackedBytes: 64 * 1024 });
+      })(),
+    ).rejects.toBeInstanceOf(UnpackedSizeLimitError);
+    expect(readdirSync(destination).length).toBeLessThan(200);
+  });
+
+  it('unpacks an archive within the cap, and any archive with 0 (no cap)', async () => {
+    const archive = join(sandbox, 'small.tar');
+    writeFileSync(archive, craftTar([file('a.txt', 'a\n')]));
+    await extractTarArchive(archive, destination, { maxUnpackedBytes: 16 * 1024 });
+    await extractTarArchive(archive, join(sandbox, 'dest'), { maxUnpackedBytes: 0 });
+    expect(readFileSync(join(destination, 'a.txt'), 'utf8')).toBe('a\n');
   });
 });
 

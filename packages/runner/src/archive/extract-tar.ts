@@ -36,6 +36,29 @@ export class UnsafeArchiveEntryError extends InvalidArchiveError {
   override readonly name = 'UnsafeArchiveEntryError';
 }
 
+/**
+ * An archive that unpacks to more than the cap (a gzipped tar of zeros grows a thousandfold).
+ * Unpacking stops there; what was written so far stays, for the caller to remove.
+ */
+export class UnpackedSizeLimitError extends InvalidArchiveError {
+  override readonly name = 'UnpackedSizeLimitError';
+
+  constructor(
+    readonly limitBytes: number,
+    message = `the archive unpacks to more than ${limitBytes} bytes`,
+  ) {
+    super(message);
+  }
+}
+
+export interface ExtractTarOptions {
+  /**
+   * The most bytes the tar stream may have once gunzipped (headers, padding and contents: an
+   * archive of many empty files costs its headers); 0 or absent: no limit.
+   */
+  maxUnpackedBytes?: number;
+}
+
 /** Symbolic links followed while checking where one leads, before it counts as a loop. */
 const MAX_LINK_HOPS = 40;
 /** Parent directories the archive does not list get the mode `tar` gives them. */
@@ -47,15 +70,20 @@ interface DirectoryMetadata {
 }
 
 /** Unpacks the tar archive at `archivePath` (gzipped or not: its first bytes tell) into `destination`. */
-export async function extractTarArchive(archivePath: string, destination: string): Promise<void> {
+export async function extractTarArchive(
+  archivePath: string,
+  destination: string,
+  options: ExtractTarOptions = {},
+): Promise<void> {
   await mkdir(destination, { recursive: true });
   const root = await realpath(destination);
   const gzipped = await startsWithGzipMagic(archivePath);
   const file = createReadStream(archivePath);
   const stream: Readable = gzipped ? file.pipe(createGunzip()) : file;
   if (gzipped) file.once('error', (error) => stream.destroy(error));
+  const limit = options.maxUnpackedBytes ?? 0;
   try {
-    await new TarExtraction(root).run(readTarEntries(stream));
+    await new TarExtraction(root).run(readTarEntries(limit > 0 ? capped(stream, limit) : stream));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code?.startsWith('Z_')) {
@@ -65,6 +93,16 @@ export async function extractTarArchive(archivePath: string, destination: string
   } finally {
     stream.destroy();
     file.destroy();
+  }
+}
+
+/** The chunks of `stream`, failing once they add up to more than `limitBytes` (before that chunk is used). */
+async function* capped(stream: AsyncIterable<Buffer>, limitBytes: number): AsyncGenerator<Buffer> {
+  let total = 0;
+  for await (const chunk of stream) {
+    total += chunk.length;
+    if (total > limitBytes) throw new UnpackedSizeLimitError(limitBytes);
+    yield chunk;
   }
 }
 

@@ -7,8 +7,13 @@
  */
 import { cp, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import type { FileArchiveMapping, RunnerSubmission } from '@dstack/core/agent-protocol';
-import { extractTarArchive } from '../archive/extract-tar.js';
+import {
+  codeUnpackedLimitMessage,
+  DEFAULT_CODE_UNPACKED_LIMIT_BYTES,
+  type FileArchiveMapping,
+  type RunnerSubmission,
+} from '@dstack/core/agent-protocol';
+import { extractTarArchive, UnpackedSizeLimitError } from '../archive/extract-tar.js';
 import { cloneRepo, runGit } from './git-clone.js';
 
 /** What was uploaded for the job: the code blob and the file archives, as files on disk. */
@@ -35,6 +40,28 @@ export function expandJobPath(path: string, workingDir: string, homeDir: string)
   if (path === '~') return homeDir;
   if (path.startsWith('~/')) return join(homeDir, path.slice(2));
   return isAbsolute(path) ? resolve(path) : resolve(workingDir, path);
+}
+
+/**
+ * Unpacks one of the job's archives (`what` names it in errors) within the cap the server sent
+ * (`code_unpacked_limit`; the runner's default from a server that sends none). Over the cap, the
+ * error names the cap and the server's setting that raises it.
+ */
+export async function extractJobArchive(
+  submission: RunnerSubmission,
+  archivePath: string,
+  destination: string,
+  what: string,
+): Promise<void> {
+  const limit = submission.code_unpacked_limit ?? DEFAULT_CODE_UNPACKED_LIMIT_BYTES;
+  try {
+    await extractTarArchive(archivePath, destination, { maxUnpackedBytes: limit });
+  } catch (error) {
+    if (error instanceof UnpackedSizeLimitError) {
+      throw new UnpackedSizeLimitError(limit, codeUnpackedLimitMessage(what, limit));
+    }
+    throw error;
+  }
 }
 
 /** Where the job's repo goes, or undefined when the job has none. */
@@ -109,7 +136,7 @@ async function checkOutRepo(input: CodeSetupInput, repoDir: string): Promise<voi
     }
     input.log(`checked out ${repoData.repo_name} at ${repoData.repo_hash ?? repoData.repo_branch ?? 'HEAD'}`);
   } else if (codePath !== undefined) {
-    await extractTarArchive(codePath, repoDir);
+    await extractJobArchive(input.submission, codePath, repoDir, 'The code');
     input.log(`unpacked the code into ${repoDir}`);
   }
 }
@@ -127,7 +154,7 @@ async function unpackFileArchive(input: CodeSetupInput, mapping: FileArchiveMapp
   await rm(unpacked, { recursive: true, force: true });
   await mkdir(unpacked, { recursive: true });
   try {
-    await extractTarArchive(archivePath, unpacked);
+    await extractJobArchive(input.submission, archivePath, unpacked, `The files entry for ${mapping.path}`);
     const top = await readdir(unpacked);
     if (top.length !== 1) {
       throw new Error(`file archive ${mapping.id} must hold one top-level entry, found ${top.length}`);

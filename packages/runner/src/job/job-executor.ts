@@ -7,9 +7,8 @@ import {
   type RunnerSubmission,
   RunnerTerminationReason,
 } from '@dstack/core/agent-protocol';
-import { extractTarArchive } from '../archive/extract-tar.js';
 import { allowTraversal, chownTree } from './hand-over-directory.js';
-import { repoDirOf, setUpJobCode } from './job-code.js';
+import { extractJobArchive, repoDirOf, setUpJobCode } from './job-code.js';
 import { buildJobEnvironment, formatMpiHostfile } from './job-environment.js';
 import { JobEventLog, type JobEventLogOptions } from './job-event-log.js';
 import { JobProcess } from './job-process.js';
@@ -125,7 +124,7 @@ export class JobExecutor {
       this.events.addRunnerLog('empty code archive: nothing to extract');
       return false;
     }
-    await extractTarArchive(archivePath, this.repoDir);
+    await extractJobArchive(submission, archivePath, this.repoDir, 'The code');
     this.events.addRunnerLog(`code extracted into ${this.repoDir} (${archiveBytes} bytes)`);
     return false;
   }

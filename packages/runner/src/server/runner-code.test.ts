@@ -153,6 +153,47 @@ describe('runner code setup', () => {
     expect(decodeLogs(job.jobLogs)).toBe(`print("hi")\n${join(started.working_dir, 'code')}\n`);
   });
 
+  it.each([
+    ['the code', 'code'],
+    ['a files entry', 'files'],
+  ])(
+    'fails the job when %s unpacks to more than code_unpacked_limit, naming the limit and its setting',
+    async (_, which) => {
+      // 8 MiB of zeros: an archive of a few KiB, far under the upload limit.
+      const source = join(scratch, 'bomb');
+      mkdirSync(source);
+      writeFileSync(join(source, 'zeros.bin'), Buffer.alloc(8 * 1024 * 1024));
+      const archive = new Uint8Array(execFileSync('tar', ['-czf', '-', '-C', scratch, 'bomb']));
+      expect(archive.length).toBeLessThan(64 * 1024);
+      const limit = 1024 * 1024;
+      await client.submit(
+        submitBody(
+          ['echo the job ran'],
+          which === 'code'
+            ? {
+                repo_data: { repo_type: 'local', repo_dir: source },
+                repo_dir: 'code',
+                repo_exists_action: 'error',
+              }
+            : { file_archives: [{ id: 'bomb-1', path: 'inputs/bomb' }] },
+          { code_unpacked_limit: limit },
+        ),
+      );
+      if (which === 'code') await client.uploadCode(archive);
+      else await client.uploadArchive('bomb-1', archive);
+      await client.run();
+      const job = await pullUntil(client);
+      expect(job.states.at(-1)).toMatchObject({ state: 'failed', termination_reason: 'executor_error' });
+      const what = which === 'code' ? 'The code' : 'The files entry for inputs/bomb';
+      expect(job.states.at(-1)?.termination_message).toBe(
+        `${what} unpacks to more than 1.0MB (1048576 bytes), the limit of unpacked code. Exclude large` +
+          " files with .gitignore/.dstackignore, or raise the limit with the server's" +
+          ' DSTACK_SERVER_CODE_UNPACKED_LIMIT environment variable (bytes; 0: no limit).',
+      );
+      expect(decodeLogs(job.jobLogs)).toBe('');
+    },
+  );
+
   it('fails the job naming the repo dir when it is not empty and if_exists is error', async () => {
     const { url, hash } = bareRepo();
     const homeDir = join(scratch, 'home');

@@ -39,6 +39,7 @@ import { storeRunnerLogs } from '../logs/logs.js';
 import { sampleJobMetricsWhenDue } from '../metrics/job-metrics-sampling.js';
 import type { PipelineDefinition } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
+import { codeUnpackedLimitOf } from '../repos/code-unpacked-limit.js';
 import { archiveBlobs } from '../repos/file-archives.js';
 import { codeBlob, findRepo, repoCredsFor } from '../repos/repos.js';
 import {
@@ -356,6 +357,8 @@ async function startJob(context: JobContext): Promise<void> {
       secrets: {},
       // The server's SSH proxy logs in to the job with the project key for the user it let in.
       ssh_authorized_keys: [project.ssh_public_key],
+      // The runner stops unpacking the code or a files: archive past it (a gzip bomb).
+      code_unpacked_limit: codeUnpackedLimitOf(app.settings),
     };
     const code = await jobCode(context, jobSpec);
     if (!code) return;

@@ -1,7 +1,7 @@
 /**
  * The volume API and pipeline on both databases, with the local backend (volumes are
  * directories): `submitted` → `provisioning` → `active` or `failed`, registering an existing
- * directory, names unique per project, deletion refused while a job holds the volume (naming
+ * directory (never another project's), names unique per project, deletion refused while a job holds the volume (naming
  * the run), `auto_cleanup_duration`, and runs refused at plan time when their volumes cannot be
  * mounted (a missing volume, the process runtime).
  */
@@ -34,6 +34,11 @@ describeEachDialect('volumes API and pipeline', (getDb) => {
             name: 'main',
             backends: [{ type: 'local', instances_dir: join(temp, 'instances'), volumes_dir: volumesDir }],
           },
+          {
+            // Another tenant on the same host: its local backend keeps volumes in the same directory.
+            name: 'other',
+            backends: [{ type: 'local', instances_dir: join(temp, 'instances'), volumes_dir: volumesDir }],
+          },
         ],
       },
     });
@@ -48,8 +53,8 @@ describeEachDialect('volumes API and pipeline', (getDb) => {
     await new Pipeline(server.app, volumePipeline(server.app)).processDue();
   }
 
-  async function create(configuration: Record<string, unknown>) {
-    return server.request('/api/project/main/volumes/create', {
+  async function create(configuration: Record<string, unknown>, project = 'main') {
+    return server.request(`/api/project/${project}/volumes/create`, {
       configuration: { type: 'volume', backend: 'local', region: 'local', ...configuration },
     });
   }
@@ -113,6 +118,39 @@ describeEachDialect('volumes API and pipeline', (getDb) => {
     ).toBe(200);
     expect(existsSync(join(volumesDir, 'kept-data'))).toBe(true);
     expect((await server.request('/api/project/main/volumes/get', { name: 'vol-ext' })).status).toBe(400);
+  });
+
+  it("refuses another project's registration of a project's volume directory, naming volume_id", async () => {
+    expect((await create({ name: 'vol-owned', size: 1 })).status).toBe(200);
+    mkdirSync(join(volumesDir, 'main-data'), { recursive: true });
+    expect((await create({ name: 'vol-main-data', volume_id: 'main-data' })).status).toBe(200);
+    await processVolumes();
+    const owned = await get('vol-owned');
+    for (const volumeId of [owned.volume_id as string, 'main-data']) {
+      const stolen = await create({ name: 'vol-stolen', volume_id: volumeId }, 'other');
+      expect(stolen.status, JSON.stringify(stolen.body)).toBe(400);
+      expect(stolen.body.detail[0].fields).toEqual([['configuration', 'volume_id']]);
+      expect(stolen.body.detail[0].msg).toBe(
+        `volume_id ${volumeId} is a volume of another project: a local volume's directory belongs to one project`,
+      );
+    }
+    // The owner may register its own directory again; another project's own volumes are its own.
+    const again = await create({ name: 'vol-owned-again', volume_id: owned.volume_id });
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect((await create({ name: 'vol-theirs', size: 1 }, 'other')).status).toBe(200);
+    await processVolumes();
+    const theirs = (await server.request('/api/project/other/volumes/get', { name: 'vol-theirs' }))
+      .body as Volume;
+    expect(theirs.status).toBe('active');
+    // Deleting a volume removes the directory it created, and nothing of the other project.
+    const deleted = await server.request('/api/project/other/volumes/delete', { names: ['vol-theirs'] });
+    expect(deleted.status).toBe(200);
+    expect(existsSync(join(volumesDir, theirs.volume_id as string))).toBe(false);
+    expect(existsSync(join(volumesDir, owned.volume_id as string))).toBe(true);
+    expect(existsSync(join(volumesDir, 'main-data'))).toBe(true);
+    // Once the owner forgets a registered directory, another project may register it.
+    await server.request('/api/project/main/volumes/delete', { names: ['vol-main-data'] });
+    expect((await create({ name: 'vol-adopted', volume_id: 'main-data' }, 'other')).status).toBe(200);
   });
 
   it('refuses to delete a volume a job holds, naming the run, and deletes it once detached', async () => {

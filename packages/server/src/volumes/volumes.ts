@@ -32,6 +32,7 @@ import {
 } from '../events/event-recorder.js';
 import { volumeComputeOf } from './volume-backends.js';
 import { volumesOf } from './volume-models.js';
+import { assertVolumeLocationFree } from './volume-ownership.js';
 
 /**
  * Locks the volume's row until the transaction ends (Postgres; SQLite runs one transaction at a
@@ -108,6 +109,9 @@ export async function createVolume(
       .where('to_be_deleted', '=', 0)
       .executeTakeFirst();
     if (existing) return false;
+    if (configuration.volume_id !== undefined) {
+      await assertVolumeLocationFree(app, transaction, project.id, backend.compute, configuration.volume_id);
+    }
     await transaction.insertInto('volumes').values(row).execute();
     await recordEvent(transaction, app.settings, {
       message: 'Volume created. Status: SUBMITTED',

@@ -312,6 +312,7 @@ const describeInstanceTypes: Ec2Action = (account, region, params) => {
   const instanceTypeSet = page.map((spec) => ({
     instanceType: spec.name,
     currentGeneration: true,
+    burstablePerformanceSupported: spec.burstablePerformance,
     supportedUsageClasses: ['on-demand', 'spot'],
     supportedRootDeviceTypes: ['ebs'],
     processorInfo: { supportedArchitectures: [spec.architecture] },

@@ -85,6 +85,54 @@ describe('regions, zones and instance types', () => {
     expect(efa.InstanceTypes?.every((each) => each.NetworkInfo?.EfaSupported)).toBe(true);
   });
 
+  it("has EC2's small t3 types (t3.micro is dstack's default gateway type) in every region, priced", async () => {
+    const answer = await ec2.send(
+      new DescribeInstanceTypesCommand({ InstanceTypes: ['t3.nano', 't3.micro', 't3.small', 't3.medium'] }),
+    );
+    const described = Object.fromEntries(
+      (answer.InstanceTypes ?? []).map((each) => [
+        each.InstanceType,
+        [
+          each.VCpuInfo?.DefaultVCpus,
+          each.VCpuInfo?.DefaultCores,
+          each.MemoryInfo?.SizeInMiB,
+          each.ProcessorInfo?.SupportedArchitectures,
+          each.GpuInfo,
+          each.BurstablePerformanceSupported,
+        ],
+      ]),
+    );
+    expect(described).toEqual({
+      't3.nano': [2, 1, 512, ['x86_64'], undefined, true],
+      't3.micro': [2, 1, 1024, ['x86_64'], undefined, true],
+      't3.small': [2, 1, 2048, ['x86_64'], undefined, true],
+      't3.medium': [2, 1, 4096, ['x86_64'], undefined, true],
+    });
+    const c5 = await ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: ['c5.xlarge'] }));
+    expect(c5.InstanceTypes?.[0]?.BurstablePerformanceSupported).toBe(false);
+    // The price list's on-demand Linux prices, in every emulated region and zone t3.medium has.
+    const prices: Record<string, Record<string, number>> = {
+      'us-east-1': { 't3.nano': 0.0052, 't3.micro': 0.0104, 't3.small': 0.0208 },
+      'us-west-2': { 't3.nano': 0.0052, 't3.micro': 0.0104, 't3.small': 0.0208 },
+      'eu-west-1': { 't3.nano': 0.0057, 't3.micro': 0.0114, 't3.small': 0.0228 },
+    };
+    for (const [region, byType] of Object.entries(prices)) {
+      const mediumZones = emulator.data.offerings
+        .filter((each) => each.instanceType === 't3.medium' && each.region === region)
+        .map((each) => each.zone);
+      for (const [type, price] of Object.entries(byType)) {
+        const offered = emulator.data.offerings.filter(
+          (each) => each.instanceType === type && each.region === region,
+        );
+        expect(offered.map((each) => each.zone)).toEqual(mediumZones);
+        expect(new Set(offered.map((each) => each.onDemandPrice))).toEqual(new Set([price]));
+        expect(offered.every((each) => (each.spotPrice ?? 0) > 0 && (each.spotPrice ?? 0) < price)).toBe(
+          true,
+        );
+      }
+    }
+  });
+
   it('gives spot prices per zone of the region (Linux/UNIX), paged', async () => {
     const entries = [];
     for await (const page of paginateDescribeSpotPriceHistory(

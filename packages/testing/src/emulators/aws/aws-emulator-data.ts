@@ -2,7 +2,8 @@
  * What the emulated AWS account offers: regions, their availability zones, instance types with
  * their GPUs, and per-zone on-demand and spot prices. The data comes from the AWS rows of the
  * catalog's snapshot data (`__fixtures__/aws-instance-offerings.json`, rebuilt by
- * `scripts/build-aws-emulator-data.mjs`), so the emulator sells what the catalog lists.
+ * `scripts/build-aws-emulator-data.mjs`), so the emulator sells what the catalog lists, plus the
+ * small t3 types the catalog's CPU sample leaves out (t3.micro is dstack's default gateway type).
  */
 import offeringsFile from './__fixtures__/aws-instance-offerings.json' with { type: 'json' };
 
@@ -23,6 +24,8 @@ export interface AwsInstanceTypeSpec {
   readonly architecture: 'x86_64' | 'arm64';
   /** Most EFA interfaces the type takes; 0 when it has no EFA. */
   readonly maximumEfaInterfaces: number;
+  /** CPU credits (the burstable families: t2, t3, t3a, t4g), as DescribeInstanceTypes says. */
+  readonly burstablePerformance: boolean;
 }
 
 /** One (instance type, zone) the account can launch, with its prices in USD per hour. */
@@ -55,6 +58,9 @@ const EFA_INTERFACES: Readonly<Record<string, number>> = {
   'trn1.32xlarge': 8,
   'trn1n.32xlarge': 16,
 };
+
+/** The families that run on CPU credits. */
+const BURSTABLE_FAMILIES = new Set(['t2', 't3', 't3a', 't4g']);
 
 /** Graviton families among the data's types; every other type is x86_64. */
 const ARM_FAMILIES = new Set(['g5g']);
@@ -108,6 +114,7 @@ export class AwsEmulatorData {
         gpu,
         architecture: ARM_FAMILIES.has(name.split('.')[0] ?? '') ? 'arm64' : 'x86_64',
         maximumEfaInterfaces: EFA_INTERFACES[name] ?? 0,
+        burstablePerformance: BURSTABLE_FAMILIES.has(name.split('.')[0] ?? ''),
       });
     }
     this.instanceTypes = types;

@@ -12,6 +12,7 @@ export * from './gateway-api.js';
 export * from './git-credentials.js';
 export * from './ports.js';
 export * from './repo-data.js';
+export * from './request-target.js';
 export * from './runner-api.js';
 export * from './service-rate-limits.js';
 export * from './service-request-counts.js';

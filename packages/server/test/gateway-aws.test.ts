@@ -4,7 +4,9 @@
  * runtime and starts the gateway agent from it), a service on another host is published on it,
  * and an HTTPS request to `https://{run}.example.test`, resolved to the gateway's address and
  * trusting only the test CA, reaches the service (with a project member's token; refused
- * without). With the server stopped the gateway keeps serving from its stored state. A service
+ * without), and a request whose target names another host (the gateway's own management API on
+ * its loopback, as `//127.0.0.1:8000/…` or absolute-form) is answered 400 (the gateway runs only
+ * once the server reached that API with the gateway's token). With the server stopped the gateway keeps serving from its stored state. A service
  * with `replicas: 0..2` and RPS scaling scales from zero on a request the gateway holds, up under
  * load sent through the gateway (its requests counted there), and back to zero when idle; its
  * `rate_limits` answer 429 at the gateway. Deleting the gateway leaves no instance. A gateway with
@@ -16,6 +18,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { connect as connectTls } from 'node:tls';
 import type { Run } from '@dstack/core';
 import { DEFAULT_IMAGE_PYTHON } from '@dstack/core/agent-protocol';
 import { type PebbleServer, pebbleMissing, startPebble } from '@dstack/testing/acme';
@@ -115,6 +118,25 @@ function clientFor(address: string, ca: string): Agent {
       lookup: (_hostname, options, callback) =>
         options.all ? callback(null, [{ address, family: 4 }]) : callback(null, address, 4),
     },
+  });
+}
+
+/**
+ * A request written as it is (its target untouched by any client library) over TLS to the gateway
+ * at `address` for `servername`; the answer's status, once the gateway closes the connection.
+ */
+function rawHttpsStatus(address: string, servername: string, ca: string, head: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = connectTls({ host: address, port: 443, servername, ca }, () =>
+      socket.write(`${head}\r\nhost: ${servername}\r\nconnection: close\r\n\r\n`),
+    );
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => {
+      text += chunk;
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0)));
   });
 }
 
@@ -295,6 +317,16 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
     expect((await get()).status).toBe(403);
     const stranger = await harness.createUser('stranger');
     expect((await get(stranger)).status).toBe(403);
+    // A target naming the gateway's own management API (or any other host) reaches nothing but a 400.
+    for (const target of ['//127.0.0.1:8000/api/healthcheck', 'http://127.0.0.1:8000/api/healthcheck']) {
+      const status = await rawHttpsStatus(
+        address,
+        `${RUN_NAME}.${DOMAIN}`,
+        ca,
+        `GET ${target} HTTP/1.1\r\nauthorization: Bearer ${ADMIN_TOKEN}`,
+      );
+      expect(status, target).toBe(400);
+    }
 
     // The gateway serves from its own state while the server is away.
     await harness.close();

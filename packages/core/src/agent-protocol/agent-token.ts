@@ -1,7 +1,8 @@
 /**
  * How the server and the agents authenticate: a shim or runner started with a token answers only
- * requests that carry it (`Authorization: Bearer <token>`). The server chooses one token per
- * instance and the backend hands it to the agent it starts; a shim hands each task's runner a
+ * requests that carry it (`Authorization: Bearer <token>`), and so does a gateway agent's
+ * management API (a token per gateway). The server chooses one token per instance (and per
+ * gateway) and the backend hands it to the agent it starts; a shim hands each task's runner a
  * token derived from its own and the task id, so a job that learns its runner's token reaches no
  * other runner. Enforcing it (which requests stay open, the 401) is the agents' own affair.
  */
@@ -12,6 +13,11 @@ import type { IncomingHttpHeaders } from 'node:http';
 export const SHIM_TOKEN_ENV = 'DSTACK_SHIM_TOKEN';
 /** The variable that gives the runner its token (read once at start, then removed from its environment). */
 export const RUNNER_TOKEN_ENV = 'DSTACK_RUNNER_TOKEN';
+/**
+ * The variable that gives the gateway agent the token its management API requires (read once at
+ * start, then removed from its environment), when it has no `--token-file`.
+ */
+export const GATEWAY_TOKEN_ENV = 'DSTACK_GATEWAY_TOKEN';
 
 /** The header an agent client sends: `Authorization: Bearer <token>`. */
 export function agentAuthorizationHeader(token: string): { authorization: string } {

@@ -14,6 +14,7 @@ export * from './git-credentials.js';
 export * from './normalised-request-path.js';
 export * from './ports.js';
 export * from './repo-data.js';
+export * from './request-target.js';
 export * from './runner-api.js';
 export * from './service-authorization.js';
 export * from './service-rate-limits.js';

@@ -11,6 +11,7 @@ import {
   DSTACK_RUNNER_HTTP_PORT,
   DSTACK_RUNNER_SSH_PORT,
   DSTACK_SHIM_HTTP_PORT,
+  GATEWAY_TOKEN_ENV,
   RUNNER_TOKEN_ENV,
   SHIM_TOKEN_ENV,
 } from './index.js';
@@ -19,7 +20,7 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const PACKAGES = join(HERE, '../../..');
 const PORTS = [DSTACK_SHIM_HTTP_PORT, DSTACK_RUNNER_HTTP_PORT, DSTACK_RUNNER_SSH_PORT].map(String);
 const PORT_IN_TEXT = new RegExp(`(?<![0-9])(${PORTS.join('|')})(?![0-9])`);
-const NAMES = new Set([SHIM_TOKEN_ENV, RUNNER_TOKEN_ENV]);
+const NAMES = new Set([SHIM_TOKEN_ENV, RUNNER_TOKEN_ENV, GATEWAY_TOKEN_ENV]);
 
 /** Every non-test TypeScript source of the workspace's packages, but this module's. */
 function sources(directory: string): string[] {

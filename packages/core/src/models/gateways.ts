@@ -19,6 +19,14 @@ export const GatewayReplicaConfigurationSchema = z.object({
   public_ip: z.boolean(),
   /** The project key the server will use to reach the gateway over SSH. */
   ssh_key_pub: z.string(),
+  /**
+   * The gateway's agent token, chosen by the server per gateway: the gateway agent's management
+   * API answers only requests that carry it. Give it to the agent as the VM bootstrap does
+   * (`buildGatewayUserData`: a root-only file passed as `--token-file`), never on its command
+   * line, and keep it out of logs, tags and labels: whoever holds it and reaches the agent decides
+   * what the gateway serves.
+   */
+  agent_token: z.string().min(1),
   certificate: GatewayCertificateSchema.nullish(),
   tags: z.record(z.string(), z.string()).nullish(),
   /** Router settings (e.g. sglang), passed through. */

@@ -599,6 +599,19 @@ const serviceHttps: Migration = {
   },
 };
 
+/**
+ * Each gateway's agent token (encrypted): its agent's management API answers only requests that
+ * carry it. Null on rows written before: their agents were started without one.
+ */
+const gatewayAgentToken: Migration = {
+  async up(db: AnyDatabase) {
+    await db.schema.alterTable('gateways').addColumn('agent_token', 'text').execute();
+  },
+  async down(db: AnyDatabase) {
+    await db.schema.alterTable('gateways').dropColumn('agent_token').execute();
+  },
+};
+
 /** dstack's `events` and `event_targets`: what happened, by whom, to what. */
 function eventTables(dialect: SqlDialect): Migration {
   const t = columnTypes(dialect);
@@ -703,6 +716,7 @@ export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
     '017_events': eventTables(dialect),
     '018_user_ssh_keys': userSshKeys(dialect),
     '019_service_https': serviceHttps,
+    '020_gateway_agent_token': gatewayAgentToken,
   };
 }
 

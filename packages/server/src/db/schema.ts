@@ -387,6 +387,11 @@ export interface GatewaysTable extends LockColumns {
   configuration: string;
   /** A custom certificate's private key (PEM), encrypted; null for other certificates. */
   certificate_private_key: string | null;
+  /**
+   * The token the gateway's agent requires on its management API, encrypted; chosen when the
+   * gateway is created. Null for a gateway launched before gateways had tokens (its agent requires none).
+   */
+  agent_token: string | null;
   wildcard_domain: string | null;
   /** 1 for the project's default gateway (at most one per project). */
   is_default: number;

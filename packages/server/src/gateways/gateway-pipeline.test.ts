@@ -57,6 +57,16 @@ describeEachDialect('the gateway pipeline', (getDb) => {
     expect(cloud.callsOf('createGatewayReplica')).toHaveLength(1);
     const [configuration] = cloud.callsOf('createGatewayReplica')[0]?.args ?? [];
     expect(configuration).toMatchObject({ project_name: 'main', region: 'fake-region-1', public_ip: true });
+    // The launch hands the agent the token the server keeps, encrypted, for its management calls.
+    const stored = await server.app.db
+      .selectFrom('gateways')
+      .select('agent_token')
+      .where('name', '=', 'gw-ok')
+      .executeTakeFirstOrThrow();
+    const token = (configuration as { agent_token: string }).agent_token;
+    expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(stored.agent_token).not.toContain(token);
+    expect(server.app.encryption.decrypt(stored.agent_token as string)).toBe(token);
 
     expect((await server.request('/api/project/main/gateways/delete', { names: ['gw-ok'] })).status).toBe(
       200,
@@ -86,6 +96,28 @@ describeEachDialect('the gateway pipeline', (getDb) => {
       ['Gateway status changed SUBMITTED -> PROVISIONING', null],
       ['Gateway marked for deletion', 'admin'],
     ]);
+  });
+
+  it('gives a gateway created before gateways had tokens one at its launch', async () => {
+    expect((await create('gw-legacy')).status).toBe(200);
+    await server.app.db
+      .updateTable('gateways')
+      .set({ agent_token: null })
+      .where('name', '=', 'gw-legacy')
+      .execute();
+    await processGateways();
+    const [configuration] = cloud.callsOf('createGatewayReplica').at(-1)?.args ?? [];
+    const stored = await server.app.db
+      .selectFrom('gateways')
+      .select('agent_token')
+      .where('name', '=', 'gw-legacy')
+      .executeTakeFirstOrThrow();
+    expect(stored.agent_token).not.toBeNull();
+    expect((configuration as { agent_token: string }).agent_token).toBe(
+      server.app.encryption.decrypt(stored.agent_token as string),
+    );
+    await server.request('/api/project/main/gateways/delete', { names: ['gw-legacy'] });
+    await processGateways();
   });
 
   it('fails a gateway whose launch the backend refuses, with the reason', async () => {

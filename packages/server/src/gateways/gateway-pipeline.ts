@@ -5,8 +5,9 @@
  * and took its state, or `failed` after `PROVISIONING_TIMEOUT_MS` (its instance terminated). A
  * `running` gateway is sent its whole state on every pass (services, replicas, tokens); when it
  * cannot be reached it keeps serving what it has, and the pass says why in `status_message`,
- * where the certificates its agent could not obtain from the ACME server are shown too. A
- * failed gateway waits for its deletion. A gateway marked `to_be_deleted` has its instance
+ * where the certificates its agent could not obtain from the ACME server are shown too, and that
+ * its agent predates gateway tokens (launched before them: recreate it). A failed gateway waits
+ * for its deletion. A gateway marked `to_be_deleted` has its instance
  * terminated, then is `deleted`.
  */
 import type { GatewayReplicaConfiguration } from '@dstack/core';
@@ -22,10 +23,12 @@ import { recordStatusChange } from '../events/status-events.js';
 import { agentDownloadOf } from '../fleets/instance-launch.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
+import { launchGatewayAgentToken } from './gateway-agent-token.js';
 import { gatewayComputeOf } from './gateway-backends.js';
 import {
   collectGatewayStats,
-  gatewayApiUrl,
+  type GatewayApi,
+  gatewayApiOf,
   gatewayHealth,
   gatewayStateOf,
   sendGatewayState,
@@ -38,6 +41,13 @@ const PROVISIONING_TIMEOUT_MS = 10 * 60_000;
 const DELETE_RETRY_MS = 30_000;
 /** A failed gateway waits for its deletion; looked at again this rarely. */
 const FAILED_RECHECK_MS = 60 * 60_000;
+/**
+ * What a gateway launched before gateways had tokens is told: its agent's management API answers
+ * anyone on the gateway, and the agent passes on requests whose target names another host (its
+ * own management API included); the server cannot change the agent it runs, a new gateway can.
+ */
+const AGENT_WITHOUT_TOKEN =
+  'its agent predates gateway tokens: its management API is open and it forwards requests that name another host; recreate the gateway (dstack gateway delete, then apply it again)';
 
 async function replicaConfigurationOf(
   app: AppContext,
@@ -55,6 +65,8 @@ async function replicaConfigurationOf(
     instance_type: configuration.instance_type ?? null,
     public_ip: configuration.public_ip,
     ssh_key_pub: project.ssh_public_key,
+    // The termination of a gateway from before tokens gets one too: backends read the whole configuration.
+    agent_token: await launchGatewayAgentToken(app, gateway.id),
     certificate:
       configuration.certificate?.type === 'acm'
         ? { type: 'acm', arn: configuration.certificate.arn }
@@ -124,6 +136,8 @@ interface SyncOutcome {
   stats: string | null;
   /** What its agent says is wrong with its ACME certificates (a rate limit, DNS not pointing at it), or null. */
   certificates: string | null;
+  /** Why its agent must be replaced (it predates gateway tokens), or null. */
+  outdated: string | null;
 }
 
 /**
@@ -133,26 +147,27 @@ interface SyncOutcome {
  */
 async function sync(app: AppContext, gateway: GatewaysTable, signal: AbortSignal): Promise<SyncOutcome> {
   const project = await projectOfGateway(app, gateway);
-  let url: string;
+  let api: GatewayApi;
   let certificates: string | null;
   try {
-    url = await gatewayApiUrl(app, gateway, project);
-    const health = await gatewayHealth(url, signal);
-    await sendGatewayState(url, await gatewayStateOf(app, gateway, project), signal);
+    api = await gatewayApiOf(app, gateway, project);
+    const health = await gatewayHealth(api, signal);
+    await sendGatewayState(api, await gatewayStateOf(app, gateway, project), signal);
     const failed = health.certificates.flatMap((entry) =>
       entry.status === 'failed' && entry.message ? [entry.message] : [],
     );
     certificates = failed.length > 0 ? failed.join('; ') : null;
   } catch (error) {
-    return { unreached: errorMessage(error), stats: null, certificates: null };
+    return { unreached: errorMessage(error), stats: null, certificates: null, outdated: null };
   }
+  const outdated = api.token === null ? AGENT_WITHOUT_TOKEN : null;
   try {
-    const stats = await collectGatewayStats(url, signal);
+    const stats = await collectGatewayStats(api, signal);
     app.caches.serviceStats.report(gateway.id, stats);
     if (stats.services.some((service) => service.waiting > 0)) app.wakeUps.wake('runs');
-    return { unreached: null, stats: null, certificates };
+    return { unreached: null, stats: null, certificates, outdated };
   } catch (error) {
-    return { unreached: null, stats: errorMessage(error), certificates };
+    return { unreached: null, stats: errorMessage(error), certificates, outdated };
   }
 }
 
@@ -233,12 +248,12 @@ export function gatewayPipeline(app: AppContext): PipelineDefinition<'gateways'>
         return;
       }
       if (gateway.status === 'running') {
-        const { unreached, stats, certificates } = await sync(app, gateway, lock.signal);
-        const problems = [certificates, stats === null ? null : `request stats: ${stats}`].filter(
+        const { unreached, stats, certificates, outdated } = await sync(app, gateway, lock.signal);
+        const problems = [outdated, certificates, stats === null ? null : `request stats: ${stats}`].filter(
           (problem) => problem !== null,
         );
         const message = unreached ? `not reached: ${unreached}` : problems.join('; ') || null;
-        if (certificates !== null && message !== gateway.status_message) {
+        if ((certificates !== null || outdated !== null) && message !== gateway.status_message) {
           console.error(`[gateways] ${gateway.name}: ${message}`);
         }
         await lock.release({ status_message: message });

@@ -7,8 +7,10 @@
  * project's members. Sending the whole state keeps the agent right after anything it missed.
  * The agent's request stats are read back the same way, for the services' autoscaler.
  * A `lets-encrypt` gateway is told the ACME server; its agent obtains each service's certificate.
+ * Every management call carries the gateway's agent token (gateway-agent-token.ts).
  */
 import {
+  agentAuthorizationHeader,
   DSTACK_GATEWAY_API_PORT,
   type GatewayHealth,
   GatewayHealthSchema,
@@ -37,6 +39,7 @@ import {
   serviceHasProbes,
   servicePortOf,
 } from '../runs/service-spec.js';
+import { gatewayAgentToken } from './gateway-agent-token.js';
 import { gatewayServesServiceHttps } from './service-https.js';
 
 /** The user gateway images log in as (dstack's gateways: Ubuntu's `ubuntu`). */
@@ -128,15 +131,23 @@ export async function gatewayStateOf(
   };
 }
 
+/** The gateway's management API as the server calls it. */
+export interface GatewayApi {
+  /** Its base URL, through the SSH tunnel. */
+  url: string;
+  /** The token it requires; null for a gateway launched before gateways had tokens (its agent requires none). */
+  token: string | null;
+}
+
 /** The gateway's management API, through the SSH tunnel. Throws when it cannot be reached. */
-export async function gatewayApiUrl(
+export async function gatewayApiOf(
   app: AppContext,
   gateway: GatewaysTable,
   project: ProjectsTable,
-): Promise<string> {
+): Promise<GatewayApi> {
   const provisioning = gatewayProvisioningDataOf(gateway);
   if (!provisioning) throw new Error(`Gateway ${gateway.name} has no instance yet`);
-  return gatewayPortUrl(
+  const url = await gatewayPortUrl(
     app,
     project,
     {
@@ -148,30 +159,36 @@ export async function gatewayApiUrl(
     },
     DSTACK_GATEWAY_API_PORT,
   );
+  return { url, token: gatewayAgentToken(app, gateway) };
 }
 
-export async function gatewayHealth(baseUrl: string, signal?: AbortSignal): Promise<GatewayHealth> {
-  const answer = await request(`${baseUrl}/api/healthcheck`, {
+function tokenHeaders(api: GatewayApi): Record<string, string> {
+  return api.token === null ? {} : agentAuthorizationHeader(api.token);
+}
+
+export async function gatewayHealth(api: GatewayApi, signal?: AbortSignal): Promise<GatewayHealth> {
+  const answer = await request(`${api.url}/api/healthcheck`, {
+    headers: tokenHeaders(api),
     signal: signal ?? AbortSignal.timeout(GATEWAY_CALL_TIMEOUT_MS),
     headersTimeout: GATEWAY_CALL_TIMEOUT_MS,
     bodyTimeout: GATEWAY_CALL_TIMEOUT_MS,
   });
   if (answer.statusCode !== 200) {
-    await answer.body.dump();
-    throw new Error(`the gateway's healthcheck answered ${answer.statusCode}`);
+    const text = await answer.body.text();
+    throw new Error(`the gateway's healthcheck answered ${answer.statusCode}: ${text.slice(0, 300)}`);
   }
   return GatewayHealthSchema.parse(await answer.body.json());
 }
 
 /** Sends the whole state; throws with the agent's answer when it refuses it. */
 export async function sendGatewayState(
-  baseUrl: string,
+  api: GatewayApi,
   state: GatewayState,
   signal?: AbortSignal,
 ): Promise<void> {
-  const answer = await request(`${baseUrl}/api/state`, {
+  const answer = await request(`${api.url}/api/state`, {
     method: 'PUT',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...tokenHeaders(api) },
     body: JSON.stringify(state),
     signal: signal ?? AbortSignal.timeout(GATEWAY_CALL_TIMEOUT_MS),
     headersTimeout: GATEWAY_CALL_TIMEOUT_MS,
@@ -186,8 +203,9 @@ export async function sendGatewayState(
  * The requests the gateway forwarded per service (`GET /api/stats/collect`), for the RPS
  * autoscaler. Throws when the agent does not answer them, saying so of an agent too old to count.
  */
-export async function collectGatewayStats(baseUrl: string, signal?: AbortSignal): Promise<GatewayStats> {
-  const answer = await request(`${baseUrl}/api/stats/collect`, {
+export async function collectGatewayStats(api: GatewayApi, signal?: AbortSignal): Promise<GatewayStats> {
+  const answer = await request(`${api.url}/api/stats/collect`, {
+    headers: tokenHeaders(api),
     signal: signal ?? AbortSignal.timeout(GATEWAY_CALL_TIMEOUT_MS),
     headersTimeout: GATEWAY_CALL_TIMEOUT_MS,
     bodyTimeout: GATEWAY_CALL_TIMEOUT_MS,

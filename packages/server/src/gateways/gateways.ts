@@ -16,6 +16,7 @@ import {
   validateConfigurationOfType,
 } from '@dstack/core';
 import { serializeProjectWrites } from '../accounts/projects.js';
+import { newAgentToken } from '../agents/agent-tokens.js';
 import type { AppContext } from '../context.js';
 import {
   gatewayConfigurationColumn,
@@ -134,6 +135,7 @@ export async function createGateway(
     configuration: gatewayConfigurationColumn.encode(stored),
     certificate_private_key:
       certificate?.type === 'custom' ? app.encryption.encrypt(certificate.private_key) : null,
+    agent_token: app.encryption.encrypt(newAgentToken()),
     wildcard_domain: configuration.domain ?? null,
     is_default: 0,
     provisioning_data: null,

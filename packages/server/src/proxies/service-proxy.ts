@@ -9,7 +9,12 @@
  * 101 reaches the client, then bytes flow both ways untouched until either side closes, which
  * closes the other. A replica that answers otherwise has its answer relayed as it is.
  *
- * Answers of its own: 403 without a valid token or membership, 404 for an unknown run,
+ * The replica is asked for the rest of the path on its own host and port: the request target is
+ * never resolved as a URL. A target that is not a path (absolute-form `http://host/proxy/…`,
+ * `//host/proxy/…`, `*`) is answered 400 before anything else, as at the gateway.
+ *
+ * Answers of its own: 400 for a target that is not a path, 403 without a valid token or
+ * membership, 404 for an unknown run,
  * a run that is not a service or one that has finished, 429 with `Retry-After` past one of the
  * service's `rate_limits`, 503 while no replica is ready, 502 when the replica cannot be
  * reached or refuses the connection; the same, on the socket, for an upgrade.
@@ -26,7 +31,7 @@ import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TLSSocket } from 'node:tls';
 import { ResourceNotFoundError, type ServiceConfiguration } from '@dstack/core';
-import { rateLimited, SCALE_FROM_ZERO_WAIT_MS } from '@dstack/core/agent-protocol';
+import { rateLimited, requestTargetRefusal, SCALE_FROM_ZERO_WAIT_MS } from '@dstack/core/agent-protocol';
 import { findProject, getProjectForUser } from '../accounts/projects.js';
 import { AgentUnreachableError } from '../agents/agent-unreachable-error.js';
 import type { AppContext } from '../context.js';
@@ -154,6 +159,8 @@ async function resolveDestination(
   setHeader: (name: string, value: string) => void,
   signal?: AbortSignal,
 ): Promise<ProxyDestination> {
+  const targetRefusal = requestTargetRefusal(request.url);
+  if (targetRefusal !== null) throw new HttpError(400, targetRefusal, 'invalid_request');
   const target = parseTarget(request.url ?? '/');
   if (!target) {
     throw new HttpError(

@@ -29,7 +29,9 @@ export const FAILURES_TO_REPLACE = 3;
  */
 async function probeOnce(baseUrl: string, probe: Probe): Promise<boolean> {
   try {
-    const response = await request(new URL(probe.url, baseUrl), {
+    // The probe's path on the replica, appended rather than resolved: resolving `//host/…` (a
+    // `url` that starts with `/`, as the configuration requires) would probe another host.
+    const response = await request(`${baseUrl}${probe.url}`, {
       method: probe.method.toUpperCase() as Dispatcher.HttpMethod,
       headers: Object.fromEntries(probe.headers.map((header) => [header.name, header.value])),
       ...(probe.body !== undefined ? { body: probe.body } : {}),

@@ -1,11 +1,11 @@
-import { readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DSTACK_SHIM_HTTP_PORT, SHIM_TOKEN_ENV } from '@dstack/core/agent-protocol';
-import { normalizeAgentToken } from '@dstack/runner';
 import { chooseRuntime, isRuntimeChoice, RUNTIME_CHOICES } from '../runtime/choose-runtime.js';
 import { startShim } from '../server/shim-server.js';
 import { VERSION } from '../version.js';
+import { readAgentToken } from './read-agent-token.js';
 
 const USAGE = `usage: dstack-shim --home DIR [--http-port N] [--runtime process|docker|auto] [--host H] [--docker-socket PATH] [--docker-start-timeout SECONDS] [--runtime-cache DIR] [--runner-bundle PATH] [--runner-runtime DIR] [--gpu-ids=ID,...] [--token-file PATH]
        dstack-shim --version
@@ -38,7 +38,7 @@ export async function runShimCommand(argv: string[]): Promise<number> {
   }
   let token: string | null;
   try {
-    token = await readToken(options.tokenFile);
+    token = await readAgentToken(options.tokenFile, SHIM_TOKEN_ENV);
   } catch (error) {
     process.stderr.write(`dstack-shim: ${(error as Error).message}\n`);
     return 2;
@@ -158,24 +158,4 @@ function parseGpuIds(value: string | undefined): string[] | undefined {
   if (invalid !== undefined)
     throw new UsageError(`invalid --gpu-ids: ${value} (expected GPU indices like 0,1)`);
   return ids;
-}
-
-/**
- * The token from `tokenFile`, else from the environment (then removed from it: the process
- * runtime's jobs inherit this environment). A token file others may read is refused, as ssh
- * refuses such a private key.
- */
-async function readToken(tokenFile: string | undefined): Promise<string | null> {
-  const fromEnvironment = process.env[SHIM_TOKEN_ENV];
-  delete process.env[SHIM_TOKEN_ENV];
-  if (tokenFile === undefined) return normalizeAgentToken(fromEnvironment, SHIM_TOKEN_ENV);
-  const mode = (await stat(tokenFile)).mode & 0o777;
-  if ((mode & 0o077) !== 0) {
-    throw new Error(
-      `--token-file ${tokenFile} may be read by other users (mode ${mode.toString(8).padStart(4, '0')}): make it 0600`,
-    );
-  }
-  const token = normalizeAgentToken(await readFile(tokenFile, 'utf8'), `--token-file ${tokenFile}`);
-  if (token === null) throw new Error(`--token-file ${tokenFile} is empty`);
-  return token;
 }

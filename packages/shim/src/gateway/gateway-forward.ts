@@ -6,10 +6,15 @@
  * replica failed, to the service's replicas of the moment again, a few rounds (as the server's
  * proxy does): a replica going away, or one just started that does not listen yet, loses no
  * request.
+ *
+ * The request goes to the replica's host and port with the client's target as the path: the
+ * target is never resolved as a URL against the replica's (`//host:port/…` or `http://host/…`
+ * would replace the replica's host), and one that is not a path (origin-form) is refused.
  */
 import { type IncomingHttpHeaders, type IncomingMessage, request, type ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { requestTargetRefusal } from '@dstack/core/agent-protocol';
 
 const HOP_BY_HOP = new Set([
   'connection',
@@ -70,11 +75,23 @@ function answer(response: ServerResponse, status: number, message: string): void
 
 export { answer as answerJson };
 
+/** Where a replica listens, from its base URL (`http://host:port`, an IPv6 host in brackets). */
+function replicaAddress(base: string): { hostname: string; port: number } {
+  const url = new URL(base);
+  return { hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(url.port || 80) };
+}
+
 export function forwardRequest(
   incoming: IncomingMessage,
   response: ServerResponse,
   options: ForwardOptions,
 ): void {
+  const targetRefusal = requestTargetRefusal(incoming.url);
+  if (targetRefusal !== null) {
+    answer(response, 400, targetRefusal);
+    return;
+  }
+  const path = incoming.url as string;
   const bodiless = incoming.headers['content-length'] === undefined && !incoming.headers['transfer-encoding'];
   let replicas = options.replicas;
   let round = 1;
@@ -92,7 +109,9 @@ export function forwardRequest(
       setTimeout(() => attempt(0), ROUND_PAUSE_MS);
       return;
     }
-    const upstream = request(new URL(incoming.url ?? '/', base), {
+    const upstream = request({
+      ...replicaAddress(base),
+      path,
       method: incoming.method,
       headers: upstreamHeaders(incoming, options),
     });
@@ -121,12 +140,14 @@ export function forwardUpgrade(
   options: ForwardOptions,
 ): void {
   const base = options.replicas[0];
-  if (base === undefined) {
-    socket.end('HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n');
+  if (base === undefined || requestTargetRefusal(incoming.url) !== null) {
+    socket.end(
+      `HTTP/1.1 ${base === undefined ? '502 Bad Gateway' : '400 Bad Request'}\r\ncontent-length: 0\r\n\r\n`,
+    );
     return;
   }
-  const url = new URL(base);
-  const upstream = connect(Number(url.port || 80), url.hostname, () => {
+  const { hostname, port } = replicaAddress(base);
+  const upstream = connect(port, hostname, () => {
     const headers = upstreamHeaders(incoming, options);
     headers.connection = 'Upgrade';
     headers.upgrade = incoming.headers.upgrade;

@@ -16,6 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GatewayServer, startGateway } from './gateway-server.js';
 
 const TOKEN = 'member-token';
+/** The gateway's agent token, which its management API requires. */
+const API_TOKEN = 'gateway-api-token';
 
 function selfSignedWildcard(dir: string): { certificate: string; privateKey: string } {
   execFileSync(
@@ -75,10 +77,19 @@ describe('the gateway agent', () => {
   let gateway: GatewayServer;
   let replicas: Array<{ server: Server; url: string }>;
 
-  const start = () => startGateway({ home, apiPort: 0, httpsPort: 0, httpPort: 0, publicHost: '127.0.0.1' });
+  const start = () =>
+    startGateway({
+      home,
+      apiToken: API_TOKEN,
+      apiPort: 0,
+      httpsPort: 0,
+      httpPort: 0,
+      publicHost: '127.0.0.1',
+    });
   const putState = async (state: unknown) => {
     const answer = await request(`http://127.0.0.1:${gateway.apiPort}/api/state`, {
       method: 'PUT',
+      headers: { authorization: `Bearer ${API_TOKEN}` },
       body: JSON.stringify(state),
     });
     return { status: answer.statusCode, body: await answer.body.text() };

@@ -1,11 +1,14 @@
 /**
  * The gateway agent (dstack's gateway: nginx + the gateway app, in one process): a management API
- * on loopback where the server sends the state to serve, and the public side: HTTPS at
+ * on loopback where the server sends the state to serve (every request must carry the gateway's
+ * agent token, which only the server holds), and the public side: HTTPS at
  * `https://{run}.{domain}` with the certificate the server sent or the one obtained from the ACME
  * server for that name (http-01 answered on port 80), and plain HTTP that redirects there (or
  * serves, when the service says `https: false`). The state is stored on disk and loaded at
  * start, so the gateway serves with no server. Requests pass the services' rate limits and are
- * counted for the server's autoscaler (gateway-admission.ts).
+ * counted for the server's autoscaler (gateway-admission.ts). The public side passes on only
+ * origin-form request targets (a path), to the service's replicas and nowhere else: anything
+ * else, a CONNECT included, is answered 400 before the service is even looked up.
  */
 import {
   createServer as createHttpServer,
@@ -17,7 +20,13 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createSecureContext, type SecureContext } from 'node:tls';
-import { type GatewayHealth, type GatewayState, GatewayStateSchema } from '@dstack/core/agent-protocol';
+import {
+  type GatewayHealth,
+  type GatewayState,
+  GatewayStateSchema,
+  hasAgentToken,
+  requestTargetRefusal,
+} from '@dstack/core/agent-protocol';
 import { VERSION } from '../version.js';
 import { GatewayAcmeCertificates } from './acme/acme-certificates.js';
 import { answerRefusal, closeSignal, GatewayAdmission, refuseUpgrade } from './gateway-admission.js';
@@ -28,10 +37,14 @@ import { GatewayStateStore } from './gateway-state-store.js';
 export interface GatewayOptions {
   /** Where the state is kept (`state.json`). Required. */
   home: string;
-  /** The management API's port on `apiHost`. Default `DSTACK_GATEWAY_API_PORT`. */
+  /**
+   * The gateway's agent token: the management API answers only requests that carry it
+   * (`Authorization: Bearer <token>`). Required; `dstack-gateway` reads it from `--token-file` or
+   * `DSTACK_GATEWAY_TOKEN`.
+   */
+  apiToken: string;
+  /** The management API's port on 127.0.0.1 (the server reaches it through SSH). Default `DSTACK_GATEWAY_API_PORT`. */
   apiPort: number;
-  /** Default 127.0.0.1: the server reaches it through SSH. */
-  apiHost?: string;
   /** Public HTTPS and HTTP ports (0: any free port, for tests). */
   httpsPort: number;
   httpPort: number;
@@ -52,6 +65,8 @@ export interface GatewayServer {
 }
 
 const MAX_STATE_BYTES = 16 * 1024 * 1024;
+/** The management API listens on loopback only: the server reaches it through its SSH tunnel. */
+const API_HOST = '127.0.0.1';
 const ACME_CHALLENGE_PATH = '/.well-known/acme-challenge/';
 
 function listen(server: Server | HttpsServer, port: number, host: string): Promise<number> {
@@ -82,7 +97,30 @@ function readBody(request: IncomingMessage): Promise<string> {
   });
 }
 
+/**
+ * The management API's answer to a request without the agent token (401) or with another (403);
+ * null when it carries the token.
+ */
+function managementRefusal(
+  request: IncomingMessage,
+  token: string,
+): { status: number; message: string } | null {
+  if (hasAgentToken(request, token)) return null;
+  return request.headers.authorization === undefined
+    ? { status: 401, message: 'The gateway API requires its token: send "Authorization: Bearer <token>"' }
+    : { status: 403, message: "The token is not this gateway's" };
+}
+
+/** The answer to a request whose target is not a path (origin-form), written on the bare socket of an upgrade or CONNECT. */
+function refuseTargetOnSocket(socket: Duplex, refusal: string): void {
+  const body = JSON.stringify({ detail: [{ msg: refusal }] });
+  socket.end(
+    `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
 export async function startGateway(options: GatewayOptions): Promise<GatewayServer> {
+  if (!options.apiToken) throw new Error('apiToken is required: the management API answers only the server');
   const store = new GatewayStateStore(options.home);
   const routing = new GatewayRouting();
   const log =
@@ -118,8 +156,16 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
     return true;
   };
 
+  /** CONNECT (an authority-form target): this is no forward proxy. */
+  const refuseConnect = (request: IncomingMessage, socket: Duplex) =>
+    refuseTargetOnSocket(socket, requestTargetRefusal(request.url) ?? 'CONNECT is not served here');
   const servePublic =
     (protocol: 'http' | 'https') => async (request: IncomingMessage, response: ServerResponse) => {
+      const targetRefusal = requestTargetRefusal(request.url);
+      if (targetRefusal !== null) {
+        answerJson(response, 400, targetRefusal);
+        return;
+      }
       if (protocol === 'http' && answerChallenge(request, response)) return;
       const service = routing.serviceFor(request.headers.host);
       if (!service) {
@@ -162,6 +208,11 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
     };
   const upgradePublic =
     (protocol: 'http' | 'https') => async (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const targetRefusal = requestTargetRefusal(request.url);
+      if (targetRefusal !== null) {
+        refuseTargetOnSocket(socket, targetRefusal);
+        return;
+      }
       const service = routing.serviceFor(request.headers.host);
       const refusal = service ? routing.refusal(service, request.headers.authorization) : null;
       if (!service || refusal) {
@@ -212,11 +263,17 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
       servePublic('https'),
     );
     created.on('upgrade', upgradePublic('https'));
+    created.on('connect', refuseConnect);
     httpsPort = await listen(created, options.httpsPort, publicHost);
     https = created;
   };
 
   const api = createHttpServer(async (request, response) => {
+    const refusal = managementRefusal(request, options.apiToken);
+    if (refusal) {
+      answerJson(response, refusal.status, refusal.message);
+      return;
+    }
     try {
       if (request.method === 'GET' && request.url === '/api/healthcheck') {
         response.writeHead(200, { 'content-type': 'application/json' });
@@ -257,9 +314,10 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
   });
   const http = createHttpServer(servePublic('http'));
   http.on('upgrade', upgradePublic('http'));
+  http.on('connect', refuseConnect);
 
   await applyCertificate(state);
-  const apiPort = await listen(api, options.apiPort, options.apiHost ?? '127.0.0.1');
+  const apiPort = await listen(api, options.apiPort, API_HOST);
   const httpPort = await listen(http, options.httpPort, publicHost);
   return {
     apiPort,

@@ -21,6 +21,9 @@ import { type GatewayServer, startGateway } from './gateway-server.js';
 
 /** Short, so the test of a wait that ends without a replica stays quick. */
 const WAIT_MS = 2_000;
+/** The gateway's agent token, which its management API requires. */
+const API_TOKEN = 'gateway-api-token';
+const apiHeaders = { authorization: `Bearer ${API_TOKEN}` };
 
 function service(name: string, fields: Partial<GatewayService>): GatewayService {
   return {
@@ -49,6 +52,7 @@ describe('the gateway agent counts, limits and holds requests', () => {
     services = next;
     const answer = await request(`http://127.0.0.1:${gateway.apiPort}/api/state`, {
       method: 'PUT',
+      headers: apiHeaders,
       body: JSON.stringify({ certificate: null, services, token_hashes: {} }),
     });
     expect(answer.statusCode, await answer.body.text()).toBe(200);
@@ -60,7 +64,9 @@ describe('the gateway agent counts, limits and holds requests', () => {
     return { status: answer.statusCode, headers: answer.headers, body: await answer.body.text() };
   };
   const stats = async (): Promise<GatewayStats> => {
-    const answer = await request(`http://127.0.0.1:${gateway.apiPort}/api/stats/collect`);
+    const answer = await request(`http://127.0.0.1:${gateway.apiPort}/api/stats/collect`, {
+      headers: apiHeaders,
+    });
     expect(answer.statusCode).toBe(200);
     return GatewayStatsSchema.parse(await answer.body.json());
   };
@@ -81,6 +87,7 @@ describe('the gateway agent counts, limits and holds requests', () => {
     dropper = { server: dropping, url: `http://127.0.0.1:${(dropping.address() as AddressInfo).port}` };
     gateway = await startGateway({
       home,
+      apiToken: API_TOKEN,
       apiPort: 0,
       httpsPort: 0,
       httpPort: 0,

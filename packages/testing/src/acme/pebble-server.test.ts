@@ -16,6 +16,9 @@ import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type PebbleServer, pebbleMissing, startPebble } from './pebble-server.js';
 
+/** The gateway agent's token, which its management API requires. */
+const API_TOKEN = 'gateway-api-token';
+
 function certificatesOf(chain: string): X509Certificate[] {
   return (chain.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []).map(
     (pem) => new X509Certificate(pem),
@@ -140,6 +143,7 @@ describe.skipIf(pebbleMissing)('ACME certificates from pebble', () => {
     try {
       gateway = await startGateway({
         home: join(dir, 'gateway'),
+        apiToken: API_TOKEN,
         apiPort: 0,
         httpsPort: 0,
         httpPort: challengePort,
@@ -165,13 +169,20 @@ describe.skipIf(pebbleMissing)('ACME certificates from pebble', () => {
         token_hashes: {},
       };
       const api = `http://127.0.0.1:${gateway.apiPort}`;
-      const put = await request(`${api}/api/state`, { method: 'PUT', body: JSON.stringify(state) });
+      const apiHeaders = { authorization: `Bearer ${API_TOKEN}` };
+      const put = await request(`${api}/api/state`, {
+        method: 'PUT',
+        headers: apiHeaders,
+        body: JSON.stringify(state),
+      });
       expect(put.statusCode, await put.body.text()).toBe(200);
 
       let health: GatewayHealth | null = null;
       const deadline = Date.now() + 45_000;
       while (Date.now() < deadline) {
-        health = GatewayHealthSchema.parse(await (await request(`${api}/api/healthcheck`)).body.json());
+        health = GatewayHealthSchema.parse(
+          await (await request(`${api}/api/healthcheck`, { headers: apiHeaders })).body.json(),
+        );
         if (health.certificates.every((entry) => entry.status !== 'pending')) break;
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
@@ -207,6 +218,7 @@ describe.skipIf(pebbleMissing)('ACME certificates from pebble', () => {
       await gateway.close();
       gateway = await startGateway({
         home: join(dir, 'gateway'),
+        apiToken: API_TOKEN,
         apiPort: 0,
         httpsPort: 0,
         httpPort: 0,

@@ -598,6 +598,7 @@ class ConformanceSuite<E extends BackendEmulator> {
           instance_type: this.#options.gateway?.instanceType ?? null,
           public_ip: true,
           ssh_key_pub: this.#keys.publicKey,
+          agent_token: randomUUID(),
           certificate: null,
         };
         const rule =

@@ -339,6 +339,7 @@ describe('createGatewayReplica', () => {
       public_ip: true,
       ssh_key_pub: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIO3x project',
       certificate: null,
+      agent_token: 'gateway-agent-token',
     };
     const gateway = await compute.createGatewayReplica(configuration);
     try {

@@ -4,9 +4,13 @@
  * answers `models`, `chat/completions` with or without SSE, `completions` and `embeddings`),
  * and the official `openai` client uses `/proxy/models/main/` as its base URL.
  */
+import { createHash } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { findFreePort } from '@dstack/shim';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { bodySha256, openAiBody, postLargeBody } from './large-upload.js';
 import {
   ADMIN_TOKEN,
   applyTask,
@@ -19,12 +23,16 @@ import {
   waitFor,
 } from './server-harness.js';
 
+const MIB = 1024 * 1024;
+
 // Real processes start and stop here; nothing is timed, the limits only catch hangs.
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
 /**
  * The model server the services run (`node -e "$MODEL_SERVER_JS"`): OpenAI's wire shapes at
- * `$MODEL_PREFIX`, every answer saying in `x-seen-path` what path it was asked. A streamed chat
+ * `$MODEL_PREFIX`, every answer saying in `x-seen-path` what path it was asked and in
+ * `x-body-sha256` the hash of the body it got; with `x-answer-at-bytes: N` it answers
+ * `{"received"}` as soon as N bytes of the body have come, before the rest. A streamed chat
  * completion sends two chunks with a pause between them, then holds its last chunk until
  * `/release` is asked: a client that sees the first chunk before asking got it unbuffered.
  */
@@ -38,14 +46,24 @@ const chunk = (delta, finishReason) => 'data: ' + JSON.stringify({
   choices: [{ index: 0, delta, finish_reason: finishReason || null }],
 }) + '\n\n';
 http.createServer((request, response) => {
-  let body = '';
-  request.on('data', (data) => { body += data; });
+  const chunks = [];
+  let received = 0;
+  const json = (status, value) => {
+    response.writeHead(status, { 'content-type': 'application/json' });
+    response.end(JSON.stringify(value));
+  };
+  const answerAt = Number(request.headers['x-answer-at-bytes'] || Infinity);
+  request.on('data', (data) => {
+    chunks.push(data);
+    received += data.length;
+    if (received >= answerAt && !response.headersSent) json(200, { received });
+  });
   request.on('end', () => {
+    if (response.headersSent) return;
+    const raw = Buffer.concat(chunks);
+    const body = raw.toString('utf8');
     response.setHeader('x-seen-path', request.url);
-    const json = (status, value) => {
-      response.writeHead(status, { 'content-type': 'application/json' });
-      response.end(JSON.stringify(value));
-    };
+    response.setHeader('x-body-sha256', require('crypto').createHash('sha256').update(raw).digest('hex'));
     if (request.url === '/release') {
       const held = release;
       release = null;
@@ -281,6 +299,53 @@ describeEachDatabase('the model endpoint on the local backend', (databaseUrl) =>
     expect(((await unknownPath.json()) as { error: { code: string } }).error.code).toBe('not_found');
     const unknownRetrieve = await fetch(modelsUrl('models/org%2Fnope'), { headers: bearer(ADMIN_TOKEN) });
     expect(unknownRetrieve.status).toBe(404);
+  });
+
+  it('sends a 20 MiB body on intact, whether its model comes first or last', async () => {
+    for (const modelAt of ['first', 'last'] as const) {
+      const body = openAiBody('org/alpha', 20 * MIB, { modelAt, endpoint: 'embeddings' });
+      const answer = await postLargeBody(modelsUrl('embeddings'), bearer(ADMIN_TOKEN), body);
+      expect(answer.status, modelAt).toBe(200);
+      expect(answer.headers['x-seen-path']).toBe('/v1/embeddings');
+      expect(answer.headers['x-body-sha256'], modelAt).toBe(bodySha256(body));
+    }
+    // What was read past the memory budget (the body whose model came last) is not left on disk.
+    expect(readdirSync(join(temp.dir, 'data', 'model-requests'))).toEqual([]);
+
+    // OpenAI's client sends the fields in the order given (its Python client puts `input` first).
+    const input = 'é✓ '.repeat(4 * MIB);
+    const { data: embedding, response } = await client.embeddings
+      .create({ input, model: 'org/beta', encoding_format: 'float' })
+      .withResponse();
+    expect(embedding.data[0]?.embedding).toEqual([0.25, 0.5]);
+    expect(response.headers.get('x-seen-path')).toBe('/openai/v1/embeddings');
+    expect(response.headers.get('x-body-sha256')).toBe(
+      createHash('sha256')
+        .update(JSON.stringify({ input, model: 'org/beta', encoding_format: 'float' }))
+        .digest('hex'),
+    );
+  });
+
+  it('streams the body to the replica: it can answer before the client has sent it all', async () => {
+    const body = openAiBody('org/alpha', 20 * MIB, { modelAt: 'first', endpoint: 'embeddings' });
+    const answer = await postLargeBody(
+      modelsUrl('embeddings'),
+      { ...bearer(ADMIN_TOKEN), 'x-answer-at-bytes': String(MIB) },
+      body,
+    );
+    expect(answer.status).toBe(200);
+    expect((JSON.parse(answer.text) as { received: number }).received).toBeGreaterThanOrEqual(MIB);
+    expect(answer.writtenWhenAnswered).toBeLessThan(body.size);
+  });
+
+  it('refuses a body declared over 64 MiB before reading it', async () => {
+    const body = openAiBody('org/alpha', 64 * MIB + 1, { modelAt: 'first', endpoint: 'chat' });
+    const answer = await postLargeBody(modelsUrl('chat/completions'), bearer(ADMIN_TOKEN), body);
+    expect(answer.status).toBe(413);
+    expect(JSON.parse(answer.text)).toMatchObject({
+      error: { code: 'request_too_large', message: expect.stringContaining(`${64 * MIB + 1} bytes`) },
+    });
+    expect(answer.writtenWhenAnswered).toBeLessThan(body.size);
   });
 
   it('forgets the model of a stopped service', async () => {

@@ -21,6 +21,7 @@ import {
 // Real processes start and stop here; nothing is timed, the limits only catch hangs.
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
+import { postLargeBody } from './large-upload.js';
 import {
   ADMIN_TOKEN,
   applyTask,
@@ -59,6 +60,8 @@ function echoServiceCommand(port: number, startFile?: string): string {
     "  if (request.url === '/stream') { response.write('first;'); release = () => response.end('last'); return; }",
     "  if (request.url === '/release') { if (release) release(); response.end('released'); return; }",
     "  if (request.url === '/tunnels-closed') { response.end(String(tunnelsClosed)); return; }",
+    // An answer given on the body's first bytes, before the rest has come.
+    "  if (request.url === '/early') { request.once('data', () => response.end('early')); return; }",
     "  let body = '';",
     "  request.on('data', (chunk) => { body += chunk; });",
     "  request.on('end', () => {",
@@ -252,6 +255,20 @@ describeEachDatabase('the service proxy on the local backend', (databaseUrl) => 
       headers: bearer(ADMIN_TOKEN),
     });
     expect(((await root.json()) as Echo).url).toBe('/');
+  });
+
+  it("relays a replica's answer given before the body is whole, and lets the client finish its upload", async () => {
+    // Past what the sockets' buffers hold: the client can finish only if the proxy goes on reading.
+    const size = 32 * 1024 * 1024;
+    const answer = await postLargeBody(proxyUrl('echo', 'early'), bearer(ADMIN_TOKEN), {
+      head: '',
+      filler: Buffer.alloc(1024 * 1024, 'x'),
+      tail: '',
+      size,
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.text).toBe('early');
+    expect(answer.writtenWhenAnswered).toBeLessThan(size);
   });
 
   it("forwards WebSocket upgrades: the replica's 101, bytes both ways, the close", async () => {

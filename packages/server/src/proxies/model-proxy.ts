@@ -12,16 +12,23 @@
  * A dstack token of a project member is always required (dstack's model proxy enforces it even
  * for `auth: false` services), and it is not passed to the replica. The router's own answers
  * are in OpenAI's error shape (openai-errors.ts): 401/403, 404 for an unknown model or path,
- * 405, 400 for a body without a `model`, 413, and the service proxy's 503/502.
+ * 405, 400 for a body without a `model`, 413, and the service proxy's 429/503/502.
+ *
+ * Nothing of a body is read before the token, the membership, the path and method are checked
+ * and the project is known to have a model; then only up to the body's `model`, and the
+ * model, its service's rate limits and replicas are checked before the rest is read: it
+ * streams to the replica (model-request-body.ts). dstack's router (FastAPI) reads and parses
+ * the whole body before any of its checks, its token included.
  */
-import { ServerClientError } from '@dstack/core';
+import { join } from 'node:path';
 import { getProjectForUser } from '../accounts/projects.js';
 import type { ProjectsTable } from '../db/schema.js';
 import { HttpError } from '../http/error-mapping.js';
-import { authenticate, readBody } from '../http/http-handler.js';
+import { authenticate } from '../http/http-handler.js';
 import { defineRawRoute, type RawRequestContext, type RawRouteDefinition } from '../http/raw-route.js';
+import { readModelRequestBody } from './model-request-body.js';
 import { openAiErrorAnswer } from './openai-errors.js';
-import { findProjectModel, listProjectModels, type ProjectModel } from './project-models.js';
+import { listProjectModels, type ProjectModel } from './project-models.js';
 import { forward, replicaDestination } from './service-proxy.js';
 
 /** The path prefix of the model endpoint. */
@@ -31,8 +38,8 @@ export const MODEL_PROXY_PREFIX = '/proxy/models';
 const ROUTED_ENDPOINTS: ReadonlySet<string> = new Set(['chat/completions', 'completions', 'embeddings']);
 
 /**
- * The largest request body read to learn its `model` (prompts, embeddings inputs, images as
- * data URLs). dstack's default `client_max_body_size` for services is 64 MiB.
+ * The largest request body accepted (prompts, embeddings inputs, images as data URLs), streamed
+ * to the replica, not held. dstack's default `client_max_body_size` for services is 64 MiB.
  */
 export const MODEL_REQUEST_MAX_BODY_BYTES = 64 * 1024 * 1024;
 
@@ -123,55 +130,63 @@ async function answerModels(
   writeJson(context, 200, modelObject(model, project.name));
 }
 
-/** The body's `model`, read from the JSON body; a 400 naming the field otherwise. */
-function requestedModel(body: Buffer): string {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body.toString('utf8'));
-  } catch (error) {
-    throw new HttpError(400, `Malformed JSON body: ${(error as Error).message}`, 'invalid_json');
-  }
-  const model =
-    typeof parsed === 'object' && parsed !== null ? (parsed as { model?: unknown }).model : undefined;
-  if (typeof model !== 'string' || model === '') {
-    throw new ServerClientError(
-      model === undefined ? 'model: field required' : 'model: expected the name of a model (a string)',
-      { code: 'invalid_request', fields: [['model']] },
-    );
-  }
-  return model;
+/** The answer to a request for a project with no model at all, whatever the body names. */
+function noModels(projectName: string): HttpError {
+  return new HttpError(
+    404,
+    `Project ${projectName} has no models: none of its active services declares model`,
+    'model_not_found',
+  );
 }
 
+function requestTooLarge(bytes: number): HttpError {
+  return new HttpError(
+    413,
+    `Request body is ${bytes} bytes, over the limit of ${MODEL_REQUEST_MAX_BODY_BYTES} bytes`,
+    'request_too_large',
+  );
+}
+
+/**
+ * Routes a request by its body's `model`, checking before the body is read whatever can be
+ * checked without it (the caller checked the token and membership): a project without models
+ * is refused at once, and an over-long declared body too. Then the body is read only up to its
+ * `model` (model-request-body.ts); an unknown model, the service's rate limits and a service
+ * without a ready replica are answered from there, and the body goes on to the replica as a
+ * stream, never whole in memory.
+ */
 async function routeToModel(
   context: RawRequestContext,
   project: ProjectsTable,
   target: ModelProxyTarget,
 ): Promise<void> {
   const { app, request, response, signal } = context;
-  const body = await readBody(
-    request,
-    MODEL_REQUEST_MAX_BODY_BYTES,
-    (bytes) =>
-      new HttpError(
-        413,
-        `Request body is ${bytes} bytes, over the limit of ${MODEL_REQUEST_MAX_BODY_BYTES} bytes`,
-        'request_too_large',
-      ),
-  );
-  const name = requestedModel(body);
-  const model = await findProjectModel(app, project.id, name);
-  if (!model) throw modelNotFound(name, project.name);
-  const destination = await replicaDestination(app, {
-    project,
-    run: model.run,
-    service: model.service,
-    path: `${model.prefix}/${target.endpoint}${target.query}`,
-    request,
-    setHeader: (header, value) => response.setHeader(header, value),
-    keepAuthorization: false,
-    signal,
+  const models = await listProjectModels(app, project.id);
+  if (models.length === 0) throw noModels(project.name);
+  const body = await readModelRequestBody(request, {
+    maxBytes: MODEL_REQUEST_MAX_BODY_BYTES,
+    tooLarge: requestTooLarge,
+    spoolDirectory: join(app.settings.serverDir, 'data', 'model-requests'),
   });
-  await forward({ request, response, signal, destination, body });
+  try {
+    const model = models.find((candidate) => candidate.name === body.model);
+    if (!model) throw modelNotFound(body.model, project.name);
+    const destination = await replicaDestination(app, {
+      project,
+      run: model.run,
+      service: model.service,
+      path: `${model.prefix}/${target.endpoint}${target.query}`,
+      request,
+      setHeader: (header, value) => response.setHeader(header, value),
+      keepAuthorization: false,
+      signal,
+    });
+    await forward({ request, response, signal, destination, body: body.stream() });
+  } finally {
+    // Not awaited: a body still arriving after the answer (dropped, see replica-request-body.ts)
+    // keeps its file until it ends, and the answer must not wait for it.
+    void body.release();
+  }
 }
 
 async function handleModelRequest(context: RawRequestContext): Promise<void> {

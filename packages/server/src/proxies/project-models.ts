@@ -54,13 +54,3 @@ export async function listProjectModels(app: AppContext, projectId: string): Pro
   }
   return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
 }
-
-/** The project's model called `name`, or null. */
-export async function findProjectModel(
-  app: AppContext,
-  projectId: string,
-  name: string,
-): Promise<ProjectModel | null> {
-  const models = await listProjectModels(app, projectId);
-  return models.find((model) => model.name === name) ?? null;
-}

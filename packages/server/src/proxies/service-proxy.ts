@@ -23,10 +23,12 @@
  * service that scales to zero (`replicas: 0..N`) holds a request while it has no ready replica,
  * up to `SCALE_FROM_ZERO_WAIT_MS`, instead of answering 503: the request itself makes the run
  * pipeline start one. With `probes`, only replicas whose probes pass get requests. A request
- * without a body whose replica refuses or drops the connection before answering (it is
- * stopping) goes to the next ready replica.
+ * whose replica refuses the connection (it is stopping) goes to the next ready replica, its
+ * body untouched (it is sent once the connection is open); one without a body also when the
+ * replica drops the connection before answering.
  */
 import type { ClientRequest, IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TLSSocket } from 'node:tls';
@@ -57,6 +59,7 @@ import {
   serviceRequiresAuth,
 } from '../runs/service-spec.js';
 import { carriesDstackToken } from './dstack-token-check.js';
+import { type ReplicaRequestBody, sendBodyWhenConnected } from './replica-request-body.js';
 import {
   downstreamResponseHeaders,
   type ForwardedRequest,
@@ -345,58 +348,65 @@ async function handleProxyRequest({ app, request, response, signal }: RawRequest
 /**
  * Streams the request to the replica and the answer back. Fails with 502 when the replica does
  * not answer; once the answer has started, a failure cuts the response (the handler destroys it).
- * `body`, when given, is sent instead of the request's stream: the bytes a caller already read
- * (the model router reads the body to learn the model); being whole, it can go to another replica.
+ * `body`, when given, is sent instead of the request's own stream: the model router's, which
+ * read the start of the body to learn the model. A request is sent again to another ready
+ * replica when its replica refuses the connection (its body is sent once the connection is
+ * open, replica-request-body.ts), or, without a body, when the replica drops it before answering.
  */
 export async function forward(options: {
   request: IncomingMessage;
   response: RawRequestContext['response'];
   signal: AbortSignal;
   destination: ProxyDestination;
-  body?: Buffer;
+  body?: Readable;
 }): Promise<void> {
-  const { request, response, signal, body } = options;
-  // A body read already (or none) can be sent again to another replica; a streamed one cannot.
-  const resendable = body !== undefined || hasNoBody(request);
+  const { request, response, signal } = options;
+  const withoutBody = options.body === undefined && hasNoBody(request);
+  const body = options.body ?? request;
   let destination = options.destination;
   let upstreamResponse: IncomingMessage;
-  if (body === undefined && resendable) request.resume();
-  for (;;) {
-    const upstream = requestReplica(
-      destination,
-      request.method,
-      upstreamRequestHeaders(request.headers, destination.forwarded),
-      signal,
-    );
-    const answered = new Promise<IncomingMessage>((resolve, reject) => {
-      upstream.once('response', resolve);
-      upstream.once('error', reject);
-    });
-    // Upload failures surface as the upstream request's error (or the client's abort).
-    if (resendable) upstream.end(body);
-    else pipeline(request, upstream).catch(() => {});
-    try {
-      upstreamResponse = await answered;
-      break;
-    } catch (error) {
-      if (signal.aborted) return;
-      // A replica going away (drained, scaled down) between the choice and the connection.
-      const next = resendable ? await destination.another() : null;
-      if (!next) throw didNotAnswer(destination, error);
-      destination = next;
-    }
-  }
-  response.writeHead(
-    upstreamResponse.statusCode ?? 502,
-    upstreamResponse.statusMessage,
-    downstreamResponseHeaders(upstreamResponse.headers),
-  );
-  // Answers such as server-sent events must reach the client as they are written.
-  response.flushHeaders();
+  let sending: ReplicaRequestBody | null = null;
+  if (withoutBody) request.resume();
   try {
-    await pipeline(upstreamResponse, response);
-  } catch (error) {
-    if (!signal.aborted) throw error;
+    for (;;) {
+      const upstream = requestReplica(
+        destination,
+        request.method,
+        upstreamRequestHeaders(request.headers, destination.forwarded),
+        signal,
+      );
+      const answered = new Promise<IncomingMessage>((resolve, reject) => {
+        upstream.once('response', resolve);
+        upstream.once('error', reject);
+      });
+      // Upload failures surface as the upstream request's error (or the client's abort).
+      if (withoutBody) upstream.end();
+      else sending = sendBodyWhenConnected(upstream, body);
+      try {
+        upstreamResponse = await answered;
+        break;
+      } catch (error) {
+        if (signal.aborted) return;
+        // A replica going away (drained, scaled down) between the choice and the connection.
+        const next = sending?.started ? null : await destination.another();
+        if (!next) throw didNotAnswer(destination, error);
+        destination = next;
+      }
+    }
+    response.writeHead(
+      upstreamResponse.statusCode ?? 502,
+      upstreamResponse.statusMessage,
+      downstreamResponseHeaders(upstreamResponse.headers),
+    );
+    // Answers such as server-sent events must reach the client as they are written.
+    response.flushHeaders();
+    try {
+      await pipeline(upstreamResponse, response);
+    } catch (error) {
+      if (!signal.aborted) throw error;
+    }
+  } finally {
+    sending?.stop();
   }
 }
 

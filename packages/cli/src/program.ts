@@ -4,7 +4,7 @@
  * without zod schemas, undici, ssh2 or the server.
  */
 import { createRequire } from 'node:module';
-import { Command, CommanderError, Option } from 'commander';
+import { Argument, Command, CommanderError, Option } from 'commander';
 import type { ApplyOptions } from './commands/apply.js';
 import type { AttachCommandOptions } from './commands/attach.js';
 import type { ProjectOption } from './commands/connect.js';
@@ -464,6 +464,18 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
       run(async () => (await import('./commands/delete.js')).deleteCommand(options, io)),
     );
 
+  program
+    .command('completion')
+    .description("generate shell completion scripts (argcomplete's, as dstack's)")
+    .addArgument(
+      new Argument('<shell>', 'the shell to generate the completion script for').choices(['bash', 'zsh']),
+    )
+    .action(async () => {
+      const { ARGCOMPLETE_SHELLCODE } = await import('./completion/argcomplete-shellcode.js');
+      // dstack `print`s argcomplete's script, which ends in a newline itself.
+      io.stdout(`${ARGCOMPLETE_SHELLCODE}\n`);
+    });
+
   return program;
 }
 
@@ -471,6 +483,10 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
 export async function run(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
   const result = { exitCode: 0 };
   const program = createProgram(io, result);
+  // The completion script calls back with `_ARGCOMPLETE` set: answer it instead of running a command.
+  if (process.env._ARGCOMPLETE) {
+    return (await import('./completion/complete.js')).answerCompletion(program);
+  }
   try {
     if (argv.length <= 2) {
       program.outputHelp();

@@ -102,8 +102,6 @@ function offersShown(options: ApplyOptions): number {
 
 /** Offers printed under the plan; the rest are counted as "and N more". */
 const OFFERS_SHOWN = 3;
-/** Offers asked of the server with the plan. */
-const MAX_PLAN_OFFERS = 50;
 
 function isRunConfiguration(configuration: AnyConfiguration): configuration is RunConfiguration {
   return (
@@ -206,7 +204,10 @@ async function applyRun(
   beforeApply: () => Promise<void>,
 ): Promise<number> {
   const colors = createColors(Boolean(io.stdoutColors));
-  const plan = await client.getRunPlan({ run_spec: runSpec, max_offers: MAX_PLAN_OFFERS });
+  // As dstack: `--max-offers` (default 3) is both what the plan asks for and what it shows;
+  // `total_offers` still counts them all.
+  const shown = offersShown(options);
+  const plan = await client.getRunPlan({ run_spec: runSpec, max_offers: shown });
   io.stdout(`${formatRunPlan(plan, configuration, options.file, colors)}\n`);
   const jobPlan = plan.job_plans[0];
   printOfferWarnings(io, jobPlan?.warnings ?? []);
@@ -219,9 +220,7 @@ async function applyRun(
     }
     return 1;
   }
-  io.stdout(
-    `${formatOffersTable(jobPlan.offers, jobPlan.total_offers, { shown: offersShown(options), colors })}\n`,
-  );
+  io.stdout(`${formatOffersTable(jobPlan.offers, jobPlan.total_offers, { shown, colors })}\n`);
   const displayName = plan.run_spec.run_name ?? runSpec.run_name;
   const question = displayName ? `Submit the run ${printable(displayName)}?` : 'Submit a new run?';
   if (!(await confirmAction(io, question, options.yes))) return 0;

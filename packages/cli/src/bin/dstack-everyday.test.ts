@@ -4,7 +4,7 @@
  * `dstack server` with the local backend: configuration from the environment (CI), and
  * `dstack apply` with env, overrides, run arguments and profiles.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -302,5 +302,33 @@ describe('dstack apply: profiles', { timeout: CLI_TEST_TIMEOUT_MS * 2 }, () => {
       HF_TOKEN: 'x',
     });
     expect(missing).toMatchObject({ code: 1, stderr: 'error: No such profile: nope\n' });
+  });
+});
+
+describe('dstack completion: names from the server', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
+  /** What the bin answers the completion script for `line` (argcomplete's protocol, via a file). */
+  async function complete(line: string): Promise<string[]> {
+    const output = join(project, 'completions');
+    const result = await harness.run([], {
+      _ARGCOMPLETE: '1',
+      _ARGCOMPLETE_SUPPRESS_SPACE: '1',
+      COMP_LINE: line,
+      COMP_POINT: String(line.length),
+      _ARGCOMPLETE_STDOUT_FILENAME: output,
+    });
+    expect(result.code).toBe(0);
+    return readFileSync(output, 'utf8').split('\u000b').filter(Boolean);
+  }
+
+  it('completes run names for dstack logs and fleet names for dstack fleet delete', async () => {
+    writeProjectFile('task.yml', TASK);
+    const submitted = await dstackInProject(['apply', '-f', 'task.yml', '-d', '-y', '-n', 'complete-me'], {
+      HF_TOKEN: 'x',
+    });
+    expect(submitted.stderr).toBe('');
+    expect(await complete('dstack logs complete-')).toEqual(['complete-me']);
+    expect(await complete('dstack fleet delete lo')).toEqual(['local']);
+    expect(await complete('dstack ps --project ')).toEqual(['main']);
+    await harness.run(['stop', '-x', '-y', 'complete-me']);
   });
 });

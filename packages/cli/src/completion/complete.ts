@@ -7,6 +7,7 @@
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
 import type { Command, Option } from 'commander';
+import { completeNames } from './name-completers.js';
 
 /** The words before the cursor, and the (partial) word under it; quotes are honoured simply. */
 export function splitCompletionLine(line: string, point: number): { words: string[]; current: string } {
@@ -63,16 +64,24 @@ function countOperands(command: Command, words: readonly string[]): number {
   return count;
 }
 
+function commandPath(command: Command): string {
+  const names: string[] = [];
+  for (let at: Command | null = command; at?.parent; at = at.parent) names.unshift(at.name());
+  return names.join(' ');
+}
+
 /** Candidate words with a description each (zsh shows it). */
-export function completionCandidates(
+export async function completionCandidates(
   program: Command,
   words: readonly string[],
   current: string,
-): Map<string, string> {
+): Promise<Map<string, string>> {
   let command = program;
   let expectsValueOf: Option | undefined;
+  let project: string | undefined;
   for (const word of words.slice(1)) {
     if (expectsValueOf) {
+      if (expectsValueOf.long === '--project') project = word;
       expectsValueOf = undefined;
       continue;
     }
@@ -86,9 +95,11 @@ export function completionCandidates(
   }
   const candidates = new Map<string, string>();
   if (expectsValueOf) {
-    for (const choice of expectsValueOf.argChoices ?? []) {
-      if (choice.startsWith(current)) candidates.set(choice, '');
-    }
+    const values =
+      expectsValueOf.long === '--project'
+        ? await completeNames(commandPath(command), 'project-option', project)
+        : (expectsValueOf.argChoices ?? []);
+    for (const value of values) if (value.startsWith(current)) candidates.set(value, '');
     return candidates;
   }
   if (current.startsWith('-')) {
@@ -109,6 +120,14 @@ export function completionCandidates(
   for (const choice of argument?.argChoices ?? []) {
     if (choice.startsWith(current)) candidates.set(choice, argument?.description ?? '');
   }
+  if (operands === 0 && argument && !argument.argChoices) {
+    const names = await completeNames(
+      commandPath(command),
+      'argument',
+      project ?? process.env.DSTACK_PROJECT,
+    );
+    for (const name of names) if (name.startsWith(current)) candidates.set(name, '');
+  }
   return candidates;
 }
 
@@ -124,14 +143,17 @@ function escapeForShell(word: string, zsh: boolean): string {
  * Writes the candidates for the line in the environment, as argcomplete does. Returns the exit
  * code (1 when the shell did not give what the protocol needs).
  */
-export function answerCompletion(program: Command, environment: NodeJS.ProcessEnv = process.env): number {
+export async function answerCompletion(
+  program: Command,
+  environment: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   const line = environment.COMP_LINE;
   const point = Number(environment.COMP_POINT);
   const ifs = environment._ARGCOMPLETE_IFS ?? '\u000b';
   if (line === undefined || !Number.isInteger(point) || ifs.length !== 1) return 1;
   const zsh = environment._ARGCOMPLETE_SHELL === 'zsh';
   const { words, current } = splitCompletionLine(line, point);
-  const candidates = completionCandidates(program, words, current);
+  const candidates = await completionCandidates(program, words, current);
   let completions = [...candidates.keys()].map((word) => escapeForShell(word, zsh));
   if (
     environment._ARGCOMPLETE_SUPPRESS_SPACE !== '1' &&

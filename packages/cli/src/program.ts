@@ -4,7 +4,7 @@
  * without zod schemas, undici, ssh2 or the server.
  */
 import { createRequire } from 'node:module';
-import { Command, CommanderError, Option } from 'commander';
+import { Argument, Command, CommanderError, Option } from 'commander';
 import type { ApplyOptions } from './commands/apply.js';
 import type { AttachCommandOptions } from './commands/attach.js';
 import type { ProjectOption } from './commands/connect.js';
@@ -142,22 +142,94 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
       run(async () => (await import('./commands/init.js')).initCommand(options, io)),
     );
 
-  program
+  const apply = program
     .command('apply')
     .description('plan and submit a run (and attach to it), or apply a fleet, a volume or a gateway')
+    .argument('[run_args...]', `run arguments, available in commands as \${{ run.args }}; put them after --`)
     .requiredOption('-f, --file <file>', 'the configuration file (.dstack.yml)')
     .addOption(yesOption())
     .option('-d, --detach', 'submit and exit without attaching')
     .option('--force', 're-create even when nothing changed')
-    .option('-n, --name <name>', 'the run name (overrides the file)')
     .option('-t, --token <token>', "a token for the run's private repo (stored as dstack init --token does)")
     .option(
       '--git-identity <path>',
       "a private SSH key for the run's private repo (as dstack init --git-identity)",
     )
-    .addOption(projectOption())
-    .action((options: ApplyOptions) =>
-      run(async () => (await import('./commands/apply.js')).applyCommand(options, io)),
+    .addOption(projectOption());
+  // dstack's run options (`cli/services/configurators/run.py`, `resources.py`, `profile.py`).
+  apply
+    .optionsGroup('Run options:')
+    .option('-n, --name <name>', 'the run name (overrides the file); if unset, a random name is assigned')
+    .option('--max-offers <count>', 'number of offers to show in the run plan', '3')
+    .option(
+      '-e, --env <KEY[=VALUE]>',
+      'an environment variable; a bare KEY takes its value from this shell (repeatable)',
+      collect,
+    )
+    .option('--cpu <spec>', 'request CPU for the run: ARCH:COUNT (all parts optional), e.g. 4.., arm:8')
+    .option(
+      '--gpu <spec>',
+      'request GPU for the run: NAME:COUNT:MEMORY (all parts optional), e.g. A100:80GB:2',
+    )
+    .option('--memory <range>', 'request the size range of RAM, e.g. 128GB..256GB')
+    .option('--disk <range>', 'request the size range of disk, e.g. 100GB..')
+    .optionsGroup('Profile:')
+    .addOption(
+      new Option(
+        '--profile <name>',
+        'the profile of .dstack/profiles.yml or ~/.dstack/profiles.yml (default: $DSTACK_PROFILE, else the default one)',
+      ),
+    )
+    .option(
+      '--no-profile',
+      'do not load any profile (the default when $DSTACK_NO_PROFILE is set and --profile is not)',
+    )
+    .option('--max-price <price>', 'the maximum price per hour, in dollars')
+    .option('--max-duration <duration>', 'the maximum duration of the run, e.g. 2h, or off')
+    .option('-b, --backend <name>', 'a backend to try for provisioning (repeatable)', collect)
+    .option('-r, --region <name>', 'a region to try for provisioning (repeatable)', collect)
+    .option('--instance-type <name>', 'a cloud-specific instance type to try (repeatable)', collect)
+    .optionsGroup('Fleets:')
+    .option('--fleet <name>', 'consider only this fleet (repeatable)', collect)
+    .addOption(
+      new Option(
+        '-R, --reuse',
+        'reuse an existing instance from a fleet (do not provision a new one)',
+      ).conflicts(['dontDestroy', 'idleDuration']),
+    )
+    .addOption(
+      new Option(
+        '--dont-destroy',
+        'do not destroy the instance after the run finishes (if the run provisions one)',
+      ).conflicts('idleDuration'),
+    )
+    .option(
+      '--idle-duration <duration>',
+      'time to wait before destroying the idle instance (if the run provisions one)',
+    )
+    .optionsGroup('Spot policy:')
+    .addOption(
+      new Option('--spot', 'consider only spot instances').conflicts(['onDemand', 'spotAuto', 'spotPolicy']),
+    )
+    .addOption(
+      new Option('--on-demand', 'consider only on-demand instances').conflicts(['spotAuto', 'spotPolicy']),
+    )
+    .addOption(
+      new Option('--spot-auto', 'consider both spot and on-demand instances').conflicts('spotPolicy'),
+    )
+    .addOption(
+      new Option('--spot-policy <policy>', 'one of spot, on-demand, auto').choices([
+        'spot',
+        'on-demand',
+        'auto',
+      ]),
+    )
+    .optionsGroup('Retry policy:')
+    .addOption(new Option('--retry', 'retry the run on failures (for an hour)').conflicts('retryDuration'))
+    .option('--no-retry', 'do not retry the run')
+    .option('--retry-duration <duration>', 'retry the run on failures for this long')
+    .action((runArgs: string[], options: ApplyOptions) =>
+      run(async () => (await import('./commands/apply.js')).applyCommand({ ...options, runArgs }, io)),
     );
 
   program
@@ -392,6 +464,18 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
       run(async () => (await import('./commands/delete.js')).deleteCommand(options, io)),
     );
 
+  program
+    .command('completion')
+    .description("generate shell completion scripts (argcomplete's, as dstack's)")
+    .addArgument(
+      new Argument('<shell>', 'the shell to generate the completion script for').choices(['bash', 'zsh']),
+    )
+    .action(async () => {
+      const { ARGCOMPLETE_SHELLCODE } = await import('./completion/argcomplete-shellcode.js');
+      // dstack `print`s argcomplete's script, which ends in a newline itself.
+      io.stdout(`${ARGCOMPLETE_SHELLCODE}\n`);
+    });
+
   return program;
 }
 
@@ -399,6 +483,10 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
 export async function run(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
   const result = { exitCode: 0 };
   const program = createProgram(io, result);
+  // The completion script calls back with `_ARGCOMPLETE` set: answer it instead of running a command.
+  if (process.env._ARGCOMPLETE) {
+    return (await import('./completion/complete.js')).answerCompletion(program);
+  }
   try {
     if (argv.length <= 2) {
       program.outputHelp();

@@ -44,16 +44,20 @@ export class CliHarness {
     await saveCliConfig({ projects: [{ name, url, token, default: true }] }, this.configPath);
   }
 
-  /** Starts the bin; with `stdin: 'pipe'` the test writes to `child.stdin` (default: no input). */
+  /**
+   * Starts the bin; with `stdin: 'pipe'` the test writes to `child.stdin` (default: no input);
+   * `cwd` is its working directory (default: the test's).
+   */
   start(
     args: readonly string[],
     environment: NodeJS.ProcessEnv = {},
-    options: { stdin?: 'pipe' | 'ignore' } = {},
+    options: { stdin?: 'pipe' | 'ignore'; cwd?: string } = {},
   ): RunningCli {
     const { DSTACK_PROJECT: _project, DSTACK_CLI_CONFIG_DIR: _directory, ...inherited } = process.env;
     const child = spawn(process.execPath, [BIN, ...args], {
       env: { ...inherited, HOME: this.home, NO_COLOR: '1', ...environment },
       stdio: [options.stdin ?? 'ignore', 'pipe', 'pipe'],
+      ...(options.cwd ? { cwd: options.cwd } : {}),
     });
     this.#children.add(child);
     let stdout = '';
@@ -73,8 +77,12 @@ export class CliHarness {
     return { child, stdout: () => stdout, stderr: () => stderr, result };
   }
 
-  run(args: readonly string[], environment: NodeJS.ProcessEnv = {}): Promise<CliResult> {
-    return this.start(args, environment).result;
+  run(
+    args: readonly string[],
+    environment: NodeJS.ProcessEnv = {},
+    options: { cwd?: string } = {},
+  ): Promise<CliResult> {
+    return this.start(args, environment, options).result;
   }
 
   /** Kills any child still running and removes HOME. */

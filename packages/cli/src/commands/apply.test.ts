@@ -147,6 +147,8 @@ describe('dstack apply (built bin, fake server)', { timeout: CLI_TEST_TIMEOUT_MS
     const jobOutput = out.slice(out.indexOf('out 1'));
     expect(jobOutput).toBe('out 1\nout 2\nout 3\nout 4\nout 5\nRun hello done\n');
     const plan = server.requestsTo('runs/get_plan')[0]?.body as { run_spec: RunSpec; max_offers: number };
+    // dstack's CLI asks for as many offers as it shows (`--max-offers`, default 3).
+    expect(plan.max_offers).toBe(3);
     expect(plan.run_spec).toMatchObject({ run_name: 'hello', configuration_path: file });
     expect(plan.run_spec.configuration).toMatchObject({
       type: 'task',

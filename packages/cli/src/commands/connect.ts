@@ -1,5 +1,5 @@
 import { DEFAULT_REQUEST_TIMEOUT_MS, DstackApiClient, type DstackApiClientOptions } from '../api/client.js';
-import { cliConfigPath, loadCliConfig, selectProject } from '../config/cli-config.js';
+import { resolveProjectConnection } from '../config/project-connection.js';
 import type { CliIo } from '../io.js';
 import { CommandError } from '../output/report-error.js';
 import { createWaitNotice } from '../output/wait-notice.js';
@@ -34,14 +34,16 @@ export function clientSettings(
   return { timeoutMs: requestTimeoutMs(), ...(waitNotice ? { waitNotice } : {}) };
 }
 
-/** A client for the chosen project of `~/.dstack/config.yml`; with `io`, slow answers show a notice. */
+/**
+ * A client for the chosen project (`DSTACK_SERVER_URL`/`DSTACK_TOKEN`, or `~/.dstack/config.yml`);
+ * with `io`, slow answers show a notice.
+ */
 export async function connect(options: ProjectOption, io?: CliIo): Promise<DstackApiClient> {
-  const config = await loadCliConfig(cliConfigPath());
-  const project = selectProject(config, options.project);
+  const project = await resolveProjectConnection(options.project);
   return new DstackApiClient({
     url: project.url,
     token: project.token,
-    projectName: project.name,
+    projectName: project.projectName,
     ...clientSettings(project.url, io),
   });
 }

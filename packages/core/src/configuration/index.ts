@@ -121,6 +121,13 @@ export {
   type ServiceConfiguration,
   serviceConfigurationSchema,
 } from './service-configuration.js';
+export {
+  InterpolatorError,
+  isValidGroupsIpReference,
+  isValidReferenceName,
+  type NameValidator,
+  VariablesInterpolator,
+} from './variables-interpolator.js';
 export { type VolumeConfiguration, volumeConfigurationSchema } from './volume-configuration.js';
 export { locateInDocument, type YamlLocation } from './yaml-positions.js';
 export {

@@ -466,14 +466,13 @@ export function createProgram(io: CliIo, result: { exitCode: number }): Command 
 
   program
     .command('completion')
-    .description("generate shell completion scripts (argcomplete's, as dstack's)")
+    .description("generate shell completion scripts (bash, zsh), answered as dstack's CLI answers them")
     .addArgument(
       new Argument('<shell>', 'the shell to generate the completion script for').choices(['bash', 'zsh']),
     )
     .action(async () => {
-      const { ARGCOMPLETE_SHELLCODE } = await import('./completion/argcomplete-shellcode.js');
-      // dstack `print`s argcomplete's script, which ends in a newline itself.
-      io.stdout(`${ARGCOMPLETE_SHELLCODE}\n`);
+      const { COMPLETION_SCRIPT } = await import('./completion/completion-script.js');
+      io.stdout(COMPLETION_SCRIPT);
     });
 
   return program;

@@ -95,6 +95,18 @@ const DSTACK_METRICS: Record<string, { type: string; labels: string[] }> = {
   dstack_job_gpu_memory_total_bytes: { type: 'gauge', labels: JOB_GPU_LABELS },
   dstack_job_gpu_memory_usage_bytes: { type: 'gauge', labels: JOB_GPU_LABELS },
 };
+/**
+ * And the run metrics dstack's process keeps (dstack 0.21.2's
+ * src/dstack/_internal/server/services/prometheus/client_metrics.py), as prometheus_client
+ * exposes them: the histogram with its `le` buckets, the counter, and each one's `_created`.
+ */
+const CLIENT_LABELS = ['project_name', 'run_type'];
+const DSTACK_CLIENT_METRICS: Record<string, { type: string; labels: string[] }> = {
+  dstack_submit_to_provision_duration_seconds: { type: 'histogram', labels: [...CLIENT_LABELS, 'le'] },
+  dstack_submit_to_provision_duration_seconds_created: { type: 'gauge', labels: CLIENT_LABELS },
+  dstack_pending_runs_total: { type: 'counter', labels: CLIENT_LABELS },
+  dstack_pending_runs_created: { type: 'gauge', labels: CLIENT_LABELS },
+};
 /** Series of this server's own, not dstack's: named so that none takes a name dstack uses. */
 const OWN_METRICS: Record<string, { type: string; labels: string[] }> = {
   dstack_server_info: { type: 'gauge', labels: ['dstack_version'] },
@@ -289,6 +301,20 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         memory_working_set_bytes: 1,
         gpus: [{ gpu_memory_usage_bytes: MIB, gpu_util_percent: 50 }],
       });
+      // A run that fails and is retried goes pending: dstack counts it.
+      const retried = await harness.applyTask('retried', {
+        commands: ['exit 3'],
+        retry: { on_events: ['error'], duration: 3600 },
+      });
+      const runStatus = async () =>
+        (
+          await harness.app.db
+            .selectFrom('runs')
+            .select('status')
+            .where('id', '=', retried.id)
+            .executeTakeFirstOrThrow()
+        ).status;
+      await harness.stepUntil(async () => (await runStatus()) === 'pending');
       const served = Object.fromEntries(
         (await collectPrometheusMetrics(harness.app, harness.now()))
           .filter((family) => family.samples.length > 0)
@@ -300,8 +326,10 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
             },
           ]),
       );
-      expect(served).toEqual({ ...OWN_METRICS, ...DSTACK_METRICS });
-      for (const own of Object.keys(OWN_METRICS)) expect(DSTACK_METRICS).not.toHaveProperty(own);
+      expect(served).toEqual({ ...OWN_METRICS, ...DSTACK_METRICS, ...DSTACK_CLIENT_METRICS });
+      for (const own of Object.keys(OWN_METRICS)) {
+        expect({ ...DSTACK_METRICS, ...DSTACK_CLIENT_METRICS }).not.toHaveProperty(own);
+      }
     });
   });
 }

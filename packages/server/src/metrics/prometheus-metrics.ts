@@ -13,6 +13,7 @@ import { instanceOfferOf, jobProvisioningDataOf, jobRuntimeDataOf, runSpecOf } f
 import { SERVER_VERSION } from '../http/server-routes.js';
 import { latestJobMetricsPoints } from './job-metrics-points.js';
 import { MetricFamilies, type MetricFamily } from './prometheus-text.js';
+import { runClientMetricFamilies } from './run-client-metrics.js';
 
 const BYTES_PER_MIB = 1024 * 1024;
 
@@ -198,12 +199,13 @@ async function jobMetrics(app: AppContext, now: number): Promise<MetricFamily[]>
   return families.values();
 }
 
-/** Every family `/metrics` answers, as dstack orders them (instances, runs, jobs), after the server's. */
+/** Every family `/metrics` answers, as dstack orders them (instances, runs, jobs, then its process's), after the server's. */
 export async function collectPrometheusMetrics(app: AppContext, now = Date.now()): Promise<MetricFamily[]> {
   return [
     ...(await serverMetrics()),
     ...(await instanceMetrics(app, now)),
     ...(await runMetrics(app)),
     ...(await jobMetrics(app, now)),
+    ...runClientMetricFamilies(),
   ];
 }

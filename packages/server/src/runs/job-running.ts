@@ -91,6 +91,13 @@ function endShownLater(app: JobContext['app'], jobId: string, now: number): bool
   return true;
 }
 
+/** Notes a job's start; starts older than the window (jobs stopped, not ended) are forgotten. */
+function rememberRunningSince(app: JobContext['app'], jobId: string, now: number): void {
+  const windowMs = app.settings.attachWindowMs ?? 0;
+  for (const [id, since] of runningSince) if (now - since >= windowMs) runningSince.delete(id);
+  if (windowMs > 0 && app.sshProxy) runningSince.set(jobId, now);
+}
+
 /** How soon a node waiting for the rest of its cluster looks again. */
 const CLUSTER_POLL_MS = 250;
 /** A pass's limit: a few agent calls, each with its own 30 s deadline. */
@@ -402,7 +409,7 @@ async function startJob(context: JobContext): Promise<void> {
       working_dir: started?.working_dir ?? null,
       username: started?.username ?? null,
     };
-    runningSince.set(job.id, Date.now());
+    rememberRunningSince(app, job.id, Date.now());
     await context.lock.release({
       status: 'running',
       job_runtime_data: jobRuntimeDataColumn.encode(runtimeData),

@@ -329,6 +329,41 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect((await server.request('/api/projects/no-such-project/get')).status).toBe(400);
     });
 
+    it("lists projects with dstack's ListProjectsRequest (its Python API's projects.list())", async () => {
+      const names = (body: Array<{ project_name: string }>) => body.map((project) => project.project_name);
+      // dstack's projects.list() sends include_not_joined: true. This server has no public projects,
+      // so a non-admin's list is their own projects either way; an admin's is every project.
+      const alices = await server.request('/api/projects/list', { include_not_joined: true }, aliceToken);
+      expect(alices.status).toBe(200);
+      expect(names(alices.body)).toEqual(['project-a']);
+      const joinedOnly = await server.request(
+        '/api/projects/list',
+        { include_not_joined: false },
+        aliceToken,
+      );
+      expect(names(joinedOnly.body)).toEqual(['project-a']);
+      const admins = await server.request('/api/projects/list', { include_not_joined: false });
+      expect(names(admins.body)).toEqual(expect.arrayContaining(['main', 'project-a', 'project-b']));
+
+      const counted = await server.request('/api/projects/list', {
+        include_not_joined: true,
+        return_total_count: true,
+        name_pattern: 'PROJECT-',
+        limit: 1,
+      });
+      expect(counted.status).toBe(200);
+      expect(counted.body.total_count).toBe(2);
+      expect(names(counted.body.projects)).toHaveLength(1);
+      expect(names(counted.body.projects)[0]).toMatch(/^project-[ab]$/);
+
+      const bad = await server.request('/api/projects/list', { name_pattern: 'a%' });
+      expect(bad.status).toBe(400);
+      expect(bad.body.detail[0].msg).toMatch(/name_pattern/);
+      const paged = await server.request('/api/projects/list', { prev_created_at: '2026-01-01T00:00:00Z' });
+      expect(paged.status).toBe(400);
+      expect(paged.body.detail[0].msg).toMatch(/prev_created_at/);
+    });
+
     it('lets project admins manage members; plain members cannot', async () => {
       const added = await server.request(
         '/api/projects/project-a/add_members',

@@ -154,6 +154,13 @@ export interface ServerSettings {
    */
   sshProxyPort?: number | null;
   /**
+   * `DSTACK_SERVER_ATTACH_WINDOW_SECONDS`: how long after it started a job whose runner already
+   * reported its end is still shown running, while the server has an SSH proxy. dstack's CLI
+   * attaches only to a running job and looks every 1–5 s; on dstack's server a job is running at
+   * least 10 s. 0: the end is shown at once. Absent: 10 s.
+   */
+  attachWindowMs?: number;
+  /**
    * `DSTACK_SERVER_SSHPROXY_ADDRESS` (dstack's setting): `host[:port]` clients are told to reach
    * the SSH proxy at, when it is not the address it listens on (NAT, a load balancer). Absent:
    * the listening address (`host`, or this machine's name when `host` is a wildcard).

@@ -33,6 +33,7 @@ describe('loadServerSettings', () => {
       prometheusMetricsEnabled: false,
       prometheusAuthToken: null,
       eventsTtlSeconds: 30 * 24 * 3600,
+      attachWindowMs: 10_000,
       sshProxyPort: 0,
       sshProxyAddress: null,
       acmeServer: 'https://acme-v02.api.letsencrypt.org/directory',

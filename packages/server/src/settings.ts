@@ -15,6 +15,11 @@ export const DEFAULT_MAX_OFFERS_TRIED = 25;
 export const DEFAULT_EVENTS_TTL_SECONDS = 30 * 24 * 3600;
 /** `DSTACK_SERVER_OFFERS_DEADLINE` when unset: seconds a plan waits for one backend's offers. */
 export const DEFAULT_OFFERS_DEADLINE_SECONDS = 10;
+/**
+ * How long a job that ends at once is still shown running (dstack's server looks at a running job
+ * at most every 10 s, so there a job is running at least that long, and dstack's CLI counts on it).
+ */
+export const DEFAULT_ATTACH_WINDOW_SECONDS = 10;
 /** `DSTACK_SERVER_BACKEND_VALIDATION_DEADLINE` when unset: seconds backends/create waits for the provider. */
 export const DEFAULT_BACKEND_VALIDATION_DEADLINE_SECONDS = 5;
 /** `DSTACK_SERVER_METRICS_COLLECT_INTERVAL` when unset: seconds between samples of a running job (dstack's 10). */
@@ -147,7 +152,8 @@ function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
  * `DSTACK_ACME_SERVER` (the ACME directory of gateways' certificates; Let's Encrypt's production one),
  * `DSTACK_ACME_SERVER_CA_FILE` (PEM CAs gateways trust for the ACME server's TLS; unset: the system's),
  * `DSTACK_ACME_EAB_KID` and `DSTACK_ACME_EAB_HMAC_KEY` (an External Account Binding; unset: none),
- * `DSTACK_SERVER_SSHPROXY_PORT` (the built-in SSH proxy's port; 0, the default, picks a free one;
+ * `DSTACK_SERVER_ATTACH_WINDOW_SECONDS` (10; 0: none: how long a job whose commands end at once
+ * is still shown running, for dstack's attaching clients), `DSTACK_SERVER_SSHPROXY_PORT` (the built-in SSH proxy's port; 0, the default, picks a free one;
  * `off`: none) and `DSTACK_SERVER_SSHPROXY_ADDRESS` (`host[:port]` clients are told; unset: where
  * it listens). `overrides` (e.g. from command-line
  * flags) win over the environment. Throws ConfigurationError naming the variable.
@@ -234,6 +240,11 @@ export function loadServerSettings(
     acmeServer: urlVariable(env, 'DSTACK_ACME_SERVER') ?? LETS_ENCRYPT_DIRECTORY_URL,
     acmeServerCaCertificates: pemFileVariable(env, 'DSTACK_ACME_SERVER_CA_FILE'),
     acmeExternalAccount: acmeExternalAccountVariables(env),
+    attachWindowMs:
+      integerVariable(env, 'DSTACK_SERVER_ATTACH_WINDOW_SECONDS', DEFAULT_ATTACH_WINDOW_SECONDS, {
+        min: 0,
+        max: 600,
+      }) * 1000,
     sshProxyPort: sshProxyPortVariable(env),
     sshProxyAddress: stringVariable(env, 'DSTACK_SERVER_SSHPROXY_ADDRESS'),
   };

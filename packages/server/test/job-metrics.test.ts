@@ -214,15 +214,22 @@ describe('job metrics and Prometheus on the local backend', () => {
         /^dstack_run_count_total\{dstack_project_name="main",dstack_user_name="admin"\} [1-9]/m,
       );
 
-      // promtool reads the exposition from stdin; any problem it finds makes it exit non-zero.
-      const checked = await new Promise<{ code: number | null; output: string }>((resolve) => {
-        const child = execFile('promtool', ['check', 'metrics'], (error, stdout, stderr) =>
-          resolve({ code: error ? (error.code as number) : 0, output: stdout + stderr }),
+      // promtool reads the exposition from stdin and prints each problem it finds. dstack's own
+      // names of three gauges end in `_count`, which its lint reserves for histograms: those
+      // lines, and only those, are expected (Prometheus stores the series all the same).
+      const checked = await new Promise<string>((resolve) => {
+        const child = execFile('promtool', ['check', 'metrics'], (_error, stdout, stderr) =>
+          resolve(stdout + stderr),
         );
         child.stdin?.end(text);
       });
-      expect(checked.output).toBe('');
-      expect(checked.code).toBe(0);
+      const dstackNames =
+        /^dstack_(instance_gpu|job_gpu|job_cpu)_count non-histogram and non-summary metrics should not have "_count" suffix$/;
+      const problems = checked
+        .split('\n')
+        .map((line) => line.trim())
+        .filter((line) => line !== '' && !dstackNames.test(line));
+      expect(problems).toEqual([]);
 
       // A real Prometheus scraping every second, until it has stored the job's memory series.
       const port = await findFreePort();

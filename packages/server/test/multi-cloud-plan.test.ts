@@ -193,6 +193,28 @@ describe('a project with AWS, GCP and Vast.ai', () => {
       }
     }, 120_000);
 
+    it('answers the very first plan of a server started with GPUHUNT_CATALOG_URL with that catalog', async () => {
+      const temp = makeTempDir();
+      // No catalog in config.yml and no cached copy: the catalog comes from the variable alone.
+      const server = await startHarnessServer({
+        dir: temp.dir,
+        env: { GPUHUNT_CATALOG_URL: catalogUrl },
+        config: {
+          catalog: { offline: false },
+          projects: [{ name: 'main', backends: [awsEmulatorBackend(aws), gcpEmulatorBackend(gcp)] }],
+        },
+      });
+      try {
+        expect((await cpuPlan(server, ['aws', 'gcp'])).map(describeOffer)).toEqual([
+          'gcp:e2-standard-2:0.0111:0',
+          'aws:c7i.48xlarge:0.0123:0',
+        ]);
+      } finally {
+        await server.close();
+        temp.remove();
+      }
+    }, 120_000);
+
     it('plans from the bundled snapshot when the catalog is unreachable, saying so once per provider', async () => {
       const temp = makeTempDir();
       const closed = createServer();

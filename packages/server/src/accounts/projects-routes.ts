@@ -11,7 +11,9 @@ import {
   addProjectMembers,
   createProject,
   deleteProjects,
+  ListProjectsRequestSchema,
   listProjectsForUser,
+  ProjectsInfoListSchema,
   removeProjectMembers,
   toProjectModel,
 } from './projects.js';
@@ -20,11 +22,12 @@ export const projectRoutes: readonly RouteDefinition[] = [
   defineRoute({
     method: 'POST',
     path: '/api/projects/list',
-    summary: "The user's projects (all projects for global admins)",
+    summary: "The user's projects (all projects for global admins), as dstack's ListProjectsRequest asks",
     tags: ['projects'],
     auth: 'user',
-    response: z.array(ProjectSchema),
-    handler: async ({ app, user }) => listProjectsForUser(app, user!),
+    body: ListProjectsRequestSchema.optional(),
+    response: z.union([z.array(ProjectSchema), ProjectsInfoListSchema]),
+    handler: async ({ app, user, body }) => listProjectsForUser(app, user!, body ?? {}),
   }),
   defineRoute({
     method: 'POST',

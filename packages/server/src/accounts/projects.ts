@@ -8,10 +8,12 @@ import {
   isValidProjectName,
   PROJECT_NAME_RULE,
   type Project,
+  ProjectSchema,
   ResourceNotFoundError,
   ServerClientError,
 } from '@dstack/core';
 import type { Kysely } from 'kysely';
+import { z } from 'zod';
 import { generateProjectSshKeyPair } from '../agents/ssh-keys.js';
 import { wireBackendType } from '../backends/wire-backend-type.js';
 import type { AppContext, SqlDialect } from '../context.js';
@@ -134,8 +136,43 @@ export async function toProjectModel(app: AppContext, project: ProjectsTable): P
   };
 }
 
-/** The user's projects; all projects for global admins. */
-export async function listProjectsForUser(app: AppContext, user: UsersTable): Promise<Project[]> {
+/**
+ * dstack's `ListProjectsRequest` (its Python API's `projects.list()` sends `include_not_joined`).
+ * `include_not_joined` adds public projects the user has not joined; this server has no public
+ * projects, so it changes nothing yet. Paging by `prev_created_at`/`prev_id` and `ascending` are
+ * refused rather than ignored: a client paging would otherwise loop on the same page.
+ */
+export const ListProjectsRequestSchema = z.object({
+  include_not_joined: z.boolean().default(true),
+  return_total_count: z.boolean().default(false),
+  name_pattern: z
+    .string()
+    .regex(/^[a-zA-Z0-9-_]*$/, { error: 'name_pattern: only letters, digits, - and _' })
+    .nullish(),
+  prev_created_at: z.null({ error: 'prev_created_at: paging projects is not supported yet' }).optional(),
+  prev_id: z.null({ error: 'prev_id: paging projects is not supported yet' }).optional(),
+  limit: z.number().int().min(0).max(2000).default(2000),
+  ascending: z.null({ error: 'ascending: ordering projects is not supported yet' }).optional(),
+});
+export type ListProjectsRequest = z.input<typeof ListProjectsRequestSchema>;
+
+/** dstack's `ProjectsInfoList`: the answer when `return_total_count` is set. */
+export const ProjectsInfoListSchema = z.object({
+  total_count: z.number().int().nullable(),
+  projects: z.array(ProjectSchema),
+});
+
+/**
+ * The projects the user may see (dstack's `list_user_accessible_projects`): all projects for global
+ * admins, else the user's own (plus public ones with `include_not_joined`, none here). A list, or
+ * with `return_total_count` the list with the count of all matches before `limit`.
+ */
+export async function listProjectsForUser(
+  app: AppContext,
+  user: UsersTable,
+  request: ListProjectsRequest = {},
+): Promise<Project[] | z.output<typeof ProjectsInfoListSchema>> {
+  const { return_total_count, name_pattern, limit } = ListProjectsRequestSchema.parse(request);
   let query = app.db
     .selectFrom('projects')
     .selectAll('projects')
@@ -146,8 +183,13 @@ export async function listProjectsForUser(app: AppContext, user: UsersTable): Pr
       .innerJoin('members', 'members.project_id', 'projects.id')
       .where('members.user_id', '=', user.id);
   }
-  const projects = await query.execute();
-  return Promise.all(projects.map((project) => toProjectModel(app, project)));
+  const pattern = name_pattern?.toLowerCase();
+  // Names are few and short: matched here, as dstack's ILIKE does, the same on SQLite and Postgres.
+  const matching = (await query.execute()).filter(
+    (project) => !pattern || project.name.toLowerCase().includes(pattern),
+  );
+  const projects = await Promise.all(matching.slice(0, limit).map((project) => toProjectModel(app, project)));
+  return return_total_count ? { total_count: matching.length, projects } : projects;
 }
 
 /** Inserts a project with a new SSH key pair and the owner as its admin. */

@@ -4,16 +4,19 @@
  * else gpuhunt's bucket), cached on disk and refreshed every 15 minutes in the background, with
  * the bundled snapshot when neither the network nor the cache has a provider.
  *
- * A plan never waits for the network: the first query loads the disk cache (else the snapshot),
- * which takes milliseconds, and starts the download; a refresh runs beside the queries that asked
- * for it. So only the first plans of a server that never reached the catalog use the snapshot,
- * and a provider whose catalog fails keeps the one it has; each failure is logged once.
+ * The download starts when the server starts. A plan waits for the network only the first time,
+ * and only for a provider with no cached copy: then it waits for that first download up to
+ * {@link FIRST_LOAD_WAIT_MS} before answering from the snapshot, so a server started with
+ * `GPUHUNT_CATALOG_URL` answers its very first plan with that catalog's prices. A provider with a
+ * cached copy answers from it at once, and every refresh runs beside the queries that asked for
+ * it. A provider whose catalog fails keeps the one it has; each failure is logged once.
  */
 import { join } from 'node:path';
 import {
   bundledSource,
   Catalog,
   type CatalogError,
+  type CatalogSource,
   cacheDirectorySource,
   cachingSource,
   catalogProviderName,
@@ -25,6 +28,13 @@ import {
 
 /** Each request to the catalog's host; it runs in the background, so this only bounds a stuck one. */
 const CATALOG_REQUEST_TIMEOUT_MS = 60_000;
+
+/**
+ * How long a plan waits for the server's first download of a provider it has no cached copy of,
+ * before answering from the bundled snapshot: long enough for a catalog host that answers, short
+ * enough that an unreachable one does not hold up plans.
+ */
+export const FIRST_LOAD_WAIT_MS = 5_000;
 
 export interface ServerCatalogOptions {
   /** `catalog.url` of config.yml, else `GPUHUNT_CATALOG_URL`; null: gpuhunt's bucket. */
@@ -56,14 +66,47 @@ export function createServerCatalog(options: ServerCatalogOptions): Catalog {
     providers,
     timeoutMs: CATALOG_REQUEST_TIMEOUT_MS,
   });
-  return new Catalog({
+  let firstLoad: Promise<void> = Promise.resolve();
+  const catalog = new Catalog({
     source: cachingSource(published, cacheDirectory, (error) =>
       log(`catalog: cannot write the cache in ${cacheDirectory}: ${error.message}`),
     ),
-    fallback: firstAvailableSource([cacheDirectorySource(cacheDirectory), bundledSource()]),
+    fallback: firstAvailableSource([
+      cacheDirectorySource(cacheDirectory),
+      afterFirstLoad(bundledSource(), () => firstLoad, FIRST_LOAD_WAIT_MS),
+    ]),
     providers,
     onError,
   });
+  // Started now rather than by the first plan. A failure of every provider is not said here: the
+  // first plan finds it again and says it once per provider, naming what it answers from instead.
+  firstLoad = catalog.load().catch(() => {});
+  return catalog;
+}
+
+/**
+ * `source`, whose reads first wait for `firstLoad` (at most `waitMs`): the fallback data is only
+ * read once the download the server started has had its chance, and data that download brought
+ * wins over it (the catalog keeps what its source loaded).
+ */
+function afterFirstLoad(
+  source: CatalogSource,
+  firstLoad: () => Promise<void>,
+  waitMs: number,
+): CatalogSource {
+  return {
+    description: source.description,
+    listProviders: () => source.listProviders(),
+    async load(provider, options) {
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, waitMs);
+        timer.unref();
+      });
+      await Promise.race([firstLoad(), waited]).finally(() => clearTimeout(timer));
+      return source.load(provider, options);
+    },
+  };
 }
 
 function describeCatalogError(error: Error): string {

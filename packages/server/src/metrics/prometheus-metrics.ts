@@ -1,10 +1,11 @@
 /**
- * What `GET /metrics` reports, with dstack's metric and label names: the server, instances (their
- * price per hour), run counts per project and user, and each active job (its share's price and
- * resources, and its latest resource sample). Three of dstack's gauges end in `_count`, which
- * Prometheus reserves for histograms and summaries (`promtool check metrics` refuses them), so
- * they are named without it: `dstack_instance_gpus`, `dstack_job_gpus`, `dstack_job_cpus` for
- * dstack's `dstack_instance_gpu_count`, `dstack_job_gpu_count`, `dstack_job_cpu_count`.
+ * What `GET /metrics` reports, with dstack's metric and label names (dstack's
+ * `services/prometheus/custom_metrics.py`): the server, instances (their price per hour), run
+ * counts per project and user, and each active job (its share's price and resources, and its
+ * latest resource sample). Dashboards built for dstack query these names, so they are dstack's
+ * even where Prometheus' lint objects: `dstack_instance_gpu_count`, `dstack_job_gpu_count` and
+ * `dstack_job_cpu_count` end in `_count`, which `promtool check metrics` reserves for histograms.
+ * `dstack_server_info` is this server's own; dstack serves no series of that name.
  */
 import { getBaseBackend } from '@dstack/core';
 import type { AppContext } from '../context.js';
@@ -12,6 +13,7 @@ import { instanceOfferOf, jobProvisioningDataOf, jobRuntimeDataOf, runSpecOf } f
 import { SERVER_VERSION } from '../http/server-routes.js';
 import { latestJobMetricsPoints } from './job-metrics-points.js';
 import { MetricFamilies, type MetricFamily } from './prometheus-text.js';
+import { runClientMetricFamilies } from './run-client-metrics.js';
 
 const BYTES_PER_MIB = 1024 * 1024;
 
@@ -45,7 +47,7 @@ async function instanceMetrics(app: AppContext, now: number): Promise<MetricFami
   const families = new MetricFamilies([
     ['dstack_instance_duration_seconds_total', 'counter', 'Total seconds the instance is running'],
     ['dstack_instance_price_dollars_per_hour', 'gauge', 'Instance price, USD/hour'],
-    ['dstack_instance_gpus', 'gauge', 'Instance GPU count'],
+    ['dstack_instance_gpu_count', 'gauge', 'Instance GPU count'],
   ]);
   for (const row of rows) {
     const offer = instanceOfferOf(row);
@@ -62,7 +64,7 @@ async function instanceMetrics(app: AppContext, now: number): Promise<MetricFami
     };
     families.add('dstack_instance_duration_seconds_total', labels, Math.max(0, now - row.created_at) / 1000);
     families.add('dstack_instance_price_dollars_per_hour', labels, row.price ?? 0);
-    families.add('dstack_instance_gpus', labels, gpus.length);
+    families.add('dstack_instance_gpu_count', labels, gpus.length);
   }
   return families.values();
 }
@@ -139,8 +141,8 @@ async function jobMetrics(app: AppContext, now: number): Promise<MetricFamily[]>
   const families = new MetricFamilies([
     ['dstack_job_duration_seconds_total', 'counter', 'Total seconds the job is running'],
     ['dstack_job_price_dollars_per_hour', 'gauge', 'Job instance price, USD/hour'],
-    ['dstack_job_gpus', 'gauge', 'Job GPU count'],
-    ['dstack_job_cpus', 'gauge', 'Job CPU count'],
+    ['dstack_job_gpu_count', 'gauge', 'Job GPU count'],
+    ['dstack_job_cpu_count', 'gauge', 'Job CPU count'],
     ['dstack_job_cpu_time_seconds_total', 'counter', 'Total CPU time consumed by the job, seconds'],
     ['dstack_job_memory_total_bytes', 'gauge', 'Total memory allocated for the job, bytes'],
     ['dstack_job_memory_usage_bytes', 'gauge', 'Memory used by the job (including cache), bytes'],
@@ -173,8 +175,8 @@ async function jobMetrics(app: AppContext, now: number): Promise<MetricFamily[]>
     };
     families.add('dstack_job_duration_seconds_total', labels, Math.max(0, now - row.submitted_at) / 1000);
     families.add('dstack_job_price_dollars_per_hour', labels, price);
-    families.add('dstack_job_gpus', labels, resources.gpus.length);
-    families.add('dstack_job_cpus', labels, resources.cpus);
+    families.add('dstack_job_gpu_count', labels, resources.gpus.length);
+    families.add('dstack_job_cpu_count', labels, resources.cpus);
     families.add('dstack_job_memory_total_bytes', labels, resources.memory_mib * BYTES_PER_MIB);
     const point = points.get(row.id);
     if (!point) continue;
@@ -197,12 +199,13 @@ async function jobMetrics(app: AppContext, now: number): Promise<MetricFamily[]>
   return families.values();
 }
 
-/** Every family `/metrics` answers, as dstack orders them (instances, runs, jobs), after the server's. */
+/** Every family `/metrics` answers, as dstack orders them (instances, runs, jobs, then its process's), after the server's. */
 export async function collectPrometheusMetrics(app: AppContext, now = Date.now()): Promise<MetricFamily[]> {
   return [
     ...(await serverMetrics()),
     ...(await instanceMetrics(app, now)),
     ...(await runMetrics(app)),
     ...(await jobMetrics(app, now)),
+    ...runClientMetricFamilies(),
   ];
 }

@@ -3,13 +3,14 @@
  * one sample per line, label values escaped.
  */
 
-export type MetricType = 'counter' | 'gauge';
+export type MetricType = 'counter' | 'gauge' | 'histogram';
 
 export interface MetricFamily {
   name: string;
   type: MetricType;
   help: string;
-  samples: Array<{ labels: Record<string, string>; value: number }>;
+  /** `name`: the sample's own name when it is not the family's (a histogram's `_bucket`, `_sum`, `_count`). */
+  samples: Array<{ labels: Record<string, string>; value: number; name?: string }>;
 }
 
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -40,7 +41,7 @@ export function renderPrometheusText(families: readonly MetricFamily[]): string 
       const labels = Object.entries(sample.labels)
         .map(([name, value]) => `${name}="${escapeLabelValue(value)}"`)
         .join(',');
-      lines.push(`${family.name}${labels ? `{${labels}}` : ''} ${formatValue(sample.value)}`);
+      lines.push(`${sample.name ?? family.name}${labels ? `{${labels}}` : ''} ${formatValue(sample.value)}`);
     }
   }
   return lines.length === 0 ? '' : `${lines.join('\n')}\n`;

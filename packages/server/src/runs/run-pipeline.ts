@@ -17,6 +17,7 @@ import { jobSpecOf, runSpecOf } from '../db/json-columns.js';
 import type { Database, JobsTable, RunsTable } from '../db/schema.js';
 import { eventTargets, recordEvents, SYSTEM_ACTOR } from '../events/event-recorder.js';
 import { recordStatusChange } from '../events/status-events.js';
+import { countPendingRun, observeSubmitToProvision } from '../metrics/run-client-metrics.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { newJobRow } from './runs.js';
@@ -233,6 +234,7 @@ async function followJobs(
         next_triggered_at: Date.now() + retryDelayMs(run.resubmission_attempt),
         last_processed_at: 0,
       });
+      countPendingRun(await projectNameOf(app, run), runSpecOf(run).configuration.type);
       app.wakeUps.wake('runs');
       return;
     }
@@ -267,6 +269,9 @@ async function followJobs(
   const service = await keepServiceReplicas(app, run, jobs, (stopped, reason) =>
     terminateJobs(app, stopped, reason),
   );
+  // dstack's `_emit_active_metrics`: submitted → provisioning. A run whose job was placed and
+  // started between two looks goes straight to running here; that is its first provisioning too.
+  const firstProvisioned = run.status === 'submitted' && (status === 'provisioning' || status === 'running');
   await lock.release({
     status,
     ...(provisioned ? { resubmission_attempt: 0 } : {}),
@@ -275,6 +280,22 @@ async function followJobs(
       ? { last_processed_at: dueIn(service.nextPassInMs, MIN_INTERVAL_MS) }
       : {}),
   });
+  if (firstProvisioned) {
+    observeSubmitToProvision(
+      Math.max(0, Date.now() - run.submitted_at) / 1000,
+      await projectNameOf(app, run),
+      runSpecOf(run).configuration.type,
+    );
+  }
+}
+
+async function projectNameOf(app: AppContext, run: RunsTable): Promise<string> {
+  const project = await app.db
+    .selectFrom('projects')
+    .select('name')
+    .where('id', '=', run.project_id)
+    .executeTakeFirst();
+  return project?.name ?? '';
 }
 
 export function runPipeline(app: AppContext): PipelineDefinition<'runs'> {

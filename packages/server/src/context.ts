@@ -154,7 +154,7 @@ export interface ServerSettings {
    */
   sshProxyPort?: number | null;
   /**
-   * `DSTACK_SERVER_ATTACH_WINDOW_SECONDS`: how long after it started a job whose runner already
+   * `DSTACK_SERVER_ATTACH_WINDOW_SECONDS`: how long after it started a job of a run dstack's client submitted (see `runs/attach-window.ts`) whose runner already
    * reported its end is still shown running, while the server has an SSH proxy. dstack's CLI
    * attaches only to a running job and looks every 1–5 s; on dstack's server a job is running at
    * least 10 s. 0: the end is shown at once. Absent: 10 s.

@@ -3,13 +3,15 @@
  * the local backend): it looks at the run at its own pace (`_get_ready_wait_interval`: every 1 s,
  * after five looks every 5 s), attaches only to a job it sees running (`Run.attach`, `_find_job`)
  * and reads the job's output from the runner through the SSH proxy. On dstack's server a job is
- * running at least 10 s; here the attach window keeps an ended job shown running that long.
+ * running at least 10 s; here the attach window keeps an ended job shown running that long, for
+ * runs submitted by dstack's client (it sends `X-API-VERSION`; this project's CLI does not, and
+ * its runs end at once).
  */
 import type { Run } from '@dstack/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { attachLikeDstack } from './dstack-attach.js';
 import {
-  applyTask,
+  ADMIN_TOKEN,
   type HarnessServer,
   localBackendConfig,
   makeTempDir,
@@ -47,11 +49,24 @@ describe("dstack's CLI attaching to a task that ends at once", () => {
   });
 
   it('sees the job running, attaches through the SSH proxy and reads its whole output', async () => {
-    let run = await applyTask(harness, {
-      type: 'task',
-      name: 'quick-echo',
-      commands: ['echo hello from a quick task'],
+    // Applied as dstack's client applies: with its API version header.
+    const applied = await fetch(`${harness.server.url}/api/project/main/runs/apply`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${ADMIN_TOKEN}`,
+        'content-type': 'application/json',
+        'x-api-version': '0.21.2',
+      },
+      body: JSON.stringify({
+        plan: {
+          run_spec: {
+            configuration: { type: 'task', name: 'quick-echo', commands: ['echo hello from a quick task'] },
+          },
+        },
+      }),
     });
+    expect(applied.status).toBe(200);
+    let run = (await applied.json()) as Run;
     // dstack's `apply` loop: look, wait its interval, look again, until ready to attach.
     for (let attempt = 0; !readyToAttach(run); attempt++) {
       await new Promise((resolve) => setTimeout(resolve, readyWaitIntervalMs(attempt)));

@@ -207,6 +207,11 @@ export async function authenticate(app: AppContext, request: IncomingMessage): P
   return user;
 }
 
+/** A header's one value (the first, when a client sent it twice); null when absent. */
+function headerValue(value: string | string[] | undefined): string | null {
+  return (Array.isArray(value) ? value[0] : value) ?? null;
+}
+
 function writeJson(response: ServerResponse, status: number, body: unknown): void {
   const payload = JSON.stringify(body ?? null);
   response.writeHead(status, {
@@ -360,6 +365,7 @@ export function createHttpHandler(
       project,
       projectRole,
       signal,
+      clientApiVersion: headerValue(request.headers['x-api-version']),
       routes,
       ...(upload === undefined ? {} : { upload }),
     };

@@ -41,6 +41,8 @@ export interface RequestContext<TBody> {
   projectRole: ProjectRole | null;
   /** Aborted when the client disconnects. */
   signal: AbortSignal;
+  /** `X-API-VERSION`: the version dstack's own Python client sends on every call (null from others). */
+  clientApiVersion: string | null;
   /** Every route the handler serves (for the OpenAPI document). */
   routes: readonly RouteDefinition[];
   /** The file of an `upload` route (absent on the others). */

@@ -49,6 +49,7 @@ import {
 } from '../secrets/secret-references.js';
 import { projectSecretValues } from '../secrets/secrets.js';
 import { attachJobVolumes, JobVolumeError, type TaskMounts } from '../volumes/job-volumes.js';
+import { endShownLater, rememberRunningSince } from './attach-window.js';
 import {
   type ClusterNode,
   clusterInfoOf,
@@ -67,37 +68,6 @@ const UNREACHABLE_LIMIT_MS = 120_000;
 /** Provisioning deadline when the instance has none (dstack's default provisioning timeout). */
 const DEFAULT_PROVISIONING_MS = 600_000;
 const MAX_PULLS_PER_PASS = 20;
-/**
- * When each job this process started became running (its start is not a column): a job whose
- * runner reports its end within the attach window is still shown running until the window ends.
- * A job started before a restart, or by another server, has no entry and is ended at once.
- */
-const runningSince = new Map<string, number>();
-
-/**
- * True while a job that has ended must still be shown running: the server has an SSH proxy
- * (dstack's clients attach through it, and only to a running job) and the job started less than
- * the attach window ago. dstack's CLI looks at the run every 1–5 s and then attaches; on dstack's
- * server a job is running at least 10 s (it looks at running jobs that rarely), so a task that
- * ends at once is still attached to, its output read from the runner.
- */
-function endShownLater(app: JobContext['app'], jobId: string, now: number): boolean {
-  const since = runningSince.get(jobId);
-  const windowMs = app.settings.attachWindowMs ?? 0;
-  if (since === undefined || !app.sshProxy || windowMs <= 0 || now - since >= windowMs) {
-    runningSince.delete(jobId);
-    return false;
-  }
-  return true;
-}
-
-/** Notes a job's start; starts older than the window (jobs stopped, not ended) are forgotten. */
-function rememberRunningSince(app: JobContext['app'], jobId: string, now: number): void {
-  const windowMs = app.settings.attachWindowMs ?? 0;
-  for (const [id, since] of runningSince) if (now - since >= windowMs) runningSince.delete(id);
-  if (windowMs > 0 && app.sshProxy) runningSince.set(jobId, now);
-}
-
 /** How soon a node waiting for the rest of its cluster looks again. */
 const CLUSTER_POLL_MS = 250;
 /** A pass's limit: a few agent calls, each with its own 30 s deadline. */
@@ -409,7 +379,7 @@ async function startJob(context: JobContext): Promise<void> {
       working_dir: started?.working_dir ?? null,
       username: started?.username ?? null,
     };
-    rememberRunningSince(app, job.id, Date.now());
+    rememberRunningSince(app, job, Date.now());
     await context.lock.release({
       status: 'running',
       job_runtime_data: jobRuntimeDataColumn.encode(runtimeData),

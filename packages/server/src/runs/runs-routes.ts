@@ -44,7 +44,10 @@ export const runRoutes = [
     response: RunSchema,
     async handler(ctx) {
       const { project, user } = projectContext(ctx);
-      return applyRun(ctx.app, project, user, ctx.body.plan.run_spec);
+      // dstack's own client (it sends X-API-VERSION) attaches by polling: see attach-window.ts.
+      return applyRun(ctx.app, project, user, ctx.body.plan.run_spec, {
+        attachesByPolling: ctx.clientApiVersion !== null,
+      });
     },
   }),
   defineRoute({

@@ -34,6 +34,7 @@ import { checkRunFileArchives } from '../repos/file-archives.js';
 import { checkRunCode } from '../repos/repos.js';
 import { checkSecretReferences } from '../secrets/secret-references.js';
 import { projectSecretNames } from '../secrets/secrets.js';
+import { expectPollingAttach } from './attach-window.js';
 import { dropUnsetNulls, mergeProfileUnder } from './explicit-nulls.js';
 import { initialReplicaJobSpecs, planJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
@@ -211,6 +212,7 @@ export async function applyRun(
   project: ProjectsTable,
   user: UsersTable,
   requestedSpec: RunSpec,
+  options: { attachesByPolling?: boolean } = {},
 ): Promise<Run> {
   const normalized = await withRunSshKey(app, user, normalizeRunSpec(requestedSpec));
   // The plan's check again: a client may apply without planning.
@@ -221,6 +223,7 @@ export async function applyRun(
   const runSpec: StoredRunSpec = { ...normalized, run_name: runName };
   const now = Date.now();
   const runId = randomUUID();
+  if (options.attachesByPolling) expectPollingAttach(app, runId, now);
   const jobSpecs = planJobSpecs(runName, runSpec, baseImageOf(app));
   // Before anything is stored: a run naming a secret the project lacks is refused (400).
   checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));

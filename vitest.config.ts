@@ -26,6 +26,9 @@ export default defineConfig({
     // time of the slow files is spent waiting on containers, emulated hosts and child processes.
     maxWorkers: 2,
     sequence: { sequencer: longestFilesFirst(ROOT, LONGEST_FILES) },
+    // The Docker images the run's tests use (the Debian-based ones from one debootstrap) are
+    // built here, before any worker starts, rather than inside a test's timeout.
+    globalSetup: ['./packages/testing/src/vitest/test-images-setup.ts'],
     // The default reporter's output, then the 15 longest files and their wall time.
     reporters: ['default', new LongestFilesReporter({ count: 15 })],
     projects: ['packages/*/vitest.config.ts', 'bench/vitest.config.ts', 'generators/vitest.config.ts'],

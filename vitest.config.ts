@@ -11,14 +11,14 @@ const ROOT = fileURLToPath(new URL('.', import.meta.url));
  * which they are; a path that does not exist fails the run.
  */
 const LONGEST_FILES = [
-  'packages/server/test/gcp-emulator.test.ts',
-  'packages/server/test/aws-clusters-volumes.test.ts',
-  'packages/server/test/aws-emulator.test.ts',
-  'packages/testing/test/packed-install.test.ts',
   'generators/backend/backend-generator.test.ts',
+  'packages/server/test/gcp-emulator.test.ts',
   'packages/server/test/aws-torchrun.test.ts',
-  'packages/server/test/ssh-fleet.test.ts',
+  'packages/testing/test/packed-install.test.ts',
+  'packages/server/test/aws-emulator.test.ts',
+  'packages/server/test/aws-clusters-volumes.test.ts',
   'packages/server/test/gateway-aws.test.ts',
+  'packages/server/test/ssh-fleet.test.ts',
 ];
 
 // One vitest run for the whole workspace; each package is a project so

@@ -45,14 +45,15 @@ script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 boot_script="$script_dir/emulated-host-boot.sh"
 [ -f "$boot_script" ] || fail "the boot script $boot_script is missing"
 rootfs_script="$script_dir/../debian-rootfs/build-debian-rootfs.sh"
-[ -f "$rootfs_script" ] || fail "the root filesystem script $rootfs_script is missing"
+keep_only="$script_dir/../debian-rootfs/keep-only-packages.sh"
+[ -f "$rootfs_script" ] && [ -f "$keep_only" ] || fail "the root filesystem scripts (debian-rootfs/) are missing"
 
 command -v docker >/dev/null 2>&1 || fail "the docker CLI is missing"
 docker info >/dev/null 2>&1 || fail "the Docker daemon does not answer (run scripts/services/ensure-dockerd.sh)"
 
 # The image records which build it came from, so a changed script, boot script or root
 # filesystem rebuilds it.
-build_hash="$(cat "${BASH_SOURCE[0]}" "$boot_script" "$rootfs_script" | sha256sum | cut -c1-16)"
+build_hash="$(cat "${BASH_SOURCE[0]}" "$boot_script" "$rootfs_script" "$keep_only" | sha256sum | cut -c1-16)"
 image="${DSTACK_EMULATED_HOST_IMAGE:-dstack-test/emulated-host-$kind:$build_hash}"
 label="dev.dstack.emulated-host-image"
 built_from() {
@@ -75,19 +76,13 @@ trap 'rm -rf "$rootfs" "$rootfs.log"' EXIT
 echo "build-host-image: $kind host from $base" >&2
 tar -C "$rootfs" --numeric-owner -xf "$base"
 
-# The root filesystem has Docker (for the `docker` kind); Canonical's plain Ubuntu has none: the
-# daemon and its runtimes go (debootstrap marks no package as automatic, so --auto-remove would
-# leave them). Their maintainer scripts must not try to stop a daemon that never ran here
-# (policy-rc.d: 101, "not allowed", as in any chroot).
-if [ "$kind" = plain ]; then
-  printf '#!/bin/sh\nexit 101\n' >"$rootfs/usr/sbin/policy-rc.d"
-  chmod 755 "$rootfs/usr/sbin/policy-rc.d"
-  chroot "$rootfs" env DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq docker.io containerd runc tini \
-    >"$rootfs.log" 2>&1 || { tail -20 "$rootfs.log" >&2; fail "purging docker.io failed"; }
-  rm -f "$rootfs/usr/sbin/policy-rc.d"
-  if chroot "$rootfs" sh -c 'command -v docker || command -v dockerd || command -v containerd' >/dev/null; then
-    fail "the plain host image still has Docker"
-  fi
+# The root filesystem has every image's packages; a host keeps its own (Canonical's plain Ubuntu
+# has no Docker), as a debootstrap of only these would have made it.
+packages=(openssh-server openssh-sftp-server iproute2 curl wget ca-certificates sudo python3 procps less)
+[ "$kind" = docker ] && packages+=(docker.io)
+bash "$keep_only" "$rootfs" "${packages[@]}" || fail "trimming the root filesystem failed"
+if [ "$kind" = plain ] && chroot "$rootfs" sh -c 'command -v dockerd || command -v containerd' >/dev/null; then
+  fail "the plain host image still has Docker"
 fi
 
 # The default user, as cloud-init makes it on Ubuntu's images.

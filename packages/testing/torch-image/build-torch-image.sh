@@ -2,8 +2,8 @@
 # Builds the image of the multi-node PyTorch test: the Debian bookworm root filesystem every test
 # image starts from (debian-rootfs/build-debian-rootfs.sh, one debootstrap per machine) with its
 # python3 (3.11) and PyTorch's CPU build installed offline from wheels on this machine, nothing
-# from PyPI. Jobs pull it from a test registry, as they pull any `image:`. Docker's packages are
-# purged from it (a job's image has no daemon of its own).
+# from PyPI. Jobs pull it from a test registry, as they pull any `image:`. The hosts' packages
+# are removed from its copy (keep-only-packages.sh): a job's image has no daemon or sshd of its own.
 #
 # Kept small, as it is pushed to a registry and pulled by every node: no pip in the image, no pip
 # cache, no documentation; PyTorch's C++ headers, its own test suite and test binaries go (a
@@ -45,13 +45,15 @@ pip_wheel="$(ls "$dependencies"/pip-*-py3-none-any.whl 2>/dev/null | sort -V | t
 
 command -v docker >/dev/null 2>&1 || fail "the docker CLI is missing"
 docker info >/dev/null 2>&1 || fail "the Docker daemon does not answer (run scripts/services/ensure-dockerd.sh)"
-rootfs_script="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../debian-rootfs/build-debian-rootfs.sh"
-[ -f "$rootfs_script" ] || fail "the root filesystem script $rootfs_script is missing"
+rootfs_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../debian-rootfs"
+rootfs_script="$rootfs_dir/build-debian-rootfs.sh"
+keep_only="$rootfs_dir/keep-only-packages.sh"
+[ -f "$rootfs_script" ] && [ -f "$keep_only" ] || fail "the root filesystem scripts ($rootfs_dir) are missing"
 command -v python3 >/dev/null 2>&1 || fail "python3 is missing (it resolves the wheels to copy)"
 
 # The image records which build it came from (this script, the root filesystem's, the wheel's
 # name and size), so a changed script or another wheel rebuilds it.
-build_hash="$({ cat "${BASH_SOURCE[0]}" "$rootfs_script"; echo "$(basename "$wheel") $(stat -c %s "$wheel")"; } | sha256sum | cut -c1-16)"
+build_hash="$({ cat "${BASH_SOURCE[0]}" "$rootfs_script" "$keep_only"; echo "$(basename "$wheel") $(stat -c %s "$wheel")"; } | sha256sum | cut -c1-16)"
 image="${DSTACK_TORCH_TEST_IMAGE:-dstack-test/python-torch:$build_hash}"
 label="dev.dstack.torch-test-image"
 built_from() {
@@ -72,12 +74,8 @@ rootfs="$(mktemp -d /tmp/dstack-torch-image.XXXXXX)"
 trap 'rm -rf "$rootfs" "$rootfs.log"' EXIT
 echo "build-torch-image: from $base" >&2
 tar -C "$rootfs" --numeric-owner -xf "$base"
-# policy-rc.d: 101 ("not allowed", as in any chroot), so no maintainer script stops a daemon.
-printf '#!/bin/sh\nexit 101\n' >"$rootfs/usr/sbin/policy-rc.d"
-chmod 755 "$rootfs/usr/sbin/policy-rc.d"
-chroot "$rootfs" env DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq docker.io containerd runc tini \
-  >"$rootfs.log" 2>&1 || { tail -20 "$rootfs.log" >&2; fail "purging docker.io failed"; }
-rm -f "$rootfs/usr/sbin/policy-rc.d"
+# A job's image: python3 and what Debian requires, no daemon, no sshd (as a debootstrap of python3 alone).
+bash "$keep_only" "$rootfs" python3 || fail "trimming the root filesystem failed"
 python="$(chroot "$rootfs" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 [ "$python" = 3.11 ] || fail "bookworm's python3 is $python, not the wheel's 3.11"
 

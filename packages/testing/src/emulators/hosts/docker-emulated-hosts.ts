@@ -472,11 +472,14 @@ export class DockerEmulatedHosts implements EmulatedHosts {
         return left.length > 0 ? runDocker(['rm', '--force', '--volumes', ...left]) : '';
       })
       .catch(() => undefined);
-    if (this.#madeNetwork) {
+    // The default network stays: test files running beside this one (and other checkouts on this
+    // Docker) launch hosts on it, and a host created but not yet started holds no endpoint that
+    // would stop its removal, so removing it failed their start ("network … not found").
+    if (this.#madeNetwork && this.network !== DEFAULT_EMULATED_HOSTS_NETWORK) {
       // Another emulator's hosts may still use it; then it stays for them and later runs.
       await runDocker(['network', 'rm', this.network]).catch(() => undefined);
-      this.#madeNetwork = false;
     }
+    this.#madeNetwork = false;
   }
 }
 

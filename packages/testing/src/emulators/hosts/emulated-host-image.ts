@@ -26,9 +26,12 @@ export const BUILD_HOST_IMAGE_SCRIPT = fileURLToPath(
 const BOOT_SCRIPT = fileURLToPath(
   new URL('../../../emulator-host-image/emulated-host-boot.sh', import.meta.url),
 );
-/** The one Debian root filesystem every test image starts from (one debootstrap per machine). */
-export const BUILD_DEBIAN_ROOTFS_SCRIPT = fileURLToPath(
-  new URL('../../../debian-rootfs/build-debian-rootfs.sh', import.meta.url),
+/**
+ * The one Debian root filesystem every test image starts from (one debootstrap per machine), and
+ * the script that trims a copy to an image's packages: part of every Debian image's build hash.
+ */
+export const DEBIAN_ROOTFS_SCRIPTS = ['build-debian-rootfs.sh', 'keep-only-packages.sh'].map((name) =>
+  fileURLToPath(new URL(`../../../debian-rootfs/${name}`, import.meta.url)),
 );
 
 /** What an emulated host's image has: a Docker daemon that starts at boot, or not. */
@@ -38,7 +41,7 @@ export const EMULATED_HOST_KINDS: readonly EmulatedHostKind[] = ['docker', 'plai
 const BUILD_HASH = createHash('sha256')
   .update(readFileSync(BUILD_HOST_IMAGE_SCRIPT))
   .update(readFileSync(BOOT_SCRIPT))
-  .update(readFileSync(BUILD_DEBIAN_ROOTFS_SCRIPT))
+  .update(Buffer.concat(DEBIAN_ROOTFS_SCRIPTS.map((script) => readFileSync(script))))
   .digest('hex')
   .slice(0, 16);
 

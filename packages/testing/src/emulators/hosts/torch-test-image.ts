@@ -11,7 +11,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { BUILD_DEBIAN_ROOTFS_SCRIPT } from './emulated-host-image.js';
+import { DEBIAN_ROOTFS_SCRIPTS } from './emulated-host-image.js';
 
 const run = promisify(execFile);
 
@@ -57,7 +57,7 @@ export function torchTestImage(): string {
   if (wheel === null) throw new Error(`cannot name the torch test image: ${torchTestImageMissing()}`);
   const hash = createHash('sha256')
     .update(readFileSync(BUILD_TORCH_IMAGE_SCRIPT))
-    .update(readFileSync(BUILD_DEBIAN_ROOTFS_SCRIPT))
+    .update(Buffer.concat(DEBIAN_ROOTFS_SCRIPTS.map((script) => readFileSync(script))))
     .update(`${basename(wheel)} ${statSync(wheel).size}\n`)
     .digest('hex')
     .slice(0, 16);

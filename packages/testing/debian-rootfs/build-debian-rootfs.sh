@@ -3,8 +3,8 @@
 # images, the torch image): debootstrap bookworm (minbase) from Debian's mirror with what the
 # images between them need, once per machine, kept as a tarball named after this script's hash.
 # A debootstrap takes minutes on a loaded machine; three of them (one per image) took most of a
-# fresh machine's image builds. An image that must not have a package (the `plain` host has no
-# Docker) purges it from its copy, offline.
+# fresh machine's image builds. Each image trims its copy to its own packages, offline
+# (keep-only-packages.sh: the `plain` host has no Docker, the torch image only python3).
 #
 # Prints the tarball's path on stdout.
 #

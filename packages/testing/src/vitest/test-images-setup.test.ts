@@ -6,8 +6,11 @@ const repository = (path: string) => fileURLToPath(new URL(`../../../../${path}`
 
 describe('testImagesUsedBy', () => {
   it('finds the images a cloud end-to-end file uses through its scenario modules', () => {
-    // aws-emulator.test.ts names none itself: vm-cloud-runs.ts and torchrun-cluster.ts do.
+    // The AWS files name none themselves: vm-cloud-runs.ts and torchrun-cluster.ts do.
     expect(testImagesUsedBy([repository('packages/server/test/aws-emulator.test.ts')])).toEqual(
+      new Set(['runner', 'emulated-hosts']),
+    );
+    expect(testImagesUsedBy([repository('packages/server/test/aws-torchrun.test.ts')])).toEqual(
       new Set(['runner', 'emulated-hosts', 'torch']),
     );
   });

@@ -13,12 +13,13 @@ const ROOT = fileURLToPath(new URL('.', import.meta.url));
 const LONGEST_FILES = [
   'generators/backend/backend-generator.test.ts',
   'packages/server/test/gcp-emulator.test.ts',
-  'packages/server/test/aws-torchrun.test.ts',
   'packages/testing/test/packed-install.test.ts',
   'packages/server/test/aws-emulator.test.ts',
   'packages/server/test/aws-clusters-volumes.test.ts',
   'packages/server/test/gateway-aws.test.ts',
-  'packages/server/test/ssh-fleet.test.ts',
+  'packages/server/test/service-scaling.test.ts',
+  'packages/server/test/aws-torchrun.test.ts',
+  'packages/server/test/vastai-emulator.test.ts',
 ];
 
 // One vitest run for the whole workspace; each package is a project so

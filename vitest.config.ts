@@ -1,30 +1,26 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
-import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { longestFilesFirst } from './packages/testing/src/vitest/longest-files-first.js';
+import { LongestFilesReporter } from './packages/testing/src/vitest/longest-files-reporter.js';
+
+const ROOT = fileURLToPath(new URL('.', import.meta.url));
 
 /**
- * The files that take minutes, longest first. Without timings of an earlier run (a fresh clone,
- * CI) vitest starts the biggest files first, and the cloud end-to-end files are small: their
- * scenarios live in shared modules (`vm-cloud-runs.ts`, …). Started last, the longest one ran
- * alone at the end for 7 minutes; started first, the other files share the second worker meanwhile.
+ * The files that take minutes, longest first (relative to the repository's root), started
+ * first so that the two workers finish together. The reporter's table at the end of a run says
+ * which they are; a path that does not exist fails the run.
  */
 const LONGEST_FILES = [
-  'packages/server/test/aws-emulator.test.ts',
-  'packages/server/test/gcp-emulator.test.ts',
-  'packages/server/test/packed-install.test.ts',
   'generators/backend/backend-generator.test.ts',
+  'packages/server/test/gcp-emulator.test.ts',
+  'packages/testing/test/packed-install.test.ts',
+  'packages/server/test/aws-emulator.test.ts',
+  'packages/server/test/aws-clusters-volumes.test.ts',
+  'packages/server/test/gateway-aws.test.ts',
+  'packages/server/test/service-scaling.test.ts',
+  'packages/server/test/aws-torchrun.test.ts',
+  'packages/server/test/vastai-emulator.test.ts',
 ];
-
-class LongestFilesFirst extends BaseSequencer {
-  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const sorted = await super.sort(files);
-    const rank = (file: TestSpecification) => {
-      const index = LONGEST_FILES.findIndex((name) => file.moduleId.endsWith(name));
-      return index === -1 ? LONGEST_FILES.length : index;
-    };
-    // Array.prototype.sort is stable: the other files keep vitest's order.
-    return sorted.sort((a, b) => rank(a) - rank(b));
-  }
-}
 
 // One vitest run for the whole workspace; each package is a project so
 // `pnpm --filter @dstack/core test` and the root run share the same settings.
@@ -34,7 +30,12 @@ export default defineConfig({
     // Two test files at a time: vitest's default on 2 cores is one (cores - 1), and most of the
     // time of the slow files is spent waiting on containers, emulated hosts and child processes.
     maxWorkers: 2,
-    sequence: { sequencer: LongestFilesFirst },
+    sequence: { sequencer: longestFilesFirst(ROOT, LONGEST_FILES) },
+    // The Docker images the run's tests use (the Debian-based ones from one debootstrap) are
+    // built here, before any worker starts, rather than inside a test's timeout.
+    globalSetup: ['./packages/testing/src/vitest/test-images-setup.ts'],
+    // The default reporter's output, then the 15 longest files and their wall time.
+    reporters: ['default', new LongestFilesReporter({ count: 15 })],
     projects: ['packages/*/vitest.config.ts', 'bench/vitest.config.ts', 'generators/vitest.config.ts'],
   },
 });

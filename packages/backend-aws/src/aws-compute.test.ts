@@ -13,7 +13,7 @@ import {
   type ValidateConfigOptions,
 } from '@dstack/core';
 import { anyCpuOfferRequirements } from '@dstack/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type AwsCompute, createAwsBackend } from './aws-compute.js';
 import type { AwsBackendConfigWithCreds } from './aws-config.js';
 import { AwsConfigurator } from './aws-configurator.js';
@@ -416,8 +416,8 @@ describe('cluster placement groups and EBS volumes', () => {
     // In use while its instance lives: the server tries again later.
     await expect(compute.deletePlacementGroup(group)).rejects.toThrow('is in use');
     await compute.terminateInstance(started.instance_id, started.region);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-    await compute.deletePlacementGroup(group);
+    // Free once the instance has finished shutting down: tried until it is, then once more (idempotent).
+    await vi.waitFor(() => compute.deletePlacementGroup(group), { timeout: 30_000, interval: 50 });
     await compute.deletePlacementGroup(group);
     expect(emulator.aws.state().placementGroups).toEqual([]);
   });

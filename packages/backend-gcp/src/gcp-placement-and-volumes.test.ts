@@ -12,13 +12,12 @@ import {
   RequirementsSchema,
   type Volume,
 } from '@dstack/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createGcpBackend, type GcpCompute } from './gcp-compute.js';
 import { gcpConfigModels } from './gcp-config.js';
 import {
   emulatorConfig,
   FAST_OPERATIONS,
-  FAST_TIMELINE,
   type GcpTestEmulator,
   startGcpTestEmulator,
 } from './gcp-emulator.test.helpers.js';
@@ -212,8 +211,11 @@ describe('volumes', () => {
     expect(await compute.isVolumeDetached(active, instance)).toBe(true);
     await compute.detachVolume(active, instance);
     await compute.deleteVolume(active);
-    await new Promise((resolve) => setTimeout(resolve, FAST_TIMELINE.operationPendingMs * 2));
-    expect(emulator.gcp.state().disks.filter((each) => each.name === data.volume_id)).toEqual([]);
+    // The delete's zone operation ends on the emulator's timeline: gone once it has.
+    await vi.waitFor(
+      () => expect(emulator.gcp.state().disks.filter((each) => each.name === data.volume_id)).toEqual([]),
+      { timeout: 30_000, interval: 20 },
+    );
     await compute.deleteVolume(active);
     await compute.terminateInstance(instance.instance_id, instance.region, instance.backend_data);
     await untilGone(instance);

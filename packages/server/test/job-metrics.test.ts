@@ -14,7 +14,7 @@ import type { JobMetrics } from '@dstack/core';
 import { findFreePort } from '@dstack/shim';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { stringify } from 'yaml';
-import { killRunningDstack, requireBuiltDstack, runDstack } from './dstack-cli.js';
+import { killRunningDstack, requireBuiltDstack, runDstack, startDstack } from './dstack-cli.js';
 import { dockerMissing } from './emulated-hosts-harness.js';
 import {
   ADMIN_TOKEN,
@@ -292,15 +292,19 @@ describe('job metrics and Prometheus on the local backend', () => {
       /^burner\s+running\s+\d+%\s+\d+(\.\d+)?(MB|GB)\/\d+(\.\d+)?(MB|GB)\s+-\s*$/m,
     );
 
-    const watching = runDstack(['metrics', 'burner', '-w'], { env: cliEnvironment });
-    // Two refreshes at least, then the run ends and so does the command.
-    await new Promise((resolve) => setTimeout(resolve, 2500));
+    const watching = startDstack(['metrics', 'burner', '-w'], { env: cliEnvironment });
+    // Two refreshes at least (seen, not waited for by the clock), then the run ends and so does the command.
+    await waitFor(
+      'two refreshes of dstack metrics -w',
+      () => ((watching.output().match(/^NAME\s+STATUS/gm)?.length ?? 0) >= 2 ? true : null),
+      60_000,
+    );
     const stopped = await harness.call('/api/project/main/runs/stop', {
       runs_names: ['burner'],
       abort: false,
     });
     expect(stopped.status).toBe(200);
-    const watched = await watching;
+    const watched = await watching.result;
     expect(watched.code).toBe(0);
     expect(watched.stdout.match(/^NAME\s+STATUS/gm)?.length).toBeGreaterThanOrEqual(2);
     expect(watched.stdout).toMatch(/^burner\s+(terminated|terminating)\s/m);

@@ -17,6 +17,7 @@ import {
   makeTempDir,
   startHarnessServer,
   task,
+  waitFor,
 } from './server-harness.js';
 
 describeEachDatabase('runs on the local backend', (databaseUrl) => {
@@ -156,7 +157,11 @@ describeEachDatabase('a server restart during a run', (databaseUrl) => {
     });
     await applyTask(harness, task('counter', ['for i in $(seq 1 30); do echo line-$i; sleep 0.1; done']));
     await harness.waitForRun('counter', ['running']);
-    await new Promise((resolve) => setTimeout(resolve, 800));
+    // The server has collected some lines before it goes, and the job has more to print.
+    const serverUp = harness;
+    await waitFor('the first lines in the logs', async () =>
+      (await serverUp.logs('counter')).includes('line-3') ? true : null,
+    );
     await harness.close();
     harness = null;
     // The job keeps running in the detached shim while no server is up.

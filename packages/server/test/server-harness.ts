@@ -90,6 +90,12 @@ function defineEachDatabase(
 }
 
 /**
+ * Which to use: `describeEachDatabase` where the database is part of what is tested (state kept
+ * across a server's restart, locking, what is stored) or where a second copy costs seconds;
+ * `describeOnDatabase('sqlite')` for a slow end-to-end suite whose subject is elsewhere (hosts,
+ * SSH, containers, a cloud). Postgres keeps the database suites, the migrations, the two-replica
+ * tests, the pipelines' locking and one cloud end to end (aws-emulator.test.ts).
+ *
  * Runs an end-to-end suite once per database: `title [sqlite]` on the server directory's own
  * SQLite file, `title [postgres]` on a fresh Postgres schema (dropped after the suite). When
  * Postgres is not reachable (outside CI), the Postgres copy holds one skipped test that says

@@ -107,9 +107,15 @@ export interface VmCloudScenarios {
   database: SqlDialect;
   /**
    * The cloud's own scenarios (clusters, volumes), on this file's server, emulator and hosts: a
-   * server with its emulator and registries is not started twice.
+   * server with its emulator and registries is not started twice in one file.
    */
   more?(context: VmCloudContext): void;
+  /**
+   * Whether this file runs the scenarios every VM cloud passes (default true). A cloud whose own
+   * scenarios take many minutes splits them over several files, each with its emulator, so the
+   * two test workers finish together; one of them runs the common scenarios.
+   */
+  commonScenarios?: boolean;
 }
 
 /** What a cloud's own scenarios use; each getter answers once `beforeAll` has run. */
@@ -167,232 +173,235 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       temp.remove();
     }, 300_000);
 
-    it('lands on the cheapest offer, runs in the default image, streams the output, and leaves nothing after fleet delete', async () => {
-      const runName = `${cloud}-hello`;
-      const configuration = gpuTask(runName, [scenarios.hello.command, `cat ${TEST_IMAGE_MARKER_PATH}`]);
-      const [cheapest] = (await planJob(harness, configuration)).offers;
-      if (!cheapest) throw new Error('the plan has no offer');
-      expect(cheapest.backend).toBe(cloud);
-      await applyTask(harness, configuration);
-      const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 180_000);
-      expect(finished.status).toBe('done');
-      const instance = provisionedInstance(finished);
-      expect({ type: instance.type, region: instance.region }).toEqual({
-        type: cheapest.instance.name,
-        region: cheapest.region,
-      });
-      scenarios.expectLandedOn?.(instance, cheapest);
-      const output = await harness.logs(runName);
-      expect(output).toContain(scenarios.hello.expected(instance));
-      expect(output).toContain(defaultImages.marker());
-
-      await deleteFleet(harness, runName);
-      await waitFor('the instance to be gone', () => (emulator.isGone(instance.id) ? true : null), 120_000);
-    }, 300_000);
-
-    it('runs a task in the private image it names (registry_auth) and one in the default image of its python', async () => {
-      const named = `${cloud}-named-image`;
-      const python = `${cloud}-python-311`;
-      const printMarker = [`cat ${TEST_IMAGE_MARKER_PATH}`];
-      await Promise.all([
-        applyTask(
-          harness,
-          gpuTask(named, printMarker, {
-            image: privateRegistry.image,
-            registry_auth: {
-              username: privateRegistry.registry.username,
-              password: privateRegistry.registry.password,
-            },
-          }),
-        ),
-        applyTask(harness, gpuTask(python, printMarker, { python: '3.11' })),
-      ]);
-      for (const [runName, marker] of [
-        [named, PRIVATE_IMAGE_MARKER],
-        [python, defaultImages.marker('3.11')],
-      ] as const) {
-        const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 180_000);
-        expect(finished.status, finished.latest_job_submission?.termination_reason_message ?? '').toBe(
-          'done',
-        );
-        expect(await harness.logs(runName)).toContain(marker);
-      }
-      await deleteAllFleets(harness);
-    }, 300_000);
-
-    it('moves on to the next offer when the cheapest has no capacity', async () => {
-      const runName = `${cloud}-capacity`;
-      const configuration = gpuTask(runName, ['echo landed']);
-      const [cheapest, next] = (await planJob(harness, configuration)).offers;
-      if (!cheapest || !next) throw new Error('the plan has fewer than two offers');
-      emulator.failCapacity(cheapest);
-      try {
+    // A file may run only its cloud's own scenarios on this set-up (another file runs these).
+    if (scenarios.commonScenarios !== false) {
+      it('lands on the cheapest offer, runs in the default image, streams the output, and leaves nothing after fleet delete', async () => {
+        const runName = `${cloud}-hello`;
+        const configuration = gpuTask(runName, [scenarios.hello.command, `cat ${TEST_IMAGE_MARKER_PATH}`]);
+        const [cheapest] = (await planJob(harness, configuration)).offers;
+        if (!cheapest) throw new Error('the plan has no offer');
+        expect(cheapest.backend).toBe(cloud);
         await applyTask(harness, configuration);
         const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 180_000);
         expect(finished.status).toBe('done');
         const instance = provisionedInstance(finished);
         expect({ type: instance.type, region: instance.region }).toEqual({
-          type: next.instance.name,
-          region: next.region,
+          type: cheapest.instance.name,
+          region: cheapest.region,
         });
-      } finally {
-        emulator.clearFaults();
-      }
-      await deleteFleet(harness, runName);
-    }, 300_000);
+        scenarios.expectLandedOn?.(instance, cheapest);
+        const output = await harness.logs(runName);
+        expect(output).toContain(scenarios.hello.expected(instance));
+        expect(output).toContain(defaultImages.marker());
 
-    it.runIf(scenarios.launchFaults?.includes('refused-credentials'))(
-      'fails a job whose backend refuses its key as a backend error, not as no capacity, and dstack ps says so',
-      async () => {
-        const runName = `${cloud}-denied`;
-        emulator.refuseCredentials?.();
-        try {
-          await applyTask(harness, gpuTask(runName, ['echo never']));
-          const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 120_000);
-          expect(finished.status).toBe('failed');
-          const submission = finished.latest_job_submission;
-          expect(submission?.termination_reason).toBe('executor_error');
-          expect(submission?.status_message).toBe('error');
-          expect(submission?.termination_reason_message).toMatch(
-            new RegExp(`^backend ${cloud}: authentication failed: `),
-          );
-          expect(finished.error).toBe(submission?.termination_reason_message);
-        } finally {
-          emulator.clearFaults();
-        }
-        requireBuiltDstack();
-        const cliDir = join(temp.dir, 'cli');
-        mkdirSync(cliDir, { recursive: true });
-        writeFileSync(
-          join(cliDir, 'config.yml'),
-          stringify({
-            projects: [{ name: 'main', url: harness.server.url, token: ADMIN_TOKEN, default: true }],
-          }),
-        );
-        const ps = await runDstack(['ps', '-a', '-v'], { env: { DSTACK_CLI_CONFIG_DIR: cliDir } });
-        expect(ps.stdout).toMatch(
-          new RegExp(`^${runName}\\s.*error\\s.*backend ${cloud}: authentication failed: `, 'm'),
-        );
-        expect(emulator.runningIds()).toEqual([]);
         await deleteFleet(harness, runName);
-      },
-      180_000,
-    );
+        await waitFor('the instance to be gone', () => (emulator.isGone(instance.id) ? true : null), 120_000);
+      }, 300_000);
 
-    it.runIf(scenarios.launchFaults?.includes('throttling'))(
-      'tries a throttled launch again on the cheapest offer, and fails the job as rate limited when it never passes',
-      async () => {
-        const passes = `${cloud}-throttled`;
-        const configuration = gpuTask(passes, ['echo landed']);
-        const [cheapest] = (await planJob(harness, configuration)).offers;
-        if (!cheapest) throw new Error('the plan has no offer');
-        // More throttled calls than the backend's own retries: only the server's retry gets through.
-        emulator.throttleLaunches?.(6);
+      it('runs a task in the private image it names (registry_auth) and one in the default image of its python', async () => {
+        const named = `${cloud}-named-image`;
+        const python = `${cloud}-python-311`;
+        const printMarker = [`cat ${TEST_IMAGE_MARKER_PATH}`];
+        await Promise.all([
+          applyTask(
+            harness,
+            gpuTask(named, printMarker, {
+              image: privateRegistry.image,
+              registry_auth: {
+                username: privateRegistry.registry.username,
+                password: privateRegistry.registry.password,
+              },
+            }),
+          ),
+          applyTask(harness, gpuTask(python, printMarker, { python: '3.11' })),
+        ]);
+        for (const [runName, marker] of [
+          [named, PRIVATE_IMAGE_MARKER],
+          [python, defaultImages.marker('3.11')],
+        ] as const) {
+          const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 180_000);
+          expect(finished.status, finished.latest_job_submission?.termination_reason_message ?? '').toBe(
+            'done',
+          );
+          expect(await harness.logs(runName)).toContain(marker);
+        }
+        await deleteAllFleets(harness);
+      }, 300_000);
+
+      it('moves on to the next offer when the cheapest has no capacity', async () => {
+        const runName = `${cloud}-capacity`;
+        const configuration = gpuTask(runName, ['echo landed']);
+        const [cheapest, next] = (await planJob(harness, configuration)).offers;
+        if (!cheapest || !next) throw new Error('the plan has fewer than two offers');
+        emulator.failCapacity(cheapest);
         try {
           await applyTask(harness, configuration);
-          const finished = await harness.waitForRun(passes, ['done', 'failed', 'terminated'], 180_000);
+          const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 180_000);
           expect(finished.status).toBe('done');
           const instance = provisionedInstance(finished);
           expect({ type: instance.type, region: instance.region }).toEqual({
-            type: cheapest.instance.name,
-            region: cheapest.region,
+            type: next.instance.name,
+            region: next.region,
           });
         } finally {
           emulator.clearFaults();
         }
-        await deleteFleet(harness, passes);
+        await deleteFleet(harness, runName);
+      }, 300_000);
 
-        const never = `${cloud}-always-throttled`;
-        emulator.throttleLaunches?.();
+      it.runIf(scenarios.launchFaults?.includes('refused-credentials'))(
+        'fails a job whose backend refuses its key as a backend error, not as no capacity, and dstack ps says so',
+        async () => {
+          const runName = `${cloud}-denied`;
+          emulator.refuseCredentials?.();
+          try {
+            await applyTask(harness, gpuTask(runName, ['echo never']));
+            const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 120_000);
+            expect(finished.status).toBe('failed');
+            const submission = finished.latest_job_submission;
+            expect(submission?.termination_reason).toBe('executor_error');
+            expect(submission?.status_message).toBe('error');
+            expect(submission?.termination_reason_message).toMatch(
+              new RegExp(`^backend ${cloud}: authentication failed: `),
+            );
+            expect(finished.error).toBe(submission?.termination_reason_message);
+          } finally {
+            emulator.clearFaults();
+          }
+          requireBuiltDstack();
+          const cliDir = join(temp.dir, 'cli');
+          mkdirSync(cliDir, { recursive: true });
+          writeFileSync(
+            join(cliDir, 'config.yml'),
+            stringify({
+              projects: [{ name: 'main', url: harness.server.url, token: ADMIN_TOKEN, default: true }],
+            }),
+          );
+          const ps = await runDstack(['ps', '-a', '-v'], { env: { DSTACK_CLI_CONFIG_DIR: cliDir } });
+          expect(ps.stdout).toMatch(
+            new RegExp(`^${runName}\\s.*error\\s.*backend ${cloud}: authentication failed: `, 'm'),
+          );
+          expect(emulator.runningIds()).toEqual([]);
+          await deleteFleet(harness, runName);
+        },
+        180_000,
+      );
+
+      it.runIf(scenarios.launchFaults?.includes('throttling'))(
+        'tries a throttled launch again on the cheapest offer, and fails the job as rate limited when it never passes',
+        async () => {
+          const passes = `${cloud}-throttled`;
+          const configuration = gpuTask(passes, ['echo landed']);
+          const [cheapest] = (await planJob(harness, configuration)).offers;
+          if (!cheapest) throw new Error('the plan has no offer');
+          // More throttled calls than the backend's own retries: only the server's retry gets through.
+          emulator.throttleLaunches?.(6);
+          try {
+            await applyTask(harness, configuration);
+            const finished = await harness.waitForRun(passes, ['done', 'failed', 'terminated'], 180_000);
+            expect(finished.status).toBe('done');
+            const instance = provisionedInstance(finished);
+            expect({ type: instance.type, region: instance.region }).toEqual({
+              type: cheapest.instance.name,
+              region: cheapest.region,
+            });
+          } finally {
+            emulator.clearFaults();
+          }
+          await deleteFleet(harness, passes);
+
+          const never = `${cloud}-always-throttled`;
+          emulator.throttleLaunches?.();
+          try {
+            await applyTask(harness, gpuTask(never, ['echo never']));
+            const finished = await harness.waitForRun(never, ['done', 'failed', 'terminated'], 180_000);
+            expect(finished.status).toBe('failed');
+            expect(finished.latest_job_submission?.termination_reason).toBe('executor_error');
+            expect(finished.latest_job_submission?.termination_reason_message).toMatch(
+              new RegExp(`^backend ${cloud}: rate limited: `),
+            );
+          } finally {
+            emulator.clearFaults();
+          }
+          await deleteFleet(harness, never);
+        },
+        300_000,
+      );
+
+      it('resubmits a spot job the cloud took back, under retry on interruption', async () => {
+        const runName = `${cloud}-spot`;
+        await applyTask(
+          harness,
+          gpuTask(runName, ['sleep 3', 'echo survived'], {
+            spot_policy: 'spot',
+            retry: { on_events: ['interruption'], duration: '1h' },
+          }),
+        );
+        const running = await harness.waitForRun(runName, ['running'], 180_000);
+        const first = provisionedInstance(running);
+        expect(emulator.isSpot(first.id)).toBe(true);
+        emulator.interruptSpot(first.id);
+
+        const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 240_000);
+        expect(finished.status).toBe('done');
+        const submissions = finished.jobs[0]?.job_submissions ?? [];
+        expect(submissions.map((submission) => submission.termination_reason)).toEqual([
+          'interrupted_by_no_capacity',
+          'done_by_runner',
+        ]);
+        const second = provisionedInstance(finished);
+        expect(second.id).not.toBe(first.id);
+
+        // The run is done and its spot instance idle in the fleet: the cloud takes it back, and the
+        // next instance pass (its shim silent, the provider saying so) ends it, not the 20-minute
+        // unreachable limit.
+        const instanceRow = () =>
+          harness.server.app.db
+            .selectFrom('instances')
+            .select(['status', 'termination_reason', 'termination_reason_message'])
+            .where('job_provisioning_data', 'like', `%"instance_id":"${second.id}"%`)
+            .executeTakeFirstOrThrow();
+        await waitFor('the instance to be idle', async () =>
+          (await instanceRow()).status === 'idle' ? true : null,
+        );
+        emulator.interruptSpot(second.id);
+        const ended = await waitFor(
+          'the instance to end',
+          async () => {
+            const row = await instanceRow();
+            return row.status === 'idle' ? null : row;
+          },
+          120_000,
+        );
+        expect(ended).toEqual({
+          status: 'terminated',
+          termination_reason: 'unreachable',
+          termination_reason_message: 'the provider took the spot instance back',
+        });
+        const fleets = await harness.call<Array<{ name: string }>>('/api/project/main/fleets/list');
+        if (fleets.body.some((fleet) => fleet.name === runName)) await deleteFleet(harness, runName);
+      }, 420_000);
+
+      it('fails the run soon, with the bootstrap log, when the host cannot download the agent runtime', async () => {
+        const runName = `${cloud}-no-agent`;
+        tarball.failDownloads(503);
         try {
-          await applyTask(harness, gpuTask(never, ['echo never']));
-          const finished = await harness.waitForRun(never, ['done', 'failed', 'terminated'], 180_000);
-          expect(finished.status).toBe('failed');
-          expect(finished.latest_job_submission?.termination_reason).toBe('executor_error');
-          expect(finished.latest_job_submission?.termination_reason_message).toMatch(
-            new RegExp(`^backend ${cloud}: rate limited: `),
+          await applyTask(harness, gpuTask(runName, ['echo never']));
+          // The bootstrap gives up after its tries (about a minute); the server reads why at once,
+          // far before the 10-minute provisioning timeout.
+          const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 150_000);
+          expect(finished.status).not.toBe('done');
+          const message = finished.jobs[0]?.job_submissions.at(-1)?.termination_reason_message ?? '';
+          expect(message).toContain("the instance's bootstrap failed: cannot download the agent runtime");
+          expect(message).toContain(
+            `${AGENT_BOOTSTRAP_FAILURE_MARKER} cannot download the agent runtime from ${tarball.url}`,
           );
         } finally {
-          emulator.clearFaults();
+          tarball.failDownloads(null);
         }
-        await deleteFleet(harness, never);
-      },
-      300_000,
-    );
-
-    it('resubmits a spot job the cloud took back, under retry on interruption', async () => {
-      const runName = `${cloud}-spot`;
-      await applyTask(
-        harness,
-        gpuTask(runName, ['sleep 3', 'echo survived'], {
-          spot_policy: 'spot',
-          retry: { on_events: ['interruption'], duration: '1h' },
-        }),
-      );
-      const running = await harness.waitForRun(runName, ['running'], 180_000);
-      const first = provisionedInstance(running);
-      expect(emulator.isSpot(first.id)).toBe(true);
-      emulator.interruptSpot(first.id);
-
-      const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 240_000);
-      expect(finished.status).toBe('done');
-      const submissions = finished.jobs[0]?.job_submissions ?? [];
-      expect(submissions.map((submission) => submission.termination_reason)).toEqual([
-        'interrupted_by_no_capacity',
-        'done_by_runner',
-      ]);
-      const second = provisionedInstance(finished);
-      expect(second.id).not.toBe(first.id);
-
-      // The run is done and its spot instance idle in the fleet: the cloud takes it back, and the
-      // next instance pass (its shim silent, the provider saying so) ends it, not the 20-minute
-      // unreachable limit.
-      const instanceRow = () =>
-        harness.server.app.db
-          .selectFrom('instances')
-          .select(['status', 'termination_reason', 'termination_reason_message'])
-          .where('job_provisioning_data', 'like', `%"instance_id":"${second.id}"%`)
-          .executeTakeFirstOrThrow();
-      await waitFor('the instance to be idle', async () =>
-        (await instanceRow()).status === 'idle' ? true : null,
-      );
-      emulator.interruptSpot(second.id);
-      const ended = await waitFor(
-        'the instance to end',
-        async () => {
-          const row = await instanceRow();
-          return row.status === 'idle' ? null : row;
-        },
-        120_000,
-      );
-      expect(ended).toEqual({
-        status: 'terminated',
-        termination_reason: 'unreachable',
-        termination_reason_message: 'the provider took the spot instance back',
-      });
-      const fleets = await harness.call<Array<{ name: string }>>('/api/project/main/fleets/list');
-      if (fleets.body.some((fleet) => fleet.name === runName)) await deleteFleet(harness, runName);
-    }, 420_000);
-
-    it('fails the run soon, with the bootstrap log, when the host cannot download the agent runtime', async () => {
-      const runName = `${cloud}-no-agent`;
-      tarball.failDownloads(503);
-      try {
-        await applyTask(harness, gpuTask(runName, ['echo never']));
-        // The bootstrap gives up after its tries (about a minute); the server reads why at once,
-        // far before the 10-minute provisioning timeout.
-        const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 150_000);
-        expect(finished.status).not.toBe('done');
-        const message = finished.jobs[0]?.job_submissions.at(-1)?.termination_reason_message ?? '';
-        expect(message).toContain("the instance's bootstrap failed: cannot download the agent runtime");
-        expect(message).toContain(
-          `${AGENT_BOOTSTRAP_FAILURE_MARKER} cannot download the agent runtime from ${tarball.url}`,
-        );
-      } finally {
-        tarball.failDownloads(null);
-      }
-      await deleteFleet(harness, runName).catch(() => undefined);
-    }, 300_000);
+        await deleteFleet(harness, runName).catch(() => undefined);
+      }, 300_000);
+    }
 
     scenarios.more?.({
       harness: () => harness,

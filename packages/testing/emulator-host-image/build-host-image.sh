@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds an image of the hosts a cloud emulator boots (one container per instance) from a stock
-# Debian root filesystem made by debootstrap from Debian's mirror, with what the images users boot
-# have and nothing the product needs beyond that:
+# Builds an image of the hosts a cloud emulator boots (one container per instance) from the stock
+# Debian root filesystem every test image starts from (debian-rootfs/build-debian-rootfs.sh: one
+# debootstrap from Debian's mirror per machine), with what the images users boot have and nothing
+# the product needs beyond that:
 #
 #   --kind docker  dstack's VM images (`dstack-*`, `dstack-cuda-*`) and AWS's Deep Learning AMI:
 #                  a cloud image with a Docker daemon that starts at boot (no GPU can be emulated,
@@ -17,9 +18,7 @@
 # Usage: build-host-image.sh --kind docker|plain [--force]
 #   --force   rebuild even when the image exists and was built from these scripts
 # Env: DSTACK_EMULATED_HOST_IMAGE (default dstack-test/emulated-host-<kind>:<build hash>, the name
-#      emulated-host-image.ts computes the same way); DSTACK_DEBIAN_MIRROR (default
-#      http://deb.debian.org/debian); DSTACK_DEBOOTSTRAP_CACHE (the downloaded packages, kept
-#      between builds; default /var/cache/dstack-test/debootstrap).
+#      emulated-host-image.ts computes the same way); those of build-debian-rootfs.sh.
 set -euo pipefail
 
 kind=''
@@ -45,13 +44,16 @@ esac
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 boot_script="$script_dir/emulated-host-boot.sh"
 [ -f "$boot_script" ] || fail "the boot script $boot_script is missing"
+rootfs_script="$script_dir/../debian-rootfs/build-debian-rootfs.sh"
+keep_only="$script_dir/../debian-rootfs/keep-only-packages.sh"
+[ -f "$rootfs_script" ] && [ -f "$keep_only" ] || fail "the root filesystem scripts (debian-rootfs/) are missing"
 
 command -v docker >/dev/null 2>&1 || fail "the docker CLI is missing"
 docker info >/dev/null 2>&1 || fail "the Docker daemon does not answer (run scripts/services/ensure-dockerd.sh)"
-command -v debootstrap >/dev/null 2>&1 || fail "debootstrap is missing (apt-get install debootstrap)"
 
-# The image records which build it came from, so a changed script or boot script rebuilds it.
-build_hash="$(cat "${BASH_SOURCE[0]}" "$boot_script" | sha256sum | cut -c1-16)"
+# The image records which build it came from, so a changed script, boot script or root
+# filesystem rebuilds it.
+build_hash="$(cat "${BASH_SOURCE[0]}" "$boot_script" "$rootfs_script" "$keep_only" | sha256sum | cut -c1-16)"
 image="${DSTACK_EMULATED_HOST_IMAGE:-dstack-test/emulated-host-$kind:$build_hash}"
 label="dev.dstack.emulated-host-image"
 built_from() {
@@ -67,20 +69,21 @@ if [ "$force" -eq 0 ] && [ "$(built_from)" = "$build_hash" ]; then
   exit 0
 fi
 
-mirror="${DSTACK_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-cache="${DSTACK_DEBOOTSTRAP_CACHE:-/var/cache/dstack-test/debootstrap}"
-mkdir -p "$cache"
-
-packages=openssh-server,openssh-sftp-server,iproute2,curl,wget,ca-certificates,sudo,python3,procps,less
-[ "$kind" = docker ] && packages="$packages,docker.io"
+base="$(bash "$rootfs_script")" || fail "the Debian root filesystem could not be made"
 
 rootfs="$(mktemp -d /tmp/dstack-emulated-host.XXXXXX)"
-trap 'rm -rf "$rootfs"' EXIT
+trap 'rm -rf "$rootfs" "$rootfs.log"' EXIT
+echo "build-host-image: $kind host from $base" >&2
+tar -C "$rootfs" --numeric-owner -xf "$base"
 
-echo "build-host-image: debootstrap bookworm ($kind) from $mirror" >&2
-debootstrap --variant=minbase --cache-dir="$cache" --include="$packages" bookworm "$rootfs" "$mirror" \
-  >"$rootfs.log" 2>&1 || { tail -20 "$rootfs.log" >&2; rm -f "$rootfs.log"; fail "debootstrap failed"; }
-rm -f "$rootfs.log"
+# The root filesystem has every image's packages; a host keeps its own (Canonical's plain Ubuntu
+# has no Docker), as a debootstrap of only these would have made it.
+packages=(openssh-server openssh-sftp-server iproute2 curl wget ca-certificates sudo python3 procps less)
+[ "$kind" = docker ] && packages+=(docker.io)
+bash "$keep_only" "$rootfs" "${packages[@]}" || fail "trimming the root filesystem failed"
+if [ "$kind" = plain ] && chroot "$rootfs" sh -c 'command -v dockerd || command -v containerd' >/dev/null; then
+  fail "the plain host image still has Docker"
+fi
 
 # The default user, as cloud-init makes it on Ubuntu's images.
 chroot "$rootfs" useradd --create-home --uid 1000 --user-group --shell /bin/bash ubuntu

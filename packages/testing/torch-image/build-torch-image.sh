@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds the image of the multi-node PyTorch test: Debian bookworm (minbase, debootstrap from
-# Debian's mirror, as the emulated hosts' images) with its python3 (3.11) and PyTorch's CPU build
-# installed offline from wheels on this machine, nothing from PyPI. Jobs pull it from a test
-# registry, as they pull any `image:`.
+# Builds the image of the multi-node PyTorch test: the Debian bookworm root filesystem every test
+# image starts from (debian-rootfs/build-debian-rootfs.sh, one debootstrap per machine) with its
+# python3 (3.11) and PyTorch's CPU build installed offline from wheels on this machine, nothing
+# from PyPI. Jobs pull it from a test registry, as they pull any `image:`. The hosts' packages
+# are removed from its copy (keep-only-packages.sh): a job's image has no daemon or sshd of its own.
 #
 # Kept small, as it is pushed to a registry and pulled by every node: no pip in the image, no pip
 # cache, no documentation; PyTorch's C++ headers, its own test suite and test binaries go (a
@@ -16,7 +17,7 @@
 #      DSTACK_TORCH_DEPENDENCY_WHEELS (a folder with the wheels of torch's dependencies and pip's
 #      own wheel; default /opt/pypi/files); DSTACK_TORCH_TEST_IMAGE (default
 #      dstack-test/python-torch:<build hash>, the name torch-test-image.ts computes the same way);
-#      DSTACK_DEBIAN_MIRROR, DSTACK_DEBOOTSTRAP_CACHE (as build-host-image.sh).
+#      those of build-debian-rootfs.sh.
 set -euo pipefail
 
 force=0
@@ -44,12 +45,15 @@ pip_wheel="$(ls "$dependencies"/pip-*-py3-none-any.whl 2>/dev/null | sort -V | t
 
 command -v docker >/dev/null 2>&1 || fail "the docker CLI is missing"
 docker info >/dev/null 2>&1 || fail "the Docker daemon does not answer (run scripts/services/ensure-dockerd.sh)"
-command -v debootstrap >/dev/null 2>&1 || fail "debootstrap is missing (apt-get install debootstrap)"
+rootfs_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../debian-rootfs"
+rootfs_script="$rootfs_dir/build-debian-rootfs.sh"
+keep_only="$rootfs_dir/keep-only-packages.sh"
+[ -f "$rootfs_script" ] && [ -f "$keep_only" ] || fail "the root filesystem scripts ($rootfs_dir) are missing"
 command -v python3 >/dev/null 2>&1 || fail "python3 is missing (it resolves the wheels to copy)"
 
-# The image records which build it came from (this script, the wheel's name and size), so a
-# changed script or another wheel rebuilds it.
-build_hash="$({ cat "${BASH_SOURCE[0]}"; echo "$(basename "$wheel") $(stat -c %s "$wheel")"; } | sha256sum | cut -c1-16)"
+# The image records which build it came from (this script, the root filesystem's, the wheel's
+# name and size), so a changed script or another wheel rebuilds it.
+build_hash="$({ cat "${BASH_SOURCE[0]}" "$rootfs_script" "$keep_only"; echo "$(basename "$wheel") $(stat -c %s "$wheel")"; } | sha256sum | cut -c1-16)"
 image="${DSTACK_TORCH_TEST_IMAGE:-dstack-test/python-torch:$build_hash}"
 label="dev.dstack.torch-test-image"
 built_from() {
@@ -64,16 +68,14 @@ if [ "$force" -eq 0 ] && [ "$(built_from)" = "$build_hash" ]; then
   exit 0
 fi
 
-mirror="${DSTACK_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-cache="${DSTACK_DEBOOTSTRAP_CACHE:-/var/cache/dstack-test/debootstrap}"
-mkdir -p "$cache"
+base="$(bash "$rootfs_script")" || fail "the Debian root filesystem could not be made"
 
 rootfs="$(mktemp -d /tmp/dstack-torch-image.XXXXXX)"
 trap 'rm -rf "$rootfs" "$rootfs.log"' EXIT
-
-echo "build-torch-image: debootstrap bookworm with python3 from $mirror" >&2
-debootstrap --variant=minbase --cache-dir="$cache" --include=python3 bookworm "$rootfs" "$mirror" \
-  >"$rootfs.log" 2>&1 || { tail -20 "$rootfs.log" >&2; fail "debootstrap failed"; }
+echo "build-torch-image: from $base" >&2
+tar -C "$rootfs" --numeric-owner -xf "$base"
+# A job's image: python3 and what Debian requires, no daemon, no sshd (as a debootstrap of python3 alone).
+bash "$keep_only" "$rootfs" python3 || fail "trimming the root filesystem failed"
 python="$(chroot "$rootfs" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 [ "$python" = 3.11 ] || fail "bookworm's python3 is $python, not the wheel's 3.11"
 

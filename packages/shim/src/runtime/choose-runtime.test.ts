@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { chooseRuntime } from './choose-runtime.js';
 import type { TaskRuntime } from './task-runtime.js';
 
@@ -62,7 +62,14 @@ describe('chooseRuntime auto', () => {
     installDockerd();
     const lines: string[] = [];
     const choosing = choose(60_000, lines);
-    await new Promise((resolve) => setTimeout(resolve, 700));
+    // The daemon starts once the shim is waiting for it (not after a guessed delay).
+    await vi.waitFor(
+      () => expect(lines.join('\n')).toContain('Docker is installed but does not answer yet'),
+      {
+        timeout: 30_000,
+        interval: 20,
+      },
+    );
     await startDaemon();
     const runtime = await choosing;
     expect(runtime.name).toBe('docker');

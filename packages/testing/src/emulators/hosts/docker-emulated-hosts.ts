@@ -41,8 +41,12 @@ const NETWORK_LABEL = 'dev.dstack.emulated-host-network';
 
 /** The network the hosts share by default. */
 export const DEFAULT_EMULATED_HOSTS_NETWORK = 'dstack-emulated-hosts';
-/** How long `launch` waits for the host's sshd by default. */
-export const DEFAULT_SSHD_TIMEOUT_MS = 60_000;
+/**
+ * How long `launch` waits for the host's sshd by default: generous, since on a loaded 2-core
+ * machine a host's boot (its Docker daemon, its host keys) took over a minute; a host whose boot
+ * failed is reported at once, not at this deadline.
+ */
+export const DEFAULT_SSHD_TIMEOUT_MS = 180_000;
 const SSHD_POLL_MS = 100;
 const SSH_BANNER_TIMEOUT_MS = 2_000;
 
@@ -54,7 +58,7 @@ export interface DockerEmulatedHostsOptions {
   emulator?: string;
   /** The internal bridge network the hosts share; made on first launch when missing. Default `dstack-emulated-hosts`. */
   network?: string;
-  /** How long `launch` waits for sshd to answer. Default 60 s. */
+  /** How long `launch` waits for sshd to answer. Default 180 s. */
   sshdTimeoutMs?: number;
 }
 
@@ -468,11 +472,14 @@ export class DockerEmulatedHosts implements EmulatedHosts {
         return left.length > 0 ? runDocker(['rm', '--force', '--volumes', ...left]) : '';
       })
       .catch(() => undefined);
-    if (this.#madeNetwork) {
+    // The default network stays: test files running beside this one (and other checkouts on this
+    // Docker) launch hosts on it, and a host created but not yet started holds no endpoint that
+    // would stop its removal, so removing it failed their start ("network … not found").
+    if (this.#madeNetwork && this.network !== DEFAULT_EMULATED_HOSTS_NETWORK) {
       // Another emulator's hosts may still use it; then it stays for them and later runs.
       await runDocker(['network', 'rm', this.network]).catch(() => undefined);
-      this.#madeNetwork = false;
     }
+    this.#madeNetwork = false;
   }
 }
 

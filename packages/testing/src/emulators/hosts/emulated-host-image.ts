@@ -1,6 +1,7 @@
 /**
  * The images emulated hosts boot from, built on this machine by
- * `emulator-host-image/build-host-image.sh` from a Debian root filesystem (debootstrap): `docker`
+ * `emulator-host-image/build-host-image.sh` from the Debian root filesystem every test image
+ * starts from (`debian-rootfs/build-debian-rootfs.sh`, one debootstrap per machine): `docker`
  * for the images with a Docker daemon (dstack's VM images, AWS's Deep Learning AMI), `plain` for
  * those without (Canonical's Ubuntu). The script is idempotent: it rebuilds only when the image is
  * missing or was built from other scripts, so running it before the first launch of a process
@@ -25,6 +26,13 @@ export const BUILD_HOST_IMAGE_SCRIPT = fileURLToPath(
 const BOOT_SCRIPT = fileURLToPath(
   new URL('../../../emulator-host-image/emulated-host-boot.sh', import.meta.url),
 );
+/**
+ * The one Debian root filesystem every test image starts from (one debootstrap per machine), and
+ * the script that trims a copy to an image's packages: part of every Debian image's build hash.
+ */
+export const DEBIAN_ROOTFS_SCRIPTS = ['build-debian-rootfs.sh', 'keep-only-packages.sh'].map((name) =>
+  fileURLToPath(new URL(`../../../debian-rootfs/${name}`, import.meta.url)),
+);
 
 /** What an emulated host's image has: a Docker daemon that starts at boot, or not. */
 export type EmulatedHostKind = 'docker' | 'plain';
@@ -33,6 +41,7 @@ export const EMULATED_HOST_KINDS: readonly EmulatedHostKind[] = ['docker', 'plai
 const BUILD_HASH = createHash('sha256')
   .update(readFileSync(BUILD_HOST_IMAGE_SCRIPT))
   .update(readFileSync(BOOT_SCRIPT))
+  .update(Buffer.concat(DEBIAN_ROOTFS_SCRIPTS.map((script) => readFileSync(script))))
   .digest('hex')
   .slice(0, 16);
 

@@ -1,7 +1,7 @@
 /**
  * The image of the multi-node PyTorch test: Debian bookworm's python3 (3.11) with PyTorch's CPU
- * build, installed offline from wheels on this machine by `torch-image/build-torch-image.sh`
- * (nothing can be installed from PyPI here). Tagged with the hash of the script and the wheel, as
+ * build, installed offline from wheels on this machine by `torch-image/build-torch-image.sh` on
+ * the Debian root filesystem the emulated hosts' images start from (nothing can be installed from PyPI here). Tagged with the hash of the script and the wheel, as
  * the emulated host images are, so a machine builds it once, and checkouts with another script or
  * wheel get their own.
  */
@@ -11,6 +11,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { DEBIAN_ROOTFS_SCRIPTS } from './emulated-host-image.js';
 
 const run = promisify(execFile);
 
@@ -56,6 +57,7 @@ export function torchTestImage(): string {
   if (wheel === null) throw new Error(`cannot name the torch test image: ${torchTestImageMissing()}`);
   const hash = createHash('sha256')
     .update(readFileSync(BUILD_TORCH_IMAGE_SCRIPT))
+    .update(Buffer.concat(DEBIAN_ROOTFS_SCRIPTS.map((script) => readFileSync(script))))
     .update(`${basename(wheel)} ${statSync(wheel).size}\n`)
     .digest('hex')
     .slice(0, 16);

@@ -126,6 +126,19 @@ async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
+/**
+ * `count` different free ports on `host`. Another process may still take one before pebble or its
+ * DNS binds it: `startPebble` then starts again on new ports.
+ */
+async function distinctFreePorts(count: number, host: string): Promise<number[]> {
+  const ports = new Set<number>();
+  for (let tries = 0; ports.size < count; tries++) {
+    if (tries > count * 20) throw new Error(`could not find ${count} different free ports on ${host}`);
+    ports.add(await findFreePort(host));
+  }
+  return [...ports];
+}
+
 /** Polls `probe` until it stops throwing; fails with the process's output after `timeoutMs`. */
 async function waitUntilUp(
   what: string,
@@ -147,16 +160,27 @@ async function waitUntilUp(
   }
 }
 
+/** Starts before a port clash with another process gives up: each start draws new ports. */
+const START_ATTEMPTS = 3;
+
 export async function startPebble(options: PebbleOptions): Promise<PebbleServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startPebbleOnce(options);
+    } catch (error) {
+      if (attempt === START_ATTEMPTS || !(error as Error).message.includes('address already in use'))
+        throw error;
+    }
+  }
+}
+
+async function startPebbleOnce(options: PebbleOptions): Promise<PebbleServer> {
   const host = options.host ?? '127.0.0.1';
   mkdirSync(options.dir, { recursive: true });
   const tls = makeTlsCertificate(options.dir, host);
-  const [acmePort, managementPort, tlsPort] = [
-    await findFreePort(host),
-    await findFreePort(host),
-    await findFreePort(),
-  ];
-  const [dnsPort, dnsManagementPort] = [await findFreePort(), await findFreePort()];
+  // Distinct: ports found one after another may be the same one (each was free when found), and
+  // pebble then fails to bind the port its DNS took.
+  const [acmePort, managementPort, tlsPort, dnsPort, dnsManagementPort] = await distinctFreePorts(5, host);
 
   // The mock DNS only: its own challenge servers are off (the gateway answers http-01), and it
   // answers no name it was not told (no default address), as a name whose DNS is not set up.

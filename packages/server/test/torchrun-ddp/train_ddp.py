@@ -44,6 +44,10 @@ def main() -> None:
         f"master_addr={os.environ['MASTER_ADDR']}",
         flush=True,
     )
+    # Every rank done before any tears its connections down: without this, a rank still closing
+    # its gloo pairs after its peer's process exited aborted once ("terminate called without an
+    # active exception", SIGABRT) after training had succeeded on both nodes.
+    dist.barrier()
     dist.destroy_process_group()
 
 

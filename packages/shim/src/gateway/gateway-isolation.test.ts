@@ -10,10 +10,10 @@
 import { createHash } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { type AddressInfo, connect } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { GatewayService, GatewayState } from '@dstack/core/agent-protocol';
+import type { GatewayState } from '@dstack/core/agent-protocol';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GATEWAY_BUNDLE_PATH } from '../paths.js';
@@ -25,9 +25,14 @@ import {
   spawnNode,
   waitForExit,
 } from '../testing/shim-test.test.helpers.js';
-import { type GatewayServer, startGateway } from './gateway-server.js';
+import type { GatewayServer } from './gateway-server.js';
+import {
+  GATEWAY_API_TOKEN as API_TOKEN,
+  gatewayService,
+  listenOnLoopback,
+  startLoopbackGateway,
+} from './gateway-test.test.helpers.js';
 
-const API_TOKEN = 'gateway-api-token';
 const MEMBER_TOKEN = 'member-token';
 const ORIGIN_FORM_REFUSAL = 'must be a path that starts with a single "/"';
 
@@ -49,8 +54,7 @@ async function startListener(
     targets.push(incoming.url ?? '');
     socket.end('HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n\r\n');
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, port: (server.address() as AddressInfo).port, connections: () => connections, targets };
+  return { server, port: await listenOnLoopback(server), connections: () => connections, targets };
 }
 
 /** Writes `head` (and `body`) on a new connection to `port` and reads until the gateway closes it. */
@@ -84,21 +88,6 @@ function dechunked(text: string): string {
   }
 }
 
-function service(name: string, fields: Partial<GatewayService>): GatewayService {
-  return {
-    project: 'main',
-    run_name: name,
-    run_id: `run-${name}`,
-    hostname: `${name}.example.test`,
-    auth: false,
-    https: false,
-    replicas: [],
-    scales_from_zero: false,
-    rate_limits: [],
-    ...fields,
-  };
-}
-
 describe('the gateway agent forwards only to replicas; its management API answers only the server', () => {
   const home = mkdtempSync(join(tmpdir(), 'dstack-gateway-isolation-'));
   let gateway: GatewayServer;
@@ -124,7 +113,10 @@ describe('the gateway agent forwards only to replicas; its management API answer
     certificate: null,
     acme: null,
     services: [
-      service('guarded', { auth: false, replicas: [{ id: 'evil', url: `http://127.0.0.1:${bait.port}` }] }),
+      gatewayService('guarded', {
+        auth: false,
+        replicas: [{ id: 'evil', url: `http://127.0.0.1:${bait.port}` }],
+      }),
     ],
     token_hashes: {},
   });
@@ -132,19 +124,12 @@ describe('the gateway agent forwards only to replicas; its management API answer
   beforeAll(async () => {
     replica = await startListener('replica');
     bait = await startListener('bait');
-    gateway = await startGateway({
-      home,
-      apiToken: API_TOKEN,
-      apiPort: 0,
-      httpsPort: 0,
-      httpPort: 0,
-      publicHost: '127.0.0.1',
-    });
+    gateway = await startLoopbackGateway(home);
     const replicas = [{ id: 'job-1', url: `http://127.0.0.1:${replica.port}` }];
     const state: GatewayState = {
       certificate: null,
       acme: null,
-      services: [service('open', { replicas }), service('guarded', { auth: true, replicas })],
+      services: [gatewayService('open', { replicas }), gatewayService('guarded', { auth: true, replicas })],
       token_hashes: { main: [createHash('sha256').update(MEMBER_TOKEN).digest('hex')] },
     };
     const put = await api('/api/state', { method: 'PUT', token: API_TOKEN, body: JSON.stringify(state) });

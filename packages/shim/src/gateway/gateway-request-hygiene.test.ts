@@ -8,15 +8,19 @@
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
-import { type AddressInfo, connect } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { GatewayService } from '@dstack/core/agent-protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayServer, startGateway } from './gateway-server.js';
+import type { GatewayServer } from './gateway-server.js';
+import {
+  GATEWAY_API_HEADERS,
+  gatewayService,
+  listenOnLoopback,
+  startLoopbackGateway,
+} from './gateway-test.test.helpers.js';
 
 const MEMBER_TOKEN = 'member-token';
-const API_TOKEN = 'gateway-api-token';
 
 /** What the echo replica saw. */
 interface Echo {
@@ -45,23 +49,7 @@ async function startEchoReplica(): Promise<{ server: Server; url: string }> {
     const body = JSON.stringify(echoOf(incoming.url, incoming.headers));
     socket.end(`HTTP/1.1 200 OK\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
-}
-
-function service(name: string, fields: Partial<GatewayService>): GatewayService {
-  return {
-    project: 'main',
-    run_name: name,
-    run_id: `run-${name}`,
-    hostname: `${name}.example.test`,
-    auth: false,
-    https: false,
-    replicas: [],
-    scales_from_zero: false,
-    rate_limits: [],
-    ...fields,
-  };
+  return { server, url: `http://127.0.0.1:${await listenOnLoopback(server)}` };
 }
 
 describe('the gateway agent normalises paths for rate limits and keeps dstack tokens from services', () => {
@@ -117,17 +105,10 @@ describe('the gateway agent normalises paths for rate limits and keeps dstack to
 
   beforeAll(async () => {
     replica = await startEchoReplica();
-    gateway = await startGateway({
-      home,
-      apiToken: API_TOKEN,
-      apiPort: 0,
-      httpsPort: 0,
-      httpPort: 0,
-      publicHost: '127.0.0.1',
-    });
+    gateway = await startLoopbackGateway(home);
     const replicas = [{ id: 'job-1', url: replica.url }];
     const services = [
-      service('limited', {
+      gatewayService('limited', {
         replicas,
         rate_limits: [
           // One request per client key, then 429 for a minute: a second request shows which bucket it took.
@@ -135,13 +116,13 @@ describe('the gateway agent normalises paths for rate limits and keeps dstack to
           { prefix: '/v1/embeddings', key: { type: 'header', header: 'x-client' }, rps: 1 / 60, burst: 0 },
         ],
       }),
-      service('open', { replicas }),
-      service('closed', { replicas, auth: true }),
+      gatewayService('open', { replicas }),
+      gatewayService('closed', { replicas, auth: true }),
     ];
     const tokenHashes = { main: [createHash('sha256').update(MEMBER_TOKEN).digest('hex')] };
     const answer = await fetch(`http://127.0.0.1:${gateway.apiPort}/api/state`, {
       method: 'PUT',
-      headers: { authorization: `Bearer ${API_TOKEN}` },
+      headers: GATEWAY_API_HEADERS,
       body: JSON.stringify({ certificate: null, services, token_hashes: tokenHashes }),
     });
     expect(answer.status, await answer.text()).toBe(200);

@@ -7,17 +7,16 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { GatewayState } from '@dstack/core/agent-protocol';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayServer, startGateway } from './gateway-server.js';
+import type { GatewayServer } from './gateway-server.js';
+import { GATEWAY_API_HEADERS, listenOnLoopback, startLoopbackGateway } from './gateway-test.test.helpers.js';
 
 const TOKEN = 'member-token';
 /** The gateway's agent token, which its management API requires. */
-const API_TOKEN = 'gateway-api-token';
 
 function selfSignedWildcard(dir: string): { certificate: string; privateKey: string } {
   execFileSync(
@@ -60,8 +59,7 @@ async function startReplica(name: string): Promise<{ server: Server; url: string
       }),
     );
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  return { server, url: `http://127.0.0.1:${await listenOnLoopback(server)}` };
 }
 
 describe('the gateway agent', () => {
@@ -77,19 +75,11 @@ describe('the gateway agent', () => {
   let gateway: GatewayServer;
   let replicas: Array<{ server: Server; url: string }>;
 
-  const start = () =>
-    startGateway({
-      home,
-      apiToken: API_TOKEN,
-      apiPort: 0,
-      httpsPort: 0,
-      httpPort: 0,
-      publicHost: '127.0.0.1',
-    });
+  const start = () => startLoopbackGateway(home);
   const putState = async (state: unknown) => {
     const answer = await request(`http://127.0.0.1:${gateway.apiPort}/api/state`, {
       method: 'PUT',
-      headers: { authorization: `Bearer ${API_TOKEN}` },
+      headers: GATEWAY_API_HEADERS,
       body: JSON.stringify(state),
     });
     return { status: answer.statusCode, body: await answer.body.text() };

@@ -6,39 +6,22 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import {
-  type AddressInfo,
-  connect,
-  createServer as createTcpServer,
-  type Server as TcpServer,
-} from 'node:net';
+import { connect, createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type GatewayService, type GatewayStats, GatewayStatsSchema } from '@dstack/core/agent-protocol';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayServer, startGateway } from './gateway-server.js';
+import type { GatewayServer } from './gateway-server.js';
+import {
+  GATEWAY_API_HEADERS,
+  gatewayService,
+  listenOnLoopback,
+  startLoopbackGateway,
+} from './gateway-test.test.helpers.js';
 
 /** Short, so the test of a wait that ends without a replica stays quick. */
 const WAIT_MS = 2_000;
-/** The gateway's agent token, which its management API requires. */
-const API_TOKEN = 'gateway-api-token';
-const apiHeaders = { authorization: `Bearer ${API_TOKEN}` };
-
-function service(name: string, fields: Partial<GatewayService>): GatewayService {
-  return {
-    project: 'main',
-    run_name: name,
-    run_id: `run-${name}`,
-    hostname: `${name}.example.test`,
-    auth: false,
-    https: false,
-    replicas: [],
-    scales_from_zero: false,
-    rate_limits: [],
-    ...fields,
-  };
-}
 
 describe('the gateway agent counts, limits and holds requests', () => {
   const home = mkdtempSync(join(tmpdir(), 'dstack-gateway-traffic-'));
@@ -52,7 +35,7 @@ describe('the gateway agent counts, limits and holds requests', () => {
     services = next;
     const answer = await request(`http://127.0.0.1:${gateway.apiPort}/api/state`, {
       method: 'PUT',
-      headers: apiHeaders,
+      headers: GATEWAY_API_HEADERS,
       body: JSON.stringify({ certificate: null, services, token_hashes: {} }),
     });
     expect(answer.statusCode, await answer.body.text()).toBe(200);
@@ -65,7 +48,7 @@ describe('the gateway agent counts, limits and holds requests', () => {
   };
   const stats = async (): Promise<GatewayStats> => {
     const answer = await request(`http://127.0.0.1:${gateway.apiPort}/api/stats/collect`, {
-      headers: apiHeaders,
+      headers: GATEWAY_API_HEADERS,
     });
     expect(answer.statusCode).toBe(200);
     return GatewayStatsSchema.parse(await answer.body.json());
@@ -80,34 +63,24 @@ describe('the gateway agent counts, limits and holds requests', () => {
 
   beforeAll(async () => {
     const server = createServer((_incoming, response) => response.end('ok'));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    replica = { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+    replica = { server, url: `http://127.0.0.1:${await listenOnLoopback(server)}` };
     const dropping = createTcpServer((socket) => socket.destroy());
-    await new Promise<void>((resolve) => dropping.listen(0, '127.0.0.1', resolve));
-    dropper = { server: dropping, url: `http://127.0.0.1:${(dropping.address() as AddressInfo).port}` };
-    gateway = await startGateway({
-      home,
-      apiToken: API_TOKEN,
-      apiPort: 0,
-      httpsPort: 0,
-      httpPort: 0,
-      publicHost: '127.0.0.1',
-      scaleFromZeroWaitMs: WAIT_MS,
-    });
+    dropper = { server: dropping, url: `http://127.0.0.1:${await listenOnLoopback(dropping)}` };
+    gateway = await startLoopbackGateway(home, { scaleFromZeroWaitMs: WAIT_MS });
     const replicas = [{ id: 'job-1', url: replica.url }];
     await putState([
-      service('counted', { replicas }),
-      service('by-header', {
+      gatewayService('counted', { replicas }),
+      gatewayService('by-header', {
         replicas,
         rate_limits: [{ prefix: '/v1', key: { type: 'header', header: 'X-Api-Key' }, rps: 1, burst: 1 }],
       }),
-      service('by-address', {
+      gatewayService('by-address', {
         replicas,
         rate_limits: [{ prefix: '/', key: { type: 'ip_address' }, rps: 0.1, burst: 0 }],
       }),
-      service('zero', { scales_from_zero: true }),
-      service('fixed', {}),
-      service('dropping', {
+      gatewayService('zero', { scales_from_zero: true }),
+      gatewayService('fixed', {}),
+      gatewayService('dropping', {
         replicas: [
           { id: 'job-d', url: dropper.url },
           { id: 'job-1', url: replica.url },

@@ -1,8 +1,9 @@
 /** Starts real servers on a temporary directory and talks to them over HTTP, for end-to-end tests. */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BackendPlugin, Fleet, Run } from '@dstack/core';
+import { findFreePort } from '@dstack/shim';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { type RunningServer, startServer } from '../src/app.js';
 import type { ServerConfigInput } from '../src/config/server-config.js';
@@ -275,4 +276,47 @@ export async function applyTask(
   });
   if (answer.status !== 200) throw new Error(`apply failed: ${answer.status} ${JSON.stringify(answer.body)}`);
   return answer.body as Run;
+}
+
+/**
+ * Applies service `name` on the local backend, its one replica the Node program `script` (written
+ * to `dir`, started with its port as the only argument), and answers the service's proxy URL
+ * (ending in `/`) once the run is running and the replica answers `readyPath` with 200.
+ */
+export async function applyNodeService(
+  harness: HarnessServer,
+  options: {
+    dir: string;
+    name: string;
+    script: string;
+    /** More of the service's configuration: `auth`, `probes`, `rate_limits`, `model`… */
+    fields?: Record<string, unknown>;
+    /** Who applies it: the admin unless told. */
+    token?: string;
+    readyPath?: string;
+    timeoutMs?: number;
+  },
+): Promise<string> {
+  const scriptPath = join(options.dir, `${options.name}-replica.cjs`);
+  writeFileSync(scriptPath, options.script);
+  const port = await findFreePort();
+  await applyTask(
+    { call: (path, body) => harness.call(path, body, options.token) },
+    {
+      type: 'service',
+      name: options.name,
+      port,
+      commands: [`exec '${process.execPath}' '${scriptPath}' ${port}`],
+      resources: HOST_RESOURCES,
+      ...options.fields,
+    },
+  );
+  const url = `${harness.server.url}/proxy/services/main/${options.name}/`;
+  await harness.waitForRun(options.name, ['running'], options.timeoutMs);
+  await waitFor(
+    `service ${options.name} to answer`,
+    async () => ((await fetch(`${url}${options.readyPath ?? ''}`)).status === 200 ? true : null),
+    options.timeoutMs,
+  );
+  return url;
 }

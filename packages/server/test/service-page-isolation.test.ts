@@ -12,23 +12,20 @@
  * `Clear-Site-Data`). The page reports what it got to its replica; the replica records every
  * request it receives, so the test sees whatever left the browser.
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
-import { findFreePort } from '@dstack/shim';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_POLICY } from '../src/http/origin-isolation.js';
 import { requestUpgrade } from '../src/http/upgrade-request.test.helpers.js';
 import {
   ADMIN_TOKEN,
-  applyTask,
+  applyNodeService,
   type HarnessServer,
-  HOST_RESOURCES,
   localBackendConfig,
   makeTempDir,
   startHarnessServer,
-  waitFor,
 } from './server-harness.js';
 
 /** Debian's Chromium, or the browser `DSTACK_TEST_CHROMIUM` names (then only that one). */
@@ -268,27 +265,18 @@ describe('a service page beside the web console', { timeout: TIMEOUT_MS }, () =>
     });
     expect(added.status).toBe(200);
 
-    const port = await findFreePort();
-    const script = join(temp.dir, 'replica.cjs');
     const page = `<!doctype html><title>probing</title><body><script>${PAGE_SCRIPT.replace('__OWN_TOKEN__', memberToken)}</script></body>`;
-    writeFileSync(script, replicaScript(page));
-    // The service author applies it with their own token: a plain member of the project.
-    await applyTask(
-      { call: (path, body) => harness.call(path, body, memberToken) },
-      {
-        type: 'service',
-        name: SERVICE_NAME,
-        port,
-        auth: false,
-        // Also behind the model endpoint, whose answers come from the replica the same way.
-        model: SERVICE_MODEL,
-        commands: [`exec '${process.execPath}' '${script}' ${port}`],
-        resources: HOST_RESOURCES,
-      },
-    );
-    serviceUrl = `${harness.server.url}/proxy/services/main/${SERVICE_NAME}/`;
-    await harness.waitForRun(SERVICE_NAME, ['running'], TIMEOUT_MS);
-    await waitFor('the replica to answer', async () => ((await fetch(`${serviceUrl}seen`)).ok ? true : null));
+    serviceUrl = await applyNodeService(harness, {
+      dir: temp.dir,
+      name: SERVICE_NAME,
+      script: replicaScript(page),
+      // The service author applies it with their own token: a plain member of the project.
+      token: memberToken,
+      readyPath: 'seen',
+      timeoutMs: TIMEOUT_MS,
+      // Also behind the model endpoint, whose answers come from the replica the same way.
+      fields: { auth: false, model: SERVICE_MODEL },
+    });
     if (CHROMIUM) browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   }, TIMEOUT_MS);
 

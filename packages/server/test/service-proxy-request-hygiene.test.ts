@@ -1,27 +1,14 @@
-/**
- * What the server's service proxy makes of a request's path and headers, end to end: a real
- * server (SQLite) with the local backend runs an `auth: false` service with `rate_limits`, a small
- * Node server echoing what reaches it. Its limits match the normalised path (an encoded letter,
- * `//`, `/./` or `/x/../` reach the same limit as the plain path), a caller's dstack token never
- * reaches it while its own API key does, and `X-Real-IP` is the server's peer, not what the
- * client says. Requests go out with node:http: `fetch` resolves dot segments before sending.
- */
-import { writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { join } from 'node:path';
-import { findFreePort } from '@dstack/shim';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { requestUpgrade } from '../src/http/upgrade-request.test.helpers.js';
 import {
   ADMIN_TOKEN,
-  applyTask,
+  applyNodeService,
   describeOnDatabase,
   type HarnessServer,
-  HOST_RESOURCES,
   localBackendConfig,
   makeTempDir,
   startHarnessServer,
-  waitFor,
 } from './server-harness.js';
 
 // A real process starts and stops here; nothing is timed, the limits only catch hangs.
@@ -68,26 +55,19 @@ describeOnDatabase('sqlite')(
     beforeAll(async () => {
       harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
       outsiderToken = await harness.createUser('outsider');
-      const script = join(temp.dir, 'echo-server.js');
-      writeFileSync(script, ECHO_SERVER_JS);
-      const port = await findFreePort();
-      await applyTask(harness, {
-        type: 'service',
+      await applyNodeService(harness, {
+        dir: temp.dir,
         name: 'open',
-        port,
-        auth: false,
-        commands: [`exec '${process.execPath}' '${script}' ${port}`],
-        resources: HOST_RESOURCES,
-        rate_limits: [
-          // One request per client key, then 429 for a minute: a second request shows which bucket it took.
-          { prefix: '/limited', key: { type: 'header', header: 'x-client' }, rps: 1 / 60, burst: 0 },
-          { prefix: '/v1/embeddings', key: { type: 'header', header: 'x-client' }, rps: 1 / 60, burst: 0 },
-        ],
+        script: ECHO_SERVER_JS,
+        fields: {
+          auth: false,
+          rate_limits: [
+            // One request per client key, then 429 for a minute: a second request shows which bucket it took.
+            { prefix: '/limited', key: { type: 'header', header: 'x-client' }, rps: 1 / 60, burst: 0 },
+            { prefix: '/v1/embeddings', key: { type: 'header', header: 'x-client' }, rps: 1 / 60, burst: 0 },
+          ],
+        },
       });
-      await harness.waitForRun('open', ['running']);
-      await waitFor('the echo replica to answer', async () =>
-        (await get('/')).status === 200 ? true : null,
-      );
     });
 
     afterAll(async () => {

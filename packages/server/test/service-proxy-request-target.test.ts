@@ -9,16 +9,13 @@
  */
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
-import { findFreePort } from '@dstack/shim';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
-  applyTask,
+  applyNodeService,
   type HarnessServer,
-  HOST_RESOURCES,
   localBackendConfig,
   makeTempDir,
   startHarnessServer,
-  waitFor,
 } from './server-harness.js';
 
 // A real service process starts here; nothing is timed, the limits only catch hangs.
@@ -26,20 +23,17 @@ vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
 const ORIGIN_FORM_REFUSAL = 'must be a path that starts with a single "/"';
 
-/** A service answering every request, and every upgrade, with the target it received. The JS avoids double quotes, `$` and backticks. */
-function targetEchoCommand(port: number): string {
-  const script = [
-    "const server = require('http').createServer((request, response) => {",
-    "  response.setHeader('content-type', 'application/json');",
-    "  response.end(JSON.stringify({ answeredBy: 'replica', url: request.url }));",
-    '});',
-    "server.on('upgrade', (request, socket) => {",
-    "  socket.end('HTTP/1.1 101 Switching Protocols\\r\\nupgrade: websocket\\r\\nconnection: Upgrade\\r\\nx-echo-url: ' + request.url + '\\r\\n\\r\\n');",
-    '});',
-    `server.listen(${port}, '127.0.0.1');`,
-  ].join(' ');
-  return `exec '${process.execPath}' -e "${script}"`;
-}
+/** The replica: answers every request, and every upgrade, with the target it received. */
+const TARGET_ECHO_JS = String.raw`
+const server = require('http').createServer((request, response) => {
+  response.setHeader('content-type', 'application/json');
+  response.end(JSON.stringify({ answeredBy: 'replica', url: request.url }));
+});
+server.on('upgrade', (request, socket) => {
+  socket.end('HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\nx-echo-url: ' + request.url + '\r\n\r\n');
+});
+server.listen(Number(process.argv[2]), '127.0.0.1');
+`;
 
 /** Writes `head` on a new connection to the server and reads until it closes the connection. */
 function rawExchange(url: string, head: string): Promise<{ status: number; head: string; body: string }> {
@@ -75,23 +69,17 @@ describe('the service proxy reaches only the replica', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     bait.port = (server.address() as AddressInfo).port;
     harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
-
-    const port = await findFreePort();
-    await applyTask(harness, {
-      type: 'service',
-      name: 'targets',
-      port,
-      auth: false,
-      commands: [targetEchoCommand(port)],
-      resources: HOST_RESOURCES,
-      // A probe whose path, resolved as a URL against the replica's, would name the bait.
-      probes: [{ type: 'http', url: `//127.0.0.1:${bait.port}/health`, interval: 1, timeout: 5 }],
-    });
     // Served once its probe passed: the service has a ready replica.
-    await waitFor('the service to be served', async () => {
-      const answer = await fetch(`${harness.server.url}/proxy/services/main/targets/ready`);
-      const body = await answer.text();
-      return answer.status === 200 ? body : null;
+    await applyNodeService(harness, {
+      dir: temp.dir,
+      name: 'targets',
+      script: TARGET_ECHO_JS,
+      readyPath: 'ready',
+      fields: {
+        auth: false,
+        // A probe whose path, resolved as a URL against the replica's, would name the bait.
+        probes: [{ type: 'http', url: `//127.0.0.1:${bait.port}/health`, interval: 1, timeout: 5 }],
+      },
     });
   });
 

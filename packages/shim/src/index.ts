@@ -9,7 +9,7 @@ export {
 } from './gateway/acme/acme-client.js';
 export { type GatewayOptions, type GatewayServer, startGateway } from './gateway/gateway-server.js';
 export { readInstanceInfo } from './instance/instance-info.js';
-export { findFreePort } from './net/free-port.js';
+export { findFreePort, findFreePorts } from './net/free-port.js';
 export { GATEWAY_BUNDLE_PATH, SHIM_BIN_PATH, SHIM_BUNDLE_PATH } from './paths.js';
 export { createProcessRuntime, type ProcessRuntimeOptions } from './runtime/process/process-runtime.js';
 export {

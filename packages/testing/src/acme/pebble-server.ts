@@ -10,7 +10,7 @@ import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_pro
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { findFreePort } from '@dstack/shim';
+import { findFreePorts } from '@dstack/shim';
 import { Agent, request } from 'undici';
 
 /**
@@ -126,19 +126,6 @@ async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-/**
- * `count` different free ports on `host`. Another process may still take one before pebble or its
- * DNS binds it: `startPebble` then starts again on new ports.
- */
-async function distinctFreePorts(count: number, host: string): Promise<number[]> {
-  const ports = new Set<number>();
-  for (let tries = 0; ports.size < count; tries++) {
-    if (tries > count * 20) throw new Error(`could not find ${count} different free ports on ${host}`);
-    ports.add(await findFreePort(host));
-  }
-  return [...ports];
-}
-
 /** Polls `probe` until it stops throwing; fails with the process's output after `timeoutMs`. */
 async function waitUntilUp(
   what: string,
@@ -180,7 +167,7 @@ async function startPebbleOnce(options: PebbleOptions): Promise<PebbleServer> {
   const tls = makeTlsCertificate(options.dir, host);
   // Distinct: ports found one after another may be the same one (each was free when found), and
   // pebble then fails to bind the port its DNS took.
-  const [acmePort, managementPort, tlsPort, dnsPort, dnsManagementPort] = await distinctFreePorts(5, host);
+  const [acmePort, managementPort, tlsPort, dnsPort, dnsManagementPort] = await findFreePorts(5, host);
 
   // The mock DNS only: its own challenge servers are off (the gateway answers http-01), and it
   // answers no name it was not told (no default address), as a name whose DNS is not set up.

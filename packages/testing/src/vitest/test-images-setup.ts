@@ -5,7 +5,8 @@
  * images (shim/test-image), the emulated cloud hosts' (`docker` and `plain`) and the torch image,
  * the last three from one Debian root filesystem (debian-rootfs/build-debian-rootfs.sh, one
  * debootstrap per machine, kept by the hash of its script). Every build leaves a current image
- * alone, so a machine that built them pays one `docker image inspect` each.
+ * alone, so a machine that built them pays one `docker image inspect` each. The torch image's
+ * layers are gzipped here too, once per image (compressed-image-push.ts), for its test's push.
  *
  * Only the images the run's files use are built (a run of one unit test builds none): a file
  * uses an image when it, or a module it imports by a relative path, names the image's helper.
@@ -17,6 +18,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { TestProject } from 'vitest/node';
+import { compressedImage } from '../emulators/hosts/compressed-image-push.js';
 import { EMULATED_HOST_KINDS, ensureEmulatedHostImage } from '../emulators/hosts/emulated-host-image.js';
 import { ensureRunnerTestImages } from '../emulators/hosts/runner-test-images.js';
 import { ensureTorchTestImage, torchTestImageMissing } from '../emulators/hosts/torch-test-image.js';
@@ -106,8 +108,10 @@ export async function buildTestImages(paths: readonly string[], log: (line: stri
   }
   if (used.has('torch')) {
     const missing = torchTestImageMissing();
-    if (missing === null) await build('torch', ensureTorchTestImage);
-    else log(`test images: no torch image: ${missing}`);
+    if (missing === null) {
+      // Its layers gzipped too (a few minutes the first time on a machine): the test pushes them as they are.
+      await build('torch', async () => compressedImage(await ensureTorchTestImage()));
+    } else log(`test images: no torch image: ${missing}`);
   }
 }
 

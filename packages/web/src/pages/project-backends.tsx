@@ -4,7 +4,7 @@ import { RowAction, Table } from '../components';
 import { useSession } from '../session';
 import { useAction } from '../use-action';
 import { useData } from '../use-data';
-import type { ProjectRights } from './project-page';
+import type { ProjectRights } from './project-rights';
 
 /** What `backends/list` answers: the config without its creds (the server never sends them back). */
 export interface BackendInfo {

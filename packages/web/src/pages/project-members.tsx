@@ -3,7 +3,7 @@ import { type FormEvent, useState } from 'react';
 import { RowAction, Table } from '../components';
 import { useSession } from '../session';
 import { useAction } from '../use-action';
-import type { ProjectRights } from './project-page';
+import type { ProjectRights } from './project-rights';
 
 const ROLES: readonly ProjectRole[] = ['user', 'manager', 'admin'];
 

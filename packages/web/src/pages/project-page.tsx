@@ -1,4 +1,4 @@
-import type { Project, ProjectRole, Secret } from '@dstack/core';
+import type { Project, Secret } from '@dstack/core';
 import { projectPath } from '../api';
 import { LoadState } from '../components';
 import { navigate } from '../router';
@@ -7,22 +7,8 @@ import { useAction } from '../use-action';
 import { useData } from '../use-data';
 import { type BackendInfo, ProjectBackends } from './project-backends';
 import { ProjectMembers } from './project-members';
+import { rightsOf } from './project-rights';
 import { ProjectSecrets } from './project-secrets';
-
-/** What the signed-in user may do here: global admins are every project's admin, as in dstack. */
-export interface ProjectRights {
-  role: ProjectRole | null;
-  /** Members: project admins and managers (managers only for the `user` role, the server checks). */
-  manageMembers: boolean;
-  /** Backends, secrets and the project itself: project admins. */
-  administer: boolean;
-}
-
-function rightsOf(project: Project, user: { id: string; global_role: string }): ProjectRights {
-  const role = project.members.find((member) => member.user.id === user.id)?.project_role ?? null;
-  const administer = user.global_role === 'admin' || role === 'admin';
-  return { role, administer, manageMembers: administer || role === 'manager' };
-}
 
 /**
  * A project's members, backends (creds are never sent back) and its secrets' names (values are

@@ -4,7 +4,7 @@ import { projectPath } from '../api';
 import { RowAction, Table } from '../components';
 import { useSession } from '../session';
 import { useAction } from '../use-action';
-import type { ProjectRights } from './project-page';
+import type { ProjectRights } from './project-rights';
 
 /**
  * Secrets by name only: `secrets/list` carries no values, and a value typed here is sent once

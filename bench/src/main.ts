@@ -12,6 +12,8 @@
  * `--only=aws` (aws-bench.ts) or `--only=clouds` (clouds-bench.ts) runs one part: e.g.
  * `pnpm exec tsx src/main.ts --only=server`. `--shim-in-process` runs the throughput
  * benchmark's shim inside the server's process (the shim's work then counts as the server's).
+ * `--only=throughput --compare-ref=<git ref> [--rounds=N]` runs it alternately on this checkout
+ * and on `ref`, and prints the ratio (compare-ref.ts).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -27,6 +29,7 @@ import {
 import { benchmarkAws } from './aws-bench.js';
 import { benchmarkCliStartup } from './cli-bench.js';
 import { benchmarkClouds } from './clouds-bench.js';
+import { compareThroughputWithRef } from './compare-ref.js';
 import { benchmarkProxyOverhead } from './proxy-bench.js';
 import { printTable, type Row } from './report-table.js';
 import { benchmarkServer } from './server-bench.js';
@@ -107,10 +110,35 @@ function selectedPart(argv: readonly string[]): Part {
   return value as Part;
 }
 
+/** The value of `--name=value`, or undefined. */
+function flagValue(argv: readonly string[], name: string): string | undefined {
+  return argv.find((argument) => argument.startsWith(`--${name}=`))?.slice(name.length + 3);
+}
+
+function roundsOf(argv: readonly string[]): number {
+  const value = flagValue(argv, 'rounds') ?? '3';
+  const rounds = Number(value);
+  if (!Number.isInteger(rounds) || rounds < 1)
+    throw new Error(`--rounds: expected a whole number >= 1, got "${value}"`);
+  return rounds;
+}
+
 async function main(): Promise<void> {
-  const part = selectedPart(process.argv.slice(2));
-  const shimProcess = !process.argv.includes('--shim-in-process');
+  const argv = process.argv.slice(2);
+  const part = selectedPart(argv);
+  const shimProcess = !argv.includes('--shim-in-process');
+  const compareRef = flagValue(argv, 'compare-ref');
+  if (compareRef !== undefined && part !== 'throughput') {
+    throw new Error('--compare-ref: only with --only=throughput');
+  }
   console.log(`node ${process.version}, ${process.platform}/${process.arch}`);
+  if (compareRef !== undefined) {
+    await compareThroughputWithRef(compareRef, {
+      rounds: roundsOf(argv),
+      extraArgs: shimProcess ? [] : ['--shim-in-process'],
+    });
+    return;
+  }
   if (part === 'cli') {
     benchmarkCliStartup();
     return;

@@ -2,15 +2,12 @@ import { InvalidCredentialsError, ServerClientError } from '@dstack/core';
 import { describe, expect, it } from 'vitest';
 import plugin, { type RunpodBackendConfigWithCreds } from './index.js';
 import { runpodConfigModels } from './runpod-config.js';
-import {
-  invalidCredentials,
-  parseRunpodBackendConfig,
-  refuseDisabledDefaultCreds,
-} from './runpod-configurator.js';
+import { invalidCredentials, parseRunpodBackendConfig, RunpodConfigurator } from './runpod-configurator.js';
 
 const apiKeyConfig: RunpodBackendConfigWithCreds = {
   type: 'runpod',
-  regions: ['region-a', 'region-b'],
+  regions: ['US-TX-3', 'US'],
+  community_cloud: true,
   creds: { type: 'api_key', api_key: 'secret-key' },
 };
 
@@ -31,10 +28,10 @@ describe('runpod config models', () => {
     const schema = runpodConfigModels.backendConfigWithCreds;
 
     expect(schema.parse(apiKeyConfig)).toEqual(apiKeyConfig);
-    expect(schema.parse({ type: 'runpod', creds: { type: 'default' } })).toEqual({
-      type: 'runpod',
-      creds: { type: 'default' },
-    });
+    // RunPod has no ambient credentials: an API key only, as dstack.
+    expect(schema.safeParse({ type: 'runpod', creds: { type: 'default' } }).success).toBe(false);
+    expect(schema.safeParse({ ...apiKeyConfig, endpoint_url: 'not a url' }).success).toBe(false);
+    expect(schema.safeParse({ ...apiKeyConfig, community_cloud: 'yes' }).success).toBe(false);
     expect(schema.safeParse({ type: 'runpod', creds: { type: 'password', password: 'x' } }).success).toBe(
       false,
     );
@@ -62,12 +59,17 @@ describe('runpod config models', () => {
 
     const stored = record(await configurator.createBackend('main', apiKeyConfig));
 
-    expect(JSON.parse(stored.config)).toEqual({ type: 'runpod', regions: ['region-a', 'region-b'] });
+    expect(JSON.parse(stored.config)).toEqual({
+      type: 'runpod',
+      regions: ['US-TX-3', 'US'],
+      community_cloud: true,
+    });
     expect(JSON.parse(stored.auth)).toEqual(apiKeyConfig.creds);
     expect(configurator.getBackendConfigWithCreds(stored)).toEqual(apiKeyConfig);
     expect(configurator.getBackendConfigWithoutCreds(stored)).toEqual({
       type: 'runpod',
-      regions: ['region-a', 'region-b'],
+      regions: ['US-TX-3', 'US'],
+      community_cloud: true,
     });
     expect(runpodConfigModels.configFromRecord(stored)).toEqual(apiKeyConfig);
   });
@@ -88,16 +90,14 @@ describe('runpod config checks', () => {
     });
   });
 
-  it('refuses default creds only when they are not enabled', () => {
-    const fromFile = { origin: 'server_config', defaultCredsEnabled: false } as const;
-    const failure = catchError(() => refuseDisabledDefaultCreds({ type: 'default' }, fromFile));
+  it("refuses an endpoint other than RunPod's from the API unless custom endpoints are allowed", async () => {
+    const fromApi = { origin: 'api', defaultCredsEnabled: false, customEndpointsAllowed: false } as const;
+    const failure = await new RunpodConfigurator()
+      .validateConfig({ ...apiKeyConfig, endpoint_url: 'http://127.0.0.1:1/graphql' }, fromApi)
+      .catch((error: unknown) => error);
 
     expect(ServerClientError.isInstance(failure)).toBe(true);
-    expect(failure).toMatchObject({ fields: [['creds', 'type']] });
-    expect(() =>
-      refuseDisabledDefaultCreds({ type: 'default' }, { ...fromFile, defaultCredsEnabled: true }),
-    ).not.toThrow();
-    expect(() => refuseDisabledDefaultCreds(apiKeyConfig.creds, fromFile)).not.toThrow();
+    expect(failure).toMatchObject({ fields: [['endpoint_url']] });
   });
 
   it('reports refused credentials on the field the user must fix', () => {
@@ -105,6 +105,5 @@ describe('runpod config checks', () => {
 
     expect(InvalidCredentialsError.isInstance(error)).toBe(true);
     expect(error.fields).toEqual([['creds', 'api_key']]);
-    expect(invalidCredentials({ type: 'default' }).fields).toEqual([['creds', 'type']]);
   });
 });

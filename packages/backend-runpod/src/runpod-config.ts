@@ -15,26 +15,45 @@ export const RUNPOD_BACKEND_TYPE = 'runpod';
  * `credsSchemas`, then document each in README.md. User-facing schemas are
  * strict: a misspelt field is an error naming it, as in dstack.
  */
+/** RunPod's GraphQL endpoint, where every call of the backend and of gpuhunt's collector goes. */
+export const RUNPOD_DEFAULT_ENDPOINT_URL = 'https://api.runpod.io/graphql';
+
+/** dstack's default of `community_cloud`: Secure Cloud only. */
+export const RUNPOD_COMMUNITY_CLOUD_DEFAULT = false;
+
 export const runpodConfigModels = defineBackendConfigModels({
   type: RUNPOD_BACKEND_TYPE,
   configFields: {
-    /** The regions to use. Default (absent or null): every region the catalog has offers in. */
+    /**
+     * Default (absent or null): every region. Secure Cloud regions are data center ids
+     * (`CA-MTL-1`, `EU-RO-1`), Community Cloud ones country codes (`CA`, `RO`), as dstack names them.
+     */
     regions: z
       .array(z.string().min(1))
       .min(1)
       .nullish()
       .describe(
-        'The regions offers and instances are taken from. Absent or null: every region the catalog has.',
+        'The list of RunPod regions: data center ids (US-TX-3) for Secure Cloud, country codes (US) for Community Cloud. Omit to use all regions.',
+      ),
+    /** Default false (dstack's): Secure Cloud only. */
+    community_cloud: z
+      .boolean()
+      .nullish()
+      .describe(
+        'Whether Community Cloud offers can be suggested in addition to Secure Cloud. Defaults to false.',
+      ),
+    /** Default `https://api.runpod.io/graphql` (the catalog collector's: env `DSTACK_RUNPOD_ENDPOINT_URL`). */
+    endpoint_url: z
+      .string()
+      .url()
+      .nullish()
+      .describe(
+        "RunPod's GraphQL endpoint (an emulator). Default https://api.runpod.io/graphql. In API requests only when the server allows custom endpoints.",
       ),
   },
   credsSchemas: {
-    /** An API key of the provider account. */
-    api_key: { api_key: z.string().min(1).describe('An API key of the provider account.') },
-    /**
-     * The server's own environment (an instance role, a credentials file).
-     * Refused when the server runs with `DSTACK_DEFAULT_CREDS_DISABLED`.
-     */
-    default: {},
+    /** A RunPod API key (console → Settings → API Keys). */
+    api_key: { api_key: z.string().min(1).describe('The API key') },
   },
 });
 

@@ -1,22 +1,26 @@
 import {
+  BackendApiCallError,
   type BackendRecord,
   type Configurator,
   InvalidCredentialsError,
-  notImplemented,
-  refuseDefaultCreds,
+  refuseCustomEndpoint,
   ServerClientError,
   type StoredBackendRecord,
   type ValidateConfigOptions,
 } from '@dstack/core';
+import type { Dispatcher } from 'undici';
 import type { z } from 'zod';
+import { RunpodApi } from './runpod-api.js';
 import { createRunpodBackend, type RunpodCompute } from './runpod-compute.js';
 import {
   RUNPOD_BACKEND_TYPE,
+  RUNPOD_DEFAULT_ENDPOINT_URL,
   type RunpodBackendConfig,
   type RunpodBackendConfigWithCreds,
   type RunpodCreds,
   runpodConfigModels,
 } from './runpod-config.js';
+import { MYSELF_QUERY } from './runpod-queries.js';
 
 /**
  * The schema's first complaint as a `ServerClientError` naming the field
@@ -43,26 +47,9 @@ export function parseRunpodBackendConfig(config: unknown): RunpodBackendConfigWi
   return result.data;
 }
 
-/**
- * Refuses creds of type `default` (the server's own identity at the provider) when they are not
- * enabled for this config (`DSTACK_DEFAULT_CREDS_DISABLED`, or an API request without
- * `DSTACK_SERVER_ALLOW_DEFAULT_CREDS`), naming `creds.type`.
- */
-export function refuseDisabledDefaultCreds(
-  creds: RunpodCreds,
-  options: Pick<ValidateConfigOptions, 'origin' | 'defaultCredsEnabled'>,
-): void {
-  refuseDefaultCreds(creds, options, 'api_key');
-}
-
-/**
- * The error for credentials the provider refused, naming the field the user
- * must fix: `creds.api_key` for an API key, `creds.type` when the server's
- * own environment has no usable credentials.
- */
-export function invalidCredentials(creds: RunpodCreds, cause?: unknown): InvalidCredentialsError {
-  const field = creds.type === 'api_key' ? ['creds', 'api_key'] : ['creds', 'type'];
-  return new InvalidCredentialsError([field], { cause });
+/** The error for an API key RunPod refused, naming `creds.api_key`. */
+export function invalidCredentials(_creds: RunpodCreds, cause?: unknown): InvalidCredentialsError {
+  return new InvalidCredentialsError([['creds', 'api_key']], { cause });
 }
 
 /**
@@ -71,32 +58,39 @@ export function invalidCredentials(creds: RunpodCreds, cause?: unknown): Invalid
  */
 export class RunpodConfigurator implements Configurator<RunpodBackendConfigWithCreds, RunpodBackendConfig> {
   readonly type = RUNPOD_BACKEND_TYPE;
+  readonly #dispatcher: Dispatcher | undefined;
+
+  /** `dispatcher`: where API calls go (tests); default undici's global dispatcher. */
+  constructor(options: { dispatcher?: Dispatcher } = {}) {
+    this.#dispatcher = options.dispatcher;
+  }
 
   /**
-   * Checks the config against the provider. THE PROVIDER CALL GOES HERE:
-   * replace this stub with a method that makes one read-only call with the
-   * creds (e.g. list regions) and maps the provider's refusal to
-   * `InvalidCredentialsError` naming the field:
-   *
-   * ```ts
-   * async validateConfig(config: RunpodBackendConfigWithCreds, options: ValidateConfigOptions) {
-   *   const { creds } = parseRunpodBackendConfig(config);
-   *   refuseDisabledDefaultCreds(creds, options);
-   *   // A field that points the backend at another endpoint than the provider's (`endpoint_url`)
-   *   // or names a file on the server: refuseCustomEndpoint / refuseServerFileFromApi (@dstack/core).
-   *   const response = await client.listRegions(creds, { signal: options.signal });
-   *   if (response.status === 401 || response.status === 403) throw invalidCredentials(creds);
-   * }
-   * ```
-   *
-   * Other failures (network, 5xx) are not a credentials problem: let them
-   * propagate, or wrap them in `BackendApiCallError`. Until then the
-   * conformance suite reports its invalid-credentials check as todo.
+   * Checks the key with one read-only call (dstack's `myself` query): a 401/403 is
+   * `InvalidCredentialsError` naming `creds.api_key`; other failures (network, 5xx) propagate, and
+   * the call stops at `options.signal`. An `endpoint_url` other than RunPod's is refused unless
+   * `options.customEndpointsAllowed`, before the call.
    */
-  validateConfig = notImplemented<Configurator<RunpodBackendConfigWithCreds>['validateConfig']>(
-    'RunpodConfigurator.validateConfig',
-    'must check the creds with a read-only runpod API call and throw invalidCredentials(creds) (InvalidCredentialsError naming creds.api_key) when the provider refuses them',
-  );
+  async validateConfig(config: RunpodBackendConfigWithCreds, options: ValidateConfigOptions): Promise<void> {
+    const parsed = parseRunpodBackendConfig(config);
+    refuseCustomEndpoint(options, ['endpoint_url'], parsed.endpoint_url, {
+      defaults: [RUNPOD_DEFAULT_ENDPOINT_URL],
+    });
+    const api = new RunpodApi({
+      endpointUrl: parsed.endpoint_url ?? RUNPOD_DEFAULT_ENDPOINT_URL,
+      apiKey: parsed.creds.api_key,
+      dispatcher: this.#dispatcher,
+      timeoutMs: 10_000,
+    });
+    try {
+      await api.graphql('myself', MYSELF_QUERY, {}, options.signal);
+    } catch (error) {
+      if (BackendApiCallError.isInstance(error) && (error.statusCode === 401 || error.statusCode === 403)) {
+        throw invalidCredentials(parsed.creds, error);
+      }
+      throw error;
+    }
+  }
 
   /**
    * The record to store. Fill defaults here so the stored config is complete
@@ -118,6 +112,9 @@ export class RunpodConfigurator implements Configurator<RunpodBackendConfigWithC
 
   /** Builds the Compute without calling the provider: clients are created on first use. */
   async getCompute(record: StoredBackendRecord): Promise<RunpodCompute> {
-    return createRunpodBackend({ config: runpodConfigModels.configFromRecord(record) });
+    return createRunpodBackend({
+      config: runpodConfigModels.configFromRecord(record),
+      dispatcher: this.#dispatcher,
+    });
   }
 }

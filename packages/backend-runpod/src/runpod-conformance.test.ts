@@ -1,20 +1,20 @@
 import { testBackend } from '@dstack/testing';
 import plugin from './index.js';
+import { emulatorConfig, startRunpodTestEmulator } from './runpod-emulator.test.helpers.js';
 
-// The contract suite every backend runs (@dstack/testing). Checks of methods
-// that are still `notImplemented` stubs are reported as todo, not failures.
-//
-// Until there is an emulator of the runpod API, the credentials below reach
-// no provider. Write one with the emulator toolkit of @dstack/testing
-// (`startEmulatorServer` speaking the provider's wire protocol), pass it as
-// `emulator`, point the config at its URL, and make it refuse the bad key.
+// The contract suite against the RunPod emulator: the real undici client speaks GraphQL to it, and
+// offers come from the emulator's gpuhunt bucket. Its pods get made-up ports here (no containers):
+// the runner in a pod's container is runpod-emulator.test.ts' end to end run in the server package.
 testBackend({
   plugin,
   packageName: '@dstack/backend-runpod',
   capabilities: [],
-  create: () => ({ type: 'runpod', creds: { type: 'api_key', api_key: 'valid-api-key' } }),
+  emulator: () => startRunpodTestEmulator(),
+  create: ({ emulator }) => emulatorConfig(emulator),
   invalidCredentials: {
-    create: () => ({ type: 'runpod', creds: { type: 'api_key', api_key: 'rejected-api-key' } }),
+    create: ({ emulator }) =>
+      emulatorConfig(emulator, { creds: { type: 'api_key', api_key: 'rejected-api-key' } }),
     field: ['creds', 'api_key'],
   },
+  provisioning: { intervalMs: 50 },
 });

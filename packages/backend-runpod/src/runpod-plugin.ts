@@ -10,12 +10,10 @@ import {
 import { RunpodConfigurator } from './runpod-configurator.js';
 
 /**
- * How long an instance may take from `runJob` to a reachable agent
- * before the server gives up on it. 600 s (10 minutes) is dstack's default;
- * measure the provider's boot (image pull and container start) time and change it.
- * A function of the instance type can replace it when some types boot slower.
+ * How long a pod may take from `runJob` to a reachable runner before the server gives up on it:
+ * 20 minutes, dstack's for RunPod (a pod pulls the job's image, often large, before it runs).
  */
-export const RUNPOD_PROVISIONING_TIMEOUT_SECONDS = 600;
+export const RUNPOD_PROVISIONING_TIMEOUT_SECONDS = 20 * 60;
 
 /** The runpod backend's plugin descriptor (contract v1); the package's default export. */
 export const runpodBackendPlugin = defineBackendPlugin<RunpodBackendConfigWithCreds, RunpodBackendConfig>({

@@ -191,7 +191,6 @@ export {
   type RunpodEmulatorState,
   startRunpodEmulator,
 } from './runpod/runpod-emulator.js';
-export { runpodCatalogItems } from './runpod/runpod-emulator-catalog.js';
 export {
   parseRunpodEmulatorArguments,
   RUNPOD_EMULATOR_USAGE,

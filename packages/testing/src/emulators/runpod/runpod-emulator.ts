@@ -15,6 +15,7 @@
  * Beside the API: `/_emulator/state`, `/_emulator/faults`, `POST /_emulator/pods/{id}/interrupt`.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { CatalogItem } from '@dstack/catalog';
 import type { BackendEmulator } from '../../conformance/test-backend-options.js';
 import { type EmulatorResponse, json, text } from '../../emulator/emulator-responses.js';
 import {
@@ -93,6 +94,8 @@ export interface RunpodEmulator extends BackendEmulator {
   readonly graphqlUrl: string;
   /** gpuhunt's v3 catalog layout, `<url>/_emulator/catalog`: a server's `catalog.url`. */
   readonly catalogUrl: string;
+  /** The RunPod rows the bucket publishes (what gpuhunt collected from the stock at start). */
+  readonly catalogItems: readonly CatalogItem[];
   readonly apiKey: string;
   readonly server: EmulatorServer;
   /** The locations with stock: listed data centers and Community Cloud countries. */
@@ -132,7 +135,8 @@ export async function startRunpodEmulator(options: RunpodEmulatorOptions = {}): 
       ((id, error) => console.error(`RunPod emulator: the container of pod ${id} failed: ${String(error)}`)),
   });
   const api = new RunpodGraphqlApi({ data, pods, stock, faults, email: 'emulator@example.com' });
-  const bucket = await publishRunpodCatalogBucket(runpodCatalogItems(data, stock));
+  const catalogItems = runpodCatalogItems(data, stock);
+  const bucket = await publishRunpodCatalogBucket(catalogItems);
 
   function keyOf(request: EmulatorRequest): string | undefined {
     const header = request.headers.authorization;
@@ -215,6 +219,7 @@ export async function startRunpodEmulator(options: RunpodEmulatorOptions = {}): 
     url: server.url,
     graphqlUrl: `${server.url}/graphql`,
     catalogUrl: `${server.url}/_emulator/catalog`,
+    catalogItems,
     apiKey,
     server,
     regions: [...new Set(data.gpuTypes.flatMap((gpuType) => Object.keys(gpuType.stock)))].filter(

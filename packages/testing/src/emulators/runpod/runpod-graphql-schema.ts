@@ -6,6 +6,33 @@
  * `podRentInterruptable`, `deployCpuPod`, `podTerminate`, `saveRegistryAuth`,
  * `deleteRegistryAuth`). A query naming anything else fails validation, as on RunPod.
  */
+/** The fields both GPU deploys (`podFindAndDeployOnDemand`, `podRentInterruptable`) take. */
+const GPU_POD_DEPLOY_FIELDS = `
+    name: String
+    imageName: String!
+    gpuTypeId: String
+    cloudType: CloudTypeEnum
+    dataCenterId: String
+    countryCode: String
+    gpuCount: Int
+    volumeInGb: Int
+    containerDiskInGb: Int
+    minVcpuCount: Int
+    minMemoryInGb: Int
+    dockerArgs: String
+    ports: String
+    volumeMountPath: String
+    env: [EnvironmentVariableInput]
+    startSsh: Boolean
+    startJupyter: Boolean
+    supportPublicIp: Boolean
+    minCudaVersion: String
+    allowedCudaVersions: [String]
+    templateId: String
+    networkVolumeId: String
+    containerRegistryAuthId: String
+`;
+
 export const RUNPOD_GRAPHQL_SCHEMA = /* GraphQL */ `
   enum CloudTypeEnum {
     SECURE
@@ -182,57 +209,11 @@ export const RUNPOD_GRAPHQL_SCHEMA = /* GraphQL */ `
   }
 
   input PodFindAndDeployOnDemandInput {
-    name: String
-    imageName: String!
-    gpuTypeId: String
-    cloudType: CloudTypeEnum
-    dataCenterId: String
-    countryCode: String
-    gpuCount: Int
-    volumeInGb: Int
-    containerDiskInGb: Int
-    minVcpuCount: Int
-    minMemoryInGb: Int
-    dockerArgs: String
-    ports: String
-    volumeMountPath: String
-    env: [EnvironmentVariableInput]
-    startSsh: Boolean
-    startJupyter: Boolean
-    supportPublicIp: Boolean
-    minCudaVersion: String
-    allowedCudaVersions: [String]
-    templateId: String
-    networkVolumeId: String
-    containerRegistryAuthId: String
-  }
+${GPU_POD_DEPLOY_FIELDS}  }
 
   input PodRentInterruptableInput {
     bidPerGpu: Float!
-    name: String
-    imageName: String!
-    gpuTypeId: String
-    cloudType: CloudTypeEnum
-    dataCenterId: String
-    countryCode: String
-    gpuCount: Int
-    volumeInGb: Int
-    containerDiskInGb: Int
-    minVcpuCount: Int
-    minMemoryInGb: Int
-    dockerArgs: String
-    ports: String
-    volumeMountPath: String
-    env: [EnvironmentVariableInput]
-    startSsh: Boolean
-    startJupyter: Boolean
-    supportPublicIp: Boolean
-    minCudaVersion: String
-    allowedCudaVersions: [String]
-    templateId: String
-    networkVolumeId: String
-    containerRegistryAuthId: String
-  }
+${GPU_POD_DEPLOY_FIELDS}  }
 
   input deployCpuPodInput {
     name: String

@@ -20,6 +20,7 @@ const LONGEST_FILES = [
   'packages/server/test/service-scaling.test.ts',
   'packages/server/test/aws-torchrun.test.ts',
   'packages/server/test/vastai-emulator.test.ts',
+  'packages/server/test/runpod-emulator.test.ts',
 ];
 
 // One vitest run for the whole workspace; each package is a project so

@@ -1,6 +1,8 @@
 /**
- * One project with AWS, GCP and Vast.ai configured, each backend pointed at its emulator (the real
- * AWS SDK, google-auth-library + Compute REST, the Vast.ai REST API against them): the plan sorts
+ * One project with AWS, GCP, Vast.ai and RunPod configured, each backend pointed at its emulator
+ * (the real AWS SDK, google-auth-library + Compute REST, the Vast.ai REST API, RunPod's GraphQL
+ * against them; the catalog is the RunPod emulator's gpuhunt bucket, whose AWS and GCP catalogs
+ * are the bundled snapshot's): the plan sorts
  * the clouds' offers by price, and the run is launched on the cheapest, in its cloud, while the
  * others launch nothing. The emulators make up the instances' addresses (no hosts), so the run is
  * stopped once it has its machine.
@@ -24,8 +26,11 @@ import {
   awsEmulatorBackend,
   type GcpEmulator,
   gcpEmulatorBackend,
+  type RunpodEmulator,
+  runpodEmulatorBackend,
   startAwsEmulator,
   startGcpEmulator,
+  startRunpodEmulator,
   startVastaiEmulator,
   type VastaiEmulator,
   vastaiEmulatorBackend,
@@ -33,10 +38,11 @@ import {
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { applyTask, type HarnessServer, makeTempDir, startHarnessServer, waitFor } from './server-harness.js';
 
-describe('a project with AWS, GCP and Vast.ai', () => {
+describe('a project with AWS, GCP, Vast.ai and RunPod', () => {
   let aws: AwsEmulator;
   let gcp: GcpEmulator;
   let vastai: VastaiEmulator;
+  let runpod: RunpodEmulator;
   let harness: HarnessServer;
   const temp = makeTempDir();
 
@@ -44,8 +50,17 @@ describe('a project with AWS, GCP and Vast.ai', () => {
     aws = await startAwsEmulator({ regions: ['us-east-1'] });
     gcp = await startGcpEmulator({ regions: ['us-central1'] });
     vastai = await startVastaiEmulator();
-    const backends = [awsEmulatorBackend(aws), gcpEmulatorBackend(gcp), vastaiEmulatorBackend(vastai)];
-    harness = await startHarnessServer({ dir: temp.dir, config: { projects: [{ name: 'main', backends }] } });
+    runpod = await startRunpodEmulator();
+    const backends = [
+      awsEmulatorBackend(aws),
+      gcpEmulatorBackend(gcp),
+      vastaiEmulatorBackend(vastai),
+      runpodEmulatorBackend(runpod),
+    ];
+    harness = await startHarnessServer({
+      dir: temp.dir,
+      config: { projects: [{ name: 'main', backends }], catalog: { url: runpod.catalogUrl } },
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -53,13 +68,14 @@ describe('a project with AWS, GCP and Vast.ai', () => {
     await aws?.close();
     await gcp?.close();
     await vastai?.close();
+    await runpod?.close();
     temp.remove();
   }, 120_000);
 
-  it('plans the three clouds as one list sorted by price', async () => {
+  it('plans the four clouds as one list sorted by price', async () => {
     const configuration = {
       type: 'task',
-      name: 'three-clouds',
+      name: 'four-clouds',
       commands: ['true'],
       resources: { gpu: 'A100' },
     };
@@ -69,12 +85,15 @@ describe('a project with AWS, GCP and Vast.ai', () => {
     );
     expect(plan.status).toBe(200);
     const offers = plan.body.job_plans[0]?.offers ?? [];
-    expect(new Set(offers.map((offer) => offer.backend))).toEqual(new Set(['aws', 'gcp', 'vastai']));
+    expect(new Set(offers.map((offer) => offer.backend))).toEqual(
+      new Set(['aws', 'gcp', 'vastai', 'runpod']),
+    );
     // One list sorted by price, though Vast.ai answers in its marketplace's score order (gpuhunt's
     // `heapq.merge` would leave its cheap offers behind every dearer offer of the catalog clouds).
     const prices = offers.map((offer) => offer.price);
     expect(prices).toEqual([...prices].sort((a, b) => a - b));
     expect(vastai.launchedMachineCount()).toBe(0);
+    expect(runpod.launchedMachineCount()).toBe(0);
   }, 120_000);
 
   it('plans both VM clouds merged by price and launches on the cheaper one', async () => {
@@ -240,6 +259,8 @@ describe('a project with AWS, GCP and Vast.ai', () => {
           expect.stringMatching(
             /catalog: GET .*\/gcp\/version failed: .*; answering from .*snapshot.gcp\.csv/,
           ),
+          // RunPod's package is installed in the workspace; the snapshot has no RunPod catalog.
+          expect.stringMatching(/catalog: GET .*\/runpod\/version failed: [^;]*$/),
         ]);
         expect((await cpuPlan(server, ['gcp'])).map(describeOffer)).not.toContain(
           'gcp:e2-standard-2:0.0111:0',

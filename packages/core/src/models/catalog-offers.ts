@@ -7,7 +7,12 @@ import type { Range, Requirements } from './requirements.js';
  * Catalog flags this version of dstack understands; rows with any other flag
  * stay hidden (gpuhunt hides offers older dstack versions cannot provision).
  */
-export const SUPPORTED_CATALOG_FLAGS: readonly string[] = ['oci-spot', 'lambda-arm'];
+export const SUPPORTED_CATALOG_FLAGS: readonly string[] = [
+  'oci-spot',
+  'lambda-arm',
+  'runpod-cpu',
+  'runpod-cluster',
+];
 
 /** dstack's default disk requirement, `100GB..`. */
 export const DEFAULT_DISK_SIZE_RANGE: Range = { min: 100, max: null };

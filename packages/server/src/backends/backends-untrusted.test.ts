@@ -52,6 +52,7 @@ async function closedPortUrl(): Promise<string> {
 
 const awsKey = { type: 'access_key', access_key: 'AKIAEXAMPLE000000000', secret_key: 'secret' };
 const vastKey = { type: 'api_key', api_key: 'vast-key' };
+const runpodKey = { type: 'api_key', api_key: 'runpod-key' };
 
 // Loading the aws plugin (the AWS SDK) takes seconds on a busy machine.
 describe('backends/create from the API', { timeout: 30_000 }, () => {
@@ -152,6 +153,7 @@ describe('backends/create from the API', { timeout: 30_000 }, () => {
     const cases: [Record<string, unknown>, string[]][] = [
       [{ type: 'aws', endpoint_url: counting.url, creds: awsKey }, ['endpoint_url']],
       [{ type: 'vastai', endpoint_url: counting.url, creds: vastKey }, ['endpoint_url']],
+      [{ type: 'runpod', endpoint_url: counting.url, creds: runpodKey }, ['endpoint_url']],
       [
         {
           type: 'gcp',
@@ -214,6 +216,7 @@ describe('backends/create from the API', { timeout: 30_000 }, () => {
     for (const [type, body] of [
       ['aws', () => ({ creds: awsKey })],
       ['vastai', () => ({ creds: vastKey })],
+      ['runpod', () => ({ creds: runpodKey })],
       ['gcp', gcpBody],
     ] as const) {
       const answers = [];

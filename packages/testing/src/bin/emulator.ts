@@ -13,7 +13,13 @@ import { GCP_EMULATOR_USAGE, runGcpEmulatorCommand } from '../emulators/gcp/gcp-
 import { serveAgentRuntime } from '../emulators/hosts/agent-runtime-server.js';
 import { type DefaultImageRegistry, serveDefaultImages } from '../emulators/hosts/default-image-registry.js';
 import { DockerEmulatedHosts } from '../emulators/hosts/docker-emulated-hosts.js';
+import type { RentalContainers } from '../emulators/hosts/docker-rental-containers.js';
 import { serveRunnerRuntime } from '../emulators/hosts/runner-runtime-server.js';
+import { DockerRunpodPods } from '../emulators/runpod/runpod-docker-pods.js';
+import {
+  RUNPOD_EMULATOR_USAGE,
+  runRunpodEmulatorCommand,
+} from '../emulators/runpod/runpod-emulator-command.js';
 import { DockerVastaiContainers } from '../emulators/vastai/vastai-docker-containers.js';
 import {
   runVastaiEmulatorCommand,
@@ -26,11 +32,11 @@ const DEFAULT_IMAGE_PYTHONS = ['3.9', '3.10', '3.11', '3.12', '3.13'];
 export interface RunEmulatorOptions {
   /** Makes the hosts emulated instances boot (e.g. Docker containers); none when absent. */
   createHosts?: () => EmulatedHosts | Promise<EmulatedHosts>;
-  /** Vast.ai: where rentals run (Docker containers); made-up ports when absent. */
-  createContainers?: () => DockerVastaiContainers | Promise<DockerVastaiContainers>;
+  /** Container providers (Vast.ai, RunPod): where rentals run (Docker containers); made-up ports when absent. */
+  createContainers?: () => RentalContainers | Promise<RentalContainers>;
 }
 
-const USAGE = `Usage: emulator <provider> [options]\nProviders:\n  ${[AWS_EMULATOR_USAGE, GCP_EMULATOR_USAGE, VASTAI_EMULATOR_USAGE].map((usage) => usage.replace('Usage: ', '')).join('\n  ')}`;
+const USAGE = `Usage: emulator <provider> [options]\nProviders:\n  ${[AWS_EMULATOR_USAGE, GCP_EMULATOR_USAGE, VASTAI_EMULATOR_USAGE, RUNPOD_EMULATOR_USAGE].map((usage) => usage.replace('Usage: ', '')).join('\n  ')}`;
 
 /** Runs `emulator <provider> …` with `argv` (the arguments after the program name). */
 export async function runEmulator(argv: readonly string[], options: RunEmulatorOptions = {}): Promise<void> {
@@ -49,6 +55,11 @@ export async function runEmulator(argv: readonly string[], options: RunEmulatorO
     case 'vastai': {
       const containers = await options.createContainers?.();
       await runVastaiEmulatorCommand(rest, { containers });
+      return;
+    }
+    case 'runpod': {
+      const containers = await options.createContainers?.();
+      await runRunpodEmulatorCommand(rest, { containers });
       return;
     }
     case undefined:
@@ -80,8 +91,11 @@ function isEntryPoint(): boolean {
 async function main(argv: readonly string[]): Promise<void> {
   const [provider] = argv;
   const args = argv.filter((arg) => arg !== '--no-hosts');
-  if (provider === 'vastai' && !argv.includes('--no-hosts')) {
-    await runVastaiWithContainers(args);
+  if ((provider === 'vastai' || provider === 'runpod') && !argv.includes('--no-hosts')) {
+    await runWithContainers(
+      args,
+      provider === 'vastai' ? new DockerVastaiContainers() : new DockerRunpodPods(),
+    );
     return;
   }
   if ((provider !== 'aws' && provider !== 'gcp') || argv.includes('--no-hosts')) {
@@ -107,12 +121,14 @@ ${defaultImages.registry.hostsAddress}: start the server with
 }
 
 /**
- * `emulator vastai` with Docker containers for the rentals; they reach this machine at their
- * network's gateway, where the workspace's runner runtime is served; the command prints the
- * server's `DSTACK_RUNNER_DOWNLOAD_URL`.
+ * `emulator vastai` or `emulator runpod` with Docker containers for the rentals; they reach this
+ * machine at their network's gateway, where the workspace's runner runtime is served; the command
+ * prints the server's `DSTACK_RUNNER_DOWNLOAD_URL`.
  */
-async function runVastaiWithContainers(args: readonly string[]): Promise<void> {
-  const containers = new DockerVastaiContainers();
+async function runWithContainers(
+  args: readonly string[],
+  containers: DockerVastaiContainers | DockerRunpodPods,
+): Promise<void> {
   const gateway = await containers.gateway();
   // The rentals' entrypoint downloads the runner's portable runtime: serve the workspace's there.
   const runtime = await serveRunnerRuntime({ host: gateway });

@@ -143,6 +143,15 @@ export {
   HostTerminatedError,
 } from './hosts/docker-emulated-hosts.js';
 export {
+  DockerRentalContainers,
+  type DockerRentalContainersOptions,
+  type RentalContainerSpec,
+  RentalContainerStartError,
+  type RentalContainers,
+  type RentalPortMap,
+  type RentalPortRequest,
+} from './hosts/docker-rental-containers.js';
+export {
   BUILD_HOST_IMAGE_SCRIPT,
   EMULATED_HOST_KINDS,
   type EmulatedHostKind,
@@ -173,6 +182,46 @@ export {
   torchTestImageMissing,
   torchWheel,
 } from './hosts/torch-test-image.js';
+export { DEFAULT_RUNPOD_POD_NETWORK, DockerRunpodPods } from './runpod/runpod-docker-pods.js';
+export {
+  DEFAULT_RUNPOD_EMULATOR_API_KEY,
+  type RunpodEmulator,
+  type RunpodEmulatorOptions,
+  type RunpodEmulatorPodState,
+  type RunpodEmulatorState,
+  startRunpodEmulator,
+} from './runpod/runpod-emulator.js';
+export {
+  parseRunpodEmulatorArguments,
+  RUNPOD_EMULATOR_USAGE,
+  type RunpodEmulatorCommandArguments,
+  type RunpodEmulatorCommandOptions,
+  runpodEmulatorBackend,
+  runpodEmulatorServerConfig,
+  runRunpodEmulatorCommand,
+} from './runpod/runpod-emulator-command.js';
+export {
+  DEFAULT_RUNPOD_COUNTRY_CODES,
+  DEFAULT_RUNPOD_CPU_FLAVORS,
+  DEFAULT_RUNPOD_DATA_CENTERS,
+  DEFAULT_RUNPOD_EMULATOR_DATA,
+  DEFAULT_RUNPOD_GPU_TYPES,
+  isSecureCloudLocation,
+  type RunpodCpuFlavorSpec,
+  type RunpodDataCenter,
+  type RunpodEmulatorData,
+  type RunpodGpuTypeSpec,
+} from './runpod/runpod-emulator-data.js';
+export {
+  type ActiveRunpodFault,
+  DEFAULT_RUNPOD_SLOW_RESPONSE_MS,
+  parseRunpodFault,
+  parseRunpodFaultFlag,
+  RUNPOD_FAULT_CODES,
+  type RunpodFault,
+  type RunpodFaultCode,
+} from './runpod/runpod-emulator-faults.js';
+export { RUNPOD_NO_CAPACITY_MESSAGE } from './runpod/runpod-stock.js';
 export {
   DEFAULT_VASTAI_RENTAL_NETWORK,
   DockerVastaiContainers,

@@ -289,7 +289,7 @@ function containerSpec(instance: VastaiInstance): VastaiContainerSpec {
   const { request } = instance;
   const argsMode = request.runtype === 'args';
   return {
-    contractId: instance.id,
+    rentalId: instance.id,
     image: request.image,
     entrypoint: argsMode ? (request.onstart ?? undefined) : '/bin/sh',
     command: argsMode

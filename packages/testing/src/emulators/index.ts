@@ -60,6 +60,38 @@ export {
   type VcpuQuota,
   vcpuQuotaFor,
 } from './aws/aws-vcpu-quotas.js';
+export {
+  type AzureServicePrincipal,
+  createServicePrincipal,
+} from './azure/azure-active-directory.js';
+export {
+  type AzureEmulator,
+  type AzureEmulatorOptions,
+  type AzureEmulatorResourceState,
+  type AzureEmulatorState,
+  type AzureEmulatorVmState,
+  startAzureEmulator,
+} from './azure/azure-emulator.js';
+export {
+  AzureEmulatorData,
+  type AzureRegion,
+  type AzureVmSize,
+  DEFAULT_AZURE_EMULATOR_REGIONS,
+  DEFAULT_AZURE_VM_SIZES,
+} from './azure/azure-emulator-data.js';
+export {
+  type ActiveAzureFault,
+  AZURE_FAULT_CODES,
+  type AzureFault,
+  type AzureFaultCode,
+  parseAzureFault,
+  parseAzureFaultFlag,
+} from './azure/azure-emulator-faults.js';
+export { DSTACK_COMMUNITY_GALLERY } from './azure/azure-resource-manager.js';
+export {
+  type AzureEmulatorTimeline,
+  DEFAULT_AZURE_EMULATOR_TIMELINE,
+} from './azure/azure-virtual-machines.js';
 export type { EmulatedHost, EmulatedHosts, HostBlockDevice, HostLaunchRequest } from './emulated-hosts.js';
 export {
   GcpApiError,

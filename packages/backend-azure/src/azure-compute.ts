@@ -14,6 +14,7 @@ import {
   getCatalogOffers,
   type InstanceConfiguration,
   type InstanceOfferWithAvailability,
+  type InstanceStatusAtProvider,
   type JobProvisioningData,
   mergeTags,
   NoCapacityError,
@@ -189,8 +190,10 @@ export class AzureCompute
   ): Promise<JobProvisioningData> {
     const group = this.#resourceGroup;
     const location = offer.region;
+    // The same name for the same launch (a retry finds its VM); another offer tried for the same
+    // instance gets another name, so it never meets the VM a failed offer is still deleting.
     const name = generateUniqueBackendName(config.project_name, config.instance_name, {
-      seed: config.instance_id,
+      seed: `${config.instance_id}/${location}/${offer.instance.name}/${offer.instance.resources.spot}`,
       maxLength: AZURE_MAX_RESOURCE_NAME_LENGTH,
     });
     const existing = await this.#findVm(name);
@@ -278,8 +281,11 @@ export class AzureCompute
     } catch (error) {
       const code = azureErrorCode(error);
       if (code === undefined || !CAPACITY_ERROR_CODES.has(code)) throw error;
-      // Azure may leave the VM resource of a failed allocation: delete it, as dstack does.
-      await this.terminateInstance(name, location).catch(() => undefined);
+      // Azure may leave the VM resource of a failed allocation: delete it, as dstack does, and
+      // wait, so the failed offer leaves nothing behind.
+      await this.#clients.compute.virtualMachines
+        .beginDeleteAndWait(group, name, this.#lroOptions())
+        .catch(() => undefined);
       throw new NoCapacityError(`${code}: ${error instanceof Error ? error.message : String(error)}`, {
         cause: error,
       });
@@ -327,6 +333,17 @@ export class AzureCompute
       if ((error as { statusCode?: number }).statusCode === 404) return;
       throw typedAzureError(error);
     }
+  }
+
+  /**
+   * The contract's `instanceStatus`: Azure's view of a VM whose agents stopped answering. A spot VM
+   * (created with `evictionPolicy: Delete`) that is gone was evicted; any other missing, failed or
+   * deleting VM is gone.
+   */
+  async instanceStatus(provisioningData: JobProvisioningData): Promise<InstanceStatusAtProvider> {
+    const vm = await this.#findVm(provisioningData.instance_id);
+    if (!vm) return provisioningData.instance_type.resources.spot ? 'interrupted' : 'gone';
+    return vm.provisioningState === 'Failed' || vm.provisioningState === 'Deleting' ? 'gone' : 'running';
   }
 
   /**

@@ -72,6 +72,8 @@ type Instance = ReturnType<typeof provisionedInstance>;
 export interface EmulatedVmCloud extends EmulatedCloudState {
   /** The backend entry of project `main` in the server's config.yml. */
   backend: { type: string } & Record<string, unknown>;
+  /** The server's `catalog.url` when the cloud's prices are the emulator's own (not in the bundled snapshot). */
+  catalogUrl?: string;
   /** Makes every zone of `offer` answer a launch with the cloud's no-capacity error. */
   failCapacity(offer: Offer): void;
   /** The cloud refuses the backend's key on every call (its auth fault); `clearFaults` ends it. */
@@ -154,7 +156,10 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       emulator = await scenarios.start(hosts, scenarios.regions);
       harness = await startHarnessServer({
         dir: temp.dir,
-        config: { projects: [{ name: 'main', backends: [emulator.backend] }] },
+        config: {
+          ...(emulator.catalogUrl ? { catalog: { url: emulator.catalogUrl } } : {}),
+          projects: [{ name: 'main', backends: [emulator.backend] }],
+        },
         databaseUrl: databaseUrl(),
         env: { DSTACK_SHIM_DOWNLOAD_URL: tarball.url, DSTACK_BASE_IMAGE: defaultImages.baseImage },
       });

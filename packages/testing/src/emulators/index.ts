@@ -73,6 +73,17 @@ export {
   startAzureEmulator,
 } from './azure/azure-emulator.js';
 export {
+  AZURE_EMULATOR_USAGE,
+  type AzureEmulatorCommandArguments,
+  type AzureEmulatorCommandOptions,
+  type AzureEmulatorWithCatalog,
+  azureEmulatorBackend,
+  azureEmulatorServerConfig,
+  parseAzureEmulatorArguments,
+  runAzureEmulatorCommand,
+  startAzureEmulatorWithCatalog,
+} from './azure/azure-emulator-command.js';
+export {
   AzureEmulatorData,
   type AzureRegion,
   type AzureVmSize,
@@ -205,6 +216,7 @@ export {
   torchTestImageMissing,
   torchWheel,
 } from './hosts/torch-test-image.js';
+export { type PublishedCatalogServer, servePublishedCatalog } from './published-catalog-server.js';
 export {
   DEFAULT_VASTAI_RENTAL_NETWORK,
   DockerVastaiContainers,

@@ -37,6 +37,7 @@ import {
   type AzureEmulatorTimeline,
   DEFAULT_AZURE_EMULATOR_TIMELINE,
   DISK_TYPE,
+  evictVirtualMachine,
   NIC_TYPE,
   PUBLIC_IP_TYPE,
   VM_TYPE,
@@ -92,11 +93,15 @@ export interface AzureEmulator extends BackendEmulator {
   /** The tenant's service principal, whose secret the token endpoint accepts. */
   readonly servicePrincipal: AzureServicePrincipal;
   readonly data: AzureEmulatorData;
+  /** The regions' names. */
+  readonly regions: readonly string[];
   addFault(fault: AzureFault): ActiveAzureFault;
   removeFault(id: string): boolean;
   clearFaults(): void;
   faults(): readonly ActiveAzureFault[];
   state(): AzureEmulatorState;
+  /** Azure evicts a spot VM now: with `evictionPolicy: Delete` it goes with its resources (their deleteOption), its host stopped. */
+  evictSpotVm(name: string): void;
   /** The id the VM's emulated host has (its `vmId`): what `EmulatedHosts` calls take. */
   hostIdOf(vmName: string): string;
   close(): Promise<void>;
@@ -218,6 +223,7 @@ export async function startAzureEmulator(options: AzureEmulatorOptions = {}): Pr
     tenantId: servicePrincipal.tenantId,
     servicePrincipal,
     data,
+    regions: data.regions.map((region) => region.name),
     addFault: (fault) => faults.add(fault),
     removeFault: (id) => faults.remove(id),
     clearFaults: () => faults.clear(),
@@ -226,6 +232,11 @@ export async function startAzureEmulator(options: AzureEmulatorOptions = {}): Pr
     hostIdOf: (name) => String(vmOf(name).properties.vmId),
     failNextLaunchWithNoCapacity: (count = 1) => {
       faults.add({ code: 'AllocationFailed', count });
+    },
+    evictSpotVm: (name) => {
+      const vm = vmOf(name);
+      if (vm.properties.priority !== 'Spot') throw new Error(`VM ${name} is not a spot VM`);
+      evictVirtualMachine(resourceManager.context, vm);
     },
     removeInstance: (name) => {
       const vm = vmOf(name);

@@ -65,7 +65,7 @@ function notFound(type: string, name: string, resourceGroup: string): AzureArmEr
 }
 
 export class AzureResourceManager {
-  constructor(private readonly context: AzureVmContext) {}
+  constructor(readonly context: AzureVmContext) {}
 
   get #resources() {
     return this.context.resources;

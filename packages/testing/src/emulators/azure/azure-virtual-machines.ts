@@ -447,3 +447,13 @@ function removeVirtualMachine(resources: AzureResources, vm: AzureResource): voi
     else delete nic.properties.virtualMachine;
   }
 }
+
+/**
+ * Azure takes a spot VM back: its host stops at once; with `evictionPolicy: Delete` the VM goes
+ * with what it created (their `deleteOption`), with `Deallocate` it stays, stopped.
+ */
+export function evictVirtualMachine(context: AzureVmContext, vm: AzureResource): void {
+  void context.hosts?.terminate(vm.properties.vmId as string);
+  if (vm.properties.evictionPolicy === 'Delete') removeVirtualMachine(context.resources, vm);
+  else vm.properties.provisioningState = 'Succeeded';
+}

@@ -216,6 +216,16 @@ export {
   torchTestImageMissing,
   torchWheel,
 } from './hosts/torch-test-image.js';
+export { OciApiError } from './oci/oci-api-error.js';
+export {
+  DEFAULT_OCI_EMULATOR_REGIONS,
+  type OciEmulator,
+  type OciEmulatorOptions,
+  type OciRegion,
+  type OciUser,
+  startOciEmulator,
+} from './oci/oci-emulator.js';
+export { type OciApiKey, ociKeyFingerprint, verifyOciSignature } from './oci/oci-request-signature.js';
 export { type PublishedCatalogServer, servePublishedCatalog } from './published-catalog-server.js';
 export {
   DEFAULT_VASTAI_RENTAL_NETWORK,

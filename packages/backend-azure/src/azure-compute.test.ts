@@ -32,7 +32,7 @@ describe('azure launches Azure refuses', () => {
     const directory = mkdtempSync(join(tmpdir(), 'dstack-azure-catalog-'));
     writeFileSync(join(directory, 'azure.csv'), formatCatalogCsv(emulator.azure.data.catalogItems()));
     compute = createAzureBackend({
-      config: azureConfigModels.configFromRecord({ ...record, projectId: 'p', backendId: 'b' }),
+      config: azureConfigModels.configFromRecord(record),
       catalog: new Catalog({ source: directorySource(directory), providers: ['azure'] }),
       pollIntervalMs: 20,
     });

@@ -1,6 +1,6 @@
 /** What the end-to-end tests of the cloud backends (on their emulators) ask of a harness server. */
 import type { InstanceOfferWithAvailability, Run } from '@dstack/core';
-import type { AwsEmulatorState, GcpEmulatorState } from '@dstack/testing/emulators';
+import type { AwsEmulatorState, AzureEmulatorState, GcpEmulatorState } from '@dstack/testing/emulators';
 import { expect } from 'vitest';
 import { hostsLeft } from './emulated-hosts-harness.js';
 import { applyTask, type HarnessServer, waitFor } from './server-harness.js';
@@ -73,12 +73,21 @@ export async function deleteAllFleets(harness: HarnessServer): Promise<void> {
 
 /** An emulated cloud whose leftovers `expectCloudEmpty` looks for. */
 export interface EmulatedCloudState {
-  state(): AwsEmulatorState | GcpEmulatorState;
+  state(): AwsEmulatorState | GcpEmulatorState | AzureEmulatorState;
 }
 
 /** What the cloud still holds that a finished test should have let go, described; empty when nothing. */
 export function cloudLeftovers(emulator: EmulatedCloudState): string[] {
   const state = emulator.state();
+  // Azure: a deleted VM must take its disk, NIC and public IP with it.
+  if ('virtualMachines' in state) {
+    return [
+      ...state.virtualMachines.map((each) => `VM ${each.name} ${each.state}`),
+      ...state.disks.map((each) => `disk ${each.name}`),
+      ...state.networkInterfaces.map((each) => `NIC ${each.name}`),
+      ...state.publicIpAddresses.map((each) => `public IP ${each.name}`),
+    ];
+  }
   if ('placementGroups' in state) {
     return [
       ...state.instances

@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 /**
  * `emulator <provider> …` (`pnpm emulator` at the workspace root): starts a cloud emulator a user
- * can point a dstack server at, e.g. `emulator aws --server-config config.yml` (or `gcp`, `vastai`). Run as a command,
+ * can point a dstack server at, e.g. `emulator aws --server-config config.yml` (or `azure`, `gcp`, `runpod`, `vastai`). Run as a command,
  * each emulated instance boots a real host, a Docker container (`DockerEmulatedHosts`);
  * `--no-hosts` gives instances made-up addresses instead. `runEmulator` takes the factory.
  */
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { AWS_EMULATOR_USAGE, runAwsEmulatorCommand } from '../emulators/aws/aws-emulator-command.js';
+import { AZURE_EMULATOR_USAGE, runAzureEmulatorCommand } from '../emulators/azure/azure-emulator-command.js';
 import type { EmulatedHosts } from '../emulators/emulated-hosts.js';
 import { GCP_EMULATOR_USAGE, runGcpEmulatorCommand } from '../emulators/gcp/gcp-emulator-command.js';
 import { serveAgentRuntime } from '../emulators/hosts/agent-runtime-server.js';
@@ -36,7 +37,7 @@ export interface RunEmulatorOptions {
   createContainers?: () => RentalContainers | Promise<RentalContainers>;
 }
 
-const USAGE = `Usage: emulator <provider> [options]\nProviders:\n  ${[AWS_EMULATOR_USAGE, GCP_EMULATOR_USAGE, VASTAI_EMULATOR_USAGE, RUNPOD_EMULATOR_USAGE].map((usage) => usage.replace('Usage: ', '')).join('\n  ')}`;
+const USAGE = `Usage: emulator <provider> [options]\nProviders:\n  ${[AWS_EMULATOR_USAGE, AZURE_EMULATOR_USAGE, GCP_EMULATOR_USAGE, RUNPOD_EMULATOR_USAGE, VASTAI_EMULATOR_USAGE].map((usage) => usage.replace('Usage: ', '')).join('\n  ')}`;
 
 /** Runs `emulator <provider> …` with `argv` (the arguments after the program name). */
 export async function runEmulator(argv: readonly string[], options: RunEmulatorOptions = {}): Promise<void> {
@@ -50,6 +51,11 @@ export async function runEmulator(argv: readonly string[], options: RunEmulatorO
     case 'gcp': {
       const hosts = await options.createHosts?.();
       await runGcpEmulatorCommand(rest, { hosts });
+      return;
+    }
+    case 'azure': {
+      const hosts = await options.createHosts?.();
+      await runAzureEmulatorCommand(rest, { hosts });
       return;
     }
     case 'vastai': {
@@ -98,7 +104,7 @@ async function main(argv: readonly string[]): Promise<void> {
     );
     return;
   }
-  if ((provider !== 'aws' && provider !== 'gcp') || argv.includes('--no-hosts')) {
+  if ((provider !== 'aws' && provider !== 'gcp' && provider !== 'azure') || argv.includes('--no-hosts')) {
     await runEmulator(args);
     return;
   }

@@ -1,4 +1,5 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { MaybePromise } from '../conformance/test-backend-options.js';
@@ -74,11 +75,16 @@ export interface EmulatorServerOptions {
   host?: string;
   /** Port; 0 picks a free one. Default 0. */
   port?: number;
+  /**
+   * Serve HTTPS with this certificate and key (PEM): for providers whose SDKs send their
+   * credentials only over TLS (Azure's). Default: plain HTTP.
+   */
+  tls?: { readonly certificate: string; readonly key: string };
 }
 
 /** A running emulator; faults and recordings are keyed by route name (`*` for any route). */
 export interface EmulatorServer {
-  /** `http://127.0.0.1:<port>`. */
+  /** `http://127.0.0.1:<port>` (`https://` with `tls`). */
   readonly url: string;
   readonly port: number;
   /** Every request received so far, oldest first. */
@@ -128,12 +134,15 @@ export async function startEmulatorServer(options: EmulatorServerOptions): Promi
   const host = options.host ?? '127.0.0.1';
   let baseUrl = '';
 
-  const server = createServer((request, response) => {
+  const listener = (request: IncomingMessage, response: ServerResponse) => {
     handle(request, response).catch((error: unknown) => {
       if (!response.headersSent) send(response, json({ error: String(error) }, 500));
       else response.destroy();
     });
-  });
+  };
+  const server = options.tls
+    ? createHttpsServer({ cert: options.tls.certificate, key: options.tls.key }, listener)
+    : createServer(listener);
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? '/', baseUrl);
@@ -207,7 +216,7 @@ export async function startEmulatorServer(options: EmulatorServerOptions): Promi
     });
   });
   const port = (server.address() as AddressInfo).port;
-  baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  baseUrl = `${options.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
   let closing: Promise<void> | undefined;
   return {

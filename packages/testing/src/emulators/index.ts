@@ -60,6 +60,49 @@ export {
   type VcpuQuota,
   vcpuQuotaFor,
 } from './aws/aws-vcpu-quotas.js';
+export {
+  type AzureServicePrincipal,
+  createServicePrincipal,
+} from './azure/azure-active-directory.js';
+export {
+  type AzureEmulator,
+  type AzureEmulatorOptions,
+  type AzureEmulatorResourceState,
+  type AzureEmulatorState,
+  type AzureEmulatorVmState,
+  startAzureEmulator,
+} from './azure/azure-emulator.js';
+export {
+  AZURE_EMULATOR_USAGE,
+  type AzureEmulatorCommandArguments,
+  type AzureEmulatorCommandOptions,
+  type AzureEmulatorWithCatalog,
+  azureEmulatorBackend,
+  azureEmulatorServerConfig,
+  parseAzureEmulatorArguments,
+  runAzureEmulatorCommand,
+  startAzureEmulatorWithCatalog,
+} from './azure/azure-emulator-command.js';
+export {
+  AzureEmulatorData,
+  type AzureRegion,
+  type AzureVmSize,
+  DEFAULT_AZURE_EMULATOR_REGIONS,
+  DEFAULT_AZURE_VM_SIZES,
+} from './azure/azure-emulator-data.js';
+export {
+  type ActiveAzureFault,
+  AZURE_FAULT_CODES,
+  type AzureFault,
+  type AzureFaultCode,
+  parseAzureFault,
+  parseAzureFaultFlag,
+} from './azure/azure-emulator-faults.js';
+export { DSTACK_COMMUNITY_GALLERY } from './azure/azure-resource-manager.js';
+export {
+  type AzureEmulatorTimeline,
+  DEFAULT_AZURE_EMULATOR_TIMELINE,
+} from './azure/azure-virtual-machines.js';
 export type { EmulatedHost, EmulatedHosts, HostBlockDevice, HostLaunchRequest } from './emulated-hosts.js';
 export {
   GcpApiError,
@@ -182,6 +225,7 @@ export {
   torchTestImageMissing,
   torchWheel,
 } from './hosts/torch-test-image.js';
+export { type PublishedCatalogServer, servePublishedCatalog } from './published-catalog-server.js';
 export { DEFAULT_RUNPOD_POD_NETWORK, DockerRunpodPods } from './runpod/runpod-docker-pods.js';
 export {
   DEFAULT_RUNPOD_EMULATOR_API_KEY,

@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { writeSelfSignedCertificate } from '../../emulator/self-signed-certificate.js';
 import { bridgeGateway } from './agent-runtime-server.js';
 import { compressedImage, pushCompressedImage } from './compressed-image-push.js';
 import type { DockerEmulatedHosts } from './docker-emulated-hosts.js';
@@ -117,35 +118,6 @@ function registryConfig(port: number, files: RegistryFiles): string {
   ].join('\n');
 }
 
-/** A self-signed certificate for the registry's addresses, which trusting hosts take as its CA. */
-async function makeCertificate(
-  directory: string,
-  addresses: readonly string[],
-): Promise<{ certificate: string; key: string }> {
-  const certificate = join(directory, 'registry.crt');
-  const key = join(directory, 'registry.key');
-  await run('openssl', [
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=dstack-test-registry',
-    '-addext',
-    `subjectAltName=${addresses.map((address) => `IP:${address}`).join(',')}`,
-    '-keyout',
-    key,
-    '-out',
-    certificate,
-  ]);
-  return { certificate, key };
-}
-
 /** The status `GET https://{address}/v2/` answers with (401 when the registry wants credentials). */
 function registryStatus(address: string, ca: string): Promise<number> {
   const [host, port] = address.split(':');
@@ -236,8 +208,10 @@ export async function startLocalDockerRegistry(
     await options.hosts.prepare();
     gateway = await bridgeGateway(options.hosts.network);
   }
-  const { certificate, key } = await makeCertificate(
+  // Hosts trust the registry's certificate as its CA.
+  const { certificate, key } = await writeSelfSignedCertificate(
     directory,
+    'dstack-test-registry',
     gateway ? ['127.0.0.1', gateway] : ['127.0.0.1'],
   );
   const certificatePem = await readFile(certificate, 'utf8');

@@ -1,0 +1,21 @@
+import { kubernetesBackendPlugin } from './kubernetes-plugin.js';
+
+export default kubernetesBackendPlugin;
+export { KubernetesCatalogProvider } from './kubernetes-catalog-provider.js';
+export {
+  createKubernetesBackend,
+  KUBERNETES_CAPABILITIES,
+  type KubernetesBackendSettings,
+  KubernetesCompute,
+} from './kubernetes-compute.js';
+export {
+  KUBERNETES_BACKEND_TYPE,
+  type KubernetesBackendConfig,
+  type KubernetesBackendConfigWithCreds,
+  type KubernetesConfig,
+  type KubernetesCreds,
+  type KubernetesStoredConfig,
+} from './kubernetes-config.js';
+export { KubernetesConfigurator } from './kubernetes-configurator.js';
+export { KUBERNETES_PROVISIONING_TIMEOUT_SECONDS, kubernetesBackendPlugin } from './kubernetes-plugin.js';
+export { VERSION } from './version.js';

@@ -1,10 +1,11 @@
 import { kubernetesBackendPlugin } from './kubernetes-plugin.js';
 
 export default kubernetesBackendPlugin;
-export { KubernetesCatalogProvider } from './kubernetes-catalog-provider.js';
+export { clustersOf, type KubernetesCluster } from './kubeconfig.js';
 export {
   createKubernetesBackend,
   KUBERNETES_CAPABILITIES,
+  type KubernetesBackendData,
   type KubernetesBackendSettings,
   KubernetesCompute,
 } from './kubernetes-compute.js';
@@ -16,6 +17,6 @@ export {
   type KubernetesCreds,
   type KubernetesStoredConfig,
 } from './kubernetes-config.js';
-export { KubernetesConfigurator } from './kubernetes-configurator.js';
+export { KubernetesConfigurator, parseKubernetesBackendConfig } from './kubernetes-configurator.js';
 export { KUBERNETES_PROVISIONING_TIMEOUT_SECONDS, kubernetesBackendPlugin } from './kubernetes-plugin.js';
 export { VERSION } from './version.js';

@@ -1,18 +1,40 @@
-import { InvalidCredentialsError, ServerClientError } from '@dstack/core';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ServerClientError } from '@dstack/core';
 import { describe, expect, it } from 'vitest';
 import plugin, { type KubernetesBackendConfigWithCreds } from './index.js';
+import { clustersOf } from './kubeconfig.js';
 import { kubernetesConfigModels } from './kubernetes-config.js';
-import {
-  invalidCredentials,
-  parseKubernetesBackendConfig,
-  refuseDisabledDefaultCreds,
-} from './kubernetes-configurator.js';
+import { parseKubernetesBackendConfig } from './kubernetes-configurator.js';
 
-const apiKeyConfig: KubernetesBackendConfigWithCreds = {
-  type: 'kubernetes',
-  regions: ['region-a', 'region-b'],
-  creds: { type: 'api_key', api_key: 'secret-key' },
-};
+const KUBECONFIG = `apiVersion: v1
+kind: Config
+current-context: main
+clusters:
+  - name: one
+    cluster:
+      server: https://127.0.0.1:6443/
+      certificate-authority-data: ${Buffer.from('CA PEM').toString('base64')}
+  - name: two
+    cluster: {server: https://10.0.0.2:6443, insecure-skip-tls-verify: true}
+users:
+  - name: admin
+    user:
+      client-certificate-data: ${Buffer.from('CERT PEM').toString('base64')}
+      client-key-data: ${Buffer.from('KEY PEM').toString('base64')}
+  - name: robot
+    user: {token: secret-token}
+  - name: plugin
+    user: {exec: {command: aws}}
+contexts:
+  - name: main
+    context: {cluster: one, user: admin}
+  - name: gpu
+    context: {cluster: two, user: robot, namespace: ml}
+  - name: eks
+    context: {cluster: two, user: plugin}
+`;
 
 /** What `action` threw (or undefined). */
 function catchError(action: () => unknown): unknown {
@@ -24,88 +46,124 @@ function catchError(action: () => unknown): unknown {
   return undefined;
 }
 
+/** A config as users write it (`kubeconfig:`), which the schema turns into the typed one. */
+const asWritten = (value: unknown) => value as KubernetesBackendConfigWithCreds;
+
 const record = (stored: { config: string; auth: string }) => ({ ...stored, projectId: 'p', backendId: 'b' });
 
 describe('kubernetes config models', () => {
-  it('accepts each kind of creds and nothing else', () => {
-    const schema = kubernetesConfigModels.backendConfigWithCreds;
-
-    expect(schema.parse(apiKeyConfig)).toEqual(apiKeyConfig);
-    expect(schema.parse({ type: 'kubernetes', creds: { type: 'default' } })).toEqual({
+  it("takes dstack's top-level kubeconfig and keeps it as the creds", () => {
+    const parsed = parseKubernetesBackendConfig({
       type: 'kubernetes',
-      creds: { type: 'default' },
+      kubeconfig: { data: KUBECONFIG },
+      proxy_jump: { hostname: '203.0.113.7', port: 32000 },
+      namespace: 'dstack',
     });
-    expect(schema.safeParse({ type: 'kubernetes', creds: { type: 'password', password: 'x' } }).success).toBe(
-      false,
-    );
-    expect(schema.safeParse({ type: 'kubernetes', creds: { type: 'api_key' } }).success).toBe(false);
-    expect(schema.safeParse({ type: 'kubernetes' }).success).toBe(false);
+
+    expect(parsed.creds).toEqual({ type: 'kubeconfig', data: KUBECONFIG });
+    expect(parsed.proxy_jump).toEqual({ hostname: '203.0.113.7', port: 32000 });
   });
 
-  it('rejects unknown fields, naming them', () => {
-    const schema = kubernetesConfigModels.backendConfigWithCreds;
-
-    const misspelt = schema.safeParse({ ...apiKeyConfig, region: ['region-a'] });
-    const extraCreds = schema.safeParse({ ...apiKeyConfig, creds: { ...apiKeyConfig.creds, token: 'x' } });
-
-    expect(misspelt.success).toBe(false);
-    expect(JSON.stringify(misspelt.error?.issues)).toContain('region');
-    expect(extraCreds.success).toBe(false);
-    expect(JSON.stringify(extraCreds.error?.issues)).toContain('token');
+  it('names the field it rejects, as the user wrote it', () => {
+    expect(catchError(() => parseKubernetesBackendConfig({ type: 'kubernetes' }))).toMatchObject({
+      fields: [['kubeconfig']],
+    });
     expect(
-      kubernetesConfigModels.backendConfig.safeParse({ type: 'kubernetes', creds: apiKeyConfig.creds })
-        .success,
-    ).toBe(false);
+      catchError(() => parseKubernetesBackendConfig({ type: 'kubernetes', kubeconfig: { data: 1 } })),
+    ).toMatchObject({ fields: [['kubeconfig', 'data']] });
+    const misspelt = catchError(() =>
+      parseKubernetesBackendConfig({ type: 'kubernetes', kubeconfig: { data: 'x' }, namespaces: 'a' }),
+    );
+    expect(ServerClientError.isInstance(misspelt)).toBe(true);
+    expect(String((misspelt as Error).message)).toContain('namespaces');
+    expect(
+      catchError(() =>
+        parseKubernetesBackendConfig({
+          type: 'kubernetes',
+          kubeconfig: { data: 'x' },
+          proxy_jump: { port: 0 },
+        }),
+      ),
+    ).toMatchObject({ fields: [['proxy_jump', 'port']] });
   });
 
-  it('round-trips through the stored record, keeping creds out of the config', async () => {
+  it('stores a kubeconfig given by filename as its data, creds apart from the config', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'dstack-kubeconfig-'));
+    const file = join(directory, 'config');
+    writeFileSync(file, KUBECONFIG);
     const configurator = plugin.createConfigurator();
 
-    const stored = record(await configurator.createBackend('main', apiKeyConfig));
+    const stored = record(
+      await configurator.createBackend(
+        'main',
+        asWritten({ type: 'kubernetes', kubeconfig: { filename: file } }),
+      ),
+    );
 
-    expect(JSON.parse(stored.config)).toEqual({ type: 'kubernetes', regions: ['region-a', 'region-b'] });
-    expect(JSON.parse(stored.auth)).toEqual(apiKeyConfig.creds);
-    expect(configurator.getBackendConfigWithCreds(stored)).toEqual(apiKeyConfig);
-    expect(configurator.getBackendConfigWithoutCreds(stored)).toEqual({
-      type: 'kubernetes',
-      regions: ['region-a', 'region-b'],
+    expect(JSON.parse(stored.config)).toEqual({ type: 'kubernetes' });
+    expect(JSON.parse(stored.auth)).toEqual({ type: 'kubeconfig', filename: file, data: KUBECONFIG });
+    expect(kubernetesConfigModels.configFromRecord(stored).creds.data).toBe(KUBECONFIG);
+  });
+
+  it('refuses top-level proxy_jump or namespace beside contexts, and duplicate contexts, as dstack', async () => {
+    const configurator = plugin.createConfigurator();
+    const options = {
+      origin: 'server_config',
+      defaultCredsEnabled: true,
+      customEndpointsAllowed: true,
+    } as const;
+    const base = { type: 'kubernetes', kubeconfig: { data: KUBECONFIG }, contexts: ['main'] };
+
+    await expect(
+      configurator.validateConfig(asWritten({ ...base, namespace: 'x' }), options),
+    ).rejects.toMatchObject({
+      fields: [['namespace']],
     });
-    expect(kubernetesConfigModels.configFromRecord(stored)).toEqual(apiKeyConfig);
+    await expect(
+      configurator.validateConfig(asWritten({ ...base, proxy_jump: { hostname: 'h' } }), options),
+    ).rejects.toMatchObject({ fields: [['proxy_jump']] });
+    await expect(
+      configurator.validateConfig(asWritten({ ...base, contexts: ['main', { name: 'main' }] }), options),
+    ).rejects.toThrow('duplicate contexts: main');
   });
 });
 
-describe('kubernetes config checks', () => {
-  it('names the field the schema rejects', () => {
-    const bad: KubernetesBackendConfigWithCreds = { ...apiKeyConfig, regions: [] };
+describe('clustersOf', () => {
+  it("uses the current context in region '' with the config's namespace (default 'default')", () => {
+    const [cluster] = clustersOf({ type: 'kubernetes' }, KUBECONFIG);
 
-    const failure = catchError(() => parseKubernetesBackendConfig(bad));
-
-    expect(ServerClientError.isInstance(failure)).toBe(true);
-    expect(failure).toMatchObject({ fields: [['regions']] });
-    expect(
-      catchError(() => parseKubernetesBackendConfig({ type: 'kubernetes', creds: { type: 'api_key' } })),
-    ).toMatchObject({
-      fields: [['creds', 'api_key']],
+    expect(cluster).toMatchObject({ contextName: 'main', region: '', namespace: 'default', proxyJump: {} });
+    expect(cluster?.access).toMatchObject({
+      server: 'https://127.0.0.1:6443',
+      certificateAuthority: 'CA PEM',
+      clientCertificate: 'CERT PEM',
+      clientKey: 'KEY PEM',
     });
   });
 
-  it('refuses default creds only when they are not enabled', () => {
-    const fromFile = { origin: 'server_config', defaultCredsEnabled: false } as const;
-    const failure = catchError(() => refuseDisabledDefaultCreds({ type: 'default' }, fromFile));
+  it("makes each context a region with the context's namespace and its own proxy_jump", () => {
+    const clusters = clustersOf(
+      {
+        type: 'kubernetes',
+        contexts: ['main', { name: 'gpu', proxy_jump: { hostname: 'node-1', port: 30022 } }],
+      },
+      KUBECONFIG,
+    );
 
-    expect(ServerClientError.isInstance(failure)).toBe(true);
-    expect(failure).toMatchObject({ fields: [['creds', 'type']] });
-    expect(() =>
-      refuseDisabledDefaultCreds({ type: 'default' }, { ...fromFile, defaultCredsEnabled: true }),
-    ).not.toThrow();
-    expect(() => refuseDisabledDefaultCreds(apiKeyConfig.creds, fromFile)).not.toThrow();
+    expect(clusters.map((cluster) => [cluster.region, cluster.namespace])).toEqual([
+      ['main', 'default'],
+      ['gpu', 'ml'],
+    ]);
+    expect(clusters[1]?.proxyJump).toEqual({ hostname: 'node-1', port: 30022 });
+    expect(clusters[1]?.access).toMatchObject({ token: 'secret-token', insecureSkipTlsVerify: true });
   });
 
-  it('reports refused credentials on the field the user must fix', () => {
-    const error = invalidCredentials(apiKeyConfig.creds);
-
-    expect(InvalidCredentialsError.isInstance(error)).toBe(true);
-    expect(error.fields).toEqual([['creds', 'api_key']]);
-    expect(invalidCredentials({ type: 'default' }).fields).toEqual([['creds', 'type']]);
+  it('names a missing context and refuses exec plugins clearly', () => {
+    expect(() => clustersOf({ type: 'kubernetes', contexts: ['nope'] }, KUBECONFIG)).toThrow(
+      'kubeconfig: context "nope" not found',
+    );
+    expect(() => clustersOf({ type: 'kubernetes', contexts: ['eks'] }, KUBECONFIG)).toThrow(
+      /exec or auth-provider/,
+    );
   });
 });

@@ -1,9 +1,10 @@
+import { readFileSync } from 'node:fs';
 import {
+  BackendApiCallError,
   type BackendRecord,
   type Configurator,
   InvalidCredentialsError,
-  notImplemented,
-  refuseDefaultCreds,
+  refuseServerFileFromApi,
   ServerClientError,
   type StoredBackendRecord,
   type ValidateConfigOptions,
@@ -18,13 +19,16 @@ import {
   kubernetesConfigModels,
 } from './kubernetes-config.js';
 
-/**
- * The schema's first complaint as a `ServerClientError` naming the field
- * (`fields: [['creds', 'api_key']]`), for callers that skipped the schema.
- */
+/** The field path users know: dstack's `kubeconfig`, where the chain has `creds`. */
+function userPath(path: readonly PropertyKey[]): string[] {
+  const names = path.map(String);
+  return names[0] === 'creds' ? ['kubeconfig', ...names.slice(1)] : names;
+}
+
+/** The schema's first complaint as a `ServerClientError` naming the field (`kubeconfig.data`). */
 function schemaError(error: z.ZodError): ServerClientError {
   const issue = error.issues[0];
-  const path = (issue?.path ?? []).map(String);
+  const path = userPath(issue?.path ?? []);
   const field = path.length > 0 ? path : ['config'];
   return new ServerClientError(
     `Invalid kubernetes backend config: ${field.join('.')}: ${issue?.message ?? 'is invalid'}`,
@@ -32,42 +36,59 @@ function schemaError(error: z.ZodError): ServerClientError {
   );
 }
 
-/**
- * The config checked against the schema; throws `ServerClientError` naming the
- * first bad field. The server parses configs with the plugin's schemas before
- * `validateConfig`, but other callers may not.
- */
+/** The config checked against the schema; throws `ServerClientError` naming the first bad field. */
 export function parseKubernetesBackendConfig(config: unknown): KubernetesBackendConfigWithCreds {
   const result = kubernetesConfigModels.backendConfigWithCreds.safeParse(config);
   if (!result.success) throw schemaError(result.error);
   return result.data;
 }
 
-/**
- * Refuses creds of type `default` (the server's own identity at the provider) when they are not
- * enabled for this config (`DSTACK_DEFAULT_CREDS_DISABLED`, or an API request without
- * `DSTACK_SERVER_ALLOW_DEFAULT_CREDS`), naming `creds.type`.
- */
-export function refuseDisabledDefaultCreds(
-  creds: KubernetesCreds,
-  options: Pick<ValidateConfigOptions, 'origin' | 'defaultCredsEnabled'>,
-): void {
-  refuseDefaultCreds(creds, options, 'api_key');
+/** dstack's `_check_config_contexts`: with `contexts`, no top-level `proxy_jump`/`namespace`, no duplicates. */
+function checkContexts(config: KubernetesBackendConfig): void {
+  if (config.contexts == null) return;
+  if (config.proxy_jump != null) {
+    throw new ServerClientError('proxy_jump must not be set if contexts is set', {
+      fields: [['proxy_jump']],
+    });
+  }
+  if (config.namespace != null) {
+    throw new ServerClientError('namespace must not be set if contexts is set', { fields: [['namespace']] });
+  }
+  const names = config.contexts.map((context) => (typeof context === 'string' ? context : context.name));
+  const duplicates = [...new Set(names.filter((name, index) => names.indexOf(name) !== index))].sort();
+  if (duplicates.length > 0) {
+    throw new ServerClientError(`duplicate contexts: ${duplicates.join(', ')}`, { fields: [['contexts']] });
+  }
+}
+
+/** The kubeconfig's text: `data`, or the file `filename` names (config.yml only). */
+function kubeconfigText(creds: KubernetesCreds): string {
+  if (creds.data) return creds.data;
+  if (!creds.filename) {
+    throw new ServerClientError('kubeconfig: give the kubeconfig as data (its text) or filename', {
+      fields: [['kubeconfig']],
+    });
+  }
+  try {
+    return readFileSync(creds.filename.replace(/^~(?=\/)/, process.env.HOME ?? '~'), 'utf8');
+  } catch (error) {
+    throw new ServerClientError(
+      `kubeconfig.filename: cannot read ${creds.filename}: ${(error as Error).message}`,
+      {
+        fields: [['kubeconfig', 'filename']],
+      },
+    );
+  }
+}
+
+/** The config with `kubeconfig.data` filled from `filename`. */
+function withKubeconfigData(config: KubernetesBackendConfigWithCreds): KubernetesBackendConfigWithCreds {
+  return { ...config, creds: { ...config.creds, data: kubeconfigText(config.creds) } };
 }
 
 /**
- * The error for credentials the provider refused, naming the field the user
- * must fix: `creds.api_key` for an API key, `creds.type` when the server's
- * own environment has no usable credentials.
- */
-export function invalidCredentials(creds: KubernetesCreds, cause?: unknown): InvalidCredentialsError {
-  const field = creds.type === 'api_key' ? ['creds', 'api_key'] : ['creds', 'type'];
-  return new InvalidCredentialsError([field], { cause });
-}
-
-/**
- * Turns `backends: [{type: kubernetes, ...}]` into a stored record and a
- * `KubernetesCompute` (dstack's Configurator).
+ * Turns `backends: [{type: kubernetes, kubeconfig, ...}]` into a stored record and a
+ * `KubernetesCompute` (dstack's `KubernetesConfigurator`).
  */
 export class KubernetesConfigurator
   implements Configurator<KubernetesBackendConfigWithCreds, KubernetesBackendConfig>
@@ -75,41 +96,45 @@ export class KubernetesConfigurator
   readonly type = KUBERNETES_BACKEND_TYPE;
 
   /**
-   * Checks the config against the provider. THE PROVIDER CALL GOES HERE:
-   * replace this stub with a method that makes one read-only call with the
-   * creds (e.g. list regions) and maps the provider's refusal to
-   * `InvalidCredentialsError` naming the field:
-   *
-   * ```ts
-   * async validateConfig(config: KubernetesBackendConfigWithCreds, options: ValidateConfigOptions) {
-   *   const { creds } = parseKubernetesBackendConfig(config);
-   *   refuseDisabledDefaultCreds(creds, options);
-   *   // A field that points the backend at another endpoint than the provider's (`endpoint_url`)
-   *   // or names a file on the server: refuseCustomEndpoint / refuseServerFileFromApi (@dstack/core).
-   *   const response = await client.listRegions(creds, { signal: options.signal });
-   *   if (response.status === 401 || response.status === 403) throw invalidCredentials(creds);
-   * }
-   * ```
-   *
-   * Other failures (network, 5xx) are not a credentials problem: let them
-   * propagate, or wrap them in `BackendApiCallError`. Until then the
-   * conformance suite reports its invalid-credentials check as todo.
+   * Checks the contexts (dstack's rules), reads the kubeconfig (`filename` only from
+   * config.yml) and asks every enabled cluster's API server for `/version`: one that refuses the
+   * credentials (401/403) or cannot be reached is an `InvalidCredentialsError` naming `kubeconfig`.
    */
-  validateConfig = notImplemented<Configurator<KubernetesBackendConfigWithCreds>['validateConfig']>(
-    'KubernetesConfigurator.validateConfig',
-    'must check the creds with a read-only kubernetes API call and throw invalidCredentials(creds) (InvalidCredentialsError naming creds.api_key) when the provider refuses them',
-  );
+  async validateConfig(
+    config: KubernetesBackendConfigWithCreds,
+    options: ValidateConfigOptions,
+  ): Promise<void> {
+    const parsed = parseKubernetesBackendConfig(config);
+    checkContexts(parsed);
+    if (parsed.creds.filename && !parsed.creds.data) {
+      refuseServerFileFromApi(options, ['kubeconfig', 'filename'], 'kubeconfig.data');
+    }
+    const compute = this.#compute(withKubeconfigData(parsed));
+    try {
+      for (const { cluster, api } of compute.clusters) {
+        try {
+          await api.version(options.signal);
+        } catch (error) {
+          const status = BackendApiCallError.isInstance(error) ? error.statusCode : undefined;
+          const why = status === 401 || status === 403 ? 'refused the credentials' : 'did not answer';
+          throw new InvalidCredentialsError([['kubeconfig']], {
+            message: `Invalid credentials: kubeconfig: the API server of context "${cluster.contextName}" ${why}: ${(error as Error).message}`,
+            cause: error,
+          });
+        }
+      }
+    } finally {
+      await compute.close();
+    }
+  }
 
-  /**
-   * The record to store. Fill defaults here so the stored config is complete
-   * (e.g. ask the provider for its regions when `regions` is absent); any cloud
-   * resource created here must be created idempotently.
-   */
+  /** The record to store: a kubeconfig given by `filename` is stored as its `data`. */
   async createBackend(
     _projectName: string,
     config: KubernetesBackendConfigWithCreds,
   ): Promise<BackendRecord> {
-    const { config: stored, auth } = kubernetesConfigModels.splitCreds(parseKubernetesBackendConfig(config));
+    const parsed = withKubeconfigData(parseKubernetesBackendConfig(config));
+    const { config: stored, auth } = kubernetesConfigModels.splitCreds(parsed);
     return kubernetesConfigModels.toRecord(stored, auth);
   }
 
@@ -121,8 +146,12 @@ export class KubernetesConfigurator
     return kubernetesConfigModels.configWithoutCredsFromRecord(record);
   }
 
-  /** Builds the Compute without calling the provider: clients are created on first use. */
+  /** Builds the Compute without calling the cluster. */
   async getCompute(record: StoredBackendRecord): Promise<KubernetesCompute> {
     return createKubernetesBackend({ config: kubernetesConfigModels.configFromRecord(record) });
+  }
+
+  #compute(config: KubernetesBackendConfigWithCreds): KubernetesCompute {
+    return createKubernetesBackend({ config: kubernetesConfigModels.config.parse(config) });
   }
 }

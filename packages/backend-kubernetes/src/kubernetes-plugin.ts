@@ -1,5 +1,4 @@
 import { defineBackendPlugin } from '@dstack/core';
-import { kubernetesCatalogProvider } from './kubernetes-catalog-provider.js';
 import { KUBERNETES_CAPABILITIES } from './kubernetes-compute.js';
 import {
   KUBERNETES_BACKEND_TYPE,
@@ -10,14 +9,15 @@ import {
 import { KubernetesConfigurator } from './kubernetes-configurator.js';
 
 /**
- * How long an instance may take from `runJob` to a reachable agent
- * before the server gives up on it. 600 s (10 minutes) is dstack's default;
- * measure the provider's boot (image pull and container start) time and change it.
- * A function of the instance type can replace it when some types boot slower.
+ * How long a pod may take from `runJob` to a reachable runner (image pull included) before the
+ * server gives up on it: 20 minutes, dstack's for Kubernetes.
  */
-export const KUBERNETES_PROVISIONING_TIMEOUT_SECONDS = 600;
+export const KUBERNETES_PROVISIONING_TIMEOUT_SECONDS = 1200;
 
-/** The kubernetes backend's plugin descriptor (contract v1); the package's default export. */
+/**
+ * The Kubernetes backend's plugin descriptor (contract v1); the package's default export. No
+ * catalog provider: offers come from the cluster's nodes.
+ */
 export const kubernetesBackendPlugin = defineBackendPlugin<
   KubernetesBackendConfigWithCreds,
   KubernetesBackendConfig
@@ -27,6 +27,5 @@ export const kubernetesBackendPlugin = defineBackendPlugin<
   capabilities: KUBERNETES_CAPABILITIES,
   configSchemas: kubernetesConfigModels,
   createConfigurator: () => new KubernetesConfigurator(),
-  catalogProvider: kubernetesCatalogProvider,
   provisioningTimeoutSeconds: KUBERNETES_PROVISIONING_TIMEOUT_SECONDS,
 });

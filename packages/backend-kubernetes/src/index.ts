@@ -1,7 +1,8 @@
 import { kubernetesBackendPlugin } from './kubernetes-plugin.js';
 
 export default kubernetesBackendPlugin;
-export { clustersOf, type KubernetesCluster } from './kubeconfig.js';
+export { type ApiServerAccess, clustersOf, type KubernetesCluster } from './kubeconfig.js';
+export { KubernetesApi, type KubernetesObject } from './kubernetes-api.js';
 export {
   createKubernetesBackend,
   KUBERNETES_CAPABILITIES,

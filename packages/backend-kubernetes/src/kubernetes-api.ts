@@ -72,8 +72,9 @@ export class KubernetesApi {
     return this.#json('GET', '/version', undefined, signal) as Promise<{ gitVersion?: string }>;
   }
 
-  listNodes(signal?: AbortSignal): Promise<KubernetesObject[]> {
-    return this.#items('/api/v1/nodes', signal);
+  /** The cluster's nodes; `limit` caps the answer (a credentials check asks for one). */
+  listNodes(signal?: AbortSignal, limit?: number): Promise<KubernetesObject[]> {
+    return this.#items(`/api/v1/nodes${limit ? `?limit=${limit}` : ''}`, signal);
   }
 
   readNode(name: string): Promise<KubernetesObject | null> {
@@ -129,6 +130,13 @@ export class KubernetesApi {
     await this.#orNull(
       this.#json('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } }),
       409,
+    );
+  }
+
+  /** Deletes the namespace and everything in it; false when it was gone. */
+  async deleteNamespace(name: string): Promise<boolean> {
+    return (
+      (await this.#orNull(this.#json('DELETE', `/api/v1/namespaces/${encodeURIComponent(name)}`))) !== null
     );
   }
 

@@ -97,7 +97,8 @@ export class KubernetesConfigurator
 
   /**
    * Checks the contexts (dstack's rules), reads the kubeconfig (`filename` only from
-   * config.yml) and asks every enabled cluster's API server for `/version`: one that refuses the
+   * config.yml) and asks every enabled cluster's API server for a node (the backend's offers
+   * need to list them; `/version` answers anonymous clients too): one that refuses the
    * credentials (401/403) or cannot be reached is an `InvalidCredentialsError` naming `kubeconfig`.
    */
   async validateConfig(
@@ -113,7 +114,7 @@ export class KubernetesConfigurator
     try {
       for (const { cluster, api } of compute.clusters) {
         try {
-          await api.version(options.signal);
+          await api.listNodes(options.signal, 1);
         } catch (error) {
           const status = BackendApiCallError.isInstance(error) ? error.statusCode : undefined;
           const why = status === 401 || status === 403 ? 'refused the credentials' : 'did not answer';

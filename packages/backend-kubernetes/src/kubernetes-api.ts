@@ -36,7 +36,13 @@ export interface KubernetesApiOptions {
 const DEFAULT_TIMEOUT_MS = 15_000;
 
 /** A resource kind of CoreV1: its plural path segment, and whether it lives in a namespace. */
-export type CoreResource = 'pods' | 'services' | 'secrets' | 'persistentvolumeclaims' | 'events';
+export type CoreResource =
+  | 'pods'
+  | 'services'
+  | 'secrets'
+  | 'persistentvolumeclaims'
+  | 'events'
+  | 'serviceaccounts';
 
 /** The CoreV1 client of one cluster. */
 export class KubernetesApi {

@@ -83,6 +83,8 @@ interface ClusterClient {
 }
 
 const DEFAULT_SCHEDULING_TIMEOUT_MS = 10_000;
+/** How long a namespace just made may take to get its default service account (a second or two). */
+const SERVICE_ACCOUNT_WAIT_MS = 20_000;
 
 function environmentFlag(name: string): boolean | undefined {
   const value = process.env[name];
@@ -182,7 +184,10 @@ export class KubernetesCompute implements Compute {
     const { cluster, api } = this.#clusterOf(params.offer.region);
     const namespace = cluster.namespace;
     const project = params.run.project_name;
-    if ((await api.readNamespace(namespace)) === null) await api.createNamespace(namespace);
+    if ((await api.readNamespace(namespace)) === null) {
+      await api.createNamespace(namespace);
+      await this.#waitForDefaultServiceAccount(api, namespace);
+    }
     const jumpName = jumpPodName(project);
     await this.#ensureJumpPod({ cluster, api }, project, params.projectSshPublicKey.trim());
 
@@ -202,9 +207,9 @@ export class KubernetesCompute implements Compute {
         registryAuthSecret(secretName, labels, jobSpec.image_name, auth.username, auth.password),
       );
     }
-    await api.create(
+    await this.#createPod(
+      api,
       namespace,
-      'pods',
       jobPod({
         name: podName,
         labels,
@@ -291,6 +296,38 @@ export class KubernetesCompute implements Compute {
     return client;
   }
 
+  /**
+   * Waits until a namespace just made has its default service account: until the controller
+   * manager makes it, the API server refuses pods there.
+   */
+  async #waitForDefaultServiceAccount(api: KubernetesApi, namespace: string): Promise<void> {
+    const deadline = Date.now() + SERVICE_ACCOUNT_WAIT_MS;
+    while ((await api.read(namespace, 'serviceaccounts', 'default')) === null) {
+      if (Date.now() > deadline)
+        throw new BackendError(`namespace ${namespace} has no default service account yet`);
+      await sleep(250);
+    }
+  }
+
+  /**
+   * Creates a pod, again while the API server says the service account's token is not made yet
+   * (clusters before 1.21 mount it from a Secret the controller manager makes a moment after the
+   * namespace).
+   */
+  async #createPod(api: KubernetesApi, namespace: string, pod: KubernetesObject): Promise<void> {
+    const deadline = Date.now() + SERVICE_ACCOUNT_WAIT_MS;
+    for (;;) {
+      try {
+        await api.create(namespace, 'pods', pod);
+        return;
+      } catch (error) {
+        const tokenPending = /retry after the token is automatically created/.test((error as Error).message);
+        if (!tokenPending || Date.now() > deadline) throw error;
+        await sleep(250);
+      }
+    }
+  }
+
   /** Creates the jump pod and its NodePort Service when either is missing (dstack's check). */
   async #ensureJumpPod({ cluster, api }: ClusterClient, project: string, projectKey: string): Promise<void> {
     const namespace = cluster.namespace;
@@ -367,6 +404,10 @@ export class KubernetesCompute implements Compute {
       backend_data: JSON.stringify(backendData),
     };
   }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** The node's ExternalIP (else its first address), or null. */

@@ -209,7 +209,7 @@ if ! docker image inspect "$pause_image" >/dev/null 2>&1; then
   context="$(mktemp -d)"
   cp /bin/busybox "$context/busybox"
   printf 'FROM scratch\nCOPY busybox /bin/busybox\nENTRYPOINT ["/bin/busybox", "sleep", "2147483647"]\n' >"$context/Dockerfile"
-  DOCKER_BUILDKIT=0 docker build -q -t "$pause_image" "$context" >/dev/null || fail "building $pause_image failed"
+  DOCKER_BUILDKIT=0 docker build -q -t "$pause_image" "$context" >/dev/null 2>&1 || fail "building $pause_image failed"
   rm -rf "$context"
 fi
 

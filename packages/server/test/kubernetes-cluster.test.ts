@@ -166,7 +166,8 @@ describe.skipIf(typeof cluster === 'string')('the kubernetes backend on a real c
         commands: [
           'echo "node $DSTACK_NODE_RANK of $DSTACK_NODES_NUM master=$DSTACK_MASTER_NODE_IP ips=$(echo $DSTACK_NODES_IPS)"',
         ],
-        resources: { cpu: 1, memory: '0.5GB' },
+        // Two pods at once: each asks for 1 GB of the node's ephemeral storage, not the default 100 GB.
+      resources: { cpu: 1, memory: '0.5GB', disk: '1GB..' },
       });
 
       const result = await runDstack(['apply', '-f', file, '-y'], { env: cliEnvironment });

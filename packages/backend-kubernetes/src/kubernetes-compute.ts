@@ -8,6 +8,7 @@ import {
   type InstanceOfferWithAvailability,
   type InstanceStatusAtProvider,
   type JobProvisioningData,
+  type ProjectSshKeys,
   ProvisioningError,
   type Requirements,
   type RunJobParams,
@@ -75,6 +76,7 @@ export interface KubernetesBackendSettings {
 export interface KubernetesBackendData {
   pod_name: string;
   jump_pod_name: string;
+  project: string;
 }
 
 interface ClusterClient {
@@ -188,11 +190,10 @@ export class KubernetesCompute implements Compute {
       await api.createNamespace(namespace);
       await this.#waitForDefaultServiceAccount(api, namespace);
     }
-    const jumpName = jumpPodName(project);
     await this.#ensureJumpPod({ cluster, api }, project, params.projectSshPublicKey.trim());
 
     const podName = jobPodName(params.instanceId);
-    const provisioningData = this.#provisioningData(params.offer, podName, jumpName, params.requirements);
+    const provisioningData = this.#provisioningData(params.offer, podName, project, params.requirements);
     if ((await api.read(namespace, 'pods', podName)) !== null) return provisioningData;
 
     const jobSpec = params.job.job_spec;
@@ -229,7 +230,10 @@ export class KubernetesCompute implements Compute {
    * node's ExternalIP) and the Service's NodePort; once the job pod runs, `hostname` and
    * `internal_ip` are its IP.
    */
-  async updateProvisioningData(provisioningData: JobProvisioningData): Promise<JobProvisioningData> {
+  async updateProvisioningData(
+    provisioningData: JobProvisioningData,
+    projectSshKeys: ProjectSshKeys,
+  ): Promise<JobProvisioningData> {
     const { cluster, api } = this.#clusterOf(provisioningData.region);
     const namespace = cluster.namespace;
     const data = backendDataOf(provisioningData);
@@ -245,6 +249,8 @@ export class KubernetesCompute implements Compute {
     }
     let updated = provisioningData;
     if (!updated.ssh_proxy) {
+      // The project's last job may have taken the jump pod with it a moment ago: make it again.
+      await this.#ensureJumpPod({ cluster, api }, data.project, projectSshKeys.publicKey.trim());
       const proxy = await this.#jumpAddress({ cluster, api }, data.jump_pod_name);
       if (proxy === null) return updated;
       updated = { ...updated, ssh_proxy: proxy };
@@ -263,15 +269,13 @@ export class KubernetesCompute implements Compute {
     const namespace = cluster.namespace;
     await api.delete(namespace, 'pods', instanceId);
     await api.delete(namespace, 'secrets', registryAuthSecretNameOf(instanceId));
-    const jumpName = parseBackendData(backendData)?.jump_pod_name;
-    if (!jumpName) return;
-    const jumpPodObject = await api.read(namespace, 'pods', jumpName);
-    const project = jumpPodObject?.metadata?.labels?.['k8s.dstack.ai/project'];
-    if (project === undefined) return;
+    const project = parseBackendData(backendData)?.project;
+    if (!project) return;
     const jobs = await api.list(namespace, 'pods', {
       labelSelector: `app.kubernetes.io/name=dstack-job,k8s.dstack.ai/project=${project}`,
     });
     if (jobs.some((job) => !job.metadata?.deletionTimestamp)) return;
+    const jumpName = jumpPodName(project);
     await api.delete(namespace, 'services', serviceNameOf(jumpName));
     await api.delete(namespace, 'pods', jumpName);
   }
@@ -357,9 +361,7 @@ export class KubernetesCompute implements Compute {
       api.read(namespace, 'pods', jumpName),
       api.read(namespace, 'services', serviceNameOf(jumpName)),
     ]);
-    if (pod === null || service === null) {
-      throw new ProvisioningError(`the jump pod ${jumpName} or its service is gone from the cluster`);
-    }
+    if (pod === null || service === null) return null;
     const failure = podFailure(pod);
     if (failure !== null) throw new ProvisioningError(`jump pod: ${failure}`);
     if (pod.status?.phase !== 'Running') return null;
@@ -381,10 +383,14 @@ export class KubernetesCompute implements Compute {
   #provisioningData(
     offer: InstanceOfferWithAvailability,
     podName: string,
-    jumpName: string,
+    project: string,
     requirements: Requirements,
   ): JobProvisioningData {
-    const backendData: KubernetesBackendData = { pod_name: podName, jump_pod_name: jumpName };
+    const backendData: KubernetesBackendData = {
+      pod_name: podName,
+      jump_pod_name: jumpPodName(project),
+      project,
+    };
     const instanceType = structuredClone(offer.instance);
     cutToRequests(instanceType.resources, requirements);
     return {
@@ -448,10 +454,14 @@ function parseBackendData(text: string | null | undefined): Partial<KubernetesBa
 
 function backendDataOf(provisioningData: JobProvisioningData): KubernetesBackendData {
   const data = parseBackendData(provisioningData.backend_data);
-  if (!data?.jump_pod_name) {
+  if (!data?.jump_pod_name || !data.project) {
     throw new ProvisioningError(`instance ${provisioningData.instance_id} has no Kubernetes backend data`);
   }
-  return { pod_name: data.pod_name ?? provisioningData.instance_id, jump_pod_name: data.jump_pod_name };
+  return {
+    pod_name: data.pod_name ?? provisioningData.instance_id,
+    jump_pod_name: data.jump_pod_name,
+    project: data.project,
+  };
 }
 
 /** The Kubernetes backend's Compute, for use without a server (tests, scripts). */

@@ -77,6 +77,9 @@ stop_all() {
   local containers
   containers="$(docker ps -aq --filter "label=io.kubernetes.docker.type" 2>/dev/null || true)"
   [ -z "$containers" ] || docker rm -f $containers >/dev/null 2>&1 || true
+  # The kubelet mounts pods' secret volumes (tmpfs) under its root directory.
+  awk -v root="$state/kubelet/" 'index($2, root) == 1 { print $2 }' /proc/mounts | sort -r |
+    while read -r mount; do umount "$mount" 2>/dev/null || umount -l "$mount" 2>/dev/null || true; done
 }
 
 case "${1:-}" in

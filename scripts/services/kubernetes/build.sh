@@ -2,8 +2,8 @@
 # Builds the test cluster's Kubernetes binaries once per machine, from Debian's `kubernetes`
 # source package with sandbox.patch applied, and prints the directory holding them.
 #
-# The build is cached outside the repository, keyed by the package version and the patch's
-# hash: /var/cache/dstack-test/kubernetes-<version>-<patch hash>/bin. A second run with the same
+# The build is cached outside the repository, keyed by the package version and the hash of the
+# patch and this script: /var/cache/dstack-test/kubernetes-<version>-<hash>/bin. A second run with the same
 # key prints the cached directory at once. The source comes through a private sources list
 # (a deb-src line under the cache directory) so the machine's own apt set-up is left alone.
 #
@@ -18,6 +18,10 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache_root="${DSTACK_TEST_CACHE:-/var/cache/dstack-test}"
 patch_file="$here/sandbox.patch"
 components=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
+# Kubernetes 1.20 vendors reflect2 1.0.1, whose unsafe map iteration crashes on Go 1.18 and later
+# ("unexpected fault address" in mapiterinit: the API server dies in its first seconds). Debian's
+# Go is 1.19, so the vendored copy is replaced by Debian's reflect2 1.0.2, which supports it.
+reflect2_source=/usr/share/gocode/src/github.com/modern-go/reflect2
 
 fail() {
   echo "kubernetes/build: $*" >&2
@@ -38,6 +42,7 @@ install_build_tools() {
   command -v dpkg-source >/dev/null 2>&1 || missing+=(dpkg-dev)
   command -v make >/dev/null 2>&1 || missing+=(make)
   command -v patch >/dev/null 2>&1 || missing+=(patch)
+  [ -d "$reflect2_source" ] || missing+=(golang-github-modern-go-reflect2-dev)
   if [ ${#missing[@]} -gt 0 ]; then
     apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null 2>&1 || true
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 "${missing[@]}" >/dev/null \
@@ -61,7 +66,7 @@ source_version() {
   apt-cache "${apt_options[@]}" showsrc kubernetes 2>/dev/null | awk '/^Version:/ { print $2 }' | sort -V | tail -n 1
 }
 
-patch_hash="$(sha256sum "$patch_file" | cut -c1-12)"
+patch_hash="$(cat "$patch_file" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-12)"
 
 # A cached build for any version with this patch is reused without asking apt (no network needed).
 cached="$(ls -d "$cache_root"/kubernetes-*-"$patch_hash"/bin 2>/dev/null | sort -V | tail -n 1 || true)"
@@ -86,6 +91,9 @@ echo "kubernetes/build: building Kubernetes $version with sandbox.patch in $buil
   (cd "$build_dir/download" && apt-get "${apt_options[@]}" source --download-only "kubernetes=$version")
   dpkg-source -x "$build_dir"/download/*.dsc "$build_dir/tree"
   (cd "$build_dir/tree" && patch -p1 <"$patch_file")
+  rm -rf "$build_dir/tree/vendor/github.com/modern-go/reflect2"
+  mkdir -p "$build_dir/tree/vendor/github.com/modern-go/reflect2"
+  cp "$reflect2_source"/*.go "$reflect2_source"/*.s "$build_dir/tree/vendor/github.com/modern-go/reflect2/"
   # Vendored sources only (GOPROXY=off: nothing is fetched), static binaries as Debian builds
   # them (CGO_ENABLED=0). hack/lib/golang.sh copies any `-tags=` of GOFLAGS into its own tag
   # list and takes the whole of GOFLAGS when there is none, so GOFLAGS names a tag it has anyway.
@@ -100,6 +108,6 @@ for component in "${components[@]}"; do
   cp "$built" "$bin_dir/$component"
 done
 # The sources and Go's object files are 2+ GB: keep only the binaries.
-rm -rf "$build_dir/tree" "$build_dir/download"
+rm -rf "$build_dir/tree" "$build_dir/download" "$build_dir"/*.tar.* "$build_dir"/*.dsc
 touch "$bin_dir/.complete"
 echo "$bin_dir"

@@ -167,7 +167,7 @@ describe.skipIf(typeof cluster === 'string')('the kubernetes backend on a real c
           'echo "node $DSTACK_NODE_RANK of $DSTACK_NODES_NUM master=$DSTACK_MASTER_NODE_IP ips=$(echo $DSTACK_NODES_IPS)"',
         ],
         // Two pods at once: each asks for 1 GB of the node's ephemeral storage, not the default 100 GB.
-      resources: { cpu: 1, memory: '0.5GB', disk: '1GB..' },
+        resources: { cpu: 1, memory: '0.5GB', disk: '1GB..' },
       });
 
       const result = await runDstack(['apply', '-f', file, '-y'], { env: cliEnvironment });

@@ -280,13 +280,21 @@ export class KubernetesCompute implements Compute {
     await api.delete(namespace, 'pods', jumpName);
   }
 
-  /** The job pod: `gone` once deleted or finished, else `running`. */
+  /**
+   * Asked when the runner stopped answering: `gone` once the job pod is deleted or finished, or
+   * its node is gone or not Ready (the kubelet stopped reporting: the cluster would evict the pod
+   * only after its 5-minute toleration), else `running`.
+   */
   async instanceStatus(provisioningData: JobProvisioningData): Promise<InstanceStatusAtProvider> {
     const { cluster, api } = this.#clusterOf(provisioningData.region);
     const pod = await api.read(cluster.namespace, 'pods', provisioningData.instance_id);
     if (pod === null || pod.metadata?.deletionTimestamp) return 'gone';
     const phase = pod.status?.phase;
-    return phase === 'Failed' || phase === 'Succeeded' ? 'gone' : 'running';
+    if (phase === 'Failed' || phase === 'Succeeded') return 'gone';
+    const nodeName: string | undefined = pod.spec?.nodeName;
+    if (nodeName === undefined) return 'running';
+    const node = await api.readNode(nodeName);
+    return node !== null && isNodeReady(node) ? 'running' : 'gone';
   }
 
   /** Closes the clusters' connections. */
@@ -414,6 +422,12 @@ export class KubernetesCompute implements Compute {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Whether the node's Ready condition is True (its kubelet reports, and it can run pods). */
+function isNodeReady(node: KubernetesObject): boolean {
+  const conditions: Array<{ type?: string; status?: string }> = node.status?.conditions ?? [];
+  return conditions.some((condition) => condition.type === 'Ready' && condition.status === 'True');
 }
 
 /** The node's ExternalIP (else its first address), or null. */

@@ -48,6 +48,10 @@ if (typeof cluster === 'string') {
       };
     },
     jobImage: image,
+    // The real scheduler and kubelet start two pods (the jump pod's sshd makes its host keys
+    // first): seconds on an idle machine, much longer on a busy one.
+    provisioning: { maxAttempts: 600, intervalMs: 250 },
+    provisioningTestTimeoutMs: 240_000,
     create: () => config,
     invalidCredentials: {
       // The kubeconfig's certificates without the client's: the API server refuses the request.

@@ -13,6 +13,7 @@ export {
 export { ConformanceViolation } from './conformance/conformance-violation.js';
 export {
   anyCpuOfferRequirements,
+  CONFORMANCE_JOB_IMAGE,
   conformanceInstanceConfiguration,
   conformanceRunJobParams,
 } from './conformance/job-fixtures.js';
@@ -66,6 +67,11 @@ export {
   type RecordedRequest,
   startEmulatorServer,
 } from './emulator/emulator-server.js';
+export {
+  ENSURE_KUBERNETES_SCRIPT,
+  type KubernetesTestCluster,
+  kubernetesTestCluster,
+} from './engines/kubernetes-test-cluster.js';
 export {
   createFakeBackend,
   createFakeBackendPlugin,

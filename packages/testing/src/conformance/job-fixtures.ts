@@ -19,6 +19,9 @@ export function anyCpuOfferRequirements(): Requirements {
  */
 export const CONFORMANCE_RUNNER_DOWNLOAD_URL = 'http://127.0.0.1:9/dstack-runtime.tar.gz';
 
+/** The job's image in the suite's launches unless told otherwise (`jobImage` of `testBackend`). */
+export const CONFORMANCE_JOB_IMAGE = 'dstackai/base:latest';
+
 /** The `runJob` parameters of a one-node task named `<runName>` on `offer`, launched as dstack instance `instanceId`. */
 export function conformanceRunJobParams(options: {
   instanceId: string;
@@ -29,6 +32,7 @@ export function conformanceRunJobParams(options: {
   requirements: Requirements;
   keys: ProjectSshKeys;
   runnerDownloadUrl?: string;
+  imageName?: string;
 }): RunJobParams {
   return {
     instanceId: options.instanceId,
@@ -49,7 +53,7 @@ export function conformanceRunJobParams(options: {
         job_name: `${options.runName}-0-0`,
         job_num: 0,
         replica_num: 0,
-        image_name: 'dstackai/base:latest',
+        image_name: options.imageName ?? CONFORMANCE_JOB_IMAGE,
         privileged: false,
         requirements: options.requirements,
       },

@@ -160,6 +160,11 @@ export interface TestBackendOptions<E extends BackendEmulator = BackendEmulator>
    * the runner there). Default `CONFORMANCE_RUNNER_DOWNLOAD_URL`, where nothing answers.
    */
   runnerDownloadUrl?: string;
+  /**
+   * The job's image in the suite's launches. Default `CONFORMANCE_JOB_IMAGE` (dstack's base
+   * image); a backend tested against a real engine that cannot pull gives a local tag.
+   */
+  jobImage?: string;
   /** The project SSH keys given to `runJob` and `updateProvisioningData`. Default: a fresh ed25519 pair. */
   projectSshKeys?: ProjectSshKeys;
   /** Polling of `updateProvisioningData` until `hostname` is set. */

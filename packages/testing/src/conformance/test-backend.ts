@@ -380,6 +380,7 @@ class ConformanceSuite<E extends BackendEmulator> {
               requirements: this.#runJobRequirements,
               keys: this.#keys,
               runnerDownloadUrl: this.#options.runnerDownloadUrl,
+              imageName: this.#options.jobImage,
             }),
           )
         : await (compute as ComputeWithCreateInstance).createInstance(

@@ -1,0 +1,188 @@
+/**
+ * The Kubernetes backend end to end against a real cluster (scripts/services/ensure-kubernetes.sh:
+ * etcd, the API server, the controller manager, the scheduler and a kubelet on this machine's
+ * Docker): a server with @dstack/backend-kubernetes configured as a user would (the kubeconfig
+ * file the script printed, `proxy_jump.hostname`), the built `dstack` CLI. The real scheduler
+ * places the job pod, the real kubelet runs it; its command downloads the runner from the
+ * server's `DSTACK_RUNNER_DOWNLOAD_URL` (served on the pod network's gateway), and the server
+ * reaches the runner through the project's jump pod (sshd behind a NodePort). Skipped when no
+ * cluster runs, except under CI. One server, one namespace, on SQLite.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { clustersOf, KubernetesApi } from '@dstack/backend-kubernetes';
+import type { Fleet, Run } from '@dstack/core';
+import { kubernetesTestCluster } from '@dstack/testing';
+import {
+  emulatedHostImage,
+  ensureEmulatedHostImage,
+  type RunnerRuntimeServer,
+  serveRunnerRuntime,
+} from '@dstack/testing/emulators';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { killRunningDstack, requireBuiltDstack, runDstack } from './dstack-cli.js';
+import {
+  ADMIN_TOKEN,
+  type HarnessServer,
+  makeTempDir,
+  startHarnessServer,
+  waitFor,
+} from './server-harness.js';
+
+const cluster = await kubernetesTestCluster();
+const RUN_TIMEOUT_MS = 240_000;
+
+describe.skipIf(typeof cluster === 'string')('the kubernetes backend on a real cluster', () => {
+  if (typeof cluster === 'string') {
+    it.skip(cluster, () => {});
+    return;
+  }
+  // Nothing can be pulled here: the job and the jump pod (sshd) run a local Debian image.
+  const image = emulatedHostImage('plain');
+  const namespace = `dstack-e2e-${randomBytes(3).toString('hex')}`;
+  const temp = makeTempDir('dstack-k8s-e2e-');
+  const cliEnvironment = { DSTACK_CLI_CONFIG_DIR: join(temp.dir, 'cli') };
+  const [access] = clustersOf({ type: 'kubernetes' }, readFileSync(cluster.kubeconfigFile, 'utf8'));
+  const api = new KubernetesApi({ access: access!.access });
+  let runtime: RunnerRuntimeServer;
+  let harness: HarnessServer;
+
+  beforeAll(async () => {
+    requireBuiltDstack();
+    await ensureEmulatedHostImage('plain');
+    process.env.DSTACK_KUBERNETES_JUMP_POD_IMAGE = image;
+    runtime = await serveRunnerRuntime({ host: cluster.podNetworkGateway });
+    harness = await startHarnessServer({
+      dir: join(temp.dir, 'server'),
+      config: {
+        projects: [
+          {
+            name: 'main',
+            backends: [
+              {
+                type: 'kubernetes',
+                kubeconfig: { filename: cluster.kubeconfigFile },
+                proxy_jump: { hostname: cluster.proxyJumpHostname },
+                namespace,
+              },
+            ],
+          },
+        ],
+      },
+      env: { DSTACK_RUNNER_DOWNLOAD_URL: runtime.url },
+    });
+    mkdirSync(cliEnvironment.DSTACK_CLI_CONFIG_DIR, { recursive: true });
+    writeFileSync(
+      join(cliEnvironment.DSTACK_CLI_CONFIG_DIR, 'config.yml'),
+      stringify({ projects: [{ name: 'main', url: harness.server.url, token: ADMIN_TOKEN, default: true }] }),
+    );
+  }, 300_000);
+
+  afterAll(async () => {
+    killRunningDstack();
+    await harness?.terminateFleetsAndClose();
+    await runtime?.close();
+    await api.deleteNamespace(namespace);
+    await api.close();
+    delete process.env.DSTACK_KUBERNETES_JUMP_POD_IMAGE;
+    temp.remove();
+  }, 300_000);
+
+  function writeTask(name: string, body: Record<string, unknown>): string {
+    const file = join(temp.dir, `${name}.dstack.yml`);
+    writeFileSync(file, stringify({ type: 'task', name, image, ...body }));
+    return file;
+  }
+
+  async function objectsLeft(): Promise<string[]> {
+    const kinds = ['pods', 'services', 'persistentvolumeclaims'] as const;
+    const lists = await Promise.all(kinds.map((kind) => api.list(namespace, kind)));
+    return lists.flatMap((items, index) => items.map((item) => `${kinds[index]}/${item.metadata?.name}`));
+  }
+
+  it('lists the node with its allocatable CPU and memory in dstack offer -b kubernetes', async () => {
+    const [node] = await api.listNodes();
+    const allocatableCpu = Number(node?.status?.allocatable?.cpu);
+
+    const result = await runDstack(['offer', '-b', 'kubernetes', '--format', 'json'], {
+      env: cliEnvironment,
+    });
+
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const offers = JSON.parse(result.stdout).offers as Array<{
+      backend: string;
+      instance: { name: string; resources: { cpus: number; memory_mib: number } };
+    }>;
+    expect(offers.map((offer) => [offer.backend, offer.instance.name])).toEqual([
+      ['kubernetes', node?.metadata?.name],
+    ]);
+    expect(offers[0]?.instance.resources.cpus).toBeGreaterThan(0);
+    expect(offers[0]?.instance.resources.cpus).toBeLessThanOrEqual(allocatableCpu);
+    expect(offers[0]?.instance.resources.memory_mib).toBeGreaterThan(0);
+  });
+
+  it(
+    'applies a task through the CLI to done with its output streamed, and deleting the fleet leaves no pod, service or PVC',
+    async () => {
+      const file = writeTask('k8s-hello', {
+        commands: ['echo "hello from pod $(hostname)"'],
+        resources: { cpu: 1, memory: '1GB' },
+      });
+
+      const result = await runDstack(['apply', '-f', file, '-y'], { env: cliEnvironment });
+
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toMatch(/hello from pod dstack-[0-9a-f-]+/);
+      const run = await harness.waitForRun('k8s-hello', ['done', 'failed', 'terminated'], RUN_TIMEOUT_MS);
+      expect(run.status).toBe('done');
+      const provisioning = run.latest_job_submission?.job_provisioning_data;
+      expect(provisioning).toMatchObject({
+        backend: 'kubernetes',
+        ssh_proxy: { hostname: cluster.proxyJumpHostname },
+      });
+      expect(provisioning?.instance_type.resources).toMatchObject({ cpus: 1, memory_mib: 1024 });
+
+      const fleets = (await harness.call<Fleet[]>('/api/project/main/fleets/list')).body;
+      if (fleets.length > 0) {
+        await harness.call('/api/project/main/fleets/delete', { names: fleets.map((fleet) => fleet.name) });
+      }
+      await waitFor(
+        'no pod, service or PVC of dstack in the namespace',
+        async () => ((await objectsLeft()).length === 0 ? true : null),
+        RUN_TIMEOUT_MS,
+      );
+    },
+    RUN_TIMEOUT_MS + 60_000,
+  );
+
+  it(
+    "gives a 2-node task dstack's DSTACK_NODES_IPS and master address: two pods",
+    async () => {
+      const file = writeTask('k8s-nodes', {
+        nodes: 2,
+        commands: [
+          'echo "node $DSTACK_NODE_RANK of $DSTACK_NODES_NUM master=$DSTACK_MASTER_NODE_IP ips=$(echo $DSTACK_NODES_IPS)"',
+        ],
+        // Two pods at once: each asks for 1 GB of the node's ephemeral storage, not the default 100 GB.
+        resources: { cpu: 1, memory: '0.5GB', disk: '1GB..' },
+      });
+
+      const result = await runDstack(['apply', '-f', file, '-y'], { env: cliEnvironment });
+
+      expect(result.code, result.stderr).toBe(0);
+      const run = await harness.waitForRun('k8s-nodes', ['done', 'failed', 'terminated'], RUN_TIMEOUT_MS);
+      expect(run.status).toBe('done');
+      const podIps = (run as Run).jobs.map(
+        (job) => job.job_submissions.at(-1)?.job_provisioning_data?.internal_ip,
+      );
+      expect(podIps).toHaveLength(2);
+      expect(new Set(podIps).size).toBe(2);
+      const logs = await harness.logs('k8s-nodes');
+      expect(logs).toContain(`node 0 of 2 master=${podIps[0]} ips=${podIps.join(' ')}`);
+    },
+    RUN_TIMEOUT_MS + 60_000,
+  );
+});

@@ -112,7 +112,7 @@ async function main(): Promise<void> {
   const shimProcess = !process.argv.includes('--shim-in-process');
   console.log(`node ${process.version}, ${process.platform}/${process.arch}`);
   if (part === 'cli') {
-    benchmarkCliStartup();
+    await benchmarkCliStartup();
     return;
   }
   if (part === 'aws') {
@@ -150,7 +150,7 @@ async function main(): Promise<void> {
     await benchmarkServer({ latency: true, shimProcess });
     await benchmarkProxyOverhead();
     console.log('');
-    benchmarkCliStartup();
+    await benchmarkCliStartup();
     await benchmarkAws();
     await benchmarkClouds();
   }

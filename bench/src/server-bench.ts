@@ -21,7 +21,8 @@ import { createInstantBackend } from '@dstack/testing/instant-backend';
 import { startCheapRouteProbe } from './cheap-route-probe.js';
 import { summarise } from './stats.js';
 
-const TOKEN = 'bench-admin-token';
+/** The admin token of the servers the benchmarks start. */
+export const BENCH_ADMIN_TOKEN = 'bench-admin-token';
 const LATENCY_RUNS = 10;
 const THROUGHPUT_RUNS = 500;
 /** Tasks of `cpu: 1..` applied at once to the local backend of a 2-CPU host, and what each runs. */
@@ -39,7 +40,7 @@ const CLOCK_TICKS_PER_SECOND = 100;
 async function call<Answer = unknown>(server: RunningServer, route: string, body: unknown): Promise<Answer> {
   const response = await fetch(server.url + route, {
     method: 'POST',
-    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${BENCH_ADMIN_TOKEN}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
   if (!response.ok) throw new Error(`${route}: ${response.status} ${await response.text()}`);
@@ -94,7 +95,7 @@ export async function withServer<T>(
   const dir = await mkdtemp(path.join(tmpdir(), 'dstack-bench-server-'));
   const { options, cleanup } = await configure(dir);
   const server = await startServer({
-    env: { DSTACK_SERVER_DIR: dir, DSTACK_SERVER_ADMIN_TOKEN: TOKEN },
+    env: { DSTACK_SERVER_DIR: dir, DSTACK_SERVER_ADMIN_TOKEN: BENCH_ADMIN_TOKEN },
     port: 0,
     ...options,
   });
@@ -291,7 +292,7 @@ export interface ThroughputResult {
 function probeCheapRoute(server: RunningServer, maxCalls: number) {
   return startCheapRouteProbe({
     url: server.url + CHEAP_ROUTE,
-    token: TOKEN,
+    token: BENCH_ADMIN_TOKEN,
     pauseMs: CHEAP_ROUTE_PAUSE_MS,
     maxCalls,
   });

@@ -39,17 +39,21 @@ export function nodeCommandBundle(entryPoint, outfile) {
 /**
  * esbuild options for a published command that starts fast: each entry point (`{ 'bin/x':
  * 'src/bin/x.ts' }`) becomes one file in `outdir`, and what it imports with `await import()` a
- * chunk in `outdir/chunks/` loaded only when used, so the node loader resolves a handful of files
- * instead of hundreds. `external` stays a real import: optional peers (the server, backends) and
- * packages with native parts.
+ * chunk (`chunkNames`, under `outdir`) loaded only when used, so the node loader resolves a
+ * handful of files instead of hundreds. `external` stays a real import: optional peers (the
+ * server, backends) and packages with native parts.
  */
-export function nodeCommandSplitBundle(entryPoints, outdir, { external = [], define = {} } = {}) {
+export function nodeCommandSplitBundle(
+  entryPoints,
+  outdir,
+  { external = [], define = {}, chunkNames = 'chunks/[name]-[hash]' } = {},
+) {
   return {
     ...NODE_ESM,
     entryPoints,
     outdir,
     splitting: true,
-    chunkNames: 'chunks/[name]-[hash]',
+    chunkNames,
     external,
     define,
   };

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hasGnuTime, measureProcess, type ProcessUsage } from './process-usage.js';
-import { BENCH_ADMIN_TOKEN, waitForStatus, withServer } from './server-bench.js';
+import { BENCH_ADMIN_TOKEN, localBackendServer, waitForStatus, withServer } from './server-bench.js';
 import { summarise } from './stats.js';
 
 const CLI_PACKAGE = fileURLToPath(new URL('../../packages/cli/', import.meta.url));
@@ -188,48 +188,37 @@ export async function benchmarkCliStartup(): Promise<void> {
   const bin = publishedBin();
   if (!existsSync(bin)) throw new Error(`${bin} does not exist: build first (pnpm build)`);
   const reference = referenceCli();
-  await withServer(
-    async (dir) => ({
-      options: {
-        config: {
-          projects: [
-            { name: 'main', backends: [{ type: 'local', instances_dir: path.join(dir, 'instances') }] },
-          ],
-        },
-      },
-    }),
-    async (server) => {
-      const { home, work } = prepareClientFiles(server.url);
-      try {
-        const options = { env: clientEnvironment(home), cwd: work };
-        // The run whose logs `dstack logs` prints, finished before the rounds.
-        measureProcess(
-          process.execPath,
-          [bin, 'apply', '-f', 'logs.dstack.yml', '-d', '-y', '-n', LOGS_RUN],
-          options,
-        );
-        await waitForStatus(server, LOGS_RUN, ['done'], performance.now());
-        const all = [...subjects(bin), ...(reference ? referenceSubjects(reference) : [])];
-        const figures: Figures[] = all.map((subject) => ({ subject, usage: [] }));
-        for (let round = 0; round < WARMUP_ROUNDS + ROUNDS; round++) {
-          for (const figure of figures) {
-            const usage = await measureProcess(figure.subject.command, figure.subject.args(round), options);
-            if (round >= WARMUP_ROUNDS) figure.usage.push(usage);
-          }
+  await withServer(localBackendServer, async (server) => {
+    const { home, work } = prepareClientFiles(server.url);
+    try {
+      const options = { env: clientEnvironment(home), cwd: work };
+      // The run whose logs `dstack logs` prints, finished before the rounds.
+      measureProcess(
+        process.execPath,
+        [bin, 'apply', '-f', 'logs.dstack.yml', '-d', '-y', '-n', LOGS_RUN],
+        options,
+      );
+      await waitForStatus(server, LOGS_RUN, ['done'], performance.now());
+      const all = [...subjects(bin), ...(reference ? referenceSubjects(reference) : [])];
+      const figures: Figures[] = all.map((subject) => ({ subject, usage: [] }));
+      for (let round = 0; round < WARMUP_ROUNDS + ROUNDS; round++) {
+        for (const figure of figures) {
+          const usage = await measureProcess(figure.subject.command, figure.subject.args(round), options);
+          if (round >= WARMUP_ROUNDS) figure.usage.push(usage);
         }
-        // The applied runs end before the server does (it refuses to delete a busy fleet).
-        for (const figure of figures.filter((f) => f.subject.name.includes('apply'))) {
-          for (let round = 0; round < WARMUP_ROUNDS + ROUNDS; round++) {
-            await waitForStatus(server, figure.subject.args(round).at(-1)!, ['done'], performance.now());
-          }
-        }
-        console.log(
-          `CLI startup: ${ROUNDS} rounds after ${WARMUP_ROUNDS} warm-up, each command a fresh process, against a local server (${bin})`,
-        );
-        report(figures, reference !== null);
-      } finally {
-        rmSync(home, { recursive: true, force: true });
       }
-    },
-  );
+      // The applied runs end before the server does (it refuses to delete a busy fleet).
+      for (const figure of figures.filter((f) => f.subject.name.includes('apply'))) {
+        for (let round = 0; round < WARMUP_ROUNDS + ROUNDS; round++) {
+          await waitForStatus(server, figure.subject.args(round).at(-1)!, ['done'], performance.now());
+        }
+      }
+      console.log(
+        `CLI startup: ${ROUNDS} rounds after ${WARMUP_ROUNDS} warm-up, each command a fresh process, against a local server (${bin})`,
+      );
+      report(figures, reference !== null);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
 }

@@ -86,6 +86,21 @@ export async function waitForStatus(
   }
 }
 
+/** `withServer`'s configuration of a server whose project `main` has the local backend only. */
+export async function localBackendServer(
+  dir: string,
+): Promise<{ options: Parameters<typeof startServer>[0] }> {
+  return {
+    options: {
+      config: {
+        projects: [
+          { name: 'main', backends: [{ type: 'local', instances_dir: path.join(dir, 'instances') }] },
+        ],
+      },
+    },
+  };
+}
+
 export async function withServer<T>(
   configure: (
     dir: string,
@@ -120,30 +135,19 @@ export async function withServer<T>(
 }
 
 async function localLatency(): Promise<{ warm: number[]; cold: number }> {
-  return withServer(
-    async (dir) => ({
-      options: {
-        config: {
-          projects: [
-            { name: 'main', backends: [{ type: 'local', instances_dir: path.join(dir, 'instances') }] },
-          ],
-        },
-      },
-    }),
-    async (server) => {
-      const coldStart = await apply(server, 'cold', ['true']);
-      const cold = await waitForStatus(server, 'cold', ['running', 'terminating', 'done'], coldStart);
-      await waitForStatus(server, 'cold', ['done'], coldStart);
-      const warm: number[] = [];
-      for (let i = 0; i < LATENCY_RUNS; i++) {
-        const name = `warm-${i}`;
-        const started = await apply(server, name, ['true']);
-        warm.push(await waitForStatus(server, name, ['running', 'terminating', 'done'], started));
-        await waitForStatus(server, name, ['done'], started);
-      }
-      return { warm, cold };
-    },
-  );
+  return withServer(localBackendServer, async (server) => {
+    const coldStart = await apply(server, 'cold', ['true']);
+    const cold = await waitForStatus(server, 'cold', ['running', 'terminating', 'done'], coldStart);
+    await waitForStatus(server, 'cold', ['done'], coldStart);
+    const warm: number[] = [];
+    for (let i = 0; i < LATENCY_RUNS; i++) {
+      const name = `warm-${i}`;
+      const started = await apply(server, name, ['true']);
+      warm.push(await waitForStatus(server, name, ['running', 'terminating', 'done'], started));
+      await waitForStatus(server, name, ['done'], started);
+    }
+    return { warm, cold };
+  });
 }
 
 /** Nodes of the cluster benchmark: what the 2-CPU bench host holds at `cpu: 1..` each. */
@@ -182,31 +186,20 @@ async function waitForAllNodesRunning(server: RunningServer, name: string, start
  * then on that fleet's idle instances (warm).
  */
 export async function localClusterLatency(): Promise<{ warm: number[]; cold: number }> {
-  return withServer(
-    async (dir) => ({
-      options: {
-        config: {
-          projects: [
-            { name: 'main', backends: [{ type: 'local', instances_dir: path.join(dir, 'instances') }] },
-          ],
-        },
-      },
-    }),
-    async (server) => {
-      const cluster = { nodes: CLUSTER_NODES };
-      const coldStart = await apply(server, 'cluster-cold', ['sleep 1'], cluster);
-      const cold = await waitForAllNodesRunning(server, 'cluster-cold', coldStart);
-      await waitForStatus(server, 'cluster-cold', ['done'], coldStart);
-      const warm: number[] = [];
-      for (let i = 0; i < CLUSTER_RUNS; i++) {
-        const name = `cluster-warm-${i}`;
-        const started = await apply(server, name, ['sleep 1'], cluster);
-        warm.push(await waitForAllNodesRunning(server, name, started));
-        await waitForStatus(server, name, ['done'], started);
-      }
-      return { warm, cold };
-    },
-  );
+  return withServer(localBackendServer, async (server) => {
+    const cluster = { nodes: CLUSTER_NODES };
+    const coldStart = await apply(server, 'cluster-cold', ['sleep 1'], cluster);
+    const cold = await waitForAllNodesRunning(server, 'cluster-cold', coldStart);
+    await waitForStatus(server, 'cluster-cold', ['done'], coldStart);
+    const warm: number[] = [];
+    for (let i = 0; i < CLUSTER_RUNS; i++) {
+      const name = `cluster-warm-${i}`;
+      const started = await apply(server, name, ['sleep 1'], cluster);
+      warm.push(await waitForAllNodesRunning(server, name, started));
+      await waitForStatus(server, name, ['done'], started);
+    }
+    return { warm, cold };
+  });
 }
 
 export interface LocalSharingResult {

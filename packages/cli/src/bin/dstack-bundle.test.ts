@@ -3,14 +3,14 @@
  * as the tsc build does, and a command loads only its own chunks: `dstack ps` builds the API
  * models, not the configuration schemas `dstack validate` and `dstack apply` need.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeRun } from '../__fixtures__/api-objects.js';
 import { CLI_TEST_TIMEOUT_MS, CliHarness } from '../__fixtures__/cli-harness.js';
 import { FakeDstackServer } from '../__fixtures__/fake-dstack-server.js';
+import { LoadedModulesHook } from '../__fixtures__/loaded-modules.js';
 
 const packageDirectory = fileURLToPath(new URL('../../', import.meta.url));
 const manifest = JSON.parse(readFileSync(join(packageDirectory, 'package.json'), 'utf8')) as {
@@ -19,32 +19,18 @@ const manifest = JSON.parse(readFileSync(join(packageDirectory, 'package.json'),
 };
 const bundleBin = join(packageDirectory, manifest.bin.dstack);
 
-/** A loader hook that appends every module URL it loads to $DSTACK_TEST_LOADED_MODULES. */
-const HOOKS = `import { appendFileSync } from 'node:fs';
-export async function load(url, context, nextLoad) {
-  appendFileSync(process.env.DSTACK_TEST_LOADED_MODULES, url + '\\n');
-  return nextLoad(url, context);
-}
-`;
-
-let dir: string;
 let server: FakeDstackServer;
 let built: CliHarness;
 let bundled: CliHarness;
+let hook: LoadedModulesHook;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'dstack-bundle-'));
-  writeFileSync(join(dir, 'hooks.mjs'), HOOKS);
-  const register = join(dir, 'register.mjs');
-  writeFileSync(
-    register,
-    `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)});\n`,
-  );
+  hook = new LoadedModulesHook();
   server = await FakeDstackServer.start({
     handlers: { 'runs/list': () => [makeRun({ name: 'bundled-run', status: 'running' })] },
   });
   built = new CliHarness();
-  bundled = new CliHarness({ bin: bundleBin, nodeArguments: ['--import', pathToFileURL(register).href] });
+  bundled = new CliHarness({ bin: bundleBin, nodeArguments: hook.nodeArguments });
   for (const harness of [built, bundled]) await harness.useProject(server.url, server.token);
 });
 
@@ -52,21 +38,15 @@ afterAll(async () => {
   built?.cleanUp();
   bundled?.cleanUp();
   await server?.close();
-  rmSync(dir, { recursive: true, force: true });
+  hook?.remove();
 });
-
-let runs = 0;
 
 /** Runs the bundle with `args`: its output, and the files of the bundle it loaded. */
 async function runBundle(args: string[]) {
-  runs += 1;
-  const log = join(dir, `loaded-${runs}.txt`);
-  writeFileSync(log, '');
-  const result = await bundled.run(args, { DSTACK_TEST_LOADED_MODULES: log });
+  const log = hook.newLog();
+  const result = await bundled.run(args, log.environment);
   const bundleDirectory = pathToFileURL(dirname(dirname(bundleBin))).href;
-  const files = readFileSync(log, 'utf8')
-    .split('\n')
-    .filter((url) => url.startsWith(bundleDirectory));
+  const files = log.read().filter((url) => url.startsWith(bundleDirectory));
   return { ...result, files: files.map((url) => fileURLToPath(url)) };
 }
 
@@ -97,7 +77,7 @@ describe('the bundled dstack', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   });
 
   it('loads the configuration schemas for validate, and reports as the tsc build does', async () => {
-    const file = join(dir, 'app.dstack.yml');
+    const file = join(hook.directory, 'app.dstack.yml');
     writeFileSync(file, 'type: service\nport: 80\ncommands: [serve]\nreplicas: -1\n');
     const fromBundle = await runBundle(['validate', '-f', file]);
     const fromBuild = await built.run(['validate', '-f', file]);

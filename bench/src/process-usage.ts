@@ -25,8 +25,17 @@ export interface RunOptions {
 
 export const hasGnuTime: boolean = existsSync(GNU_TIME);
 
-const scratch = mkdtempSync(path.join(tmpdir(), 'dstack-bench-usage-'));
-process.once('exit', () => rmSync(scratch, { recursive: true, force: true }));
+let scratch: string | undefined;
+
+/** Where GNU time writes its report: a directory made on first use, removed when the process exits. */
+function reportFile(): string {
+  if (scratch === undefined) {
+    const directory = mkdtempSync(path.join(tmpdir(), 'dstack-bench-usage-'));
+    process.once('exit', () => rmSync(directory, { recursive: true, force: true }));
+    scratch = directory;
+  }
+  return path.join(scratch, 'usage.txt');
+}
 
 /**
  * Runs `command args` to its end; throws with its output when it fails. Asynchronous: the server
@@ -37,7 +46,7 @@ export async function measureProcess(
   args: readonly string[],
   options: RunOptions,
 ): Promise<ProcessUsage> {
-  const report = path.join(scratch, 'usage.txt');
+  const report = reportFile();
   const [file, argv] = hasGnuTime
     ? [GNU_TIME, ['-f', '%U %S %M', '-o', report, command, ...args]]
     : [command, [...args]];

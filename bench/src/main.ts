@@ -140,7 +140,7 @@ async function main(): Promise<void> {
     return;
   }
   if (part === 'cli') {
-    benchmarkCliStartup();
+    await benchmarkCliStartup();
     return;
   }
   if (part === 'aws') {
@@ -178,7 +178,7 @@ async function main(): Promise<void> {
     await benchmarkServer({ latency: true, shimProcess });
     await benchmarkProxyOverhead();
     console.log('');
-    benchmarkCliStartup();
+    await benchmarkCliStartup();
     await benchmarkAws();
     await benchmarkClouds();
   }

@@ -21,7 +21,8 @@ import { createInstantBackend } from '@dstack/testing/instant-backend';
 import { startCheapRouteProbe } from './cheap-route-probe.js';
 import { summarise } from './stats.js';
 
-const TOKEN = 'bench-admin-token';
+/** The admin token of the servers the benchmarks start. */
+export const BENCH_ADMIN_TOKEN = 'bench-admin-token';
 const LATENCY_RUNS = 10;
 const THROUGHPUT_RUNS = 500;
 /** Tasks of `cpu: 1..` applied at once to the local backend of a 2-CPU host, and what each runs. */
@@ -39,7 +40,7 @@ const CLOCK_TICKS_PER_SECOND = 100;
 async function call<Answer = unknown>(server: RunningServer, route: string, body: unknown): Promise<Answer> {
   const response = await fetch(server.url + route, {
     method: 'POST',
-    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${BENCH_ADMIN_TOKEN}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
   if (!response.ok) throw new Error(`${route}: ${response.status} ${await response.text()}`);
@@ -85,6 +86,21 @@ export async function waitForStatus(
   }
 }
 
+/** `withServer`'s configuration of a server whose project `main` has the local backend only. */
+export async function localBackendServer(
+  dir: string,
+): Promise<{ options: Parameters<typeof startServer>[0] }> {
+  return {
+    options: {
+      config: {
+        projects: [
+          { name: 'main', backends: [{ type: 'local', instances_dir: path.join(dir, 'instances') }] },
+        ],
+      },
+    },
+  };
+}
+
 export async function withServer<T>(
   configure: (
     dir: string,
@@ -94,7 +110,7 @@ export async function withServer<T>(
   const dir = await mkdtemp(path.join(tmpdir(), 'dstack-bench-server-'));
   const { options, cleanup } = await configure(dir);
   const server = await startServer({
-    env: { DSTACK_SERVER_DIR: dir, DSTACK_SERVER_ADMIN_TOKEN: TOKEN },
+    env: { DSTACK_SERVER_DIR: dir, DSTACK_SERVER_ADMIN_TOKEN: BENCH_ADMIN_TOKEN },
     port: 0,
     ...options,
   });
@@ -119,30 +135,19 @@ export async function withServer<T>(
 }
 
 async function localLatency(): Promise<{ warm: number[]; cold: number }> {
-  return withServer(
-    async (dir) => ({
-      options: {
-        config: {
-          projects: [
-            { name: 'main', backends: [{ type: 'local', instances_dir: path.join(dir, 'instances') }] },
-          ],
-        },
-      },
-    }),
-    async (server) => {
-      const coldStart = await apply(server, 'cold', ['true']);
-      const cold = await waitForStatus(server, 'cold', ['running', 'terminating', 'done'], coldStart);
-      await waitForStatus(server, 'cold', ['done'], coldStart);
-      const warm: number[] = [];
-      for (let i = 0; i < LATENCY_RUNS; i++) {
-        const name = `warm-${i}`;
-        const started = await apply(server, name, ['true']);
-        warm.push(await waitForStatus(server, name, ['running', 'terminating', 'done'], started));
-        await waitForStatus(server, name, ['done'], started);
-      }
-      return { warm, cold };
-    },
-  );
+  return withServer(localBackendServer, async (server) => {
+    const coldStart = await apply(server, 'cold', ['true']);
+    const cold = await waitForStatus(server, 'cold', ['running', 'terminating', 'done'], coldStart);
+    await waitForStatus(server, 'cold', ['done'], coldStart);
+    const warm: number[] = [];
+    for (let i = 0; i < LATENCY_RUNS; i++) {
+      const name = `warm-${i}`;
+      const started = await apply(server, name, ['true']);
+      warm.push(await waitForStatus(server, name, ['running', 'terminating', 'done'], started));
+      await waitForStatus(server, name, ['done'], started);
+    }
+    return { warm, cold };
+  });
 }
 
 /** Nodes of the cluster benchmark: what the 2-CPU bench host holds at `cpu: 1..` each. */
@@ -181,31 +186,20 @@ async function waitForAllNodesRunning(server: RunningServer, name: string, start
  * then on that fleet's idle instances (warm).
  */
 export async function localClusterLatency(): Promise<{ warm: number[]; cold: number }> {
-  return withServer(
-    async (dir) => ({
-      options: {
-        config: {
-          projects: [
-            { name: 'main', backends: [{ type: 'local', instances_dir: path.join(dir, 'instances') }] },
-          ],
-        },
-      },
-    }),
-    async (server) => {
-      const cluster = { nodes: CLUSTER_NODES };
-      const coldStart = await apply(server, 'cluster-cold', ['sleep 1'], cluster);
-      const cold = await waitForAllNodesRunning(server, 'cluster-cold', coldStart);
-      await waitForStatus(server, 'cluster-cold', ['done'], coldStart);
-      const warm: number[] = [];
-      for (let i = 0; i < CLUSTER_RUNS; i++) {
-        const name = `cluster-warm-${i}`;
-        const started = await apply(server, name, ['sleep 1'], cluster);
-        warm.push(await waitForAllNodesRunning(server, name, started));
-        await waitForStatus(server, name, ['done'], started);
-      }
-      return { warm, cold };
-    },
-  );
+  return withServer(localBackendServer, async (server) => {
+    const cluster = { nodes: CLUSTER_NODES };
+    const coldStart = await apply(server, 'cluster-cold', ['sleep 1'], cluster);
+    const cold = await waitForAllNodesRunning(server, 'cluster-cold', coldStart);
+    await waitForStatus(server, 'cluster-cold', ['done'], coldStart);
+    const warm: number[] = [];
+    for (let i = 0; i < CLUSTER_RUNS; i++) {
+      const name = `cluster-warm-${i}`;
+      const started = await apply(server, name, ['sleep 1'], cluster);
+      warm.push(await waitForAllNodesRunning(server, name, started));
+      await waitForStatus(server, name, ['done'], started);
+    }
+    return { warm, cold };
+  });
 }
 
 export interface LocalSharingResult {
@@ -291,7 +285,7 @@ export interface ThroughputResult {
 function probeCheapRoute(server: RunningServer, maxCalls: number) {
   return startCheapRouteProbe({
     url: server.url + CHEAP_ROUTE,
-    token: TOKEN,
+    token: BENCH_ADMIN_TOKEN,
     pauseMs: CHEAP_ROUTE_PAUSE_MS,
     maxCalls,
   });

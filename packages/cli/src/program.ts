@@ -31,10 +31,14 @@ import type { StopOptions } from './commands/stop.js';
 import type { VolumeDeleteOptions, VolumeListOptions } from './commands/volume.js';
 import { type CliIo, processIo, red } from './io.js';
 
-const packageJson = createRequire(import.meta.url)('../package.json') as { version: string };
+/** Set by the bundled build (scripts/bundle.mjs), which has no package.json beside it to read. */
+declare const __DSTACK_CLI_VERSION__: string | undefined;
 
 /** The version of @dstack/cli. */
-export const VERSION: string = packageJson.version;
+export const VERSION: string =
+  typeof __DSTACK_CLI_VERSION__ === 'string'
+    ? __DSTACK_CLI_VERSION__
+    : (createRequire(import.meta.url)('../package.json') as { version: string }).version;
 
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];

@@ -30,8 +30,16 @@ export class CliHarness {
   readonly home: string;
   readonly #children = new Set<ChildProcess>();
 
-  constructor() {
-    if (!existsSync(BIN)) throw new Error(`${BIN} does not exist: build first (pnpm turbo run build)`);
+  readonly #command: readonly string[];
+
+  /**
+   * `bin`: the script to run (default: the tsc build's `BIN`; the bundle users get is another);
+   * `nodeArguments` go before it (e.g. `--import` of a loader hook).
+   */
+  constructor(options: { bin?: string; nodeArguments?: readonly string[] } = {}) {
+    const bin = options.bin ?? BIN;
+    if (!existsSync(bin)) throw new Error(`${bin} does not exist: build first (pnpm turbo run build)`);
+    this.#command = [...(options.nodeArguments ?? []), bin];
     this.home = mkdtempSync(join(tmpdir(), 'dstack-cli-home-'));
   }
 
@@ -54,7 +62,7 @@ export class CliHarness {
     options: { stdin?: 'pipe' | 'ignore'; cwd?: string } = {},
   ): RunningCli {
     const { DSTACK_PROJECT: _project, DSTACK_CLI_CONFIG_DIR: _directory, ...inherited } = process.env;
-    const child = spawn(process.execPath, [BIN, ...args], {
+    const child = spawn(process.execPath, [...this.#command, ...args], {
       env: { ...inherited, HOME: this.home, NO_COLOR: '1', ...environment },
       stdio: [options.stdin ?? 'ignore', 'pipe', 'pipe'],
       ...(options.cwd ? { cwd: options.cwd } : {}),

@@ -55,7 +55,7 @@ import {
   type VolumeConfiguration,
   VolumeSchema,
 } from '@dstack/core';
-import { type Dispatcher, FormData, request } from 'undici';
+import type { Dispatcher } from 'undici';
 import {
   InvalidTokenError,
   isHeadersTimeout,
@@ -68,17 +68,16 @@ import {
   ServerUnreachableError,
   UnexpectedResponseError,
 } from './api-errors.js';
+import { type FilePart, type HttpAnswer, httpPost } from './http-post.js';
 import { type LogStreamLines, readLogStreamLines } from './log-stream-lines.js';
 import { openSshTunnel } from './ssh-tunnel.js';
 
-/** A zod schema, seen only through what the CLI needs (the CLI does not depend on zod). */
 /** dstack's upload body: the file in the part `file`, named by its sha256. */
-function fileForm(hash: string, bytes: Uint8Array): FormData {
-  const form = new FormData();
-  form.append('file', new Blob([bytes as Uint8Array<ArrayBuffer>]), hash);
-  return form;
+function fileForm(hash: string, bytes: Uint8Array): FilePart {
+  return { filename: hash, bytes };
 }
 
+/** A zod schema, seen only through what the CLI needs (the CLI does not depend on zod). */
 interface Schema<Output> {
   safeParse(value: unknown): { success: true; data: Output } | { success: false; error: Error };
   _zod: { input: unknown; output: Output };
@@ -147,6 +146,10 @@ export interface RequestOptions {
 
 /** Silence after which a log stream counts as dead (the server's heartbeat comes every 15 s). */
 const LOG_STREAM_SILENCE_LIMIT_MS = 60_000;
+
+function isFilePart(body: unknown): body is FilePart {
+  return typeof body === 'object' && body !== null && (body as FilePart).bytes instanceof Uint8Array;
+}
 
 export class DstackApiClient {
   readonly url: string;
@@ -495,21 +498,21 @@ export class DstackApiClient {
     body: unknown,
     options: RequestOptions,
     extra: { accept?: string; bodyTimeout?: number } = {},
-  ): Promise<Dispatcher.ResponseData> {
-    let response: Dispatcher.ResponseData;
+  ): Promise<HttpAnswer> {
+    let response: HttpAnswer;
+    const upload = isFilePart(body);
     try {
       response = await this.#awaitAnswer(
-        request(`${this.url}${endpoint}`, {
-          method: 'POST',
+        httpPost(`${this.url}${endpoint}`, {
           headers: {
             authorization: `Bearer ${this.#token}`,
-            // A form sets its own multipart content type, boundary included.
-            ...(body instanceof FormData ? {} : { 'content-type': 'application/json' }),
+            // An upload sets its own multipart content type, boundary included.
+            ...(upload ? {} : { 'content-type': 'application/json' }),
             accept: extra.accept ?? 'application/json',
           },
-          body: body instanceof FormData ? body : JSON.stringify(body),
-          headersTimeout: this.#timeoutMs,
-          ...(extra.bodyTimeout === undefined ? {} : { bodyTimeout: extra.bodyTimeout }),
+          body: upload ? body : JSON.stringify(body),
+          headersTimeoutMs: this.#timeoutMs,
+          ...(extra.bodyTimeout === undefined ? {} : { bodyTimeoutMs: extra.bodyTimeout }),
           ...(options.signal ? { signal: options.signal } : {}),
           ...(this.#dispatcher ? { dispatcher: this.#dispatcher } : {}),
         }),

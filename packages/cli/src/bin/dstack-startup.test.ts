@@ -4,52 +4,40 @@
  * a module loader hook (`module.register`) that writes every URL it loads to a file.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_TEST_TIMEOUT_MS } from '../__fixtures__/cli-harness.js';
+import { LoadedModulesHook } from '../__fixtures__/loaded-modules.js';
 
 const bin = fileURLToPath(new URL('../../dist/bin/dstack.js', import.meta.url));
 
-const HOOKS = `import { appendFileSync } from 'node:fs';
-export async function load(url, context, nextLoad) {
-  appendFileSync(process.env.DSTACK_TEST_LOADED_MODULES, url + '\\n');
-  return nextLoad(url, context);
-}
-`;
-
 let dir: string;
-let registerHooks: string;
+let hook: LoadedModulesHook;
 
 beforeAll(() => {
   if (!existsSync(bin)) throw new Error(`${bin} does not exist: run \`pnpm build\` before these tests`);
   dir = mkdtempSync(join(tmpdir(), 'dstack-startup-'));
-  writeFileSync(join(dir, 'hooks.mjs'), HOOKS);
-  registerHooks = join(dir, 'register.mjs');
-  writeFileSync(
-    registerHooks,
-    `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)});\n`,
-  );
+  hook = new LoadedModulesHook();
 });
 
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-let runs = 0;
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+  hook.remove();
+});
 
 /** Runs the bin with `args`; resolves with the module URLs it loaded and its output. */
 function loadedModules(args: string[]): Promise<{ modules: string[]; stdout: string; stderr: string }> {
-  runs += 1;
-  const log = join(dir, `loaded-${runs}.txt`);
-  writeFileSync(log, '');
+  const log = hook.newLog();
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', pathToFileURL(registerHooks).href, bin, ...args],
-      { env: { ...process.env, NO_COLOR: '1', DSTACK_TEST_LOADED_MODULES: log } },
+      [...hook.nodeArguments, bin, ...args],
+      { env: { ...process.env, NO_COLOR: '1', ...log.environment } },
       (_error, stdout, stderr) => {
-        resolve({ modules: readFileSync(log, 'utf8').trim().split('\n'), stdout, stderr });
+        resolve({ modules: log.read(), stdout, stderr });
       },
     );
   });

@@ -58,7 +58,7 @@ function curlConfiguration(parameters: Record<string, unknown>): string {
 
 const ECHO_PACKAGE = `
 import { defineProvider } from '@dstack/core';
-import { z } from 'zod';
+import * as z from 'zod';
 
 export default defineProvider({
   name: 'echo',

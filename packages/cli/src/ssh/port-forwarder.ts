@@ -6,7 +6,7 @@
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import { pipeline } from 'node:stream';
-import { Client } from 'ssh2';
+import type { Client } from 'ssh2';
 
 /** Keep-alives keep proxies and NATs on the way from dropping an idle connection. */
 const KEEPALIVE_INTERVAL_MS = 15_000;
@@ -107,9 +107,12 @@ export class SshPortForwarder {
   }
 
   async #open(): Promise<Client> {
+    // ssh2 (some 60 CommonJS files) loads when a port is first forwarded, not with every command
+    // that can forward one (`dstack apply -d` forwards none).
+    const { Client: SshClient } = await import('ssh2');
     const sock = await this.#options.openTunnel();
     return new Promise<Client>((resolve, reject) => {
-      const client = new Client();
+      const client = new SshClient();
       client.once('ready', () => resolve(client));
       // Before 'ready' an error fails the login; after it, 'close' follows and a reconnect is due.
       client.on('error', reject);

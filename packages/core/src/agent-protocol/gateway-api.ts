@@ -5,7 +5,7 @@
  * gateway app on `localhost:8000`) and sends it the whole state it should serve, which the agent
  * stores on its disk, so it keeps serving what it was last told while the server is away.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** The gateway's management API, on the instance's loopback only (dstack's gateway app port). */
 export const DSTACK_GATEWAY_API_PORT = 8000;

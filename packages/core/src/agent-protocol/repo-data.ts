@@ -3,7 +3,7 @@
  * `FileArchiveMapping`): defined here, in the agent protocol, because the runner reads them from
  * the job spec and the submit body; core's API models build on them.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 // Only zod: this entry of core stays free of the rest.
 import { repoNameSchema } from '../models/resource-names.js';
 

@@ -4,7 +4,7 @@
  * Field names are dstack's (snake_case on the wire). Request objects are loose because the
  * server sends dstack's full models, of which the runner reads only a part.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   FileArchiveMappingSchema,
   RemoteRepoCredsSchema,

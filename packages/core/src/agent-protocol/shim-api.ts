@@ -4,7 +4,7 @@
  * Field names are dstack's (snake_case on the wire). Request objects are loose: a newer
  * server may send fields this shim does not know yet.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const TaskStatusSchema = z.enum([
   'pending',

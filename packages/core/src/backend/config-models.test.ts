@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { BackendPluginError } from '../errors.js';
 import { SampleConfigurator, sampleConfigModels } from './__fixtures__/sample-backend.js';
 import { defineBackendConfigModels } from './config-models.js';

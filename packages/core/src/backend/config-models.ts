@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { BackendPluginError } from '../errors.js';
 import type { BackendRecord } from './configurator.js';
 

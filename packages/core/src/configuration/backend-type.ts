@@ -3,7 +3,7 @@
  * packages add their own names, so any lowercase identifier is accepted, as in
  * `models/backend-type.ts`; a misspelt backend then matches no offers rather than failing here.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { BACKEND_TYPE_PATTERN } from '../models/backend-type.js';
 
 export const configurationBackendSchema = z

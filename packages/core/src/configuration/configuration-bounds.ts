@@ -10,7 +10,7 @@
  * - a whole configuration: at most 100,000 values (every mapping, list, string, number, …).
  * A configuration beyond them is refused with one error naming the field.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** The most entries one mapping or list of a configuration may hold. */
 export const MAX_CONFIGURATION_ENTRIES = 10_000;

@@ -2,7 +2,7 @@
  * Durations as dstack writes them: `90s`, `30m`, `1h`, `2d`, `1w`, or whole seconds.
  * Stored as whole seconds. Some fields also take `off` (no limit), stored as `'off'`.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { describeValue } from './schema-helpers.js';
 
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };

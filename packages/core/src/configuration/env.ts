@@ -3,7 +3,7 @@
  * Both become a mapping. A bare `NAME` (or a `null` value) means "take the value from the
  * environment of the user running dstack" and is stored as `null`, which survives JSON.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { describeValue, isPlainObject } from './schema-helpers.js';
 
 const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;

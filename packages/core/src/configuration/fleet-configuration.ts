@@ -1,5 +1,5 @@
 /** `type: fleet`: cloud fleets (`nodes`, `resources`…) and SSH fleets (`ssh_config`). */
-import { z } from 'zod';
+import * as z from 'zod';
 import { resourceNameSchema } from '../models/resource-names.js';
 import { configurationBackendSchema } from './backend-type.js';
 import { offableDurationSchema } from './duration.js';

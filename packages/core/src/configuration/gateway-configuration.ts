@@ -1,5 +1,5 @@
 /** `type: gateway`: an instance that publishes services on a domain with HTTPS. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { resourceNameSchema } from '../models/resource-names.js';
 import { configurationBackendSchema } from './backend-type.js';
 import { isPlainObject, selectSchema, strictObject, stringMapSchema } from './schema-helpers.js';

@@ -7,7 +7,7 @@
  * (start with a letter, comma-separated), memory (has a unit letter, may be a range), else a count.
  */
 import { type AcceleratorVendor, getGpuVendor } from '@dstack/catalog';
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseMemory } from './memory.js';
 import { intRangeSchema, memoryRangeSchema, parseCount, parseRangeText, type Range } from './range.js';
 import { describeValue, isPlainObject, strictObject } from './schema-helpers.js';

@@ -2,7 +2,7 @@
  * Memory sizes as dstack writes them: a float number of gigabytes. Units MB, GB and TB are
  * accepted (1 TB = 1024 GB, 1 GB = 1024 MB, as in dstack); a bare number is gigabytes.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 const MEMORY_PATTERN = /^(\d+(?:\.\d*)?|\.\d+)(mb|gb|tb)?$/;
 

@@ -2,7 +2,7 @@
  * Volume mounts of a run: `name:/path` (network volume), `/host/path:/path` (instance path), or
  * the long forms `{name, path}` and `{instance_path, path, optional}`.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { isPlainObject, selectSchema, strictObject } from './schema-helpers.js';
 
 const absolutePathSchema = z

@@ -3,7 +3,7 @@
  * names the file, line, column and field path.
  */
 import { type Document, isMap, isSeq } from 'yaml';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ConfigurationError } from '../errors.js';
 import { issuesToConfigurationError } from './configuration-error.js';
 import { fleetConfigurationSchema } from './fleet-configuration.js';

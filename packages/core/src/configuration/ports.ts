@@ -1,5 +1,5 @@
 /** Port mappings: `8080`, `"80:8080"`, `"*:8080"` (any free local port) or the object form. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { describeValue, strictObject } from './schema-helpers.js';
 
 const PORT_EXPECTATION = "expected a port (8080), a mapping 'local:container' (80:8080) or '*:8080'";

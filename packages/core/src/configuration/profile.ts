@@ -4,7 +4,7 @@
  * configuration's value overrides the profile's only when set; defaults are noted per field and
  * applied when the two are merged.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { configurationBackendSchema } from './backend-type.js';
 import { durationSchema, offableDurationSchema } from './duration.js';
 import {

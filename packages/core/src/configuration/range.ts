@@ -2,7 +2,7 @@
  * Ranges as dstack writes them: `2..8`, `16GB..`, `..4`, or a scalar N meaning N..N.
  * A missing end is `null`, which is also how dstack's API serialises it.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { formatMemory, parseMemory } from './memory.js';
 import { describeValue, isPlainObject } from './schema-helpers.js';
 

@@ -2,7 +2,7 @@
  * The resources requirement of a run or fleet: `cpu`, `memory`, `shm_size`, `gpu`, `disk`.
  */
 import { CPU_ARCHITECTURES } from '@dstack/catalog';
-import { z } from 'zod';
+import * as z from 'zod';
 import { gpuSpecSchema, NO_GPU_REQUIREMENT_COUNT } from './gpu-spec.js';
 import { memorySchema } from './memory.js';
 import { intRangeSchema, memoryRangeSchema, parseCount, parseRangeText, type Range } from './range.js';

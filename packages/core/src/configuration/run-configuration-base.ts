@@ -2,7 +2,7 @@
  * Fields every run configuration (task, service, dev-environment) shares, and the checks on them.
  */
 
-import { z } from 'zod';
+import * as z from 'zod';
 import { resourceNameSchema } from '../models/resource-names.js';
 import { isValidUnixUser } from '../models/unix-user.js';
 import { envSchema } from './env.js';

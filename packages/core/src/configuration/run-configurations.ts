@@ -1,5 +1,5 @@
 /** `type: task` and `type: dev-environment`; `service` lives in its own module. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { offableDurationSchema } from './duration.js';
 import { portMappingSchema } from './ports.js';
 import { defaultResourcesSpec, resourcesSpecSchema } from './resources.js';

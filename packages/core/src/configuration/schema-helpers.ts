@@ -4,7 +4,7 @@
  * errors come from the chosen branch only (zod's own unions report every branch, which reads
  * badly to a user who wrote one of them).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Marks the suggestion part of an unknown-field message so the error mapper can reuse it. */
 export const SUGGESTION_SEPARATOR = '; did you mean ';

@@ -1,5 +1,5 @@
 /** `type: service`: a long-running app behind dstack's proxy or a gateway, with scaling. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { durationSchema } from './duration.js';
 import { servicePortSchema } from './ports.js';
 import { SPOT_POLICIES } from './profile.js';

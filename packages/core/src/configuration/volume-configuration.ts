@@ -1,5 +1,5 @@
 /** `type: volume`: a network volume, created (`size`) or registered (`volume_id`). */
-import { z } from 'zod';
+import * as z from 'zod';
 import { resourceNameSchema } from '../models/resource-names.js';
 import { configurationBackendSchema } from './backend-type.js';
 import { offableDurationSchema } from './duration.js';

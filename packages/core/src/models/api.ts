@@ -3,7 +3,7 @@
  * Shared by the server (validation, OpenAPI) and the CLI (parsing answers).
  * Field names are dstack's (snake_case on the wire).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { FileArchiveMappingSchema, RunRepoDataSchema } from '../agent-protocol/repo-data.js';
 import { RunnerJobSpecSchema } from '../agent-protocol/runner-api.js';
 import {

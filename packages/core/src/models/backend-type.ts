@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Backend types dstack knows (`core/models/backends/base.py`). Third-party

@@ -2,7 +2,7 @@
  * Events: what happened to runs, jobs, fleets, instances, volumes and gateways, by whom
  * (dstack's `core/models/events.py` and `server/schemas/events.py`, same fields and limits).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const EVENT_TARGET_TYPES = [
   'project',

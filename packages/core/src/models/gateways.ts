@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { BackendTypeSchema } from './backend-type.js';
 import { GatewayReplicaStatusSchema, GatewayStatusSchema } from './statuses.js';
 

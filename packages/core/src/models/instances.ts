@@ -1,5 +1,5 @@
 import { ACCELERATOR_VENDORS, CPU_ARCHITECTURES } from '@dstack/catalog';
-import { z } from 'zod';
+import * as z from 'zod';
 import { BackendTypeSchema } from './backend-type.js';
 import { VolumeSchema } from './volumes.js';
 

@@ -2,7 +2,7 @@
  * Job metrics on the wire, as dstack's `metrics/job/{run_name}`: each metric is a named series of
  * (timestamp, value) pairs, latest first.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** One series: `cpu_usage_percent`, `memory_usage_bytes`, `gpu_util_percent_gpu0`, … */
 export const MetricSchema = z.object({

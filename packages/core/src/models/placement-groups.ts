@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { BackendTypeSchema } from './backend-type.js';
 
 export const PLACEMENT_STRATEGIES = ['cluster'] as const;

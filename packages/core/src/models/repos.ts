@@ -3,7 +3,7 @@
  * spec says about the code it runs, and the API models of `repos/*` and `files/*`.
  * Field names are dstack's (snake_case on the wire).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { formatByteSize } from '../agent-protocol/code-limits.js';
 import { isSshCloneUrl } from '../agent-protocol/git-credentials.js';
 import {

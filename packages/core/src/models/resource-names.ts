@@ -3,7 +3,7 @@
  * schemas (YAML), the API request bodies and the server. Every rule refuses control characters,
  * `/`, spaces and over-long names, so a name is safe in a path, a terminal and a cloud tag.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Runs, fleets, volumes, gateways and instances: dstack's `is_valid_dstack_resource_name`,

@@ -3,7 +3,7 @@
  * `instances.py`, `fleets.py`, `volumes.py`, `gateways.py`), as const arrays,
  * string unions and zod schemas. Values are the wire strings.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const RUN_STATUSES = [
   'pending',

@@ -2,7 +2,7 @@
  * A job's user as dstack's job spec carries it (`UnixUser`): the configuration's `user`
  * (`name_or_uid[:group_or_gid]`, Docker's format) parsed into its parts.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const UnixUserSchema = z.object({
   uid: z.number().int().nonnegative().nullish(),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import * as zm from 'zod/mini';
 import { ConfigurationError } from '../errors.js';
 import { expandProvider, parseProviderParameters, providerFieldError } from './expand-provider.js';

@@ -3,7 +3,7 @@
  * (errors point at the YAML), calls `createJobs` and checks the job specs it returns.
  */
 import { LineCounter, parseDocument } from 'yaml';
-import { z } from 'zod';
+import * as z from 'zod';
 import { issuesToConfigurationError } from '../configuration/configuration-error.js';
 import { locateInDocument } from '../configuration/yaml-positions.js';
 import { ConfigurationError } from '../errors.js';

@@ -2,7 +2,7 @@
  * What a provider's `createJobs` returns for each job: the few fields a provider decides.
  * Everything else (resources, retry, durations, ports) comes from the task configuration.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { describeIssue } from '../configuration/configuration-error.js';
 import { describeValue, formatFieldPath, strictObject } from '../configuration/schema-helpers.js';
 import { ProviderError } from './provider-error.js';

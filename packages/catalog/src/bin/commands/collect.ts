@@ -5,7 +5,6 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
 import { KNOWN_BACKENDS, OFFLINE_CATALOG_PACKAGES } from '../../backends/known-backends.js';
-import { formatCatalogCsv } from '../../csv/catalog-csv.js';
 import type { CollectOptions, OfflineCatalogProvider } from '../../providers/catalog-provider.js';
 import { CliError, usageError } from '../cli-error.js';
 
@@ -119,6 +118,8 @@ export async function collectToFile(
   const { module: moduleSpecifier, ...collectOptions } = options;
   const catalogProvider = await loadOfflineProvider(provider, moduleSpecifier);
   const items = await catalogProvider.collect(collectOptions);
+  // The CSV writer loads here, not for every command of dstack-catalog.
+  const { formatCatalogCsv } = await import('../../csv/catalog-csv.js');
   await writeFile(output, formatCatalogCsv(items));
   return items.length;
 }

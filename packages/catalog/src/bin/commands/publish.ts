@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { publishCatalog } from '../../publish/publish-catalog.js';
 import { CliError, usageError } from '../cli-error.js';
 
 /** Publishes `{provider}.csv` files in gpuhunt's v3 layout under `output`; prints one line per provider. */
@@ -19,6 +18,8 @@ export async function publishFiles(
     } catch (error) {
       throw new CliError(`cannot read ${file}: ${(error as Error).message}`, 1, { cause: error });
     }
+    // The zip writer loads here, not for every command of dstack-catalog.
+    const { publishCatalog } = await import('../../publish/publish-catalog.js');
     let published: Awaited<ReturnType<typeof publishCatalog>>;
     try {
       published = await publishCatalog({

@@ -1,19 +1,8 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import {
-  bundledSource,
-  Catalog,
-  directorySource,
-  type OnlineCatalogProvider,
-  urlSource,
-} from '../../catalog.js';
 import type { QueryFilter } from '../../catalog-item.js';
-import { type CatalogWarning, logCatalogWarning } from '../../csv/catalog-csv.js';
-import { describeError } from '../../errors.js';
 import { ACCELERATOR_VENDORS, CPU_ARCHITECTURES } from '../../gpus/known-accelerators.js';
 import { normalizeQueryFilter, type QueryFilterInput } from '../../matching/matches.js';
 import { usageError } from '../cli-error.js';
-import { loadOnlineProvider } from './online-providers.js';
-import { formatOffersTable, offerToJson, shouldUseColor } from './query-output.js';
 
 /** Options as commander hands them over (camelCase of the kebab-case flags). */
 export interface QueryOptions extends Omit<QueryFilterInput, 'allowedFlags'> {
@@ -120,43 +109,6 @@ Examples:
   dstack-catalog query --provider vastai --gpu-name RTX4090   (live offers; needs @dstack/backend-vastai)
 `,
     )
-    .action(async (options: QueryOptions) => {
-      const filter = queryOptionsToFilter(options);
-      if (options.catalogDir && options.catalogUrl)
-        throw usageError('use either --catalog-dir or --catalog-url, not both');
-      // Online providers (a marketplace such as Vast.ai) are asked live, only when named.
-      const onlineProviders: OnlineCatalogProvider[] = [];
-      for (const name of filter.provider ?? []) {
-        const online = await loadOnlineProvider(name);
-        if (online) onlineProviders.push(online);
-      }
-      // Named offline providers are the only ones downloaded.
-      const offlineNames = filter.provider?.filter((name) => !onlineProviders.some((p) => p.name === name));
-      const source = options.catalogDir
-        ? directorySource(options.catalogDir)
-        : options.catalogUrl
-          ? urlSource(options.catalogUrl, offlineNames?.length ? { providers: offlineNames } : {})
-          : bundledSource();
-      const catalog = new Catalog({
-        source,
-        refreshIntervalMs: 0,
-        onWarning: (warning: CatalogWarning) => logCatalogWarning(warning),
-        onError: (error) => process.stderr.write(`warning: ${describeError(error)}\n`),
-      });
-      for (const online of onlineProviders) catalog.addProvider(online);
-      await catalog.load();
-      const known = catalog.providers().map((provider) => provider.name);
-      if (known.length === 0) throw usageError(`no catalog files ({provider}.csv) in ${source.description}`);
-      const unknown = filter.provider?.filter((name) => !known.includes(name)) ?? [];
-      if (unknown.length > 0) {
-        throw usageError(`unknown provider ${unknown.join(', ')}; this catalog has ${known.join(', ')}`);
-      }
-      const selection = await catalog.select(filter);
-      const items = options.limit === undefined ? selection.toArray() : selection.take(options.limit);
-      if (options.format === 'json') {
-        process.stdout.write(`${JSON.stringify(items.map(offerToJson), null, 2)}\n`);
-      } else {
-        process.stdout.write(formatOffersTable(items, { color: shouldUseColor(process.stdout) }));
-      }
-    });
+    // The catalog, its sources and the output load when the command runs, not for `--help`.
+    .action(async (options: QueryOptions) => (await import('./run-query.js')).runQuery(options));
 }

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { InvalidCredentialsError, NotImplementedError } from '../../errors.js';
 import type { InstanceOfferWithAvailability } from '../../models/instances.js';
 import type { JobProvisioningData } from '../../models/runs.js';

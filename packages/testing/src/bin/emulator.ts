@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `emulator <provider> …` (`pnpm emulator` at the workspace root): starts a cloud emulator a user
- * can point a dstack server at, e.g. `emulator aws --server-config config.yml` (or `gcp`, `vastai`). Run as a command,
+ * can point a dstack server at, e.g. `emulator aws --server-config config.yml` (or `gcp`, `lambda`, `vastai`). Run as a command,
  * each emulated instance boots a real host, a Docker container (`DockerEmulatedHosts`);
  * `--no-hosts` gives instances made-up addresses instead. `runEmulator` takes the factory.
  */
@@ -14,11 +14,18 @@ import { serveAgentRuntime } from '../emulators/hosts/agent-runtime-server.js';
 import { type DefaultImageRegistry, serveDefaultImages } from '../emulators/hosts/default-image-registry.js';
 import { DockerEmulatedHosts } from '../emulators/hosts/docker-emulated-hosts.js';
 import { serveRunnerRuntime } from '../emulators/hosts/runner-runtime-server.js';
+import {
+  LAMBDA_EMULATOR_USAGE,
+  runLambdaEmulatorCommand,
+} from '../emulators/lambda/lambda-emulator-command.js';
 import { DockerVastaiContainers } from '../emulators/vastai/vastai-docker-containers.js';
 import {
   runVastaiEmulatorCommand,
   VASTAI_EMULATOR_USAGE,
 } from '../emulators/vastai/vastai-emulator-command.js';
+
+/** The providers whose instances boot emulated VM hosts. */
+const VM_PROVIDERS = ['aws', 'gcp', 'lambda'];
 
 /** The Pythons of dstack's base image tags (`python:` in a run configuration). */
 const DEFAULT_IMAGE_PYTHONS = ['3.9', '3.10', '3.11', '3.12', '3.13'];
@@ -30,7 +37,7 @@ export interface RunEmulatorOptions {
   createContainers?: () => DockerVastaiContainers | Promise<DockerVastaiContainers>;
 }
 
-const USAGE = `Usage: emulator <provider> [options]\nProviders:\n  ${[AWS_EMULATOR_USAGE, GCP_EMULATOR_USAGE, VASTAI_EMULATOR_USAGE].map((usage) => usage.replace('Usage: ', '')).join('\n  ')}`;
+const USAGE = `Usage: emulator <provider> [options]\nProviders:\n  ${[AWS_EMULATOR_USAGE, GCP_EMULATOR_USAGE, LAMBDA_EMULATOR_USAGE, VASTAI_EMULATOR_USAGE].map((usage) => usage.replace('Usage: ', '')).join('\n  ')}`;
 
 /** Runs `emulator <provider> …` with `argv` (the arguments after the program name). */
 export async function runEmulator(argv: readonly string[], options: RunEmulatorOptions = {}): Promise<void> {
@@ -44,6 +51,11 @@ export async function runEmulator(argv: readonly string[], options: RunEmulatorO
     case 'gcp': {
       const hosts = await options.createHosts?.();
       await runGcpEmulatorCommand(rest, { hosts });
+      return;
+    }
+    case 'lambda': {
+      const hosts = await options.createHosts?.();
+      await runLambdaEmulatorCommand(rest, { hosts });
       return;
     }
     case 'vastai': {
@@ -84,7 +96,7 @@ async function main(argv: readonly string[]): Promise<void> {
     await runVastaiWithContainers(args);
     return;
   }
-  if ((provider !== 'aws' && provider !== 'gcp') || argv.includes('--no-hosts')) {
+  if (!VM_PROVIDERS.includes(provider ?? '') || argv.includes('--no-hosts')) {
     await runEmulator(args);
     return;
   }

@@ -1,4 +1,4 @@
-// `@dstack/testing/emulators`: the cloud emulators (AWS, GCP, Vast.ai), the interface of the hosts their
+// `@dstack/testing/emulators`: the cloud emulators (AWS, GCP, Vast.ai, Lambda), the interface of the hosts their
 // instances boot and the Docker hosts, loadable by a plain Node process (`pnpm emulator`) as well
 // as by tests.
 
@@ -173,6 +173,38 @@ export {
   torchTestImageMissing,
   torchWheel,
 } from './hosts/torch-test-image.js';
+export {
+  DEFAULT_LAMBDA_EMULATOR_API_KEY,
+  DEFAULT_LAMBDA_EMULATOR_TIMELINE,
+  type LambdaEmulator,
+  type LambdaEmulatorInstanceState,
+  type LambdaEmulatorOptions,
+  type LambdaEmulatorState,
+  type LambdaEmulatorTimeline,
+  startLambdaEmulator,
+} from './lambda/lambda-emulator.js';
+export {
+  LAMBDA_EMULATOR_USAGE,
+  type LambdaEmulatorCommandArguments,
+  type LambdaEmulatorCommandOptions,
+  lambdaEmulatorBackend,
+  lambdaEmulatorServerConfig,
+  parseLambdaEmulatorArguments,
+  runLambdaEmulatorCommand,
+} from './lambda/lambda-emulator-command.js';
+export {
+  DEFAULT_LAMBDA_INSTANCE_TYPES,
+  DEFAULT_LAMBDA_REGIONS,
+  type LambdaInstanceTypeSpec,
+} from './lambda/lambda-emulator-data.js';
+export {
+  type ActiveLambdaFault,
+  LAMBDA_FAULT_CODES,
+  type LambdaFault,
+  type LambdaFaultCode,
+  parseLambdaFault,
+  parseLambdaFaultFlag,
+} from './lambda/lambda-emulator-faults.js';
 export {
   DEFAULT_VASTAI_RENTAL_NETWORK,
   DockerVastaiContainers,

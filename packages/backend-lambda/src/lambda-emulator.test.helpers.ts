@@ -21,7 +21,7 @@ export function emulatorConfig(
   return {
     type: 'lambda',
     regions: [...emulator.regions],
-    endpoint_url: emulator.url,
+    endpoint_url: emulator.apiUrl,
     creds: { type: 'api_key', api_key: emulator.apiKey },
     ...extra,
   };

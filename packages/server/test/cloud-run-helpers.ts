@@ -1,6 +1,6 @@
 /** What the end-to-end tests of the cloud backends (on their emulators) ask of a harness server. */
 import type { InstanceOfferWithAvailability, Run } from '@dstack/core';
-import type { AwsEmulatorState, GcpEmulatorState } from '@dstack/testing/emulators';
+import type { AwsEmulatorState, GcpEmulatorState, LambdaEmulatorState } from '@dstack/testing/emulators';
 import { expect } from 'vitest';
 import { hostsLeft } from './emulated-hosts-harness.js';
 import { applyTask, type HarnessServer, waitFor } from './server-harness.js';
@@ -73,12 +73,18 @@ export async function deleteAllFleets(harness: HarnessServer): Promise<void> {
 
 /** An emulated cloud whose leftovers `expectCloudEmpty` looks for. */
 export interface EmulatedCloudState {
-  state(): AwsEmulatorState | GcpEmulatorState;
+  state(): AwsEmulatorState | GcpEmulatorState | LambdaEmulatorState;
 }
 
 /** What the cloud still holds that a finished test should have let go, described; empty when nothing. */
 export function cloudLeftovers(emulator: EmulatedCloudState): string[] {
   const state = emulator.state();
+  if ('provider' in state) {
+    // Lambda: a terminated instance is `terminating` (its host already gone), then forgotten.
+    return state.instances
+      .filter((each) => each.status !== 'terminating' && each.status !== 'terminated')
+      .map((each) => `instance ${each.id} ${each.status}`);
+  }
   if ('placementGroups' in state) {
     return [
       ...state.instances

@@ -98,12 +98,14 @@ describe('buildVmBootstrapScript', () => {
 
   it('writes the token root-only and the same start script as the user data, then starts it once', () => {
     expect(script).toContain(
-      `cat >${VM_SHIM_TOKEN_FILE} <<'DSTACK_BOOTSTRAP_EOF'\ntoken-xyz\nDSTACK_BOOTSTRAP_EOF\nchmod 0600`,
+      `(umask 077 && cat >${VM_SHIM_TOKEN_FILE} <<'DSTACK_BOOTSTRAP_EOF'\ntoken-xyz\nDSTACK_BOOTSTRAP_EOF\n)\nchmod 0600`,
     );
     const userData = parsed(buildVmUserData({ ...config, agent_download_url: 'http://10.0.0.1/rt.tgz' }));
     const startScript =
       userData.write_files.find((file) => file.path === VM_SHIM_START_SCRIPT)?.content ?? '';
-    expect(script).toContain(`cat >${VM_SHIM_START_SCRIPT} <<'DSTACK_BOOTSTRAP_EOF'\n${startScript}`);
+    expect(script).toContain(
+      `(umask 077 && cat >${VM_SHIM_START_SCRIPT} <<'DSTACK_BOOTSTRAP_EOF'\n${startScript}`,
+    );
     expect(script).toContain(`cat >${VM_PER_BOOT_SCRIPT} <<`);
     // A second run finds the start script running and changes nothing.
     expect(script.indexOf(`if pgrep -f ${VM_SHIM_START_SCRIPT}`)).toBeLessThan(script.indexOf('cat >'));

@@ -163,7 +163,6 @@ export function buildVmBootstrapScript(
 set -e
 # Already started (a repeated call): leave it be; rewriting a script sh is running corrupts it.
 if pgrep -f ${VM_SHIM_START_SCRIPT} >/dev/null 2>&1; then exit 0; fi
-umask 077
 mkdir -p ${VM_SHIM_HOME} "$(dirname ${VM_SHIM_START_SCRIPT})" "$(dirname ${VM_PER_BOOT_SCRIPT})"
 ${heredocFile(VM_SHIM_TOKEN_FILE, config.agent_token, '0600')}
 ${heredocFile(VM_SHIM_START_SCRIPT, startScript, '0700')}
@@ -172,10 +171,14 @@ nohup ${VM_SHIM_START_SCRIPT} >>${VM_SHIM_LOG} 2>&1 </dev/null &
 `;
 }
 
-/** Shell lines writing `content` to `path` with `mode`, through a quoted here-document (no expansion). */
+/**
+ * Shell lines writing `content` to `path` with `mode`, through a quoted here-document (no
+ * expansion), created root-only (umask 077 in a subshell: the token is never readable by others,
+ * while the shim's log, made later, stays readable by the login user the server reads it as).
+ */
 function heredocFile(path: string, content: string, mode: string): string {
   const end = 'DSTACK_BOOTSTRAP_EOF';
   if (content.includes(end)) throw new Error(`${path}: the content holds the here-document end ${end}`);
   const body = content.endsWith('\n') ? content : `${content}\n`;
-  return `cat >${path} <<'${end}'\n${body}${end}\nchmod ${mode} ${path}`;
+  return `(umask 077 && cat >${path} <<'${end}'\n${body}${end}\n)\nchmod ${mode} ${path}`;
 }

@@ -33,7 +33,7 @@ export function lambdaEmulatorBackend(emulator: LambdaEmulator) {
     type: 'lambda',
     regions: [...emulator.regions],
     creds: { type: 'api_key', api_key: emulator.apiKey },
-    endpoint_url: emulator.url,
+    endpoint_url: emulator.apiUrl,
   };
 }
 
@@ -58,7 +58,7 @@ export function runLambdaEmulatorCommand(
           faults: args.faults,
         }),
       serverConfig: lambdaEmulatorServerConfig,
-      listening: (emulator) => `Lambda emulator listening on ${emulator.url}`,
+      listening: (emulator) => `Lambda emulator listening on ${emulator.url} (its API at ${emulator.apiUrl})`,
     },
     options,
   );

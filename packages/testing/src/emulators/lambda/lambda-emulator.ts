@@ -1,7 +1,8 @@
 /**
  * The Lambda Cloud emulator: one loopback server answering Lambda's REST API (its OpenAPI
  * document, `https://cloud.lambdalabs.com/api/v1`) so a backend's real HTTP client runs unchanged
- * against it. `url` is the API root (`http://127.0.0.1:<port>/api/v1`).
+ * against it. `apiUrl` is the API root (`http://127.0.0.1:<port>/api/v1`); `url` the server's,
+ * where the control routes (`/_emulator/state`, `/_emulator/faults`) are.
  *
  *   GET  /instance-types                 `{data: {<name>: {instance_type, regions_with_capacity_available}}}`
  *   GET  /images                         `{data: [{id, name, family, architecture, region}]}`, per region
@@ -102,8 +103,10 @@ export interface LambdaEmulatorState {
 }
 
 export interface LambdaEmulator extends BackendEmulator {
-  /** The API root, `http://127.0.0.1:<port>/api/v1`. */
+  /** The server's root, `http://127.0.0.1:<port>` (the control routes). */
   readonly url: string;
+  /** Lambda's API root on it, `http://127.0.0.1:<port>/api/v1`: a backend's `endpoint_url`. */
+  readonly apiUrl: string;
   readonly apiKey: string;
   readonly regions: readonly string[];
   readonly server: EmulatorServer;
@@ -435,7 +438,8 @@ export async function startLambdaEmulator(options: LambdaEmulatorOptions = {}): 
   });
 
   return {
-    url: `${server.url}/api/v1`,
+    url: server.url,
+    apiUrl: `${server.url}/api/v1`,
     apiKey,
     regions: regions.map((region) => region.name),
     server,

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `emulator <provider> …` (`pnpm emulator` at the workspace root): starts a cloud emulator a user
- * can point a dstack server at, e.g. `emulator aws --server-config config.yml` (or `gcp`, `lambda`, `vastai`). Run as a command,
+ * can point a dstack server at, e.g. `emulator aws --server-config config.yml` (or `gcp`, `lambda`, `verda`, `vastai`). Run as a command,
  * each emulated instance boots a real host, a Docker container (`DockerEmulatedHosts`);
  * `--no-hosts` gives instances made-up addresses instead. `runEmulator` takes the factory.
  */
@@ -23,9 +23,10 @@ import {
   runVastaiEmulatorCommand,
   VASTAI_EMULATOR_USAGE,
 } from '../emulators/vastai/vastai-emulator-command.js';
+import { runVerdaEmulatorCommand, VERDA_EMULATOR_USAGE } from '../emulators/verda/verda-emulator-command.js';
 
 /** The providers whose instances boot emulated VM hosts. */
-const VM_PROVIDERS = ['aws', 'gcp', 'lambda'];
+const VM_PROVIDERS = ['aws', 'gcp', 'lambda', 'verda'];
 
 /** The Pythons of dstack's base image tags (`python:` in a run configuration). */
 const DEFAULT_IMAGE_PYTHONS = ['3.9', '3.10', '3.11', '3.12', '3.13'];
@@ -37,7 +38,7 @@ export interface RunEmulatorOptions {
   createContainers?: () => DockerVastaiContainers | Promise<DockerVastaiContainers>;
 }
 
-const USAGE = `Usage: emulator <provider> [options]\nProviders:\n  ${[AWS_EMULATOR_USAGE, GCP_EMULATOR_USAGE, LAMBDA_EMULATOR_USAGE, VASTAI_EMULATOR_USAGE].map((usage) => usage.replace('Usage: ', '')).join('\n  ')}`;
+const USAGE = `Usage: emulator <provider> [options]\nProviders:\n  ${[AWS_EMULATOR_USAGE, GCP_EMULATOR_USAGE, LAMBDA_EMULATOR_USAGE, VERDA_EMULATOR_USAGE, VASTAI_EMULATOR_USAGE].map((usage) => usage.replace('Usage: ', '')).join('\n  ')}`;
 
 /** Runs `emulator <provider> …` with `argv` (the arguments after the program name). */
 export async function runEmulator(argv: readonly string[], options: RunEmulatorOptions = {}): Promise<void> {
@@ -56,6 +57,11 @@ export async function runEmulator(argv: readonly string[], options: RunEmulatorO
     case 'lambda': {
       const hosts = await options.createHosts?.();
       await runLambdaEmulatorCommand(rest, { hosts });
+      return;
+    }
+    case 'verda': {
+      const hosts = await options.createHosts?.();
+      await runVerdaEmulatorCommand(rest, { hosts });
       return;
     }
     case 'vastai': {

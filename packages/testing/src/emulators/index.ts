@@ -1,4 +1,4 @@
-// `@dstack/testing/emulators`: the cloud emulators (AWS, GCP, Vast.ai, Lambda), the interface of the hosts their
+// `@dstack/testing/emulators`: the cloud emulators (AWS, GCP, Vast.ai, Lambda, Verda), the interface of the hosts their
 // instances boot and the Docker hosts, loadable by a plain Node process (`pnpm emulator`) as well
 // as by tests.
 
@@ -267,3 +267,34 @@ export {
   type VastaiRuntype,
 } from './vastai/vastai-rent-request.js';
 export { DEFAULT_VASTAI_SEARCH_LIMIT, VASTAI_QUERY_OPERATORS } from './vastai/vastai-search-query.js';
+export {
+  DEFAULT_VERDA_EMULATOR_CLIENT,
+  DEFAULT_VERDA_EMULATOR_TIMELINE,
+  startVerdaEmulator,
+  type VerdaEmulator,
+  type VerdaEmulatorOptions,
+  type VerdaEmulatorState,
+  type VerdaEmulatorTimeline,
+} from './verda/verda-emulator.js';
+export {
+  parseVerdaEmulatorArguments,
+  runVerdaEmulatorCommand,
+  VERDA_EMULATOR_USAGE,
+  type VerdaEmulatorCommandArguments,
+  type VerdaEmulatorCommandOptions,
+  verdaEmulatorBackend,
+  verdaEmulatorServerConfig,
+} from './verda/verda-emulator-command.js';
+export {
+  DEFAULT_VERDA_INSTANCE_TYPES,
+  DEFAULT_VERDA_LOCATIONS,
+  type VerdaInstanceTypeSpec,
+} from './verda/verda-emulator-data.js';
+export {
+  type ActiveVerdaFault,
+  parseVerdaFault,
+  parseVerdaFaultFlag,
+  VERDA_FAULT_CODES,
+  type VerdaFault,
+  type VerdaFaultCode,
+} from './verda/verda-emulator-faults.js';

@@ -10,10 +10,8 @@ import {
 import { VerdaConfigurator } from './verda-configurator.js';
 
 /**
- * How long an instance may take from `createInstance` to a reachable agent
- * before the server gives up on it. 600 s (10 minutes) is dstack's default;
- * measure the provider's boot (VM start and cloud-init) time and change it.
- * A function of the instance type can replace it when some types boot slower.
+ * How long an instance may take from `createInstance` to a reachable agent before the server
+ * gives up on it: dstack's default, 10 minutes, which it keeps for Verda.
  */
 export const VERDA_PROVISIONING_TIMEOUT_SECONDS = 600;
 

@@ -1,6 +1,11 @@
 /** What the end-to-end tests of the cloud backends (on their emulators) ask of a harness server. */
 import type { InstanceOfferWithAvailability, Run } from '@dstack/core';
-import type { AwsEmulatorState, GcpEmulatorState, LambdaEmulatorState } from '@dstack/testing/emulators';
+import type {
+  AwsEmulatorState,
+  GcpEmulatorState,
+  LambdaEmulatorState,
+  VerdaEmulatorState,
+} from '@dstack/testing/emulators';
 import { expect } from 'vitest';
 import { hostsLeft } from './emulated-hosts-harness.js';
 import { applyTask, type HarnessServer, waitFor } from './server-harness.js';
@@ -73,17 +78,23 @@ export async function deleteAllFleets(harness: HarnessServer): Promise<void> {
 
 /** An emulated cloud whose leftovers `expectCloudEmpty` looks for. */
 export interface EmulatedCloudState {
-  state(): AwsEmulatorState | GcpEmulatorState | LambdaEmulatorState;
+  state(): AwsEmulatorState | GcpEmulatorState | LambdaEmulatorState | VerdaEmulatorState;
 }
 
 /** What the cloud still holds that a finished test should have let go, described; empty when nothing. */
 export function cloudLeftovers(emulator: EmulatedCloudState): string[] {
   const state = emulator.state();
   if ('provider' in state) {
-    // Lambda: a terminated instance is `terminating` (its host already gone), then forgotten.
-    return state.instances
-      .filter((each) => each.status !== 'terminating' && each.status !== 'terminated')
-      .map((each) => `instance ${each.id} ${each.status}`);
+    // Lambda and Verda: a deleted instance is `terminating` / `deleting` (its host already gone), then forgotten.
+    const ending = new Set(['terminating', 'terminated', 'deleting', 'discontinued']);
+    return [
+      ...state.instances
+        .filter((each) => !ending.has(each.status))
+        .map((each) => `instance ${each.id} ${each.status}`),
+      ...('startupScripts' in state
+        ? [...state.sshKeys, ...state.startupScripts].map((each) => `instance resource ${each.name}`)
+        : []),
+    ];
   }
   if ('placementGroups' in state) {
     return [

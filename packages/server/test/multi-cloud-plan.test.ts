@@ -1,6 +1,7 @@
 /**
- * One project with AWS, GCP and Vast.ai configured, each backend pointed at its emulator (the real
- * AWS SDK, google-auth-library + Compute REST, the Vast.ai REST API against them): the plan sorts
+ * One project with AWS, GCP, Vast.ai, Lambda and Verda configured, each backend pointed at its
+ * emulator (the real AWS SDK, google-auth-library + Compute REST, the Vast.ai, Lambda and Verda REST
+ * APIs against them): the plan sorts
  * the clouds' offers by price, and the run is launched on the cheapest, in its cloud, while the
  * others launch nothing. The emulators make up the instances' addresses (no hosts), so the run is
  * stopped once it has its machine.
@@ -24,19 +25,27 @@ import {
   awsEmulatorBackend,
   type GcpEmulator,
   gcpEmulatorBackend,
+  type LambdaEmulator,
+  lambdaEmulatorBackend,
   startAwsEmulator,
   startGcpEmulator,
+  startLambdaEmulator,
   startVastaiEmulator,
+  startVerdaEmulator,
   type VastaiEmulator,
+  type VerdaEmulator,
   vastaiEmulatorBackend,
+  verdaEmulatorBackend,
 } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { applyTask, type HarnessServer, makeTempDir, startHarnessServer, waitFor } from './server-harness.js';
 
-describe('a project with AWS, GCP and Vast.ai', () => {
+describe('a project with AWS, GCP, Vast.ai, Lambda and Verda', () => {
   let aws: AwsEmulator;
   let gcp: GcpEmulator;
   let vastai: VastaiEmulator;
+  let lambda: LambdaEmulator;
+  let verda: VerdaEmulator;
   let harness: HarnessServer;
   const temp = makeTempDir();
 
@@ -44,7 +53,15 @@ describe('a project with AWS, GCP and Vast.ai', () => {
     aws = await startAwsEmulator({ regions: ['us-east-1'] });
     gcp = await startGcpEmulator({ regions: ['us-central1'] });
     vastai = await startVastaiEmulator();
-    const backends = [awsEmulatorBackend(aws), gcpEmulatorBackend(gcp), vastaiEmulatorBackend(vastai)];
+    lambda = await startLambdaEmulator();
+    verda = await startVerdaEmulator();
+    const backends = [
+      awsEmulatorBackend(aws),
+      gcpEmulatorBackend(gcp),
+      vastaiEmulatorBackend(vastai),
+      lambdaEmulatorBackend(lambda),
+      verdaEmulatorBackend(verda),
+    ];
     harness = await startHarnessServer({ dir: temp.dir, config: { projects: [{ name: 'main', backends }] } });
   }, 120_000);
 
@@ -53,13 +70,15 @@ describe('a project with AWS, GCP and Vast.ai', () => {
     await aws?.close();
     await gcp?.close();
     await vastai?.close();
+    await lambda?.close();
+    await verda?.close();
     temp.remove();
   }, 120_000);
 
-  it('plans the three clouds as one list sorted by price', async () => {
+  it('plans the five clouds as one list sorted by price', async () => {
     const configuration = {
       type: 'task',
-      name: 'three-clouds',
+      name: 'five-clouds',
       commands: ['true'],
       resources: { gpu: 'A100' },
     };
@@ -69,12 +88,15 @@ describe('a project with AWS, GCP and Vast.ai', () => {
     );
     expect(plan.status).toBe(200);
     const offers = plan.body.job_plans[0]?.offers ?? [];
-    expect(new Set(offers.map((offer) => offer.backend))).toEqual(new Set(['aws', 'gcp', 'vastai']));
+    expect(new Set(offers.map((offer) => offer.backend))).toEqual(
+      new Set(['aws', 'gcp', 'vastai', 'lambda', 'verda']),
+    );
     // One list sorted by price, though Vast.ai answers in its marketplace's score order (gpuhunt's
     // `heapq.merge` would leave its cheap offers behind every dearer offer of the catalog clouds).
     const prices = offers.map((offer) => offer.price);
     expect(prices).toEqual([...prices].sort((a, b) => a - b));
     expect(vastai.launchedMachineCount()).toBe(0);
+    expect(lambda.launchedMachineCount() + verda.launchedMachineCount()).toBe(0);
   }, 120_000);
 
   it('plans both VM clouds merged by price and launches on the cheaper one', async () => {
@@ -233,7 +255,10 @@ describe('a project with AWS, GCP and Vast.ai', () => {
         const said = warn.mock.calls
           .map(([line]) => String(line))
           .filter((line) => line.includes('catalog:'));
-        expect(said.sort()).toEqual([
+        // Once per provider: every installed backend's catalog (Lambda's, Verda's…) is said too.
+        const providers = said.map((line) => /\/([a-z]+)\/version failed/.exec(line)?.[1]);
+        expect(new Set(providers).size).toBe(providers.length);
+        expect(said.filter((line) => /\/(aws|gcp)\/version failed/.test(line)).sort()).toEqual([
           expect.stringMatching(
             /catalog: GET .*\/aws\/version failed: .*; answering from .*snapshot.aws\.csv/,
           ),

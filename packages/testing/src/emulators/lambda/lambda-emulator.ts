@@ -31,6 +31,7 @@ import {
 } from '../../emulator/emulator-server.js';
 import type { EmulatedHosts } from '../emulated-hosts.js';
 import { controlError, emulatorControlRoutes } from '../emulator-control-routes.js';
+import { EmulatedInstanceHost } from '../instance-host.js';
 import {
   DEFAULT_LAMBDA_INSTANCE_TYPES,
   DEFAULT_LAMBDA_REGIONS,
@@ -79,8 +80,8 @@ interface EmulatedInstance {
   readonly region: { name: string; description: string };
   readonly sshKeyNames: string[];
   readonly launchedAt: number;
-  host: { status: 'none' | 'launching' | 'failed' } | { status: 'up'; address: string };
-  hostLaunch: Promise<void> | undefined;
+  /** Its host, with hosts. */
+  host: EmulatedInstanceHost | undefined;
   terminatedAt: number | null;
   readonly madeUpIp: string;
 }
@@ -155,15 +156,15 @@ export async function startLambdaEmulator(options: LambdaEmulatorOptions = {}): 
     if (instance.terminatedAt !== null) {
       return now - instance.terminatedAt >= timeline.terminatingMs ? 'gone' : 'terminating';
     }
-    if (instance.host.status === 'failed') return 'unhealthy';
+    if (instance.host?.status === 'failed') return 'unhealthy';
     const booted = now - instance.launchedAt >= timeline.bootingMs;
-    if (hosts) return booted && instance.host.status === 'up' ? 'active' : 'booting';
+    if (instance.host) return booted && instance.host.status === 'up' ? 'active' : 'booting';
     return booted ? 'active' : 'booting';
   }
 
   function ipOf(instance: EmulatedInstance): string | null {
     if (status(instance) !== 'active') return null;
-    return instance.host.status === 'up' ? instance.host.address : instance.madeUpIp;
+    return instance.host?.address ?? instance.madeUpIp;
   }
 
   /** Live instances; forgotten ones are dropped here. */
@@ -291,8 +292,7 @@ export async function startLambdaEmulator(options: LambdaEmulatorOptions = {}): 
       region,
       sshKeyNames: [key.name],
       launchedAt: Date.now(),
-      host: { status: 'none' },
-      hostLaunch: undefined,
+      host: undefined,
       terminatedAt: null,
       madeUpIp: madeUpIp(launched),
     };
@@ -303,14 +303,11 @@ export async function startLambdaEmulator(options: LambdaEmulatorOptions = {}): 
 
   /** The host gets the key as Lambda's image does (cloud-init gives it to `ubuntu`), nothing else. */
   function bootHost(hosts: EmulatedHosts, instance: EmulatedInstance, publicKey: string): void {
-    instance.host = { status: 'launching' };
     const keysOnly = `#cloud-config\nssh_authorized_keys:\n  - ${JSON.stringify(publicKey.trim())}\n`;
-    instance.hostLaunch = hosts.launch({ instanceId: instance.id, userData: keysOnly, kind: 'docker' }).then(
-      (host) => {
-        instance.host = { status: 'up', address: host.address };
-      },
-      (error: unknown) => {
-        instance.host = { status: 'failed' };
+    instance.host = new EmulatedInstanceHost(
+      hosts,
+      { instanceId: instance.id, userData: keysOnly, kind: 'docker' },
+      (error) => {
         if (instance.terminatedAt === null)
           console.error(`Lambda emulator: host of ${instance.id} failed: ${String(error)}`);
       },
@@ -323,9 +320,7 @@ export async function startLambdaEmulator(options: LambdaEmulatorOptions = {}): 
   }
 
   async function stopHost(instance: EmulatedInstance): Promise<void> {
-    if (!hosts || !instance.hostLaunch) return;
-    await instance.hostLaunch;
-    await hosts.terminate(instance.id);
+    await instance.host?.stop();
   }
 
   function terminate(request: EmulatorRequest): EmulatorResponse {

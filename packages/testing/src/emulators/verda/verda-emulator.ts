@@ -27,6 +27,7 @@ import {
 } from '../../emulator/emulator-server.js';
 import type { EmulatedHosts } from '../emulated-hosts.js';
 import { controlError, emulatorControlRoutes } from '../emulator-control-routes.js';
+import { EmulatedInstanceHost } from '../instance-host.js';
 import {
   DEFAULT_VERDA_INSTANCE_TYPES,
   DEFAULT_VERDA_LOCATIONS,
@@ -80,8 +81,8 @@ interface EmulatedInstance {
   readonly type: VerdaInstanceTypeSpec;
   readonly location: string;
   readonly createdAt: number;
-  host: { status: 'none' | 'launching' | 'failed' } | { status: 'up'; address: string };
-  hostLaunch: Promise<void> | undefined;
+  /** Its host, with hosts. */
+  host: EmulatedInstanceHost | undefined;
   deletedAt: number | null;
   readonly madeUpIp: string;
 }
@@ -146,11 +147,11 @@ export async function startVerdaEmulator(options: VerdaEmulatorOptions = {}): Pr
       if (since >= 2 * timeline.deletingMs) return 'gone';
       return since >= timeline.deletingMs ? 'discontinued' : 'deleting';
     }
-    if (instance.host.status === 'failed') return 'error';
+    if (instance.host?.status === 'failed') return 'error';
     const age = now - instance.createdAt;
     if (age < timeline.orderedMs) return 'ordered';
     const booted = age >= timeline.orderedMs + timeline.provisioningMs;
-    if (hosts) return booted && instance.host.status === 'up' ? 'running' : 'provisioning';
+    if (instance.host) return booted && instance.host.status === 'up' ? 'running' : 'provisioning';
     return booted ? 'running' : 'provisioning';
   }
 
@@ -162,7 +163,7 @@ export async function startVerdaEmulator(options: VerdaEmulatorOptions = {}): Pr
 
   function ipOf(instance: EmulatedInstance): string | null {
     if (status(instance) !== 'running') return null;
-    return instance.host.status === 'up' ? instance.host.address : instance.madeUpIp;
+    return instance.host?.address ?? instance.madeUpIp;
   }
 
   function view(instance: EmulatedInstance): Record<string, unknown> {
@@ -291,8 +292,7 @@ export async function startVerdaEmulator(options: VerdaEmulatorOptions = {}): Pr
       type,
       location,
       createdAt: Date.now(),
-      host: { status: 'none' },
-      hostLaunch: undefined,
+      host: undefined,
       deletedAt: null,
       madeUpIp: `127.78.${Math.floor(launched / 250) % 250}.${(launched % 250) + 2}`,
     };
@@ -324,13 +324,10 @@ export async function startVerdaEmulator(options: VerdaEmulatorOptions = {}): Pr
       write_files: files,
       ...(script !== undefined ? { runcmd: ['/var/lib/verda/startup-script'] } : {}),
     })}`;
-    instance.host = { status: 'launching' };
-    instance.hostLaunch = hosts.launch({ instanceId: instance.id, userData, kind: 'docker' }).then(
-      (host) => {
-        instance.host = { status: 'up', address: host.address };
-      },
-      (error: unknown) => {
-        instance.host = { status: 'failed' };
+    instance.host = new EmulatedInstanceHost(
+      hosts,
+      { instanceId: instance.id, userData, kind: 'docker' },
+      (error) => {
         if (instance.deletedAt === null)
           console.error(`Verda emulator: host of ${instance.id} failed: ${String(error)}`);
       },
@@ -338,9 +335,7 @@ export async function startVerdaEmulator(options: VerdaEmulatorOptions = {}): Pr
   }
 
   async function stopHost(instance: EmulatedInstance): Promise<void> {
-    if (!hosts || !instance.hostLaunch) return;
-    await instance.hostLaunch;
-    await hosts.terminate(instance.id);
+    await instance.host?.stop();
   }
 
   function instanceAction(request: EmulatorRequest): EmulatorResponse {

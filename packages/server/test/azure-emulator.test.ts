@@ -46,6 +46,6 @@ describeVmCloudRuns({
   launchFaults: ['refused-credentials'],
   // Its VMs boot as AWS's and GCP's instances do (the same bootstrap on the same hosts): the
   // private-image and runtime-download scenarios are theirs to run.
-  hostScenarios: false,
+  skipScenarios: ['private-image', 'no-agent'],
   hello: { command: 'echo hello from the emulated azure', expected: () => 'hello from the emulated azure' },
 });

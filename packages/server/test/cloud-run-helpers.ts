@@ -1,6 +1,12 @@
 /** What the end-to-end tests of the cloud backends (on their emulators) ask of a harness server. */
 import type { InstanceOfferWithAvailability, Run } from '@dstack/core';
-import type { AwsEmulatorState, AzureEmulatorState, GcpEmulatorState } from '@dstack/testing/emulators';
+import type {
+  AwsEmulatorState,
+  AzureEmulatorState,
+  GcpEmulatorState,
+  LambdaEmulatorState,
+  VerdaEmulatorState,
+} from '@dstack/testing/emulators';
 import { expect } from 'vitest';
 import { hostsLeft } from './emulated-hosts-harness.js';
 import { applyTask, type HarnessServer, waitFor } from './server-harness.js';
@@ -73,7 +79,12 @@ export async function deleteAllFleets(harness: HarnessServer): Promise<void> {
 
 /** An emulated cloud whose leftovers `expectCloudEmpty` looks for. */
 export interface EmulatedCloudState {
-  state(): AwsEmulatorState | GcpEmulatorState | AzureEmulatorState;
+  state():
+    | AwsEmulatorState
+    | GcpEmulatorState
+    | AzureEmulatorState
+    | LambdaEmulatorState
+    | VerdaEmulatorState;
 }
 
 /** What the cloud still holds that a finished test should have let go, described; empty when nothing. */
@@ -86,6 +97,18 @@ export function cloudLeftovers(emulator: EmulatedCloudState): string[] {
       ...state.disks.map((each) => `disk ${each.name}`),
       ...state.networkInterfaces.map((each) => `NIC ${each.name}`),
       ...state.publicIpAddresses.map((each) => `public IP ${each.name}`),
+    ];
+  }
+  if ('provider' in state) {
+    // Lambda and Verda: a deleted instance is `terminating` / `deleting` (its host already gone), then forgotten.
+    const ending = new Set(['terminating', 'terminated', 'deleting', 'discontinued']);
+    return [
+      ...state.instances
+        .filter((each) => !ending.has(each.status))
+        .map((each) => `instance ${each.id} ${each.status}`),
+      ...('startupScripts' in state
+        ? [...state.sshKeys, ...state.startupScripts].map((each) => `instance resource ${each.name}`)
+        : []),
     ];
   }
   if ('placementGroups' in state) {

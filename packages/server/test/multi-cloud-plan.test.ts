@@ -1,8 +1,8 @@
 /**
- * One project with AWS, GCP, Vast.ai and RunPod configured, each backend pointed at its emulator
- * (the real AWS SDK, google-auth-library + Compute REST, the Vast.ai REST API, RunPod's GraphQL
- * against them; the catalog is the RunPod emulator's gpuhunt bucket, whose AWS and GCP catalogs
- * are the bundled snapshot's): the plan sorts
+ * One project with AWS, GCP, Vast.ai, RunPod, Lambda and Verda configured, each backend pointed at
+ * its emulator (the real AWS SDK, google-auth-library + Compute REST, the Vast.ai, Lambda and Verda
+ * REST APIs, RunPod's GraphQL against them; the catalog is the RunPod emulator's gpuhunt bucket,
+ * whose other providers' catalogs are the bundled snapshot's): the plan sorts
  * the clouds' offers by price, and the run is launched on the cheapest, in its cloud, while the
  * others launch nothing. The emulators make up the instances' addresses (no hosts), so the run is
  * stopped once it has its machine.
@@ -26,23 +26,31 @@ import {
   awsEmulatorBackend,
   type GcpEmulator,
   gcpEmulatorBackend,
+  type LambdaEmulator,
+  lambdaEmulatorBackend,
   type RunpodEmulator,
   runpodEmulatorBackend,
   startAwsEmulator,
   startGcpEmulator,
+  startLambdaEmulator,
   startRunpodEmulator,
   startVastaiEmulator,
+  startVerdaEmulator,
   type VastaiEmulator,
+  type VerdaEmulator,
   vastaiEmulatorBackend,
+  verdaEmulatorBackend,
 } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { applyTask, type HarnessServer, makeTempDir, startHarnessServer, waitFor } from './server-harness.js';
 
-describe('a project with AWS, GCP, Vast.ai and RunPod', () => {
+describe('a project with AWS, GCP, Vast.ai, RunPod, Lambda and Verda', () => {
   let aws: AwsEmulator;
   let gcp: GcpEmulator;
   let vastai: VastaiEmulator;
   let runpod: RunpodEmulator;
+  let lambda: LambdaEmulator;
+  let verda: VerdaEmulator;
   let harness: HarnessServer;
   const temp = makeTempDir();
 
@@ -51,11 +59,15 @@ describe('a project with AWS, GCP, Vast.ai and RunPod', () => {
     gcp = await startGcpEmulator({ regions: ['us-central1'] });
     vastai = await startVastaiEmulator();
     runpod = await startRunpodEmulator();
+    lambda = await startLambdaEmulator();
+    verda = await startVerdaEmulator();
     const backends = [
       awsEmulatorBackend(aws),
       gcpEmulatorBackend(gcp),
       vastaiEmulatorBackend(vastai),
       runpodEmulatorBackend(runpod),
+      lambdaEmulatorBackend(lambda),
+      verdaEmulatorBackend(verda),
     ];
     harness = await startHarnessServer({
       dir: temp.dir,
@@ -69,13 +81,15 @@ describe('a project with AWS, GCP, Vast.ai and RunPod', () => {
     await gcp?.close();
     await vastai?.close();
     await runpod?.close();
+    await lambda?.close();
+    await verda?.close();
     temp.remove();
   }, 120_000);
 
-  it('plans the four clouds as one list sorted by price', async () => {
+  it('plans the six clouds as one list sorted by price', async () => {
     const configuration = {
       type: 'task',
-      name: 'four-clouds',
+      name: 'six-clouds',
       commands: ['true'],
       resources: { gpu: 'A100' },
     };
@@ -86,14 +100,16 @@ describe('a project with AWS, GCP, Vast.ai and RunPod', () => {
     expect(plan.status).toBe(200);
     const offers = plan.body.job_plans[0]?.offers ?? [];
     expect(new Set(offers.map((offer) => offer.backend))).toEqual(
-      new Set(['aws', 'gcp', 'vastai', 'runpod']),
+      new Set(['aws', 'gcp', 'vastai', 'runpod', 'lambda', 'verda']),
     );
     // One list sorted by price, though Vast.ai answers in its marketplace's score order (gpuhunt's
     // `heapq.merge` would leave its cheap offers behind every dearer offer of the catalog clouds).
     const prices = offers.map((offer) => offer.price);
     expect(prices).toEqual([...prices].sort((a, b) => a - b));
     expect(vastai.launchedMachineCount()).toBe(0);
-    expect(runpod.launchedMachineCount()).toBe(0);
+    expect(runpod.launchedMachineCount() + lambda.launchedMachineCount() + verda.launchedMachineCount()).toBe(
+      0,
+    );
   }, 120_000);
 
   it('plans both VM clouds merged by price and launches on the cheaper one', async () => {
@@ -252,16 +268,19 @@ describe('a project with AWS, GCP, Vast.ai and RunPod', () => {
         const said = warn.mock.calls
           .map(([line]) => String(line))
           .filter((line) => line.includes('catalog:'));
-        expect(said.sort()).toEqual([
+        // Once per provider: every installed backend's catalog (Lambda's, Verda's…) is said too.
+        const providers = said.map((line) => /\/([a-z]+)\/version failed/.exec(line)?.[1]);
+        expect(new Set(providers).size).toBe(providers.length);
+        expect(said.filter((line) => /\/(aws|gcp)\/version failed/.test(line)).sort()).toEqual([
           expect.stringMatching(
             /catalog: GET .*\/aws\/version failed: .*; answering from .*snapshot.aws\.csv/,
           ),
           expect.stringMatching(
             /catalog: GET .*\/gcp\/version failed: .*; answering from .*snapshot.gcp\.csv/,
           ),
-          // RunPod's package is installed in the workspace; the snapshot has no RunPod catalog.
-          expect.stringMatching(/catalog: GET .*\/runpod\/version failed: [^;]*$/),
         ]);
+        // RunPod's package is installed in the workspace; the snapshot has no RunPod catalog.
+        expect(said).toContainEqual(expect.stringMatching(/catalog: GET .*\/runpod\/version failed: [^;]*$/));
         expect((await cpuPlan(server, ['gcp'])).map(describeOffer)).not.toContain(
           'gcp:e2-standard-2:0.0111:0',
         );

@@ -91,6 +91,9 @@ export interface EmulatedVmCloud extends EmulatedCloudState {
   close(): Promise<void>;
 }
 
+/** The common scenarios a cloud's file may leave out (`skipScenarios`). */
+export type VmCloudScenario = 'private-image' | 'spot' | 'no-agent';
+
 export interface VmCloudScenarios {
   /** The backend type, also the prefix of run names. */
   cloud: string;
@@ -98,6 +101,13 @@ export interface VmCloudScenarios {
   start(hosts: DockerEmulatedHosts, regions: string[]): Promise<EmulatedVmCloud>;
   /** The first command's output in the logs, given where it ran. */
   hello: { command: string; expected(instance: Instance): string };
+  /** The GPU the scenarios' tasks ask for (`resources.gpu`). Default `T4`. */
+  gpu?: string;
+  /**
+   * Scenarios that do not apply to the cloud (Lambda has no spot) or that another cloud's file
+   * already runs on the same code path (a task's own image is pulled by the host, whatever the cloud).
+   */
+  skipScenarios?: ReadonlyArray<VmCloudScenario>;
   /** The launch faults this cloud's emulator injects (`refuseCredentials`, `throttleLaunches`). */
   launchFaults?: ReadonlyArray<'refused-credentials' | 'throttling'>;
   /** More to check about where the cheapest offer landed (GCP: the zone). */
@@ -118,13 +128,6 @@ export interface VmCloudScenarios {
    * two test workers finish together; one of them runs the common scenarios.
    */
   commonScenarios?: boolean;
-  /**
-   * Whether this file runs the common scenarios whose subject is the host and the agents rather
-   * than the cloud (a private image with `registry_auth`, a host that cannot download the agent
-   * runtime); default true. A cloud whose hosts boot as the others' do may leave them to the AWS
-   * and GCP files, keeping the suite's time.
-   */
-  hostScenarios?: boolean;
 }
 
 /** What a cloud's own scenarios use; each getter answers once `beforeAll` has run. */
@@ -145,12 +148,16 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
    */
   const emulatorName = `${cloud}-e2e-${process.pid}`;
 
+  const task = (name: string, commands: string[], extra: Record<string, unknown> = {}) =>
+    gpuTask(name, commands, scenarios.gpu ? { resources: { gpu: scenarios.gpu }, ...extra } : extra);
+  const runsScenario = (scenario: VmCloudScenario) => !scenarios.skipScenarios?.includes(scenario);
+
   const describeOnItsDatabase = describeOnDatabase(scenarios.database, { skip: dockerMissing });
   describeOnItsDatabase(`a task on the emulated ${cloud}`, (databaseUrl) => {
     let hosts: DockerEmulatedHosts;
     let tarball: AgentRuntimeServer;
     let defaultImages: DefaultImageRegistry;
-    let privateRegistry: { registry: LocalDockerRegistry; image: string };
+    let privateRegistry: { registry: LocalDockerRegistry; image: string } | undefined;
     let emulator: EmulatedVmCloud;
     let harness: HarnessServer;
     const temp = makeTempDir();
@@ -158,8 +165,10 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
     beforeAll(async () => {
       hosts = new DockerEmulatedHosts({ emulator: emulatorName });
       tarball = await serveAgentRuntime(hosts);
-      defaultImages = await serveDefaultImages(hosts, [DEFAULT_IMAGE_PYTHON, '3.11']);
-      privateRegistry = await startPrivateRegistry(hosts);
+      // The private registry and a second Python's image serve the private-image scenario only.
+      const pythons = runsScenario('private-image') ? [DEFAULT_IMAGE_PYTHON, '3.11'] : [DEFAULT_IMAGE_PYTHON];
+      defaultImages = await serveDefaultImages(hosts, pythons);
+      if (runsScenario('private-image')) privateRegistry = await startPrivateRegistry(hosts);
       emulator = await scenarios.start(hosts, scenarios.regions);
       harness = await startHarnessServer({
         dir: temp.dir,
@@ -189,7 +198,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
     if (scenarios.commonScenarios !== false) {
       it('lands on the cheapest offer, runs in the default image, streams the output, and leaves nothing after fleet delete', async () => {
         const runName = `${cloud}-hello`;
-        const configuration = gpuTask(runName, [scenarios.hello.command, `cat ${TEST_IMAGE_MARKER_PATH}`]);
+        const configuration = task(runName, [scenarios.hello.command, `cat ${TEST_IMAGE_MARKER_PATH}`]);
         const [cheapest] = (await planJob(harness, configuration)).offers;
         if (!cheapest) throw new Error('the plan has no offer');
         expect(cheapest.backend).toBe(cloud);
@@ -210,16 +219,17 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
         await waitFor('the instance to be gone', () => (emulator.isGone(instance.id) ? true : null), 120_000);
       }, 300_000);
 
-      it.runIf(scenarios.hostScenarios !== false)(
+      it.runIf(runsScenario('private-image'))(
         'runs a task in the private image it names (registry_auth) and one in the default image of its python',
         async () => {
           const named = `${cloud}-named-image`;
           const python = `${cloud}-python-311`;
           const printMarker = [`cat ${TEST_IMAGE_MARKER_PATH}`];
+          if (!privateRegistry) throw new Error('the private registry was not started');
           await Promise.all([
             applyTask(
               harness,
-              gpuTask(named, printMarker, {
+              task(named, printMarker, {
                 image: privateRegistry.image,
                 registry_auth: {
                   username: privateRegistry.registry.username,
@@ -227,7 +237,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
                 },
               }),
             ),
-            applyTask(harness, gpuTask(python, printMarker, { python: '3.11' })),
+            applyTask(harness, task(python, printMarker, { python: '3.11' })),
           ]);
           for (const [runName, marker] of [
             [named, PRIVATE_IMAGE_MARKER],
@@ -246,7 +256,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
 
       it('moves on to the next offer when the cheapest has no capacity', async () => {
         const runName = `${cloud}-capacity`;
-        const configuration = gpuTask(runName, ['echo landed']);
+        const configuration = task(runName, ['echo landed']);
         const [cheapest, next] = (await planJob(harness, configuration)).offers;
         if (!cheapest || !next) throw new Error('the plan has fewer than two offers');
         emulator.failCapacity(cheapest);
@@ -271,7 +281,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
           const runName = `${cloud}-denied`;
           emulator.refuseCredentials?.();
           try {
-            await applyTask(harness, gpuTask(runName, ['echo never']));
+            await applyTask(harness, task(runName, ['echo never']));
             const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 120_000);
             expect(finished.status).toBe('failed');
             const submission = finished.latest_job_submission;
@@ -307,7 +317,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
         'tries a throttled launch again on the cheapest offer, and fails the job as rate limited when it never passes',
         async () => {
           const passes = `${cloud}-throttled`;
-          const configuration = gpuTask(passes, ['echo landed']);
+          const configuration = task(passes, ['echo landed']);
           const [cheapest] = (await planJob(harness, configuration)).offers;
           if (!cheapest) throw new Error('the plan has no offer');
           // More throttled calls than the backend's own retries: only the server's retry gets through.
@@ -329,7 +339,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
           const never = `${cloud}-always-throttled`;
           emulator.throttleLaunches?.();
           try {
-            await applyTask(harness, gpuTask(never, ['echo never']));
+            await applyTask(harness, task(never, ['echo never']));
             const finished = await harness.waitForRun(never, ['done', 'failed', 'terminated'], 180_000);
             expect(finished.status).toBe('failed');
             expect(finished.latest_job_submission?.termination_reason).toBe('executor_error');
@@ -344,67 +354,71 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
         300_000,
       );
 
-      it('resubmits a spot job the cloud took back, under retry on interruption', async () => {
-        const runName = `${cloud}-spot`;
-        await applyTask(
-          harness,
-          gpuTask(runName, ['sleep 3', 'echo survived'], {
-            spot_policy: 'spot',
-            retry: { on_events: ['interruption'], duration: '1h' },
-          }),
-        );
-        const running = await harness.waitForRun(runName, ['running'], 180_000);
-        const first = provisionedInstance(running);
-        expect(emulator.isSpot(first.id)).toBe(true);
-        emulator.interruptSpot(first.id);
+      it.runIf(runsScenario('spot'))(
+        'resubmits a spot job the cloud took back, under retry on interruption',
+        async () => {
+          const runName = `${cloud}-spot`;
+          await applyTask(
+            harness,
+            task(runName, ['sleep 3', 'echo survived'], {
+              spot_policy: 'spot',
+              retry: { on_events: ['interruption'], duration: '1h' },
+            }),
+          );
+          const running = await harness.waitForRun(runName, ['running'], 180_000);
+          const first = provisionedInstance(running);
+          expect(emulator.isSpot(first.id)).toBe(true);
+          emulator.interruptSpot(first.id);
 
-        const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 240_000);
-        expect(finished.status).toBe('done');
-        const submissions = finished.jobs[0]?.job_submissions ?? [];
-        expect(submissions.map((submission) => submission.termination_reason)).toEqual([
-          'interrupted_by_no_capacity',
-          'done_by_runner',
-        ]);
-        const second = provisionedInstance(finished);
-        expect(second.id).not.toBe(first.id);
+          const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 240_000);
+          expect(finished.status).toBe('done');
+          const submissions = finished.jobs[0]?.job_submissions ?? [];
+          expect(submissions.map((submission) => submission.termination_reason)).toEqual([
+            'interrupted_by_no_capacity',
+            'done_by_runner',
+          ]);
+          const second = provisionedInstance(finished);
+          expect(second.id).not.toBe(first.id);
 
-        // The run is done and its spot instance idle in the fleet: the cloud takes it back, and the
-        // next instance pass (its shim silent, the provider saying so) ends it, not the 20-minute
-        // unreachable limit.
-        const instanceRow = () =>
-          harness.server.app.db
-            .selectFrom('instances')
-            .select(['status', 'termination_reason', 'termination_reason_message'])
-            .where('job_provisioning_data', 'like', `%"instance_id":"${second.id}"%`)
-            .executeTakeFirstOrThrow();
-        await waitFor('the instance to be idle', async () =>
-          (await instanceRow()).status === 'idle' ? true : null,
-        );
-        emulator.interruptSpot(second.id);
-        const ended = await waitFor(
-          'the instance to end',
-          async () => {
-            const row = await instanceRow();
-            return row.status === 'idle' ? null : row;
-          },
-          120_000,
-        );
-        expect(ended).toEqual({
-          status: 'terminated',
-          termination_reason: 'unreachable',
-          termination_reason_message: 'the provider took the spot instance back',
-        });
-        const fleets = await harness.call<Array<{ name: string }>>('/api/project/main/fleets/list');
-        if (fleets.body.some((fleet) => fleet.name === runName)) await deleteFleet(harness, runName);
-      }, 420_000);
+          // The run is done and its spot instance idle in the fleet: the cloud takes it back, and the
+          // next instance pass (its shim silent, the provider saying so) ends it, not the 20-minute
+          // unreachable limit.
+          const instanceRow = () =>
+            harness.server.app.db
+              .selectFrom('instances')
+              .select(['status', 'termination_reason', 'termination_reason_message'])
+              .where('job_provisioning_data', 'like', `%"instance_id":"${second.id}"%`)
+              .executeTakeFirstOrThrow();
+          await waitFor('the instance to be idle', async () =>
+            (await instanceRow()).status === 'idle' ? true : null,
+          );
+          emulator.interruptSpot(second.id);
+          const ended = await waitFor(
+            'the instance to end',
+            async () => {
+              const row = await instanceRow();
+              return row.status === 'idle' ? null : row;
+            },
+            120_000,
+          );
+          expect(ended).toEqual({
+            status: 'terminated',
+            termination_reason: 'unreachable',
+            termination_reason_message: 'the provider took the spot instance back',
+          });
+          const fleets = await harness.call<Array<{ name: string }>>('/api/project/main/fleets/list');
+          if (fleets.body.some((fleet) => fleet.name === runName)) await deleteFleet(harness, runName);
+        },
+        420_000,
+      );
 
-      it.runIf(scenarios.hostScenarios !== false)(
+      it.runIf(runsScenario('no-agent'))(
         'fails the run soon, with the bootstrap log, when the host cannot download the agent runtime',
         async () => {
           const runName = `${cloud}-no-agent`;
           tarball.failDownloads(503);
           try {
-            await applyTask(harness, gpuTask(runName, ['echo never']));
+            await applyTask(harness, task(runName, ['echo never']));
             // The bootstrap gives up after its tries (about a minute); the server reads why at once,
             // far before the 10-minute provisioning timeout.
             const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 150_000);

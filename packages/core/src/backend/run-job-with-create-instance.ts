@@ -24,7 +24,7 @@ export function runJobWithCreateInstance(
     agent_download_sha256: params.agentDownloadSha256 ?? null,
     agent_download_size: params.agentDownloadSize ?? null,
     user: run.user,
-    ssh_keys: [{ public: params.projectSshPublicKey.trim() }],
+    ssh_keys: [{ public: params.projectSshPublicKey.trim(), private: params.projectSshPrivateKey.trim() }],
     volumes: [...params.volumes],
     reservation: run.run_spec.configuration.reservation ?? null,
     tags: run.run_spec.merged_profile?.tags ?? null,

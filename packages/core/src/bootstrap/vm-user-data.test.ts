@@ -1,9 +1,11 @@
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { DSTACK_SHIM_HTTP_PORT } from '../agent-protocol/ports.js';
 import { VERSION } from '../version.js';
 import { AGENT_RUNTIME_SHIM_FILE, agentRuntimeTarballUrl } from './agent-runtime-install.js';
 import {
+  buildVmBootstrapScript,
   buildVmUserData,
   MAX_VM_USER_DATA_BYTES,
   VM_PER_BOOT_SCRIPT,
@@ -79,5 +81,36 @@ describe('buildVmUserData', () => {
       `${MAX_VM_USER_DATA_BYTES}-byte limit`,
     );
     expect(Buffer.byteLength(buildVmUserData(config))).toBeLessThan(6 * 1024);
+  });
+});
+
+describe('buildVmBootstrapScript', () => {
+  const script = buildVmBootstrapScript({
+    agent_token: 'token-xyz',
+    agent_download_url: 'http://10.0.0.1/rt.tgz',
+  });
+
+  it('is a valid POSIX shell script', () => {
+    const check = spawnSync('sh', ['-n'], { input: script });
+    expect(check.stderr.toString()).toBe('');
+    expect(check.status).toBe(0);
+  });
+
+  it('writes the token root-only and the same start script as the user data, then starts it once', () => {
+    expect(script).toContain(
+      `(umask 077 && cat >${VM_SHIM_TOKEN_FILE} <<'DSTACK_BOOTSTRAP_EOF'\ntoken-xyz\nDSTACK_BOOTSTRAP_EOF\n)\nchmod 0600`,
+    );
+    const userData = parsed(buildVmUserData({ ...config, agent_download_url: 'http://10.0.0.1/rt.tgz' }));
+    const startScript =
+      userData.write_files.find((file) => file.path === VM_SHIM_START_SCRIPT)?.content ?? '';
+    expect(script).toContain(
+      `(umask 077 && cat >${VM_SHIM_START_SCRIPT} <<'DSTACK_BOOTSTRAP_EOF'\n${startScript}`,
+    );
+    expect(script).toContain(`cat >${VM_PER_BOOT_SCRIPT} <<`);
+    // A second run finds the start script running and changes nothing.
+    expect(script.indexOf(`if pgrep -f ${VM_SHIM_START_SCRIPT}`)).toBeLessThan(script.indexOf('cat >'));
+    expect(
+      script.trimEnd().endsWith(`nohup ${VM_SHIM_START_SCRIPT} >>${VM_SHIM_LOG} 2>&1 </dev/null &`),
+    ).toBe(true);
   });
 });

@@ -138,3 +138,47 @@ export function buildVmUserData(
     log: VM_SHIM_LOG,
   });
 }
+
+/**
+ * The same bootstrap as `buildVmUserData`, as one shell script for providers without cloud-init
+ * user data: Lambda's instances, where the backend runs it over SSH as root once the instance is
+ * up (dstack runs `get_shim_commands` there the same way), and startup scripts of providers that
+ * run a script at first boot (Verda). It writes the token (root-only) and the start script, hooks
+ * the start script into cloud-init's per-boot scripts (so a reboot brings the shim back where the
+ * image runs cloud-init), and starts it in the background unless it already runs: running the
+ * script twice (a retried SSH call) starts one shim. The keys are the provider's business (its
+ * SSH key API), not the script's. The token goes in the script's text, never on a command line:
+ * feed the script on stdin (`sudo sh -s`) or as the provider's startup script.
+ */
+export function buildVmBootstrapScript(
+  config: Pick<
+    InstanceConfiguration,
+    'agent_token' | 'agent_download_url' | 'agent_download_sha256' | 'agent_download_size'
+  >,
+): string {
+  const startScript = startShimScript(agentRuntimeDownloadOf(config));
+  const perBoot = `#!/bin/sh\nnohup ${VM_SHIM_START_SCRIPT} >>${VM_SHIM_LOG} 2>&1 </dev/null &\n`;
+  return `#!/bin/sh
+# dstack VM bootstrap without user data: write the shim's token and start script, start it once.
+set -e
+# Already started (a repeated call): leave it be; rewriting a script sh is running corrupts it.
+if pgrep -f ${VM_SHIM_START_SCRIPT} >/dev/null 2>&1; then exit 0; fi
+mkdir -p ${VM_SHIM_HOME} "$(dirname ${VM_SHIM_START_SCRIPT})" "$(dirname ${VM_PER_BOOT_SCRIPT})"
+${heredocFile(VM_SHIM_TOKEN_FILE, config.agent_token, '0600')}
+${heredocFile(VM_SHIM_START_SCRIPT, startScript, '0700')}
+${heredocFile(VM_PER_BOOT_SCRIPT, perBoot, '0700')}
+nohup ${VM_SHIM_START_SCRIPT} >>${VM_SHIM_LOG} 2>&1 </dev/null &
+`;
+}
+
+/**
+ * Shell lines writing `content` to `path` with `mode`, through a quoted here-document (no
+ * expansion), created root-only (umask 077 in a subshell: the token is never readable by others,
+ * while the shim's log, made later, stays readable by the login user the server reads it as).
+ */
+function heredocFile(path: string, content: string, mode: string): string {
+  const end = 'DSTACK_BOOTSTRAP_EOF';
+  if (content.includes(end)) throw new Error(`${path}: the content holds the here-document end ${end}`);
+  const body = content.endsWith('\n') ? content : `${content}\n`;
+  return `(umask 077 && cat >${path} <<'${end}'\n${body}${end}\n)\nchmod ${mode} ${path}`;
+}

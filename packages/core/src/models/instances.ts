@@ -150,7 +150,10 @@ export const InstanceConfigurationSchema = z.object({
   instance_name: z.string(),
   /** The dstack user who asked for the instance, for tags/labels. */
   user: z.string(),
-  /** Keys to authorize on the instance; the first is the project key. */
+  /**
+   * Keys to authorize on the instance; the first is the project key, with its `private` half (as
+   * dstack's), for backends that log in to finish the bootstrap (Lambda has no user data).
+   */
   ssh_keys: z.array(SSHKeySchema),
   /**
    * dstack's id of the instance (the server's `instances` row): the idempotency key of the

@@ -54,10 +54,11 @@ describe('fleet provisioning with limited capacity', () => {
     expect(JSON.parse(instance?.offer ?? '{}').instance.name).toBe('fake.large');
     const config = s.backend.callsOf('createInstance')[1]?.args[1] as {
       instance_name: string;
-      ssh_keys: unknown[];
+      ssh_keys: { public: string; private?: string }[];
     };
     expect(config.instance_name).toBe('pool-0');
-    expect(config.ssh_keys).toEqual([{ public: s.project.ssh_public_key.trim() }]);
+    expect(config.ssh_keys.map((key) => key.public)).toEqual([s.project.ssh_public_key.trim()]);
+    expect(config.ssh_keys[0]?.private).toContain('PRIVATE KEY');
   });
 
   it('ends an instance no offer could launch as no_offers and retries to keep min', async () => {

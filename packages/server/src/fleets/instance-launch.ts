@@ -532,7 +532,13 @@ export async function instanceConfigurationOf(
     agent_download_sha256: agentDownload.sha256,
     agent_download_size: agentDownload.size,
     user: owner?.name ?? '',
-    ssh_keys: [{ public: project.ssh_public_key.trim() }],
+    // With its private half, as dstack's: a backend without user data (Lambda) logs in with it.
+    ssh_keys: [
+      {
+        public: project.ssh_public_key.trim(),
+        private: app.encryption.decrypt(project.ssh_private_key).trim(),
+      },
+    ],
     volumes: [],
     reservation: configuration?.reservation ?? null,
     tags: configuration?.tags ?? null,

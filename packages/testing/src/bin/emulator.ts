@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `emulator <provider> …` (`pnpm emulator` at the workspace root): starts a cloud emulator a user
- * can point a dstack server at, e.g. `emulator aws --server-config config.yml` (or `azure`, `gcp`, `runpod`, `vastai`). Run as a command,
+ * can point a dstack server at, e.g. `emulator aws --server-config config.yml` (or `azure`, `gcp`, `lambda`, `verda`, `runpod`, `vastai`). Run as a command,
  * each emulated instance boots a real host, a Docker container (`DockerEmulatedHosts`);
  * `--no-hosts` gives instances made-up addresses instead. `runEmulator` takes the factory.
  */
@@ -16,6 +16,10 @@ import { type DefaultImageRegistry, serveDefaultImages } from '../emulators/host
 import { DockerEmulatedHosts } from '../emulators/hosts/docker-emulated-hosts.js';
 import type { RentalContainers } from '../emulators/hosts/docker-rental-containers.js';
 import { serveRunnerRuntime } from '../emulators/hosts/runner-runtime-server.js';
+import {
+  LAMBDA_EMULATOR_USAGE,
+  runLambdaEmulatorCommand,
+} from '../emulators/lambda/lambda-emulator-command.js';
 import { DockerRunpodPods } from '../emulators/runpod/runpod-docker-pods.js';
 import {
   RUNPOD_EMULATOR_USAGE,
@@ -26,6 +30,10 @@ import {
   runVastaiEmulatorCommand,
   VASTAI_EMULATOR_USAGE,
 } from '../emulators/vastai/vastai-emulator-command.js';
+import { runVerdaEmulatorCommand, VERDA_EMULATOR_USAGE } from '../emulators/verda/verda-emulator-command.js';
+
+/** The providers whose instances boot emulated VM hosts. */
+const VM_PROVIDERS = ['aws', 'gcp', 'azure', 'lambda', 'verda'];
 
 /** The Pythons of dstack's base image tags (`python:` in a run configuration). */
 const DEFAULT_IMAGE_PYTHONS = ['3.9', '3.10', '3.11', '3.12', '3.13'];
@@ -37,7 +45,7 @@ export interface RunEmulatorOptions {
   createContainers?: () => RentalContainers | Promise<RentalContainers>;
 }
 
-const USAGE = `Usage: emulator <provider> [options]\nProviders:\n  ${[AWS_EMULATOR_USAGE, AZURE_EMULATOR_USAGE, GCP_EMULATOR_USAGE, RUNPOD_EMULATOR_USAGE, VASTAI_EMULATOR_USAGE].map((usage) => usage.replace('Usage: ', '')).join('\n  ')}`;
+const USAGE = `Usage: emulator <provider> [options]\nProviders:\n  ${[AWS_EMULATOR_USAGE, AZURE_EMULATOR_USAGE, GCP_EMULATOR_USAGE, LAMBDA_EMULATOR_USAGE, VERDA_EMULATOR_USAGE, RUNPOD_EMULATOR_USAGE, VASTAI_EMULATOR_USAGE].map((usage) => usage.replace('Usage: ', '')).join('\n  ')}`;
 
 /** Runs `emulator <provider> …` with `argv` (the arguments after the program name). */
 export async function runEmulator(argv: readonly string[], options: RunEmulatorOptions = {}): Promise<void> {
@@ -56,6 +64,16 @@ export async function runEmulator(argv: readonly string[], options: RunEmulatorO
     case 'azure': {
       const hosts = await options.createHosts?.();
       await runAzureEmulatorCommand(rest, { hosts });
+      return;
+    }
+    case 'lambda': {
+      const hosts = await options.createHosts?.();
+      await runLambdaEmulatorCommand(rest, { hosts });
+      return;
+    }
+    case 'verda': {
+      const hosts = await options.createHosts?.();
+      await runVerdaEmulatorCommand(rest, { hosts });
       return;
     }
     case 'vastai': {
@@ -104,7 +122,7 @@ async function main(argv: readonly string[]): Promise<void> {
     );
     return;
   }
-  if ((provider !== 'aws' && provider !== 'gcp' && provider !== 'azure') || argv.includes('--no-hosts')) {
+  if (!VM_PROVIDERS.includes(provider ?? '') || argv.includes('--no-hosts')) {
     await runEmulator(args);
     return;
   }

@@ -81,7 +81,8 @@ export function conformanceInstanceConfiguration(options: {
     instance_id: options.instanceId,
     agent_token: options.agentToken,
     user: 'conformance',
-    ssh_keys: [{ public: options.keys.publicKey }],
+    // The project key with its private half, as the server gives it (a backend without user data logs in with it).
+    ssh_keys: [{ public: options.keys.publicKey, private: options.keys.privateKey }],
     volumes: [],
     tags: { 'dstack-conformance': 'true' },
   };

@@ -1,4 +1,4 @@
-// `@dstack/testing/emulators`: the cloud emulators (AWS, GCP, Vast.ai), the interface of the hosts their
+// `@dstack/testing/emulators`: the cloud emulators (AWS, GCP, Vast.ai, Lambda, Verda), the interface of the hosts their
 // instances boot and the Docker hosts, loadable by a plain Node process (`pnpm emulator`) as well
 // as by tests.
 
@@ -267,6 +267,38 @@ export {
 } from './runpod/runpod-emulator-faults.js';
 export { RUNPOD_NO_CAPACITY_MESSAGE } from './runpod/runpod-stock.js';
 export {
+  DEFAULT_LAMBDA_EMULATOR_API_KEY,
+  DEFAULT_LAMBDA_EMULATOR_TIMELINE,
+  type LambdaEmulator,
+  type LambdaEmulatorInstanceState,
+  type LambdaEmulatorOptions,
+  type LambdaEmulatorState,
+  type LambdaEmulatorTimeline,
+  startLambdaEmulator,
+} from './lambda/lambda-emulator.js';
+export {
+  LAMBDA_EMULATOR_USAGE,
+  type LambdaEmulatorCommandArguments,
+  type LambdaEmulatorCommandOptions,
+  lambdaEmulatorBackend,
+  lambdaEmulatorServerConfig,
+  parseLambdaEmulatorArguments,
+  runLambdaEmulatorCommand,
+} from './lambda/lambda-emulator-command.js';
+export {
+  DEFAULT_LAMBDA_INSTANCE_TYPES,
+  DEFAULT_LAMBDA_REGIONS,
+  type LambdaInstanceTypeSpec,
+} from './lambda/lambda-emulator-data.js';
+export {
+  type ActiveLambdaFault,
+  LAMBDA_FAULT_CODES,
+  type LambdaFault,
+  type LambdaFaultCode,
+  parseLambdaFault,
+  parseLambdaFaultFlag,
+} from './lambda/lambda-emulator-faults.js';
+export {
   DEFAULT_VASTAI_RENTAL_NETWORK,
   DockerVastaiContainers,
   type DockerVastaiContainersOptions,
@@ -328,3 +360,34 @@ export {
   type VastaiRuntype,
 } from './vastai/vastai-rent-request.js';
 export { DEFAULT_VASTAI_SEARCH_LIMIT, VASTAI_QUERY_OPERATORS } from './vastai/vastai-search-query.js';
+export {
+  DEFAULT_VERDA_EMULATOR_CLIENT,
+  DEFAULT_VERDA_EMULATOR_TIMELINE,
+  startVerdaEmulator,
+  type VerdaEmulator,
+  type VerdaEmulatorOptions,
+  type VerdaEmulatorState,
+  type VerdaEmulatorTimeline,
+} from './verda/verda-emulator.js';
+export {
+  parseVerdaEmulatorArguments,
+  runVerdaEmulatorCommand,
+  VERDA_EMULATOR_USAGE,
+  type VerdaEmulatorCommandArguments,
+  type VerdaEmulatorCommandOptions,
+  verdaEmulatorBackend,
+  verdaEmulatorServerConfig,
+} from './verda/verda-emulator-command.js';
+export {
+  DEFAULT_VERDA_INSTANCE_TYPES,
+  DEFAULT_VERDA_LOCATIONS,
+  type VerdaInstanceTypeSpec,
+} from './verda/verda-emulator-data.js';
+export {
+  type ActiveVerdaFault,
+  parseVerdaFault,
+  parseVerdaFaultFlag,
+  VERDA_FAULT_CODES,
+  type VerdaFault,
+  type VerdaFaultCode,
+} from './verda/verda-emulator-faults.js';

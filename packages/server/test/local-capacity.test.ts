@@ -159,6 +159,28 @@ describe('the local backend on a host of 2 CPUs', () => {
     expect((await harness.waitForRun('first', ['done', 'failed', 'terminated'])).status).toBe('done');
   });
 
+  it('runs two `cpu: 1..` tasks side by side after a default-resources task left the whole host idle', async () => {
+    await applyTask(harness, { type: 'task', name: 'whole-default', commands: ['true'] });
+    const whole = await harness.waitForRun('whole-default', ['done', 'failed', 'terminated']);
+    expect(whole.status).toBe('done');
+    expect(whole.latest_job_submission?.job_provisioning_data?.instance_type.resources.cpus).toBe(2);
+
+    // Neither task has a retry policy: the idle instance must not make either wait or fail.
+    const go = join(temp.dir, 'go');
+    const waitForGo = `while [ ! -f ${go} ]; do sleep 0.05; done`;
+    const runningOrEnded = ['running', 'done', 'failed', 'terminated'];
+    await applyTask(harness, task('beside-0', [waitForGo], ONE_CPU_UP));
+    expect((await harness.waitForRun('beside-0', runningOrEnded)).status).toBe('running');
+    await applyTask(harness, task('beside-1', [waitForGo], ONE_CPU_UP));
+    const second = await harness.waitForRun('beside-1', runningOrEnded);
+    expect(second.status, second.latest_job_submission?.termination_reason_message ?? '').toBe('running');
+    expect((await harness.waitForRun('beside-0', runningOrEnded)).status).toBe('running');
+    writeFileSync(go, '');
+    for (const name of ['beside-0', 'beside-1']) {
+      expect((await harness.waitForRun(name, ['done', 'failed', 'terminated'])).status).toBe('done');
+    }
+  });
+
   it("ends another project's idle instance that holds the host, rather than failing a run", async () => {
     const applied = await harness.call('/api/project/other/runs/apply', {
       plan: {

@@ -48,6 +48,7 @@ import {
 import { fittingFleetInstances } from '../fleets/fleet-instance-offers.js';
 import { fleetKeepsInstance } from '../fleets/fleet-rows.js';
 import { activeFleets, createRunFleet } from '../fleets/fleets.js';
+import { makesRoomRatherThanReused } from '../fleets/host-instance-reuse.js';
 import {
   offersWithFittingShare,
   requirementsForSplitInstance,
@@ -500,8 +501,10 @@ function waitsForCapacity(job: JobsTable): boolean {
 
 /**
  * Makes room on `backends` (whose capacity their own instances hold: the local host) for a job
- * that fits none of its project's idle instances: terminates the longest idle instance on them,
- * of any project (the host is one for all of them), that its fleet does not keep (`nodes.min`).
+ * that fits none of its project's idle instances (or only ones larger than it asks for, which
+ * would keep the rest of the host from other jobs: host-instance-reuse.ts): terminates the
+ * longest idle instance on them, of any project (the host is one for all of them), that its
+ * fleet does not keep (`nodes.min`).
  * Returns whether room is on its way: an instance was made to go, or one is terminating
  * already. An idle instance is only kept for reuse: a job waiting for the host comes first.
  */
@@ -522,7 +525,7 @@ async function makeRoomOnHost(
   const idle = instances.filter((instance) => instance.busy_blocks === 0);
   // One of its project became idle since the job looked: the job takes it on its next pass.
   const { requirements } = jobSpecOf(job);
-  const fitsJob = (instance: InstancesTable) => {
+  const fitsJob = async (instance: InstancesTable) => {
     const offer = instance.unreachable === 0 ? instanceOfferOf(instance) : null;
     return (
       instance.project_id === job.project_id &&
@@ -532,10 +535,11 @@ async function makeRoomOnHost(
         instance.total_blocks,
         instance.total_blocks - instance.busy_blocks,
         requirements,
-      ) !== null
+      ) !== null &&
+      !(await makesRoomRatherThanReused(app, instance, requirements))
     );
   };
-  if (idle.some(fitsJob)) return true;
+  for (const instance of idle) if (await fitsJob(instance)) return true;
   for (const instance of idle) {
     if (await fleetKeepsInstance(app, instance)) continue;
     const now = Date.now();

@@ -181,6 +181,47 @@ describe('the local backend on a host of 2 CPUs', () => {
     }
   });
 
+  it('starts queued runs by priority, highest first, when the host frees', async () => {
+    const WHOLE_HOST = { resources: { cpu: 2, memory: '1GB..' } };
+    const go = join(temp.dir, 'go');
+    const order = join(temp.dir, 'order');
+    await applyTask(harness, task('holder', [`while [ ! -f ${go} ]; do sleep 0.05; done`], WHOLE_HOST));
+    await harness.waitForRun('holder', ['running']);
+
+    const priorities = [10, 90, 50];
+    for (const priority of priorities) {
+      const name = `prio-${priority}`;
+      await applyTask(
+        harness,
+        task(name, [`echo ${name} >> ${order}`], { ...WHOLE_HOST, ...WAIT_FOR_CAPACITY, priority }),
+      );
+      // Each has looked for capacity and is waiting for it before the host frees.
+      await waitFor(`${name} to wait for capacity`, async () => {
+        const job = await harness.server.app.db
+          .selectFrom('jobs')
+          .select('last_processed_at')
+          .where('run_name', '=', name)
+          .executeTakeFirst();
+        return job && job.last_processed_at > 0 ? true : null;
+      });
+    }
+    writeFileSync(go, '');
+
+    for (const priority of priorities) {
+      const run = await harness.waitForRun(`prio-${priority}`, ['done', 'failed', 'terminated'], 60_000);
+      expect(run.status).toBe('done');
+      expect(run.run_spec.configuration.priority).toBe(priority);
+    }
+    expect((await readFile(order, 'utf8')).trim().split('\n')).toEqual(['prio-90', 'prio-50', 'prio-10']);
+    const lowest = await harness.call<Run>('/api/project/main/runs/get', { run_name: 'prio-10' });
+    const events = await harness.call<Array<{ message: string }>>('/api/events/list', {
+      within_runs: [lowest.body.id],
+    });
+    expect(events.body.map((event) => event.message)).toContain(
+      'Job waits for higher-priority run prio-90 (priority 90) to be provisioned first',
+    );
+  });
+
   it("ends another project's idle instance that holds the host, rather than failing a run", async () => {
     const applied = await harness.call('/api/project/other/runs/apply', {
       plan: {

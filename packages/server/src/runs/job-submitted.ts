@@ -76,6 +76,13 @@ import { dueIn } from '../pipelines/pipeline.js';
 import { JobVolumeError, volumesHeldElsewhere } from '../volumes/job-volumes.js';
 import { type ClusterJobPlacement, clusterJobPlacement, markClusterWorkersDue } from './cluster-jobs.js';
 import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
+import {
+  aheadForInstance,
+  aheadForOffer,
+  type JobAhead,
+  jobsAhead,
+  recordWaitForPriority,
+} from './run-priority.js';
 import { type JobVolumePlacement, jobVolumePlacement, launchVolumesOf } from './run-volumes.js';
 import { offerFiltersOf } from './runs.js';
 
@@ -133,7 +140,9 @@ type FleetPlacement =
   /** A fitting one was locked (being checked) or taken meanwhile: try again shortly. */
   | 'busy'
   /** None fits. */
-  | 'none';
+  | 'none'
+  /** Those it fits, a waiting job of a higher-priority run fits too: it goes first (run-priority.ts). */
+  | { behind: JobAhead };
 
 /**
  * Places the job on the fleet instance it fits best: the fewest blocks that satisfy it of an idle
@@ -149,6 +158,7 @@ async function placeOnFleetInstance(
   fleets: readonly FleetsTable[],
   configuration: RunConfiguration,
   cluster: ClusterJobPlacement,
+  ahead: readonly JobAhead[],
 ): Promise<FleetPlacement> {
   const fitting = await fittingFleetInstances(
     app,
@@ -158,9 +168,15 @@ async function placeOnFleetInstance(
     jobSpec.requirements,
   );
   const location = cluster.kind === 'worker' ? cluster.location : null;
-  const candidates = location
+  const atLocation = location
     ? fitting.filter(({ instance }) => instanceAtClusterLocation(instance, location))
     : fitting;
+  let behind: JobAhead | undefined;
+  const candidates = atLocation.filter(({ instance }) => {
+    const first = aheadForInstance(ahead, instance);
+    behind ??= first;
+    return first === undefined;
+  });
   for (const { instance, share } of candidates) {
     const takeBlocks = async (transaction: Transaction<Database>) => {
       const now = Date.now();
@@ -194,7 +210,8 @@ async function placeOnFleetInstance(
     if (outcome === 'released') return 'placed';
     if (outcome === 'lost') return 'lost';
   }
-  return candidates.length > 0 ? 'busy' : 'none';
+  if (candidates.length > 0) return 'busy';
+  return behind ? { behind } : 'none';
 }
 
 /** Offers for new capacity: those to launch on now, and those whose capacity is busy now. */
@@ -308,6 +325,7 @@ async function provision(
   fleets: readonly FleetsTable[],
   volumePlacement: JobVolumePlacement,
   cluster: ClusterJobPlacement,
+  ahead: readonly JobAhead[],
 ): Promise<void> {
   const { app, job, lock, run, project } = context;
   const { configuration } = volumePlacement;
@@ -322,6 +340,14 @@ async function provision(
     jobSpec,
     cluster,
   );
+  // Capacity a waiting job of a higher-priority run would take is left to it (run-priority.ts).
+  const behind = offers
+    .map((entry) => aheadForOffer(ahead, entry.offer, entry.backend.plugin.runsOnServerHost === true))
+    .find((first) => first !== undefined);
+  if (behind) {
+    await waitBehind(context, behind);
+    return;
+  }
   if ((!fleet || offers.length === 0) && busy.length > 0) {
     // Nothing to launch now: no instance row is written, the job waits or fails as it is.
     await waitOrFailForBusyCapacity(context, busy);
@@ -445,6 +471,12 @@ async function launchJobInstance(
 
 /** How soon a job waiting for capacity that frees by itself (the local host) looks again. */
 const BUSY_CAPACITY_RETRY_MS = 1_000;
+
+/** Leaves the job waiting while a job of a higher-priority run takes the capacity it fits (run-priority.ts). */
+async function waitBehind(context: JobPassContext, ahead: JobAhead): Promise<void> {
+  await recordWaitForPriority(context.app, context.job, ahead);
+  await waitForCapacity(context, BUSY_CAPACITY_RETRY_MS);
+}
 
 /**
  * The job's matching offers are all `busy` (the local host, held by its own instances): idle
@@ -581,19 +613,21 @@ async function waitForCapacity(
 }
 
 /**
- * Makes the longest-waiting `submitted` job with no launch under way due now: a job just gave
- * its share back (its instance is idle, or its blocks free), and that job is first in line for
- * it, rather than finding it at its next look (`waitForCapacity`). One job, not every waiting
+ * Makes the longest-waiting `submitted` job of the highest-priority run with no launch under
+ * way due now: a job just gave its share back (its instance is idle, or its blocks free), and
+ * that job is first in line for it, rather than finding it at its next look (`waitForCapacity`). One job, not every waiting
  * one: what one job frees fits about one more.
  */
 export async function markLongestWaitingJobDue(app: AppContext): Promise<void> {
   const next = await app.db
     .selectFrom('jobs')
-    .select('id')
-    .where('status', '=', 'submitted')
-    .where('instance_id', 'is', null)
-    .where('last_processed_at', '>', 0)
-    .orderBy('submitted_at')
+    .innerJoin('runs', 'runs.id', 'jobs.run_id')
+    .select('jobs.id')
+    .where('jobs.status', '=', 'submitted')
+    .where('jobs.instance_id', 'is', null)
+    .where('jobs.last_processed_at', '>', 0)
+    .orderBy('runs.priority', 'desc')
+    .orderBy('jobs.submitted_at')
     .limit(1)
     .executeTakeFirst();
   if (!next) return;
@@ -707,8 +741,23 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<'jobs'
         return;
       }
       const fleets = await candidateFleets(app, run, configuration, cluster);
-      const placement = await placeOnFleetInstance(app, job, lock, jobSpec, fleets, configuration, cluster);
+      // A cluster's worker follows its master, whatever waits: the nodes start together.
+      const ahead = cluster.kind === 'worker' ? [] : await jobsAhead(app, job, run);
+      const placement = await placeOnFleetInstance(
+        app,
+        job,
+        lock,
+        jobSpec,
+        fleets,
+        configuration,
+        cluster,
+        ahead,
+      );
       if (placement === 'lost') return;
+      if (typeof placement === 'object') {
+        await waitBehind(context, placement.behind);
+        return;
+      }
       if (placement === 'placed') {
         app.wakeUps.wake('jobs-running');
         await markRunDue(app, job.run_id);
@@ -728,7 +777,7 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<'jobs'
         );
         return;
       }
-      await provision(context, fleets, volumePlacement, cluster);
+      await provision(context, fleets, volumePlacement, cluster, ahead);
     },
   };
 }

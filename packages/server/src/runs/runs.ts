@@ -12,6 +12,7 @@ import {
   type JobSpec,
   RESOURCE_NAME_RULE,
   ResourceNotFoundError,
+  RUN_PRIORITY_DEFAULT,
   type Run,
   type RunConfiguration,
   type RunPlan,
@@ -60,10 +61,12 @@ export function normalizeRunSpec(runSpec: RunSpec): StoredRunSpec {
     ['task', 'service', 'dev-environment'],
     ['run_spec', 'configuration'],
   );
-  const configuration: RunConfiguration =
-    validated.backends === undefined
-      ? validated
-      : { ...validated, backends: fromWireBackendTypes(validated.backends) };
+  const configuration: RunConfiguration = {
+    ...validated,
+    // As dstack's server: the spec it stores and echoes says the priority the run has.
+    priority: validated.priority ?? RUN_PRIORITY_DEFAULT,
+    ...(validated.backends === undefined ? {} : { backends: fromWireBackendTypes(validated.backends) }),
+  };
   const runName = runSpec.run_name ?? configuration.name ?? null;
   if (runName !== null && !isValidResourceName(runName)) {
     throw new ConfigurationError(`invalid run name: expected ${RESOURCE_NAME_RULE}`, {
@@ -367,6 +370,7 @@ export function newRunRow(fields: {
     next_triggered_at: null,
     fleet_id: null,
     deleted: 0,
+    priority: fields.runSpec.configuration.priority ?? RUN_PRIORITY_DEFAULT,
     lock_expires_at: null,
     lock_token: null,
     lock_owner: null,

@@ -97,10 +97,8 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
       'job spec single_branch (default: true but for dev environments) → the runner clones --single-branch',
   },
   priority: {
-    refused: 'runs are provisioned in submission order',
-    check: (value) =>
-      value === undefined || value === 0 ? null : `not supported yet (got ${String(value)})`,
-    example: { priority: 50 },
+    honoured:
+      'runs.priority; a job leaves capacity a waiting job of a higher-priority run fits to it (run-priority.ts, job-submitted.ts)',
   },
   volumes: {
     honoured:

@@ -40,6 +40,7 @@ import { dropUnsetNulls, mergeProfileUnder } from './explicit-nulls.js';
 import { initialReplicaJobSpecs, planJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
+import { nextScheduledStart } from './run-schedule.js';
 import { planJobVolumes } from './run-volumes.js';
 import { markServiceGatewayDue, serviceGatewayOf } from './service-gateway.js';
 import { replicaRangeOf, serviceConfigurationOf } from './service-spec.js';
@@ -91,7 +92,7 @@ function withoutPlaceholderImage(runSpec: StoredRunSpec): StoredRunSpec {
 }
 
 /** The server's default image settings (`DSTACK_BASE_IMAGE`, `DSTACK_BASE_IMAGE_VERSION`). */
-function baseImageOf(app: AppContext): { baseImage?: string | null; version?: string | null } {
+export function baseImageOf(app: AppContext): { baseImage?: string | null; version?: string | null } {
   return { baseImage: app.settings.baseImage, version: app.settings.baseImageVersion };
 }
 
@@ -244,9 +245,14 @@ export async function applyRun(
   const gateway = service ? await serviceGatewayOf(app, project, runName, service) : null;
   // A service starts with its minimum of replicas (none for `replicas: 0..N`); the run pipeline keeps the count.
   const initialReplicas = service ? replicaRangeOf(service).min : 1;
-  const initialJobSpecs = service
-    ? initialReplicaJobSpecs(runName, runSpec, service, baseImageOf(app))
-    : jobSpecs;
+  // A scheduled run has no job until its first start (run-schedule.ts), as in dstack.
+  const nextStart = nextScheduledStart(runSpec.configuration, app.clock());
+  const initialJobSpecs =
+    nextStart !== null
+      ? []
+      : service
+        ? initialReplicaJobSpecs(runName, runSpec, service, baseImageOf(app))
+        : jobSpecs;
   await app.db.transaction().execute(async (trx) => {
     const existing = await trx
       .selectFrom('runs')
@@ -300,7 +306,12 @@ export async function applyRun(
         )
         .execute();
     }
-    const row = newRunRow({ id: runId, projectId: project.id, userId: user.id, runName, runSpec, now });
+    const submitted = newRunRow({ id: runId, projectId: project.id, userId: user.id, runName, runSpec, now });
+    // Due at once: the run pipeline waits for its start from there.
+    const row: RunsTable =
+      nextStart === null
+        ? submitted
+        : { ...submitted, status: 'pending', next_triggered_at: nextStart, last_processed_at: 0 };
     await trx
       .insertInto('runs')
       .values(
@@ -322,7 +333,11 @@ export async function applyRun(
     if (jobs.length > 0) await trx.insertInto('jobs').values(jobs).execute();
     const actor = userActor(user);
     await recordEvents(trx, app.settings, [
-      { message: 'Run submitted. Status: SUBMITTED', actor, targets: [eventTargets.run(row)] },
+      {
+        message: `Run submitted. Status: ${row.status.toUpperCase()}`,
+        actor,
+        targets: [eventTargets.run(row)],
+      },
       ...jobs.map((job) => ({
         message: 'Job created on run submission. Status: SUBMITTED',
         actor,

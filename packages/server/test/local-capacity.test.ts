@@ -213,13 +213,57 @@ describe('the local backend on a host of 2 CPUs', () => {
       expect(run.run_spec.configuration.priority).toBe(priority);
     }
     expect((await readFile(order, 'utf8')).trim().split('\n')).toEqual(['prio-90', 'prio-50', 'prio-10']);
-    const lowest = await harness.call<Run>('/api/project/main/runs/get', { run_name: 'prio-10' });
-    const events = await harness.call<Array<{ message: string }>>('/api/events/list', {
-      within_runs: [lowest.body.id],
-    });
-    expect(events.body.map((event) => event.message)).toContain(
-      'Job waits for higher-priority run prio-90 (priority 90) to be provisioned first',
+  });
+
+  it('keeps a small run off the host while a higher-priority run waits for it, and says why', async () => {
+    const go = join(temp.dir, 'go');
+    const order = join(temp.dir, 'order');
+    const ONE_CPU = { resources: { cpu: 1, memory: '1GB..' } };
+    await applyTask(harness, task('holder', [`while [ ! -f ${go} ]; do sleep 0.05; done`], ONE_CPU));
+    await harness.waitForRun('holder', ['running']);
+    // The host's other CPU is free, but the urgent run needs both: it waits.
+    await applyTask(
+      harness,
+      task('urgent', [`echo urgent >> ${order}`], {
+        resources: { cpu: 2, memory: '1GB..' },
+        ...WAIT_FOR_CAPACITY,
+        priority: 90,
+      }),
     );
+    await waitFor('urgent to wait for capacity', async () => {
+      const job = await harness.server.app.db
+        .selectFrom('jobs')
+        .select('last_processed_at')
+        .where('run_name', '=', 'urgent')
+        .executeTakeFirst();
+      return job && job.last_processed_at > 0 ? true : null;
+    });
+
+    // The small run would fit beside the holder; it leaves the host to the urgent one.
+    const small = await applyTask(
+      harness,
+      task('small', [`echo small >> ${order}`], { ...ONE_CPU, ...WAIT_FOR_CAPACITY }),
+    );
+    await waitFor('the small run to say it waits for the urgent one', async () => {
+      const events = await harness.call<Array<{ message: string }>>('/api/events/list', {
+        within_runs: [small.id],
+      });
+      return events.body.some(
+        (event) =>
+          event.message === 'Job waits for higher-priority run urgent (priority 90) to be provisioned first',
+      )
+        ? true
+        : null;
+    });
+    expect((await harness.call<Run>('/api/project/main/runs/get', { run_name: 'small' })).body.status).toBe(
+      'submitted',
+    );
+
+    writeFileSync(go, '');
+    for (const name of ['urgent', 'small']) {
+      expect((await harness.waitForRun(name, ['done', 'failed', 'terminated'], 60_000)).status).toBe('done');
+    }
+    expect((await readFile(order, 'utf8')).trim().split('\n')).toEqual(['urgent', 'small']);
   });
 
   it("ends another project's idle instance that holds the host, rather than failing a run", async () => {

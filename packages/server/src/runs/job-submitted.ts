@@ -45,10 +45,10 @@ import {
   isClusterFleet,
   offersAtClusterLocation,
 } from '../fleets/cluster-fleets.js';
-import { fittingFleetInstances } from '../fleets/fleet-instance-offers.js';
+import { type FittingInstance, fittingFleetInstances } from '../fleets/fleet-instance-offers.js';
 import { fleetKeepsInstance } from '../fleets/fleet-rows.js';
 import { activeFleets, createRunFleet } from '../fleets/fleets.js';
-import { makesRoomRatherThanReused } from '../fleets/host-instance-reuse.js';
+import { makesRoomRatherThanReused, sharesServerHost } from '../fleets/host-instance-reuse.js';
 import {
   offersWithFittingShare,
   requirementsForSplitInstance,
@@ -172,11 +172,13 @@ async function placeOnFleetInstance(
     ? fitting.filter(({ instance }) => instanceAtClusterLocation(instance, location))
     : fitting;
   let behind: JobAhead | undefined;
-  const candidates = atLocation.filter(({ instance }) => {
-    const first = aheadForInstance(ahead, instance);
+  const candidates: FittingInstance[] = [];
+  for (const candidate of atLocation) {
+    const sharesHost = ahead.length > 0 && (await sharesServerHost(app, candidate.instance.backend ?? ''));
+    const first = aheadForInstance(ahead, candidate.instance, sharesHost);
     behind ??= first;
-    return first === undefined;
-  });
+    if (first === undefined) candidates.push(candidate);
+  }
   for (const { instance, share } of candidates) {
     const takeBlocks = async (transaction: Transaction<Database>) => {
       const now = Date.now();

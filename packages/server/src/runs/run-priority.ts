@@ -4,7 +4,7 @@
  * fetcher claims by priority; here the jobs a pass looks at run concurrently, so the order is
  * kept by the job itself: a job does not take capacity that a waiting job of a higher-priority run
  * of its project could take (a fleet instance that job fits, an offer that satisfies it, or any
- * share of the server's own host, which is one pool). It waits instead, whatever its `retry`, and
+ * instance or share of the server's own host, which is one pool). It waits instead, whatever its `retry`, and
  * an event says for which run, once.
  */
 import type { InstanceOfferWithAvailability, Requirements } from '@dstack/core';
@@ -52,8 +52,16 @@ export async function jobsAhead(app: AppContext, job: JobsTable, run: RunsTable)
   }));
 }
 
-/** The first job ahead that the fleet instance (with its free blocks) would take instead. */
-export function aheadForInstance(ahead: readonly JobAhead[], instance: InstancesTable): JobAhead | undefined {
+/**
+ * The first job ahead that the fleet instance (with its free blocks) would take instead, or any,
+ * when the instance is on the server's own host (`sharesHost`): ended, it makes room for them.
+ */
+export function aheadForInstance(
+  ahead: readonly JobAhead[],
+  instance: InstancesTable,
+  sharesHost: boolean,
+): JobAhead | undefined {
+  if (sharesHost) return ahead[0];
   const offer = instanceOfferOf(instance);
   if (offer === null) return undefined;
   const free = instance.total_blocks - instance.busy_blocks;

@@ -29,12 +29,15 @@ export interface AppContextParts {
   encryption?: Encryption;
   /** Backend plugins to use besides the installed packages (tests, benchmarks, embedders). */
   plugins?: readonly BackendPlugin[];
+  /** The wall clock schedules are read against; default `Date.now`. */
+  clock?: () => number;
 }
 
 export function createAppContext(parts: AppContextParts): AppContext {
-  const { plugins = [], ...given } = parts;
+  const { plugins = [], clock = Date.now, ...given } = parts;
   const app: Omit<AppContext, 'backends'> = {
     ...given,
+    clock,
     encryption: parts.encryption ?? createEncryption([]),
     serverId: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
     wakeUps: new WakeUps(),

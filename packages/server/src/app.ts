@@ -52,6 +52,8 @@ export interface StartServerOptions extends Partial<ServerSettings> {
   plugins?: readonly BackendPlugin[];
   /** Start the background pipelines; default true. */
   pipelines?: boolean;
+  /** The wall clock run schedules are read against (tests); default `Date.now`. */
+  clock?: () => number;
   /**
    * The web console's build, served at `/`; default the installed @dstack/web's `dist/`, null:
    * no console. A directory without index.html is logged and the server runs without it.
@@ -120,6 +122,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     plugins = [],
     pipelines: runPipelines = true,
     webConsoleDirectory,
+    clock,
     ...overrides
   } = options;
   const settings = loadServerSettings(env, overrides);
@@ -137,6 +140,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
       agents,
       plugins,
       configOverride,
+      clock,
     });
     const started = runPipelines ? PIPELINE_FACTORIES.map((factory) => new Pipeline(app, factory(app))) : [];
     for (const pipeline of started) pipeline.start(app.wakeUps);
@@ -201,9 +205,10 @@ async function prepareApp(
     agents: AgentConnector;
     plugins: readonly BackendPlugin[];
     configOverride: ServerConfigInput | undefined;
+    clock: (() => number) | undefined;
   },
 ): Promise<PreparedApp> {
-  const { agents, plugins, configOverride } = parts;
+  const { agents, plugins, configOverride, clock } = parts;
   const installedBackendTypes = await listAvailableBackendTypes();
   const defaultBackendTypes = installedBackendTypes.filter((type) => type === 'local');
   const controller = new AbortController();
@@ -216,6 +221,7 @@ async function prepareApp(
     signal: controller.signal,
     agents,
     plugins,
+    clock,
   });
 
   let config: ServerConfig | Awaited<ReturnType<typeof loadServerConfig>>;

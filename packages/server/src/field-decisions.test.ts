@@ -118,12 +118,12 @@ describe('refused fields through the API', () => {
   it('one error lists every refused field, with its value', async () => {
     const response = await runPlan({
       ...BASES.service,
-      priority: 50,
+      setup: ['true'],
       strip_prefix: false,
     });
     expect(response.status).toBe(400);
     const message: string = response.body.detail[0].msg;
-    expect(message, message).toContain('priority: not supported yet (got 50)');
+    expect(message, message).toContain('setup: not supported yet (use commands)');
     expect(message).toContain('strip_prefix: only true is supported yet');
   });
 

@@ -159,6 +159,113 @@ describe('the local backend on a host of 2 CPUs', () => {
     expect((await harness.waitForRun('first', ['done', 'failed', 'terminated'])).status).toBe('done');
   });
 
+  it('runs two `cpu: 1..` tasks side by side after a default-resources task left the whole host idle', async () => {
+    await applyTask(harness, { type: 'task', name: 'whole-default', commands: ['true'] });
+    const whole = await harness.waitForRun('whole-default', ['done', 'failed', 'terminated']);
+    expect(whole.status).toBe('done');
+    expect(whole.latest_job_submission?.job_provisioning_data?.instance_type.resources.cpus).toBe(2);
+
+    // Neither task has a retry policy: the idle instance must not make either wait or fail.
+    const go = join(temp.dir, 'go');
+    const waitForGo = `while [ ! -f ${go} ]; do sleep 0.05; done`;
+    const runningOrEnded = ['running', 'done', 'failed', 'terminated'];
+    await applyTask(harness, task('beside-0', [waitForGo], ONE_CPU_UP));
+    expect((await harness.waitForRun('beside-0', runningOrEnded)).status).toBe('running');
+    await applyTask(harness, task('beside-1', [waitForGo], ONE_CPU_UP));
+    const second = await harness.waitForRun('beside-1', runningOrEnded);
+    expect(second.status, second.latest_job_submission?.termination_reason_message ?? '').toBe('running');
+    expect((await harness.waitForRun('beside-0', runningOrEnded)).status).toBe('running');
+    writeFileSync(go, '');
+    for (const name of ['beside-0', 'beside-1']) {
+      expect((await harness.waitForRun(name, ['done', 'failed', 'terminated'])).status).toBe('done');
+    }
+  });
+
+  it('starts queued runs by priority, highest first, when the host frees', async () => {
+    const WHOLE_HOST = { resources: { cpu: 2, memory: '1GB..' } };
+    const go = join(temp.dir, 'go');
+    const order = join(temp.dir, 'order');
+    await applyTask(harness, task('holder', [`while [ ! -f ${go} ]; do sleep 0.05; done`], WHOLE_HOST));
+    await harness.waitForRun('holder', ['running']);
+
+    const priorities = [10, 90, 50];
+    for (const priority of priorities) {
+      const name = `prio-${priority}`;
+      await applyTask(
+        harness,
+        task(name, [`echo ${name} >> ${order}`], { ...WHOLE_HOST, ...WAIT_FOR_CAPACITY, priority }),
+      );
+      // Each has looked for capacity and is waiting for it before the host frees.
+      await waitFor(`${name} to wait for capacity`, async () => {
+        const job = await harness.server.app.db
+          .selectFrom('jobs')
+          .select('last_processed_at')
+          .where('run_name', '=', name)
+          .executeTakeFirst();
+        return job && job.last_processed_at > 0 ? true : null;
+      });
+    }
+    writeFileSync(go, '');
+
+    for (const priority of priorities) {
+      const run = await harness.waitForRun(`prio-${priority}`, ['done', 'failed', 'terminated'], 60_000);
+      expect(run.status).toBe('done');
+      expect(run.run_spec.configuration.priority).toBe(priority);
+    }
+    expect((await readFile(order, 'utf8')).trim().split('\n')).toEqual(['prio-90', 'prio-50', 'prio-10']);
+  });
+
+  it('keeps a small run off the host while a higher-priority run waits for it, and says why', async () => {
+    const go = join(temp.dir, 'go');
+    const order = join(temp.dir, 'order');
+    const ONE_CPU = { resources: { cpu: 1, memory: '1GB..' } };
+    await applyTask(harness, task('holder', [`while [ ! -f ${go} ]; do sleep 0.05; done`], ONE_CPU));
+    await harness.waitForRun('holder', ['running']);
+    // The host's other CPU is free, but the urgent run needs both: it waits.
+    await applyTask(
+      harness,
+      task('urgent', [`echo urgent >> ${order}`], {
+        resources: { cpu: 2, memory: '1GB..' },
+        ...WAIT_FOR_CAPACITY,
+        priority: 90,
+      }),
+    );
+    await waitFor('urgent to wait for capacity', async () => {
+      const job = await harness.server.app.db
+        .selectFrom('jobs')
+        .select('last_processed_at')
+        .where('run_name', '=', 'urgent')
+        .executeTakeFirst();
+      return job && job.last_processed_at > 0 ? true : null;
+    });
+
+    // The small run would fit beside the holder; it leaves the host to the urgent one.
+    const small = await applyTask(
+      harness,
+      task('small', [`echo small >> ${order}`], { ...ONE_CPU, ...WAIT_FOR_CAPACITY }),
+    );
+    await waitFor('the small run to say it waits for the urgent one', async () => {
+      const events = await harness.call<Array<{ message: string }>>('/api/events/list', {
+        within_runs: [small.id],
+      });
+      return events.body.some(
+        (event) =>
+          event.message === 'Job waits for higher-priority run urgent (priority 90) to be provisioned first',
+      )
+        ? true
+        : null;
+    });
+    expect((await harness.call<Run>('/api/project/main/runs/get', { run_name: 'small' })).body.status).toBe(
+      'submitted',
+    );
+
+    writeFileSync(go, '');
+    for (const name of ['urgent', 'small']) {
+      expect((await harness.waitForRun(name, ['done', 'failed', 'terminated'], 60_000)).status).toBe('done');
+    }
+    expect((await readFile(order, 'utf8')).trim().split('\n')).toEqual(['urgent', 'small']);
+  });
+
   it("ends another project's idle instance that holds the host, rather than failing a run", async () => {
     const applied = await harness.call('/api/project/other/runs/apply', {
       plan: {

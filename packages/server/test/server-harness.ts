@@ -136,6 +136,8 @@ export async function startHarnessServer(options: {
   plugins?: readonly BackendPlugin[];
   /** More server settings, e.g. `DSTACK_SHIM_DOWNLOAD_URL`. */
   env?: Readonly<Record<string, string>>;
+  /** The wall clock run schedules are read against; default `Date.now`. */
+  clock?: () => number;
 }): Promise<HarnessServer> {
   const server = await startServer({
     env: {
@@ -151,6 +153,7 @@ export async function startHarnessServer(options: {
     // The bundled snapshot unless a test names a catalog: plans must not follow gpuhunt's live prices.
     config: { catalog: { offline: true }, ...options.config },
     plugins: options.plugins,
+    clock: options.clock,
   });
   const api = serverApi(server.url);
   const { call } = api;

@@ -33,6 +33,17 @@ export function formatDetached(name: string): string {
  * model endpoint) once it runs, job output as it is logged, then `Run NAME <status>`. Returns the exit code (0 when done, 1 otherwise); on abort,
  * prints how to stop the run and returns 0.
  */
+/**
+ * The progress line of a run that waits: dstack's `is waiting for schedule…  Next run: …` for a
+ * scheduled run between its starts (UTC), else its status.
+ */
+export function waitingLine(name: string, run: Run): string {
+  const scheduled = run.status === 'pending' && run.run_spec.configuration.schedule && run.next_triggered_at;
+  if (!scheduled) return `${name} ${run.status}…`;
+  const next = new Date(run.next_triggered_at as string).toISOString().slice(0, 16).replace('T', ' ');
+  return `${name} is waiting for schedule… Next run: ${next} UTC`;
+}
+
 export async function attachToRun(
   client: DstackApiClient,
   name: string,
@@ -45,7 +56,7 @@ export async function attachToRun(
   let servicePrinted = false;
   let runningSeen = false;
   const showStatus = async (run: Run) => {
-    if (WAITING_STATUSES.includes(run.status)) progress.update(`${name} ${run.status}…`);
+    if (WAITING_STATUSES.includes(run.status)) progress.update(waitingLine(name, run));
     else progress.clear();
     if (run.status !== 'running') return;
     if (run.service && !servicePrinted) {

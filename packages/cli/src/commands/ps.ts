@@ -1,5 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { InstanceTypeSchema, isRunFinished, jobStatusMessage, type Run } from '@dstack/core';
+import {
+  InstanceTypeSchema,
+  isRunFinished,
+  jobStatusMessage,
+  RUN_PRIORITY_DEFAULT,
+  type Run,
+} from '@dstack/core';
 import type { RequestOptions } from '../api/client.js';
 import type { CliIo } from '../io.js';
 import { type Colors, createColors } from '../output/colors.js';
@@ -25,7 +31,7 @@ export { PS_FORMATS, type PsFormat } from './output-formats.js';
 export interface PsOptions extends ProjectOption {
   /** Include finished runs. Default false (active runs only). */
   all?: boolean;
-  /** Add RESOURCES, INSTANCE TYPE, URL (of services) and ERROR. Default false. */
+  /** Add RESOURCES, INSTANCE TYPE, PRIORITY, URL (of services) and ERROR. Default false. */
   verbose?: boolean;
   /** `table` or `json` (the Run array). Default `table`. */
   format?: PsFormat;
@@ -65,7 +71,7 @@ function runError(run: Run): string {
 }
 
 export interface FormatRunsOptions {
-  /** Add `RESOURCES INSTANCE TYPE URL ERROR`. */
+  /** Add `RESOURCES INSTANCE TYPE PRIORITY URL ERROR`. */
   verbose: boolean;
   colors: Colors;
   /** The server's URL, which a service URL given as a path (its in-server proxy) is relative to. */
@@ -73,11 +79,11 @@ export interface FormatRunsOptions {
   now?: Date;
 }
 
-/** `NAME BACKEND GPU PRICE STATUS SUBMITTED` (+ `RESOURCES INSTANCE TYPE URL ERROR` with `-v`). */
+/** `NAME BACKEND GPU PRICE STATUS SUBMITTED` (+ `RESOURCES INSTANCE TYPE PRIORITY URL ERROR` with `-v`). */
 export function formatRuns(runs: readonly Run[], options: FormatRunsOptions): string {
   const { verbose, colors, serverUrl, now = new Date() } = options;
   const columns = ['NAME', 'BACKEND', 'GPU', 'PRICE', 'STATUS', 'SUBMITTED'];
-  if (verbose) columns.push('RESOURCES', 'INSTANCE TYPE', 'URL', 'ERROR');
+  if (verbose) columns.push('RESOURCES', 'INSTANCE TYPE', 'PRIORITY', 'URL', 'ERROR');
   const rows = runs.map((run) => {
     const submission = latestSubmission(run);
     const provisioning = submission?.job_provisioning_data;
@@ -94,6 +100,7 @@ export function formatRuns(runs: readonly Run[], options: FormatRunsOptions): st
       row.push(
         instanceType.success ? formatResources(instanceType.data.resources) : '-',
         instanceType.success ? instanceType.data.name : '-',
+        String(run.run_spec.configuration.priority ?? RUN_PRIORITY_DEFAULT),
         run.service ? absoluteServiceUrl(run.service.url, serverUrl) : '-',
         runError(run),
       );

@@ -78,11 +78,13 @@ describe('dstack ps', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     const result = await cli.harness.run(['ps', '-a', '-v']);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(
-      /^NAME\s+BACKEND\s+GPU\s+PRICE\s+STATUS\s+SUBMITTED\s+RESOURCES\s+INSTANCE TYPE\s+URL\s+ERROR$/m,
+      /^NAME\s+BACKEND\s+GPU\s+PRICE\s+STATUS\s+SUBMITTED\s+RESOURCES\s+INSTANCE TYPE\s+PRIORITY\s+URL\s+ERROR$/m,
     );
-    expect(result.stdout).toMatch(/^train\s.*4xCPU, 16GB, 2xA100 \(80GB\), 100GB \(disk\)\s+local\s+-\s+-$/m);
     expect(result.stdout).toMatch(
-      /^crashed\s.*exited \(3\)\s+30 mins ago\s+-\s+-\s+-\s+container exited with 3$/m,
+      /^train\s.*4xCPU, 16GB, 2xA100 \(80GB\), 100GB \(disk\)\s+local\s+0\s+-\s+-$/m,
+    );
+    expect(result.stdout).toMatch(
+      /^crashed\s.*exited \(3\)\s+30 mins ago\s+-\s+-\s+0\s+-\s+container exited with 3$/m,
     );
     // A service's URL is the server's proxy path made absolute against the project's server.
     expect(result.stdout).toContain(`${fake.url}/proxy/services/main/chat/`);
@@ -100,7 +102,7 @@ describe('dstack ps', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect(table.stdout).toMatch(/^halted\s+-\s+-\s+-\s+stopped\s+1 hour ago$/m);
     const verbose = await cli.harness.run(['ps', '-a', '-v']);
     expect(verbose.stdout).toMatch(
-      /^denied\s.*error\s+50 mins ago\s+-\s+-\s+-\s+backend aws: authentication failed: AuthFailure: AWS was not able to validate the credentials$/m,
+      /^denied\s.*error\s+50 mins ago\s+-\s+-\s+0\s+-\s+backend aws: authentication failed: AuthFailure: AWS was not able to validate the credentials$/m,
     );
     expect(verbose.stdout).toMatch(
       /^no-gpus\s.*no offers\s.*every offer failed: aws\/us-east-1\/g5\.xlarge: No capacity$/m,

@@ -1,4 +1,9 @@
-import { DEFAULT_RUN_IDLE_DURATION, type RunConfiguration, type RunPlan } from '@dstack/core';
+import {
+  DEFAULT_RUN_IDLE_DURATION,
+  RUN_PRIORITY_DEFAULT,
+  type RunConfiguration,
+  type RunPlan,
+} from '@dstack/core';
 import type { Colors } from './colors.js';
 import { formatDuration, formatPrice, formatResourcesSpec } from './format.js';
 import { formatProperties } from './table.js';
@@ -23,7 +28,7 @@ function providerProperties(plan: RunPlan, configuration: RunConfiguration): Arr
 
 /**
  * The plan's properties: Project, User, Configuration, Type, the provider and its jobs (for a
- * task with a provider), Resources, Spot policy, Max price, Retry, Max duration, Idle duration
+ * task with a provider), Resources, Priority, Spot policy, Max price, Retry, Max duration, Idle duration
  * (defaults shown as the server applies them).
  */
 export function formatRunPlan(
@@ -40,6 +45,7 @@ export function formatRunPlan(
       ['Type', configuration.type],
       ...providerProperties(plan, configuration),
       ['Resources', formatResourcesSpec(configuration.resources)],
+      ['Priority', String(configuration.priority ?? RUN_PRIORITY_DEFAULT)],
       ['Spot policy', configuration.spot_policy ?? 'on-demand'],
       ['Max price', configuration.max_price ? formatPrice(configuration.max_price) : '-'],
       ['Retry', formatRetry(configuration.retry)],

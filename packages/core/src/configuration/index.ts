@@ -102,6 +102,9 @@ export {
   PYTHON_VERSIONS,
   type PythonVersion,
   type RepoSpec,
+  RUN_PRIORITY_DEFAULT,
+  RUN_PRIORITY_MAX,
+  RUN_PRIORITY_MIN,
   repoSpecSchema,
 } from './run-configuration-base.js';
 export {

@@ -266,6 +266,8 @@ export const RunSchema = z.object({
   deleted: z.boolean().default(false),
   /** Where a service answers; null for tasks and dev environments. */
   service: ServiceSpecSchema.nullish(),
+  /** When a `pending` run starts next (its `schedule`, or a retry's backoff); null otherwise. */
+  next_triggered_at: DateTimeSchema.nullish(),
 });
 export type Run = z.output<typeof RunSchema>;
 

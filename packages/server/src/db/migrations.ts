@@ -600,6 +600,22 @@ const serviceHttps: Migration = {
 };
 
 /**
+ * Each run's `priority` (dstack's `runs.priority`, 0–100, default 0), a column so that the jobs
+ * waiting for capacity are ordered by it without reading every run's spec.
+ */
+const runPriority: Migration = {
+  async up(db: AnyDatabase) {
+    await db.schema
+      .alterTable('runs')
+      .addColumn('priority', 'integer', (c) => c.notNull().defaultTo(0))
+      .execute();
+  },
+  async down(db: AnyDatabase) {
+    await db.schema.alterTable('runs').dropColumn('priority').execute();
+  },
+};
+
+/**
  * Each gateway's agent token (encrypted): its agent's management API answers only requests that
  * carry it. Null on rows written before: their agents were started without one.
  */
@@ -717,6 +733,7 @@ export function getMigrations(dialect: SqlDialect): Record<string, Migration> {
     '018_user_ssh_keys': userSshKeys(dialect),
     '019_service_https': serviceHttps,
     '020_gateway_agent_token': gatewayAgentToken,
+    '021_run_priority': runPriority,
   };
 }
 

@@ -158,6 +158,8 @@ export interface RunsTable extends LockColumns {
   next_triggered_at: number | null;
   fleet_id: string | null;
   deleted: number;
+  /** The run's `priority` (0–100): jobs waiting for capacity are provisioned highest first (run-priority.ts). */
+  priority?: number;
   /** A service's deployment, bumped when a changed service is applied again (rolling update). */
   deployment_num?: number;
   /** How many replicas a service should have now (its autoscaler's last decision). */

@@ -10,6 +10,7 @@ import { instanceOfferOf, instanceProvisioningDataOf } from '../db/json-columns.
 import type { InstancesTable } from '../db/schema.js';
 import { isClusterFleet } from './cluster-fleets.js';
 import { activeFleets } from './fleets.js';
+import { makesRoomRatherThanReused } from './host-instance-reuse.js';
 import { smallestFittingShare } from './instance-blocks.js';
 
 /**
@@ -25,7 +26,10 @@ export interface FittingInstance {
   share: InstanceOfferWithAvailability;
 }
 
-/** The instances of `fleetIds` the job fits on now, cheapest first. */
+/**
+ * The instances of `fleetIds` the job fits on now, cheapest first; on the server's host, not an
+ * idle one that holds more than the job asks for (it makes room for the job's own instead).
+ */
 export async function fittingFleetInstances(
   app: AppContext,
   projectId: string,
@@ -46,7 +50,7 @@ export async function fittingFleetInstances(
     .where(sql<boolean>`busy_blocks < total_blocks`)
     .orderBy('price')
     .execute();
-  return instances.flatMap((instance) => {
+  const fitting = instances.flatMap((instance) => {
     if (placement.backends?.length && !placement.backends.some((backend) => backend === instance.backend))
       return [];
     if (placement.regions?.length && !placement.regions.includes(instance.region ?? '')) return [];
@@ -62,6 +66,11 @@ export async function fittingFleetInstances(
     const share = smallestFittingShare(offer, instance.total_blocks, freeBlocks, requirements);
     return share ? [{ instance, share }] : [];
   });
+  // An idle instance larger than the job on the server's host makes room instead (host-instance-reuse.ts).
+  const leaving = await Promise.all(
+    fitting.map(({ instance }) => makesRoomRatherThanReused(app, instance, requirements)),
+  );
+  return fitting.filter((_, index) => !leaving[index]);
 }
 
 /** The plan's offers of fleet instances, `idle` or `busy` as each instance is. */

@@ -45,9 +45,10 @@ import {
   isClusterFleet,
   offersAtClusterLocation,
 } from '../fleets/cluster-fleets.js';
-import { fittingFleetInstances } from '../fleets/fleet-instance-offers.js';
+import { type FittingInstance, fittingFleetInstances } from '../fleets/fleet-instance-offers.js';
 import { fleetKeepsInstance } from '../fleets/fleet-rows.js';
 import { activeFleets, createRunFleet } from '../fleets/fleets.js';
+import { makesRoomRatherThanReused, sharesServerHost } from '../fleets/host-instance-reuse.js';
 import {
   offersWithFittingShare,
   requirementsForSplitInstance,
@@ -75,6 +76,13 @@ import { dueIn } from '../pipelines/pipeline.js';
 import { JobVolumeError, volumesHeldElsewhere } from '../volumes/job-volumes.js';
 import { type ClusterJobPlacement, clusterJobPlacement, markClusterWorkersDue } from './cluster-jobs.js';
 import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
+import {
+  aheadForInstance,
+  aheadForOffer,
+  type JobAhead,
+  jobsAhead,
+  recordWaitForPriority,
+} from './run-priority.js';
 import { type JobVolumePlacement, jobVolumePlacement, launchVolumesOf } from './run-volumes.js';
 import { offerFiltersOf } from './runs.js';
 
@@ -132,7 +140,9 @@ type FleetPlacement =
   /** A fitting one was locked (being checked) or taken meanwhile: try again shortly. */
   | 'busy'
   /** None fits. */
-  | 'none';
+  | 'none'
+  /** Those it fits, a waiting job of a higher-priority run fits too: it goes first (run-priority.ts). */
+  | { behind: JobAhead };
 
 /**
  * Places the job on the fleet instance it fits best: the fewest blocks that satisfy it of an idle
@@ -148,6 +158,7 @@ async function placeOnFleetInstance(
   fleets: readonly FleetsTable[],
   configuration: RunConfiguration,
   cluster: ClusterJobPlacement,
+  ahead: readonly JobAhead[],
 ): Promise<FleetPlacement> {
   const fitting = await fittingFleetInstances(
     app,
@@ -157,9 +168,17 @@ async function placeOnFleetInstance(
     jobSpec.requirements,
   );
   const location = cluster.kind === 'worker' ? cluster.location : null;
-  const candidates = location
+  const atLocation = location
     ? fitting.filter(({ instance }) => instanceAtClusterLocation(instance, location))
     : fitting;
+  let behind: JobAhead | undefined;
+  const candidates: FittingInstance[] = [];
+  for (const candidate of atLocation) {
+    const sharesHost = ahead.length > 0 && (await sharesServerHost(app, candidate.instance.backend ?? ''));
+    const first = aheadForInstance(ahead, candidate.instance, sharesHost);
+    behind ??= first;
+    if (first === undefined) candidates.push(candidate);
+  }
   for (const { instance, share } of candidates) {
     const takeBlocks = async (transaction: Transaction<Database>) => {
       const now = Date.now();
@@ -193,7 +212,8 @@ async function placeOnFleetInstance(
     if (outcome === 'released') return 'placed';
     if (outcome === 'lost') return 'lost';
   }
-  return candidates.length > 0 ? 'busy' : 'none';
+  if (candidates.length > 0) return 'busy';
+  return behind ? { behind } : 'none';
 }
 
 /** Offers for new capacity: those to launch on now, and those whose capacity is busy now. */
@@ -307,6 +327,7 @@ async function provision(
   fleets: readonly FleetsTable[],
   volumePlacement: JobVolumePlacement,
   cluster: ClusterJobPlacement,
+  ahead: readonly JobAhead[],
 ): Promise<void> {
   const { app, job, lock, run, project } = context;
   const { configuration } = volumePlacement;
@@ -321,6 +342,14 @@ async function provision(
     jobSpec,
     cluster,
   );
+  // Capacity a waiting job of a higher-priority run would take is left to it (run-priority.ts).
+  const behind = offers
+    .map((entry) => aheadForOffer(ahead, entry.offer, entry.backend.plugin.runsOnServerHost === true))
+    .find((first) => first !== undefined);
+  if (behind) {
+    await waitBehind(context, behind);
+    return;
+  }
   if ((!fleet || offers.length === 0) && busy.length > 0) {
     // Nothing to launch now: no instance row is written, the job waits or fails as it is.
     await waitOrFailForBusyCapacity(context, busy);
@@ -445,6 +474,12 @@ async function launchJobInstance(
 /** How soon a job waiting for capacity that frees by itself (the local host) looks again. */
 const BUSY_CAPACITY_RETRY_MS = 1_000;
 
+/** Leaves the job waiting while a job of a higher-priority run takes the capacity it fits (run-priority.ts). */
+async function waitBehind(context: JobPassContext, ahead: JobAhead): Promise<void> {
+  await recordWaitForPriority(context.app, context.job, ahead);
+  await waitForCapacity(context, BUSY_CAPACITY_RETRY_MS);
+}
+
 /**
  * The job's matching offers are all `busy` (the local host, held by its own instances): idle
  * instances it does not fit are made to go, and it waits for the room when that is on its way
@@ -500,8 +535,10 @@ function waitsForCapacity(job: JobsTable): boolean {
 
 /**
  * Makes room on `backends` (whose capacity their own instances hold: the local host) for a job
- * that fits none of its project's idle instances: terminates the longest idle instance on them,
- * of any project (the host is one for all of them), that its fleet does not keep (`nodes.min`).
+ * that fits none of its project's idle instances (or only ones larger than it asks for, which
+ * would keep the rest of the host from other jobs: host-instance-reuse.ts): terminates the
+ * longest idle instance on them, of any project (the host is one for all of them), that its
+ * fleet does not keep (`nodes.min`).
  * Returns whether room is on its way: an instance was made to go, or one is terminating
  * already. An idle instance is only kept for reuse: a job waiting for the host comes first.
  */
@@ -522,7 +559,7 @@ async function makeRoomOnHost(
   const idle = instances.filter((instance) => instance.busy_blocks === 0);
   // One of its project became idle since the job looked: the job takes it on its next pass.
   const { requirements } = jobSpecOf(job);
-  const fitsJob = (instance: InstancesTable) => {
+  const fitsJob = async (instance: InstancesTable) => {
     const offer = instance.unreachable === 0 ? instanceOfferOf(instance) : null;
     return (
       instance.project_id === job.project_id &&
@@ -532,10 +569,11 @@ async function makeRoomOnHost(
         instance.total_blocks,
         instance.total_blocks - instance.busy_blocks,
         requirements,
-      ) !== null
+      ) !== null &&
+      !(await makesRoomRatherThanReused(app, instance, requirements))
     );
   };
-  if (idle.some(fitsJob)) return true;
+  for (const instance of idle) if (await fitsJob(instance)) return true;
   for (const instance of idle) {
     if (await fleetKeepsInstance(app, instance)) continue;
     const now = Date.now();
@@ -577,19 +615,21 @@ async function waitForCapacity(
 }
 
 /**
- * Makes the longest-waiting `submitted` job with no launch under way due now: a job just gave
- * its share back (its instance is idle, or its blocks free), and that job is first in line for
- * it, rather than finding it at its next look (`waitForCapacity`). One job, not every waiting
+ * Makes the longest-waiting `submitted` job of the highest-priority run with no launch under
+ * way due now: a job just gave its share back (its instance is idle, or its blocks free), and
+ * that job is first in line for it, rather than finding it at its next look (`waitForCapacity`). One job, not every waiting
  * one: what one job frees fits about one more.
  */
 export async function markLongestWaitingJobDue(app: AppContext): Promise<void> {
   const next = await app.db
     .selectFrom('jobs')
-    .select('id')
-    .where('status', '=', 'submitted')
-    .where('instance_id', 'is', null)
-    .where('last_processed_at', '>', 0)
-    .orderBy('submitted_at')
+    .innerJoin('runs', 'runs.id', 'jobs.run_id')
+    .select('jobs.id')
+    .where('jobs.status', '=', 'submitted')
+    .where('jobs.instance_id', 'is', null)
+    .where('jobs.last_processed_at', '>', 0)
+    .orderBy('runs.priority', 'desc')
+    .orderBy('jobs.submitted_at')
     .limit(1)
     .executeTakeFirst();
   if (!next) return;
@@ -703,8 +743,23 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<'jobs'
         return;
       }
       const fleets = await candidateFleets(app, run, configuration, cluster);
-      const placement = await placeOnFleetInstance(app, job, lock, jobSpec, fleets, configuration, cluster);
+      // A cluster's worker follows its master, whatever waits: the nodes start together.
+      const ahead = cluster.kind === 'worker' ? [] : await jobsAhead(app, job, run);
+      const placement = await placeOnFleetInstance(
+        app,
+        job,
+        lock,
+        jobSpec,
+        fleets,
+        configuration,
+        cluster,
+        ahead,
+      );
       if (placement === 'lost') return;
+      if (typeof placement === 'object') {
+        await waitBehind(context, placement.behind);
+        return;
+      }
       if (placement === 'placed') {
         app.wakeUps.wake('jobs-running');
         await markRunDue(app, job.run_id);
@@ -724,7 +779,7 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<'jobs'
         );
         return;
       }
-      await provision(context, fleets, volumePlacement, cluster);
+      await provision(context, fleets, volumePlacement, cluster, ahead);
     },
   };
 }

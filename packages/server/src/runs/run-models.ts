@@ -179,6 +179,7 @@ export function runOf(
     cost: costOf(jobs, Date.now()),
     error: errorOf(run, latestRow),
     deleted: run.deleted === 1,
+    next_triggered_at: run.status === 'pending' ? isoTime(run.next_triggered_at) : null,
     service: serviceSpecOf(
       runSpec,
       projectName,

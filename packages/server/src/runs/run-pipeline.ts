@@ -20,7 +20,9 @@ import { recordStatusChange } from '../events/status-events.js';
 import { countPendingRun, observeSubmitToProvision } from '../metrics/run-client-metrics.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
-import { newJobRow } from './runs.js';
+import { planJobSpecs } from './job-specs.js';
+import { isScheduled, nextScheduledStart } from './run-schedule.js';
+import { baseImageOf, newJobRow } from './runs.js';
 import { markServiceGatewayDue } from './service-gateway.js';
 import { keepServiceReplicas } from './service-scaling.js';
 import { serviceConfigurationOf } from './service-spec.js';
@@ -143,6 +145,21 @@ async function processTerminating(
   const claimedAll = await terminateJobs(app, latest, runTerminationReasonToJobTerminationReason(reason));
   const unfinished = latest.filter((job) => !FINISHED_JOB_STATUSES.includes(job.status));
   if (unfinished.length === 0) {
+    const nextStart = stoppedByUser(reason)
+      ? null
+      : nextScheduledStart(runSpecOf(run).configuration, app.clock());
+    if (nextStart !== null) {
+      // A scheduled run waits for its next start, as dstack's (its instance's fleet is chosen again then).
+      await lock.release({
+        status: 'pending',
+        next_triggered_at: nextStart,
+        fleet_id: null,
+        resubmission_attempt: 0,
+        last_processed_at: 0,
+      });
+      app.wakeUps.wake('fleets');
+      return;
+    }
     await lock.release({ status: runTerminationReasonToStatus(reason) });
     // Log streams end on the run's final status; tell this replica's streams now.
     app.logNotifications.notify(run.id);
@@ -154,36 +171,52 @@ async function processTerminating(
   await lock.release({ last_processed_at: dueIn(claimedAll ? 1_000 : 100, MIN_INTERVAL_MS) });
 }
 
+function stoppedByUser(reason: RunTerminationReason): boolean {
+  return reason === 'stopped_by_user' || reason === 'aborted_by_user';
+}
+
 async function resubmit(
   app: AppContext,
   run: RunsTable,
   jobs: JobsTable[],
   lock: RowLock<'runs'>,
 ): Promise<void> {
-  if ((run.next_triggered_at ?? 0) > Date.now()) {
-    await lock.release({ last_processed_at: dueIn(run.next_triggered_at! - Date.now(), MIN_INTERVAL_MS) });
+  // A retry's backoff runs on the real clock; a schedule's start on the schedules' clock.
+  const onSchedule = run.resubmission_attempt === 0 && isScheduled(runSpecOf(run).configuration);
+  const untilStart = (run.next_triggered_at ?? 0) - (onSchedule ? app.clock() : Date.now());
+  if (untilStart > 0) {
+    // A scheduled run looks again at least every interval: its clock may not be the process's.
+    const wait = onSchedule ? Math.min(untilStart, MIN_INTERVAL_MS) : untilStart;
+    await lock.release({ last_processed_at: dueIn(wait, MIN_INTERVAL_MS) });
     return;
   }
   const now = Date.now();
-  const rows = latestSubmissions(jobs)
-    .filter((job) => FINISHED_JOB_STATUSES.includes(job.status) && !isRetiredReplica(job))
-    .map((job) => ({
-      ...newJobRow(run.project_id, run.id, run.run_name, jobSpecOf(job), job.submission_num + 1, now),
-      deployment_num: job.deployment_num ?? 0,
-    }));
+  const rows =
+    jobs.length === 0
+      ? // A scheduled run's first start: its jobs as an apply makes them.
+        planJobSpecs(run.run_name, runSpecOf(run), baseImageOf(app)).map((jobSpec) =>
+          newJobRow(run.project_id, run.id, run.run_name, jobSpec, 0, now),
+        )
+      : latestSubmissions(jobs)
+          .filter((job) => FINISHED_JOB_STATUSES.includes(job.status) && !isRetiredReplica(job))
+          .map((job) => ({
+            ...newJobRow(run.project_id, run.id, run.run_name, jobSpecOf(job), job.submission_num + 1, now),
+            deployment_num: job.deployment_num ?? 0,
+          }));
   // The new submissions are stored with the run's release, or not at all when its claim was lost.
   const created = async (transaction: Transaction<Database>) => {
     if (rows.length === 0) return true;
     await transaction.insertInto('jobs').values(rows).execute();
-    await recordEvents(
-      transaction,
-      app.settings,
-      rows.map((job) => ({
-        message: 'Job created on retry. Status: SUBMITTED',
+    await recordEvents(transaction, app.settings, [
+      ...(onSchedule
+        ? [{ message: 'Run started on schedule', actor: SYSTEM_ACTOR, targets: [eventTargets.run(run)] }]
+        : []),
+      ...rows.map((job) => ({
+        message: `Job created on ${onSchedule ? 'schedule' : 'retry'}. Status: SUBMITTED`,
         actor: SYSTEM_ACTOR,
         targets: [eventTargets.job(job)],
       })),
-    );
+    ]);
     return true;
   };
   await lock.releaseWith(created, { status: 'submitted', next_triggered_at: null, last_processed_at: now });

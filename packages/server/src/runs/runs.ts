@@ -12,6 +12,7 @@ import {
   type JobSpec,
   RESOURCE_NAME_RULE,
   ResourceNotFoundError,
+  RUN_PRIORITY_DEFAULT,
   type Run,
   type RunConfiguration,
   type RunPlan,
@@ -39,6 +40,7 @@ import { dropUnsetNulls, mergeProfileUnder } from './explicit-nulls.js';
 import { initialReplicaJobSpecs, planJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
+import { nextScheduledStart } from './run-schedule.js';
 import { planJobVolumes } from './run-volumes.js';
 import { markServiceGatewayDue, serviceGatewayOf } from './service-gateway.js';
 import { replicaRangeOf, serviceConfigurationOf } from './service-spec.js';
@@ -60,10 +62,12 @@ export function normalizeRunSpec(runSpec: RunSpec): StoredRunSpec {
     ['task', 'service', 'dev-environment'],
     ['run_spec', 'configuration'],
   );
-  const configuration: RunConfiguration =
-    validated.backends === undefined
-      ? validated
-      : { ...validated, backends: fromWireBackendTypes(validated.backends) };
+  const configuration: RunConfiguration = {
+    ...validated,
+    // As dstack's server: the spec it stores and echoes says the priority the run has.
+    priority: validated.priority ?? RUN_PRIORITY_DEFAULT,
+    ...(validated.backends === undefined ? {} : { backends: fromWireBackendTypes(validated.backends) }),
+  };
   const runName = runSpec.run_name ?? configuration.name ?? null;
   if (runName !== null && !isValidResourceName(runName)) {
     throw new ConfigurationError(`invalid run name: expected ${RESOURCE_NAME_RULE}`, {
@@ -88,7 +92,7 @@ function withoutPlaceholderImage(runSpec: StoredRunSpec): StoredRunSpec {
 }
 
 /** The server's default image settings (`DSTACK_BASE_IMAGE`, `DSTACK_BASE_IMAGE_VERSION`). */
-function baseImageOf(app: AppContext): { baseImage?: string | null; version?: string | null } {
+export function baseImageOf(app: AppContext): { baseImage?: string | null; version?: string | null } {
   return { baseImage: app.settings.baseImage, version: app.settings.baseImageVersion };
 }
 
@@ -241,9 +245,14 @@ export async function applyRun(
   const gateway = service ? await serviceGatewayOf(app, project, runName, service) : null;
   // A service starts with its minimum of replicas (none for `replicas: 0..N`); the run pipeline keeps the count.
   const initialReplicas = service ? replicaRangeOf(service).min : 1;
-  const initialJobSpecs = service
-    ? initialReplicaJobSpecs(runName, runSpec, service, baseImageOf(app))
-    : jobSpecs;
+  // A scheduled run has no job until its first start (run-schedule.ts), as in dstack.
+  const nextStart = nextScheduledStart(runSpec.configuration, app.clock());
+  const initialJobSpecs =
+    nextStart !== null
+      ? []
+      : service
+        ? initialReplicaJobSpecs(runName, runSpec, service, baseImageOf(app))
+        : jobSpecs;
   await app.db.transaction().execute(async (trx) => {
     const existing = await trx
       .selectFrom('runs')
@@ -297,7 +306,12 @@ export async function applyRun(
         )
         .execute();
     }
-    const row = newRunRow({ id: runId, projectId: project.id, userId: user.id, runName, runSpec, now });
+    const submitted = newRunRow({ id: runId, projectId: project.id, userId: user.id, runName, runSpec, now });
+    // Due at once: the run pipeline waits for its start from there.
+    const row: RunsTable =
+      nextStart === null
+        ? submitted
+        : { ...submitted, status: 'pending', next_triggered_at: nextStart, last_processed_at: 0 };
     await trx
       .insertInto('runs')
       .values(
@@ -319,7 +333,11 @@ export async function applyRun(
     if (jobs.length > 0) await trx.insertInto('jobs').values(jobs).execute();
     const actor = userActor(user);
     await recordEvents(trx, app.settings, [
-      { message: 'Run submitted. Status: SUBMITTED', actor, targets: [eventTargets.run(row)] },
+      {
+        message: `Run submitted. Status: ${row.status.toUpperCase()}`,
+        actor,
+        targets: [eventTargets.run(row)],
+      },
       ...jobs.map((job) => ({
         message: 'Job created on run submission. Status: SUBMITTED',
         actor,
@@ -367,6 +385,7 @@ export function newRunRow(fields: {
     next_triggered_at: null,
     fleet_id: null,
     deleted: 0,
+    priority: fields.runSpec.configuration.priority ?? RUN_PRIORITY_DEFAULT,
     lock_expires_at: null,
     lock_token: null,
     lock_owner: null,

@@ -13,6 +13,7 @@ import {
   refuseFields,
   reservationRefusal,
 } from '../field-decisions.js';
+import { cronExpressionError, isScheduled } from './run-schedule.js';
 
 export const RUN_FIELD_DECISIONS: FieldDecisions = {
   type: { honoured: 'chooses the job configurator (job-specs.ts)' },
@@ -97,10 +98,8 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
       'job spec single_branch (default: true but for dev environments) → the runner clones --single-branch',
   },
   priority: {
-    refused: 'runs are provisioned in submission order',
-    check: (value) =>
-      value === undefined || value === 0 ? null : `not supported yet (got ${String(value)})`,
-    example: { priority: 50 },
+    honoured:
+      'runs.priority; a job leaves capacity a waiting job of a higher-priority run fits to it (run-priority.ts, job-submitted.ts)',
   },
   volumes: {
     honoured:
@@ -137,9 +136,17 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
   },
   stop_criteria: { honoured: 'master-done ends the run when its master job is done (run-pipeline.ts)' },
   schedule: {
-    refused: 'runs are not scheduled',
+    // Honoured for tasks and dev environments (run-schedule.ts, run-pipeline.ts); refused here:
+    // what croner cannot read, and services (unsupportedRunFields).
+    refused: 'cron expressions croner cannot read; a service is not scheduled yet',
     subtree: true,
-    example: { schedule: { cron: '0 8 * * *' } },
+    check: (value) => {
+      const crons = (value as { cron?: unknown } | undefined)?.cron;
+      if (!Array.isArray(crons)) return null;
+      const errors = crons.map((cron) => cronExpressionError(String(cron))).filter((error) => error !== null);
+      return errors.length > 0 ? errors.join('; ') : null;
+    },
+    example: { schedule: { cron: '61 * * * *' } },
   },
   instances: {
     refused: 'runs are not placed on named instances',
@@ -236,7 +243,12 @@ export function unsupportedRunFields(
   const reservation = reservationRefusal(configuration.reservation, configuration.backends, backends);
   const image = imageRefusal(configuration.image, configuration.backends, backends);
   const nodes = nodesRefusal(configuration, backends, context);
+  const schedule =
+    configuration.type === 'service' && isScheduled(configuration)
+      ? { path: 'schedule', reason: 'a service is not scheduled yet' }
+      : null;
   return [
+    ...(schedule ? [schedule] : []),
     ...kept,
     ...(reservation ? [reservation] : []),
     ...(image ? [image] : []),

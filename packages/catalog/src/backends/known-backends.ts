@@ -51,6 +51,7 @@ export const KNOWN_BACKENDS: readonly KnownBackend[] = Object.freeze([
   { type: 'runpod', packageName: '@dstack/backend-runpod', catalog: 'offline' },
   { type: 'verda', packageName: '@dstack/backend-verda', catalog: 'offline' },
   { type: 'cloudrift', packageName: '@dstack/backend-cloudrift', catalog: 'offline' },
+  { type: 'slurm', packageName: '@dstack/backend-slurm' },
   // plop:known-backends:end
 ] satisfies KnownBackend[]);
 

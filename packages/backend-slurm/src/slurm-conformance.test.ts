@@ -1,21 +1,14 @@
 import { generateEd25519KeyPair, RequirementsSchema } from '@dstack/core';
-import { testBackend } from '@dstack/testing';
+import { findSlurmTestCluster, testBackend } from '@dstack/testing';
 import { describe, it } from 'vitest';
 import plugin from './index.js';
 import { cancelJob } from './slurm-commands.js';
 import { withLoginSession } from './slurm-login.js';
-import { testSlurmCluster } from './slurm-test-cluster.test.helpers.js';
 
-// The contract suite against the real one-node cluster of `ensure-slurm.sh`: jobs are real Slurm
-// batch jobs whose runner starts in the allocation and answers on the node (127.0.0.1 here).
-describe('slurm backend on the test cluster', async () => {
-  const cluster = await testSlurmCluster();
-  if (typeof cluster === 'string') {
-    it.skip(cluster, () => {});
-    return;
-  }
-  const config = (privateKey: string) => ({
-    type: 'slurm',
+/** The backend config of one cluster, the test cluster, logged in to with `privateKey`. */
+function clusterConfig(cluster: { hostname: string; port: number; user: string }, privateKey: string) {
+  return {
+    type: 'slurm' as const,
     clusters: [
       {
         name: 'test-cluster',
@@ -25,7 +18,24 @@ describe('slurm backend on the test cluster', async () => {
         private_key: { content: privateKey },
       },
     ],
-  });
+  };
+}
+
+// The contract suite against the real one-node cluster of `ensure-slurm.sh`: jobs are real Slurm
+// batch jobs whose runner starts in the allocation and answers on the node (127.0.0.1 here).
+describe('slurm backend on the test cluster', async () => {
+  const cluster = await findSlurmTestCluster((found) =>
+    plugin.createConfigurator().validateConfig(clusterConfig(found, found.privateKey), {
+      origin: 'server_config',
+      defaultCredsEnabled: false,
+      customEndpointsAllowed: false,
+    }),
+  );
+  if (typeof cluster === 'string') {
+    it.skip(cluster, () => {});
+    return;
+  }
+  const login = { ...cluster };
   testBackend({
     plugin,
     packageName: '@dstack/backend-slurm',
@@ -33,12 +43,12 @@ describe('slurm backend on the test cluster', async () => {
     emulator: async () => ({
       close: async () => {},
       // Behind the backend's back: the job cancelled on the cluster, as an admin would.
-      removeInstance: (jobId: string) => withLoginSession(cluster, (session) => cancelJob(session, jobId)),
+      removeInstance: (jobId: string) => withLoginSession(login, (session) => cancelJob(session, jobId)),
     }),
-    create: () => config(cluster.privateKey),
+    create: () => clusterConfig(cluster, cluster.privateKey),
     invalidCredentials: {
       // A valid key the login node does not know.
-      create: () => config(generateEd25519KeyPair().privateKey),
+      create: () => clusterConfig(cluster, generateEd25519KeyPair().privateKey),
       field: ['clusters', '0', 'private_key'],
     },
     requirements: RequirementsSchema.parse({

@@ -112,21 +112,6 @@ export function clusterOffers(
     const zones = node.partitions.filter((partition) => partitions.has(partition));
     if (zones.length === 0) continue;
     const gpus = nodeGpus(node, gpuModels);
-    const [gpu] = gpus;
-    const item = createCatalogItem({
-      provider: SLURM_BACKEND_TYPE,
-      instanceName: node.name,
-      location: cluster.name,
-      price: 0,
-      cpu: node.cpus,
-      memory: node.memoryMib / 1024,
-      gpuCount: gpus.length,
-      gpuName: gpu?.name ?? null,
-      gpuMemory: gpu ? gpu.memory_mib / 1024 : null,
-      gpuVendor: gpu?.vendor ?? null,
-      cpuArch: cpuArchitecture(node.arch),
-    });
-    if (!matches(item, filter)) continue;
     if (
       node.cpus < requested.cpuCount ||
       node.memoryMib < requested.memoryMib ||
@@ -134,6 +119,24 @@ export function clusterOffers(
     ) {
       continue;
     }
+    // The offer is the slice the job gets (dstack's offer modifier), and the requirements are
+    // matched against that slice, as dstack filters offers after modifying them.
+    const slice = gpus.slice(0, requested.gpuCount);
+    const [gpu] = slice;
+    const item = createCatalogItem({
+      provider: SLURM_BACKEND_TYPE,
+      instanceName: node.name,
+      location: cluster.name,
+      price: 0,
+      cpu: requested.cpuCount,
+      memory: requested.memoryMib / 1024,
+      gpuCount: slice.length,
+      gpuName: gpu?.name ?? null,
+      gpuMemory: gpu ? gpu.memory_mib / 1024 : null,
+      gpuVendor: gpu?.vendor ?? null,
+      cpuArch: cpuArchitecture(node.arch),
+    });
+    if (!matches(item, filter)) continue;
     const offer = {
       backend: SLURM_BACKEND_TYPE,
       instance: {
@@ -141,7 +144,7 @@ export function clusterOffers(
         resources: {
           cpus: requested.cpuCount,
           memory_mib: requested.memoryMib,
-          gpus: gpus.slice(0, requested.gpuCount),
+          gpus: slice,
           spot: false,
           disk: { size_mib: 0 },
           cpu_arch: item.cpuArch,

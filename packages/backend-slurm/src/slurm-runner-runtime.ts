@@ -6,6 +6,7 @@
  * there. It is copied once per runtime (named by the node binary and the bundle), and the compute
  * nodes need nothing but a POSIX shell.
  */
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
 import { shellQuote } from '@dstack/core';
@@ -42,7 +43,8 @@ export function localRunnerRuntime(): Promise<RunnerRuntimeArchive> {
     prepared = (async () => {
       const runtime = await preparePortableRuntime({ cacheDirectory: runtimeCacheDirectory() });
       const path = `${runtime.directory}.tar.gz`;
-      await writePortableRuntimeArchive(runtime, path);
+      // Written by rename, so an archive that exists is complete: made once per runtime.
+      if (!existsSync(path)) await writePortableRuntimeArchive(runtime, path);
       return { path, key: basename(runtime.directory), manifest: runtime.manifest };
     })();
     prepared.catch(() => {

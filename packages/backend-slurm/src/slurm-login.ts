@@ -77,7 +77,8 @@ export class SlurmLoginSession {
         settled = true;
         client.end();
         const message = cause instanceof Error ? cause.message : String(cause);
-        const refused = /authentication/i.test(message) || /key/i.test(message);
+        // ssh2's words for a key the server refused, or one it cannot read.
+        const refused = /authentication methods failed|privateKey|Cannot parse/i.test(message);
         reject(
           new SlurmLoginError(
             `Cannot log in to the Slurm login node ${describeLogin(login)}: ${message}`,

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import {
   type BackendRecord,
   type Configurator,
@@ -59,7 +60,8 @@ function privateKeyOf(cluster: SlurmClusterConfigWithCreds, index: number): stri
     throw invalidField(['clusters', index, 'private_key'], 'give the private key as content or path');
   }
   try {
-    return readFileSync(key.path, 'utf8');
+    // `~/…` as dstack reads it (expanduser).
+    return readFileSync(key.path.replace(/^~(?=$|\/)/, homedir()), 'utf8');
   } catch (error) {
     throw invalidField(
       ['clusters', index, 'private_key', 'path'],

@@ -1,36 +1,14 @@
 import { generateEd25519KeyPair, RequirementsSchema } from '@dstack/core';
-import { findSlurmTestCluster, testBackend } from '@dstack/testing';
+import { findSlurmTestCluster, slurmTestBackendConfig, testBackend } from '@dstack/testing';
 import { describe, it } from 'vitest';
 import plugin from './index.js';
 import { cancelJob } from './slurm-commands.js';
 import { withLoginSession } from './slurm-login.js';
 
-/** The backend config of one cluster, the test cluster, logged in to with `privateKey`. */
-function clusterConfig(cluster: { hostname: string; port: number; user: string }, privateKey: string) {
-  return {
-    type: 'slurm' as const,
-    clusters: [
-      {
-        name: 'test-cluster',
-        hostname: cluster.hostname,
-        port: cluster.port,
-        user: cluster.user,
-        private_key: { content: privateKey },
-      },
-    ],
-  };
-}
-
 // The contract suite against the real one-node cluster of `ensure-slurm.sh`: jobs are real Slurm
 // batch jobs whose runner starts in the allocation and answers on the node (127.0.0.1 here).
 describe('slurm backend on the test cluster', async () => {
-  const cluster = await findSlurmTestCluster((found) =>
-    plugin.createConfigurator().validateConfig(clusterConfig(found, found.privateKey), {
-      origin: 'server_config',
-      defaultCredsEnabled: false,
-      customEndpointsAllowed: false,
-    }),
-  );
+  const cluster = await findSlurmTestCluster(plugin);
   if (typeof cluster === 'string') {
     it.skip(cluster, () => {});
     return;
@@ -45,10 +23,10 @@ describe('slurm backend on the test cluster', async () => {
       // Behind the backend's back: the job cancelled on the cluster, as an admin would.
       removeInstance: (jobId: string) => withLoginSession(login, (session) => cancelJob(session, jobId)),
     }),
-    create: () => clusterConfig(cluster, cluster.privateKey),
+    create: () => slurmTestBackendConfig(cluster),
     invalidCredentials: {
       // A valid key the login node does not know.
-      create: () => clusterConfig(cluster, generateEd25519KeyPair().privateKey),
+      create: () => slurmTestBackendConfig(cluster, { content: generateEd25519KeyPair().privateKey }),
       field: ['clusters', '0', 'private_key'],
     },
     requirements: RequirementsSchema.parse({

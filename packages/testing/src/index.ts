@@ -104,4 +104,4 @@ export {
 } from './instant-backend/index.js';
 export { seededRandom } from './seeded-random.js';
 /** The Slurm cluster of `ensure-slurm.sh` the Slurm backend's tests run against. */
-export { findSlurmTestCluster, type SlurmTestCluster } from './slurm-test-cluster.js';
+export { findSlurmTestCluster, type SlurmTestCluster, slurmTestBackendConfig } from './slurm-test-cluster.js';

@@ -39,13 +39,49 @@ function clusterSettings(): SlurmTestCluster | string {
 }
 
 /**
- * The cluster once `answers(cluster)` resolved (the caller's check, e.g. the backend's
- * `validateConfig`), or why there is none. Under `CI=true` no cluster rejects.
+ * A `slurm` backend config (dstack's fields) of the one cluster `test-cluster`, logged in to with
+ * `privateKey` (`{content}`, or `{path}` as config.yml names a file); default the cluster's key.
  */
-export async function findSlurmTestCluster(
-  answers: (cluster: SlurmTestCluster) => Promise<unknown>,
-): Promise<SlurmTestCluster | string> {
+export function slurmTestBackendConfig(
+  cluster: SlurmTestCluster,
+  privateKey: { content: string } | { path: string } = { content: cluster.privateKey },
+) {
+  return {
+    type: 'slurm' as const,
+    clusters: [
+      {
+        name: 'test-cluster',
+        hostname: cluster.hostname,
+        port: cluster.port,
+        user: cluster.user,
+        private_key: privateKey,
+      },
+    ],
+  };
+}
+
+/** The part of the `slurm` backend plugin the check needs (this package does not depend on it). */
+interface SlurmPluginLike {
+  createConfigurator(): {
+    validateConfig(
+      config: never,
+      options: { origin: 'server_config'; defaultCredsEnabled: boolean; customEndpointsAllowed: boolean },
+    ): Promise<void>;
+  };
+}
+
+/**
+ * The cluster once the backend's own `validateConfig` (a login and `scontrol ping`) accepted its
+ * config, or why there is none. Under `CI=true` no cluster rejects.
+ */
+export async function findSlurmTestCluster(plugin: SlurmPluginLike): Promise<SlurmTestCluster | string> {
   const settings = clusterSettings();
+  const answers = (cluster: SlurmTestCluster) =>
+    plugin.createConfigurator().validateConfig(slurmTestBackendConfig(cluster) as never, {
+      origin: 'server_config',
+      defaultCredsEnabled: false,
+      customEndpointsAllowed: false,
+    });
   const found =
     typeof settings === 'string'
       ? settings

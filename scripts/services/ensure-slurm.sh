@@ -22,6 +22,8 @@
 # - no cgroup delegation: `ProctrackType=proctrack/linuxproc` and `TaskPlugin=task/none` (Slurm's
 #   defaults are cgroup plugins, which need a writable cgroup tree);
 # - no systemd: the daemons are started by hand, in the foreground-less `-D` mode under nohup;
+# - a small machine: the node says it has at least 8 CPUs (`SlurmdParameters=config_overrides`),
+#   so the Slurm suites' jobs, which run at the same time, do not queue behind each other;
 # - no accounting database (slurmdbd needs MySQL): `sacct` has no data, so a finished job is read
 #   from `scontrol show job` (kept `MinJobAge` seconds) by the backend, which tries `sacct` after;
 # - no pyxis/enroot packages: `srun --container-image` does not exist here, so `image:` is refused.
@@ -153,8 +155,10 @@ munged --force --key-file "$state_dir/munge/munge.key" --socket "$munge_socket" 
   --seed-file "$state_dir/munge/munge.seed"
 wait_for munged pid_of munged
 
-# Slurm: this machine's CPUs and most of its memory, on free ports.
+# Slurm: at least 8 CPUs (the test suites' jobs run side by side on this one node; slurmd takes
+# the configured count, `config_overrides`) and most of the machine's memory, on free ports.
 cpus="$(nproc)"
+[ "$cpus" -ge 8 ] || cpus=8
 memory_mib="$(awk '/MemTotal/ { print int($2 / 1024 * 0.9) }' /proc/meminfo)"
 ctld_port="$(free_port)"
 slurmd_port="$(free_port)"
@@ -166,6 +170,7 @@ SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
 SlurmUser=root
 SlurmdUser=root
+SlurmdParameters=config_overrides
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$munge_socket

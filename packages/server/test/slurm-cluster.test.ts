@@ -61,6 +61,10 @@ describe('tasks on a Slurm cluster', async () => {
     return stdout;
   }
 
+  /** Whether `squeue`'s lines list the job (other suites may run jobs on the cluster meanwhile). */
+  const inQueue = (lines: string, jobId: string) =>
+    lines.split('\n').some((line) => line.startsWith(`${jobId} `));
+
   const dstack = (args: string[]) => runDstack(args, { cwd: work, env: { DSTACK_CLI_CONFIG_DIR: cliDir } });
 
   function slurmJobIdOf(run: Run): string {
@@ -100,6 +104,15 @@ describe('tasks on a Slurm cluster', async () => {
     killRunningDstack();
     await harness?.terminateFleetsAndClose();
     temp.remove();
+    // Whatever a failed test left: its job must not outlive the suite on the cluster.
+    await waitFor(
+      "the suite's Slurm jobs to leave squeue",
+      async () => {
+        const lines = await squeue();
+        return submittedJobIds.some((jobId) => inQueue(lines, jobId)) ? null : true;
+      },
+      RUN_TIMEOUT_MS,
+    );
   }, RUN_TIMEOUT_MS);
 
   it(
@@ -120,7 +133,7 @@ describe('tasks on a Slurm cluster', async () => {
       expect(applied.stdout).toContain(`hello from Slurm job ${jobId} on dstack-node`);
       await waitFor(
         `Slurm job ${jobId} to leave squeue`,
-        async () => (/^\d/m.test(await squeue()) ? null : true),
+        async () => (inQueue(await squeue(), jobId) ? null : true),
         RUN_TIMEOUT_MS,
       );
     },
@@ -148,7 +161,7 @@ describe('tasks on a Slurm cluster', async () => {
       expect(finished.latest_job_submission?.termination_reason).toBe('terminated_by_user');
       await waitFor(
         `Slurm job ${jobId} to leave squeue`,
-        async () => ((await squeue()).trim() === '' ? true : null),
+        async () => (inQueue(await squeue(), jobId) ? null : true),
         RUN_TIMEOUT_MS,
       );
     },

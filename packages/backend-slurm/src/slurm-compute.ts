@@ -106,6 +106,8 @@ export class SlurmCompute implements Compute {
   readonly config: SlurmConfig;
   readonly #loginTimeoutMs: number | undefined;
   readonly #discovery = new Map<string, Promise<ClusterDiscovery>>();
+  /** The clusters whose `srun` was seen to have pyxis' options (`--container-image`). */
+  readonly #pyxisClusters = new Set<string>();
 
   constructor(settings: SlurmBackendSettings) {
     this.config = settings.config;
@@ -133,6 +135,11 @@ export class SlurmCompute implements Compute {
       at: Date.now(),
     }));
     this.#discovery.set(cluster.name, discovery);
+    discovery.then(
+      (found) =>
+        found.pyxis ? this.#pyxisClusters.add(cluster.name) : this.#pyxisClusters.delete(cluster.name),
+      () => undefined,
+    );
     const forget = () => {
       if (this.#discovery.get(cluster.name) === discovery) this.#discovery.delete(cluster.name);
     };
@@ -167,10 +174,15 @@ export class SlurmCompute implements Compute {
 
   /**
    * Jobs run as processes of the allocation: an image could run only through pyxis
-   * (`srun --container-image`), which this backend does not drive yet.
+   * (`srun --container-image`, which offers detect), and this backend does not drive it yet.
    */
   imageRefusal(): string | null {
-    return 'the slurm backend runs jobs as processes in their Slurm allocation, without a container: image needs pyxis (srun --container-image), which it does not use yet';
+    const withPyxis = [...this.#pyxisClusters];
+    const pyxis =
+      withPyxis.length > 0
+        ? `cluster ${withPyxis.join(', ')} has pyxis (srun --container-image), which this backend does not use yet`
+        : 'no cluster of the backend was seen with pyxis (srun --container-image)';
+    return `the slurm backend runs jobs as processes in their Slurm allocation, without a container: ${pyxis}`;
   }
 
   /**

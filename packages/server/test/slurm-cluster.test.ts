@@ -167,4 +167,22 @@ describe('tasks on a Slurm cluster', async () => {
     },
     RUN_TIMEOUT_MS,
   );
+
+  it('refuses image: at plan time, saying that jobs run without a container', async () => {
+    writeFileSync(
+      join(work, 'image.dstack.yml'),
+      stringify({
+        type: 'task',
+        name: 'slurm-image',
+        image: 'ubuntu:24.04',
+        commands: ['true'],
+        resources: { cpu: 1 },
+      }),
+    );
+    const applied = await dstack(['apply', '-f', 'image.dstack.yml', '-y']);
+    expect(applied.code).not.toBe(0);
+    expect(applied.stderr).toMatch(
+      /image: .*without a container: no cluster of the backend was seen with pyxis/,
+    );
+  });
 });

@@ -49,7 +49,10 @@ pid_of() {
   [ -s "$file" ] || return 1
   local pid
   pid="$(cat "$file")"
-  kill -0 "$pid" 2>/dev/null || return 1
+  # Only while that PID is still our daemon: after a reboot it may be anyone's.
+  local command_line
+  command_line="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+  case "$command_line" in *"$1"*"$state_dir"*) ;; *) return 1 ;; esac
   echo "$pid"
 }
 

@@ -6,9 +6,9 @@
  * boundary line, as dstack does.
  */
 import { randomBytes } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { shellQuote } from '@dstack/core';
-import ssh2 from 'ssh2';
+import { connectSshClient, uploadThroughCat } from '@dstack/runner';
+import type ssh2 from 'ssh2';
 
 /** Where and as whom to log in. */
 export interface SlurmLogin {
@@ -68,46 +68,30 @@ export class SlurmLoginSession {
   ) {}
 
   /** Logs in; throws `SlurmLoginError`. */
-  static open(login: SlurmLogin, timeoutMs = DEFAULT_LOGIN_TIMEOUT_MS): Promise<SlurmLoginSession> {
-    return new Promise((resolve, reject) => {
-      const client = new ssh2.Client();
-      let settled = false;
-      const fail = (cause: unknown) => {
-        if (settled) return;
-        settled = true;
-        client.end();
+  static async open(login: SlurmLogin, timeoutMs = DEFAULT_LOGIN_TIMEOUT_MS): Promise<SlurmLoginSession> {
+    const client = await connectSshClient(
+      {
+        host: login.hostname,
+        port: login.port,
+        username: login.user,
+        privateKey: login.privateKey,
+        readyTimeout: timeoutMs,
+        // A login node's host key is not configured in dstack's model; dstack connects with
+        // paramiko's AutoAddPolicy for the same reason.
+        hostVerifier: () => true,
+      },
+      (cause) => {
         const message = cause instanceof Error ? cause.message : String(cause);
         // ssh2's words for a key the server refused, or one it cannot read.
         const refused = /authentication methods failed|privateKey|Cannot parse/i.test(message);
-        reject(
-          new SlurmLoginError(
-            `Cannot log in to the Slurm login node ${describeLogin(login)}: ${message}`,
-            refused ? 'refused' : 'unreachable',
-            { cause },
-          ),
+        return new SlurmLoginError(
+          `Cannot log in to the Slurm login node ${describeLogin(login)}: ${message}`,
+          refused ? 'refused' : 'unreachable',
+          { cause },
         );
-      };
-      client.once('ready', () => {
-        settled = true;
-        resolve(new SlurmLoginSession(login, client));
-      });
-      client.on('error', fail);
-      client.once('close', () => fail(new Error('the connection closed during the handshake')));
-      try {
-        client.connect({
-          host: login.hostname,
-          port: login.port,
-          username: login.user,
-          privateKey: login.privateKey,
-          readyTimeout: timeoutMs,
-          // A login node's host key is not configured in dstack's model; dstack connects with
-          // paramiko's AutoAddPolicy for the same reason.
-          hostVerifier: () => true,
-        });
-      } catch (error) {
-        fail(error);
-      }
-    });
+      },
+    );
+    return new SlurmLoginSession(login, client);
   }
 
   /** Runs `script` in the user's login shell; `input` goes to its standard input. */
@@ -152,28 +136,8 @@ export class SlurmLoginSession {
 
   /** Streams a local file into `remotePath` on the login node (through `cat`: no SFTP needed). */
   upload(localPath: string, remotePath: string): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.client.exec(`cat > ${shellQuote(remotePath)}`, (error, channel) => {
-        if (error) {
-          reject(error);
-          return;
-        }
-        let stderr = '';
-        channel.stderr.on('data', (chunk: Buffer) => {
-          stderr += chunk.toString('utf8');
-        });
-        channel.resume();
-        channel.once('close', (code: number | null) => {
-          if (code === 0) resolve();
-          else reject(new Error(`copying to ${remotePath} failed (exit status ${code}): ${stderr.trim()}`));
-        });
-        const source = createReadStream(localPath);
-        source.once('error', (readError) => {
-          channel.close();
-          reject(readError);
-        });
-        source.pipe(channel);
-      });
+    return uploadThroughCat(this.client, localPath, remotePath).catch((error: unknown) => {
+      throw new Error(`copying to ${remotePath} failed: ${(error as Error).message}`, { cause: error });
     });
   }
 

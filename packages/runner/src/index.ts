@@ -32,4 +32,6 @@ export {
   findAuthorizedKey,
   parseAuthorizedKeys,
 } from './ssh/authorized-keys.js';
+/** The SSH client's handshake and a file copied through `cat`, shared by the server and the Slurm backend. */
+export { connectSshClient, uploadThroughCat } from './ssh/ssh-client.js';
 export { VERSION } from './version.js';

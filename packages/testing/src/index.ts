@@ -109,3 +109,5 @@ export {
   startShimProcess,
 } from './instant-backend/index.js';
 export { seededRandom } from './seeded-random.js';
+/** The Slurm cluster of `ensure-slurm.sh` the Slurm backend's tests run against. */
+export { findSlurmTestCluster, type SlurmTestCluster, slurmTestBackendConfig } from './slurm-test-cluster.js';

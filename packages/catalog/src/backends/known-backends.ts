@@ -52,6 +52,7 @@ export const KNOWN_BACKENDS: readonly KnownBackend[] = Object.freeze([
   { type: 'verda', packageName: '@dstack/backend-verda', catalog: 'offline' },
   { type: 'cloudrift', packageName: '@dstack/backend-cloudrift', catalog: 'offline' },
   { type: 'kubernetes', packageName: '@dstack/backend-kubernetes' },
+  { type: 'slurm', packageName: '@dstack/backend-slurm' },
   // plop:known-backends:end
 ] satisfies KnownBackend[]);
 

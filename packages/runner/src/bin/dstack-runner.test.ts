@@ -39,6 +39,7 @@ afterEach(async () => {
 /** Starts the command, runs one job through it, then stops it with SIGTERM. */
 async function runJobThrough(script: string) {
   const portFile = join(homeDir, 'runner.port');
+  const sshPortFile = join(homeDir, 'runner.ssh-port');
   const started = spawnNode(script, [
     'start',
     '--http-port',
@@ -47,10 +48,18 @@ async function runJobThrough(script: string) {
     homeDir,
     '--port-file',
     portFile,
+    // A free SSH port, written where a Slurm job's backend reads it.
+    '--ssh-port',
+    '0',
+    '--ssh-port-file',
+    sshPortFile,
   ]);
   child = started.child;
   const [, printedPort] = await waitForOutput(child, /listening on (\d+)\n/);
   expect(readFileSync(portFile, 'utf8').trim()).toBe(printedPort);
+  const sshPort = Number(readFileSync(sshPortFile, 'utf8'));
+  expect(sshPort).toBeGreaterThan(0);
+  expect(sshPort).not.toBe(Number(printedPort));
   const client = new RunnerClient(`http://127.0.0.1:${printedPort}`);
   expect(await client.healthcheck()).toMatchObject({ service: 'dstack-runner' });
   await client.submit(submitBody(['echo "from $DSTACK_RUN_NAME"']));

@@ -6,7 +6,7 @@ import { startRunner } from '../server/runner-server.js';
 import { VERSION } from '../version.js';
 
 const USAGE = `usage: dstack-runner start --home DIR [--http-port N] [--host H] [--port-file PATH] [--job-user USER]
-                            [--ssh-port N [--ssh-authorized-key KEY]...]
+                            [--ssh-port N [--ssh-port-file PATH] [--ssh-authorized-key KEY]...]
        dstack-runner --version`;
 
 /**
@@ -75,11 +75,9 @@ export async function runRunnerCommand(argv: string[]): Promise<number> {
     // The binary shares the job's container, so its control group is the job's (as dstack's runner).
     metricsSource: 'cgroup',
   });
-  const portFile = values['port-file'];
-  if (portFile !== undefined) {
-    await writeFile(`${portFile}.tmp`, `${runner.port}\n`);
-    await rename(`${portFile}.tmp`, portFile);
-  }
+  await writePortFile(values['port-file'], runner.port);
+  // `--ssh-port 0` (a Slurm node shared by several jobs): whoever started it learns the port here.
+  await writePortFile(values['ssh-port-file'], runner.sshPort);
   process.stdout.write(`listening on ${runner.port}\n`);
   return new Promise((resolve) => {
     const shutdown = () => {
@@ -91,6 +89,13 @@ export async function runRunnerCommand(argv: string[]): Promise<number> {
     process.once('SIGTERM', shutdown);
     process.once('SIGINT', shutdown);
   });
+}
+
+/** Writes `port` to `path` (by rename, so a reader never sees half of it); nothing without either. */
+async function writePortFile(path: string | undefined, port: number | null): Promise<void> {
+  if (path === undefined || port === null) return;
+  await writeFile(`${path}.tmp`, `${port}\n`);
+  await rename(`${path}.tmp`, path);
 }
 
 function parseOptions(argv: string[]) {
@@ -106,6 +111,7 @@ function parseOptions(argv: string[]) {
       version: { type: 'boolean' },
       // SSH on a port of its own (container backends), the keys allowed there from the start.
       'ssh-port': { type: 'string' },
+      'ssh-port-file': { type: 'string' },
       'ssh-authorized-key': { type: 'string', multiple: true },
       // dstack's shim passes these to its Go runner; accepted so either shim can start this runner.
       'temp-dir': { type: 'string' },

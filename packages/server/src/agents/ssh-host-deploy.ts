@@ -10,9 +10,8 @@
  * pid is still our shim) and its home removed; the host itself stays, and so does the runtime,
  * for the next deploy.
  */
-import { createReadStream } from 'node:fs';
 import { AGENT_RUNTIME_SHIM_FILE, shellQuote } from '@dstack/core';
-import { RUNTIME_ARCHIVE_ROOT, runtimeNodeCommand } from '@dstack/runner';
+import { RUNTIME_ARCHIVE_ROOT, runtimeNodeCommand, uploadThroughCat } from '@dstack/runner';
 import type ssh2 from 'ssh2';
 import type { AgentRuntimeArchive } from './agent-runtime-archive.js';
 import {
@@ -99,41 +98,13 @@ function uploadOverSftp(client: ssh2.Client, localPath: string, remotePath: stri
   });
 }
 
-/** Streams the file into `cat` on the host, for hosts whose sshd has no SFTP subsystem. */
-function uploadThroughCat(client: ssh2.Client, localPath: string, remotePath: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    client.exec(`cat > ${shellQuote(remotePath)} && chmod 755 ${shellQuote(remotePath)}`, (error, stream) => {
-      if (error) {
-        reject(error);
-        return;
-      }
-      let stderr = '';
-      stream.stderr.on('data', (chunk: Buffer) => {
-        stderr += chunk.toString('utf8');
-      });
-      // The channel closes only once its output is read too (there is none).
-      stream.resume();
-      stream.on('close', (code: number | null) => {
-        if (code === 0) resolve();
-        else reject(new Error(`exit status ${code}: ${stderr.trim()}`));
-      });
-      const source = createReadStream(localPath);
-      source.once('error', (readError) => {
-        stream.close();
-        reject(readError);
-      });
-      source.pipe(stream);
-    });
-  });
-}
-
 /** Copies one file to the host over SFTP, or through `cat` when the host offers no SFTP. */
 async function uploadFile(client: ssh2.Client, localPath: string, remotePath: string): Promise<void> {
   try {
     await uploadOverSftp(client, localPath, remotePath);
   } catch (error) {
     if (!(error as { sftpUnavailable?: boolean }).sftpUnavailable) throw error;
-    await uploadThroughCat(client, localPath, remotePath);
+    await uploadThroughCat(client, localPath, remotePath, { executable: true });
   }
 }
 

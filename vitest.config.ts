@@ -19,8 +19,14 @@ const LONGEST_FILES = [
   'packages/server/test/gateway-aws.test.ts',
   'packages/server/test/service-scaling.test.ts',
   'packages/server/test/aws-torchrun.test.ts',
+  'packages/server/test/azure-emulator.test.ts',
+  'packages/server/test/local-capacity.test.ts',
+  'packages/server/test/verda-emulator.test.ts',
   'packages/server/test/vastai-emulator.test.ts',
   'packages/server/test/runpod-emulator.test.ts',
+  'packages/server/test/lambda-emulator.test.ts',
+  'packages/server/test/run-schedule.test.ts',
+  'packages/server/test/slurm-cluster.test.ts',
 ];
 
 // One vitest run for the whole workspace; each package is a project so

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type CatalogItem, createCatalogItem } from '../../catalog-item.js';
-import { collectList, parseNumberOption, queryOptionsToFilter } from './query.js';
+import { collectList, parseNumberOption } from './query.js';
+import { queryOptionsToFilter } from './query-options.js';
 import { formatGpu, formatOffersTable, offerToJson, shouldUseColor } from './query-output.js';
 
 const h100: CatalogItem = createCatalogItem({

@@ -1,17 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import type { QueryFilter } from '../../catalog-item.js';
 import { ACCELERATOR_VENDORS, CPU_ARCHITECTURES } from '../../gpus/known-accelerators.js';
-import { normalizeQueryFilter, type QueryFilterInput } from '../../matching/matches.js';
-import { usageError } from '../cli-error.js';
-
-/** Options as commander hands them over (camelCase of the kebab-case flags). */
-export interface QueryOptions extends Omit<QueryFilterInput, 'allowedFlags'> {
-  allowedFlags?: string[];
-  catalogDir?: string;
-  catalogUrl?: string;
-  limit?: number;
-  format: 'table' | 'json';
-}
+import type { QueryOptions } from './query-options.js';
 
 const NUMBER_FLAGS: ReadonlyArray<readonly [flag: string, description: string, integer: boolean]> = [
   ['min-cpu', 'minimum vCPUs', true],
@@ -52,16 +41,6 @@ export function collectList(value: string, previous: string[] | undefined): stri
       .map((part) => part.trim())
       .filter((part) => part !== ''),
   ];
-}
-
-/** The QueryFilter of the parsed options; throws a usage error (exit 2) for invalid values. */
-export function queryOptionsToFilter(options: QueryOptions): QueryFilter {
-  const { catalogDir: _dir, catalogUrl: _url, limit: _limit, format: _format, ...input } = options;
-  try {
-    return normalizeQueryFilter(input);
-  } catch (error) {
-    throw usageError((error as Error).message);
-  }
 }
 
 export function registerQueryCommand(program: Command): void {

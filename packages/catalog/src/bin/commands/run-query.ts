@@ -10,7 +10,7 @@ import { type CatalogWarning, logCatalogWarning } from '../../csv/catalog-csv.js
 import { describeError } from '../../errors.js';
 import { usageError } from '../cli-error.js';
 import { loadOnlineProvider } from './online-providers.js';
-import { type QueryOptions, queryOptionsToFilter } from './query.js';
+import { type QueryOptions, queryOptionsToFilter } from './query-options.js';
 import { formatOffersTable, offerToJson, shouldUseColor } from './query-output.js';
 
 export async function runQuery(options: QueryOptions): Promise<void> {

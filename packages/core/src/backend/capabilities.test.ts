@@ -137,7 +137,7 @@ describe('runJobWithCreateInstance', () => {
       agent_download_sha256: null,
       agent_download_size: null,
       user: 'admin',
-      ssh_keys: [{ public: 'ssh-ed25519 AAAA project' }],
+      ssh_keys: [{ public: 'ssh-ed25519 AAAA project', private: 'private' }],
       volumes: [volume],
       reservation: 'cr-1',
       tags: { team: 'ml' },

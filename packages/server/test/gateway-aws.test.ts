@@ -20,7 +20,6 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect as connectTls } from 'node:tls';
 import type { Run } from '@dstack/core';
-import { DEFAULT_IMAGE_PYTHON } from '@dstack/core/agent-protocol';
 import { type PebbleServer, pebbleMissing, startPebble } from '@dstack/testing/acme';
 import {
   type AgentRuntimeServer,
@@ -178,7 +177,7 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
       config: { projects: [{ name: 'main', backends: [awsEmulatorBackend(emulator)] }] },
       env: {
         DSTACK_SHIM_DOWNLOAD_URL: runtime.url,
-        DSTACK_BASE_IMAGE: defaultImages.baseImage,
+        DSTACK_DOCKER_BASE_IMAGE: defaultImages.baseImage,
         DSTACK_ACME_SERVER: pebble.directoryUrl,
         DSTACK_ACME_SERVER_CA_FILE: pebbleCaFile,
       },
@@ -188,7 +187,7 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
     requireBuiltDstack();
     hosts = new DockerEmulatedHosts({ emulator: EMULATOR_NAME });
     runtime = await serveAgentRuntime(hosts);
-    defaultImages = await serveDefaultImages(hosts, [DEFAULT_IMAGE_PYTHON]);
+    defaultImages = await serveDefaultImages(hosts);
     emulator = await startAwsEmulator({ hosts, regions: ['us-east-1'] });
     // Where the emulated hosts reach this machine; pebble validates http-01 on the gateway's port 80.
     pebble = await startPebble({

@@ -58,6 +58,7 @@ import {
   type StartupOrder,
 } from './cluster-gang.js';
 import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
+import { hostJobCommands } from './job-specs.js';
 import { markServiceGatewayDue } from './service-gateway.js';
 
 const MIN_INTERVAL_MS = 1_000;
@@ -175,7 +176,10 @@ export function taskResourcesOf(
  * and the secret, never a value.
  */
 async function agentJobSpec(context: JobContext): Promise<JobSpec | null> {
-  const jobSpec = jobSpecOf(context.job);
+  const stored = jobSpecOf(context.job);
+  const jobSpec = (await runsJobsOnHost(context))
+    ? { ...stored, commands: hostJobCommands(runSpecOf(context.run), stored) }
+    : stored;
   // Every spec is interpolated (`$$` is an escaped `$` in any value, as in dstack); the secrets
   // are decrypted only for one that references any.
   const secrets = referencesSecrets(jobSpec)
@@ -188,6 +192,17 @@ async function agentJobSpec(context: JobContext): Promise<JobSpec | null> {
     await terminate(context, 'terminated_by_server', `Secrets interpolation error: ${error.message}`);
     return null;
   }
+}
+
+/**
+ * Whether the job's instance runs it on its host, not in a container of its image: a backend
+ * that runs no images (`Compute.imageRefusal`: the local backend's process runtime). Such a job
+ * gets the host's command line (job-commands.ts): there is no dstack image to set up.
+ */
+async function runsJobsOnHost(context: JobContext): Promise<boolean> {
+  const { app, instance } = context;
+  const compute = await app.backends.computeOf(instance.project_id, instance.backend);
+  return (compute?.imageRefusal?.() ?? null) !== null;
 }
 
 /** What the runner gets besides the job spec: the repo's code and creds, the `files:` archives. */

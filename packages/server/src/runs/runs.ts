@@ -36,7 +36,7 @@ import { checkSecretReferences } from '../secrets/secret-references.js';
 import { projectSecretNames } from '../secrets/secrets.js';
 import { expectPollingAttach } from './attach-window.js';
 import { dropUnsetNulls, mergeProfileUnder } from './explicit-nulls.js';
-import { initialReplicaJobSpecs, planJobSpecs } from './job-specs.js';
+import { type BaseImage, initialReplicaJobSpecs, planJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
 import { planJobVolumes } from './run-volumes.js';
@@ -87,9 +87,10 @@ function withoutPlaceholderImage(runSpec: StoredRunSpec): StoredRunSpec {
   return { ...runSpec, configuration: configuration as RunConfiguration };
 }
 
-/** The server's default image settings (`DSTACK_BASE_IMAGE`, `DSTACK_BASE_IMAGE_VERSION`). */
-function baseImageOf(app: AppContext): { baseImage?: string | null; version?: string | null } {
-  return { baseImage: app.settings.baseImage, version: app.settings.baseImageVersion };
+/** The server's image settings (`DSTACK_DOCKER_BASE_IMAGE`..., `DSTACK_DIND_IMAGE`). */
+function baseImageOf(app: AppContext): BaseImage {
+  const { baseImage, baseImageVersion, baseImageUbuntuVersion, dindImage } = app.settings;
+  return { baseImage, version: baseImageVersion, ubuntuVersion: baseImageUbuntuVersion, dindImage };
 }
 
 export function offerFiltersOf(configuration: RunConfiguration): OfferFilters {

@@ -175,11 +175,10 @@ export function taskResourcesOf(
  * (deleted since the run was accepted): the job is terminated, as dstack does, naming the field
  * and the secret, never a value.
  */
-async function agentJobSpec(context: JobContext): Promise<JobSpec | null> {
+async function agentJobSpec(context: JobContext, onHost = false): Promise<JobSpec | null> {
   const stored = jobSpecOf(context.job);
-  const jobSpec = (await runsJobsOnHost(context))
-    ? { ...stored, commands: hostJobCommands(runSpecOf(context.run), stored) }
-    : stored;
+  // A job on its instance's host gets the host's command line (job-commands.ts): no image to set up.
+  const jobSpec = onHost ? { ...stored, commands: hostJobCommands(runSpecOf(context.run), stored) } : stored;
   // Every spec is interpolated (`$$` is an escaped `$` in any value, as in dstack); the secrets
   // are decrypted only for one that references any.
   const secrets = referencesSecrets(jobSpec)
@@ -192,17 +191,6 @@ async function agentJobSpec(context: JobContext): Promise<JobSpec | null> {
     await terminate(context, 'terminated_by_server', `Secrets interpolation error: ${error.message}`);
     return null;
   }
-}
-
-/**
- * Whether the job's instance runs it on its host, not in a container of its image: a backend
- * that runs no images (`Compute.imageRefusal`: the local backend's process runtime). Such a job
- * gets the host's command line (job-commands.ts): there is no dstack image to set up.
- */
-async function runsJobsOnHost(context: JobContext): Promise<boolean> {
-  const { app, instance } = context;
-  const compute = await app.backends.computeOf(instance.project_id, instance.backend);
-  return (compute?.imageRefusal?.() ?? null) !== null;
 }
 
 /** What the runner gets besides the job spec: the repo's code and creds, the `files:` archives. */
@@ -319,6 +307,8 @@ async function submitTask(context: JobContext): Promise<void> {
 async function startJob(context: JobContext): Promise<void> {
   const { app, job, run, project, provisioningData } = context;
   let runnerPort = DSTACK_RUNNER_HTTP_PORT;
+  // A shim's task without a container runs on the host (its process runtime: no Docker there).
+  let onHost = false;
   try {
     if (provisioningData.dockerized) {
       const shim = await jobShim(context);
@@ -339,6 +329,7 @@ async function startJob(context: JobContext): Promise<void> {
       runnerPort =
         task.ports.find((port) => port.container === DSTACK_RUNNER_HTTP_PORT)?.host ??
         DSTACK_RUNNER_HTTP_PORT;
+      onHost = task.container_id === null;
     }
     // No healthcheck first: a runner that is not up yet fails the submit just the same.
     const runner = await runnerClientFor(
@@ -349,7 +340,7 @@ async function startJob(context: JobContext): Promise<void> {
       job,
       context.lock.signal,
     );
-    const jobSpec = await agentJobSpec(context);
+    const jobSpec = await agentJobSpec(context, onHost);
     if (!jobSpec) return;
     const user = await app.db
       .selectFrom('users')

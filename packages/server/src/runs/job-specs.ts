@@ -144,9 +144,10 @@ function jobShapes(configuration: RunConfiguration, providerJobs: ProviderJobSpe
 }
 
 /**
- * The argv of a job that runs on its instance's host, without a container (the local backend's
- * process runtime; job-commands.ts's `hostJobCommandLine`), rebuilt from the run spec its job
- * spec came from: the stored job spec keeps dstack's command line for its image.
+ * The argv of a job that runs on its instance's host, without a container (a shim's process
+ * runtime: the local backend's, a host without Docker; job-commands.ts's `hostJobCommandLine`),
+ * rebuilt from the run spec its job spec came from: the stored job spec keeps dstack's command
+ * line for its image.
  */
 export function hostJobCommands(
   runSpec: StoredRunSpec,

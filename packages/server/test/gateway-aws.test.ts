@@ -290,7 +290,7 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
       commands: [
         'mkdir -p /tmp/www',
         `echo "hello from ${RUN_NAME}" > /tmp/www/index.html`,
-        'exec httpd -f -p 8000 -h /tmp/www',
+        'exec python -m http.server 8000 --directory /tmp/www',
       ],
     });
     expect(run.service?.url).toBe(`https://${RUN_NAME}.${DOMAIN}/`);
@@ -345,14 +345,14 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
       replicas: '0..2',
       scaling: { metric: 'rps', target: 2, window: '5s', scale_up_delay: 0, scale_down_delay: '5s' },
       rate_limits: [{ prefix: '/limited', rps: 0.1, key: { type: 'header', header: 'x-client' } }],
-      // A new replica gets requests once it answers, not as soon as its job runs (its httpd may not
+      // A new replica gets requests once it answers, not as soon as its job runs (its server may not
       // listen yet on a loaded machine), as a user serving under load would set it.
       probes: [{ type: 'http', url: '/index.html', interval: 1, timeout: 1 }],
       commands: [
         'mkdir -p /tmp/www',
         'echo ok > /tmp/www/index.html',
         'echo limited > /tmp/www/limited',
-        'exec httpd -f -p 8000 -h /tmp/www',
+        'exec python -m http.server 8000 --directory /tmp/www',
       ],
     });
     expect(run.jobs).toEqual([]);
@@ -469,7 +469,7 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
       commands: [
         'mkdir -p /tmp/www',
         `echo "hello over ACME" > /tmp/www/index.html`,
-        'exec httpd -f -p 8000 -h /tmp/www',
+        'exec python -m http.server 8000 --directory /tmp/www',
       ],
     });
     expect(run.service?.url).toBe(`https://${hostname}/`);

@@ -4,7 +4,7 @@
 # serves this image under dstack's name. It models what dstack's image (docker/base/Dockerfile
 # in dstack's repository) gives a job, from the Debian bookworm root filesystem every test image
 # starts from (debian-rootfs/build-debian-rootfs.sh) instead of Ubuntu 24.04 with CUDA:
-#   - bash, sudo, git, curl, ca-certificates, openssh's client and server (host keys removed,
+#   - bash, sudo, git, curl, wget, ca-certificates, openssh's client and server (host keys removed,
 #     password logins off, /run/sshd), as dstack installs them;
 #   - the user `dstack` (uid and gid 1001, in group sudo, sudo without a password), and the
 #     working directory /dstack/run, writable by all;
@@ -61,7 +61,7 @@ rootfs="$(mktemp -d /tmp/dstack-base-image.XXXXXX)"
 trap 'rm -rf "$rootfs"' EXIT
 echo "build-base-image: from $base" >&2
 tar -C "$rootfs" --numeric-owner -xf "$base"
-bash "$keep_only" "$rootfs" bash sudo git curl ca-certificates openssh-client openssh-server \
+bash "$keep_only" "$rootfs" bash sudo git curl wget ca-certificates openssh-client openssh-server \
   python3 python3-venv || fail "trimming the root filesystem failed"
 
 # As dstack's Dockerfile: sshd without passwords and without host keys, the dstack user.

@@ -203,7 +203,7 @@ describe('buildJobSpecs', () => {
     expect(job).toMatchObject({
       job_name: 'dev-0-0',
       commands: inBaseImage(
-        'apt-get update && pip install -r requirements.txt && echo ready && while true; do sleep 3600; done',
+        'apt-get update && pip install -r requirements.txt && echo ready && tail -f /dev/null',
       ),
       ports: [8888],
     });

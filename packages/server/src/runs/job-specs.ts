@@ -83,8 +83,10 @@ function resolvedEnv(env: RunConfiguration['env']): Record<string, string> {
  * the environment is there to be reached over SSH. With `inactivity_duration` the server stops it
  * after that long without SSH connections (the jobs-running pipeline, from the runner's
  * `no_connections_secs`); the job spec does not carry it, the run spec's configuration does, as in dstack.
+ * dstack's own idle command: one process that a stop's SIGTERM ends, and the shell with it (an
+ * interactive bash ignores SIGTERM itself, and a loop would start its sleep again).
  */
-export const DEV_ENVIRONMENT_KEEP_ALIVE = 'while true; do sleep 3600; done';
+export const DEV_ENVIRONMENT_KEEP_ALIVE = 'tail -f /dev/null';
 
 /** The commands of a run's jobs: a dev environment's `setup` and `init`, then the keep-alive; else `commands`. */
 function commandsOf(configuration: RunConfiguration): string[] {

@@ -116,6 +116,26 @@ describe('buildJobSpecs', () => {
     expect(named[0]?.image_name).toBe('ubuntu');
   });
 
+  it("runs `docker: true` in dstack's dind image, privileged, dockerd started first", () => {
+    const spec = runSpecOf({ type: 'task', commands: ['docker info'], docker: true, privileged: false });
+    const [job] = buildJobSpecs('dind', spec);
+    expect(job).toMatchObject({
+      image_name: 'dstackai/dind',
+      privileged: true,
+      commands: ['/bin/bash', '-i', '-c', 'start-dockerd && docker info'],
+    });
+    const mirrored = buildJobSpecs('dind', spec, 0, { dindImage: 'mirror:5000/dstackai/dind:v1' });
+    expect(mirrored[0]?.image_name).toBe('mirror:5000/dstackai/dind:v1');
+  });
+
+  it('refuses an entrypoint no shell could split, naming the field', () => {
+    const error = errorOf(() =>
+      buildJobSpecs('bad', runSpecOf({ type: 'task', commands: ['x'], entrypoint: "python -c 'open" })),
+    );
+    expect(error.path).toEqual(['run_spec', 'configuration', 'entrypoint']);
+    expect(error.message).toContain('No closing quotation');
+  });
+
   it("makes one job per provider job, with the job's fields over the configuration's", () => {
     const runSpec = runSpecOf(
       {

@@ -26,11 +26,13 @@ import {
   type AwsEmulator,
   awsEmulatorBackend,
   bridgeGateway,
-  type DefaultImageRegistry,
   DockerEmulatedHosts,
+  ensureRunnerTestImages,
+  type LocalDockerRegistry,
+  RUNNER_BUSYBOX_TEST_IMAGE,
   serveAgentRuntime,
-  serveDefaultImages,
   startAwsEmulator,
+  startLocalDockerRegistry,
 } from '@dstack/testing/emulators';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -161,7 +163,14 @@ async function runningReplicas(harness: HarnessServer, runName: string): Promise
 describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS', () => {
   let hosts: DockerEmulatedHosts;
   let runtime: AgentRuntimeServer;
-  let defaultImages: DefaultImageRegistry;
+  /** Where the hosts pull the services' image from. */
+  let registry: LocalDockerRegistry;
+  /**
+   * The services' image: busybox, whose httpd forks a process per connection, as the gateway's
+   * concurrent requests want (dstack's base image has no httpd; Python's http.server listens with a
+   * backlog of 5).
+   */
+  let busyboxImage: string;
   let emulator: AwsEmulator;
   let pebble: PebbleServer;
   let harness: HarnessServer;
@@ -177,7 +186,6 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
       config: { projects: [{ name: 'main', backends: [awsEmulatorBackend(emulator)] }] },
       env: {
         DSTACK_SHIM_DOWNLOAD_URL: runtime.url,
-        DSTACK_DOCKER_BASE_IMAGE: defaultImages.baseImage,
         DSTACK_ACME_SERVER: pebble.directoryUrl,
         DSTACK_ACME_SERVER_CA_FILE: pebbleCaFile,
       },
@@ -187,7 +195,10 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
     requireBuiltDstack();
     hosts = new DockerEmulatedHosts({ emulator: EMULATOR_NAME });
     runtime = await serveAgentRuntime(hosts);
-    defaultImages = await serveDefaultImages(hosts);
+    await ensureRunnerTestImages();
+    registry = await startLocalDockerRegistry({ anonymous: true, hosts });
+    await registry.push(RUNNER_BUSYBOX_TEST_IMAGE, 'library/busybox:test');
+    busyboxImage = `${registry.hostsAddress}/library/busybox:test`;
     emulator = await startAwsEmulator({ hosts, regions: ['us-east-1'] });
     // Where the emulated hosts reach this machine; pebble validates http-01 on the gateway's port 80.
     pebble = await startPebble({
@@ -217,7 +228,7 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
     await emulator?.close();
     await hosts?.close();
     await runtime?.close();
-    await defaultImages?.stop();
+    await registry?.stop();
     await pebble?.close();
     temp.remove();
   }, 300_000);
@@ -287,10 +298,11 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
       name: RUN_NAME,
       port: 8000,
       resources: HOST_RESOURCES,
+      image: busyboxImage,
       commands: [
         'mkdir -p /tmp/www',
         `echo "hello from ${RUN_NAME}" > /tmp/www/index.html`,
-        'exec python -m http.server 8000 --directory /tmp/www',
+        'exec httpd -f -p 8000 -h /tmp/www',
       ],
     });
     expect(run.service?.url).toBe(`https://${RUN_NAME}.${DOMAIN}/`);
@@ -341,18 +353,19 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
       name,
       port: 8000,
       resources: HOST_RESOURCES,
+      image: busyboxImage,
       auth: false,
       replicas: '0..2',
       scaling: { metric: 'rps', target: 2, window: '5s', scale_up_delay: 0, scale_down_delay: '5s' },
       rate_limits: [{ prefix: '/limited', rps: 0.1, key: { type: 'header', header: 'x-client' } }],
-      // A new replica gets requests once it answers, not as soon as its job runs (its server may not
+      // A new replica gets requests once it answers, not as soon as its job runs (its httpd may not
       // listen yet on a loaded machine), as a user serving under load would set it.
       probes: [{ type: 'http', url: '/index.html', interval: 1, timeout: 1 }],
       commands: [
         'mkdir -p /tmp/www',
         'echo ok > /tmp/www/index.html',
         'echo limited > /tmp/www/limited',
-        'exec python -m http.server 8000 --directory /tmp/www',
+        'exec httpd -f -p 8000 -h /tmp/www',
       ],
     });
     expect(run.jobs).toEqual([]);
@@ -466,10 +479,11 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
       gateway: 'gw-acme',
       auth: false,
       resources: HOST_RESOURCES,
+      image: busyboxImage,
       commands: [
         'mkdir -p /tmp/www',
         `echo "hello over ACME" > /tmp/www/index.html`,
-        'exec python -m http.server 8000 --directory /tmp/www',
+        'exec httpd -f -p 8000 -h /tmp/www',
       ],
     });
     expect(run.service?.url).toBe(`https://${hostname}/`);

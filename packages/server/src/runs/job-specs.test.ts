@@ -136,6 +136,14 @@ describe('buildJobSpecs', () => {
     expect(error.message).toContain('No closing quotation');
   });
 
+  it('refuses an image without commands or entrypoint, whose own command this server does not read', () => {
+    const error = errorOf(() => buildJobSpecs('nginx', runSpecOf({ type: 'task', image: 'nginx' })));
+    expect(error.path).toEqual(['run_spec', 'configuration', 'commands']);
+    expect(error.message).toContain('Please specify either `commands` or `entrypoint`');
+    const entrypointOnly = runSpecOf({ type: 'task', image: 'nginx', entrypoint: 'nginx -g "daemon off;"' });
+    expect(buildJobSpecs('nginx', entrypointOnly)[0]?.commands).toEqual(['nginx', '-g', 'daemon off;']);
+  });
+
   it("makes one job per provider job, with the job's fields over the configuration's", () => {
     const runSpec = runSpecOf(
       {
@@ -258,7 +266,7 @@ describe('buildJobSpecs', () => {
       spot_policy: 'auto',
       replicas: [
         { name: 'gpu', count: 1, commands: ['serve --gpu'], resources: { gpu: 'A100:1' } },
-        { count: '0..2', scaling: { metric: 'rps', target: 5 }, image: 'ghcr.io/acme/cpu:1', commands: [] },
+        { count: '0..2', scaling: { metric: 'rps', target: 5 }, image: 'ghcr.io/acme/cpu:1', commands: ['serve'] },
       ],
     });
     const [gpu] = buildJobSpecs('svc', runSpec, 3, {}, 'gpu');
@@ -271,7 +279,11 @@ describe('buildJobSpecs', () => {
       requirements: { spot: null, resources: { gpu: { name: ['A100'] } } },
     });
     const [cpu] = buildJobSpecs('svc', runSpec, 4, {}, '1');
-    expect(cpu).toMatchObject({ replica_group: '1', commands: [], image_name: 'ghcr.io/acme/cpu:1' });
+    expect(cpu).toMatchObject({
+      replica_group: '1',
+      commands: ['/bin/sh', '-i', '-c', 'serve'],
+      image_name: 'ghcr.io/acme/cpu:1',
+    });
     expect(cpu?.requirements.resources.gpu).toEqual(
       runConfigurationSchema.parse({ type: 'task', commands: ['x'] }).resources.gpu,
     );

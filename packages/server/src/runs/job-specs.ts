@@ -215,14 +215,26 @@ export function buildJobSpecs(
 /** The server's image settings: the base image's repository and versions, and the dind image. */
 export type BaseImage = Omit<DefaultImageOptions, 'nvcc'> & { dindImage?: string | null };
 
-/** The job's argv (job-commands.ts); an entrypoint no shell could split is the configuration's mistake. */
+/**
+ * The job's argv (job-commands.ts). An entrypoint no shell could split is the configuration's
+ * mistake; so is an image without `commands` or `entrypoint`, whose own ENTRYPOINT and CMD dstack
+ * would read from its registry and this server does not.
+ */
 function commandLineOf(configuration: RunConfiguration, shellCommands: string[]): string[] {
+  let commandLine: string[];
   try {
-    return jobCommandLine(configuration, shellCommands);
+    commandLine = jobCommandLine(configuration, shellCommands);
   } catch (error) {
     if (!(error instanceof ShellWordsError)) throw error;
     throw new ConfigurationError(error.message, { path: ['run_spec', 'configuration', 'entrypoint'] });
   }
+  if (commandLine.length === 0) {
+    throw new ConfigurationError(
+      "Could not determine what command to run. Please specify either `commands` or `entrypoint` in your run configuration (this server does not run an image's own ENTRYPOINT and CMD)",
+      { path: ['run_spec', 'configuration', 'commands'] },
+    );
+  }
+  return commandLine;
 }
 
 /**

@@ -75,15 +75,16 @@ export function normalizeRunSpec(runSpec: RunSpec): StoredRunSpec {
 }
 
 /**
- * dstack's image name for "no image, never pull" (`dstack offer` sends it with `for_offers_only`):
- * such a plan only lists offers, so the job spec takes the server's default image instead, which
- * every backend and runtime can plan with.
+ * dstack's image name for "no image, never pull" (`dstack offer` sends it with `for_offers_only`,
+ * and no commands): such a plan only lists offers, so the job spec takes the server's default
+ * image instead, which every backend and runtime can plan with, and dstack's `:` for a command.
  */
 const PLACEHOLDER_IMAGE = 'scratch';
 
 function withoutPlaceholderImage(runSpec: StoredRunSpec): StoredRunSpec {
   if (runSpec.configuration.image !== PLACEHOLDER_IMAGE) return runSpec;
   const { image: _image, ...configuration } = runSpec.configuration;
+  if ('commands' in configuration && configuration.commands.length === 0) configuration.commands = [':'];
   return { ...runSpec, configuration: configuration as RunConfiguration };
 }
 

@@ -54,6 +54,8 @@ const DOMAIN = 'example.test';
 const RUN_NAME = 'gw-hello';
 const ACME_DOMAIN = 'acme.test';
 const ACME_RUN_NAME = 'gw-acme-hello';
+/** Where the services' image keeps each service's pages. */
+const PAGES = { hello: '/srv/hello', scaling: '/srv/scaling', acme: '/srv/acme' };
 
 /** A test CA and a certificate it signed for `*.{domain}`, made with openssl. */
 function makeCertificates(dir: string): { ca: string; certificate: string; privateKey: string } {
@@ -166,9 +168,9 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
   /** Where the hosts pull the services' image from. */
   let registry: LocalDockerRegistry;
   /**
-   * The services' image: busybox, whose httpd forks a process per connection, as the gateway's
-   * concurrent requests want (dstack's base image has no httpd; Python's http.server listens with a
-   * backlog of 5).
+   * The services' image: busybox with their pages (PAGES), run by its httpd as the `entrypoint:`,
+   * which forks a process per connection, as the gateway's concurrent requests want (dstack's base
+   * image has no httpd; Python's http.server listens with a backlog of 5).
    */
   let busyboxImage: string;
   let emulator: AwsEmulator;
@@ -197,7 +199,12 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
     runtime = await serveAgentRuntime(hosts);
     await ensureRunnerTestImages();
     registry = await startLocalDockerRegistry({ anonymous: true, hosts });
-    await registry.push(RUNNER_BUSYBOX_TEST_IMAGE, 'library/busybox:test');
+    await registry.push(RUNNER_BUSYBOX_TEST_IMAGE, 'library/busybox:test', {
+      [`${PAGES.hello}/index.html`]: `hello from ${RUN_NAME}\n`,
+      [`${PAGES.scaling}/index.html`]: 'ok\n',
+      [`${PAGES.scaling}/limited`]: 'limited\n',
+      [`${PAGES.acme}/index.html`]: 'hello over ACME\n',
+    });
     busyboxImage = `${registry.hostsAddress}/library/busybox:test`;
     emulator = await startAwsEmulator({ hosts, regions: ['us-east-1'] });
     // Where the emulated hosts reach this machine; pebble validates http-01 on the gateway's port 80.
@@ -299,11 +306,7 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
       port: 8000,
       resources: HOST_RESOURCES,
       image: busyboxImage,
-      commands: [
-        'mkdir -p /tmp/www',
-        `echo "hello from ${RUN_NAME}" > /tmp/www/index.html`,
-        'exec httpd -f -p 8000 -h /tmp/www',
-      ],
+      entrypoint: `httpd -f -p 8000 -h ${PAGES.hello}`,
     });
     expect(run.service?.url).toBe(`https://${RUN_NAME}.${DOMAIN}/`);
 
@@ -361,12 +364,7 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
       // A new replica gets requests once it answers, not as soon as its job runs (its httpd may not
       // listen yet on a loaded machine), as a user serving under load would set it.
       probes: [{ type: 'http', url: '/index.html', interval: 1, timeout: 1 }],
-      commands: [
-        'mkdir -p /tmp/www',
-        'echo ok > /tmp/www/index.html',
-        'echo limited > /tmp/www/limited',
-        'exec httpd -f -p 8000 -h /tmp/www',
-      ],
+      entrypoint: `httpd -f -p 8000 -h ${PAGES.scaling}`,
     });
     expect(run.jobs).toEqual([]);
     const get = async (path: string, headers: Record<string, string> = {}) => {
@@ -480,11 +478,7 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
       auth: false,
       resources: HOST_RESOURCES,
       image: busyboxImage,
-      commands: [
-        'mkdir -p /tmp/www',
-        `echo "hello over ACME" > /tmp/www/index.html`,
-        'exec httpd -f -p 8000 -h /tmp/www',
-      ],
+      entrypoint: `httpd -f -p 8000 -h ${PAGES.acme}`,
     });
     expect(run.service?.url).toBe(`https://${hostname}/`);
 

@@ -266,7 +266,12 @@ describe('buildJobSpecs', () => {
       spot_policy: 'auto',
       replicas: [
         { name: 'gpu', count: 1, commands: ['serve --gpu'], resources: { gpu: 'A100:1' } },
-        { count: '0..2', scaling: { metric: 'rps', target: 5 }, image: 'ghcr.io/acme/cpu:1', commands: ['serve'] },
+        {
+          count: '0..2',
+          scaling: { metric: 'rps', target: 5 },
+          image: 'ghcr.io/acme/cpu:1',
+          commands: ['serve'],
+        },
       ],
     });
     const [gpu] = buildJobSpecs('svc', runSpec, 3, {}, 'gpu');

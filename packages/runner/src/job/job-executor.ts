@@ -23,6 +23,7 @@ import {
   type SpawnIdentity,
   spawnIdentityFor,
 } from './job-user.js';
+import { terminalLessCommandLine } from './terminal-less-command.js';
 import type { UserDatabasePaths } from './user-database.js';
 
 /** A request that does not fit the job's lifecycle (run before submit, second submit, ...). */
@@ -178,7 +179,7 @@ export class JobExecutor {
         return response;
       }
       // dstack's job spec: `commands` is the argv (the server's `<shell> -i -c ...` or an entrypoint).
-      const [command, ...args] = submission.job_spec.commands;
+      const [command, ...args] = terminalLessCommandLine(submission.job_spec.commands);
       if (command === undefined) {
         throw new Error(
           "the job spec has no commands: set `commands` or `entrypoint` (the image's own ENTRYPOINT and CMD are not run)",

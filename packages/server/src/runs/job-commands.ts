@@ -28,27 +28,39 @@ export type CommandFields = Pick<RunConfiguration, 'image' | 'entrypoint' | 'she
  * own command, which this server does not read.
  */
 export function jobCommandLine(configuration: CommandFields, shellCommands: readonly string[]): string[] {
-  if (configuration.entrypoint != null) {
-    return [...splitShellWords(configuration.entrypoint), ...shellCommands];
-  }
-  if (shellCommands.length === 0) return [];
-  const commands = [...dstackImageCommands(configuration), ...shellCommands];
-  return [shellOf(configuration), '-i', '-c', joinShellCommands(commands)];
+  return entrypointOr(configuration, shellCommands, () => [
+    shellOf(configuration),
+    '-i',
+    '-c',
+    joinShellCommands([...dstackImageCommands(configuration), ...shellCommands]),
+  ]);
 }
 
 /**
  * The argv of a job run on its instance's host, without a container (a shim's process runtime:
- * the local backend's, a host without Docker): the host is no image of dstack's, so nothing of the base image is set up (no venv,
- * no dockerd), the shell is `/bin/sh` unless `shell:` names one, and it is not interactive: the
- * runner gives the job no terminal, and a host's own rc files are not the job's.
+ * the local backend's, a host without Docker): the host is no image of dstack's, so nothing of
+ * the base image is set up (no venv, no dockerd), the shell is `/bin/sh` unless `shell:` names
+ * one, and it is not interactive: the runner gives the job no terminal, and a host's own rc files
+ * are not the job's.
  */
 export function hostJobCommandLine(configuration: CommandFields, shellCommands: readonly string[]): string[] {
+  return entrypointOr(configuration, shellCommands, () => [
+    configuration.shell == null ? '/bin/sh' : shellPath(configuration.shell),
+    '-c',
+    joinShellCommands([...shellCommands]),
+  ]);
+}
+
+/** The entrypoint's words and then the commands; else the shell's form of the commands, if any. */
+function entrypointOr(
+  configuration: CommandFields,
+  shellCommands: readonly string[],
+  shellForm: () => string[],
+): string[] {
   if (configuration.entrypoint != null) {
     return [...splitShellWords(configuration.entrypoint), ...shellCommands];
   }
-  if (shellCommands.length === 0) return [];
-  const shell = configuration.shell == null ? '/bin/sh' : shellPath(configuration.shell);
-  return [shell, '-c', joinShellCommands([...shellCommands])];
+  return shellCommands.length === 0 ? [] : shellForm();
 }
 
 /** `sh` → `/bin/sh`; an absolute path as it is (the configuration's schema refuses anything else). */

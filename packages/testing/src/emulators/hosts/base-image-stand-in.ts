@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { buildOnce } from './build-once.js';
 import { DEBIAN_ROOTFS_SCRIPTS } from './emulated-host-image.js';
 
 const run = promisify(execFile);
@@ -36,22 +37,12 @@ export function baseImageStandIn(): string {
 
 /** debootstrap downloads Debian's packages on a machine's first build. */
 const BUILD_TIMEOUT_MS = 900_000;
-let build: Promise<string> | null = null;
 
 /**
  * Builds the image when it is missing or stale (the script leaves a current one alone; once per
  * process) and resolves with its name. Needs a running Docker daemon and debootstrap.
  */
-export function ensureBaseImageStandIn(): Promise<string> {
-  if (build === null) {
-    build = buildBaseImageStandIn();
-    // A failed build is retried by the next caller rather than remembered.
-    build.catch(() => {
-      build = null;
-    });
-  }
-  return build;
-}
+export const ensureBaseImageStandIn: () => Promise<string> = buildOnce(buildBaseImageStandIn);
 
 async function buildBaseImageStandIn(): Promise<string> {
   const image = baseImageStandIn();

@@ -237,9 +237,13 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
             ),
             applyTask(
               harness,
-              task(python, [printMarker, 'echo "bash $BASH_VERSION"', 'python --version', 'command -v python'], {
-                python: '3.11',
-              }),
+              task(
+                python,
+                [printMarker, 'echo "bash $BASH_VERSION"', 'python --version', 'command -v python'],
+                {
+                  python: '3.11',
+                },
+              ),
             ),
           ]);
           for (const runName of [named, python]) {

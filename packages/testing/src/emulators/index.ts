@@ -230,6 +230,38 @@ export {
   torchTestImageMissing,
   torchWheel,
 } from './hosts/torch-test-image.js';
+export {
+  DEFAULT_LAMBDA_EMULATOR_API_KEY,
+  DEFAULT_LAMBDA_EMULATOR_TIMELINE,
+  type LambdaEmulator,
+  type LambdaEmulatorInstanceState,
+  type LambdaEmulatorOptions,
+  type LambdaEmulatorState,
+  type LambdaEmulatorTimeline,
+  startLambdaEmulator,
+} from './lambda/lambda-emulator.js';
+export {
+  LAMBDA_EMULATOR_USAGE,
+  type LambdaEmulatorCommandArguments,
+  type LambdaEmulatorCommandOptions,
+  lambdaEmulatorBackend,
+  lambdaEmulatorServerConfig,
+  parseLambdaEmulatorArguments,
+  runLambdaEmulatorCommand,
+} from './lambda/lambda-emulator-command.js';
+export {
+  DEFAULT_LAMBDA_INSTANCE_TYPES,
+  DEFAULT_LAMBDA_REGIONS,
+  type LambdaInstanceTypeSpec,
+} from './lambda/lambda-emulator-data.js';
+export {
+  type ActiveLambdaFault,
+  LAMBDA_FAULT_CODES,
+  type LambdaFault,
+  type LambdaFaultCode,
+  parseLambdaFault,
+  parseLambdaFaultFlag,
+} from './lambda/lambda-emulator-faults.js';
 export { type PublishedCatalogServer, servePublishedCatalog } from './published-catalog-server.js';
 export { DEFAULT_RUNPOD_POD_NETWORK, DockerRunpodPods } from './runpod/runpod-docker-pods.js';
 export {
@@ -271,38 +303,6 @@ export {
   type RunpodFaultCode,
 } from './runpod/runpod-emulator-faults.js';
 export { RUNPOD_NO_CAPACITY_MESSAGE } from './runpod/runpod-stock.js';
-export {
-  DEFAULT_LAMBDA_EMULATOR_API_KEY,
-  DEFAULT_LAMBDA_EMULATOR_TIMELINE,
-  type LambdaEmulator,
-  type LambdaEmulatorInstanceState,
-  type LambdaEmulatorOptions,
-  type LambdaEmulatorState,
-  type LambdaEmulatorTimeline,
-  startLambdaEmulator,
-} from './lambda/lambda-emulator.js';
-export {
-  LAMBDA_EMULATOR_USAGE,
-  type LambdaEmulatorCommandArguments,
-  type LambdaEmulatorCommandOptions,
-  lambdaEmulatorBackend,
-  lambdaEmulatorServerConfig,
-  parseLambdaEmulatorArguments,
-  runLambdaEmulatorCommand,
-} from './lambda/lambda-emulator-command.js';
-export {
-  DEFAULT_LAMBDA_INSTANCE_TYPES,
-  DEFAULT_LAMBDA_REGIONS,
-  type LambdaInstanceTypeSpec,
-} from './lambda/lambda-emulator-data.js';
-export {
-  type ActiveLambdaFault,
-  LAMBDA_FAULT_CODES,
-  type LambdaFault,
-  type LambdaFaultCode,
-  parseLambdaFault,
-  parseLambdaFaultFlag,
-} from './lambda/lambda-emulator-faults.js';
 export {
   DEFAULT_VASTAI_RENTAL_NETWORK,
   DockerVastaiContainers,

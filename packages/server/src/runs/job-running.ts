@@ -58,7 +58,6 @@ import {
   type StartupOrder,
 } from './cluster-gang.js';
 import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
-import { hostJobCommands } from './job-specs.js';
 import { markServiceGatewayDue } from './service-gateway.js';
 
 const MIN_INTERVAL_MS = 1_000;
@@ -175,10 +174,8 @@ export function taskResourcesOf(
  * (deleted since the run was accepted): the job is terminated, as dstack does, naming the field
  * and the secret, never a value.
  */
-async function agentJobSpec(context: JobContext, onHost = false): Promise<JobSpec | null> {
-  const stored = jobSpecOf(context.job);
-  // A job on its instance's host gets the host's command line (job-commands.ts): no image to set up.
-  const jobSpec = onHost ? { ...stored, commands: hostJobCommands(runSpecOf(context.run), stored) } : stored;
+async function agentJobSpec(context: JobContext): Promise<JobSpec | null> {
+  const jobSpec = jobSpecOf(context.job);
   // Every spec is interpolated (`$$` is an escaped `$` in any value, as in dstack); the secrets
   // are decrypted only for one that references any.
   const secrets = referencesSecrets(jobSpec)
@@ -307,8 +304,6 @@ async function submitTask(context: JobContext): Promise<void> {
 async function startJob(context: JobContext): Promise<void> {
   const { app, job, run, project, provisioningData } = context;
   let runnerPort = DSTACK_RUNNER_HTTP_PORT;
-  // A shim's task without a container runs on the host (its process runtime: no Docker there).
-  let onHost = false;
   try {
     if (provisioningData.dockerized) {
       const shim = await jobShim(context);
@@ -329,7 +324,6 @@ async function startJob(context: JobContext): Promise<void> {
       runnerPort =
         task.ports.find((port) => port.container === DSTACK_RUNNER_HTTP_PORT)?.host ??
         DSTACK_RUNNER_HTTP_PORT;
-      onHost = task.container_id === null;
     }
     // No healthcheck first: a runner that is not up yet fails the submit just the same.
     const runner = await runnerClientFor(
@@ -340,7 +334,7 @@ async function startJob(context: JobContext): Promise<void> {
       job,
       context.lock.signal,
     );
-    const jobSpec = await agentJobSpec(context, onHost);
+    const jobSpec = await agentJobSpec(context);
     if (!jobSpec) return;
     const user = await app.db
       .selectFrom('users')

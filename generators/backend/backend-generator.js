@@ -20,6 +20,8 @@ const TEMPLATES = join(dirname(fileURLToPath(import.meta.url)), 'templates');
 
 /** The script `pnpm run docs` runs; another part of the repository provides it, so it may be absent. */
 const DOCS_SCRIPT = 'scripts/generate-docs.mjs';
+/** Set to `true`, the generator leaves the docs as they are (`pnpm run docs` regenerates them). */
+export const SKIP_DOCS_VARIABLE = 'DSTACK_PLOP_SKIP_DOCS';
 
 export const COMPUTE_KINDS = ['vm', 'container'];
 export const CATALOG_MODES = ['offline', 'online'];
@@ -183,6 +185,10 @@ export function registerBackendGenerator(plop) {
         },
         function regenerateDocs() {
           if (!existsSync(join(root, DOCS_SCRIPT))) return `skipped: ${DOCS_SCRIPT} does not exist`;
+          // Regenerating builds the workspace: who generates several backends does it once, at the end.
+          if (process.env[SKIP_DOCS_VARIABLE] === 'true') {
+            return `skipped: ${SKIP_DOCS_VARIABLE}=true (run pnpm run docs when done)`;
+          }
           // `pnpm run`, not `pnpm docs`: pnpm's built-in `docs` command would shadow the script.
           run(root, 'pnpm', ['run', 'docs']);
           return 'pnpm run docs';

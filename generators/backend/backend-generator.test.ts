@@ -8,12 +8,13 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkPackedPackage, packPackage } from '../../scripts/lib/release-check.mjs';
+import { SKIP_DOCS_VARIABLE } from './backend-generator.js';
 import { backendNames } from './backend-names.js';
 import { KNOWN_BACKENDS_FILE, readKnownBackends, withKnownBackend } from './known-backends-file.js';
 import { registerBackend } from './registration.js';
@@ -37,9 +38,19 @@ interface CommandResult {
 }
 
 /** Runs a command in `cwd`; a failure carries the command's output. */
-async function run(cwd: string, command: string, args: string[]): Promise<CommandResult> {
+async function run(
+  cwd: string,
+  command: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<CommandResult> {
   try {
-    return await execFileAsync(command, args, { cwd, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    return await execFileAsync(command, args, {
+      cwd,
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+      env: { ...process.env, ...env },
+    });
   } catch (error) {
     const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
     throw new Error(`${command} ${args.join(' ')} failed in ${cwd}:\n${stdout}\n${stderr}`, { cause: error });
@@ -68,6 +79,23 @@ async function copyRepository(destination: string): Promise<void> {
   }
 }
 
+/**
+ * Copies the packages' `dist` (with tsc's build info, times kept) as the repository's build left
+ * them: the generator's `pnpm run docs` then builds incrementally, as in a developer's clone where
+ * the workspace was built before, instead of compiling every package from nothing.
+ */
+async function copyBuiltPackages(destination: string): Promise<void> {
+  for (const entry of await readdir(join(repositoryRoot, 'packages'), { withFileTypes: true })) {
+    const dist = join(repositoryRoot, 'packages', entry.name, 'dist');
+    if (!entry.isDirectory() || !existsSync(dist)) continue;
+    await cp(dist, join(destination, 'packages', entry.name, 'dist'), {
+      recursive: true,
+      preserveTimestamps: true,
+      verbatimSymlinks: true,
+    });
+  }
+}
+
 /** How long each setup step took, printed after the suite (the test must stay within ~3 minutes on 2 cores). */
 const timings: string[] = [];
 async function timed<T>(step: string, action: () => Promise<T>): Promise<T> {
@@ -91,10 +119,13 @@ describe('pnpm plop backend', () => {
   let scratch: string;
   let vitestReport: VitestReport;
   let mapBeforeGenerating: string[];
+  /** What each `pnpm plop backend` printed, in the order of GENERATED. */
+  const generatorOutputs: string[] = [];
 
   beforeAll(async () => {
     scratch = await mkdtemp(join(tmpdir(), 'dstack-plop-backend-'));
     await timed('copy', () => copyRepository(scratch));
+    await timed('copy the built packages', () => copyBuiltPackages(scratch));
     // Links workspace packages from pnpm's store; better-sqlite3 comes from the side-effects cache.
     await timed('pnpm install --offline', () => run(scratch, 'pnpm', ['install', '--offline']));
     const mapFile = join(scratch, KNOWN_BACKENDS_FILE);
@@ -107,9 +138,15 @@ describe('pnpm plop backend', () => {
       }),
     );
     mapBeforeGenerating = readKnownBackends(scratch).map(({ type }) => type);
-    for (const { name, kind, catalog } of GENERATED) {
+    for (const [index, { name, kind, catalog }] of GENERATED.entries()) {
       const args = ['plop', 'backend', '--', '--name', name, '--kind', kind, '--catalog', catalog];
-      await timed(`pnpm ${args.join(' ')}`, () => run(scratch, 'pnpm', args));
+      // The docs (a build of the workspace) are regenerated once, by the last generation, with both.
+      const skipsDocs = index < GENERATED.length - 1;
+      const { stdout } = await timed(
+        `pnpm ${args.join(' ')}${skipsDocs ? ` (${SKIP_DOCS_VARIABLE}=true)` : ''}`,
+        () => run(scratch, 'pnpm', args, skipsDocs ? { [SKIP_DOCS_VARIABLE]: 'true' } : {}),
+      );
+      generatorOutputs.push(stdout);
     }
     const packageDirectories = generated.map(({ names }) => names.directory);
     await timed('build', () =>
@@ -230,6 +267,9 @@ describe('pnpm plop backend', () => {
       expect(backends).toContain(`\`${names.packageName}\``);
       expect(serverConfig).toContain(`### ${names.type}`);
     }
+    // The first generation left them to the last one, as DSTACK_PLOP_SKIP_DOCS=true asks.
+    expect(generatorOutputs[0]).toContain(`skipped: ${SKIP_DOCS_VARIABLE}=true`);
+    expect(generatorOutputs[1]).toContain('pnpm run docs');
   });
 
   it('keeps one entry per type in the map of backend packages: the listed one updated, the new one added', () => {

@@ -8,8 +8,20 @@
  * instances Docker hosts that install the packed shim). A
  * configured backend whose package is missing must name the package to install.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import {
+  createReadStream,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -84,20 +96,63 @@ async function isRegistryReachable(env: NodeJS.ProcessEnv): Promise<boolean> {
 }
 
 /**
- * The environment for npm: no pnpm-injected `npm_config_*` (they would leak
- * the workspace's settings), better-sqlite3 built from source (its prebuilt
- * binary lives on GitHub, which is unreachable: without this, prebuild-install
- * waits on the download before falling back), and node-gyp pointed at the
- * running node's headers when it has them, so it downloads none.
+ * better-sqlite3's prebuilt binary, as its GitHub release serves it (unreachable here), from a
+ * mirror on loopback: a tarball of the workspace's own compiled `better_sqlite3.node`, which is
+ * the same version (pinned in the catalog) for the same Node ABI. Users get the prebuilt binary;
+ * compiling it from source would cost the test a minute or more. Any other path answers 404, and
+ * prebuild-install then falls back to compiling, as it does for a user whose platform has none.
  */
-function npmEnvironment(): NodeJS.ProcessEnv {
+interface PrebuiltMirror {
+  url: string;
+  /** The request paths that were answered with the binary. */
+  served: string[];
+  close(): Promise<void>;
+}
+
+async function servePrebuiltBetterSqlite3(workDir: string): Promise<PrebuiltMirror> {
+  const packageDir = dirname(
+    createRequire(join(root, 'packages/server/package.json')).resolve('better-sqlite3/package.json'),
+  );
+  const { version } = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as {
+    version: string;
+  };
+  const tarball = join(workDir, 'better-sqlite3-prebuilt.tar.gz');
+  execFileSync('tar', ['-czf', tarball, '-C', packageDir, 'build/Release/better_sqlite3.node']);
+  // prebuild-install's name for it under a mirror: <host>/v<version>/<name>-v<version>-node-v<abi>-<platform>-<arch>.tar.gz
+  const path = `/v${version}/better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  const served: string[] = [];
+  const server = createServer((request, response) => {
+    if (request.url !== path) {
+      response.writeHead(404).end();
+      return;
+    }
+    served.push(request.url);
+    response.writeHead(200, { 'content-type': 'application/gzip' });
+    createReadStream(tarball).pipe(response);
+  });
+  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    served,
+    close: () => new Promise((closed) => server.close(() => closed())),
+  };
+}
+
+/**
+ * The environment for npm: no pnpm-injected `npm_config_*` (they would leak
+ * the workspace's settings), better-sqlite3's prebuilt binary from the mirror,
+ * and node-gyp pointed at the running node's headers when it has them, so a
+ * fallback compile downloads none.
+ */
+function npmEnvironment(prebuiltMirrorUrl: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (/^npm_(config|package|lifecycle)_/i.test(key) && key.toLowerCase() !== 'npm_config_registry')
       continue;
     env[key] = value;
   }
-  env.npm_config_build_from_source = 'true';
+  env.npm_config_better_sqlite3_binary_host = prebuiltMirrorUrl;
   env.npm_config_audit = 'false';
   env.npm_config_fund = 'false';
   env.npm_config_update_notifier = 'false';
@@ -184,8 +239,9 @@ describe('packed install of the server, the CLI and one backend', () => {
   /** Tarballs by package directory name, each packed once for every install. */
   const tarballs = new Map<string, string>();
   let registryReachable: Promise<boolean> | undefined;
+  let prebuiltMirror: PrebuiltMirror;
 
-  beforeAll(() => {
+  beforeAll(async () => {
     workDir = mkdtempSync(join(tmpdir(), 'dstack-packed-install-'));
     appDir = join(workDir, 'app');
     mkdirSync(appDir);
@@ -193,11 +249,13 @@ describe('packed install of the server, the CLI and one backend', () => {
       join(appDir, 'package.json'),
       `${JSON.stringify({ name: 'packed-install', version: '0.0.0', private: true }, null, 2)}\n`,
     );
+    prebuiltMirror = await servePrebuiltBetterSqlite3(workDir);
   });
 
   // Removing the installed node_modules can take longer than a hook's default 10 s on a busy machine.
   afterAll(async () => {
     for (const server of servers) await stopServer(server);
+    await prebuiltMirror?.close();
     if (workDir) rmSync(workDir, { recursive: true, force: true });
   }, 120_000);
 
@@ -217,7 +275,7 @@ describe('packed install of the server, the CLI and one backend', () => {
    * are (better-sqlite3 is compiled once), as npm does for any user who changes what they install.
    */
   async function installOnly(names: readonly string[], context: TestContext): Promise<string> {
-    const npmEnv = npmEnvironment();
+    const npmEnv = npmEnvironment(prebuiltMirror.url);
     registryReachable ??= isRegistryReachable(npmEnv);
     if (!(await registryReachable)) {
       context.skip(
@@ -236,6 +294,8 @@ describe('packed install of the server, the CLI and one backend', () => {
     expect(existsSync(join(appDir, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node'))).toBe(
       true,
     );
+    // Its prebuilt binary came from the mirror (the first install fetched it; later ones keep it).
+    expect(prebuiltMirror.served.length, install.output).toBe(1);
     // The bin npm linked for the CLI package: proves its `bin` entry and shebang work once installed.
     return join(appDir, 'node_modules', '.bin', 'dstack');
   }

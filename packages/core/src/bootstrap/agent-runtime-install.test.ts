@@ -49,6 +49,10 @@ describe('agentRuntimeInstallLines', () => {
     sha256 = createHash('sha256').update(archive).digest('hex');
     server = createServer((request, response) => {
       requests.push(request.headers);
+      if (request.url === '/unavailable.tgz') {
+        response.writeHead(503).end();
+        return;
+      }
       if (request.url !== '/runtime.tgz') {
         response.writeHead(404).end();
         return;
@@ -124,10 +128,22 @@ describe('agentRuntimeInstallLines', () => {
     expect(requests.every((headers) => headers.range === undefined)).toBe(true);
   });
 
-  it('ends with the failure marker when the URL does not serve the runtime', async () => {
+  it('ends with the failure marker at once when the URL answers 404: another try cannot mend it', async () => {
     const result = await install({ url: `${base}/missing.tgz` });
     expect(result.status).toBe(1);
-    expect(result.stdout).toContain(`${AGENT_BOOTSTRAP_FAILURE_MARKER} cannot download the agent runtime`);
+    expect(result.stdout.trim().split('\n').at(-1)).toBe(
+      `${AGENT_BOOTSTRAP_FAILURE_MARKER} cannot download the agent runtime from ${base}/missing.tgz (HTTP 404)`,
+    );
+    expect(requests).toHaveLength(1);
+  });
+
+  it('tries again while the server is unavailable (503), then ends with the failure marker', async () => {
+    const result = await install({ url: `${base}/unavailable.tgz` });
+    expect(result.status).toBe(1);
+    expect(result.stdout.trim().split('\n').at(-1)).toBe(
+      `${AGENT_BOOTSTRAP_FAILURE_MARKER} cannot download the agent runtime from ${base}/unavailable.tgz (2 tries)`,
+    );
+    expect(requests).toHaveLength(FAST_RETRY.attempts);
   });
 
   it('ends with the failure marker when the runtime does not start', async () => {

@@ -8,7 +8,8 @@
  * The download is kept across reboots: the archive is fetched into a file of its own and resumed
  * (`curl -C -`, `wget -c`) while it is shorter than the size the server knows; a complete file is
  * checked against that size and sha256 before it is unpacked, and a mismatch is removed and
- * fetched again. Once unpacked, `<directory>/installed` records the URL and digest, so a later boot
+ * fetched again. A failed download is tried again, except when the server answers a client error
+ * that another try cannot mend (a 4xx other than 408, 416 and 429: the URL is wrong or refused). Once unpacked, `<directory>/installed` records the URL and digest, so a later boot
  * starts the shim at once. When the runtime cannot be had (the tries run out, no curl or wget, it
  * does not start), one line starting with `AGENT_BOOTSTRAP_FAILURE_MARKER` goes to the output and
  * the script stops: the server reads it from the bootstrap log over SSH and fails the job with it.
@@ -74,7 +75,7 @@ download() {
   if [ -z "$size" ] || [ "$(got)" -gt "$size" ]; then rm -f "$file"; fi
   [ -n "$size" ] && [ "$(got)" -eq "$size" ] && return 0
   if command -v curl >/dev/null 2>&1; then
-    curl -fsSL --connect-timeout 10 -C - -o "$file" "$url"; s=$?
+    http=$(curl -fsSL -w '%{http_code}' --connect-timeout 10 -C - -o "$file" "$url"); s=$?
     [ "$s" -eq 33 ] && rm -f "$file"; return "$s"
   elif command -v wget >/dev/null 2>&1; then wget -q -c -O "$file" "$url"
   else fail "neither curl nor wget on this host"
@@ -93,8 +94,9 @@ find_root() { for r in ${roots}; do [ -f "$r/${AGENT_RUNTIME_SHIM_FILE}" ] && ro
 key="$url $sha $size"
 if [ "$(cat "$dir/installed" 2>/dev/null)" != "$key" ] || ! find_root; then
   rm -f "$dir/installed"
-  n=0
+  n=0 http=
   until download && verify; do
+    case "$http" in 408|416|429) ;; 4??) fail "cannot download the agent runtime from $url (HTTP $http)" ;; esac
     n=$((n + 1))
     [ "$n" -ge ${retry.attempts} ] && fail "cannot download the agent runtime from $url (${retry.attempts} tries)"
     sleep ${retry.seconds}

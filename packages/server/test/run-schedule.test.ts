@@ -2,8 +2,9 @@
  * `schedule: {cron}` end to end on the local backend: a scheduled task waits `pending`, starts by
  * itself at the time its cron names, starts again at the next one after it finished, and `stop`
  * ends the schedule. The server reads schedules against an injected wall clock, set a moment
- * before each minute so a case waits seconds, not a minute; one case starts on the real clock.
- * One server (SQLite).
+ * before each minute so a case waits seconds, not a minute. One case starts on the real clock, on
+ * a second server without an injected clock: applied first and checked last, it waits for its
+ * minute while the other cases run. Both servers on SQLite.
  */
 import type { Event, Run } from '@dstack/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -27,7 +28,11 @@ const LEAD_MS = 1_500;
 
 describe('scheduled runs on the local backend', () => {
   const temp = makeTempDir('dstack-schedule-e2e-');
+  const realClockTemp = makeTempDir('dstack-schedule-real-clock-');
   let harness: HarnessServer;
+  /** The server on the real clock, and the run it was given at the start. */
+  let realClock: HarnessServer;
+  let realClockApplied: Run;
   /** What the server's schedule clock is ahead of the real one. */
   let clockOffsetMs = 0;
   const clock = () => Date.now() + clockOffsetMs;
@@ -38,16 +43,21 @@ describe('scheduled runs on the local backend', () => {
   }
 
   beforeAll(async () => {
-    harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir), clock });
+    [harness, realClock] = await Promise.all([
+      startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir), clock }),
+      startHarnessServer({ dir: realClockTemp.dir, config: localBackendConfig(realClockTemp.dir) }),
+    ]);
+    realClockApplied = await applyTask(realClock, task('real-clock', ['echo tick'], EVERY_MINUTE));
   });
 
   afterAll(async () => {
-    await harness?.terminateFleetsAndClose();
+    await Promise.all([harness?.terminateFleetsAndClose(), realClock?.terminateFleetsAndClose()]);
     temp.remove();
+    realClockTemp.remove();
   });
 
-  async function runRow(name: string) {
-    return harness.server.app.db
+  async function runRow(name: string, server: HarnessServer = harness) {
+    return server.server.app.db
       .selectFrom('runs')
       .selectAll()
       .where('run_name', '=', name)
@@ -55,8 +65,8 @@ describe('scheduled runs on the local backend', () => {
       .executeTakeFirstOrThrow();
   }
 
-  async function doneJobs(runId: string): Promise<number> {
-    const rows = await harness.server.app.db
+  async function doneJobs(runId: string, server: HarnessServer = harness): Promise<number> {
+    const rows = await server.server.app.db
       .selectFrom('jobs')
       .select('status')
       .where('run_id', '=', runId)
@@ -65,28 +75,16 @@ describe('scheduled runs on the local backend', () => {
   }
 
   /** Waits until the run has `count` done submissions and waits `pending` for its next start. */
-  async function waitForStarts(name: string, count: number, timeoutMs = 60_000) {
+  async function waitForStarts(name: string, count: number, timeoutMs = 60_000, server = harness) {
     return waitFor(
       `${name} to have run ${count} time(s) and wait for its next start`,
       async () => {
-        const run = await runRow(name);
-        return run.status === 'pending' && (await doneJobs(run.id)) === count ? run : null;
+        const run = await runRow(name, server);
+        return run.status === 'pending' && (await doneJobs(run.id, server)) === count ? run : null;
       },
       timeoutMs,
     );
   }
-
-  it('starts on the real clock within the next minute, by itself', async () => {
-    clockOffsetMs = 0;
-    const applied = await applyTask(harness, task('real-clock', ['echo tick'], EVERY_MINUTE));
-    expect(applied.status).toBe('pending');
-    expect(applied.jobs).toHaveLength(0);
-
-    await waitForStarts('real-clock', 1, MINUTE_MS + 20_000);
-    expect(await harness.logs('real-clock')).toBe('tick\n');
-    await harness.call('/api/project/main/runs/stop', { runs_names: ['real-clock'], abort: false });
-    await harness.waitForRun('real-clock', ['terminated']);
-  });
 
   it('starts at each time its cron names, again after it finished, until it is stopped', async () => {
     const now = clock();
@@ -129,5 +127,16 @@ describe('scheduled runs on the local backend', () => {
     });
     expect(answer.status).toBe(400);
     expect(answer.body.detail[0]?.msg).toContain('schedule: invalid cron expression "61 * * * *"');
+  });
+
+  // Last: its run was applied before the other cases, and waits for the real minute meanwhile.
+  it('starts on the real clock within the next minute, by itself', async () => {
+    expect(realClockApplied.status).toBe('pending');
+    expect(realClockApplied.jobs).toHaveLength(0);
+
+    await waitForStarts('real-clock', 1, MINUTE_MS + 20_000, realClock);
+    expect(await realClock.logs('real-clock')).toBe('tick\n');
+    await realClock.call('/api/project/main/runs/stop', { runs_names: ['real-clock'], abort: false });
+    await realClock.waitForRun('real-clock', ['terminated']);
   });
 });

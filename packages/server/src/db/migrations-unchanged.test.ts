@@ -13,7 +13,7 @@ import { Migrator } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { describeEachDialect } from '../testing/test-database.test.helpers.js';
 import { openDatabase } from './database.js';
-import { getMigrations, migrateToLatest } from './migrations.js';
+import { getMigrations, migrateToLatest } from './migrations/index.js';
 import { describeSchema, type SchemaDescription } from './schema-description.test.helpers.js';
 
 const fixtures = join(import.meta.dirname, '__fixtures__');

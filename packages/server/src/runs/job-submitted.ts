@@ -41,8 +41,8 @@ import {
   insertPendingInstance,
   type LaunchFailure,
   launchOnFirstOffer,
-  runJobParamsOf,
 } from '../fleets/instance-launch.js';
+import { runJobParamsOf } from '../fleets/launch-parameters.js';
 import {
   clusterPlacementOf,
   launchPlacementGroup,

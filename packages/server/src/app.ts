@@ -18,7 +18,7 @@ import {
 import { initializeServerState } from './config/server-state.js';
 import type { AppContext, ServerSettings, SshProxyAddress } from './context.js';
 import { type OpenedDatabase, openDatabase, parseDatabaseUrl } from './db/database.js';
-import { migrateToLatest } from './db/migrations.js';
+import { migrateToLatest } from './db/migrations/index.js';
 import { lockSqliteDatabase, type SqliteServerLock } from './db/sqlite-server-lock.js';
 import { startEventRetention } from './events/event-retention.js';
 import { fleetPipeline } from './fleets/fleet-pipeline.js';

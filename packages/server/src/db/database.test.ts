@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase, parseDatabaseUrl } from './database.js';
-import { migrateToLatest } from './migrations.js';
+import { migrateToLatest } from './migrations/index.js';
 
 describe('parseDatabaseUrl', () => {
   it('defaults to SQLite in the server directory', () => {

@@ -7,7 +7,7 @@ import {
   type TestDatabase,
 } from '../testing/test-database.test.helpers.js';
 import { openDatabase } from './database.js';
-import { getMigrations, migrateToLatest } from './migrations.js';
+import { getMigrations, migrateToLatest } from './migrations/index.js';
 
 describeEachDialect(
   'migrations',

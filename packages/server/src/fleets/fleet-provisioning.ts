@@ -20,12 +20,8 @@ import type { FleetsTable, InstancesTable, ProjectsTable } from '../db/schema.js
 import { isClusterFleet, offersAtClusterLocation } from './cluster-fleets.js';
 import { fleetLaunchBackends } from './fleet-backends.js';
 import { shareableOffers } from './instance-blocks.js';
-import {
-  insertPendingInstance,
-  instanceConfigurationOf,
-  type LaunchResult,
-  launchOnFirstOffer,
-} from './instance-launch.js';
+import { insertPendingInstance, type LaunchResult, launchOnFirstOffer } from './instance-launch.js';
+import { instanceConfigurationOf } from './launch-parameters.js';
 import { clusterPlacementOf, launchPlacementGroup, retireOtherPlacementGroups } from './placement-groups.js';
 
 /** `spot_policy` → `Requirements.spot`: on-demand by default, as in dstack. */

@@ -31,42 +31,29 @@ import {
   classifyBackendFailure,
   describeBackendFailure,
   getProvisioningTimeoutSeconds,
-  type InstanceConfiguration,
   type InstanceOfferWithAvailability,
   type InstanceTerminationReason,
   type JobProvisioningData,
   NoCapacityError,
   type Requirements,
-  type RunJobParams,
   requireCapability,
-  type Volume,
 } from '@dstack/core';
 import { type Kysely, sql, type UpdateObject } from 'kysely';
 import { projectOf } from '../accounts/projects.js';
-import { agentDownloadDigest } from '../agents/agent-download-digest.js';
-import { launchAgentToken, newEncryptedAgentToken } from '../agents/agent-tokens.js';
+import { newEncryptedAgentToken } from '../agents/agent-tokens.js';
 import type { BackendOffer } from '../backends/offers.js';
 import type { AppContext } from '../context.js';
 import {
-  fleetConfigurationOf,
   instanceOfferColumn,
   instanceOfferOf,
   instanceProvisioningDataColumn,
   instanceRequirementsColumn,
-  jobSpecOf,
-  runSpecOf,
 } from '../db/json-columns.js';
-import type {
-  Database,
-  FleetsTable,
-  InstancesTable,
-  JobsTable,
-  ProjectsTable,
-  RunsTable,
-} from '../db/schema.js';
+import type { Database, FleetsTable, InstancesTable, JobsTable } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
 import { eventTargets, recordEvent, SYSTEM_ACTOR } from '../events/event-recorder.js';
 import { recordStatusChange, type StatusUpdate } from '../events/status-events.js';
+import { instanceConfigurationOf, runJobParamsOf } from './launch-parameters.js';
 import { clusterPlacementOf, launchPlacementGroup } from './placement-groups.js';
 
 export async function nextInstanceNum(db: Kysely<Database>, fleetId: string): Promise<number> {
@@ -442,107 +429,6 @@ export async function abandonPendingInstance(
     last_processed_at: 0,
   });
   return mayHaveLaunched ? 'terminating' : 'not-pending';
-}
-
-/**
- * The `runJob` parameters of a job's launch, for any offer (the user's name is read once for
- * every offer tried).
- */
-export async function runJobParamsOf(
-  app: AppContext,
-  target: {
-    run: RunsTable;
-    job: JobsTable;
-    project: ProjectsTable;
-    instanceId: string;
-    /** The job's network volumes: a VM backend launches in the first one's zone. Default none. */
-    volumes?: readonly Volume[];
-  },
-): Promise<(offer: InstanceOfferWithAvailability) => RunJobParams> {
-  const { run, job, project } = target;
-  const spec = runSpecOf(run);
-  const jobSpec = jobSpecOf(job);
-  const user = await app.db
-    .selectFrom('users')
-    .select('name')
-    .where('id', '=', run.user_id)
-    .executeTakeFirst();
-  const agentToken = await launchAgentToken(app, target.instanceId);
-  const agentDownload = await agentDownloadOf(app);
-  return (offer) => ({
-    instanceId: target.instanceId,
-    agentToken,
-    agentDownloadUrl: agentDownload.url,
-    agentDownloadSha256: agentDownload.sha256,
-    agentDownloadSize: agentDownload.size,
-    runnerDownloadUrl: app.settings.runnerDownloadUrl ?? null,
-    run: {
-      id: run.id,
-      project_name: project.name,
-      user: user?.name ?? '',
-      run_spec: {
-        run_name: run.run_name,
-        ssh_key_pub: spec.ssh_key_pub ?? null,
-        configuration: spec.configuration,
-        merged_profile: null,
-      },
-    },
-    job: { job_spec: jobSpec },
-    offer,
-    projectSshPublicKey: project.ssh_public_key,
-    projectSshPrivateKey: app.encryption.decrypt(project.ssh_private_key),
-    volumes: target.volumes ?? [],
-    placementGroup: null,
-    requirements: jobSpec.requirements,
-  });
-}
-
-/**
- * Where VMs download the agent runtime (the server's `DSTACK_SHIM_DOWNLOAD_URL`; null: the
- * release's npm tarball) and, for a configured URL, the digest the host checks.
- */
-export async function agentDownloadOf(
-  app: AppContext,
-): Promise<{ url: string | null; sha256: string | null; size: number | null }> {
-  const url = app.settings.shimDownloadUrl ?? null;
-  const digest = url === null ? null : await agentDownloadDigest(url);
-  return { url, sha256: digest?.sha256 ?? null, size: digest?.size ?? null };
-}
-
-/** The launch of a fleet's own instance, as `createInstance` takes it. */
-export async function instanceConfigurationOf(
-  app: AppContext,
-  project: ProjectsTable,
-  instance: Pick<InstancesTable, 'id' | 'name'>,
-  fleet: FleetsTable | undefined,
-): Promise<InstanceConfiguration> {
-  const configuration = fleet ? fleetConfigurationOf(fleet) : undefined;
-  const owner = await app.db
-    .selectFrom('users')
-    .select('name')
-    .where('id', '=', project.owner_id)
-    .executeTakeFirst();
-  const agentDownload = await agentDownloadOf(app);
-  return {
-    project_name: project.name,
-    instance_name: instance.name,
-    instance_id: instance.id,
-    agent_token: await launchAgentToken(app, instance.id),
-    agent_download_url: agentDownload.url,
-    agent_download_sha256: agentDownload.sha256,
-    agent_download_size: agentDownload.size,
-    user: owner?.name ?? '',
-    // With its private half, as dstack's: a backend without user data (Lambda) logs in with it.
-    ssh_keys: [
-      {
-        public: project.ssh_public_key.trim(),
-        private: app.encryption.decrypt(project.ssh_private_key).trim(),
-      },
-    ],
-    volumes: [],
-    reservation: configuration?.reservation ?? null,
-    tags: configuration?.tags ?? null,
-  };
 }
 
 /**

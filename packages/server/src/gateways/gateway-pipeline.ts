@@ -20,7 +20,7 @@ import {
 import type { GatewaysTable, ProjectsTable } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
 import { recordStatusChange } from '../events/status-events.js';
-import { agentDownloadOf } from '../fleets/instance-launch.js';
+import { agentDownloadOf } from '../fleets/launch-parameters.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { launchGatewayAgentToken } from './gateway-agent-token.js';

@@ -16,7 +16,14 @@
  * releases is dropped, so an agent or a backend that never answers cannot hold a worker.
  */
 import { randomUUID } from 'node:crypto';
-import { type Kysely, sql, type Transaction, type UpdateObject } from 'kysely';
+import {
+  type Kysely,
+  type RawBuilder,
+  type SelectQueryBuilder,
+  sql,
+  type Transaction,
+  type UpdateObject,
+} from 'kysely';
 import type { AppContext } from '../context.js';
 import { asBackgroundWork } from '../db/background-work.js';
 import type { Database } from '../db/schema.js';
@@ -34,6 +41,33 @@ export type RowUpdate<Table extends PipelineTable> = Omit<
   UpdateObject<Database, Table>,
   'id' | 'lock_token' | 'lock_owner' | 'lock_expires_at'
 >;
+
+/** One claim: the lock it sets, on the due rows (`due` selects their ids) still unlocked. */
+interface Claim {
+  db: Kysely<Database>;
+  lock: { lock_token: string; lock_owner: string; lock_expires_at: number; last_processed_at: number };
+  due: SelectQueryBuilder<Database, PipelineTable, { id: string }>;
+  lockFree: RawBuilder<boolean>;
+}
+
+/**
+ * The claim statement of each table, written out per table so that Kysely types the rows each
+ * returns (a statement on a table chosen by a type parameter returns a merge of every table's row).
+ */
+const CLAIMS: { [Table in PipelineTable]: (claim: Claim) => Promise<PipelineRow<Table>[]> } = {
+  runs: ({ db, lock, due, lockFree }) =>
+    db.updateTable('runs').set(lock).where('id', 'in', due).where(lockFree).returningAll().execute(),
+  jobs: ({ db, lock, due, lockFree }) =>
+    db.updateTable('jobs').set(lock).where('id', 'in', due).where(lockFree).returningAll().execute(),
+  instances: ({ db, lock, due, lockFree }) =>
+    db.updateTable('instances').set(lock).where('id', 'in', due).where(lockFree).returningAll().execute(),
+  fleets: ({ db, lock, due, lockFree }) =>
+    db.updateTable('fleets').set(lock).where('id', 'in', due).where(lockFree).returningAll().execute(),
+  volumes: ({ db, lock, due, lockFree }) =>
+    db.updateTable('volumes').set(lock).where('id', 'in', due).where(lockFree).returningAll().execute(),
+  gateways: ({ db, lock, due, lockFree }) =>
+    db.updateTable('gateways').set(lock).where('id', 'in', due).where(lockFree).returningAll().execute(),
+};
 
 export interface PipelineDefinition<Table extends PipelineTable> {
   name: PipelineName;
@@ -267,20 +301,18 @@ export class Pipeline<Table extends PipelineTable> {
       .limit(limit);
     if (this.#definition.undeletedOnly) due = due.where(sql<boolean>`deleted = 0`);
     if (dialect === 'postgres') due = due.forUpdate().skipLocked();
-    const rows = await db
-      .updateTable(table)
-      .set({
+    const claim: Claim = {
+      db,
+      lock: {
         lock_token: token,
         lock_owner: serverId,
         lock_expires_at: now + lockMs,
         last_processed_at: now,
-      } as never)
-      .where('id', 'in', due)
-      .where(lockFree)
-      .returningAll()
-      .execute();
-    // The rows of this pipeline's table (`table` is `this.#definition.table`).
-    return rows as unknown as PipelineRow<Table>[];
+      },
+      due,
+      lockFree,
+    };
+    return CLAIMS[this.#definition.table](claim);
   }
 
   async #release(

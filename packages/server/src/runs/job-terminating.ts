@@ -19,9 +19,9 @@ import { instanceRowOf } from '../fleets/instance-rows.js';
 import type { PipelineDefinition, RowLock, RowUpdate } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { detachJobVolumes } from '../volumes/job-volumes.js';
+import { markLongestWaitingJobDue } from './job-busy-capacity.js';
 import { markRunDue } from './job-pass.js';
 import { pullRunner, runnerPortOf, runnerWasStarted } from './job-running.js';
-import { markLongestWaitingJobDue } from './job-submitted.js';
 
 const MIN_INTERVAL_MS = 500;
 /** How often to look again while the runner stops the job. */

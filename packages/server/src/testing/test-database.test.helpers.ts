@@ -11,7 +11,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import type { SqlDialect } from '../context.js';
 import { openDatabase, redactPassword } from '../db/database.js';
-import { migrateToLatest } from '../db/migrations.js';
+import { migrateToLatest } from '../db/migrations/index.js';
 import type { Database } from '../db/schema.js';
 
 /** `DSTACK_TEST_POSTGRES_URL`, default `postgresql://postgres@127.0.0.1:5432/test`. */

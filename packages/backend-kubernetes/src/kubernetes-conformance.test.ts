@@ -23,9 +23,10 @@ if (typeof cluster === 'string') {
   const namespace = `dstack-conformance-${randomBytes(3).toString('hex')}`;
   const [access] = clustersOf({ type: 'kubernetes' }, readFileSync(cluster.kubeconfigFile, 'utf8'));
   const api = new KubernetesApi({ access: access!.access });
+  // The kubeconfig's text, as a client of the API gives it (`filename` is for config.yml only).
   const config = {
     type: 'kubernetes',
-    kubeconfig: { filename: cluster.kubeconfigFile },
+    kubeconfig: { data: readFileSync(cluster.kubeconfigFile, 'utf8') },
     proxy_jump: { hostname: cluster.proxyJumpHostname },
     namespace,
   };

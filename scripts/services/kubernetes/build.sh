@@ -82,6 +82,7 @@ version="$(source_version)"
 build_dir="$cache_root/kubernetes-${version//[:+~]/_}-$patch_hash"
 bin_dir="$build_dir/bin"
 log_file="${KUBERNETES_BUILD_LOG:-$build_dir/build.log}"
+go_cache="$cache_root/go-build"
 mkdir -p "$build_dir"
 
 echo "kubernetes/build: building Kubernetes $version with sandbox.patch in $build_dir (log: $log_file)" >&2
@@ -97,6 +98,11 @@ echo "kubernetes/build: building Kubernetes $version with sandbox.patch in $buil
   # Vendored sources only (GOPROXY=off: nothing is fetched), static binaries as Debian builds
   # them (CGO_ENABLED=0). hack/lib/golang.sh copies any `-tags=` of GOFLAGS into its own tag
   # list and takes the whole of GOFLAGS when there is none, so GOFLAGS names a tag it has anyway.
+  # Kubernetes' make sets GOCACHE to _output/local/go/cache inside the tree, which each attempt
+  # starts afresh: that directory is a link to a cache beside the builds, so an attempt that died
+  # (killed, out of memory) leaves its compiled packages to the next one.
+  mkdir -p "$go_cache" "$build_dir/tree/_output/local/go"
+  ln -sfn "$go_cache" "$build_dir/tree/_output/local/go/cache"
   (cd "$build_dir/tree" && GOMAXPROCS=1 GOFLAGS="-p=1 -tags=notest" GOPROXY=off CGO_ENABLED=0 \
     nice -n 10 make WHAT="$(printf 'cmd/%s ' "${components[@]}")")
 } >"$log_file" 2>&1 || { tail -n 30 "$log_file" >&2; fail "the build failed (see $log_file)"; }
@@ -108,6 +114,6 @@ for component in "${components[@]}"; do
   cp "$built" "$bin_dir/$component"
 done
 # The sources and Go's object files are 2+ GB: keep only the binaries.
-rm -rf "$build_dir/tree" "$build_dir/download" "$build_dir"/*.tar.* "$build_dir"/*.dsc
+rm -rf "$build_dir/tree" "$build_dir/download" "$build_dir"/*.tar.* "$build_dir"/*.dsc "$go_cache"
 touch "$bin_dir/.complete"
 echo "$bin_dir"

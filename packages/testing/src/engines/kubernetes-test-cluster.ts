@@ -1,11 +1,8 @@
 /**
  * The real Kubernetes cluster the Kubernetes backend's tests run against: the one-node cluster
- * `scripts/services/ensure-kubernetes.sh` starts on this machine. Tests skip when it does not run.
- *
- * Not yet required under CI: the backend has not run against the cluster yet (its first build
- * did not finish in the session that wrote it), so `.ci/run` does not start it. Once both cluster
- * test files pass here, `.ci/run` calls the script and `DSTACK_TEST_REQUIRE_KUBERNETES=true`
- * (set there) makes a cluster that does not run a failure, as for Postgres.
+ * `scripts/services/ensure-kubernetes.sh` starts on this machine. Tests skip when it does not run,
+ * except where `DSTACK_TEST_REQUIRE_KUBERNETES=true`: `.ci/run` starts the cluster and sets it, so
+ * under CI a cluster that does not run fails them, as for Postgres.
  */
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

@@ -1,6 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { type BackendEmulator, kubernetesTestCluster, testBackend } from '@dstack/testing';
+import {
+  type BackendEmulator,
+  holdKubernetesTestCluster,
+  kubernetesTestCluster,
+  testBackend,
+} from '@dstack/testing';
 import { emulatedHostImage, ensureEmulatedHostImage } from '@dstack/testing/emulators';
 import { describe, it } from 'vitest';
 import plugin from './index.js';
@@ -37,11 +42,25 @@ if (typeof cluster === 'string') {
     capabilities: ['multinode'],
     emulator: async (): Promise<BackendEmulator> => {
       await ensureEmulatedHostImage('plain');
+      const release = await holdKubernetesTestCluster();
       return {
-        // The pods the suite launched (and their jump pod) go with their namespace.
+        // The pods the suite launched (and their jump pod) go with their namespace. The job pods
+        // never got a runner (nothing answers at the suite's download URL): their shell ignores
+        // SIGTERM, so they are removed at once rather than after their grace period, freeing the
+        // node's CPUs for the next file.
         close: async () => {
-          await api.deleteNamespace(namespace);
-          await api.close();
+          try {
+            const pods = await api.list(namespace, 'pods');
+            await Promise.all(
+              pods.map((pod) =>
+                api.delete(namespace, 'pods', pod.metadata?.name ?? '', { gracePeriodSeconds: 0 }),
+              ),
+            );
+            await api.deleteNamespace(namespace);
+            await api.close();
+          } finally {
+            await release();
+          }
         },
         removeInstance: async (instanceId) => {
           await api.delete(namespace, 'pods', instanceId);

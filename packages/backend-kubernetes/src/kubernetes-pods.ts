@@ -200,7 +200,11 @@ export function registryAuthSecret(
   };
 }
 
-/** The jump pod's script (dstack's): authorize the project key, new host keys, sshd in the foreground. */
+/**
+ * The jump pod's script (dstack's): authorize the project key, new host keys, sshd in the
+ * foreground. sshd replaces the shell as the container's first process: a shell there ignores
+ * the SIGTERM of a pod deletion, which then waits out the 30 s grace period.
+ */
 function jumpPodScript(authorizedKeys: readonly string[]): string {
   const keys = authorizedKeys.join('\n').trim().replace(/'/g, `'\\''`);
   return [
@@ -211,7 +215,7 @@ function jumpPodScript(authorizedKeys: readonly string[]): string {
     'rm -rf /etc/ssh/ssh_host_*',
     'ssh-keygen -A > /dev/null',
     'mkdir -p /run/sshd',
-    `/usr/sbin/sshd -D -e -p ${JUMP_POD_SSH_PORT} -o LogLevel=ERROR -o PasswordAuthentication=no -o AllowTcpForwarding=local`,
+    `exec /usr/sbin/sshd -D -e -p ${JUMP_POD_SSH_PORT} -o LogLevel=ERROR -o PasswordAuthentication=no -o AllowTcpForwarding=local`,
   ].join(' && ');
 }
 

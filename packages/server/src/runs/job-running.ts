@@ -382,6 +382,10 @@ async function startJob(context: JobContext): Promise<void> {
     rememberRunningSince(app, job, Date.now());
     await context.lock.release({
       status: 'running',
+      // The instance's provisioning data as it is now: a runJob backend's launch returned it
+      // without the address (a pod's IP, its jump pod as ssh_proxy), which came since (dstack's
+      // job shows them as well).
+      job_provisioning_data: jobProvisioningDataColumn.encode(provisioningData),
       job_runtime_data: jobRuntimeDataColumn.encode(runtimeData),
       runner_timestamp: 0,
       last_processed_at: dueIn(STARTING_POLL_MS * 2, MIN_INTERVAL_MS),

@@ -46,7 +46,7 @@ node_name="dstack-test-node"
 bridge="dstk8s0"
 pod_subnet="10.233.64.0/24"
 pod_gateway="10.233.64.1"
-pause_image="dstack-test/kubernetes-pause:1"
+pause_image="dstack-test/kubernetes-pause:2"
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet node-port-proxy)
 
 fail() {
@@ -77,8 +77,9 @@ stop_all() {
   local containers
   containers="$(docker ps -aq --filter "label=io.kubernetes.docker.type" 2>/dev/null || true)"
   [ -z "$containers" ] || docker rm -f $containers >/dev/null 2>&1 || true
-  # The kubelet mounts pods' secret volumes (tmpfs) under its root directory.
-  awk -v root="$state/kubelet/" 'index($2, root) == 1 { print $2 }' /proc/mounts | sort -r |
+  # The kubelet mounts pods' secret volumes (tmpfs) under its root directory, and the directory
+  # on itself (made a shared mount for mount propagation).
+  awk -v root="$state/kubelet" '$2 == root || index($2, root "/") == 1 { print $2 }' /proc/mounts | sort -r |
     while read -r mount; do umount "$mount" 2>/dev/null || umount -l "$mount" 2>/dev/null || true; done
 }
 
@@ -114,7 +115,13 @@ all_running() {
   node_ready
 }
 
-if [ -f "$state/ports.env" ] && all_running; then
+# What the running cluster was started from: a cluster of other scripts (another pause image,
+# other flags, another build) is started afresh by a run of these, never by --check.
+fingerprint="$(cat "${BASH_SOURCE[0]}" "$here/kubernetes/build.sh" "$here/kubernetes/sandbox.patch" \
+  "$here/kubernetes/node-port-proxy.mjs" | sha256sum | cut -c1-16)"
+same_scripts() { [ "$(cat "$state/fingerprint" 2>/dev/null || true)" = "$fingerprint" ]; }
+
+if [ -f "$state/ports.env" ] && all_running && { [ "${1:-}" = "--check" ] || same_scripts; }; then
   print_settings
   exit 0
 fi
@@ -207,11 +214,15 @@ contexts:
 EOF
 chmod 600 "$state/admin.kubeconfig"
 
-# The pod sandbox image: a process that sleeps, from the static busybox (nothing to pull).
+# The pod sandbox image: a process that sleeps, from the static busybox (nothing to pull). It
+# exits on SIGTERM as Kubernetes' pause does: a first process without a handler ignores it, and
+# every deleted pod would wait out the kubelet's sandbox grace period (10 s).
 if ! docker image inspect "$pause_image" >/dev/null 2>&1; then
   context="$(mktemp -d)"
   cp /bin/busybox "$context/busybox"
-  printf 'FROM scratch\nCOPY busybox /bin/busybox\nENTRYPOINT ["/bin/busybox", "sleep", "2147483647"]\n' >"$context/Dockerfile"
+  printf '%s\n' 'FROM scratch' 'COPY busybox /bin/busybox' \
+    'ENTRYPOINT ["/bin/busybox", "sh", "-c", "trap \"exit 0\" TERM INT; /bin/busybox sleep 2147483647 & wait"]' \
+    >"$context/Dockerfile"
   DOCKER_BUILDKIT=0 docker build -q -t "$pause_image" "$context" >/dev/null 2>&1 || fail "building $pause_image failed"
   rm -rf "$context"
 fi
@@ -302,4 +313,5 @@ start node-port-proxy node "$here/kubernetes/node-port-proxy.mjs" "https://127.0
 wait_for "the node did not become Ready" kubelet node_ready
 # Pods need the namespace's default service account, which the controller manager makes.
 wait_for "the default service account did not appear" kube-controller-manager api_get /api/v1/namespaces/default/serviceaccounts/default
+echo "$fingerprint" >"$state/fingerprint"
 print_settings

@@ -56,7 +56,9 @@ describe.skipIf(typeof cluster === 'string')('the kubernetes backend on a real c
     // The 2-node task takes the node's CPUs: no other file's pods may hold some meanwhile.
     release = await holdKubernetesTestCluster();
     process.env.DSTACK_KUBERNETES_JUMP_POD_IMAGE = image;
-    runtime = await serveRunnerRuntime({ host: cluster.podNetworkGateway });
+    // The self-hosted archive (made once per machine and runner bundle), not the packed npm
+    // package: packing it again costs this file seconds on every run.
+    runtime = await serveRunnerRuntime({ host: cluster.podNetworkGateway, format: 'archive' });
     harness = await startHarnessServer({
       dir: join(temp.dir, 'server'),
       config: {

@@ -8,9 +8,20 @@
 # etcd (Debian's etcd-server), kube-apiserver, kube-controller-manager, kube-scheduler and a
 # kubelet on the machine's Docker (dockershim), the last four built once per machine from
 # Debian's `kubernetes` source package by kubernetes/build.sh (cached under
-# /var/cache/dstack-test, keyed by version and patch). Pods get addresses from a CNI bridge
-# (Debian's containernetworking-plugins). Run again, it reuses what runs; `--stop` stops what it
-# started, by the PIDs it recorded.
+# /var/cache/dstack-test, keyed by version and patch; the first build took 25 minutes on this
+# 2-core machine shared with other builds, about 10 on an idle core). Pods get addresses from a
+# CNI bridge (Debian's containernetworking-plugins). Once built, the cluster starts in about 10 s.
+# Run again, it reuses what runs (a tenth of a second) unless the cluster was started from other
+# scripts, which it restarts; `--stop` stops what it started, by the PIDs it recorded, and removes
+# its pods' containers and mounts.
+#
+# What it leaves to the rest of the machine: processes on 127.0.0.1 only (ports chosen free at
+# start; NodePorts 30000-32767, below Linux's ephemeral range), the bridge dstk8s0 with
+# 10.233.64.0/24, no iptables rule (kube-proxy does not run, the kubelet's chains and the bridge's
+# masquerade are off), and Docker containers named k8s_* with io.kubernetes.* labels only while
+# their pods exist (the emulated-host tests list containers by their own labels). Test files that
+# launch pods take turns through a lock (holdKubernetesTestCluster of @dstack/testing): the node
+# has this machine's CPUs.
 #
 # What this sandbox lacks, and how the test cluster works around it (never the backend):
 # - no CAP_SYS_RESOURCE, so Docker refuses negative OOM score adjustments: sandbox.patch sets
@@ -26,7 +37,8 @@
 #   kubernetes/node-port-proxy.mjs stands in for kube-proxy's NodePorts on 127.0.0.1 only;
 #   nothing is masqueraded, so pods send nothing off the machine;
 # - no image can be pulled: the pod sandbox ("pause") image is a local tag built here from
-#   busybox-static, and test pods use local tags with imagePullPolicy: IfNotPresent;
+#   busybox-static (exiting on SIGTERM, as the real pause does: else every deleted pod waits out
+#   the sandbox's 10 s grace), and test pods use local tags with imagePullPolicy: IfNotPresent;
 # - no cgroup of its own to manage: the kubelet runs without QoS cgroups
 #   (--cgroups-per-qos=false, no enforced node allocatable), on Docker's cgroupfs driver.
 # Every component talks TLS with certificates made here (one CA; one admin client certificate
@@ -106,7 +118,10 @@ api_get() {
 
 # The API server pretty-prints JSON for curl: compare without blanks.
 node_ready() {
-  api_get "/api/v1/nodes/$node_name" 2>/dev/null | tr -d ' \n' | grep -q '"type":"Ready","status":"True"'
+  # Read whole before matching: under pipefail, `grep -q` leaving early fails the writer (SIGPIPE).
+  local node
+  node="$(api_get "/api/v1/nodes/$node_name" 2>/dev/null | tr -d ' \n')" || return 1
+  [[ "$node" == *'"type":"Ready","status":"True"'* ]]
 }
 
 all_running() {
@@ -232,7 +247,7 @@ fi
 if ! ip link show "$bridge" >/dev/null 2>&1; then
   ip link add "$bridge" type bridge || fail "cannot create the bridge $bridge"
 fi
-ip addr show dev "$bridge" | grep -q "inet $pod_gateway/" || ip addr add "$pod_gateway/24" dev "$bridge"
+[[ "$(ip addr show dev "$bridge")" == *"inet $pod_gateway/"* ]] || ip addr add "$pod_gateway/24" dev "$bridge"
 ip link set "$bridge" up
 cat >"$state/cni/10-dstack-test.conflist" <<EOF
 {

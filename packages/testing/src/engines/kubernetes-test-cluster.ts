@@ -79,8 +79,12 @@ const HOLD_TIMEOUT_MS = 600_000;
  * node has this machine's CPUs, which one file's pods fill (a 2-node task takes both cores
  * here), so the files that launch pods, of any checkout on the machine, take turns. `flock`
  * holds the lock while its child reads our stdin: a test process that dies releases it.
+ * `timeoutMs` (default 10 minutes) bounds the wait; `lockFile` defaults to the machine's.
  */
-export function holdKubernetesTestCluster(timeoutMs = HOLD_TIMEOUT_MS): Promise<() => Promise<void>> {
+export function holdKubernetesTestCluster(
+  options: { timeoutMs?: number; lockFile?: string } = {},
+): Promise<() => Promise<void>> {
+  const { timeoutMs = HOLD_TIMEOUT_MS, lockFile = KUBERNETES_TEST_CLUSTER_LOCK } = options;
   return new Promise((resolve, reject) => {
     const holder = spawn(
       'flock',
@@ -88,7 +92,7 @@ export function holdKubernetesTestCluster(timeoutMs = HOLD_TIMEOUT_MS): Promise<
         '--exclusive',
         '--timeout',
         String(Math.ceil(timeoutMs / 1000)),
-        KUBERNETES_TEST_CLUSTER_LOCK,
+        lockFile,
         'sh',
         '-c',
         'echo held; exec cat >/dev/null',
@@ -110,13 +114,13 @@ export function holdKubernetesTestCluster(timeoutMs = HOLD_TIMEOUT_MS): Promise<
       });
     });
     holder.once('error', (error) =>
-      reject(new Error(`flock ${KUBERNETES_TEST_CLUSTER_LOCK}: ${error.message}`, { cause: error })),
+      reject(new Error(`flock ${lockFile}: ${error.message}`, { cause: error })),
     );
     holder.once('close', (code) => {
       if (!held) {
         reject(
           new Error(
-            `the Kubernetes test cluster stayed taken by another test file for ${timeoutMs} ms (flock ${KUBERNETES_TEST_CLUSTER_LOCK} exited ${code}: ${stderr.trim()})`,
+            `the Kubernetes test cluster stayed taken by another test file for ${timeoutMs} ms (flock ${lockFile} exited ${code}: ${stderr.trim()})`,
           ),
         );
       }

@@ -8,9 +8,20 @@
 # etcd (Debian's etcd-server), kube-apiserver, kube-controller-manager, kube-scheduler and a
 # kubelet on the machine's Docker (dockershim), the last four built once per machine from
 # Debian's `kubernetes` source package by kubernetes/build.sh (cached under
-# /var/cache/dstack-test, keyed by version and patch). Pods get addresses from a CNI bridge
-# (Debian's containernetworking-plugins). Run again, it reuses what runs; `--stop` stops what it
-# started, by the PIDs it recorded.
+# /var/cache/dstack-test, keyed by version and patch; the first build took 25 minutes on this
+# 2-core machine shared with other builds, about 10 on an idle core). Pods get addresses from a
+# CNI bridge (Debian's containernetworking-plugins). Once built, the cluster starts in about 10 s.
+# Run again, it reuses what runs (a tenth of a second) unless the cluster was started from other
+# scripts, which it restarts; `--stop` stops what it started, by the PIDs it recorded, and removes
+# its pods' containers and mounts.
+#
+# What it leaves to the rest of the machine: processes on 127.0.0.1 only (ports chosen free at
+# start; NodePorts 30000-32767, below Linux's ephemeral range), the bridge dstk8s0 with
+# 10.233.64.0/24, no iptables rule (kube-proxy does not run, the kubelet's chains and the bridge's
+# masquerade are off), and Docker containers named k8s_* with io.kubernetes.* labels only while
+# their pods exist (the emulated-host tests list containers by their own labels). Test files that
+# launch pods take turns through a lock (holdKubernetesTestCluster of @dstack/testing): the node
+# has this machine's CPUs.
 #
 # What this sandbox lacks, and how the test cluster works around it (never the backend):
 # - no CAP_SYS_RESOURCE, so Docker refuses negative OOM score adjustments: sandbox.patch sets
@@ -26,7 +37,8 @@
 #   kubernetes/node-port-proxy.mjs stands in for kube-proxy's NodePorts on 127.0.0.1 only;
 #   nothing is masqueraded, so pods send nothing off the machine;
 # - no image can be pulled: the pod sandbox ("pause") image is a local tag built here from
-#   busybox-static, and test pods use local tags with imagePullPolicy: IfNotPresent;
+#   busybox-static (exiting on SIGTERM, as the real pause does: else every deleted pod waits out
+#   the sandbox's 10 s grace), and test pods use local tags with imagePullPolicy: IfNotPresent;
 # - no cgroup of its own to manage: the kubelet runs without QoS cgroups
 #   (--cgroups-per-qos=false, no enforced node allocatable), on Docker's cgroupfs driver.
 # Every component talks TLS with certificates made here (one CA; one admin client certificate
@@ -46,7 +58,7 @@ node_name="dstack-test-node"
 bridge="dstk8s0"
 pod_subnet="10.233.64.0/24"
 pod_gateway="10.233.64.1"
-pause_image="dstack-test/kubernetes-pause:1"
+pause_image="dstack-test/kubernetes-pause:2"
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet node-port-proxy)
 
 fail() {
@@ -77,8 +89,9 @@ stop_all() {
   local containers
   containers="$(docker ps -aq --filter "label=io.kubernetes.docker.type" 2>/dev/null || true)"
   [ -z "$containers" ] || docker rm -f $containers >/dev/null 2>&1 || true
-  # The kubelet mounts pods' secret volumes (tmpfs) under its root directory.
-  awk -v root="$state/kubelet/" 'index($2, root) == 1 { print $2 }' /proc/mounts | sort -r |
+  # The kubelet mounts pods' secret volumes (tmpfs) under its root directory, and the directory
+  # on itself (made a shared mount for mount propagation).
+  awk -v root="$state/kubelet" '$2 == root || index($2, root "/") == 1 { print $2 }' /proc/mounts | sort -r |
     while read -r mount; do umount "$mount" 2>/dev/null || umount -l "$mount" 2>/dev/null || true; done
 }
 
@@ -105,7 +118,10 @@ api_get() {
 
 # The API server pretty-prints JSON for curl: compare without blanks.
 node_ready() {
-  api_get "/api/v1/nodes/$node_name" 2>/dev/null | tr -d ' \n' | grep -q '"type":"Ready","status":"True"'
+  # Read whole before matching: under pipefail, `grep -q` leaving early fails the writer (SIGPIPE).
+  local node
+  node="$(api_get "/api/v1/nodes/$node_name" 2>/dev/null | tr -d ' \n')" || return 1
+  [[ "$node" == *'"type":"Ready","status":"True"'* ]]
 }
 
 all_running() {
@@ -114,7 +130,13 @@ all_running() {
   node_ready
 }
 
-if [ -f "$state/ports.env" ] && all_running; then
+# What the running cluster was started from: a cluster of other scripts (another pause image,
+# other flags, another build) is started afresh by a run of these, never by --check.
+fingerprint="$(cat "${BASH_SOURCE[0]}" "$here/kubernetes/build.sh" "$here/kubernetes/sandbox.patch" \
+  "$here/kubernetes/node-port-proxy.mjs" | sha256sum | cut -c1-16)"
+same_scripts() { [ "$(cat "$state/fingerprint" 2>/dev/null || true)" = "$fingerprint" ]; }
+
+if [ -f "$state/ports.env" ] && all_running && { [ "${1:-}" = "--check" ] || same_scripts; }; then
   print_settings
   exit 0
 fi
@@ -207,11 +229,15 @@ contexts:
 EOF
 chmod 600 "$state/admin.kubeconfig"
 
-# The pod sandbox image: a process that sleeps, from the static busybox (nothing to pull).
+# The pod sandbox image: a process that sleeps, from the static busybox (nothing to pull). It
+# exits on SIGTERM as Kubernetes' pause does: a first process without a handler ignores it, and
+# every deleted pod would wait out the kubelet's sandbox grace period (10 s).
 if ! docker image inspect "$pause_image" >/dev/null 2>&1; then
   context="$(mktemp -d)"
   cp /bin/busybox "$context/busybox"
-  printf 'FROM scratch\nCOPY busybox /bin/busybox\nENTRYPOINT ["/bin/busybox", "sleep", "2147483647"]\n' >"$context/Dockerfile"
+  printf '%s\n' 'FROM scratch' 'COPY busybox /bin/busybox' \
+    'ENTRYPOINT ["/bin/busybox", "sh", "-c", "trap \"exit 0\" TERM INT; /bin/busybox sleep 2147483647 & wait"]' \
+    >"$context/Dockerfile"
   DOCKER_BUILDKIT=0 docker build -q -t "$pause_image" "$context" >/dev/null 2>&1 || fail "building $pause_image failed"
   rm -rf "$context"
 fi
@@ -221,7 +247,7 @@ fi
 if ! ip link show "$bridge" >/dev/null 2>&1; then
   ip link add "$bridge" type bridge || fail "cannot create the bridge $bridge"
 fi
-ip addr show dev "$bridge" | grep -q "inet $pod_gateway/" || ip addr add "$pod_gateway/24" dev "$bridge"
+[[ "$(ip addr show dev "$bridge")" == *"inet $pod_gateway/"* ]] || ip addr add "$pod_gateway/24" dev "$bridge"
 ip link set "$bridge" up
 cat >"$state/cni/10-dstack-test.conflist" <<EOF
 {
@@ -302,4 +328,5 @@ start node-port-proxy node "$here/kubernetes/node-port-proxy.mjs" "https://127.0
 wait_for "the node did not become Ready" kubelet node_ready
 # Pods need the namespace's default service account, which the controller manager makes.
 wait_for "the default service account did not appear" kube-controller-manager api_get /api/v1/namespaces/default/serviceaccounts/default
+echo "$fingerprint" >"$state/fingerprint"
 print_settings

@@ -122,10 +122,22 @@ export class KubernetesApi {
     return this.#orNull(this.#json('POST', `${namespacePath(namespace)}/${resource}`, body), 409);
   }
 
-  /** Deletes the object (in the background, without a grace override); false when it was gone. */
-  async delete(namespace: string, resource: CoreResource, name: string): Promise<boolean> {
+  /**
+   * Deletes the object (in the background); false when it was gone. `gracePeriodSeconds`
+   * overrides the pod's own grace period (0: removed from the API at once, as `--force`).
+   */
+  async delete(
+    namespace: string,
+    resource: CoreResource,
+    name: string,
+    options: { gracePeriodSeconds?: number } = {},
+  ): Promise<boolean> {
     const path = `${namespacePath(namespace)}/${resource}/${encodeURIComponent(name)}`;
-    return (await this.#orNull(this.#json('DELETE', path))) !== null;
+    const body =
+      options.gracePeriodSeconds === undefined
+        ? undefined
+        : { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: options.gracePeriodSeconds };
+    return (await this.#orNull(this.#json('DELETE', path, body))) !== null;
   }
 
   readNamespace(name: string): Promise<KubernetesObject | null> {

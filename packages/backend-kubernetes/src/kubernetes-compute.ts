@@ -1,4 +1,4 @@
-import { matches } from '@dstack/catalog';
+import { type CatalogItem, matches } from '@dstack/catalog';
 import {
   BackendError,
   type Capability,
@@ -139,8 +139,9 @@ export class KubernetesCompute implements Compute {
   /**
    * One offer per schedulable node of every cluster that matches the requirements, sized by
    * what is free on it (allocatable less running pods' requests, unless
-   * `unallocatedResources: false`) and, unless `fullOffers`, cut to what the job requests
-   * (dstack's offer modifier). A cluster that does not answer gives no offers.
+   * `unallocatedResources: false`) and cut to what the job requests (dstack's offer modifier)
+   * before it is matched; with `fullOffers` the whole node is offered too. A cluster that does
+   * not answer gives no offers.
    */
   async getOffers(
     requirements: Requirements,
@@ -160,11 +161,18 @@ export class KubernetesCompute implements Compute {
           const offers: InstanceOfferWithAvailability[] = [];
           for (const node of nodes) {
             const item = nodeCatalogItem(node, cluster.region, requested.get(node.metadata?.name ?? ''));
-            if (item === null || !matches(item, filter)) continue;
-            const offer = catalogItemToOffer(item, KUBERNETES_BACKEND_TYPE, { requirements });
-            if (offer === null) continue;
-            if (!options.fullOffers) cutToRequests(offer.instance.resources, requirements);
-            offers.push(withAvailability(offer, 'available', { instance_runtime: 'runner' }));
+            if (item === null) continue;
+            // The slice is matched, not the node: a job asking for exactly 1 CPU fits a node
+            // with 8 free, as a pod requesting 1 does.
+            const candidates = options.fullOffers
+              ? [sliceOf(item, requirements), item]
+              : [sliceOf(item, requirements)];
+            for (const candidate of candidates) {
+              if (!matches(candidate, filter)) continue;
+              const offer = catalogItemToOffer(candidate, KUBERNETES_BACKEND_TYPE, { requirements });
+              if (offer === null) continue;
+              offers.push(withAvailability(offer, 'available', { instance_runtime: 'runner' }));
+            }
           }
           return offers;
         } catch (error) {
@@ -436,17 +444,44 @@ function externalAddressOf(node: KubernetesObject | null): string | null {
   return addresses.find((address) => address.type === 'ExternalIP')?.address ?? null;
 }
 
-/** dstack's offer modifier: the node's resources cut to what the job requests (the pod's requests). */
+/** `have` cut to the requested minimum; all of it when nothing is requested. */
+function cut(have: number, wanted: number | null | undefined): number {
+  return wanted == null || wanted <= 0 ? have : Math.min(have, wanted);
+}
+
+/**
+ * dstack's offer modifier: the node's free resources cut to what the job requests (the pod's
+ * requests), so that requirements are matched against the slice a pod takes. GPUs only when
+ * asked for: a CPU job's pod requests none.
+ */
+function sliceOf(item: CatalogItem, requirements: Requirements): CatalogItem {
+  const wanted = requirements.resources;
+  const gpuCount = Math.min(item.gpuCount, wanted.gpu?.count.min ?? 0);
+  return {
+    ...item,
+    cpu: cut(item.cpu, wanted.cpu.count.min),
+    memory: cut(item.memory, wanted.memory.min),
+    diskSize: item.diskSize === null ? null : cut(item.diskSize, wanted.disk?.size.min),
+    gpuCount,
+    gpuName: gpuCount > 0 ? item.gpuName : null,
+    gpuMemory: gpuCount > 0 ? item.gpuMemory : null,
+    gpuVendor: gpuCount > 0 ? item.gpuVendor : null,
+  };
+}
+
+/** The offer's resources cut as `sliceOf` cuts a node: what the launched pod requests. */
 function cutToRequests(
   resources: InstanceOfferWithAvailability['instance']['resources'],
   requirements: Requirements,
 ) {
   const wanted = requirements.resources;
-  resources.cpus = Math.min(resources.cpus, wanted.cpu.count.min ?? 0);
-  resources.memory_mib = Math.min(resources.memory_mib, Math.round((wanted.memory.min ?? 0) * 1024));
+  resources.cpus = cut(resources.cpus, wanted.cpu.count.min);
+  const memoryMin = wanted.memory.min;
+  resources.memory_mib = cut(resources.memory_mib, memoryMin == null ? null : Math.round(memoryMin * 1024));
   resources.gpus = resources.gpus.slice(0, wanted.gpu?.count.min ?? 0);
+  const diskMin = wanted.disk?.size.min;
   resources.disk = {
-    size_mib: Math.min(resources.disk.size_mib, Math.round((wanted.disk?.size.min ?? 0) * 1024)),
+    size_mib: cut(resources.disk.size_mib, diskMin == null ? null : Math.round(diskMin * 1024)),
   };
 }
 

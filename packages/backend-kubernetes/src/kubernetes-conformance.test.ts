@@ -1,11 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { type BackendEmulator, kubernetesTestCluster, testBackend } from '@dstack/testing';
+import { type JobProvisioningData, ProvisioningError, RequirementsSchema } from '@dstack/core';
+import {
+  anyCpuOfferRequirements,
+  type BackendEmulator,
+  conformanceRunJobParams,
+  generateProjectSshKeys,
+  holdKubernetesTestCluster,
+  kubernetesTestCluster,
+  testBackend,
+} from '@dstack/testing';
 import { emulatedHostImage, ensureEmulatedHostImage } from '@dstack/testing/emulators';
-import { describe, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import plugin from './index.js';
 import { clustersOf } from './kubeconfig.js';
 import { KubernetesApi } from './kubernetes-api.js';
+import { createKubernetesBackend, type KubernetesCompute } from './kubernetes-compute.js';
+import { kubernetesConfigModels } from './kubernetes-config.js';
+import { parseKubernetesBackendConfig } from './kubernetes-configurator.js';
 
 // The contract suite every backend runs (@dstack/testing), against the real one-node cluster of
 // scripts/services/ensure-kubernetes.sh: the real scheduler places the pods, the real kubelet
@@ -23,9 +35,10 @@ if (typeof cluster === 'string') {
   const namespace = `dstack-conformance-${randomBytes(3).toString('hex')}`;
   const [access] = clustersOf({ type: 'kubernetes' }, readFileSync(cluster.kubeconfigFile, 'utf8'));
   const api = new KubernetesApi({ access: access!.access });
+  // The kubeconfig's text, as a client of the API gives it (`filename` is for config.yml only).
   const config = {
     type: 'kubernetes',
-    kubeconfig: { filename: cluster.kubeconfigFile },
+    kubeconfig: { data: readFileSync(cluster.kubeconfigFile, 'utf8') },
     proxy_jump: { hostname: cluster.proxyJumpHostname },
     namespace,
   };
@@ -36,11 +49,25 @@ if (typeof cluster === 'string') {
     capabilities: ['multinode'],
     emulator: async (): Promise<BackendEmulator> => {
       await ensureEmulatedHostImage('plain');
+      const release = await holdKubernetesTestCluster();
       return {
-        // The pods the suite launched (and their jump pod) go with their namespace.
+        // The pods the suite launched (and their jump pod) go with their namespace. The job pods
+        // never got a runner (nothing answers at the suite's download URL): their shell ignores
+        // SIGTERM, so they are removed at once rather than after their grace period, freeing the
+        // node's CPUs for the next file.
         close: async () => {
-          await api.deleteNamespace(namespace);
-          await api.close();
+          try {
+            const pods = await api.list(namespace, 'pods');
+            await Promise.all(
+              pods.map((pod) =>
+                api.delete(namespace, 'pods', pod.metadata?.name ?? '', { gracePeriodSeconds: 0 }),
+              ),
+            );
+            await api.deleteNamespace(namespace);
+            await api.close();
+          } finally {
+            await release();
+          }
         },
         removeInstance: async (instanceId) => {
           await api.delete(namespace, 'pods', instanceId);
@@ -64,6 +91,93 @@ if (typeof cluster === 'string') {
     skip: {
       'no-capacity': 'a cluster has no capacity error to inject: a pod that fits nowhere stays Pending',
     },
+  });
+
+  // What the real scheduler and kubelet say of pods that will never run ends provisioning in
+  // their words. A namespace of its own: the suite's goes with the suite.
+  describe('pods the cluster will not run', () => {
+    const failuresNamespace = `${namespace}-f`;
+    const keys = generateProjectSshKeys();
+    let compute: KubernetesCompute;
+    let release: (() => Promise<void>) | undefined;
+    let launches = 0;
+
+    beforeAll(async () => {
+      release = await holdKubernetesTestCluster();
+      const parsed = parseKubernetesBackendConfig({ ...config, namespace: failuresNamespace });
+      // One second unschedulable is enough here: the scheduler has answered by then.
+      compute = createKubernetesBackend({
+        config: kubernetesConfigModels.config.parse(parsed),
+        schedulingTimeoutMs: 1000,
+      });
+    }, 60_000);
+
+    afterAll(async () => {
+      try {
+        const pods = await api.list(failuresNamespace, 'pods');
+        await Promise.all(
+          pods.map((pod) =>
+            api.delete(failuresNamespace, 'pods', pod.metadata?.name ?? '', { gracePeriodSeconds: 0 }),
+          ),
+        );
+        await api.deleteNamespace(failuresNamespace);
+        await compute?.close();
+      } finally {
+        await release?.();
+      }
+    }, 60_000);
+
+    /** Launches on the node's offer and polls until provisioning fails; its message. */
+    async function provisioningFailure(requirements = anyCpuOfferRequirements(), imageName = image) {
+      const [offer] = await compute.getOffers(anyCpuOfferRequirements());
+      if (!offer) throw new Error('the test cluster offers nothing');
+      launches += 1;
+      let data: JobProvisioningData = await compute.runJob(
+        conformanceRunJobParams({
+          instanceId: `failure-${launches}-${randomBytes(4).toString('hex')}`,
+          agentToken: 'failure-token',
+          runName: `failure-${launches}`,
+          projectName: 'test-project',
+          offer,
+          requirements,
+          keys,
+          imageName,
+        }),
+      );
+      try {
+        for (let attempt = 0; attempt < 600; attempt += 1) {
+          try {
+            data = await compute.updateProvisioningData(data, keys);
+          } catch (error) {
+            if (ProvisioningError.isInstance(error)) return (error as Error).message;
+            throw error;
+          }
+          if (data.hostname) throw new Error(`the pod ${data.instance_id} runs: ${JSON.stringify(data)}`);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        throw new Error(`provisioning of ${data.instance_id} did not fail within 600 polls`);
+      } finally {
+        await compute.terminateInstance(data.instance_id, data.region, data.backend_data);
+      }
+    }
+
+    it("fails a pod no node can take with the scheduler's reason", async () => {
+      const tooBig = RequirementsSchema.parse({
+        resources: { cpu: { count: { min: 512 } }, memory: { min: null } },
+      });
+
+      const message = await provisioningFailure(tooBig);
+
+      expect(message).toMatch(
+        /was not scheduled: Unschedulable: 0\/1 nodes are available: 1 Insufficient cpu/,
+      );
+    }, 120_000);
+
+    it("fails a pod whose image the kubelet cannot get with the kubelet's reason", async () => {
+      const message = await provisioningFailure(undefined, 'dstack-test/no-such-image:1');
+
+      expect(message).toMatch(/: (ErrImagePull|ImagePullBackOff) \(image dstack-test\/no-such-image:1\)/);
+    }, 120_000);
   });
 }
 

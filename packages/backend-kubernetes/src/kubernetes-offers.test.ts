@@ -95,7 +95,10 @@ describe('pod failures', () => {
       status: {
         phase: 'Pending',
         containerStatuses: [
-          { state: { waiting: { reason: 'ErrImageNeverPull', message: 'image "x" not present' } } },
+          {
+            image: 'x',
+            state: { waiting: { reason: 'ErrImageNeverPull', message: 'image "x" not present' } },
+          },
         ],
       },
     } as KubernetesObject;
@@ -104,7 +107,7 @@ describe('pod failures', () => {
       status: { phase: 'Failed', reason: 'Evicted', message: 'The node was low on resource: memory.' },
     } as KubernetesObject;
 
-    expect(podFailure(pulling)).toBe('pod p: ErrImageNeverPull: image "x" not present');
+    expect(podFailure(pulling)).toBe('pod p: ErrImageNeverPull (image x): image "x" not present');
     expect(podFailure(evicted)).toBe('pod p failed: Evicted: The node was low on resource: memory.');
     expect(podFailure({ metadata: { name: 'p' }, status: { phase: 'Running' } })).toBeNull();
   });

@@ -35,7 +35,9 @@ export function podFailure(pod: KubernetesObject): string | null {
   for (const status of pod.status?.containerStatuses ?? []) {
     const waiting = status.state?.waiting as { reason?: string; message?: string } | undefined;
     if (waiting?.reason && TERMINAL_WAITING_REASONS.has(waiting.reason)) {
-      return `pod ${name}: ${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''}`;
+      // The kubelet's words name the registry, not always the image: name it.
+      const image = typeof status.image === 'string' && status.image ? ` (image ${status.image})` : '';
+      return `pod ${name}: ${waiting.reason}${image}${waiting.message ? `: ${waiting.message}` : ''}`;
     }
   }
   return null;

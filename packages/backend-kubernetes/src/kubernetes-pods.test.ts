@@ -1,6 +1,15 @@
 import { RequirementsSchema, type RunJobParams } from '@dstack/core';
 import { describe, expect, it } from 'vitest';
-import { jobPod, jobPodName, jumpPodTolerations, registryAuthSecret } from './kubernetes-pods.js';
+import {
+  dnsLabel,
+  jobPod,
+  jobPodName,
+  jumpPod,
+  jumpPodName,
+  jumpPodTolerations,
+  registryAuthSecret,
+  serviceNameOf,
+} from './kubernetes-pods.js';
 
 const requirements = RequirementsSchema.parse({
   resources: {
@@ -110,5 +119,43 @@ describe('jumpPodTolerations', () => {
     expect(jumpPodTolerations([gpuNode])).toEqual([
       { key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' },
     ]);
+  });
+});
+
+describe('names', () => {
+  it("keeps dstack's names where they fit and cuts longer ones to a DNS label, distinct by a hash", () => {
+    expect(jumpPodName('main')).toBe('dstack-main-ssh-jump-pod');
+    expect(serviceNameOf(jumpPodName('main'))).toBe('dstack-main-ssh-jump-pod-service');
+    expect(jumpPodName('My_Project')).toBe('dstack-my-project-ssh-jump-pod');
+
+    const long = jobPodName('c587ea22-bf7a-492b-8657-a9968f28aa2b-with-a-long-run-name');
+    const container = dnsLabel(long, '-container');
+    expect(container).toMatch(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/);
+    expect(container.length).toBeLessThanOrEqual(63);
+    expect(container.endsWith('-container')).toBe(true);
+    expect(dnsLabel(`${long}x`, '-container')).not.toBe(container);
+    const project = 'a-project-name-of-fifty-characters-0123456789abcde';
+    expect(serviceNameOf(jumpPodName(project)).length).toBeLessThanOrEqual(63);
+  });
+
+  it("names the job's and the jump pod's containers within 63 characters", () => {
+    const name = jobPodName('dstack-conformance-c587ea22-bf7a-492b-8657-a9968f28aa2b');
+    const pod = jobPod({
+      name,
+      labels: {},
+      params,
+      gpuResource: null,
+      registryAuthSecretName: null,
+      addSysResource: false,
+    });
+    expect(pod.spec.containers[0].name.length).toBeLessThanOrEqual(63);
+    const jump = jumpPod(
+      jumpPodName('a-project-name-of-fifty-characters-0123456789abcde'),
+      'p',
+      'img',
+      'key',
+      [],
+    );
+    expect(jump.spec.containers[0].name.length).toBeLessThanOrEqual(63);
   });
 });

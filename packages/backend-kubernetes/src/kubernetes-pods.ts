@@ -3,6 +3,7 @@
  * job's image running the runner through core's container entrypoint), its image pull Secret,
  * and the per-project jump pod with sshd behind a NodePort Service.
  */
+import { createHash } from 'node:crypto';
 import { buildContainerEntrypoint, type Requirements, type RunJobParams } from '@dstack/core';
 import { DSTACK_RUNNER_SSH_PORT, RUNNER_TOKEN_ENV } from '@dstack/core/agent-protocol';
 import type { KubernetesObject } from './kubernetes-api.js';
@@ -41,12 +42,30 @@ function validLabels(labels: Record<string, string>): Record<string, string> {
   );
 }
 
-/** The per-project jump pod's name, and its Service's. */
+/** Names of containers and Services are DNS labels: 63 characters at most (pods' may be longer). */
+const DNS_LABEL_MAX = 63;
+
+/**
+ * `base` and `suffix` as a DNS label: lowercase alphanumerics and `-`, 63 characters at most.
+ * A longer `base` is cut and tagged with a hash of itself, so two long names stay distinct.
+ */
+export function dnsLabel(base: string, suffix = ''): string {
+  const clean = base.toLowerCase().replace(/[^a-z0-9-]/g, '-');
+  if (clean.length + suffix.length <= DNS_LABEL_MAX) return `${clean}${suffix}`;
+  const hash = createHash('sha256').update(base).digest('hex').slice(0, 8);
+  const kept = clean.slice(0, DNS_LABEL_MAX - suffix.length - hash.length - 1).replace(/-+$/, '');
+  return `${kept}-${hash}${suffix}`;
+}
+
+/**
+ * The per-project jump pod's name (dstack's `dstack-<project>-ssh-jump-pod`; project names may
+ * have capitals and `_`, which Kubernetes names may not), and its Service's.
+ */
 export function jumpPodName(project: string): string {
-  return `dstack-${project}-ssh-jump-pod`;
+  return dnsLabel(`dstack-${project}`, '-ssh-jump-pod');
 }
 export function serviceNameOf(podName: string): string {
-  return `${podName}-service`;
+  return dnsLabel(podName, '-service');
 }
 export function registryAuthSecretNameOf(podName: string): string {
   return `${podName}-registry-auth`;
@@ -125,7 +144,7 @@ export function jobPod(options: JobPodOptions): KubernetesObject {
       restartPolicy: 'Never',
       containers: [
         {
-          name: `${options.name}-container`,
+          name: dnsLabel(options.name, '-container'),
           image: jobSpec.image_name,
           imagePullPolicy: 'IfNotPresent',
           command: ['/bin/sh'],
@@ -181,7 +200,11 @@ export function registryAuthSecret(
   };
 }
 
-/** The jump pod's script (dstack's): authorize the project key, new host keys, sshd in the foreground. */
+/**
+ * The jump pod's script (dstack's): authorize the project key, new host keys, sshd in the
+ * foreground. sshd replaces the shell as the container's first process: a shell there ignores
+ * the SIGTERM of a pod deletion, which then waits out the 30 s grace period.
+ */
 function jumpPodScript(authorizedKeys: readonly string[]): string {
   const keys = authorizedKeys.join('\n').trim().replace(/'/g, `'\\''`);
   return [
@@ -192,7 +215,7 @@ function jumpPodScript(authorizedKeys: readonly string[]): string {
     'rm -rf /etc/ssh/ssh_host_*',
     'ssh-keygen -A > /dev/null',
     'mkdir -p /run/sshd',
-    `/usr/sbin/sshd -D -e -p ${JUMP_POD_SSH_PORT} -o LogLevel=ERROR -o PasswordAuthentication=no -o AllowTcpForwarding=local`,
+    `exec /usr/sbin/sshd -D -e -p ${JUMP_POD_SSH_PORT} -o LogLevel=ERROR -o PasswordAuthentication=no -o AllowTcpForwarding=local`,
   ].join(' && ');
 }
 
@@ -233,7 +256,7 @@ export function jumpPod(
     spec: {
       containers: [
         {
-          name: `${name}-container`,
+          name: dnsLabel(name, '-container'),
           image,
           imagePullPolicy: 'IfNotPresent',
           command: ['/bin/sh'],

@@ -13,7 +13,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { clustersOf, KubernetesApi } from '@dstack/backend-kubernetes';
 import type { Fleet, Run } from '@dstack/core';
-import { kubernetesTestCluster } from '@dstack/testing';
+import { holdKubernetesTestCluster, kubernetesTestCluster } from '@dstack/testing';
 import {
   emulatedHostImage,
   ensureEmulatedHostImage,
@@ -48,12 +48,17 @@ describe.skipIf(typeof cluster === 'string')('the kubernetes backend on a real c
   const api = new KubernetesApi({ access: access!.access });
   let runtime: RunnerRuntimeServer;
   let harness: HarnessServer;
+  let release: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
     requireBuiltDstack();
     await ensureEmulatedHostImage('plain');
+    // The 2-node task takes the node's CPUs: no other file's pods may hold some meanwhile.
+    release = await holdKubernetesTestCluster();
     process.env.DSTACK_KUBERNETES_JUMP_POD_IMAGE = image;
-    runtime = await serveRunnerRuntime({ host: cluster.podNetworkGateway });
+    // The self-hosted archive (made once per machine and runner bundle), not the packed npm
+    // package: packing it again costs this file seconds on every run.
+    runtime = await serveRunnerRuntime({ host: cluster.podNetworkGateway, format: 'archive' });
     harness = await startHarnessServer({
       dir: join(temp.dir, 'server'),
       config: {
@@ -81,13 +86,17 @@ describe.skipIf(typeof cluster === 'string')('the kubernetes backend on a real c
   }, 300_000);
 
   afterAll(async () => {
-    killRunningDstack();
-    await harness?.terminateFleetsAndClose();
-    await runtime?.close();
-    await api.deleteNamespace(namespace);
-    await api.close();
-    delete process.env.DSTACK_KUBERNETES_JUMP_POD_IMAGE;
-    temp.remove();
+    try {
+      killRunningDstack();
+      await harness?.terminateFleetsAndClose();
+      await runtime?.close();
+      await api.deleteNamespace(namespace);
+      await api.close();
+      delete process.env.DSTACK_KUBERNETES_JUMP_POD_IMAGE;
+      temp.remove();
+    } finally {
+      await release?.();
+    }
   }, 300_000);
 
   function writeTask(name: string, body: Record<string, unknown>): string {
@@ -134,7 +143,7 @@ describe.skipIf(typeof cluster === 'string')('the kubernetes backend on a real c
 
       const result = await runDstack(['apply', '-f', file, '-y'], { env: cliEnvironment });
 
-      expect(result.code, result.stderr).toBe(0);
+      expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
       expect(result.stdout).toMatch(/hello from pod dstack-[0-9a-f-]+/);
       const run = await harness.waitForRun('k8s-hello', ['done', 'failed', 'terminated'], RUN_TIMEOUT_MS);
       expect(run.status).toBe('done');
@@ -172,7 +181,7 @@ describe.skipIf(typeof cluster === 'string')('the kubernetes backend on a real c
 
       const result = await runDstack(['apply', '-f', file, '-y'], { env: cliEnvironment });
 
-      expect(result.code, result.stderr).toBe(0);
+      expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
       const run = await harness.waitForRun('k8s-nodes', ['done', 'failed', 'terminated'], RUN_TIMEOUT_MS);
       expect(run.status).toBe('done');
       const podIps = (run as Run).jobs.map(

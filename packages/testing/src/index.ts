@@ -69,6 +69,8 @@ export {
 } from './emulator/emulator-server.js';
 export {
   ENSURE_KUBERNETES_SCRIPT,
+  holdKubernetesTestCluster,
+  KUBERNETES_TEST_CLUSTER_LOCK,
   type KubernetesTestCluster,
   kubernetesTestCluster,
 } from './engines/kubernetes-test-cluster.js';

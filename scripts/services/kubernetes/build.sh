@@ -3,12 +3,14 @@
 # source package with sandbox.patch applied, and prints the directory holding them.
 #
 # The build is cached outside the repository, keyed by the package version and the hash of the
-# patch and this script: /var/cache/dstack-test/kubernetes-<version>-<hash>/bin. A second run with the same
-# key prints the cached directory at once. The source comes through a private sources list
+# patch and this script (its comments aside): /var/cache/dstack-test/kubernetes-<version>-<hash>/bin.
+# A second run with the same key prints the cached directory at once. The source comes through a private sources list
 # (a deb-src line under the cache directory) so the machine's own apt set-up is left alone.
 #
 # The build is niced and single-job (GOMAXPROCS=1, go build -p 1): the machine is shared, and
-# one core takes about 10 minutes and 1.4 GB of memory.
+# one core takes about 10 minutes and 1.4 GB of memory. Measured on this 2-core machine while
+# other helpers built and tested (load 9-17): 25 minutes. Go's cache (2 GB or so) sits beside the
+# builds, so an attempt that died leaves its work to the next; it goes with the sources on success.
 #
 # Usage: scripts/services/kubernetes/build.sh        (prints the bin directory on stdout)
 # Env: DSTACK_TEST_CACHE (default /var/cache/dstack-test), KUBERNETES_BUILD_LOG.
@@ -66,7 +68,8 @@ source_version() {
   apt-cache "${apt_options[@]}" showsrc kubernetes 2>/dev/null | awk '/^Version:/ { print $2 }' | sort -V | tail -n 1
 }
 
-patch_hash="$(cat "$patch_file" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-12)"
+# Comments are left out of the key: rewording this header rebuilds nothing.
+patch_hash="$( { cat "$patch_file"; grep -v '^[[:space:]]*#' "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-12)"
 
 # A cached build for any version with this patch is reused without asking apt (no network needed).
 cached="$(ls -d "$cache_root"/kubernetes-*-"$patch_hash"/bin 2>/dev/null | sort -V | tail -n 1 || true)"
@@ -82,6 +85,7 @@ version="$(source_version)"
 build_dir="$cache_root/kubernetes-${version//[:+~]/_}-$patch_hash"
 bin_dir="$build_dir/bin"
 log_file="${KUBERNETES_BUILD_LOG:-$build_dir/build.log}"
+go_cache="$cache_root/go-build"
 mkdir -p "$build_dir"
 
 echo "kubernetes/build: building Kubernetes $version with sandbox.patch in $build_dir (log: $log_file)" >&2
@@ -97,6 +101,11 @@ echo "kubernetes/build: building Kubernetes $version with sandbox.patch in $buil
   # Vendored sources only (GOPROXY=off: nothing is fetched), static binaries as Debian builds
   # them (CGO_ENABLED=0). hack/lib/golang.sh copies any `-tags=` of GOFLAGS into its own tag
   # list and takes the whole of GOFLAGS when there is none, so GOFLAGS names a tag it has anyway.
+  # Kubernetes' make sets GOCACHE to _output/local/go/cache inside the tree, which each attempt
+  # starts afresh: that directory is a link to a cache beside the builds, so an attempt that died
+  # (killed, out of memory) leaves its compiled packages to the next one.
+  mkdir -p "$go_cache" "$build_dir/tree/_output/local/go"
+  ln -sfn "$go_cache" "$build_dir/tree/_output/local/go/cache"
   (cd "$build_dir/tree" && GOMAXPROCS=1 GOFLAGS="-p=1 -tags=notest" GOPROXY=off CGO_ENABLED=0 \
     nice -n 10 make WHAT="$(printf 'cmd/%s ' "${components[@]}")")
 } >"$log_file" 2>&1 || { tail -n 30 "$log_file" >&2; fail "the build failed (see $log_file)"; }
@@ -108,6 +117,6 @@ for component in "${components[@]}"; do
   cp "$built" "$bin_dir/$component"
 done
 # The sources and Go's object files are 2+ GB: keep only the binaries.
-rm -rf "$build_dir/tree" "$build_dir/download" "$build_dir"/*.tar.* "$build_dir"/*.dsc
+rm -rf "$build_dir/tree" "$build_dir/download" "$build_dir"/*.tar.* "$build_dir"/*.dsc "$go_cache"
 touch "$bin_dir/.complete"
 echo "$bin_dir"

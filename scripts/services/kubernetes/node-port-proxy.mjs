@@ -76,7 +76,11 @@ function listen(nodePort, forward) {
       () => client.destroy(),
     );
   });
-  proxy.on('error', (error) => console.error(`node port ${nodePort}: ${error.message}`));
+  proxy.on('error', (error) => {
+    console.error(`node port ${nodePort}: ${error.message}`);
+    // Not listening (the port was taken a moment): forget it, so that the next sync tries again.
+    if (!proxy.listening && forwards.get(nodePort)?.server === proxy) forwards.delete(nodePort);
+  });
   proxy.listen(nodePort, '127.0.0.1');
   return proxy;
 }

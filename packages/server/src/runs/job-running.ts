@@ -26,6 +26,7 @@ import type { AppContext } from '../context.js';
 import {
   instanceProvisioningDataOf,
   jobProvisioningDataColumn,
+  jobProvisioningDataOf,
   jobRuntimeDataColumn,
   jobRuntimeDataOf,
   jobSpecOf,
@@ -382,6 +383,7 @@ async function startJob(context: JobContext): Promise<void> {
     rememberRunningSince(app, job, Date.now());
     await context.lock.release({
       status: 'running',
+      ...jobAddressUpdate(job, provisioningData),
       job_runtime_data: jobRuntimeDataColumn.encode(runtimeData),
       runner_timestamp: 0,
       last_processed_at: dueIn(STARTING_POLL_MS * 2, MIN_INTERVAL_MS),
@@ -391,6 +393,26 @@ async function startJob(context: JobContext): Promise<void> {
   } catch (error) {
     await retrySoonOrTimeOut(context, errorMessage(error));
   }
+}
+
+/**
+ * The job's provisioning data with the instance's address as it is now: a runJob backend's
+ * launch returned it without one (a pod's IP, its jump pod as `ssh_proxy` came later), and
+ * dstack's job shows them. The rest (the job's share of the instance) stays the job's.
+ */
+function jobAddressUpdate(job: JobsTable, instance: JobProvisioningData): { job_provisioning_data?: string } {
+  const own = jobProvisioningDataOf(job);
+  if (own === null) return {};
+  const { hostname, internal_ip, ssh_port, ssh_proxy } = instance;
+  return {
+    job_provisioning_data: jobProvisioningDataColumn.encode({
+      ...own,
+      hostname,
+      internal_ip,
+      ssh_port,
+      ssh_proxy,
+    }),
+  };
 }
 
 export function runnerPortOf(job: JobsTable): number {

@@ -1,13 +1,12 @@
 /**
  * The real Kubernetes cluster the Kubernetes backend's tests run against: the one-node cluster
- * `scripts/services/ensure-kubernetes.sh` starts on this machine. Tests skip when it does not run.
- *
- * Not yet required under CI: the backend has not run against the cluster yet (its first build
- * did not finish in the session that wrote it), so `.ci/run` does not start it. Once both cluster
- * test files pass here, `.ci/run` calls the script and `DSTACK_TEST_REQUIRE_KUBERNETES=true`
- * (set there) makes a cluster that does not run a failure, as for Postgres.
+ * `scripts/services/ensure-kubernetes.sh` starts on this machine. Tests skip when it does not run,
+ * except where `DSTACK_TEST_REQUIRE_KUBERNETES=true`: `.ci/run` starts the cluster and sets it, so
+ * under CI a cluster that does not run fails them, as for Postgres.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
@@ -69,4 +68,62 @@ export function kubernetesTestCluster(): Promise<KubernetesTestCluster | string>
     };
   })();
   return checked;
+}
+
+/** The machine-wide lock of the test cluster: one cluster per machine, whichever checkout runs. */
+export const KUBERNETES_TEST_CLUSTER_LOCK = join(tmpdir(), 'dstack-kubernetes-test-cluster.lock');
+const HOLD_TIMEOUT_MS = 600_000;
+
+/**
+ * Takes the test cluster for the calling file until the returned function is called. Its one
+ * node has this machine's CPUs, which one file's pods fill (a 2-node task takes both cores
+ * here), so the files that launch pods, of any checkout on the machine, take turns. `flock`
+ * holds the lock while its child reads our stdin: a test process that dies releases it.
+ * `timeoutMs` (default 10 minutes) bounds the wait; `lockFile` defaults to the machine's.
+ */
+export function holdKubernetesTestCluster(
+  options: { timeoutMs?: number; lockFile?: string } = {},
+): Promise<() => Promise<void>> {
+  const { timeoutMs = HOLD_TIMEOUT_MS, lockFile = KUBERNETES_TEST_CLUSTER_LOCK } = options;
+  return new Promise((resolve, reject) => {
+    const holder = spawn(
+      'flock',
+      [
+        '--exclusive',
+        '--timeout',
+        String(Math.ceil(timeoutMs / 1000)),
+        lockFile,
+        'sh',
+        '-c',
+        'echo held; exec cat >/dev/null',
+      ],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    let held = false;
+    const exited = new Promise<void>((done) => holder.once('close', () => done()));
+    holder.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    holder.stdout.on('data', (chunk: Buffer) => {
+      if (held || !chunk.toString().includes('held')) return;
+      held = true;
+      resolve(async () => {
+        holder.stdin.end();
+        await exited;
+      });
+    });
+    holder.once('error', (error) =>
+      reject(new Error(`flock ${lockFile}: ${error.message}`, { cause: error })),
+    );
+    holder.once('close', (code) => {
+      if (!held) {
+        reject(
+          new Error(
+            `the Kubernetes test cluster stayed taken by another test file for ${timeoutMs} ms (flock ${lockFile} exited ${code}: ${stderr.trim()})`,
+          ),
+        );
+      }
+    });
+  });
 }

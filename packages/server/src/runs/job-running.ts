@@ -58,6 +58,7 @@ import {
   type StartupOrder,
 } from './cluster-gang.js';
 import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
+import { hostJobCommands } from './job-specs.js';
 import { markServiceGatewayDue } from './service-gateway.js';
 
 const MIN_INTERVAL_MS = 1_000;
@@ -174,8 +175,10 @@ export function taskResourcesOf(
  * (deleted since the run was accepted): the job is terminated, as dstack does, naming the field
  * and the secret, never a value.
  */
-async function agentJobSpec(context: JobContext): Promise<JobSpec | null> {
-  const jobSpec = jobSpecOf(context.job);
+async function agentJobSpec(context: JobContext, onHost = false): Promise<JobSpec | null> {
+  const stored = jobSpecOf(context.job);
+  // A job on its instance's host gets the host's command line (job-commands.ts): no image to set up.
+  const jobSpec = onHost ? { ...stored, commands: hostJobCommands(runSpecOf(context.run), stored) } : stored;
   // Every spec is interpolated (`$$` is an escaped `$` in any value, as in dstack); the secrets
   // are decrypted only for one that references any.
   const secrets = referencesSecrets(jobSpec)
@@ -304,6 +307,8 @@ async function submitTask(context: JobContext): Promise<void> {
 async function startJob(context: JobContext): Promise<void> {
   const { app, job, run, project, provisioningData } = context;
   let runnerPort = DSTACK_RUNNER_HTTP_PORT;
+  // A shim's task without a container runs on the host (its process runtime: no Docker there).
+  let onHost = false;
   try {
     if (provisioningData.dockerized) {
       const shim = await jobShim(context);
@@ -324,6 +329,7 @@ async function startJob(context: JobContext): Promise<void> {
       runnerPort =
         task.ports.find((port) => port.container === DSTACK_RUNNER_HTTP_PORT)?.host ??
         DSTACK_RUNNER_HTTP_PORT;
+      onHost = task.container_id === null;
     }
     // No healthcheck first: a runner that is not up yet fails the submit just the same.
     const runner = await runnerClientFor(
@@ -334,7 +340,7 @@ async function startJob(context: JobContext): Promise<void> {
       job,
       context.lock.signal,
     );
-    const jobSpec = await agentJobSpec(context);
+    const jobSpec = await agentJobSpec(context, onHost);
     if (!jobSpec) return;
     const user = await app.db
       .selectFrom('users')

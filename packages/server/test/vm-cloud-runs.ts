@@ -6,9 +6,10 @@
  * daemon, running the exact user data or startup script: it downloads the agent runtime from the
  * server's `DSTACK_SHIM_DOWNLOAD_URL`, served on the hosts' bridge; the hosts have no node). The
  * server reaches the shim over SSH with the project key, and the task runs in a container of its
- * image, pulled by the host's daemon: dstack's default image from a public registry of the test's
- * (the server's `DSTACK_DOCKER_BASE_IMAGE` names it, as an air-gapped user names a mirror), or the image
- * the task names. A cloud's test file says how its emulator is started and how a fault or a
+ * image: dstack's default image by its real name (the server keeps dstack's defaults), pre-pulled
+ * on hosts of dstack's own VM images as dstack's Packer builds make them, and pulled elsewhere from
+ * a public registry of the test's that stands in for Docker Hub; or the image the task names,
+ * pulled by the host's daemon. A cloud's test file says how its emulator is started and how a fault or a
  * preemption is injected.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -50,6 +51,13 @@ import {
 } from './server-harness.js';
 
 type Offer = Awaited<ReturnType<typeof planJob>>['offers'][number];
+
+/**
+ * The image of the scenarios about the cloud rather than the image (capacity, throttling, spot),
+ * on the public registry: hosts of stock images (the DLAMI, Lambda's, Verda's) pull what a job
+ * runs in, and dstack's base image is pulled only by the scenarios about it.
+ */
+const SMALL_IMAGE = 'dstack-test/busybox:1';
 
 /** The private image the hosts pull with `registry_auth`, and what it says it is. */
 const PRIVATE_IMAGE_MARKER = 'the private image\n';
@@ -157,6 +165,8 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
     let tarball: AgentRuntimeServer;
     let defaultImages: DefaultImageRegistry;
     let privateRegistry: { registry: LocalDockerRegistry; image: string } | undefined;
+    /** A 2 MB image for the scenarios about the cloud, not the image (hosts of stock images pull what jobs run in). */
+    let smallImage: string;
     let emulator: EmulatedVmCloud;
     let harness: HarnessServer;
     const temp = makeTempDir();
@@ -166,6 +176,8 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       tarball = await serveAgentRuntime(hosts);
       // The private registry serves the private-image scenario only.
       defaultImages = await serveDefaultImages(hosts);
+      await defaultImages.registry.push(RUNNER_BUSYBOX_TEST_IMAGE, SMALL_IMAGE);
+      smallImage = `${defaultImages.registry.hostsAddress}/${SMALL_IMAGE}`;
       if (runsScenario('private-image')) privateRegistry = await startPrivateRegistry(hosts);
       emulator = await scenarios.start(hosts, scenarios.regions);
       harness = await startHarnessServer({
@@ -175,7 +187,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
           projects: [{ name: 'main', backends: [emulator.backend] }],
         },
         databaseUrl: databaseUrl(),
-        env: { DSTACK_SHIM_DOWNLOAD_URL: tarball.url, DSTACK_DOCKER_BASE_IMAGE: defaultImages.baseImage },
+        env: { DSTACK_SHIM_DOWNLOAD_URL: tarball.url },
       });
     }, 300_000);
 
@@ -265,7 +277,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
 
       it('moves on to the next offer when the cheapest has no capacity', async () => {
         const runName = `${cloud}-capacity`;
-        const configuration = task(runName, ['echo landed']);
+        const configuration = task(runName, ['echo landed'], { image: smallImage });
         const [cheapest, next] = (await planJob(harness, configuration)).offers;
         if (!cheapest || !next) throw new Error('the plan has fewer than two offers');
         emulator.failCapacity(cheapest);
@@ -326,7 +338,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
         'tries a throttled launch again on the cheapest offer, and fails the job as rate limited when it never passes',
         async () => {
           const passes = `${cloud}-throttled`;
-          const configuration = task(passes, ['echo landed']);
+          const configuration = task(passes, ['echo landed'], { image: smallImage });
           const [cheapest] = (await planJob(harness, configuration)).offers;
           if (!cheapest) throw new Error('the plan has no offer');
           // More throttled calls than the backend's own retries: only the server's retry gets through.
@@ -370,6 +382,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
           await applyTask(
             harness,
             task(runName, ['sleep 3', 'echo survived'], {
+              image: smallImage,
               spot_policy: 'spot',
               retry: { on_events: ['interruption'], duration: '1h' },
             }),

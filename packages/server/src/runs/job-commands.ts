@@ -37,8 +37,8 @@ export function jobCommandLine(configuration: CommandFields, shellCommands: read
 }
 
 /**
- * The argv of a job run on its instance's host, without a container (a shim's process runtime:
- * the local backend's, a host without Docker): the host is no image of dstack's, so nothing of
+ * The argv of a job run as a process on its host, without a container (job-runtime.ts: a Slurm
+ * allocation, a shim's process runtime on the local backend or a host without Docker): the host is no image of dstack's, so nothing of
  * the base image is set up (no venv, no dockerd), the shell is `/bin/sh` unless `shell:` names
  * one, and it is not interactive: the runner gives the job no terminal, and a host's own rc files
  * are not the job's.

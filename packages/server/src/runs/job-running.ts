@@ -17,6 +17,7 @@ import {
   type RunnerPullResponse,
   type RunnerSubmitBody,
   type TaskConfigInput,
+  type TaskInfo,
 } from '@dstack/core/agent-protocol';
 import { AgentApiError } from '@dstack/runner';
 import type { ShimClient } from '@dstack/shim';
@@ -58,6 +59,7 @@ import {
   type StartupOrder,
 } from './cluster-gang.js';
 import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
+import { type JobRuntime, jobRuntimeOf } from './job-runtime.js';
 import { hostJobCommands } from './job-specs.js';
 import { markServiceGatewayDue } from './service-gateway.js';
 
@@ -175,10 +177,11 @@ export function taskResourcesOf(
  * (deleted since the run was accepted): the job is terminated, as dstack does, naming the field
  * and the secret, never a value.
  */
-async function agentJobSpec(context: JobContext, onHost = false): Promise<JobSpec | null> {
+async function agentJobSpec(context: JobContext, runtime: JobRuntime = 'container'): Promise<JobSpec | null> {
   const stored = jobSpecOf(context.job);
-  // A job on its instance's host gets the host's command line (job-commands.ts): no image to set up.
-  const jobSpec = onHost ? { ...stored, commands: hostJobCommands(runSpecOf(context.run), stored) } : stored;
+  // The stored spec has dstack's command line for a container of its image (job-runtime.ts).
+  const jobSpec =
+    runtime === 'process' ? { ...stored, commands: hostJobCommands(runSpecOf(context.run), stored) } : stored;
   // Every spec is interpolated (`$$` is an escaped `$` in any value, as in dstack); the secrets
   // are decrypted only for one that references any.
   const secrets = referencesSecrets(jobSpec)
@@ -307,12 +310,12 @@ async function submitTask(context: JobContext): Promise<void> {
 async function startJob(context: JobContext): Promise<void> {
   const { app, job, run, project, provisioningData } = context;
   let runnerPort = DSTACK_RUNNER_HTTP_PORT;
-  // A shim's task without a container runs on the host (its process runtime: no Docker there).
-  let onHost = false;
+  // The shim's task, on an instance with a shim: what its runtime started (job-runtime.ts).
+  let task: TaskInfo | null = null;
   try {
     if (provisioningData.dockerized) {
       const shim = await jobShim(context);
-      const task = await shim.getTask(job.id);
+      task = await shim.getTask(job.id);
       if (!task) throw new Error('the shim does not know the task');
       if (task.status === 'terminated') {
         await terminate(
@@ -329,7 +332,6 @@ async function startJob(context: JobContext): Promise<void> {
       runnerPort =
         task.ports.find((port) => port.container === DSTACK_RUNNER_HTTP_PORT)?.host ??
         DSTACK_RUNNER_HTTP_PORT;
-      onHost = task.container_id === null;
     }
     // No healthcheck first: a runner that is not up yet fails the submit just the same.
     const runner = await runnerClientFor(
@@ -340,7 +342,8 @@ async function startJob(context: JobContext): Promise<void> {
       job,
       context.lock.signal,
     );
-    const jobSpec = await agentJobSpec(context, onHost);
+    const backend = await app.backends.computeOf(context.instance.project_id, context.instance.backend);
+    const jobSpec = await agentJobSpec(context, jobRuntimeOf(backend, task));
     if (!jobSpec) return;
     const user = await app.db
       .selectFrom('users')

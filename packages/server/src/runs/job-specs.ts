@@ -146,10 +146,10 @@ function jobShapes(configuration: RunConfiguration, providerJobs: ProviderJobSpe
 }
 
 /**
- * The argv of a job that runs on its instance's host, without a container (a shim's process
- * runtime: the local backend's, a host without Docker; job-commands.ts's `hostJobCommandLine`),
- * rebuilt from the run spec its job spec came from: the stored job spec keeps dstack's command
- * line for its image.
+ * The argv of a job that runs as a process on its host, without a container (job-runtime.ts: a
+ * Slurm allocation, a shim's process runtime on the local backend or a host without Docker;
+ * job-commands.ts's `hostJobCommandLine`), rebuilt from the run spec its job spec came from: the
+ * stored job spec keeps dstack's command line for its image.
  */
 export function hostJobCommands(
   runSpec: StoredRunSpec,

@@ -105,9 +105,10 @@ function isEntryPoint(): boolean {
 
 /**
  * The command: with Docker hosts (unless `--no-hosts`), which download the agent runtime from the
- * server's `DSTACK_SHIM_DOWNLOAD_URL` and pull dstack's default image from its `DSTACK_DOCKER_BASE_IMAGE`;
- * the workspace's runtime package and the default image's stand-in (base-image-stand-in.ts)
- * are served where they can reach them, and the command prints the settings to start the server with.
+ * server's `DSTACK_SHIM_DOWNLOAD_URL` and pull dstack's default image by its name from a registry that
+ * stands in for Docker Hub (hosts of dstack's VM images have it pre-pulled); the workspace's
+ * runtime package and the default image's stand-in (base-image-stand-in.ts) are served where they
+ * can reach them, and the command prints the settings to start the server with.
  */
 async function main(argv: readonly string[]): Promise<void> {
   const [provider] = argv;
@@ -130,8 +131,8 @@ async function main(argv: readonly string[]): Promise<void> {
     defaultImages = await serveDefaultImages(hosts);
     process.stdout.write(
       `The hosts download the agent runtime from ${tarball.url} and pull dstack's default image from
-${defaultImages.registry.hostsAddress}: start the server with
-  DSTACK_SHIM_DOWNLOAD_URL=${tarball.url} DSTACK_DOCKER_BASE_IMAGE=${defaultImages.baseImage}
+${defaultImages.registry.hostsAddress}, their Docker Hub: start the server with
+  DSTACK_SHIM_DOWNLOAD_URL=${tarball.url}
 `,
     );
     await runEmulator(args, { createHosts: () => hosts });

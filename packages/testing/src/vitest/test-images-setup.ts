@@ -2,9 +2,11 @@
  * vitest's `globalSetup` (root vitest.config.ts): builds the Docker images the run's tests start
  * containers from, once, before any worker starts, so that no test waits on a build inside its
  * timeout and no two workers build the same image. The images: the runner's busybox and musl
- * images (shim/test-image), the emulated cloud hosts' (`docker` and `plain`), the torch image and
- * the stand-in of dstack's base image, the last four from one Debian root filesystem (debian-rootfs/build-debian-rootfs.sh, one
- * debootstrap per machine, kept by the hash of its script). Every build leaves a current image
+ * images (shim/test-image), the emulated cloud hosts' (`docker`, `plain`, and `dstack`: `docker`
+ * with the stand-in of dstack's base image pre-pulled, as in dstack's VM images), the torch image
+ * and the stand-in of dstack's base image, all but the runner's from one Debian root filesystem
+ * (debian-rootfs/build-debian-rootfs.sh, one debootstrap per machine, kept by the hash of its
+ * script). Every build leaves a current image
  * alone, so a machine that built them pays one `docker image inspect` each. The torch image's
  * layers are gzipped here too, once per image (compressed-image-push.ts), for its test's push.
  *

@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { buildOnce } from './build-once.js';
-import { DEBIAN_ROOTFS_SCRIPTS } from './emulated-host-image.js';
+import { DEBIAN_ROOTFS_SCRIPTS } from './debian-rootfs-scripts.js';
 
 const run = promisify(execFile);
 

@@ -36,6 +36,11 @@ export interface LocalDockerRegistryOptions {
   anonymous?: boolean;
   /** Serve these emulated hosts too: at `hostsAddress`, with a certificate they trust. */
   hosts?: DockerEmulatedHosts;
+  /**
+   * The hosts reach Docker Hub here (their daemons' mirror of it): what they pull by a Docker Hub
+   * name (`dstackai/base:...`) comes from this registry. Default false.
+   */
+  dockerHub?: boolean;
 }
 
 export interface LocalDockerRegistry {
@@ -244,7 +249,9 @@ export async function startLocalDockerRegistry(
     await rm(directory, { recursive: true, force: true });
     throw error;
   }
-  if (forwarded !== null) options.hosts?.trustRegistry(forwarded.address, certificatePem);
+  if (forwarded !== null) {
+    options.hosts?.trustRegistry(forwarded.address, certificatePem, { dockerHub: options.dockerHub });
+  }
 
   // The docker CLI keeps its login in a config of its own: the user's ~/.docker stays untouched.
   const dockerEnv = { ...process.env, DOCKER_CONFIG: join(directory, 'docker-cli') };

@@ -12,7 +12,7 @@ import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { buildOnce } from './build-once.js';
-import { DEBIAN_ROOTFS_SCRIPTS } from './emulated-host-image.js';
+import { DEBIAN_ROOTFS_SCRIPTS } from './debian-rootfs-scripts.js';
 
 const run = promisify(execFile);
 

@@ -98,6 +98,8 @@ if (typeof cluster === 'string') {
   describe('pods the cluster will not run', () => {
     const failuresNamespace = `${namespace}-f`;
     const keys = generateProjectSshKeys();
+    // Its own client: the conformance suite closes the file's `api` when it ends, which may be first.
+    const failuresApi = new KubernetesApi({ access: access!.access });
     let compute: KubernetesCompute;
     let release: (() => Promise<void>) | undefined;
     let launches = 0;
@@ -114,15 +116,18 @@ if (typeof cluster === 'string') {
 
     afterAll(async () => {
       try {
-        const pods = await api.list(failuresNamespace, 'pods');
+        const pods = await failuresApi.list(failuresNamespace, 'pods');
         await Promise.all(
           pods.map((pod) =>
-            api.delete(failuresNamespace, 'pods', pod.metadata?.name ?? '', { gracePeriodSeconds: 0 }),
+            failuresApi.delete(failuresNamespace, 'pods', pod.metadata?.name ?? '', {
+              gracePeriodSeconds: 0,
+            }),
           ),
         );
-        await api.deleteNamespace(failuresNamespace);
+        await failuresApi.deleteNamespace(failuresNamespace);
         await compute?.close();
       } finally {
+        await failuresApi.close();
         await release?.();
       }
     }, 60_000);

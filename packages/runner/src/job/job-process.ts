@@ -3,9 +3,8 @@ import { LineSplitter } from './line-splitter.js';
 import { type CommandExit, commandExit, signalProcessGroup, spawnAs } from './spawn-as.js';
 
 export interface JobProcessOptions {
-  /** The program (dstack's job spec: `commands[0]`, usually a shell), found on the job's `PATH`. */
-  command: string;
-  args: string[];
+  /** The shell script, run by `/bin/sh -c`. */
+  script: string;
   cwd: string;
   env: Record<string, string>;
   /** The user and groups the shell runs as (the runner must be root). Default: the runner's own. */
@@ -19,7 +18,7 @@ export type JobProcessExit = CommandExit;
 const PIPE_DRAIN_TIMEOUT_MS = 2000;
 
 /**
- * The job's command, in a process group of its own so that a stop reaches every process the
+ * The job's shell, in a process group of its own so that a stop reaches every process the
  * job started. `exit` settles once the shell has exited and its output has been read.
  */
 export class JobProcess {
@@ -33,8 +32,8 @@ export class JobProcess {
       stderr: stderrPipe,
       report,
     } = spawnAs({
-      command: options.command,
-      args: options.args,
+      command: '/bin/sh',
+      args: ['-c', options.script],
       cwd: options.cwd,
       env: options.env,
       identity: options.spawnAs,

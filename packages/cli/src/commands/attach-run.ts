@@ -151,18 +151,3 @@ async function followByPolling(
     await sleep(POLL_INTERVAL_MS, undefined, request);
   }
 }
-
-/** Aborts on the first SIGINT or SIGTERM until `dispose` is called. */
-export function abortOnInterrupt(): { signal: AbortSignal; dispose: () => void } {
-  const controller = new AbortController();
-  const abort = () => controller.abort();
-  process.once('SIGINT', abort);
-  process.once('SIGTERM', abort);
-  return {
-    signal: controller.signal,
-    dispose: () => {
-      process.off('SIGINT', abort);
-      process.off('SIGTERM', abort);
-    },
-  };
-}

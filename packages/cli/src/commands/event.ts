@@ -8,7 +8,7 @@ import type { DstackApiClient, ListEventsRequest, RequestOptions } from '../api/
 import type { CliIo } from '../io.js';
 import { type Colors, createColors } from '../output/colors.js';
 import { CommandError } from '../output/report-error.js';
-import { abortOnInterrupt } from './attach-run.js';
+import { abortOnInterrupt } from './abort-on-interrupt.js';
 import { connect, type ProjectOption } from './connect.js';
 
 export interface EventOptions extends ProjectOption {

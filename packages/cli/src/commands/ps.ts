@@ -22,7 +22,7 @@ import { formatJson } from '../output/printable.js';
 import { CommandError } from '../output/report-error.js';
 import { absoluteServiceUrl } from '../output/service-endpoint.js';
 import { formatTable, styled, type TableCell } from '../output/table.js';
-import { abortOnInterrupt } from './attach-run.js';
+import { abortOnInterrupt } from './abort-on-interrupt.js';
 import { connect, type ProjectOption } from './connect.js';
 import type { PsFormat } from './output-formats.js';
 

@@ -102,9 +102,6 @@ export {
   PYTHON_VERSIONS,
   type PythonVersion,
   type RepoSpec,
-  RUN_PRIORITY_DEFAULT,
-  RUN_PRIORITY_MAX,
-  RUN_PRIORITY_MIN,
   repoSpecSchema,
 } from './run-configuration-base.js';
 export {
@@ -117,6 +114,7 @@ export {
   type TaskConfiguration,
   taskConfigurationSchema,
 } from './run-configurations.js';
+export { RUN_PRIORITY_DEFAULT, RUN_PRIORITY_MAX, RUN_PRIORITY_MIN } from './run-priority.js';
 export { schemaFieldPaths } from './schema-fields.js';
 export {
   type ReplicaGroup,

@@ -10,15 +10,11 @@ import { mountPointSchema } from './mount-point.js';
 import { portMappingSchema } from './ports.js';
 import { profileParamsShape } from './profile.js';
 import { defaultResourcesSpec, resourcesSpecSchema } from './resources.js';
+import { RUN_PRIORITY_MAX, RUN_PRIORITY_MIN } from './run-priority.js';
 import { isPlainObject, strictObject } from './schema-helpers.js';
 
 export const PYTHON_VERSIONS = ['3.9', '3.10', '3.11', '3.12', '3.13', '3.14'] as const;
 export type PythonVersion = (typeof PYTHON_VERSIONS)[number];
-
-/** Lowest and highest run priority, and dstack's default (`RUN_PRIORITY_DEFAULT`). */
-export const RUN_PRIORITY_MIN = 0;
-export const RUN_PRIORITY_MAX = 100;
-export const RUN_PRIORITY_DEFAULT = 0;
 
 /**
  * `python: 3.12` or `"3.12"`. YAML reads `3.10` as the number 3.1, so 3.1 means 3.10, as in

@@ -105,9 +105,12 @@ export function describeAwsClustersAndVolumes(context: VmCloudContext, emulator:
       });
       expect(refused.status).toBe(400);
       expect(JSON.stringify(refused.body)).toContain('ebs-writer');
-      // Written (df runs after the echo) before it is stopped.
-      await waitFor('the file system in the logs', async () =>
-        (await harness.logs('ebs-writer')).includes('ext4') ? true : null,
+      // Written (df runs after the echo) before it is stopped. The base image's venv comes first
+      // (uv venv --seed installs pip), which takes a while on a loaded machine.
+      await waitFor(
+        'the file system in the logs',
+        async () => ((await harness.logs('ebs-writer')).includes('ext4') ? true : null),
+        180_000,
       );
       const stopped = await harness.call('/api/project/main/runs/stop', {
         runs_names: ['ebs-writer'],

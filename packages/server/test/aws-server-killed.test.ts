@@ -93,7 +93,6 @@ describeEachDatabase.skipIf(dockerMissing)(
         DSTACK_SERVER_DIR: temp.dir,
         DSTACK_SERVER_ADMIN_TOKEN: ADMIN_TOKEN,
         DSTACK_SHIM_DOWNLOAD_URL: tarball.url,
-        DSTACK_BASE_IMAGE: defaultImages.baseImage,
         ...(url ? { DSTACK_DATABASE_URL: url } : {}),
       };
     }

@@ -193,7 +193,8 @@ export function exchangingClusterTask(name: string, nodes: number, extra: Record
     [
       'echo "node rank=$DSTACK_NODE_RANK nodes=$DSTACK_NODES_NUM master=$DSTACK_MASTER_NODE_IP ips=$(echo $DSTACK_NODES_IPS)"',
       'if [ "$DSTACK_NODE_RANK" = 0 ]; then ' +
-        `mkdir -p /tmp/www && echo "${MASTER_HELLO} $DSTACK_MASTER_NODE_IP" > /tmp/www/hello && httpd -p 7000 -h /tmp/www; ` +
+        `mkdir -p /tmp/www && echo "${MASTER_HELLO} $DSTACK_MASTER_NODE_IP" > /tmp/www/hello && ` +
+        'python -m http.server 7000 --directory /tmp/www >/dev/null 2>&1 & ' +
         'else until reply=$(wget -q -O - "http://$DSTACK_MASTER_NODE_IP:7000/hello"); do sleep 1; done; ' +
         'echo "rank $DSTACK_NODE_RANK got: $reply"; fi',
       // The job's shell, then its sleep (the same process): what a test kills.

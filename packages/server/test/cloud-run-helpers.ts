@@ -185,23 +185,29 @@ const MASTER_HELLO = 'hello from the master at';
  * A `nodes: N` GPU task whose nodes print dstack's variables; the master serves a page over HTTP
  * on its port 7000 and every worker fetches it from the master's internal IP (tried until the
  * master listens: a request answered is a connection made, nothing lost in a race), and then all
- * sleep, so that a test can kill one; `retry` on error resubmits the whole run.
+ * sleep, so that a test can kill one; `retry` on error resubmits the whole run. It runs in `image`, a
+ * busybox (its httpd and wget): the cluster is what is tested, not dstack's base image, which each
+ * node of a stock VM image (AWS's Deep Learning AMI) would pull and set a venv up in.
  */
-export function exchangingClusterTask(name: string, nodes: number, extra: Record<string, unknown> = {}) {
+export function exchangingClusterTask(
+  name: string,
+  nodes: number,
+  image: string,
+  extra: Record<string, unknown> = {},
+) {
   return gpuTask(
     name,
     [
       'echo "node rank=$DSTACK_NODE_RANK nodes=$DSTACK_NODES_NUM master=$DSTACK_MASTER_NODE_IP ips=$(echo $DSTACK_NODES_IPS)"',
       'if [ "$DSTACK_NODE_RANK" = 0 ]; then ' +
-        `mkdir -p /tmp/www && echo "${MASTER_HELLO} $DSTACK_MASTER_NODE_IP" > /tmp/www/hello && ` +
-        'python -m http.server 7000 --directory /tmp/www >/dev/null 2>&1 & ' +
+        `mkdir -p /tmp/www && echo "${MASTER_HELLO} $DSTACK_MASTER_NODE_IP" > /tmp/www/hello && httpd -p 7000 -h /tmp/www; ` +
         'else until reply=$(wget -q -O - "http://$DSTACK_MASTER_NODE_IP:7000/hello"); do sleep 1; done; ' +
         'echo "rank $DSTACK_NODE_RANK got: $reply"; fi',
       // The job's shell, then its sleep (the same process): what a test kills.
       'echo $$ > /tmp/dstack-node.pid',
       'exec sleep 600',
     ],
-    { nodes, retry: { on_events: ['error'], duration: '1h' }, ...extra },
+    { nodes, image, retry: { on_events: ['error'], duration: '1h' }, ...extra },
   );
 }
 
@@ -220,7 +226,7 @@ function masterReceipts(logs: string): number {
 export type HostShell = (instanceId: string, script: string) => Promise<string>;
 
 /**
- * Applies `exchangingClusterTask` with `nodes` nodes (and `extra` fields) and checks dstack's cluster semantics on a
+ * Applies `exchangingClusterTask` with `nodes` nodes in `image` (and `extra` fields) and checks dstack's cluster semantics on a
  * cloud: every node has its rank and the master's internal IP, every worker reached the master
  * there; then the job of the node of rank 1 is killed on its host (its process, in its container), which fails
  * it, ends the others (`terminated_by_server`) and, under `retry`, resubmits every node, which
@@ -231,9 +237,10 @@ export async function runKilledAndRetriedCluster(
   shell: HostShell,
   runName: string,
   nodes: number,
+  image: string,
   extra: Record<string, unknown> = {},
 ): Promise<ClusterNode[]> {
-  await applyTask(harness, exchangingClusterTask(runName, nodes, extra));
+  await applyTask(harness, exchangingClusterTask(runName, nodes, image, extra));
   const exchanged = async (rounds: number) => {
     await waitFor(
       `${rounds * (nodes - 1)} fetches of the master's page in ${runName}`,

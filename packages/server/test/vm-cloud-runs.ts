@@ -143,6 +143,11 @@ export interface VmCloudContext {
   hosts(): DockerEmulatedHosts;
   /** The public registry the hosts pull dstack's default images from; a scenario may push its own images to it. */
   defaultImages(): DefaultImageRegistry;
+  /**
+   * A 2 MB busybox on that registry, for the scenarios about the cloud rather than the image: a
+   * host of a stock VM image (AWS's Deep Learning AMI) would pull dstack's base image for each.
+   */
+  smallImage(): string;
   /** The label of this file's hosts (for `expectCloudEmpty`'s `hostsOf`). */
   emulatorName: string;
 }
@@ -463,6 +468,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       harness: () => harness,
       hosts: () => hosts,
       defaultImages: () => defaultImages,
+      smallImage: () => smallImage,
       emulatorName,
     });
   });

@@ -5,7 +5,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type JobProvisioningData, ProvisioningError } from '@dstack/core';
-import { DEFAULT_JOB_IMAGE, deriveRunnerToken, type TaskInfo } from '@dstack/core/agent-protocol';
+import {
+  DEFAULT_JOB_IMAGE,
+  deriveRunnerToken,
+  shellCommandLine,
+  type TaskInfo,
+} from '@dstack/core/agent-protocol';
 import { ShimClient } from '@dstack/shim';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -298,7 +303,7 @@ async function runJob(
     '/api/submit',
     JSON.stringify({
       run: { id: 'run-1', run_name: 'test-run', project_name: 'main', user: 'admin' },
-      job_spec: { job_name: 'test-run-0-0', job_num: 0, commands, env: {} },
+      job_spec: { job_name: 'test-run-0-0', job_num: 0, commands: shellCommandLine(commands), env: {} },
       job_submission: { id: 'submission-1', submission_num: 0 },
     }),
   );

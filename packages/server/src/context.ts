@@ -93,12 +93,17 @@ export interface ServerSettings {
    */
   catalogUrl?: string | null;
   /**
-   * `DSTACK_BASE_IMAGE` (dstack's setting): the repository of the default image, with its
-   * registry, e.g. a mirror's `registry.internal:5000/dstackai/base`. Absent: `dstackai/base`.
+   * `DSTACK_DOCKER_BASE_IMAGE` (dstack's setting; this server's older `DSTACK_BASE_IMAGE` when it
+   * is unset): the repository of the default image, with its registry, e.g. a mirror's
+   * `registry.internal:5000/dstackai/base`. Absent: `dstackai/base`.
    */
   baseImage?: string | null;
-  /** `DSTACK_BASE_IMAGE_VERSION` (dstack's setting): the default image's version. Absent: `0.10`. */
+  /** `DSTACK_DOCKER_BASE_IMAGE_VERSION` (dstack's setting): the default image's version. Absent: `0.15`. */
   baseImageVersion?: string | null;
+  /** `DSTACK_DOCKER_BASE_IMAGE_UBUNTU_VERSION` (dstack's setting): its Ubuntu. Absent: `24.04`. */
+  baseImageUbuntuVersion?: string | null;
+  /** `DSTACK_DIND_IMAGE` (dstack's setting): the image of `docker: true`. Absent: `dstackai/dind`. */
+  dindImage?: string | null;
   /**
    * `DSTACK_SERVER_METRICS_COLLECT_INTERVAL`: how often a running job's resource use is sampled
    * from its runner, in milliseconds (the variable is in seconds). Absent: dstack's 10 s.

@@ -27,6 +27,8 @@ describe('loadServerSettings', () => {
       codeUnpackedLimitBytes: null,
       baseImage: null,
       baseImageVersion: null,
+      baseImageUbuntuVersion: null,
+      dindImage: null,
       metricsCollectIntervalMs: 10_000,
       metricsRunningTtlSeconds: 3600,
       metricsFinishedTtlSeconds: 7 * 24 * 3600,
@@ -126,8 +128,12 @@ describe('loadServerSettings', () => {
         DSTACK_SERVER_OFFERS_DEADLINE: '3',
         DSTACK_SERVER_CODE_UPLOAD_LIMIT: '0',
         GPUHUNT_CATALOG_URL: 'http://10.0.0.1:8080/v3',
-        DSTACK_BASE_IMAGE: '127.0.0.1:5000/dstackai/base',
-        DSTACK_BASE_IMAGE_VERSION: '0.11',
+        DSTACK_DOCKER_BASE_IMAGE: '127.0.0.1:5000/dstackai/base',
+        // This server's older name for a mirror: dstack's wins.
+        DSTACK_BASE_IMAGE: '127.0.0.1:5001/old/base',
+        DSTACK_DOCKER_BASE_IMAGE_VERSION: '0.16',
+        DSTACK_DOCKER_BASE_IMAGE_UBUNTU_VERSION: '22.04',
+        DSTACK_DIND_IMAGE: '127.0.0.1:5000/dstackai/dind:v2',
         DSTACK_SERVER_METRICS_COLLECT_INTERVAL: '2',
         DSTACK_SERVER_METRICS_RUNNING_TTL_SECONDS: '600',
         DSTACK_SERVER_METRICS_FINISHED_TTL_SECONDS: '86400',
@@ -153,7 +159,9 @@ describe('loadServerSettings', () => {
       codeUploadLimitBytes: 0,
       catalogUrl: 'http://10.0.0.1:8080/v3',
       baseImage: '127.0.0.1:5000/dstackai/base',
-      baseImageVersion: '0.11',
+      baseImageVersion: '0.16',
+      baseImageUbuntuVersion: '22.04',
+      dindImage: '127.0.0.1:5000/dstackai/dind:v2',
       metricsCollectIntervalMs: 2000,
       metricsRunningTtlSeconds: 600,
       metricsFinishedTtlSeconds: 86400,
@@ -182,11 +190,17 @@ describe('loadServerSettings', () => {
     expect(() => loadServerSettings({ DSTACK_SERVER_OFFERS_DEADLINE: '0' })).toThrow(
       /DSTACK_SERVER_OFFERS_DEADLINE/,
     );
-    expect(() => loadServerSettings({ DSTACK_BASE_IMAGE: 'mirror:5000/dstackai/base:py3.11' })).toThrow(
+    expect(() => loadServerSettings({ DSTACK_DOCKER_BASE_IMAGE: 'mirror:5000/dstackai/base:0.15' })).toThrow(
+      /DSTACK_DOCKER_BASE_IMAGE must be an image repository without a tag/,
+    );
+    expect(() => loadServerSettings({ DSTACK_BASE_IMAGE: 'mirror:5000/dstackai/base:0.15' })).toThrow(
       /DSTACK_BASE_IMAGE must be an image repository without a tag/,
     );
-    expect(() => loadServerSettings({ DSTACK_BASE_IMAGE_VERSION: '0.10 -x' })).toThrow(
-      /DSTACK_BASE_IMAGE_VERSION must hold only/,
+    expect(() => loadServerSettings({ DSTACK_DOCKER_BASE_IMAGE_VERSION: '0.15 -x' })).toThrow(
+      /DSTACK_DOCKER_BASE_IMAGE_VERSION must hold only/,
+    );
+    expect(() => loadServerSettings({ DSTACK_DIND_IMAGE: 'dstackai/dind -x' })).toThrow(
+      /DSTACK_DIND_IMAGE must be an image name/,
     );
   });
 });

@@ -70,6 +70,19 @@ function imageRepositoryVariable(env: NodeJS.ProcessEnv, name: string): string |
   return value;
 }
 
+/** An image with its registry and an optional tag: `registry:5000/dstackai/dind:v1`. */
+function imageReferenceVariable(env: NodeJS.ProcessEnv, name: string): string | null {
+  const value = stringVariable(env, name);
+  if (value === null) return null;
+  if (!/^[A-Za-z0-9][A-Za-z0-9._:/@-]*$/.test(value) || value.endsWith('/') || value.endsWith(':')) {
+    throw new ConfigurationError(
+      `${name} must be an image name (e.g. registry.internal:5000/dstackai/dind), got "${value}"`,
+      { path: [name] },
+    );
+  }
+  return value;
+}
+
 /** A part of an image tag: letters, digits, `.`, `_`. */
 function imageTagPartVariable(env: NodeJS.ProcessEnv, name: string): string | null {
   const value = stringVariable(env, name);
@@ -143,8 +156,10 @@ function stringVariable(env: NodeJS.ProcessEnv, name: string): string | null {
  * `DSTACK_SHIM_DOWNLOAD_URL` and `DSTACK_RUNNER_DOWNLOAD_URL` (unset: the npm tarballs of the release),
  * `DSTACK_SERVER_CODE_UPLOAD_LIMIT` (bytes, 2 MiB; 0: no limit), `DSTACK_SERVER_CODE_UNPACKED_LIMIT`
  * (bytes a job's code or file archive may unpack to; unset: 64 times the upload limit; 0: no limit), `GPUHUNT_CATALOG_URL` (unset:
- * gpuhunt's bucket), `DSTACK_BASE_IMAGE` and `DSTACK_BASE_IMAGE_VERSION` (the default image's
- * repository and version; unset: dstack's), `DSTACK_SERVER_METRICS_COLLECT_INTERVAL` (seconds, 10),
+ * gpuhunt's bucket), `DSTACK_DOCKER_BASE_IMAGE` (or this server's older `DSTACK_BASE_IMAGE`),
+ * `DSTACK_DOCKER_BASE_IMAGE_VERSION` and `DSTACK_DOCKER_BASE_IMAGE_UBUNTU_VERSION` (the default
+ * image's repository and tag parts; unset: dstack 0.21's), `DSTACK_DIND_IMAGE` (the image of
+ * `docker: true`; unset: `dstackai/dind`), `DSTACK_SERVER_METRICS_COLLECT_INTERVAL` (seconds, 10),
  * `DSTACK_SERVER_METRICS_RUNNING_TTL_SECONDS` (3600) and `DSTACK_SERVER_METRICS_FINISHED_TTL_SECONDS`
  * (7 days), `DSTACK_ENABLE_PROMETHEUS_METRICS` (set: `/metrics` is served),
  * `DSTACK_PROMETHEUS_AUTH_TOKEN` (the bearer token it requires), `DSTACK_SERVER_EVENTS_TTL_SECONDS`
@@ -197,8 +212,13 @@ export function loadServerSettings(
         min: 1,
         max: 3600,
       }) * 1000,
-    baseImage: imageRepositoryVariable(env, 'DSTACK_BASE_IMAGE'),
-    baseImageVersion: imageTagPartVariable(env, 'DSTACK_BASE_IMAGE_VERSION'),
+    // dstack's name wins; `DSTACK_BASE_IMAGE` is this server's older name for a mirror's repository.
+    baseImage:
+      imageRepositoryVariable(env, 'DSTACK_DOCKER_BASE_IMAGE') ??
+      imageRepositoryVariable(env, 'DSTACK_BASE_IMAGE'),
+    baseImageVersion: imageTagPartVariable(env, 'DSTACK_DOCKER_BASE_IMAGE_VERSION'),
+    baseImageUbuntuVersion: imageTagPartVariable(env, 'DSTACK_DOCKER_BASE_IMAGE_UBUNTU_VERSION'),
+    dindImage: imageReferenceVariable(env, 'DSTACK_DIND_IMAGE'),
     eventsTtlSeconds: integerVariable(env, 'DSTACK_SERVER_EVENTS_TTL_SECONDS', DEFAULT_EVENTS_TTL_SECONDS, {
       min: 0,
       max: Number.MAX_SAFE_INTEGER,

@@ -27,11 +27,14 @@ export function describeAwsClustersAndVolumes(context: VmCloudContext, emulator:
     let harness: HarnessServer;
     let hosts: DockerEmulatedHosts;
     let aws: AwsEmulator;
+    /** What the tasks run in: the volumes and the cluster are tested here, not dstack's base image. */
+    let smallImage: string;
 
     beforeAll(() => {
       harness = context.harness();
       hosts = context.hosts();
       aws = emulator();
+      smallImage = context.smallImage();
     });
 
     it(`runs ${CLUSTER_NODES} nodes on a cluster fleet in one placement group: ranks, the master's IP, TCP to it; a killed node ends the others and retry resubmits all; availability_zones honoured; the group goes with the fleet`, async () => {
@@ -51,6 +54,7 @@ export function describeAwsClustersAndVolumes(context: VmCloudContext, emulator:
         (id, script) => hosts.exec(id, script),
         runName,
         CLUSTER_NODES,
+        smallImage,
         { availability_zones: [zone] },
       );
       expect(nodes.map((node) => node.zone)).toEqual(Array(CLUSTER_NODES).fill(zone));
@@ -93,6 +97,7 @@ export function describeAwsClustersAndVolumes(context: VmCloudContext, emulator:
         harness,
         // It holds the volume until the test stops it.
         gpuTask('ebs-writer', ['echo kept-on-ebs > /data/kept.txt', 'df -T /data', 'exec sleep 600'], {
+          image: smallImage,
           volumes,
         }),
       );
@@ -121,7 +126,7 @@ export function describeAwsClustersAndVolumes(context: VmCloudContext, emulator:
       expect(first.zone).toBe('us-east-1b');
       await deleteFleet(harness, 'ebs-writer');
 
-      await applyTask(harness, gpuTask('ebs-reader', ['cat /data/kept.txt'], { volumes }));
+      await applyTask(harness, gpuTask('ebs-reader', ['cat /data/kept.txt'], { image: smallImage, volumes }));
       const read = await harness.waitForRun('ebs-reader', ['done', 'failed', 'terminated'], 300_000);
       expect(read.status, read.latest_job_submission?.termination_reason_message ?? '').toBe('done');
       expect(provisionedInstance(read).id).not.toBe(first.id);

@@ -15,11 +15,13 @@ import {
   type AgentRuntimeServer,
   type AwsEmulator,
   awsEmulatorServerConfig,
-  type DefaultImageRegistry,
   DockerEmulatedHosts,
+  ensureRunnerTestImages,
+  type LocalDockerRegistry,
+  RUNNER_BUSYBOX_TEST_IMAGE,
   serveAgentRuntime,
-  serveDefaultImages,
   startAwsEmulator,
+  startLocalDockerRegistry,
 } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { expectCloudEmpty } from './cloud-run-helpers.js';
@@ -81,7 +83,13 @@ describeEachDatabase.skipIf(dockerMissing)(
   (databaseUrl) => {
     let hosts: DockerEmulatedHosts;
     let tarball: AgentRuntimeServer;
-    let defaultImages: DefaultImageRegistry;
+    /** Where the host pulls the task's image from. */
+    let registry: LocalDockerRegistry;
+    /**
+     * The task's image, a 2 MB busybox: the launch is tested, not dstack's base image, which the
+     * host (AWS's Deep Learning AMI, nothing pre-pulled) would pull and set a venv up in.
+     */
+    let image: string;
     let emulator: AwsEmulator;
     const servers: ServerProcess[] = [];
     const temp = makeTempDir('dstack-killed-');
@@ -93,7 +101,6 @@ describeEachDatabase.skipIf(dockerMissing)(
         DSTACK_SERVER_DIR: temp.dir,
         DSTACK_SERVER_ADMIN_TOKEN: ADMIN_TOKEN,
         DSTACK_SHIM_DOWNLOAD_URL: tarball.url,
-        DSTACK_BASE_IMAGE: defaultImages.baseImage,
         ...(url ? { DSTACK_DATABASE_URL: url } : {}),
       };
     }
@@ -101,7 +108,10 @@ describeEachDatabase.skipIf(dockerMissing)(
     beforeAll(async () => {
       hosts = new DockerEmulatedHosts({ emulator: EMULATOR_NAME });
       tarball = await serveAgentRuntime(hosts);
-      defaultImages = await serveDefaultImages(hosts);
+      await ensureRunnerTestImages();
+      registry = await startLocalDockerRegistry({ anonymous: true, hosts });
+      await registry.push(RUNNER_BUSYBOX_TEST_IMAGE, 'dstack-test/busybox:1');
+      image = `${registry.hostsAddress}/dstack-test/busybox:1`;
       emulator = await startAwsEmulator({ hosts, regions: ['us-east-1', 'us-west-2'] });
       writeFileSync(join(temp.dir, 'config.yml'), awsEmulatorServerConfig(emulator));
     }, 300_000);
@@ -116,7 +126,7 @@ describeEachDatabase.skipIf(dockerMissing)(
       await emulator?.close();
       await hosts?.close();
       await tarball?.close();
-      await defaultImages?.stop();
+      await registry?.stop();
       temp.remove();
     }, 300_000);
 
@@ -127,6 +137,7 @@ describeEachDatabase.skipIf(dockerMissing)(
       await applyTask(first.api, {
         type: 'task',
         name: 'killed-launch',
+        image,
         commands: ['echo the launch survived'],
         resources: { gpu: 'T4' },
       });

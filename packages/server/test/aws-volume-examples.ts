@@ -196,11 +196,13 @@ export function describeAwsVolumeExamples(context: VmCloudContext, emulator: () 
       await harness.waitForRun(DEV_RUN, ['terminated', 'failed', 'done'], 120_000);
       await deleteFleet(harness, DEV_RUN);
 
-      // A task on a fresh instance reads the file back.
+      // A task on a fresh instance reads the file back (in the small image: the dev environment of
+      // dstack's example above runs in dstack's base image already).
       const reader = 'volume-example-reader';
       await applyTask(harness, {
         type: 'task',
         name: reader,
+        image: context.smallImage(),
         commands: [`cat ${MOUNT}/kept.txt`],
         volumes: [{ name: VOLUME, path: MOUNT }],
       });

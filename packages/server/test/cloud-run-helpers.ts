@@ -185,9 +185,16 @@ const MASTER_HELLO = 'hello from the master at';
  * A `nodes: N` GPU task whose nodes print dstack's variables; the master serves a page over HTTP
  * on its port 7000 and every worker fetches it from the master's internal IP (tried until the
  * master listens: a request answered is a connection made, nothing lost in a race), and then all
- * sleep, so that a test can kill one; `retry` on error resubmits the whole run.
+ * sleep, so that a test can kill one; `retry` on error resubmits the whole run. It runs in `image`, a
+ * busybox (its httpd and wget): the cluster is what is tested, not dstack's base image, which each
+ * node of a stock VM image (AWS's Deep Learning AMI) would pull and set a venv up in.
  */
-export function exchangingClusterTask(name: string, nodes: number, extra: Record<string, unknown> = {}) {
+export function exchangingClusterTask(
+  name: string,
+  nodes: number,
+  image: string,
+  extra: Record<string, unknown> = {},
+) {
   return gpuTask(
     name,
     [
@@ -200,7 +207,7 @@ export function exchangingClusterTask(name: string, nodes: number, extra: Record
       'echo $$ > /tmp/dstack-node.pid',
       'exec sleep 600',
     ],
-    { nodes, retry: { on_events: ['error'], duration: '1h' }, ...extra },
+    { nodes, image, retry: { on_events: ['error'], duration: '1h' }, ...extra },
   );
 }
 
@@ -219,7 +226,7 @@ function masterReceipts(logs: string): number {
 export type HostShell = (instanceId: string, script: string) => Promise<string>;
 
 /**
- * Applies `exchangingClusterTask` with `nodes` nodes (and `extra` fields) and checks dstack's cluster semantics on a
+ * Applies `exchangingClusterTask` with `nodes` nodes in `image` (and `extra` fields) and checks dstack's cluster semantics on a
  * cloud: every node has its rank and the master's internal IP, every worker reached the master
  * there; then the job of the node of rank 1 is killed on its host (its process, in its container), which fails
  * it, ends the others (`terminated_by_server`) and, under `retry`, resubmits every node, which
@@ -230,9 +237,10 @@ export async function runKilledAndRetriedCluster(
   shell: HostShell,
   runName: string,
   nodes: number,
+  image: string,
   extra: Record<string, unknown> = {},
 ): Promise<ClusterNode[]> {
-  await applyTask(harness, exchangingClusterTask(runName, nodes, extra));
+  await applyTask(harness, exchangingClusterTask(runName, nodes, image, extra));
   const exchanged = async (rounds: number) => {
     await waitFor(
       `${rounds * (nodes - 1)} fetches of the master's page in ${runName}`,

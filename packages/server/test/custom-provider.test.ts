@@ -125,7 +125,9 @@ describeEachDatabase('a custom provider on the local backend', (databaseUrl) => 
     expect(run.status).toBe('done');
     expect(run.jobs).toHaveLength(1);
     expect(run.jobs[0]?.job_spec).toMatchObject({ job_name: 'curl-e2e-0-0', job_num: 0 });
-    expect(run.jobs[0]?.job_spec.commands[0]).toMatch(/^curl -fsSL '.+\/files\/data\.bin' -o '.+'$/);
+    // dstack's command line: the provider's commands after the base image's venv, under bash.
+    expect(run.jobs[0]?.job_spec.commands.slice(0, 3)).toEqual(['/bin/bash', '-i', '-c']);
+    expect(run.jobs[0]?.job_spec.commands[3]).toMatch(/ && curl -fsSL '.+\/files\/data\.bin' -o '.+'$/);
     expect(run.run_spec.configuration).toMatchObject({ provider: './providers/curl.mjs' });
     expect(files.hits).toEqual(['/files/data.bin']);
     expect(readFileSync(output).equals(content)).toBe(true);

@@ -20,18 +20,19 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect as connectTls } from 'node:tls';
 import type { Run } from '@dstack/core';
-import { DEFAULT_IMAGE_PYTHON } from '@dstack/core/agent-protocol';
 import { type PebbleServer, pebbleMissing, startPebble } from '@dstack/testing/acme';
 import {
   type AgentRuntimeServer,
   type AwsEmulator,
   awsEmulatorBackend,
   bridgeGateway,
-  type DefaultImageRegistry,
   DockerEmulatedHosts,
+  ensureRunnerTestImages,
+  type LocalDockerRegistry,
+  RUNNER_BUSYBOX_TEST_IMAGE,
   serveAgentRuntime,
-  serveDefaultImages,
   startAwsEmulator,
+  startLocalDockerRegistry,
 } from '@dstack/testing/emulators';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -53,6 +54,8 @@ const DOMAIN = 'example.test';
 const RUN_NAME = 'gw-hello';
 const ACME_DOMAIN = 'acme.test';
 const ACME_RUN_NAME = 'gw-acme-hello';
+/** Where the services' image keeps each service's pages. */
+const PAGES = { hello: '/srv/hello', scaling: '/srv/scaling', acme: '/srv/acme' };
 
 /** A test CA and a certificate it signed for `*.{domain}`, made with openssl. */
 function makeCertificates(dir: string): { ca: string; certificate: string; privateKey: string } {
@@ -162,7 +165,14 @@ async function runningReplicas(harness: HarnessServer, runName: string): Promise
 describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS', () => {
   let hosts: DockerEmulatedHosts;
   let runtime: AgentRuntimeServer;
-  let defaultImages: DefaultImageRegistry;
+  /** Where the hosts pull the services' image from. */
+  let registry: LocalDockerRegistry;
+  /**
+   * The services' image: busybox with their pages (PAGES), run by its httpd as the `entrypoint:`,
+   * which forks a process per connection, as the gateway's concurrent requests want (dstack's base
+   * image has no httpd; Python's http.server listens with a backlog of 5).
+   */
+  let busyboxImage: string;
   let emulator: AwsEmulator;
   let pebble: PebbleServer;
   let harness: HarnessServer;
@@ -178,7 +188,6 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
       config: { projects: [{ name: 'main', backends: [awsEmulatorBackend(emulator)] }] },
       env: {
         DSTACK_SHIM_DOWNLOAD_URL: runtime.url,
-        DSTACK_BASE_IMAGE: defaultImages.baseImage,
         DSTACK_ACME_SERVER: pebble.directoryUrl,
         DSTACK_ACME_SERVER_CA_FILE: pebbleCaFile,
       },
@@ -188,7 +197,15 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
     requireBuiltDstack();
     hosts = new DockerEmulatedHosts({ emulator: EMULATOR_NAME });
     runtime = await serveAgentRuntime(hosts);
-    defaultImages = await serveDefaultImages(hosts, [DEFAULT_IMAGE_PYTHON]);
+    await ensureRunnerTestImages();
+    registry = await startLocalDockerRegistry({ anonymous: true, hosts });
+    await registry.push(RUNNER_BUSYBOX_TEST_IMAGE, 'library/busybox:test', {
+      [`${PAGES.hello}/index.html`]: `hello from ${RUN_NAME}\n`,
+      [`${PAGES.scaling}/index.html`]: 'ok\n',
+      [`${PAGES.scaling}/limited`]: 'limited\n',
+      [`${PAGES.acme}/index.html`]: 'hello over ACME\n',
+    });
+    busyboxImage = `${registry.hostsAddress}/library/busybox:test`;
     emulator = await startAwsEmulator({ hosts, regions: ['us-east-1'] });
     // Where the emulated hosts reach this machine; pebble validates http-01 on the gateway's port 80.
     pebble = await startPebble({
@@ -218,7 +235,7 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
     await emulator?.close();
     await hosts?.close();
     await runtime?.close();
-    await defaultImages?.stop();
+    await registry?.stop();
     await pebble?.close();
     temp.remove();
   }, 300_000);
@@ -288,11 +305,8 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
       name: RUN_NAME,
       port: 8000,
       resources: HOST_RESOURCES,
-      commands: [
-        'mkdir -p /tmp/www',
-        `echo "hello from ${RUN_NAME}" > /tmp/www/index.html`,
-        'exec httpd -f -p 8000 -h /tmp/www',
-      ],
+      image: busyboxImage,
+      entrypoint: `httpd -f -p 8000 -h ${PAGES.hello}`,
     });
     expect(run.service?.url).toBe(`https://${RUN_NAME}.${DOMAIN}/`);
 
@@ -342,6 +356,7 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
       name,
       port: 8000,
       resources: HOST_RESOURCES,
+      image: busyboxImage,
       auth: false,
       replicas: '0..2',
       scaling: { metric: 'rps', target: 2, window: '5s', scale_up_delay: 0, scale_down_delay: '5s' },
@@ -349,12 +364,7 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
       // A new replica gets requests once it answers, not as soon as its job runs (its httpd may not
       // listen yet on a loaded machine), as a user serving under load would set it.
       probes: [{ type: 'http', url: '/index.html', interval: 1, timeout: 1 }],
-      commands: [
-        'mkdir -p /tmp/www',
-        'echo ok > /tmp/www/index.html',
-        'echo limited > /tmp/www/limited',
-        'exec httpd -f -p 8000 -h /tmp/www',
-      ],
+      entrypoint: `httpd -f -p 8000 -h ${PAGES.scaling}`,
     });
     expect(run.jobs).toEqual([]);
     const get = async (path: string, headers: Record<string, string> = {}) => {
@@ -467,11 +477,8 @@ describe.skipIf(dockerMissing || pebbleMissing)('a gateway on the emulated AWS',
       gateway: 'gw-acme',
       auth: false,
       resources: HOST_RESOURCES,
-      commands: [
-        'mkdir -p /tmp/www',
-        `echo "hello over ACME" > /tmp/www/index.html`,
-        'exec httpd -f -p 8000 -h /tmp/www',
-      ],
+      image: busyboxImage,
+      entrypoint: `httpd -f -p 8000 -h ${PAGES.acme}`,
     });
     expect(run.service?.url).toBe(`https://${hostname}/`);
 

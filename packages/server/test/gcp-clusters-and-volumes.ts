@@ -42,6 +42,7 @@ export function describeGcpClustersAndVolumes(context: VmCloudContext, gcp: () =
         (name, script) => hosts.exec(emulator.hostIdOf(name), script),
         runName,
         2,
+        context.smallImage(),
         { regions: [REGION] },
       );
       expect(others).toEqual([]);
@@ -98,7 +99,10 @@ export function describeGcpClustersAndVolumes(context: VmCloudContext, gcp: () =
       ]);
 
       const finished = async (runName: string, command: string) => {
-        await applyTask(harness, gpuTask(runName, [command], { volumes: ['gcp-data:/data'] }));
+        await applyTask(
+          harness,
+          gpuTask(runName, [command], { image: context.smallImage(), volumes: ['gcp-data:/data'] }),
+        );
         const run = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 240_000);
         const logs = await harness.logs(runName);
         expect(run.status, `${run.latest_job_submission?.termination_reason_message ?? ''}\n${logs}`).toBe(

@@ -1,12 +1,16 @@
 /**
  * End to end: jobs on the local backend's Docker runtime pull their images from a registry that
  * checks credentials (Debian's docker-registry on loopback, see @dstack/testing's
- * local-docker-registry): the default image of `python:` from the mirror `DSTACK_BASE_IMAGE`
- * names, a private image with `registry_auth` (from secrets too), and the pulls that cannot
- * succeed (wrong credentials, a missing image) fail the job at once, saying why.
+ * local-docker-registry): dstack's base image (its test stand-in) from the mirror
+ * `DSTACK_DOCKER_BASE_IMAGE` names, where the commands run under bash in the venv of `python:`,
+ * `shell:` and `entrypoint:` as dstack runs them, a private image with `registry_auth` (from
+ * secrets too), and the pulls that cannot succeed (wrong credentials, a missing image) fail the
+ * job at once, saying why.
  */
 import { defaultJobImage } from '@dstack/core/agent-protocol';
 import {
+  DEFAULT_IMAGE_MARKER,
+  ensureBaseImageStandIn,
   ensureRunnerTestImages,
   type LocalDockerRegistry,
   localDockerRegistryMissing,
@@ -34,9 +38,7 @@ describe.skipIf(dockerMissing || (registryMissing !== null && process.env.CI !==
     beforeAll(async () => {
       await ensureRunnerTestImages();
       registry = await startLocalDockerRegistry();
-      await registry.push(RUNNER_BUSYBOX_TEST_IMAGE, defaultJobImage({ python: '3.11' }), {
-        [MARKER_PATH]: 'the mirror default image for python 3.11\n',
-      });
+      await registry.pushCompressed(await ensureBaseImageStandIn(), defaultJobImage());
       privateImage = await registry.push(RUNNER_BUSYBOX_TEST_IMAGE, 'private/img:v1', {
         [MARKER_PATH]: 'the private image\n',
       });
@@ -50,7 +52,7 @@ describe.skipIf(dockerMissing || (registryMissing !== null && process.env.CI !==
             },
           ],
         },
-        env: { DSTACK_BASE_IMAGE: `${registry.address}/dstackai/base` },
+        env: { DSTACK_DOCKER_BASE_IMAGE: `${registry.address}/dstackai/base` },
       });
       const secret = await harness.call('/api/project/main/secrets/create_or_update', {
         name: 'registry_password',
@@ -71,17 +73,37 @@ describe.skipIf(dockerMissing || (registryMissing !== null && process.env.CI !==
       return { run, output: await harness.logs(name), job: run.latest_job_submission };
     }
 
-    it('runs a task without `image:` in the default image of its `python:`, pulled from the mirror', async () => {
+    it("runs a task without `image:` in dstack's base image from the mirror, under bash, in the venv of its `python:`", async () => {
       const { run, output, job } = await finished(
         'default-image',
         // The test registry checks credentials for every pull, the mirror's too.
-        task('default-image', [`cat ${MARKER_PATH}`], {
-          python: '3.11',
-          registry_auth: { username: registry.username, password: registry.password },
-        }),
+        task(
+          'default-image',
+          [`cat ${MARKER_PATH}`, 'echo "bash $BASH_VERSION"', 'python --version', 'command -v python'],
+          { python: '3.11', registry_auth: { username: registry.username, password: registry.password } },
+        ),
       );
       expect(run.status, job?.termination_reason_message ?? '').toBe('done');
-      expect(output).toContain('the mirror default image for python 3.11');
+      expect(output).toContain(DEFAULT_IMAGE_MARKER);
+      expect(output).toMatch(/bash 5\./);
+      expect(output).toContain('Python 3.11.');
+      expect(output).toContain('/dstack/venv/bin/python');
+    });
+
+    it('runs `shell: sh` and an `entrypoint:` with the commands as its arguments, as dstack does', async () => {
+      const auth = { registry_auth: { username: registry.username, password: registry.password } };
+      const [inSh, entrypoint] = await Promise.all([
+        finished(
+          'shell-sh',
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell's parameter expansion.
+          task('shell-sh', ['echo "bash=${BASH_VERSION:-none}"'], { shell: 'sh', ...auth }),
+        ),
+        finished('entrypoint', task('entrypoint', ['a b', 'c'], { entrypoint: "printf '[%s]\\n'", ...auth })),
+      ]);
+      expect(inSh.run.status, inSh.job?.termination_reason_message ?? '').toBe('done');
+      expect(inSh.output).toContain('bash=none');
+      expect(entrypoint.run.status, entrypoint.job?.termination_reason_message ?? '').toBe('done');
+      expect(entrypoint.output).toContain('[a b]\n[c]');
     });
 
     it('runs a task in a private image with `registry_auth`, its password from a secret', async () => {

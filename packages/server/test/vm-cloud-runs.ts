@@ -6,15 +6,15 @@
  * daemon, running the exact user data or startup script: it downloads the agent runtime from the
  * server's `DSTACK_SHIM_DOWNLOAD_URL`, served on the hosts' bridge; the hosts have no node). The
  * server reaches the shim over SSH with the project key, and the task runs in a container of its
- * image, pulled by the host's daemon: dstack's default image from a public registry of the test's
- * (the server's `DSTACK_BASE_IMAGE` names it, as an air-gapped user names a mirror), or the image
- * the task names. A cloud's test file says how its emulator is started and how a fault or a
+ * image: dstack's default image by its real name (the server keeps dstack's defaults), pre-pulled
+ * on hosts of dstack's own VM images as dstack's Packer builds make them, and pulled elsewhere from
+ * a public registry of the test's that stands in for Docker Hub; or the image the task names,
+ * pulled by the host's daemon. A cloud's test file says how its emulator is started and how a fault or a
  * preemption is injected.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AGENT_BOOTSTRAP_FAILURE_MARKER } from '@dstack/core';
-import { DEFAULT_IMAGE_PYTHON } from '@dstack/core/agent-protocol';
 import {
   type AgentRuntimeServer,
   type DefaultImageRegistry,
@@ -51,6 +51,13 @@ import {
 } from './server-harness.js';
 
 type Offer = Awaited<ReturnType<typeof planJob>>['offers'][number];
+
+/**
+ * The image of the scenarios about the cloud rather than the image (capacity, throttling, spot),
+ * on the public registry: hosts of stock images (the DLAMI, Lambda's, Verda's) pull what a job
+ * runs in, and dstack's base image is pulled only by the scenarios about it.
+ */
+const SMALL_IMAGE = 'dstack-test/busybox:1';
 
 /** The private image the hosts pull with `registry_auth`, and what it says it is. */
 const PRIVATE_IMAGE_MARKER = 'the private image\n';
@@ -136,6 +143,11 @@ export interface VmCloudContext {
   hosts(): DockerEmulatedHosts;
   /** The public registry the hosts pull dstack's default images from; a scenario may push its own images to it. */
   defaultImages(): DefaultImageRegistry;
+  /**
+   * A 2 MB busybox on that registry, for the scenarios about the cloud rather than the image: a
+   * host of a stock VM image (AWS's Deep Learning AMI) would pull dstack's base image for each.
+   */
+  smallImage(): string;
   /** The label of this file's hosts (for `expectCloudEmpty`'s `hostsOf`). */
   emulatorName: string;
 }
@@ -158,6 +170,8 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
     let tarball: AgentRuntimeServer;
     let defaultImages: DefaultImageRegistry;
     let privateRegistry: { registry: LocalDockerRegistry; image: string } | undefined;
+    /** A 2 MB image for the scenarios about the cloud, not the image (hosts of stock images pull what jobs run in). */
+    let smallImage: string;
     let emulator: EmulatedVmCloud;
     let harness: HarnessServer;
     const temp = makeTempDir();
@@ -165,9 +179,10 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
     beforeAll(async () => {
       hosts = new DockerEmulatedHosts({ emulator: emulatorName });
       tarball = await serveAgentRuntime(hosts);
-      // The private registry and a second Python's image serve the private-image scenario only.
-      const pythons = runsScenario('private-image') ? [DEFAULT_IMAGE_PYTHON, '3.11'] : [DEFAULT_IMAGE_PYTHON];
-      defaultImages = await serveDefaultImages(hosts, pythons);
+      // The private registry serves the private-image scenario only.
+      defaultImages = await serveDefaultImages(hosts);
+      await defaultImages.registry.push(RUNNER_BUSYBOX_TEST_IMAGE, SMALL_IMAGE);
+      smallImage = `${defaultImages.registry.hostsAddress}/${SMALL_IMAGE}`;
       if (runsScenario('private-image')) privateRegistry = await startPrivateRegistry(hosts);
       emulator = await scenarios.start(hosts, scenarios.regions);
       harness = await startHarnessServer({
@@ -177,7 +192,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
           projects: [{ name: 'main', backends: [emulator.backend] }],
         },
         databaseUrl: databaseUrl(),
-        env: { DSTACK_SHIM_DOWNLOAD_URL: tarball.url, DSTACK_BASE_IMAGE: defaultImages.baseImage },
+        env: { DSTACK_SHIM_DOWNLOAD_URL: tarball.url },
       });
     }, 300_000);
 
@@ -213,23 +228,23 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
         scenarios.expectLandedOn?.(instance, cheapest);
         const output = await harness.logs(runName);
         expect(output).toContain(scenarios.hello.expected(instance));
-        expect(output).toContain(defaultImages.marker());
+        expect(output).toContain(defaultImages.marker);
 
         await deleteFleet(harness, runName);
         await waitFor('the instance to be gone', () => (emulator.isGone(instance.id) ? true : null), 120_000);
       }, 300_000);
 
       it.runIf(runsScenario('private-image'))(
-        'runs a task in the private image it names (registry_auth) and one in the default image of its python',
+        "runs a task in the private image it names (registry_auth), and one in dstack's base image under bash, in the uv venv of its python",
         async () => {
           const named = `${cloud}-named-image`;
           const python = `${cloud}-python-311`;
-          const printMarker = [`cat ${TEST_IMAGE_MARKER_PATH}`];
+          const printMarker = `cat ${TEST_IMAGE_MARKER_PATH}`;
           if (!privateRegistry) throw new Error('the private registry was not started');
           await Promise.all([
             applyTask(
               harness,
-              task(named, printMarker, {
+              task(named, [printMarker], {
                 image: privateRegistry.image,
                 registry_auth: {
                   username: privateRegistry.registry.username,
@@ -237,18 +252,29 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
                 },
               }),
             ),
-            applyTask(harness, task(python, printMarker, { python: '3.11' })),
+            applyTask(
+              harness,
+              task(
+                python,
+                [printMarker, 'echo "bash $BASH_VERSION"', 'python --version', 'command -v python'],
+                {
+                  python: '3.11',
+                },
+              ),
+            ),
           ]);
-          for (const [runName, marker] of [
-            [named, PRIVATE_IMAGE_MARKER],
-            [python, defaultImages.marker('3.11')],
-          ] as const) {
+          for (const runName of [named, python]) {
             const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 180_000);
             expect(finished.status, finished.latest_job_submission?.termination_reason_message ?? '').toBe(
               'done',
             );
-            expect(await harness.logs(runName)).toContain(marker);
           }
+          expect(await harness.logs(named)).toContain(PRIVATE_IMAGE_MARKER);
+          const output = await harness.logs(python);
+          expect(output).toContain(defaultImages.marker);
+          expect(output).toMatch(/bash 5\./);
+          expect(output).toContain('Python 3.11.');
+          expect(output).toContain('/dstack/venv/bin/python');
           await deleteAllFleets(harness);
         },
         300_000,
@@ -256,7 +282,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
 
       it('moves on to the next offer when the cheapest has no capacity', async () => {
         const runName = `${cloud}-capacity`;
-        const configuration = task(runName, ['echo landed']);
+        const configuration = task(runName, ['echo landed'], { image: smallImage });
         const [cheapest, next] = (await planJob(harness, configuration)).offers;
         if (!cheapest || !next) throw new Error('the plan has fewer than two offers');
         emulator.failCapacity(cheapest);
@@ -317,7 +343,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
         'tries a throttled launch again on the cheapest offer, and fails the job as rate limited when it never passes',
         async () => {
           const passes = `${cloud}-throttled`;
-          const configuration = task(passes, ['echo landed']);
+          const configuration = task(passes, ['echo landed'], { image: smallImage });
           const [cheapest] = (await planJob(harness, configuration)).offers;
           if (!cheapest) throw new Error('the plan has no offer');
           // More throttled calls than the backend's own retries: only the server's retry gets through.
@@ -361,6 +387,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
           await applyTask(
             harness,
             task(runName, ['sleep 3', 'echo survived'], {
+              image: smallImage,
               spot_policy: 'spot',
               retry: { on_events: ['interruption'], duration: '1h' },
             }),
@@ -441,6 +468,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
       harness: () => harness,
       hosts: () => hosts,
       defaultImages: () => defaultImages,
+      smallImage: () => smallImage,
       emulatorName,
     });
   });

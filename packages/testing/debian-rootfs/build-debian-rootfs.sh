@@ -4,7 +4,8 @@
 # images between them need, once per machine, kept as a tarball named after this script's hash.
 # A debootstrap takes minutes on a loaded machine; three of them (one per image) took most of a
 # fresh machine's image builds. Each image trims its copy to its own packages, offline
-# (keep-only-packages.sh: the `plain` host has no Docker, the torch image only python3).
+# (keep-only-packages.sh: the `plain` host has no Docker, the torch image only python3, the base
+# image's stand-in no Docker).
 #
 # Prints the tarball's path on stdout.
 #
@@ -30,9 +31,10 @@ fail() {
 
 command -v debootstrap >/dev/null 2>&1 || fail "debootstrap is missing (apt-get install debootstrap)"
 
-# The hosts' packages (sshd, a shell's tools, python3, sudo, Docker for the `docker` kind) and the
-# torch image's (python3). Changing the list changes this script's hash, hence the tarball's name.
-packages=openssh-server,openssh-sftp-server,iproute2,curl,wget,ca-certificates,sudo,python3,procps,less,docker.io
+# The hosts' packages (sshd, a shell's tools, python3, sudo, Docker for the `docker` kind), the
+# torch image's (python3) and the stand-in of dstack's base image's (git, the venv module of
+# python3, ssh's client). Changing the list changes this script's hash, hence the tarball's name.
+packages=openssh-server,openssh-sftp-server,openssh-client,iproute2,curl,wget,ca-certificates,sudo,python3,python3-venv,git,procps,less,docker.io
 
 build_hash="$(sha256sum <"${BASH_SOURCE[0]}" | cut -c1-16)"
 cache_dir="${DSTACK_DEBIAN_ROOTFS_CACHE:-/var/cache/dstack-test/rootfs}"

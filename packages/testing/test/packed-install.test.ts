@@ -409,7 +409,7 @@ describe('packed install of the server, the CLI and one backend', () => {
       const env = {
         ...dstackEnvironment(home),
         DSTACK_SHIM_DOWNLOAD_URL: shim.url,
-        DSTACK_BASE_IMAGE: defaultImages.baseImage,
+        DSTACK_DOCKER_BASE_IMAGE: defaultImages.baseImage,
       };
       const task = join(workDir, `${runName}.dstack.yml`);
       writeFileSync(

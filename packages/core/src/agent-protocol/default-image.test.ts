@@ -2,27 +2,32 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_JOB_IMAGE, defaultJobImage, isDefaultJobImage } from './default-image.js';
 
 describe('the default image', () => {
-  it("is dstack's base image for Python 3.12 when nothing is chosen", () => {
-    expect(DEFAULT_JOB_IMAGE).toBe('dstackai/base:py3.12-0.10-cuda-12.1');
+  it("is dstack 0.21's base image when nothing is chosen", () => {
+    expect(DEFAULT_JOB_IMAGE).toBe('dstackai/base:0.15-base-ubuntu24.04');
     expect(defaultJobImage()).toBe(DEFAULT_JOB_IMAGE);
   });
 
-  it("takes `python:` as the tag's Python and a mirror's repository and version", () => {
-    expect(defaultJobImage({ python: '3.10' })).toBe('dstackai/base:py3.10-0.10-cuda-12.1');
-    expect(defaultJobImage({ python: '3.10', nvcc: true })).toBe('dstackai/base:py3.10-0.10-cuda-12.1-devel');
+  it('is the devel variant with nvcc, and takes a mirror, a version and an Ubuntu', () => {
+    expect(defaultJobImage({ nvcc: true })).toBe('dstackai/base:0.15-devel-ubuntu24.04');
     expect(
-      defaultJobImage({ python: '3.11', baseImage: '127.0.0.1:5000/dstackai/base', version: '0.11' }),
-    ).toBe('127.0.0.1:5000/dstackai/base:py3.11-0.11-cuda-12.1');
+      defaultJobImage({ baseImage: '127.0.0.1:5000/dstackai/base', version: '0.16', ubuntuVersion: '22.04' }),
+    ).toBe('127.0.0.1:5000/dstackai/base:0.16-base-ubuntu22.04');
   });
 
   it('is recognised in every variant, and other images are not', () => {
-    for (const python of ['3.9', '3.10', '3.11', '3.12', '3.13', '3.14']) {
-      expect(isDefaultJobImage(defaultJobImage({ python }))).toBe(true);
-      expect(isDefaultJobImage(defaultJobImage({ python, baseImage: 'mirror.internal:5000/base' }))).toBe(
-        true,
-      );
+    for (const nvcc of [false, true]) {
+      expect(isDefaultJobImage(defaultJobImage({ nvcc }))).toBe(true);
+      expect(isDefaultJobImage(defaultJobImage({ nvcc, baseImage: 'mirror.internal:5000/base' }))).toBe(true);
     }
-    for (const image of ['python:3.11', 'ubuntu', 'dstackai/base', 'dstackai/base:latest', 'a:5000/b']) {
+    for (const image of [
+      'python:3.11',
+      'ubuntu',
+      'dstackai/base',
+      'dstackai/base:latest',
+      'dstackai/dind',
+      'a:5000/b',
+      'dstackai/base:py3.12-0.10-cuda-12.1',
+    ]) {
       expect(isDefaultJobImage(image), image).toBe(false);
     }
   });

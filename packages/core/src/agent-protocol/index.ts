@@ -19,4 +19,5 @@ export * from './runner-api.js';
 export * from './service-authorization.js';
 export * from './service-rate-limits.js';
 export * from './service-request-counts.js';
+export * from './shell-command-line.js';
 export * from './shim-api.js';

@@ -205,7 +205,9 @@ export interface Compute {
    * Optional. Why jobs on this backend cannot run in the image a configuration names (the
    * local backend with its process runtime), or null when they can. Without it they can, or
    * the instance decides (a VM's shim refuses an image when the VM has no Docker). When every
-   * backend a run may use gives a reason, the server refuses `image` at plan time.
+   * backend a run may use gives a reason, the server refuses `image` at plan time. A backend that
+   * gives one runs its jobs as processes: the server gives them the user's commands without the
+   * set-up of dstack's base image.
    */
   imageRefusal?(): string | null;
 

@@ -23,6 +23,7 @@ import {
   type SpawnIdentity,
   spawnIdentityFor,
 } from './job-user.js';
+import { terminalLessCommandLine } from './terminal-less-command.js';
 import type { UserDatabasePaths } from './user-database.js';
 
 /** A request that does not fit the job's lifecycle (run before submit, second submit, ...). */
@@ -177,12 +178,19 @@ export class JobExecutor {
         // Stopped while the directories were being prepared.
         return response;
       }
-      const script = submission.job_spec.commands.join(' && ');
+      // dstack's job spec: `commands` is the argv (the server's `<shell> -i -c ...` or an entrypoint).
+      const [command, ...args] = terminalLessCommandLine(submission.job_spec.commands);
+      if (command === undefined) {
+        throw new Error(
+          "the job spec has no commands: set `commands` or `entrypoint` (the image's own ENTRYPOINT and CMD are not run)",
+        );
+      }
       this.events.addRunnerLog(
         `starting the job in ${workingDir}${user === undefined ? '' : ` as ${describeJobUser(user)}`}`,
       );
       const job = new JobProcess({
-        script,
+        command,
+        args,
         cwd: workingDir,
         env,
         spawnAs,

@@ -3,8 +3,9 @@ import { LineSplitter } from './line-splitter.js';
 import { type CommandExit, commandExit, signalProcessGroup, spawnAs } from './spawn-as.js';
 
 export interface JobProcessOptions {
-  /** The shell script, run by `/bin/sh -c`. */
-  script: string;
+  /** The program (dstack's job spec: `commands[0]`, usually a shell), found on the job's `PATH`. */
+  command: string;
+  args: string[];
   cwd: string;
   env: Record<string, string>;
   /** The user and groups the shell runs as (the runner must be root). Default: the runner's own. */
@@ -18,7 +19,7 @@ export type JobProcessExit = CommandExit;
 const PIPE_DRAIN_TIMEOUT_MS = 2000;
 
 /**
- * The job's shell, in a process group of its own so that a stop reaches every process the
+ * The job's command, in a process group of its own so that a stop reaches every process the
  * job started. `exit` settles once the shell has exited and its output has been read.
  */
 export class JobProcess {
@@ -32,8 +33,8 @@ export class JobProcess {
       stderr: stderrPipe,
       report,
     } = spawnAs({
-      command: '/bin/sh',
-      args: ['-c', options.script],
+      command: options.command,
+      args: options.args,
       cwd: options.cwd,
       env: options.env,
       identity: options.spawnAs,

@@ -81,6 +81,26 @@ describe('runner API', () => {
     });
   });
 
+  it("executes the job spec's commands as an argv, as dstack's runner does, and fails a spec without any", async () => {
+    await client.submit(submitBody([], { commands: ['printf', '[%s]', 'a b', 'c'] }));
+    await client.run();
+    const job = await pullUntil(client);
+    expect(decodeLogs(job.jobLogs)).toBe('[a b][c]');
+    expect(job.states.at(-1)).toMatchObject({ state: 'done', exit_status: 0 });
+
+    await runner?.close();
+    runner = await startRunner({ port: 0, homeDir });
+    client = new RunnerClient(runner.url);
+    await client.submit(submitBody([], { commands: [] }));
+    await client.run();
+    const empty = await pullUntil(client);
+    expect(empty.states.at(-1)).toMatchObject({
+      state: 'failed',
+      termination_reason: 'executor_error',
+      termination_message: expect.stringContaining('set `commands` or `entrypoint`'),
+    });
+  });
+
   it('stops at the first failing command', async () => {
     await runJob(['echo one', 'false', 'echo never']);
     const job = await pullUntil(client);

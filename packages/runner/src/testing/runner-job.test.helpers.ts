@@ -1,7 +1,12 @@
-import type { RunnerJobState, RunnerLogEvent, RunnerSubmitBody } from '@dstack/core/agent-protocol';
+import {
+  type RunnerJobState,
+  type RunnerLogEvent,
+  type RunnerSubmitBody,
+  shellCommandLine,
+} from '@dstack/core/agent-protocol';
 import type { RunnerClient } from '../client/runner-client.js';
 
-/** A minimal valid submit body running `commands`; `jobSpec` overrides job_spec fields. */
+/** A minimal valid submit body running the shell lines `commands` (`/bin/sh -c`); `jobSpec` overrides job_spec fields. */
 export function submitBody(
   commands: string[],
   jobSpec: Partial<RunnerSubmitBody['job_spec']> = {},
@@ -9,7 +14,13 @@ export function submitBody(
 ): RunnerSubmitBody {
   return {
     run: { id: 'run-id-1', run_name: 'test-run', project_name: 'main', user: 'admin' },
-    job_spec: { job_name: 'test-run-0-0', job_num: 0, commands, env: {}, ...jobSpec },
+    job_spec: {
+      job_name: 'test-run-0-0',
+      job_num: 0,
+      commands: shellCommandLine(commands),
+      env: {},
+      ...jobSpec,
+    },
     job_submission: { id: 'job-submission-1', submission_num: 0 },
     ...extra,
   };

@@ -7,9 +7,10 @@ import type { JobProvisioningData, RunSpec } from '@dstack/core';
 import { RunnerClient } from '@dstack/runner';
 import { ShimClient } from '@dstack/shim';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { jobProvisioningDataOf, jobSpecOf, type StoredRunSpec } from '../db/json-columns.js';
+import { jobProvisioningDataOf, jobSpecOf, runSpecOf, type StoredRunSpec } from '../db/json-columns.js';
 import { createPipelineHarness, type PipelineHarness } from '../testing/pipeline-harness.test.helpers.js';
 import { inactivityDurationOf, pullIntervalMs } from './job-running.js';
+import { hostJobCommands } from './job-specs.js';
 import { applyRun } from './runs.js';
 
 // Real agents start and stop here; nothing is timed, the limits only catch hangs.
@@ -230,7 +231,8 @@ describe('a start whose answers were lost', () => {
     const runner = new RunnerClient(`http://127.0.0.1:${runnerPort}`);
     await runner.submit({
       run: { id: run.id, run_name: run.run_name, project_name: 'main', user: 'admin', run_spec: {} },
-      job_spec: jobSpecOf(job),
+      // As the server gives it to a runner on the host (the shim's process runtime).
+      job_spec: { ...jobSpecOf(job), commands: hostJobCommands(runSpecOf(run), jobSpecOf(job)) },
       job_submission: { id: job.id, submission_num: job.submission_num },
       cluster_info: { job_ips: ['127.0.0.1'], master_job_ip: '127.0.0.1', gpus_per_job: 0 },
       secrets: {},

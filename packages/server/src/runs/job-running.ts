@@ -17,6 +17,7 @@ import {
   type RunnerPullResponse,
   type RunnerSubmitBody,
   type TaskConfigInput,
+  type TaskInfo,
 } from '@dstack/core/agent-protocol';
 import { AgentApiError } from '@dstack/runner';
 import type { ShimClient } from '@dstack/shim';
@@ -59,6 +60,8 @@ import {
   type StartupOrder,
 } from './cluster-gang.js';
 import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
+import { type JobRuntime, jobRuntimeOf } from './job-runtime.js';
+import { hostJobCommands } from './job-specs.js';
 import { markServiceGatewayDue } from './service-gateway.js';
 
 const MIN_INTERVAL_MS = 1_000;
@@ -175,8 +178,11 @@ export function taskResourcesOf(
  * (deleted since the run was accepted): the job is terminated, as dstack does, naming the field
  * and the secret, never a value.
  */
-async function agentJobSpec(context: JobContext): Promise<JobSpec | null> {
-  const jobSpec = jobSpecOf(context.job);
+async function agentJobSpec(context: JobContext, runtime: JobRuntime = 'container'): Promise<JobSpec | null> {
+  const stored = jobSpecOf(context.job);
+  // The stored spec has dstack's command line for a container of its image (job-runtime.ts).
+  const jobSpec =
+    runtime === 'process' ? { ...stored, commands: hostJobCommands(runSpecOf(context.run), stored) } : stored;
   // Every spec is interpolated (`$$` is an escaped `$` in any value, as in dstack); the secrets
   // are decrypted only for one that references any.
   const secrets = referencesSecrets(jobSpec)
@@ -305,10 +311,12 @@ async function submitTask(context: JobContext): Promise<void> {
 async function startJob(context: JobContext): Promise<void> {
   const { app, job, run, project, provisioningData } = context;
   let runnerPort = DSTACK_RUNNER_HTTP_PORT;
+  // The shim's task, on an instance with a shim: what its runtime started (job-runtime.ts).
+  let task: TaskInfo | null = null;
   try {
     if (provisioningData.dockerized) {
       const shim = await jobShim(context);
-      const task = await shim.getTask(job.id);
+      task = await shim.getTask(job.id);
       if (!task) throw new Error('the shim does not know the task');
       if (task.status === 'terminated') {
         await terminate(
@@ -335,7 +343,8 @@ async function startJob(context: JobContext): Promise<void> {
       job,
       context.lock.signal,
     );
-    const jobSpec = await agentJobSpec(context);
+    const backend = await app.backends.computeOf(context.instance.project_id, context.instance.backend);
+    const jobSpec = await agentJobSpec(context, jobRuntimeOf(backend, task));
     if (!jobSpec) return;
     const user = await app.db
       .selectFrom('users')

@@ -17,6 +17,16 @@ function runSpecOf(
   return { configuration: runConfigurationSchema.parse(configuration), ...extra };
 }
 
+/** dstack's command line in its base image: bash, the venv made and activated, then `commands` (job-commands.test.ts has it whole). */
+function inBaseImage(commands: string): unknown[] {
+  return [
+    '/bin/bash',
+    '-i',
+    '-c',
+    expect.stringContaining(`/bin/activate' | sudo tee -a /dstack/profile) && ${commands}`),
+  ];
+}
+
 function errorOf(call: () => unknown): ConfigurationError {
   try {
     call();
@@ -80,27 +90,58 @@ describe('buildJobSpecs', () => {
       ['train-1-0', 1, 2],
     ]);
     expect(jobs[0]).toMatchObject({
-      commands: ['python train.py'],
+      commands: inBaseImage('python train.py'),
       env: { A: '1' },
       image_name: DEFAULT_JOB_IMAGE,
       requirements: { multinode: true },
     });
   });
 
-  it("runs a job without `image:` in the default image of its `python:`, from the server's repository", () => {
-    const spec = runSpecOf({ type: 'task', commands: ['true'], python: '3.11' });
-    expect(buildJobSpecs('py', spec)[0]?.image_name).toBe('dstackai/base:py3.11-0.10-cuda-12.1');
+  it("runs a job without `image:` in dstack's base image, from the server's repository, the venv of its `python:`", () => {
+    const spec = runSpecOf({ type: 'task', commands: ['true'], python: '3.10' });
+    const [job] = buildJobSpecs('py', spec);
+    expect(job?.image_name).toBe('dstackai/base:0.15-base-ubuntu24.04');
+    expect(job?.commands[3]).toContain('uv venv -q --prompt dstack -p 3.10 --seed $DSTACK_VENV_DIR');
     const mirrored = buildJobSpecs('py', spec, 0, {
       baseImage: '127.0.0.1:5000/dstackai/base',
-      version: '0.11',
+      version: '0.16',
+      ubuntuVersion: '22.04',
     });
-    expect(mirrored[0]?.image_name).toBe('127.0.0.1:5000/dstackai/base:py3.11-0.11-cuda-12.1');
+    expect(mirrored[0]?.image_name).toBe('127.0.0.1:5000/dstackai/base:0.16-base-ubuntu22.04');
     const devel = runSpecOf({ type: 'task', commands: ['true'], python: '3.11', nvcc: true });
-    expect(buildJobSpecs('py', devel)[0]?.image_name).toBe('dstackai/base:py3.11-0.10-cuda-12.1-devel');
+    expect(buildJobSpecs('py', devel)[0]?.image_name).toBe('dstackai/base:0.15-devel-ubuntu24.04');
     const named = buildJobSpecs('py', runSpecOf({ type: 'task', commands: ['true'], image: 'ubuntu' }), 0, {
       baseImage: '127.0.0.1:5000/dstackai/base',
     });
     expect(named[0]?.image_name).toBe('ubuntu');
+  });
+
+  it("runs `docker: true` in dstack's dind image, privileged, dockerd started first", () => {
+    const spec = runSpecOf({ type: 'task', commands: ['docker info'], docker: true, privileged: false });
+    const [job] = buildJobSpecs('dind', spec);
+    expect(job).toMatchObject({
+      image_name: 'dstackai/dind',
+      privileged: true,
+      commands: ['/bin/bash', '-i', '-c', 'start-dockerd && docker info'],
+    });
+    const mirrored = buildJobSpecs('dind', spec, 0, { dindImage: 'mirror:5000/dstackai/dind:v1' });
+    expect(mirrored[0]?.image_name).toBe('mirror:5000/dstackai/dind:v1');
+  });
+
+  it('refuses an entrypoint no shell could split, naming the field', () => {
+    const error = errorOf(() =>
+      buildJobSpecs('bad', runSpecOf({ type: 'task', commands: ['x'], entrypoint: "python -c 'open" })),
+    );
+    expect(error.path).toEqual(['run_spec', 'configuration', 'entrypoint']);
+    expect(error.message).toContain('No closing quotation');
+  });
+
+  it('refuses an image without commands or entrypoint, whose own command this server does not read', () => {
+    const error = errorOf(() => buildJobSpecs('nginx', runSpecOf({ type: 'task', image: 'nginx' })));
+    expect(error.path).toEqual(['run_spec', 'configuration', 'commands']);
+    expect(error.message).toContain('Please specify either `commands` or `entrypoint`');
+    const entrypointOnly = runSpecOf({ type: 'task', image: 'nginx', entrypoint: 'nginx -g "daemon off;"' });
+    expect(buildJobSpecs('nginx', entrypointOnly)[0]?.commands).toEqual(['nginx', '-g', 'daemon off;']);
   });
 
   it("makes one job per provider job, with the job's fields over the configuration's", () => {
@@ -131,7 +172,7 @@ describe('buildJobSpecs', () => {
       job_name: 'fetch-0-0',
       job_num: 0,
       jobs_per_replica: 2,
-      commands: ['curl a -o a'],
+      commands: ['/bin/sh', '-i', '-c', 'curl a -o a'],
       env: { SHARED: 'yes', MODE: 'job' },
       image_name: 'ubuntu:24.04',
       working_dir: '/work',
@@ -139,7 +180,7 @@ describe('buildJobSpecs', () => {
     expect(jobs[1]).toMatchObject({
       job_name: 'fetch-1-0',
       job_num: 1,
-      commands: ['curl b -o b', 'sha256sum b'],
+      commands: ['/bin/sh', '-i', '-c', 'curl b -o b && sha256sum b'],
       env: { SHARED: 'yes', MODE: 'configuration' },
       image_name: 'curlimages/curl',
       working_dir: '/data',
@@ -189,19 +230,16 @@ describe('buildJobSpecs', () => {
     expect(others).toEqual([]);
     expect(job).toMatchObject({
       job_name: 'dev-0-0',
-      commands: [
-        'apt-get update',
-        'pip install -r requirements.txt',
-        'echo ready',
-        'while true; do sleep 3600; done',
-      ],
+      commands: inBaseImage(
+        'apt-get update && pip install -r requirements.txt && echo ready && tail -f /dev/null',
+      ),
       ports: [8888],
     });
   });
 
   it('keeps a dev environment without init up', () => {
     const [job] = buildJobSpecs('bare', runSpecOf({ type: 'dev-environment' }));
-    expect(job?.commands).toEqual([DEV_ENVIRONMENT_KEEP_ALIVE]);
+    expect(job?.commands).toEqual(inBaseImage(DEV_ENVIRONMENT_KEEP_ALIVE));
   });
 
   it("clones a task's branch only and every branch for a dev environment, unless single_branch says", () => {
@@ -228,7 +266,12 @@ describe('buildJobSpecs', () => {
       spot_policy: 'auto',
       replicas: [
         { name: 'gpu', count: 1, commands: ['serve --gpu'], resources: { gpu: 'A100:1' } },
-        { count: '0..2', scaling: { metric: 'rps', target: 5 }, image: 'ghcr.io/acme/cpu:1', commands: [] },
+        {
+          count: '0..2',
+          scaling: { metric: 'rps', target: 5 },
+          image: 'ghcr.io/acme/cpu:1',
+          commands: ['serve'],
+        },
       ],
     });
     const [gpu] = buildJobSpecs('svc', runSpec, 3, {}, 'gpu');
@@ -236,12 +279,16 @@ describe('buildJobSpecs', () => {
       job_name: 'svc-0-3',
       replica_num: 3,
       replica_group: 'gpu',
-      commands: ['serve --gpu'],
-      image_name: expect.stringContaining('py3.11'),
+      commands: inBaseImage('serve --gpu'),
+      image_name: DEFAULT_JOB_IMAGE,
       requirements: { spot: null, resources: { gpu: { name: ['A100'] } } },
     });
     const [cpu] = buildJobSpecs('svc', runSpec, 4, {}, '1');
-    expect(cpu).toMatchObject({ replica_group: '1', commands: [], image_name: 'ghcr.io/acme/cpu:1' });
+    expect(cpu).toMatchObject({
+      replica_group: '1',
+      commands: ['/bin/sh', '-i', '-c', 'serve'],
+      image_name: 'ghcr.io/acme/cpu:1',
+    });
     expect(cpu?.requirements.resources.gpu).toEqual(
       runConfigurationSchema.parse({ type: 'task', commands: ['x'] }).resources.gpu,
     );

@@ -15,15 +15,15 @@ import {
   type ServiceConfiguration,
 } from '@dstack/core';
 import {
+  DEFAULT_DIND_IMAGE,
   type DefaultImageOptions,
   DSTACK_RESERVED_PORTS,
   defaultJobImage,
 } from '@dstack/core/agent-protocol';
 import type { StoredRunSpec } from '../db/json-columns.js';
 import { JobVolumeError, jobMountPoints } from '../volumes/job-volumes.js';
+import { hostJobCommandLine, jobCommandLine, ShellWordsError } from './job-commands.js';
 import { replicaGroupsOf } from './service-spec.js';
-
-/** dstack's base image; only container runtimes use it (the process runtime runs on the host). */
 
 /** `spot_policy` → `Requirements.spot`: on-demand by default, as in dstack. */
 function spotRequirement(policy: RunConfiguration['spot_policy']): boolean | null {
@@ -83,8 +83,10 @@ function resolvedEnv(env: RunConfiguration['env']): Record<string, string> {
  * the environment is there to be reached over SSH. With `inactivity_duration` the server stops it
  * after that long without SSH connections (the jobs-running pipeline, from the runner's
  * `no_connections_secs`); the job spec does not carry it, the run spec's configuration does, as in dstack.
+ * dstack's own idle command: one process that a stop's SIGTERM ends, and the shell with it (an
+ * interactive bash ignores SIGTERM itself, and a loop would start its sleep again).
  */
-export const DEV_ENVIRONMENT_KEEP_ALIVE = 'while true; do sleep 3600; done';
+export const DEV_ENVIRONMENT_KEEP_ALIVE = 'tail -f /dev/null';
 
 /** The commands of a run's jobs: a dev environment's `setup` and `init`, then the keep-alive; else `commands`. */
 function commandsOf(configuration: RunConfiguration): string[] {
@@ -123,6 +125,42 @@ function providerJobsOf(runSpec: StoredRunSpec): ProviderJobSpec[] | undefined {
   return providerJobs;
 }
 
+/** One shape per job of a replica: per provider job, else per node. */
+function jobShapes(configuration: RunConfiguration, providerJobs: ProviderJobSpec[] | undefined): JobShape[] {
+  const configurationEnv = resolvedEnv(configuration.env);
+  if (providerJobs) {
+    return providerJobs.map((job) => ({
+      commands: job.commands,
+      env: { ...configurationEnv, ...job.env },
+      image: job.image ?? configuration.image,
+      workingDir: job.working_dir ?? configuration.working_dir,
+    }));
+  }
+  const nodes = (configuration.type === 'task' ? configuration.nodes : undefined) ?? 1;
+  return Array.from({ length: nodes }, () => ({
+    commands: commandsOf(configuration),
+    env: configurationEnv,
+    image: configuration.image,
+    workingDir: configuration.working_dir,
+  }));
+}
+
+/**
+ * The argv of a job that runs as a process on its host, without a container (job-runtime.ts: a
+ * Slurm allocation, a shim's process runtime on the local backend or a host without Docker;
+ * job-commands.ts's `hostJobCommandLine`), rebuilt from the run spec its job spec came from: the
+ * stored job spec keeps dstack's command line for its image.
+ */
+export function hostJobCommands(
+  runSpec: StoredRunSpec,
+  jobSpec: Pick<JobSpec, 'job_num' | 'replica_group'>,
+): string[] {
+  const { configuration } = replicaConfiguration(runSpec.configuration, jobSpec.replica_group ?? undefined);
+  const shape = jobShapes(configuration, providerJobsOf(runSpec))[jobSpec.job_num];
+  if (!shape) throw new Error(`the run spec has no job ${jobSpec.job_num}`);
+  return hostJobCommandLine({ ...configuration, image: shape.image }, shape.commands);
+}
+
 /**
  * The job specs of one replica of a run: one per provider job for a task with a `provider`,
  * else one per node. Throws `ConfigurationError` (HTTP 400) when `provider` and
@@ -137,41 +175,29 @@ export function buildJobSpecs(
 ): JobSpec[] {
   const { configuration, replicaGroup } = replicaConfiguration(runSpec.configuration, replicaGroupName);
   const providerJobs = providerJobsOf(runSpec);
-  const configurationEnv = resolvedEnv(configuration.env);
-  const shapes: JobShape[] = providerJobs
-    ? providerJobs.map((job) => ({
-        commands: job.commands,
-        env: { ...configurationEnv, ...job.env },
-        image: job.image ?? configuration.image,
-        workingDir: job.working_dir ?? configuration.working_dir,
-      }))
-    : Array.from({ length: (configuration.type === 'task' ? configuration.nodes : undefined) ?? 1 }, () => ({
-        commands: commandsOf(configuration),
-        env: configurationEnv,
-        image: configuration.image,
-        workingDir: configuration.working_dir,
-      }));
+  const shapes = jobShapes(configuration, providerJobs);
   // Provider jobs are independent of each other; only nodes of one task form a cluster.
   const clusterSize = providerJobs ? 1 : shapes.length;
   const code = codeFieldsOf(runSpec);
   const maxDuration = configuration.max_duration;
   const stopDuration = configuration.stop_duration;
-  // No `image:`: dstack's default image, its tag chosen by `python:` and `nvcc:`.
-  const defaultImage = defaultJobImage({
-    ...baseImage,
-    python: configuration.python,
-    nvcc: configuration.nvcc,
-  });
+  // No `image:`: dstack's dind image for `docker: true`, else its base image (`nvcc:` picks the variant).
+  const { dindImage, ...baseImageOptions } = baseImage;
+  const defaultImage =
+    configuration.docker === true
+      ? (dindImage ?? DEFAULT_DIND_IMAGE)
+      : defaultJobImage({ ...baseImageOptions, nvcc: configuration.nvcc });
   return shapes.map((shape, jobNum) => ({
     job_name: `${runName}-${jobNum}-${replicaNum}`,
     job_num: jobNum,
     replica_num: replicaNum,
     jobs_per_replica: shapes.length,
-    commands: shape.commands,
+    commands: commandLineOf({ ...configuration, image: shape.image }, shape.commands),
     env: shape.env,
     image_name: shape.image ?? defaultImage,
     user: configuration.user == null ? null : parseUnixUser(configuration.user),
-    privileged: configuration.privileged,
+    // Docker-in-Docker needs a privileged container: dstack's `docker: true` overrides `privileged`.
+    privileged: configuration.docker === true || configuration.privileged,
     working_dir: shape.workingDir ?? runSpec.working_dir ?? null,
     max_duration: typeof maxDuration === 'number' && maxDuration > 0 ? maxDuration : null,
     stop_duration: stopDuration === 'off' ? null : (stopDuration ?? DEFAULT_STOP_DURATION),
@@ -186,7 +212,30 @@ export function buildJobSpecs(
   }));
 }
 
-type BaseImage = Omit<DefaultImageOptions, 'python' | 'nvcc'>;
+/** The server's image settings: the base image's repository and versions, and the dind image. */
+export type BaseImage = Omit<DefaultImageOptions, 'nvcc'> & { dindImage?: string | null };
+
+/**
+ * The job's argv (job-commands.ts). An entrypoint no shell could split is the configuration's
+ * mistake; so is an image without `commands` or `entrypoint`, whose own ENTRYPOINT and CMD dstack
+ * would read from its registry and this server does not.
+ */
+function commandLineOf(configuration: RunConfiguration, shellCommands: string[]): string[] {
+  let commandLine: string[];
+  try {
+    commandLine = jobCommandLine(configuration, shellCommands);
+  } catch (error) {
+    if (!(error instanceof ShellWordsError)) throw error;
+    throw new ConfigurationError(error.message, { path: ['run_spec', 'configuration', 'entrypoint'] });
+  }
+  if (commandLine.length === 0) {
+    throw new ConfigurationError(
+      "Could not determine what command to run. Please specify either `commands` or `entrypoint` in your run configuration (this server does not run an image's own ENTRYPOINT and CMD)",
+      { path: ['run_spec', 'configuration', 'commands'] },
+    );
+  }
+  return commandLine;
+}
 
 /**
  * The jobs a plan shows and checks (secrets, volumes): replica 0 of each replica group of a

@@ -37,7 +37,7 @@ import { checkSecretReferences } from '../secrets/secret-references.js';
 import { projectSecretNames } from '../secrets/secrets.js';
 import { expectPollingAttach } from './attach-window.js';
 import { dropUnsetNulls, mergeProfileUnder } from './explicit-nulls.js';
-import { initialReplicaJobSpecs, planJobSpecs } from './job-specs.js';
+import { type BaseImage, initialReplicaJobSpecs, planJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
 import { nextScheduledStart } from './run-schedule.js';
@@ -79,21 +79,23 @@ export function normalizeRunSpec(runSpec: RunSpec): StoredRunSpec {
 }
 
 /**
- * dstack's image name for "no image, never pull" (`dstack offer` sends it with `for_offers_only`):
- * such a plan only lists offers, so the job spec takes the server's default image instead, which
- * every backend and runtime can plan with.
+ * dstack's image name for "no image, never pull" (`dstack offer` sends it with `for_offers_only`,
+ * and no commands): such a plan only lists offers, so the job spec takes the server's default
+ * image instead, which every backend and runtime can plan with, and dstack's `:` for a command.
  */
 const PLACEHOLDER_IMAGE = 'scratch';
 
 function withoutPlaceholderImage(runSpec: StoredRunSpec): StoredRunSpec {
   if (runSpec.configuration.image !== PLACEHOLDER_IMAGE) return runSpec;
   const { image: _image, ...configuration } = runSpec.configuration;
+  if ('commands' in configuration && configuration.commands.length === 0) configuration.commands = [':'];
   return { ...runSpec, configuration: configuration as RunConfiguration };
 }
 
-/** The server's default image settings (`DSTACK_BASE_IMAGE`, `DSTACK_BASE_IMAGE_VERSION`). */
-export function baseImageOf(app: AppContext): { baseImage?: string | null; version?: string | null } {
-  return { baseImage: app.settings.baseImage, version: app.settings.baseImageVersion };
+/** The server's image settings (`DSTACK_DOCKER_BASE_IMAGE`..., `DSTACK_DIND_IMAGE`). */
+export function baseImageOf(app: AppContext): BaseImage {
+  const { baseImage, baseImageVersion, baseImageUbuntuVersion, dindImage } = app.settings;
+  return { baseImage, version: baseImageVersion, ubuntuVersion: baseImageUbuntuVersion, dindImage };
 }
 
 export function offerFiltersOf(configuration: RunConfiguration): OfferFilters {

@@ -31,10 +31,17 @@ describe('image at plan time', () => {
     ]);
   });
 
+  it("refuses `docker: true` (dstack's dind image) as an image, and passes it where images run", () => {
+    expect(unsupportedRunFields(task({ docker: true }), [localBackend('process')])).toEqual([
+      { path: 'docker', reason: expect.stringContaining('set `runtime: docker` on the local backend') },
+    ]);
+    expect(unsupportedRunFields(task({ docker: true }), [localBackend('docker')])).toEqual([]);
+  });
+
   it('passes without an image, with the default image, or when a backend can run it', () => {
     const processOnly = [localBackend('process')];
     expect(unsupportedRunFields(task({}), processOnly)).toEqual([]);
-    // `python:` picks the default image's tag: still the host on a backend without containers.
+    // `python:` makes the venv of the default image: still the host on a backend without containers.
     expect(unsupportedRunFields(task({ python: '3.11' }), processOnly)).toEqual([]);
     expect(unsupportedRunFields(task({ image: DEFAULT_JOB_IMAGE }), processOnly)).toEqual([]);
     expect(unsupportedRunFields(task({ image: 'python:3.11' }), [localBackend('docker')])).toEqual([]);

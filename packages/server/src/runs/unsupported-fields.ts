@@ -4,7 +4,7 @@
  * applied (the same check for `runs/get_plan` and `runs/apply`). See `field-decisions.ts`.
  */
 import { hasCapability, type RunConfiguration } from '@dstack/core';
-import { isDefaultJobImage } from '@dstack/core/agent-protocol';
+import { DEFAULT_DIND_IMAGE, isDefaultJobImage } from '@dstack/core/agent-protocol';
 import type { ProjectBackend } from '../backends/registry.js';
 import {
   type FieldDecisions,
@@ -81,17 +81,19 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
   fleets: { honoured: 'job-submitted.ts candidate fleets' },
   tags: { honoured: "runJob receives the run's configuration; backends tag what they create" },
   backend_options: { honoured: 'Requirements.backend_options, for the backend', subtree: true },
-  python: { honoured: "the default image's tag (job-specs.ts; DSTACK_BASE_IMAGE points it at a mirror)" },
-  nvcc: { honoured: "the default image's -devel variant (job-specs.ts)" },
-  docker: { refused: 'no Docker-in-Docker image yet', example: { docker: true } },
-  entrypoint: { refused: 'the job spec has no entrypoint', example: { entrypoint: 'python' } },
+  python: {
+    honoured:
+      "the job's commands make a venv of it with the base image's uv (job-commands.ts); dstack 0.21's base image tag has no Python",
+  },
+  nvcc: { honoured: "the default image's -devel- variant (job-specs.ts)" },
+  docker: {
+    honoured:
+      "dstack's dind image (DSTACK_DIND_IMAGE), privileged, start-dockerd before the commands (job-specs.ts, job-commands.ts); refused at plan time when no eligible backend runs images",
+  },
+  entrypoint: { honoured: "job spec commands: the entrypoint's words, then `commands` (job-commands.ts)" },
   shell: {
-    refused: 'the runner runs commands with /bin/sh',
-    check: (value) =>
-      value === undefined || value === 'sh' || value === '/bin/sh'
-        ? null
-        : `only sh is supported yet (got ${String(value)})`,
-    example: { shell: 'bash' },
+    honoured:
+      'job spec commands: `<shell> -i -c` (job-commands.ts); /bin/sh on a host without containers unless set',
   },
   single_branch: {
     honoured:
@@ -212,10 +214,7 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
   'replicas[].python': { honoured: "the group's default image tag" },
   'replicas[].nvcc': { honoured: "the group's default image -devel variant" },
   'replicas[].privileged': { honoured: "the group's shim task privileged" },
-  'replicas[].docker': {
-    refused: 'no Docker-in-Docker image yet',
-    example: { commands: [], replicas: [{ count: 1, commands: ['true'], docker: true }] },
-  },
+  'replicas[].docker': { honoured: "the group's dind image, privileged, start-dockerd (job-specs.ts)" },
   'replicas[].router': {
     refused: 'no in-service router (sglang) is run',
     subtree: true,
@@ -242,6 +241,7 @@ export function unsupportedRunFields(
   );
   const reservation = reservationRefusal(configuration.reservation, configuration.backends, backends);
   const image = imageRefusal(configuration.image, configuration.backends, backends);
+  const docker = dockerRefusal(configuration.docker, configuration.backends, backends);
   const nodes = nodesRefusal(configuration, backends, context);
   const schedule =
     configuration.type === 'service' && isScheduled(configuration)
@@ -252,6 +252,7 @@ export function unsupportedRunFields(
     ...kept,
     ...(reservation ? [reservation] : []),
     ...(image ? [image] : []),
+    ...(docker ? [docker] : []),
     ...(nodes ? [nodes] : []),
     ...replicaGroupRefusals(configuration, backends),
   ];
@@ -269,6 +270,7 @@ function replicaGroupRefusals(
     return [
       ...at(reservationRefusal(group.reservation, configuration.backends, backends)),
       ...at(imageRefusal(group.image, configuration.backends, backends)),
+      ...at(dockerRefusal(group.docker, configuration.backends, backends)),
     ];
   });
 }
@@ -308,6 +310,17 @@ function imageRefusal(
   const reasons = eligible.map((backend) => backend.compute.imageRefusal?.() ?? null);
   if (eligible.length === 0 || reasons.some((reason) => reason === null)) return null;
   return { path: 'image', reason: [...new Set(reasons)].join('; ') };
+}
+
+/** `docker: true` refused as an image is: it runs in dstack's dind image, which a host without containers cannot run. */
+function dockerRefusal(
+  docker: boolean | null | undefined,
+  wanted: readonly string[] | null | undefined,
+  backends: readonly ProjectBackend[],
+): { path: string; reason: string } | null {
+  if (docker !== true) return null;
+  const refusal = imageRefusal(DEFAULT_DIND_IMAGE, wanted, backends);
+  return refusal && { path: 'docker', reason: refusal.reason };
 }
 
 /** Throws a 400 naming every field of the run's configuration this server does not honour. */

@@ -7,6 +7,7 @@ import {
   type RunnerJobState,
   type RunnerLogEvent,
   type RunnerSubmitBody,
+  shellCommandLine,
   type TaskConfigInput,
 } from '@dstack/core/agent-protocol';
 import type { RunnerClient } from '@dstack/runner';
@@ -21,7 +22,13 @@ export function taskConfig(id: string, overrides: Partial<TaskConfigInput> = {})
 export function submitBody(commands: string[], stopDuration: number | null = null): RunnerSubmitBody {
   return {
     run: { id: 'run-1', run_name: 'shim-test-run', project_name: 'main', user: 'admin' },
-    job_spec: { job_name: 'shim-test-run-0-0', job_num: 0, commands, env: {}, stop_duration: stopDuration },
+    job_spec: {
+      job_name: 'shim-test-run-0-0',
+      job_num: 0,
+      commands: shellCommandLine(commands),
+      env: {},
+      stop_duration: stopDuration,
+    },
     job_submission: { id: 'submission-1' },
   };
 }

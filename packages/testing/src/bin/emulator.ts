@@ -35,9 +35,6 @@ import { runVerdaEmulatorCommand, VERDA_EMULATOR_USAGE } from '../emulators/verd
 /** The providers whose instances boot emulated VM hosts. */
 const VM_PROVIDERS = ['aws', 'gcp', 'azure', 'lambda', 'verda'];
 
-/** The Pythons of dstack's base image tags (`python:` in a run configuration). */
-const DEFAULT_IMAGE_PYTHONS = ['3.9', '3.10', '3.11', '3.12', '3.13'];
-
 export interface RunEmulatorOptions {
   /** Makes the hosts emulated instances boot (e.g. Docker containers); none when absent. */
   createHosts?: () => EmulatedHosts | Promise<EmulatedHosts>;
@@ -108,9 +105,10 @@ function isEntryPoint(): boolean {
 
 /**
  * The command: with Docker hosts (unless `--no-hosts`), which download the agent runtime from the
- * server's `DSTACK_SHIM_DOWNLOAD_URL` and pull dstack's default image from its `DSTACK_BASE_IMAGE`;
- * the workspace's runtime package and the default images (of the Pythons dstack's base image has)
- * are served where they can reach them, and the command prints the settings to start the server with.
+ * server's `DSTACK_SHIM_DOWNLOAD_URL` and pull dstack's default image by its name from a registry that
+ * stands in for Docker Hub (hosts of dstack's VM images have it pre-pulled); the workspace's
+ * runtime package and the default image's stand-in (base-image-stand-in.ts) are served where they
+ * can reach them, and the command prints the settings to start the server with.
  */
 async function main(argv: readonly string[]): Promise<void> {
   const [provider] = argv;
@@ -130,11 +128,11 @@ async function main(argv: readonly string[]): Promise<void> {
   const tarball = await serveAgentRuntime(hosts);
   let defaultImages: DefaultImageRegistry | undefined;
   try {
-    defaultImages = await serveDefaultImages(hosts, DEFAULT_IMAGE_PYTHONS);
+    defaultImages = await serveDefaultImages(hosts);
     process.stdout.write(
-      `The hosts download the agent runtime from ${tarball.url} and pull dstack's default images from
-${defaultImages.registry.hostsAddress}: start the server with
-  DSTACK_SHIM_DOWNLOAD_URL=${tarball.url} DSTACK_BASE_IMAGE=${defaultImages.baseImage}
+      `The hosts download the agent runtime from ${tarball.url} and pull dstack's default image from
+${defaultImages.registry.hostsAddress}, their Docker Hub: start the server with
+  DSTACK_SHIM_DOWNLOAD_URL=${tarball.url}
 `,
     );
     await runEmulator(args, { createHosts: () => hosts });

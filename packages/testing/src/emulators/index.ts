@@ -170,8 +170,13 @@ export {
   serveAgentRuntime,
 } from './hosts/agent-runtime-server.js';
 export {
+  BASE_IMAGE_STAND_IN_PYTHON,
+  baseImageStandIn,
+  ensureBaseImageStandIn,
+} from './hosts/base-image-stand-in.js';
+export {
+  DEFAULT_IMAGE_MARKER,
   type DefaultImageRegistry,
-  defaultImageMarker,
   serveDefaultImages,
   TEST_IMAGE_MARKER_PATH,
 } from './hosts/default-image-registry.js';

@@ -8,10 +8,10 @@ describe('testImagesUsedBy', () => {
   it('finds the images a cloud end-to-end file uses through its scenario modules', () => {
     // The AWS files name none themselves: vm-cloud-runs.ts and torchrun-cluster.ts do.
     expect(testImagesUsedBy([repository('packages/server/test/aws-emulator.test.ts')])).toEqual(
-      new Set(['runner', 'emulated-hosts']),
+      new Set(['runner', 'emulated-hosts', 'base']),
     );
     expect(testImagesUsedBy([repository('packages/server/test/aws-torchrun.test.ts')])).toEqual(
-      new Set(['runner', 'emulated-hosts', 'torch']),
+      new Set(['runner', 'emulated-hosts', 'torch', 'base']),
     );
   });
 

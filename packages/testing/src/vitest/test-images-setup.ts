@@ -2,9 +2,11 @@
  * vitest's `globalSetup` (root vitest.config.ts): builds the Docker images the run's tests start
  * containers from, once, before any worker starts, so that no test waits on a build inside its
  * timeout and no two workers build the same image. The images: the runner's busybox and musl
- * images (shim/test-image), the emulated cloud hosts' (`docker` and `plain`) and the torch image,
- * the last three from one Debian root filesystem (debian-rootfs/build-debian-rootfs.sh, one
- * debootstrap per machine, kept by the hash of its script). Every build leaves a current image
+ * images (shim/test-image), the emulated cloud hosts' (`docker`, `plain`, and `dstack`: `docker`
+ * with the stand-in of dstack's base image pre-pulled, as in dstack's VM images), the torch image
+ * and the stand-in of dstack's base image, all but the runner's from one Debian root filesystem
+ * (debian-rootfs/build-debian-rootfs.sh, one debootstrap per machine, kept by the hash of its
+ * script). Every build leaves a current image
  * alone, so a machine that built them pays one `docker image inspect` each. The torch image's
  * layers are gzipped here too, once per image (compressed-image-push.ts), for its test's push.
  *
@@ -18,6 +20,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { TestProject } from 'vitest/node';
+import { ensureBaseImageStandIn } from '../emulators/hosts/base-image-stand-in.js';
 import { compressedImage } from '../emulators/hosts/compressed-image-push.js';
 import { EMULATED_HOST_KINDS, ensureEmulatedHostImage } from '../emulators/hosts/emulated-host-image.js';
 import { ensureRunnerTestImages } from '../emulators/hosts/runner-test-images.js';
@@ -25,14 +28,14 @@ import { ensureTorchTestImage, torchTestImageMissing } from '../emulators/hosts/
 
 const run = promisify(execFile);
 
-export type TestImage = 'runner' | 'emulated-hosts' | 'torch';
+export type TestImage = 'runner' | 'emulated-hosts' | 'torch' | 'base';
 
 /** The names in a test's sources that say it starts containers of an image. */
 const USES: Record<TestImage, RegExp> = {
-  runner:
-    /\b(ensureRunnerTestImages|serveDefaultImages|RUNNER_(BUSYBOX|MUSL)_TEST_IMAGE)\b|build-test-image\.sh/,
+  runner: /\b(ensureRunnerTestImages|RUNNER_(BUSYBOX|MUSL)_TEST_IMAGE)\b|build-test-image\.sh/,
   'emulated-hosts': /\b(ensureEmulatedHostImage|DockerEmulatedHosts)\b/,
   torch: /\bensureTorchTestImage\b/,
+  base: /\b(serveDefaultImages|ensureBaseImageStandIn)\b/,
 };
 
 /** How deep relative imports are followed: a test, its scenario module, that module's helpers. */
@@ -97,7 +100,7 @@ export async function buildTestImages(paths: readonly string[], log: (line: stri
   };
   if (used.has('runner')) await build('runner busybox and musl', ensureRunnerTestImages);
   const debootstrap = await commandExists('debootstrap');
-  if (!debootstrap && (used.has('emulated-hosts') || used.has('torch'))) {
+  if (!debootstrap && (used.has('emulated-hosts') || used.has('torch') || used.has('base'))) {
     log('test images: debootstrap is missing, no Debian image built (apt-get install debootstrap)');
     return;
   }
@@ -106,6 +109,7 @@ export async function buildTestImages(paths: readonly string[], log: (line: stri
       await build(`emulated host (${kind})`, () => ensureEmulatedHostImage(kind));
     }
   }
+  if (used.has('base')) await build("dstack's base image stand-in", ensureBaseImageStandIn);
   if (used.has('torch')) {
     const missing = torchTestImageMissing();
     if (missing === null) {

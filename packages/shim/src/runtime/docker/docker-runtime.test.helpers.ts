@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RunnerJobState } from '@dstack/core/agent-protocol';
+import { type RunnerJobState, shellCommandLine } from '@dstack/core/agent-protocol';
 import { RunnerClient } from '@dstack/runner';
 
 export interface JobResult {
@@ -12,7 +12,7 @@ export async function runJob(runnerPort: number, commands: string[], token?: str
   const runner = new RunnerClient(`http://127.0.0.1:${runnerPort}`, { token });
   await runner.submit({
     run: { id: 'r', run_name: 'r', project_name: 'p', user: 'u' },
-    job_spec: { job_name: 'r-0-0', job_num: 0, commands, env: {} },
+    job_spec: { job_name: 'r-0-0', job_num: 0, commands: shellCommandLine(commands), env: {} },
     job_submission: { id: 's' },
   });
   await runner.run();

@@ -7,6 +7,7 @@ import {
   DEFAULT_JOB_IMAGE,
   defaultJobImage,
   type RunnerJobState,
+  shellCommandLine,
   TaskConfigSchema,
 } from '@dstack/core/agent-protocol';
 import { HOST_JOB_VARIABLES, RunnerClient } from '@dstack/runner';
@@ -49,7 +50,7 @@ describe('process runtime', () => {
     const runner = new RunnerClient(`http://127.0.0.1:${runtimeTask.runnerPort}`);
     await runner.submit({
       run: { id: 'r', run_name: 'r', project_name: 'p', user: 'u' },
-      job_spec: { job_name: 'r-0-0', job_num: 0, commands, env: {} },
+      job_spec: { job_name: 'r-0-0', job_num: 0, commands: shellCommandLine(commands), env: {} },
       job_submission: { id: 's' },
     });
     await runner.run();
@@ -119,8 +120,8 @@ describe('process runtime', () => {
     }
   });
 
-  it("runs a task in any default image (another `python:`, a mirror's repository) on the host", async () => {
-    const image = defaultJobImage({ python: '3.10', baseImage: '127.0.0.1:5000/dstackai/base' });
+  it("runs a task in any default image (the devel variant, a mirror's repository) on the host", async () => {
+    const image = defaultJobImage({ nvcc: true, baseImage: '127.0.0.1:5000/dstackai/base' });
     const result = await runAs('', ['echo on-the-host'], undefined, image);
     expect(result.states.at(-1)?.state).toBe('done');
     expect(result.output).toContain('on-the-host');

@@ -17,7 +17,10 @@ export interface Ec2Image {
   readonly architecture: 'x86_64' | 'arm64';
   readonly state: 'available';
   readonly description: string;
-  /** What the hosts booted from it have: Docker (dstack's images, the DLAMI) or not (Canonical's Ubuntu). */
+  /**
+   * What the hosts booted from it have: Docker with dstack's images pre-pulled (dstack's images,
+   * made by its Packer build), Docker alone (the DLAMI) or no Docker (Canonical's Ubuntu).
+   */
   readonly hostKind: EmulatedHostKind;
 }
 
@@ -29,7 +32,7 @@ export interface Ec2ImageTemplate {
   readonly creationDate: string;
   readonly architecture?: 'x86_64' | 'arm64';
   readonly description?: string;
-  /** Default: `plain` for Canonical's images, `docker` for the others. */
+  /** Default: `plain` for Canonical's images, `dstack` for dstack's, `docker` for the others. */
   readonly hostKind?: EmulatedHostKind;
 }
 
@@ -79,7 +82,12 @@ export function imagesFor(regions: readonly string[], templates: readonly Ec2Ima
       architecture: template.architecture ?? 'x86_64',
       state: 'available' as const,
       description: template.description ?? template.name,
-      hostKind: template.hostKind ?? (template.ownerId === CANONICAL_OWNER ? 'plain' : 'docker'),
+      hostKind: template.hostKind ?? defaultHostKind(template.ownerId),
     })),
   );
+}
+
+function defaultHostKind(ownerId: string): EmulatedHostKind {
+  if (ownerId === CANONICAL_OWNER) return 'plain';
+  return ownerId === DSTACK_IMAGES_OWNER ? 'dstack' : 'docker';
 }

@@ -66,10 +66,13 @@ function invalidParameter(message: string): AzureArmError {
   return new AzureArmError(400, 'InvalidParameter', message);
 }
 
-/** dstack's images and Azure's Ubuntu images: whether the host has Docker. */
+/**
+ * dstack's images (Docker, dstack's images pre-pulled by its Packer build) and Azure's Ubuntu
+ * images (no Docker).
+ */
 function hostKindOf(imageReference: Json): EmulatedHostKind {
   const community = string(imageReference.communityGalleryImageId) ?? string(imageReference.id) ?? '';
-  if (/dstack/i.test(community)) return 'docker';
+  if (/dstack/i.test(community)) return 'dstack';
   return 'plain';
 }
 

@@ -30,12 +30,15 @@ export interface GcpImage {
   readonly family?: string;
   readonly creationTimestamp: string;
   readonly diskSizeGb?: number;
-  /** What the hosts booted from it have. Default: Docker for dstack's images, none for the others. */
+  /**
+   * What the hosts booted from it have. Default: Docker with dstack's images pre-pulled for
+   * dstack's images (its Packer build pulls them), no Docker for the others.
+   */
   readonly hostKind?: EmulatedHostKind;
 }
 
 function hostKindOf(image: GcpImage): EmulatedHostKind {
-  return image.hostKind ?? (image.project === 'dstack' ? 'docker' : 'plain');
+  return image.hostKind ?? (image.project === 'dstack' ? 'dstack' : 'plain');
 }
 
 /** dstack's images (`projects/dstack/global/images/dstack[-cuda]-{version}`) and Ubuntu's. */

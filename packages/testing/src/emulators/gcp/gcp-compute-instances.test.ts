@@ -236,9 +236,9 @@ describe('instances and zone operations', () => {
       }),
     );
     await settle();
-    // dstack's images have Docker: the host is booted from the image with it.
+    // dstack's images have Docker and dstack's images pre-pulled: the host is booted from such an image.
     expect(hosts.launches).toEqual([
-      { instanceId: expect.stringMatching(/^\d+$/), userData: script, kind: 'docker' },
+      { instanceId: expect.stringMatching(/^\d+$/), userData: script, kind: 'dstack' },
     ]);
     clock.advance(TEST_TIMELINE.provisioningMs + TEST_TIMELINE.stagingMs);
     const running = await call('GET', `zones/${ZONE}/instances/dstack-h`);

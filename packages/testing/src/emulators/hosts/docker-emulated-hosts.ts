@@ -1,6 +1,7 @@
 /**
  * Emulated cloud hosts as Docker containers: one container per instance, from the locally built
- * emulated-host image of the kind the instance's image is (with Docker or without), on an internal
+ * emulated-host image of the kind the instance's image is (without Docker, with it, or with it and
+ * dstack's images pre-pulled), on an internal
  * bridge network of the emulator's own. The container's address is the instance's address; its
  * boot script starts the image's Docker daemon, runs the user data as cloud-init would, and then
  * sshd. Terminating the instance removes the container with everything it ran (and the storage of
@@ -21,9 +22,14 @@ import { connect } from 'node:net';
 import { posix } from 'node:path';
 import type { EmulatedHost, EmulatedHosts, HostBlockDevice, HostLaunchRequest } from '../emulated-hosts.js';
 import { containerOwner, DockerCommandError, removeOrphanedContainers, runDocker } from './docker-cli.js';
-import { type EmulatedHostKind, emulatedHostImage, ensureEmulatedHostImage } from './emulated-host-image.js';
+import {
+  dockerDaemonRunOptions,
+  type EmulatedHostKind,
+  emulatedHostImage,
+  ensureEmulatedHostImage,
+  hasDockerDaemon,
+} from './emulated-host-image.js';
 import { instanceBootFiles } from './instance-boot-files.js';
-import { availableCapabilities } from './linux-capabilities.js';
 import { tarArchive } from './tar-archive.js';
 
 /** On every host container: `docker ps --filter label=dev.dstack.emulated-host` lists them all. */
@@ -120,6 +126,8 @@ export class DockerEmulatedHosts implements EmulatedHosts {
   readonly #hosts = new Map<string, HostRecord>();
   /** Registry address → the certificate hosts with Docker trust for it (`trustRegistry`). */
   readonly #trustedRegistries = new Map<string, string>();
+  /** The registry that stands in for Docker Hub (`trustRegistry`'s `dockerHub`), or null. */
+  #dockerHubMirror: string | null = null;
   #prepared: Promise<void> | null = null;
   #madeNetwork = false;
   #closed = false;
@@ -205,10 +213,12 @@ export class DockerEmulatedHosts implements EmulatedHosts {
   /**
    * Hosts launched from now on trust `certificate` (PEM) for the registry at `address`
    * (`host:port`), in /etc/docker/certs.d as an image made for a private mirror would: the test
-   * registry stands in for Docker Hub, whose certificate a real image trusts already.
+   * registry stands in for Docker Hub, whose certificate a real image trusts already. With
+   * `dockerHub`, it is where their daemons reach Docker Hub (their mirror of it).
    */
-  trustRegistry(address: string, certificate: string): void {
+  trustRegistry(address: string, certificate: string, options: { dockerHub?: boolean } = {}): void {
     this.#trustedRegistries.set(address, certificate);
+    if (options.dockerHub) this.#dockerHubMirror = address;
   }
 
   async launch(request: HostLaunchRequest): Promise<EmulatedHost> {
@@ -222,7 +232,7 @@ export class DockerEmulatedHosts implements EmulatedHosts {
       throw new HostTerminatedError(`cannot launch ${instanceId}: the emulated hosts are closed`);
     if (this.#hosts.has(instanceId)) throw new Error(`instance ${instanceId} already has a host`);
     // Bad user data fails the launch before any container exists.
-    const bootFiles = [...instanceBootFiles(userData), ...this.#registryCertificateFiles()];
+    const bootFiles = [...instanceBootFiles(userData), ...this.#registryFiles()];
     const bootArchive = tarArchive(bootFiles.map((file) => ({ ...file, path: file.path.slice(1) })));
     const record: HostRecord = {
       containerName: `dstack-${this.emulator}-${dockerName(instanceId)}`,
@@ -258,33 +268,29 @@ export class DockerEmulatedHosts implements EmulatedHosts {
       throw new HostTerminatedError(`instance ${instanceId} was terminated while it booted`);
   }
 
-  #registryCertificateFiles(): Array<{ path: string; content: Buffer; mode: number }> {
-    return [...this.#trustedRegistries].map(([address, certificate]) => ({
+  /**
+   * The Docker daemon's configuration a host boots with: the registries' certificates, and Docker
+   * Hub's stand-in as the daemon's mirror of Docker Hub (Docker Hub is out of reach here), so that
+   * a job's `dstackai/base:...` is pulled by its real name, as on a real host.
+   */
+  #registryFiles(): Array<{ path: string; content: Buffer; mode: number }> {
+    const certificates = [...this.#trustedRegistries].map(([address, certificate]) => ({
       path: `/etc/docker/certs.d/${address}/ca.crt`,
       content: Buffer.from(certificate),
       mode: 0o644,
     }));
+    if (this.#dockerHubMirror === null) return certificates;
+    const daemonConfig = { 'registry-mirrors': [`https://${this.#dockerHubMirror}`] };
+    return [
+      ...certificates,
+      { path: '/etc/docker/daemon.json', content: Buffer.from(JSON.stringify(daemonConfig)), mode: 0o644 },
+    ];
   }
 
   async #createContainer(instanceId: string, name: string, kind: EmulatedHostKind): Promise<void> {
-    const dockerDaemonArgs =
-      kind === 'docker'
-        ? [
-            '--cap-add',
-            'ALL',
-            ...(await availableCapabilities()).missing.flatMap((capability) => ['--cap-drop', capability]),
-            '--security-opt',
-            'seccomp=unconfined',
-            '--security-opt',
-            'apparmor=unconfined',
-            '--security-opt',
-            'systempaths=unconfined',
-            '--device-cgroup-rule',
-            'a *:* rwm',
-            '--mount',
-            'type=volume,destination=/var/lib/docker',
-          ]
-        : [];
+    const dockerDaemonArgs = hasDockerDaemon(kind)
+      ? [...(await dockerDaemonRunOptions()), '--mount', 'type=volume,destination=/var/lib/docker']
+      : [];
     const args = [
       'create',
       '--name',

@@ -1,13 +1,15 @@
 /**
- * The images emulated hosts boot from, built on this machine by
- * `emulator-host-image/build-host-image.sh` from the Debian root filesystem every test image
- * starts from (`debian-rootfs/build-debian-rootfs.sh`, one debootstrap per machine): `docker`
- * for the images with a Docker daemon (dstack's VM images, AWS's Deep Learning AMI), `plain` for
- * those without (Canonical's Ubuntu). The script is idempotent: it rebuilds only when the image is
- * missing or was built from other scripts, so running it before the first launch of a process
- * costs one image inspect.
+ * The images emulated hosts boot from, built on this machine from the Debian root filesystem every
+ * test image starts from (`debian-rootfs/build-debian-rootfs.sh`, one debootstrap per machine):
+ * `plain` for the images without Docker (Canonical's Ubuntu), `docker` for those with a Docker
+ * daemon and nothing pulled (AWS's Deep Learning AMI, Lambda's and Verda's images), both by
+ * `emulator-host-image/build-host-image.sh`; and `dstack` for dstack's own VM images, which are
+ * `docker` with dstack's base image pre-pulled, as dstack's Packer builds make them
+ * (`emulator-host-image/build-dstack-host-image.sh`). The builds are idempotent: they rebuild only
+ * when the image is missing or was built from other inputs, so running one before the first
+ * launch of a process costs one image inspect.
  *
- * The default tag is the scripts' own hash: checkouts with other scripts (branches, worktrees)
+ * The default tag is the inputs' own hash: checkouts with other scripts (branches, worktrees)
  * that share one Docker daemon each get their image, instead of rebuilding one tag under each
  * other's running tests.
  */
@@ -16,27 +18,37 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { defaultJobImage } from '@dstack/core/agent-protocol';
+import { baseImageStandIn, ensureBaseImageStandIn } from './base-image-stand-in.js';
+import { DEBIAN_ROOTFS_SCRIPTS } from './debian-rootfs-scripts.js';
+import { availableCapabilities } from './linux-capabilities.js';
+
+export { DEBIAN_ROOTFS_SCRIPTS } from './debian-rootfs-scripts.js';
 
 const run = promisify(execFile);
 
-/** The build script, beside `src` and `dist` (both three levels below the package root). */
+/** The build scripts, beside `src` and `dist` (both three levels below the package root). */
 export const BUILD_HOST_IMAGE_SCRIPT = fileURLToPath(
   new URL('../../../emulator-host-image/build-host-image.sh', import.meta.url),
+);
+const BUILD_DSTACK_HOST_IMAGE_SCRIPT = fileURLToPath(
+  new URL('../../../emulator-host-image/build-dstack-host-image.sh', import.meta.url),
 );
 const BOOT_SCRIPT = fileURLToPath(
   new URL('../../../emulator-host-image/emulated-host-boot.sh', import.meta.url),
 );
-/**
- * The one Debian root filesystem every test image starts from (one debootstrap per machine), and
- * the script that trims a copy to an image's packages: part of every Debian image's build hash.
- */
-export const DEBIAN_ROOTFS_SCRIPTS = ['build-debian-rootfs.sh', 'keep-only-packages.sh'].map((name) =>
-  fileURLToPath(new URL(`../../../debian-rootfs/${name}`, import.meta.url)),
-);
 
-/** What an emulated host's image has: a Docker daemon that starts at boot, or not. */
-export type EmulatedHostKind = 'docker' | 'plain';
-export const EMULATED_HOST_KINDS: readonly EmulatedHostKind[] = ['docker', 'plain'];
+/**
+ * What an emulated host's image has: no Docker (`plain`), a Docker daemon that starts at boot
+ * (`docker`), or that daemon with dstack's base image already in its store (`dstack`).
+ */
+export type EmulatedHostKind = 'docker' | 'plain' | 'dstack';
+export const EMULATED_HOST_KINDS: readonly EmulatedHostKind[] = ['docker', 'plain', 'dstack'];
+
+/** Whether hosts of `kind` run a Docker daemon (and so need what Docker in Docker needs). */
+export function hasDockerDaemon(kind: EmulatedHostKind): boolean {
+  return kind !== 'plain';
+}
 
 const BUILD_HASH = createHash('sha256')
   .update(readFileSync(BUILD_HOST_IMAGE_SCRIPT))
@@ -45,9 +57,41 @@ const BUILD_HASH = createHash('sha256')
   .digest('hex')
   .slice(0, 16);
 
-/** The image's default name, tagged with the build's hash. Env of the build script: DSTACK_EMULATED_HOST_IMAGE. */
+/** The `dstack` image's hash: the `docker` image's, its own script's, and the pre-pulled image's. */
+function dstackBuildHash(): string {
+  return createHash('sha256')
+    .update(BUILD_HASH)
+    .update(readFileSync(BUILD_DSTACK_HOST_IMAGE_SCRIPT))
+    .update(`${baseImageStandIn()} as ${defaultJobImage()}`)
+    .digest('hex')
+    .slice(0, 16);
+}
+
+/** The image's default name, tagged with the build's hash. Env of the build scripts: DSTACK_EMULATED_HOST_IMAGE. */
 export function emulatedHostImage(kind: EmulatedHostKind): string {
-  return `dstack-test/emulated-host-${kind}:${BUILD_HASH}`;
+  return `dstack-test/emulated-host-${kind}:${kind === 'dstack' ? dstackBuildHash() : BUILD_HASH}`;
+}
+
+/**
+ * What `docker run` needs to run a Docker daemon in a container (Docker in Docker): every
+ * capability this machine has (`--privileged` asks for ones a sandbox may lack), no seccomp or
+ * AppArmor profile, every device. /var/lib/docker must be a volume besides (overlay2 cannot stack
+ * on the container's own overlay).
+ */
+export async function dockerDaemonRunOptions(): Promise<string[]> {
+  return [
+    '--cap-add',
+    'ALL',
+    ...(await availableCapabilities()).missing.flatMap((capability) => ['--cap-drop', capability]),
+    '--security-opt',
+    'seccomp=unconfined',
+    '--security-opt',
+    'apparmor=unconfined',
+    '--security-opt',
+    'systempaths=unconfined',
+    '--device-cgroup-rule',
+    'a *:* rwm',
+  ];
 }
 
 /** debootstrap downloads Debian's packages on a machine's first build. */
@@ -55,6 +99,7 @@ const BUILD_TIMEOUT_MS = 600_000;
 const builds = new Map<string, Promise<void>>();
 
 async function buildImage(kind: EmulatedHostKind, image: string, force: boolean): Promise<void> {
+  if (kind === 'dstack') return buildDstackImage(image, force);
   try {
     await run('bash', [BUILD_HOST_IMAGE_SCRIPT, '--kind', kind, ...(force ? ['--force'] : [])], {
       env: { ...process.env, DSTACK_EMULATED_HOST_IMAGE: image },
@@ -93,4 +138,40 @@ export function ensureEmulatedHostImage(
     builds.set(image, build);
   }
   return build;
+}
+
+/** The `docker` image with the stand-in of dstack's base image in its store, under dstack's name. */
+async function buildDstackImage(image: string, force: boolean): Promise<void> {
+  await ensureEmulatedHostImage('docker');
+  const standIn = await ensureBaseImageStandIn();
+  const args = [
+    BUILD_DSTACK_HOST_IMAGE_SCRIPT,
+    '--from',
+    emulatedHostImage('docker'),
+    '--base-image',
+    standIn,
+    '--as',
+    defaultJobImage(),
+    ...(force ? ['--force'] : []),
+    '--',
+    ...(await dockerDaemonRunOptions()),
+  ];
+  try {
+    await run('bash', args, {
+      env: {
+        ...process.env,
+        DSTACK_EMULATED_HOST_IMAGE: image,
+        DSTACK_EMULATED_HOST_BUILD: dstackBuildHash(),
+      },
+      timeout: BUILD_TIMEOUT_MS,
+    });
+  } catch (error) {
+    const stderr = (error as { stderr?: string }).stderr?.trim();
+    throw new Error(
+      `building the emulated host image ${image} failed: ${stderr || (error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
+  }
 }

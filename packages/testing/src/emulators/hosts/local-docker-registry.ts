@@ -21,7 +21,9 @@ import { promisify } from 'node:util';
 import { writeSelfSignedCertificate } from '../../emulator/self-signed-certificate.js';
 import { bridgeGateway } from './agent-runtime-server.js';
 import { compressedImage, pushCompressedImage } from './compressed-image-push.js';
+import { runDocker } from './docker-cli.js';
 import type { DockerEmulatedHosts } from './docker-emulated-hosts.js';
+import { tarArchive } from './tar-archive.js';
 
 const run = promisify(execFile);
 
@@ -34,6 +36,11 @@ export interface LocalDockerRegistryOptions {
   anonymous?: boolean;
   /** Serve these emulated hosts too: at `hostsAddress`, with a certificate they trust. */
   hosts?: DockerEmulatedHosts;
+  /**
+   * The hosts reach Docker Hub here (their daemons' mirror of it): what they pull by a Docker Hub
+   * name (`dstackai/base:...`) comes from this registry. Default false.
+   */
+  dockerHub?: boolean;
 }
 
 export interface LocalDockerRegistry {
@@ -45,9 +52,10 @@ export interface LocalDockerRegistry {
   username: string;
   password: string;
   /**
-   * Pushes local image `source` as `{address}/{name}` (e.g. `dstackai/base:py3.11-0.10-cuda-12.1`)
+   * Pushes local image `source` as `{address}/{name}` (e.g. `team/tool:v1`)
    * and removes that tag from the daemon, so a job has to pull it. `files` (path → content) are
-   * added to the pushed image: a marker that proves a job ran in it. Resolves with the full name.
+   * added to the pushed image (their directories made as needed): a marker that proves a job ran
+   * in it, pages to serve. Resolves with the full name.
    */
   push(source: string, name: string, files?: Record<string, string>): Promise<string>;
   /**
@@ -241,7 +249,9 @@ export async function startLocalDockerRegistry(
     await rm(directory, { recursive: true, force: true });
     throw error;
   }
-  if (forwarded !== null) options.hosts?.trustRegistry(forwarded.address, certificatePem);
+  if (forwarded !== null) {
+    options.hosts?.trustRegistry(forwarded.address, certificatePem, { dockerHub: options.dockerHub });
+  }
 
   // The docker CLI keeps its login in a config of its own: the user's ~/.docker stays untouched.
   const dockerEnv = { ...process.env, DOCKER_CONFIG: join(directory, 'docker-cli') };
@@ -281,11 +291,15 @@ export async function startLocalDockerRegistry(
         const { stdout } = await docker(['create', source, 'true']);
         const container = stdout.trim();
         try {
-          for (const [path, content] of Object.entries(files)) {
-            const local = join(directory, `file-${randomBytes(4).toString('hex')}`);
-            await writeFile(local, content);
-            await docker(['cp', local, `${container}:${path}`]);
-          }
+          // One archive from the root: Docker makes the directories a file's path needs.
+          const archive = tarArchive(
+            Object.entries(files).map(([path, content]) => ({
+              path: path.replace(/^\/+/, ''),
+              content: Buffer.from(content),
+              mode: 0o644,
+            })),
+          );
+          await runDocker(['cp', '-', `${container}:/`], { input: archive });
           await docker(['commit', container, target]);
         } finally {
           await docker(['rm', '--force', container]).catch(() => undefined);

@@ -11,7 +11,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { DEBIAN_ROOTFS_SCRIPTS } from './emulated-host-image.js';
+import { buildOnce } from './build-once.js';
+import { DEBIAN_ROOTFS_SCRIPTS } from './debian-rootfs-scripts.js';
 
 const run = promisify(execFile);
 
@@ -66,22 +67,12 @@ export function torchTestImage(): string {
 
 /** debootstrap downloads Debian's packages on a machine's first build; the wheels are 200 MB. */
 const BUILD_TIMEOUT_MS = 900_000;
-let build: Promise<string> | null = null;
 
 /**
  * Builds the image when it is missing or stale (the script leaves a current one alone; once per
  * process) and resolves with its name. Needs a running Docker daemon, debootstrap and the wheels.
  */
-export function ensureTorchTestImage(): Promise<string> {
-  if (build === null) {
-    build = buildTorchTestImage();
-    // A failed build is retried by the next caller rather than remembered.
-    build.catch(() => {
-      build = null;
-    });
-  }
-  return build;
-}
+export const ensureTorchTestImage: () => Promise<string> = buildOnce(buildTorchTestImage);
 
 async function buildTorchTestImage(): Promise<string> {
   const missing = torchTestImageMissing();

@@ -43,8 +43,12 @@ export default defineConfig({
     // The Docker images the run's tests use (the Debian-based ones from one debootstrap) are
     // built here, before any worker starts, rather than inside a test's timeout.
     globalSetup: ['./packages/testing/src/vitest/test-images-setup.ts'],
-    // The default reporter's output, then the 15 longest files and their wall time.
-    reporters: ['default', new LongestFilesReporter({ count: 15 })],
+    // The default reporter's output, then the 15 longest files and their wall time;
+    // DSTACK_TEST_FILE_TIMES=<path> also writes every file's time there as JSON.
+    reporters: [
+      'default',
+      new LongestFilesReporter({ count: 15, outputFile: process.env.DSTACK_TEST_FILE_TIMES || undefined }),
+    ],
     projects: ['packages/*/vitest.config.ts', 'bench/vitest.config.ts', 'generators/vitest.config.ts'],
   },
 });

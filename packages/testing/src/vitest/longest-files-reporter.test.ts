@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -33,8 +35,10 @@ describe('formatLongestFiles', () => {
 describe('LongestFilesReporter in a real vitest run', () => {
   it("ends the run's output with the longest files after the default reporter's summary", async () => {
     // A vitest of its own in a child process, on two files; CI=true keeps its output plain.
+    const scratch = mkdtempSync(join(tmpdir(), 'longest-files-'));
+    const timesFile = join(scratch, 'times.json');
     const { stdout } = await run(process.execPath, [VITEST, 'run', '--root', FIXTURE], {
-      env: { ...process.env, CI: 'true', NO_COLOR: '1' },
+      env: { ...process.env, CI: 'true', NO_COLOR: '1', TIMES_FILE: timesFile },
       timeout: 120_000,
     });
     const lines = stdout.trimEnd().split('\n');
@@ -44,5 +48,14 @@ describe('LongestFilesReporter in a real vitest run', () => {
     expect(lines[table + 1]).toMatch(/^ +\d+\.\d s {2}(first|second)\.check\.ts$/);
     expect(lines[table + 2]).toMatch(/^Total: \d+\.\d s summed over the files, \d+\.\d s for the run$/);
     expect(lines).toHaveLength(table + 3);
+
+    // Every file, longest first, in the file the reporter was given.
+    const times = JSON.parse(readFileSync(timesFile, 'utf8')) as Array<{
+      file: string;
+      milliseconds: number;
+    }>;
+    rmSync(scratch, { recursive: true, force: true });
+    expect(times.map((each) => each.file).sort()).toEqual(['first.check.ts', 'second.check.ts']);
+    expect(times[0]?.milliseconds).toBeGreaterThanOrEqual(times[1]?.milliseconds ?? Number.POSITIVE_INFINITY);
   }, 120_000);
 });

@@ -4,12 +4,15 @@
  * reporter's output: a file that grows is noticed the day it grows, not when the suite has
  * doubled.
  */
+import { writeFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import type { Reporter, TestModule, Vitest } from 'vitest/node';
 
 export interface LongestFilesReporterOptions {
   /** How many files to list. Default 15. */
   count?: number;
+  /** Where to write every file's wall time as JSON (`[{ file, milliseconds }]`, longest first). */
+  outputFile?: string;
 }
 
 export interface FileWallTime {
@@ -37,6 +40,7 @@ export function formatLongestFiles(
 
 export class LongestFilesReporter implements Reporter {
   private readonly count: number;
+  private readonly outputFile: string | undefined;
   private vitest: Vitest | undefined;
   private runStarted = performance.now();
   /** When a worker took each file (by module id). */
@@ -45,6 +49,7 @@ export class LongestFilesReporter implements Reporter {
 
   constructor(options: LongestFilesReporterOptions = {}) {
     this.count = options.count ?? 15;
+    this.outputFile = options.outputFile;
   }
 
   onInit(vitest: Vitest): void {
@@ -78,6 +83,10 @@ export class LongestFilesReporter implements Reporter {
       file: relative(root, moduleId),
       milliseconds,
     }));
+    if (this.outputFile) {
+      const longestFirst = [...files].sort((a, b) => b.milliseconds - a.milliseconds);
+      writeFileSync(this.outputFile, `${JSON.stringify(longestFirst, null, 2)}\n`);
+    }
     const logger = this.vitest.logger;
     for (const line of formatLongestFiles(files, this.count, performance.now() - this.runStarted)) {
       logger.log(line);

@@ -7,15 +7,12 @@
  * as the emulated host images are, so a machine builds it once and checkouts with other scripts
  * get their own.
  */
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { buildOnce } from './build-once.js';
 import { DEBIAN_ROOTFS_SCRIPTS } from './debian-rootfs-scripts.js';
-
-const run = promisify(execFile);
+import { runImageBuildScript } from './image-build-script.js';
 
 /** The build script and the uv stand-in, beside `src` and `dist` (three levels below the package root). */
 const BUILD_SCRIPT = fileURLToPath(new URL('../../../base-image/build-base-image.sh', import.meta.url));
@@ -46,19 +43,9 @@ export const ensureBaseImageStandIn: () => Promise<string> = buildOnce(buildBase
 
 async function buildBaseImageStandIn(): Promise<string> {
   const image = baseImageStandIn();
-  try {
-    await run('bash', [BUILD_SCRIPT], {
-      env: { ...process.env, DSTACK_BASE_IMAGE_STAND_IN: image },
-      timeout: BUILD_TIMEOUT_MS,
-    });
-  } catch (error) {
-    const stderr = (error as { stderr?: string }).stderr?.trim();
-    throw new Error(
-      `building the base image stand-in ${image} failed: ${stderr || (error as Error).message}`,
-      {
-        cause: error,
-      },
-    );
-  }
+  await runImageBuildScript(`the base image stand-in ${image}`, [BUILD_SCRIPT], {
+    env: { ...process.env, DSTACK_BASE_IMAGE_STAND_IN: image },
+    timeoutMs: BUILD_TIMEOUT_MS,
+  });
   return image;
 }

@@ -13,19 +13,16 @@
  * that share one Docker daemon each get their image, instead of rebuilding one tag under each
  * other's running tests.
  */
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { defaultJobImage } from '@dstack/core/agent-protocol';
 import { baseImageStandIn, ensureBaseImageStandIn } from './base-image-stand-in.js';
 import { DEBIAN_ROOTFS_SCRIPTS } from './debian-rootfs-scripts.js';
+import { runImageBuildScript } from './image-build-script.js';
 import { availableCapabilities } from './linux-capabilities.js';
 
 export { DEBIAN_ROOTFS_SCRIPTS } from './debian-rootfs-scripts.js';
-
-const run = promisify(execFile);
 
 /** The build scripts, beside `src` and `dist` (both three levels below the package root). */
 export const BUILD_HOST_IMAGE_SCRIPT = fileURLToPath(
@@ -100,20 +97,11 @@ const builds = new Map<string, Promise<void>>();
 
 async function buildImage(kind: EmulatedHostKind, image: string, force: boolean): Promise<void> {
   if (kind === 'dstack') return buildDstackImage(image, force);
-  try {
-    await run('bash', [BUILD_HOST_IMAGE_SCRIPT, '--kind', kind, ...(force ? ['--force'] : [])], {
-      env: { ...process.env, DSTACK_EMULATED_HOST_IMAGE: image },
-      timeout: BUILD_TIMEOUT_MS,
-    });
-  } catch (error) {
-    const stderr = (error as { stderr?: string }).stderr?.trim();
-    throw new Error(
-      `building the emulated host image ${image} failed: ${stderr || (error as Error).message}`,
-      {
-        cause: error,
-      },
-    );
-  }
+  await runImageBuildScript(
+    `the emulated host image ${image}`,
+    [BUILD_HOST_IMAGE_SCRIPT, '--kind', kind, ...(force ? ['--force'] : [])],
+    { env: { ...process.env, DSTACK_EMULATED_HOST_IMAGE: image }, timeoutMs: BUILD_TIMEOUT_MS },
+  );
 }
 
 /**
@@ -156,22 +144,12 @@ async function buildDstackImage(image: string, force: boolean): Promise<void> {
     '--',
     ...(await dockerDaemonRunOptions()),
   ];
-  try {
-    await run('bash', args, {
-      env: {
-        ...process.env,
-        DSTACK_EMULATED_HOST_IMAGE: image,
-        DSTACK_EMULATED_HOST_BUILD: dstackBuildHash(),
-      },
-      timeout: BUILD_TIMEOUT_MS,
-    });
-  } catch (error) {
-    const stderr = (error as { stderr?: string }).stderr?.trim();
-    throw new Error(
-      `building the emulated host image ${image} failed: ${stderr || (error as Error).message}`,
-      {
-        cause: error,
-      },
-    );
-  }
+  await runImageBuildScript(`the emulated host image ${image}`, args, {
+    env: {
+      ...process.env,
+      DSTACK_EMULATED_HOST_IMAGE: image,
+      DSTACK_EMULATED_HOST_BUILD: dstackBuildHash(),
+    },
+    timeoutMs: BUILD_TIMEOUT_MS,
+  });
 }

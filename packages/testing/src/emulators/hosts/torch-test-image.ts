@@ -5,16 +5,13 @@
  * the emulated host images are, so a machine builds it once, and checkouts with another script or
  * wheel get their own.
  */
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { buildOnce } from './build-once.js';
 import { DEBIAN_ROOTFS_SCRIPTS } from './debian-rootfs-scripts.js';
-
-const run = promisify(execFile);
+import { runImageBuildScript } from './image-build-script.js';
 
 /** The build script, beside `src` and `dist` (both three levels below the package root). */
 export const BUILD_TORCH_IMAGE_SCRIPT = fileURLToPath(
@@ -78,21 +75,14 @@ async function buildTorchTestImage(): Promise<string> {
   const missing = torchTestImageMissing();
   if (missing !== null) throw new Error(`cannot build the torch test image: ${missing}`);
   const image = torchTestImage();
-  try {
-    await run('bash', [BUILD_TORCH_IMAGE_SCRIPT], {
-      env: {
-        ...process.env,
-        DSTACK_TORCH_WHEEL: torchWheel() ?? '',
-        DSTACK_TORCH_DEPENDENCY_WHEELS: dependencyWheels(),
-        DSTACK_TORCH_TEST_IMAGE: image,
-      },
-      timeout: BUILD_TIMEOUT_MS,
-    });
-  } catch (error) {
-    const stderr = (error as { stderr?: string }).stderr?.trim();
-    throw new Error(`building the torch test image ${image} failed: ${stderr || (error as Error).message}`, {
-      cause: error,
-    });
-  }
+  await runImageBuildScript(`the torch test image ${image}`, [BUILD_TORCH_IMAGE_SCRIPT], {
+    env: {
+      ...process.env,
+      DSTACK_TORCH_WHEEL: torchWheel() ?? '',
+      DSTACK_TORCH_DEPENDENCY_WHEELS: dependencyWheels(),
+      DSTACK_TORCH_TEST_IMAGE: image,
+    },
+    timeoutMs: BUILD_TIMEOUT_MS,
+  });
   return image;
 }

@@ -9,8 +9,8 @@
 #
 # The store is made by the host image's own Docker daemon, once: a container of the host image
 # loads the stand-in into a volume at /var/lib/docker, and that directory becomes a layer of the
-# new image. Each host's /var/lib/docker volume starts as a copy of it (Docker fills a new volume
-# from the image), as each VM's disk starts as a copy of its image.
+# new image. Each host's /var/lib/docker starts as a copy of it (the emulator's hosts get a copy
+# made from it, prepulled-docker-stores.ts), as each VM's disk starts as a copy of its image.
 #
 # Usage: build-dstack-host-image.sh --from IMAGE --base-image IMAGE --as NAME [--force] -- RUN-OPTIONS...
 #   --from        the `docker` emulated host image

@@ -74,7 +74,7 @@ export function runDocker(args: readonly string[], options: DockerCommandOptions
   });
 }
 
-function isProcessAlive(pid: number): boolean {
+export function isProcessAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -1,11 +1,14 @@
 import { execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { generateEd25519KeyPair } from '@dstack/core';
+import { defaultJobImage } from '@dstack/core/agent-protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_IMAGE_MARKER_PATH } from './default-image-registry.js';
 import {
   DockerEmulatedHosts,
   EMULATED_HOST_EMULATOR_LABEL,
@@ -23,6 +26,7 @@ import {
   sshAsRoot,
 } from './emulated-hosts.test.helpers.js';
 import { HostUserDataError } from './instance-boot-files.js';
+import { prepulledStoresRoot } from './prepulled-docker-stores.js';
 
 const run = promisify(execFile);
 const environment = await prepareDockerForHostTests();
@@ -280,6 +284,47 @@ describe.skipIf(!environment.available)(
       expect(none).toMatchObject({ code: 1, stdout: '' });
     });
 
+    it("gives each host of dstack's images its own store with dstack's base image pre-pulled, gone with the host", async () => {
+      const waitForDocker =
+        'i=0; until docker info >/dev/null 2>&1 || [ $i -ge 300 ]; do sleep 0.1; i=$((i+1)); done';
+      const image = defaultJobImage();
+      const ids = [instanceId(), instanceId()];
+      const [first, second] = await Promise.all(
+        ids.map((id) => hosts.launch({ instanceId: id, userData: authorizeKeyScript, kind: 'dstack' })),
+      );
+      if (!first || !second) throw new Error('two hosts were launched');
+      // One host deletes the image; the other still runs it, and a host booted after still has it.
+      const removed = await sshAsRoot(
+        first.address,
+        key.privateKey,
+        `${waitForDocker}\ndocker rmi -f ${image}`,
+      );
+      expect(removed.code).toBe(0);
+      const runs = await sshAsRoot(
+        second.address,
+        key.privateKey,
+        `${waitForDocker}\ndocker run --rm --pull never ${image} cat ${TEST_IMAGE_MARKER_PATH}`,
+      );
+      expect(runs).toMatchObject({ code: 0 });
+      expect(runs.stdout.trim()).not.toBe('');
+      const thirdId = instanceId();
+      const third = await hosts.launch({ instanceId: thirdId, userData: authorizeKeyScript, kind: 'dstack' });
+      const listed = await sshAsRoot(
+        third.address,
+        key.privateKey,
+        `${waitForDocker}\ndocker image ls --format '{{.Repository}}:{{.Tag}}'`,
+      );
+      expect(listed.stdout.split('\n')).toContain(image);
+
+      const storesOf = async (id: string) =>
+        (
+          await run('find', [join(prepulledStoresRoot(), 'hosts'), '-maxdepth', '3', '-name', `*${id}`])
+        ).stdout.trim();
+      expect(await storesOf(thirdId)).not.toBe('');
+      await Promise.all([...ids, thirdId].map((id) => hosts.terminate(id)));
+      for (const id of [...ids, thirdId]) expect(await storesOf(id)).toBe('');
+    }, 180_000);
+
     it('terminate removes the host with everything it ran, and is idempotent', async () => {
       const id = instanceId();
       const host = await hosts.launch({ instanceId: id, userData: authorizeKeyScript });
@@ -352,11 +397,14 @@ describe.skipIf(!environment.available)(
       const alive = `dstack-hosts-test-alive-${process.pid}`;
       await create(orphan, `${hostname()}:${deadPid}`);
       await create(alive, `${hostname()}:${process.pid}`);
+      const orphanStore = join(prepulledStoresRoot(), 'hosts', String(deadPid), 'session', orphan);
+      await mkdir(orphanStore, { recursive: true });
       try {
         await new DockerEmulatedHosts({ emulator: EMULATOR }).prepare();
         const names = await docker(['ps', '--all', '--format', '{{.Names}}']);
         expect(names.split('\n')).not.toContain(orphan);
         expect(names.split('\n')).toContain(alive);
+        expect(existsSync(join(prepulledStoresRoot(), 'hosts', String(deadPid)))).toBe(false);
       } finally {
         await docker(['rm', '--force', orphan, alive]).catch(() => undefined);
       }

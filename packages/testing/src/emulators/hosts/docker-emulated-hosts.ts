@@ -9,8 +9,9 @@
  *
  * A host with Docker runs its own daemon (Docker in Docker): its container gets every capability
  * this machine has (`--privileged` asks for ones a sandbox may lack), no seccomp or AppArmor
- * profile, every device, and a volume for /var/lib/docker (overlay2 cannot stack on the
- * container's own overlay).
+ * profile, every device, and its store (/var/lib/docker) outside the container's own overlay,
+ * which overlay2 cannot stack on: a volume, or for hosts of dstack's images a directory made from
+ * the image's pre-pulled store (`prepulled-docker-stores.ts`).
  *
  * Isolation: the network is `--internal`, and each host's default route is removed before
  * anything in it runs (Docker still gives internal networks' containers one, and this machine
@@ -30,6 +31,12 @@ import {
   hasDockerDaemon,
 } from './emulated-host-image.js';
 import { instanceBootFiles } from './instance-boot-files.js';
+import {
+  prepulledStoreFor,
+  removeOrphanedStores,
+  removePrepulledStore,
+  removeSessionStores,
+} from './prepulled-docker-stores.js';
 import { tarArchive } from './tar-archive.js';
 
 /** On every host container: `docker ps --filter label=dev.dstack.emulated-host` lists them all. */
@@ -168,6 +175,7 @@ export class DockerEmulatedHosts implements EmulatedHosts {
 
   async #removeOrphanedHosts(): Promise<void> {
     await removeOrphanedContainers(EMULATED_HOST_LABEL, OWNER_LABEL);
+    await removeOrphanedStores();
   }
 
   async #inspectNetwork(): Promise<{ internal: boolean; ours: boolean } | null> {
@@ -289,7 +297,7 @@ export class DockerEmulatedHosts implements EmulatedHosts {
 
   async #createContainer(instanceId: string, name: string, kind: EmulatedHostKind): Promise<void> {
     const dockerDaemonArgs = hasDockerDaemon(kind)
-      ? [...(await dockerDaemonRunOptions()), '--mount', 'type=volume,destination=/var/lib/docker']
+      ? [...(await dockerDaemonRunOptions()), '--mount', await this.#dockerStoreMount(kind, name)]
       : [];
     const args = [
       'create',
@@ -326,6 +334,16 @@ export class DockerEmulatedHosts implements EmulatedHosts {
       await this.#ensureNetwork();
       await runDocker(args);
     }
+  }
+
+  /**
+   * Where the host's daemon keeps its store: a volume Docker fills from the image, or for a
+   * `dstack` host a directory made from the image's pre-pulled store (prepulled-docker-stores.ts).
+   */
+  async #dockerStoreMount(kind: EmulatedHostKind, containerName: string): Promise<string> {
+    if (kind !== 'dstack') return 'type=volume,destination=/var/lib/docker';
+    const store = await prepulledStoreFor(emulatedHostImage(kind), this.#session, containerName);
+    return `type=bind,source=${store},destination=/var/lib/docker`;
   }
 
   /**
@@ -411,6 +429,7 @@ export class DockerEmulatedHosts implements EmulatedHosts {
     } catch (error) {
       if (!(error instanceof DockerCommandError && error.isNotFound)) throw error;
     }
+    await removePrepulledStore(this.#session, record.containerName);
   }
 
   /**
@@ -478,6 +497,7 @@ export class DockerEmulatedHosts implements EmulatedHosts {
         return left.length > 0 ? runDocker(['rm', '--force', '--volumes', ...left]) : '';
       })
       .catch(() => undefined);
+    await removeSessionStores(this.#session);
     // The default network stays: test files running beside this one (and other checkouts on this
     // Docker) launch hosts on it, and a host created but not yet started holds no endpoint that
     // would stop its removal, so removing it failed their start ("network … not found").

@@ -29,7 +29,7 @@ export interface AppContextParts {
   encryption?: Encryption;
   /** Backend plugins to use besides the installed packages (tests, benchmarks, embedders). */
   plugins?: readonly BackendPlugin[];
-  /** The wall clock schedules are read against; default `Date.now`. */
+  /** The wall clock schedules and utilization windows are read against; default `Date.now`. */
   clock?: () => number;
 }
 

@@ -207,7 +207,10 @@ export interface AppContext {
   caches: AppCaches;
   /** The built-in SSH proxy's address, once it listens; absent when none is served. */
   sshProxy?: SshProxyAddress;
-  /** The wall clock, in ms, that run schedules (`schedule: {cron}`) are read against; tests set it. */
+  /**
+   * The wall clock, in ms, that run schedules (`schedule: {cron}`) and the window of a
+   * `utilization_policy` are read against; tests set it.
+   */
   clock: () => number;
 }
 

@@ -162,6 +162,32 @@ describe('refused fields through the API', () => {
     expect(fleet.body.detail[0].msg).toContain('reservation: no eligible backend supports reservations');
   });
 
+  it('utilization_policy is refused at plan and apply when no offer has a GPU, and over the metrics TTL', async () => {
+    const policy = { utilization_policy: { min_gpu_utilization: 10, time_window: '10m' } };
+    // `gpu: 0`: only the fake cloud's CPU types.
+    const cpuOnly = { ...BASES.task, ...policy, resources: { gpu: 0 } };
+    for (const response of [await runPlan(cpuOnly), await runApply(cpuOnly)]) {
+      expect(response.status, JSON.stringify(response.body)).toBe(400);
+      expect(response.body.detail[0].code).toBe('unsupported_fields');
+      expect(response.body.detail[0].msg).toContain('utilization_policy: none of the ');
+      expect(response.body.detail[0].msg).toContain('offers has a GPU');
+    }
+    const gpu = await runPlan({ ...BASES.task, ...policy, resources: { gpu: 1 } });
+    expect(gpu.status, JSON.stringify(gpu.body)).toBe(200);
+    expect(gpu.body.job_plans[0].job_spec.utilization_policy).toEqual({
+      min_gpu_utilization: 10,
+      time_window: 600,
+    });
+    // dstack's limit: the samples of a running job are kept an hour.
+    const long = await runPlan({
+      ...BASES.task,
+      resources: { gpu: 1 },
+      utilization_policy: { min_gpu_utilization: 10, time_window: '2h' },
+    });
+    expect(long.status).toBe(400);
+    expect(long.body.detail[0].msg).toBe('Maximum utilization_policy.time_window is 3600s');
+  });
+
   it('a volume the project does not have is refused at plan, naming it', async () => {
     const response = await runPlan({ ...BASES.task, volumes: ['missing-volume:/data'] });
     expect(response.status).toBe(400);

@@ -129,6 +129,13 @@ export const JobSpecSchema = z.object({
   registry_auth: z.object({ username: z.string(), password: z.string() }).nullish(),
   requirements: RequirementsSchema,
   retry: RetrySpecSchema.nullish(),
+  /**
+   * dstack's `utilization_policy`: the job is terminated when a GPU of it stayed under
+   * `min_gpu_utilization` percent for `time_window` seconds. Null: not watched.
+   */
+  utilization_policy: z
+    .object({ min_gpu_utilization: z.number().int(), time_window: z.number().int().positive() })
+    .nullish(),
   /** Container ports the job exposes (services and `ports:`). */
   ports: z.array(z.number().int().positive()).default([]),
   /**

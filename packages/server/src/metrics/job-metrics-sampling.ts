@@ -30,11 +30,11 @@ export interface SampledJob {
 }
 
 /**
- * Takes a sample when the job's last one is older than the interval. A runner that cannot
- * answer (an older one without the route, a job just ending) leaves a gap, never a failure of
- * the job's pass.
+ * Takes a sample when the job's last one is older than the interval; answers whether it stored
+ * one. A runner that cannot answer (an older one without the route, a job just ending) leaves a
+ * gap, never a failure of the job's pass.
  */
-export async function sampleJobMetricsWhenDue(context: SampledJob): Promise<void> {
+export async function sampleJobMetricsWhenDue(context: SampledJob): Promise<boolean> {
   const { app, job } = context;
   let sampled = lastSampledAt.get(app);
   if (!sampled) {
@@ -43,7 +43,7 @@ export async function sampleJobMetricsWhenDue(context: SampledJob): Promise<void
   }
   const now = Date.now();
   const interval = metricsCollectIntervalMs(app);
-  if (now - (sampled.get(job.id) ?? 0) < interval) return;
+  if (now - (sampled.get(job.id) ?? 0) < interval) return false;
   sampled.set(job.id, now);
   forgetEndedJobs(sampled, now, interval);
   try {
@@ -56,8 +56,10 @@ export async function sampleJobMetricsWhenDue(context: SampledJob): Promise<void
       context.signal,
     );
     await storeJobMetricsPoint(app, job.id, await runner.metrics());
+    return true;
   } catch {
     // A gap in the series; the next pass tries again after the interval.
+    return false;
   }
 }
 

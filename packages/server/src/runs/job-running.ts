@@ -59,6 +59,7 @@ import {
   clusterWaitReason,
   type StartupOrder,
 } from './cluster-gang.js';
+import { gpuUtilizationVerdict } from './gpu-utilization.js';
 import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
 import { type JobRuntime, jobRuntimeOf } from './job-runtime.js';
 import { hostJobCommands } from './job-specs.js';
@@ -498,7 +499,7 @@ async function endedAtProvider(context: JobContext): Promise<boolean> {
 
 /**
  * running: pull state and logs; end the job when the runner says so, or on max_duration,
- * inactivity_duration or unreachability.
+ * utilization_policy, inactivity_duration or unreachability.
  */
 async function followJob(context: JobContext): Promise<void> {
   const { job } = context;
@@ -548,7 +549,7 @@ async function followJob(context: JobContext): Promise<void> {
     });
     return;
   }
-  await sampleJobMetricsWhenDue({
+  const sampled = await sampleJobMetricsWhenDue({
     app: context.app,
     job,
     project: context.project,
@@ -556,6 +557,15 @@ async function followJob(context: JobContext): Promise<void> {
     runnerPort: runnerPortOf(job),
     signal: context.lock.signal,
   });
+  // Judged when a sample comes in: between samples the verdict has nothing new to go on.
+  const policy = jobSpec.utilization_policy;
+  const lowUtilization = sampled && policy ? await gpuUtilizationVerdict(context.app, job, policy) : null;
+  if (lowUtilization !== null) {
+    await terminate(context, 'terminated_due_to_utilization_policy', lowUtilization, {
+      runner_timestamp: timestamp,
+    });
+    return;
+  }
   // As dstack: recorded only while the run has an inactivity_duration (so it clears when that goes).
   const inactivityDuration = inactivityDurationOf(runSpecOf(context.run));
   const inactivitySecs = inactivityDuration === null ? null : noConnectionsSecs;

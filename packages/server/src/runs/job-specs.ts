@@ -204,6 +204,7 @@ export function buildJobSpecs(
     registry_auth: configuration.registry_auth ?? null,
     requirements: requirementsOf(configuration, clusterSize),
     retry: retryOf(configuration),
+    utilization_policy: configuration.utilization_policy ?? null,
     ports: containerPorts(configuration),
     app_specs: appSpecsOf(configuration),
     ...code,

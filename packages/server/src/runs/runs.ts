@@ -23,6 +23,7 @@ import {
 } from '@dstack/core';
 import { withUserSshKey } from '../accounts/user-ssh-keys.js';
 import { explainNoOffers, getOffers, type OfferFilters, offerWarnings } from '../backends/offers.js';
+import type { ProjectBackend } from '../backends/registry.js';
 import type { AppContext } from '../context.js';
 import { jobSpecColumn, runSpecColumn, type StoredRunSpec } from '../db/json-columns.js';
 import type { InstancesTable, JobsTable, ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
@@ -37,6 +38,7 @@ import { checkSecretReferences } from '../secrets/secret-references.js';
 import { projectSecretNames } from '../secrets/secrets.js';
 import { expectPollingAttach } from './attach-window.js';
 import { dropUnsetNulls, mergeProfileUnder } from './explicit-nulls.js';
+import { checkUtilizationWindow, refuseUtilizationPolicyWithoutGpus } from './gpu-utilization.js';
 import { type BaseImage, initialReplicaJobSpecs, planJobSpecs } from './job-specs.js';
 import { runOf } from './run-models.js';
 import { generateRunName } from './run-names.js';
@@ -135,6 +137,7 @@ export async function getRunPlan(
   refuseUnsupportedRunFields(runSpec.configuration, backends, {
     sshClusterFleet: await hasSshClusterFleet(app, project.id),
   });
+  checkUtilizationWindow(runSpec.configuration, app);
   const jobSpecs = planJobSpecs(runSpec.run_name ?? 'plan', runSpec, baseImageOf(app));
   checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
   const plannedService = serviceConfigurationOf(runSpec);
@@ -142,22 +145,26 @@ export async function getRunPlan(
   if (plannedService) await serviceGatewayOf(app, project, runSpec.run_name ?? 'plan', plannedService);
   // Each job runs only where its volumes are: that narrows its offers.
   const volumePlacements = await planJobVolumes(app, project.id, runSpec.configuration, jobSpecs, backends);
-  // With `creation_policy: reuse` the run only takes fleet instances, so backends offer nothing.
-  const mayCreate = runSpec.configuration.creation_policy !== 'reuse';
+  const jobOffers = await offersOfJobs(
+    app,
+    project,
+    runSpec.configuration,
+    jobSpecs,
+    backends,
+    volumePlacements,
+  );
+  refuseUtilizationPolicyWithoutGpus(
+    runSpec.configuration,
+    jobOffers.map((found) => found.offers),
+  );
   const jobPlans: JobPlan[] = await Promise.all(
     jobSpecs.map(async (jobSpec, index) => {
-      const placement = volumePlacements[index]?.configuration ?? runSpec.configuration;
-      const filters = offerFiltersOf(placement);
-      // Fleet instances first, as dstack lists them: the run takes one of them before launching.
-      const instanceOffers = await fleetInstanceOffers(app, project.id, placement, jobSpec.requirements);
-      const deadline = { deadlineMs: app.settings.offersDeadlineMs };
-      const found = mayCreate
-        ? await getOffers(backends, jobSpec.requirements, filters, deadline)
-        : { offers: [], failures: [] };
-      const offers = [...instanceOffers, ...found.offers.map((entry) => entry.offer)];
+      const { offers, failures, filters, mayCreate } = jobOffers[index]!;
       const exclusions =
         offers.length === 0 && mayCreate
-          ? await explainNoOffers(backends, jobSpec.requirements, filters, deadline)
+          ? await explainNoOffers(backends, jobSpec.requirements, filters, {
+              deadlineMs: app.settings.offersDeadlineMs,
+            })
           : [];
       return {
         job_spec: jobSpec,
@@ -165,7 +172,7 @@ export async function getRunPlan(
         total_offers: offers.length,
         max_price: offers.reduce((max, offer) => Math.max(max, offer.price), 0) || null,
         exclusions,
-        warnings: offerWarnings(found.failures),
+        warnings: offerWarnings(failures),
       };
     }),
   );
@@ -186,6 +193,37 @@ export async function getRunPlan(
         ? 'update'
         : 'create',
   };
+}
+
+/**
+ * Each job's offers, all of them: the project's fleet instances it fits first, as dstack lists
+ * them (the run takes one of them before launching), then the backends' offers by price, in the
+ * places its volumes allow.
+ */
+async function offersOfJobs(
+  app: AppContext,
+  project: ProjectsTable,
+  configuration: RunConfiguration,
+  jobSpecs: readonly JobSpec[],
+  backends: readonly ProjectBackend[],
+  volumePlacements: Awaited<ReturnType<typeof planJobVolumes>>,
+) {
+  // With `creation_policy: reuse` the run only takes fleet instances, so backends offer nothing.
+  const mayCreate = configuration.creation_policy !== 'reuse';
+  return Promise.all(
+    jobSpecs.map(async (jobSpec, index) => {
+      const placement = volumePlacements[index]?.configuration ?? configuration;
+      const filters = offerFiltersOf(placement);
+      const instanceOffers = await fleetInstanceOffers(app, project.id, placement, jobSpec.requirements);
+      const found = mayCreate
+        ? await getOffers(backends, jobSpec.requirements, filters, {
+            deadlineMs: app.settings.offersDeadlineMs,
+          })
+        : { offers: [], failures: [] };
+      const offers = [...instanceOffers, ...found.offers.map((entry) => entry.offer)];
+      return { offers, failures: found.failures, filters, mayCreate };
+    }),
+  );
 }
 
 /** The newest live (not deleted) run named `runName` in the project. */
@@ -222,9 +260,11 @@ export async function applyRun(
 ): Promise<Run> {
   const normalized = await withRunSshKey(app, user, normalizeRunSpec(requestedSpec));
   // The plan's check again: a client may apply without planning.
-  refuseUnsupportedRunFields(normalized.configuration, await app.backends.getProjectBackends(project.id), {
+  const backends = await app.backends.getProjectBackends(project.id);
+  refuseUnsupportedRunFields(normalized.configuration, backends, {
     sshClusterFleet: await hasSshClusterFleet(app, project.id),
   });
+  checkUtilizationWindow(normalized.configuration, app);
   const runName = normalized.run_name ?? (await uniqueRunName(app, project.id));
   const runSpec: StoredRunSpec = { ...normalized, run_name: runName };
   const now = Date.now();
@@ -233,13 +273,22 @@ export async function applyRun(
   const jobSpecs = planJobSpecs(runName, runSpec, baseImageOf(app));
   // Before anything is stored: a run naming a secret the project lacks is refused (400).
   checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
-  await planJobVolumes(
-    app,
-    project.id,
-    runSpec.configuration,
-    jobSpecs,
-    await app.backends.getProjectBackends(project.id),
-  );
+  const volumePlacements = await planJobVolumes(app, project.id, runSpec.configuration, jobSpecs, backends);
+  if (runSpec.configuration.utilization_policy) {
+    // The plan's refusal again, at the price of looking the offers up: only for such a run.
+    const jobOffers = await offersOfJobs(
+      app,
+      project,
+      runSpec.configuration,
+      jobSpecs,
+      backends,
+      volumePlacements,
+    );
+    refuseUtilizationPolicyWithoutGpus(
+      runSpec.configuration,
+      jobOffers.map((found) => found.offers),
+    );
+  }
   // The code the runner will get must be here now: the client uploads it before applying.
   await checkRunCode(app, project.id, runSpec);
   await checkRunFileArchives(app, user.id, runSpec.file_archives ?? []);

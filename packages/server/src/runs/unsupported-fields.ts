@@ -128,9 +128,9 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
       "offers (backends/offers.ts) and fleet instances (fleet-instance-offers.ts) outside the zones are skipped; a job's volumes cut them further (job-volumes.ts); offers without zones (local) pass",
   },
   utilization_policy: {
-    refused: 'GPU utilization is not watched',
+    honoured:
+      "job spec utilization_policy: job-running.ts terminates a job a GPU of which stayed under the threshold for the window, from the job's metrics (runs/gpu-utilization.ts); refused at plan and apply when none of the run's offers has a GPU",
     subtree: true,
-    example: { utilization_policy: { min_gpu_utilization: 10, time_window: '10m' } },
   },
   startup_order: {
     honoured:

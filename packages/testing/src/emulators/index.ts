@@ -272,6 +272,15 @@ export {
   startNebiusEmulator,
 } from './nebius/nebius-emulator.js';
 export {
+  NEBIUS_EMULATOR_USAGE,
+  type NebiusEmulatorCommandArguments,
+  type NebiusEmulatorCommandOptions,
+  nebiusEmulatorBackend,
+  nebiusEmulatorServerConfig,
+  parseNebiusEmulatorArguments,
+  runNebiusEmulatorCommand,
+} from './nebius/nebius-emulator-command.js';
+export {
   DEFAULT_NEBIUS_PLATFORMS,
   DEFAULT_NEBIUS_PROJECTS,
   DEFAULT_NEBIUS_TENANT_ID,

@@ -28,7 +28,7 @@ describe('NebiusCatalogProvider on the Nebius emulator', () => {
         serviceAccountId: emulator.serviceAccount.serviceAccountId,
         publicKeyId: emulator.serviceAccount.publicKeyId,
         privateKey: emulator.serviceAccount.privateKey,
-        endpointUrl: emulator.url,
+        endpointUrl: emulator.apiUrl,
       }).collect();
       expect(items.map((item) => item.price)).toEqual(
         [...items.map((item) => item.price)].sort((a, b) => a - b),

@@ -66,7 +66,10 @@ export interface NebiusBackendSettings {
   catalog?: Catalog;
   /** Default 180 s (dstack's). */
   offersCacheMs?: number;
-  /** How often operations and instances are polled while launching. Default 1000 ms (dstack's). */
+  /**
+   * The longest wait between polls of an operation or instance while launching. Default 1000 ms
+   * (dstack's interval); the first polls come sooner (100 ms, doubling), as most operations are quick.
+   */
   pollIntervalMs?: number;
 }
 
@@ -272,11 +275,13 @@ export class NebiusCompute
   async #waitForOperation(operation: NebiusOperation, timeoutMs: number): Promise<NebiusOperation> {
     const deadline = Date.now() + timeoutMs;
     let current = operation;
+    const delays = this.#pollDelays();
     while (current.status === null) {
-      if (Date.now() + this.#pollIntervalMs > deadline) {
+      const delay = delays.next().value;
+      if (Date.now() + delay > deadline) {
         throw new BackendApiCallError(`Nebius operation ${operation.id} wait timeout`, { isRetryable: true });
       }
-      await sleep(this.#pollIntervalMs);
+      await sleep(delay);
       current = await this.#api.getComputeOperation(operation.id);
     }
     return current;
@@ -286,6 +291,7 @@ export class NebiusCompute
   async #waitForInstance(operation: NebiusOperation): Promise<void> {
     const deadline = Date.now() + WAIT_FOR_INSTANCE_MS;
     let current = operation;
+    const delays = this.#pollDelays();
     for (;;) {
       if (current.status !== null && current.status.code !== 0) {
         throw new NebiusApiFailure('create instance operation', current.status.code, current.status.message);
@@ -302,8 +308,17 @@ export class NebiusCompute
           `Instance ${current.resource_id} did not start booting in time. Status: ${state}`,
         );
       }
-      await sleep(this.#pollIntervalMs);
+      await sleep(delays.next().value);
       current = await this.#api.getComputeOperation(operation.id);
+    }
+  }
+
+  /** 100 ms, doubling, up to the poll interval. */
+  *#pollDelays(): Generator<number, never> {
+    let delay = Math.min(100, this.#pollIntervalMs);
+    for (;;) {
+      yield delay;
+      delay = Math.min(delay * 2, this.#pollIntervalMs);
     }
   }
 

@@ -20,7 +20,7 @@ export function emulatorConfig(
 ): NebiusBackendConfigWithCreds {
   return {
     type: 'nebius',
-    endpoint_url: emulator.url,
+    endpoint_url: emulator.apiUrl,
     creds: {
       type: 'service_account',
       service_account_id: emulator.serviceAccount.serviceAccountId,

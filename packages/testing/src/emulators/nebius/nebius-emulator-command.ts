@@ -37,7 +37,7 @@ export function nebiusEmulatorBackend(emulator: NebiusEmulator) {
       public_key_id: emulator.serviceAccount.publicKeyId,
       private_key_content: emulator.serviceAccount.privateKey,
     },
-    endpoint_url: emulator.url,
+    endpoint_url: emulator.apiUrl,
   };
 }
 
@@ -62,7 +62,8 @@ export function runNebiusEmulatorCommand(
           faults: args.faults,
         }),
       serverConfig: nebiusEmulatorServerConfig,
-      listening: (emulator) => `Nebius emulator (gRPC, plaintext) listening on ${emulator.url}`,
+      listening: (emulator) =>
+        `Nebius emulator listening on ${emulator.apiUrl} (gRPC, plaintext; its control server at ${emulator.url})`,
     },
     options,
   );

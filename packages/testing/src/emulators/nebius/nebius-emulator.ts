@@ -1,7 +1,7 @@
 /**
  * The Nebius emulator: a gRPC server on loopback (plaintext) serving Nebius's published protos as
- * `*.api.nebius.cloud:443` do, every service at one address (a backend's `endpoint_url`
- * `http://127.0.0.1:<port>`), so the backend's real grpc-js client runs unchanged against it.
+ * `*.api.nebius.cloud:443` do, every service at one address (`apiUrl`, a backend's `endpoint_url`
+ * `http://127.0.0.1:<port>`; `url` is the HTTP control server of every emulator), so the backend's real grpc-js client runs unchanged against it.
  *
  *   nebius.iam.v1.TokenExchangeService.Exchange   a service account's RS256 JWT (kid = public key ID,
  *                                                iss = sub = account ID, Nebius's audience) → Bearer IAM token
@@ -21,7 +21,9 @@
 import { createVerify, generateKeyPairSync, randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { BackendEmulator } from '../../conformance/test-backend-options.js';
+import { startEmulatorServer } from '../../emulator/emulator-server.js';
 import type { EmulatedHosts } from '../emulated-hosts.js';
+import { emulatorControlRoutes } from '../emulator-control-routes.js';
 import { EmulatedInstanceHost } from '../instance-host.js';
 import {
   DEFAULT_NEBIUS_PLATFORMS,
@@ -30,7 +32,12 @@ import {
   type NebiusPlatformSpec,
   type NebiusProjectSpec,
 } from './nebius-emulator-data.js';
-import { type ActiveNebiusFault, NebiusEmulatorFaults, type NebiusFault } from './nebius-emulator-faults.js';
+import {
+  type ActiveNebiusFault,
+  NebiusEmulatorFaults,
+  type NebiusFault,
+  parseNebiusFault,
+} from './nebius-emulator-faults.js';
 import { nebiusEmulatorPackageDefinition } from './nebius-emulator-protos.js';
 
 const TOKEN_AUDIENCE = 'token-service.iam.new.nebiuscloud.net';
@@ -116,13 +123,16 @@ export interface NebiusEmulatorState {
     preset: string;
     preemptible: boolean;
     bootDiskId: string;
+    labels: Record<string, string>;
   }[];
   readonly disks: readonly { id: string; name: string; attachedTo: string | null }[];
 }
 
 export interface NebiusEmulator extends BackendEmulator {
-  /** `http://127.0.0.1:<port>`: a backend's `endpoint_url`. */
+  /** The HTTP control server beside the API: `GET /_emulator/state`, `/_emulator/faults`. */
   readonly url: string;
+  /** The gRPC API, `http://127.0.0.1:<port>` (plaintext): a backend's `endpoint_url`. */
+  readonly apiUrl: string;
   readonly serviceAccount: NebiusServiceAccountKey;
   readonly regions: readonly string[];
   addFault(fault: NebiusFault): ActiveNebiusFault;
@@ -624,6 +634,7 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
       preset: instance.preset,
       preemptible: instance.spec.preemptible != null,
       bootDiskId: instance.bootDiskId,
+      labels: instance.metadata.labels,
     })),
     disks: [...disks.values()].map((disk) => ({
       id: disk.id,
@@ -632,8 +643,14 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
     })),
   });
 
+  const control = await startEmulatorServer({
+    host,
+    routes: emulatorControlRoutes({ state, faults, parseFault: parseNebiusFault }),
+  });
+
   return {
-    url: `http://${host}:${port}`,
+    url: control.url,
+    apiUrl: `http://${host}:${port}`,
     serviceAccount,
     regions: [...new Set(projects.map((project) => project.region))],
     addFault: (fault) => faults.add(fault),
@@ -652,6 +669,7 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
     launchedMachineCount: () => launched,
     state,
     async close() {
+      await control.close();
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
       await Promise.all(
         [...instances.values()].map((instance) => instance.host?.stop().catch(() => undefined)),

@@ -1,0 +1,156 @@
+import { Catalog } from '@dstack/catalog';
+import {
+  BackendAuthenticationError,
+  generateEd25519KeyPair,
+  type InstanceConfiguration,
+  InvalidCredentialsError,
+  NoCapacityError,
+  NotYetTerminatedError,
+  ProvisioningError,
+  RequirementsSchema,
+} from '@dstack/core';
+import type { NebiusEmulator } from '@dstack/testing/emulators';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNebiusBackend, type NebiusCompute } from './nebius-compute.js';
+import { type NebiusBackendConfigWithCreds, nebiusConfigModels } from './nebius-config.js';
+import { emulatorConfig, startNebiusTestEmulator } from './nebius-emulator.test.helpers.js';
+
+const keys = generateEd25519KeyPair('project');
+const requirements = (gpu: string, spot: boolean | null) =>
+  RequirementsSchema.parse({
+    resources: {
+      cpu: { count: { min: 1 } },
+      memory: { min: null },
+      gpu: { name: [gpu], count: { min: 1, max: 1 } },
+    },
+    spot,
+  });
+
+let emulator: NebiusEmulator;
+
+function computeWith(extra: Partial<NebiusBackendConfigWithCreds> = {}): NebiusCompute {
+  return createNebiusBackend({
+    config: nebiusConfigModels.config.parse(emulatorConfig(emulator, extra)),
+    catalog: new Catalog(),
+    offersCacheMs: 0,
+    pollIntervalMs: 20,
+  });
+}
+
+function instanceConfig(instanceId: string): InstanceConfiguration {
+  return {
+    project_name: 'main',
+    instance_name: 'job-0',
+    instance_id: instanceId,
+    agent_token: 'agent-token-1',
+    user: 'Admin',
+    ssh_keys: [{ public: keys.publicKey, private: keys.privateKey }],
+    volumes: [],
+  };
+}
+
+/** Terminates until the instance and its boot disk are gone (NotYetTerminatedError meanwhile). */
+async function terminate(
+  compute: NebiusCompute,
+  data: { instance_id: string; region: string; backend_data?: string | null },
+) {
+  await expect
+    .poll(
+      () =>
+        compute.terminateInstance(data.instance_id, data.region, data.backend_data).then(
+          () => 'done',
+          (error: unknown) => (NotYetTerminatedError.isInstance(error) ? 'waiting' : Promise.reject(error)),
+        ),
+      { interval: 20 },
+    )
+    .toBe('done');
+}
+
+beforeAll(async () => {
+  emulator = await startNebiusTestEmulator();
+});
+afterAll(() => emulator?.close());
+
+describe('NebiusCompute on the Nebius emulator', () => {
+  it("offers the catalog's rows in the regions the tenancy has projects in, availability unknown", async () => {
+    const offers = await computeWith({ regions: ['eu-north1', 'eu-west1'] }).getOffers(
+      requirements('H100', null),
+    );
+    expect(new Set(offers.map((offer) => offer.region))).toEqual(new Set(['eu-north1', 'eu-west1']));
+    expect(
+      offers.map((offer) => [offer.instance.name, offer.instance.resources.spot, offer.price]),
+    ).toContainEqual(['gpu-h100-sxm 1gpu-16vcpu-200gb', true, 1.25]);
+    expect(offers.every((offer) => offer.availability === 'unknown')).toBe(true);
+    expect(offers[0]?.instance.resources.disk.size_mib).toBeGreaterThanOrEqual(40 * 1024);
+  });
+
+  it("builds dstack's region → project map, naming the settings it refuses", async () => {
+    // eu-north1 has two projects: the default one is `default-…`.
+    const offers = await computeWith({ projects: ['project-e00north1research'] }).getOffers(
+      requirements('H100', false),
+    );
+    expect(new Set(offers.map((offer) => offer.region))).toEqual(new Set(['eu-north1']));
+    const refused = async (extra: Partial<NebiusBackendConfigWithCreds>) =>
+      computeWith(extra)
+        .getOffers(requirements('H100', false))
+        .then(
+          () => null,
+          (error: unknown) => (InvalidCredentialsError.isInstance(error) ? error.fields : error),
+        );
+    expect(await refused({ regions: ['mars-1'] })).toEqual([['regions']]);
+    expect(await refused({ projects: ['project-unknown'] })).toEqual([['projects']]);
+    expect(await refused({ projects: ['project-e00north1default', 'project-e00north1research'] })).toEqual([
+      ['projects'],
+    ]);
+  });
+
+  it('launches a boot disk and an instance (user data, labels, preemptible for spot), once per instance_id, and deletes both', async () => {
+    const compute = computeWith({ tags: { team: 'ml', Bad: 'x' } });
+    const offer = (await compute.getOffers(requirements('H100', true))).find(
+      (each) => each.region === 'eu-north1',
+    );
+    if (!offer) throw new Error('no offer');
+    const first = await compute.createInstance(offer, instanceConfig('launch-1'));
+    const again = await compute.createInstance(offer, instanceConfig('launch-1'));
+    expect(again.instance_id).toBe(first.instance_id);
+    expect(first).toMatchObject({ username: 'ubuntu', hostname: null, region: 'eu-north1' });
+    const [instance] = emulator.state().instances;
+    expect(instance).toMatchObject({
+      platform: 'gpu-h100-sxm',
+      preset: '1gpu-16vcpu-200gb',
+      preemptible: true,
+    });
+    expect(emulator.state().disks).toEqual([
+      { id: instance?.bootDiskId, name: instance?.name, attachedTo: first.instance_id },
+    ]);
+
+    await expect
+      .poll(async () => (await compute.updateProvisioningData(first)).hostname)
+      .toMatch(/^127\.79\./);
+    await terminate(compute, first);
+    expect(emulator.state()).toMatchObject({ instances: [], disks: [] });
+    await compute.terminateInstance(first.instance_id, first.region, first.backend_data);
+    await expect(compute.updateProvisioningData(first)).rejects.toSatisfy((error) =>
+      ProvisioningError.isInstance(error),
+    );
+  });
+
+  it("maps Nebius's refusals: quota and a failed create Operation to NoCapacityError (deleting the disk), a refused key to authentication", async () => {
+    const compute = computeWith();
+    const [offer] = await compute.getOffers(requirements('L40S', false));
+    if (!offer) throw new Error('no offer');
+    emulator.addFault({ code: 'QUOTA_EXCEEDED', count: 1 });
+    await expect(compute.createInstance(offer, instanceConfig('quota'))).rejects.toSatisfy((error) =>
+      NoCapacityError.isInstance(error),
+    );
+    emulator.addFault({ code: 'NO_CAPACITY', count: 1 });
+    await expect(compute.createInstance(offer, instanceConfig('capacity'))).rejects.toSatisfy((error) =>
+      NoCapacityError.isInstance(error),
+    );
+    expect(emulator.state()).toMatchObject({ instances: [], disks: [] });
+    emulator.addFault({ code: 'INVALID_CREDENTIALS', count: 1 });
+    await expect(computeWith().getOffers(requirements('L40S', false))).rejects.toSatisfy((error) =>
+      BackendAuthenticationError.isInstance(error),
+    );
+  });
+});

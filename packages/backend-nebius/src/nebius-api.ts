@@ -10,12 +10,7 @@
  * core's typed errors by `nebiusApiError`.
  */
 import { createSign } from 'node:crypto';
-import {
-  BackendApiCallError,
-  BackendAuthenticationError,
-  BackendRateLimitError,
-  NoCapacityError,
-} from '@dstack/core';
+import { BackendApiCallError, BackendAuthenticationError, NoCapacityError } from '@dstack/core';
 import * as grpc from '@grpc/grpc-js';
 import type { MethodDefinition, PackageDefinition } from '@grpc/proto-loader';
 import { loadNebiusPackageDefinition } from './nebius-protos.js';
@@ -88,6 +83,8 @@ export interface NebiusApiOptions {
   timeoutMs?: number;
   /** The loaded protos; default the vendored ones. */
   definition?: PackageDefinition;
+  /** Cancels every call of this client (a validation the server gave up on). */
+  signal?: AbortSignal;
 }
 
 /** A failed call: the gRPC status code and details. */
@@ -112,7 +109,6 @@ export function nebiusApiError(failure: NebiusApiFailure): Error {
   if (failure.code === grpc.status.UNAVAILABLE || failure.code === grpc.status.DEADLINE_EXCEEDED) {
     return new BackendApiCallError(failure.message, { isRetryable: true, cause: failure });
   }
-  if (failure.code === grpc.status.ABORTED) return new BackendRateLimitError(failure.message);
   return new BackendApiCallError(failure.message, { cause: failure });
 }
 
@@ -314,8 +310,14 @@ export class NebiusApi {
     const metadata = new grpc.Metadata();
     if (token !== null) metadata.set('authorization', `Bearer ${token}`);
     const what = `${serviceName.split('.').pop()}.${method}`;
+    const signal = this.#options.signal;
+    signal?.throwIfAborted();
     return new Promise((resolve, reject) => {
-      this.#client(service).makeUnaryRequest(
+      const onAbort = () => {
+        call.cancel();
+        reject(signal?.reason);
+      };
+      const call = this.#client(service).makeUnaryRequest(
         definition.path,
         definition.requestSerialize,
         definition.responseDeserialize,
@@ -323,10 +325,12 @@ export class NebiusApi {
         metadata,
         { deadline: Date.now() + (this.#options.timeoutMs ?? 10_000) },
         (error, response) => {
+          signal?.removeEventListener('abort', onAbort);
           if (error) reject(new NebiusApiFailure(what, error.code, error.details || error.message));
           else resolve(response);
         },
       );
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 }

@@ -126,7 +126,7 @@ export class NebiusConfigurator implements Configurator<NebiusBackendConfigWithC
    * fields). A refused token exchange or call (UNAUTHENTICATED, PERMISSION_DENIED, a key that
    * cannot sign) is `InvalidCredentialsError` naming `creds`; other failures propagate. From the
    * API, `creds.private_key_file` is refused (send the content) and so is a custom `endpoint_url`
-   * unless allowed.
+   * unless allowed. The calls stop at `options.signal`.
    */
   async validateConfig(config: NebiusBackendConfigWithCreds, options: ValidateConfigOptions): Promise<void> {
     const parsed = parseNebiusBackendConfig(config);
@@ -142,6 +142,7 @@ export class NebiusConfigurator implements Configurator<NebiusBackendConfigWithC
       publicKeyId: creds.public_key_id,
       privateKey: creds.private_key_content ?? '',
       endpointUrl: parsed.endpoint_url ?? undefined,
+      signal: options.signal,
     });
     try {
       await regionToProjectId(api, parsed);

@@ -27,6 +27,7 @@ const SERVICES = {
   subnets: ['nebius.vpc.v1.SubnetService', 'vpc'],
   instances: ['nebius.compute.v1.InstanceService', 'compute'],
   disks: ['nebius.compute.v1.DiskService', 'compute'],
+  gpuClusters: ['nebius.compute.v1.GpuClusterService', 'compute'],
   platforms: ['nebius.compute.v1.PlatformService', 'compute'],
   computeOperations: ['nebius.common.v1.OperationService', 'compute'],
   calculator: ['nebius.billing.v1alpha1.CalculatorService', 'api.calculator.billing-data-plane'],
@@ -221,6 +222,18 @@ export class NebiusApi {
 
   deleteDisk(id: string): Promise<NebiusOperation> {
     return this.#authorized('disks', 'Delete', { id }) as Promise<NebiusOperation>;
+  }
+
+  /** `GpuClusterService.Create`: an InfiniBand GPU cluster on `fabric` (a cluster placement group). */
+  createGpuCluster(projectId: string, name: string, fabric: string): Promise<NebiusOperation> {
+    return this.#authorized('gpuClusters', 'Create', {
+      metadata: { name, parent_id: projectId },
+      spec: { infiniband_fabric: fabric },
+    }) as Promise<NebiusOperation>;
+  }
+
+  deleteGpuCluster(id: string): Promise<NebiusOperation> {
+    return this.#authorized('gpuClusters', 'Delete', { id }) as Promise<NebiusOperation>;
   }
 
   createInstance(request: Record<string, unknown>): Promise<NebiusOperation> {

@@ -6,6 +6,7 @@ import {
   InvalidCredentialsError,
   NoCapacityError,
   NotYetTerminatedError,
+  type PlacementGroup,
   ProvisioningError,
   RequirementsSchema,
 } from '@dstack/core';
@@ -133,6 +134,52 @@ describe('NebiusCompute on the Nebius emulator', () => {
     await expect(compute.updateProvisioningData(first)).rejects.toSatisfy((error) =>
       ProvisioningError.isInstance(error),
     );
+  });
+
+  it('makes a cluster placement group a GPU cluster on a fabric of the master offer, puts instances in it, and deletes it', async () => {
+    const compute = computeWith({ fabrics: ['fabric-3'] });
+    const offers = await compute.getOffers(
+      RequirementsSchema.parse({
+        resources: {
+          cpu: { count: { min: 1 } },
+          memory: { min: null },
+          gpu: { name: ['H100'], count: { min: 8, max: 8 } },
+        },
+        spot: false,
+      }),
+    );
+    const master = offers.find((offer) => offer.region === 'eu-north1');
+    const elsewhere = offers.find((offer) => offer.region === 'eu-west1');
+    if (!master || !elsewhere) throw new Error('no offers');
+    const group: PlacementGroup = {
+      name: 'main-cluster-pg',
+      project_name: 'main',
+      configuration: { backend: 'nebius', region: 'eu-north1', placement_strategy: 'cluster' },
+    };
+    const provisioned = { ...group, provisioning_data: await compute.createPlacementGroup(group, master) };
+    const [cluster] = emulator.state().gpuClusters;
+    // `fabrics` narrows the master offer's fabrics (fabric-2, -3, -4, -6) to the one allowed.
+    expect(cluster).toMatchObject({ name: 'main-cluster-pg', fabric: 'fabric-3' });
+    expect(JSON.parse(provisioned.provisioning_data.backend_data ?? '')).toEqual({
+      cluster: { id: cluster?.id, fabric: 'fabric-3' },
+    });
+    expect(compute.isSuitablePlacementGroup(provisioned, master)).toBe(true);
+    expect(compute.isSuitablePlacementGroup(provisioned, elsewhere)).toBe(false);
+
+    const launched = await compute.createInstance(master, instanceConfig('cluster-node-0'), provisioned);
+    expect(emulator.state().gpuClusters[0]?.instances).toEqual([launched.instance_id]);
+    await terminate(compute, launched);
+    await compute.deletePlacementGroup(provisioned);
+    await compute.deletePlacementGroup(provisioned);
+    expect(emulator.state().gpuClusters).toEqual([]);
+
+    // An offer without fabrics (a 1-GPU preset) gets a group with no cluster, suitable for it.
+    const single = (await compute.getOffers(requirements('H100', false)))[0];
+    if (!single) throw new Error('no offer');
+    const plain = await compute.createPlacementGroup(group, single);
+    expect(JSON.parse(plain.backend_data ?? '')).toEqual({ cluster: null });
+    expect(compute.isSuitablePlacementGroup({ ...group, provisioning_data: plain }, master)).toBe(true);
+    expect(emulator.state().gpuClusters).toEqual([]);
   });
 
   it("maps Nebius's refusals: quota and a failed create Operation to NoCapacityError (deleting the disk), a refused key to authentication", async () => {

@@ -5,15 +5,20 @@ import {
   type Capability,
   type ComputeWithCreateInstance,
   type ComputeWithInstanceVolumes,
+  type ComputeWithMultinode,
+  type ComputeWithPlacementGroups,
   type ComputeWithPrivileged,
   generateUniqueBackendName,
   getCatalogOffers,
   type InstanceConfiguration,
+  type InstanceOffer,
   type InstanceOfferWithAvailability,
   type JobProvisioningData,
   mergeTags,
   NotYetTerminatedError,
   OffersCache,
+  type PlacementGroup,
+  type PlacementGroupProvisioningData,
   ProvisioningError,
   type Requirements,
   type RunJobParams,
@@ -25,11 +30,16 @@ import { NebiusApi, NebiusApiFailure, type NebiusOperation, typedNebiusError } f
 import { NEBIUS_BACKEND_TYPE, type NebiusConfig } from './nebius-config.js';
 import { regionToProjectId } from './nebius-projects.js';
 
-/** dstack's: fleets, privileged runs and instance volumes. */
+/**
+ * dstack's: fleets, privileged runs, instance volumes, multinode (instances of a project's subnet
+ * reach each other) and cluster placement groups (InfiniBand GPU clusters).
+ */
 export const NEBIUS_CAPABILITIES: readonly Capability[] = [
   'create-instance',
   'privileged',
   'instance-volumes',
+  'multinode',
+  'placement-groups',
 ];
 
 /** dstack's: 40 GB (the image's minimum) to 8192 GB (a NETWORK_SSD's maximum). */
@@ -59,6 +69,27 @@ const LABEL_VALUE = /^[_\-a-z0-9]{0,63}$/;
 /** What `backend_data` keeps: the boot disk, deleted after the instance. */
 interface NebiusInstanceBackendData {
   boot_disk_id: string;
+}
+
+/** A placement group's `backend_data`: its GPU cluster, or none when the offer has no fabric (dstack's). */
+interface NebiusPlacementGroupBackendData {
+  cluster: { id: string; fabric: string } | null;
+}
+
+/** The InfiniBand fabrics of an offer (the catalog row's `provider_data.fabrics`). */
+function offerFabrics(offer: InstanceOffer): string[] {
+  const fabrics = (offer.backend_data as { fabrics?: unknown } | null | undefined)?.fabrics;
+  return Array.isArray(fabrics) ? fabrics.filter((each): each is string => typeof each === 'string') : [];
+}
+
+function placementGroupData(placementGroup: PlacementGroup): NebiusPlacementGroupBackendData {
+  const raw = placementGroup.provisioning_data?.backend_data;
+  if (!raw) return { cluster: null };
+  try {
+    return { cluster: (JSON.parse(raw) as Partial<NebiusPlacementGroupBackendData>).cluster ?? null };
+  } catch {
+    return { cluster: null };
+  }
 }
 
 export interface NebiusBackendSettings {
@@ -96,7 +127,12 @@ function ignoreNotFound(error: unknown): void {
  * the instance, then (a later call, `NotYetTerminatedError` until then) the boot disk.
  */
 export class NebiusCompute
-  implements ComputeWithCreateInstance, ComputeWithPrivileged, ComputeWithInstanceVolumes
+  implements
+    ComputeWithCreateInstance,
+    ComputeWithPrivileged,
+    ComputeWithInstanceVolumes,
+    ComputeWithMultinode,
+    ComputeWithPlacementGroups
 {
   readonly type = NEBIUS_BACKEND_TYPE;
   readonly capabilities = NEBIUS_CAPABILITIES;
@@ -169,9 +205,10 @@ export class NebiusCompute
   async createInstance(
     offer: InstanceOfferWithAvailability,
     config: InstanceConfiguration,
+    placementGroup: PlacementGroup | null = null,
   ): Promise<JobProvisioningData> {
     try {
-      return await this.#createInstance(offer, config);
+      return await this.#createInstance(offer, config, placementGroup);
     } catch (error) {
       throw typedNebiusError(error);
     }
@@ -180,12 +217,14 @@ export class NebiusCompute
   async #createInstance(
     offer: InstanceOfferWithAvailability,
     config: InstanceConfiguration,
+    placementGroup: PlacementGroup | null,
   ): Promise<JobProvisioningData> {
     const name = generateUniqueBackendName(config.project_name, config.instance_name, {
       maxLength: MAX_RESOURCE_NAME_LENGTH,
       seed: config.instance_id,
     });
     const [platform, preset] = offer.instance.name.split(' ');
+    const cluster = placementGroup ? placementGroupData(placementGroup).cluster : null;
     const projectId = await this.#projectOf(offer.region);
     const labels = validNebiusLabels(
       mergeTags(
@@ -225,6 +264,7 @@ export class NebiusCompute
         spec: {
           cloud_init_user_data: buildVmUserData(config),
           resources: { platform, preset },
+          ...(cluster ? { gpu_cluster: { id: cluster.id } } : {}),
           boot_disk: { attach_mode: 'READ_WRITE', existing_disk: { id: diskOperation.resource_id } },
           network_interfaces: [
             {
@@ -335,6 +375,45 @@ export class NebiusCompute
     } catch {
       // Best effort, as dstack: the launch's own error is what the caller needs.
     }
+  }
+
+  /**
+   * dstack's: a GPU cluster on one of the master offer's InfiniBand fabrics (those `fabrics`
+   * allows, chosen at random) in the group's region; an offer without fabrics gets a group with no
+   * cluster. Returns once Nebius has accepted the create.
+   */
+  async createPlacementGroup(
+    placementGroup: PlacementGroup,
+    masterOffer: InstanceOffer,
+  ): Promise<PlacementGroupProvisioningData> {
+    let fabrics = offerFabrics(masterOffer);
+    if (this.config.fabrics != null)
+      fabrics = fabrics.filter((fabric) => this.config.fabrics?.includes(fabric));
+    const data: NebiusPlacementGroupBackendData = { cluster: null };
+    if (fabrics.length > 0) {
+      const fabric = fabrics[Math.floor(Math.random() * fabrics.length)] as string;
+      try {
+        const projectId = await this.#projectOf(placementGroup.configuration.region);
+        const operation = await this.#api.createGpuCluster(projectId, placementGroup.name, fabric);
+        data.cluster = { id: operation.resource_id, fabric };
+      } catch (error) {
+        throw typedNebiusError(error);
+      }
+    }
+    return { backend: NEBIUS_BACKEND_TYPE, backend_data: JSON.stringify(data) };
+  }
+
+  /** Deletes the group's GPU cluster; one already gone is fine. */
+  async deletePlacementGroup(placementGroup: PlacementGroup): Promise<void> {
+    const { cluster } = placementGroupData(placementGroup);
+    if (cluster) await this.#api.deleteGpuCluster(cluster.id).catch(ignoreNotFound);
+  }
+
+  /** dstack's: the same region, and a group without a cluster or one on a fabric the offer has. */
+  isSuitablePlacementGroup(placementGroup: PlacementGroup, offer: InstanceOffer): boolean {
+    if (placementGroup.configuration.region !== offer.region) return false;
+    const { cluster } = placementGroupData(placementGroup);
+    return cluster === null || offerFabrics(offer).includes(cluster.fabric);
   }
 
   /** Looks the instance up once: its first interface's public and private addresses, once it has them. */

@@ -14,7 +14,7 @@ const otherKey = generateKeyPairSync('rsa', { modulusLength: 2048 })
 testBackend({
   plugin,
   packageName: '@dstack/backend-nebius',
-  capabilities: ['create-instance', 'privileged', 'instance-volumes'],
+  capabilities: ['create-instance', 'privileged', 'instance-volumes', 'multinode', 'placement-groups'],
   emulator: () => startNebiusTestEmulator(),
   create: ({ emulator }) => emulatorConfig(emulator),
   invalidCredentials: {

@@ -23,6 +23,7 @@ export const NEBIUS_SERVICE_FILES = [
   'nebius/vpc/v1/subnet_service.proto',
   'nebius/compute/v1/instance_service.proto',
   'nebius/compute/v1/disk_service.proto',
+  'nebius/compute/v1/gpu_cluster_service.proto',
   'nebius/compute/v1/platform_service.proto',
   'nebius/common/v1/operation_service.proto',
   'nebius/billing/v1alpha1/calculator_service.proto',

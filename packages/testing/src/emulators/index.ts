@@ -281,6 +281,7 @@ export {
   runNebiusEmulatorCommand,
 } from './nebius/nebius-emulator-command.js';
 export {
+  DEFAULT_NEBIUS_FABRICS,
   DEFAULT_NEBIUS_PLATFORMS,
   DEFAULT_NEBIUS_PROJECTS,
   DEFAULT_NEBIUS_TENANT_ID,

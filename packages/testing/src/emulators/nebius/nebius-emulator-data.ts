@@ -96,3 +96,11 @@ export const DEFAULT_NEBIUS_PLATFORMS: readonly NebiusPlatformSpec[] = [
     ],
   },
 ];
+
+/** InfiniBand fabrics GPU clusters are made on: Nebius's documented ones for the emulated platforms. */
+export const DEFAULT_NEBIUS_FABRICS: ReadonlyArray<{ name: string; platform: string; region: string }> = [
+  { name: 'fabric-2', platform: 'gpu-h100-sxm', region: 'eu-north1' },
+  { name: 'fabric-3', platform: 'gpu-h100-sxm', region: 'eu-north1' },
+  { name: 'fabric-4', platform: 'gpu-h100-sxm', region: 'eu-north1' },
+  { name: 'fabric-6', platform: 'gpu-h100-sxm', region: 'eu-north1' },
+];

@@ -10,6 +10,7 @@
  *   nebius.compute.v1.PlatformService.List         platforms and presets
  *   nebius.compute.v1.DiskService.Create/Get/Delete           boot disks from an image family
  *   nebius.compute.v1.InstanceService.Create/Get/GetByName/List/Delete
+ *   nebius.compute.v1.GpuClusterService.Create/Get/Delete      InfiniBand clusters on a region's fabrics
  *   nebius.common.v1.OperationService.Get          the long-running Operations those return
  *   nebius.billing.v1alpha1.CalculatorService.Estimate        an instance spec's hourly price
  *
@@ -26,6 +27,7 @@ import type { EmulatedHosts } from '../emulated-hosts.js';
 import { emulatorControlRoutes } from '../emulator-control-routes.js';
 import { EmulatedInstanceHost } from '../instance-host.js';
 import {
+  DEFAULT_NEBIUS_FABRICS,
   DEFAULT_NEBIUS_PLATFORMS,
   DEFAULT_NEBIUS_PROJECTS,
   DEFAULT_NEBIUS_TENANT_ID,
@@ -72,6 +74,8 @@ export interface NebiusEmulatorOptions {
   port?: number;
   projects?: readonly NebiusProjectSpec[];
   platforms?: readonly NebiusPlatformSpec[];
+  /** InfiniBand fabrics by platform and region. Default `DEFAULT_NEBIUS_FABRICS`. */
+  fabrics?: ReadonlyArray<{ name: string; platform: string; region: string }>;
   hosts?: EmulatedHosts;
   timeline?: Partial<NebiusEmulatorTimeline>;
   faults?: readonly NebiusFault[];
@@ -124,8 +128,10 @@ export interface NebiusEmulatorState {
     preemptible: boolean;
     bootDiskId: string;
     labels: Record<string, string>;
+    gpuClusterId: string | null;
   }[];
   readonly disks: readonly { id: string; name: string; attachedTo: string | null }[];
+  readonly gpuClusters: readonly { id: string; name: string; fabric: string; instances: string[] }[];
 }
 
 export interface NebiusEmulator extends BackendEmulator {
@@ -190,6 +196,7 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
   const timeline = { ...DEFAULT_NEBIUS_EMULATOR_TIMELINE, ...options.timeline };
   const projects = options.projects ?? DEFAULT_NEBIUS_PROJECTS;
   const platforms = options.platforms ?? DEFAULT_NEBIUS_PLATFORMS;
+  const fabrics = options.fabrics ?? DEFAULT_NEBIUS_FABRICS;
   const hosts = options.hosts;
   const lifetime = options.tokenLifetimeSeconds ?? 43_200;
   const faults = new NebiusEmulatorFaults();
@@ -208,6 +215,9 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
   const disks = new Map<string, EmulatedDisk>();
   const instances = new Map<string, EmulatedInstance>();
   const operations = new Map<string, EmulatedOperation>();
+  const gpuClusters = new Map<string, { id: string; name: string; projectId: string; fabric: string }>();
+  const clusterOf = (instance: EmulatedInstance): string | null =>
+    ((instance.spec.gpu_cluster as { id?: string } | null | undefined)?.id || null) ?? null;
   let launched = 0;
 
   const subnetOf = (project: NebiusProjectSpec) => ({
@@ -432,6 +442,50 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
         return operation(disk.id, 'delete disk', () => now);
       },
     },
+    'nebius.compute.v1.GpuClusterService': {
+      Create: (request) => {
+        const project = projectOf(request.metadata?.parent_id);
+        const fabric = fabrics.find((each) => each.name === request.spec?.infiniband_fabric);
+        if (!fabric || fabric.region !== project.region) {
+          throw new RpcError(
+            grpc.status.INVALID_ARGUMENT,
+            `spec.infiniband_fabric: no fabric ${String(request.spec?.infiniband_fabric)} in ${project.region}`,
+          );
+        }
+        const cluster = {
+          id: nebiusId('computegpucluster'),
+          name: String(request.metadata?.name ?? ''),
+          projectId: project.id,
+          fabric: fabric.name,
+        };
+        gpuClusters.set(cluster.id, cluster);
+        const now = Date.now();
+        return operation(cluster.id, 'create gpu cluster', () => now);
+      },
+      Get: (request) => {
+        const cluster = gpuClusters.get(request.id);
+        if (!cluster) throw new RpcError(grpc.status.NOT_FOUND, `gpu cluster ${request.id} not found`);
+        return {
+          metadata: { id: cluster.id, parent_id: cluster.projectId, name: cluster.name },
+          spec: { infiniband_fabric: cluster.fabric },
+          status: {
+            instances: live()
+              .filter((each) => clusterOf(each) === cluster.id)
+              .map((each) => each.id),
+          },
+        };
+      },
+      Delete: (request) => {
+        const cluster = gpuClusters.get(request.id);
+        if (!cluster) throw new RpcError(grpc.status.NOT_FOUND, `gpu cluster ${request.id} not found`);
+        if (live().some((each) => clusterOf(each) === cluster.id)) {
+          throw new RpcError(grpc.status.FAILED_PRECONDITION, `gpu cluster ${cluster.id} has instances`);
+        }
+        gpuClusters.delete(cluster.id);
+        const now = Date.now();
+        return operation(cluster.id, 'delete gpu cluster', () => now);
+      },
+    },
     'nebius.compute.v1.InstanceService': {
       Create: (request) => {
         const project = projectOf(request.metadata?.parent_id);
@@ -453,6 +507,19 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
           throw new RpcError(grpc.status.INVALID_ARGUMENT, 'spec.resources: unknown platform or preset');
         if (spec.preemptible && preset.spotPrice === null)
           throw new RpcError(grpc.status.INVALID_ARGUMENT, 'the platform does not allow preemptibles');
+        const clusterId = spec.gpu_cluster?.id;
+        if (clusterId) {
+          const cluster = gpuClusters.get(clusterId);
+          const fabric = fabrics.find((each) => each.name === cluster?.fabric);
+          if (!cluster || cluster.projectId !== project.id)
+            throw new RpcError(grpc.status.NOT_FOUND, `gpu cluster ${clusterId} not found`);
+          if (fabric?.platform !== platform.name || !preset.clustering) {
+            throw new RpcError(
+              grpc.status.INVALID_ARGUMENT,
+              `${platform.name} ${preset.name} cannot join gpu cluster ${clusterId} (${cluster.fabric})`,
+            );
+          }
+        }
         const diskId = spec.boot_disk?.existing_disk?.id;
         const disk = disks.get(diskId);
         if (!disk || disk.metadata.parent_id !== project.id)
@@ -635,11 +702,20 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
       preemptible: instance.spec.preemptible != null,
       bootDiskId: instance.bootDiskId,
       labels: instance.metadata.labels,
+      gpuClusterId: clusterOf(instance),
     })),
     disks: [...disks.values()].map((disk) => ({
       id: disk.id,
       name: String(disk.metadata.name ?? ''),
       attachedTo: live().find((instance) => instance.bootDiskId === disk.id)?.id ?? null,
+    })),
+    gpuClusters: [...gpuClusters.values()].map((cluster) => ({
+      id: cluster.id,
+      name: cluster.name,
+      fabric: cluster.fabric,
+      instances: live()
+        .filter((each) => clusterOf(each) === cluster.id)
+        .map((each) => each.id),
     })),
   });
 

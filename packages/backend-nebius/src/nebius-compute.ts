@@ -148,8 +148,8 @@ export class NebiusCompute
     this.config = settings.config;
     const creds = settings.config.creds;
     this.#api = new NebiusApi({
-      serviceAccountId: creds.service_account_id,
-      publicKeyId: creds.public_key_id,
+      serviceAccountId: creds.service_account_id ?? '',
+      publicKeyId: creds.public_key_id ?? '',
       privateKey: creds.private_key_content ?? '',
       endpointUrl: settings.config.endpoint_url ?? undefined,
     });

@@ -42,14 +42,16 @@ describe('nebius config models', () => {
     expect(schema.safeParse({ type: 'nebius', creds: { type: 'api_key', api_key: 'x' } }).success).toBe(
       false,
     );
-    expect(schema.safeParse({ type: 'nebius', creds: { type: 'service_account' } }).success).toBe(false);
+    // Without a credentials file, the account and key ID are required (named by the config check below).
+    expect(
+      catchError(() => parseNebiusBackendConfig({ type: 'nebius', creds: { type: 'service_account' } })),
+    ).toMatchObject({ fields: [['creds', 'service_account_id']] });
     expect(schema.safeParse({ type: 'nebius' }).success).toBe(false);
     const misspelt = schema.safeParse({ ...config, region: ['eu-north1'] });
     expect(misspelt.success).toBe(false);
     expect(JSON.stringify(misspelt.error?.issues)).toContain('region');
-    // dstack's credentials-file `filename` is not taken: refused by name.
-    const filename = schema.safeParse({ ...config, creds: { ...creds, filename: '/k.json' } });
-    expect(JSON.stringify(filename.error?.issues)).toContain('filename');
+    const extra = schema.safeParse({ ...config, creds: { ...creds, key_id: 'x' } });
+    expect(JSON.stringify(extra.error?.issues)).toContain('key_id');
   });
 
   it('round-trips through the stored record, keeping creds out of the config', async () => {
@@ -87,6 +89,56 @@ describe('nebius config models', () => {
   });
 });
 
+describe('a Nebius credentials file (creds.filename)', () => {
+  const write = (content: unknown) => {
+    const file = join(mkdtempSync(join(tmpdir(), 'nebius-credentials-')), 'credentials.json');
+    writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content));
+    return file;
+  };
+  const subject = {
+    alg: 'RS256',
+    'private-key': creds.private_key_content,
+    kid: 'publickey-e00file',
+    iss: 'serviceaccount-e00file',
+    sub: 'serviceaccount-e00file',
+  };
+
+  it("gives the account, key ID and key, stored as they are (dstack's fill_data)", async () => {
+    const filename = write({ 'subject-credentials': subject });
+    const stored = record(
+      await plugin
+        .createConfigurator()
+        .createBackend('main', { type: 'nebius', creds: { type: 'service_account', filename } }),
+    );
+    expect(JSON.parse(stored.auth)).toEqual({
+      type: 'service_account',
+      filename,
+      service_account_id: 'serviceaccount-e00file',
+      public_key_id: 'publickey-e00file',
+      private_key_content: creds.private_key_content,
+    });
+  });
+
+  it('is refused naming creds.filename when missing or not a credentials file', async () => {
+    const create = (filename: string) =>
+      plugin
+        .createConfigurator()
+        .createBackend('main', { type: 'nebius', creds: { type: 'service_account', filename } })
+        .catch((error: unknown) => error);
+    for (const filename of [
+      '/nonexistent/credentials.json',
+      write('not json'),
+      write({ 'subject-credentials': { ...subject, alg: 'ES256' } }),
+      write({ 'subject-credentials': { ...subject, iss: 'someone-else' } }),
+      write({ 'subject-credentials': { ...subject, kid: undefined } }),
+    ]) {
+      const failure = await create(filename);
+      expect(ServerClientError.isInstance(failure)).toBe(true);
+      expect(failure).toMatchObject({ fields: [['creds', 'filename']] });
+    }
+  });
+});
+
 describe('nebius config checks', () => {
   it('names the field it refuses', () => {
     const cases: Array<[unknown, string[]]> = [
@@ -94,6 +146,7 @@ describe('nebius config checks', () => {
       [{ ...config, tags: { Team: 'ml' } }, ['tags', 'Team']],
       [{ ...config, fabrics: ['fabric-99'] }, ['fabrics']],
       [{ ...config, creds: { ...creds, private_key_content: undefined } }, ['creds', 'private_key_content']],
+      [{ ...config, creds: { ...creds, service_account_id: undefined } }, ['creds', 'service_account_id']],
     ];
     for (const [bad, field] of cases) {
       const failure = catchError(() => parseNebiusBackendConfig(bad));

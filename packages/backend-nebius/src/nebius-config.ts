@@ -54,12 +54,21 @@ export const nebiusConfigModels = defineBackendConfigModels({
   credsSchemas: {
     /**
      * A service account's authorized key: the account's ID, the public key's ID and the private
-     * key (PEM), as `private_key_content` or, in config.yml only, `private_key_file` (read when the
-     * backend is configured; what is stored is the content).
+     * key (PEM), as `private_key_content` or, in config.yml only, `private_key_file`; or, in
+     * config.yml only, `filename`, a Nebius credentials file (JSON, `subject-credentials`) that
+     * gives all three. Files are read when the backend is configured; what is stored is their content.
      */
     service_account: {
-      service_account_id: z.string().min(1).describe('Service account ID.'),
-      public_key_id: z.string().min(1).describe('ID of the service account public key.'),
+      service_account_id: z
+        .string()
+        .min(1)
+        .nullish()
+        .describe('Service account ID. Set from `filename` when that is given.'),
+      public_key_id: z
+        .string()
+        .min(1)
+        .nullish()
+        .describe('ID of the service account public key. Set from `filename` when that is given.'),
       private_key_file: z
         .string()
         .min(1)
@@ -72,7 +81,14 @@ export const nebiusConfigModels = defineBackendConfigModels({
         .min(1)
         .nullish()
         .describe(
-          "Content of the service account private key (PEM). When configuring via config.yml, it's filled from private_key_file.",
+          "Content of the service account private key (PEM). When configuring via config.yml, it's filled from private_key_file or filename.",
+        ),
+      filename: z
+        .string()
+        .min(1)
+        .nullish()
+        .describe(
+          'The path to the service account credentials file (JSON, as `nebius iam auth-public-key generate` writes it). Only in config.yml.',
         ),
     },
   },

@@ -57,6 +57,15 @@ describe('NebiusConfigurator.validateConfig on the Nebius emulator', () => {
     );
     expect(ServerClientError.isInstance(file)).toBe(true);
     expect(file).toMatchObject({ fields: [['creds', 'private_key_file']] });
+    const credentialsFile = {
+      ...config,
+      creds: { type: 'service_account' as const, filename: '/etc/nebius.json' },
+    };
+    expect(
+      await rejection(
+        configurator.validateConfig(credentialsFile, { ...fromApi, customEndpointsAllowed: true }),
+      ),
+    ).toMatchObject({ fields: [['creds', 'filename']] });
     expect(await rejection(configurator.validateConfig(config, fromApi))).toMatchObject({
       fields: [['endpoint_url']],
     });

@@ -77,28 +77,86 @@ function refuseUnsupportedFields(config: NebiusBackendConfigWithCreds): void {
       message: `These InfiniBand fabrics do not exist or are not known to dstack: ${unknown.sort().join(', ')}. Omit \`fabrics\` to allow all fabrics or select some of the valid options: ${[...known].sort().join(', ')}`,
     });
   }
+  if (config.creds.filename != null) return;
+  for (const field of ['service_account_id', 'public_key_id'] as const) {
+    if (config.creds[field] == null) {
+      throw new ServerClientError(
+        `Invalid nebius backend config: creds.${field}: required unless creds.filename names a credentials file`,
+        { fields: [['creds', field]] },
+      );
+    }
+  }
   if (config.creds.private_key_content == null && config.creds.private_key_file == null) {
     throw new ServerClientError(
-      'Invalid nebius backend config: creds.private_key_content: give the private key as private_key_content or private_key_file',
+      'Invalid nebius backend config: creds.private_key_content: give the private key as private_key_content, private_key_file or filename',
       { fields: [['creds', 'private_key_content']] },
     );
   }
 }
 
-/** The creds with `private_key_content` read from `private_key_file` when only the file is named. */
-export async function withPrivateKeyContent(creds: NebiusCreds): Promise<NebiusCreds> {
+/** `creds.<field>`'s file could not be used: a `ServerClientError` naming it. */
+function unreadable(
+  field: 'filename' | 'private_key_file',
+  problem: string,
+  cause?: unknown,
+): ServerClientError {
+  return new ServerClientError(`Invalid nebius backend config: creds.${field}: ${problem}`, {
+    fields: [['creds', field]],
+    cause,
+  });
+}
+
+const expandHome = (path: string) => path.replace(/^~(?=$|\/)/, homedir());
+
+/**
+ * The creds with what their files give filled in, as dstack's file config does: `filename` (a
+ * Nebius credentials file: `subject-credentials` with `sub`, `kid`, `private-key`, `alg` RS256 and
+ * `iss` = `sub`) sets the account, key ID and key; else `private_key_file` sets the key content.
+ */
+export async function resolveNebiusCreds(creds: NebiusCreds): Promise<NebiusCreds> {
+  if (creds.filename != null) {
+    const path = expandHome(creds.filename);
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (error) {
+      throw unreadable('filename', `No such file ${path}`, error);
+    }
+    let subject: Record<string, unknown>;
+    try {
+      subject = (JSON.parse(text) as { 'subject-credentials': Record<string, unknown> })[
+        'subject-credentials'
+      ];
+    } catch (error) {
+      throw unreadable('filename', `Failed to parse credentials file ${path}: not JSON`, error);
+    }
+    const field = (name: string) => {
+      const value = subject?.[name];
+      if (typeof value !== 'string' || value === '') {
+        throw unreadable(
+          'filename',
+          `Failed to parse credentials file ${path}: no subject-credentials.${name}`,
+        );
+      }
+      return value;
+    };
+    if (field('alg') !== 'RS256')
+      throw unreadable('filename', `${path}: only the RS256 algorithm is supported`);
+    if (field('iss') !== field('sub'))
+      throw unreadable('filename', `${path}: the issuer must be the subject`);
+    return {
+      ...creds,
+      service_account_id: field('sub'),
+      public_key_id: field('kid'),
+      private_key_content: field('private-key'),
+    };
+  }
   if (creds.private_key_content != null || creds.private_key_file == null) return creds;
-  const path = creds.private_key_file.replace(/^~(?=$|\/)/, homedir());
+  const path = expandHome(creds.private_key_file);
   try {
     return { ...creds, private_key_content: await readFile(path, 'utf8') };
   } catch (error) {
-    throw new ServerClientError(
-      `Invalid nebius backend config: creds.private_key_file: cannot read ${path}`,
-      {
-        fields: [['creds', 'private_key_file']],
-        cause: error,
-      },
-    );
+    throw unreadable('private_key_file', `cannot read ${path}`, error);
   }
 }
 
@@ -125,21 +183,28 @@ export class NebiusConfigurator implements Configurator<NebiusBackendConfigWithC
    * project map can be built with the configured `regions` and `projects` (errors name those
    * fields). A refused token exchange or call (UNAUTHENTICATED, PERMISSION_DENIED, a key that
    * cannot sign) is `InvalidCredentialsError` naming `creds`; other failures propagate. From the
-   * API, `creds.private_key_file` is refused (send the content) and so is a custom `endpoint_url`
+   * API, `creds.filename` and `creds.private_key_file` are refused (send the content) and so is a custom `endpoint_url`
    * unless allowed. The calls stop at `options.signal`.
    */
   async validateConfig(config: NebiusBackendConfigWithCreds, options: ValidateConfigOptions): Promise<void> {
     const parsed = parseNebiusBackendConfig(config);
+    if (parsed.creds.filename != null) {
+      refuseServerFileFromApi(
+        options,
+        ['creds', 'filename'],
+        'creds.service_account_id, public_key_id and private_key_content',
+      );
+    }
     if (parsed.creds.private_key_file != null) {
       refuseServerFileFromApi(options, ['creds', 'private_key_file'], 'creds.private_key_content');
     }
     refuseCustomEndpoint(options, ['endpoint_url'], parsed.endpoint_url, {
       defaults: [NEBIUS_DEFAULT_ENDPOINT_URL],
     });
-    const creds = await withPrivateKeyContent(parsed.creds);
+    const creds = await resolveNebiusCreds(parsed.creds);
     const api = new NebiusApi({
-      serviceAccountId: creds.service_account_id,
-      publicKeyId: creds.public_key_id,
+      serviceAccountId: creds.service_account_id ?? '',
+      publicKeyId: creds.public_key_id ?? '',
       privateKey: creds.private_key_content ?? '',
       endpointUrl: parsed.endpoint_url ?? undefined,
       signal: options.signal,
@@ -167,7 +232,7 @@ export class NebiusConfigurator implements Configurator<NebiusBackendConfigWithC
   async createBackend(_projectName: string, config: NebiusBackendConfigWithCreds): Promise<BackendRecord> {
     const parsed = parseNebiusBackendConfig(config);
     const { config: stored } = nebiusConfigModels.splitCreds(parsed);
-    return nebiusConfigModels.toRecord(stored, await withPrivateKeyContent(parsed.creds));
+    return nebiusConfigModels.toRecord(stored, await resolveNebiusCreds(parsed.creds));
   }
 
   getBackendConfigWithCreds(record: StoredBackendRecord): NebiusBackendConfigWithCreds {

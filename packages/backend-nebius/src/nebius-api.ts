@@ -51,6 +51,10 @@ export interface NebiusOperation {
   /** Set once the operation is done: code 0 is success. */
   status: { code: number; message: string } | null;
 }
+export interface NebiusDisk {
+  metadata: NebiusMetadata;
+  status: { state: string; read_write_attachment: string } | null;
+}
 export interface NebiusInstance {
   metadata: NebiusMetadata;
   spec: Record<string, unknown>;
@@ -218,6 +222,20 @@ export class NebiusApi {
 
   createDisk(request: Record<string, unknown>): Promise<NebiusOperation> {
     return this.#authorized('disks', 'Create', request) as Promise<NebiusOperation>;
+  }
+
+  /** `DiskService.GetByName`; null when there is none of that name. */
+  async getDiskByName(projectId: string, name: string): Promise<NebiusDisk | null> {
+    try {
+      return (await this.#authorized('disks', 'GetByName', { parent_id: projectId, name })) as NebiusDisk;
+    } catch (error) {
+      if (error instanceof NebiusApiFailure && error.code === grpc.status.NOT_FOUND) return null;
+      throw error;
+    }
+  }
+
+  getDisk(id: string): Promise<NebiusDisk> {
+    return this.#authorized('disks', 'Get', { id }) as Promise<NebiusDisk>;
   }
 
   deleteDisk(id: string): Promise<NebiusOperation> {

@@ -2,6 +2,7 @@ import { Catalog } from '@dstack/catalog';
 import {
   BackendAuthenticationError,
   generateEd25519KeyPair,
+  generateUniqueBackendName,
   type InstanceConfiguration,
   InvalidCredentialsError,
   NoCapacityError,
@@ -12,6 +13,7 @@ import {
 } from '@dstack/core';
 import type { NebiusEmulator } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NebiusApi } from './nebius-api.js';
 import { createNebiusBackend, type NebiusCompute } from './nebius-compute.js';
 import { type NebiusBackendConfigWithCreds, nebiusConfigModels } from './nebius-config.js';
 import { emulatorConfig, startNebiusTestEmulator } from './nebius-emulator.test.helpers.js';
@@ -134,6 +136,38 @@ describe('NebiusCompute on the Nebius emulator', () => {
     await expect(compute.updateProvisioningData(first)).rejects.toSatisfy((error) =>
       ProvisioningError.isInstance(error),
     );
+  });
+
+  it('reuses the boot disk a launch that died before its instance made', async () => {
+    const compute = computeWith();
+    const name = generateUniqueBackendName('main', 'job-0', { maxLength: 63, seed: 'retried' });
+    const api = new NebiusApi({
+      serviceAccountId: emulator.serviceAccount.serviceAccountId,
+      publicKeyId: emulator.serviceAccount.publicKeyId,
+      privateKey: emulator.serviceAccount.privateKey,
+      endpointUrl: emulator.apiUrl,
+    });
+    const projectId = 'project-e00north1default';
+    const regionOffer = (await compute.getOffers(requirements('L40S', false))).find(
+      (each) => each.region === 'eu-north1',
+    );
+    if (!regionOffer) throw new Error('no eu-north1 offer');
+    const made = await api.createDisk({
+      metadata: { name, parent_id: projectId },
+      spec: {
+        size_mebibytes: 100 * 1024,
+        type: 'NETWORK_SSD',
+        source_image_family: { image_family: 'ubuntu24.04-cuda13.0' },
+      },
+    });
+    api.close();
+
+    const launched = await compute.createInstance(regionOffer, instanceConfig('retried'));
+
+    expect(emulator.state().disks.map((disk) => disk.id)).toEqual([made.resource_id]);
+    expect(JSON.parse(launched.backend_data ?? '')).toEqual({ boot_disk_id: made.resource_id });
+    await terminate(compute, launched);
+    expect(emulator.state()).toMatchObject({ instances: [], disks: [] });
   });
 
   it('makes a cluster placement group a GPU cluster on a fabric of the master offer, puts instances in it, and deletes it', async () => {

@@ -245,27 +245,34 @@ export class NebiusCompute
         (existing.spec.boot_disk as { existing_disk?: { id?: string } } | undefined)?.existing_disk?.id ?? '';
       return this.#provisioningData(offer, existing.metadata.id, diskId);
     }
-    const diskOperation = await this.#api.createDisk({
-      metadata: { name, parent_id: projectId, labels },
-      spec: {
-        size_mebibytes: offer.instance.resources.disk.size_mib,
-        type: 'NETWORK_SSD',
-        source_image_family: { image_family: NEBIUS_IMAGE_FAMILY },
-      },
-    });
+    // A retried launch may find its boot disk made (names are unique in a project): it is reused.
+    const madeDisk = await this.#api.getDiskByName(projectId, name);
+    const diskOperation = madeDisk
+      ? null
+      : await this.#api.createDisk({
+          metadata: { name, parent_id: projectId, labels },
+          spec: {
+            size_mebibytes: offer.instance.resources.disk.size_mib,
+            type: 'NETWORK_SSD',
+            source_image_family: { image_family: NEBIUS_IMAGE_FAMILY },
+          },
+        });
+    const diskId = madeDisk?.metadata.id ?? (diskOperation as NebiusOperation).resource_id;
     let instanceId: string | undefined;
     try {
-      const disk = await this.#waitForOperation(diskOperation, WAIT_FOR_DISK_MS);
-      if (disk.status && disk.status.code !== 0) {
-        throw new ProvisioningError(`Create disk operation failed. Message: ${disk.status.message}`);
-      }
+      if (diskOperation) {
+        const done = await this.#waitForOperation(diskOperation, WAIT_FOR_DISK_MS);
+        if (done.status && done.status.code !== 0) {
+          throw new ProvisioningError(`Create disk operation failed. Message: ${done.status.message}`);
+        }
+      } else await this.#waitForDisk(diskId);
       const instanceOperation = await this.#api.createInstance({
         metadata: { name, parent_id: projectId, labels },
         spec: {
           cloud_init_user_data: buildVmUserData(config),
           resources: { platform, preset },
           ...(cluster ? { gpu_cluster: { id: cluster.id } } : {}),
-          boot_disk: { attach_mode: 'READ_WRITE', existing_disk: { id: diskOperation.resource_id } },
+          boot_disk: { attach_mode: 'READ_WRITE', existing_disk: { id: diskId } },
           network_interfaces: [
             {
               name: 'dstack-default-interface',
@@ -282,10 +289,10 @@ export class NebiusCompute
       instanceId = instanceOperation.resource_id;
       await this.#waitForInstance(instanceOperation);
     } catch (error) {
-      await this.#cleanUpLaunch(instanceId, diskOperation.resource_id);
+      await this.#cleanUpLaunch(instanceId, diskId);
       throw error;
     }
-    return this.#provisioningData(offer, instanceId, diskOperation.resource_id);
+    return this.#provisioningData(offer, instanceId, diskId);
   }
 
   #provisioningData(
@@ -325,6 +332,25 @@ export class NebiusCompute
       current = await this.#api.getComputeOperation(operation.id);
     }
     return current;
+  }
+
+  /** Until a boot disk a retried launch found is READY; ERROR or BROKEN fails the launch. */
+  async #waitForDisk(diskId: string): Promise<void> {
+    const deadline = Date.now() + WAIT_FOR_DISK_MS;
+    const delays = this.#pollDelays();
+    for (;;) {
+      const state = (await this.#api.getDisk(diskId)).status?.state;
+      if (state === 'READY') return;
+      if (state === 'ERROR' || state === 'BROKEN')
+        throw new ProvisioningError(`Nebius boot disk ${diskId} is ${state}`);
+      const delay = delays.next().value;
+      if (Date.now() + delay > deadline) {
+        throw new BackendApiCallError(`Nebius boot disk ${diskId} not ready in time: ${state}`, {
+          isRetryable: true,
+        });
+      }
+      await sleep(delay);
+    }
   }
 
   /** Until the instance is STARTING or RUNNING; a failed operation is its error (quota, capacity). */

@@ -8,7 +8,7 @@
  *   nebius.iam.v1.TenantService.List, ProjectService.List/Get     one tenant, projects by region
  *   nebius.vpc.v1.SubnetService.List               each project's `default-subnet-…`
  *   nebius.compute.v1.PlatformService.List         platforms and presets
- *   nebius.compute.v1.DiskService.Create/Get/Delete           boot disks from an image family
+ *   nebius.compute.v1.DiskService.Create/Get/GetByName/Delete boot disks from an image family
  *   nebius.compute.v1.InstanceService.Create/Get/GetByName/List/Delete
  *   nebius.compute.v1.GpuClusterService.Create/Get/Delete      InfiniBand clusters on a region's fabrics
  *   nebius.common.v1.OperationService.Get          the long-running Operations those return
@@ -281,7 +281,7 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
       (instance) => instance.bootDiskId === disk.id && instance.deletedAt === null,
     );
     return {
-      metadata: { id: disk.id, ...disk.metadata },
+      metadata: { ...disk.metadata, id: disk.id },
       spec: disk.spec,
       status: { state: ready ? 'READY' : 'CREATING', read_write_attachment: attached?.id ?? '' },
     };
@@ -417,6 +417,16 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
             grpc.status.INVALID_ARGUMENT,
             'spec: size_mebibytes at least 40960, type NETWORK_SSD',
           );
+        if (
+          [...disks.values()].some(
+            (each) => each.metadata.parent_id === project.id && each.metadata.name === request.metadata?.name,
+          )
+        ) {
+          throw new RpcError(
+            grpc.status.ALREADY_EXISTS,
+            `disk ${String(request.metadata?.name)} already exists`,
+          );
+        }
         const disk: EmulatedDisk = {
           id: nebiusId('computedisk'),
           metadata: { ...request.metadata, parent_id: project.id },
@@ -429,6 +439,13 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
       Get: (request) => {
         const disk = disks.get(request.id);
         if (!disk) throw new RpcError(grpc.status.NOT_FOUND, `disk ${request.id} not found`);
+        return diskView(disk);
+      },
+      GetByName: (request) => {
+        const disk = [...disks.values()].find(
+          (each) => each.metadata.parent_id === request.parent_id && each.metadata.name === request.name,
+        );
+        if (!disk) throw new RpcError(grpc.status.NOT_FOUND, `disk ${request.name} not found`);
         return diskView(disk);
       },
       Delete: (request) => {

@@ -153,8 +153,8 @@ export class NebiusApi {
 
   constructor(options: NebiusApiOptions) {
     this.#options = options;
-    sharedDefinition ??= options.definition ? undefined : loadNebiusPackageDefinition();
-    this.#definition = options.definition ?? (sharedDefinition as PackageDefinition);
+    // Parsing the protos takes ~100 ms: once per process.
+    this.#definition = options.definition ?? (sharedDefinition ??= loadNebiusPackageDefinition());
     this.#endpoint = new URL(options.endpointUrl ?? NEBIUS_DEFAULT_ENDPOINT_URL);
   }
 

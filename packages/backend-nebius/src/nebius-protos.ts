@@ -4,7 +4,7 @@
  * `(buf.validate.field) = {…}` options some fields carry (server-side validation rules), so each
  * such value is replaced by `true` as the files are read; messages, fields and services are
  * unchanged. `buf/validate/validate.proto` and `google/rpc/status.proto` are small stand-ins
- * (see proto/README.md).
+ * (see "The vendored protos" in the package README).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -123,6 +123,12 @@ export function typedNebiusError(error: unknown): unknown {
 }
 
 let sharedDefinition: PackageDefinition | undefined;
+
+/** The vendored protos, parsed once per process (about 100 ms). */
+function vendoredDefinition(): PackageDefinition {
+  sharedDefinition ??= loadNebiusPackageDefinition();
+  return sharedDefinition;
+}
 const TOKEN_RENEW_MARGIN_MS = 60_000;
 
 /** The JWT Nebius's token exchange takes for a service account (RS256, one minute). */
@@ -153,8 +159,7 @@ export class NebiusApi {
 
   constructor(options: NebiusApiOptions) {
     this.#options = options;
-    // Parsing the protos takes ~100 ms: once per process.
-    this.#definition = options.definition ?? (sharedDefinition ??= loadNebiusPackageDefinition());
+    this.#definition = options.definition ?? vendoredDefinition();
     this.#endpoint = new URL(options.endpointUrl ?? NEBIUS_DEFAULT_ENDPOINT_URL);
   }
 

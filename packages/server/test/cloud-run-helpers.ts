@@ -5,6 +5,7 @@ import type {
   AzureEmulatorState,
   GcpEmulatorState,
   LambdaEmulatorState,
+  NebiusEmulatorState,
   VerdaEmulatorState,
 } from '@dstack/testing/emulators';
 import { expect } from 'vitest';
@@ -84,6 +85,7 @@ export interface EmulatedCloudState {
     | GcpEmulatorState
     | AzureEmulatorState
     | LambdaEmulatorState
+    | NebiusEmulatorState
     | VerdaEmulatorState;
 }
 
@@ -97,6 +99,15 @@ export function cloudLeftovers(emulator: EmulatedCloudState): string[] {
       ...state.disks.map((each) => `disk ${each.name}`),
       ...state.networkInterfaces.map((each) => `NIC ${each.name}`),
       ...state.publicIpAddresses.map((each) => `public IP ${each.name}`),
+    ];
+  }
+  if ('provider' in state && state.provider === 'nebius') {
+    // Nebius: a deleted instance is DELETING, then gone; its boot disk is deleted after it.
+    return [
+      ...state.instances
+        .filter((each) => each.state !== 'DELETING')
+        .map((each) => `instance ${each.id} ${each.state}`),
+      ...state.disks.map((each) => `disk ${each.name}`),
     ];
   }
   if ('provider' in state) {

@@ -1,7 +1,7 @@
 /**
- * One project with AWS, GCP, Vast.ai, RunPod, Lambda and Verda configured, each backend pointed at
- * its emulator (the real AWS SDK, google-auth-library + Compute REST, the Vast.ai, Lambda and Verda
- * REST APIs, RunPod's GraphQL against them; the catalog is the RunPod emulator's gpuhunt bucket,
+ * One project with AWS, GCP, Vast.ai, RunPod, Lambda, Verda and Nebius configured, each backend
+ * pointed at its emulator (the real AWS SDK, google-auth-library + Compute REST, the Vast.ai, Lambda
+ * and Verda REST APIs, RunPod's GraphQL, Nebius's gRPC API against them; the catalog is the RunPod emulator's gpuhunt bucket,
  * whose other providers' catalogs are the bundled snapshot's): the plan sorts
  * the clouds' offers by price, and the run is launched on the cheapest, in its cloud, while the
  * others launch nothing. The emulators make up the instances' addresses (no hosts), so the run is
@@ -28,11 +28,14 @@ import {
   gcpEmulatorBackend,
   type LambdaEmulator,
   lambdaEmulatorBackend,
+  type NebiusEmulator,
+  nebiusEmulatorBackend,
   type RunpodEmulator,
   runpodEmulatorBackend,
   startAwsEmulator,
   startGcpEmulator,
   startLambdaEmulator,
+  startNebiusEmulator,
   startRunpodEmulator,
   startVastaiEmulator,
   startVerdaEmulator,
@@ -44,13 +47,14 @@ import {
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { applyTask, type HarnessServer, makeTempDir, startHarnessServer, waitFor } from './server-harness.js';
 
-describe('a project with AWS, GCP, Vast.ai, RunPod, Lambda and Verda', () => {
+describe('a project with AWS, GCP, Vast.ai, RunPod, Lambda, Verda and Nebius', () => {
   let aws: AwsEmulator;
   let gcp: GcpEmulator;
   let vastai: VastaiEmulator;
   let runpod: RunpodEmulator;
   let lambda: LambdaEmulator;
   let verda: VerdaEmulator;
+  let nebius: NebiusEmulator;
   let harness: HarnessServer;
   const temp = makeTempDir();
 
@@ -61,6 +65,7 @@ describe('a project with AWS, GCP, Vast.ai, RunPod, Lambda and Verda', () => {
     runpod = await startRunpodEmulator();
     lambda = await startLambdaEmulator();
     verda = await startVerdaEmulator();
+    nebius = await startNebiusEmulator();
     const backends = [
       awsEmulatorBackend(aws),
       gcpEmulatorBackend(gcp),
@@ -68,6 +73,7 @@ describe('a project with AWS, GCP, Vast.ai, RunPod, Lambda and Verda', () => {
       runpodEmulatorBackend(runpod),
       lambdaEmulatorBackend(lambda),
       verdaEmulatorBackend(verda),
+      nebiusEmulatorBackend(nebius),
     ];
     harness = await startHarnessServer({
       dir: temp.dir,
@@ -83,6 +89,7 @@ describe('a project with AWS, GCP, Vast.ai, RunPod, Lambda and Verda', () => {
     await runpod?.close();
     await lambda?.close();
     await verda?.close();
+    await nebius?.close();
     temp.remove();
   }, 120_000);
 
@@ -110,6 +117,22 @@ describe('a project with AWS, GCP, Vast.ai, RunPod, Lambda and Verda', () => {
     expect(runpod.launchedMachineCount() + lambda.launchedMachineCount() + verda.launchedMachineCount()).toBe(
       0,
     );
+  }, 120_000);
+
+  it("plans Nebius's H100s among the other clouds' by price, launching nothing", async () => {
+    const configuration = { type: 'task', name: 'h100', commands: ['true'], resources: { gpu: 'H100' } };
+    const plan = await harness.call<{ job_plans: Array<{ offers: InstanceOfferWithAvailability[] }> }>(
+      '/api/project/main/runs/get_plan',
+      { run_spec: { configuration } },
+    );
+    expect(plan.status).toBe(200);
+    const offers = plan.body.job_plans[0]?.offers ?? [];
+    const backends = new Set(offers.map((offer) => offer.backend));
+    expect(backends.has('nebius')).toBe(true);
+    expect(backends.size).toBeGreaterThan(1);
+    const prices = offers.map((offer) => offer.price);
+    expect(prices).toEqual([...prices].sort((a, b) => a - b));
+    expect(nebius.launchedMachineCount()).toBe(0);
   }, 120_000);
 
   it('plans both VM clouds merged by price and launches on the cheaper one', async () => {

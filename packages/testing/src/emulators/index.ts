@@ -262,6 +262,41 @@ export {
   parseLambdaFault,
   parseLambdaFaultFlag,
 } from './lambda/lambda-emulator-faults.js';
+export {
+  DEFAULT_NEBIUS_EMULATOR_TIMELINE,
+  type NebiusEmulator,
+  type NebiusEmulatorOptions,
+  type NebiusEmulatorState,
+  type NebiusEmulatorTimeline,
+  type NebiusServiceAccountKey,
+  startNebiusEmulator,
+} from './nebius/nebius-emulator.js';
+export {
+  NEBIUS_EMULATOR_USAGE,
+  type NebiusEmulatorCommandArguments,
+  type NebiusEmulatorCommandOptions,
+  nebiusEmulatorBackend,
+  nebiusEmulatorServerConfig,
+  parseNebiusEmulatorArguments,
+  runNebiusEmulatorCommand,
+} from './nebius/nebius-emulator-command.js';
+export {
+  DEFAULT_NEBIUS_FABRICS,
+  DEFAULT_NEBIUS_PLATFORMS,
+  DEFAULT_NEBIUS_PROJECTS,
+  DEFAULT_NEBIUS_TENANT_ID,
+  type NebiusPlatformSpec,
+  type NebiusPresetSpec,
+  type NebiusProjectSpec,
+} from './nebius/nebius-emulator-data.js';
+export {
+  type ActiveNebiusFault,
+  NEBIUS_FAULT_CODES,
+  type NebiusFault,
+  type NebiusFaultCode,
+  parseNebiusFault,
+  parseNebiusFaultFlag,
+} from './nebius/nebius-emulator-faults.js';
 export { type PublishedCatalogServer, servePublishedCatalog } from './published-catalog-server.js';
 export { DEFAULT_RUNPOD_POD_NETWORK, DockerRunpodPods } from './runpod/runpod-docker-pods.js';
 export {

@@ -25,6 +25,7 @@ const LONGEST_FILES = [
   'packages/server/test/vastai-emulator.test.ts',
   'packages/server/test/kubernetes-cluster.test.ts',
   'packages/server/test/verda-emulator.test.ts',
+  'packages/server/test/nebius-emulator.test.ts',
   'packages/server/test/runpod-emulator.test.ts',
   'packages/server/test/lambda-emulator.test.ts',
   'packages/server/test/run-schedule.test.ts',

@@ -1,10 +1,3 @@
-import { defineProject } from 'vitest/config';
+import { packageTestProject } from '../testing/src/vitest/package-project.js';
 
-export default defineProject({
-  resolve: { conditions: ['source'] },
-  test: {
-    name: '@dstack/backend-nebius',
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
-    exclude: ['**/*.int.test.ts'],
-  },
-});
+export default packageTestProject(import.meta.url, '@dstack/backend-nebius');

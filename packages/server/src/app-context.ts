@@ -29,12 +29,12 @@ export interface AppContextParts {
   encryption?: Encryption;
   /** Backend plugins to use besides the installed packages (tests, benchmarks, embedders). */
   plugins?: readonly BackendPlugin[];
-  /** The wall clock schedules and utilization windows are read against; default `Date.now`. */
+  /** The wall clock schedules, retries' backoff and utilization windows are read against; default `Date.now()`. */
   clock?: () => number;
 }
 
 export function createAppContext(parts: AppContextParts): AppContext {
-  const { plugins = [], clock = Date.now, ...given } = parts;
+  const { plugins = [], clock = () => Date.now(), ...given } = parts;
   const app: Omit<AppContext, 'backends'> = {
     ...given,
     clock,

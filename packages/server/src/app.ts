@@ -52,7 +52,7 @@ export interface StartServerOptions extends Partial<ServerSettings> {
   plugins?: readonly BackendPlugin[];
   /** Start the background pipelines; default true. */
   pipelines?: boolean;
-  /** The wall clock run schedules and utilization windows are read against (tests); default `Date.now`. */
+  /** The wall clock run schedules, retries' backoff and utilization windows are read against (tests); default `Date.now()`. */
   clock?: () => number;
   /**
    * The web console's build, served at `/`; default the installed @dstack/web's `dist/`, null:

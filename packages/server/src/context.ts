@@ -208,8 +208,8 @@ export interface AppContext {
   /** The built-in SSH proxy's address, once it listens; absent when none is served. */
   sshProxy?: SshProxyAddress;
   /**
-   * The wall clock, in ms, that run schedules (`schedule: {cron}`) and the window of a
-   * `utilization_policy` are read against; tests set it.
+   * The wall clock, in ms, that run schedules (`schedule: {cron}`), retries' backoff and the
+   * window of a `utilization_policy` are read against; tests set it.
    */
   clock: () => number;
 }

@@ -136,7 +136,7 @@ export async function startHarnessServer(options: {
   plugins?: readonly BackendPlugin[];
   /** More server settings, e.g. `DSTACK_SHIM_DOWNLOAD_URL`. */
   env?: Readonly<Record<string, string>>;
-  /** The wall clock run schedules and utilization windows are read against; default `Date.now`. */
+  /** The wall clock run schedules, retries' backoff and utilization windows are read against; default `Date.now()`. */
   clock?: () => number;
 }): Promise<HarnessServer> {
   const server = await startServer({

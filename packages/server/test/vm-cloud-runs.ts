@@ -175,6 +175,8 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
     let emulator: EmulatedVmCloud;
     let harness: HarnessServer;
     const temp = makeTempDir();
+    /** How far the server's clock (the one retries' backoff is read on) is ahead of the real one. */
+    let clockOffsetMs = 0;
 
     beforeAll(async () => {
       hosts = new DockerEmulatedHosts({ emulator: emulatorName });
@@ -193,6 +195,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
         },
         databaseUrl: databaseUrl(),
         env: { DSTACK_SHIM_DOWNLOAD_URL: tarball.url },
+        clock: () => Date.now() + clockOffsetMs,
       });
     }, 300_000);
 
@@ -396,6 +399,12 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
           const first = provisionedInstance(running);
           expect(emulator.isSpot(first.id)).toBe(true);
           emulator.interruptSpot(first.id);
+          // The run waits out dstack's first backoff (15 s, the run pipeline's unit test's subject)
+          // on the server's clock, moved to its end here.
+          const pending = await harness.waitForRun(runName, ['pending'], 120_000);
+          if (!pending.next_triggered_at) throw new Error('the pending run has no next start');
+          clockOffsetMs = Math.max(clockOffsetMs, Date.parse(pending.next_triggered_at) - Date.now());
+          harness.server.app.wakeUps.wake('runs');
 
           const finished = await harness.waitForRun(runName, ['done', 'failed', 'terminated'], 240_000);
           expect(finished.status).toBe('done');

@@ -181,15 +181,16 @@ async function resubmit(
   jobs: JobsTable[],
   lock: RowLock<'runs'>,
 ): Promise<void> {
-  // A retry's backoff runs on the real clock; a schedule's start on the schedules' clock.
-  const onSchedule = run.resubmission_attempt === 0 && isScheduled(runSpecOf(run).configuration);
-  const untilStart = (run.next_triggered_at ?? 0) - (onSchedule ? app.clock() : Date.now());
+  // A retry's backoff and a schedule's start are both read on the server's clock.
+  const untilStart = (run.next_triggered_at ?? 0) - app.clock();
   if (untilStart > 0) {
-    // A scheduled run looks again at least every interval: its clock may not be the process's.
-    const wait = onSchedule ? Math.min(untilStart, MIN_INTERVAL_MS) : untilStart;
+    // A waiting run looks again at least every interval: the server's clock may not be the
+    // process's (a test moves it), and a move wakes the runs.
+    const wait = Math.min(untilStart, MIN_INTERVAL_MS);
     await lock.release({ last_processed_at: dueIn(wait, MIN_INTERVAL_MS) });
     return;
   }
+  const onSchedule = run.resubmission_attempt === 0 && isScheduled(runSpecOf(run).configuration);
   const now = Date.now();
   const rows =
     jobs.length === 0
@@ -264,7 +265,7 @@ async function followJobs(
       await lock.release({
         status: 'pending',
         resubmission_attempt: run.resubmission_attempt + 1,
-        next_triggered_at: Date.now() + retryDelayMs(run.resubmission_attempt),
+        next_triggered_at: app.clock() + retryDelayMs(run.resubmission_attempt),
         last_processed_at: 0,
       });
       countPendingRun(await projectNameOf(app, run), runSpecOf(run).configuration.type);

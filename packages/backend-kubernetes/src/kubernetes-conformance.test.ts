@@ -52,10 +52,9 @@ if (typeof cluster === 'string') {
       await ensureEmulatedHostImage('plain');
       const release = await holdKubernetesTestCluster();
       return {
-        // The pods the suite launched (and their jump pod) go with their namespace. The job pods
-        // never got a runner (nothing answers at the suite's download URL): their shell ignores
-        // SIGTERM, so they are removed at once rather than after their grace period, freeing the
-        // node's CPUs for the next file.
+        // The pods the suite launched (and their jump pod) go with their namespace, removed from
+        // the API at once (grace period 0): the next file finds the node's CPUs free without
+        // waiting for the kubelet to stop them.
         close: async () => {
           try {
             const pods = await api.list(namespace, 'pods');

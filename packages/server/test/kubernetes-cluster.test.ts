@@ -136,6 +136,9 @@ describe.skipIf(typeof cluster === 'string')('the kubernetes backend on a real c
   it('lists the node with its allocatable CPU and memory in dstack offer -b kubernetes', async () => {
     const [node] = await api.listNodes();
     const allocatableCpu = Number(node?.status?.allocatable?.cpu);
+    // The kubelet reports allocatable memory in Ki.
+    const allocatableMemory = /^(\d+)Ki$/.exec(String(node?.status?.allocatable?.memory));
+    const allocatableMemoryMib = Number(allocatableMemory?.[1]) / 1024;
 
     const result = await runDstack(['offer', '-b', 'kubernetes', '--format', 'json'], {
       env: cliEnvironment,
@@ -153,6 +156,7 @@ describe.skipIf(typeof cluster === 'string')('the kubernetes backend on a real c
     expect(offers[0]?.instance.resources.cpus).toBeGreaterThan(0);
     expect(offers[0]?.instance.resources.cpus).toBeLessThanOrEqual(allocatableCpu);
     expect(offers[0]?.instance.resources.memory_mib).toBeGreaterThan(0);
+    expect(offers[0]?.instance.resources.memory_mib).toBeLessThanOrEqual(allocatableMemoryMib);
   });
 
   it(
@@ -175,6 +179,21 @@ describe.skipIf(typeof cluster === 'string')('the kubernetes backend on a real c
         ssh_proxy: { hostname: cluster.proxyJumpHostname },
       });
       expect(provisioning?.instance_type.resources).toMatchObject({ cpus: 1, memory_mib: 1024 });
+      // The real scheduler placed the pod and the real kubelet ran it: their events say so.
+      const events = await api.list(namespace, 'events', {
+        fieldSelector: `involvedObject.name=${provisioning?.instance_id}`,
+      });
+      // The scheduler reports through events.k8s.io (`reportingComponent`), the kubelet as `source`.
+      const said = events.map((event) => {
+        const { source, reportingComponent, reason } = event as {
+          source?: { component?: string };
+          reportingComponent?: string;
+          reason?: string;
+        };
+        return `${reportingComponent || source?.component} ${reason}`;
+      });
+      expect(said).toContain('default-scheduler Scheduled');
+      expect(said).toContain('kubelet Started');
 
       const fleets = (await harness.call<Fleet[]>('/api/project/main/fleets/list')).body;
       if (fleets.length > 0) {

@@ -68,20 +68,30 @@ fail() {
 log() { echo "ensure-kubernetes: $*" >&2; }
 
 pid_of() { cat "$state/pids/$1" 2>/dev/null || true; }
+# Whether the process runs: an exited one stays a zombie until this machine's init reaps it
+# (seconds later here), and `kill -0` still finds a zombie.
+alive() {
+  local status
+  status="$(ps -o stat= -p "$1" 2>/dev/null)" || return 1
+  [[ "$status" != Z* ]]
+}
 running() {
   local pid
   pid="$(pid_of "$1")"
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+  [ -n "$pid" ] && alive "$pid"
 }
 
 stop_all() {
-  local component pid
-  for component in "${components[@]}"; do
+  local component pid index
+  # Clients before the API server and etcd last: an API server whose etcd is gone waits a
+  # minute for its requests to drain, and the other components keep retrying it.
+  for ((index = ${#components[@]} - 1; index >= 0; index--)); do
+    component="${components[index]}"
     pid="$(pid_of "$component")"
-    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    if [ -n "$pid" ] && alive "$pid"; then
       kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-      kill -9 "$pid" 2>/dev/null || true
+      for _ in $(seq 1 50); do alive "$pid" || break; sleep 0.2; done
+      if alive "$pid"; then kill -9 "$pid" 2>/dev/null || true; fi
     fi
     rm -f "$state/pids/$component"
   done

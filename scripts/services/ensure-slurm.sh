@@ -56,12 +56,20 @@ pid_of() {
   echo "$pid"
 }
 
+# Whether the process runs: an exited one stays a zombie until this machine's init reaps it
+# (seconds later here), and `kill -0` still finds a zombie.
+alive() {
+  local status
+  status="$(ps -o stat= -p "$1" 2>/dev/null)" || return 1
+  [[ "$status" != Z* ]]
+}
+
 stop_all() {
   for daemon in "${daemons[@]}"; do
     if pid="$(pid_of "$daemon")"; then
       kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -9 "$pid" 2>/dev/null || true
+      for _ in $(seq 1 50); do alive "$pid" || break; sleep 0.1; done
+      if alive "$pid"; then kill -9 "$pid" 2>/dev/null || true; fi
       echo "ensure-slurm: stopped $daemon (pid $pid)" >&2
     fi
     rm -f "$state_dir/$daemon.pid"

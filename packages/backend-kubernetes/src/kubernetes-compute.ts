@@ -13,6 +13,8 @@ import {
   type Requirements,
   type RunJobParams,
   requirementsToQueryFilter,
+  type Volume,
+  type VolumeProvisioningData,
   withAvailability,
 } from '@dstack/core';
 import { DSTACK_RUNNER_SSH_PORT } from '@dstack/core/agent-protocol';
@@ -20,6 +22,7 @@ import type { Dispatcher } from 'undici';
 import { clustersOf, type KubernetesCluster } from './kubeconfig.js';
 import { KubernetesApi, type KubernetesObject } from './kubernetes-api.js';
 import { KUBERNETES_BACKEND_TYPE, type KubernetesConfig } from './kubernetes-config.js';
+import { baseLabels } from './kubernetes-labels.js';
 import {
   AMD_GPU_RESOURCE,
   NVIDIA_GPU_RESOURCE,
@@ -28,7 +31,6 @@ import {
 } from './kubernetes-offers.js';
 import { podFailure, unschedulableReason } from './kubernetes-pod-failures.js';
 import {
-  baseLabels,
   DEFAULT_JUMP_POD_IMAGE,
   JUMP_POD_USER,
   jobPod,
@@ -41,13 +43,19 @@ import {
   registryAuthSecretNameOf,
   serviceNameOf,
 } from './kubernetes-pods.js';
+import {
+  claimNameOf,
+  claimProvisioningData,
+  claimSizeGb,
+  persistentVolumeClaim,
+} from './kubernetes-volumes.js';
 
 /**
- * Pods of one cluster (one region) reach each other by pod IP: multi-node tasks. No fleets
- * (`create-instance`): a job is a pod. Volumes (PersistentVolumeClaims) and gateways are not
- * implemented yet, so they are not declared.
+ * Pods of one cluster (one region) reach each other by pod IP: multi-node tasks. Volumes are
+ * PersistentVolumeClaims, instance volumes the node's host paths (`kubernetes-volumes.ts`). No
+ * fleets (`create-instance`): a job is a pod. Gateways are not implemented yet, so not declared.
  */
-export const KUBERNETES_CAPABILITIES: readonly Capability[] = ['multinode'];
+export const KUBERNETES_CAPABILITIES: readonly Capability[] = ['multinode', 'volumes', 'instance-volumes'];
 
 /** Settings of `createKubernetesBackend`. */
 export interface KubernetesBackendSettings {
@@ -194,10 +202,7 @@ export class KubernetesCompute implements Compute {
     const { cluster, api } = this.#clusterOf(params.offer.region);
     const namespace = cluster.namespace;
     const project = params.run.project_name;
-    if ((await api.readNamespace(namespace)) === null) {
-      await api.createNamespace(namespace);
-      await this.#waitForDefaultServiceAccount(api, namespace);
-    }
+    await this.#ensureNamespace(api, namespace);
     await this.#ensureJumpPod({ cluster, api }, project, params.projectSshPublicKey.trim());
 
     const podName = jobPodName(params.instanceId);
@@ -235,8 +240,14 @@ export class KubernetesCompute implements Compute {
    * Looks the job pod up once. A pod the scheduler could not place for `schedulingTimeoutMs`, an
    * image the kubelet cannot get, a failed or deleted pod fails provisioning with the cluster's
    * words. Once the jump pod runs, `ssh_proxy` is `proxy_jump.hostname` (else the jump pod's
-   * node's ExternalIP) and the Service's NodePort; once the job pod runs, `hostname` and
+   * node's ExternalIP) and the Service's NodePort; once the job pod runs too, `hostname` and
    * `internal_ip` are its IP.
+   *
+   * The jump pod is looked at on every call, not only until `ssh_proxy` is first set: the
+   * project's previous job, ending meanwhile, may have seen no other job pod and deleted it (and
+   * a pod being deleted keeps its name, so it cannot be made again until it is gone). An address
+   * is only given while a jump pod runs that is not being deleted, else the job would wait for a
+   * proxy that is gone until its provisioning timeout.
    */
   async updateProvisioningData(
     provisioningData: JobProvisioningData,
@@ -255,14 +266,10 @@ export class KubernetesCompute implements Compute {
     if (unschedulable !== null) {
       throw new ProvisioningError(`pod ${provisioningData.instance_id} was not scheduled: ${unschedulable}`);
     }
-    let updated = provisioningData;
-    if (!updated.ssh_proxy) {
-      // The project's last job may have taken the jump pod with it a moment ago: make it again.
-      await this.#ensureJumpPod({ cluster, api }, data.project, projectSshKeys.publicKey.trim());
-      const proxy = await this.#jumpAddress({ cluster, api }, data.jump_pod_name);
-      if (proxy === null) return updated;
-      updated = { ...updated, ssh_proxy: proxy };
-    }
+    await this.#ensureJumpPod({ cluster, api }, data.project, projectSshKeys.publicKey.trim());
+    const proxy = await this.#jumpAddress({ cluster, api }, data.jump_pod_name);
+    if (proxy === null) return { ...provisioningData, ssh_proxy: null, hostname: null, internal_ip: null };
+    const updated = { ...provisioningData, ssh_proxy: proxy };
     const podIp: string | undefined = pod.status?.podIP;
     if (pod.status?.phase !== 'Running' || !podIp) return updated;
     return { ...updated, hostname: podIp, internal_ip: podIp };
@@ -305,6 +312,45 @@ export class KubernetesCompute implements Compute {
     return node !== null && isNodeReady(node) ? 'running' : 'gone';
   }
 
+  /**
+   * Registers the PersistentVolumeClaim `claim_name` of the volume's cluster (its region) and
+   * namespace: its size is the claim's capacity (else its request). Throws when it does not exist.
+   */
+  async registerVolume(volume: Volume): Promise<VolumeProvisioningData> {
+    const { cluster, api } = this.#clusterOf(volume.configuration.region);
+    const claimName = volume.configuration.claim_name;
+    if (!claimName)
+      throw new BackendError(`volume ${volume.name}: claim_name is required to register a claim`);
+    const claim = await api.read(cluster.namespace, 'persistentvolumeclaims', claimName);
+    if (claim === null) {
+      throw new BackendError(
+        `PersistentVolumeClaim ${claimName} not found in namespace ${cluster.namespace} of ${cluster.region}`,
+      );
+    }
+    return claimProvisioningData(claimName, claimSizeGb(claim));
+  }
+
+  /**
+   * Creates a PersistentVolumeClaim of `size` GiB (`storage_class_name`, `access_modes`) named
+   * after the volume's id: a second call finds the claim the first made. The cluster binds it
+   * (at once, or when the first pod mounts it, as its StorageClass says).
+   */
+  async createVolume(volume: Volume): Promise<VolumeProvisioningData> {
+    const { cluster, api } = this.#clusterOf(volume.configuration.region);
+    await this.#ensureNamespace(api, cluster.namespace);
+    const name = claimNameOf(volume);
+    await api.create(cluster.namespace, 'persistentvolumeclaims', persistentVolumeClaim(volume, name));
+    return claimProvisioningData(name, Math.ceil(volume.configuration.size ?? 0));
+  }
+
+  /** Deletes the volume's claim (the server never calls it for a registered one); gone is fine. */
+  async deleteVolume(volume: Volume): Promise<void> {
+    const { cluster, api } = this.#clusterOf(volume.configuration.region);
+    const claimName = volume.volume_id ?? volume.provisioning_data?.volume_id;
+    if (!claimName) return;
+    await api.delete(cluster.namespace, 'persistentvolumeclaims', claimName);
+  }
+
   /** Closes the clusters' connections. */
   async close(): Promise<void> {
     await Promise.all(this.clusters.map(({ api }) => api.close()));
@@ -314,6 +360,13 @@ export class KubernetesCompute implements Compute {
     const client = this.#clusters.get(region);
     if (!client) throw new BackendError(`Unknown region: "${region}" is not one of the configured contexts`);
     return client;
+  }
+
+  /** Creates the backend's namespace when it does not exist yet. */
+  async #ensureNamespace(api: KubernetesApi, namespace: string): Promise<void> {
+    if ((await api.readNamespace(namespace)) !== null) return;
+    await api.createNamespace(namespace);
+    await this.#waitForDefaultServiceAccount(api, namespace);
   }
 
   /**
@@ -357,11 +410,13 @@ export class KubernetesCompute implements Compute {
       api.read(namespace, 'pods', name),
     ]);
     if (service !== null && pod !== null && !pod.metadata?.deletionTimestamp) return;
+    // A pod being deleted keeps its name until it is gone: the create is refused (409) until then,
+    // and a later call makes it.
     if (pod === null || pod.metadata?.deletionTimestamp) {
       const tolerations = jumpPodTolerations(await api.listNodes());
-      await api.create(
+      await this.#createPod(
+        api,
         namespace,
-        'pods',
         jumpPod(name, project, this.#jumpPodImage, projectKey, tolerations),
       );
     }
@@ -377,7 +432,8 @@ export class KubernetesCompute implements Compute {
       api.read(namespace, 'pods', jumpName),
       api.read(namespace, 'services', serviceNameOf(jumpName)),
     ]);
-    if (pod === null || service === null) return null;
+    // A jump pod being deleted (its project's last job ended a moment ago) is no address.
+    if (pod === null || service === null || pod.metadata?.deletionTimestamp) return null;
     const failure = podFailure(pod);
     if (failure !== null) throw new ProvisioningError(`jump pod: ${failure}`);
     if (pod.status?.phase !== 'Running') return null;

@@ -18,6 +18,7 @@ import { KubernetesApi } from './kubernetes-api.js';
 import { createKubernetesBackend, type KubernetesCompute } from './kubernetes-compute.js';
 import { kubernetesConfigModels } from './kubernetes-config.js';
 import { parseKubernetesBackendConfig } from './kubernetes-configurator.js';
+import { jumpPodName, serviceNameOf } from './kubernetes-pods.js';
 
 // The contract suite every backend runs (@dstack/testing), against the real one-node cluster of
 // scripts/services/ensure-kubernetes.sh: the real scheduler places the pods, the real kubelet
@@ -46,15 +47,14 @@ if (typeof cluster === 'string') {
   testBackend({
     plugin,
     packageName: '@dstack/backend-kubernetes',
-    capabilities: ['multinode'],
+    capabilities: ['multinode', 'volumes', 'instance-volumes'],
     emulator: async (): Promise<BackendEmulator> => {
       await ensureEmulatedHostImage('plain');
       const release = await holdKubernetesTestCluster();
       return {
-        // The pods the suite launched (and their jump pod) go with their namespace. The job pods
-        // never got a runner (nothing answers at the suite's download URL): their shell ignores
-        // SIGTERM, so they are removed at once rather than after their grace period, freeing the
-        // node's CPUs for the next file.
+        // The pods the suite launched (and their jump pod) go with their namespace, removed from
+        // the API at once (grace period 0): the next file finds the node's CPUs free without
+        // waiting for the kubelet to stop them.
         close: async () => {
           try {
             const pods = await api.list(namespace, 'pods');
@@ -165,6 +165,48 @@ if (typeof cluster === 'string') {
         await compute.terminateInstance(data.instance_id, data.region, data.backend_data);
       }
     }
+
+    it("makes the jump pod again when the project's previous job took it, giving an address only while it runs", async () => {
+      const [offer] = await compute.getOffers(anyCpuOfferRequirements());
+      if (!offer) throw new Error('the test cluster offers nothing');
+      const launch = conformanceRunJobParams({
+        instanceId: `jump-${randomBytes(4).toString('hex')}`,
+        agentToken: 'jump-token',
+        runName: 'jump',
+        projectName: 'jump-project',
+        offer,
+        requirements: anyCpuOfferRequirements(),
+        keys,
+        imageName: image,
+      });
+      /** Polls until the job pod has an address (its command waits for a runner nothing serves). */
+      async function untilReachable(data: JobProvisioningData): Promise<JobProvisioningData> {
+        for (let attempt = 0; attempt < 600; attempt += 1) {
+          data = await compute.updateProvisioningData(data, keys);
+          if (data.hostname) return data;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        throw new Error(`${data.instance_id} got no address within 600 polls`);
+      }
+      let data = await compute.runJob(launch);
+      try {
+        data = await untilReachable(data);
+        // What the project's previous job does when it ends and sees no other job pod.
+        const jumpName = jumpPodName('jump-project');
+        await failuresApi.delete(failuresNamespace, 'services', serviceNameOf(jumpName));
+        await failuresApi.delete(failuresNamespace, 'pods', jumpName);
+
+        const again = await untilReachable(data);
+
+        const jump = await failuresApi.read(failuresNamespace, 'pods', jumpName);
+        const service = await failuresApi.read(failuresNamespace, 'services', serviceNameOf(jumpName));
+        expect(jump?.metadata?.deletionTimestamp).toBeUndefined();
+        expect(jump?.status?.phase).toBe('Running');
+        expect(again.ssh_proxy?.port).toBe(service?.spec?.ports?.[0]?.nodePort);
+      } finally {
+        await compute.terminateInstance(data.instance_id, data.region, data.backend_data);
+      }
+    }, 120_000);
 
     it("fails a pod no node can take with the scheduler's reason", async () => {
       const tooBig = RequirementsSchema.parse({

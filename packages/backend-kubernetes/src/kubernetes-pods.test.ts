@@ -93,6 +93,45 @@ describe('jobPod', () => {
   });
 });
 
+describe("jobPod's volumes", () => {
+  it("mounts the job's claims and instance paths beside /dev/shm", () => {
+    const withVolumes = {
+      ...params,
+      requirements: { ...requirements, resources: { ...requirements.resources, shm_size: 2 } },
+      job: {
+        job_spec: {
+          ...params.job.job_spec,
+          volumes: [
+            { name: 'data', path: '/data' },
+            { instance_path: '/mnt/cache', path: '/cache', optional: false },
+          ],
+        },
+      },
+      volumes: [{ name: 'data', volume_id: 'dstack-main-data-abc', configuration: {} }],
+    } as unknown as RunJobParams;
+
+    const pod = jobPod({
+      name: 'p',
+      labels: {},
+      params: withVolumes,
+      gpuResource: null,
+      registryAuthSecretName: null,
+      addSysResource: false,
+    });
+
+    expect(pod.spec.volumes).toEqual([
+      { name: 'pvc-0', persistentVolumeClaim: { claimName: 'dstack-main-data-abc' } },
+      { name: 'host-path-1', hostPath: { path: '/mnt/cache', type: 'DirectoryOrCreate' } },
+      { name: 'dev-shm', emptyDir: { medium: 'Memory', sizeLimit: '2Gi' } },
+    ]);
+    expect(pod.spec.containers[0].volumeMounts).toEqual([
+      { name: 'pvc-0', mountPath: '/data' },
+      { name: 'host-path-1', mountPath: '/cache' },
+      { name: 'dev-shm', mountPath: '/dev/shm' },
+    ]);
+  });
+});
+
 describe('registryAuthSecret', () => {
   it("holds a dockerconfigjson for the image's registry, Docker Hub when it names none", () => {
     const decode = (image: string) =>

@@ -7,40 +7,15 @@ import { createHash } from 'node:crypto';
 import { buildContainerEntrypoint, type Requirements, type RunJobParams } from '@dstack/core';
 import { DSTACK_RUNNER_SSH_PORT, RUNNER_TOKEN_ENV } from '@dstack/core/agent-protocol';
 import type { KubernetesObject } from './kubernetes-api.js';
+import { baseLabels } from './kubernetes-labels.js';
 import { isHardTaint, TOLERATED_TAINT_KEYS } from './kubernetes-offers.js';
+import { podVolumes } from './kubernetes-volumes.js';
 
 /** dstack's jump pod image: sshd on Alpine. */
 export const DEFAULT_JUMP_POD_IMAGE =
   'testcontainers/sshd:1.3.0@sha256:c50c0f59554dcdb2d9e5e705112144428ae9d04ac0af6322b365a18e24213a6a';
 export const JUMP_POD_SSH_PORT = 22;
 export const JUMP_POD_USER = 'root';
-
-/** dstack's labels (`build_base_labels`); the selector of a pod's Service is these. */
-export function baseLabels(
-  component: 'ssh-proxy' | 'job',
-  uniqueName: string,
-  project: string,
-  extra: { name?: string; user?: string } = {},
-): Record<string, string> {
-  const labels: Record<string, string> = {
-    'app.kubernetes.io/name': `dstack-${component}`,
-    'app.kubernetes.io/instance': uniqueName,
-    'app.kubernetes.io/managed-by': 'dstack',
-    'k8s.dstack.ai/project': project,
-  };
-  if (extra.name !== undefined) labels['k8s.dstack.ai/name'] = extra.name;
-  if (extra.user !== undefined) labels['k8s.dstack.ai/user'] = extra.user;
-  return validLabels(labels);
-}
-
-const LABEL_VALUE = /^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?)?$/;
-
-/** Labels whose value Kubernetes accepts (63 characters, alphanumerics and `-_.`); others dropped, as dstack. */
-function validLabels(labels: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(labels).filter(([, value]) => value.length <= 63 && LABEL_VALUE.test(value)),
-  );
-}
 
 /** Names of containers and Services are DNS labels: 63 characters at most (pods' may be longer). */
 const DNS_LABEL_MAX = 63;
@@ -116,8 +91,7 @@ export function jobPod(options: JobPodOptions): KubernetesObject {
   const { params } = options;
   const jobSpec = params.job.job_spec;
   const resources = params.requirements.resources;
-  const volumes: unknown[] = [];
-  const volumeMounts: unknown[] = [];
+  const { volumes, volumeMounts } = podVolumes(jobSpec.volumes ?? [], params.volumes);
   const shmSize = (resources as { shm_size?: number | null }).shm_size;
   if (shmSize != null) {
     volumes.push({ name: 'dev-shm', emptyDir: { medium: 'Memory', sizeLimit: `${shmSize}Gi` } });

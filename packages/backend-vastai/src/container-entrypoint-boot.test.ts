@@ -5,9 +5,12 @@
  * gateway), as a release publishes it (the runtime package's npm tarball) and as a server hosts
  * its own (`writePortableRuntimeArchive`). The test logs in on the runner's SSH port with the project key, forwards the
  * runner's HTTP port as the server does, and sees the runner answer and require its token.
+ * Stopped while the download hangs, the container ends on SIGTERM, not on the kill after the
+ * grace period (as PID 1, a shell without a trap ignores SIGTERM).
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
 import { promisify } from 'node:util';
 import { buildContainerEntrypoint, generateEd25519KeyPair } from '@dstack/core';
 import {
@@ -16,6 +19,7 @@ import {
   RUNNER_TOKEN_ENV,
 } from '@dstack/core/agent-protocol';
 import {
+  bridgeGateway,
   ensureRunnerTestImages,
   RUNNER_BUSYBOX_TEST_IMAGE,
   RUNNER_MUSL_TEST_IMAGE,
@@ -155,4 +159,50 @@ describe('the container entrypoint', () => {
       expect(otherLogin).toMatch(/authentication methods failed/i);
     }, 180_000);
   }
+
+  it('ends on SIGTERM while the runner download hangs, without waiting for the kill', async () => {
+    // A server that takes the download request and never answers: the entrypoint is inside it.
+    let requests = 0;
+    const stalled: Server = createServer(() => {
+      requests += 1;
+    });
+    const host = await bridgeGateway(NETWORK);
+    await new Promise<void>((resolve) => stalled.listen(0, host, resolve));
+    try {
+      const { port } = stalled.address() as { port: number };
+      const script = buildContainerEntrypoint({
+        runtimeDownloadUrl: `http://${host}:${port}/runtime.tgz`,
+        sshAuthorizedKeys: [generateEd25519KeyPair().publicKey],
+      });
+      const { stdout } = await run('docker', [
+        'run',
+        '-d',
+        '--label',
+        'dstack-test=container-entrypoint',
+        '--network',
+        NETWORK,
+        '--entrypoint',
+        '/bin/sh',
+        RUNNER_BUSYBOX_TEST_IMAGE,
+        '-c',
+        script,
+      ]);
+      const id = stdout.trim();
+      containers.push(id);
+      await untilAnswers(async () => {
+        if (requests === 0) throw new Error('the entrypoint has not asked for the runner yet');
+      }, 60_000);
+
+      // A grace period longer than the test's timeout: only the trap ends the container in time.
+      await run('docker', ['stop', '-t', '600', id]);
+      const { stdout: exitCode } = await run('docker', ['inspect', '-f', '{{.State.ExitCode}}', id]);
+      const { stderr: logs } = await run('docker', ['logs', id]);
+
+      expect(exitCode.trim()).toBe('143');
+      expect(logs).toContain('dstack: stopped before the runner started');
+    } finally {
+      stalled.closeAllConnections();
+      await new Promise((resolve) => stalled.close(resolve));
+    }
+  }, 120_000);
 });

@@ -5,14 +5,17 @@
  * file the script printed, `proxy_jump.hostname`), the built `dstack` CLI. The real scheduler
  * places the job pod, the real kubelet runs it; its command downloads the runner from the
  * server's `DSTACK_RUNNER_DOWNLOAD_URL` (served on the pod network's gateway), and the server
- * reaches the runner through the project's jump pod (sshd behind a NodePort). Skipped when no
- * cluster runs, except under CI. One server, one namespace, on SQLite.
+ * reaches the runner through the project's jump pod (sshd behind a NodePort). A volume is a
+ * PersistentVolumeClaim the real controller manager binds (to a hostPath PersistentVolume of a
+ * class of the test's own: no provisioner runs here). Skipped when no cluster runs, except under
+ * CI. One server, one namespace, on SQLite.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { clustersOf, KubernetesApi } from '@dstack/backend-kubernetes';
-import type { Fleet, Run } from '@dstack/core';
+import type { Fleet, Run, Volume } from '@dstack/core';
 import { holdKubernetesTestCluster, kubernetesTestCluster } from '@dstack/testing';
 import {
   emulatedHostImage,
@@ -34,6 +37,16 @@ import {
 const cluster = await kubernetesTestCluster();
 const RUN_TIMEOUT_MS = 240_000;
 
+/** kubectl (Debian's kubernetes-client) with the cluster's kubeconfig, `input` on its stdin. */
+function kubectl(kubeconfig: string, args: string[], input?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('kubectl', ['--kubeconfig', kubeconfig, ...args], (error, stdout, stderr) =>
+      error ? reject(new Error(`kubectl ${args.join(' ')}: ${stderr || error.message}`)) : resolve(stdout),
+    );
+    child.stdin?.end(input ?? '');
+  });
+}
+
 describe.skipIf(typeof cluster === 'string')('the kubernetes backend on a real cluster', () => {
   if (typeof cluster === 'string') {
     it.skip(cluster, () => {});
@@ -41,7 +54,10 @@ describe.skipIf(typeof cluster === 'string')('the kubernetes backend on a real c
   }
   // Nothing can be pulled here: the job and the jump pod (sshd) run a local Debian image.
   const image = emulatedHostImage('plain');
-  const namespace = `dstack-e2e-${randomBytes(3).toString('hex')}`;
+  const suffix = randomBytes(3).toString('hex');
+  const namespace = `dstack-e2e-${suffix}`;
+  // The hostPath PersistentVolume the volume's claim binds to (cluster-wide: named for this run).
+  const persistentVolume = `dstack-e2e-${suffix}`;
   const temp = makeTempDir('dstack-k8s-e2e-');
   const cliEnvironment = { DSTACK_CLI_CONFIG_DIR: join(temp.dir, 'cli') };
   const [access] = clustersOf({ type: 'kubernetes' }, readFileSync(cluster.kubeconfigFile, 'utf8'));
@@ -92,6 +108,12 @@ describe.skipIf(typeof cluster === 'string')('the kubernetes backend on a real c
       await runtime?.close();
       await api.deleteNamespace(namespace);
       await api.close();
+      await kubectl(cluster.kubeconfigFile, [
+        'delete',
+        'persistentvolume',
+        persistentVolume,
+        '--ignore-not-found',
+      ]);
       delete process.env.DSTACK_KUBERNETES_JUMP_POD_IMAGE;
       temp.remove();
     } finally {
@@ -114,6 +136,9 @@ describe.skipIf(typeof cluster === 'string')('the kubernetes backend on a real c
   it('lists the node with its allocatable CPU and memory in dstack offer -b kubernetes', async () => {
     const [node] = await api.listNodes();
     const allocatableCpu = Number(node?.status?.allocatable?.cpu);
+    // The kubelet reports allocatable memory in Ki.
+    const allocatableMemory = /^(\d+)Ki$/.exec(String(node?.status?.allocatable?.memory));
+    const allocatableMemoryMib = Number(allocatableMemory?.[1]) / 1024;
 
     const result = await runDstack(['offer', '-b', 'kubernetes', '--format', 'json'], {
       env: cliEnvironment,
@@ -131,6 +156,7 @@ describe.skipIf(typeof cluster === 'string')('the kubernetes backend on a real c
     expect(offers[0]?.instance.resources.cpus).toBeGreaterThan(0);
     expect(offers[0]?.instance.resources.cpus).toBeLessThanOrEqual(allocatableCpu);
     expect(offers[0]?.instance.resources.memory_mib).toBeGreaterThan(0);
+    expect(offers[0]?.instance.resources.memory_mib).toBeLessThanOrEqual(allocatableMemoryMib);
   });
 
   it(
@@ -153,6 +179,21 @@ describe.skipIf(typeof cluster === 'string')('the kubernetes backend on a real c
         ssh_proxy: { hostname: cluster.proxyJumpHostname },
       });
       expect(provisioning?.instance_type.resources).toMatchObject({ cpus: 1, memory_mib: 1024 });
+      // The real scheduler placed the pod and the real kubelet ran it: their events say so.
+      const events = await api.list(namespace, 'events', {
+        fieldSelector: `involvedObject.name=${provisioning?.instance_id}`,
+      });
+      // The scheduler reports through events.k8s.io (`reportingComponent`), the kubelet as `source`.
+      const said = events.map((event) => {
+        const { source, reportingComponent, reason } = event as {
+          source?: { component?: string };
+          reportingComponent?: string;
+          reason?: string;
+        };
+        return `${reportingComponent || source?.component} ${reason}`;
+      });
+      expect(said).toContain('default-scheduler Scheduled');
+      expect(said).toContain('kubelet Started');
 
       const fleets = (await harness.call<Fleet[]>('/api/project/main/fleets/list')).body;
       if (fleets.length > 0) {
@@ -193,5 +234,85 @@ describe.skipIf(typeof cluster === 'string')('the kubernetes backend on a real c
       expect(logs).toContain(`node 0 of 2 master=${podIps[0]} ips=${podIps.join(' ')}`);
     },
     RUN_TIMEOUT_MS + 60_000,
+  );
+
+  it(
+    'mounts a volume (a claim the controller manager binds) and an instance path into the job pod; deleting the volume deletes its claim',
+    async () => {
+      const storageClass = `dstack-e2e-${suffix}`;
+      const volumeDirectory = join(temp.dir, 'persistent-volume');
+      const hostDirectory = join(temp.dir, 'instance-path');
+      mkdirSync(volumeDirectory);
+      await kubectl(
+        cluster.kubeconfigFile,
+        ['apply', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'PersistentVolume',
+          metadata: { name: persistentVolume },
+          spec: {
+            capacity: { storage: '1Gi' },
+            accessModes: ['ReadWriteOnce'],
+            storageClassName: storageClass,
+            hostPath: { path: volumeDirectory },
+          },
+        }),
+      );
+      const volumeFile = join(temp.dir, 'k8s-data.dstack.yml');
+      writeFileSync(
+        volumeFile,
+        stringify({
+          type: 'volume',
+          name: 'k8s-data',
+          backend: 'kubernetes',
+          size: '1GB',
+          storage_class_name: storageClass,
+        }),
+      );
+
+      const created = await runDstack(['apply', '-f', volumeFile, '-y'], { env: cliEnvironment });
+
+      expect(created.code, `${created.stdout}\n${created.stderr}`).toBe(0);
+      const volume = await waitFor('volume k8s-data to be active', async () => {
+        const current = (await harness.call<Volume>('/api/project/main/volumes/get', { name: 'k8s-data' }))
+          .body;
+        if (current.status === 'failed') throw new Error(`volume k8s-data failed: ${current.status_message}`);
+        return current.status === 'active' ? current : null;
+      });
+      const claimName = volume.volume_id ?? '';
+      const file = writeTask('k8s-volumes', {
+        commands: [
+          'echo kept-on-claim > /data/kept.txt',
+          'echo kept-on-node > /cache/kept.txt',
+          'cat /data/kept.txt',
+        ],
+        volumes: ['k8s-data:/data', `${hostDirectory}:/cache`],
+        resources: { cpu: 1, memory: '0.5GB', disk: '1GB..' },
+      });
+
+      const result = await runDstack(['apply', '-f', file, '-y'], { env: cliEnvironment });
+
+      expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
+      expect(result.stdout).toContain('kept-on-claim');
+      const run = await harness.waitForRun('k8s-volumes', ['done', 'failed', 'terminated'], RUN_TIMEOUT_MS);
+      expect(run.status).toBe('done');
+      expect(run.latest_job_submission?.job_runtime_data?.volume_names).toEqual(['k8s-data']);
+      // The kubelet of this machine mounted the claim's volume and the node's path into the pod.
+      expect(readFileSync(join(volumeDirectory, 'kept.txt'), 'utf8')).toBe('kept-on-claim\n');
+      expect(readFileSync(join(hostDirectory, 'kept.txt'), 'utf8')).toBe('kept-on-node\n');
+      const claim = await api.read(namespace, 'persistentvolumeclaims', claimName);
+      expect(claim?.spec).toMatchObject({ storageClassName: storageClass, volumeName: persistentVolume });
+      expect(claim?.status?.phase).toBe('Bound');
+
+      const deleted = await runDstack(['volume', 'delete', 'k8s-data', '-y'], { env: cliEnvironment });
+
+      expect(deleted.code, `${deleted.stdout}\n${deleted.stderr}`).toBe(0);
+      await waitFor(
+        `claim ${claimName} to be deleted`,
+        async () => ((await api.read(namespace, 'persistentvolumeclaims', claimName)) === null ? true : null),
+        RUN_TIMEOUT_MS,
+      );
+    },
+    RUN_TIMEOUT_MS * 2,
   );
 });

@@ -1,3 +1,4 @@
+import type { MountPoint } from '../configuration/mount-point.js';
 import type { BackendType } from '../models/backend-type.js';
 import type { GatewayReplicaConfiguration, GatewayReplicaProvisioningData } from '../models/gateways.js';
 import type {
@@ -75,6 +76,11 @@ export interface JobForCompute {
     privileged?: boolean;
     registry_auth?: { username?: string | null; password?: string | null } | null;
     requirements: Requirements;
+    /**
+     * Where the job mounts volumes: network volumes by name (`RunJobParams.volumes` holds the
+     * one of each mount point's names in the offer's place) and instance (host) paths.
+     */
+    volumes?: MountPoint[] | null;
     [key: string]: unknown;
   };
 }

@@ -70,12 +70,17 @@ export function buildContainerEntrypoint(options: ContainerEntrypointOptions): s
 url=${shellQuote(downloadUrl)}
 dir=${CONTAINER_RUNTIME_DIRECTORY}
 mkdir -p "$dir" ${CONTAINER_RUNNER_HOME}
-fetch() {
-  if command -v curl >/dev/null 2>&1; then curl -fsSL -o "$2" "$1"
-  elif command -v wget >/dev/null 2>&1; then wget -q -O "$2" "$1"
-  else echo "dstack: neither curl nor wget in this image" >&2; exit 1
-  fi
-}
+# As the container's PID 1 the shell ignores SIGTERM unless it traps it, and a trap runs only
+# once the foreground command ends: the slow steps run in the background and the shell waits,
+# which the trapped signal interrupts at once, so a stop during the download takes no grace period.
+child=
+stopped() { [ -z "$child" ] || kill "$child" 2>/dev/null; echo "dstack: stopped before the runner started" >&2; exit 143; }
+trap stopped TERM INT HUP
+interruptible() { "$@" & child=$!; wait "$child"; status=$?; child=; return "$status"; }
+if command -v curl >/dev/null 2>&1; then fetch() { curl -fsSL -o "$2" "$1"; }
+elif command -v wget >/dev/null 2>&1; then fetch() { wget -q -O "$2" "$1"; }
+else echo "dstack: neither curl nor wget in this image" >&2; exit 1
+fi
 unpacked_root() {
   for candidate in ${roots}; do
     if [ -f "$candidate/runner.mjs" ]; then root="$candidate"; return 0; fi
@@ -83,10 +88,10 @@ unpacked_root() {
   return 1
 }
 tries=0
-until fetch "$url" "$dir/runtime.tar.gz" && tar -xzf "$dir/runtime.tar.gz" -C "$dir" && unpacked_root; do
+until interruptible fetch "$url" "$dir/runtime.tar.gz" && interruptible tar -xzf "$dir/runtime.tar.gz" -C "$dir" && unpacked_root; do
   tries=$((tries + 1))
   if [ "$tries" -ge ${RUNTIME_DOWNLOAD_ATTEMPTS} ]; then echo "dstack: cannot download the runner from $url" >&2; exit 1; fi
-  sleep 5
+  interruptible sleep 5
 done
 rm -f "$dir/runtime.tar.gz"
 # npm and pnpm pack every file 0644: the runtime package arrives without its execute bits.

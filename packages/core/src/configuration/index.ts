@@ -129,7 +129,11 @@ export {
   type NameValidator,
   VariablesInterpolator,
 } from './variables-interpolator.js';
-export { type VolumeConfiguration, volumeConfigurationSchema } from './volume-configuration.js';
+export {
+  externalVolumeId,
+  type VolumeConfiguration,
+  volumeConfigurationSchema,
+} from './volume-configuration.js';
 export { locateInDocument, type YamlLocation } from './yaml-positions.js';
 export {
   assertYamlSize,

@@ -38,6 +38,14 @@ export const VolumeConfigurationForComputeSchema = z.looseObject({
   size: z.number().nullish(),
   /** Set when registering an existing volume. */
   volume_id: z.string().nullish(),
+  /** Kubernetes: the PersistentVolumeClaim registered (its `volume_id`). */
+  claim_name: z.string().nullish(),
+  /** Kubernetes: the StorageClass of the claim created; null: the cluster's default. */
+  storage_class_name: z.string().nullish(),
+  /** Kubernetes: the access modes of the claim created; null: `[ReadWriteOnce]`. */
+  access_modes: z.array(z.string()).nullish(),
+  /** Kubernetes: mount read-only. */
+  read_only: z.boolean().nullish(),
   tags: z.record(z.string(), z.string()).nullish(),
 });
 export type VolumeConfigurationForCompute = z.output<typeof VolumeConfigurationForComputeSchema>;

@@ -347,6 +347,11 @@ async function startJob(context: JobContext): Promise<void> {
     const backend = await app.backends.computeOf(context.instance.project_id, context.instance.backend);
     const jobSpec = await agentJobSpec(context, jobRuntimeOf(backend, task));
     if (!jobSpec) return;
+    // A container backend's launch (runJob) mounted the job's volumes itself; their attachments
+    // are recorded all the same, as dstack records them for every job: the volume shows the
+    // instance using it, and is neither cleaned up nor given to another job meanwhile.
+    const containerMounts = provisioningData.dockerized ? null : await taskMounts(context, jobSpec);
+    if (!provisioningData.dockerized && !containerMounts) return;
     const user = await app.db
       .selectFrom('users')
       .select('name')
@@ -384,6 +389,9 @@ async function startJob(context: JobContext): Promise<void> {
     const runtimeData: JobRuntimeData = {
       // The job's share of the instance, as placing it recorded it.
       ...placed,
+      ...(containerMounts && containerMounts.volumeNames.length > 0
+        ? { volume_names: containerMounts.volumeNames }
+        : {}),
       network_mode: 'host',
       ports: { [String(DSTACK_RUNNER_HTTP_PORT)]: runnerPort },
       offer: placed?.offer ?? null,

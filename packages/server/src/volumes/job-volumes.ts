@@ -9,6 +9,7 @@
  */
 import {
   type ComputeWithVolumes,
+  externalVolumeId,
   hasCapability,
   type InstanceMountPoint,
   type JobProvisioningData,
@@ -450,7 +451,7 @@ async function attachVolume(
       name: volume.name,
       volume_id: provisioning?.volume_id ?? '',
       // Formatted on first use only, and never a registered volume (its data is the user's), as dstack.
-      init_fs: configuration.volume_id === undefined,
+      init_fs: externalVolumeId(configuration) === undefined,
       device_name: deviceName,
     },
   };

@@ -1,5 +1,5 @@
 /** Volume rows → the API model of @dstack/core (`Volume`), with where each is attached. */
-import type { Volume, VolumeAttachment } from '@dstack/core';
+import { externalVolumeId, type Volume, type VolumeAttachment } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import {
   instanceProvisioningDataOf,
@@ -42,7 +42,7 @@ export function volumeOf(
       // The API carries dstack's shape: `auto_cleanup_duration` as given, `size` in GB.
       auto_cleanup_duration: configuration.auto_cleanup_duration ?? null,
     },
-    external: configuration.volume_id !== undefined,
+    external: externalVolumeId(configuration) !== undefined,
     created_at: isoTime(volume.created_at) as string,
     last_processed_at: isoTime(volume.last_processed_at === 0 ? volume.created_at : volume.last_processed_at),
     status: volume.status,

@@ -6,7 +6,7 @@
  * another project (created or registered) holds. Cloud volumes live in the project's own account,
  * which only its credentials reach, so those backends name no location and are not checked.
  */
-import { type ComputeWithVolumes, ServerClientError } from '@dstack/core';
+import { type ComputeWithVolumes, externalVolumeId, ServerClientError } from '@dstack/core';
 import { sql, type Transaction } from 'kysely';
 import type { AppContext } from '../context.js';
 import { volumeConfigurationOf, volumeProvisioningDataOf } from '../db/json-columns.js';
@@ -33,7 +33,7 @@ function locationOf(compute: ComputeWithVolumes, volumeId: string): string | nul
 
 /** The provider id a volume row holds: what it was created as, or the id it registers. */
 function providerIdOf(volume: VolumesTable): string | undefined {
-  return volumeProvisioningDataOf(volume)?.volume_id ?? volumeConfigurationOf(volume).volume_id;
+  return volumeProvisioningDataOf(volume)?.volume_id ?? externalVolumeId(volumeConfigurationOf(volume));
 }
 
 /**

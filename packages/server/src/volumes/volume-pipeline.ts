@@ -7,7 +7,7 @@
  * for that long is deleted. A volume marked `to_be_deleted` whose provider call failed is
  * deleted again until it goes.
  */
-import type { Volume } from '@dstack/core';
+import { externalVolumeId, type Volume } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import { volumeConfigurationOf, volumeProvisioningDataColumn } from '../db/json-columns.js';
 import type { VolumesTable } from '../db/schema.js';
@@ -48,7 +48,7 @@ async function provision(app: AppContext, volume: VolumesTable, lock: RowLock<'v
     return;
   }
   const [model] = await volumesOf(app, [{ ...volume, status: 'provisioning' }]);
-  const registering = configuration.volume_id !== undefined;
+  const registering = externalVolumeId(configuration) !== undefined;
   try {
     const provisioningData = registering
       ? await backend.compute.registerVolume(model as Volume)

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import {
+  externalVolumeId,
   ResourceNotFoundError,
   ServerClientError,
   type Volume,
@@ -267,7 +268,7 @@ export async function deleteVolumes(
 export async function deleteAtProvider(app: AppContext, volume: VolumesTable): Promise<void> {
   const configuration = volumeConfigurationOf(volume);
   const provisioning = volumeProvisioningDataOf(volume);
-  if (configuration.volume_id !== undefined || provisioning === null) return;
+  if (externalVolumeId(configuration) !== undefined || provisioning === null) return;
   const backend = await volumeComputeOf(
     app,
     volume.project_id,

@@ -3,6 +3,14 @@
 // as by tests.
 
 export {
+  CAPACITY_RESERVATION_STATES,
+  type CapacityReservationSpec,
+  type CapacityReservationState,
+  type CapacityReservationTenancy,
+  type CapacityReservationType,
+  type InstanceMatchCriteria,
+} from './aws/aws-ec2-capacity-reservations.js';
+export {
   AMAZON_DLAMI_OWNER,
   CANONICAL_OWNER,
   DEFAULT_EC2_IMAGES,
@@ -18,6 +26,7 @@ export {
 } from './aws/aws-ec2-instances.js';
 export {
   type AwsEmulator,
+  type AwsEmulatorCapacityReservationState,
   type AwsEmulatorCredentials,
   type AwsEmulatorInstanceState,
   type AwsEmulatorOptions,

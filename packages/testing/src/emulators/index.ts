@@ -132,6 +132,7 @@ export {
   type GcpEmulator,
   type GcpEmulatorInstanceState,
   type GcpEmulatorOptions,
+  type GcpEmulatorReservationState,
   type GcpEmulatorState,
   startGcpEmulator,
 } from './gcp/gcp-emulator.js';
@@ -170,6 +171,11 @@ export {
   type ServiceAccountJson,
   serviceAccountJson,
 } from './gcp/gcp-oauth.js';
+export {
+  GCP_RESERVATION_STATUSES,
+  type GcpReservationSpec,
+  type GcpReservationStatus,
+} from './gcp/gcp-reservations.js';
 export type { GcpResourcePolicyState } from './gcp/gcp-resource-policies.js';
 export {
   AGENT_RUNTIME_PACKAGE,

@@ -288,6 +288,18 @@ export async function startGcpEmulator(options: GcpEmulatorOptions = {}): Promis
           }
         },
       },
+      {
+        name: 'reservations.add',
+        method: 'POST',
+        path: '/_emulator/reservations',
+        handle: (request) => {
+          try {
+            return json(reservationState(reservations.add(request.body as GcpReservationSpec)), 201);
+          } catch (error) {
+            throw controlError(error);
+          }
+        },
+      },
       { name: 'oauth.token', method: 'POST', path: TOKEN_PATH, handle: (request) => oauth.exchange(request) },
       ...computeRoutes(compute, authorized),
       {

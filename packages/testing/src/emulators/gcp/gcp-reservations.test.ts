@@ -158,4 +158,20 @@ describe('reservations', () => {
     }
     expect(emulator?.state().instances).toEqual([]);
   });
+
+  it('makes a reservation over HTTP, refusing a bad one naming the field', async () => {
+    await start();
+    const post = (body: unknown) =>
+      fetch(`${emulator?.url}/_emulator/reservations`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const made = await post({ name: 'http-t4', zone: ZONE, machineType: 'n1-standard-4', count: 1 });
+    expect(made.status).toBe(201);
+    expect(await made.json()).toMatchObject({ name: 'http-t4', zone: ZONE, status: 'READY', instances: [] });
+    const refused = await post({ name: 'http-t4', zone: 'mars-1a', machineType: 'n1-standard-4', count: 1 });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: string }).error).toMatch(/^zone:/);
+  });
 });

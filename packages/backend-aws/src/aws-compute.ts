@@ -5,6 +5,7 @@ import {
   type Instance,
   RunInstancesCommand,
   type RunInstancesCommandInput,
+  type Tenancy,
   TerminateInstancesCommand,
 } from '@aws-sdk/client-ec2';
 import { defaultCatalog } from '@dstack/catalog';
@@ -18,6 +19,7 @@ import {
   type ComputeWithInstanceVolumes,
   type ComputeWithPlacementGroups,
   type ComputeWithPrivileged,
+  type ComputeWithReservations,
   type ComputeWithVolumes,
   type GatewayReplicaConfiguration,
   type GatewayReplicaProvisioningData,
@@ -56,6 +58,13 @@ import {
   VcpuQuotas,
   vcpuQuotaCode,
 } from './aws-offers.js';
+import {
+  type AwsReservation,
+  AwsReservationLookups,
+  describeReservation,
+  isUsable,
+  unusableReason,
+} from './aws-reservations.js';
 import * as ebs from './aws-volumes.js';
 
 /**
@@ -64,7 +73,8 @@ import * as ebs from './aws-volumes.js';
  */
 /**
  * `multinode`: instances of one VPC network reach each other on their internal IPs (dstack's too);
- * `placement-groups`: a cluster placement group per cluster fleet; `volumes`: EBS volumes; `gateways`: gateway instances (`aws-gateways.ts`).
+ * `placement-groups`: a cluster placement group per cluster fleet; `volumes`: EBS volumes; `gateways`: gateway instances (`aws-gateways.ts`);
+ * `reservations`: Capacity Reservations and Capacity Blocks (`aws-reservations.ts`).
  */
 export const AWS_CAPABILITIES: readonly Capability[] = [
   'create-instance',
@@ -74,6 +84,7 @@ export const AWS_CAPABILITIES: readonly Capability[] = [
   'placement-groups',
   'volumes',
   'gateways',
+  'reservations',
 ];
 
 /**
@@ -90,6 +101,8 @@ export const AWS_NEXT_ZONE_ERROR_CODES: ReadonlySet<string> = new Set([
   'InsufficientCapacityOnHost',
   'InsufficientHostCapacity',
   'InsufficientReservedInstanceCapacity',
+  // The reservation filled up (or changed) between the look-up and the launch.
+  'ReservationCapacityExceeded',
 ]);
 
 /** The stateReason code EC2 gives a spot instance it took back. */
@@ -162,7 +175,8 @@ export class AwsCompute
     ComputeWithInstanceVolumes,
     ComputeWithPlacementGroups,
     ComputeWithVolumes,
-    ComputeWithGateways
+    ComputeWithGateways,
+    ComputeWithReservations
 {
   readonly type = AWS_BACKEND_TYPE;
   readonly capabilities = AWS_CAPABILITIES;
@@ -172,6 +186,7 @@ export class AwsCompute
   readonly #catalog: CatalogQueryable | undefined;
   readonly #quotas: VcpuQuotas;
   readonly #zones = new Map<string, Promise<string[]>>();
+  readonly #reservations: AwsReservationLookups;
 
   constructor(settings: AwsBackendSettings) {
     this.config = settings.config;
@@ -182,9 +197,14 @@ export class AwsCompute
     });
     this.#catalog = settings.catalog;
     this.#quotas = new VcpuQuotas((region, code) => readVcpuQuota(this.#clients.serviceQuotas(region), code));
+    this.#reservations = new AwsReservationLookups((region) => this.#clients.ec2(region));
   }
 
-  /** The catalog's AWS offers in the configured regions and dstack's families, with quota availability and zones. */
+  /**
+   * The catalog's AWS offers in the configured regions and dstack's families, with quota
+   * availability and zones. With `requirements.reservation` (dstack's reservation filter), only
+   * on-demand offers of the reservation's type in its region, in its zone, while it is usable.
+   */
   async getOffers(requirements: Requirements): Promise<InstanceOfferWithAvailability[]> {
     const offers = await getCatalogOffers(this.#catalog ?? defaultCatalog(), AWS_BACKEND_TYPE, {
       requirements,
@@ -192,6 +212,48 @@ export class AwsCompute
       configurableDiskSize: AWS_CONFIGURABLE_DISK_SIZE,
       extraFilter: (offer) => isSupportedInstanceType(offer.instance.name),
     });
+    if (!requirements.reservation) return this.#withAvailability(offers);
+    const reservations = await this.#call(() =>
+      this.#reservations.byRegion(
+        this.config.regions ?? regionsOf(offers),
+        requirements.reservation as string,
+      ),
+    );
+    const inReservation = (offer: InstanceOffer): AwsReservation | undefined => {
+      const reservation = reservations.get(offer.region);
+      // Spot instances cannot run in a reservation.
+      if (!reservation || !isUsable(reservation) || offer.instance.resources.spot) return undefined;
+      return offer.instance.name === reservation.instanceType ? reservation : undefined;
+    };
+    const available = await this.#withAvailability(offers.filter((offer) => inReservation(offer)));
+    return available.map((offer) => ({
+      ...offer,
+      availability_zones: [(inReservation(offer) as AwsReservation).zone],
+    }));
+  }
+
+  /**
+   * The contract's reason for a reservation with no offers: no configured region has it, or
+   * where it is, it is not active or has no instance free.
+   */
+  async reservationUnusableReason(reservation: string): Promise<string | null> {
+    const regions = this.config.regions ?? regionsOf(await this.#catalogOffers());
+    const found = [...(await this.#call(() => this.#reservations.byRegion(regions, reservation))).values()];
+    if (found.length === 0) {
+      return `no capacity reservation or capacity block ${reservation} in ${regions.join(', ')}`;
+    }
+    if (found.some(isUsable)) return null;
+    return found.map(unusableReason).join('; ');
+  }
+
+  /** Every AWS offer the catalog has, for the regions the backend covers when its config names none. */
+  #catalogOffers(): Promise<InstanceOffer[]> {
+    return getCatalogOffers(this.#catalog ?? defaultCatalog(), AWS_BACKEND_TYPE, {
+      extraFilter: (offer) => isSupportedInstanceType(offer.instance.name),
+    });
+  }
+
+  #withAvailability(offers: readonly InstanceOffer[]): Promise<InstanceOfferWithAvailability[]> {
     return Promise.all(
       offers.map(async (offer) => {
         const quota = await this.#quotas.get(
@@ -239,14 +301,18 @@ export class AwsCompute
     const launched = await findLaunchedInstance(ec2, config.instance_id);
     if (launched) return this.#provisioningData(offer, launched, image.user);
 
+    const reservation = config.reservation ? await this.#usableReservation(region, config.reservation) : null;
     const publicIps = this.config.public_ips ?? true;
     const vpcId = await findVpcId(ec2, this.config, region);
     const subnets = await subnetsByZone(ec2, vpcId, publicIps);
-    const zones = (offer.availability_zones ?? [...subnets.keys()].sort()).filter((zone) =>
-      subnets.has(zone),
+    // A reservation holds capacity in its own zone only.
+    const zones = (offer.availability_zones ?? [...subnets.keys()].sort()).filter(
+      (zone) => subnets.has(zone) && (reservation === null || zone === reservation.zone),
     );
-    if (zones.length === 0)
-      throw new NoCapacityError(`No usable subnet of ${vpcId} in the offer's zones (${region})`);
+    if (zones.length === 0) {
+      const where = reservation ? `the zone of ${reservation.id} (${reservation.zone})` : "the offer's zones";
+      throw new NoCapacityError(`No usable subnet of ${vpcId} in ${where} (${region})`);
+    }
     const [imageId, groupId] = await Promise.all([
       findImageId(ec2, image, region),
       ensureSecurityGroup(ec2, config.project_name, vpcId),
@@ -301,13 +367,24 @@ export class AwsCompute
         ...(this.config.iam_instance_profile
           ? { IamInstanceProfile: { Name: this.config.iam_instance_profile } }
           : {}),
-        ...(placementGroup ? { Placement: { GroupName: placementGroup.name } } : {}),
+        ...placementOf(placementGroup, reservation),
         ...(spot
           ? {
               InstanceMarketOptions: {
                 MarketType: 'spot',
                 SpotOptions: { SpotInstanceType: 'one-time', InstanceInterruptionBehavior: 'terminate' },
               },
+            }
+          : {}),
+        ...(reservation
+          ? {
+              CapacityReservationSpecification: {
+                CapacityReservationTarget: { CapacityReservationId: reservation.id },
+              },
+              // A Capacity Block is launched with its own market type (dstack's `is_capacity_block`).
+              ...(reservation.capacityBlock
+                ? { InstanceMarketOptions: { MarketType: 'capacity-block' } }
+                : {}),
             }
           : {}),
       };
@@ -330,6 +407,18 @@ export class AwsCompute
     throw new NoCapacityError(
       `No capacity for ${offer.instance.name}${spot ? ' (spot)' : ''} in ${region}: ${failures.join(', ')}`,
     );
+  }
+
+  /**
+   * The reservation to launch into, looked up afresh (the offers' look-up may be minutes old); one
+   * that is gone, not active or full ends the launch as no capacity, as it does in dstack.
+   */
+  async #usableReservation(region: string, id: string): Promise<AwsReservation> {
+    const reservation = await describeReservation(this.#clients.ec2(region), region, id);
+    if (!reservation)
+      throw new NoCapacityError(`No capacity reservation or capacity block ${id} in ${region}`);
+    if (!isUsable(reservation)) throw new NoCapacityError(unusableReason(reservation));
+    return reservation;
   }
 
   /** Terminates the instance; an instance EC2 no longer knows is terminated already. */
@@ -539,6 +628,7 @@ export class AwsCompute
       public_ip_enabled: this.config.public_ips ?? true,
       region: offer.region,
       availability_zone: zone || null,
+      reservation: instance.CapacityReservationId ?? null,
       price: offer.price,
       username,
       ssh_port: null,
@@ -546,6 +636,29 @@ export class AwsCompute
       backend_data: JSON.stringify(backendData),
     };
   }
+}
+
+/**
+ * `Placement` of a launch: the cluster placement group, and the tenancy of a reservation made
+ * with other than the default one (it only takes instances of its own tenancy, as dstack knows).
+ */
+function placementOf(
+  placementGroup: PlacementGroup | null,
+  reservation: AwsReservation | null,
+): Pick<RunInstancesCommandInput, 'Placement'> {
+  const tenancy = reservation && reservation.tenancy !== 'default' ? reservation.tenancy : undefined;
+  if (!placementGroup && !tenancy) return {};
+  return {
+    Placement: {
+      ...(placementGroup ? { GroupName: placementGroup.name } : {}),
+      ...(tenancy ? { Tenancy: tenancy as Tenancy } : {}),
+    },
+  };
+}
+
+/** The regions of `offers`, in their order. */
+function regionsOf(offers: readonly InstanceOffer[]): string[] {
+  return [...new Set(offers.map((offer) => offer.region))];
 }
 
 /** The aws backend's Compute, for use without a server (tests, scripts). */

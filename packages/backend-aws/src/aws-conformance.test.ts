@@ -16,6 +16,7 @@ testBackend({
     'placement-groups',
     'volumes',
     'gateways',
+    'reservations',
   ],
   emulator: () => startAwsTestEmulator(),
   create: ({ emulator }) => emulatorConfig(emulator.aws),

@@ -32,8 +32,10 @@ export class GcpComputeApi {
   readonly project: string;
   readonly #base: string;
   readonly #rest: GcpRestSettings;
+  readonly #settings: GcpComputeApiSettings;
 
   constructor(settings: GcpComputeApiSettings) {
+    this.#settings = settings;
     this.project = settings.project;
     this.#base = settings.baseUrl;
     this.#rest = {
@@ -43,6 +45,11 @@ export class GcpComputeApi {
       retryBaseDelayMs: RETRY_BASE_DELAY_MS,
       signal: settings.signal,
     };
+  }
+
+  /** The same client for another project (one that shares a reservation with this one). */
+  forProject(project: string): GcpComputeApi {
+    return project === this.project ? this : new GcpComputeApi({ ...this.#settings, project });
   }
 
   /** GET `projects/{project}/{path}` (`path` '' is the project itself). */

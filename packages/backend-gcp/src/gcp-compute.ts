@@ -7,6 +7,7 @@ import {
   type ComputeWithInstanceVolumes,
   type ComputeWithPlacementGroups,
   type ComputeWithPrivileged,
+  type ComputeWithReservations,
   type ComputeWithVolumes,
   type GatewayReplicaConfiguration,
   type GatewayReplicaProvisioningData,
@@ -55,6 +56,15 @@ import {
   isSuitableGcpPlacementGroup,
   resourcePolicyReference,
 } from './gcp-placement-groups.js';
+import {
+  GcpReservationLookups,
+  type GcpReservationReference,
+  type GcpZoneReservation,
+  offerMatchesReservation,
+  reservationAffinity,
+  reservationHasCapacity,
+  reservationReference,
+} from './gcp-reservations.js';
 import { GcpApiCallError, isNotFound, typedGoogleError } from './gcp-rest.js';
 import { GcpVolumes } from './gcp-volumes.js';
 
@@ -63,7 +73,8 @@ import { GcpVolumes } from './gcp-volumes.js';
  * (`createInstance`), privileged runs and instance (host path) volumes, as every shim backend;
  * `multinode`: instances of one VPC network reach each other on their internal IPs (dstack's too);
  * `placement-groups`: a compact placement resource policy per cluster fleet; `volumes`: persistent disks;
- * `gateways`: gateway instances (`gcp-gateways.ts`).
+ * `gateways`: gateway instances (`gcp-gateways.ts`); `reservations`: zonal reservations
+ * (`gcp-reservations.ts`).
  */
 export const GCP_CAPABILITIES: readonly Capability[] = [
   'create-instance',
@@ -73,6 +84,7 @@ export const GCP_CAPABILITIES: readonly Capability[] = [
   'placement-groups',
   'volumes',
   'gateways',
+  'reservations',
 ];
 
 /**
@@ -156,7 +168,8 @@ export class GcpCompute
     ComputeWithInstanceVolumes,
     ComputeWithPlacementGroups,
     ComputeWithVolumes,
-    ComputeWithGateways
+    ComputeWithGateways,
+    ComputeWithReservations
 {
   readonly type = GCP_BACKEND_TYPE;
   readonly capabilities = GCP_CAPABILITIES;
@@ -166,6 +179,7 @@ export class GcpCompute
   readonly #catalog: CatalogQueryable | undefined;
   readonly #operationWaitMs: number;
   readonly #pollIntervalMs: number;
+  readonly #reservations: GcpReservationLookups;
   readonly #volumes: GcpVolumes;
   #firewall: Promise<void> | undefined;
 
@@ -178,6 +192,7 @@ export class GcpCompute
       dispatcher: settings.dispatcher,
     });
     this.#catalog = settings.catalog;
+    this.#reservations = new GcpReservationLookups(this.#api);
     this.#operationWaitMs = settings.operationWaitMs ?? 30_000;
     this.#pollIntervalMs = settings.operationPollIntervalMs ?? 1000;
     this.#volumes = new GcpVolumes({
@@ -206,9 +221,37 @@ export class GcpCompute
         isSupportedOffer(offer) && (regions === undefined || regions.has(regionOfZone(offer.region))),
     });
     const quotas = await this.#regionQuotas().catch(() => undefined);
-    return collapseZones(perZone).map(({ offer, zones }) =>
+    const offers = collapseZones(perZone).map(({ offer, zones }) =>
       offerWithQuota(offer, zones, quotas?.get(offer.region)),
     );
+    if (!requirements.reservation) return offers;
+    const reference = reservationReference(requirements.reservation, this.config.project_id);
+    const byZone = reference ? await this.#typed(() => this.#reservations.find(reference)) : new Map();
+    return offers.flatMap((offer) => {
+      const reserved = inReservation(offer, byZone);
+      return reserved ? [reserved] : [];
+    });
+  }
+
+  /**
+   * The contract's reason for a reservation with no offers: no READY reservation of that name
+   * that requires specific targeting, or it is full in every zone it is in.
+   */
+  async reservationUnusableReason(reservation: string): Promise<string | null> {
+    const reference = reservationReference(reservation, this.config.project_id);
+    if (!reference)
+      return `${JSON.stringify(reservation)} is neither a reservation name nor projects/P/reservations/N`;
+    const byZone = [...(await this.#typed(() => this.#reservations.find(reference))).values()];
+    if (byZone.length === 0) {
+      return `no READY reservation ${reference.name} with specificReservationRequired in project ${reference.project}`;
+    }
+    if (byZone.some(reservationHasCapacity)) return null;
+    return byZone
+      .map(
+        (each) =>
+          `reservation ${each.name} in ${each.zone} has no instance free (${each.inUse} of ${each.assured} in use)`,
+      )
+      .join('; ');
   }
 
   runJob(params: RunJobParams): Promise<JobProvisioningData> {
@@ -252,10 +295,22 @@ export class GcpCompute
     const launched = await this.#findLaunched(name, zones);
     if (launched) return this.#provisioningData(offer, launched.zone, name, undefined);
 
+    const reservation = config.reservation ? await this.#launchReservation(config.reservation) : undefined;
     await this.#ensureFirewall();
     const failures: string[] = [];
     for (const zone of zones) {
-      const body = instanceBody({ gcpConfig: this.config, offer, config, name, zone, resourcePolicy });
+      // dstack's: only zones where the reservation is, with room now.
+      const reserved = reservation?.byZone.get(zone);
+      if (reservation && (!reserved || !reservationHasCapacity(reserved))) {
+        failures.push(
+          `${zone}: ${reserved ? `reservation ${reserved.name} is full` : `no reservation ${reservation.reference.name}`}`,
+        );
+        continue;
+      }
+      const body = {
+        ...instanceBody({ gcpConfig: this.config, offer, config, name, zone, resourcePolicy }),
+        ...(reservation ? { reservationAffinity: reservationAffinity(reservation.reference) } : {}),
+      };
       let operation: GcpOperation;
       try {
         operation = await this.#api.post<GcpOperation>(`zones/${zone}/instances`, body, {
@@ -266,12 +321,14 @@ export class GcpCompute
           // This launch's instance already exists in this zone (made by a retry we did not see finish).
           return this.#provisioningData(offer, zone, name, undefined);
         }
-        // 404: the machine or accelerator type is not in this zone; 403 quotaExceeded; 503 capacity.
+        // 404: the machine or accelerator type is not in this zone; 403 quotaExceeded; 503 capacity;
+        // the reservation filled up since it was looked up.
         if (
           error instanceof GcpApiCallError &&
           (error.statusCode === 404 ||
             error.statusCode === 503 ||
-            (error.statusCode === 403 && /quota/i.test(`${error.reason} ${error.message}`)))
+            (error.statusCode === 403 && /quota/i.test(`${error.reason} ${error.message}`)) ||
+            (reservation !== undefined && /not have enough resources/.test(error.message)))
         ) {
           failures.push(`${zone}: ${error.reason ?? error.statusCode}`);
           continue;
@@ -292,6 +349,15 @@ export class GcpCompute
     throw new NoCapacityError(
       `No capacity for ${offer.instance.name}${spot} in ${offer.region}: ${failures.join(', ')}`,
     );
+  }
+
+  /** The reservation a launch consumes, looked up afresh; a name that cannot be one is no capacity. */
+  async #launchReservation(
+    reservation: string,
+  ): Promise<{ reference: GcpReservationReference; byZone: Map<string, GcpZoneReservation> }> {
+    const reference = reservationReference(reservation, this.config.project_id);
+    if (!reference) throw new NoCapacityError(`${JSON.stringify(reservation)} names no GCP reservation`);
+    return { reference, byZone: await this.#reservations.find(reference, true) };
   }
 
   /** A compact placement resource policy named as the server names the group, in its region. */
@@ -554,6 +620,27 @@ export class GcpCompute
       backend_data: JSON.stringify(backendData),
     };
   }
+}
+
+/**
+ * dstack's reservation modifier: an on-demand offer in the zones whose reservation it matches,
+ * narrowed to those with room (`not_available` in all matching zones when none has room), or
+ * undefined when no zone's reservation fits it.
+ */
+function inReservation(
+  offer: InstanceOfferWithAvailability,
+  byZone: ReadonlyMap<string, GcpZoneReservation>,
+): InstanceOfferWithAvailability | undefined {
+  if (offer.instance.resources.spot) return undefined;
+  const matching = (offer.availability_zones ?? []).filter((zone) => {
+    const reservation = byZone.get(zone);
+    return reservation !== undefined && offerMatchesReservation(offer, reservation);
+  });
+  if (matching.length === 0) return undefined;
+  const withRoom = matching.filter((zone) => reservationHasCapacity(byZone.get(zone) as GcpZoneReservation));
+  return withRoom.length > 0
+    ? { ...offer, availability_zones: withRoom }
+    : { ...offer, availability_zones: matching, availability: 'not_available' };
 }
 
 /** The gcp backend's Compute, for use without a server (tests, scripts). */

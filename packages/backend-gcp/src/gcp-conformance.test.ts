@@ -16,6 +16,7 @@ testBackend({
     'placement-groups',
     'volumes',
     'gateways',
+    'reservations',
   ],
   emulator: () => startGcpTestEmulator(),
   create: ({ emulator }) => emulatorConfig(emulator.gcp),

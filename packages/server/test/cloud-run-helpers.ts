@@ -21,6 +21,8 @@ export interface JobPlan {
   offers: InstanceOfferWithAvailability[];
   /** Backends whose offers are missing from the plan, and why. */
   warnings: string[];
+  /** When there are no offers: which requirement excluded how many. */
+  exclusions: Array<{ requirement: string; excluded: number }>;
 }
 
 /** The plan of the run's first job. */

@@ -99,7 +99,7 @@ export function formatRuns(runs: readonly Run[], options: FormatRunsOptions): st
     if (verbose) {
       row.push(
         instanceType.success ? formatResources(instanceType.data.resources) : '-',
-        instanceType.success ? instanceType.data.name : '-',
+        instanceType.success ? instanceTypeName(instanceType.data.name, provisioning?.reservation) : '-',
         String(run.run_spec.configuration.priority ?? RUN_PRIORITY_DEFAULT),
         run.service ? absoluteServiceUrl(run.service.url, serverUrl) : '-',
         runError(run),
@@ -108,6 +108,11 @@ export function formatRuns(runs: readonly Run[], options: FormatRunsOptions): st
     return row;
   });
   return formatTable(columns, rows, { styleHeader: colors.bold });
+}
+
+/** The instance type, with the reservation it runs in (`g5.xlarge (cr-…)`), as dstack's `ps -v`. */
+function instanceTypeName(name: string, reservation: string | null | undefined): string {
+  return reservation ? `${name} (${reservation})` : name;
 }
 
 /** `dstack ps`: the project's runs, active ones unless `-a`; `-w` refreshes the table until Ctrl-C. */

@@ -29,7 +29,7 @@ function providerProperties(plan: RunPlan, configuration: RunConfiguration): Arr
 /**
  * The plan's properties: Project, User, Configuration, Type, the provider and its jobs (for a
  * task with a provider), Resources, Priority, Spot policy, Max price, Retry, Max duration, Idle duration
- * (defaults shown as the server applies them).
+ * (defaults shown as the server applies them), and Reservation when the run names one.
  */
 export function formatRunPlan(
   plan: RunPlan,
@@ -51,6 +51,8 @@ export function formatRunPlan(
       ['Retry', formatRetry(configuration.retry)],
       ['Max duration', formatDuration(configuration.max_duration ?? 'off')],
       ['Idle duration', formatDuration(configuration.idle_duration ?? DEFAULT_RUN_IDLE_DURATION)],
+      // As dstack: shown when the run names one.
+      ...(configuration.reservation ? [['Reservation', configuration.reservation] as [string, string]] : []),
     ],
     colors.bold,
   );

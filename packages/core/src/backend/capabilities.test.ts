@@ -118,7 +118,13 @@ describe('runJobWithCreateInstance', () => {
         run_spec: { configuration: { reservation: 'cr-1' }, merged_profile: { tags: { team: 'ml' } } },
       },
       job: {
-        job_spec: { job_name: 'train-0-0', job_num: 0, image_name: 'img', requirements: {} as Requirements },
+        job_spec: {
+          job_name: 'train-0-0',
+          job_num: 0,
+          image_name: 'img',
+          // The job's reservation (a replica group's own), not the run's.
+          requirements: { reservation: 'cr-2' } as Requirements,
+        },
       },
       offer,
       projectSshPublicKey: 'ssh-ed25519 AAAA project\n',
@@ -139,7 +145,7 @@ describe('runJobWithCreateInstance', () => {
       user: 'admin',
       ssh_keys: [{ public: 'ssh-ed25519 AAAA project', private: 'private' }],
       volumes: [volume],
-      reservation: 'cr-1',
+      reservation: 'cr-2',
       tags: { team: 'ml' },
     });
   });

@@ -258,8 +258,16 @@ export interface ComputeWithPrivileged extends Compute {}
 export interface ComputeWithInstanceVolumes extends Compute {}
 /** Capability `multinode` (marker): instances of a project/region are interconnected. */
 export interface ComputeWithMultinode extends Compute {}
-/** Capability `reservations` (marker): offers and instances honour reservations. */
-export interface ComputeWithReservations extends Compute {}
+/** Capability `reservations`: offers and instances honour reservations. */
+export interface ComputeWithReservations extends Compute {
+  /**
+   * Optional. Why `reservation` gives this backend no offers now (no reservation of the backend's
+   * regions by that name, or one that is not active or is full), or null when it can take an
+   * instance. The server shows it where a plan (or a job) has no offers for a run with
+   * `reservation`; `getOffers` still decides which offers there are.
+   */
+  reservationUnusableReason?(reservation: string): Promise<string | null>;
+}
 
 /** Capability `placement-groups`. */
 export interface ComputeWithPlacementGroups extends Compute {

@@ -26,7 +26,8 @@ export function runJobWithCreateInstance(
     user: run.user,
     ssh_keys: [{ public: params.projectSshPublicKey.trim(), private: params.projectSshPrivateKey.trim() }],
     volumes: [...params.volumes],
-    reservation: run.run_spec.configuration.reservation ?? null,
+    // The job's own (a service replica group may name another), as dstack's `run_job`.
+    reservation: job.job_spec.requirements.reservation ?? null,
     tags: run.run_spec.merged_profile?.tags ?? null,
   };
   return compute.createInstance(

@@ -74,7 +74,9 @@ async function backendOffers(
 /**
  * The backends `filters` allow. A multi-node job (or a cluster fleet's instance) only goes to
  * backends whose instances reach each other (the `multinode` capability, dstack's
- * `BACKENDS_WITH_MULTINODE_SUPPORT`): a Vast.ai rental shares no network with the others.
+ * `BACKENDS_WITH_MULTINODE_SUPPORT`): a Vast.ai rental shares no network with the others. A job
+ * with a `reservation` only goes to backends that honour one (the `reservations` capability,
+ * dstack's `BACKENDS_WITH_RESERVATION_SUPPORT`): elsewhere it would run outside it.
  */
 function eligibleBackends(
   backends: readonly ProjectBackend[],
@@ -83,7 +85,11 @@ function eligibleBackends(
 ): ProjectBackend[] {
   const wanted = filters.backends;
   const named = wanted && wanted.length > 0 ? backends.filter((b) => wanted.includes(b.type)) : [...backends];
-  return requirements.multinode ? named.filter((b) => hasCapability(b.compute, 'multinode')) : named;
+  return named.filter(
+    (b) =>
+      (!requirements.multinode || hasCapability(b.compute, 'multinode')) &&
+      (!requirements.reservation || hasCapability(b.compute, 'reservations')),
+  );
 }
 
 /**
@@ -202,6 +208,33 @@ function dimensions(
   return result;
 }
 
+/**
+ * The label of the `reservation` requirement: the reservation and, from each backend that honours
+ * reservations and can tell, why it gives no offers (not found, not active, full).
+ */
+async function reservationLabel(
+  backends: readonly ProjectBackend[],
+  filters: OfferFilters,
+  reservation: string,
+): Promise<string> {
+  const reasons = await Promise.all(
+    backends
+      .filter((b) => !filters.backends?.length || filters.backends.includes(b.type))
+      .map(async (backend) => {
+        const { compute } = backend;
+        if (!hasCapability(compute, 'reservations') || !compute.reservationUnusableReason) return null;
+        try {
+          const reason = await compute.reservationUnusableReason(reservation);
+          return reason === null ? null : `${backend.type}: ${reason}`;
+        } catch (error) {
+          return `${backend.type}: the reservation could not be looked up (${error instanceof Error ? error.message : String(error)})`;
+        }
+      }),
+  );
+  const known = reasons.filter((reason): reason is string => reason !== null);
+  return known.length > 0 ? `reservation ${reservation} (${known.join('; ')})` : `reservation ${reservation}`;
+}
+
 const OPEN_RESOURCES: Requirements['resources'] = {
   cpu: { count: { min: null, max: null } },
   memory: { min: null, max: null },
@@ -220,7 +253,13 @@ export async function explainNoOffers(
   filters: OfferFilters = {},
   options: GetOffersOptions = {},
 ): Promise<Array<{ requirement: string; excluded: number }>> {
-  const open: Requirements = { ...requirements, resources: OPEN_RESOURCES, spot: null, max_price: null };
+  const open: Requirements = {
+    ...requirements,
+    resources: OPEN_RESOURCES,
+    spot: null,
+    max_price: null,
+    reservation: null,
+  };
   const all = (await getOffers(backends, open, { backends: filters.backends }, options)).offers.length;
   if (all === 0) {
     const names = backends.map((b) => b.type).join(', ') || 'none';
@@ -238,8 +277,16 @@ export async function explainNoOffers(
     }
     return [{ requirement: `the configured backends (${names}) have no offers at all`, excluded: 0 }];
   }
+  const stated = dimensions(requirements, filters, open);
+  if (requirements.reservation) {
+    stated.push({
+      label: await reservationLabel(backends, filters, requirements.reservation),
+      requirements: { ...open, reservation: requirements.reservation },
+      filters: { backends: filters.backends },
+    });
+  }
   const explained = await Promise.all(
-    dimensions(requirements, filters, open).map(async (dimension) => {
+    stated.map(async (dimension) => {
       const kept = (await getOffers(backends, dimension.requirements, dimension.filters, options)).offers
         .length;
       return { requirement: dimension.label, excluded: all - kept };

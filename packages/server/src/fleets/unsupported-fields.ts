@@ -17,7 +17,7 @@ export const FLEET_FIELD_DECISIONS: FieldDecisions = {
   nodes: { honoured: 'min, target and max: fleets.ts, fleet-pipeline.ts', subtree: true },
   reservation: {
     honoured:
-      "Requirements.reservation for backends with the 'reservations' capability; refused when no eligible backend has it (fleets/unsupported-fields.ts)",
+      "Requirements.reservation: only backends with the 'reservations' capability are offered (backends/offers.ts; aws: the Capacity Reservation's or Capacity Block's type in its zone, launched into it; gcp: the machine of a READY specific reservation, consumed through reservationAffinity); a plan without offers says why (explainNoOffers); refused when no eligible backend has it (fleets/unsupported-fields.ts)",
   },
   resources: { honoured: 'fleet requirements → offers (fleet-provisioning.ts)' },
   'resources.cpu': { honoured: 'offers', subtree: true },

@@ -67,7 +67,7 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
   instance_types: { honoured: 'offer filters' },
   reservation: {
     honoured:
-      "Requirements.reservation for backends with the 'reservations' capability; refused at plan time when no eligible backend has it (runs/unsupported-fields.ts)",
+      "Requirements.reservation: only backends with the 'reservations' capability are offered (backends/offers.ts; aws: the Capacity Reservation's or Capacity Block's type in its zone, launched into it; gcp: the machine of a READY specific reservation, consumed through reservationAffinity); a plan without offers says why (explainNoOffers); refused at plan time when no eligible backend has it (runs/unsupported-fields.ts)",
   },
   spot_policy: { honoured: 'Requirements.spot: offers and instance matching' },
   retry: { honoured: 'the run pipeline resubmits (run-pipeline.ts)' },

@@ -3,6 +3,14 @@
 // as by tests.
 
 export {
+  CAPACITY_RESERVATION_STATES,
+  type CapacityReservationSpec,
+  type CapacityReservationState,
+  type CapacityReservationTenancy,
+  type CapacityReservationType,
+  type InstanceMatchCriteria,
+} from './aws/aws-ec2-capacity-reservations.js';
+export {
   AMAZON_DLAMI_OWNER,
   CANONICAL_OWNER,
   DEFAULT_EC2_IMAGES,
@@ -18,6 +26,7 @@ export {
 } from './aws/aws-ec2-instances.js';
 export {
   type AwsEmulator,
+  type AwsEmulatorCapacityReservationState,
   type AwsEmulatorCredentials,
   type AwsEmulatorInstanceState,
   type AwsEmulatorOptions,
@@ -123,6 +132,7 @@ export {
   type GcpEmulator,
   type GcpEmulatorInstanceState,
   type GcpEmulatorOptions,
+  type GcpEmulatorReservationState,
   type GcpEmulatorState,
   startGcpEmulator,
 } from './gcp/gcp-emulator.js';
@@ -161,6 +171,11 @@ export {
   type ServiceAccountJson,
   serviceAccountJson,
 } from './gcp/gcp-oauth.js';
+export {
+  GCP_RESERVATION_STATUSES,
+  type GcpReservationSpec,
+  type GcpReservationStatus,
+} from './gcp/gcp-reservations.js';
 export type { GcpResourcePolicyState } from './gcp/gcp-resource-policies.js';
 export {
   AGENT_RUNTIME_PACKAGE,

@@ -1,10 +1,11 @@
 /**
  * Everything the emulated AWS account holds (per §E of the cloud reference): offerings and
- * prices, the network, AMIs, key pairs, instances with their ClientToken map, vCPU quotas and the
- * active faults. The EC2, Service Quotas and Pricing handlers all read and change this one object.
+ * prices, the network, AMIs, key pairs, instances with their ClientToken map, capacity
+ * reservations, vCPU quotas and the active faults. The EC2, Service Quotas and Pricing handlers all read and change this one object.
  */
 import type { EmulatedHosts } from '../emulated-hosts.js';
 import type { LoopBackedDisks } from '../hosts/loop-block-devices.js';
+import { Ec2CapacityReservations } from './aws-ec2-capacity-reservations.js';
 import { type Ec2Image, type Ec2ImageTemplate, imagesFor } from './aws-ec2-images.js';
 import { type AwsEmulatorTimeline, Ec2Instances } from './aws-ec2-instances.js';
 import { Ec2Network } from './aws-ec2-network.js';
@@ -55,6 +56,8 @@ export class Ec2Account {
   readonly instances: Ec2Instances;
   /** EBS volumes and placement groups. */
   readonly volumes: Ec2Volumes;
+  /** Capacity Reservations and Capacity Blocks, with what their instances leave of them. */
+  readonly capacityReservations: Ec2CapacityReservations;
   /** By `${region} ${token}`. */
   readonly clientTokens = new Map<string, ClientTokenRecord>();
   readonly cancelledSpotRequests = new Set<string>();
@@ -80,6 +83,12 @@ export class Ec2Account {
       hosts: options.hosts,
       onHostError: options.onHostError,
       onTermination: (instance) => this.volumes.detachAllOf(instance.id),
+    });
+    this.capacityReservations = new Ec2CapacityReservations({
+      data: options.data,
+      accountId: options.accountId,
+      clock: options.clock,
+      liveInstancesIn: (reservationId) => this.instances.liveInReservation(reservationId),
     });
     for (const code of Object.keys(options.quotas)) {
       if (!VCPU_QUOTAS.some((quota) => quota.code === code)) {

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { EmulatorResponse } from '../../emulator/emulator-responses.js';
 import type { Ec2Account } from './aws-ec2-account.js';
+import { EC2_CAPACITY_RESERVATION_ACTIONS } from './aws-ec2-capacity-reservation-actions.js';
 import { EC2_STATE_CODES, type Ec2Instance, type Ec2InstanceStateName } from './aws-ec2-instances.js';
 import type { IpPermission, SecurityGroup } from './aws-ec2-network.js';
 import { newEc2Id, runInstances } from './aws-ec2-run-instances.js';
@@ -30,6 +31,12 @@ const INSTANCE_ID_PATTERN = /^i-[0-9a-f]{8,17}$/;
 
 function tagSet(tags: ReadonlyMap<string, string>): XmlValue {
   return tags.size === 0 ? undefined : [...tags].map(([key, value]) => ({ key, value }));
+}
+
+/** `instanceLifecycle`: spot, capacity-block, or nothing for an on-demand instance. */
+function lifecycleOf(instance: Ec2Instance): string | undefined {
+  if (instance.market === 'spot') return 'spot';
+  return instance.capacityBlock ? 'capacity-block' : undefined;
 }
 
 function stateOf(name: Ec2InstanceStateName): XmlObject {
@@ -70,7 +77,7 @@ function instanceXml(
     placement: {
       availabilityZone: instance.zone,
       groupName: instance.placementGroup ?? '',
-      tenancy: 'default',
+      tenancy: instance.tenancy,
     },
     monitoring: { state: 'disabled' },
     subnetId: state === 'terminated' ? undefined : instance.subnet.id,
@@ -111,8 +118,13 @@ function instanceXml(
                 },
               })),
           ],
-    instanceLifecycle: instance.market === 'spot' ? 'spot' : undefined,
+    instanceLifecycle: lifecycleOf(instance),
     spotInstanceRequestId: instance.spotInstanceRequestId,
+    capacityReservationId: instance.capacityReservationId,
+    // EC2 answers the target when the launch named one, else the preference.
+    capacityReservationSpecification: instance.capacityReservationTargeted
+      ? { capacityReservationTarget: { capacityReservationId: instance.capacityReservationId } }
+      : { capacityReservationPreference: instance.capacityReservationPreference },
     virtualizationType: 'hvm',
     clientToken: instance.clientToken ?? '',
     tagSet: tagSet(instance.tags),
@@ -193,8 +205,14 @@ function instanceFilterValues(
       return [instance.subnet.vpcId];
     case 'subnet-id':
       return [instance.subnet.id];
-    case 'instance-lifecycle':
-      return instance.market === 'spot' ? ['spot'] : [];
+    case 'instance-lifecycle': {
+      const lifecycle = lifecycleOf(instance);
+      return lifecycle ? [lifecycle] : [];
+    }
+    case 'capacity-reservation-id':
+      return instance.capacityReservationId ? [instance.capacityReservationId] : [];
+    case 'tenancy':
+      return [instance.tenancy];
     case 'reservation-id':
       return [instance.reservationId];
     case 'client-token':
@@ -908,5 +926,6 @@ export const EC2_ACTIONS: Readonly<Record<string, Ec2Action>> = Object.fromEntri
     DescribeKeyPairs: describeKeyPairs,
     DeleteKeyPair: deleteKeyPair,
     ...EC2_VOLUME_ACTIONS,
+    ...EC2_CAPACITY_RESERVATION_ACTIONS,
   }).map(([name, action]) => [name, dryRunOr(action)]),
 );

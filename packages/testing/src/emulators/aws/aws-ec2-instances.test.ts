@@ -178,7 +178,14 @@ describe('RunInstances', () => {
       { instanceId: launched?.InstanceId, userData: '#cloud-config\nruncmd: [echo hi]\n', kind: 'docker' },
     ]);
     expect(emulator?.state().instances).toEqual([
-      { id: launched?.InstanceId, type: 'g5.xlarge', zone: 'us-east-1b', market: 'spot', state: 'pending' },
+      {
+        id: launched?.InstanceId,
+        type: 'g5.xlarge',
+        zone: 'us-east-1b',
+        market: 'spot',
+        state: 'pending',
+        capacityReservationId: null,
+      },
     ]);
   });
 
@@ -474,7 +481,7 @@ describe('spot interruption', () => {
 });
 
 describe('GET /_emulator/state', () => {
-  it('lists every instance with id, type, zone, market and EC2 state', async () => {
+  it('lists every instance with id, type, zone, market, EC2 state and capacity reservation', async () => {
     const { ec2, clock } = await start();
     const { imageId } = await launchBasics(ec2);
     const answer = await ec2.send(
@@ -491,10 +498,12 @@ describe('GET /_emulator/state', () => {
           zone: 'us-east-1a',
           market: 'on-demand',
           state: 'running',
+          capacityReservationId: null,
         },
       ],
       volumes: [],
       placementGroups: [],
+      capacityReservations: [],
       loopDevices: [],
     });
   });

@@ -78,6 +78,16 @@ export interface Ec2Instance {
   readonly iamInstanceProfile: string | undefined;
   /** The placement group it was launched in (`Placement.GroupName`). */
   readonly placementGroup: string | undefined;
+  /** `Placement.Tenancy`: `default`, `dedicated` or `host`. */
+  readonly tenancy: string;
+  /** The Capacity Reservation it runs in (targeted, or an `open` one that fitted). */
+  readonly capacityReservationId: string | undefined;
+  /** Whether the launch named its reservation (`CapacityReservationTarget`) rather than falling into an open one. */
+  readonly capacityReservationTargeted: boolean;
+  /** `CapacityReservationPreference` of the launch (`open` unless it said otherwise). */
+  readonly capacityReservationPreference: string;
+  /** Launched into a Capacity Block (`instanceLifecycle` `capacity-block`). */
+  readonly capacityBlock: boolean;
   /** Whether the instance gets a public IP (the subnet's MapPublicIpOnLaunch or AssociatePublicIpAddress). */
   readonly publicIpWanted: boolean;
   /** The addresses it gets without hosts. */
@@ -259,6 +269,15 @@ export class Ec2Instances {
       );
     }
     this.#startTermination(instance, SPOT_INTERRUPTION_REASON);
+  }
+
+  /** Pending and running instances in the Capacity Reservation `reservationId`. */
+  liveInReservation(reservationId: string): number {
+    return this.#all.filter((each) => {
+      if (each.capacityReservationId !== reservationId) return false;
+      const state = this.state(each);
+      return state === 'pending' || state === 'running';
+    }).length;
   }
 
   /** vCPUs of pending and running instances in `region` that `counts` selects (for quotas). */

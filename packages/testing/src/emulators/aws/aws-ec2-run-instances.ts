@@ -1,10 +1,12 @@
 /**
  * RunInstances as EC2 answers it: parameters checked the way EC2 checks them, the zone from the
- * subnet (or Placement), capacity and quota faults, spot prices, and ClientToken idempotency (the
- * same token answers the same reservation, which the SDK relies on when it retries a 5xx).
+ * subnet (or Placement, or the targeted Capacity Reservation), capacity and quota faults, spot
+ * prices, launches into Capacity Reservations and Capacity Blocks, and ClientToken idempotency
+ * (the same token answers the same reservation, which the SDK relies on when it retries a 5xx).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Ec2Account } from './aws-ec2-account.js';
+import { capacityReservationRequestOf } from './aws-ec2-capacity-reservations.js';
 import type { BlockDevice, Ec2Instance } from './aws-ec2-instances.js';
 import type { Subnet } from './aws-ec2-network.js';
 import type { Ec2PlacementGroup } from './aws-ec2-volumes.js';
@@ -73,12 +75,19 @@ export function runInstances(account: Ec2Account, region: string, params: QueryP
     throw new Ec2ApiError(400, 'InvalidKeyPair.NotFound', `The key pair '${keyName}' does not exist`);
   }
 
+  const reservationRequest = capacityReservationRequestOf(params);
+  // A targeted reservation that does not exist is refused before anything else about the launch.
+  const targetedZone =
+    reservationRequest.targetId === undefined
+      ? undefined
+      : account.capacityReservations.targetOf(region, reservationRequest.targetId).zone;
   const primaryInterface = listParams(params, 'NetworkInterface').find(
     (item) => (item.DeviceIndex ?? '0') === '0',
   );
-  const subnet = subnetOf(account, region, params, primaryInterface);
+  const subnet = subnetOf(account, region, params, primaryInterface, targetedZone);
   const securityGroupIds = securityGroupsOf(account, region, params, primaryInterface, subnet);
   const market = marketOf(params);
+  const tenancy = tenancyOf(params);
   const placementGroup = placementGroupOf(account, region, params, instanceType, subnet.zone);
   const target = {
     instanceType,
@@ -100,26 +109,39 @@ export function runInstances(account: Ec2Account, region: string, params: QueryP
       `Your requested instance type (${instanceType}) is not supported in your requested Availability Zone (${subnet.zone}). Please retry your request by not specifying an Availability Zone or choosing ${zonesWithType.filter((zone) => zone !== subnet.zone).join(', ') || 'another region'}.`,
     );
   }
+  const inReservation = account.capacityReservations.launchTargetOf(reservationRequest, {
+    region,
+    instanceType,
+    zone: subnet.zone,
+    tenancy,
+    spot: market === 'spot',
+    minCount,
+  });
   if (market === 'spot') checkSpotPrice(params, instanceType, offering.spotPrice);
-  if (placementGroup && account.faults.has('InsufficientInstanceCapacity', target)?.placementGroup) {
-    account.faults.fire('InsufficientInstanceCapacity', target);
-    throw new Ec2ApiError(
-      500,
-      'InsufficientInstanceCapacity',
-      `We currently do not have sufficient ${instanceType} capacity in the placement group ${placementGroup.name} (${subnet.zone}). Our system will be working on provisioning additional capacity.`,
-    );
+  // Reserved capacity is there whatever the zone has left, and the quota counted it when it was reserved.
+  if (!inReservation) {
+    if (placementGroup && account.faults.has('InsufficientInstanceCapacity', target)?.placementGroup) {
+      account.faults.fire('InsufficientInstanceCapacity', target);
+      throw new Ec2ApiError(
+        500,
+        'InsufficientInstanceCapacity',
+        `We currently do not have sufficient ${instanceType} capacity in the placement group ${placementGroup.name} (${subnet.zone}). Our system will be working on provisioning additional capacity.`,
+      );
+    }
+    if (
+      account.faults.fire('InsufficientInstanceCapacity', target) ||
+      (market === 'spot' && !offering.spotPrice)
+    ) {
+      throw new Ec2ApiError(
+        500,
+        'InsufficientInstanceCapacity',
+        `We currently do not have sufficient ${instanceType} capacity in the Availability Zone you requested (${subnet.zone}). Our system will be working on provisioning additional capacity. You can currently get ${instanceType} capacity by not specifying an Availability Zone in your request or choosing ${zonesWithType.filter((zone) => zone !== subnet.zone).join(', ') || 'another region'}.`,
+      );
+    }
   }
-  if (
-    account.faults.fire('InsufficientInstanceCapacity', target) ||
-    (market === 'spot' && !offering.spotPrice)
-  ) {
-    throw new Ec2ApiError(
-      500,
-      'InsufficientInstanceCapacity',
-      `We currently do not have sufficient ${instanceType} capacity in the Availability Zone you requested (${subnet.zone}). Our system will be working on provisioning additional capacity. You can currently get ${instanceType} capacity by not specifying an Availability Zone in your request or choosing ${zonesWithType.filter((zone) => zone !== subnet.zone).join(', ') || 'another region'}.`,
-    );
-  }
-  const count = launchableCount(account, region, instanceType, market, spec.vcpus, minCount, maxCount);
+  const count = inReservation
+    ? Math.min(maxCount, account.capacityReservations.available(inReservation.reservation))
+    : launchableCount(account, region, instanceType, market, spec.vcpus, minCount, maxCount);
 
   const slowIp = account.faults.fire('SlowPublicIp', target);
   const interruption = market === 'spot' ? account.faults.fire('SpotInterruption', target) : undefined;
@@ -153,6 +175,11 @@ export function runInstances(account: Ec2Account, region: string, params: QueryP
         spotInstanceRequestId: market === 'spot' ? newEc2Id('sir').slice(0, 12) : undefined,
         iamInstanceProfile: params['IamInstanceProfile.Name'] ?? params['IamInstanceProfile.Arn'],
         placementGroup: placementGroup?.name,
+        tenancy,
+        capacityReservationId: inReservation?.reservation.id,
+        capacityReservationTargeted: inReservation?.targeted ?? false,
+        capacityReservationPreference: reservationRequest.preference,
+        capacityBlock: inReservation?.reservation.reservationType === 'capacity-block',
         publicIpWanted,
         madeUpPrivateIp: `172.31.${subnet.octet + ((addressSequence >> 8) & 15)}.${addressSequence & 255}`,
         madeUpPublicIp: `203.0.113.${(addressSequence % 254) + 1}`,
@@ -179,11 +206,13 @@ function fingerprintOf(params: QueryParams): string {
   return createHash('sha256').update(JSON.stringify(entries)).digest('hex');
 }
 
+/** `reservedZone`: the targeted reservation's zone, where EC2 launches when the request names none. */
 function subnetOf(
   account: Ec2Account,
   region: string,
   params: QueryParams,
   primaryInterface: Record<string, string> | undefined,
+  reservedZone: string | undefined,
 ): Subnet {
   const subnetId = primaryInterface?.SubnetId ?? params.SubnetId;
   const zoneName = params['Placement.AvailabilityZone'];
@@ -198,12 +227,13 @@ function subnetOf(
     }
     return subnet;
   }
-  if (zoneName) {
-    const zone = account.data.zone(zoneName);
+  const wantedZone = zoneName || reservedZone;
+  if (wantedZone) {
+    const zone = account.data.zone(wantedZone);
     if (!zone || zone.region !== region) {
-      throw new Ec2ApiError(400, 'InvalidParameterValue', `Invalid availability zone: [${zoneName}]`);
+      throw new Ec2ApiError(400, 'InvalidParameterValue', `Invalid availability zone: [${wantedZone}]`);
     }
-    return account.network.defaultSubnet(region, zoneName);
+    return account.network.defaultSubnet(region, wantedZone);
   }
   // Without a subnet or zone EC2 picks one: the first zone that offers the type.
   const instanceType = params.InstanceType ?? '';
@@ -285,15 +315,31 @@ function securityGroupsOf(
   return [...new Set(ids)];
 }
 
+/** The market the instance is billed (and its quota counted) in: a Capacity Block's instances are on-demand ones. */
 function marketOf(params: QueryParams): AwsMarket {
   const marketType = params['InstanceMarketOptions.MarketType'];
-  if (marketType === undefined) return 'on-demand';
+  if (marketType === undefined || marketType === 'capacity-block') return 'on-demand';
   if (marketType === 'spot') return 'spot';
   throw new Ec2ApiError(
     400,
     'InvalidParameterValue',
-    `Value (${marketType}) for parameter InstanceMarketOptions.MarketType is invalid. The emulator supports spot.`,
+    `Value (${marketType}) for parameter InstanceMarketOptions.MarketType is invalid. The emulator supports spot and capacity-block.`,
   );
+}
+
+const TENANCIES = ['default', 'dedicated', 'host'];
+
+/** `Placement.Tenancy` (EC2's default: `default`); a reservation only takes instances of its own tenancy. */
+function tenancyOf(params: QueryParams): string {
+  const tenancy = params['Placement.Tenancy'] || 'default';
+  if (!TENANCIES.includes(tenancy)) {
+    throw new Ec2ApiError(
+      400,
+      'InvalidParameterValue',
+      `Value (${tenancy}) for parameter tenancy is invalid. Valid values: ${TENANCIES.join(', ')}`,
+    );
+  }
+  return tenancy;
 }
 
 function checkSpotPrice(params: QueryParams, instanceType: string, spotPrice: number | undefined): void {

@@ -17,6 +17,12 @@ import { controlError, emulatorControlRoutes } from '../emulator-control-routes.
 import { LoopBackedDisks, loopDevicesUsable } from '../hosts/loop-block-devices.js';
 import { Ec2Account } from './aws-ec2-account.js';
 import { EC2_ACTIONS } from './aws-ec2-actions.js';
+import type {
+  CapacityReservationSpec,
+  CapacityReservationState,
+  CapacityReservationType,
+  Ec2CapacityReservation,
+} from './aws-ec2-capacity-reservations.js';
 import { DEFAULT_EC2_IMAGES, type Ec2ImageTemplate } from './aws-ec2-images.js';
 import {
   type AwsEmulatorTimeline,
@@ -107,6 +113,22 @@ export interface AwsEmulatorInstanceState {
   readonly zone: string;
   readonly market: AwsMarket;
   readonly state: Ec2InstanceStateName;
+  /** The Capacity Reservation (or Capacity Block) it runs in, or null. */
+  readonly capacityReservationId: string | null;
+}
+
+/** A Capacity Reservation as `GET /_emulator/state` lists it (`addCapacityReservation` answers it too). */
+export interface AwsEmulatorCapacityReservationState {
+  readonly id: string;
+  readonly region: string;
+  readonly zone: string;
+  readonly instanceType: string;
+  readonly reservationType: CapacityReservationType;
+  readonly state: CapacityReservationState;
+  readonly totalInstanceCount: number;
+  readonly availableInstanceCount: number;
+  /** Its pending and running instances. */
+  readonly instances: readonly string[];
 }
 
 /** An EBS volume as `GET /_emulator/state` lists it. */
@@ -136,6 +158,7 @@ export interface AwsEmulatorState {
   readonly instances: readonly AwsEmulatorInstanceState[];
   readonly volumes: readonly AwsEmulatorVolumeState[];
   readonly placementGroups: readonly AwsEmulatorPlacementGroupState[];
+  readonly capacityReservations: readonly AwsEmulatorCapacityReservationState[];
   /** Loop devices holding attached volumes now (the volume id and the device on this machine). */
   readonly loopDevices: readonly { readonly volumeId: string; readonly path: string }[];
 }
@@ -164,6 +187,16 @@ export interface AwsEmulator extends BackendEmulator {
   faults(): readonly ActiveAwsFault[];
   /** Takes a pending or running spot instance back now (terminated, `Server.SpotInstanceTermination`, host gone). */
   interruptSpotInstance(instanceId: string): void;
+  /**
+   * Makes a Capacity Reservation (or, with `reservationType: 'capacity-block'`, a Capacity Block)
+   * as if the account had created or bought it: `active` unless told. Answers it with its `cr-` id.
+   */
+  addCapacityReservation(spec: CapacityReservationSpec): AwsEmulatorCapacityReservationState;
+  /** Moves a reservation to another state (expired, cancelled, a block's `scheduled` → `active`). */
+  setCapacityReservationState(
+    id: string,
+    state: CapacityReservationState,
+  ): AwsEmulatorCapacityReservationState;
   state(): AwsEmulatorState;
   /** The answers `AnswerHeld` faults hold back right now, oldest first. */
   heldAnswers(): readonly AwsHeldAnswer[];
@@ -383,6 +416,22 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
     return instance;
   }
 
+  const reservationState = (reservation: Ec2CapacityReservation): AwsEmulatorCapacityReservationState => ({
+    id: reservation.id,
+    region: reservation.region,
+    zone: reservation.zone,
+    instanceType: reservation.instanceType,
+    reservationType: reservation.reservationType,
+    state: reservation.state,
+    totalInstanceCount: reservation.instanceCount,
+    availableInstanceCount: account.capacityReservations.available(reservation),
+    instances: account.instances
+      .all()
+      .filter((instance) => instance.capacityReservationId === reservation.id)
+      .filter((instance) => ['pending', 'running'].includes(account.instances.state(instance)))
+      .map((instance) => instance.id),
+  });
+
   const state = (): AwsEmulatorState => ({
     instances: account.instances.all().map((instance) => ({
       id: instance.id,
@@ -390,6 +439,7 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
       zone: instance.zone,
       market: instance.market,
       state: account.instances.state(instance),
+      capacityReservationId: instance.capacityReservationId ?? null,
     })),
     volumes: account.volumes.all().map((volume) => {
       const attachmentStatus = account.volumes.attachmentStatus(volume);
@@ -420,6 +470,7 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
         .filter((instance) => ['pending', 'running'].includes(account.instances.state(instance)))
         .map((instance) => instance.id),
     })),
+    capacityReservations: account.capacityReservations.all().map(reservationState),
     loopDevices: [...(disks?.attached() ?? new Map())].map(([volumeId, loop]) => ({
       volumeId,
       path: loop.path,
@@ -440,6 +491,36 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
             const instance = findInstance(request.params.id ?? '');
             account.instances.interruptSpot(instance);
             return json({ id: instance.id, state: account.instances.state(instance) });
+          } catch (error) {
+            throw controlError(error);
+          }
+        },
+      },
+      {
+        name: 'capacity-reservations.add',
+        method: 'POST',
+        path: '/_emulator/capacity-reservations',
+        handle: (request) => {
+          try {
+            const made = account.capacityReservations.add(request.body as CapacityReservationSpec);
+            return json(reservationState(made), 201);
+          } catch (error) {
+            throw controlError(error);
+          }
+        },
+      },
+      {
+        name: 'capacity-reservations.state',
+        method: 'POST',
+        path: '/_emulator/capacity-reservations/:id/state',
+        handle: (request) => {
+          try {
+            const wanted = (request.body as { state?: unknown } | null)?.state;
+            const changed = account.capacityReservations.setState(
+              request.params.id ?? '',
+              wanted as CapacityReservationState,
+            );
+            return json(reservationState(changed));
           } catch (error) {
             throw controlError(error);
           }
@@ -517,6 +598,9 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
     clearFaults: () => faults.clear(),
     faults: () => faults.list(),
     interruptSpotInstance: (instanceId) => account.instances.interruptSpot(findInstance(instanceId)),
+    addCapacityReservation: (spec) => reservationState(account.capacityReservations.add(spec)),
+    setCapacityReservationState: (id, wanted) =>
+      reservationState(account.capacityReservations.setState(id, wanted)),
     state,
     heldAnswers: () => [...held.keys()],
     releaseHeldAnswers: () => {

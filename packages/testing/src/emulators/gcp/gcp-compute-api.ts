@@ -21,6 +21,7 @@ import {
 import type { GcpEmulatorData } from './gcp-emulator-data.js';
 import { regionOfZone } from './gcp-emulator-data.js';
 import type { GcpEmulatorFaults, GcpProvisioningModel, InsertTarget } from './gcp-emulator-faults.js';
+import type { GcpReservations } from './gcp-reservations.js';
 import type { GcpResourcePolicies } from './gcp-resource-policies.js';
 
 export interface GcpImage {
@@ -62,6 +63,7 @@ export interface GcpComputeProject {
   readonly instances: GcpInstances;
   readonly disks: GcpDisks;
   readonly resourcePolicies: GcpResourcePolicies;
+  readonly reservations: GcpReservations;
   readonly faults: GcpEmulatorFaults;
   readonly images: readonly GcpImage[];
   /** Limits by metric (e.g. `{NVIDIA_T4_GPUS: 0}`) in every region; others `DEFAULT_GCP_QUOTA_LIMIT` (CPUS 1000). */
@@ -144,6 +146,27 @@ export function computeRoutes(
         project.data.machineTypesIn(zone).map((spec) => machineTypeResource(project, spec.name, zone)),
       ),
     ),
+    route('reservations.aggregatedList', 'GET', '/aggregated/reservations', (request) => {
+      const matches = parseListFilter(request.query.filter);
+      return aggregated(project, 'compute#reservationsAggregatedList', 'reservations', request, (zone) =>
+        project.reservations
+          .in(zone)
+          .map((each) => project.reservations.resource(each))
+          .filter((each) => !matches || matches(each)),
+      );
+    }),
+    route('reservations.list', 'GET', '/zones/:zone/reservations', (request) => {
+      const zone = zoneOf(project, request);
+      const items = project.reservations.in(zone).map((each) => project.reservations.resource(each));
+      return list(project, 'compute#reservationList', `zones/${zone}/reservations`, items, request);
+    }),
+    route('reservations.get', 'GET', '/zones/:zone/reservations/:name', (request) => {
+      const zone = zoneOf(project, request);
+      const name = param(request, 'name');
+      const found = project.reservations.in(zone).find((each) => each.name === name);
+      if (!found) throw notFound(`projects/${project.project}/zones/${zone}/reservations/${name}`);
+      return project.reservations.resource(found);
+    }),
     route('acceleratorTypes.list', 'GET', '/zones/:zone/acceleratorTypes', (request) => {
       const zone = zoneOf(project, request);
       return list(
@@ -667,11 +690,13 @@ function insertInstance(project: GcpComputeProject, request: EmulatorRequest) {
   const provisioningModel: GcpProvisioningModel =
     scheduling.provisioningModel === 'SPOT' || scheduling.preemptible === true ? 'SPOT' : 'STANDARD';
   const [resourcePolicy] = project.resourcePolicies.checkInsert(zone, body);
+  const reservation = project.reservations.checkInsert(zone, body, provisioningModel === 'SPOT');
   const target = { machineType, zone, provisioningModel, resourcePolicy };
   const interfaces = Array.isArray(body.networkInterfaces)
     ? (body.networkInterfaces as { accessConfigs?: unknown[] }[])
     : [];
-  const failure = insertFailure(project, target, body);
+  // Reserved capacity is there whatever the zone has left, and its quota was counted when it was reserved.
+  const failure = reservation ? undefined : insertFailure(project, target, body);
   const slowIp = project.faults.has('SLOW_NAT_IP', target);
   const preemption = provisioningModel === 'SPOT' ? project.faults.fire('PREEMPTION', target) : undefined;
   const { operation } = project.instances.insert({

@@ -73,6 +73,7 @@ describe('instances and zone operations', () => {
       ],
       resourcePolicies: [],
       disks: [],
+      reservations: [],
     });
     const listed = await call('GET', `zones/${ZONE}/instances`);
     expect(listed.body.items.map((each: { name: string }) => each.name)).toEqual(['dstack-a1']);
@@ -212,7 +213,7 @@ describe('instances and zone operations', () => {
       body: { error: { errors: [{ reason: 'notFound' }] } },
     });
     expect((await call('DELETE', instance)).status).toBe(404);
-    expect(emulator?.state()).toEqual({ instances: [], resourcePolicies: [], disks: [] });
+    expect(emulator?.state()).toEqual({ instances: [], resourcePolicies: [], disks: [], reservations: [] });
     // The name is free again.
     expect((await call('POST', `zones/${ZONE}/instances`, instanceBody('dstack-del', ZONE))).status).toBe(
       200,

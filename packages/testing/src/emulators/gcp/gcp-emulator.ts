@@ -47,6 +47,12 @@ import {
   serviceAccountJson,
   TOKEN_PATH,
 } from './gcp-oauth.js';
+import {
+  type GcpReservation,
+  type GcpReservationSpec,
+  type GcpReservationStatus,
+  GcpReservations,
+} from './gcp-reservations.js';
 import { GcpResourcePolicies, type GcpResourcePolicyState } from './gcp-resource-policies.js';
 
 export const DEFAULT_GCP_EMULATOR_PROJECT = 'dstack-emulator';
@@ -93,6 +99,17 @@ export interface GcpEmulatorState {
   readonly resourcePolicies: readonly GcpResourcePolicyState[];
   /** Persistent disks with what they are attached to. */
   readonly disks: readonly GcpDiskState[];
+  readonly reservations: readonly GcpEmulatorReservationState[];
+}
+
+/** A zonal reservation as `GET /_emulator/state` lists it, with the instances that consume it. */
+export interface GcpEmulatorReservationState {
+  readonly name: string;
+  readonly zone: string;
+  readonly machineType: string;
+  readonly status: GcpReservationStatus;
+  readonly count: number;
+  readonly instances: readonly string[];
 }
 
 /** Also a `BackendEmulator`, so `testBackend()` drives it directly. */
@@ -119,6 +136,10 @@ export interface GcpEmulator extends BackendEmulator {
   faults(): readonly ActiveGcpFault[];
   /** Preempts a spot instance now (STOPPING → TERMINATED, host gone, a preempted operation). */
   preemptInstance(name: string): void;
+  /** Makes a zonal reservation as if the project had created it (READY unless told). */
+  addReservation(spec: GcpReservationSpec): GcpEmulatorReservationState;
+  /** Moves a reservation to another status. */
+  setReservationStatus(zone: string, name: string, status: GcpReservationStatus): GcpEmulatorReservationState;
   state(): GcpEmulatorState;
   /** The next `count` inserts fail with ZONE_RESOURCE_POOL_EXHAUSTED in their operation. Default 1. */
   failNextLaunchWithNoCapacity(count?: number): void;
@@ -170,12 +191,14 @@ export async function startGcpEmulator(options: GcpEmulatorOptions = {}): Promis
     onHostError,
   });
   const resourcePolicies = new GcpResourcePolicies(project, data.regions, instances, clock);
+  const reservations = new GcpReservations(project, data, instances, clock);
   const compute: GcpComputeProject = {
     project,
     data,
     instances,
     disks,
     resourcePolicies,
+    reservations,
     faults,
     images: options.images ?? DEFAULT_GCP_IMAGES,
     quotas: options.quotas ?? {},
@@ -217,6 +240,15 @@ export async function startGcpEmulator(options: GcpEmulatorOptions = {}): Promis
     return instance;
   }
 
+  const reservationState = (reservation: GcpReservation): GcpEmulatorReservationState => ({
+    name: reservation.name,
+    zone: reservation.zone,
+    machineType: reservation.machineType,
+    status: reservation.status,
+    count: reservation.count,
+    instances: reservations.instancesOf(reservation).map((instance) => instance.name),
+  });
+
   const state = (): GcpEmulatorState => ({
     instances: instances.all().flatMap((instance) => {
       const status = instances.status(instance);
@@ -234,6 +266,7 @@ export async function startGcpEmulator(options: GcpEmulatorOptions = {}): Promis
     }),
     resourcePolicies: resourcePolicies.state(),
     disks: disks.state(),
+    reservations: reservations.all().map(reservationState),
   });
 
   const server = await startEmulatorServer({
@@ -250,6 +283,18 @@ export async function startGcpEmulator(options: GcpEmulatorOptions = {}): Promis
             const instance = findInstance(request.params.name ?? '');
             instances.preempt(instance);
             return json({ id: instance.name, state: instances.status(instance) });
+          } catch (error) {
+            throw controlError(error);
+          }
+        },
+      },
+      {
+        name: 'reservations.add',
+        method: 'POST',
+        path: '/_emulator/reservations',
+        handle: (request) => {
+          try {
+            return json(reservationState(reservations.add(request.body as GcpReservationSpec)), 201);
           } catch (error) {
             throw controlError(error);
           }
@@ -283,6 +328,9 @@ export async function startGcpEmulator(options: GcpEmulatorOptions = {}): Promis
     clearFaults: () => faults.clear(),
     faults: () => faults.list(),
     preemptInstance: (name) => instances.preempt(findInstance(name)),
+    addReservation: (spec) => reservationState(reservations.add(spec)),
+    setReservationStatus: (zone, name, status) =>
+      reservationState(reservations.setStatus(zone, name, status)),
     state,
     failNextLaunchWithNoCapacity: (count = 1) => {
       faults.add({ code: 'ZONE_RESOURCE_POOL_EXHAUSTED', count });

@@ -41,20 +41,19 @@ import type {
   VolumeConfiguration,
 } from '@dstack/core';
 import type { Dispatcher } from 'undici';
+import { type FilePart, type HttpAnswer, httpPost } from './http-post.js';
+import type { LogStreamLines } from './log-stream-lines.js';
 import {
   InvalidTokenError,
   isHeadersTimeout,
   isResourceMissing,
   isTokenRejected,
   isUnreachableError,
-  parseErrorDetails,
   ServerApiError,
   ServerTimeoutError,
   ServerUnreachableError,
   UnexpectedResponseError,
-} from './api-errors.js';
-import { type FilePart, type HttpAnswer, httpPost } from './http-post.js';
-import type { LogStreamLines } from './log-stream-lines.js';
+} from './server-errors.js';
 
 /** dstack's upload body: the file in the part `file`, named by its sha256. */
 function fileForm(hash: string, bytes: Uint8Array): FilePart {
@@ -581,6 +580,7 @@ export class DstackApiClient {
     }
     if (response.statusCode >= 200 && response.statusCode < 300) return response;
     const text = await response.body.text();
+    const { parseErrorDetails } = await import('./api-errors.js');
     const details = parseErrorDetails(response.statusCode, text);
     if (isTokenRejected(response.statusCode, details))
       throw new InvalidTokenError(this.url, this.projectName);

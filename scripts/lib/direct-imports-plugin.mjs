@@ -3,25 +3,40 @@
 // gives a chunk every module reachable through the barrel's import records, used or not: the CLI's
 // `dstack ps` loaded and built every configuration schema of @dstack/core because `dstack apply`
 // uses them. Without the barrel, each command's chunks hold what it imports.
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-/** The `.js` modules under `directory`, barrels, tests and fixtures left out. */
-async function definingModules(directory) {
-  const entries = await readdir(directory, { recursive: true, withFileTypes: true });
-  return entries
-    .filter((entry) => entry.isFile() && entry.name.endsWith('.js') && entry.name !== 'index.js')
-    .map((entry) => path.join(entry.parentPath ?? entry.path, entry.name))
-    .filter((file) => !/\.test\.js$|__fixtures__/.test(file));
+/** `export … from './x.js'` and `import … from './x.js'`: the relative modules a module names. */
+const RELATIVE_MODULE = /(?:export|import)\s[^;'"]*?from\s*['"](\.\.?\/[^'"]+)['"]/g;
+
+/**
+ * The modules the barrel re-exports, found by following its (and its sub-barrels') relative
+ * imports and re-exports, barrels (`index.js`) left out. Following them, rather than listing the
+ * directory, skips the outputs of deleted sources that an incremental build leaves behind.
+ */
+async function definingModules(barrelFile) {
+  const seen = new Set();
+  const modules = [];
+  const visit = async (file) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    if (path.basename(file) !== 'index.js') modules.push(file);
+    const source = await readFile(file, 'utf8');
+    for (const [, specifier] of source.matchAll(RELATIVE_MODULE)) {
+      await visit(path.resolve(path.dirname(file), specifier));
+    }
+  };
+  await visit(barrelFile);
+  return modules;
 }
 
 /** export name -> the file of a non-barrel module exporting the very same value. */
-async function exportMap(barrelFile, distDirectory) {
+async function exportMap(barrelFile) {
   const barrel = await import(pathToFileURL(barrelFile).href);
   const wanted = new Map(Object.entries(barrel));
   const files = new Map();
-  for (const file of await definingModules(distDirectory)) {
+  for (const file of await definingModules(barrelFile)) {
     if (wanted.size === files.size) break;
     const module = await import(pathToFileURL(file).href);
     for (const [name, value] of Object.entries(module)) {
@@ -31,25 +46,27 @@ async function exportMap(barrelFile, distDirectory) {
   return files;
 }
 
-const NAMED_IMPORT = /import\s*\{([^}]*)\}\s*from\s*'([^']+)';/g;
+/** `import { a, b as c } from 'x';` and its re-exporting twin `export { … } from 'x';`. */
+const NAMED_IMPORT = /(import|export)\s*\{([^}]*)\}\s*from\s*'([^']+)';/g;
 
 /**
- * `packages`: `{ specifier: { barrel, dist } }`, absolute paths of the barrel module and of the
- * directory holding its modules. Sources matched by `filter` have their named value imports of
- * those specifiers rewritten; names the map does not know (types) stay on the specifier, and
- * esbuild drops an import that only types use.
+ * `packages`: `{ specifier: barrel }`, the absolute path of each specifier's barrel module.
+ * Sources matched by `filter` (the bundled package's own, and the modules of a workspace package
+ * that import another's barrel) have their named value imports and re-exports of those
+ * specifiers rewritten; names the map does not know (types) stay on the specifier, and esbuild
+ * drops an import that only types use.
  */
 export function directImportsPlugin({ filter, packages }) {
   return {
     name: 'direct-imports',
     async setup(build) {
       const maps = new Map();
-      for (const [specifier, { barrel, dist }] of Object.entries(packages)) {
-        maps.set(specifier, await exportMap(barrel, dist));
+      for (const [specifier, barrel] of Object.entries(packages)) {
+        maps.set(specifier, await exportMap(barrel));
       }
       build.onLoad({ filter }, async (args) => {
         const source = await readFile(args.path, 'utf8');
-        const contents = source.replace(NAMED_IMPORT, (statement, list, specifier) => {
+        const contents = source.replace(NAMED_IMPORT, (statement, keyword, list, specifier) => {
           const files = maps.get(specifier);
           if (!files) return statement;
           const byFile = new Map();
@@ -62,12 +79,16 @@ export function directImportsPlugin({ filter, packages }) {
             else kept.push(item);
           }
           const imports = [...byFile].map(
-            ([file, items]) => `import { ${items.join(', ')} } from '${file}';`,
+            ([file, items]) => `${keyword} { ${items.join(', ')} } from '${file}';`,
           );
-          if (kept.length > 0) imports.push(`import { ${kept.join(', ')} } from '${specifier}';`);
+          if (kept.length > 0) imports.push(`${keyword} { ${kept.join(', ')} } from '${specifier}';`);
           return imports.join(' ');
         });
-        return { contents, loader: 'ts', resolveDir: path.dirname(args.path) };
+        return {
+          contents,
+          loader: args.path.endsWith('.ts') ? 'ts' : 'js',
+          resolveDir: path.dirname(args.path),
+        };
       });
     },
   };

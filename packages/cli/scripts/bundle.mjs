@@ -3,18 +3,17 @@
 // Without it, node's module loader resolves and compiles some 250 files (zod, @dstack/core, yaml)
 // on every command. The tsc output in dist/ stays the library (`import '@dstack/cli'`).
 import { readFileSync, rmSync } from 'node:fs';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { directImportsPlugin } from '../../../scripts/lib/direct-imports-plugin.mjs';
 import { nodeCommandSplitBundle } from '../../../scripts/lib/node-bundle.mjs';
+import { yamlEsModules, yamlEsModulesPlugin } from '../../../scripts/lib/yaml-es-modules-plugin.mjs';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
 
-/** A barrel of @dstack/core as this package resolves it, and the directory of its modules. */
-function coreBarrel(specifier) {
-  const barrel = fileURLToPath(import.meta.resolve(specifier));
-  return { barrel, dist: path.dirname(barrel) };
+/** The barrel module `specifier` resolves to from this package. */
+function barrel(specifier) {
+  return fileURLToPath(import.meta.resolve(specifier));
 }
 
 // esbuild leaves the chunks of an earlier build beside the new ones: start empty.
@@ -28,14 +27,17 @@ await build({
     // The bundle has no package.json beside it to read the version from (program.ts).
     define: { __DSTACK_CLI_VERSION__: JSON.stringify(version) },
   }),
-  // `dstack ps` gets the API models, not every configuration schema `dstack apply` needs.
+  // `dstack ps` gets the API models, not every configuration schema `dstack apply` needs, and
+  // the YAML node checks of core's error messages, not the YAML parser.
   plugins: [
     directImportsPlugin({
-      filter: /[/\\]packages[/\\]cli[/\\]src[/\\].*\.ts$/,
+      filter: /[/\\]packages[/\\](cli[/\\]src[/\\].*\.ts|core[/\\]dist[/\\].*\.js)$/,
       packages: {
-        '@dstack/core': coreBarrel('@dstack/core'),
-        '@dstack/core/agent-protocol': coreBarrel('@dstack/core/agent-protocol'),
+        '@dstack/core': barrel('@dstack/core'),
+        '@dstack/core/agent-protocol': barrel('@dstack/core/agent-protocol'),
+        yaml: yamlEsModules(process.cwd()).barrel,
       },
     }),
+    yamlEsModulesPlugin(process.cwd()),
   ],
 });

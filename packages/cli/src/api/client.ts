@@ -5,72 +5,55 @@
  */
 
 import type { Socket } from 'node:net';
-import {
-  type ApplyFleetRequestSchema,
-  type ApplyRunRequestSchema,
-  type CreateOrUpdateSecretRequestSchema,
-  type DeleteFleetsRequestSchema,
-  type DeleteRunsRequestSchema,
-  type DeleteSecretsRequestSchema,
-  type Event,
-  EventSchema,
-  type FileArchive,
-  FileArchiveSchema,
-  type Fleet,
-  FleetSchema,
-  type Gateway,
-  type GatewayConfiguration,
-  type GatewayPlan,
-  GatewayPlanSchema,
-  GatewaySchema,
-  type GatewaySpec,
-  type GetOffersRequestSchema,
-  type GetRunPlanRequestSchema,
-  type InitRepoRequestSchema,
-  type InstanceOfferWithAvailability,
-  InstanceOfferWithAvailabilitySchema,
-  type JobMetrics,
-  type JobMetricsRequestSchema,
-  JobMetricsSchema,
-  type ListEventsRequestSchema,
-  type ListRunsRequestSchema,
-  type PollLogsRequestSchema,
+import type {
+  ApplyFleetRequestSchema,
+  ApplyRunRequestSchema,
+  CreateOrUpdateSecretRequestSchema,
+  DeleteFleetsRequestSchema,
+  DeleteRunsRequestSchema,
+  DeleteSecretsRequestSchema,
+  Event,
+  FileArchive,
+  Fleet,
+  Gateway,
+  GatewayConfiguration,
+  GatewayPlan,
+  GatewaySpec,
+  GetOffersRequestSchema,
+  GetRunPlanRequestSchema,
+  InitRepoRequestSchema,
+  InstanceOfferWithAvailability,
+  JobMetrics,
+  JobMetricsRequestSchema,
+  ListEventsRequestSchema,
+  ListRunsRequestSchema,
+  PollLogsRequestSchema,
   PollLogsResponseSchema,
-  type Project,
-  ProjectSchema,
-  type RepoHead,
-  RepoHeadSchema,
-  type Run,
-  type RunPlan,
-  RunPlanSchema,
-  RunSchema,
-  type Secret,
-  SecretSchema,
-  ServerInfoSchema,
-  type StopRunsRequestSchema,
-  type StreamLogsRequestSchema,
-  type User,
-  UserSchema,
-  type Volume,
-  type VolumeConfiguration,
-  VolumeSchema,
+  Project,
+  RepoHead,
+  Run,
+  RunPlan,
+  Secret,
+  StopRunsRequestSchema,
+  StreamLogsRequestSchema,
+  User,
+  Volume,
+  VolumeConfiguration,
 } from '@dstack/core';
 import type { Dispatcher } from 'undici';
+import { type FilePart, type HttpAnswer, httpPost } from './http-post.js';
+import type { LogStreamLines } from './log-stream-lines.js';
 import {
   InvalidTokenError,
   isHeadersTimeout,
   isResourceMissing,
   isTokenRejected,
   isUnreachableError,
-  parseErrorDetails,
   ServerApiError,
   ServerTimeoutError,
   ServerUnreachableError,
   UnexpectedResponseError,
-} from './api-errors.js';
-import { type FilePart, type HttpAnswer, httpPost } from './http-post.js';
-import { type LogStreamLines, readLogStreamLines } from './log-stream-lines.js';
-import { openSshTunnel } from './ssh-tunnel.js';
+} from './server-errors.js';
 
 /** dstack's upload body: the file in the part `file`, named by its sha256. */
 function fileForm(hash: string, bytes: Uint8Array): FilePart {
@@ -83,6 +66,22 @@ interface Schema<Output> {
   _zod: { input: unknown; output: Output };
 }
 type RequestBody<S extends { _zod: { input: unknown } }> = S['_zod']['input'];
+
+/**
+ * Loads the schema an answer is checked with. The schemas load per endpoint group (`answers/`)
+ * when a request is sent, not with the client: zod builds a schema when its module loads, and
+ * `dstack ps` would otherwise build every answer's schema to read runs.
+ */
+type SchemaLoader<Output> = () => Promise<Schema<Output>>;
+
+const RUN: SchemaLoader<Run> = async () => (await import('./answers/runs.js')).RunSchema;
+const RUNS: SchemaLoader<Run[]> = async () => (await import('./answers/runs.js')).RunSchema.array();
+const RUN_PLAN: SchemaLoader<RunPlan> = async () => (await import('./answers/runs.js')).RunPlanSchema;
+const VOLUME: SchemaLoader<Volume> = async () => (await import('./answers/volumes.js')).VolumeSchema;
+const VOLUMES: SchemaLoader<Volume[]> = async () =>
+  (await import('./answers/volumes.js')).VolumeSchema.array();
+const GATEWAY: SchemaLoader<Gateway> = async () => (await import('./answers/gateways.js')).GatewaySchema;
+const SECRET: SchemaLoader<Secret> = async () => (await import('./answers/secrets.js')).SecretSchema;
 
 export type GetRunPlanRequest = RequestBody<typeof GetRunPlanRequestSchema>;
 export type ApplyRunRequest = RequestBody<typeof ApplyRunRequestSchema>;
@@ -171,37 +170,47 @@ export class DstackApiClient {
   }
 
   getServerInfo(options?: RequestOptions): Promise<{ server_version: string | null }> {
-    return this.#post('/api/server/get_info', {}, ServerInfoSchema, options);
+    return this.#post(
+      '/api/server/get_info',
+      {},
+      async () => (await import('./answers/users.js')).ServerInfoSchema,
+      options,
+    );
   }
 
   listProjects(options?: RequestOptions): Promise<Project[]> {
-    return this.#post('/api/projects/list', {}, ProjectSchema.array(), options);
+    return this.#post(
+      '/api/projects/list',
+      {},
+      async () => (await import('./answers/users.js')).ProjectSchema.array(),
+      options,
+    );
   }
 
   getMyUser(options?: RequestOptions): Promise<User> {
-    return this.#post('/api/users/get_my_user', {}, UserSchema, options);
+    return this.#post(
+      '/api/users/get_my_user',
+      {},
+      async () => (await import('./answers/users.js')).UserSchema,
+      options,
+    );
   }
 
   getRunPlan(body: GetRunPlanRequest, options?: RequestOptions): Promise<RunPlan> {
-    return this.#post(this.#projectPath('runs/get_plan'), body, RunPlanSchema, options);
+    return this.#post(this.#projectPath('runs/get_plan'), body, RUN_PLAN, options);
   }
 
   applyRun(body: ApplyRunRequest, options?: RequestOptions): Promise<Run> {
-    return this.#post(this.#projectPath('runs/apply'), body, RunSchema, options);
+    return this.#post(this.#projectPath('runs/apply'), body, RUN, options);
   }
 
   getRun(runName: string, options?: RequestOptions): Promise<Run> {
-    return this.#post(this.#projectPath('runs/get'), { run_name: runName }, RunSchema, options);
+    return this.#post(this.#projectPath('runs/get'), { run_name: runName }, RUN, options);
   }
 
   /** Runs of this client's project (`project_name` defaults to it). */
   listRuns(body: ListRunsRequest, options?: RequestOptions): Promise<Run[]> {
-    return this.#post(
-      '/api/runs/list',
-      { project_name: this.projectName, ...body },
-      RunSchema.array(),
-      options,
-    );
+    return this.#post('/api/runs/list', { project_name: this.projectName, ...body }, RUNS, options);
   }
 
   async stopRuns(body: StopRunsRequest, options?: RequestOptions): Promise<void> {
@@ -217,13 +226,18 @@ export class DstackApiClient {
     return this.#post(
       this.#projectPath(`metrics/job/${encodeURIComponent(runName)}`),
       body,
-      JobMetricsSchema,
+      async () => (await import('./answers/metrics.js')).JobMetricsSchema,
       options,
     );
   }
 
   pollLogs(body: PollLogsRequest, options?: RequestOptions): Promise<PollLogsResponse> {
-    return this.#post(this.#projectPath('logs/poll'), body, PollLogsResponseSchema, options);
+    return this.#post(
+      this.#projectPath('logs/poll'),
+      body,
+      async () => (await import('./answers/logs.js')).PollLogsResponseSchema,
+      options,
+    );
   }
 
   /**
@@ -237,6 +251,7 @@ export class DstackApiClient {
       // The server sends a heartbeat every 15 s: a minute of silence means a dead connection.
       bodyTimeout: LOG_STREAM_SILENCE_LIMIT_MS,
     });
+    const { readLogStreamLines } = await import('./log-stream-lines.js');
     return readLogStreamLines(response.body, endpoint);
   }
 
@@ -247,6 +262,7 @@ export class DstackApiClient {
       total_offers?: unknown;
       warnings?: unknown;
     } | null;
+    const { InstanceOfferWithAvailabilitySchema } = await import('./answers/offers.js');
     const offers = InstanceOfferWithAvailabilitySchema.array().safeParse(answer?.offers);
     // Older servers send no warnings.
     const warnings = Array.isArray(answer?.warnings)
@@ -265,11 +281,21 @@ export class DstackApiClient {
   }
 
   listFleets(options?: RequestOptions): Promise<Fleet[]> {
-    return this.#post(this.#projectPath('fleets/list'), {}, FleetSchema.array(), options);
+    return this.#post(
+      this.#projectPath('fleets/list'),
+      {},
+      async () => (await import('./answers/fleets.js')).FleetSchema.array(),
+      options,
+    );
   }
 
   applyFleet(body: ApplyFleetRequest, options?: RequestOptions): Promise<Fleet> {
-    return this.#post(this.#projectPath('fleets/apply'), body, FleetSchema, options);
+    return this.#post(
+      this.#projectPath('fleets/apply'),
+      body,
+      async () => (await import('./answers/fleets.js')).FleetSchema,
+      options,
+    );
   }
 
   async deleteFleets(body: DeleteFleetsRequest, options?: RequestOptions): Promise<void> {
@@ -278,7 +304,12 @@ export class DstackApiClient {
 
   /** Events the user may see (`/api/events/list`), filtered and paged as dstack's. */
   listEvents(body: ListEventsRequest, options?: RequestOptions): Promise<Event[]> {
-    return this.#post('/api/events/list', body, EventSchema.array(), options);
+    return this.#post(
+      '/api/events/list',
+      body,
+      async () => (await import('./answers/events.js')).EventSchema.array(),
+      options,
+    );
   }
 
   /** The gateway's id, for event filters (`gateways/get`). */
@@ -293,13 +324,13 @@ export class DstackApiClient {
   }
 
   listVolumes(options?: RequestOptions): Promise<Volume[]> {
-    return this.#post(this.#projectPath('volumes/list'), {}, VolumeSchema.array(), options);
+    return this.#post(this.#projectPath('volumes/list'), {}, VOLUMES, options);
   }
 
   /** The volume, or null when the project has none of that name. */
   async getVolume(name: string, options?: RequestOptions): Promise<Volume | null> {
     try {
-      return await this.#post(this.#projectPath('volumes/get'), { name }, VolumeSchema, options);
+      return await this.#post(this.#projectPath('volumes/get'), { name }, VOLUME, options);
     } catch (error) {
       if (error instanceof ServerApiError && isResourceMissing(error.details)) return null;
       throw error;
@@ -307,7 +338,7 @@ export class DstackApiClient {
   }
 
   createVolume(configuration: VolumeConfiguration, options?: RequestOptions): Promise<Volume> {
-    return this.#post(this.#projectPath('volumes/create'), { configuration }, VolumeSchema, options);
+    return this.#post(this.#projectPath('volumes/create'), { configuration }, VOLUME, options);
   }
 
   async deleteVolumes(names: readonly string[], options?: RequestOptions): Promise<void> {
@@ -315,13 +346,18 @@ export class DstackApiClient {
   }
 
   listGateways(options?: RequestOptions): Promise<Gateway[]> {
-    return this.#post(this.#projectPath('gateways/list'), {}, GatewaySchema.array(), options);
+    return this.#post(
+      this.#projectPath('gateways/list'),
+      {},
+      async () => (await import('./answers/gateways.js')).GatewaySchema.array(),
+      options,
+    );
   }
 
   /** The gateway, or null when the project has none of that name. */
   async getGateway(name: string, options?: RequestOptions): Promise<Gateway | null> {
     try {
-      return await this.#post(this.#projectPath('gateways/get'), { name }, GatewaySchema, options);
+      return await this.#post(this.#projectPath('gateways/get'), { name }, GATEWAY, options);
     } catch (error) {
       if (error instanceof ServerApiError && isResourceMissing(error.details)) return null;
       throw error;
@@ -330,7 +366,12 @@ export class DstackApiClient {
 
   /** dstack's `gateways/get_plan`: the gateway of the spec's name, and whether it changes in place. */
   getGatewayPlan(spec: GatewaySpec, options?: RequestOptions): Promise<GatewayPlan> {
-    return this.#post(this.#projectPath('gateways/get_plan'), { spec }, GatewayPlanSchema, options);
+    return this.#post(
+      this.#projectPath('gateways/get_plan'),
+      { spec },
+      async () => (await import('./answers/gateways.js')).GatewayPlanSchema,
+      options,
+    );
   }
 
   /** dstack's `gateways/apply`: creates the gateway, or updates `current` (the plan's) in place. */
@@ -338,13 +379,13 @@ export class DstackApiClient {
     return this.#post(
       this.#projectPath('gateways/apply'),
       { plan: { spec, current_resource: current }, force: false },
-      GatewaySchema,
+      GATEWAY,
       options,
     );
   }
 
   createGateway(configuration: GatewayConfiguration, options?: RequestOptions): Promise<Gateway> {
-    return this.#post(this.#projectPath('gateways/create'), { configuration }, GatewaySchema, options);
+    return this.#post(this.#projectPath('gateways/create'), { configuration }, GATEWAY, options);
   }
 
   async deleteGateways(names: readonly string[], options?: RequestOptions): Promise<void> {
@@ -359,7 +400,7 @@ export class DstackApiClient {
     return this.#post(
       this.#projectPath('gateways/set_wildcard_domain'),
       { name, wildcard_domain: wildcardDomain },
-      GatewaySchema,
+      GATEWAY,
       options,
     );
   }
@@ -378,7 +419,7 @@ export class DstackApiClient {
       return await this.#post(
         this.#projectPath('repos/get'),
         { repo_id: repoId, include_creds: true },
-        RepoHeadSchema,
+        async () => (await import('./answers/code.js')).RepoHeadSchema,
         options,
       );
     } catch (error) {
@@ -404,21 +445,31 @@ export class DstackApiClient {
 
   /** Uploads a `files:` archive, named by its sha256 (`files/upload_archive`); answers its id. */
   uploadArchive(hash: string, bytes: Uint8Array, options?: RequestOptions): Promise<FileArchive> {
-    return this.#post('/api/files/upload_archive', fileForm(hash, bytes), FileArchiveSchema, options);
+    return this.#post(
+      '/api/files/upload_archive',
+      fileForm(hash, bytes),
+      async () => (await import('./answers/code.js')).FileArchiveSchema,
+      options,
+    );
   }
 
   /** The project's secrets, names only (`value` is null). */
   listSecrets(options?: RequestOptions): Promise<Secret[]> {
-    return this.#post(this.#projectPath('secrets/list'), {}, SecretSchema.array(), options);
+    return this.#post(
+      this.#projectPath('secrets/list'),
+      {},
+      async () => (await import('./answers/secrets.js')).SecretSchema.array(),
+      options,
+    );
   }
 
   /** One secret with its value (project admins). */
   getSecret(name: string, options?: RequestOptions): Promise<Secret> {
-    return this.#post(this.#projectPath('secrets/get'), { name }, SecretSchema, options);
+    return this.#post(this.#projectPath('secrets/get'), { name }, SECRET, options);
   }
 
   createOrUpdateSecret(body: CreateOrUpdateSecretRequest, options?: RequestOptions): Promise<Secret> {
-    return this.#post(this.#projectPath('secrets/create_or_update'), body, SecretSchema, options);
+    return this.#post(this.#projectPath('secrets/create_or_update'), body, SECRET, options);
   }
 
   async deleteSecrets(body: DeleteSecretsRequest, options?: RequestOptions): Promise<void> {
@@ -434,14 +485,16 @@ export class DstackApiClient {
     options: { jobNum?: number; replicaNum?: number } & RequestOptions = {},
   ): Promise<Socket> {
     return this.#awaitAnswer(
-      openSshTunnel({
-        serverUrl: this.url,
-        token: this.#token,
-        projectName: this.projectName,
-        runName,
-        timeoutMs: this.#timeoutMs,
-        ...options,
-      }),
+      import('./ssh-tunnel.js').then(({ openSshTunnel }) =>
+        openSshTunnel({
+          serverUrl: this.url,
+          token: this.#token,
+          projectName: this.projectName,
+          runName,
+          timeoutMs: this.#timeoutMs,
+          ...options,
+        }),
+      ),
     );
   }
 
@@ -469,9 +522,12 @@ export class DstackApiClient {
   async #post<Output>(
     endpoint: string,
     body: unknown,
-    schema: Schema<Output> | undefined,
+    loadSchema: SchemaLoader<Output> | undefined,
     options: RequestOptions = {},
   ): Promise<Output> {
+    // The schema's module loads while the server works on the request.
+    const loading = loadSchema?.();
+    loading?.catch(() => undefined);
     const response = await this.#send(endpoint, body, options);
     const text = await response.body.text();
     let json: unknown = null;
@@ -482,8 +538,8 @@ export class DstackApiClient {
         throw new UnexpectedResponseError(`unexpected answer from ${endpoint}: not JSON`);
       }
     }
-    if (!schema) return json as Output;
-    const parsed = schema.safeParse(json);
+    if (!loading) return json as Output;
+    const parsed = (await loading).safeParse(json);
     if (!parsed.success) {
       throw new UnexpectedResponseError(`unexpected answer from ${endpoint}: ${parsed.error.message}`, {
         cause: parsed.error,
@@ -524,6 +580,7 @@ export class DstackApiClient {
     }
     if (response.statusCode >= 200 && response.statusCode < 300) return response;
     const text = await response.body.text();
+    const { parseErrorDetails } = await import('./api-errors.js');
     const details = parseErrorDetails(response.statusCode, text);
     if (isTokenRejected(response.statusCode, details))
       throw new InvalidTokenError(this.url, this.projectName);

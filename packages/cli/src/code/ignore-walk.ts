@@ -6,7 +6,7 @@
 import { lstat, readdir, readFile, readlink, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, posix, relative, resolve, sep } from 'node:path';
 import ignorePackage, { type Ignore } from 'ignore';
-import { CommandError } from '../output/report-error.js';
+import { CommandError } from '../output/command-error.js';
 import type { TarEntry } from './tar-archive.js';
 
 const IGNORE_FILES = ['.gitignore', '.dstackignore'] as const;

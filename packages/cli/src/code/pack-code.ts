@@ -16,7 +16,7 @@ import {
   type RepoSpec,
   type RunRepoData,
 } from '@dstack/core';
-import { CommandError } from '../output/report-error.js';
+import { CommandError } from '../output/command-error.js';
 import { gitWorkTreeRoot, readGitRepo, workingTreeDiff } from './git-repo.js';
 import { walkForArchive } from './ignore-walk.js';
 import { createTarGz } from './tar-archive.js';

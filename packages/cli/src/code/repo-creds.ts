@@ -18,7 +18,7 @@ import {
   gitTokenEnvironment,
   redactUrlPasswords,
 } from '@dstack/core/agent-protocol';
-import { CommandError } from '../output/report-error.js';
+import { CommandError } from '../output/command-error.js';
 
 export interface RepoCredsOptions {
   /** `--token`: a token for the HTTPS URL. */

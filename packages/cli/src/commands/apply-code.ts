@@ -15,7 +15,7 @@ import {
   packRepo,
 } from '../code/pack-code.js';
 import { type RepoCredsOptions, resolveRepoCreds } from '../code/repo-creds.js';
-import { CommandError } from '../output/report-error.js';
+import { CommandError } from '../output/command-error.js';
 
 export interface RunCode {
   repo: PackedRepo | null;

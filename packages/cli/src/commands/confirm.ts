@@ -1,5 +1,5 @@
 import type { CliIo } from '../io.js';
-import { CommandError } from '../output/report-error.js';
+import { CommandError } from '../output/command-error.js';
 
 /**
  * True when the user agrees: at once with `-y`, else by asking on the terminal. Without a

@@ -1,7 +1,7 @@
 import { DEFAULT_REQUEST_TIMEOUT_MS, DstackApiClient, type DstackApiClientOptions } from '../api/client.js';
 import { resolveProjectConnection } from '../config/project-connection.js';
 import type { CliIo } from '../io.js';
-import { CommandError } from '../output/report-error.js';
+import { CommandError } from '../output/command-error.js';
 import { createWaitNotice } from '../output/wait-notice.js';
 
 export interface ProjectOption {

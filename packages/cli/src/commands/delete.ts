@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isRunFinished } from '@dstack/core';
 import type { DstackApiClient } from '../api/client.js';
 import type { CliIo } from '../io.js';
-import { CommandError } from '../output/report-error.js';
+import { CommandError } from '../output/command-error.js';
 import { confirmAction } from './confirm.js';
 import { connect, type ProjectOption } from './connect.js';
 import { readConfigurationFile } from './read-configuration.js';

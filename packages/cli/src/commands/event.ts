@@ -7,7 +7,7 @@ import { type Event, type EventTarget, EventTargetTypeSchema, LIST_EVENTS_DEFAUL
 import type { DstackApiClient, ListEventsRequest, RequestOptions } from '../api/client.js';
 import type { CliIo } from '../io.js';
 import { type Colors, createColors } from '../output/colors.js';
-import { CommandError } from '../output/report-error.js';
+import { CommandError } from '../output/command-error.js';
 import { abortOnInterrupt } from './abort-on-interrupt.js';
 import { connect, type ProjectOption } from './connect.js';
 

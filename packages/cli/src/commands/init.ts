@@ -7,7 +7,7 @@ import { gitWorkTreeRoot, readGitRepo } from '../code/git-repo.js';
 import { cloneUrlOf, remoteRepoIdentity } from '../code/pack-code.js';
 import { type RepoCredsOptions, resolveRepoCreds } from '../code/repo-creds.js';
 import type { CliIo } from '../io.js';
-import { CommandError } from '../output/report-error.js';
+import { CommandError } from '../output/command-error.js';
 import { connect, type ProjectOption } from './connect.js';
 
 export interface InitOptions extends ProjectOption, RepoCredsOptions {}

@@ -2,10 +2,10 @@ import { configurationBackendSchema, resourcesSpecSchema, type SpotPolicy } from
 import type { GetOffersRequest } from '../api/client.js';
 import type { CliIo } from '../io.js';
 import { createColors } from '../output/colors.js';
+import { CommandError } from '../output/command-error.js';
 import { printOfferWarnings } from '../output/offer-warnings.js';
 import { formatOffersTable } from '../output/offers-table.js';
 import { formatJson } from '../output/printable.js';
-import { CommandError } from '../output/report-error.js';
 import { connect, type ProjectOption } from './connect.js';
 import type { OfferFormat } from './output-formats.js';
 

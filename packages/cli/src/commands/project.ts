@@ -9,7 +9,7 @@ import {
 } from '../config/cli-config.js';
 import type { CliIo } from '../io.js';
 import { createColors } from '../output/colors.js';
-import { CommandError } from '../output/report-error.js';
+import { CommandError } from '../output/command-error.js';
 import { formatTable } from '../output/table.js';
 import { confirmAction } from './confirm.js';
 import { clientSettings } from './connect.js';

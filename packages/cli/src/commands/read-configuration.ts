@@ -6,7 +6,7 @@ import {
   MAX_YAML_BYTES,
   parseConfiguration,
 } from '@dstack/core';
-import { CommandError } from '../output/report-error.js';
+import { CommandError } from '../output/command-error.js';
 
 /** `file: no such file` and the like, for a configuration file that cannot be read. */
 export function describeReadError(file: string, error: unknown): string {

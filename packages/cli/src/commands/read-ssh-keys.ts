@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import type { FleetConfiguration } from '@dstack/core';
-import { CommandError } from '../output/report-error.js';
+import { CommandError } from '../output/command-error.js';
 
 type SshConfig = NonNullable<FleetConfiguration['ssh_config']>;
 type SshKey = NonNullable<SshConfig['ssh_key']>;

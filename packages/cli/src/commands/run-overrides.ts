@@ -14,7 +14,7 @@ import {
   resourcesSpecSchema,
   VariablesInterpolator,
 } from '@dstack/core';
-import { CommandError } from '../output/report-error.js';
+import { CommandError } from '../output/command-error.js';
 
 /** The flags of `dstack apply` that change a run (commander's camel-cased names). */
 export interface RunOverrideOptions {

@@ -2,7 +2,7 @@ import { constants } from 'node:os';
 import { ConfigurationError } from '@dstack/core';
 import { cliConfigPath, loadCliConfig, saveCliConfig, upsertProject } from '../config/cli-config.js';
 import type { CliIo } from '../io.js';
-import { CommandError } from '../output/report-error.js';
+import { CommandError } from '../output/command-error.js';
 
 /** What `@dstack/server` exports for the CLI. */
 export interface ServerModule {

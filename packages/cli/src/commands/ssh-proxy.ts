@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
-import { CommandError } from '../output/report-error.js';
+import { CommandError } from '../output/command-error.js';
 import { connect, type ProjectOption } from './connect.js';
 
 export interface SshProxyOptions extends ProjectOption {

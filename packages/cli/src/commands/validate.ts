@@ -7,7 +7,7 @@ import {
 } from '@dstack/core';
 import { stringify } from 'yaml';
 import { type CliIo, red } from '../io.js';
-import { CommandError } from '../output/report-error.js';
+import { CommandError } from '../output/command-error.js';
 import { expandConfigurationProvider } from '../providers/expand-configuration-provider.js';
 import type { ValidateFormat } from './output-formats.js';
 import { readConfigurationText } from './read-configuration.js';

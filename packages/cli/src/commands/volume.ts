@@ -4,8 +4,8 @@ import { type Volume, type VolumeConfiguration, wireBackendType } from '@dstack/
 import type { DstackApiClient } from '../api/client.js';
 import type { CliIo } from '../io.js';
 import { type Colors, createColors } from '../output/colors.js';
+import { CommandError } from '../output/command-error.js';
 import { formatRelativeTime } from '../output/format.js';
-import { CommandError } from '../output/report-error.js';
 import { formatTable } from '../output/table.js';
 import { confirmAction } from './confirm.js';
 import { connect, type ProjectOption } from './connect.js';

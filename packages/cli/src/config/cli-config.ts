@@ -6,7 +6,7 @@ import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DstackError } from '@dstack/core';
-import { parse, stringify } from 'yaml';
+import { parsePlainConfig } from './plain-config-text.js';
 
 export interface ProjectConfig {
   name: string;
@@ -58,9 +58,10 @@ export async function loadCliConfig(path: string = cliConfigPath()): Promise<Cli
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { projects: [] };
     throw new CliConfigError(`${path}: cannot read: ${(error as Error).message}`, { cause: error });
   }
-  let data: unknown;
+  let data: unknown = parsePlainConfig(text);
+  // The YAML parser loads only for a file in another form than `dstack project add` writes.
   try {
-    data = parse(text);
+    if (data === undefined) data = (await import('yaml')).parse(text);
   } catch (error) {
     throw new CliConfigError(`${path}: invalid YAML: ${(error as Error).message}`, { cause: error });
   }
@@ -73,6 +74,7 @@ export async function loadCliConfig(path: string = cliConfigPath()): Promise<Cli
 export async function saveCliConfig(config: CliConfig, path: string = cliConfigPath()): Promise<void> {
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   const temporary = `${path}.${process.pid}.tmp`;
+  const { stringify } = await import('yaml');
   await writeFile(temporary, stringify(config), { mode: 0o600 });
   await chmod(temporary, 0o600);
   await rename(temporary, path);

@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { type Profile, parseProfilesFile } from '@dstack/core';
-import { CommandError } from '../output/report-error.js';
+import { CommandError } from '../output/command-error.js';
 
 export const PROFILE_VARIABLE = 'DSTACK_PROFILE';
 export const NO_PROFILE_VARIABLE = 'DSTACK_NO_PROFILE';

@@ -1,4 +1,4 @@
-import { ConfigurationError, DstackError, formatConfigurationError, ProviderError } from '@dstack/core';
+import { ConfigurationError, formatConfigurationError, ProviderError } from '@dstack/core';
 import {
   InvalidTokenError,
   ServerApiError,
@@ -9,13 +9,10 @@ import {
 import { CliConfigError } from '../config/cli-config.js';
 import type { CliIo } from '../io.js';
 import { createColors } from './colors.js';
+import { CommandError } from './command-error.js';
 import { printable } from './printable.js';
 
-/** A failure to report to the user as `error: <message>`, with exit code 1. */
-export class CommandError extends DstackError {
-  static override readonly marker: string = '@dstack/cli/CommandError';
-  override readonly name = 'CommandError';
-}
+export { CommandError } from './command-error.js';
 
 function fieldPath(fields: ReadonlyArray<string | number>): string {
   return fields

@@ -16,6 +16,7 @@ export * from './ports.js';
 export * from './repo-data.js';
 export * from './request-target.js';
 export * from './runner-api.js';
+export * from './runner-job-spec.js';
 export * from './service-authorization.js';
 export * from './service-rate-limits.js';
 export * from './service-request-counts.js';

@@ -1,11 +1,8 @@
 import type { MountPoint } from '../configuration/mount-point.js';
 import type { BackendType } from '../models/backend-type.js';
 import type { GatewayReplicaConfiguration, GatewayReplicaProvisioningData } from '../models/gateways.js';
-import type {
-  InstanceConfiguration,
-  InstanceOffer,
-  InstanceOfferWithAvailability,
-} from '../models/instances.js';
+import type { InstanceConfiguration } from '../models/instance-configuration.js';
+import type { InstanceOffer, InstanceOfferWithAvailability } from '../models/instances.js';
 import type { PlacementGroup, PlacementGroupProvisioningData } from '../models/placement-groups.js';
 import type { Requirements } from '../models/requirements.js';
 import type { JobProvisioningData } from '../models/runs.js';

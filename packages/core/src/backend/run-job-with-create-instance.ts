@@ -1,4 +1,5 @@
-import type { InstanceConfiguration, InstanceOfferWithAvailability } from '../models/instances.js';
+import type { InstanceConfiguration } from '../models/instance-configuration.js';
+import type { InstanceOfferWithAvailability } from '../models/instances.js';
 import type { JobProvisioningData } from '../models/runs.js';
 import type { Volume } from '../models/volumes.js';
 import type { ComputeWithCreateInstance, RunJobParams } from './compute.js';

@@ -10,7 +10,7 @@
  */
 import { stringify } from 'yaml';
 import { DSTACK_SHIM_HTTP_PORT } from '../agent-protocol/ports.js';
-import type { InstanceConfiguration } from '../models/instances.js';
+import type { InstanceConfiguration } from '../models/instance-configuration.js';
 import {
   AGENT_RUNTIME_SHIM_FILE,
   type AgentRuntimeDownload,

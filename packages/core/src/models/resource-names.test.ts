@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfiguration, validateConfiguration } from '../configuration/index.js';
 import { ConfigurationError } from '../errors.js';
-import { CreateProjectRequestSchema, CreateUserRequestSchema } from './api.js';
+import { CreateProjectRequestSchema, CreateUserRequestSchema } from './api-requests.js';
 import { isValidProjectName, isValidRepoId, isValidResourceName, isValidUsername } from './resource-names.js';
 
 /** Names no resource may have: control characters, escape sequences, slashes, spaces, a megabyte. */

@@ -1,0 +1,2 @@
+/** The answers of the fleet endpoints, loaded by `DstackApiClient` when one comes. */
+export { FleetSchema } from '@dstack/core';

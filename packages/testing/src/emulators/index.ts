@@ -109,7 +109,6 @@ export {
   gcpErrorResponse,
 } from './gcp/gcp-api-error.js';
 export { type BillingSku, COMPUTE_ENGINE_SERVICE_ID } from './gcp/gcp-billing-catalog.js';
-export { DEFAULT_GCP_IMAGES, DEFAULT_GCP_QUOTA_LIMIT, type GcpImage } from './gcp/gcp-compute-api.js';
 export type { GcpDiskState } from './gcp/gcp-compute-disks.js';
 export {
   DEFAULT_GCP_EMULATOR_TIMELINE,
@@ -117,6 +116,7 @@ export {
   type GcpInstanceStatus,
   type GcpOperationStatus,
 } from './gcp/gcp-compute-instances.js';
+export { DEFAULT_GCP_IMAGES, DEFAULT_GCP_QUOTA_LIMIT, type GcpImage } from './gcp/gcp-compute-project.js';
 export { COMPUTE_LINK_PREFIX, gpuQuotaMetric } from './gcp/gcp-compute-resources.js';
 export {
   DEFAULT_GCP_EMULATOR_PROJECT,

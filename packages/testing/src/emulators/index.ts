@@ -262,15 +262,7 @@ export {
   parseLambdaFault,
   parseLambdaFaultFlag,
 } from './lambda/lambda-emulator-faults.js';
-export {
-  DEFAULT_NEBIUS_EMULATOR_TIMELINE,
-  type NebiusEmulator,
-  type NebiusEmulatorOptions,
-  type NebiusEmulatorState,
-  type NebiusEmulatorTimeline,
-  type NebiusServiceAccountKey,
-  startNebiusEmulator,
-} from './nebius/nebius-emulator.js';
+export { startNebiusEmulator } from './nebius/nebius-emulator.js';
 export {
   NEBIUS_EMULATOR_USAGE,
   type NebiusEmulatorCommandArguments,
@@ -297,6 +289,14 @@ export {
   parseNebiusFault,
   parseNebiusFaultFlag,
 } from './nebius/nebius-emulator-faults.js';
+export {
+  DEFAULT_NEBIUS_EMULATOR_TIMELINE,
+  type NebiusEmulator,
+  type NebiusEmulatorOptions,
+  type NebiusEmulatorState,
+  type NebiusEmulatorTimeline,
+  type NebiusServiceAccountKey,
+} from './nebius/nebius-emulator-types.js';
 export { type PublishedCatalogServer, servePublishedCatalog } from './published-catalog-server.js';
 export { DEFAULT_RUNPOD_POD_NETWORK, DockerRunpodPods } from './runpod/runpod-docker-pods.js';
 export {

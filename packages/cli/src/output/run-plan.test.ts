@@ -1,7 +1,7 @@
 import { type Run, runConfigurationSchema } from '@dstack/core';
 import { describe, expect, it } from 'vitest';
 import { makeRun, makeRunPlan, makeRunSpec } from '../__fixtures__/api-objects.js';
-import { formatRuns } from '../commands/ps.js';
+import { formatRuns } from '../commands/ps-table.js';
 import { createColors } from './colors.js';
 import { formatRunPlan } from './run-plan.js';
 

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { parseConfiguration } from '@dstack/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { buildJobSpecs } from '../runs/job-specs.js';
-import { normalizeRunSpec } from '../runs/runs.js';
+import { normalizeRunSpec } from '../runs/stored-run-spec.js';
 import { createPipelineHarness, type PipelineHarness } from '../testing/pipeline-harness.test.helpers.js';
 import {
   fleetSpecColumn,

@@ -32,7 +32,7 @@ import {
 import type { GatewaysTable, ProjectsTable } from '../db/schema.js';
 import { runningReplicas } from '../proxies/service-proxy-replicas.js';
 import { instancePortOf } from '../runs/replica-address.js';
-import { ACTIVE_RUN_STATUSES } from '../runs/runs.js';
+import { ACTIVE_RUN_STATUSES } from '../runs/run-reads.js';
 import {
   replicaRangeOf,
   serviceConfigurationOf,

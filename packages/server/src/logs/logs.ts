@@ -8,7 +8,7 @@ import type { RunnerPullResponse } from '@dstack/core/agent-protocol';
 import { type Selectable, sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import type { JobLogsTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
-import { findRunRow } from '../runs/runs.js';
+import { findRunRow } from '../runs/run-reads.js';
 import {
   advanceLogCursor,
   emptyLogCursor,

@@ -9,7 +9,7 @@ import type { ServiceConfiguration } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import { runSpecOf } from '../db/json-columns.js';
 import type { RunsTable } from '../db/schema.js';
-import { ACTIVE_RUN_STATUSES } from '../runs/runs.js';
+import { ACTIVE_RUN_STATUSES } from '../runs/run-reads.js';
 import { serviceConfigurationOf } from '../runs/service-spec.js';
 
 export interface ProjectModel {

@@ -48,7 +48,7 @@ import {
   type RawUpgradeContext,
 } from '../http/raw-route.js';
 import { forwardUpgrade, requestUpstream } from '../http/upgrade-tunnel.js';
-import { ACTIVE_RUN_STATUSES, findRunRow } from '../runs/runs.js';
+import { ACTIVE_RUN_STATUSES, findRunRow } from '../runs/run-reads.js';
 import {
   replicaRangeOf,
   SERVICE_PROXY_PREFIX,

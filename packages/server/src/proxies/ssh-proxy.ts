@@ -25,8 +25,8 @@ import { HttpError } from '../http/error-mapping.js';
 import { authenticate } from '../http/http-handler.js';
 import { defineRawRoute, type RawRouteDefinition, type RawUpgradeContext } from '../http/raw-route.js';
 import { forwardUpgrade, requestUpstream } from '../http/upgrade-tunnel.js';
-import { runnerPortOf } from '../runs/job-running.js';
-import { ACTIVE_RUN_STATUSES, findRunRow } from '../runs/runs.js';
+import { runnerPortOf } from '../runs/job-runner-port.js';
+import { ACTIVE_RUN_STATUSES, findRunRow } from '../runs/run-reads.js';
 
 export const SSH_PROXY_PREFIX = '/proxy/ssh';
 

@@ -7,7 +7,7 @@
 import { type InstanceOfferWithAvailability, type RunSpec, ServerClientError } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import type { ProjectsTable, UsersTable } from '../db/schema.js';
-import { getRunPlan } from './runs.js';
+import { getRunPlan } from './run-plan.js';
 
 export const GPU_GROUP_FIELDS = ['backend', 'region', 'count'] as const;
 export type GpuGroupField = (typeof GPU_GROUP_FIELDS)[number];

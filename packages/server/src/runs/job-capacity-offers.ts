@@ -20,7 +20,7 @@ import {
   shareableOffers,
 } from '../fleets/instance-blocks.js';
 import type { ClusterJobPlacement } from './cluster-jobs.js';
-import { offerFiltersOf } from './runs.js';
+import { offerFiltersOf } from './run-plan.js';
 
 /** Offers for new capacity: those to launch on now, and those whose capacity is busy now. */
 export interface CapacityOffers {

@@ -9,7 +9,7 @@ import { ShimClient } from '@dstack/shim';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { jobProvisioningDataOf, jobSpecOf, runSpecOf, type StoredRunSpec } from '../db/json-columns.js';
 import { createPipelineHarness, type PipelineHarness } from '../testing/pipeline-harness.test.helpers.js';
-import { inactivityDurationOf, pullIntervalMs } from './job-running.js';
+import { inactivityDurationOf, pullIntervalMs } from './job-following.js';
 import { hostJobCommands } from './job-specs.js';
 import { applyRun } from './runs.js';
 

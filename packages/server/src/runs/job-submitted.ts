@@ -67,9 +67,9 @@ import {
   SUBMITTED_JOB_MIN_INTERVAL_MS as MIN_INTERVAL_MS,
   waitForCapacity,
 } from './job-submitted-release.js';
+import { offerFiltersOf } from './run-plan.js';
 import { aheadForOffer, type JobAhead, jobsAhead } from './run-priority.js';
 import { type JobVolumePlacement, jobVolumePlacement, launchVolumesOf } from './run-volumes.js';
-import { offerFiltersOf } from './runs.js';
 
 /** How soon a worker of a cluster whose master has no instance yet looks again. */
 const CLUSTER_WAIT_MS = 500;

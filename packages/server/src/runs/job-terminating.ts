@@ -20,8 +20,9 @@ import type { PipelineDefinition, RowLock, RowUpdate } from '../pipelines/pipeli
 import { dueIn } from '../pipelines/pipeline.js';
 import { detachJobVolumes } from '../volumes/job-volumes.js';
 import { markLongestWaitingJobDue } from './job-busy-capacity.js';
+import { pullRunner } from './job-following.js';
 import { markRunDue } from './job-pass.js';
-import { pullRunner, runnerPortOf, runnerWasStarted } from './job-running.js';
+import { runnerPortOf, runnerWasStarted } from './job-runner-port.js';
 
 const MIN_INTERVAL_MS = 500;
 /** How often to look again while the runner stops the job. */

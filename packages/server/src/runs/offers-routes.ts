@@ -9,7 +9,8 @@ import { getOffers, offerWarnings } from '../backends/offers.js';
 import { defineRoute, projectContext, RUN_PLAN_MAX_BODY_BYTES } from '../http/route.js';
 import { listGpus } from './gpus.js';
 import { buildJobSpecs } from './job-specs.js';
-import { normalizeRunSpec, offerFiltersOf } from './runs.js';
+import { offerFiltersOf } from './run-plan.js';
+import { normalizeRunSpec } from './stored-run-spec.js';
 
 export const offerRoutes = [
   defineRoute({

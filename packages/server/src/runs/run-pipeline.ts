@@ -21,8 +21,9 @@ import { countPendingRun, observeSubmitToProvision } from '../metrics/run-client
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { planJobSpecs } from './job-specs.js';
+import { baseImageOf } from './run-plan.js';
+import { newJobRow } from './run-rows.js';
 import { isScheduled, nextScheduledStart } from './run-schedule.js';
-import { baseImageOf, newJobRow } from './runs.js';
 import { markServiceGatewayDue } from './service-gateway.js';
 import { keepServiceReplicas } from './service-scaling.js';
 import { serviceConfigurationOf } from './service-spec.js';

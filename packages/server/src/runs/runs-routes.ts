@@ -12,7 +12,9 @@ import {
 import { z } from 'zod';
 import type { UsersTable } from '../db/schema.js';
 import { defineRoute, projectContext, RUN_PLAN_MAX_BODY_BYTES, SPEC_MAX_BODY_BYTES } from '../http/route.js';
-import { applyRun, deleteRuns, getRun, getRunPlan, listRuns, stopRuns } from './runs.js';
+import { getRunPlan } from './run-plan.js';
+import { getRun, listRuns } from './run-reads.js';
+import { applyRun, deleteRuns, stopRuns } from './runs.js';
 
 const tags = ['runs'];
 

@@ -26,7 +26,7 @@ import type { JobsTable, RunsTable } from '../db/schema.js';
 import { eventTargets, recordEvents, SYSTEM_ACTOR } from '../events/event-recorder.js';
 import { buildJobSpecs } from './job-specs.js';
 import { forgetProbes, probeReplicas } from './replica-probes.js';
-import { newJobRow } from './runs.js';
+import { newJobRow } from './run-rows.js';
 import {
   DEFAULT_REPLICA_GROUP,
   replicaGroupsOf,

@@ -10,7 +10,6 @@ import {
   type InstanceOfferWithAvailability,
   isNotImplemented,
   type JobProvisioningData,
-  NoCapacityError,
   type Requirements,
 } from '@dstack/core';
 import { afterAll, describe, it } from 'vitest';
@@ -19,25 +18,20 @@ import {
   checkAgentRequiresToken,
   checkInvalidCredentialsError,
   checkNoCapacityError,
-  checkProvisioningData,
   checkTerminateSucceeds,
   localAgentOf,
   type PollOptions,
   pollUntilHostname,
 } from './compute-checks.js';
 import { checkConfiguratorRoundTrip } from './configurator-checks.js';
+import { ConformanceLaunches, type LaunchMethod, terminate } from './conformance-launches.js';
 import { ConformanceViolation, show } from './conformance-violation.js';
-import {
-  anyCpuOfferRequirements,
-  conformanceInstanceConfiguration,
-  conformanceRunJobParams,
-} from './job-fixtures.js';
+import { anyCpuOfferRequirements } from './job-fixtures.js';
 import {
   checkOffersOrderedByPrice,
   checkOffersSatisfy,
   checkOffersWellFormed,
   deriveFilters,
-  provisionableOffersByPrice,
 } from './offer-checks.js';
 import { checkDeclaredCapabilities } from './plugin-checks.js';
 import { generateProjectSshKeys } from './project-ssh-keys.js';
@@ -52,11 +46,9 @@ import {
   type BackendEmulator,
   type ConformanceCheck,
   DEFAULT_PROVISIONING_TEST_TIMEOUT_MS,
-  DEFAULT_TEST_PROJECT_NAME,
   type TestBackendOptions,
 } from './test-backend-options.js';
 
-type LaunchMethod = 'runJob' | 'createInstance';
 type Needed = keyof ComputeWithCreateInstance | keyof ComputeWithGateways | 'validateConfig';
 
 const OFFERS_TEST_TIMEOUT_MS = 30_000;
@@ -85,24 +77,23 @@ class ConformanceSuite<E extends BackendEmulator> {
   readonly #setup: SuiteSetup<E>;
   readonly #keys;
   readonly #requirements: Requirements;
-  readonly #runJobRequirements: Requirements;
   readonly #polling: PollOptions;
   readonly #provisioningTimeout: number;
-  /** Instances created and not yet terminated, by id. */
-  readonly #live = new Map<string, JobProvisioningData>();
   #unfilteredOffers: Promise<InstanceOfferWithAvailability[]> | undefined;
   /** The instance the provisioning test brought up, for the termination test. */
   #provisioned: JobProvisioningData | undefined;
-  #launches = 0;
-  /** The offer each launch was made on, by dstack instance id. */
-  readonly #launchedOffers = new Map<string, InstanceOfferWithAvailability>();
+  readonly #launches: ConformanceLaunches;
 
   constructor(options: TestBackendOptions<E>, setup: SuiteSetup<E>) {
     this.#options = options;
     this.#setup = setup;
     this.#keys = options.projectSshKeys ?? generateProjectSshKeys();
     this.#requirements = options.requirements ?? anyCpuOfferRequirements();
-    this.#runJobRequirements = options.runJobRequirements ?? this.#requirements;
+    this.#launches = new ConformanceLaunches(
+      options,
+      this.#keys,
+      options.runJobRequirements ?? this.#requirements,
+    );
     this.#polling = {
       maxAttempts: options.provisioning?.maxAttempts ?? 300,
       intervalMs: options.provisioning?.intervalMs ?? 100,
@@ -128,12 +119,9 @@ class ConformanceSuite<E extends BackendEmulator> {
     const compute = this.#setup.compute;
     try {
       if (compute && !isNotImplemented(compute.terminateInstance)) {
-        for (const data of this.#live.values()) {
-          await terminate(compute, data).catch(() => undefined);
-        }
+        await this.#launches.terminateLeft(compute);
       }
     } finally {
-      this.#live.clear();
       await this.#setup.dispose();
     }
   }
@@ -314,95 +302,6 @@ class ConformanceSuite<E extends BackendEmulator> {
     return compute && hasCapability(compute, 'create-instance') ? 'createInstance' : 'runJob';
   }
 
-  /** A fresh launch: its own run name and dstack instance id (the idempotency key). */
-  #nextLaunch(): { runName: string; instanceId: string; agentToken: string } {
-    this.#launches += 1;
-    return {
-      runName: `conformance-${this.#launches}`,
-      instanceId: `conformance-${randomUUID()}`,
-      agentToken: `conformance-token-${randomUUID()}`,
-    };
-  }
-
-  /**
-   * Launches on the cheapest provisionable offer. An offer that is gone (`NoCapacityError`: a
-   * backend may keep a search's offers for a while, as dstack's cached ones do) moves on to the
-   * next, as the server does, unless `firstOfferOnly` (the capacity checks want that error).
-   */
-  async #launch(
-    compute: Compute,
-    method: LaunchMethod,
-    launch = this.#nextLaunch(),
-    { firstOfferOnly = false } = {},
-  ): Promise<JobProvisioningData> {
-    // A launch repeated with its instance id goes to the offer it was made on, as the server's
-    // retry does (the offer is recorded with the launch): the backend's offers may have changed
-    // since, e.g. the local host is now held by that very instance.
-    const launchedOn = this.#launchedOffers.get(launch.instanceId);
-    if (launchedOn) return this.#launchOn(compute, method, launch, launchedOn);
-    const offers = provisionableOffersByPrice(await compute.getOffers(this.#runJobRequirements));
-    if (offers.length === 0) {
-      throw new ConformanceViolation(
-        `${method} can be tried`,
-        'getOffers returned no provisionable offer for the runJob requirements; set `runJobRequirements`',
-      );
-    }
-    for (const [index, offer] of offers.entries()) {
-      try {
-        const started = await this.#launchOn(compute, method, launch, offer);
-        this.#launchedOffers.set(launch.instanceId, offer);
-        return started;
-      } catch (error) {
-        const last = firstOfferOnly || index === offers.length - 1;
-        if (last || !NoCapacityError.isInstance(error)) throw error;
-      }
-    }
-    throw new Error('unreachable: the last offer rethrows');
-  }
-
-  async #launchOn(
-    compute: Compute,
-    method: LaunchMethod,
-    launch: { runName: string; instanceId: string; agentToken: string },
-    offer: InstanceOfferWithAvailability,
-  ): Promise<JobProvisioningData> {
-    const projectName = this.#options.projectName ?? DEFAULT_TEST_PROJECT_NAME;
-    const { runName, instanceId, agentToken } = launch;
-    const started =
-      method === 'runJob'
-        ? await compute.runJob(
-            conformanceRunJobParams({
-              instanceId,
-              agentToken,
-              runName,
-              projectName,
-              offer,
-              requirements: this.#runJobRequirements,
-              keys: this.#keys,
-              runnerDownloadUrl: this.#options.runnerDownloadUrl,
-              imageName: this.#options.jobImage,
-            }),
-          )
-        : await (compute as ComputeWithCreateInstance).createInstance(
-            offer,
-            conformanceInstanceConfiguration({
-              instanceId,
-              agentToken,
-              instanceName: runName,
-              projectName,
-              keys: this.#keys,
-            }),
-            null,
-          );
-    if (typeof started?.instance_id === 'string') this.#live.set(started.instance_id, started);
-    return checkProvisioningData(started, compute.type, method);
-  }
-
-  async #terminate(compute: Compute, data: JobProvisioningData): Promise<void> {
-    await terminate(compute, data);
-    this.#live.delete(data.instance_id);
-  }
-
   #registerCapacityTests(): void {
     const emulator = this.#setup.context.emulator;
     const methods: LaunchMethod[] = this.#options.capabilities.includes('create-instance')
@@ -426,15 +325,17 @@ class ConformanceSuite<E extends BackendEmulator> {
         ['getOffers', method],
         async (compute) => {
           await emulator.failNextLaunchWithNoCapacity?.(1);
-          const error = await this.#launch(compute, method, this.#nextLaunch(), {
-            firstOfferOnly: true,
-          }).then(
-            async (data) => {
-              await this.#terminate(compute, data).catch(() => undefined);
-              return undefined;
-            },
-            (thrown: unknown) => thrown ?? new Error(`${method} threw undefined`),
-          );
+          const error = await this.#launches
+            .launch(compute, method, this.#launches.next(), {
+              firstOfferOnly: true,
+            })
+            .then(
+              async (data) => {
+                await this.#launches.terminate(compute, data).catch(() => undefined);
+                return undefined;
+              },
+              (thrown: unknown) => thrown ?? new Error(`${method} threw undefined`),
+            );
           checkNoCapacityError(error, method);
         },
         this.#provisioningTimeout,
@@ -449,10 +350,10 @@ class ConformanceSuite<E extends BackendEmulator> {
       `${method} returns at once and updateProvisioningData fills hostname within ${this.#polling.maxAttempts} calls`,
       ['getOffers', method, 'updateProvisioningData'],
       async (compute) => {
-        const launch = this.#nextLaunch();
-        const started = await this.#launch(compute, method, launch);
+        const launch = this.#launches.next();
+        const started = await this.#launches.launch(compute, method, launch);
         const ready = await pollUntilHostname(compute, started, this.#keys, this.#polling);
-        this.#live.set(ready.instance_id, ready);
+        this.#launches.track(ready);
         this.#provisioned = ready;
         const kind = this.#setup.plugin?.computeKind ?? 'vm';
         const agent = this.#setup.context.emulator.agentOf?.(ready.instance_id) ?? localAgentOf(ready, kind);
@@ -469,8 +370,8 @@ class ConformanceSuite<E extends BackendEmulator> {
         "runJob starts the job's instance and returns its provisioning data",
         ['getOffers', 'runJob', 'terminateInstance'],
         async (compute) => {
-          const started = await this.#launch(compute, 'runJob');
-          await this.#terminate(compute, started);
+          const started = await this.#launches.launch(compute, 'runJob');
+          await this.#launches.terminate(compute, started);
         },
         this.#provisioningTimeout,
       );
@@ -490,10 +391,10 @@ class ConformanceSuite<E extends BackendEmulator> {
       `a second ${method} with the same instance_id returns the same instance${counted ? ' and launches no machine' : ''}`,
       ['getOffers', method, 'terminateInstance'],
       async (compute) => {
-        const launch = this.#nextLaunch();
+        const launch = this.#launches.next();
         const machinesBefore = counted ? await emulator.launchedMachineCount?.() : undefined;
-        const first = await this.#launch(compute, method, launch);
-        const second = await this.#launch(compute, method, launch);
+        const first = await this.#launches.launch(compute, method, launch);
+        const second = await this.#launches.launch(compute, method, launch);
         try {
           if (second.instance_id !== first.instance_id) {
             throw new ConformanceViolation(
@@ -511,8 +412,8 @@ class ConformanceSuite<E extends BackendEmulator> {
             }
           }
         } finally {
-          await this.#terminate(compute, first).catch(() => undefined);
-          await this.#terminate(compute, second).catch(() => undefined);
+          await this.#launches.terminate(compute, first).catch(() => undefined);
+          await this.#launches.terminate(compute, second).catch(() => undefined);
         }
       },
       this.#provisioningTimeout,
@@ -526,14 +427,14 @@ class ConformanceSuite<E extends BackendEmulator> {
       'terminateInstance succeeds when called twice on the same instance',
       ['getOffers', method, 'terminateInstance'],
       async (compute) => {
-        const data = this.#provisioned ?? (await this.#launch(compute, method));
+        const data = this.#provisioned ?? (await this.#launches.launch(compute, method));
         await checkTerminateSucceeds(
           () => terminate(compute, data),
           'twice on a created instance',
           2,
           this.#polling,
         );
-        this.#live.delete(data.instance_id);
+        this.#launches.forget(data.instance_id);
       },
       this.#provisioningTimeout,
     );
@@ -544,7 +445,7 @@ class ConformanceSuite<E extends BackendEmulator> {
         'terminateInstance succeeds on an instance the provider already removed',
         ['getOffers', method, 'terminateInstance'],
         async (compute) => {
-          const data = await this.#launch(compute, method);
+          const data = await this.#launches.launch(compute, method);
           await emulator.removeInstance?.(data.instance_id);
           await checkTerminateSucceeds(
             () => terminate(compute, data),
@@ -552,7 +453,7 @@ class ConformanceSuite<E extends BackendEmulator> {
             1,
             this.#polling,
           );
-          this.#live.delete(data.instance_id);
+          this.#launches.forget(data.instance_id);
         },
         this.#provisioningTimeout,
       );
@@ -633,9 +534,4 @@ function terminateGateway(
   configuration: GatewayReplicaConfiguration,
 ): Promise<void> {
   return compute.terminateGatewayReplica(data.instance_id, configuration, data.backend_data);
-}
-
-/** Terminates the instance `data` describes. */
-function terminate(compute: Compute, data: JobProvisioningData): Promise<void> {
-  return compute.terminateInstance(data.instance_id, data.region, data.backend_data);
 }

@@ -118,7 +118,6 @@ export {
   gcpErrorResponse,
 } from './gcp/gcp-api-error.js';
 export { type BillingSku, COMPUTE_ENGINE_SERVICE_ID } from './gcp/gcp-billing-catalog.js';
-export { DEFAULT_GCP_IMAGES, DEFAULT_GCP_QUOTA_LIMIT, type GcpImage } from './gcp/gcp-compute-api.js';
 export type { GcpDiskState } from './gcp/gcp-compute-disks.js';
 export {
   DEFAULT_GCP_EMULATOR_TIMELINE,
@@ -126,6 +125,7 @@ export {
   type GcpInstanceStatus,
   type GcpOperationStatus,
 } from './gcp/gcp-compute-instances.js';
+export { DEFAULT_GCP_IMAGES, DEFAULT_GCP_QUOTA_LIMIT, type GcpImage } from './gcp/gcp-compute-project.js';
 export { COMPUTE_LINK_PREFIX, gpuQuotaMetric } from './gcp/gcp-compute-resources.js';
 export {
   DEFAULT_GCP_EMULATOR_PROJECT,
@@ -277,15 +277,7 @@ export {
   parseLambdaFault,
   parseLambdaFaultFlag,
 } from './lambda/lambda-emulator-faults.js';
-export {
-  DEFAULT_NEBIUS_EMULATOR_TIMELINE,
-  type NebiusEmulator,
-  type NebiusEmulatorOptions,
-  type NebiusEmulatorState,
-  type NebiusEmulatorTimeline,
-  type NebiusServiceAccountKey,
-  startNebiusEmulator,
-} from './nebius/nebius-emulator.js';
+export { startNebiusEmulator } from './nebius/nebius-emulator.js';
 export {
   NEBIUS_EMULATOR_USAGE,
   type NebiusEmulatorCommandArguments,
@@ -312,6 +304,14 @@ export {
   parseNebiusFault,
   parseNebiusFaultFlag,
 } from './nebius/nebius-emulator-faults.js';
+export {
+  DEFAULT_NEBIUS_EMULATOR_TIMELINE,
+  type NebiusEmulator,
+  type NebiusEmulatorOptions,
+  type NebiusEmulatorState,
+  type NebiusEmulatorTimeline,
+  type NebiusServiceAccountKey,
+} from './nebius/nebius-emulator-types.js';
 export { type PublishedCatalogServer, servePublishedCatalog } from './published-catalog-server.js';
 export { DEFAULT_RUNPOD_POD_NETWORK, DockerRunpodPods } from './runpod/runpod-docker-pods.js';
 export {

@@ -10,7 +10,7 @@ import type { AppContext } from '../../context.js';
 import { jobProvisioningDataOf } from '../../db/json-columns.js';
 import type { JobsTable, ProjectsTable } from '../../db/schema.js';
 import { requestUpstream } from '../../http/upgrade-tunnel.js';
-import { runnerPortOf } from '../../runs/job-running.js';
+import { runnerPortOf } from '../../runs/job-runner-port.js';
 
 /** Opens the job's runner SSH stream; rejects when the runner cannot be reached or refuses. */
 export async function openRunnerSshSocket(

@@ -17,12 +17,7 @@ import type { EmulatedHosts } from '../emulated-hosts.js';
 import { controlError, emulatorControlRoutes } from '../emulator-control-routes.js';
 import { GcpApiError } from './gcp-api-error.js';
 import { type BillingSku, buildBillingSkus, listSkus } from './gcp-billing-catalog.js';
-import {
-  computeRoutes,
-  DEFAULT_GCP_IMAGES,
-  type GcpComputeProject,
-  type GcpImage,
-} from './gcp-compute-api.js';
+import { computeRoutes } from './gcp-compute-api.js';
 import { type GcpDiskState, GcpDisks } from './gcp-compute-disks.js';
 import {
   DEFAULT_GCP_EMULATOR_TIMELINE,
@@ -31,6 +26,7 @@ import {
   type GcpInstanceStatus,
   GcpInstances,
 } from './gcp-compute-instances.js';
+import { DEFAULT_GCP_IMAGES, type GcpComputeProject, type GcpImage } from './gcp-compute-project.js';
 import { DEFAULT_GCP_EMULATOR_REGIONS, GcpEmulatorData } from './gcp-emulator-data.js';
 import {
   type ActiveGcpFault,

@@ -11,8 +11,9 @@ import {
   parseEmulatorArguments,
   runEmulatorCommand,
 } from '../emulator-command.js';
-import { type NebiusEmulator, type NebiusEmulatorOptions, startNebiusEmulator } from './nebius-emulator.js';
+import { startNebiusEmulator } from './nebius-emulator.js';
 import { type NebiusFault, parseNebiusFaultFlag } from './nebius-emulator-faults.js';
+import type { NebiusEmulator, NebiusEmulatorOptions } from './nebius-emulator-types.js';
 
 export const NEBIUS_EMULATOR_USAGE =
   'Usage: emulator nebius --server-config FILE [--port N] [--fault CODE[:PLATFORM]]... [--no-hosts]';

@@ -16,15 +16,19 @@
  *
  * Instances go CREATING → STARTING → RUNNING (with hosts: once the host is up; its address is the
  * interface's public and private IP), DELETING → gone; an instance needs its boot disk READY, and
- * a disk attached to an instance cannot be deleted. With `hosts`, an instance boots a host of
+ * a disk attached to an instance cannot be deleted. `preemptInstance` preempts a preemptible one as
+ * Nebius documents it (`on_preemption: STOP`, the only policy): Compute stops the VM without
+ * deleting or restarting it, STOPPING → STOPPED, its host gone; `Get` still answers it, with its boot
+ * disk attached and a static public address kept (a dynamic one is released), until it is deleted. With `hosts`, an instance boots a host of
  * Nebius's Ubuntu + CUDA image (Docker included) that runs the spec's cloud-init user data.
  */
 import { createVerify, generateKeyPairSync, randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { BackendEmulator } from '../../conformance/test-backend-options.js';
+import { json } from '../../emulator/emulator-responses.js';
 import { startEmulatorServer } from '../../emulator/emulator-server.js';
 import type { EmulatedHosts } from '../emulated-hosts.js';
-import { emulatorControlRoutes } from '../emulator-control-routes.js';
+import { controlError, emulatorControlRoutes } from '../emulator-control-routes.js';
 import { EmulatedInstanceHost } from '../instance-host.js';
 import {
   DEFAULT_NEBIUS_FABRICS,
@@ -53,6 +57,8 @@ export interface NebiusEmulatorTimeline {
   startingMs: number;
   /** DELETING → gone after this. Default 200. */
   deletingMs: number;
+  /** A preempted instance's STOPPING → STOPPED after this. Default 200. */
+  stoppingMs: number;
 }
 
 export const DEFAULT_NEBIUS_EMULATOR_TIMELINE: NebiusEmulatorTimeline = {
@@ -60,6 +66,7 @@ export const DEFAULT_NEBIUS_EMULATOR_TIMELINE: NebiusEmulatorTimeline = {
   creatingMs: 100,
   startingMs: 200,
   deletingMs: 200,
+  stoppingMs: 200,
 };
 
 export interface NebiusServiceAccountKey {
@@ -83,7 +90,7 @@ export interface NebiusEmulatorOptions {
   tokenLifetimeSeconds?: number;
 }
 
-type InstanceState = 'CREATING' | 'STARTING' | 'RUNNING' | 'DELETING' | 'ERROR';
+type InstanceState = 'CREATING' | 'STARTING' | 'RUNNING' | 'STOPPING' | 'STOPPED' | 'DELETING' | 'ERROR';
 
 interface EmulatedDisk {
   id: string;
@@ -102,6 +109,8 @@ interface EmulatedInstance {
   bootDiskId: string;
   createdAt: number;
   deletedAt: number | null;
+  /** When Compute preempted it, and the address its interface had then. */
+  preempted: { at: number; address: string | null } | null;
   host: EmulatedInstanceHost | undefined;
   madeUpIp: string;
 }
@@ -147,6 +156,12 @@ export interface NebiusEmulator extends BackendEmulator {
   faults(): readonly ActiveNebiusFault[];
   failNextLaunchWithNoCapacity(count?: number): void;
   removeInstance(instanceId: string): Promise<void>;
+  /**
+   * Preempts a preemptible instance now, as Compute does to reclaim its capacity: it stops
+   * (STOPPING → STOPPED), its host goes, and it stays until deleted. Throws for a regular instance
+   * or one not STARTING or RUNNING. Also `POST /_emulator/instances/:id/preempt`.
+   */
+  preemptInstance(instanceId: string): void;
   launchedMachineCount(): number;
   state(): NebiusEmulatorState;
   close(): Promise<void>;
@@ -164,6 +179,14 @@ class RpcError extends Error {
 
 function nebiusId(prefix: string): string {
   return `${prefix}-e00${randomBytes(9).toString('hex').slice(0, 17)}`;
+}
+
+/** Whether the instance's first interface asked for a static public address (kept while it is stopped). */
+function hasStaticPublicAddress(instance: { spec: Record<string, unknown> }): boolean {
+  const interfaces = instance.spec.network_interfaces as
+    | Array<{ public_ip_address?: { static?: boolean } | null }>
+    | undefined;
+  return interfaces?.[0]?.public_ip_address?.static === true;
 }
 
 function timestamp(ms: number): { seconds: number; nanos: number } {
@@ -238,6 +261,8 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
   function instanceState(instance: EmulatedInstance, now = Date.now()): InstanceState | 'gone' {
     if (instance.deletedAt !== null)
       return now - instance.deletedAt >= timeline.deletingMs ? 'gone' : 'DELETING';
+    if (instance.preempted !== null)
+      return now - instance.preempted.at >= timeline.stoppingMs ? 'STOPPED' : 'STOPPING';
     if (instance.host?.status === 'failed') return 'ERROR';
     const age = now - instance.createdAt;
     if (age < timeline.creatingMs) return 'CREATING';
@@ -254,7 +279,10 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
 
   function instanceView(instance: EmulatedInstance): Record<string, unknown> {
     const state = instanceState(instance);
-    const address = state === 'RUNNING' ? (instance.host?.address ?? instance.madeUpIp) : null;
+    const address =
+      state === 'RUNNING'
+        ? (instance.host?.address ?? instance.madeUpIp)
+        : (instance.preempted?.address ?? null);
     return {
       metadata: { id: instance.id, ...instance.metadata, created_at: timestamp(instance.createdAt) },
       spec: instance.spec,
@@ -266,7 +294,14 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
                 index: 0,
                 name: 'dstack-default-interface',
                 ip_address: { address: `${address}/32` },
-                public_ip_address: { address: `${address}/32`, static: true },
+                ...(state === 'RUNNING' || hasStaticPublicAddress(instance)
+                  ? {
+                      public_ip_address: {
+                        address: `${address}/32`,
+                        static: hasStaticPublicAddress(instance),
+                      },
+                    }
+                  : {}),
               },
             ]
           : [],
@@ -578,6 +613,7 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
           bootDiskId: diskId,
           createdAt: Date.now(),
           deletedAt: null,
+          preempted: null,
           host: undefined,
           madeUpIp: `127.79.${Math.floor(launched / 250) % 250}.${(launched % 250) + 2}`,
         };
@@ -670,6 +706,26 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
     };
   }
 
+  function preempt(instanceId: string): void {
+    live();
+    const instance = instances.get(instanceId);
+    if (!instance) throw new Error(`no instance ${instanceId}`);
+    if (instance.spec.preemptible == null) throw new Error(`${instanceId} is not a preemptible instance`);
+    const state = instanceState(instance);
+    if (state !== 'STARTING' && state !== 'RUNNING') {
+      throw new Error(
+        `${instanceId} is ${state}; only a starting or running preemptible instance is preempted`,
+      );
+    }
+    const address = state === 'RUNNING' ? (instance.host?.address ?? instance.madeUpIp) : null;
+    instance.preempted = { at: Date.now(), address };
+    void instance.host
+      ?.stop()
+      .catch((error: unknown) =>
+        console.error(`Nebius emulator: cannot stop the host of ${instance.id}: ${String(error)}`),
+      );
+  }
+
   const definition = nebiusEmulatorPackageDefinition();
   const server = new grpc.Server();
   const serve = (
@@ -738,7 +794,23 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
 
   const control = await startEmulatorServer({
     host,
-    routes: emulatorControlRoutes({ state, faults, parseFault: parseNebiusFault }),
+    routes: [
+      ...emulatorControlRoutes({ state, faults, parseFault: parseNebiusFault }),
+      {
+        name: 'instances.preempt',
+        method: 'POST',
+        path: '/_emulator/instances/:id/preempt',
+        handle: (request) => {
+          try {
+            const id = request.params.id ?? '';
+            preempt(id);
+            return json({ id, state: state().instances.find((each) => each.id === id)?.state });
+          } catch (error) {
+            throw controlError(error);
+          }
+        },
+      },
+    ],
   });
 
   return {
@@ -759,6 +831,7 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
       instances.delete(instanceId);
       await instance.host?.stop();
     },
+    preemptInstance: preempt,
     launchedMachineCount: () => launched,
     state,
     async close() {

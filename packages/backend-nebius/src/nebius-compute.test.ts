@@ -169,7 +169,14 @@ describe('NebiusCompute on the Nebius emulator', () => {
     expect(await compute.instanceStatus(spot)).toBe('running');
     expect(() => emulator.preemptInstance(regular.instance_id)).toThrow(/not a preemptible instance/);
 
-    emulator.preemptInstance(spot.instance_id);
+    // The control server's route, as `pnpm emulator nebius` users preempt.
+    const preempt = (id: string) =>
+      fetch(`${emulator.url}/_emulator/instances/${id}/preempt`, { method: 'POST' });
+    const refused = await preempt(regular.instance_id);
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({ error: `${regular.instance_id} is not a preemptible instance` });
+    const preempted = await preempt(spot.instance_id);
+    expect(await preempted.json()).toEqual({ id: spot.instance_id, state: 'STOPPING' });
     expect(await compute.instanceStatus(spot)).toBe('interrupted');
     expect(await compute.instanceStatus(regular)).toBe('running');
     await expect

@@ -1,6 +1,7 @@
 import { Catalog } from '@dstack/catalog';
 import {
   BackendAuthenticationError,
+  buildVmUserData,
   generateEd25519KeyPair,
   generateUniqueBackendName,
   type InstanceConfiguration,
@@ -14,7 +15,7 @@ import {
 import type { NebiusEmulator } from '@dstack/testing/emulators';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NebiusApi } from './nebius-api.js';
-import { createNebiusBackend, type NebiusCompute } from './nebius-compute.js';
+import { createNebiusBackend, NEBIUS_SETUP_COMMANDS, type NebiusCompute } from './nebius-compute.js';
 import { type NebiusBackendConfigWithCreds, nebiusConfigModels } from './nebius-config.js';
 import { emulatorConfig, startNebiusTestEmulator } from './nebius-emulator.test.helpers.js';
 
@@ -126,6 +127,21 @@ describe('NebiusCompute on the Nebius emulator', () => {
     expect(emulator.state().disks).toEqual([
       { id: instance?.bootDiskId, name: instance?.name, attachedTo: first.instance_id },
     ]);
+    // dstack's setup commands (sshd forwarding, Docker's daemon.json) run before the shim's bootstrap.
+    const api = new NebiusApi({
+      serviceAccountId: emulator.serviceAccount.serviceAccountId,
+      publicKeyId: emulator.serviceAccount.publicKeyId,
+      privateKey: emulator.serviceAccount.privateKey,
+      endpointUrl: emulator.apiUrl,
+    });
+    const userData = String((await api.getInstance(first.instance_id)).spec.cloud_init_user_data);
+    api.close();
+    expect(userData).toBe(
+      buildVmUserData(instanceConfig('launch-1'), { backendCommands: NEBIUS_SETUP_COMMANDS }),
+    );
+    expect(userData).toContain(
+      `echo '{"runtimes": {"nvidia": {"args": [], "path": "nvidia-container-runtime"}}, "exec-opts": ["native.cgroupdriver=cgroupfs"]}' > /etc/docker/daemon.json`,
+    );
 
     await expect
       .poll(async () => (await compute.updateProvisioningData(first)).hostname)
@@ -136,6 +152,58 @@ describe('NebiusCompute on the Nebius emulator', () => {
     await expect(compute.updateProvisioningData(first)).rejects.toSatisfy((error) =>
       ProvisioningError.isInstance(error),
     );
+  });
+
+  it('sees a preempted spot instance as interrupted (Nebius stops it, keeping it and its static address), a regular one running', async () => {
+    const compute = computeWith();
+    const offers = await compute.getOffers(requirements('H100', null));
+    const spotOffer = offers.find((each) => each.region === 'eu-north1' && each.instance.resources.spot);
+    const regularOffer = offers.find((each) => each.region === 'eu-north1' && !each.instance.resources.spot);
+    if (!spotOffer || !regularOffer) throw new Error('no eu-north1 offers');
+    const spot = await compute.createInstance(spotOffer, instanceConfig('preempted-1'));
+    const regular = await compute.createInstance(regularOffer, instanceConfig('regular-1'));
+    await expect
+      .poll(async () => (await compute.updateProvisioningData(spot)).hostname)
+      .toMatch(/^127\.79\./);
+    const address = (await compute.updateProvisioningData(spot)).hostname;
+    expect(await compute.instanceStatus(spot)).toBe('running');
+    expect(() => emulator.preemptInstance(regular.instance_id)).toThrow(/not a preemptible instance/);
+
+    // The control server's route, as `pnpm emulator nebius` users preempt.
+    const preempt = (id: string) =>
+      fetch(`${emulator.url}/_emulator/instances/${id}/preempt`, { method: 'POST' });
+    const refused = await preempt(regular.instance_id);
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({ error: `${regular.instance_id} is not a preemptible instance` });
+    const preempted = await preempt(spot.instance_id);
+    expect(await preempted.json()).toEqual({ id: spot.instance_id, state: 'STOPPING' });
+    expect(await compute.instanceStatus(spot)).toBe('interrupted');
+    expect(await compute.instanceStatus(regular)).toBe('running');
+    await expect
+      .poll(() => emulator.state().instances.find((each) => each.id === spot.instance_id)?.state)
+      .toBe('STOPPED');
+    expect(() => emulator.preemptInstance(spot.instance_id)).toThrow(/is STOPPED/);
+    // Stopped, not deleted: Get answers it, its boot disk attached and its static address kept.
+    const api = new NebiusApi({
+      serviceAccountId: emulator.serviceAccount.serviceAccountId,
+      publicKeyId: emulator.serviceAccount.publicKeyId,
+      privateKey: emulator.serviceAccount.privateKey,
+      endpointUrl: emulator.apiUrl,
+    });
+    const stopped = await api.getInstance(spot.instance_id);
+    api.close();
+    expect(stopped.status?.state).toBe('STOPPED');
+    expect(stopped.status?.network_interfaces[0]?.public_ip_address?.address).toBe(`${address}/32`);
+    expect(emulator.state().disks.find((disk) => disk.attachedTo === spot.instance_id)).toBeDefined();
+    expect(await compute.instanceStatus(spot)).toBe('interrupted');
+    await expect(compute.updateProvisioningData(spot)).rejects.toSatisfy((error) =>
+      ProvisioningError.isInstance(error),
+    );
+
+    await terminate(compute, spot);
+    expect(await compute.instanceStatus(spot)).toBe('gone');
+    await terminate(compute, regular);
+    expect(emulator.state()).toMatchObject({ instances: [], disks: [] });
   });
 
   it('reuses the boot disk a launch that died before its instance made', async () => {

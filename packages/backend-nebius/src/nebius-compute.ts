@@ -13,6 +13,7 @@ import {
   type InstanceConfiguration,
   type InstanceOffer,
   type InstanceOfferWithAvailability,
+  type InstanceStatusAtProvider,
   type JobProvisioningData,
   mergeTags,
   NotYetTerminatedError,
@@ -58,6 +59,22 @@ export const NEBIUS_SUPPORTED_PLATFORMS: ReadonlySet<string> = new Set([
   'cpu-d3',
   'cpu-e2',
 ]);
+/**
+ * dstack's Docker daemon settings on Nebius's image: the NVIDIA runtime, and the cgroupfs driver
+ * (a workaround for NVIDIA/nvidia-container-toolkit#48), as `json.dumps` writes them.
+ */
+const NEBIUS_DOCKER_DAEMON_CONFIG =
+  '{"runtimes": {"nvidia": {"args": [], "path": "nvidia-container-runtime"}}, "exec-opts": ["native.cgroupdriver=cgroupfs"]}';
+/**
+ * dstack's `SETUP_COMMANDS`, run by the user data before the shim: sshd allows TCP forwarding (the
+ * image turns it off), and Docker gets the daemon settings above.
+ */
+export const NEBIUS_SETUP_COMMANDS: readonly string[] = [
+  'sed -i "s/.*AllowTcpForwarding.*/AllowTcpForwarding yes/g" /etc/ssh/sshd_config',
+  'service ssh restart',
+  `echo '${NEBIUS_DOCKER_DAEMON_CONFIG}' > /etc/docker/daemon.json`,
+  'service docker restart',
+];
 const MAX_RESOURCE_NAME_LENGTH = 63;
 /** dstack's waits: the boot disk's operation, then the instance reaching STARTING or RUNNING. */
 const WAIT_FOR_DISK_MS = 20_000;
@@ -122,7 +139,7 @@ function ignoreNotFound(error: unknown): void {
  * Runs jobs on Nebius VMs as dstack does: a NETWORK_SSD boot disk from the
  * `ubuntu24.04-cuda13.0` image family, then an instance of the offer's platform and preset on the
  * project's `default-subnet…` with a static public IP, whose cloud-init user data authorizes the
- * keys and starts the shim (core's `buildVmUserData`, as AWS). Both are waited for as dstack does
+ * keys, runs dstack's Nebius setup commands and starts the shim (core's `buildVmUserData`, as AWS). Both are waited for as dstack does
  * (capacity and quota errors come late); a failed launch deletes what it made. Termination deletes
  * the instance, then (a later call, `NotYetTerminatedError` until then) the boot disk.
  */
@@ -269,7 +286,7 @@ export class NebiusCompute
       const instanceOperation = await this.#api.createInstance({
         metadata: { name, parent_id: projectId, labels },
         spec: {
-          cloud_init_user_data: buildVmUserData(config),
+          cloud_init_user_data: buildVmUserData(config, { backendCommands: NEBIUS_SETUP_COMMANDS }),
           resources: { platform, preset },
           ...(cluster ? { gpu_cluster: { id: cluster.id } } : {}),
           boot_disk: { attach_mode: 'READ_WRITE', existing_disk: { id: diskId } },
@@ -465,6 +482,26 @@ export class NebiusCompute
       hostname: publicAddress.split('/')[0] ?? null,
       internal_ip: network?.ip_address?.address?.split('/')[0] ?? null,
     };
+  }
+
+  /**
+   * The contract's `instanceStatus`: Compute's view of an instance whose agents stopped answering.
+   * Nebius preempts a preemptible instance by stopping it (`on_preemption: STOP`, kept, not
+   * deleted), so a preemptible one STOPPING or STOPPED is `interrupted`; a regular one stopped, one
+   * deleting, in ERROR or not found is `gone`.
+   */
+  async instanceStatus(provisioningData: JobProvisioningData): Promise<InstanceStatusAtProvider> {
+    let instance: Awaited<ReturnType<NebiusApi['getInstance']>>;
+    try {
+      instance = await this.#api.getInstance(provisioningData.instance_id);
+    } catch (error) {
+      if (error instanceof NebiusApiFailure && error.code === grpc.status.NOT_FOUND) return 'gone';
+      throw typedNebiusError(error);
+    }
+    const state = instance.status?.state;
+    if (state === 'STOPPING' || state === 'STOPPED')
+      return instance.spec.preemptible != null ? 'interrupted' : 'gone';
+    return state === 'DELETING' || state === 'ERROR' ? 'gone' : 'running';
   }
 
   /**

@@ -7,7 +7,13 @@ import {
 import type { NebiusBackendConfigWithCreds } from './nebius-config.js';
 
 /** Disks and instances come up fast. */
-export const FAST_TIMELINE = { diskMs: 20, creatingMs: 20, startingMs: 50, deletingMs: 50 } as const;
+export const FAST_TIMELINE = {
+  diskMs: 20,
+  creatingMs: 20,
+  startingMs: 50,
+  deletingMs: 50,
+  stoppingMs: 50,
+} as const;
 
 export function startNebiusTestEmulator(options: NebiusEmulatorOptions = {}): Promise<NebiusEmulator> {
   return startNebiusEmulator({ timeline: FAST_TIMELINE, ...options });

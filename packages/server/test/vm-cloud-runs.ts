@@ -110,6 +110,8 @@ export interface VmCloudScenarios {
   hello: { command: string; expected(instance: Instance): string };
   /** The GPU the scenarios' tasks ask for (`resources.gpu`). Default `T4`. */
   gpu?: string;
+  /** The GPU of the spot scenario, where `gpu` has no spot offers (Nebius's L40S). Default `gpu`. */
+  spotGpu?: string;
   /**
    * Scenarios that do not apply to the cloud (Lambda has no spot) or that another cloud's file
    * already runs on the same code path (a task's own image is pulled by the host, whatever the cloud).
@@ -391,6 +393,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
             harness,
             task(runName, ['sleep 3', 'echo survived'], {
               image: smallImage,
+              ...(scenarios.spotGpu ? { resources: { gpu: scenarios.spotGpu } } : {}),
               spot_policy: 'spot',
               retry: { on_events: ['interruption'], duration: '1h' },
             }),
@@ -418,7 +421,8 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
 
           // The run is done and its spot instance idle in the fleet: the cloud takes it back, and the
           // next instance pass (its shim silent, the provider saying so) ends it, not the 20-minute
-          // unreachable limit.
+          // unreachable limit. A cloud that deletes in steps (Nebius: the instance, then its disk) goes
+          // through terminating first.
           const instanceRow = () =>
             harness.server.app.db
               .selectFrom('instances')
@@ -433,7 +437,7 @@ export function describeVmCloudRuns(scenarios: VmCloudScenarios): void {
             'the instance to end',
             async () => {
               const row = await instanceRow();
-              return row.status === 'idle' ? null : row;
+              return row.status === 'idle' || row.status === 'terminating' ? null : row;
             },
             120_000,
           );

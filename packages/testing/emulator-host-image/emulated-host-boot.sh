@@ -6,7 +6,10 @@
 # in boot: a user-data shell script, or runcmd); scripts in /var/lib/cloud/scripts/per-boot run
 # late too, first. Output goes to /var/log/cloud-init-output.log,
 # as on a real instance. On an image with Docker, its daemon starts beside them, as docker.service
-# does. sshd then runs in the foreground for the container's lifetime.
+# does. sshd and dockerd are started by their services (/etc/init.d, which `service` runs where
+# systemd is not), so `service ssh restart` or `service docker restart` in user data (dstack's
+# Nebius setup commands) restarts them as on a real instance; this script stays as the container's
+# init, reaping orphans, for the container's lifetime.
 set -u
 
 log=/var/log/cloud-init-output.log
@@ -50,7 +53,8 @@ mkdir -p /run/sshd
 echo "emulated-host-boot: booting $(hostname) at $(date -u '+%Y-%m-%dT%H:%M:%SZ')" >>"$log"
 if command -v dockerd >/dev/null 2>&1; then
   if make_cgroups_writable >>"$log" 2>&1; then
-    dockerd >>/var/log/docker.log 2>&1 </dev/null &
+    service docker start >>"$log" 2>&1 </dev/null \
+      || echo "emulated-host-boot: docker did not start (status $?)" >>"$log"
   else
     echo "emulated-host-boot: the cgroups cannot be made writable; Docker does not start" >>"$log"
   fi
@@ -59,6 +63,11 @@ if [ -f "$instance/early.sh" ]; then
   /bin/sh "$instance/early.sh" >>"$log" 2>&1 </dev/null \
     || echo "emulated-host-boot: early.sh failed with status $?" >>"$log"
 fi
+
+service ssh start >>"$log" 2>&1 </dev/null || {
+  echo "emulated-host-boot: sshd did not start" >&2
+  exit 1
+}
 
 # Late scripts run beside sshd, as cloud-init's final stage runs after ssh.service is up: the
 # per-boot scripts (written by write_files, say) first, then the instance's (runcmd), as
@@ -73,4 +82,9 @@ fi
   done
 ) >>"$log" 2>&1 &
 
-exec /usr/sbin/sshd -D -e
+# The container's init: a `docker stop` ends it at once; `wait` reaps the orphans it inherits.
+trap 'exit 0' TERM INT
+while :; do
+  sleep 3600 &
+  wait $!
+done

@@ -1,9 +1,16 @@
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { DSTACK_SHIM_HTTP_PORT } from '../agent-protocol/ports.js';
 import { VERSION } from '../version.js';
-import { AGENT_RUNTIME_SHIM_FILE, agentRuntimeTarballUrl } from './agent-runtime-install.js';
+import {
+  AGENT_BOOTSTRAP_FAILURE_MARKER,
+  AGENT_RUNTIME_SHIM_FILE,
+  agentRuntimeTarballUrl,
+} from './agent-runtime-install.js';
 import {
   buildVmBootstrapScript,
   buildVmUserData,
@@ -73,6 +80,29 @@ describe('buildVmUserData', () => {
     );
   });
 
+  it("runs the backend's setup commands first, in order, and stops the bootstrap at a failed one", () => {
+    const directory = mkdtempSync(join(tmpdir(), 'vm-user-data-'));
+    try {
+      const out = join(directory, 'out');
+      const commands = [`echo "one $HOME" >>${out}`, `echo 'two' >>${out}; false`, `echo never >>${out}`];
+      const userData = buildVmUserData(config, { backendCommands: commands });
+      const script =
+        parsed(userData).write_files.find((file) => file.path === VM_SHIM_START_SCRIPT)?.content ?? '';
+      // Before the agent runtime is fetched (dstack chains them before the shim's commands).
+      expect(script.indexOf(commands[0] as string)).toBeLessThan(script.indexOf('url='));
+      const run = spawnSync('sh', ['-c', script], { env: { HOME: '/home/x', PATH: process.env.PATH } });
+      expect(run.status).toBe(1);
+      expect(run.stdout.toString()).toBe(
+        `${AGENT_BOOTSTRAP_FAILURE_MARKER} the backend's setup command failed: ${commands[1]}\n`,
+      );
+      expect(readFileSync(out, 'utf8')).toBe('one /home/x\ntwo\n');
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+    expect(parsed(buildVmUserData(config)).write_files[1]?.content).not.toContain('setup command');
+    expect(() => buildVmUserData(config, { backendCommands: [' '] })).toThrow('backend commands[0]');
+  });
+
   it('refuses user data over the EC2 limit', () => {
     const keys = Array.from({ length: 200 }, (_, i) => ({
       public: `ssh-ed25519 ${'A'.repeat(100)} key${i}`,
@@ -88,6 +118,15 @@ describe('buildVmBootstrapScript', () => {
   const script = buildVmBootstrapScript({
     agent_token: 'token-xyz',
     agent_download_url: 'http://10.0.0.1/rt.tgz',
+  });
+
+  it("carries the backend's setup commands in its start script", () => {
+    const withSetup = buildVmBootstrapScript(
+      { agent_token: 'token-xyz', agent_download_url: 'http://10.0.0.1/rt.tgz' },
+      { backendCommands: ['service ssh restart'] },
+    );
+    expect(withSetup).toContain("(\nservice ssh restart\n) || { echo '");
+    expect(script).not.toContain('service ssh restart');
   });
 
   it('is a valid POSIX shell script', () => {

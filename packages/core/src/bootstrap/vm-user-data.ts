@@ -12,11 +12,13 @@ import { stringify } from 'yaml';
 import { DSTACK_SHIM_HTTP_PORT } from '../agent-protocol/ports.js';
 import type { InstanceConfiguration } from '../models/instance-configuration.js';
 import {
+  AGENT_BOOTSTRAP_FAILURE_MARKER,
   AGENT_RUNTIME_SHIM_FILE,
   type AgentRuntimeDownload,
   agentRuntimeInstallLines,
   agentRuntimeTarballUrl,
 } from './agent-runtime-install.js';
+import { shellQuote } from './shell-quote.js';
 
 /** EC2 refuses user data over 16 KB (before base64); GCP and others allow more. */
 export const MAX_VM_USER_DATA_BYTES = 16 * 1024;
@@ -45,10 +47,10 @@ const DOCKER_START_TIMEOUT_SECONDS = 60;
  * processes, refusing an image, where it has not (a daemon installed but still starting is waited
  * for); its Docker runtime mounts this same runtime (`--runner-runtime`) into containers.
  */
-function startShimScript(download: AgentRuntimeDownload): string {
+function startShimScript(download: AgentRuntimeDownload, backendCommands: readonly string[]): string {
   return `#!/bin/sh
 # dstack VM bootstrap: get the agent runtime and keep the shim running (written by cloud-init).
-${agentRuntimeInstallLines(download, VM_AGENT_RUNTIME_DIRECTORY)}mkdir -p ${VM_SHIM_HOME}
+${backendCommandLines(backendCommands)}${agentRuntimeInstallLines(download, VM_AGENT_RUNTIME_DIRECTORY)}mkdir -p ${VM_SHIM_HOME}
 export DSTACK_SHIM_HOME=${VM_SHIM_HOME} DSTACK_SHIM_HTTP_PORT=${DSTACK_SHIM_HTTP_PORT}
 quick=0
 while true; do
@@ -59,6 +61,22 @@ while true; do
   sleep 3
 done
 `;
+}
+
+/**
+ * The backend's own setup commands (dstack's `backend_specific_commands`: Nebius's sshd and Docker
+ * settings), each in a subshell, in order, before anything else: dstack chains them before the
+ * shim's commands with `&&`, so a failed one stops the bootstrap, here with the failure marker the
+ * server reads. They run at every boot, as the start script does, so they must be idempotent.
+ */
+function backendCommandLines(commands: readonly string[]): string {
+  return commands
+    .map((command, index) => {
+      if (command.trim() === '') throw new Error(`backend commands[${index}]: empty command`);
+      const failure = `${AGENT_BOOTSTRAP_FAILURE_MARKER} the backend's setup command failed: ${command}`;
+      return `(\n${command}\n) || { echo ${shellQuote(failure)}; exit 1; }\n`;
+    })
+    .join('');
 }
 
 /** A file cloud-init writes (`write_files`), root's. */
@@ -117,23 +135,38 @@ export function agentRuntimeDownloadOf(
   };
 }
 
+/** What a backend adds to the VM bootstrap of `buildVmUserData` and `buildVmBootstrapScript`. */
+export interface VmBootstrapOptions {
+  /**
+   * Shell commands the host runs as root before the agent runtime is fetched and the shim started
+   * (dstack's `get_user_data(…, backend_specific_commands)`), at every boot; one that fails stops
+   * the bootstrap with `AGENT_BOOTSTRAP_FAILURE_MARKER` naming it. Default none.
+   */
+  backendCommands?: readonly string[];
+}
+
 /**
  * The user data for `config`: its `ssh_keys` authorized (cloud-init gives them to the image's
  * default user), its `agent_token` for the shim, the agent runtime from `config.agent_download_url`
  * (default: `agentRuntimeTarballUrl()`), verified against `agent_download_sha256` and
- * `agent_download_size` when given. Throws when the result exceeds `MAX_VM_USER_DATA_BYTES`.
+ * `agent_download_size` when given, after the backend's `options.backendCommands`. Throws when the
+ * result exceeds `MAX_VM_USER_DATA_BYTES`.
  */
 export function buildVmUserData(
   config: Pick<
     InstanceConfiguration,
     'ssh_keys' | 'agent_token' | 'agent_download_url' | 'agent_download_sha256' | 'agent_download_size'
   >,
+  options: VmBootstrapOptions = {},
 ): string {
   return agentCloudConfig({
     what: 'VM',
     sshKeys: config.ssh_keys.map((key) => key.public),
     files: [{ path: VM_SHIM_TOKEN_FILE, content: config.agent_token, permissions: '0600' }],
-    startScript: { path: VM_SHIM_START_SCRIPT, content: startShimScript(agentRuntimeDownloadOf(config)) },
+    startScript: {
+      path: VM_SHIM_START_SCRIPT,
+      content: startShimScript(agentRuntimeDownloadOf(config), options.backendCommands ?? []),
+    },
     perBootScriptPath: VM_PER_BOOT_SCRIPT,
     log: VM_SHIM_LOG,
   });
@@ -155,8 +188,9 @@ export function buildVmBootstrapScript(
     InstanceConfiguration,
     'agent_token' | 'agent_download_url' | 'agent_download_sha256' | 'agent_download_size'
   >,
+  options: VmBootstrapOptions = {},
 ): string {
-  const startScript = startShimScript(agentRuntimeDownloadOf(config));
+  const startScript = startShimScript(agentRuntimeDownloadOf(config), options.backendCommands ?? []);
   const perBoot = `#!/bin/sh\nnohup ${VM_SHIM_START_SCRIPT} >>${VM_SHIM_LOG} 2>&1 </dev/null &\n`;
   return `#!/bin/sh
 # dstack VM bootstrap without user data: write the shim's token and start script, start it once.

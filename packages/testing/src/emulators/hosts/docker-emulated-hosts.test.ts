@@ -265,7 +265,7 @@ describe.skipIf(!environment.available)(
       expect(addRoute.code).not.toBe(0);
     });
 
-    it("boots the image's kind: Docker's daemon answers on a docker host, a plain host has none", async () => {
+    it("boots the image's kind: Docker's daemon answers on a docker host (its services restart as on a VM), a plain host has none", async () => {
       const [withDocker, plain] = await Promise.all([
         hosts.launch({ instanceId: instanceId(), userData: authorizeKeyScript }),
         hosts.launch({ instanceId: instanceId(), userData: authorizeKeyScript, kind: 'plain' }),
@@ -280,6 +280,27 @@ describe.skipIf(!environment.available)(
         ].join('\n'),
       );
       expect(answer).toMatchObject({ code: 0, stdout: 'overlay2\nno node\n' });
+      // User data restarts sshd and dockerd by their services (dstack's Nebius setup commands): the
+      // host stays up, a new daemon with the new daemon.json answers, and sshd lets a new login in.
+      const restarted = await sshAsRoot(
+        withDocker.address,
+        key.privateKey,
+        [
+          'before=$(cat /var/run/docker.pid)',
+          `echo '{"labels": ["restarted=by-its-service"]}' > /etc/docker/daemon.json`,
+          'service ssh restart >/dev/null && service docker restart >/dev/null || exit 1',
+          'i=0; until docker info >/dev/null 2>&1 || [ $i -ge 300 ]; do sleep 0.1; i=$((i+1)); done',
+          '[ "$(cat /var/run/docker.pid)" != "$before" ] && echo new daemon',
+          "docker info --format '{{.Labels}}'",
+        ].join('\n'),
+      );
+      expect(restarted).toMatchObject({ code: 0, stdout: 'new daemon\n[restarted=by-its-service]\n' });
+      const again = await sshAsRoot(
+        withDocker.address,
+        key.privateKey,
+        'service ssh status >/dev/null && echo up',
+      );
+      expect(again).toMatchObject({ code: 0, stdout: 'up\n' });
       const none = await sshAsRoot(plain.address, key.privateKey, 'command -v docker dockerd node');
       expect(none).toMatchObject({ code: 1, stdout: '' });
     });

@@ -279,7 +279,10 @@ export class DockerEmulatedHosts implements EmulatedHosts {
   /**
    * The Docker daemon's configuration a host boots with: the registries' certificates, and Docker
    * Hub's stand-in as the daemon's mirror of Docker Hub (Docker Hub is out of reach here), so that
-   * a job's `dstackai/base:...` is pulled by its real name, as on a real host.
+   * a job's `dstackai/base:...` is pulled by its real name, as on a real host. The mirror is a flag
+   * in the daemon's service settings (/etc/default/docker, which its init script reads), not in
+   * /etc/docker/daemon.json: user data that writes its own daemon.json (dstack's Nebius setup
+   * commands) keeps it, as a real host keeps reaching Docker Hub.
    */
   #registryFiles(): Array<{ path: string; content: Buffer; mode: number }> {
     const certificates = [...this.#trustedRegistries].map(([address, certificate]) => ({
@@ -288,10 +291,10 @@ export class DockerEmulatedHosts implements EmulatedHosts {
       mode: 0o644,
     }));
     if (this.#dockerHubMirror === null) return certificates;
-    const daemonConfig = { 'registry-mirrors': [`https://${this.#dockerHubMirror}`] };
+    const serviceSettings = `DOCKER_OPTS="--registry-mirror https://${this.#dockerHubMirror}"\n`;
     return [
       ...certificates,
-      { path: '/etc/docker/daemon.json', content: Buffer.from(JSON.stringify(daemonConfig)), mode: 0o644 },
+      { path: '/etc/default/docker', content: Buffer.from(serviceSettings), mode: 0o644 },
     ];
   }
 

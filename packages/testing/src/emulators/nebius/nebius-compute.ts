@@ -28,6 +28,8 @@ interface EmulatedInstance {
   bootDiskId: string;
   createdAt: number;
   deletedAt: number | null;
+  /** When Compute preempted it, and the address its interface had then. */
+  preempted: { at: number; address: string | null } | null;
   host: EmulatedInstanceHost | undefined;
   madeUpIp: string;
 }
@@ -62,9 +64,19 @@ export interface NebiusCompute {
   state(): NebiusEmulatorState;
   /** Drops an instance as if the cloud lost it (no Operation, no DELETING). */
   removeInstance(instanceId: string): Promise<void>;
+  /** See `NebiusEmulator.preemptInstance`. */
+  preemptInstance(instanceId: string): void;
   launchedMachineCount(): number;
   /** Stops every instance's host. */
   close(): Promise<void>;
+}
+
+/** Whether the instance's first interface asked for a static public address (kept while it is stopped). */
+function hasStaticPublicAddress(instance: { spec: Record<string, unknown> }): boolean {
+  const interfaces = instance.spec.network_interfaces as
+    | Array<{ public_ip_address?: { static?: boolean } | null }>
+    | undefined;
+  return interfaces?.[0]?.public_ip_address?.static === true;
 }
 
 export function createNebiusCompute(settings: NebiusComputeSettings): NebiusCompute {
@@ -80,6 +92,8 @@ export function createNebiusCompute(settings: NebiusComputeSettings): NebiusComp
   function instanceState(instance: EmulatedInstance, now = Date.now()): InstanceState | 'gone' {
     if (instance.deletedAt !== null)
       return now - instance.deletedAt >= timeline.deletingMs ? 'gone' : 'DELETING';
+    if (instance.preempted !== null)
+      return now - instance.preempted.at >= timeline.stoppingMs ? 'STOPPED' : 'STOPPING';
     if (instance.host?.status === 'failed') return 'ERROR';
     const age = now - instance.createdAt;
     if (age < timeline.creatingMs) return 'CREATING';
@@ -96,7 +110,10 @@ export function createNebiusCompute(settings: NebiusComputeSettings): NebiusComp
 
   function instanceView(instance: EmulatedInstance): Record<string, unknown> {
     const state = instanceState(instance);
-    const address = state === 'RUNNING' ? (instance.host?.address ?? instance.madeUpIp) : null;
+    const address =
+      state === 'RUNNING'
+        ? (instance.host?.address ?? instance.madeUpIp)
+        : (instance.preempted?.address ?? null);
     return {
       metadata: { id: instance.id, ...instance.metadata, created_at: timestamp(instance.createdAt) },
       spec: instance.spec,
@@ -108,7 +125,14 @@ export function createNebiusCompute(settings: NebiusComputeSettings): NebiusComp
                 index: 0,
                 name: 'dstack-default-interface',
                 ip_address: { address: `${address}/32` },
-                public_ip_address: { address: `${address}/32`, static: true },
+                ...(state === 'RUNNING' || hasStaticPublicAddress(instance)
+                  ? {
+                      public_ip_address: {
+                        address: `${address}/32`,
+                        static: hasStaticPublicAddress(instance),
+                      },
+                    }
+                  : {}),
               },
             ]
           : [],
@@ -337,6 +361,7 @@ export function createNebiusCompute(settings: NebiusComputeSettings): NebiusComp
           bootDiskId: diskId,
           createdAt: Date.now(),
           deletedAt: null,
+          preempted: null,
           host: undefined,
           madeUpIp: `127.79.${Math.floor(launched / 250) % 250}.${(launched % 250) + 2}`,
         };
@@ -436,6 +461,25 @@ export function createNebiusCompute(settings: NebiusComputeSettings): NebiusComp
       if (!instance) throw new Error(`no instance ${instanceId}`);
       instances.delete(instanceId);
       await instance.host?.stop();
+    },
+    preemptInstance(instanceId) {
+      live();
+      const instance = instances.get(instanceId);
+      if (!instance) throw new Error(`no instance ${instanceId}`);
+      if (instance.spec.preemptible == null) throw new Error(`${instanceId} is not a preemptible instance`);
+      const state = instanceState(instance);
+      if (state !== 'STARTING' && state !== 'RUNNING') {
+        throw new Error(
+          `${instanceId} is ${state}; only a starting or running preemptible instance is preempted`,
+        );
+      }
+      const address = state === 'RUNNING' ? (instance.host?.address ?? instance.madeUpIp) : null;
+      instance.preempted = { at: Date.now(), address };
+      void instance.host
+        ?.stop()
+        .catch((error: unknown) =>
+          console.error(`Nebius emulator: cannot stop the host of ${instance.id}: ${String(error)}`),
+        );
     },
     launchedMachineCount: () => launched,
     async close() {

@@ -16,6 +16,8 @@ export interface NebiusEmulatorTimeline {
   startingMs: number;
   /** DELETING → gone after this. Default 200. */
   deletingMs: number;
+  /** A preempted instance's STOPPING → STOPPED after this. Default 200. */
+  stoppingMs: number;
 }
 
 export const DEFAULT_NEBIUS_EMULATOR_TIMELINE: NebiusEmulatorTimeline = {
@@ -23,6 +25,7 @@ export const DEFAULT_NEBIUS_EMULATOR_TIMELINE: NebiusEmulatorTimeline = {
   creatingMs: 100,
   startingMs: 200,
   deletingMs: 200,
+  stoppingMs: 200,
 };
 
 export interface NebiusServiceAccountKey {
@@ -46,7 +49,14 @@ export interface NebiusEmulatorOptions {
   tokenLifetimeSeconds?: number;
 }
 
-export type InstanceState = 'CREATING' | 'STARTING' | 'RUNNING' | 'DELETING' | 'ERROR';
+export type InstanceState =
+  | 'CREATING'
+  | 'STARTING'
+  | 'RUNNING'
+  | 'STOPPING'
+  | 'STOPPED'
+  | 'DELETING'
+  | 'ERROR';
 
 export interface NebiusEmulatorState {
   readonly provider: 'nebius';
@@ -79,6 +89,12 @@ export interface NebiusEmulator extends BackendEmulator {
   faults(): readonly ActiveNebiusFault[];
   failNextLaunchWithNoCapacity(count?: number): void;
   removeInstance(instanceId: string): Promise<void>;
+  /**
+   * Preempts a preemptible instance now, as Compute does to reclaim its capacity: it stops
+   * (STOPPING → STOPPED), its host goes, and it stays until deleted. Throws for a regular instance
+   * or one not STARTING or RUNNING. Also `POST /_emulator/instances/:id/preempt`.
+   */
+  preemptInstance(instanceId: string): void;
   launchedMachineCount(): number;
   state(): NebiusEmulatorState;
   close(): Promise<void>;

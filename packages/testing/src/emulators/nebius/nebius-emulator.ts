@@ -16,15 +16,19 @@
  *
  * Instances go CREATING → STARTING → RUNNING (with hosts: once the host is up; its address is the
  * interface's public and private IP), DELETING → gone; an instance needs its boot disk READY, and
- * a disk attached to an instance cannot be deleted. With `hosts`, an instance boots a host of
+ * a disk attached to an instance cannot be deleted. `preemptInstance` preempts a preemptible one as
+ * Nebius documents it (`on_preemption: STOP`, the only policy): Compute stops the VM without
+ * deleting or restarting it, STOPPING → STOPPED, its host gone; `Get` still answers it, with its boot
+ * disk attached and a static public address kept (a dynamic one is released), until it is deleted. With `hosts`, an instance boots a host of
  * Nebius's Ubuntu + CUDA image (Docker included) that runs the spec's cloud-init user data.
  *
  * This module wires the server; IAM is in `nebius-iam.ts`, disks, instances, GPU clusters and
  * operations in `nebius-compute.ts`, the public shapes in `nebius-emulator-types.ts`.
  */
 import * as grpc from '@grpc/grpc-js';
+import { json } from '../../emulator/emulator-responses.js';
 import { startEmulatorServer } from '../../emulator/emulator-server.js';
-import { emulatorControlRoutes } from '../emulator-control-routes.js';
+import { controlError, emulatorControlRoutes } from '../emulator-control-routes.js';
 import { createNebiusCompute } from './nebius-compute.js';
 import {
   DEFAULT_NEBIUS_FABRICS,
@@ -198,7 +202,23 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
   const state = compute.state;
   const control = await startEmulatorServer({
     host,
-    routes: emulatorControlRoutes({ state, faults, parseFault: parseNebiusFault }),
+    routes: [
+      ...emulatorControlRoutes({ state, faults, parseFault: parseNebiusFault }),
+      {
+        name: 'instances.preempt',
+        method: 'POST',
+        path: '/_emulator/instances/:id/preempt',
+        handle: (request) => {
+          try {
+            const id = request.params.id ?? '';
+            compute.preemptInstance(id);
+            return json({ id, state: state().instances.find((each) => each.id === id)?.state });
+          } catch (error) {
+            throw controlError(error);
+          }
+        },
+      },
+    ],
   });
 
   return {
@@ -214,6 +234,7 @@ export async function startNebiusEmulator(options: NebiusEmulatorOptions = {}): 
       faults.add({ code: 'NO_CAPACITY', count });
     },
     removeInstance: (instanceId) => compute.removeInstance(instanceId),
+    preemptInstance: (instanceId) => compute.preemptInstance(instanceId),
     launchedMachineCount: () => compute.launchedMachineCount(),
     state,
     async close() {

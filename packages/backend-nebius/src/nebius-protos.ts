@@ -1,5 +1,5 @@
 /**
- * Nebius's published API definitions (`proto/nebius/…`, vendored from the nebius/api repository,
+ * Nebius's published API definitions (`assets/proto/nebius/…`, vendored from the nebius/api repository,
  * MIT) loaded for @grpc/grpc-js. protobufjs cannot parse the list values inside the aggregate
  * `(buf.validate.field) = {…}` options some fields carry (server-side validation rules), so each
  * such value is replaced by `true` as the files are read; messages, fields and services are
@@ -12,8 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { fromJSON, type PackageDefinition } from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
 
-/** The vendored protos: `proto/` beside `src/` and `dist/`. */
-export const NEBIUS_PROTO_DIRECTORY = fileURLToPath(new URL('../proto/', import.meta.url));
+/** The vendored protos: `assets/proto/` beside `src/` and `dist/` (published with `dist/`, as runtime data). */
+export const NEBIUS_PROTO_DIRECTORY = fileURLToPath(new URL('../assets/proto/', import.meta.url));
 
 /** The files whose services this package calls. */
 export const NEBIUS_SERVICE_FILES = [

@@ -41,8 +41,11 @@ const USES: Record<TestImage, RegExp> = {
 /** How deep relative imports are followed: a test, its scenario module, that module's helpers. */
 const IMPORT_DEPTH = 3;
 const RELATIVE_IMPORT = /\bfrom\s+'(\.{1,2}\/[^']+)'/g;
-/** This module names every helper above: its own tests use no image. */
-const THIS_MODULE = fileURLToPath(import.meta.url);
+/**
+ * This module's source, which names every helper above: its own tests use no image. (Tests load
+ * the module from its build, `dist/…js`; the files it reads are sources.)
+ */
+const THIS_MODULE = fileURLToPath(import.meta.url).replace(/\/dist\/(.*)\.js$/, '/src/$1.ts');
 
 /** The images the test files at `paths` use, reading them and what they import by relative paths. */
 export function testImagesUsedBy(paths: readonly string[]): Set<TestImage> {

@@ -1,6 +1,6 @@
 /**
  * The Nebius protos the emulator serves: the same published definitions `@dstack/backend-nebius`
- * vendors (its `proto/` directory, read from the workspace: this package is private), loaded the
+ * vendors (its `assets/proto/` directory, read from the workspace: this package is private), loaded the
  * same way: protobufjs cannot parse the list values of `(buf.validate.field) = {…}` options, so
  * each such aggregate is read as `true` (server-side validation rules the emulator does not apply).
  */
@@ -10,9 +10,9 @@ import { fileURLToPath } from 'node:url';
 import { fromJSON, type PackageDefinition } from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
 
-/** `packages/backend-nebius/proto`, from `src/emulators/nebius/` and `dist/emulators/nebius/` alike. */
+/** `packages/backend-nebius/assets/proto`, from `src/emulators/nebius/` and `dist/emulators/nebius/` alike. */
 export const NEBIUS_EMULATOR_PROTO_DIRECTORY = fileURLToPath(
-  new URL('../../../../backend-nebius/proto/', import.meta.url),
+  new URL('../../../../backend-nebius/assets/proto/', import.meta.url),
 );
 
 const SERVED_FILES = [

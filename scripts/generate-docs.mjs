@@ -3,7 +3,7 @@
  * Writes the docs generated from the code: docs/server-config.md (config.yml
  * reference from the server's and every backend's zod schemas) and the
  * capability table of docs/backends.md. Reads the built `dist/` of core,
- * server and each packages/backend-*; `pnpm run docs` builds first.
+ * server and each packages/backend-*; `pnpm run docs` compiles them first.
  *
  *   node scripts/generate-docs.mjs           write the files
  *   node scripts/generate-docs.mjs --check   exit 1 when a committed file is out of date

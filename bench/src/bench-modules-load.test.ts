@@ -11,7 +11,7 @@ const SOURCE = fileURLToPath(new URL('.', import.meta.url));
  * `pnpm bench` runs its modules with tsx, outside vitest: a module that pulls in vitest (the
  * testing package's root carries the conformance suite) breaks the whole bench while every test
  * passes. Each module is imported as `pnpm bench` would; main.ts is left out (importing it runs
- * the benchmarks).
+ * the benchmarks), as are the scripts of `scripts/`, which run when loaded.
  */
 it('loads every bench module outside vitest', async () => {
   const modules = readdirSync(SOURCE).filter(

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 
 /** The client: calls the route one call at a time, then prints the milliseconds of each as JSON. */
 const PROBE_SCRIPT = `
-const { url, token, pauseMs, maxCalls } = JSON.parse(process.env.PROBE);
+const { url, token, pauseMs, maxCalls, body } = JSON.parse(process.env.PROBE);
 let stopped = false;
 process.stdin.on('end', () => { stopped = true; });
 process.stdin.resume();
@@ -17,7 +17,7 @@ while (!stopped && (maxCalls === 0 || timings.length < maxCalls)) {
   const response = await fetch(url, {
     method: 'POST',
     headers: { authorization: 'Bearer ' + token, 'content-type': 'application/json' },
-    body: '{}',
+    body: body ?? '{}',
   });
   await response.text();
   if (!response.ok) throw new Error(url + ': ' + response.status);
@@ -35,6 +35,8 @@ export interface CheapRouteProbeOptions {
   pauseMs: number;
   /** Stop after this many calls; 0: only when `stop()` is called. */
   maxCalls: number;
+  /** The JSON body of each call; default `{}`. */
+  body?: string;
 }
 
 export interface CheapRouteProbe {
@@ -58,7 +60,8 @@ export function startCheapRouteProbe(options: CheapRouteProbeOptions): CheapRout
   });
   const exited = new Promise<number[]>((resolve, reject) => {
     child.once('error', reject);
-    child.once('exit', (code) => {
+    // 'close', not 'exit': the process may exit before its output has all been read.
+    child.once('close', (code) => {
       if (code === 0) resolve(JSON.parse(output) as number[]);
       else reject(new Error(`the cheap-route probe exited with status ${code}`));
     });

@@ -9,7 +9,9 @@
  * `python3` can import it.
  *
  * Targets (issue 37): `ps` at most 150 ms, at most 2.5x bare node, at most 70 MiB; `offer` and
- * `apply -d` within 2x of `ps`; the commands that reach no server within 2.5x bare node.
+ * `apply -d` within 2x of `ps`; the commands that reach no server within 2.5x bare node. Beside
+ * them, bare node sending `ps`'s request (`runs/list`) and printing the answer: the part of `ps`'s
+ * time that is node's and the server's, not the CLI's.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -54,7 +56,22 @@ interface Subject {
   server: boolean;
 }
 
-function subjects(bin: string): Subject[] {
+/**
+ * `node -e` POSTing `runs/list` as `dstack ps` does and printing the answer: what a `ps` would cost
+ * with no CLI at all (node, its http client and the server's answer), the floor under `dstack ps`.
+ */
+function bareRequestScript(url: string): string {
+  const body = JSON.stringify({ project_name: 'main', only_active: true, limit: 100 });
+  const headers = { authorization: `Bearer ${BENCH_ADMIN_TOKEN}`, 'content-type': 'application/json' };
+  return [
+    `const request = require('node:http').request(${JSON.stringify(`${url}/api/runs/list`)},`,
+    `  { method: 'POST', headers: ${JSON.stringify(headers)} },`,
+    '  (response) => response.pipe(process.stdout));',
+    `request.end(${JSON.stringify(body)});`,
+  ].join('\n');
+}
+
+function subjects(bin: string, serverUrl: string): Subject[] {
   const dstack = (name: string, args: (round: number) => string[], server: boolean): Subject => ({
     name: `dstack ${name}`,
     command: process.execPath,
@@ -63,6 +80,12 @@ function subjects(bin: string): Subject[] {
   });
   return [
     { name: 'node -e 0 (bare node)', command: process.execPath, args: () => ['-e', '0'], server: false },
+    {
+      name: 'node POST runs/list (no CLI)',
+      command: process.execPath,
+      args: () => ['-e', bareRequestScript(serverUrl)],
+      server: true,
+    },
     dstack('--version', () => ['--version'], false),
     dstack('--help', () => ['--help'], false),
     dstack('ps --help', () => ['ps', '--help'], false),
@@ -199,7 +222,7 @@ export async function benchmarkCliStartup(): Promise<void> {
         options,
       );
       await waitForStatus(server, LOGS_RUN, ['done'], performance.now());
-      const all = [...subjects(bin), ...(reference ? referenceSubjects(reference) : [])];
+      const all = [...subjects(bin, server.url), ...(reference ? referenceSubjects(reference) : [])];
       const figures: Figures[] = all.map((subject) => ({ subject, usage: [] }));
       for (let round = 0; round < WARMUP_ROUNDS + ROUNDS; round++) {
         for (const figure of figures) {

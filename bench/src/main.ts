@@ -1,11 +1,10 @@
 /**
- * Catalog benchmarks: load time and query time of the bundled snapshot and of a
- * synthetic 200,000-row catalog, against the targets (load < 300 ms, query < 5 ms),
- * then the server benchmarks (server-bench.ts), the proxies' overhead (proxy-bench.ts), the CLI's startup (cli-bench.ts), the AWS
+ * Catalog benchmarks (catalog-bench.ts: load and query of the bundled snapshot and of synthetic
+ * 100k and 200k-row catalogs against their targets, beside gpuhunt's own query when its source is
+ * given by `GPUHUNT_SOURCE` or `--gpuhunt=DIR`), then the server benchmarks (server-bench.ts), the proxies' overhead (proxy-bench.ts), the CLI's startup (cli-bench.ts), the AWS
  * backend on the EC2 emulator (aws-bench.ts: plan latency, apply → running) and the plan latency
  * of AWS, GCP and Vast.ai on their emulators, alone and together (clouds-bench.ts).
- * Run with `pnpm bench` (builds first). gpuhunt itself is not runnable here (no
- * PyPI), so there is no reference column.
+ * Run with `pnpm bench` (builds first).
  *
  * `--only=catalog`, `--only=server` (with the proxy overhead), `--only=throughput`, `--only=proxy`
  * (proxy-bench.ts), `--only=cli` (CLI startup, cli-bench.ts),
@@ -13,92 +12,21 @@
  * `pnpm exec tsx src/main.ts --only=server`. `--shim-in-process` runs the throughput
  * benchmark's shim inside the server's process (the shim's work then counts as the server's).
  * `--only=throughput --compare-ref=<git ref> [--rounds=N]` runs it alternately on this checkout
- * and on `ref`, and prints the ratio (compare-ref.ts).
+ * and on `ref`, and prints the ratio (compare-ref.ts). `--only=scale` (scale-bench.ts: N runs alive
+ * at once, on SQLite and on two Postgres replicas) takes `--scale-runs=100,1000` (default 100,
+ * 1,000 and 10,000) and `--scale-db=sqlite|postgres` (default both); it is not part of `all`.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import {
-  bundledSource,
-  Catalog,
-  type CatalogSource,
-  directorySource,
-  formatCatalogCsv,
-  type QueryFilterInput,
-} from '@dstack/catalog';
 import { benchmarkAws } from './aws-bench.js';
+import { benchmarkCatalogs } from './catalog-bench.js';
 import { benchmarkCliStartup } from './cli-bench.js';
 import { benchmarkClouds } from './clouds-bench.js';
 import { compareThroughputWithRef } from './compare-ref.js';
+import { gpuhuntSourceOf } from './gpuhunt-reference.js';
 import { benchmarkProxyOverhead } from './proxy-bench.js';
-import { printTable, type Row } from './report-table.js';
+import { benchmarkScale, scaleDatabasesOf, scaleRunsOf } from './scale-bench.js';
 import { benchmarkServer } from './server-bench.js';
-import { measure } from './stats.js';
-import { generateSyntheticCatalog } from './synthetic-catalog.js';
 
-const LOAD_RUNS = 7;
-const QUERY_RUNS = 50;
-const QUERY_WARMUPS = 5;
-const LOAD_TARGET_MS = 300;
-const QUERY_TARGET_MS = 5;
-const SYNTHETIC_ROWS = 200_000;
-/** Offers a plan shows (dstack's CLI lists the cheapest few). */
-const PAGE_SIZE = 50;
-
-const QUERIES: ReadonlyArray<readonly [string, QueryFilterInput]> = [
-  ['(a) any GPU >= 24 GB', { minGpuCount: 1, minGpuMemory: 24 }],
-  [
-    '(b) A100 80 GB spot <= $3',
-    { gpuName: ['A100'], minGpuMemory: 80, maxGpuMemory: 80, spot: true, maxPrice: 3 },
-  ],
-  ['(c) CPU-only >= 16 vCPU', { maxGpuCount: 0, minCpu: 16 }],
-];
-
-async function benchmarkCatalog(label: string, makeSource: () => CatalogSource): Promise<Row[]> {
-  const load = await measure(
-    async () => {
-      // A fresh catalog each run: parse and build the in-memory store from scratch.
-      const catalog = new Catalog({ source: makeSource(), refreshIntervalMs: 0 });
-      await catalog.load();
-      return catalog;
-    },
-    { runs: LOAD_RUNS, warmups: 1 },
-  );
-  const catalog = load.result;
-  const rows = catalog.providers().reduce((sum, provider) => sum + (provider.rows ?? 0), 0);
-  const result: Row[] = [
-    {
-      name: `${label}: load (${rows.toLocaleString('en-US')} rows)`,
-      timing: load.timing,
-      results: '-',
-      targetMs: LOAD_TARGET_MS,
-    },
-  ];
-  for (const [name, filter] of QUERIES) {
-    // What a plan needs: every match found and ordered, the cheapest page built as objects.
-    const query = await measure(async () => (await catalog.select(filter)).take(PAGE_SIZE), {
-      runs: QUERY_RUNS,
-      warmups: QUERY_WARMUPS,
-    });
-    const all = await measure(() => catalog.query(filter), { runs: QUERY_RUNS, warmups: QUERY_WARMUPS });
-    result.push(
-      {
-        name: `${label}: query ${name}, cheapest ${PAGE_SIZE}`,
-        timing: query.timing,
-        results: all.result.length,
-        targetMs: QUERY_TARGET_MS,
-      },
-      {
-        name: `${label}: query ${name}, all as objects`,
-        timing: all.timing,
-        results: all.result.length,
-      },
-    );
-  }
-  return result;
-}
-
-const PARTS = ['all', 'catalog', 'server', 'throughput', 'proxy', 'cli', 'aws', 'clouds'] as const;
+const PARTS = ['all', 'catalog', 'server', 'throughput', 'scale', 'proxy', 'cli', 'aws', 'clouds'] as const;
 type Part = (typeof PARTS)[number];
 
 function selectedPart(argv: readonly string[]): Part {
@@ -139,6 +67,10 @@ async function main(): Promise<void> {
     });
     return;
   }
+  if (part === 'scale') {
+    await benchmarkScale({ runs: scaleRunsOf(argv), databases: scaleDatabasesOf(argv) });
+    return;
+  }
   if (part === 'cli') {
     await benchmarkCliStartup();
     return;
@@ -160,20 +92,7 @@ async function main(): Promise<void> {
     if (part === 'server') await benchmarkProxyOverhead();
     return;
   }
-  console.log(
-    'status compares the median with the target; gpuhunt is not runnable here (no PyPI): no reference.\n',
-  );
-  const rows = await benchmarkCatalog('bundled snapshot', bundledSource);
-
-  const directory = await mkdtemp(path.join(tmpdir(), 'dstack-bench-'));
-  try {
-    const items = generateSyntheticCatalog({ rows: SYNTHETIC_ROWS, seed: 42, provider: 'synthetic' });
-    await writeFile(path.join(directory, 'synthetic.csv'), formatCatalogCsv(items));
-    rows.push(...(await benchmarkCatalog('synthetic 200k', () => directorySource(directory))));
-  } finally {
-    await rm(directory, { recursive: true, force: true });
-  }
-  printTable(rows);
+  await benchmarkCatalogs(gpuhuntSourceOf(argv, process.env));
   if (part === 'all') {
     await benchmarkServer({ latency: true, shimProcess });
     await benchmarkProxyOverhead();

@@ -7,6 +7,8 @@ export interface Row {
   results: number | string;
   /** Absent for informational rows. */
   targetMs?: number;
+  /** The reference's figure beside ours; 'no reference' when absent. */
+  reference?: string;
 }
 
 export function printTable(rows: readonly Row[]): void {
@@ -20,7 +22,7 @@ export function printTable(rows: readonly Row[]): void {
     String(row.results),
     row.targetMs === undefined ? '-' : `< ${row.targetMs} ms`,
     row.targetMs === undefined ? '-' : row.timing.medianMs < row.targetMs ? 'PASS' : 'MISS',
-    'no reference',
+    row.reference ?? 'no reference',
   ]);
   const widths = header.map((title, column) =>
     Math.max(title.length, ...lines.map((line) => (line[column] as string).length)),

@@ -37,7 +37,11 @@ const CHEAP_ROUTE_TARGET_P99_MS = 50;
 const CLOCK_TICKS_PER_SECOND = 100;
 
 /** POSTs `body` to the server's API as the admin; resolves with the parsed answer (null when empty). */
-async function call<Answer = unknown>(server: RunningServer, route: string, body: unknown): Promise<Answer> {
+export async function call<Answer = unknown>(
+  server: RunningServer,
+  route: string,
+  body: unknown,
+): Promise<Answer> {
   const response = await fetch(server.url + route, {
     method: 'POST',
     headers: { authorization: `Bearer ${BENCH_ADMIN_TOKEN}`, 'content-type': 'application/json' },
@@ -52,7 +56,8 @@ function task(name: string, commands: string[]) {
   return { type: 'task', name, commands, resources: { cpu: '1..', memory: '0.5GB..', disk: '1GB..' } };
 }
 
-async function apply(
+/** Applies a `cpu: 1..` task; resolves with `performance.now()` of the moment it was sent. */
+export async function apply(
   server: RunningServer,
   name: string,
   commands: string[],
@@ -292,7 +297,7 @@ function probeCheapRoute(server: RunningServer, maxCalls: number) {
 }
 
 /** RSS and CPU seconds (user + system) of another process, from /proc. */
-async function processUsage(pid: number): Promise<{ rssMb: number; cpuSeconds: number }> {
+export async function processUsage(pid: number): Promise<{ rssMb: number; cpuSeconds: number }> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
   // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.

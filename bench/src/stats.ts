@@ -6,6 +6,14 @@ export interface Timing {
   readonly runs: number;
 }
 
+/** The `fraction` quantile of unsorted `values` (linear interpolation); NaN for none. */
+export function quantile(values: readonly number[], fraction: number): number {
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    fraction,
+  );
+}
+
 function percentile(sorted: readonly number[], fraction: number): number {
   if (sorted.length === 0) return Number.NaN;
   const position = (sorted.length - 1) * fraction;

@@ -185,7 +185,7 @@ export function registerBackendGenerator(plop) {
         },
         function regenerateDocs() {
           if (!existsSync(join(root, DOCS_SCRIPT))) return `skipped: ${DOCS_SCRIPT} does not exist`;
-          // Regenerating builds the workspace: who generates several backends does it once, at the end.
+          // Regenerating compiles the workspace: who generates several backends does it once, at the end.
           if (process.env[SKIP_DOCS_VARIABLE] === 'true') {
             return `skipped: ${SKIP_DOCS_VARIABLE}=true (run pnpm run docs when done)`;
           }

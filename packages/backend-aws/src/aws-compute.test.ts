@@ -278,6 +278,19 @@ describe('createInstance', () => {
     }
   });
 
+  it('repeats a launch whose connection was lost, with its ClientToken: one instance, in the zone it asked', async () => {
+    const offer = await cheapest(false);
+    const [zone] = offer.availability_zones ?? [];
+    for (const afterAction of [false, true]) {
+      emulator.aws.addFault({ code: 'ConnectionReset', action: 'RunInstances', afterAction, count: 1 });
+      const before = emulator.aws.state().instances.length;
+      const launched = await compute.createInstance(offer, instanceConfig(), null);
+      expect(launched.availability_zone).toBe(zone);
+      expect(emulator.aws.state().instances.length).toBe(before + 1);
+      await compute.terminateInstance(launched.instance_id, launched.region);
+    }
+  });
+
   it('gives a bad parameter as an error at once, not NoCapacityError', async () => {
     const offer = await cheapest(false);
     const custom = createAwsBackend({

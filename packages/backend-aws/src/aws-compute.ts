@@ -1,17 +1,11 @@
 import {
   DescribeAvailabilityZonesCommand,
   DescribeInstancesCommand,
-  type EC2Client,
   type Instance,
-  RunInstancesCommand,
-  type RunInstancesCommandInput,
-  type Tenancy,
   TerminateInstancesCommand,
 } from '@aws-sdk/client-ec2';
 import { defaultCatalog } from '@dstack/catalog';
 import {
-  BackendError,
-  buildVmUserData,
   type Capability,
   type CatalogQueryable,
   type ComputeWithCreateInstance,
@@ -23,15 +17,12 @@ import {
   type ComputeWithVolumes,
   type GatewayReplicaConfiguration,
   type GatewayReplicaProvisioningData,
-  generateUniqueBackendName,
   getCatalogOffers,
   type InstanceConfiguration,
   type InstanceOffer,
   type InstanceOfferWithAvailability,
   type InstanceStatusAtProvider,
   type JobProvisioningData,
-  mergeTags,
-  NoCapacityError,
   type PlacementGroup,
   type PlacementGroupProvisioningData,
   type ProjectSshKeys,
@@ -44,12 +35,10 @@ import {
   type VolumeProvisioningData,
   withAvailability,
 } from '@dstack/core';
-import { AWS_THROTTLING_ERROR_CODES, AwsClients, awsErrorCode, typedAwsError } from './aws-clients.js';
+import { AwsClients, awsErrorCode, typedAwsError } from './aws-clients.js';
 import { AWS_BACKEND_TYPE, type AwsConfig } from './aws-config.js';
 import { createGatewayInstance } from './aws-gateways.js';
-import { findImageId, imageChoiceFor } from './aws-images.js';
-import { findLaunchedInstance } from './aws-launched-instance.js';
-import { ensureSecurityGroup, findVpcId, subnetsByZone } from './aws-network.js';
+import { launchAwsInstance } from './aws-launch.js';
 import {
   AWS_CONFIGURABLE_DISK_SIZE,
   isSupportedInstanceType,
@@ -58,13 +47,7 @@ import {
   VcpuQuotas,
   vcpuQuotaCode,
 } from './aws-offers.js';
-import {
-  type AwsReservation,
-  AwsReservationLookups,
-  describeReservation,
-  isUsable,
-  unusableReason,
-} from './aws-reservations.js';
+import { type AwsReservation, AwsReservationLookups, isUsable, unusableReason } from './aws-reservations.js';
 import * as ebs from './aws-volumes.js';
 
 /**
@@ -87,32 +70,8 @@ export const AWS_CAPABILITIES: readonly Capability[] = [
   'reservations',
 ];
 
-/**
- * RunInstances errors after which the next zone may succeed (capacity, quota, a type the zone
- * lacks, spot limits). Any other error is the request's fault: it is thrown at once, no retry.
- */
-export const AWS_NEXT_ZONE_ERROR_CODES: ReadonlySet<string> = new Set([
-  'InsufficientInstanceCapacity',
-  'InstanceLimitExceeded',
-  'VcpuLimitExceeded',
-  'Unsupported',
-  'SpotMaxPriceTooLow',
-  'MaxSpotInstanceCountExceeded',
-  'InsufficientCapacityOnHost',
-  'InsufficientHostCapacity',
-  'InsufficientReservedInstanceCapacity',
-  // The reservation filled up (or changed) between the look-up and the launch.
-  'ReservationCapacityExceeded',
-]);
-
 /** The stateReason code EC2 gives a spot instance it took back. */
 export const SPOT_INTERRUPTION_REASON_CODE = 'Server.SpotInstanceTermination';
-
-/** What `backend_data` of the provisioning data holds. */
-export interface AwsBackendData {
-  readonly zone: string;
-  readonly market: 'on-demand' | 'spot';
-}
 
 /** What the backend learns about one of its instances (`describeInstance`). */
 export interface AwsInstanceStatus {
@@ -131,37 +90,6 @@ export interface AwsBackendSettings {
   catalog?: CatalogQueryable;
   /** SDK attempts per call. Default the SDK's (3). */
   maxAttempts?: number;
-}
-
-/** Codes after which the same RunInstances (same ClientToken) is repeated: throttling, EC2's own failures. */
-const RETRIED_LAUNCH_ERROR_CODES: ReadonlySet<string> = new Set([
-  ...AWS_THROTTLING_ERROR_CODES,
-  'InternalError',
-  'ServiceUnavailable',
-  'Unavailable',
-]);
-const LAUNCH_ATTEMPTS = 4;
-
-/** RunInstances, repeated (bounded, with a short backoff) on throttling and EC2's internal errors only. */
-async function runInstances(ec2: EC2Client, input: RunInstancesCommandInput) {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await ec2.send(new RunInstancesCommand(input));
-    } catch (error) {
-      const code = awsErrorCode(error);
-      if (attempt >= LAUNCH_ATTEMPTS || code === undefined || !RETRIED_LAUNCH_ERROR_CODES.has(code))
-        throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200 * 2 ** (attempt - 1)));
-    }
-  }
-}
-
-function parseBackendData(data: string | null | undefined): Partial<AwsBackendData> {
-  try {
-    return (JSON.parse(data ?? '{}') as Partial<AwsBackendData>) ?? {};
-  } catch {
-    return {};
-  }
 }
 
 /**
@@ -284,141 +212,10 @@ export class AwsCompute
     placementGroup: PlacementGroup | null,
   ): Promise<JobProvisioningData> {
     try {
-      return await this.#createInstance(offer, config, placementGroup);
+      return await launchAwsInstance(this.#clients, this.config, offer, config, placementGroup);
     } catch (error) {
       throw typedAwsError(error);
     }
-  }
-
-  async #createInstance(
-    offer: InstanceOfferWithAvailability,
-    config: InstanceConfiguration,
-    placementGroup: PlacementGroup | null,
-  ): Promise<JobProvisioningData> {
-    const region = offer.region;
-    const ec2 = this.#clients.ec2(region);
-    const image = imageChoiceFor(this.config, offer.instance.resources.gpus.length > 0);
-    const launched = await findLaunchedInstance(ec2, config.instance_id);
-    if (launched) return this.#provisioningData(offer, launched, image.user);
-
-    const reservation = config.reservation ? await this.#usableReservation(region, config.reservation) : null;
-    const publicIps = this.config.public_ips ?? true;
-    const vpcId = await findVpcId(ec2, this.config, region);
-    const subnets = await subnetsByZone(ec2, vpcId, publicIps);
-    // A reservation holds capacity in its own zone only.
-    const zones = (offer.availability_zones ?? [...subnets.keys()].sort()).filter(
-      (zone) => subnets.has(zone) && (reservation === null || zone === reservation.zone),
-    );
-    if (zones.length === 0) {
-      const where = reservation ? `the zone of ${reservation.id} (${reservation.zone})` : "the offer's zones";
-      throw new NoCapacityError(`No usable subnet of ${vpcId} in ${where} (${region})`);
-    }
-    const [imageId, groupId] = await Promise.all([
-      findImageId(ec2, image, region),
-      ensureSecurityGroup(ec2, config.project_name, vpcId),
-    ]);
-    // The same name for the same instance_id: a retried RunInstances must repeat its parameters.
-    const name = generateUniqueBackendName(config.project_name, config.instance_name, {
-      seed: config.instance_id,
-    });
-    const tags = mergeTags(
-      {
-        Name: name,
-        owner: 'dstack',
-        dstack_project: config.project_name,
-        dstack_name: config.instance_name,
-        dstack_user: config.user,
-      },
-      this.config.tags,
-      config.tags,
-    );
-    const spot = offer.instance.resources.spot;
-    const userData = Buffer.from(buildVmUserData(config), 'utf8').toString('base64');
-    const failures: string[] = [];
-    for (const zone of zones) {
-      const input: RunInstancesCommandInput = {
-        ImageId: imageId,
-        InstanceType: offer.instance.name as RunInstancesCommandInput['InstanceType'],
-        MinCount: 1,
-        MaxCount: 1,
-        ClientToken: config.instance_id,
-        UserData: userData,
-        BlockDeviceMappings: [
-          {
-            DeviceName: '/dev/sda1',
-            Ebs: {
-              VolumeSize: Math.round(offer.instance.resources.disk.size_mib / 1024),
-              VolumeType: 'gp2',
-              DeleteOnTermination: true,
-            },
-          },
-        ],
-        TagSpecifications: [
-          { ResourceType: 'instance', Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) },
-        ],
-        NetworkInterfaces: [
-          {
-            DeviceIndex: 0,
-            SubnetId: subnets.get(zone),
-            AssociatePublicIpAddress: publicIps,
-            Groups: [groupId],
-          },
-        ],
-        ...(this.config.iam_instance_profile
-          ? { IamInstanceProfile: { Name: this.config.iam_instance_profile } }
-          : {}),
-        ...placementOf(placementGroup, reservation),
-        ...(spot
-          ? {
-              InstanceMarketOptions: {
-                MarketType: 'spot',
-                SpotOptions: { SpotInstanceType: 'one-time', InstanceInterruptionBehavior: 'terminate' },
-              },
-            }
-          : {}),
-        ...(reservation
-          ? {
-              CapacityReservationSpecification: {
-                CapacityReservationTarget: { CapacityReservationId: reservation.id },
-              },
-              // A Capacity Block is launched with its own market type (dstack's `is_capacity_block`).
-              ...(reservation.capacityBlock
-                ? { InstanceMarketOptions: { MarketType: 'capacity-block' } }
-                : {}),
-            }
-          : {}),
-      };
-      try {
-        const answer = await runInstances(this.#clients.ec2WithoutRetries(region), input);
-        const instance = answer.Instances?.[0];
-        if (!instance?.InstanceId) throw new BackendError(`RunInstances in ${zone} returned no instance`);
-        return this.#provisioningData(offer, instance, image.user);
-      } catch (error) {
-        const code = awsErrorCode(error);
-        // A retried launch that first succeeded in a later zone: its ClientToken matches there.
-        if (code === 'IdempotentParameterMismatch') {
-          failures.push(`${zone}: ${code}`);
-          continue;
-        }
-        if (code === undefined || !AWS_NEXT_ZONE_ERROR_CODES.has(code)) throw error;
-        failures.push(`${zone}: ${code}`);
-      }
-    }
-    throw new NoCapacityError(
-      `No capacity for ${offer.instance.name}${spot ? ' (spot)' : ''} in ${region}: ${failures.join(', ')}`,
-    );
-  }
-
-  /**
-   * The reservation to launch into, looked up afresh (the offers' look-up may be minutes old); one
-   * that is gone, not active or full ends the launch as no capacity, as it does in dstack.
-   */
-  async #usableReservation(region: string, id: string): Promise<AwsReservation> {
-    const reservation = await describeReservation(this.#clients.ec2(region), region, id);
-    if (!reservation)
-      throw new NoCapacityError(`No capacity reservation or capacity block ${id} in ${region}`);
-    if (!isUsable(reservation)) throw new NoCapacityError(unusableReason(reservation));
-    return reservation;
   }
 
   /** Terminates the instance; an instance EC2 no longer knows is terminated already. */
@@ -608,52 +405,6 @@ export class AwsCompute
     }
     return zones;
   }
-
-  #provisioningData(
-    offer: InstanceOfferWithAvailability,
-    instance: Instance,
-    username: string,
-  ): JobProvisioningData {
-    const zone = instance.Placement?.AvailabilityZone ?? '';
-    const backendData: AwsBackendData = {
-      zone,
-      market: offer.instance.resources.spot ? 'spot' : 'on-demand',
-    };
-    return {
-      backend: AWS_BACKEND_TYPE,
-      instance_type: offer.instance,
-      instance_id: instance.InstanceId as string,
-      hostname: null,
-      internal_ip: null,
-      public_ip_enabled: this.config.public_ips ?? true,
-      region: offer.region,
-      availability_zone: zone || null,
-      reservation: instance.CapacityReservationId ?? null,
-      price: offer.price,
-      username,
-      ssh_port: null,
-      dockerized: true,
-      backend_data: JSON.stringify(backendData),
-    };
-  }
-}
-
-/**
- * `Placement` of a launch: the cluster placement group, and the tenancy of a reservation made
- * with other than the default one (it only takes instances of its own tenancy, as dstack knows).
- */
-function placementOf(
-  placementGroup: PlacementGroup | null,
-  reservation: AwsReservation | null,
-): Pick<RunInstancesCommandInput, 'Placement'> {
-  const tenancy = reservation && reservation.tenancy !== 'default' ? reservation.tenancy : undefined;
-  if (!placementGroup && !tenancy) return {};
-  return {
-    Placement: {
-      ...(placementGroup ? { GroupName: placementGroup.name } : {}),
-      ...(tenancy ? { Tenancy: tenancy as Tenancy } : {}),
-    },
-  };
 }
 
 /** The regions of `offers`, in their order. */
@@ -665,5 +416,3 @@ function regionsOf(offers: readonly InstanceOffer[]): string[] {
 export function createAwsBackend(settings: AwsBackendSettings): AwsCompute {
   return new AwsCompute(settings);
 }
-
-export { parseBackendData as parseAwsBackendData };

@@ -36,7 +36,11 @@ export function azureCredential(
       options,
     );
   }
-  return new DefaultAzureCredential({ ...options, tenantId: config.tenant_id });
+  // No tenant (the collector without AZURE_TENANT_ID): the credential's own, as gpuhunt's.
+  return new DefaultAzureCredential({
+    ...options,
+    ...(config.tenant_id ? { tenantId: config.tenant_id } : {}),
+  });
 }
 
 /** The Resource Manager clients of one config, made on first use. */

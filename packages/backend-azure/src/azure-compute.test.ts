@@ -1,7 +1,3 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Catalog, directorySource, formatCatalogCsv } from '@dstack/catalog';
 import { NoCapacityError } from '@dstack/core';
 import {
   anyCpuOfferRequirements,
@@ -14,6 +10,7 @@ import { azureConfigModels } from './azure-config.js';
 import { AzureConfigurator } from './azure-configurator.js';
 import {
   type AzureTestEmulator,
+  emulatorCatalog,
   emulatorConfig,
   startAzureTestEmulator,
 } from './azure-emulator.test.helpers.js';
@@ -29,11 +26,9 @@ describe('azure launches Azure refuses', () => {
       'main',
       emulatorConfig(emulator.azure, { regions: ['eastus'] }),
     );
-    const directory = mkdtempSync(join(tmpdir(), 'dstack-azure-catalog-'));
-    writeFileSync(join(directory, 'azure.csv'), formatCatalogCsv(emulator.azure.data.catalogItems()));
     compute = createAzureBackend({
       config: azureConfigModels.configFromRecord(record),
-      catalog: new Catalog({ source: directorySource(directory), providers: ['azure'] }),
+      catalog: emulatorCatalog(emulator.azure),
       pollIntervalMs: 20,
     });
   });

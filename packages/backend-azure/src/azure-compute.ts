@@ -9,6 +9,7 @@ import {
   type CatalogQueryable,
   type ComputeWithCreateInstance,
   type ComputeWithInstanceVolumes,
+  type ComputeWithMultinode,
   type ComputeWithPrivileged,
   generateUniqueBackendName,
   getCatalogOffers,
@@ -31,20 +32,24 @@ import { imageReference } from './azure-images.js';
 import {
   AZURE_DEFAULT_LOCATIONS,
   AZURE_MAX_RESOURCE_NAME_LENGTH,
-  defaultNetworkName,
   defaultSecurityGroupName,
-  defaultSubnetName,
   nameFromId,
   networkSecurityGroupId,
   subnetId,
 } from './azure-names.js';
+import { managedIdentityId, parseVmManagedIdentity, resolveSubnet } from './azure-networks.js';
 import { AZURE_CONFIGURABLE_DISK_SIZE, isSupportedVmSize, launchableSizes } from './azure-offers.js';
 
-/** What this Compute implements, declared on the plugin descriptor too. */
+/**
+ * What this Compute implements, declared on the plugin descriptor too. `multinode`: the VMs of a
+ * region share its network (the backend's, or the `vpc_ids`/`subnet_ids` one) and reach each other
+ * on their private IPs (Azure's default `AllowVnetInBound` rule), as dstack's.
+ */
 export const AZURE_CAPABILITIES: readonly Capability[] = [
   'create-instance',
   'privileged',
   'instance-volumes',
+  'multinode',
 ];
 
 /** Settings of `createAzureBackend`. */
@@ -103,7 +108,11 @@ export function typedAzureError(error: unknown): unknown {
  * `runJob` is `createInstance` for the job.
  */
 export class AzureCompute
-  implements ComputeWithCreateInstance, ComputeWithPrivileged, ComputeWithInstanceVolumes
+  implements
+    ComputeWithCreateInstance,
+    ComputeWithPrivileged,
+    ComputeWithInstanceVolumes,
+    ComputeWithMultinode
 {
   readonly type = AZURE_BACKEND_TYPE;
   readonly capabilities = AZURE_CAPABILITIES;
@@ -200,6 +209,8 @@ export class AzureCompute
     if (existing && existing.provisioningState !== 'Failed') return this.#provisioningData(offer, name);
 
     const publicIps = this.config.public_ips ?? true;
+    const subnet = await resolveSubnet(this.#clients.network, this.config, location, publicIps);
+    const identity = parseVmManagedIdentity(this.config.vm_managed_identity);
     const keys = config.ssh_keys.map((key) => key.public.trim());
     const tags = mergeTags(
       {
@@ -253,9 +264,9 @@ export class AzureCompute
                 subnet: {
                   id: subnetId(
                     this.config.subscription_id,
-                    group,
-                    defaultNetworkName(group, location),
-                    defaultSubnetName(group, location),
+                    subnet.resourceGroup,
+                    subnet.network,
+                    subnet.subnet,
                   ),
                 },
                 ...(publicIps
@@ -266,6 +277,16 @@ export class AzureCompute
           },
         ],
       },
+      ...(identity
+        ? {
+            identity: {
+              type: 'UserAssigned',
+              userAssignedIdentities: {
+                [managedIdentityId(this.config.subscription_id, identity.resourceGroup, identity.name)]: {},
+              },
+            },
+          }
+        : {}),
       priority: offer.instance.resources.spot ? 'Spot' : 'Regular',
       ...(offer.instance.resources.spot ? { evictionPolicy: 'Delete' } : {}),
       userData: Buffer.from(buildVmUserData(config), 'utf8').toString('base64'),

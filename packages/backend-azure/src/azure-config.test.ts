@@ -62,20 +62,29 @@ describe('azure config models', () => {
 });
 
 describe('azure config checks', () => {
-  it('names the field the schema rejects, and the fields it cannot honour yet', () => {
+  it('names the field the schema rejects, and the network fields it cannot take', () => {
     expect(catchError(() => parseAzureBackendConfig({ ...clientConfig, regions: [] }))).toMatchObject({
       fields: [['regions']],
     });
-    for (const [field, value] of [
-      ['vpc_ids', { eastus: 'group/network' }],
-      ['subnet_ids', { eastus: 'group/network/subnet' }],
-      ['vm_managed_identity', 'group/identity'],
-      ['public_ips', false],
+    for (const [extra, field] of [
+      [{ vpc_ids: { eastus: 'group/network' } }, ['vpc_ids']],
+      [{ subnet_ids: { eastus: 'group/network/subnet', westeurope: 'group' } }, ['subnet_ids', 'westeurope']],
+      [{ vm_managed_identity: 'group/identity/extra' }, ['vm_managed_identity']],
+      [{ public_ips: false }, ['public_ips']],
     ] as const) {
-      const failure = catchError(() => parseAzureBackendConfig({ ...clientConfig, [field]: value }));
+      const failure = catchError(() => parseAzureBackendConfig({ ...clientConfig, ...extra }));
       expect(ServerClientError.isInstance(failure)).toBe(true);
-      expect(failure).toMatchObject({ fields: [[field]] });
+      expect(failure).toMatchObject({ fields: [field] });
     }
+    expect(
+      parseAzureBackendConfig({
+        ...clientConfig,
+        public_ips: false,
+        vpc_ids: { eastus: 'group/network' },
+        subnet_ids: { westeurope: 'group/network/subnet' },
+        vm_managed_identity: 'group/identity',
+      }),
+    ).toMatchObject({ public_ips: false });
   });
 
   it('refuses default creds only when they are not enabled', () => {

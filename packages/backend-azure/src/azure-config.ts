@@ -40,24 +40,26 @@ export const azureConfigModels = defineBackendConfigModels({
       .describe('The list of Azure regions (locations). Omit to use all regions.'),
     /** Default: a network per configured region, made by the backend. */
     vpc_ids: locationMap(
-      'The mapping from configured Azure locations to network IDs (`networkResourceGroup/networkName`). Not supported yet: refused when set.',
+      'The mapping from configured Azure locations to network IDs (`networkResourceGroup/networkName`). If not specified, dstack creates a network in every region.',
     ),
     /** Default: none. */
     subnet_ids: locationMap(
-      'The mapping from configured Azure locations to subnet IDs (`networkResourceGroup/networkName/subnetName`). Not supported yet: refused when set.',
+      'The mapping from configured Azure locations to subnet IDs (`networkResourceGroup/networkName/subnetName`). A location is in `vpc_ids` or `subnet_ids`, not both.',
     ),
     /** Default true. */
     public_ips: z
       .boolean()
       .nullish()
-      .describe('Whether instances get public IPs (the server reaches them there). Default true.'),
+      .describe(
+        'Whether instances get public IPs (the server reaches them there). `false` needs `vpc_ids` or `subnet_ids` whose subnets reach the Internet through a NAT gateway or peering; the server then reaches instances at their private IPs. Default true.',
+      ),
     /** Default: none. */
     vm_managed_identity: z
       .string()
       .min(1)
       .nullish()
       .describe(
-        'The managed identity given to VMs (`managedIdentityResourceGroup/managedIdentityName`). Not supported yet: refused when set.',
+        'The user-assigned managed identity given to VMs (`managedIdentityResourceGroup/managedIdentityName`).',
       ),
     /** Default: none. */
     tags: z

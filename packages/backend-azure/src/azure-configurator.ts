@@ -1,4 +1,5 @@
 import {
+  BackendError,
   type BackendRecord,
   type Configurator,
   InvalidCredentialsError,
@@ -30,6 +31,16 @@ import {
   defaultSubnetName,
   gatewaySecurityGroupName,
 } from './azure-names.js';
+import {
+  managedIdentityId,
+  parseSubnetId,
+  parseVmManagedIdentity,
+  parseVpcId,
+  resolveSubnet,
+} from './azure-networks.js';
+
+/** The ARM API version of `Microsoft.ManagedIdentity/userAssignedIdentities` reads. */
+const MANAGED_IDENTITY_API_VERSION = '2023-01-31';
 
 function invalidConfigField(field: readonly string[], reason: string): ServerClientError {
   return new ServerClientError(`Invalid azure backend config: ${field.join('.')}: ${reason}`, {
@@ -43,20 +54,58 @@ function schemaError(error: z.ZodError): ServerClientError {
   return invalidConfigField(path.length > 0 ? path : ['config'], issue?.message ?? 'is invalid');
 }
 
-/** Fields dstack has that this backend cannot honour yet: refused, never ignored. */
-function refuseUnsupportedFields(config: AzureBackendConfigWithCreds): void {
-  for (const field of ['vpc_ids', 'subnet_ids', 'vm_managed_identity'] as const) {
-    if (config[field] != null) {
-      throw invalidConfigField(
-        [field],
-        'is not supported by this backend yet; the backend makes its own network per region',
-      );
+/** The message of a `BackendError` (a format or network check of `azure-networks.ts`). */
+function reasonOf(error: unknown): string {
+  if (BackendError.isInstance(error)) return (error as Error).message;
+  throw error;
+}
+
+/**
+ * dstack's checks of the network fields that need no call (`_check_config_vpc`): formats, `public_ips:
+ * false` only with a network of the user's, each region in one map only, and every region in one.
+ */
+function checkNetworkFields(config: AzureBackendConfigWithCreds): void {
+  for (const [field, parse] of [
+    ['vpc_ids', parseVpcId],
+    ['subnet_ids', parseSubnetId],
+  ] as const) {
+    for (const [location, value] of Object.entries(config[field] ?? {})) {
+      try {
+        parse(value);
+      } catch (error) {
+        throw invalidConfigField([field, location], reasonOf(error));
+      }
     }
   }
-  if (config.public_ips === false) {
+  try {
+    parseVmManagedIdentity(config.vm_managed_identity);
+  } catch (error) {
+    throw invalidConfigField(['vm_managed_identity'], reasonOf(error));
+  }
+  if (config.public_ips === false && config.vpc_ids == null && config.subnet_ids == null) {
     throw invalidConfigField(
       ['public_ips'],
-      'public_ips: false needs vpc_ids or subnet_ids, which this backend does not support yet',
+      '`vpc_ids` or `subnet_ids` must be specified if `public_ips: false`.',
+    );
+  }
+  if (config.vpc_ids == null && config.subnet_ids == null) return;
+  const inBoth = Object.keys(config.vpc_ids ?? {})
+    .filter((location) => config.subnet_ids?.[location] !== undefined)
+    .sort();
+  if (inBoth.length > 0) {
+    throw invalidConfigField(
+      ['subnet_ids'],
+      `Regions ${JSON.stringify(inBoth)} are configured in both \`vpc_ids\` and \`subnet_ids\`. Each region must be specified in only one of them.`,
+    );
+  }
+  const locations = config.regions ?? AZURE_DEFAULT_LOCATIONS;
+  const missing = locations.filter(
+    (location) => config.vpc_ids?.[location] === undefined && config.subnet_ids?.[location] === undefined,
+  );
+  if (missing.length > 0) {
+    throw invalidConfigField(
+      [config.vpc_ids != null ? 'vpc_ids' : 'subnet_ids'],
+      `Networking not configured for regions ${JSON.stringify(missing)}. Configure either \`vpc_ids\` or \`subnet_ids\` for all regions ${config.regions == null ? 'or specify `regions`' : 'specified in `regions`'}.`,
     );
   }
 }
@@ -68,7 +117,7 @@ function refuseUnsupportedFields(config: AzureBackendConfigWithCreds): void {
 export function parseAzureBackendConfig(config: unknown): AzureBackendConfigWithCreds {
   const result = azureConfigModels.backendConfigWithCreds.safeParse(config);
   if (!result.success) throw schemaError(result.error);
-  refuseUnsupportedFields(result.data);
+  checkNetworkFields(result.data);
   return result.data;
 }
 
@@ -155,6 +204,8 @@ export class AzureConfigurator implements Configurator<AzureBackendConfigWithCre
       if (!exists.body)
         throw invalidConfigField(['resource_group'], `Resource group ${parsed.resource_group} not found`);
     }
+    await checkManagedIdentity(clients, parsed);
+    await checkNetworks(clients, parsed);
   }
 
   /** Fills the defaults and creates the resource group and each region's network resources (idempotent PUTs). */
@@ -166,8 +217,12 @@ export class AzureConfigurator implements Configurator<AzureBackendConfigWithCre
       if (config.resource_group == null) {
         await clients.resources.resourceGroups.createOrUpdate(group, { location: AZURE_MAIN_LOCATION });
       }
+      // With the user's networks, only the security groups are the backend's (dstack's too).
+      const ownNetwork = filled.vpc_ids == null && filled.subnet_ids == null;
       await Promise.all(
-        (filled.regions ?? []).map((location) => createNetworkResources(clients, group, location)),
+        (filled.regions ?? []).map((location) =>
+          createNetworkResources(clients, group, location, ownNetwork),
+        ),
       );
     });
     const { config: stored, auth } = azureConfigModels.splitCreds(filled);
@@ -188,14 +243,61 @@ export class AzureConfigurator implements Configurator<AzureBackendConfigWithCre
   }
 }
 
-/** dstack's network resources of one region: the network and subnet, and the two security groups. */
-async function createNetworkResources(clients: AzureClients, group: string, location: string): Promise<void> {
+/** The user-assigned identity of `vm_managed_identity` exists (`_check_config_vm_managed_identity`). */
+async function checkManagedIdentity(
+  clients: AzureClients,
+  config: AzureBackendConfigWithCreds,
+): Promise<void> {
+  const identity = parseVmManagedIdentity(config.vm_managed_identity);
+  if (!identity) return;
+  try {
+    await clients.resources.resources.getById(
+      managedIdentityId(config.subscription_id, identity.resourceGroup, identity.name),
+      MANAGED_IDENTITY_API_VERSION,
+    );
+  } catch (error) {
+    if ((error as { statusCode?: number }).statusCode !== 404) throw typedAzureError(error);
+    throw invalidConfigField(
+      ['vm_managed_identity'],
+      `Managed identity ${identity.name} not found in resource group ${identity.resourceGroup}`,
+    );
+  }
+}
+
+/** Every region's network or subnet of `vpc_ids`/`subnet_ids` is there and usable (`_check_config_vpc`). */
+async function checkNetworks(clients: AzureClients, config: AzureBackendConfigWithCreds): Promise<void> {
+  if (config.vpc_ids == null && config.subnet_ids == null) return;
+  const publicIps = config.public_ips ?? true;
+  await Promise.all(
+    (config.regions ?? AZURE_DEFAULT_LOCATIONS).map(async (location) => {
+      try {
+        await resolveSubnet(clients.network, { ...config, resource_group: null }, location, publicIps);
+      } catch (error) {
+        const field = config.subnet_ids?.[location] !== undefined ? 'subnet_ids' : 'vpc_ids';
+        throw invalidConfigField([field, location], reasonOf(error));
+      }
+    }),
+  );
+}
+
+/**
+ * dstack's network resources of one region: the network and subnet (unless the user's are used),
+ * and the two security groups.
+ */
+async function createNetworkResources(
+  clients: AzureClients,
+  group: string,
+  location: string,
+  ownNetwork: boolean,
+): Promise<void> {
   const network = clients.network;
-  await network.virtualNetworks.beginCreateOrUpdateAndWait(group, defaultNetworkName(group, location), {
-    location,
-    addressSpace: { addressPrefixes: ['10.0.0.0/16'] },
-    subnets: [{ name: defaultSubnetName(group, location), addressPrefix: '10.0.0.0/20' }],
-  });
+  if (ownNetwork) {
+    await network.virtualNetworks.beginCreateOrUpdateAndWait(group, defaultNetworkName(group, location), {
+      location,
+      addressSpace: { addressPrefixes: ['10.0.0.0/16'] },
+      subnets: [{ name: defaultSubnetName(group, location), addressPrefix: '10.0.0.0/20' }],
+    });
+  }
   await network.networkSecurityGroups.beginCreateOrUpdateAndWait(
     group,
     defaultSecurityGroupName(group, location),

@@ -8,7 +8,7 @@ import plugin from './index.js';
 testBackend({
   plugin,
   packageName: '@dstack/backend-azure',
-  capabilities: ['create-instance', 'privileged', 'instance-volumes'],
+  capabilities: ['create-instance', 'privileged', 'instance-volumes', 'multinode'],
   emulator: async () => {
     const emulator = await startAzureTestEmulator();
     useEmulatorCatalog(emulator.azure);

@@ -50,12 +50,14 @@ export function emulatorConfig(
   };
 }
 
-/**
- * Makes the process's catalog the emulator's sizes and prices (`azure.csv` in a directory), as a
- * published gpuhunt catalog with Azure's rows would be.
- */
-export function useEmulatorCatalog(azure: AzureEmulator): void {
+/** A catalog of the emulator's sizes and prices (`azure.csv` in a directory), as gpuhunt publishes them. */
+export function emulatorCatalog(azure: AzureEmulator): Catalog {
   const directory = mkdtempSync(join(tmpdir(), 'dstack-azure-catalog-'));
   writeFileSync(join(directory, 'azure.csv'), formatCatalogCsv(azure.data.catalogItems()));
-  setDefaultCatalog(new Catalog({ source: directorySource(directory), providers: ['azure'] }));
+  return new Catalog({ source: directorySource(directory), providers: ['azure'] });
+}
+
+/** Makes the process's catalog {@link emulatorCatalog}, as a published gpuhunt catalog with Azure's rows would be. */
+export function useEmulatorCatalog(azure: AzureEmulator): void {
+  setDefaultCatalog(emulatorCatalog(azure));
 }

@@ -17,7 +17,6 @@ import {
   type InstanceOfferWithAvailability,
   type InstanceStatusAtProvider,
   type JobProvisioningData,
-  NoCapacityError,
   type PlacementGroup,
   type PlacementGroupProvisioningData,
   type ProjectSshKeys,
@@ -34,14 +33,7 @@ import { GcpComputeApi } from './gcp-api.js';
 import { GCP_BACKEND_TYPE, GCP_COMPUTE_URL, type GcpConfig } from './gcp-config.js';
 import { credsAccessTokenSource } from './gcp-credentials.js';
 import { createGcpGatewayInstance } from './gcp-gateways.js';
-import {
-  GCP_IMAGE_USER,
-  GCP_INSTANCE_NETWORK_TAG,
-  insertRequestId,
-  instanceBody,
-  instanceNameFor,
-  networkName,
-} from './gcp-instance-body.js';
+import { GcpInstanceLauncher, getGcpInstance, operationError, parseGcpBackendData } from './gcp-launch.js';
 import {
   collapseZones,
   GCP_CONFIGURABLE_DISK_SIZE,
@@ -50,22 +42,20 @@ import {
   offerWithQuota,
   regionOfZone,
 } from './gcp-offers.js';
+import type { GcpOperationResource } from './gcp-operations.js';
 import {
   createGcpPlacementGroup,
   deleteGcpPlacementGroup,
   isSuitableGcpPlacementGroup,
-  resourcePolicyReference,
 } from './gcp-placement-groups.js';
 import {
   GcpReservationLookups,
-  type GcpReservationReference,
   type GcpZoneReservation,
   offerMatchesReservation,
-  reservationAffinity,
   reservationHasCapacity,
   reservationReference,
 } from './gcp-reservations.js';
-import { GcpApiCallError, isNotFound, typedGoogleError } from './gcp-rest.js';
+import { isNotFound, typedGoogleError } from './gcp-rest.js';
 import { GcpVolumes } from './gcp-volumes.js';
 
 /**
@@ -87,26 +77,6 @@ export const GCP_CAPABILITIES: readonly Capability[] = [
   'reservations',
 ];
 
-/**
- * Errors of an insert (in its operation, or answered at once) after which the next zone may
- * succeed: no capacity, no quota, a machine or accelerator type the zone lacks.
- */
-export const GCP_NEXT_ZONE_ERROR_CODES: ReadonlySet<string> = new Set([
-  'ZONE_RESOURCE_POOL_EXHAUSTED',
-  'ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS',
-  'QUOTA_EXCEEDED',
-  'RESOURCE_NOT_FOUND',
-  'UNSUPPORTED_OPERATION',
-]);
-
-/** What `backend_data` of the provisioning data holds. */
-export interface GcpBackendData {
-  readonly zone: string;
-  /** The insert operation, whose late error explains an instance that vanished while provisioning. */
-  readonly operation?: string;
-  readonly market?: 'on-demand' | 'spot';
-}
-
 /** Settings of `createGcpBackend`. */
 export interface GcpBackendSettings {
   /** The backend's config with creds, as the configurator reads it from the stored record. Required. */
@@ -121,41 +91,8 @@ export interface GcpBackendSettings {
   operationPollIntervalMs?: number;
 }
 
-interface GcpOperation {
-  name: string;
-  status: 'PENDING' | 'RUNNING' | 'DONE';
-  targetId?: string;
-  targetLink?: string;
-  operationType?: string;
-  error?: { errors?: { code?: string; message?: string }[] };
-}
-
-interface GcpInstance {
-  id: string;
-  name: string;
-  status: string;
-  zone: string;
-  networkInterfaces?: { networkIP?: string; accessConfigs?: { natIP?: string }[] }[];
-}
-
 /** Instance statuses on the way to RUNNING. */
 const STARTING_STATUSES: ReadonlySet<string> = new Set(['PROVISIONING', 'STAGING', 'REPAIRING']);
-
-/** `backend_data` parsed; fields missing when it is absent or not ours. */
-export function parseGcpBackendData(data: string | null | undefined): Partial<GcpBackendData> {
-  try {
-    return (JSON.parse(data ?? '{}') as Partial<GcpBackendData>) ?? {};
-  } catch {
-    return {};
-  }
-}
-
-/** The first error code of a DONE operation, with its message. */
-function operationError(operation: GcpOperation): { code: string; message: string } | undefined {
-  const first = operation.error?.errors?.[0];
-  if (!operation.error) return undefined;
-  return { code: first?.code ?? 'UNKNOWN', message: first?.message ?? 'the operation failed' };
-}
 
 /**
  * Runs jobs on Compute Engine VMs: `createInstance` inserts an instance whose cloud-init (core's
@@ -177,11 +114,10 @@ export class GcpCompute
   readonly #api: GcpComputeApi;
   /** Undefined: the process's `defaultCatalog()`, looked up on each query (the server sets it at start). */
   readonly #catalog: CatalogQueryable | undefined;
-  readonly #operationWaitMs: number;
   readonly #pollIntervalMs: number;
   readonly #reservations: GcpReservationLookups;
+  readonly #launcher: GcpInstanceLauncher;
   readonly #volumes: GcpVolumes;
-  #firewall: Promise<void> | undefined;
 
   constructor(settings: GcpBackendSettings) {
     this.config = settings.config;
@@ -193,8 +129,15 @@ export class GcpCompute
     });
     this.#catalog = settings.catalog;
     this.#reservations = new GcpReservationLookups(this.#api);
-    this.#operationWaitMs = settings.operationWaitMs ?? 30_000;
     this.#pollIntervalMs = settings.operationPollIntervalMs ?? 1000;
+    this.#launcher = new GcpInstanceLauncher({
+      api: this.#api,
+      config: this.config,
+      reservations: this.#reservations,
+      zonesOf: (region) => this.#zonesOf(region),
+      operationWaitMs: settings.operationWaitMs ?? 30_000,
+      pollIntervalMs: this.#pollIntervalMs,
+    });
     this.#volumes = new GcpVolumes({
       api: this.#api,
       config: this.config,
@@ -270,94 +213,10 @@ export class GcpCompute
     placementGroup: PlacementGroup | null,
   ): Promise<JobProvisioningData> {
     try {
-      return await this.#createInstance(offer, config, placementGroup);
+      return await this.#launcher.launch(offer, config, placementGroup);
     } catch (error) {
       throw typedGoogleError(error);
     }
-  }
-
-  async #createInstance(
-    offer: InstanceOfferWithAvailability,
-    config: InstanceConfiguration,
-    placementGroup: PlacementGroup | null,
-  ): Promise<JobProvisioningData> {
-    const name = instanceNameFor(config);
-    const resourcePolicy = placementGroup
-      ? resourcePolicyReference(
-          this.config.project_id,
-          placementGroup.configuration.region,
-          placementGroup.name,
-        )
-      : undefined;
-    const zones = offer.availability_zones?.length
-      ? offer.availability_zones
-      : await this.#zonesOf(offer.region);
-    const launched = await this.#findLaunched(name, zones);
-    if (launched) return this.#provisioningData(offer, launched.zone, name, undefined);
-
-    const reservation = config.reservation ? await this.#launchReservation(config.reservation) : undefined;
-    await this.#ensureFirewall();
-    const failures: string[] = [];
-    for (const zone of zones) {
-      // dstack's: only zones where the reservation is, with room now.
-      const reserved = reservation?.byZone.get(zone);
-      if (reservation && (!reserved || !reservationHasCapacity(reserved))) {
-        failures.push(
-          `${zone}: ${reserved ? `reservation ${reserved.name} is full` : `no reservation ${reservation.reference.name}`}`,
-        );
-        continue;
-      }
-      const body = {
-        ...instanceBody({ gcpConfig: this.config, offer, config, name, zone, resourcePolicy }),
-        ...(reservation ? { reservationAffinity: reservationAffinity(reservation.reference) } : {}),
-      };
-      let operation: GcpOperation;
-      try {
-        operation = await this.#api.post<GcpOperation>(`zones/${zone}/instances`, body, {
-          requestId: insertRequestId(config.instance_id, zone),
-        });
-      } catch (error) {
-        if (error instanceof GcpApiCallError && error.statusCode === 409) {
-          // This launch's instance already exists in this zone (made by a retry we did not see finish).
-          return this.#provisioningData(offer, zone, name, undefined);
-        }
-        // 404: the machine or accelerator type is not in this zone; 403 quotaExceeded; 503 capacity;
-        // the reservation filled up since it was looked up.
-        if (
-          error instanceof GcpApiCallError &&
-          (error.statusCode === 404 ||
-            error.statusCode === 503 ||
-            (error.statusCode === 403 && /quota/i.test(`${error.reason} ${error.message}`)) ||
-            (reservation !== undefined && /not have enough resources/.test(error.message)))
-        ) {
-          failures.push(`${zone}: ${error.reason ?? error.statusCode}`);
-          continue;
-        }
-        throw error;
-      }
-      const settled = await this.#waitForOperation(zone, operation);
-      const failure = settled.status === 'DONE' ? operationError(settled) : undefined;
-      if (!failure) return this.#provisioningData(offer, zone, name, operation.name);
-      if (!GCP_NEXT_ZONE_ERROR_CODES.has(failure.code)) {
-        throw new ProvisioningError(
-          `Inserting ${name} in ${zone} failed: ${failure.code}: ${failure.message}`,
-        );
-      }
-      failures.push(`${zone}: ${failure.code}`);
-    }
-    const spot = offer.instance.resources.spot ? ' (spot)' : '';
-    throw new NoCapacityError(
-      `No capacity for ${offer.instance.name}${spot} in ${offer.region}: ${failures.join(', ')}`,
-    );
-  }
-
-  /** The reservation a launch consumes, looked up afresh; a name that cannot be one is no capacity. */
-  async #launchReservation(
-    reservation: string,
-  ): Promise<{ reference: GcpReservationReference; byZone: Map<string, GcpZoneReservation> }> {
-    const reference = reservationReference(reservation, this.config.project_id);
-    if (!reference) throw new NoCapacityError(`${JSON.stringify(reservation)} names no GCP reservation`);
-    return { reference, byZone: await this.#reservations.find(reference, true) };
   }
 
   /** A compact placement resource policy named as the server names the group, in its region. */
@@ -469,7 +328,7 @@ export class GcpCompute
   ): Promise<JobProvisioningData> {
     const data = parseGcpBackendData(provisioningData.backend_data);
     const zone = data.zone ?? provisioningData.availability_zone ?? '';
-    const instance = await this.#getInstance(zone, provisioningData.instance_id);
+    const instance = await getGcpInstance(this.#api, zone, provisioningData.instance_id);
     if (!instance) {
       const failure = data.operation ? await this.#operationFailure(zone, data.operation) : undefined;
       throw new ProvisioningError(
@@ -496,14 +355,14 @@ export class GcpCompute
     const zone =
       parseGcpBackendData(provisioningData.backend_data).zone ?? provisioningData.availability_zone ?? '';
     const name = provisioningData.instance_id;
-    const instance = await this.#getInstance(zone, name);
+    const instance = await getGcpInstance(this.#api, zone, name);
     if (instance && (STARTING_STATUSES.has(instance.status) || instance.status === 'RUNNING'))
       return 'running';
     return (await this.#wasPreempted(zone, name, instance?.id)) ? 'interrupted' : 'gone';
   }
 
   async #wasPreempted(zone: string, name: string, id: string | undefined): Promise<boolean> {
-    const operations = await this.#api.list<GcpOperation>(`zones/${zone}/operations`, {
+    const operations = await this.#api.list<GcpOperationResource>(`zones/${zone}/operations`, {
       filter: 'operationType = "compute.instances.preempted"',
     });
     return operations.some((operation) =>
@@ -513,64 +372,12 @@ export class GcpCompute
     );
   }
 
-  async #getInstance(zone: string, name: string): Promise<GcpInstance | undefined> {
-    try {
-      return await this.#api.get<GcpInstance>(`zones/${zone}/instances/${encodeURIComponent(name)}`);
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
-  }
-
   async #operationFailure(zone: string, name: string) {
     try {
-      return operationError(await this.#api.get<GcpOperation>(`zones/${zone}/operations/${name}`));
+      return operationError(await this.#api.get<GcpOperationResource>(`zones/${zone}/operations/${name}`));
     } catch {
       return undefined;
     }
-  }
-
-  /** The operation once DONE, or as it is when `operationWaitMs` has passed. */
-  async #waitForOperation(zone: string, operation: GcpOperation): Promise<GcpOperation> {
-    const deadline = Date.now() + this.#operationWaitMs;
-    let current = operation;
-    while (current.status !== 'DONE' && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, this.#pollIntervalMs));
-      current = await this.#api.get<GcpOperation>(`zones/${zone}/operations/${operation.name}`);
-    }
-    return current;
-  }
-
-  /** The instance a previous launch of this name made, in the first zone that has it. */
-  async #findLaunched(name: string, zones: readonly string[]): Promise<GcpInstance | undefined> {
-    for (const zone of zones) {
-      const instance = await this.#getInstance(zone, name);
-      if (instance) return { ...instance, zone };
-    }
-    return undefined;
-  }
-
-  /** The firewall rule that opens SSH to dstack's instances; made once, a concurrent create (409) is fine. */
-  #ensureFirewall(): Promise<void> {
-    this.#firewall ??= this.#api
-      .post('global/firewalls', {
-        name: `dstack-ssh-in-global-networks-${networkName(this.config)}`.slice(0, 63).replace(/-+$/, ''),
-        network: `global/networks/${networkName(this.config)}`,
-        direction: 'INGRESS',
-        allowed: [{ IPProtocol: 'tcp', ports: ['22'] }],
-        sourceRanges: ['0.0.0.0/0'],
-        targetTags: [GCP_INSTANCE_NETWORK_TAG],
-        description: 'Allows SSH connections to dstack instances',
-      })
-      .then(
-        () => undefined,
-        (error: unknown) => {
-          if (error instanceof GcpApiCallError && error.statusCode === 409) return;
-          this.#firewall = undefined;
-          throw error;
-        },
-      );
-    return this.#firewall;
   }
 
   /** The zones of a region, from Compute (when an offer or a record has none). */
@@ -591,34 +398,6 @@ export class GcpCompute
         new Map((region.quotas ?? []).map((quota) => [quota.metric, quota])),
       ]),
     );
-  }
-
-  #provisioningData(
-    offer: InstanceOfferWithAvailability,
-    zone: string,
-    name: string,
-    operation: string | undefined,
-  ): JobProvisioningData {
-    const backendData: GcpBackendData = {
-      zone,
-      ...(operation ? { operation } : {}),
-      market: offer.instance.resources.spot ? 'spot' : 'on-demand',
-    };
-    return {
-      backend: GCP_BACKEND_TYPE,
-      instance_type: offer.instance,
-      instance_id: name,
-      hostname: null,
-      internal_ip: null,
-      public_ip_enabled: this.config.public_ips ?? true,
-      region: regionOfZone(zone),
-      availability_zone: zone,
-      price: offer.price,
-      username: GCP_IMAGE_USER,
-      ssh_port: null,
-      dockerized: true,
-      backend_data: JSON.stringify(backendData),
-    };
   }
 }
 

@@ -11,7 +11,6 @@ export {
 export {
   createGcpBackend,
   GCP_CAPABILITIES,
-  type GcpBackendData,
   type GcpBackendSettings,
   GcpCompute,
 } from './gcp-compute.js';
@@ -25,6 +24,7 @@ export {
   type GcpStoredConfig,
 } from './gcp-config.js';
 export { GcpConfigurator } from './gcp-configurator.js';
+export type { GcpBackendData } from './gcp-launch.js';
 export { GCP_PROVISIONING_TIMEOUT_SECONDS, gcpBackendPlugin } from './gcp-plugin.js';
 export { GcpApiCallError } from './gcp-rest.js';
 export { VERSION } from './version.js';

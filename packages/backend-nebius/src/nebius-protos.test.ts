@@ -1,17 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { loadNebiusPackageDefinition, replaceAggregateValidateOptions } from './nebius-protos.js';
+import { loadNebiusPackageDefinition } from './nebius-protos.js';
 
 describe('the vendored Nebius protos', () => {
-  it('read each (buf.validate.…) = {…} option as true, braces inside its strings included', () => {
-    const source = `string hostname = 20 [(buf.validate.field) = {
-    cel: [{ id: "x" expression: "this.matches('^[a-z]{0,61}$')" }]
-  }];
-  string id = 1 [(buf.validate.field).required = true];`;
-    expect(replaceAggregateValidateOptions(source)).toBe(
-      'string hostname = 20 [(buf.validate.field) = true];\n  string id = 1 [(buf.validate.field).required = true];',
-    );
-  });
-
   it('load the services the backend calls, with their wire paths', () => {
     const definition = loadNebiusPackageDefinition();
     const instances = definition['nebius.compute.v1.InstanceService'] as Record<string, { path: string }>;

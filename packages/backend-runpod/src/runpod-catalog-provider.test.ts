@@ -3,19 +3,24 @@
  * emulator's gpuhunt bucket publishes (so a server planning from the bucket sees what
  * `dstack-catalog collect runpod` would write), with gpuhunt's names, prices and flags.
  */
-import { formatCatalogCsv } from '@dstack/catalog';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { BUNDLED_SNAPSHOT_DIRECTORY, formatCatalogCsv } from '@dstack/catalog';
 import { startRunpodEmulator } from '@dstack/testing/emulators';
 import { describe, expect, it } from 'vitest';
 import { cpuSizeLadder, RunpodCatalogProvider } from './runpod-catalog-provider.js';
 import { runpodGpuName } from './runpod-gpu-names.js';
 
 describe('RunpodCatalogProvider', () => {
-  it("collects, without a key, the rows the emulator's gpuhunt bucket publishes", async () => {
+  it("collects, without a key, the rows the emulator's gpuhunt bucket publishes (the bundled runpod.csv)", async () => {
     const emulator = await startRunpodEmulator();
     try {
       const items = await new RunpodCatalogProvider({ endpointUrl: emulator.graphqlUrl }).collect();
 
       expect(formatCatalogCsv(items)).toBe(formatCatalogCsv(emulator.catalogItems));
+      expect(await readFile(join(BUNDLED_SNAPSHOT_DIRECTORY, 'runpod.csv'), 'utf8')).toBe(
+        formatCatalogCsv(items),
+      );
       const prices = items.map((item) => item.price);
       expect(prices).toEqual([...prices].sort((left, right) => left - right));
       const rtx4090 = items.find(

@@ -30,10 +30,13 @@ export interface CatalogItem {
   diskSize: number | null;
   /** Null exactly when `gpuCount` is 0. */
   gpuVendor: AcceleratorVendor | null;
-  /** kebab-case markers that hide rows from consumers that do not understand them. */
+  /**
+   * kebab-case markers that hide rows from consumers that do not understand them. An empty
+   * list read from a catalog is shared and frozen: copy it to change it.
+   */
   flags: string[];
   cpuArch: CpuArchitecture;
-  /** Provider-specific data, a JSON object. */
+  /** Provider-specific data, a JSON object; an empty one read from a catalog is shared and frozen. */
   providerData: Record<string, unknown>;
 }
 

@@ -566,6 +566,26 @@ describe('Catalog with a directory source', () => {
     expect(errors[0]?.message).toBe(`Cannot load the 'azure' catalog from directory ${directory}`);
   });
 
+  it("with reportFailures 'query', says a provider's failure only when a query asks for it, once", async () => {
+    await file('aws.csv', [{ price: 1 }]);
+    const errors: CatalogError[] = [];
+    const catalog = new Catalog({
+      source: directorySource(directory),
+      providers: ['aws', 'azure'],
+      onError: (error) => errors.push(error),
+      reportFailures: 'query',
+    });
+    await catalog.load();
+    expect(await prices(catalog, 'aws')).toEqual([1]);
+    expect(errors).toEqual([]);
+
+    expect(await prices(catalog, 'azure')).toEqual([]);
+    expect(await prices(catalog, 'azure')).toEqual([]);
+    expect(errors.map((error) => error.message)).toEqual([
+      `Cannot load the 'azure' catalog from directory ${directory}`,
+    ]);
+  });
+
   it('passes malformed-row warnings on with the file and line', async () => {
     await writeFile(
       join(directory, 'aws.csv'),

@@ -61,6 +61,15 @@ export interface CatalogOptions {
    * Default: `console.warn`.
    */
   onError?: (error: CatalogError) => void;
+  /**
+   * When an offline provider's load failure is reported: `load` (as soon as a load fails) or
+   * `query` (when a query asks for that provider, or at once for a provider a query has asked
+   * for: a catalog holding providers nobody plans with, or that no source publishes yet, stays
+   * quiet about them, and the plan that answered from the fallback while the refresh was still
+   * going is followed by the refresh's failure).
+   * Default: `load`.
+   */
+  reportFailures?: 'load' | 'query';
 }
 
 /** What {@link Catalog.providers} reports about one provider. */
@@ -89,6 +98,8 @@ interface OfflineState {
   fromFallback?: boolean;
   /** The current failure was reported; cleared when the provider loads again. */
   failureReported?: boolean;
+  /** A failure waiting for a query of the provider (`reportFailures: 'query'`). */
+  unreportedFailure?: CatalogError;
 }
 
 type LoadOutcome =
@@ -109,6 +120,9 @@ export class Catalog {
   private readonly refreshIntervalMs: number;
   private readonly onWarning: (warning: CatalogWarning) => void;
   private readonly onError: (error: CatalogError) => void;
+  private readonly reportFailuresOn: 'load' | 'query';
+  /** The offline providers a query has asked for (`reportFailures: 'query'` reports theirs at once). */
+  private readonly queriedProviders = new Set<string>();
   private readonly online = new Map<string, OnlineCatalogProvider>();
   private readonly offline = new Map<string, OfflineState>();
   private offlineNames: string[] | undefined;
@@ -125,6 +139,7 @@ export class Catalog {
     }
     this.onWarning = options.onWarning ?? logCatalogWarning;
     this.onError = options.onError ?? ((error) => console.warn(`catalog: ${describeError(error)}`));
+    this.reportFailuresOn = options.reportFailures ?? 'load';
     if (options.providers) this.offlineNames = dedupe(options.providers.map((name) => name.toLowerCase()));
   }
 
@@ -183,6 +198,10 @@ export class Catalog {
           throw new Error(`Unknown provider '${name}'; known: ${known.join(', ') || '(none)'}`);
         }
       }
+    }
+    for (const name of selected) {
+      this.queriedProviders.add(name);
+      this.reportFailureOnQuery(name);
     }
     const lists = await Promise.all(
       selected.map(async (name): Promise<OrderedOffers> => {
@@ -299,7 +318,12 @@ export class Catalog {
         });
       } else if (outcome.status === 'unchanged') {
         // The data in memory is what the source has: it is no longer only the fallback's.
-        const { lastError: _cleared, failureReported: _reported, ...rest } = state;
+        const {
+          lastError: _cleared,
+          failureReported: _reported,
+          unreportedFailure: _waiting,
+          ...rest
+        } = state;
         this.offline.set(outcome.provider, { ...rest, fromFallback: fromFallback && !!rest.fromFallback });
       } else {
         this.offline.set(outcome.provider, { ...state, lastError: describeError(outcome.error) });
@@ -307,9 +331,20 @@ export class Catalog {
     }
   }
 
+  /** Reports a provider's failure waiting for this query of it, if any. */
+  private reportFailureOnQuery(provider: string): void {
+    const error = this.offline.get(provider)?.unreportedFailure;
+    if (error === undefined) return;
+    this.reportFailure(provider, error, { now: true });
+  }
+
   /** Reports a provider's failure once, saying what the catalog answers from meanwhile. */
-  private reportFailure(provider: string, error: CatalogError): void {
-    const state = this.offline.get(provider) ?? {};
+  private reportFailure(provider: string, error: CatalogError, { now = false } = {}): void {
+    const { unreportedFailure: _waiting, ...state } = this.offline.get(provider) ?? {};
+    if (this.reportFailuresOn === 'query' && !now && !this.queriedProviders.has(provider)) {
+      this.offline.set(provider, { ...state, failureReported: true, unreportedFailure: error });
+      return;
+    }
     this.offline.set(provider, { ...state, failureReported: true });
     if (!state.fromFallback || state.location === undefined) {
       this.onError(error);

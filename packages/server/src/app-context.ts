@@ -13,9 +13,9 @@ import type { AppCaches, AppContext, ServerSettings, SqlDialect } from './contex
 import type { Database } from './db/schema.js';
 import { LogNotifications } from './logs/log-notifications.js';
 import { WakeUps } from './pipelines/wake-ups.js';
-
-import { ServiceRequestStats } from './runs/service-stats.js';
+import { InstanceTakes } from './runs/instance-takes.js';
 import { createEncryption, type Encryption } from './security/encryption.js';
+import { ServiceRequestStats } from './services/service-stats.js';
 
 export interface AppContextParts {
   db: Kysely<Database>;
@@ -62,5 +62,6 @@ export function createAppCaches(): AppCaches {
     serviceStats: new ServiceRequestStats(),
     rateLimiter: new RateLimiter(),
     probeStates: new Map(),
+    instanceTakes: new InstanceTakes(),
   };
 }

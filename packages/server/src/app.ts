@@ -4,6 +4,7 @@
  */
 import { setDefaultCatalog } from '@dstack/catalog';
 import type { BackendPlugin } from '@dstack/core';
+import { requestAuthentication } from './accounts/request-authentication.js';
 import { AgentConnector } from './agents/index.js';
 import { allRoutes } from './api-routes.js';
 import { createAppContext } from './app-context.js';
@@ -156,7 +157,13 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
             advertisedAddress: settings.sshProxyAddress,
           });
     if (sshProxy) app.sshProxy = sshProxy.address;
-    http.serve(createHttpHandler(app, allRoutes, { rawRoutes: [...rawRoutes, prometheusRoute], staticSite }));
+    http.serve(
+      createHttpHandler(app, allRoutes, {
+        authentication: requestAuthentication(app),
+        rawRoutes: [...rawRoutes, prometheusRoute],
+        staticSite,
+      }),
+    );
 
     let closing: Promise<void> | null = null;
     return {

@@ -12,10 +12,10 @@ import type { DefaultPermissions } from './config/server-config.js';
 import type { Database, ProjectsTable } from './db/schema.js';
 import type { LogNotifications } from './logs/log-notifications.js';
 import type { WakeUps } from './pipelines/wake-ups.js';
-
-import type { ProbeState } from './runs/probe-state.js';
-import type { ServiceRequestStats } from './runs/service-stats.js';
+import type { InstanceTakes } from './runs/instance-takes.js';
 import type { Encryption } from './security/encryption.js';
+import type { ProbeState } from './services/probe-state.js';
+import type { ServiceRequestStats } from './services/service-stats.js';
 
 export type SqlDialect = 'sqlite' | 'postgres';
 
@@ -231,4 +231,6 @@ export interface AppCaches {
   rateLimiter: RateLimiter;
   /** Each probed replica's run of successes per probe and when it is probed next, by job id. */
   probeStates: Map<string, ProbeState>;
+  /** The fleet instances this process's job passes are taking, so that they do not all try the same one. */
+  instanceTakes: InstanceTakes;
 }

@@ -15,7 +15,7 @@ import { describeVmCloudRuns } from './vm-cloud-runs.js';
 describeVmCloudRuns({
   database: 'sqlite',
   cloud: 'azure',
-  regions: ['eastus', 'westeurope'],
+  regions: ['eastus', 'eastus2', 'westeurope'],
   async start(hosts) {
     const emulator: AzureEmulatorWithCatalog = await startAzureEmulatorWithCatalog({ hosts });
     const vms = () => emulator.state().virtualMachines;

@@ -6,6 +6,7 @@ import type {
   GcpEmulatorState,
   LambdaEmulatorState,
   NebiusEmulatorState,
+  OciEmulatorState,
   VerdaEmulatorState,
 } from '@dstack/testing/emulators';
 import { expect } from 'vitest';
@@ -88,6 +89,7 @@ export interface EmulatedCloudState {
     | AzureEmulatorState
     | LambdaEmulatorState
     | NebiusEmulatorState
+    | OciEmulatorState
     | VerdaEmulatorState;
 }
 
@@ -101,6 +103,16 @@ export function cloudLeftovers(emulator: EmulatedCloudState): string[] {
       ...state.disks.map((each) => `disk ${each.name}`),
       ...state.networkInterfaces.map((each) => `NIC ${each.name}`),
       ...state.publicIpAddresses.map((each) => `public IP ${each.name}`),
+    ];
+  }
+  if ('provider' in state && state.provider === 'oci') {
+    // OCI: a terminated instance stays readable as TERMINATED; its VNIC and boot volume are gone.
+    return [
+      ...state.instances
+        .filter((each) => each.state !== 'TERMINATED')
+        .map((each) => `instance ${each.id} ${each.state}`),
+      ...state.vnics.map((each) => `VNIC ${each}`),
+      ...state.bootVolumes.map((each) => `boot volume ${each}`),
     ];
   }
   if ('provider' in state && state.provider === 'nebius') {

@@ -70,8 +70,12 @@ describe('multi-node tasks on the local backend', () => {
       ),
     );
     const run = await harness.waitForRun('cluster', ['done', 'failed', 'terminated'], 60_000);
-    expect(run.status).toBe('done');
     const logs = await harness.logs('cluster');
+    // Why a node failed, when one did (once, under a loaded run: not known yet).
+    const why = latestSubmissions(run)
+      .map((submission) => `${submission.termination_reason}: ${submission.termination_reason_message}`)
+      .join('; ');
+    expect(run.status, `${why}\n${logs}`).toBe('done');
     expect(logs).toContain('node rank=0 nodes=2 master=127.0.0.1 ips=127.0.0.1 127.0.0.1 gpus=0 per_node=0');
     expect(logs).toContain('node rank=1 nodes=2 master=127.0.0.1 ips=127.0.0.1 127.0.0.1 gpus=0 per_node=0');
     expect(logs).toContain('master got: hello from rank 1');

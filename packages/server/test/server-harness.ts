@@ -41,6 +41,8 @@ export interface ServerApi {
 
 export interface HarnessServer extends ServerApi {
   server: RunningServer;
+  /** Aborts the runs of project `main` still going, and waits until they have ended. */
+  abortActiveRuns(): Promise<void>;
   /** Deletes every fleet, waits until their instances (detached shims) are terminated, then stops the server. */
   terminateFleetsAndClose(): Promise<void>;
   close(): Promise<void>;
@@ -157,22 +159,26 @@ export async function startHarnessServer(options: {
   });
   const api = serverApi(server.url);
   const { call } = api;
+  /** Aborts the runs still going and waits until they have ended. */
+  const abortActiveRuns = async () => {
+    const activeRuns = async () =>
+      (await call<Run[]>('/api/runs/list', { project_name: 'main', only_active: true })).body;
+    const active = await activeRuns();
+    if (active.length === 0) return;
+    await call('/api/project/main/runs/stop', {
+      runs_names: active.map((run) => run.run_spec.run_name),
+      abort: true,
+    });
+    await waitFor('the runs to end', async () => ((await activeRuns()).length === 0 ? true : null));
+  };
   return {
     ...api,
     server,
+    abortActiveRuns,
     async terminateFleetsAndClose() {
       // Runs a failed test left going keep their instances busy, and a fleet with a busy
       // instance refuses deletion: abort them first.
-      const activeRuns = async () =>
-        (await call<Run[]>('/api/runs/list', { project_name: 'main', only_active: true })).body;
-      const active = await activeRuns();
-      if (active.length > 0) {
-        await call('/api/project/main/runs/stop', {
-          runs_names: active.map((run) => run.run_spec.run_name),
-          abort: true,
-        });
-        await waitFor('the runs to end', async () => ((await activeRuns()).length === 0 ? true : null));
-      }
+      await abortActiveRuns();
       // A run that just ended may hold its instance a moment longer: ask again until every fleet
       // is going, and fail the suite rather than leave a machine behind.
       await waitFor('the fleets and their instances to be gone', async () => {

@@ -7,10 +7,11 @@
  * finishes the requests it holds. Nothing is timed: the limits only catch hangs.
  */
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
-import type { Run } from '@dstack/core';
+import { FINISHED_JOB_STATUSES, type Run } from '@dstack/core';
 import { findFreePort } from '@dstack/shim';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import {
   ADMIN_TOKEN,
   applyTask,
@@ -80,6 +81,11 @@ describe('service replicas on the local backend', () => {
   beforeAll(async () => {
     writeFileSync(script, SERVICE_SCRIPT);
     harness = await startHarnessServer({ dir: temp.dir, config: localBackendConfig(temp.dir) });
+  });
+
+  // The host has room for two replicas: a run a failed test left going would fail the next ones too.
+  afterEach(async () => {
+    await harness?.abortActiveRuns();
   });
 
   afterAll(async () => {
@@ -182,16 +188,61 @@ describe('service replicas on the local backend', () => {
     expect(Object.keys(result.statuses)).toEqual(['200']);
     expect((await runningJobs('scaled')).length).toBeGreaterThanOrEqual(2);
 
-    // Idle: back to zero, then a request brings one replica back.
+    // Idle: back to zero (every replica's latest submission has ended, none is still starting),
+    // then a request brings one replica back.
     await waitFor(
       'the service to scale to zero',
-      async () => ((await runningJobs('scaled')).length === 0 ? true : null),
+      async () => {
+        const run = (await harness.call<Run>('/api/project/main/runs/get', { run_name: 'scaled' })).body;
+        const active = run.jobs.filter((job) => {
+          const latest = job.job_submissions.at(-1);
+          return latest !== undefined && !FINISHED_JOB_STATUSES.includes(latest.status);
+        });
+        return active.length === 0 ? true : null;
+      },
       90_000,
     );
     const again = await fetch(proxyUrl('scaled'), { headers: auth });
     const text = await again.text();
     expect(text).toMatch(/^v0 /);
     await stopRun('scaled');
+  });
+
+  it('keeps the replica a held request woke wanted until that replica answers', async () => {
+    // The test plays the replica's server (the job only sleeps): it holds the proxy's request, so
+    // the request is known to be past its wait and at its replica, not yet answered.
+    const port = await findFreePort();
+    let answer: ((text: string) => void) | undefined;
+    const arrived = new Promise<void>((resolve) => {
+      const standIn = createServer((_request, response) => {
+        answer = (text) => response.end(text);
+        resolve();
+      });
+      standIn.listen(port, '127.0.0.1');
+      onTestFinished(() => {
+        standIn.closeAllConnections();
+        standIn.close();
+      });
+    });
+    const { configuration } = service('held');
+    const run = await applyTask(
+      harness,
+      configuration({
+        port,
+        commands: ['sleep 600'],
+        replicas: '0..1',
+        scaling: { metric: 'rps', target: 5, window: '2s', scale_up_delay: 0, scale_down_delay: '2s' },
+      }),
+    );
+    const response = fetch(proxyUrl('held'), { headers: auth });
+    await arrived;
+    // Still counted as waiting: the autoscaler keeps the replica, whatever the request rate says.
+    const stats = harness.server.app.caches.serviceStats;
+    expect(stats.waiting(run.id)).toBe(1);
+    answer?.('from the stand-in');
+    expect(await (await response).text()).toBe('from the stand-in');
+    expect(stats.waiting(run.id)).toBe(0);
+    await stopRun('held');
   });
 
   it('sends requests only to a ready replica, replaces one that fails, and limits rates', async () => {

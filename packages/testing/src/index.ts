@@ -52,6 +52,7 @@ export {
   type EmulatorFault,
 } from './emulator/emulator-faults.js';
 export {
+  EmulatorConnectionReset,
   EmulatorHttpError,
   type EmulatorResponse,
   empty,

@@ -2,7 +2,8 @@
  * No package's modules form an import cycle (type-only and dynamic imports included): in each
  * package, domain folders build on the ones below them, and shared modules (the server's
  * `context.ts`, a page's shared types) name only what does not import them back. Every
- * `packages/*` source tree is walked, the web console's `.tsx` included.
+ * `packages/*` source tree is walked, the web console's `.tsx` included. Between the server's
+ * domain folders, at most one pair imports each other, and it is the one `docs/architecture.md` names.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -110,4 +111,42 @@ describe('import cycles', () => {
       expect(findCycle(graph)?.map((file) => relative(source, file)) ?? null).toBeNull();
     },
   );
+});
+
+/** The top-level folder of `file` under `source`, or null for a file at the top (`app.ts`, `context.ts`). */
+function folderOf(source: string, file: string): string | null {
+  const parts = relative(source, file).split('/');
+  return parts.length > 1 ? (parts[0] as string) : null;
+}
+
+/** Pairs of folders (sorted, `a ↔ b`) where each imports the other, type imports included. */
+function mutualFolderPairs(source: string): string[] {
+  const files = sourceFiles(source);
+  const known = new Set(files);
+  const edges = new Set<string>();
+  for (const file of files) {
+    const from = folderOf(source, file);
+    for (const imported of importsOf(file, known)) {
+      const to = folderOf(source, imported);
+      if (from !== null && to !== null && from !== to) edges.add(`${from} → ${to}`);
+    }
+  }
+  return [...edges]
+    .map((edge) => edge.split(' → ') as [string, string])
+    .filter(([from, to]) => from < to && edges.has(`${to} → ${from}`))
+    .map(([from, to]) => `${from} ↔ ${to}`);
+}
+
+describe("the server's folders", () => {
+  const serverSource = join(repositoryRoot, 'packages/server/src');
+  const architecture = readFileSync(join(repositoryRoot, 'docs/architecture.md'), 'utf8');
+
+  it('import each other in at most one pair, the one docs/architecture.md names', () => {
+    const named = [...architecture.matchAll(/`(\w+)` ↔ `(\w+)`/g)].map(([, a, b]) =>
+      [a, b].sort().join(' ↔ '),
+    );
+    const pairs = mutualFolderPairs(serverSource);
+    expect(pairs.length, `folder pairs importing each other: ${pairs.join(', ')}`).toBeLessThanOrEqual(1);
+    expect(pairs, 'the pairs docs/architecture.md names (`a` ↔ `b`)').toEqual(named);
+  });
 });

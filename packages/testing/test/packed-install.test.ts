@@ -26,7 +26,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vitest';
-import { findUnbuiltPackages, packPackage } from '../../../scripts/lib/release-check.mjs';
+import { findUnbuiltPackages } from '../../../scripts/lib/release-check.mjs';
+import { packPackageDirectory } from '../src/emulators/hosts/served-file.js';
 import {
   awsEmulatorServerConfig,
   DockerEmulatedHosts,
@@ -156,6 +157,9 @@ function npmEnvironment(prebuiltMirrorUrl: string): NodeJS.ProcessEnv {
   env.npm_config_audit = 'false';
   env.npm_config_fund = 'false';
   env.npm_config_update_notifier = 'false';
+  // npm's cache answers for what it holds (`--prefer-offline`), the registry for the rest: the
+  // three installs would otherwise ask again for the metadata of every package they share.
+  env.npm_config_prefer_offline = 'true';
   const nodePrefix = dirname(dirname(process.execPath));
   if (existsSync(join(nodePrefix, 'include', 'node', 'node_api.h'))) env.npm_config_nodedir = nodePrefix;
   return env;
@@ -236,8 +240,6 @@ describe('packed install of the server, the CLI and one backend', () => {
   let workDir = '';
   let appDir = '';
   const servers: StartedServer[] = [];
-  /** Tarballs by package directory name, each packed once for every install. */
-  const tarballs = new Map<string, string>();
   let registryReachable: Promise<boolean> | undefined;
   let prebuiltMirror: PrebuiltMirror;
 
@@ -259,13 +261,9 @@ describe('packed install of the server, the CLI and one backend', () => {
     if (workDir) rmSync(workDir, { recursive: true, force: true });
   }, 120_000);
 
-  function tarballOf(name: string): string {
-    let tarball = tarballs.get(name);
-    if (!tarball) {
-      tarball = packPackage(join(root, 'packages', name), join(workDir, 'tarballs')).tarball;
-      tarballs.set(name, tarball);
-    }
-    return tarball;
+  /** The package in `packages/{name}` packed as a release packs it (kept for the machine: the agent runtime is over 100 MB). */
+  async function tarballOf(name: string): Promise<string> {
+    return (await packPackageDirectory(join(root, 'packages', name))).path;
   }
 
   /**
@@ -284,11 +282,15 @@ describe('packed install of the server, the CLI and one backend', () => {
     }
     const unbuilt = findUnbuiltPackages(root);
     expect(unbuilt, 'packages without dist/: run pnpm build first').toEqual([]);
-    const install = await runCommand('npm', ['install', '--no-save', ...names.map(tarballOf)], {
-      cwd: appDir,
-      env: npmEnv,
-      timeoutMs: INSTALL_TIMEOUT_MS - 120_000,
-    });
+    const install = await runCommand(
+      'npm',
+      ['install', '--no-save', ...(await Promise.all(names.map(tarballOf)))],
+      {
+        cwd: appDir,
+        env: npmEnv,
+        timeoutMs: INSTALL_TIMEOUT_MS - 120_000,
+      },
+    );
     expect(install.code, `npm install failed:\n${install.output}`).toBe(0);
     expect(readdirSync(join(appDir, 'node_modules', '@dstack')).sort()).toEqual([...names].sort());
     expect(existsSync(join(appDir, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node'))).toBe(
@@ -398,7 +400,7 @@ describe('packed install of the server, the CLI and one backend', () => {
     mkdirSync(join(home, 'server'), { recursive: true });
     const hosts = new DockerEmulatedHosts({ emulator: `${options.name}-packed` });
     // The hosts install the very agent runtime tarball of the release the server came with.
-    const shim = await serveAgentRuntime(hosts, { tarball: tarballOf('runner-runtime-linux-x64') });
+    const shim = await serveAgentRuntime(hosts, { tarball: await tarballOf('runner-runtime-linux-x64') });
     // The task runs in dstack's default image, which the hosts' Docker pulls from a mirror.
     const defaultImages = await serveDefaultImages(hosts);
     const cloud = await options.startCloud(hosts);

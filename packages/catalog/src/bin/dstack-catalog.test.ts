@@ -361,10 +361,10 @@ describe('dstack-catalog collect', () => {
   });
 
   it('says which package to install when the backend is missing', async () => {
-    // No workspace package is @dstack/backend-oci; an installed one is found (above).
-    const result = await run('collect', 'oci', '--output', path.join(outputDirectory, 'oci.csv'));
+    // No workspace package is @dstack/backend-cloudrift (a known type not built yet); an installed one is found (above).
+    const result = await run('collect', 'cloudrift', '--output', path.join(outputDirectory, 'cloudrift.csv'));
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('install @dstack/backend-oci to collect oci');
+    expect(result.stderr).toContain('install @dstack/backend-cloudrift to collect cloudrift');
   });
 
   it('rejects unknown providers, modules without a provider and a missing --output', async () => {

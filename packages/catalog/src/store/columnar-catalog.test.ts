@@ -195,11 +195,24 @@ describe('ColumnarCatalog', () => {
 
   it('returns fresh objects that callers may change', () => {
     const [first] = catalog.query({ minGpuCount: 1 });
-    first!.flags.push('mutated');
-    (first!.providerData as Record<string, unknown>).mutated = true;
+    first!.price = -1;
     const [again] = catalog.query({ minGpuCount: 1 });
-    expect(again!.flags).not.toContain('mutated');
-    expect(again!.providerData).not.toHaveProperty('mutated');
+    expect(again!.price).not.toBe(-1);
+  });
+
+  it('shares empty flags and provider data, frozen, so a change throws instead of leaking', () => {
+    const bare = { ...items[0]!, flags: [], providerData: {} };
+    const [first, second] = ColumnarCatalog.fromItems('x', [bare, bare]).query({});
+    expect(first!.flags).toEqual([]);
+    expect(first!.flags).toBe(second!.flags);
+    expect(() => first!.flags.push('mutated')).toThrow(TypeError);
+    expect(() => {
+      (first!.providerData as Record<string, unknown>).mutated = true;
+    }).toThrow(TypeError);
+    expect(second!.providerData).toEqual({});
+    const flagged = ColumnarCatalog.fromItems('x', [{ ...bare, flags: ['a'] }]);
+    flagged.at(0).flags.push('mutated');
+    expect(flagged.at(0).flags).toEqual(['a']);
   });
 
   it('copies nested provider data for every result', () => {

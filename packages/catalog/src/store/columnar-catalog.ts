@@ -19,6 +19,13 @@ export interface ColumnarCatalogCsvOptions {
 
 const NVIDIA_CODE = VENDOR_CODES.get('nvidia')!;
 const EMPTY_JSON = '{}';
+/**
+ * What a row without flags or provider data gets: one frozen value shared by every such row.
+ * Most rows have neither, and two fresh allocations per row were half the cost of a query
+ * that returns tens of thousands of rows (gpuhunt shares its whole items). Changing them throws.
+ */
+const NO_FLAGS = Object.freeze([]) as unknown as string[];
+const NO_PROVIDER_DATA = Object.freeze({}) as Record<string, unknown>;
 
 /** Interned strings with their lowercase forms, for case-insensitive lookups by id. */
 class StringTable {
@@ -460,9 +467,9 @@ export class ColumnarCatalog {
       spot: columns.spot[index] === 1,
       diskSize: Number.isNaN(diskSize) ? null : diskSize,
       gpuVendor: vendor === 0 ? null : ACCELERATOR_VENDORS[vendor - 1]!,
-      flags: flagSetId === 0 ? [] : dictionaries.flagSets[flagSetId]!.slice(),
+      flags: flagSetId === 0 ? NO_FLAGS : dictionaries.flagSets[flagSetId]!.slice(),
       cpuArch: CPU_ARCHITECTURES[columns.arch[index]!]!,
-      providerData: providerDataId === 0 ? {} : this.providerData(providerDataId),
+      providerData: providerDataId === 0 ? NO_PROVIDER_DATA : this.providerData(providerDataId),
     };
   }
 

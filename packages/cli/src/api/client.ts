@@ -41,6 +41,7 @@ import type {
   VolumeConfiguration,
 } from '@dstack/core';
 import type { Dispatcher } from 'undici';
+import { afterIoPoll } from './after-io-poll.js';
 import { type FilePart, type HttpAnswer, httpPost } from './http-post.js';
 import type { LogStreamLines } from './log-stream-lines.js';
 import {
@@ -60,9 +61,19 @@ function fileForm(hash: string, bytes: Uint8Array): FilePart {
   return { filename: hash, bytes };
 }
 
+/**
+ * How the CLI checks an answer: without zod's JIT, which compiles a parser for an object schema
+ * the first time it parses one (`new Function`, in no code cache) and pays for it over many
+ * parses. A CLI process parses an answer once: `dstack apply` spent some 15 ms of CPU compiling.
+ */
+const PARSE_ONCE = { jitless: true } as const;
+
 /** A zod schema, seen only through what the CLI needs (the CLI does not depend on zod). */
 interface Schema<Output> {
-  safeParse(value: unknown): { success: true; data: Output } | { success: false; error: Error };
+  safeParse(
+    value: unknown,
+    context?: typeof PARSE_ONCE,
+  ): { success: true; data: Output } | { success: false; error: Error };
   _zod: { input: unknown; output: Output };
 }
 type RequestBody<S extends { _zod: { input: unknown } }> = S['_zod']['input'];
@@ -263,7 +274,7 @@ export class DstackApiClient {
       warnings?: unknown;
     } | null;
     const { InstanceOfferWithAvailabilitySchema } = await import('./answers/offers.js');
-    const offers = InstanceOfferWithAvailabilitySchema.array().safeParse(answer?.offers);
+    const offers = InstanceOfferWithAvailabilitySchema.array().safeParse(answer?.offers, PARSE_ONCE);
     // Older servers send no warnings.
     const warnings = Array.isArray(answer?.warnings)
       ? answer.warnings.filter((warning): warning is string => typeof warning === 'string')
@@ -526,7 +537,7 @@ export class DstackApiClient {
     options: RequestOptions = {},
   ): Promise<Output> {
     // The schema's module loads while the server works on the request.
-    const loading = loadSchema?.();
+    const loading = loadSchema && afterIoPoll(loadSchema);
     loading?.catch(() => undefined);
     const response = await this.#send(endpoint, body, options);
     const text = await response.body.text();
@@ -539,7 +550,7 @@ export class DstackApiClient {
       }
     }
     if (!loading) return json as Output;
-    const parsed = (await loading).safeParse(json);
+    const parsed = (await loading).safeParse(json, PARSE_ONCE);
     if (!parsed.success) {
       throw new UnexpectedResponseError(`unexpected answer from ${endpoint}: ${parsed.error.message}`, {
         cause: parsed.error,

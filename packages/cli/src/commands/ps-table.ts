@@ -1,14 +1,8 @@
 /**
- * `dstack ps`'s table of runs. Apart from the command (`ps.ts`): this module and the run models
- * it reads load while the server answers the command's request.
+ * `dstack ps`'s table of runs. Apart from the command (`ps.ts`): this module loads while the
+ * server answers the command's request.
  */
-import {
-  InstanceTypeSchema,
-  isRunFinished,
-  jobStatusMessage,
-  RUN_PRIORITY_DEFAULT,
-  type Run,
-} from '@dstack/core';
+import { isRunFinished, jobStatusMessage, RUN_PRIORITY_DEFAULT, type Run } from '@dstack/core';
 import type { Colors } from '../output/colors.js';
 import {
   formatBackend,
@@ -67,19 +61,20 @@ export function formatRuns(runs: readonly Run[], options: FormatRunsOptions): st
   const rows = runs.map((run) => {
     const submission = latestSubmission(run);
     const provisioning = submission?.job_provisioning_data;
-    const instanceType = InstanceTypeSchema.safeParse(provisioning?.instance_type);
+    // Checked with the run (`RunSchema`): the table needs no schema of its own.
+    const instanceType = provisioning?.instance_type;
     const row: TableCell[] = [
       runName(run),
       formatBackend(submission),
-      instanceType.success ? formatGpus(instanceType.data.resources.gpus) : '-',
+      instanceType ? formatGpus(instanceType.resources.gpus) : '-',
       formatPrice(provisioning?.price),
       colorStatus(run, colors),
       formatRelativeTime(run.submitted_at, now),
     ];
     if (verbose) {
       row.push(
-        instanceType.success ? formatResources(instanceType.data.resources) : '-',
-        instanceType.success ? instanceTypeName(instanceType.data.name, provisioning?.reservation) : '-',
+        instanceType ? formatResources(instanceType.resources) : '-',
+        instanceType ? instanceTypeName(instanceType.name, provisioning?.reservation) : '-',
         String(run.run_spec.configuration.priority ?? RUN_PRIORITY_DEFAULT),
         run.service ? absoluteServiceUrl(run.service.url, serverUrl) : '-',
         runError(run),

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { afterIoPoll } from '../api/after-io-poll.js';
 import type { RequestOptions } from '../api/client.js';
 import type { CliIo } from '../io.js';
 import { createColors } from '../output/colors.js';
@@ -34,8 +35,8 @@ export async function psCommand(options: PsOptions, io: CliIo): Promise<number> 
     io.stdout(`${formatJson(runs)}\n`);
     return 0;
   }
-  // The table's code, and the run models it reads, load while the server answers.
-  const tableModule = import('./ps-table.js');
+  // The table's code loads while the server answers.
+  const tableModule = afterIoPoll(() => import('./ps-table.js'));
   const table = async (request?: RequestOptions) => {
     const [runs, { formatRuns }] = await Promise.all([
       client.listRuns({ only_active: !options.all, limit: 100 }, request),

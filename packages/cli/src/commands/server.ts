@@ -1,6 +1,7 @@
 import { constants } from 'node:os';
 import { ConfigurationError } from '@dstack/core';
 import { cliConfigPath, loadCliConfig, saveCliConfig, upsertProject } from '../config/cli-config.js';
+import { importModule } from '../import-module.js';
 import type { CliIo } from '../io.js';
 import { CommandError } from '../output/command-error.js';
 
@@ -53,7 +54,7 @@ const DEFAULT_PROJECT_NAME = 'main';
 async function importServer(): Promise<ServerModule> {
   let module: Partial<ServerModule>;
   try {
-    module = (await import(SERVER_PACKAGE)) as Partial<ServerModule>;
+    module = (await importModule(SERVER_PACKAGE)) as Partial<ServerModule>;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(SERVER_PACKAGE)) {

@@ -2,7 +2,7 @@
  * The CLI configuration, `~/.dstack/config.yml`: the projects the user can talk to.
  * `{projects: [{name, url, token, default}]}`, as dstack writes it.
  */
-import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DstackError } from '@dstack/core';
@@ -53,7 +53,9 @@ function readProject(value: unknown, index: number, path: string): ProjectConfig
 export async function loadCliConfig(path: string = cliConfigPath()): Promise<CliConfig> {
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    // Read at once: every command starts here, and an asynchronous read is several trips through
+    // libuv's thread pool, each a wait for a thread on a busy machine.
+    text = readFileSync(path, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { projects: [] };
     throw new CliConfigError(`${path}: cannot read: ${(error as Error).message}`, { cause: error });
@@ -72,6 +74,8 @@ export async function loadCliConfig(path: string = cliConfigPath()): Promise<Cli
 
 /** Writes the configuration atomically, readable only by the user: it holds tokens. */
 export async function saveCliConfig(config: CliConfig, path: string = cliConfigPath()): Promise<void> {
+  // Loaded here: node's fs/promises brings readline and the file watchers, which reading needs not.
+  const { chmod, mkdir, rename, writeFile } = await import('node:fs/promises');
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   const temporary = `${path}.${process.pid}.tmp`;
   const { stringify } = await import('yaml');

@@ -13,6 +13,7 @@ import {
   type ProviderParametersSource,
   providerFieldError,
 } from '@dstack/core';
+import { importModule } from '../import-module.js';
 import { PackageResolutionError, resolvePackageImport } from './resolve-package-import.js';
 
 /** `./x.mjs`, `../x.mjs`, `/abs/x.mjs` and `file:` URLs name files; anything else a package. */
@@ -81,7 +82,7 @@ export async function loadProvider(
   const file = resolveProviderModule(specifier, configurationPath, source);
   let module: unknown;
   try {
-    module = await import(pathToFileURL(file).href);
+    module = await importModule(pathToFileURL(file).href);
   } catch (error) {
     throw new ProviderError(
       `cannot load the provider '${specifier}' (${file}): ${describeLoadError(error)}`,

@@ -19,19 +19,28 @@ export class ServiceRequestCounts {
   readonly #byRun = new Map<string, Map<number, number>>();
   readonly #waitingByRun = new Map<string, number>();
 
-  /** A request to `runId` waits for a replica (the service is at zero); `done` when it stops waiting. */
-  waitStarted(runId: string): { done(): void } {
+  /**
+   * A request to `runId` waits for a replica (the service is at zero); `done` when it stops
+   * waiting. A request held that way keeps counting until its replica answers (a replica slow to
+   * listen must not be scaled down under it), so its wait ends by itself at `until` (epoch ms) or
+   * when `signal` aborts (the client left), whichever comes first, should `done` never be called.
+   */
+  waitStarted(runId: string, bounds?: { until: number; signal?: AbortSignal }): { done(): void } {
     this.#waitingByRun.set(runId, (this.#waitingByRun.get(runId) ?? 0) + 1);
-    let done = false;
-    return {
-      done: () => {
-        if (done) return;
-        done = true;
-        const left = (this.#waitingByRun.get(runId) ?? 1) - 1;
-        if (left > 0) this.#waitingByRun.set(runId, left);
-        else this.#waitingByRun.delete(runId);
-      },
+    let ended = false;
+    const done = () => {
+      if (ended) return;
+      ended = true;
+      clearTimeout(timer);
+      bounds?.signal?.removeEventListener('abort', done);
+      const left = (this.#waitingByRun.get(runId) ?? 1) - 1;
+      if (left > 0) this.#waitingByRun.set(runId, left);
+      else this.#waitingByRun.delete(runId);
     };
+    const timer = bounds ? setTimeout(done, Math.max(0, bounds.until - Date.now())) : undefined;
+    timer?.unref();
+    bounds?.signal?.addEventListener('abort', done, { once: true });
+    return { done };
   }
 
   /** How many requests to `runId` wait for a replica now. */

@@ -28,6 +28,13 @@ export const CONFIGURATION_SCHEMAS = {
 export type ConfigurationType = keyof typeof CONFIGURATION_SCHEMAS;
 export const CONFIGURATION_TYPES = Object.keys(CONFIGURATION_SCHEMAS) as ConfigurationType[];
 
+/**
+ * How a file's text is checked: once, so without zod's JIT, which compiles a parser for each object
+ * schema on its first parse (`new Function`) and pays for it only over many parses (the CLI reads
+ * one file per command).
+ */
+const PARSE_FILE_ONCE = { reportInput: true, jitless: true } as const;
+
 /** Any configuration a user can apply, chosen by `type`; also validates API bodies. */
 export const anyConfigurationSchema = z.discriminatedUnion('type', [
   taskConfigurationSchema,
@@ -97,7 +104,7 @@ export function parseConfiguration(text: string, options: ParseOptions = {}): An
     );
   }
   const schema = CONFIGURATION_SCHEMAS[type as ConfigurationType];
-  const result = schema.safeParse(data, { reportInput: true });
+  const result = schema.safeParse(data, PARSE_FILE_ONCE);
   if (!result.success) {
     throw issuesToConfigurationError(
       result.error.issues,
@@ -170,7 +177,7 @@ export function parseProfilesFile(text: string, options: ParseOptions = {}): Pro
   if (document.contents === null || (document.contents as { value?: unknown }).value === null) {
     return { profiles: [] };
   }
-  const result = profilesFileSchema.safeParse(data, { reportInput: true });
+  const result = profilesFileSchema.safeParse(data, PARSE_FILE_ONCE);
   if (!result.success) {
     throw issuesToConfigurationError(
       result.error.issues,

@@ -8,6 +8,16 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceFigures } from './cgroup-figures.js';
 
+/**
+ * How long one scan of the host's processes serves every job sampled in this process: the shim's
+ * process runtime holds every job's runner, and a scan per job per sample read
+ * jobs × host processes files (a thousand jobs took the shim to its open-file limit and it stopped
+ * answering; `pnpm bench --only=scale`).
+ */
+const SCAN_REUSE_MS = 500;
+/** Files read at once in a scan: a host with thousands of processes must not take as many handles. */
+const SCAN_READ_CONCURRENCY = 64;
+
 /** Linux reports process times in USER_HZ, 100 on every architecture it runs on. */
 const CLOCK_TICKS_PER_SECOND = 100;
 const MICROSECONDS_PER_TICK = 1_000_000 / CLOCK_TICKS_PER_SECOND;
@@ -63,6 +73,35 @@ async function readOptional(path: string): Promise<string | null> {
   }
 }
 
+/** The last scan of each `/proc`, shared by the samples taken within {@link SCAN_REUSE_MS} of it. */
+const scans = new Map<string, { at: number; stats: Promise<ProcessStat[]> }>();
+
+/** Every process's stat line on the host, from a scan at most {@link SCAN_REUSE_MS} old. */
+function hostProcessStats(procDirectory: string): Promise<ProcessStat[]> {
+  const now = performance.now();
+  const last = scans.get(procDirectory);
+  if (last && now - last.at < SCAN_REUSE_MS) return last.stats;
+  const stats = scanProcessStats(procDirectory);
+  scans.set(procDirectory, { at: now, stats });
+  stats.catch(() => scans.delete(procDirectory));
+  return stats;
+}
+
+async function scanProcessStats(procDirectory: string): Promise<ProcessStat[]> {
+  const pids = (await readdir(procDirectory)).filter((name) => /^\d+$/.test(name));
+  const stats: ProcessStat[] = [];
+  let next = 0;
+  const reader = async () => {
+    for (let index = next++; index < pids.length; index = next++) {
+      const text = await readOptional(join(procDirectory, pids[index]!, 'stat'));
+      const stat = text === null ? null : parseProcessStat(text);
+      if (stat !== null) stats.push(stat);
+    }
+  };
+  await Promise.all(Array.from({ length: SCAN_READ_CONCURRENCY }, reader));
+  return stats;
+}
+
 /** The processes of the job whose shell is `rootPid` (also its process group id). */
 export function jobProcesses(stats: readonly ProcessStat[], rootPid: number): ProcessStat[] {
   const children = new Map<number, ProcessStat[]>();
@@ -96,13 +135,7 @@ export async function readProcessTreeFigures(
   if (rootPid === undefined) {
     return { cpuUsageMicro: floorCpuMicro, memoryUsageBytes: 0, memoryWorkingSetBytes: 0 };
   }
-  const pids = (await readdir(procDirectory)).filter((name) => /^\d+$/.test(name));
-  const stats = (
-    await Promise.all(pids.map((pid) => readOptional(join(procDirectory, pid, 'stat'))))
-  ).flatMap((text) => {
-    const stat = text === null ? null : parseProcessStat(text);
-    return stat === null ? [] : [stat];
-  });
+  const stats = await hostProcessStats(procDirectory);
   const processes = jobProcesses(stats, rootPid);
   let cpuTicks = 0;
   let rss = 0;

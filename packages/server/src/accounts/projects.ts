@@ -15,10 +15,10 @@ import {
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { generateProjectSshKeyPair } from '../agents/ssh-keys.js';
-import { wireBackendType } from '../backends/wire-backend-type.js';
 import type { AppContext, SqlDialect } from '../context.js';
 import type { Database, ProjectsTable, UsersTable } from '../db/schema.js';
 import type { ProjectRole } from '../http/route.js';
+import { wireBackendType } from '../http/wire-backend-type.js';
 import { ForbiddenError } from '../security/access-errors.js';
 import { toUserModel } from './users.js';
 

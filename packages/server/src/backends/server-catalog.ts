@@ -9,7 +9,8 @@
  * {@link FIRST_LOAD_WAIT_MS} before answering from the snapshot, so a server started with
  * `GPUHUNT_CATALOG_URL` answers its very first plan with that catalog's prices. A provider with a
  * cached copy answers from it at once, and every refresh runs beside the queries that asked for
- * it. A provider whose catalog fails keeps the one it has; each failure is logged once.
+ * it. A provider whose catalog fails keeps the one it has; each failure is logged once, when a plan
+ * first asks for that provider.
  */
 import { join } from 'node:path';
 import {
@@ -60,7 +61,10 @@ export function createServerCatalog(options: ServerCatalogOptions): Catalog {
   const providers = KNOWN_BACKENDS.filter(
     (backend) => backend.catalog === 'offline' && options.installedBackendTypes.includes(backend.type),
   ).map(catalogProviderName);
-  if (options.offline) return new Catalog({ source: bundledSource(), providers, onError });
+  // A provider's failure is said when a plan asks for it: an installed backend no project plans
+  // with, or whose catalog is not published, says nothing.
+  if (options.offline)
+    return new Catalog({ source: bundledSource(), providers, onError, reportFailures: 'query' });
   const cacheDirectory = catalogCacheDirectory(options.serverDir);
   const published = urlSource(options.url ?? GPUHUNT_CATALOG_URL, {
     providers,
@@ -77,6 +81,7 @@ export function createServerCatalog(options: ServerCatalogOptions): Catalog {
     ]),
     providers,
     onError,
+    reportFailures: 'query',
   });
   // Started now rather than by the first plan. A failure of every provider is not said here: the
   // first plan finds it again and says it once per provider, naming what it answers from instead.

@@ -5,10 +5,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { EventTargetType } from '@dstack/core';
-import type { Kysely } from 'kysely';
+import type { Insertable, Kysely } from 'kysely';
 import type { ServerSettings } from '../context.js';
 import type {
   Database,
+  EventsTable,
+  EventTargetsTable,
   FleetsTable,
   InstancesTable,
   JobsTable,
@@ -106,6 +108,47 @@ function normalizeMessage(message: string): string {
   return message.trim().replace(/\.+$/, '').replace(/\n/g, ' ');
 }
 
+/** The rows of recorded events, as `events` and `event_targets` store them. */
+export interface EventRows {
+  events: Insertable<EventsTable>[];
+  targets: Insertable<EventTargetsTable>[];
+}
+
+/** Rows recorded through a transaction whose events are inserted at its end, by that transaction. */
+const deferred = new WeakMap<Kysely<Database>, EventRows>();
+
+/**
+ * Makes `recordEvents` through `transaction` add its rows to `rows` instead of inserting them, until
+ * `stopDeferringEvents`: a group of releases (pipelines/release-groups.ts) inserts the events of
+ * those that were stored in one statement per table, with `insertEventRows`, before it commits.
+ */
+export function deferEvents(transaction: Kysely<Database>, rows: EventRows): void {
+  deferred.set(transaction, rows);
+}
+
+export function stopDeferringEvents(transaction: Kysely<Database>): void {
+  deferred.delete(transaction);
+}
+
+/** Rows per insert statement: well under SQLite's limit of bound values (8 columns a target). */
+const ROWS_PER_INSERT = 500;
+
+/** Inserts event rows through `db`, a few hundred per statement. */
+export async function insertEventRows(db: Kysely<Database>, rows: EventRows): Promise<void> {
+  for (let start = 0; start < rows.events.length; start += ROWS_PER_INSERT) {
+    await db
+      .insertInto('events')
+      .values(rows.events.slice(start, start + ROWS_PER_INSERT))
+      .execute();
+  }
+  for (let start = 0; start < rows.targets.length; start += ROWS_PER_INSERT) {
+    await db
+      .insertInto('event_targets')
+      .values(rows.targets.slice(start, start + ROWS_PER_INSERT))
+      .execute();
+  }
+}
+
 /**
  * Adds events through `db` (pass the transaction that makes the change). Nothing is written when
  * events are kept for 0 seconds.
@@ -116,8 +159,8 @@ export async function recordEvents(
   events: readonly NewEvent[],
 ): Promise<void> {
   if ((settings.eventsTtlSeconds ?? DEFAULT_EVENTS_TTL_SECONDS) <= 0 || events.length === 0) return;
-  const eventRows = [];
-  const targetRows = [];
+  const eventRows: EventRows['events'] = [];
+  const targetRows: EventRows['targets'] = [];
   for (const event of events) {
     if (event.targets.length === 0) throw new Error(`event "${event.message}" has no target`);
     const message = normalizeMessage(event.message);
@@ -144,8 +187,13 @@ export async function recordEvents(
       });
     }
   }
-  await db.insertInto('events').values(eventRows).execute();
-  await db.insertInto('event_targets').values(targetRows).execute();
+  const later = deferred.get(db);
+  if (later) {
+    later.events.push(...eventRows);
+    later.targets.push(...targetRows);
+    return;
+  }
+  await insertEventRows(db, { events: eventRows, targets: targetRows });
 }
 
 /** One event; see `recordEvents`. */

@@ -30,17 +30,17 @@ import {
   runSpecOf,
 } from '../db/json-columns.js';
 import type { GatewaysTable, ProjectsTable } from '../db/schema.js';
-import { runningReplicas } from '../proxies/service-proxy-replicas.js';
-import { instancePortOf } from '../runs/replica-address.js';
 import { ACTIVE_RUN_STATUSES } from '../runs/run-reads.js';
+import { instancePortOf } from '../services/replica-address.js';
+import { gatewayServesServiceHttps } from '../services/service-https.js';
+import { runningReplicas } from '../services/service-proxy-replicas.js';
 import {
   replicaRangeOf,
   serviceConfigurationOf,
   serviceHasProbes,
   servicePortOf,
-} from '../runs/service-spec.js';
+} from '../services/service-spec.js';
 import { gatewayAgentToken } from './gateway-agent-token.js';
-import { gatewayServesServiceHttps } from './service-https.js';
 
 /** The user gateway images log in as (dstack's gateways: Ubuntu's `ubuntu`). */
 const GATEWAY_SSH_USER = 'ubuntu';

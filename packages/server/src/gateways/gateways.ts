@@ -32,9 +32,9 @@ import {
   SYSTEM_ACTOR,
   userActor,
 } from '../events/event-recorder.js';
+import { dropUnsetNulls } from '../http/explicit-nulls.js';
 import { isoTime } from '../http/iso-time.js';
 import { overrideClaimedRows } from '../pipelines/pipeline.js';
-import { dropUnsetNulls } from '../runs/explicit-nulls.js';
 import { gatewayComputeOf } from './gateway-backends.js';
 import { checkCustomCertificate } from './gateway-certificates.js';
 import { refuseUnsupportedGatewayFields } from './unsupported-fields.js';

@@ -12,7 +12,7 @@ export const GATEWAY_FIELD_DECISIONS: FieldDecisions = {
   backend: { honoured: "the backend whose Compute launches it; refused without the 'gateways' capability" },
   region: { honoured: 'given to the backend (createGatewayReplica)' },
   instance_type: { honoured: "given to the backend (its default otherwise: t3.micro on AWS, as dstack's)" },
-  domain: { honoured: 'the wildcard domain: services at {run}.{domain} (runs/service-gateway.ts)' },
+  domain: { honoured: 'the wildcard domain: services at {run}.{domain} (services/service-gateway.ts)' },
   public_ip: { honoured: 'given to the backend; the server reaches the gateway at that address' },
   certificate: {
     refused: 'acm (an AWS load balancer); lets-encrypt, custom and null are served',

@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requestAuthentication } from '../accounts/request-authentication.js';
 import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
 import { closeHttpServer } from './close-http-server.js';
 import { createHttpHandler, type HttpHandler } from './http-handler.js';
@@ -90,7 +91,9 @@ describe('closeHttpServer', () => {
     url: string;
   }> {
     const stopping = new AbortController();
-    const handler = createHttpHandler({ ...testApp.app, signal: stopping.signal }, routes, {
+    const app = { ...testApp.app, signal: stopping.signal };
+    const handler = createHttpHandler(app, routes, {
+      authentication: requestAuthentication(app),
       rawRoutes: [tunnelRoute],
     });
     const server = createServer(handler);

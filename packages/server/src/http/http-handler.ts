@@ -10,12 +10,9 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { isValidProjectName, PROJECT_NAME_RULE, ServerClientError } from '@dstack/core';
-import { getProjectForUser, hasProjectRole } from '../accounts/projects.js';
-import { findUserByToken } from '../accounts/users.js';
-import { toWireBackendTypes } from '../backends/wire-backend-type.js';
 import type { AppContext } from '../context.js';
 import type { ProjectsTable, UsersTable } from '../db/schema.js';
-import { ForbiddenError, NotAuthenticatedError } from '../security/access-errors.js';
+import { ForbiddenError } from '../security/access-errors.js';
 import { HttpError, mapErrorToHttp } from './error-mapping.js';
 import { SANDBOX_POLICY } from './origin-isolation.js';
 import { formatResponseHead, matchRawRoute, type RawRouteDefinition } from './raw-route.js';
@@ -32,8 +29,27 @@ import {
 } from './route.js';
 import { createRouteMatcher } from './route-matcher.js';
 import type { StaticSite } from './static-files.js';
+import { toWireBackendTypes } from './wire-backend-type.js';
+
+/**
+ * Who a request is and what it may reach, passed in by app.ts (`accounts/request-authentication.ts`):
+ * the handler checks each route's `auth` through it, so `http/` needs no domain folder.
+ */
+export interface RequestAuthentication {
+  /** The user of the request's `Authorization: Bearer <token>`; throws `NotAuthenticatedError`. */
+  authenticate(request: IncomingMessage): Promise<UsersTable>;
+  /** The project named in the path and the user's role in it; throws when the user may not see it. */
+  projectAccess(
+    user: UsersTable,
+    projectName: string,
+  ): Promise<{ project: ProjectsTable; role: ProjectRole }>;
+  /** Whether `role` is at least `required`. */
+  hasProjectRole(role: ProjectRole, required: ProjectRole): boolean;
+}
 
 export interface HttpHandlerOptions {
+  /** How requests are authenticated. Required. */
+  authentication: RequestAuthentication;
   /** Where unexpected (500) errors are reported; default `console.error`. */
   logError?: (message: string) => void;
   /**
@@ -190,21 +206,9 @@ function parseJson(bytes: Buffer): unknown {
 }
 
 /** The token of the request's `Authorization: Bearer <token>`, or null. */
-function bearerToken(request: IncomingMessage): string | null {
+export function bearerToken(request: IncomingMessage): string | null {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
   return match ? match[1]! : null;
-}
-
-/** The user of the request's `Authorization: Bearer <token>`; throws `NotAuthenticatedError`. */
-export async function authenticate(app: AppContext, request: IncomingMessage): Promise<UsersTable> {
-  const header = request.headers.authorization;
-  if (!header) throw new NotAuthenticatedError('Not authenticated: send "Authorization: Bearer <token>"');
-  const token = bearerToken(request);
-  if (!token)
-    throw new NotAuthenticatedError('Not authenticated: the Authorization header must be "Bearer <token>"');
-  const user = await findUserByToken(app, token);
-  if (!user) throw new NotAuthenticatedError('Invalid token');
-  return user;
 }
 
 /** A header's one value (the first, when a client sent it twice); null when absent. */
@@ -281,8 +285,9 @@ async function writeStream(
 export function createHttpHandler(
   app: AppContext,
   routes: readonly RouteDefinition[],
-  options: HttpHandlerOptions = {},
+  options: HttpHandlerOptions,
 ): HttpHandler {
+  const { authentication } = options;
   const match = createRouteMatcher(routes);
   const logError = options.logError ?? ((message: string) => console.error(`[dstack-server] ${message}`));
   const rawRoutes = options.rawRoutes ?? [];
@@ -315,7 +320,7 @@ export function createHttpHandler(
     let project: ProjectsTable | null = null;
     let projectRole: ProjectRole | null = null;
     if (route.auth !== 'none') {
-      user = await authenticate(app, request);
+      user = await authentication.authenticate(request);
       if (route.auth === 'admin' && user.global_role !== 'admin') throw new ForbiddenError();
       const requiredRole = REQUIRED_PROJECT_ROLE[route.auth];
       if (requiredRole) {
@@ -333,8 +338,8 @@ export function createHttpHandler(
             },
           );
         }
-        const access = await getProjectForUser(app, user, projectName);
-        if (!hasProjectRole(access.role, requiredRole)) throw new ForbiddenError();
+        const access = await authentication.projectAccess(user, projectName);
+        if (!authentication.hasProjectRole(access.role, requiredRole)) throw new ForbiddenError();
         project = access.project;
         projectRole = access.role;
       }

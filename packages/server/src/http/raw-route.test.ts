@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { requestAuthentication } from '../accounts/request-authentication.js';
 import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
 import { HttpError } from './error-mapping.js';
 import { createHttpHandler } from './http-handler.js';
@@ -89,6 +90,7 @@ describe('raw routes', () => {
         }),
       ];
       const handler = createHttpHandler(testApp.app, jsonRoutes, {
+        authentication: requestAuthentication(testApp.app),
         rawRoutes: [echoRoute, deeperRoute, tunnelRoute],
         logError: (message) => logged.push(message),
       });

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { requestAuthentication } from '../accounts/request-authentication.js';
 import { createTestApp, type TestApp } from '../testing/test-app.test.helpers.js';
 import { createHttpHandler } from './http-handler.js';
 import { CONSOLE_POLICY, SANDBOX_POLICY } from './origin-isolation.js';
@@ -53,6 +54,7 @@ describe('the web console files', () => {
       },
     });
     const handler = createHttpHandler(testApp.app, routes, {
+      authentication: requestAuthentication(testApp.app),
       rawRoutes: [proxy],
       staticSite: loadStaticSite(build),
     });

@@ -13,6 +13,7 @@ import { AgentConnector } from '../agents/index.js';
 import { createAppContext } from '../app-context.js';
 import type { AppContext } from '../context.js';
 import type { FleetsTable } from '../db/schema.js';
+import { recordEvent, SYSTEM_ACTOR } from '../events/event-recorder.js';
 import { createEncryption } from '../security/encryption.js';
 import { describeEachDialect } from '../testing/test-database.test.helpers.js';
 import { overrideClaimedRows, Pipeline, type PipelineDefinition, type RowLock } from './pipeline.js';
@@ -123,6 +124,78 @@ describeEachDialect('Pipeline', (getDb) => {
     expect(row).toMatchObject({ status_message: 'looked at', lock_token: null, lock_owner: null });
     // Released now: not due again before the interval.
     expect(await pipeline.processDue()).toBe(0);
+  });
+
+  it('applies the releases of one pass together, undoing only the writes of one refused or failing', async () => {
+    const names = ['plain', 'refused', 'failing', 'with-writes'];
+    const ids = new Map<string, string>();
+    for (const name of names) ids.set(name, await addFleet(name, 'active', 0));
+    const marker = await addFleet('marker', 'terminating', Date.now());
+    const mark = async (
+      transaction: Parameters<Parameters<RowLock<'fleets'>['releaseWith']>[0]>[0],
+      by: string,
+    ) => {
+      await transaction.updateTable('fleets').set({ status_message: by }).where('id', '=', marker).execute();
+      // Events recorded through the group's transaction are stored with their release, or not at all.
+      await recordEvent(transaction, app.settings, {
+        message: `Marked by ${by}`,
+        actor: SYSTEM_ACTOR,
+        targets: [{ type: 'fleet', projectId, id: marker, name: 'marker', fleetId: marker }],
+      });
+    };
+    const outcomes = new Map<string, unknown>();
+    const pipeline = new Pipeline(
+      app,
+      definition(async (row, lock) => {
+        if (row.name === 'plain') outcomes.set(row.name, await lock.release({ status_message: 'plain' }));
+        if (row.name === 'refused') {
+          const refused = async (transaction: Parameters<typeof mark>[0]) => {
+            await mark(transaction, 'refused');
+            return false;
+          };
+          outcomes.set(row.name, await lock.releaseWith(refused, { status_message: 'refused' }));
+        }
+        if (row.name === 'failing') {
+          const failing = async (transaction: Parameters<typeof mark>[0]) => {
+            await mark(transaction, 'failing');
+            throw new Error('alongside failed');
+          };
+          outcomes.set(
+            row.name,
+            await lock
+              .releaseWith(failing, { status_message: 'failing' })
+              .catch((error: Error) => error.message),
+          );
+        }
+        if (row.name === 'with-writes') {
+          const writes = async (transaction: Parameters<typeof mark>[0]) => {
+            await mark(transaction, 'with-writes');
+            return true;
+          };
+          outcomes.set(row.name, await lock.releaseWith(writes, { status_message: 'with-writes' }));
+        }
+      }),
+    );
+    expect(await pipeline.processDue()).toBe(4);
+    expect(Object.fromEntries(outcomes)).toEqual({
+      plain: true,
+      refused: 'refused',
+      failing: 'alongside failed',
+      'with-writes': 'released',
+    });
+    const rows = await app.db.selectFrom('fleets').select(['id', 'status_message', 'lock_token']).execute();
+    const messageOf = (id: string | undefined) => rows.find((row) => row.id === id)?.status_message ?? null;
+    expect(names.map((name) => messageOf(ids.get(name)))).toEqual(['plain', null, null, 'with-writes']);
+    expect(messageOf(marker)).toBe('with-writes');
+    const events = await app.db
+      .selectFrom('events')
+      .innerJoin('event_targets', 'event_targets.event_id', 'events.id')
+      .select('events.message')
+      .where('event_targets.entity_id', '=', marker)
+      .execute();
+    expect(events.map((event) => event.message)).toEqual(['Marked by with-writes']);
+    // Every claim was given back, the refused and failed ones by the engine.
+    expect(rows.every((row) => row.lock_token === null)).toBe(true);
   });
 
   it('drops the result of a claim that another process took over', async () => {

@@ -29,6 +29,7 @@ import { asBackgroundWork } from '../db/background-work.js';
 import type { Database } from '../db/schema.js';
 import { recordEvents } from '../events/event-recorder.js';
 import { mayBeEventful, rowChangeEvents } from '../events/status-events.js';
+import { inReleaseGroup, inReleaseTransaction } from './release-groups.js';
 import type { PipelineName, WakeUps } from './wake-ups.js';
 
 export type PipelineTable = 'runs' | 'jobs' | 'instances' | 'fleets' | 'volumes' | 'gateways';
@@ -321,13 +322,14 @@ export class Pipeline<Table extends PipelineTable> {
     values: Record<string, unknown> = {},
     eventful = false,
   ): Promise<boolean> {
-    const { db } = this.#app;
-    // A status change and its event are stored together; a release that lost its claim records nothing.
+    const { db, dialect } = this.#app;
+    // A status change and its event are stored together; a release that lost its claim records
+    // nothing. On SQLite the releases of one turn share a commit (release-groups.ts).
     const released = eventful
-      ? await db
-          .transaction()
-          .execute((transaction) => this.#releaseChangingStatus(transaction, id, token, values))
-      : await this.#releaseRow(db, id, token, values);
+      ? await inReleaseTransaction(db, dialect, (transaction) =>
+          this.#releaseChangingStatus(transaction, id, token, values),
+        )
+      : await inReleaseGroup(db, dialect, (db) => this.#releaseRow(db, id, token, values));
     if (released) this.#afterRelease(released.last_processed_at);
     return released !== undefined;
   }
@@ -373,7 +375,7 @@ export class Pipeline<Table extends PipelineTable> {
   ): Promise<ReleaseOutcome> {
     let released: { last_processed_at: unknown };
     try {
-      released = await this.#app.db.transaction().execute(async (transaction) => {
+      released = await inReleaseTransaction(this.#app.db, this.#app.dialect, async (transaction) => {
         if (!(await alongside(transaction))) throw new RolledBack('refused');
         const row = eventful
           ? await this.#releaseChangingStatus(transaction, id, token, values)

@@ -22,9 +22,9 @@
  */
 import { join } from 'node:path';
 import { getProjectForUser } from '../accounts/projects.js';
+import { authenticate } from '../accounts/request-authentication.js';
 import type { ProjectsTable } from '../db/schema.js';
 import { HttpError } from '../http/error-mapping.js';
-import { authenticate } from '../http/http-handler.js';
 import { defineRawRoute, type RawRequestContext, type RawRouteDefinition } from '../http/raw-route.js';
 import { readModelRequestBody } from './model-request-body.js';
 import { openAiErrorAnswer } from './openai-errors.js';

@@ -10,7 +10,7 @@ import type { AppContext } from '../context.js';
 import { runSpecOf } from '../db/json-columns.js';
 import type { RunsTable } from '../db/schema.js';
 import { ACTIVE_RUN_STATUSES } from '../runs/run-reads.js';
-import { serviceConfigurationOf } from '../runs/service-spec.js';
+import { serviceConfigurationOf } from '../services/service-spec.js';
 
 export interface ProjectModel {
   /** The name clients put in a request's `model`. */

@@ -19,13 +19,14 @@
  * service's `rate_limits`, 503 while no replica is ready, 502 when the replica cannot be
  * reached or refuses the connection; the same, on the socket, for an upgrade.
  *
- * Each forwarded request is counted for the service's autoscaler (runs/service-stats.ts). A
+ * Each forwarded request is counted for the service's autoscaler (services/service-stats.ts). A
  * service that scales to zero (`replicas: 0..N`) holds a request while it has no ready replica,
  * up to `SCALE_FROM_ZERO_WAIT_MS`, instead of answering 503: the request itself makes the run
- * pipeline start one. With `probes`, only replicas whose probes pass get requests. A request
- * whose replica refuses the connection (it is stopping) goes to the next ready replica, its
- * body untouched (it is sent once the connection is open); one without a body also when the
- * replica drops the connection before answering.
+ * pipeline start one, and keeps it wanted until it answers. With `probes`, only replicas whose
+ * probes pass get requests. A request whose replica refuses the connection (it is stopping) goes
+ * to the next ready replica, its body untouched (it is sent once the connection is open); one
+ * without a body also when the replica drops the connection before answering, and for a few
+ * seconds through a moment without a ready replica.
  */
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
@@ -35,12 +36,12 @@ import type { TLSSocket } from 'node:tls';
 import { ResourceNotFoundError, type ServiceConfiguration } from '@dstack/core';
 import { rateLimited, requestTargetRefusal, SCALE_FROM_ZERO_WAIT_MS } from '@dstack/core/agent-protocol';
 import { findProject, getProjectForUser } from '../accounts/projects.js';
+import { authenticate } from '../accounts/request-authentication.js';
 import { AgentUnreachableError } from '../agents/agent-unreachable-error.js';
 import type { AppContext } from '../context.js';
 import { runSpecOf } from '../db/json-columns.js';
 import type { JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
 import { HttpError } from '../http/error-mapping.js';
-import { authenticate } from '../http/http-handler.js';
 import {
   defineRawRoute,
   type RawRequestContext,
@@ -50,6 +51,12 @@ import {
 import { forwardUpgrade, requestUpstream } from '../http/upgrade-tunnel.js';
 import { ACTIVE_RUN_STATUSES, findRunRow } from '../runs/run-reads.js';
 import {
+  forgetReplicaTurn,
+  nextReplica,
+  replicaBaseUrl,
+  runningReplicas,
+} from '../services/service-proxy-replicas.js';
+import {
   replicaRangeOf,
   SERVICE_PROXY_PREFIX,
   serviceConfigurationOf,
@@ -57,7 +64,7 @@ import {
   servicePortOf,
   serviceProxyPrefix,
   serviceRequiresAuth,
-} from '../runs/service-spec.js';
+} from '../services/service-spec.js';
 import { carriesDstackToken } from './dstack-token-check.js';
 import { type ReplicaRequestBody, sendBodyWhenConnected } from './replica-request-body.js';
 import {
@@ -66,14 +73,17 @@ import {
   upgradeRequestHeaders,
   upstreamRequestHeaders,
 } from './service-proxy-headers.js';
-import { forgetReplicaTurn, nextReplica, replicaBaseUrl, runningReplicas } from './service-proxy-replicas.js';
 
 /** Seconds a client is told to wait (`Retry-After`) while no replica is running. */
 const RETRY_AFTER_SECONDS = 5;
 /** How often a waiting request looks for a ready replica. */
 const REPLICA_POLL_MS = 200;
-/** Rounds over the ready replicas a request without a body makes when none accepts its connection. */
-const MAX_RECONNECTS = 3;
+/**
+ * How long a request without a body goes on trying the replicas when none accepts its connection:
+ * a replica just started may not listen yet (on a loaded host, for seconds), one going away
+ * refuses for a moment. A request that waited for a replica tries for as long as it may wait.
+ */
+const RECONNECT_WINDOW_MS = 5_000;
 
 /** `/proxy/services/{project}/{run}` and the rest of the request target, still URL-encoded. */
 interface ProxyTarget {
@@ -125,31 +135,26 @@ export interface ProxyDestination {
   forwarded: ForwardedRequest;
   /** The same request sent to another ready replica, or null when none is left to try. */
   another: () => Promise<ProxyDestination | null>;
+  /** The replica answered, or the request gave up: it no longer keeps a replica wanted. */
+  settled: () => void;
 }
 
-/** Waits for a ready replica of a service scaled to zero; [] when the wait ends without one. */
+/** Waits for a ready replica of a service scaled to zero until `deadline`; [] when the wait ends without one. */
 async function waitForReplicas(
   app: AppContext,
   runId: string,
   probed: boolean,
+  deadline: number,
   signal: AbortSignal | undefined,
 ): Promise<JobsTable[]> {
-  const deadline = Date.now() + SCALE_FROM_ZERO_WAIT_MS;
-  // A waiting request keeps at least one replica wanted; the run pipeline starts it on its next pass.
-  const wait = app.caches.serviceStats.waitStarted(runId);
-  app.wakeUps.wake('runs');
-  try {
-    while (Date.now() < deadline && !signal?.aborted) {
-      await sleep(REPLICA_POLL_MS);
-      const replicas = await runningReplicas(app, runId, probed);
-      if (replicas.length > 0) return replicas;
-      const run = await app.db.selectFrom('runs').select('status').where('id', '=', runId).executeTakeFirst();
-      if (!run || !ACTIVE_RUN_STATUSES.includes(run.status)) return [];
-    }
-    return [];
-  } finally {
-    wait.done();
+  while (Date.now() < deadline && !signal?.aborted) {
+    await sleep(REPLICA_POLL_MS);
+    const replicas = await runningReplicas(app, runId, probed);
+    if (replicas.length > 0) return replicas;
+    const run = await app.db.selectFrom('runs').select('status').where('id', '=', runId).executeTakeFirst();
+    if (!run || !ACTIVE_RUN_STATUSES.includes(run.status)) return [];
   }
+  return [];
 }
 
 /**
@@ -252,11 +257,18 @@ export async function replicaDestination(
   const probed = serviceHasProbes(service);
   let replicas = await runningReplicas(app, run.id, probed);
   let waitUntil: number | null = null;
+  let hold: { done(): void } | null = null;
   if (replicas.length === 0 && replicaRangeOf(service).min === 0) {
     waitUntil = Date.now() + SCALE_FROM_ZERO_WAIT_MS;
-    replicas = await waitForReplicas(app, run.id, probed, signal);
+    // Counted as waiting (it keeps one replica wanted) until its replica answers.
+    hold = app.caches.serviceStats.waitStarted(run.id, { until: waitUntil, signal });
+    // The run pipeline starts the wanted replica on its next pass.
+    app.wakeUps.wake('runs');
+    replicas = await waitForReplicas(app, run.id, probed, waitUntil, signal);
   }
+  const settled = () => hold?.done();
   if (replicas.length === 0) {
+    settled();
     setHeader('retry-after', String(RETRY_AFTER_SECONDS));
     throw new HttpError(
       503,
@@ -271,7 +283,7 @@ export async function replicaDestination(
     keepAuthorization: options.keepAuthorization,
   };
   const tried = new Set<string>();
-  let reconnects = 0;
+  const reconnectUntil = Math.max(waitUntil ?? 0, Date.now() + RECONNECT_WINDOW_MS);
   const destinationOf = async (replica: JobsTable): Promise<ProxyDestination> => {
     tried.add(replica.id);
     let baseUrl: string;
@@ -293,20 +305,25 @@ export async function replicaDestination(
       another: async () => {
         const left = (await runningReplicas(app, run.id, probed)).filter((other) => !tried.has(other.id));
         if (left.length > 0) return destinationOf(nextReplica(app, run.id, left));
-        // Every replica failed to connect: a replica going away refuses for a moment, and a
-        // service started for this request may not listen yet. Try them again, a few times
-        // or, for the latter, for as long as a request waits for a replica.
-        reconnects += 1;
-        const waiting = waitUntil !== null && Date.now() < waitUntil;
-        if (signal?.aborted || (!waiting && reconnects > MAX_RECONNECTS)) return null;
-        await sleep(REPLICA_POLL_MS);
-        tried.clear();
-        const replicas = await runningReplicas(app, run.id, probed);
-        return replicas.length > 0 ? destinationOf(nextReplica(app, run.id, replicas)) : null;
+        // Every replica failed to connect: try the replicas of the moment again, for a while,
+        // also through a moment without any (one judged unready, one replaced).
+        for (;;) {
+          if (signal?.aborted || Date.now() >= reconnectUntil) return null;
+          await sleep(REPLICA_POLL_MS);
+          tried.clear();
+          const replicas = await runningReplicas(app, run.id, probed);
+          if (replicas.length > 0) return destinationOf(nextReplica(app, run.id, replicas));
+        }
       },
+      settled,
     };
   };
-  return destinationOf(nextReplica(app, run.id, replicas));
+  try {
+    return await destinationOf(nextReplica(app, run.id, replicas));
+  } catch (error) {
+    settled();
+    throw error;
+  }
 }
 
 /** A request without a body can be sent again, to another replica. */
@@ -393,6 +410,8 @@ export async function forward(options: {
         destination = next;
       }
     }
+    // Answered: a held request no longer keeps its replica wanted (the answer may stream for long).
+    destination.settled();
     response.writeHead(
       upstreamResponse.statusCode ?? 502,
       upstreamResponse.statusMessage,
@@ -406,6 +425,7 @@ export async function forward(options: {
       if (!signal.aborted) throw error;
     }
   } finally {
+    destination.settled();
     sending?.stop();
   }
 }
@@ -419,7 +439,11 @@ async function handleProxyUpgrade(context: RawUpgradeContext): Promise<void> {
     upgradeRequestHeaders(request.headers, destination.forwarded),
     signal,
   );
-  await forwardUpgrade(upstream, { socket, head, signal }, (error) => didNotAnswer(destination, error));
+  try {
+    await forwardUpgrade(upstream, { socket, head, signal }, (error) => didNotAnswer(destination, error));
+  } finally {
+    destination.settled();
+  }
 }
 
 /** The raw route of the proxy, mounted by app.ts next to the JSON API. */

@@ -15,6 +15,7 @@
 // The protocol a client asks for, and the runner is asked for, in `Upgrade`.
 import { agentAuthorizationHeader, SSH_UPGRADE_PROTOCOL } from '@dstack/core/agent-protocol';
 import { getProjectForUser } from '../accounts/projects.js';
+import { authenticate } from '../accounts/request-authentication.js';
 import { instancePortUrl } from '../agents/agent-clients.js';
 import { runnerAgentToken } from '../agents/agent-tokens.js';
 import { AgentUnreachableError } from '../agents/agent-unreachable-error.js';
@@ -22,7 +23,6 @@ import type { AppContext } from '../context.js';
 import { jobProvisioningDataOf } from '../db/json-columns.js';
 import type { JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
 import { HttpError } from '../http/error-mapping.js';
-import { authenticate } from '../http/http-handler.js';
 import { defineRawRoute, type RawRouteDefinition, type RawUpgradeContext } from '../http/raw-route.js';
 import { forwardUpgrade, requestUpstream } from '../http/upgrade-tunnel.js';
 import { runnerPortOf } from '../runs/job-runner-port.js';

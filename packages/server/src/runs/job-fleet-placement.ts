@@ -65,6 +65,8 @@ export async function placeOnFleetInstance(
   cluster: ClusterJobPlacement,
   ahead: readonly JobAhead[],
 ): Promise<FleetPlacement> {
+  // Takes this process made since this read are newer than it (instance-takes.ts).
+  const readAt = performance.now();
   const fitting = await fittingFleetInstances(
     app,
     job.project_id,
@@ -84,7 +86,10 @@ export async function placeOnFleetInstance(
     behind ??= first;
     if (first === undefined) candidates.push(candidate);
   }
+  const takes = app.caches.instanceTakes;
   for (const { instance, share } of candidates) {
+    const freeBlocks = instance.total_blocks - instance.busy_blocks;
+    if (!takes.worthTrying(instance.id, readAt, freeBlocks, share.blocks)) continue;
     const takeBlocks = async (transaction: Transaction<Database>) => {
       const now = Date.now();
       const taken = await transaction
@@ -98,6 +103,7 @@ export async function placeOnFleetInstance(
         .returning(['status', 'busy_blocks', 'total_blocks'])
         .executeTakeFirst();
       if (!taken) return false;
+      takes.taken(instance.id, taken.busy_blocks, taken.total_blocks);
       await recordStatusChange(transaction, app.settings, 'instances', instance, { status: 'busy' });
       await recordEvent(transaction, app.settings, {
         message: `Job assigned to instance. Instance blocks: ${taken.busy_blocks}/${taken.total_blocks} busy`,
@@ -106,14 +112,16 @@ export async function placeOnFleetInstance(
       });
       return true;
     };
-    const outcome = await lock.releaseWith(takeBlocks, {
-      status: 'provisioning',
-      instance_id: instance.id,
-      instance_assigned: 1,
-      job_provisioning_data: instance.job_provisioning_data,
-      job_runtime_data: jobRuntimeDataColumn.encode(runtimeDataForShare(share)),
-      last_processed_at: 0,
-    });
+    const outcome = await takes.taking(instance.id, share.blocks, () =>
+      lock.releaseWith(takeBlocks, {
+        status: 'provisioning',
+        instance_id: instance.id,
+        instance_assigned: 1,
+        job_provisioning_data: instance.job_provisioning_data,
+        job_runtime_data: jobRuntimeDataColumn.encode(runtimeDataForShare(share)),
+        last_processed_at: 0,
+      }),
+    );
     if (outcome === 'released') return 'placed';
     if (outcome === 'lost') return 'lost';
   }

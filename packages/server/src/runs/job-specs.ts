@@ -21,9 +21,9 @@ import {
   defaultJobImage,
 } from '@dstack/core/agent-protocol';
 import type { StoredRunSpec } from '../db/json-columns.js';
+import { replicaGroupsOf } from '../services/service-spec.js';
 import { JobVolumeError, jobMountPoints } from '../volumes/job-volumes.js';
 import { hostJobCommandLine, jobCommandLine, ShellWordsError } from './job-commands.js';
-import { replicaGroupsOf } from './service-spec.js';
 
 /** `spot_policy` → `Requirements.spot`: on-demand by default, as in dstack. */
 function spotRequirement(policy: RunConfiguration['spot_policy']): boolean | null {

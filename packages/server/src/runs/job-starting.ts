@@ -22,6 +22,7 @@ import type { JobsTable } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { codeUnpackedLimitOf } from '../repos/code-unpacked-limit.js';
+import { markServiceGatewayDue } from '../services/service-gateway.js';
 import { rememberRunningSince } from './attach-window.js';
 import { clusterInfoOf } from './cluster-gang.js';
 import { agentJobSpec, jobCode, taskMounts, taskResourcesOf } from './job-agent-inputs.js';
@@ -37,7 +38,6 @@ import {
   terminate,
 } from './job-running-context.js';
 import { jobRuntimeOf } from './job-runtime.js';
-import { markServiceGatewayDue } from './service-gateway.js';
 
 /** The shim of the job's instance; its calls end with the pass (`lock.signal`). */
 function jobShim(context: JobContext): Promise<ShimClient> {

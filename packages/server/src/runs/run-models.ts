@@ -10,7 +10,7 @@ import type { SshProxyAddress } from '../context.js';
 import { jobProvisioningDataOf, jobRuntimeDataOf, jobSpecOf, runSpecOf } from '../db/json-columns.js';
 import type { InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
 import { isoTime } from '../http/iso-time.js';
-import { serviceSpecOf } from './service-spec.js';
+import { serviceSpecOf } from '../services/service-spec.js';
 
 export function jobSubmissionOf(
   job: JobsTable,

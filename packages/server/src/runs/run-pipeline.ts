@@ -20,13 +20,14 @@ import { recordStatusChange } from '../events/status-events.js';
 import { countPendingRun, observeSubmitToProvision } from '../metrics/run-client-metrics.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
+import { markServiceGatewayDue } from '../services/service-gateway.js';
+import { keepServiceReplicas } from '../services/service-scaling.js';
+import { serviceConfigurationOf } from '../services/service-spec.js';
 import { planJobSpecs } from './job-specs.js';
+import { submitReplicas } from './replica-submissions.js';
 import { baseImageOf } from './run-plan.js';
 import { newJobRow } from './run-rows.js';
 import { isScheduled, nextScheduledStart } from './run-schedule.js';
-import { markServiceGatewayDue } from './service-gateway.js';
-import { keepServiceReplicas } from './service-scaling.js';
-import { serviceConfigurationOf } from './service-spec.js';
 
 /**
  * A safety net only: every job that changes in a way the run follows marks its run due
@@ -243,7 +244,7 @@ async function followJobs(
 ): Promise<void> {
   const current = latestSubmissions(jobs).filter((job) => !isRetiredReplica(job));
   // A replica of a service that was placed before (others serve, or served) and found no
-  // capacity is tried again later (service-scaling.ts), not the end of the service.
+  // capacity is tried again later (services/service-scaling.ts), not the end of the service.
   const placedBefore = jobs.some((job) => job.job_provisioning_data !== null);
   const latest =
     placedBefore && serviceConfigurationOf(runSpecOf(run))
@@ -301,9 +302,10 @@ async function followJobs(
   // A resubmission that got an instance starts the backoff over (dstack resets the attempts
   // when the run becomes provisioning), so a long run interrupted now and then is not held 10 minutes.
   const provisioned = status === 'provisioning' && run.status !== 'provisioning';
-  const service = await keepServiceReplicas(app, run, jobs, (stopped, reason) =>
-    terminateJobs(app, stopped, reason),
-  );
+  const service = await keepServiceReplicas(app, run, jobs, {
+    stop: (stopped, reason) => terminateJobs(app, stopped, reason),
+    submit: (serviceRun, replicas) => submitReplicas(app, serviceRun, replicas),
+  });
   // dstack's `_emit_active_metrics`: submitted → provisioning. A run whose job was placed and
   // started between two looks goes straight to running here; that is its first provisioning too.
   const firstProvisioned = run.status === 'submitted' && (status === 'provisioning' || status === 'running');

@@ -14,12 +14,12 @@ import { hasSshClusterFleet } from '../fleets/cluster-fleets.js';
 import { fleetInstanceOffers } from '../fleets/fleet-instance-offers.js';
 import { checkSecretReferences } from '../secrets/secret-references.js';
 import { projectSecretNames } from '../secrets/secrets.js';
+import { serviceGatewayOf } from '../services/service-gateway.js';
+import { serviceConfigurationOf } from '../services/service-spec.js';
 import { checkUtilizationWindow, refuseUtilizationPolicyWithoutGpus } from './gpu-utilization.js';
 import { type BaseImage, planJobSpecs } from './job-specs.js';
 import { ACTIVE_RUN_STATUSES, findRunRow, loadRun } from './run-reads.js';
 import { planJobVolumes } from './run-volumes.js';
-import { serviceGatewayOf } from './service-gateway.js';
-import { serviceConfigurationOf } from './service-spec.js';
 import { isServiceRun, normalizeRunSpec, withRunSshKey } from './stored-run-spec.js';
 import { refuseUnsupportedRunFields } from './unsupported-fields.js';
 

@@ -4,8 +4,9 @@
  */
 
 import { ResourceNotFoundError, type Run, type RunStatus } from '@dstack/core';
+import type { Kysely } from 'kysely';
 import type { AppContext } from '../context.js';
-import type { InstancesTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
+import type { Database, InstancesTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
 import { runOf } from './run-models.js';
 
 export const ACTIVE_RUN_STATUSES: readonly RunStatus[] = [
@@ -112,12 +113,14 @@ export interface ListRunsOptions {
   jobSubmissionsLimit?: number | null;
 }
 
-export async function listRuns(app: AppContext, options: ListRunsOptions): Promise<Run[]> {
-  let query = app.db.selectFrom('runs').selectAll('runs').where('runs.deleted', '=', 0);
-  if (options.projectIds) {
-    if (options.projectIds.length === 0) return [];
-    query = query.where('runs.project_id', 'in', [...options.projectIds]);
-  }
+/**
+ * `runs/list`'s rows in page order, before the limit. With one project the order comes from
+ * `runs_project_id_submitted_at_idx`, so a page reads its rows and no more, however many runs
+ * the project keeps.
+ */
+export function runsListQuery(db: Kysely<Database>, options: ListRunsOptions) {
+  let query = db.selectFrom('runs').selectAll('runs').where('runs.deleted', '=', 0);
+  if (options.projectIds) query = query.where('runs.project_id', 'in', [...options.projectIds]);
   if (options.onlyActive) query = query.where('runs.status', 'in', [...ACTIVE_RUN_STATUSES]);
   if (options.username != null) {
     query = query.innerJoin('users', 'users.id', 'runs.user_id').where('users.name', '=', options.username);
@@ -135,7 +138,12 @@ export async function listRuns(app: AppContext, options: ListRunsOptions): Promi
     );
   }
   const direction = ascending ? 'asc' : 'desc';
-  query = query.orderBy('runs.submitted_at', direction).orderBy('runs.id', direction);
+  return query.orderBy('runs.submitted_at', direction).orderBy('runs.id', direction);
+}
+
+export async function listRuns(app: AppContext, options: ListRunsOptions): Promise<Run[]> {
+  if (options.projectIds?.length === 0) return [];
+  const query = runsListQuery(app.db, options);
   // The repo is inside the run spec JSON: filtered here, before the limit, so pages stay full.
   const repoId = options.repoId;
   const rows =

@@ -17,6 +17,8 @@ import { checkRunFileArchives } from '../repos/file-archives.js';
 import { checkRunCode } from '../repos/repos.js';
 import { checkSecretReferences } from '../secrets/secret-references.js';
 import { projectSecretNames } from '../secrets/secrets.js';
+import { markServiceGatewayDue, serviceGatewayOf } from '../services/service-gateway.js';
+import { replicaRangeOf, serviceConfigurationOf } from '../services/service-spec.js';
 import { expectPollingAttach } from './attach-window.js';
 import { checkUtilizationWindow, refuseUtilizationPolicyWithoutGpus } from './gpu-utilization.js';
 import { initialReplicaJobSpecs, planJobSpecs } from './job-specs.js';
@@ -26,8 +28,6 @@ import { ACTIVE_RUN_STATUSES, findRunRow, loadRun } from './run-reads.js';
 import { newJobRow, newRunRow } from './run-rows.js';
 import { nextScheduledStart } from './run-schedule.js';
 import { planJobVolumes } from './run-volumes.js';
-import { markServiceGatewayDue, serviceGatewayOf } from './service-gateway.js';
-import { replicaRangeOf, serviceConfigurationOf } from './service-spec.js';
 import { isServiceRun, normalizeRunSpec, withRunSshKey } from './stored-run-spec.js';
 import { refuseUnsupportedRunFields } from './unsupported-fields.js';
 
@@ -103,7 +103,7 @@ export async function applyRun(
     const active = existing.find((run) => ACTIVE_RUN_STATUSES.includes(run.status));
     if (active && service && active.status !== 'terminating' && isServiceRun(active.run_spec)) {
       // A changed service applied again is a new deployment, rolled out replica by replica
-      // (service-scaling.ts); the same one applied again changes nothing.
+      // (services/service-scaling.ts); the same one applied again changes nothing.
       if ((active.gateway_id ?? null) !== (gateway?.gateway_id ?? null)) {
         throw new ServerClientError(
           `Service ${runName} is published ${active.gateway_id ? 'on a gateway' : "by the server's proxy"}; a running service cannot move (stop it first: dstack stop ${runName})`,

@@ -17,8 +17,8 @@ import { withUserSshKey } from '../accounts/user-ssh-keys.js';
 import type { AppContext } from '../context.js';
 import { runSpecColumn, type StoredRunSpec } from '../db/json-columns.js';
 import type { UsersTable } from '../db/schema.js';
-import { dropUnsetNulls, mergeProfileUnder } from './explicit-nulls.js';
-import { serviceConfigurationOf } from './service-spec.js';
+import { dropUnsetNulls, mergeProfileUnder } from '../http/explicit-nulls.js';
+import { serviceConfigurationOf } from '../services/service-spec.js';
 
 /** Validates the configuration (defaults applied) and fixes the run name: the spec as it is stored. */
 export function normalizeRunSpec(runSpec: RunSpec): StoredRunSpec {

@@ -37,14 +37,14 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
   'resources.shm_size': { honoured: 'the shim task shm_size → Docker ShmSize (job-running.ts)' },
   ports: { honoured: 'job spec ports; the CLI forwards them while attached', subtree: true },
   port: { honoured: 'the in-server service proxy forwards to it', subtree: true },
-  auth: { honoured: 'the service proxy asks for a token (service-spec.ts)' },
+  auth: { honoured: 'the service proxy asks for a token (services/service-spec.ts)' },
   init: { honoured: 'dev environment commands (job-specs.ts)' },
   inactivity_duration: { honoured: 'job-running.ts stops an idle dev environment' },
   provider: { honoured: 'the CLI expands it into provider_jobs (job-specs.ts)' },
   parameters: { honoured: 'the CLI passes them to the provider' },
   model: {
     honoured:
-      "the run's service spec (service-spec.ts) and the model endpoint /proxy/models (proxies/model-proxy.ts)",
+      "the run's service spec (services/service-spec.ts) and the model endpoint /proxy/models (proxies/model-proxy.ts)",
   },
   'model.type': { honoured: 'service spec model type' },
   'model.name': { honoured: 'service spec model name' },
@@ -168,11 +168,11 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
   version: { refused: 'no IDE server is installed in the job', example: { ide: 'vscode', version: '1.0' } },
   gateway: {
     honoured:
-      'a running gateway of the project publishes the service at https://{run}.{domain} (runs/service-gateway.ts); false: the server proxy',
+      'a running gateway of the project publishes the service at https://{run}.{domain} (services/service-gateway.ts); false: the server proxy',
   },
   https: {
     honoured:
-      "on a gateway as dstack: the URL's scheme, HTTPS with the gateway's certificate (lets-encrypt: one per service) and plain HTTP redirected; auto: HTTPS when the gateway has a certificate (gateways/service-https.ts)",
+      "on a gateway as dstack: the URL's scheme, HTTPS with the gateway's certificate (lets-encrypt: one per service) and plain HTTP redirected; auto: HTTPS when the gateway has a certificate (services/service-https.ts)",
   },
   strip_prefix: {
     refused: 'the service proxy always strips its prefix',
@@ -181,7 +181,7 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
   },
   scaling: {
     honoured:
-      "the run pipeline scales between the range bounds on the requests per second the server's proxy and the service's gateway forwarded (runs/service-scaling.ts, runs/service-stats.ts)",
+      "the run pipeline scales between the range bounds on the requests per second the server's proxy and the service's gateway forwarded (services/service-scaling.ts, services/service-stats.ts)",
     subtree: true,
   },
   rate_limits: {
@@ -191,18 +191,18 @@ export const RUN_FIELD_DECISIONS: FieldDecisions = {
   },
   probes: {
     honoured:
-      'the run pipeline probes each running replica; the proxy sends requests only to ready ones (runs/replica-probes.ts)',
+      'the run pipeline probes each running replica; the proxy sends requests only to ready ones (services/replica-probes.ts)',
     subtree: true,
   },
   replicas: {
     honoured:
-      'a count, a range with scaling, or replica groups, each kept at its own count with jobs of its own (runs/service-scaling.ts, job-specs.ts)',
+      'a count, a range with scaling, or replica groups, each kept at its own count with jobs of its own (services/service-scaling.ts, runs/job-specs.ts)',
   },
-  'replicas.min': { honoured: 'the least replicas the service keeps (service-scaling.ts)' },
-  'replicas.max': { honoured: 'the most replicas the autoscaler starts (service-scaling.ts)' },
+  'replicas.min': { honoured: 'the least replicas the service keeps (services/service-scaling.ts)' },
+  'replicas.max': { honoured: 'the most replicas the autoscaler starts (services/service-scaling.ts)' },
   'replicas[].name': { honoured: "job spec replica_group; the group's replicas are counted by it" },
-  'replicas[].count': { honoured: "the group's desired count (service-scaling.ts)", subtree: true },
-  'replicas[].scaling': { honoured: "the group's autoscaler (service-scaling.ts)", subtree: true },
+  'replicas[].count': { honoured: "the group's desired count (services/service-scaling.ts)", subtree: true },
+  'replicas[].scaling': { honoured: "the group's autoscaler (services/service-scaling.ts)", subtree: true },
   'replicas[].resources': {
     honoured: "the group's job requirements → offers and instance matching",
     subtree: true,

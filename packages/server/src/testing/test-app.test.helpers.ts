@@ -10,6 +10,7 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { BackendPlugin } from '@dstack/core';
 import { stringify } from 'yaml';
+import { requestAuthentication } from '../accounts/request-authentication.js';
 import { AgentConnector } from '../agents/index.js';
 import { createAppContext } from '../app-context.js';
 import { loadServerConfig, type ServerConfigInput } from '../config/server-config.js';
@@ -95,7 +96,10 @@ export async function createTestApp(options: TestAppOptions): Promise<TestApp> {
     app.encryption = createEncryption(configFile.config.encryption.keys);
     const { adminToken } = await initializeServerState(app, configFile);
 
-    const handler = createHttpHandler(app, options.routes, { logError: (message) => console.error(message) });
+    const handler = createHttpHandler(app, options.routes, {
+      authentication: requestAuthentication(app),
+      logError: (message) => console.error(message),
+    });
     const started = createServer(handler);
     server = started;
     await new Promise<void>((resolve, reject) => {

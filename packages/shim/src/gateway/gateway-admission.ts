@@ -24,7 +24,14 @@ export interface AdmissionRefusal {
   retryAfter: number;
 }
 
-export type Admission = { service: GatewayService } | { refusal: AdmissionRefusal };
+/**
+ * Let through, or refused. A request held for a replica (which may not listen yet) has
+ * `heldUntil`, and `settled` to call once its replica answered or it gave up: until then it keeps
+ * the replica wanted.
+ */
+export type Admission =
+  | { service: GatewayService; heldUntil?: number; settled?: () => void }
+  | { refusal: AdmissionRefusal };
 
 export function answerRefusal(response: ServerResponse, refusal: AdmissionRefusal): void {
   response.setHeader('retry-after', String(refusal.retryAfter));
@@ -81,12 +88,11 @@ export class GatewayAdmission {
     this.stats.record(service.run_id);
     let current: GatewayService | null = service;
     if (service.replicas.length === 0 && service.scales_from_zero) {
-      const wait = this.stats.waitStarted(service.run_id);
-      try {
-        current = await this.#waits.waitForReplica(service.hostname, this.#lookup, this.#waitMs, left);
-      } finally {
-        wait.done();
-      }
+      const heldUntil = Date.now() + this.#waitMs;
+      const wait = this.stats.waitStarted(service.run_id, { until: heldUntil, signal: left });
+      current = await this.#waits.waitForReplica(service.hostname, this.#lookup, this.#waitMs, left);
+      if (current && current.replicas.length > 0) return { service: current, heldUntil, settled: wait.done };
+      wait.done();
     }
     if (!current || current.replicas.length === 0) {
       return {

@@ -3,9 +3,9 @@
  * the answer stream both ways untouched; hop-by-hop headers are dropped, `X-Forwarded-*` added,
  * and a caller's dstack token is not passed on. A bodiless request whose
  * replica refuses or drops the connection before answering goes to the next one, and when every
- * replica failed, to the service's replicas of the moment again, a few rounds (as the server's
- * proxy does): a replica going away, or one just started that does not listen yet, loses no
- * request.
+ * replica failed, to the service's replicas of the moment again, for a few seconds (as the server's
+ * proxy does): a replica going away, one just started that does not listen yet, or a moment
+ * without a ready replica loses no request. The gateway's 502 names why each replica failed.
  *
  * The request goes to the replica's host and port with the client's target as the path: the
  * target is never resolved as a URL against the replica's (`//host:port/…` or `http://host/…`
@@ -36,10 +36,16 @@ export interface ForwardOptions {
   protocol: string;
   /** The service's replicas now, in order, for another round after every one failed; default `replicas`. */
   replicasNow?: () => readonly string[];
+  /** Until when (epoch ms) a bodiless request goes on trying, when later than the usual window: a request held for a replica. */
+  retryUntil?: number;
+  /** Called once a replica answered or the request got the gateway's 502. */
+  settled?: () => void;
+  /** How long a bodiless request goes on trying rounds (ms); `RETRY_WINDOW_MS` unless a test says otherwise. */
+  retryWindowMs?: number;
 }
 
-/** Rounds over the replicas a bodiless request gets: the first and 3 more, as the server's proxy. */
-const MAX_ROUNDS = 4;
+/** How long a bodiless request goes on trying rounds over the replicas, as the server's proxy. */
+const RETRY_WINDOW_MS = 5_000;
 /** The pause before another round. */
 const ROUND_PAUSE_MS = 200;
 
@@ -94,18 +100,31 @@ export function forwardRequest(
   const path = incoming.url as string;
   const bodiless = incoming.headers['content-length'] === undefined && !incoming.headers['transfer-encoding'];
   let replicas = options.replicas;
-  let round = 1;
+  const retryUntil = Math.max(
+    options.retryUntil ?? 0,
+    Date.now() + (options.retryWindowMs ?? RETRY_WINDOW_MS),
+  );
+  // Why each replica tried last failed, for the 502.
+  const failures = new Map<string, string>();
+  const fail = (status: number, message: string) => {
+    options.settled?.();
+    answer(response, status, message);
+  };
   const attempt = (index: number): void => {
-    if (response.destroyed) return;
+    if (response.destroyed) {
+      options.settled?.();
+      return;
+    }
     const base = replicas[index];
     if (base === undefined) {
-      const next = bodiless && round < MAX_ROUNDS ? (options.replicasNow?.() ?? options.replicas) : [];
-      if (next.length === 0) {
-        answer(response, 502, 'No replica of the service answered');
+      if (!bodiless || Date.now() >= retryUntil) {
+        const reasons = [...failures].map(([replica, reason]) => `${replica}: ${reason}`).join('; ');
+        fail(502, `No replica of the service answered${reasons ? ` (${reasons})` : ''}`);
         return;
       }
-      round += 1;
-      replicas = next;
+      // Another round over the replicas of the moment, also through a moment without any (one
+      // judged unready by its probes, one replaced).
+      replicas = options.replicasNow?.() ?? options.replicas;
       setTimeout(() => attempt(0), ROUND_PAUSE_MS);
       return;
     }
@@ -116,6 +135,7 @@ export function forwardRequest(
       headers: upstreamHeaders(incoming, options),
     });
     upstream.on('response', (upstreamResponse) => {
+      options.settled?.();
       const headers = { ...upstreamResponse.headers };
       for (const name of HOP_BY_HOP) delete headers[name];
       response.writeHead(upstreamResponse.statusCode ?? 502, headers);
@@ -123,8 +143,9 @@ export function forwardRequest(
       response.on('close', () => upstreamResponse.destroy());
     });
     upstream.on('error', (error) => {
+      failures.set(base, (error as NodeJS.ErrnoException).code ?? error.message);
       if (bodiless && !response.headersSent) attempt(index + 1);
-      else answer(response, 502, `The replica did not answer: ${error.message}`);
+      else fail(502, `The replica did not answer: ${error.message}`);
     });
     if (bodiless) upstream.end();
     else incoming.pipe(upstream);
@@ -148,6 +169,7 @@ export function forwardUpgrade(
   }
   const { hostname, port } = replicaAddress(base);
   const upstream = connect(port, hostname, () => {
+    options.settled?.();
     const headers = upstreamHeaders(incoming, options);
     headers.connection = 'Upgrade';
     headers.upgrade = incoming.headers.upgrade;
@@ -162,6 +184,9 @@ export function forwardUpgrade(
     upstream.pipe(socket);
     socket.pipe(upstream);
   });
-  upstream.on('error', () => socket.destroy());
+  upstream.on('error', () => {
+    options.settled?.();
+    socket.destroy();
+  });
   socket.on('error', () => upstream.destroy());
 }

@@ -204,7 +204,14 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
       const replicasNow = () =>
         routing.replicaOrder(routing.serviceFor(service.hostname) ?? admitted.service);
       const dropAuthorization = !routing.passesAuthorization(service, request.headers.authorization);
-      forwardRequest(request, response, { replicas, replicasNow, dropAuthorization, protocol });
+      forwardRequest(request, response, {
+        replicas,
+        replicasNow,
+        dropAuthorization,
+        protocol,
+        retryUntil: admitted.heldUntil,
+        settled: admitted.settled,
+      });
     };
   const upgradePublic =
     (protocol: 'http' | 'https') => async (request: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -228,6 +235,7 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayServ
         replicas: routing.replicaOrder(admitted.service),
         dropAuthorization: !routing.passesAuthorization(service, request.headers.authorization),
         protocol,
+        settled: admitted.settled,
       });
     };
 

@@ -15,9 +15,9 @@ export class GatewayRequestStats {
     this.#counts.record(runId, now);
   }
 
-  /** A request to `runId` is held for a replica; `done` when it stops waiting. */
-  waitStarted(runId: string): { done(): void } {
-    return this.#counts.waitStarted(runId);
+  /** A request to `runId` is held for a replica; `done` when it stops waiting (see `ServiceRequestCounts`). */
+  waitStarted(runId: string, bounds?: { until: number; signal?: AbortSignal }): { done(): void } {
+    return this.#counts.waitStarted(runId, bounds);
   }
 
   /** What the stats route answers: every run counted in the kept history, or waited for now. */

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `emulator <provider> …` (`pnpm emulator` at the workspace root): starts a cloud emulator a user
- * can point a dstack server at, e.g. `emulator aws --server-config config.yml` (or `azure`, `gcp`, `lambda`, `verda`, `nebius`, `runpod`, `vastai`). Run as a command,
+ * can point a dstack server at, e.g. `emulator aws --server-config config.yml` (or `azure`, `oci`, `gcp`, `lambda`, `verda`, `nebius`, `runpod`, `vastai`). Run as a command,
  * each emulated instance boots a real host, a Docker container (`DockerEmulatedHosts`);
  * `--no-hosts` gives instances made-up addresses instead. `runEmulator` takes the factory.
  */
@@ -24,6 +24,7 @@ import {
   NEBIUS_EMULATOR_USAGE,
   runNebiusEmulatorCommand,
 } from '../emulators/nebius/nebius-emulator-command.js';
+import { OCI_EMULATOR_USAGE, runOciEmulatorCommand } from '../emulators/oci/oci-emulator-command.js';
 import { DockerRunpodPods } from '../emulators/runpod/runpod-docker-pods.js';
 import {
   RUNPOD_EMULATOR_USAGE,
@@ -37,7 +38,7 @@ import {
 import { runVerdaEmulatorCommand, VERDA_EMULATOR_USAGE } from '../emulators/verda/verda-emulator-command.js';
 
 /** The providers whose instances boot emulated VM hosts. */
-const VM_PROVIDERS = ['aws', 'gcp', 'azure', 'lambda', 'verda', 'nebius'];
+const VM_PROVIDERS = ['aws', 'gcp', 'azure', 'oci', 'lambda', 'verda', 'nebius'];
 
 export interface RunEmulatorOptions {
   /** Makes the hosts emulated instances boot (e.g. Docker containers); none when absent. */
@@ -46,7 +47,7 @@ export interface RunEmulatorOptions {
   createContainers?: () => RentalContainers | Promise<RentalContainers>;
 }
 
-const USAGE = `Usage: emulator <provider> [options]\nProviders:\n  ${[AWS_EMULATOR_USAGE, AZURE_EMULATOR_USAGE, GCP_EMULATOR_USAGE, LAMBDA_EMULATOR_USAGE, VERDA_EMULATOR_USAGE, NEBIUS_EMULATOR_USAGE, RUNPOD_EMULATOR_USAGE, VASTAI_EMULATOR_USAGE].map((usage) => usage.replace('Usage: ', '')).join('\n  ')}`;
+const USAGE = `Usage: emulator <provider> [options]\nProviders:\n  ${[AWS_EMULATOR_USAGE, AZURE_EMULATOR_USAGE, OCI_EMULATOR_USAGE, GCP_EMULATOR_USAGE, LAMBDA_EMULATOR_USAGE, VERDA_EMULATOR_USAGE, NEBIUS_EMULATOR_USAGE, RUNPOD_EMULATOR_USAGE, VASTAI_EMULATOR_USAGE].map((usage) => usage.replace('Usage: ', '')).join('\n  ')}`;
 
 /** Runs `emulator <provider> …` with `argv` (the arguments after the program name). */
 export async function runEmulator(argv: readonly string[], options: RunEmulatorOptions = {}): Promise<void> {
@@ -65,6 +66,11 @@ export async function runEmulator(argv: readonly string[], options: RunEmulatorO
     case 'azure': {
       const hosts = await options.createHosts?.();
       await runAzureEmulatorCommand(rest, { hosts });
+      return;
+    }
+    case 'oci': {
+      const hosts = await options.createHosts?.();
+      await runOciEmulatorCommand(rest, { hosts });
       return;
     }
     case 'lambda': {

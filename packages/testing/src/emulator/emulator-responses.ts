@@ -40,3 +40,11 @@ export class EmulatorHttpError extends Error {
     super(message);
   }
 }
+
+/**
+ * Thrown by a route handler to drop the connection without an answer, after whatever the
+ * handler did: a provider's answer lost on the way, which a client sees as a reset socket.
+ */
+export class EmulatorConnectionReset extends Error {
+  override readonly name = 'EmulatorConnectionReset';
+}

@@ -9,7 +9,12 @@ import {
   type EmulatorFault,
   EmulatorFaults,
 } from './emulator-faults.js';
-import { EmulatorHttpError, type EmulatorResponse, json } from './emulator-responses.js';
+import {
+  EmulatorConnectionReset,
+  EmulatorHttpError,
+  type EmulatorResponse,
+  json,
+} from './emulator-responses.js';
 import { compileRoutePattern, type RoutePattern } from './route-pattern.js';
 
 /** A request as a route handler sees it. */
@@ -20,6 +25,8 @@ export interface EmulatorRequest {
   readonly method: string;
   /** The path without the query string, e.g. `/instances/i-1`. */
   readonly path: string;
+  /** The request target as received (path and query string): what request signatures sign. */
+  readonly target: string;
   /** Path parameters of the route pattern (`:id` → `params.id`). */
   readonly params: Readonly<Record<string, string>>;
   /** Query parameters; the last value wins when one repeats (see `searchParams` for all). */
@@ -80,6 +87,11 @@ export interface EmulatorServerOptions {
    * credentials only over TLS (Azure's). Default: plain HTTP.
    */
   tls?: { readonly certificate: string; readonly key: string };
+  /**
+   * Read a path that starts with several slashes as starting with one, as Resource Manager does
+   * (Azure's SDKs send `//subscriptions/…` for a call by resource id). Default false.
+   */
+  collapseLeadingSlashes?: boolean;
 }
 
 /** A running emulator; faults and recordings are keyed by route name (`*` for any route). */
@@ -145,7 +157,8 @@ export async function startEmulatorServer(options: EmulatorServerOptions): Promi
     : createServer(listener);
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const url = new URL(request.url ?? '/', baseUrl);
+    const raw = request.url ?? '/';
+    const url = new URL(options.collapseLeadingSlashes ? raw.replace(/^\/{2,}/, '/') : raw, baseUrl);
     const method = (request.method ?? 'GET').toUpperCase();
     const rawBody = await readBody(request);
     const query = Object.fromEntries(url.searchParams);
@@ -173,6 +186,7 @@ export async function startEmulatorServer(options: EmulatorServerOptions): Promi
     const matched = findRoute(routes, {
       method,
       path: url.pathname,
+      target: request.url ?? '/',
       query,
       searchParams: url.searchParams,
       headers: request.headers,
@@ -186,9 +200,13 @@ export async function startEmulatorServer(options: EmulatorServerOptions): Promi
       return;
     }
     const fault = faults.take(matched.request.route);
-    if (fault?.kind === 'reset') {
+    /** Drops the connection without an answer, as a reset fault or a handler asks. */
+    const dropConnection = () => {
       record(matched.request.route, body, 'reset', fault);
       request.socket.destroy();
+    };
+    if (fault?.kind === 'reset') {
+      dropConnection();
       return;
     }
     if (fault?.kind === 'respond') {
@@ -201,6 +219,10 @@ export async function startEmulatorServer(options: EmulatorServerOptions): Promi
     try {
       answer = await matched.route.definition.handle(matched.request);
     } catch (error) {
+      if (error instanceof EmulatorConnectionReset) {
+        dropConnection();
+        return;
+      }
       if (!(error instanceof EmulatorHttpError)) throw error;
       answer = error.response;
     }

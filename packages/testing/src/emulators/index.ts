@@ -95,6 +95,7 @@ export {
 export {
   AzureEmulatorData,
   type AzureRegion,
+  type AzureSizePrices,
   type AzureVmSize,
   DEFAULT_AZURE_EMULATOR_REGIONS,
   DEFAULT_AZURE_VM_SIZES,
@@ -108,6 +109,12 @@ export {
   parseAzureFaultFlag,
 } from './azure/azure-emulator-faults.js';
 export { DSTACK_COMMUNITY_GALLERY } from './azure/azure-resource-manager.js';
+export {
+  AZURE_RETAIL_PRICES_PAGE_SIZE,
+  type AzureRetailPrice,
+  parseRetailPricesFilter,
+  retailPrices,
+} from './azure/azure-retail-prices.js';
 export {
   type AzureEmulatorTimeline,
   DEFAULT_AZURE_EMULATOR_TIMELINE,
@@ -312,6 +319,41 @@ export {
   type NebiusEmulatorTimeline,
   type NebiusServiceAccountKey,
 } from './nebius/nebius-emulator-types.js';
+export {
+  type OciEmulator,
+  type OciEmulatorInstanceState,
+  type OciEmulatorOptions,
+  type OciEmulatorState,
+  type OciEmulatorUser,
+  startOciEmulator,
+} from './oci/oci-emulator.js';
+export {
+  OCI_EMULATOR_USAGE,
+  type OciEmulatorCommandArguments,
+  type OciEmulatorCommandOptions,
+  ociEmulatorBackend,
+  ociEmulatorServerConfig,
+  parseOciEmulatorArguments,
+  runOciEmulatorCommand,
+} from './oci/oci-emulator-command.js';
+export {
+  DEFAULT_OCI_REGIONS,
+  DEFAULT_OCI_SHAPES,
+  OciEmulatorData,
+  type OciRegion,
+  type OciShape,
+} from './oci/oci-emulator-data.js';
+export {
+  type ActiveOciFault,
+  OCI_FAULT_CODES,
+  type OciFault,
+  type OciFaultCode,
+  parseOciFault,
+  parseOciFaultFlag,
+} from './oci/oci-emulator-faults.js';
+export { DEFAULT_OCI_EMULATOR_TIMELINE, type OciEmulatorTimeline } from './oci/oci-instances.js';
+export { DSTACK_MARKETPLACE_LISTINGS } from './oci/oci-marketplace.js';
+export { publicKeyFingerprint } from './oci/oci-signature.js';
 export { type PublishedCatalogServer, servePublishedCatalog } from './published-catalog-server.js';
 export { DEFAULT_RUNPOD_POD_NETWORK, DockerRunpodPods } from './runpod/runpod-docker-pods.js';
 export {

@@ -7,6 +7,9 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { SHIM_BIN_PATH } from '@dstack/shim';
 
+/** How much of a shim's last output is kept, to be shown if it dies unexpectedly. */
+const OUTPUT_TAIL_CHARS = 4000;
+
 export interface ShimProcessOptions {
   /** The shim's home (`--home`): its state and its tasks' files. Created if missing. */
   homeDir: string;
@@ -35,6 +38,9 @@ export async function startShimProcess(options: ShimProcessOptions): Promise<Shi
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let output = '';
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString();
+  };
   const port = await new Promise<number>((resolve, reject) => {
     let settled = false;
     const timer = setTimeout(() => fail(`it did not listen within ${timeoutMs} ms`), timeoutMs);
@@ -47,23 +53,37 @@ export async function startShimProcess(options: ShimProcessOptions): Promise<Shi
     };
     child.once('error', (error) => fail(error.message));
     child.once('exit', (code, signal) => fail(`it exited (${signal ?? `exit status ${code}`})`));
-    child.stderr.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
+    child.stderr.on('data', collect);
+    child.stdout.on('data', collect);
+    child.stdout.on('data', function awaitListening() {
       const listening = /listening on (\d+)/.exec(output);
       if (listening && !settled) {
         settled = true;
         clearTimeout(timer);
+        child.stdout.off('data', awaitListening);
         resolve(Number(listening[1]));
       }
     });
   });
-  // Keep draining its output, so that a chatty shim never blocks on a full pipe.
-  child.stdout.resume();
-  child.stderr.resume();
+  // The start-up's whole output is not kept past the start: a long-lived shim prints a lot.
+  child.stdout.off('data', collect);
+  child.stderr.off('data', collect);
+  // Keep draining its output, so that a chatty shim never blocks on a full pipe; its last lines
+  // are kept, to say why if it dies under a test or a bench (a crash would otherwise be silent).
+  let tail = '';
+  const keepTail = (chunk: Buffer) => {
+    tail = (tail + chunk.toString()).slice(-OUTPUT_TAIL_CHARS);
+  };
+  child.stdout.on('data', keepTail);
+  child.stderr.on('data', keepTail);
   let closing: Promise<void> | undefined;
+  child.once('exit', (code, signal) => {
+    if (closing === undefined) {
+      console.error(
+        `[shim ${child.pid}] exited before it was closed (${signal ?? `exit status ${code}`}); its last output:\n${tail}`,
+      );
+    }
+  });
   return {
     pid: child.pid as number,
     port,

@@ -3,7 +3,7 @@
  * every package: its `src/` and `test/` test files, live-cloud `*.int.test.ts` left out, generous
  * named timeouts, and the package's own modules loaded from its build (`built-modules.ts`).
  */
-import { dirname } from 'node:path';
+import { dirname, extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defineProject, type UserWorkspaceConfig } from 'vitest/config';
 import { builtModulesExternal, preferBuiltModules } from './built-modules.js';
@@ -25,6 +25,8 @@ export function packageTestProject(configUrl: string, name: string): UserWorkspa
       include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
       exclude: ['**/*.int.test.ts'],
       server: { deps: { external: builtModulesExternal } },
+      // Names a file that blocks its worker long enough to fail the run (event-loop-watch.ts).
+      setupFiles: [fileURLToPath(new URL(`./event-loop-watch${extname(fileURLToPath(import.meta.url))}`, import.meta.url))],
     },
   });
 }

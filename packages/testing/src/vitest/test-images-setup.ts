@@ -8,7 +8,8 @@
  * (debian-rootfs/build-debian-rootfs.sh, one debootstrap per machine, kept by the hash of its
  * script). Every build leaves a current image
  * alone, so a machine that built them pays one `docker image inspect` each. The torch image's
- * layers are gzipped here too, once per image (compressed-image-push.ts), for its test's push.
+ * layers are gzipped here too, once per image (compressed-image-push.ts), for its test's push, and
+ * the agent runtime the emulated hosts download is packed once (served-file.ts).
  *
  * Only the images the run's files use are built (a run of one unit test builds none): a file
  * uses an image when it, or a module it imports by a relative path, names the image's helper.
@@ -20,10 +21,12 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { TestProject } from 'vitest/node';
+import { AGENT_RUNTIME_PACKAGE } from '../emulators/hosts/agent-runtime-server.js';
 import { ensureBaseImageStandIn } from '../emulators/hosts/base-image-stand-in.js';
 import { compressedImage } from '../emulators/hosts/compressed-image-push.js';
 import { EMULATED_HOST_KINDS, ensureEmulatedHostImage } from '../emulators/hosts/emulated-host-image.js';
 import { ensureRunnerTestImages } from '../emulators/hosts/runner-test-images.js';
+import { packWorkspacePackage } from '../emulators/hosts/served-file.js';
 import { ensureTorchTestImage, torchTestImageMissing } from '../emulators/hosts/torch-test-image.js';
 
 const run = promisify(execFile);
@@ -107,19 +110,26 @@ export async function buildTestImages(paths: readonly string[], log: (line: stri
     log('test images: debootstrap is missing, no Debian image built (apt-get install debootstrap)');
     return;
   }
+  // Independent builds run side by side (each script holds its own lock, the Debian root
+  // filesystem's too): on a fresh machine the torch image alone takes minutes.
+  const builds: Array<Promise<void>> = [];
   if (used.has('emulated-hosts')) {
+    // `dstack` waits for the `docker` image it starts from.
     for (const kind of EMULATED_HOST_KINDS) {
-      await build(`emulated host (${kind})`, () => ensureEmulatedHostImage(kind));
+      builds.push(build(`emulated host (${kind})`, () => ensureEmulatedHostImage(kind)));
     }
+    // What the hosts download, packed once for every file that serves it.
+    builds.push(build('agent runtime tarball', () => packWorkspacePackage(AGENT_RUNTIME_PACKAGE)));
   }
-  if (used.has('base')) await build("dstack's base image stand-in", ensureBaseImageStandIn);
+  if (used.has('base')) builds.push(build("dstack's base image stand-in", ensureBaseImageStandIn));
   if (used.has('torch')) {
     const missing = torchTestImageMissing();
     if (missing === null) {
       // Its layers gzipped too (a few minutes the first time on a machine): the test pushes them as they are.
-      await build('torch', async () => compressedImage(await ensureTorchTestImage()));
+      builds.push(build('torch', async () => compressedImage(await ensureTorchTestImage())));
     } else log(`test images: no torch image: ${missing}`);
   }
+  await Promise.all(builds);
 }
 
 /** The paths of the run's test files (vitest collects them before the global setups run). */

@@ -32,6 +32,7 @@ import m018UserSshKeys from './018-user-ssh-keys.js';
 import m019ServiceHttps from './019-service-https.js';
 import m020GatewayAgentToken from './020-gateway-agent-token.js';
 import m021RunPriority from './021-run-priority.js';
+import m022RunsListIndex from './022-runs-list-index.js';
 import type { MigrationFactory } from './migration-helpers.js';
 
 /** Every migration, by name; names sort in application order. */
@@ -57,6 +58,7 @@ const MIGRATIONS: Record<string, MigrationFactory> = {
   '019_service_https': m019ServiceHttps,
   '020_gateway_agent_token': m020GatewayAgentToken,
   '021_run_priority': m021RunPriority,
+  '022_runs_list_index': m022RunsListIndex,
 };
 
 export function getMigrations(dialect: SqlDialect): Record<string, Migration> {

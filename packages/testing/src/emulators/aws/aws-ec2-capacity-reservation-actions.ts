@@ -3,24 +3,15 @@
  * well formed and exist there) and by EC2's documented filters, paged, with what their instances
  * leave of them (`availableInstanceCount`).
  */
-import type { EmulatorResponse } from '../../emulator/emulator-responses.js';
 import type { Ec2Account } from './aws-ec2-account.js';
+import type { Ec2Action } from './aws-ec2-action.js';
 import {
   capacityReservationNotFound,
   checkCapacityReservationId,
   type Ec2CapacityReservation,
 } from './aws-ec2-capacity-reservations.js';
-import {
-  applyFilters,
-  filtersOf,
-  listValues,
-  pageOf,
-  type QueryParams,
-  tagFilterValues,
-} from './aws-query-params.js';
+import { applyFilters, filtersOf, listValues, pageOf, tagFilterValues } from './aws-query-params.js';
 import { ec2Response, type XmlObject } from './aws-xml.js';
-
-type Ec2Action = (account: Ec2Account, region: string, params: QueryParams) => EmulatorResponse;
 
 /** The operating system every emulated reservation is for (the emulator's images are Linux). */
 const INSTANCE_PLATFORM = 'Linux/UNIX';

@@ -9,7 +9,8 @@ import {
   TerminateInstancesCommand,
 } from '@aws-sdk/client-ec2';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AwsEmulator } from './aws-emulator.js';
+import type { CapacityReservationSpec } from './aws-ec2-capacity-reservations.js';
+import type { AwsEmulator, AwsEmulatorCapacityReservationState } from './aws-emulator.js';
 import {
   type ManualClock,
   sdkClients,
@@ -64,8 +65,31 @@ function launch(
   };
 }
 
+/** A launch targeting `reservation`, of its type in its zone, plus `extra`. */
+function launchInto(
+  started: Started,
+  reservation: AwsEmulatorCapacityReservationState,
+  extra: Partial<RunInstancesCommandInput> = {},
+): RunInstancesCommandInput {
+  return launch(started, reservation.instanceType, reservation.zone, { ...target(reservation.id), ...extra });
+}
+
 function target(id: string): Partial<RunInstancesCommandInput> {
   return { CapacityReservationSpecification: { CapacityReservationTarget: { CapacityReservationId: id } } };
+}
+
+/** A reservation as the account would have made it: one g5.xlarge (the type most cases launch) in `zone`, unless `overrides` say otherwise. */
+function reserve(
+  aws: AwsEmulator,
+  availabilityZone: string,
+  overrides: Partial<CapacityReservationSpec> = {},
+): AwsEmulatorCapacityReservationState {
+  return aws.addCapacityReservation({
+    instanceType: 'g5.xlarge',
+    availabilityZone,
+    instanceCount: 1,
+    ...overrides,
+  });
 }
 
 async function describeReservation(ec2: EC2Client, id: string) {
@@ -77,24 +101,13 @@ describe('DescribeCapacityReservations', () => {
   it("lists the region's reservations with EC2's members, by id and by filter", async () => {
     const started = await start();
     const { aws, ec2 } = started;
-    const reservation = aws.addCapacityReservation({
-      instanceType: 'g5.xlarge',
-      availabilityZone: 'us-east-1b',
-      instanceCount: 2,
-      tags: { team: 'ml' },
-    });
-    const block = aws.addCapacityReservation({
+    const reservation = reserve(aws, 'us-east-1b', { instanceCount: 2, tags: { team: 'ml' } });
+    const block = reserve(aws, 'us-east-1d', {
       instanceType: 'g4dn.xlarge',
-      availabilityZone: 'us-east-1d',
-      instanceCount: 1,
       reservationType: 'capacity-block',
       state: 'scheduled',
     });
-    aws.addCapacityReservation({
-      instanceType: 'g5.xlarge',
-      availabilityZone: 'us-west-2a',
-      instanceCount: 1,
-    });
+    reserve(aws, 'us-west-2a');
     expect(reservation.id).toMatch(/^cr-[0-9a-f]{17}$/);
 
     expect(await describeReservation(ec2, reservation.id)).toMatchObject({
@@ -161,16 +174,8 @@ describe('DescribeCapacityReservations', () => {
 
   it("answers NotFound for an unknown id or another region's, Malformed for a bad one, and refuses an unknown filter", async () => {
     const { aws, ec2 } = await start();
-    aws.addCapacityReservation({
-      instanceType: 'g5.xlarge',
-      availabilityZone: 'us-east-1a',
-      instanceCount: 1,
-    });
-    const elsewhere = aws.addCapacityReservation({
-      instanceType: 'g5.xlarge',
-      availabilityZone: 'us-west-2a',
-      instanceCount: 1,
-    });
+    reserve(aws, 'us-east-1a');
+    const elsewhere = reserve(aws, 'us-west-2a');
     for (const id of ['cr-0123456789abcdef0', elsewhere.id]) {
       await expect(
         ec2.send(new DescribeCapacityReservationsCommand({ CapacityReservationIds: [id] })),
@@ -189,15 +194,8 @@ describe('RunInstances into a capacity reservation', () => {
   it('launches into the targeted reservation, takes its room and gives it back once terminated', async () => {
     const started = await start();
     const { aws, ec2, clock } = started;
-    const reservation = aws.addCapacityReservation({
-      instanceType: 'g5.xlarge',
-      availabilityZone: 'us-east-1b',
-      instanceCount: 2,
-      instanceMatchCriteria: 'targeted',
-    });
-    const answer = await ec2.send(
-      new RunInstancesCommand(launch(started, 'g5.xlarge', 'us-east-1b', target(reservation.id))),
-    );
+    const reservation = reserve(aws, 'us-east-1b', { instanceCount: 2, instanceMatchCriteria: 'targeted' });
+    const answer = await ec2.send(new RunInstancesCommand(launchInto(started, reservation)));
     const instance = answer.Instances?.[0];
     expect(instance).toMatchObject({
       CapacityReservationId: reservation.id,
@@ -219,16 +217,12 @@ describe('RunInstances into a capacity reservation', () => {
     ).toEqual([instance?.InstanceId]);
 
     // MaxCount above what is left: EC2 launches what fits, MinCount permitting.
-    const rest = await ec2.send(
-      new RunInstancesCommand(
-        launch(started, 'g5.xlarge', 'us-east-1b', { ...target(reservation.id), MaxCount: 5 }),
-      ),
-    );
+    const rest = await ec2.send(new RunInstancesCommand(launchInto(started, reservation, { MaxCount: 5 })));
     expect(rest.Instances).toHaveLength(1);
     expect(aws.state().capacityReservations[0]).toMatchObject({ availableInstanceCount: 0 });
-    await expect(
-      ec2.send(new RunInstancesCommand(launch(started, 'g5.xlarge', 'us-east-1b', target(reservation.id)))),
-    ).rejects.toMatchObject({ name: 'ReservationCapacityExceeded' });
+    await expect(ec2.send(new RunInstancesCommand(launchInto(started, reservation)))).rejects.toMatchObject({
+      name: 'ReservationCapacityExceeded',
+    });
 
     await ec2.send(new TerminateInstancesCommand({ InstanceIds: [instance?.InstanceId ?? ''] }));
     expect((await describeReservation(ec2, reservation.id))?.AvailableInstanceCount).toBe(1);
@@ -237,24 +231,18 @@ describe('RunInstances into a capacity reservation', () => {
   it('refuses a wrong type, zone or tenancy, a reservation that is not active, spot, and unknown or malformed ids, with EC2 codes', async () => {
     const started = await start();
     const { aws, ec2 } = started;
-    const reservation = aws.addCapacityReservation({
-      instanceType: 'g5.xlarge',
-      availabilityZone: 'us-east-1b',
-      instanceCount: 1,
-    });
+    const reservation = reserve(aws, 'us-east-1b');
     const refusals: Array<[RunInstancesCommandInput, string]> = [
       [launch(started, 'g4dn.xlarge', 'us-east-1b', target(reservation.id)), 'ReservationCapacityExceeded'],
       [launch(started, 'g5.xlarge', 'us-east-1a', target(reservation.id)), 'ReservationCapacityExceeded'],
       [
-        launch(started, 'g5.xlarge', 'us-east-1b', {
-          ...target(reservation.id),
+        launchInto(started, reservation, {
           Placement: { Tenancy: 'dedicated' },
         }),
         'ReservationCapacityExceeded',
       ],
       [
-        launch(started, 'g5.xlarge', 'us-east-1b', {
-          ...target(reservation.id),
+        launchInto(started, reservation, {
           InstanceMarketOptions: { MarketType: 'spot' },
         }),
         'InvalidParameterValue',
@@ -281,20 +269,16 @@ describe('RunInstances into a capacity reservation', () => {
       await expect(ec2.send(new RunInstancesCommand(input)), code).rejects.toMatchObject({ name: code });
     }
     aws.setCapacityReservationState(reservation.id, 'expired');
-    await expect(
-      ec2.send(new RunInstancesCommand(launch(started, 'g5.xlarge', 'us-east-1b', target(reservation.id)))),
-    ).rejects.toMatchObject({ name: 'ReservationCapacityExceeded' });
+    await expect(ec2.send(new RunInstancesCommand(launchInto(started, reservation)))).rejects.toMatchObject({
+      name: 'ReservationCapacityExceeded',
+    });
     expect(aws.state().instances).toEqual([]);
   });
 
   it("launches in the reservation's zone when the request names no subnet, and whatever capacity faults the zone has", async () => {
     const started = await start();
     const { aws, ec2 } = started;
-    const reservation = aws.addCapacityReservation({
-      instanceType: 'g5.xlarge',
-      availabilityZone: 'us-east-1d',
-      instanceCount: 1,
-    });
+    const reservation = reserve(aws, 'us-east-1d');
     aws.addFault({ code: 'InsufficientInstanceCapacity', instanceType: 'g5.xlarge' });
     const answer = await ec2.send(
       new RunInstancesCommand({
@@ -315,11 +299,7 @@ describe('RunInstances into a capacity reservation', () => {
   it('takes an untargeted launch into an open reservation that fits, unless its preference is none', async () => {
     const started = await start();
     const { aws, ec2 } = started;
-    const reservation = aws.addCapacityReservation({
-      instanceType: 'g5.xlarge',
-      availabilityZone: 'us-east-1b',
-      instanceCount: 1,
-    });
+    const reservation = reserve(aws, 'us-east-1b');
     const avoided = await ec2.send(
       new RunInstancesCommand(
         launch(started, 'g5.xlarge', 'us-east-1b', {
@@ -344,21 +324,12 @@ describe('RunInstances into a capacity reservation', () => {
   it('launches into a Capacity Block only with the capacity-block market, and that market only into a block', async () => {
     const started = await start();
     const { aws, ec2 } = started;
-    const block = aws.addCapacityReservation({
-      instanceType: 'g5.xlarge',
-      availabilityZone: 'us-east-1b',
-      instanceCount: 1,
-      reservationType: 'capacity-block',
-    });
-    const reservation = aws.addCapacityReservation({
-      instanceType: 'g5.xlarge',
-      availabilityZone: 'us-east-1b',
-      instanceCount: 1,
-    });
+    const block = reserve(aws, 'us-east-1b', { reservationType: 'capacity-block' });
+    const reservation = reserve(aws, 'us-east-1b');
     const blockMarket = { InstanceMarketOptions: { MarketType: 'capacity-block' as const } };
     for (const input of [
-      launch(started, 'g5.xlarge', 'us-east-1b', target(block.id)),
-      launch(started, 'g5.xlarge', 'us-east-1b', { ...target(reservation.id), ...blockMarket }),
+      launchInto(started, block),
+      launchInto(started, reservation, blockMarket),
       launch(started, 'g5.xlarge', 'us-east-1b', blockMarket),
     ]) {
       await expect(ec2.send(new RunInstancesCommand(input))).rejects.toMatchObject({
@@ -366,11 +337,7 @@ describe('RunInstances into a capacity reservation', () => {
         message: expect.stringContaining('market type'),
       });
     }
-    const answer = await ec2.send(
-      new RunInstancesCommand(
-        launch(started, 'g5.xlarge', 'us-east-1b', { ...target(block.id), ...blockMarket }),
-      ),
-    );
+    const answer = await ec2.send(new RunInstancesCommand(launchInto(started, block, blockMarket)));
     expect(answer.Instances?.[0]).toMatchObject({
       CapacityReservationId: block.id,
       InstanceLifecycle: 'capacity-block',

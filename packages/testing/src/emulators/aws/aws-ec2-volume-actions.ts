@@ -2,8 +2,8 @@
  * EBS (CreateVolume, DescribeVolumes, DeleteVolume, AttachVolume, DetachVolume) and placement
  * group (Create/Describe/DeletePlacementGroup) actions, with EC2's errors for each rule.
  */
-import type { EmulatorResponse } from '../../emulator/emulator-responses.js';
 import type { Ec2Account } from './aws-ec2-account.js';
+import { type Ec2Action, tagSet } from './aws-ec2-action.js';
 import { newEc2Id } from './aws-ec2-run-instances.js';
 import type { Ec2Volume } from './aws-ec2-volumes.js';
 import {
@@ -18,20 +18,14 @@ import {
   tagFilterValues,
   tagsOf,
 } from './aws-query-params.js';
-import { ec2Response, type XmlObject, type XmlValue } from './aws-xml.js';
+import { ec2Response, type XmlObject } from './aws-xml.js';
 import { Ec2ApiError, instanceNotFound } from './ec2-api-error.js';
-
-type Ec2Action = (account: Ec2Account, region: string, params: QueryParams) => EmulatorResponse;
 
 const VOLUME_ID_PATTERN = /^vol-[0-9a-f]{8,17}$/;
 /** The names an EBS volume may be attached as on a Linux instance (dstack uses /dev/sd[f-p]). */
 const DEVICE_NAME_PATTERN = /^\/dev\/(sd[b-z]|xvd[b-z]|xvd[b-c][a-z])$/;
 const VOLUME_TYPES = ['gp2', 'gp3', 'io1', 'io2', 'st1', 'sc1', 'standard'];
 const PLACEMENT_STRATEGIES = ['cluster', 'spread', 'partition'];
-
-function tagSet(tags: ReadonlyMap<string, string>): XmlValue {
-  return tags.size === 0 ? undefined : [...tags].map(([key, value]) => ({ key, value }));
-}
 
 function resourceTags(params: QueryParams, resourceType: string): Map<string, string> {
   const tags = new Map<string, string>();

@@ -32,6 +32,11 @@ export const AWS_FAULT_CODES = [
   /** An EC2 action (`action`) answers 500 InternalError; with `afterAction` it runs first and only the answer is lost. */
   'InternalError',
   /**
+   * The connection of an EC2 action (`action`) is dropped without an answer; with `afterAction`
+   * the action runs first (the client cannot tell which).
+   */
+  'ConnectionReset',
+  /**
    * An EC2 action (`action`) runs and its answer is held back `delayMs` (until the emulator
    * closes when absent): the window in which a client that dies never learns what EC2 did.
    */
@@ -51,7 +56,7 @@ const awsFaultSchema = z
     market: z.enum(['on-demand', 'spot']).optional(),
     /** InsufficientInstanceCapacity: only launches into this placement group (its name). */
     placementGroup: z.string().min(1).optional(),
-    /** RequestLimitExceeded / InternalError / AnswerHeld: only this EC2 action, e.g. `RunInstances`. */
+    /** RequestLimitExceeded / InternalError / ConnectionReset / AnswerHeld: only this EC2 action, e.g. `RunInstances`. */
     action: z.string().min(1).optional(),
     /** How many times the fault fires before it is removed; it stays until cleared when absent. */
     count: z.number().int().positive().optional(),
@@ -66,7 +71,7 @@ const awsFaultSchema = z
     delayMs: z.number().int().nonnegative().optional(),
     /** SpotInterruption: how long a spot instance runs before it is taken back. Default 5000. */
     afterRunningMs: z.number().int().nonnegative().optional(),
-    /** InternalError: run the action, then answer 500 (the client retries with the same ClientToken). */
+    /** InternalError / ConnectionReset: run the action, then answer 500 or drop the connection. */
     afterAction: z.boolean().optional(),
   })
   .strict();

@@ -6,7 +6,7 @@
  */
 import type { BackendEmulator, MaybePromise } from '../../conformance/test-backend-options.js';
 import type { EmulatorResponse } from '../../emulator/emulator-responses.js';
-import { EmulatorHttpError, json, text } from '../../emulator/emulator-responses.js';
+import { EmulatorConnectionReset, json, text } from '../../emulator/emulator-responses.js';
 import {
   type EmulatorRequest,
   type EmulatorServer,
@@ -17,24 +17,10 @@ import { controlError, emulatorControlRoutes } from '../emulator-control-routes.
 import { LoopBackedDisks, loopDevicesUsable } from '../hosts/loop-block-devices.js';
 import { Ec2Account } from './aws-ec2-account.js';
 import { EC2_ACTIONS } from './aws-ec2-actions.js';
-import type {
-  CapacityReservationSpec,
-  CapacityReservationState,
-  CapacityReservationType,
-  Ec2CapacityReservation,
-} from './aws-ec2-capacity-reservations.js';
+import type { CapacityReservationSpec, CapacityReservationState } from './aws-ec2-capacity-reservations.js';
 import { DEFAULT_EC2_IMAGES, type Ec2ImageTemplate } from './aws-ec2-images.js';
-import {
-  type AwsEmulatorTimeline,
-  DEFAULT_AWS_EMULATOR_TIMELINE,
-  type Ec2InstanceStateName,
-} from './aws-ec2-instances.js';
-import {
-  DEFAULT_EC2_VOLUME_TIMELINE,
-  type Ec2AttachmentStatus,
-  type Ec2VolumeStatus,
-  type Ec2VolumeTimeline,
-} from './aws-ec2-volumes.js';
+import { type AwsEmulatorTimeline, DEFAULT_AWS_EMULATOR_TIMELINE } from './aws-ec2-instances.js';
+import { DEFAULT_EC2_VOLUME_TIMELINE, type Ec2VolumeTimeline } from './aws-ec2-volumes.js';
 import { AwsEmulatorData, DEFAULT_AWS_EMULATOR_REGIONS } from './aws-emulator-data.js';
 import {
   type ActiveAwsFault,
@@ -43,31 +29,39 @@ import {
   parseAwsFault,
 } from './aws-emulator-faults.js';
 import {
+  type AwsEmulatorCredentials,
+  asService,
+  awsRequestAuthenticator,
+  DEFAULT_AWS_EMULATOR_CREDENTIALS,
+  formOf,
+  jsonBodyOf,
+  jsonOperation,
+  serviceOf,
+} from './aws-emulator-requests.js';
+import {
+  type AwsEmulatorCapacityReservationState,
+  type AwsEmulatorState,
+  awsEmulatorState,
+  capacityReservationState,
+} from './aws-emulator-state.js';
+import {
   BULK_PRICE_LIST_PATH,
   bulkPriceListCsv,
   handlePricingAction,
   PRICING_TARGET_PREFIX,
 } from './aws-pricing.js';
 import { handleServiceQuotasAction, SERVICE_QUOTAS_TARGET_PREFIX } from './aws-service-quotas.js';
-import { parseSigV4Authorization, sigV4SignatureMatches } from './aws-sigv4.js';
 import { handleStsAction } from './aws-sts.js';
-import type { AwsMarket } from './aws-vcpu-quotas.js';
-import { awsJsonError, awsQueryError, STS_XML_NAMESPACE } from './aws-xml.js';
 import { Ec2ApiError } from './ec2-api-error.js';
 
-export interface AwsEmulatorCredentials {
-  readonly accessKeyId: string;
-  readonly secretAccessKey: string;
-  /** The IAM user GetCallerIdentity names. Default `dstack-emulator`. */
-  readonly userName?: string;
-}
-
-/** The key pair every emulator accepts unless told otherwise (fake, in AWS's key format). */
-export const DEFAULT_AWS_EMULATOR_CREDENTIALS: AwsEmulatorCredentials = {
-  accessKeyId: 'AKIADSTACKEMULATOR01',
-  secretAccessKey: 'dstackEmulatorSecretKey0000000000000000X',
-  userName: 'dstack-emulator',
-};
+export { type AwsEmulatorCredentials, DEFAULT_AWS_EMULATOR_CREDENTIALS } from './aws-emulator-requests.js';
+export type {
+  AwsEmulatorCapacityReservationState,
+  AwsEmulatorInstanceState,
+  AwsEmulatorPlacementGroupState,
+  AwsEmulatorState,
+  AwsEmulatorVolumeState,
+} from './aws-emulator-state.js';
 
 export const DEFAULT_AWS_EMULATOR_ACCOUNT_ID = '123456789012';
 
@@ -104,63 +98,6 @@ export interface AwsEmulatorOptions {
    * loop device each; needs root). Default: when hosts can take devices and loop devices work.
    */
   blockDevices?: boolean;
-}
-
-/** One instance as `GET /_emulator/state` lists it; `state` as EC2 names it. */
-export interface AwsEmulatorInstanceState {
-  readonly id: string;
-  readonly type: string;
-  readonly zone: string;
-  readonly market: AwsMarket;
-  readonly state: Ec2InstanceStateName;
-  /** The Capacity Reservation (or Capacity Block) it runs in, or null. */
-  readonly capacityReservationId: string | null;
-}
-
-/** A Capacity Reservation as `GET /_emulator/state` lists it (`addCapacityReservation` answers it too). */
-export interface AwsEmulatorCapacityReservationState {
-  readonly id: string;
-  readonly region: string;
-  readonly zone: string;
-  readonly instanceType: string;
-  readonly reservationType: CapacityReservationType;
-  readonly state: CapacityReservationState;
-  readonly totalInstanceCount: number;
-  readonly availableInstanceCount: number;
-  /** Its pending and running instances. */
-  readonly instances: readonly string[];
-}
-
-/** An EBS volume as `GET /_emulator/state` lists it. */
-export interface AwsEmulatorVolumeState {
-  readonly id: string;
-  readonly zone: string;
-  readonly sizeGiB: number;
-  readonly status: Ec2VolumeStatus;
-  readonly attachment: {
-    readonly instanceId: string;
-    readonly device: string;
-    readonly status: Ec2AttachmentStatus;
-    /** The device in the host (`/dev/nvme1n1`), when it is a real one. */
-    readonly hostDevice: string | null;
-  } | null;
-}
-
-export interface AwsEmulatorPlacementGroupState {
-  readonly name: string;
-  readonly region: string;
-  readonly strategy: string;
-  /** Live (pending or running) instances in it. */
-  readonly instances: readonly string[];
-}
-
-export interface AwsEmulatorState {
-  readonly instances: readonly AwsEmulatorInstanceState[];
-  readonly volumes: readonly AwsEmulatorVolumeState[];
-  readonly placementGroups: readonly AwsEmulatorPlacementGroupState[];
-  readonly capacityReservations: readonly AwsEmulatorCapacityReservationState[];
-  /** Loop devices holding attached volumes now (the volume id and the device on this machine). */
-  readonly loopDevices: readonly { readonly volumeId: string; readonly path: string }[];
 }
 
 /** An EC2 answer an `AnswerHeld` fault holds back: the action ran, the client has no answer yet. */
@@ -215,103 +152,6 @@ export interface AwsEmulator extends BackendEmulator {
   close(): Promise<void>;
 }
 
-type AwsService = 'ec2' | 'sts' | 'servicequotas' | 'pricing';
-
-/** The service a request is for: the credential scope's, else what the request looks like. */
-function serviceOf(request: EmulatorRequest): AwsService | undefined {
-  const scoped = parseSigV4Authorization(headerOf(request, 'authorization'))?.service;
-  if (scoped === 'ec2' || scoped === 'sts' || scoped === 'servicequotas' || scoped === 'pricing')
-    return scoped;
-  const target = headerOf(request, 'x-amz-target') ?? '';
-  if (target.startsWith(SERVICE_QUOTAS_TARGET_PREFIX)) return 'servicequotas';
-  if (target.startsWith(PRICING_TARGET_PREFIX)) return 'pricing';
-  const form = formOf(request);
-  if (form.Action !== undefined) return form.Version === '2011-06-15' ? 'sts' : 'ec2';
-  return undefined;
-}
-
-function headerOf(request: EmulatorRequest, name: string): string | undefined {
-  const value = request.headers[name];
-  return Array.isArray(value) ? value.join(',') : value;
-}
-
-function formOf(request: EmulatorRequest): Record<string, string> {
-  return typeof request.body === 'object' && request.body !== null
-    ? (request.body as Record<string, string>)
-    : {};
-}
-
-/** The body of an AWS JSON 1.1 call (`application/x-amz-json-1.1`, which the toolkit leaves as text). */
-function jsonBodyOf(request: EmulatorRequest): unknown {
-  const body = request.rawBody.toString('utf8');
-  if (body.trim() === '') return {};
-  try {
-    return JSON.parse(body);
-  } catch {
-    throw new EmulatorHttpError(
-      awsJsonError(400, 'SerializationException', 'The request body is not valid JSON'),
-    );
-  }
-}
-
-/**
- * Runs a service handler; an unexpected exception (an emulator bug) is answered as the service's
- * own internal error naming it, so the SDK reports it instead of failing to parse the answer.
- */
-function asService(
-  service: AwsService,
-  handler: (request: EmulatorRequest) => MaybePromise<EmulatorResponse>,
-): (request: EmulatorRequest) => MaybePromise<EmulatorResponse> {
-  return (request) => {
-    try {
-      return handler(request);
-    } catch (error) {
-      if (error instanceof EmulatorHttpError) throw error;
-      const message = `AWS emulator bug: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`;
-      if (service === 'ec2') return new Ec2ApiError(500, 'InternalError', message).response;
-      if (service === 'sts')
-        return awsQueryError(500, STS_XML_NAMESPACE, 'InternalFailure', message, 'Receiver');
-      return awsJsonError(500, 'ServiceException', message);
-    }
-  };
-}
-
-/** The error each service answers for a missing key, an unknown key and a wrong signature. */
-function authError(
-  service: AwsService,
-  kind: 'missing' | 'unknown' | 'signature',
-  detail = '',
-): EmulatorResponse {
-  const signatureMessage =
-    'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.';
-  const invalidToken = `The security token included in the request is invalid.${detail}`;
-  if (service === 'ec2') {
-    if (kind === 'signature') return new Ec2ApiError(403, 'SignatureDoesNotMatch', signatureMessage).response;
-    return new Ec2ApiError(
-      401,
-      'AuthFailure',
-      `AWS was not able to validate the provided access credentials${detail}`,
-    ).response;
-  }
-  if (service === 'sts') {
-    if (kind === 'missing') {
-      return awsQueryError(
-        403,
-        STS_XML_NAMESPACE,
-        'MissingAuthenticationToken',
-        'Request is missing Authentication Token',
-      );
-    }
-    if (kind === 'signature')
-      return awsQueryError(403, STS_XML_NAMESPACE, 'SignatureDoesNotMatch', signatureMessage);
-    return awsQueryError(403, STS_XML_NAMESPACE, 'InvalidClientTokenId', invalidToken);
-  }
-  if (kind === 'missing')
-    return awsJsonError(403, 'MissingAuthenticationTokenException', 'Missing Authentication Token');
-  if (kind === 'signature') return awsJsonError(403, 'InvalidSignatureException', signatureMessage);
-  return awsJsonError(403, 'UnrecognizedClientException', invalidToken);
-}
-
 export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promise<AwsEmulator> {
   const data = new AwsEmulatorData(options.regions ?? DEFAULT_AWS_EMULATOR_REGIONS);
   const credentials = options.credentials ?? [DEFAULT_AWS_EMULATOR_CREDENTIALS];
@@ -324,6 +164,12 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
   const blockDevices =
     options.hosts?.attachBlockDevice !== undefined && (options.blockDevices ?? (await loopDevicesUsable()));
   const disks = blockDevices ? new LoopBackedDisks('dstack-aws-emulator-ebs-') : undefined;
+  const authenticate = awsRequestAuthenticator({
+    credentials,
+    checkSignatures,
+    faults,
+    regions: data.regions,
+  });
   const account = new Ec2Account({
     accountId,
     data,
@@ -339,31 +185,6 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
       options.onHostError ??
       ((instanceId, error) => console.error(`AWS emulator: host of ${instanceId} failed: ${String(error)}`)),
   });
-
-  /** The key and region of a signed request, or the error its service answers. */
-  function authenticate(
-    request: EmulatorRequest,
-    service: AwsService,
-  ): { region: string; credentials: AwsEmulatorCredentials } {
-    const authorization = parseSigV4Authorization(headerOf(request, 'authorization'));
-    if (!authorization) throw new EmulatorHttpError(authError(service, 'missing'));
-    const known = credentials.find((each) => each.accessKeyId === authorization.accessKeyId);
-    if (!known || faults.has('AuthFailure')) throw new EmulatorHttpError(authError(service, 'unknown'));
-    if (checkSignatures && !sigV4SignatureMatches(request, authorization, known.secretAccessKey)) {
-      throw new EmulatorHttpError(authError(service, 'signature'));
-    }
-    if (service === 'ec2' && !data.regions.includes(authorization.region)) {
-      // What EC2 answers in a region the account has not enabled.
-      throw new EmulatorHttpError(
-        authError(
-          service,
-          'unknown',
-          ` (region ${authorization.region} is not emulated; emulated: ${data.regions.join(', ')})`,
-        ),
-      );
-    }
-    return { region: authorization.region, credentials: known };
-  }
 
   /** Releases of the answers held now (each resolves its request with the action's answer). */
   const held = new Map<AwsHeldAnswer, () => void>();
@@ -399,15 +220,14 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
     if (internalError && !internalError.afterAction) {
       throw new Ec2ApiError(500, 'InternalError', 'An internal error has occurred');
     }
+    const reset = faults.fire('ConnectionReset', { action });
+    if (reset && !reset.afterAction) throw new EmulatorConnectionReset();
     const answer = handler(account, region, params);
     if (internalError) throw new Ec2ApiError(500, 'InternalError', 'An internal error has occurred');
+    if (reset) throw new EmulatorConnectionReset();
     const hold = faults.fire('AnswerHeld', { action });
     if (!hold) return answer;
     return holdAnswer(answer, { action, region, clientToken: params.ClientToken || undefined }, hold.delayMs);
-  }
-
-  function jsonOperation(request: EmulatorRequest, prefix: string): string {
-    return (headerOf(request, 'x-amz-target') ?? '').slice(prefix.length);
   }
 
   function findInstance(id: string) {
@@ -416,66 +236,7 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
     return instance;
   }
 
-  const reservationState = (reservation: Ec2CapacityReservation): AwsEmulatorCapacityReservationState => ({
-    id: reservation.id,
-    region: reservation.region,
-    zone: reservation.zone,
-    instanceType: reservation.instanceType,
-    reservationType: reservation.reservationType,
-    state: reservation.state,
-    totalInstanceCount: reservation.instanceCount,
-    availableInstanceCount: account.capacityReservations.available(reservation),
-    instances: account.instances
-      .all()
-      .filter((instance) => instance.capacityReservationId === reservation.id)
-      .filter((instance) => ['pending', 'running'].includes(account.instances.state(instance)))
-      .map((instance) => instance.id),
-  });
-
-  const state = (): AwsEmulatorState => ({
-    instances: account.instances.all().map((instance) => ({
-      id: instance.id,
-      type: instance.type,
-      zone: instance.zone,
-      market: instance.market,
-      state: account.instances.state(instance),
-      capacityReservationId: instance.capacityReservationId ?? null,
-    })),
-    volumes: account.volumes.all().map((volume) => {
-      const attachmentStatus = account.volumes.attachmentStatus(volume);
-      const attachment = volume.attachment;
-      return {
-        id: volume.id,
-        zone: volume.zone,
-        sizeGiB: volume.sizeGiB,
-        status: account.volumes.status(volume),
-        attachment:
-          attachment && attachmentStatus
-            ? {
-                instanceId: attachment.instanceId,
-                device: attachment.device,
-                status: attachmentStatus,
-                hostDevice: attachment.hostDevice?.path ?? null,
-              }
-            : null,
-      };
-    }),
-    placementGroups: account.volumes.placementGroups.map((group) => ({
-      name: group.name,
-      region: group.region,
-      strategy: group.strategy,
-      instances: account.instances
-        .all()
-        .filter((instance) => instance.placementGroup === group.name && instance.region === group.region)
-        .filter((instance) => ['pending', 'running'].includes(account.instances.state(instance)))
-        .map((instance) => instance.id),
-    })),
-    capacityReservations: account.capacityReservations.all().map(reservationState),
-    loopDevices: [...(disks?.attached() ?? new Map())].map(([volumeId, loop]) => ({
-      volumeId,
-      path: loop.path,
-    })),
-  });
+  const state = (): AwsEmulatorState => awsEmulatorState(account, disks);
 
   const server = await startEmulatorServer({
     host: options.host,
@@ -503,7 +264,7 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
         handle: (request) => {
           try {
             const made = account.capacityReservations.add(request.body as CapacityReservationSpec);
-            return json(reservationState(made), 201);
+            return json(capacityReservationState(account, made), 201);
           } catch (error) {
             throw controlError(error);
           }
@@ -520,7 +281,7 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
               request.params.id ?? '',
               wanted as CapacityReservationState,
             );
-            return json(reservationState(changed));
+            return json(capacityReservationState(account, changed));
           } catch (error) {
             throw controlError(error);
           }
@@ -598,9 +359,10 @@ export async function startAwsEmulator(options: AwsEmulatorOptions = {}): Promis
     clearFaults: () => faults.clear(),
     faults: () => faults.list(),
     interruptSpotInstance: (instanceId) => account.instances.interruptSpot(findInstance(instanceId)),
-    addCapacityReservation: (spec) => reservationState(account.capacityReservations.add(spec)),
+    addCapacityReservation: (spec) =>
+      capacityReservationState(account, account.capacityReservations.add(spec)),
     setCapacityReservationState: (id, wanted) =>
-      reservationState(account.capacityReservations.setState(id, wanted)),
+      capacityReservationState(account, account.capacityReservations.setState(id, wanted)),
     state,
     heldAnswers: () => [...held.keys()],
     releaseHeldAnswers: () => {

@@ -46,7 +46,7 @@ describe('emulator azure', () => {
               type: 'azure',
               tenant_id: emulator.tenantId,
               subscription_id: emulator.subscriptionId,
-              regions: ['eastus', 'westeurope'],
+              regions: ['eastus', 'eastus2', 'westeurope'],
               endpoint_url: emulator.url,
               authority_host: emulator.url,
               ca_certificates: emulator.certificate,

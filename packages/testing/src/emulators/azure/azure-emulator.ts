@@ -33,6 +33,7 @@ import {
 } from './azure-emulator-faults.js';
 import { AzureResourceManager } from './azure-resource-manager.js';
 import { AzureResources } from './azure-resources.js';
+import { AZURE_RETAIL_PRICES_PAGE_SIZE, answerRetailPrices } from './azure-retail-prices.js';
 import {
   type AzureEmulatorTimeline,
   DEFAULT_AZURE_EMULATOR_TIMELINE,
@@ -40,6 +41,7 @@ import {
   evictVirtualMachine,
   NIC_TYPE,
   PUBLIC_IP_TYPE,
+  putUserAssignedIdentity,
   VM_TYPE,
 } from './azure-virtual-machines.js';
 
@@ -58,6 +60,8 @@ export interface AzureEmulatorOptions {
   faults?: readonly AzureFault[];
   /** Where host failures are reported. Default `console.error`. */
   onHostError?: (vmName: string, error: unknown) => void;
+  /** Meters per page of the Retail Prices API. Default 1000 (Azure's). */
+  retailPricesPageSize?: number;
 }
 
 /** One resource as `GET /_emulator/state` lists it. */
@@ -85,6 +89,8 @@ export interface AzureEmulatorState {
 export interface AzureEmulator extends BackendEmulator {
   /** `https://127.0.0.1:<port>`: Resource Manager's endpoint and the credential's authority host. */
   readonly url: string;
+  /** `{url}/api/retail/prices`: the Retail Prices API of the model's sizes (no authentication, as Azure's). */
+  readonly retailPricesUrl: string;
   /** The certificate (PEM) clients trust for `url`. */
   readonly certificate: string;
   readonly server: EmulatorServer;
@@ -102,6 +108,11 @@ export interface AzureEmulator extends BackendEmulator {
   state(): AzureEmulatorState;
   /** Azure evicts a spot VM now: with `evictionPolicy: Delete` it goes with its resources (their deleteOption), its host stopped. */
   evictSpotVm(name: string): void;
+  /**
+   * A user-assigned managed identity made in the subscription (as `az identity create` does; its
+   * resource group is made when missing). Returns its resource id.
+   */
+  createManagedIdentity(resourceGroup: string, name: string, location: string): string;
   /** The id the VM's emulated host has (its `vmId`): what `EmulatedHosts` calls take. */
   hostIdOf(vmName: string): string;
   close(): Promise<void>;
@@ -192,6 +203,7 @@ export async function startAzureEmulator(options: AzureEmulatorOptions = {}): Pr
   const server = await startEmulatorServer({
     port: options.port,
     tls,
+    collapseLeadingSlashes: true,
     routes: [
       ...emulatorControlRoutes({ state, faults, parseFault: parseAzureFault }),
       {
@@ -207,6 +219,13 @@ export async function startAzureEmulator(options: AzureEmulatorOptions = {}): Pr
         handle: (request) => directory.token(request),
       },
       { name: 'arm', method: '*', path: '/subscriptions/*', handle: armCall },
+      {
+        name: 'retail-prices',
+        method: 'GET',
+        path: '/api/retail/prices',
+        handle: (request) =>
+          answerRetailPrices(request, data, options.retailPricesPageSize ?? AZURE_RETAIL_PRICES_PAGE_SIZE),
+      },
     ],
   });
 
@@ -217,6 +236,7 @@ export async function startAzureEmulator(options: AzureEmulatorOptions = {}): Pr
   };
   return {
     url: server.url,
+    retailPricesUrl: `${server.url}/api/retail/prices`,
     certificate: tls.certificate,
     server,
     subscriptionId,
@@ -230,6 +250,10 @@ export async function startAzureEmulator(options: AzureEmulatorOptions = {}): Pr
     faults: () => faults.list(),
     state,
     hostIdOf: (name) => String(vmOf(name).properties.vmId),
+    createManagedIdentity: (resourceGroup, name, location) => {
+      if (!resources.group(resourceGroup)) resources.putGroup(resourceGroup, location, {});
+      return putUserAssignedIdentity(resourceManager.context, resourceGroup, name, { location }).resource.id;
+    },
     failNextLaunchWithNoCapacity: (count = 1) => {
       faults.add({ code: 'AllocationFailed', count });
     },

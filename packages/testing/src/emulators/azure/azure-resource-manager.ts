@@ -1,7 +1,8 @@
 /**
  * Resource Manager's REST API under `/subscriptions/{subscriptionId}`, as the calls dstack's
- * Azure backend makes reach it: resource groups, virtual networks and their subnets, network
- * security groups, NICs, public IPs, disks, virtual machines (`azure-virtual-machines.ts`), the
+ * Azure backend makes reach it: resource groups, virtual networks with their subnets and peerings,
+ * NAT gateways, network security groups, user-assigned managed identities, NICs, public IPs, disks,
+ * virtual machines (`azure-virtual-machines.ts`), the
  * Compute resource SKUs, community gallery images, and the `operations/{id}` status documents of
  * long-running operations. Paths and names are matched without case, as Azure does; an id in a
  * body must name an existing resource.
@@ -17,8 +18,10 @@ import {
   DISK_TYPE,
   deleteVirtualMachine,
   getVirtualMachine,
+  IDENTITY_TYPE,
   NIC_TYPE,
   PUBLIC_IP_TYPE,
+  putUserAssignedIdentity,
   putVirtualMachine,
   SUBNET_TYPE,
 } from './azure-virtual-machines.js';
@@ -28,6 +31,7 @@ export const DSTACK_COMMUNITY_GALLERY = 'dstack-ebac134d-04b9-4c2b-8b6c-ad3e7390
 
 const VNET_TYPE = 'Microsoft.Network/virtualNetworks';
 const NSG_TYPE = 'Microsoft.Network/networkSecurityGroups';
+const NAT_GATEWAY_TYPE = 'Microsoft.Network/natGateways';
 
 /** The ARM type of `providers/{namespace}/{type}` in a path, spelt as Azure spells it. */
 const TYPES: Readonly<Record<string, string>> = {
@@ -36,7 +40,9 @@ const TYPES: Readonly<Record<string, string>> = {
   'microsoft.network/networkinterfaces': NIC_TYPE,
   'microsoft.network/publicipaddresses': PUBLIC_IP_TYPE,
   'microsoft.compute/disks': DISK_TYPE,
+  'microsoft.network/natgateways': NAT_GATEWAY_TYPE,
   'microsoft.compute/virtualmachines': 'Microsoft.Compute/virtualMachines',
+  'microsoft.managedidentity/userassignedidentities': IDENTITY_TYPE,
 };
 
 type Json = Record<string, unknown>;
@@ -133,6 +139,8 @@ export class AzureResourceManager {
     }
     if (type === VNET_TYPE && lower[8] === 'subnets')
       return this.#subnets(request, group.name, name, segments[9]);
+    if (type === VNET_TYPE && lower[8] === 'virtualnetworkpeerings' && segments.length === 9)
+      return this.#peerings(request, group.name, name);
     if (segments.length !== 8) throw this.#noRoute(request);
     const id = resourceId(subscriptionId, group.name, type, name);
     if (request.method === 'GET') {
@@ -140,8 +148,17 @@ export class AzureResourceManager {
       if (!resource) throw notFound(type, name, group.name);
       return json(document(resource));
     }
-    if (request.method === 'PUT' && (type === VNET_TYPE || type === NSG_TYPE)) {
+    if (request.method === 'PUT' && (type === VNET_TYPE || type === NSG_TYPE || type === NAT_GATEWAY_TYPE)) {
       return this.#putNetworkResource(call, group.name, type, name, object(request.body));
+    }
+    if (request.method === 'PUT' && type === IDENTITY_TYPE) {
+      const { resource, created } = putUserAssignedIdentity(
+        this.context,
+        group.name,
+        name,
+        object(request.body),
+      );
+      return json(document(resource), created ? 201 : 200);
     }
     throw this.#noRoute(request);
   }
@@ -212,19 +229,22 @@ export class AzureResourceManager {
     name: string,
     body: Json,
   ): EmulatorResponse {
-    const location = typeof body.location === 'string' ? body.location.toLowerCase() : '';
-    if (!this.context.data.region(location)) {
-      throw new AzureArmError(
-        400,
-        'LocationNotAvailableForResourceType',
-        `The provided location '${location}' is not available for resource type '${type}'.`,
-      );
-    }
+    const location = this.context.data.requireLocation(body.location, type);
     const id = resourceId(this.#resources.subscriptionId, group, type, name);
     const existed = this.#resources.get(id) !== undefined;
     const properties: Json = { ...object(body.properties), provisioningState: 'Succeeded' };
     if (type === VNET_TYPE) {
       const subnets = Array.isArray(properties.subnets) ? properties.subnets.map(object) : [];
+      for (const subnet of subnets) {
+        const natGateway = object(object(subnet.properties).natGateway).id;
+        if (typeof natGateway === 'string' && !this.#resources.get(natGateway)) {
+          throw new AzureArmError(
+            400,
+            'InvalidResourceReference',
+            `Resource ${natGateway} referenced by resource ${id}/subnets/${String(subnet.name)} was not found. Please make sure that the referenced resource exists, and that both resources are in the same region.`,
+          );
+        }
+      }
       properties.subnets = subnets.map((subnet) => {
         const resource = this.#resources.put({
           id: `${id}/subnets/${String(subnet.name)}`,
@@ -276,6 +296,28 @@ export class AzureResourceManager {
     const found = subnets.find((each) => each.name.toLowerCase() === subnet.toLowerCase());
     if (!found) throw notFound(`${VNET_TYPE}/${network}/subnets`, subnet, group);
     return json(toDocument(found));
+  }
+
+  /** A virtual network's peerings (`properties.virtualNetworkPeerings` of its PUT). */
+  #peerings(request: EmulatorRequest, group: string, network: string): EmulatorResponse {
+    if (request.method !== 'GET') throw this.#noRoute(request);
+    const vnet = this.#resources.get(resourceId(this.#resources.subscriptionId, group, VNET_TYPE, network));
+    if (!vnet) throw notFound(VNET_TYPE, network, group);
+    const peerings = Array.isArray(vnet.properties.virtualNetworkPeerings)
+      ? vnet.properties.virtualNetworkPeerings.map(object)
+      : [];
+    return json({
+      value: peerings.map((peering) => ({
+        id: `${vnet.id}/virtualNetworkPeerings/${String(peering.name)}`,
+        name: peering.name,
+        type: `${VNET_TYPE}/virtualNetworkPeerings`,
+        properties: {
+          ...object(peering.properties),
+          peeringState: 'Connected',
+          provisioningState: 'Succeeded',
+        },
+      })),
+    });
   }
 
   /** `/subscriptions/{s}/providers/…`: SKUs, community gallery images, operation statuses. */
@@ -351,14 +393,14 @@ export class AzureResourceManager {
     throw this.#noRoute(request);
   }
 
-  /** Compute's resource SKUs (`virtualMachines` only), kept to `location eq '…'` when filtered. */
+  /** Compute's resource SKUs (`virtualMachines` sold in each region), kept to `location eq '…'` when filtered. */
   #skus(filter: string | undefined): Json[] {
     const location = /location eq '([^']+)'/i.exec(filter ?? '')?.[1]?.toLowerCase();
     const regions = this.context.data.regions.filter(
       (region) => location === undefined || region.name === location,
     );
     return regions.flatMap((region) =>
-      this.context.data.sizes.map((size) => ({
+      this.context.data.sizesIn(region.name).map((size) => ({
         resourceType: 'virtualMachines',
         name: size.name,
         tier: 'Standard',
@@ -370,7 +412,7 @@ export class AzureResourceManager {
           { name: 'MemoryGB', value: String(size.memoryGb) },
           { name: 'HyperVGenerations', value: 'V1,V2' },
           ...(size.gpuCount > 0 ? [{ name: 'GPUs', value: String(size.gpuCount) }] : []),
-          { name: 'LowPriorityCapable', value: size.spotPrice === null ? 'False' : 'True' },
+          { name: 'LowPriorityCapable', value: size.prices[region.name]?.[1] == null ? 'False' : 'True' },
         ],
         restrictions: [],
       })),

@@ -23,6 +23,8 @@ export interface AzureResource {
   readonly location: string;
   readonly resourceGroup: string;
   tags: Record<string, string>;
+  /** A VM's managed identities (`type`, `userAssignedIdentities`). */
+  identity?: Record<string, unknown>;
   properties: Record<string, unknown>;
 }
 

@@ -23,6 +23,7 @@ export const DISK_TYPE = 'Microsoft.Compute/disks';
 export const NIC_TYPE = 'Microsoft.Network/networkInterfaces';
 export const PUBLIC_IP_TYPE = 'Microsoft.Network/publicIPAddresses';
 export const SUBNET_TYPE = 'Microsoft.Network/virtualNetworks/subnets';
+export const IDENTITY_TYPE = 'Microsoft.ManagedIdentity/userAssignedIdentities';
 
 /** How long the emulated Compute takes, in ms. */
 export interface AzureEmulatorTimeline {
@@ -83,6 +84,7 @@ export function vmDocument(vm: AzureResource): Json {
     type: vm.type,
     location: vm.location,
     tags: vm.tags,
+    ...(vm.identity ? { identity: vm.identity } : {}),
     properties: vm.properties,
   };
 }
@@ -103,21 +105,17 @@ export function putVirtualMachine(
 
   const document = object(body);
   const properties = object(document.properties);
-  const location = string(document.location)?.toLowerCase() ?? '';
-  if (!context.data.region(location)) {
-    throw new AzureArmError(
-      400,
-      'LocationNotAvailableForResourceType',
-      `The provided location '${location}' is not available for resource type 'Microsoft.Compute/virtualMachines'.`,
-    );
-  }
+  const location = context.data.requireLocation(document.location, VM_TYPE);
   const vmSize = string(object(properties.hardwareProfile).vmSize) ?? '';
   const size = context.data.size(vmSize);
-  if (!size) {
+  if (!size || size.prices[location] === undefined) {
     throw new AzureArmError(
       409,
       'SkuNotAvailable',
-      `The requested VM size ${vmSize} is not available in the current region. The sizes available in the current region are: ${context.data.sizes.map((each) => each.name).join(',')}.`,
+      `The requested VM size ${vmSize} is not available in the current region. The sizes available in the current region are: ${context.data
+        .sizesIn(location)
+        .map((each) => each.name)
+        .join(',')}.`,
     );
   }
   const priority = string(properties.priority) === 'Spot' ? 'Spot' : 'Regular';
@@ -168,6 +166,7 @@ export function putVirtualMachine(
       `Resource ${nsgId} referenced by resource ${id} was not found.`,
     );
   }
+  const identity = vmIdentity(context, id, object(document.identity));
   const userData = string(properties.userData) ?? '';
 
   const disk = resources.put({
@@ -248,6 +247,7 @@ export function putVirtualMachine(
     location,
     resourceGroup,
     tags: object(document.tags) as Record<string, string>,
+    ...(identity ? { identity } : {}),
     properties: {
       vmId: randomUUID(),
       hardwareProfile: { vmSize: size.name },
@@ -342,6 +342,63 @@ export function putVirtualMachine(
     'azure-asyncoperation': resources.operationUrl(request.baseUrl, operation, request.apiVersion),
     'retry-after': '1',
   });
+}
+
+/**
+ * The VM's `identity` as Compute stores it: each user-assigned identity must exist (ARM fails the
+ * PUT with `FailedIdentityOperation` otherwise) and is given with its principal and client ids.
+ */
+function vmIdentity(context: AzureVmContext, vmId: string, identity: Json): Json | undefined {
+  const type = string(identity.type);
+  if (type === undefined || type === 'None') return undefined;
+  if (type !== 'UserAssigned') {
+    throw invalidParameter(
+      `The identity type '${type}' is not supported by this emulator (UserAssigned only).`,
+    );
+  }
+  const assigned: Json = {};
+  for (const identityId of Object.keys(object(identity.userAssignedIdentities))) {
+    const resource = context.resources.get(identityId);
+    if (!resource || resource.type !== IDENTITY_TYPE) {
+      throw new AzureArmError(
+        400,
+        'FailedIdentityOperation',
+        `Identity operation for resource '${vmId}' failed with error 'Failed to perform resource identity operation. Status: 'NotFound'. Response: '{"error":{"code":"NotFound","message":"Resource '${identityId}' was not found."}}'.'.`,
+      );
+    }
+    assigned[resource.id] = {
+      principalId: resource.properties.principalId,
+      clientId: resource.properties.clientId,
+    };
+  }
+  return { type, userAssignedIdentities: assigned };
+}
+
+/** A user-assigned managed identity's PUT: made at once (no long-running operation), with its ids. */
+export function putUserAssignedIdentity(
+  context: AzureVmContext,
+  resourceGroup: string,
+  name: string,
+  body: Json,
+): { resource: AzureResource; created: boolean } {
+  const { resources } = context;
+  const location = context.data.requireLocation(body.location, IDENTITY_TYPE);
+  const id = resourceId(resources.subscriptionId, resourceGroup, IDENTITY_TYPE, name);
+  const existing = resources.get(id);
+  const resource = resources.put({
+    id,
+    name,
+    type: IDENTITY_TYPE,
+    location,
+    resourceGroup,
+    tags: object(body.tags) as Record<string, string>,
+    properties: existing?.properties ?? {
+      tenantId: randomUUID(),
+      principalId: randomUUID(),
+      clientId: randomUUID(),
+    },
+  });
+  return { resource, created: existing === undefined };
 }
 
 function setAddresses(

@@ -2,7 +2,7 @@
  * Counts the local shims that N quick tasks make on this host: applied at once (`par`), then one
  * after another (`seq`), or both. Each task asks for `cpu: 1..`, `memory: 0.5GB..` and waits for
  * capacity (`retry: {on_events: [no-capacity]}`) unless `no-retry` is given.
- * Usage: pnpm exec tsx src/local-shim-count.ts [N=30] [par|seq|both] [no-retry]
+ * Usage: pnpm exec tsx scripts/local-shim-count.ts [N=30] [par|seq|both] [no-retry]
  */
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

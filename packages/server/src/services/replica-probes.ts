@@ -105,7 +105,6 @@ export async function probeReplicas(
         state.failures = 0;
       } else if (state.wasReady && results.includes(false)) {
         state.failures += 1;
-        if (state.failures >= FAILURES_TO_REPLACE) outcome.failed.push(job.id);
       }
       if ((job.probes_ready === 1) !== nowReady) {
         await app.db
@@ -117,6 +116,12 @@ export async function probeReplicas(
       }
     }),
   );
+  // Every replica past its failures, probed this pass or not: one whose stop did not take (a job
+  // pipeline held it) is reported again on the next pass until it is stopped.
+  for (const job of replicas) {
+    const state = states.get(job.id);
+    if (state?.wasReady && state.failures >= FAILURES_TO_REPLACE) outcome.failed.push(job.id);
+  }
   return outcome;
 }
 

@@ -9,7 +9,7 @@ import { ServerClientError, type ServiceConfiguration } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import { gatewayConfigurationOf } from '../db/json-columns.js';
 import type { GatewaysTable, ProjectsTable } from '../db/schema.js';
-import { serviceUrlIsHttps } from '../gateways/service-https.js';
+import { serviceUrlIsHttps } from './service-https.js';
 
 export interface ServiceGateway {
   gateway_id: string;

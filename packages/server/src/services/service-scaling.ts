@@ -12,6 +12,8 @@
  * - replicas started (new ones, or a retired replica number submitted again) and stopped with
  *   `scaled_down`: the proxy stops sending them requests at once, and the job's graceful stop
  *   lets the requests in flight finish.
+ * Which replicas start and stop is decided here; their jobs are the run lifecycle's, so the run
+ * pipeline passes in how to stop and submit them (`ReplicaJobs`) and this folder imports no `runs/`.
  */
 import type { JobTerminationReason, ServiceConfiguration } from '@dstack/core';
 import { projectOf } from '../accounts/projects.js';
@@ -23,10 +25,7 @@ import {
   runSpecOf,
 } from '../db/json-columns.js';
 import type { JobsTable, RunsTable } from '../db/schema.js';
-import { eventTargets, recordEvents, SYSTEM_ACTOR } from '../events/event-recorder.js';
-import { buildJobSpecs } from './job-specs.js';
 import { forgetProbes, probeReplicas } from './replica-probes.js';
-import { newJobRow } from './run-rows.js';
 import {
   DEFAULT_REPLICA_GROUP,
   replicaGroupsOf,
@@ -46,7 +45,23 @@ const NO_CAPACITY_BACKOFF_MS = 15_000;
 
 const FINISHED = ['terminated', 'aborted', 'failed', 'done'];
 
-export type StopJobs = (jobs: readonly JobsTable[], reason: JobTerminationReason) => Promise<boolean>;
+/** One replica to submit: its group, its number, and which submission of that number it is. */
+export interface ReplicaSubmission {
+  group: string;
+  replicaNum: number;
+  submissionNum: number;
+}
+
+/** What keeping a service's replicas asks of the run pipeline, which owns the jobs. */
+export interface ReplicaJobs {
+  /**
+   * Stops the jobs for `reason` (the job-terminating pipeline takes them from there); false when
+   * one of them could not be stopped now (a job pipeline holds it).
+   */
+  stop(jobs: readonly JobsTable[], reason: JobTerminationReason): Promise<boolean>;
+  /** Submits each replica's jobs in the run's current deployment, and wakes the job-submitted pipeline. */
+  submit(run: RunsTable, replicas: readonly ReplicaSubmission[]): Promise<void>;
+}
 
 /**
  * The replica count the autoscaler wants, as dstack's `RPSAutoscaler.get_desired_count`:
@@ -188,7 +203,7 @@ export async function keepServiceReplicas(
   app: AppContext,
   run: RunsTable,
   jobs: readonly JobsTable[],
-  stopJobs: StopJobs,
+  replicaJobs: ReplicaJobs,
 ): Promise<ServiceReplicasOutcome | null> {
   const runSpec = runSpecOf(run);
   const service = serviceConfigurationOf(runSpec);
@@ -208,7 +223,7 @@ export async function keepServiceReplicas(
   const latest = latestReplicas(jobs);
   forgetProbes(
     app,
-    latest.filter((job) => FINISHED.includes(job.status)).map((job) => job.id),
+    jobs.filter((job) => FINISHED.includes(job.status)).map((job) => job.id),
   );
   const active = latest.filter((job) => !FINISHED.includes(job.status) && job.status !== 'terminating');
   const probed = serviceHasProbes(service);
@@ -243,13 +258,9 @@ export async function keepServiceReplicas(
   const orphans = live.filter((job) => !names.has(replicaGroupOf(job)));
   stop.push(...orphans);
 
-  if (stop.length > 0) {
-    await stopJobs(stop, 'scaled_down');
-    forgetProbes(
-      app,
-      stop.map((job) => job.id),
-    );
-  }
+  // A stopped replica's probe state goes once it has finished (above); until its stop has taken,
+  // a failed one is reported again each pass.
+  const stopped = stop.length === 0 || (await replicaJobs.stop(stop, 'scaled_down'));
   // A replica that just found no capacity: the next one waits a while rather than fail in a loop.
   const unplacedAt = Math.max(
     0,
@@ -258,8 +269,11 @@ export async function keepServiceReplicas(
       .map((job) => job.finished_at ?? job.last_processed_at),
   );
   const backingOff = starts.length > 0 && now - unplacedAt < NO_CAPACITY_BACKOFF_MS;
-  if (starts.length > 0 && !backingOff) await startReplicas(app, run, latest, starts);
-  changing ||= (starts.length > 0 && !backingOff) || stop.length > 0;
+  // The starts were counted as if every stop took: when one did not, both wait for the next pass,
+  // or a replacement would run beside the failed replica it replaces and be the one scaled down.
+  const starting = starts.length > 0 && !backingOff && stopped;
+  if (starting) await replicaJobs.submit(run, replicaSubmissions(latest, starts));
+  changing ||= starting || stop.length > 0;
   const scales = groups.some((group) => group.range.min !== group.range.max);
   const nextPassInMs = changing
     ? CHANGING_PASS_MS
@@ -280,55 +294,27 @@ function isReadyNow(app: AppContext, job: JobsTable, service: ServiceConfigurati
 }
 
 /**
- * Submits replicas of the run's current deployment, `count` in each group: the group's lowest
- * retired replica numbers first (their next submission), then numbers no replica has had.
+ * The replicas to submit, `count` in each group: the group's lowest retired replica numbers first
+ * (their next submission), then numbers no replica has had.
  */
-async function startReplicas(
-  app: AppContext,
-  run: RunsTable,
+function replicaSubmissions(
   latest: readonly JobsTable[],
   starts: ReadonlyArray<{ group: string; count: number }>,
-): Promise<void> {
-  const runSpec = runSpecOf(run);
-  const now = Date.now();
+): ReplicaSubmission[] {
   let nextNum = latest.reduce((max, job) => Math.max(max, job.replica_num + 1), 0);
-  const rows: JobsTable[] = [];
+  const submissions: ReplicaSubmission[] = [];
   for (const { group, count } of starts) {
     const retired = latest
       .filter((job) => FINISHED.includes(job.status) && replicaGroupOf(job) === group)
       .sort((a, b) => a.replica_num - b.replica_num);
     for (let index = 0; index < count; index += 1) {
       const reused = retired[index];
-      const replicaNum = reused ? reused.replica_num : nextNum++;
-      const submissionNum = reused ? reused.submission_num + 1 : 0;
-      const specs = buildJobSpecs(
-        run.run_name,
-        runSpec,
-        replicaNum,
-        { baseImage: app.settings.baseImage, version: app.settings.baseImageVersion },
+      submissions.push({
         group,
-      );
-      for (const spec of specs) {
-        rows.push({
-          ...newJobRow(run.project_id, run.id, run.run_name, spec, submissionNum, now),
-          deployment_num: run.deployment_num ?? 0,
-        });
-      }
+        replicaNum: reused ? reused.replica_num : nextNum++,
+        submissionNum: reused ? reused.submission_num + 1 : 0,
+      });
     }
   }
-  if (rows.length > 0) {
-    await app.db.transaction().execute(async (transaction) => {
-      await transaction.insertInto('jobs').values(rows).execute();
-      await recordEvents(
-        transaction,
-        app.settings,
-        rows.map((job) => ({
-          message: 'Job created on new submission. Status: SUBMITTED',
-          actor: SYSTEM_ACTOR,
-          targets: [eventTargets.job(job)],
-        })),
-      );
-    });
-  }
-  app.wakeUps.wake('jobs-submitted');
+  return submissions;
 }

@@ -22,9 +22,9 @@ export class ServiceRequestStats {
   private readonly own = new ServiceRequestCounts();
   private readonly gateways = new Map<string, GatewayReport>();
 
-  /** A request to `runId` waits for a replica (the service is at zero); `done` when it stops waiting. */
-  waitStarted(runId: string): { done(): void } {
-    return this.own.waitStarted(runId);
+  /** A request to `runId` waits for a replica (the service is at zero); `done` when it stops waiting (see `ServiceRequestCounts`). */
+  waitStarted(runId: string, bounds?: { until: number; signal?: AbortSignal }): { done(): void } {
+    return this.own.waitStarted(runId, bounds);
   }
 
   /** How many requests to `runId` wait for a replica now: at this proxy and at the gateways. */

@@ -6,7 +6,7 @@
 import type { AppContext } from '../context.js';
 import type { JobsTable } from '../db/schema.js';
 
-export { instancePortOf, replicaBaseUrl } from '../runs/replica-address.js';
+export { instancePortOf, replicaBaseUrl } from './replica-address.js';
 
 /**
  * The running jobs answering for a run: the master job (`job_num` 0) of each replica; with

@@ -26,7 +26,11 @@ export function packageTestProject(configUrl: string, name: string): UserWorkspa
       exclude: ['**/*.int.test.ts'],
       server: { deps: { external: builtModulesExternal } },
       // Names a file that blocks its worker long enough to fail the run (event-loop-watch.ts).
-      setupFiles: [fileURLToPath(new URL(`./event-loop-watch${extname(fileURLToPath(import.meta.url))}`, import.meta.url))],
+      setupFiles: [
+        fileURLToPath(
+          new URL(`./event-loop-watch${extname(fileURLToPath(import.meta.url))}`, import.meta.url),
+        ),
+      ],
     },
   });
 }

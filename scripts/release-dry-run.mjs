@@ -34,11 +34,11 @@ if (!process.argv.includes('--skip-build')) {
   });
 }
 
-const scratch = createScratchCopy(root);
+const scratch = await createScratchCopy(root);
 let failed = false;
 try {
   const requested = readRequestedBumps(scratch);
-  const bumps = versionPackages(root, scratch);
+  const bumps = await versionPackages(root, scratch);
   console.log(`\nVersion bumps (changeset version in ${scratch}):`);
   if (bumps.length === 0) console.log('  none: no pending changesets');
   const width = Math.max(0, ...bumps.map((bump) => bump.name.length));
@@ -50,7 +50,7 @@ try {
   for (const problem of versionProblems) console.error(`  ✗ ${problem}`);
   failed ||= versionProblems.length > 0;
 
-  const results = packAndCheckPublicPackages(scratch, join(scratch, '.tarballs'));
+  const results = await packAndCheckPublicPackages(scratch, join(scratch, '.tarballs'));
   for (const { packed, problems } of results) {
     console.log(
       `\n${packed.name}@${packed.version}  ${basename(packed.tarball)}  (${packed.files.length} files)`,

@@ -213,7 +213,7 @@ describe('pnpm plop backend', () => {
   it.each(generated)('generates $names.packageName that packs for publishing', async ({ names }) => {
     const destination = await mkdtemp(join(tmpdir(), 'dstack-plop-pack-'));
     try {
-      const packed = packPackage(join(scratch, names.directory), destination);
+      const packed = await packPackage(join(scratch, names.directory), destination);
       expect(checkPackedPackage(packed)).toEqual([]);
     } finally {
       await rm(destination, { recursive: true, force: true });

@@ -23,19 +23,19 @@ export interface PackedPackage {
   manifest: PackageManifest;
 }
 
-export function createScratchCopy(root: string): string;
+export function createScratchCopy(root: string): Promise<string>;
 export function readRequestedBumps(root: string): Map<string, BumpType>;
-export function versionPackages(root: string, scratch: string): VersionBump[];
+export function versionPackages(root: string, scratch: string): Promise<VersionBump[]>;
 export function checkVersionBumps(
   bumps: VersionBump[],
   requestedBumps: Map<string, BumpType>,
   packages: WorkspacePackage[],
 ): string[];
-export function packPackage(packageDir: string, destination: string): PackedPackage;
+export function packPackage(packageDir: string, destination: string): Promise<PackedPackage>;
 export function whyNotPublishable(path: string): string | null;
 export function checkPackedPackage(packed: PackedPackage): string[];
 export function packAndCheckPublicPackages(
   root: string,
   destination: string,
-): { packed: PackedPackage; problems: string[] }[];
+): Promise<{ packed: PackedPackage; problems: string[] }[]>;
 export function findUnbuiltPackages(root: string): string[];

@@ -3,12 +3,18 @@
  * workspace, `changeset version` in it, `pnpm pack` of every public package,
  * and the checks of what each tarball would publish.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { cp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative } from 'node:path';
+import { promisify } from 'node:util';
 import { readTarball } from './tarball.mjs';
 import { listPublicPackages, listWorkspacePackages } from './workspace-packages.mjs';
+
+// The long steps (copying every package, `changeset version`, `pnpm pack`) are asynchronous: the
+// test that runs them must keep its vitest worker answering (event-loop-watch.ts).
+const execFileAsync = promisify(execFile);
 
 const DEPENDENCY_FIELDS = ['dependencies', 'devDependencies', 'peerDependencies', 'optionalDependencies'];
 
@@ -18,16 +24,16 @@ const DEPENDENCY_FIELDS = ['dependencies', 'devDependencies', 'peerDependencies'
  * workspace package without its node_modules. Workspace dependencies are
  * linked again inside the copy (pnpm pack reads their versions from
  * node_modules to rewrite `workspace:` specifiers). The caller deletes it.
- * @returns {string} the copy's root
+ * @returns {Promise<string>} the copy's root
  */
-export function createScratchCopy(root) {
+export async function createScratchCopy(root) {
   const scratch = mkdtempSync(join(tmpdir(), 'dstack-release-'));
   for (const file of ['package.json', 'pnpm-workspace.yaml']) cpSync(join(root, file), join(scratch, file));
   cpSync(join(root, '.changeset'), join(scratch, '.changeset'), { recursive: true });
   const packages = listWorkspacePackages(root);
   const packagesByName = new Map(packages.map((pkg) => [pkg.name, pkg]));
   for (const pkg of packages) {
-    cpSync(pkg.dir, join(scratch, pkg.relativeDir), {
+    await cp(pkg.dir, join(scratch, pkg.relativeDir), {
       recursive: true,
       filter: (source) => {
         const name = basename(source);
@@ -93,13 +99,13 @@ function bumpType(from, to) {
 /**
  * Runs `changeset version` in `scratch` (with the root's changesets CLI) and
  * returns every public package whose version changed.
- * @returns {VersionBump[]}
+ * @returns {Promise<VersionBump[]>}
  */
-export function versionPackages(root, scratch) {
+export async function versionPackages(root, scratch) {
   const before = new Map(listPublicPackages(scratch).map((pkg) => [pkg.name, pkg.manifest.version]));
   const requested = readRequestedBumps(scratch);
   const changeset = join(root, 'node_modules', '.bin', 'changeset');
-  execFileSync(changeset, ['version'], { cwd: scratch, stdio: 'pipe', env: { ...process.env, CI: '1' } });
+  await execFileAsync(changeset, ['version'], { cwd: scratch, env: { ...process.env, CI: '1' } });
   return listPublicPackages(scratch)
     .filter((pkg) => before.get(pkg.name) !== pkg.manifest.version)
     .map((pkg) => {
@@ -148,15 +154,18 @@ export function checkVersionBumps(bumps, requestedBumps, packages) {
 /**
  * `pnpm pack` of the package in `packageDir` into `destination`; reads the
  * tarball back for its real file list and manifest.
- * @returns {PackedPackage}
+ * @returns {Promise<PackedPackage>}
  */
-export function packPackage(packageDir, destination) {
+export async function packPackage(packageDir, destination) {
   mkdirSync(destination, { recursive: true });
-  const output = execFileSync('pnpm', ['pack', '--pack-destination', destination, '--json'], {
-    cwd: packageDir,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const { stdout: output } = await execFileAsync(
+    'pnpm',
+    ['pack', '--pack-destination', destination, '--json'],
+    {
+      cwd: packageDir,
+      maxBuffer: 64 * 1024 * 1024,
+    },
+  );
   const summary = JSON.parse(output.slice(output.indexOf('{')));
   const tarball = summary.filename.startsWith('/') ? summary.filename : join(destination, summary.filename);
   const entries = readTarball(tarball);
@@ -253,13 +262,16 @@ export function checkPackedPackage(packed) {
 
 /**
  * Packs every public package of `root` into `destination` and checks each.
- * @returns {{ packed: PackedPackage, problems: string[] }[]}
+ * @returns {Promise<{ packed: PackedPackage, problems: string[] }[]>}
  */
-export function packAndCheckPublicPackages(root, destination) {
-  return listPublicPackages(root).map((pkg) => {
-    const packed = packPackage(pkg.dir, destination);
-    return { packed, problems: checkPackedPackage(packed) };
-  });
+export async function packAndCheckPublicPackages(root, destination) {
+  const results = [];
+  // One at a time: each pack is a pnpm process of its own.
+  for (const pkg of listPublicPackages(root)) {
+    const packed = await packPackage(pkg.dir, destination);
+    results.push({ packed, problems: checkPackedPackage(packed) });
+  }
+  return results;
 }
 
 /** The names of the public packages not built yet (no dist/ to pack). */

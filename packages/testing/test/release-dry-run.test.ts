@@ -47,15 +47,15 @@ describe('release dry run on the workspace', () => {
   let versionedPackages: WorkspacePackage[] = [];
   let workTreeManifests = '';
 
-  beforeAll(() => {
+  beforeAll(async () => {
     expect(findUnbuiltPackages(root), 'packages without dist/: run pnpm build first').toEqual([]);
     workTreeManifests = listWorkspacePackages(root)
       .map((pkg) => readFileSync(join(pkg.dir, 'package.json'), 'utf8'))
       .join('\n');
-    scratch = createScratchCopy(root);
-    bumps = versionPackages(root, scratch);
+    scratch = await createScratchCopy(root);
+    bumps = await versionPackages(root, scratch);
     versionedPackages = listPublicPackages(scratch);
-    results = packAndCheckPublicPackages(scratch, join(scratch, '.tarballs'));
+    results = await packAndCheckPublicPackages(scratch, join(scratch, '.tarballs'));
   }, 120_000);
 
   afterAll(() => {

@@ -18,6 +18,7 @@ import {
 } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import { fleetConfigurationOf, fleetSpecColumn } from '../db/json-columns.js';
+import { requireEachFound, requireFound } from '../db/named-resources.js';
 import type { FleetsTable, ProjectsTable, UsersTable } from '../db/schema.js';
 import { type EventActor, eventTargets, recordEvent, SYSTEM_ACTOR } from '../events/event-recorder.js';
 import { recordStatusChange } from '../events/status-events.js';
@@ -235,14 +236,17 @@ export async function deleteFleetInstances(
   name: string,
   instanceNums: readonly number[],
 ): Promise<void> {
-  const fleet = await app.db
-    .selectFrom('fleets')
-    .select(['id', 'name'])
-    .where('project_id', '=', project.id)
-    .where('name', '=', name)
-    .where('deleted', '=', 0)
-    .executeTakeFirst();
-  if (!fleet) throw new ResourceNotFoundError(`Fleet ${name} not found`);
+  const fleet = requireFound(
+    'Fleet',
+    name,
+    await app.db
+      .selectFrom('fleets')
+      .select(['id', 'name'])
+      .where('project_id', '=', project.id)
+      .where('name', '=', name)
+      .where('deleted', '=', 0)
+      .executeTakeFirst(),
+  );
   const instances = await app.db
     .selectFrom('instances')
     .select(['id', 'instance_num', 'status', 'busy_blocks'])
@@ -384,8 +388,7 @@ export async function getFleet(
     .where('project_id', '=', project.id)
     .where('deleted', '=', 0);
   query = id != null ? query.where('id', '=', id) : query.where('name', '=', name ?? '');
-  const fleet = await query.executeTakeFirst();
-  if (!fleet) throw new ResourceNotFoundError(`Fleet ${name ?? id} not found`);
+  const fleet = requireFound('Fleet', name ?? id ?? '', await query.executeTakeFirst());
   const instances = await app.db
     .selectFrom('instances')
     .selectAll()
@@ -444,15 +447,18 @@ export async function deleteFleets(
   names: readonly string[],
   actor: EventActor = SYSTEM_ACTOR,
 ): Promise<void> {
-  const fleets = await app.db
-    .selectFrom('fleets')
-    .selectAll()
-    .where('project_id', '=', project.id)
-    .where('name', 'in', [...names])
-    .where('deleted', '=', 0)
-    .execute();
-  const missing = names.filter((name) => !fleets.some((fleet) => fleet.name === name));
-  if (missing.length > 0) throw new ResourceNotFoundError(`Fleet ${missing.join(', ')} not found`);
+  const fleets = requireEachFound(
+    'Fleet',
+    names,
+    await app.db
+      .selectFrom('fleets')
+      .selectAll()
+      .where('project_id', '=', project.id)
+      .where('name', 'in', [...names])
+      .where('deleted', '=', 0)
+      .execute(),
+    (fleet) => fleet.name,
+  );
   const busy = await app.db
     .selectFrom('instances')
     .select('fleet_id')

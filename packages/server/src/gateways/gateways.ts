@@ -11,7 +11,6 @@ import {
   type GatewayPlan,
   type GatewaySpec,
   REDACTED_PRIVATE_KEY,
-  ResourceNotFoundError,
   ServerClientError,
   validateConfigurationOfType,
 } from '@dstack/core';
@@ -23,6 +22,7 @@ import {
   gatewayConfigurationOf,
   gatewayProvisioningDataOf,
 } from '../db/json-columns.js';
+import { nameTakenError, requireEachFound, requireFound } from '../db/named-resources.js';
 import type { GatewaysTable, ProjectsTable, UsersTable } from '../db/schema.js';
 import {
   type EventActor,
@@ -51,6 +51,15 @@ export function liveGateways(app: AppContext, projectId: string) {
     .where('project_id', '=', projectId)
     .where('deleted', '=', 0)
     .where('to_be_deleted', '=', 0);
+}
+
+/** The project's live gateway `name`, or the not-found error naming it. */
+async function liveGatewayNamed(app: AppContext, projectId: string, name: string): Promise<GatewaysTable> {
+  return requireFound(
+    'Gateway',
+    name,
+    await liveGateways(app, projectId).where('name', '=', name).executeTakeFirst(),
+  );
 }
 
 function gatewayOf(row: GatewaysTable, projectName: string): Gateway {
@@ -177,19 +186,13 @@ export async function createGateway(
     });
     return true;
   });
-  if (!inserted) {
-    throw new ServerClientError(`Gateway ${name} already exists`, {
-      code: 'resource_exists',
-      fields: [['configuration', 'name']],
-    });
-  }
+  if (!inserted) throw nameTakenError('Gateway', name);
   app.wakeUps.wake('gateways');
   return gatewayOf(row, project.name);
 }
 
 export async function getGateway(app: AppContext, project: ProjectsTable, name: string): Promise<Gateway> {
-  const row = await liveGateways(app, project.id).where('name', '=', name).executeTakeFirst();
-  if (!row) throw new ResourceNotFoundError(`Gateway ${name} not found`);
+  const row = await liveGatewayNamed(app, project.id, name);
   return gatewayOf(row, project.name);
 }
 
@@ -350,11 +353,14 @@ export async function deleteGateways(
   names: readonly string[],
   actor: EventActor = SYSTEM_ACTOR,
 ): Promise<void> {
-  const rows = await liveGateways(app, project.id)
-    .where('name', 'in', [...names])
-    .execute();
-  const missing = names.filter((name) => !rows.some((row) => row.name === name));
-  if (missing.length > 0) throw new ResourceNotFoundError(`Gateway ${missing.join(', ')} not found`);
+  const rows = requireEachFound(
+    'Gateway',
+    names,
+    await liveGateways(app, project.id)
+      .where('name', 'in', [...names])
+      .execute(),
+    (row) => row.name,
+  );
   await overrideClaimedRows(
     app.db,
     'gateways',
@@ -379,8 +385,7 @@ export async function setDefaultGateway(
   project: ProjectsTable,
   name: string,
 ): Promise<void> {
-  const row = await liveGateways(app, project.id).where('name', '=', name).executeTakeFirst();
-  if (!row) throw new ResourceNotFoundError(`Gateway ${name} not found`);
+  const row = await liveGatewayNamed(app, project.id, name);
   await app.db.transaction().execute(async (transaction) => {
     await transaction
       .updateTable('gateways')
@@ -406,8 +411,7 @@ export async function setGatewayWildcardDomain(
   name: string,
   domain: string | null,
 ): Promise<Gateway> {
-  const row = await liveGateways(app, project.id).where('name', '=', name).executeTakeFirst();
-  if (!row) throw new ResourceNotFoundError(`Gateway ${name} not found`);
+  const row = await liveGatewayNamed(app, project.id, name);
   const configuration = gatewayConfigurationOf(row);
   if (configuration.certificate?.type === 'custom' && row.certificate_private_key) {
     if (domain === null) throw customCertificateNeedsDomain();

@@ -3,9 +3,10 @@
  * and `runs/list`'s filters and paging. Which statuses count as active is defined here.
  */
 
-import { ResourceNotFoundError, type Run, type RunStatus } from '@dstack/core';
+import type { Run, RunStatus } from '@dstack/core';
 import type { Kysely } from 'kysely';
 import type { AppContext } from '../context.js';
+import { requireFound } from '../db/named-resources.js';
 import type { Database, InstancesTable, JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
 import { runOf } from './run-models.js';
 
@@ -93,8 +94,7 @@ export async function getRun(
   } else if (selector.run_name) {
     row = await findRunRow(app, project.id, selector.run_name);
   }
-  if (!row) throw new ResourceNotFoundError(`Run ${selector.run_name ?? selector.id} not found`);
-  return loadRun(app, row, project);
+  return loadRun(app, requireFound('Run', selector.run_name ?? selector.id ?? '', row), project);
 }
 
 export interface ListRunsOptions {

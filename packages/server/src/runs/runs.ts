@@ -5,9 +5,10 @@
  */
 
 import { randomUUID } from 'node:crypto';
-import { ResourceNotFoundError, type Run, type RunSpec, ServerClientError } from '@dstack/core';
+import { type Run, type RunSpec, ServerClientError } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import { runSpecColumn, type StoredRunSpec } from '../db/json-columns.js';
+import { requireEachFound } from '../db/named-resources.js';
 import type { ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
 import { eventTargets, recordEvents, userActor } from '../events/event-recorder.js';
 import { statusChangeEvent } from '../events/status-events.js';
@@ -202,9 +203,7 @@ async function findRunsByName(app: AppContext, project: ProjectsTable, runNames:
     .where('run_name', 'in', [...runNames])
     .where('deleted', '=', 0)
     .execute();
-  const missing = runNames.filter((name) => !rows.some((row) => row.run_name === name));
-  if (missing.length > 0) throw new ResourceNotFoundError(`Run ${missing.join(', ')} not found`);
-  return rows;
+  return requireEachFound('Run', runNames, rows, (row) => row.run_name);
 }
 
 /** Moves active runs to terminating; the run pipeline stops their jobs. */

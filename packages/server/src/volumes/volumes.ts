@@ -7,7 +7,6 @@
 import { randomUUID } from 'node:crypto';
 import {
   externalVolumeId,
-  ResourceNotFoundError,
   ServerClientError,
   type Volume,
   type VolumeConfiguration,
@@ -21,6 +20,7 @@ import {
   volumeConfigurationOf,
   volumeProvisioningDataOf,
 } from '../db/json-columns.js';
+import { nameTakenError, requireEachFound, requireFound } from '../db/named-resources.js';
 import type { Database, ProjectsTable, UsersTable, VolumesTable } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
 import {
@@ -121,20 +121,18 @@ export async function createVolume(
     });
     return true;
   });
-  if (!inserted) {
-    throw new ServerClientError(`Volume ${name} already exists`, {
-      code: 'resource_exists',
-      fields: [['configuration', 'name']],
-    });
-  }
+  if (!inserted) throw nameTakenError('Volume', name);
   app.wakeUps.wake('volumes');
   const [volume] = await volumesOf(app, [row]);
   return volume as Volume;
 }
 
 export async function getVolume(app: AppContext, project: ProjectsTable, name: string): Promise<Volume> {
-  const row = await liveVolumes(app, project.id).where('name', '=', name).executeTakeFirst();
-  if (!row) throw new ResourceNotFoundError(`Volume ${name} not found`);
+  const row = requireFound(
+    'Volume',
+    name,
+    await liveVolumes(app, project.id).where('name', '=', name).executeTakeFirst(),
+  );
   const [volume] = await volumesOf(app, [row]);
   return volume as Volume;
 }
@@ -209,12 +207,15 @@ export async function deleteVolumes(
   names: readonly string[],
   actor: EventActor = SYSTEM_ACTOR,
 ): Promise<void> {
-  const rows = await liveVolumes(app, project.id)
-    .where('name', 'in', [...names])
-    .orderBy('id')
-    .execute();
-  const missing = names.filter((name) => !rows.some((row) => row.name === name));
-  if (missing.length > 0) throw new ResourceNotFoundError(`Volume ${missing.join(', ')} not found`);
+  const rows = requireEachFound(
+    'Volume',
+    names,
+    await liveVolumes(app, project.id)
+      .where('name', 'in', [...names])
+      .orderBy('id')
+      .execute(),
+    (row) => row.name,
+  );
   await app.db.transaction().execute(async (transaction) => {
     const locked: VolumesTable[] = [];
     for (const row of rows) {

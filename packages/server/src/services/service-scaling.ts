@@ -15,7 +15,7 @@
  * Which replicas start and stop is decided here; their jobs are the run lifecycle's, so the run
  * pipeline passes in how to stop and submit them (`ReplicaJobs`) and this folder imports no `runs/`.
  */
-import type { JobTerminationReason, ServiceConfiguration } from '@dstack/core';
+import { isJobFinished, type JobTerminationReason, type ServiceConfiguration } from '@dstack/core';
 import { projectOf } from '../accounts/projects.js';
 import type { AppContext } from '../context.js';
 import {
@@ -42,8 +42,6 @@ const SCALING_PASS_MS = 1_000;
 const CHANGING_PASS_MS = 300;
 /** How long after a replica found no capacity before another one is started. */
 const NO_CAPACITY_BACKOFF_MS = 15_000;
-
-const FINISHED = ['terminated', 'aborted', 'failed', 'done'];
 
 /** One replica to submit: its group, its number, and which submission of that number it is. */
 export interface ReplicaSubmission {
@@ -223,9 +221,9 @@ export async function keepServiceReplicas(
   const latest = latestReplicas(jobs);
   forgetProbes(
     app,
-    jobs.filter((job) => FINISHED.includes(job.status)).map((job) => job.id),
+    jobs.filter((job) => isJobFinished(job.status)).map((job) => job.id),
   );
-  const active = latest.filter((job) => !FINISHED.includes(job.status) && job.status !== 'terminating');
+  const active = latest.filter((job) => !isJobFinished(job.status) && job.status !== 'terminating');
   const probed = serviceHasProbes(service);
   const probes = probed
     ? await probeReplicas(app, await projectOf(app, run.project_id), service, active)
@@ -305,7 +303,7 @@ function replicaSubmissions(
   const submissions: ReplicaSubmission[] = [];
   for (const { group, count } of starts) {
     const retired = latest
-      .filter((job) => FINISHED.includes(job.status) && replicaGroupOf(job) === group)
+      .filter((job) => isJobFinished(job.status) && replicaGroupOf(job) === group)
       .sort((a, b) => a.replica_num - b.replica_num);
     for (let index = 0; index < count; index += 1) {
       const reused = retired[index];

@@ -50,7 +50,14 @@ function readWebSocketMessages(stream: Duplex): Promise<Buffer[]> {
     let buffered = Buffer.alloc(0);
     let upgraded = false;
     const messages: Buffer[] = [];
+    let closed = false;
     stream.on('error', reject);
+    // A stream that ends before the runner's close frame lost the job's last output.
+    stream.once('close', () => {
+      if (!closed) {
+        reject(new Error(`/logs_ws ended without a close frame after ${messages.length} message(s)`));
+      }
+    });
     stream.on('data', (chunk: Buffer) => {
       buffered = Buffer.concat([buffered, chunk]);
       if (!upgraded) {
@@ -79,6 +86,7 @@ function readWebSocketMessages(stream: Duplex): Promise<Buffer[]> {
         const payload = buffered.subarray(offset, offset + length);
         buffered = buffered.subarray(offset + length);
         if (opcode === 0x8) {
+          closed = true;
           stream.end();
           return resolve(messages);
         }
@@ -92,6 +100,15 @@ function readWebSocketMessages(stream: Duplex): Promise<Buffer[]> {
   });
 }
 
+/** `promise`, or an error naming `what` once `ms` have passed: a step that hangs says which. */
+function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`attach: ${what} took over ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 /** Attaches as dstack's client does: the command's output, then the job's whole log. */
 export async function attachLikeDstack(
   target: AttachTarget,
@@ -99,13 +116,21 @@ export async function attachLikeDstack(
 ): Promise<{ execOutput: string; logText: string }> {
   const client = await connect(target);
   try {
-    const output = await execOutput(client, command);
-    const stream = await new Promise<Duplex>((resolve, reject) =>
-      client.forwardOut('127.0.0.1', 0, 'localhost', 10999, (error, channel) =>
-        error ? reject(error) : resolve(channel),
+    const output = await within(30_000, `running "${command}"`, execOutput(client, command));
+    const stream = await within(
+      30_000,
+      "forwarding to the runner's port",
+      new Promise<Duplex>((resolve, reject) =>
+        client.forwardOut('127.0.0.1', 0, 'localhost', 10999, (error, channel) =>
+          error ? reject(error) : resolve(channel),
+        ),
       ),
     );
-    const messages = await readWebSocketMessages(stream);
+    const messages = await within(
+      30_000,
+      'reading /logs_ws to its close frame',
+      readWebSocketMessages(stream),
+    );
     return { execOutput: output, logText: Buffer.concat(messages).toString() };
   } finally {
     client.end();

@@ -66,6 +66,19 @@ const session = JSON.parse(readFileSync(join(fixtures, 'cli-0.21-session.json'),
   steps: Step[];
 };
 
+/** The session's steps in runs of one command each, in order. */
+function stepsByCommand(
+  steps: Step[],
+): Array<{ command: string; steps: Array<{ index: number; step: Step }> }> {
+  const groups: Array<{ command: string; steps: Array<{ index: number; step: Step }> }> = [];
+  for (const [index, step] of steps.entries()) {
+    const last = groups.at(-1);
+    if (last?.command === step.command) last.steps.push({ index, step });
+    else groups.push({ command: step.command, steps: [{ index, step }] });
+  }
+  return groups;
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -217,82 +230,91 @@ describe("dstack's 0.21 client, replayed", () => {
     return body === null ? undefined : JSON.parse(filled);
   }
 
-  it('answers every request with the status, fields and types dstack expects', async () => {
-    const captured = new Map<string, unknown>();
-    for (const [index, step] of session.steps.entries()) {
-      const where = `step ${index} (${step.command}: ${step.path})`;
-      const body = await fill(step.body);
-      let payload: { body?: string | FormData; headers?: Record<string, string> } = {};
-      if (step.upload) {
-        const form = new FormData();
-        form.append(step.upload.field, new Blob([step.upload.text]), step.upload.filename);
-        payload = { body: form };
-      } else if (body !== undefined) {
-        payload = { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } };
+  /** Answers kept by earlier steps for later ones, across the commands. */
+  const captured = new Map<string, unknown>();
+
+  async function replayStep(step: Step, where: string): Promise<void> {
+    const body = await fill(step.body);
+    let payload: { body?: string | FormData; headers?: Record<string, string> } = {};
+    if (step.upload) {
+      const form = new FormData();
+      form.append(step.upload.field, new Blob([step.upload.text]), step.upload.filename);
+      payload = { body: form };
+    } else if (body !== undefined) {
+      payload = { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } };
+    }
+    const response = await fetch(`${harness.server.url}${step.path}`, {
+      method: step.method,
+      headers: {
+        ...step.headers,
+        authorization: `Bearer ${step.token ?? ADMIN_TOKEN}`,
+        ...payload.headers,
+      },
+      ...(payload.body === undefined ? {} : { body: payload.body }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await response.text();
+    const answer: unknown = text ? JSON.parse(text) : null;
+    expect(response.status, `${where}: ${text.slice(0, 500)}`).toBe(step.expect.status);
+    if (step.expect.model) {
+      expect(typeProblems(answer, step.expect.model, 'answer'), where).toEqual([]);
+    }
+    if (step.expect.status >= 400) {
+      // dstack's client reads 400s as `{detail: [{msg, code}]}` and raises by code.
+      const detail = (answer as { detail: Array<{ msg: string; code: string }> }).detail;
+      expect(detail, where).toHaveLength(1);
+      if (step.expect.errorCode) expect(detail[0]?.code, where).toBe(step.expect.errorCode);
+    }
+    if (step.expect.expectLogText !== undefined) {
+      const page = answer as { logs: Array<{ message: string }>; next_token: string | null };
+      const logged = page.logs.map((event) => Buffer.from(event.message, 'base64').toString()).join('');
+      expect(logged, where).toBe(step.expect.expectLogText);
+      // The last page ends with a null token: dstack's client polls until it gets one.
+      expect(page.next_token, where).toBeNull();
+    }
+    if (step.capture) captured.set(step.capture, answer);
+    if (step.expect.expectOwnSshKey) {
+      const plan = answer as { run_spec: { ssh_key_pub: string | null } };
+      expect(plan.run_spec.ssh_key_pub, where).toBe((await myUser()).ssh_public_key);
+    }
+    if (step.expect.attach) {
+      const { attach } = step.expect;
+      const me = captured.get('me') as { ssh_private_key: string } | undefined;
+      if (!me) throw new Error(`${where}: attach needs the user captured as "me" first`);
+      const info = (answer as Run).jobs[0]?.job_connection_info;
+      if (!info?.sshproxy_hostname || !info.sshproxy_port || !info.sshproxy_upstream_id) {
+        throw new Error(`${where}: the job has no sshproxy connection info`);
       }
-      const response = await fetch(`${harness.server.url}${step.path}`, {
-        method: step.method,
-        headers: {
-          ...step.headers,
-          authorization: `Bearer ${step.token ?? ADMIN_TOKEN}`,
-          ...payload.headers,
+      const attached = await attachLikeDstack(
+        {
+          hostname: info.sshproxy_hostname,
+          port: info.sshproxy_port,
+          upstreamId: info.sshproxy_upstream_id,
+          privateKey: me.ssh_private_key,
         },
-        ...(payload.body === undefined ? {} : { body: payload.body }),
-      });
-      const text = await response.text();
-      const answer: unknown = text ? JSON.parse(text) : null;
-      expect(response.status, `${where}: ${text.slice(0, 500)}`).toBe(step.expect.status);
-      if (step.expect.model) {
-        expect(typeProblems(answer, step.expect.model, 'answer'), where).toEqual([]);
-      }
-      if (step.expect.status >= 400) {
-        // dstack's client reads 400s as `{detail: [{msg, code}]}` and raises by code.
-        const detail = (answer as { detail: Array<{ msg: string; code: string }> }).detail;
-        expect(detail, where).toHaveLength(1);
-        if (step.expect.errorCode) expect(detail[0]?.code, where).toBe(step.expect.errorCode);
-      }
-      if (step.expect.expectLogText !== undefined) {
-        const page = answer as { logs: Array<{ message: string }>; next_token: string | null };
-        const logged = page.logs.map((event) => Buffer.from(event.message, 'base64').toString()).join('');
-        expect(logged, where).toBe(step.expect.expectLogText);
-        // The last page ends with a null token: dstack's client polls until it gets one.
-        expect(page.next_token, where).toBeNull();
-      }
-      if (step.capture) captured.set(step.capture, answer);
-      if (step.expect.expectOwnSshKey) {
-        const plan = answer as { run_spec: { ssh_key_pub: string | null } };
-        expect(plan.run_spec.ssh_key_pub, where).toBe((await myUser()).ssh_public_key);
-      }
-      if (step.expect.attach) {
-        const { attach } = step.expect;
-        const me = captured.get('me') as { ssh_private_key: string } | undefined;
-        if (!me) throw new Error(`${where}: attach needs the user captured as "me" first`);
-        const info = (answer as Run).jobs[0]?.job_connection_info;
-        if (!info?.sshproxy_hostname || !info.sshproxy_port || !info.sshproxy_upstream_id) {
-          throw new Error(`${where}: the job has no sshproxy connection info`);
-        }
-        const attached = await attachLikeDstack(
-          {
-            hostname: info.sshproxy_hostname,
-            port: info.sshproxy_port,
-            upstreamId: info.sshproxy_upstream_id,
-            privateKey: me.ssh_private_key,
-          },
-          attach.exec,
-        );
-        expect(attached.execOutput, where).toBe(attach.expectExecOutput);
-        expect(attached.logText, where).toBe(attach.expectLogText);
-      }
-      if (step.waitForRun) {
-        const statuses = step.waitForRun.finished ? ['done', 'failed', 'terminated'] : ['running'];
-        const run = await harness.waitForRun(step.waitForRun.run_name, statuses, 60_000);
-        if (step.waitForRun.finished) {
-          const why = JSON.stringify(run.latest_job_submission?.termination_reason_message);
-          expect(run.status, `${where}: ${why}`).toBe(step.waitForRun.status ?? 'done');
-        }
+        attach.exec,
+      );
+      expect(attached.execOutput, where).toBe(attach.expectExecOutput);
+      expect(attached.logText, where).toBe(attach.expectLogText);
+    }
+    if (step.waitForRun) {
+      const statuses = step.waitForRun.finished ? ['done', 'failed', 'terminated'] : ['running'];
+      const run = await harness.waitForRun(step.waitForRun.run_name, statuses, 60_000);
+      if (step.waitForRun.finished) {
+        const why = JSON.stringify(run.latest_job_submission?.termination_reason_message);
+        expect(run.status, `${where}: ${why}`).toBe(step.waitForRun.status ?? 'done');
       }
     }
-  });
+  }
+
+  // One test per command dstack's client ran: each has its own time limit, and a failure names it.
+  for (const { command, steps } of stepsByCommand(session.steps)) {
+    it(`answers ${command} with the status, fields and types dstack expects`, async () => {
+      for (const { index, step } of steps) {
+        await replayStep(step, `step ${index} (${step.command}: ${step.path})`);
+      }
+    });
+  }
 
   it("serves the routes of dstack's server its clients do not call yet: instances/get, projects/update", async () => {
     const instances = (await harness.call<Array<{ id: string }>>('/api/project/main/instances/list', {}))

@@ -5,17 +5,19 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { BackendPlugin } from '@dstack/core';
-import { RateLimiter } from '@dstack/core/agent-protocol';
 import type { Kysely } from 'kysely';
+import { createProjectCaches } from './accounts/project-caches.js';
+import { createAgentCaches } from './agents/agent-caches.js';
 import type { AgentConnector } from './agents/agent-connector.js';
 import { BackendRegistry } from './backends/registry.js';
-import type { AppCaches, AppContext, ServerSettings, SqlDialect } from './context.js';
+import type { AppCaches, AppContext, SqlDialect } from './context.js';
 import type { Database } from './db/schema.js';
 import { LogNotifications } from './logs/log-notifications.js';
 import { WakeUps } from './pipelines/wake-ups.js';
-import { InstanceTakes } from './runs/instance-takes.js';
+import { createRunCaches } from './runs/run-caches.js';
 import { createEncryption, type Encryption } from './security/encryption.js';
-import { ServiceRequestStats } from './services/service-stats.js';
+import { createServiceCaches } from './services/service-caches.js';
+import type { ServerSettings } from './settings.js';
 
 export interface AppContextParts {
   db: Kysely<Database>;
@@ -54,14 +56,9 @@ export function createAppContext(parts: AppContextParts): AppContext {
 /** Empty caches, for a new context (and tests of one cache's user). */
 export function createAppCaches(): AppCaches {
   return {
-    projects: new Map(),
-    projectKeys: new WeakMap(),
-    instanceHostKeys: new Map(),
-    agentTokens: new Map(),
-    replicaTurns: new Map(),
-    serviceStats: new ServiceRequestStats(),
-    rateLimiter: new RateLimiter(),
-    probeStates: new Map(),
-    instanceTakes: new InstanceTakes(),
+    projects: createProjectCaches(),
+    agents: createAgentCaches(),
+    services: createServiceCaches(),
+    runs: createRunCaches(),
   };
 }

@@ -17,7 +17,7 @@ import {
   ServerConfigSchema,
 } from './config/server-config.js';
 import { initializeServerState } from './config/server-state.js';
-import type { AppContext, ServerSettings, SshProxyAddress } from './context.js';
+import type { AppContext, SshProxyAddress } from './context.js';
 import { type OpenedDatabase, openDatabase, parseDatabaseUrl } from './db/database.js';
 import { migrateToLatest } from './db/migrations/index.js';
 import { lockSqliteDatabase, type SqliteServerLock } from './db/sqlite-server-lock.js';
@@ -41,10 +41,10 @@ import { jobTerminatingPipeline } from './runs/job-terminating.js';
 import { runPipeline } from './runs/run-pipeline.js';
 import { createEncryption } from './security/encryption.js';
 import { protectSecretsAtRest } from './security/secrets-at-rest.js';
-import { loadServerSettings } from './settings.js';
+import { loadServerSettings, type ProcessSettings, type ServerSettings } from './settings.js';
 import { volumePipeline } from './volumes/volume-pipeline.js';
 
-export interface StartServerOptions extends Partial<ServerSettings> {
+export interface StartServerOptions extends Partial<ProcessSettings> {
   /** Where settings come from; default `process.env`. */
   env?: NodeJS.ProcessEnv;
   /** Used instead of `{serverDir}/config.yml` (tests, embedders). */
@@ -149,12 +149,12 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     const stopEventRetention = runPipelines ? startEventRetention(app) : async () => {};
     const staticSite = loadWebConsole(webConsoleDirectory);
     sshProxy =
-      settings.sshProxyPort === null || settings.sshProxyPort === undefined
+      settings.sshProxy.port === null
         ? null
         : await startSshProxy(app, {
             host: settings.host,
-            port: settings.sshProxyPort,
-            advertisedAddress: settings.sshProxyAddress,
+            port: settings.sshProxy.port,
+            advertisedAddress: settings.sshProxy.address,
           });
     if (sshProxy) app.sshProxy = sshProxy.address;
     http.serve(
@@ -246,7 +246,7 @@ async function prepareApp(
   const catalogConfig = 'config' in config ? config.config.catalog : config.catalog;
   setDefaultCatalog(
     createServerCatalog({
-      url: catalogConfig.url ?? settings.catalogUrl ?? null,
+      url: catalogConfig.url ?? settings.backends.catalogUrl,
       offline: catalogConfig.offline,
       serverDir: settings.serverDir,
       installedBackendTypes,
@@ -254,10 +254,10 @@ async function prepareApp(
   );
   const eventsConfig = 'config' in config ? config.config.events : config.events;
   if (eventsConfig.ttl_seconds !== null)
-    app.settings = { ...app.settings, eventsTtlSeconds: eventsConfig.ttl_seconds };
+    app.settings = { ...app.settings, events: { ttlSeconds: eventsConfig.ttl_seconds } };
   const { adminToken } = await initializeServerState(app, config);
   await protectSecretsAtRest(app);
-  const metricsWarning = openMetricsWarning(app.settings);
+  const metricsWarning = openMetricsWarning(app.settings.metrics);
   if (metricsWarning !== null) console.warn(`[dstack-server] ${metricsWarning}`);
   await ensureDefaultLocalFleets(app);
   await releaseStaleSqliteLocks(app);

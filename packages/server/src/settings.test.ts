@@ -3,8 +3,11 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigurationError } from '@dstack/core';
 import { describe, expect, it } from 'vitest';
-import { codeUnpackedLimitOf } from './repos/code-unpacked-limit.js';
+import { codeUnpackedLimitOf } from './repos/code-settings.js';
 import { loadServerSettings } from './settings.js';
+
+/** The code group of the settings `env` makes. */
+const codeSettings = (env: NodeJS.ProcessEnv) => loadServerSettings(env).code;
 
 describe('loadServerSettings', () => {
   it("uses dstack's defaults", () => {
@@ -14,52 +17,51 @@ describe('loadServerSettings', () => {
       port: 8000,
       databaseUrl: null,
       adminToken: null,
-      maxOffersTried: 25,
-      defaultCredsEnabled: true,
-      allowDefaultCredsInApi: false,
-      allowCustomBackendEndpoints: false,
-      backendValidationDeadlineMs: 5000,
-      shimDownloadUrl: null,
-      runnerDownloadUrl: null,
-      catalogUrl: null,
-      offersDeadlineMs: 10_000,
-      codeUploadLimitBytes: 2 * 1024 * 1024,
-      codeUnpackedLimitBytes: null,
-      baseImage: null,
-      baseImageVersion: null,
-      baseImageUbuntuVersion: null,
-      dindImage: null,
-      metricsCollectIntervalMs: 10_000,
-      metricsRunningTtlSeconds: 3600,
-      metricsFinishedTtlSeconds: 7 * 24 * 3600,
-      prometheusMetricsEnabled: false,
-      prometheusAuthToken: null,
-      eventsTtlSeconds: 30 * 24 * 3600,
-      attachWindowMs: 10_000,
-      sshProxyPort: 0,
-      sshProxyAddress: null,
-      acmeServer: 'https://acme-v02.api.letsencrypt.org/directory',
-      acmeServerCaCertificates: null,
-      acmeExternalAccount: null,
+      backends: {
+        maxOffersTried: 25,
+        offersDeadlineMs: 10_000,
+        catalogUrl: null,
+        defaultCredsEnabled: true,
+        allowDefaultCredsInApi: false,
+        allowCustomEndpoints: false,
+        validationDeadlineMs: 5000,
+      },
+      agents: { shimDownloadUrl: null, runnerDownloadUrl: null },
+      code: { uploadLimitBytes: 2 * 1024 * 1024, unpackedLimitBytes: null },
+      images: { baseImage: null, version: null, ubuntuVersion: null, dindImage: null },
+      metrics: {
+        collectIntervalMs: 10_000,
+        runningTtlSeconds: 3600,
+        finishedTtlSeconds: 7 * 24 * 3600,
+        prometheusEnabled: false,
+        prometheusAuthToken: null,
+      },
+      events: { ttlSeconds: 30 * 24 * 3600 },
+      acme: {
+        server: 'https://acme-v02.api.letsencrypt.org/directory',
+        caCertificates: null,
+        externalAccount: null,
+      },
+      sshProxy: { port: 0, address: null, attachWindowMs: 10_000 },
     });
   });
 
   it('caps unpacked code by DSTACK_SERVER_CODE_UNPACKED_LIMIT, else at 64 times the upload limit, naming a bad one', () => {
-    expect(codeUnpackedLimitOf(loadServerSettings({}))).toBe(128 * 1024 * 1024);
-    expect(codeUnpackedLimitOf(loadServerSettings({ DSTACK_SERVER_CODE_UPLOAD_LIMIT: '1048576' }))).toBe(
+    expect(codeUnpackedLimitOf(codeSettings({}))).toBe(128 * 1024 * 1024);
+    expect(codeUnpackedLimitOf(codeSettings({ DSTACK_SERVER_CODE_UPLOAD_LIMIT: '1048576' }))).toBe(
       64 * 1024 * 1024,
     );
     // Uploads without a limit: unpacking without one too, unless the cap is set.
-    expect(codeUnpackedLimitOf(loadServerSettings({ DSTACK_SERVER_CODE_UPLOAD_LIMIT: '0' }))).toBe(0);
+    expect(codeUnpackedLimitOf(codeSettings({ DSTACK_SERVER_CODE_UPLOAD_LIMIT: '0' }))).toBe(0);
     expect(
       codeUnpackedLimitOf(
-        loadServerSettings({
+        codeSettings({
           DSTACK_SERVER_CODE_UPLOAD_LIMIT: '0',
           DSTACK_SERVER_CODE_UNPACKED_LIMIT: '5000',
         }),
       ),
     ).toBe(5000);
-    expect(codeUnpackedLimitOf(loadServerSettings({ DSTACK_SERVER_CODE_UNPACKED_LIMIT: '0' }))).toBe(0);
+    expect(codeUnpackedLimitOf(codeSettings({ DSTACK_SERVER_CODE_UNPACKED_LIMIT: '0' }))).toBe(0);
     expect(() => loadServerSettings({ DSTACK_SERVER_CODE_UNPACKED_LIMIT: '1GB' })).toThrow(
       /DSTACK_SERVER_CODE_UNPACKED_LIMIT must be a whole number/,
     );
@@ -77,10 +79,10 @@ describe('loadServerSettings', () => {
         DSTACK_ACME_EAB_KID: 'kid-1',
         DSTACK_ACME_EAB_HMAC_KEY: 'c2VjcmV0',
       });
-      expect(settings).toMatchObject({
-        acmeServer: 'https://acme-staging-v02.api.letsencrypt.org/directory',
-        acmeServerCaCertificates: pem,
-        acmeExternalAccount: { kid: 'kid-1', hmacKey: 'c2VjcmV0' },
+      expect(settings.acme).toEqual({
+        server: 'https://acme-staging-v02.api.letsencrypt.org/directory',
+        caCertificates: pem,
+        externalAccount: { kid: 'kid-1', hmacKey: 'c2VjcmV0' },
       });
       expect(() => loadServerSettings({ DSTACK_ACME_SERVER: 'letsencrypt' })).toThrow(
         /DSTACK_ACME_SERVER must be an http\(s\) URL/,
@@ -100,11 +102,11 @@ describe('loadServerSettings', () => {
   });
 
   it('reads the SSH proxy port (off: none) and the address clients are told', () => {
-    expect(loadServerSettings({ DSTACK_SERVER_SSHPROXY_PORT: '2222' }).sshProxyPort).toBe(2222);
-    expect(loadServerSettings({ DSTACK_SERVER_SSHPROXY_PORT: 'off' }).sshProxyPort).toBeNull();
-    expect(loadServerSettings({ DSTACK_SERVER_SSHPROXY_ADDRESS: 'ssh.example.com:22' }).sshProxyAddress).toBe(
-      'ssh.example.com:22',
-    );
+    expect(loadServerSettings({ DSTACK_SERVER_SSHPROXY_PORT: '2222' }).sshProxy.port).toBe(2222);
+    expect(loadServerSettings({ DSTACK_SERVER_SSHPROXY_PORT: 'off' }).sshProxy.port).toBeNull();
+    expect(
+      loadServerSettings({ DSTACK_SERVER_SSHPROXY_ADDRESS: 'ssh.example.com:22' }).sshProxy.address,
+    ).toBe('ssh.example.com:22');
     expect(() => loadServerSettings({ DSTACK_SERVER_SSHPROXY_PORT: 'ssh' })).toThrow(
       /DSTACK_SERVER_SSHPROXY_PORT must be a whole number/,
     );
@@ -148,25 +150,33 @@ describe('loadServerSettings', () => {
       port: 0,
       databaseUrl: 'postgresql+asyncpg://u@db/dstack',
       adminToken: 'tok',
-      maxOffersTried: 5,
-      defaultCredsEnabled: false,
-      allowDefaultCredsInApi: true,
-      allowCustomBackendEndpoints: true,
-      backendValidationDeadlineMs: 2000,
-      shimDownloadUrl: 'http://10.0.0.1:8080/dstack-shim.tgz',
-      runnerDownloadUrl: 'http://10.0.0.1:8080/dstack-runtime.tar.gz',
-      offersDeadlineMs: 3000,
-      codeUploadLimitBytes: 0,
-      catalogUrl: 'http://10.0.0.1:8080/v3',
-      baseImage: '127.0.0.1:5000/dstackai/base',
-      baseImageVersion: '0.16',
-      baseImageUbuntuVersion: '22.04',
-      dindImage: '127.0.0.1:5000/dstackai/dind:v2',
-      metricsCollectIntervalMs: 2000,
-      metricsRunningTtlSeconds: 600,
-      metricsFinishedTtlSeconds: 86400,
-      prometheusMetricsEnabled: true,
-      prometheusAuthToken: 'scrape-token',
+      backends: {
+        maxOffersTried: 5,
+        offersDeadlineMs: 3000,
+        catalogUrl: 'http://10.0.0.1:8080/v3',
+        defaultCredsEnabled: false,
+        allowDefaultCredsInApi: true,
+        allowCustomEndpoints: true,
+        validationDeadlineMs: 2000,
+      },
+      agents: {
+        shimDownloadUrl: 'http://10.0.0.1:8080/dstack-shim.tgz',
+        runnerDownloadUrl: 'http://10.0.0.1:8080/dstack-runtime.tar.gz',
+      },
+      code: { uploadLimitBytes: 0 },
+      images: {
+        baseImage: '127.0.0.1:5000/dstackai/base',
+        version: '0.16',
+        ubuntuVersion: '22.04',
+        dindImage: '127.0.0.1:5000/dstackai/dind:v2',
+      },
+      metrics: {
+        collectIntervalMs: 2000,
+        runningTtlSeconds: 600,
+        finishedTtlSeconds: 86400,
+        prometheusEnabled: true,
+        prometheusAuthToken: 'scrape-token',
+      },
     });
   });
 

@@ -9,7 +9,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Run } from '@dstack/core';
+import { DEFAULT_CODE_UPLOAD_LIMIT_BYTES, type Run } from '@dstack/core';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
@@ -133,7 +133,7 @@ describeEachDatabase('repos and files through dstack apply', (databaseUrl) => {
 
   it('is refused by the server over DSTACK_SERVER_CODE_UPLOAD_LIMIT, naming it', async () => {
     const settings = harness.server.app.settings;
-    settings.codeUploadLimitBytes = 100;
+    settings.code.uploadLimitBytes = 100;
     try {
       writeFileSync(join(work, 'untracked.txt'), `${'changed '.repeat(40)}\n`);
       const result = await dstack(['apply', '-f', '.dstack.yml', '-y', '-n', 'code-server-limit'], {
@@ -142,7 +142,7 @@ describeEachDatabase('repos and files through dstack apply', (databaseUrl) => {
       expect(result.code).not.toBe(0);
       expect(result.stderr).toMatch(/exceeds the limit of 100B.*DSTACK_SERVER_CODE_UPLOAD_LIMIT/);
     } finally {
-      settings.codeUploadLimitBytes = undefined;
+      settings.code.uploadLimitBytes = DEFAULT_CODE_UPLOAD_LIMIT_BYTES;
     }
     expect(await countRows('codes')).toBe(1);
     const runs = await harness.call<Run[]>('/api/runs/list', { project_name: 'main' });
@@ -167,11 +167,11 @@ describeEachDatabase('repos and files through dstack apply', (databaseUrl) => {
       ].join('\n'),
     );
     const settings = harness.server.app.settings;
-    settings.codeUnpackedLimitBytes = 1024 * 1024;
+    settings.code.unpackedLimitBytes = 1024 * 1024;
     try {
       await dstack(['apply', '-f', 'bomb.dstack.yml', '-y', '-n', 'code-unpacked-limit']);
     } finally {
-      settings.codeUnpackedLimitBytes = null;
+      settings.code.unpackedLimitBytes = null;
     }
     const run = await harness.waitForRun('code-unpacked-limit', ['failed']);
     const submission = run.latest_job_submission;

@@ -237,7 +237,7 @@ describe('service replicas on the local backend', () => {
     const response = fetch(proxyUrl('held'), { headers: auth });
     await arrived;
     // Still counted as waiting: the autoscaler keeps the replica, whatever the request rate says.
-    const stats = harness.server.app.caches.serviceStats;
+    const stats = harness.server.app.caches.services.stats;
     expect(stats.waiting(run.id)).toBe(1);
     answer?.('from the stand-in');
     expect(await (await response).text()).toBe('from the stand-in');

@@ -389,7 +389,7 @@ export async function removeProjectMembers(
 const PROJECT_CACHE_MS = 10_000;
 
 export async function projectOf(app: AppContext, projectId: string): Promise<ProjectsTable> {
-  const cache = app.caches.projects;
+  const cache = app.caches.projects.rows;
   const cached = cache.get(projectId);
   if (cached && cached.expiresAt > Date.now()) return cached.row;
   const row = await app.db

@@ -13,10 +13,10 @@ import { REMOTE_BACKEND_TYPE, remoteConnectionOf } from './remote-connection.js'
 
 /** The project's SSH private key in clear (cached per project row). */
 export function projectKeyOf(app: AppContext, project: ProjectsTable): string {
-  let key = app.caches.projectKeys.get(project);
+  let key = app.caches.projects.sshKeys.get(project);
   if (key === undefined) {
     key = app.encryption.decrypt(project.ssh_private_key);
-    app.caches.projectKeys.set(project, key);
+    app.caches.projects.sshKeys.set(project, key);
   }
   return key;
 }
@@ -31,7 +31,7 @@ async function keysOf(
   provisioningData: JobProvisioningData,
 ): Promise<InstanceKeys> {
   if (provisioningData.backend !== REMOTE_BACKEND_TYPE) return { privateKey: projectKeyOf(app, project) };
-  const keys = app.caches.instanceHostKeys;
+  const keys = app.caches.agents.instanceHostKeys;
   const cached = keys.get(provisioningData.instance_id);
   if (cached !== undefined) return cached;
   const instance = await app.db

@@ -40,7 +40,7 @@ export async function launchAgentToken(app: AppContext, instanceId: string): Pro
   return created;
 }
 
-/** How many decrypted tokens `app.caches.agentTokens` keeps. */
+/** How many decrypted tokens `app.caches.agents.tokens` keeps. */
 const TOKEN_CACHE_LIMIT = 10_000;
 
 /**
@@ -48,7 +48,7 @@ const TOKEN_CACHE_LIMIT = 10_000;
  * were started without one (launched before agents had tokens).
  */
 export async function instanceAgentToken(app: AppContext, instanceId: string): Promise<string | null> {
-  const cache = app.caches.agentTokens;
+  const cache = app.caches.agents.tokens;
   const cached = cache.get(instanceId);
   if (cached !== undefined) return cached;
   const token = await storedTokenOf(app, instanceId);

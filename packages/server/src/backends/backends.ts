@@ -11,7 +11,6 @@ import {
 } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import type { BackendsTable, ProjectsTable, UsersTable } from '../db/schema.js';
-import { DEFAULT_BACKEND_VALIDATION_DEADLINE_SECONDS } from '../settings.js';
 import { assertMayConfigureBackend, hostBackendOwnerProblem } from './host-backends.js';
 import { runUntrustedValidation, unreachableField } from './untrusted-validation.js';
 
@@ -34,14 +33,14 @@ export type BackendConfigInput = { type: string } & Record<string, unknown>;
  * admins included: an admin who wants them without the settings writes them in config.yml).
  */
 function validateConfigOptions(app: AppContext, origin: BackendConfigOrigin): ValidateConfigOptions {
-  const defaultCredsEnabled = app.settings.defaultCredsEnabled ?? true;
+  const { defaultCredsEnabled } = app.settings.backends;
   if (origin === 'server_config') {
     return { origin, defaultCredsEnabled, customEndpointsAllowed: true };
   }
   return {
     origin,
-    defaultCredsEnabled: defaultCredsEnabled && app.settings.allowDefaultCredsInApi === true,
-    customEndpointsAllowed: app.settings.allowCustomBackendEndpoints === true,
+    defaultCredsEnabled: defaultCredsEnabled && app.settings.backends.allowDefaultCredsInApi,
+    customEndpointsAllowed: app.settings.backends.allowCustomEndpoints,
   };
 }
 
@@ -69,8 +68,7 @@ export async function prepareBackendRecord(
     origin === 'server_config'
       ? await build()
       : await runUntrustedValidation(build, {
-          deadlineMs:
-            app.settings.backendValidationDeadlineMs ?? DEFAULT_BACKEND_VALIDATION_DEADLINE_SECONDS * 1000,
+          deadlineMs: app.settings.backends.validationDeadlineMs,
           field: unreachableField(input),
           logError: (message) => console.error(`[dstack-server] ${message}`),
         });

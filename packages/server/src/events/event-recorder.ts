@@ -6,7 +6,6 @@
 import { randomUUID } from 'node:crypto';
 import type { EventTargetType } from '@dstack/core';
 import type { Insertable, Kysely } from 'kysely';
-import type { ServerSettings } from '../context.js';
 import type {
   Database,
   EventsTable,
@@ -18,7 +17,7 @@ import type {
   UsersTable,
   VolumesTable,
 } from '../db/schema.js';
-import { DEFAULT_EVENTS_TTL_SECONDS } from '../settings.js';
+import type { EventSettings } from './event-settings.js';
 
 /** Who caused an event: a user (an API request) or the system (a pipeline's own decision). */
 export type EventActor = { kind: 'system' } | { kind: 'user'; userId: string; userName: string };
@@ -44,9 +43,6 @@ export interface NewEvent {
   actor: EventActor;
   targets: readonly EventTargetRef[];
 }
-
-/** The part of the server's settings the recorder reads. */
-export type EventSettings = Pick<ServerSettings, 'eventsTtlSeconds'>;
 
 export const eventTargets = {
   run: (run: Pick<RunsTable, 'id' | 'project_id' | 'run_name'>): EventTargetRef => ({
@@ -158,7 +154,7 @@ export async function recordEvents(
   settings: EventSettings,
   events: readonly NewEvent[],
 ): Promise<void> {
-  if ((settings.eventsTtlSeconds ?? DEFAULT_EVENTS_TTL_SECONDS) <= 0 || events.length === 0) return;
+  if (settings.ttlSeconds <= 0 || events.length === 0) return;
   const eventRows: EventRows['events'] = [];
   const targetRows: EventRows['targets'] = [];
   for (const event of events) {

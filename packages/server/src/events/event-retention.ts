@@ -1,9 +1,8 @@
 /**
  * Bounded retention (dstack's `delete_events` scheduled task): events older than
- * `eventsTtlSeconds` are deleted at start and every 10 minutes after.
+ * `events.ttlSeconds` are deleted at start and every 10 minutes after.
  */
 import type { AppContext } from '../context.js';
-import { DEFAULT_EVENTS_TTL_SECONDS } from '../settings.js';
 
 const RETENTION_INTERVAL_MS = 10 * 60_000;
 
@@ -12,7 +11,7 @@ export async function deleteExpiredEvents(
   app: Pick<AppContext, 'db' | 'settings'>,
   now = Date.now(),
 ): Promise<number> {
-  const ttlSeconds = app.settings.eventsTtlSeconds ?? DEFAULT_EVENTS_TTL_SECONDS;
+  const ttlSeconds = app.settings.events.ttlSeconds;
   const cutoff = now - ttlSeconds * 1000;
   return app.db.transaction().execute(async (transaction) => {
     const expired = transaction.selectFrom('events').select('id').where('recorded_at', '<', cutoff);

@@ -94,7 +94,7 @@ describeEachDialect('events', (getDb) => {
   }
 
   async function record(message: string, targets: EventTargetRef[], actor = SYSTEM_ACTOR): Promise<void> {
-    await recordEvents(server.app.db, server.app.settings, [{ message, actor, targets }]);
+    await recordEvents(server.app.db, server.app.settings.events, [{ message, actor, targets }]);
   }
 
   it("records a volume's life: created by its user, moved on by its pipeline", async () => {
@@ -241,7 +241,10 @@ describeEachDialect('events', (getDb) => {
   it('keeps events for the TTL, and records none with a TTL of 0', async () => {
     const { run } = entities(otherId);
     await record('Run submitted. Status: SUBMITTED', [run]);
-    const retention = { db: server.app.db, settings: { ...server.app.settings, eventsTtlSeconds: 3600 } };
+    const retention = {
+      db: server.app.db,
+      settings: { ...server.app.settings, events: { ttlSeconds: 3600 } },
+    };
     expect(await deleteExpiredEvents(retention)).toBe(0);
     expect(await deleteExpiredEvents(retention, Date.now() + 3601_000)).toBeGreaterThan(0);
     expect(await list({ target_runs: [run.id] })).toEqual([]);
@@ -252,7 +255,7 @@ describeEachDialect('events', (getDb) => {
       .execute();
     expect(orphans).toEqual([]);
 
-    await recordEvents(server.app.db, { eventsTtlSeconds: 0 }, [
+    await recordEvents(server.app.db, { ttlSeconds: 0 }, [
       { message: 'Run submitted', actor: SYSTEM_ACTOR, targets: [run] },
     ]);
     expect(await list({ target_runs: [run.id] })).toEqual([]);

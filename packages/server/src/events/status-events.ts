@@ -8,13 +8,13 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import {
   type EventActor,
-  type EventSettings,
   type EventTargetRef,
   eventTargets,
   type NewEvent,
   recordEvent,
   SYSTEM_ACTOR,
 } from './event-recorder.js';
+import type { EventSettings } from './event-settings.js';
 
 /**
  * The tables whose rows have a status and an event target: every pipeline table, so the engine's

@@ -81,7 +81,7 @@ async function processTerminating(
       .returning('id')
       .execute();
     for (const instance of ending.filter((row) => ended.some((end) => end.id === row.id))) {
-      await recordStatusChange(transaction, app.settings, 'instances', instance, update);
+      await recordStatusChange(transaction, app.settings.events, 'instances', instance, update);
     }
   });
   app.wakeUps.wake('instances');

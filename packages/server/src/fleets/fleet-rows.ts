@@ -53,7 +53,7 @@ export async function terminateSpareInstances(
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) !== 1) return;
       marked += 1;
-      await recordStatusChange(transaction, app.settings, 'instances', instance, update);
+      await recordStatusChange(transaction, app.settings.events, 'instances', instance, update);
     });
   }
   if (marked > 0) app.wakeUps.wake('instances');

@@ -35,7 +35,7 @@ import { refuseUnsupportedFleetFields } from './unsupported-fields.js';
 async function insertFleet(app: AppContext, fleet: FleetsTable, actor: EventActor): Promise<void> {
   await app.db.transaction().execute(async (transaction) => {
     await transaction.insertInto('fleets').values(fleet).execute();
-    await recordEvent(transaction, app.settings, {
+    await recordEvent(transaction, app.settings.events, {
       message: `Fleet created. Status: ${fleet.status.toUpperCase()}`,
       actor,
       targets: [eventTargets.fleet(fleet)],
@@ -485,7 +485,7 @@ export async function deleteFleets(
       update,
     );
     for (const fleet of fleets) {
-      await recordStatusChange(transaction, app.settings, 'fleets', fleet, update, actor);
+      await recordStatusChange(transaction, app.settings.events, 'fleets', fleet, update, actor);
     }
   });
   app.wakeUps.wake('fleets');

@@ -154,7 +154,7 @@ export async function insertPendingInstance(
       lock_owner: null,
     };
     await transaction.insertInto('instances').values(row).execute();
-    await recordEvent(transaction, app.settings, {
+    await recordEvent(transaction, app.settings.events, {
       message: options.job
         ? 'Instance created for job. Instance status: PENDING'
         : 'Instance created to meet target fleet node count. Status: PENDING',
@@ -184,7 +184,13 @@ async function movePendingInstance(
     if (neverLaunched) moved = moved.where('offer', 'is', null);
     const row = await moved.returningAll().executeTakeFirst();
     if (!row) return false;
-    await recordStatusChange(transaction, app.settings, 'instances', { ...row, status: 'pending' }, row);
+    await recordStatusChange(
+      transaction,
+      app.settings.events,
+      'instances',
+      { ...row, status: 'pending' },
+      row,
+    );
     return true;
   });
 }
@@ -295,7 +301,7 @@ export async function launchOnFirstOffer(
   let capacityRetry: CapacityRetry | null = null;
   let attempts = 0;
   for (const entry of attemptedOfferFirst(instance, offers)) {
-    if (attempts >= app.settings.maxOffersTried) break;
+    if (attempts >= app.settings.backends.maxOffersTried) break;
     const { backend, offer } = entry;
     if (givenUpBackends.has(backend.type)) continue;
     attempts++;

@@ -45,7 +45,7 @@ export async function runJobParamsOf(
     agentDownloadUrl: agentDownload.url,
     agentDownloadSha256: agentDownload.sha256,
     agentDownloadSize: agentDownload.size,
-    runnerDownloadUrl: app.settings.runnerDownloadUrl ?? null,
+    runnerDownloadUrl: app.settings.agents.runnerDownloadUrl,
     run: {
       id: run.id,
       project_name: project.name,
@@ -74,7 +74,7 @@ export async function runJobParamsOf(
 export async function agentDownloadOf(
   app: AppContext,
 ): Promise<{ url: string | null; sha256: string | null; size: number | null }> {
-  const url = app.settings.shimDownloadUrl ?? null;
+  const url = app.settings.agents.shimDownloadUrl;
   const digest = url === null ? null : await agentDownloadDigest(url);
   return { url, sha256: digest?.sha256 ?? null, size: digest?.size ?? null };
 }

@@ -429,7 +429,7 @@ export async function applySshFleet(
           .execute();
       } else {
         await trx.insertInto('fleets').values(fleetRow).execute();
-        await recordEvent(trx, app.settings, {
+        await recordEvent(trx, app.settings.events, {
           message: `Fleet created. Status: ${fleetRow.status.toUpperCase()}`,
           actor,
           targets: [eventTargets.fleet(fleetRow)],
@@ -438,7 +438,7 @@ export async function applySshFleet(
       for (const each of deployed) {
         const instance = hostInstanceRow(app, fleetRow, instanceNum++, each);
         await trx.insertInto('instances').values(instance).execute();
-        await recordEvent(trx, app.settings, {
+        await recordEvent(trx, app.settings.events, {
           message: `Instance created on fleet submission. Status: ${instance.status.toUpperCase()}`,
           actor,
           targets: [eventTargets.instance(instance)],
@@ -456,7 +456,7 @@ export async function applySshFleet(
           )
           .execute();
         for (const instance of removed) {
-          await recordStatusChange(trx, app.settings, 'instances', instance, update, actor);
+          await recordStatusChange(trx, app.settings.events, 'instances', instance, update, actor);
         }
       }
     });

@@ -98,7 +98,9 @@ async function launch(app: AppContext, gateway: GatewaysTable, lock: RowLock<'ga
         .where('lock_token', '=', lock.token)
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) !== 1) return false;
-      await recordStatusChange(transaction, app.settings, 'gateways', gateway, { status: 'provisioning' });
+      await recordStatusChange(transaction, app.settings.events, 'gateways', gateway, {
+        status: 'provisioning',
+      });
       return true;
     });
     if (!marked) return;
@@ -163,7 +165,7 @@ async function sync(app: AppContext, gateway: GatewaysTable, signal: AbortSignal
   const outdated = api.token === null ? AGENT_WITHOUT_TOKEN : null;
   try {
     const stats = await collectGatewayStats(api, signal);
-    app.caches.serviceStats.report(gateway.id, stats);
+    app.caches.services.stats.report(gateway.id, stats);
     if (stats.services.some((service) => service.waiting > 0)) app.wakeUps.wake('runs');
     return { unreached: null, stats: null, certificates, outdated };
   } catch (error) {
@@ -200,7 +202,7 @@ async function terminateInstance(app: AppContext, gateway: GatewaysTable): Promi
 
 async function terminate(app: AppContext, gateway: GatewaysTable, lock: RowLock<'gateways'>): Promise<void> {
   if (await terminateInstance(app, gateway)) {
-    app.caches.serviceStats.forgetGateway(gateway.id);
+    app.caches.services.stats.forgetGateway(gateway.id);
     await lock.release({ deleted: 1, deleted_at: Date.now() });
   } else {
     await lock.release({ last_processed_at: dueIn(DELETE_RETRY_MS, MIN_INTERVAL_MS) });

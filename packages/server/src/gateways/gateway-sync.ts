@@ -18,7 +18,6 @@ import {
   type GatewayState,
   type GatewayStats,
   GatewayStatsSchema,
-  LETS_ENCRYPT_DIRECTORY_URL,
 } from '@dstack/core/agent-protocol';
 import { request } from 'undici';
 import { gatewayPortUrl } from '../agents/agent-clients.js';
@@ -103,6 +102,7 @@ export async function gatewayStateOf(
   project: ProjectsTable,
 ): Promise<GatewayState> {
   const configuration = gatewayConfigurationOf(gateway);
+  const { acme } = app.settings;
   const certificate =
     configuration.certificate?.type === 'custom' && gateway.certificate_private_key
       ? {
@@ -116,13 +116,10 @@ export async function gatewayStateOf(
     acme:
       configuration.certificate?.type === 'lets-encrypt'
         ? {
-            directory_url: app.settings.acmeServer ?? LETS_ENCRYPT_DIRECTORY_URL,
-            ca_certificates: app.settings.acmeServerCaCertificates ?? null,
-            external_account: app.settings.acmeExternalAccount
-              ? {
-                  kid: app.settings.acmeExternalAccount.kid,
-                  hmac_key: app.settings.acmeExternalAccount.hmacKey,
-                }
+            directory_url: acme.server,
+            ca_certificates: acme.caCertificates,
+            external_account: acme.externalAccount
+              ? { kid: acme.externalAccount.kid, hmac_key: acme.externalAccount.hmacKey }
               : null,
           }
         : null,

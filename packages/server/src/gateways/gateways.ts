@@ -179,7 +179,7 @@ export async function createGateway(
     }
     row.is_default = makeDefault ? 1 : 0;
     await transaction.insertInto('gateways').values(row).execute();
-    await recordEvent(transaction, app.settings, {
+    await recordEvent(transaction, app.settings.events, {
       message: 'Gateway created. Status: SUBMITTED',
       actor: userActor(user),
       targets: [eventTargets.gateway(row)],
@@ -337,7 +337,7 @@ export async function applyGatewayPlan(
     .set({ configuration: updated.configuration })
     .where('id', '=', row.id)
     .execute();
-  await recordEvent(app.db, app.settings, {
+  await recordEvent(app.db, app.settings.events, {
     message: `Gateway updated. Changed fields: ${changed.join(', ')}`,
     actor: userActor(user),
     targets: [eventTargets.gateway(row)],
@@ -369,7 +369,7 @@ export async function deleteGateways(
   );
   await recordEvents(
     app.db,
-    app.settings,
+    app.settings.events,
     rows.map((row) => ({
       message: 'Gateway marked for deletion',
       actor,

@@ -7,7 +7,6 @@ import type { JobProvisioningData } from '@dstack/core';
 import { runnerClientFor } from '../agents/agent-clients.js';
 import type { AppContext } from '../context.js';
 import type { JobsTable, ProjectsTable } from '../db/schema.js';
-import { DEFAULT_METRICS_COLLECT_INTERVAL_SECONDS } from '../settings.js';
 import { storeJobMetricsPoint } from './job-metrics-points.js';
 
 /**
@@ -15,10 +14,6 @@ import { storeJobMetricsPoint } from './job-metrics-points.js';
  * now and then: that stores a few more points, as dstack accepts, and saves a query per pass.
  */
 const lastSampledAt = new WeakMap<AppContext, Map<string, number>>();
-
-export function metricsCollectIntervalMs(app: AppContext): number {
-  return app.settings.metricsCollectIntervalMs ?? DEFAULT_METRICS_COLLECT_INTERVAL_SECONDS * 1000;
-}
 
 export interface SampledJob {
   app: AppContext;
@@ -42,7 +37,7 @@ export async function sampleJobMetricsWhenDue(context: SampledJob): Promise<bool
     lastSampledAt.set(app, sampled);
   }
   const now = Date.now();
-  const interval = metricsCollectIntervalMs(app);
+  const interval = app.settings.metrics.collectIntervalMs;
   if (now - (sampled.get(job.id) ?? 0) < interval) return false;
   sampled.set(job.id, now);
   forgetEndedJobs(sampled, now, interval);

@@ -5,14 +5,13 @@
  */
 import type { AppContext } from '../context.js';
 import { asBackgroundWork } from '../db/background-work.js';
-import { DEFAULT_METRICS_FINISHED_TTL_SECONDS, DEFAULT_METRICS_RUNNING_TTL_SECONDS } from '../settings.js';
 
 const RETENTION_INTERVAL_MS = 5 * 60 * 1000;
 
 /** Deletes the samples past their time; returns how many. */
 export async function deleteExpiredJobMetrics(app: AppContext, now = Date.now()): Promise<number> {
-  const runningTtl = app.settings.metricsRunningTtlSeconds ?? DEFAULT_METRICS_RUNNING_TTL_SECONDS;
-  const finishedTtl = app.settings.metricsFinishedTtlSeconds ?? DEFAULT_METRICS_FINISHED_TTL_SECONDS;
+  const runningTtl = app.settings.metrics.runningTtlSeconds;
+  const finishedTtl = app.settings.metrics.finishedTtlSeconds;
   const nowMicro = now * 1000;
   const running = await app.db
     .deleteFrom('job_metrics_points')

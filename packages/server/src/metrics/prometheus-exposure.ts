@@ -3,11 +3,11 @@
  * dstack, and its labels name every project, user and run of the server. That is documented, and
  * easy to miss; the server says it at every start while it is so.
  */
-import type { ServerSettings } from '../context.js';
+import type { MetricsSettings } from './metrics-settings.js';
 
 /** The start-up warning when `/metrics` is served to anyone; null when it is off or needs a token. */
-export function openMetricsWarning(settings: ServerSettings): string | null {
-  if (!settings.prometheusMetricsEnabled || settings.prometheusAuthToken) return null;
+export function openMetricsWarning(settings: MetricsSettings): string | null {
+  if (!settings.prometheusEnabled || settings.prometheusAuthToken) return null;
   return (
     'GET /metrics is open to anyone who reaches the server (DSTACK_ENABLE_PROMETHEUS_METRICS is set,' +
     " DSTACK_PROMETHEUS_AUTH_TOKEN is not): it lists every project's name, its users' names, run names" +

@@ -23,14 +23,14 @@ export const prometheusRoute = defineRawRoute({
   async handle({ app, request, response }) {
     request.resume();
     const path = new URL(request.url ?? '/', 'http://server').pathname;
-    if (!app.settings.prometheusMetricsEnabled || path.replace(/\/+$/, '') !== '/metrics') {
+    if (!app.settings.metrics.prometheusEnabled || path.replace(/\/+$/, '') !== '/metrics') {
       throw new HttpError(404, `Not found: ${path}`, 'not_found');
     }
     if (request.method !== 'GET' && request.method !== 'HEAD') {
       response.setHeader('allow', 'GET, HEAD');
       throw new HttpError(405, `Method ${request.method} not allowed on /metrics`, 'method_not_allowed');
     }
-    const token = app.settings.prometheusAuthToken;
+    const token = app.settings.metrics.prometheusAuthToken;
     if (token && !bearerTokenMatches(request.headers.authorization, token)) {
       response.setHeader('www-authenticate', 'Bearer');
       throw new HttpError(403, 'Access denied', 'forbidden');

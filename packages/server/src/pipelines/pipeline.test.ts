@@ -15,6 +15,7 @@ import type { AppContext } from '../context.js';
 import type { FleetsTable } from '../db/schema.js';
 import { recordEvent, SYSTEM_ACTOR } from '../events/event-recorder.js';
 import { createEncryption } from '../security/encryption.js';
+import { loadServerSettings } from '../settings.js';
 import { describeEachDialect } from '../testing/test-database.test.helpers.js';
 import { overrideClaimedRows, Pipeline, type PipelineDefinition, type RowLock } from './pipeline.js';
 import { WakeUps } from './wake-ups.js';
@@ -33,7 +34,7 @@ describeEachDialect('Pipeline', (getDb) => {
     app = createAppContext({
       db,
       dialect,
-      settings: {} as AppContext['settings'],
+      settings: loadServerSettings({}),
       encryption: createEncryption(),
       signal: new AbortController().signal,
       agents: new AgentConnector(),
@@ -137,7 +138,7 @@ describeEachDialect('Pipeline', (getDb) => {
     ) => {
       await transaction.updateTable('fleets').set({ status_message: by }).where('id', '=', marker).execute();
       // Events recorded through the group's transaction are stored with their release, or not at all.
-      await recordEvent(transaction, app.settings, {
+      await recordEvent(transaction, app.settings.events, {
         message: `Marked by ${by}`,
         actor: SYSTEM_ACTOR,
         targets: [{ type: 'fleet', projectId, id: marker, name: 'marker', fleetId: marker }],

@@ -362,7 +362,7 @@ export class Pipeline<Table extends PipelineTable> {
         status: row.status,
       } as never,
     );
-    await recordEvents(transaction, this.#app.settings, events);
+    await recordEvents(transaction, this.#app.settings.events, events);
     return row;
   }
 

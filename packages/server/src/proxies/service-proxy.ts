@@ -238,7 +238,7 @@ export async function replicaDestination(
   }
   const port = servicePortOf(service);
   const waitSeconds = rateLimited(
-    app.caches.rateLimiter,
+    app.caches.services.rateLimiter,
     run.id,
     service.rate_limits,
     target.upstreamPath,
@@ -252,7 +252,7 @@ export async function replicaDestination(
       'too_many_requests',
     );
   }
-  app.caches.serviceStats.record(run.id);
+  app.caches.services.stats.record(run.id);
 
   const probed = serviceHasProbes(service);
   let replicas = await runningReplicas(app, run.id, probed);
@@ -261,7 +261,7 @@ export async function replicaDestination(
   if (replicas.length === 0 && replicaRangeOf(service).min === 0) {
     waitUntil = Date.now() + SCALE_FROM_ZERO_WAIT_MS;
     // Counted as waiting (it keeps one replica wanted) until its replica answers.
-    hold = app.caches.serviceStats.waitStarted(run.id, { until: waitUntil, signal });
+    hold = app.caches.services.stats.waitStarted(run.id, { until: waitUntil, signal });
     // The run pipeline starts the wanted replica on its next pass.
     app.wakeUps.wake('runs');
     replicas = await waitForReplicas(app, run.id, probed, waitUntil, signal);

@@ -4,6 +4,7 @@
  * they name was not uploaded.
  */
 import { createHash } from 'node:crypto';
+import { DEFAULT_CODE_UPLOAD_LIMIT_BYTES } from '@dstack/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allRoutes } from '../api-routes.js';
 import { generateAesKey } from '../security/encryption.js';
@@ -124,7 +125,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
 
     it('refuses an upload over DSTACK_SERVER_CODE_UPLOAD_LIMIT, naming the limit, and stores nothing', async () => {
       const before = await codeRows();
-      server.app.settings.codeUploadLimitBytes = 1000;
+      server.app.settings.code.uploadLimitBytes = 1000;
       try {
         const large = new Uint8Array(5000).fill(7);
         const refused = await upload('/api/project/main/repos/upload_code?repo_id=app-1234', large);
@@ -138,7 +139,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         expect(early.status).toBe(400);
         expect(early.body.detail[0].msg).toContain('Archive size is');
       } finally {
-        server.app.settings.codeUploadLimitBytes = undefined;
+        server.app.settings.code.uploadLimitBytes = DEFAULT_CODE_UPLOAD_LIMIT_BYTES;
       }
       expect(await codeRows()).toBe(before);
     });

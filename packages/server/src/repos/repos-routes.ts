@@ -5,7 +5,6 @@
  */
 import {
   codeUploadLimitMessage,
-  DEFAULT_CODE_UPLOAD_LIMIT_BYTES,
   DeleteReposRequestSchema,
   FileArchiveSchema,
   GetFileArchiveByHashRequestSchema,
@@ -23,7 +22,7 @@ import { getArchiveByHash, uploadArchive } from './file-archives.js';
 import { deleteRepos, getRepo, initRepo, listRepos, uploadCode } from './repos.js';
 
 function codeUploadLimit(app: AppContext): number {
-  return app.settings.codeUploadLimitBytes ?? DEFAULT_CODE_UPLOAD_LIMIT_BYTES;
+  return app.settings.code.uploadLimitBytes;
 }
 
 function uploadLimited(what: string): UploadOptions {

@@ -8,16 +8,13 @@
  * while the server has an SSH proxy to attach through. Runs submitted by this project's CLI (it
  * streams logs and needs no window) end at once.
  *
- * Kept in this process's memory: after a restart, or on another server replica, such a job ends
- * at once, as without the window.
+ * Kept in this process's memory (`app.caches.runs.attachWindow`): after a restart, or on another
+ * server replica, such a job ends at once, as without the window.
  */
 import type { AppContext } from '../context.js';
 
-/** Runs submitted by dstack's client, with when: forgotten an hour later (a run starts long before). */
-const pollingClientRuns = new Map<string, number>();
+/** Runs submitted by dstack's client are forgotten an hour later (a run starts long before). */
 const POLLING_CLIENT_RUN_TTL_MS = 3_600_000;
-/** When each job of such a run became running (its start is not a column). */
-const runningSince = new Map<string, number>();
 
 function forgetOlderThan(entries: Map<string, number>, ageMs: number, now: number): void {
   for (const [id, since] of entries) if (now - since >= ageMs) entries.delete(id);
@@ -25,7 +22,8 @@ function forgetOlderThan(entries: Map<string, number>, ageMs: number, now: numbe
 
 /** Notes a run submitted by a client that attaches by polling (dstack's own). */
 export function expectPollingAttach(app: AppContext, runId: string, now: number): void {
-  if ((app.settings.attachWindowMs ?? 0) <= 0 || !app.sshProxy) return;
+  if (app.settings.sshProxy.attachWindowMs <= 0 || !app.sshProxy) return;
+  const { pollingClientRuns } = app.caches.runs.attachWindow;
   forgetOlderThan(pollingClientRuns, POLLING_CLIENT_RUN_TTL_MS, now);
   pollingClientRuns.set(runId, now);
 }
@@ -36,7 +34,8 @@ export function rememberRunningSince(
   job: { id: string; run_id: string },
   now: number,
 ): void {
-  const windowMs = app.settings.attachWindowMs ?? 0;
+  const windowMs = app.settings.sshProxy.attachWindowMs;
+  const { pollingClientRuns, runningSince } = app.caches.runs.attachWindow;
   if (windowMs <= 0 || !app.sshProxy || !pollingClientRuns.has(job.run_id)) return;
   forgetOlderThan(runningSince, windowMs, now);
   runningSince.set(job.id, now);
@@ -44,8 +43,9 @@ export function rememberRunningSince(
 
 /** True while a job that has ended must still be shown running (see the module's comment). */
 export function endShownLater(app: AppContext, jobId: string, now: number): boolean {
+  const { runningSince } = app.caches.runs.attachWindow;
   const since = runningSince.get(jobId);
-  const windowMs = app.settings.attachWindowMs ?? 0;
+  const windowMs = app.settings.sshProxy.attachWindowMs;
   if (since === undefined || !app.sshProxy || windowMs <= 0 || now - since >= windowMs) {
     runningSince.delete(jobId);
     return false;

@@ -15,7 +15,6 @@ import type { JobsTable } from '../db/schema.js';
 import { refuseFields } from '../field-decisions.js';
 import { jobMetricsOf, jobResourcesOf } from '../metrics/job-metrics.js';
 import { selectJobMetricsPoints } from '../metrics/job-metrics-points.js';
-import { DEFAULT_METRICS_RUNNING_TTL_SECONDS } from '../settings.js';
 
 export type UtilizationPolicy = NonNullable<JobSpec['utilization_policy']>;
 
@@ -68,7 +67,7 @@ export async function gpuUtilizationVerdict(
  */
 export function checkUtilizationWindow(configuration: RunConfiguration, app: AppContext): void {
   const window = configuration.utilization_policy?.time_window;
-  const kept = app.settings.metricsRunningTtlSeconds ?? DEFAULT_METRICS_RUNNING_TTL_SECONDS;
+  const kept = app.settings.metrics.runningTtlSeconds;
   if (window !== undefined && window > kept) {
     throw new ConfigurationError(`Maximum utilization_policy.time_window is ${kept}s`, {
       path: ['run_spec', 'configuration', 'utilization_policy', 'time_window'],

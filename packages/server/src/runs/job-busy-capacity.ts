@@ -127,7 +127,7 @@ export async function makeRoomOnHost(
         .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) !== 1) return false;
-      await recordStatusChange(transaction, app.settings, 'instances', instance, update);
+      await recordStatusChange(transaction, app.settings.events, 'instances', instance, update);
       return true;
     });
     if (evicted) {

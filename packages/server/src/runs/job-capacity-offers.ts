@@ -116,7 +116,7 @@ export async function offersForNewCapacity(
   }
   if (fleets.length === 0 && cluster.kind !== 'worker') {
     const { offers } = await getOffers(backends, jobSpec.requirements, offerFiltersOf(configuration), {
-      deadlineMs: app.settings.offersDeadlineMs,
+      deadlineMs: app.settings.backends.offersDeadlineMs,
     });
     const found = byAvailability(offers);
     if (found.available.length > 0) {

@@ -86,7 +86,7 @@ export async function placeOnFleetInstance(
     behind ??= first;
     if (first === undefined) candidates.push(candidate);
   }
-  const takes = app.caches.instanceTakes;
+  const takes = app.caches.runs.instanceTakes;
   for (const { instance, share } of candidates) {
     const freeBlocks = instance.total_blocks - instance.busy_blocks;
     if (!takes.worthTrying(instance.id, readAt, freeBlocks, share.blocks)) continue;
@@ -104,8 +104,8 @@ export async function placeOnFleetInstance(
         .executeTakeFirst();
       if (!taken) return false;
       takes.taken(instance.id, taken.busy_blocks, taken.total_blocks);
-      await recordStatusChange(transaction, app.settings, 'instances', instance, { status: 'busy' });
-      await recordEvent(transaction, app.settings, {
+      await recordStatusChange(transaction, app.settings.events, 'instances', instance, { status: 'busy' });
+      await recordEvent(transaction, app.settings.events, {
         message: `Job assigned to instance. Instance blocks: ${taken.busy_blocks}/${taken.total_blocks} busy`,
         actor: SYSTEM_ACTOR,
         targets: [eventTargets.job(job), eventTargets.instance(instance)],

@@ -13,6 +13,7 @@ import { createAppContext } from '../app-context.js';
 import type { AppContext } from '../context.js';
 import { storeRunnerLogs } from '../logs/logs.js';
 import { createEncryption } from '../security/encryption.js';
+import { loadServerSettings } from '../settings.js';
 import { createPipelineHarness, type PipelineHarness } from '../testing/pipeline-harness.test.helpers.js';
 import { describeEachDialect } from '../testing/test-database.test.helpers.js';
 
@@ -36,7 +37,7 @@ describeEachDialect('storeRunnerLogs', (getDb) => {
     app = createAppContext({
       db,
       dialect,
-      settings: {} as AppContext['settings'],
+      settings: loadServerSettings({}),
       encryption: createEncryption(),
       signal: new AbortController().signal,
       agents: new AgentConnector(),

@@ -21,7 +21,7 @@ import {
 import type { JobsTable } from '../db/schema.js';
 import { errorMessage } from '../error-message.js';
 import { dueIn } from '../pipelines/pipeline.js';
-import { codeUnpackedLimitOf } from '../repos/code-unpacked-limit.js';
+import { codeUnpackedLimitOf } from '../repos/code-settings.js';
 import { markServiceGatewayDue } from '../services/service-gateway.js';
 import { rememberRunningSince } from './attach-window.js';
 import { clusterInfoOf } from './cluster-gang.js';
@@ -156,7 +156,7 @@ export async function startJob(context: JobContext): Promise<void> {
       // The server's SSH proxy logs in to the job with the project key for the user it let in.
       ssh_authorized_keys: [project.ssh_public_key],
       // The runner stops unpacking the code or a files: archive past it (a gzip bomb).
-      code_unpacked_limit: codeUnpackedLimitOf(app.settings),
+      code_unpacked_limit: codeUnpackedLimitOf(app.settings.code),
     };
     const code = await jobCode(context, jobSpec);
     if (!code) return;

@@ -114,7 +114,7 @@ async function changeInstanceRecordingEvent(
     if (before && changed) {
       await recordStatusChange(
         transaction,
-        app.settings,
+        app.settings.events,
         'instances',
         { ...instance, status: before.status },
         changed,

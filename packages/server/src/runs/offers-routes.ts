@@ -38,7 +38,7 @@ export const offerRoutes = [
         backends,
         jobSpec!.requirements,
         offerFiltersOf(runSpec.configuration),
-        { deadlineMs: ctx.app.settings.offersDeadlineMs },
+        { deadlineMs: ctx.app.settings.backends.offersDeadlineMs },
       );
       return {
         offers: offers.slice(0, ctx.body.max_offers ?? 50).map((entry) => entry.offer),

@@ -9,7 +9,6 @@ import type { JobsTable, RunsTable } from '../db/schema.js';
 import { eventTargets, recordEvents, SYSTEM_ACTOR } from '../events/event-recorder.js';
 import type { ReplicaSubmission } from '../services/service-scaling.js';
 import { buildJobSpecs } from './job-specs.js';
-import { baseImageOf } from './run-plan.js';
 import { newJobRow } from './run-rows.js';
 
 /** Submits each replica's jobs in the run's current deployment. */
@@ -22,7 +21,7 @@ export async function submitReplicas(
   const now = Date.now();
   const rows: JobsTable[] = [];
   for (const { group, replicaNum, submissionNum } of replicas) {
-    const specs = buildJobSpecs(run.run_name, runSpec, replicaNum, baseImageOf(app), group);
+    const specs = buildJobSpecs(run.run_name, runSpec, replicaNum, app.settings.images, group);
     for (const spec of specs) {
       rows.push({
         ...newJobRow(run.project_id, run.id, run.run_name, spec, submissionNum, now),
@@ -35,7 +34,7 @@ export async function submitReplicas(
       await transaction.insertInto('jobs').values(rows).execute();
       await recordEvents(
         transaction,
-        app.settings,
+        app.settings.events,
         rows.map((job) => ({
           message: 'Job created on new submission. Status: SUBMITTED',
           actor: SYSTEM_ACTOR,

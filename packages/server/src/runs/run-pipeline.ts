@@ -25,7 +25,6 @@ import { keepServiceReplicas } from '../services/service-scaling.js';
 import { serviceConfigurationOf } from '../services/service-spec.js';
 import { planJobSpecs } from './job-specs.js';
 import { submitReplicas } from './replica-submissions.js';
-import { baseImageOf } from './run-plan.js';
 import { newJobRow } from './run-rows.js';
 import { isScheduled, nextScheduledStart } from './run-schedule.js';
 
@@ -82,7 +81,7 @@ async function terminateJobs(
         .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) !== 1) return false;
-      await recordStatusChange(transaction, app.settings, 'jobs', job, update);
+      await recordStatusChange(transaction, app.settings.events, 'jobs', job, update);
       return true;
     });
     if (!changed) allDone = false;
@@ -165,7 +164,7 @@ async function processTerminating(
     await lock.release({ status: runTerminationReasonToStatus(reason) });
     // Log streams end on the run's final status; tell this replica's streams now.
     app.logNotifications.notify(run.id);
-    app.caches.serviceStats.forget(run.id);
+    app.caches.services.stats.forget(run.id);
     app.wakeUps.wake('fleets');
     return;
   }
@@ -197,7 +196,7 @@ async function resubmit(
   const rows =
     jobs.length === 0
       ? // A scheduled run's first start: its jobs as an apply makes them.
-        planJobSpecs(run.run_name, runSpecOf(run), baseImageOf(app)).map((jobSpec) =>
+        planJobSpecs(run.run_name, runSpecOf(run), app.settings.images).map((jobSpec) =>
           newJobRow(run.project_id, run.id, run.run_name, jobSpec, 0, now),
         )
       : latestSubmissions(jobs)
@@ -210,7 +209,7 @@ async function resubmit(
   const created = async (transaction: Transaction<Database>) => {
     if (rows.length === 0) return true;
     await transaction.insertInto('jobs').values(rows).execute();
-    await recordEvents(transaction, app.settings, [
+    await recordEvents(transaction, app.settings.events, [
       ...(onSchedule
         ? [{ message: 'Run started on schedule', actor: SYSTEM_ACTOR, targets: [eventTargets.run(run)] }]
         : []),

@@ -17,7 +17,7 @@ import { projectSecretNames } from '../secrets/secrets.js';
 import { serviceGatewayOf } from '../services/service-gateway.js';
 import { serviceConfigurationOf } from '../services/service-spec.js';
 import { checkUtilizationWindow, refuseUtilizationPolicyWithoutGpus } from './gpu-utilization.js';
-import { type BaseImage, planJobSpecs } from './job-specs.js';
+import { planJobSpecs } from './job-specs.js';
 import { ACTIVE_RUN_STATUSES, findRunRow, loadRun } from './run-reads.js';
 import { planJobVolumes } from './run-volumes.js';
 import { isServiceRun, normalizeRunSpec, withRunSshKey } from './stored-run-spec.js';
@@ -37,12 +37,6 @@ function withoutPlaceholderImage(runSpec: StoredRunSpec): StoredRunSpec {
   const { image: _image, ...configuration } = runSpec.configuration;
   if ('commands' in configuration && configuration.commands.length === 0) configuration.commands = [':'];
   return { ...runSpec, configuration: configuration as RunConfiguration };
-}
-
-/** The server's image settings (`DSTACK_DOCKER_BASE_IMAGE`..., `DSTACK_DIND_IMAGE`). */
-export function baseImageOf(app: AppContext): BaseImage {
-  const { baseImage, baseImageVersion, baseImageUbuntuVersion, dindImage } = app.settings;
-  return { baseImage, version: baseImageVersion, ubuntuVersion: baseImageUbuntuVersion, dindImage };
 }
 
 export function offerFiltersOf(configuration: RunConfiguration): OfferFilters {
@@ -70,7 +64,7 @@ export async function getRunPlan(
     sshClusterFleet: await hasSshClusterFleet(app, project.id),
   });
   checkUtilizationWindow(runSpec.configuration, app);
-  const jobSpecs = planJobSpecs(runSpec.run_name ?? 'plan', runSpec, baseImageOf(app));
+  const jobSpecs = planJobSpecs(runSpec.run_name ?? 'plan', runSpec, app.settings.images);
   checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
   const plannedService = serviceConfigurationOf(runSpec);
   // The gateway's refusals come with the plan, before anything is confirmed.
@@ -95,7 +89,7 @@ export async function getRunPlan(
       const exclusions =
         offers.length === 0 && mayCreate
           ? await explainNoOffers(backends, jobSpec.requirements, filters, {
-              deadlineMs: app.settings.offersDeadlineMs,
+              deadlineMs: app.settings.backends.offersDeadlineMs,
             })
           : [];
       return {
@@ -149,7 +143,7 @@ export async function offersOfJobs(
       const instanceOffers = await fleetInstanceOffers(app, project.id, placement, jobSpec.requirements);
       const found = mayCreate
         ? await getOffers(backends, jobSpec.requirements, filters, {
-            deadlineMs: app.settings.offersDeadlineMs,
+            deadlineMs: app.settings.backends.offersDeadlineMs,
           })
         : { offers: [], failures: [] };
       const offers = [...instanceOffers, ...found.offers.map((entry) => entry.offer)];

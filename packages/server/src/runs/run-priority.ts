@@ -95,7 +95,7 @@ export async function recordWaitForPriority(app: AppContext, job: JobsTable, ahe
     .limit(1)
     .executeTakeFirst();
   if (recorded) return;
-  await recordEvent(app.db, app.settings, {
+  await recordEvent(app.db, app.settings.events, {
     message: `${WAITS_FOR_PRIORITY} ${ahead.runName} (priority ${ahead.priority}) to be provisioned first`,
     actor: SYSTEM_ACTOR,
     targets: [eventTargets.job(job)],

@@ -24,7 +24,7 @@ import { expectPollingAttach } from './attach-window.js';
 import { checkUtilizationWindow, refuseUtilizationPolicyWithoutGpus } from './gpu-utilization.js';
 import { initialReplicaJobSpecs, planJobSpecs } from './job-specs.js';
 import { generateRunName } from './run-names.js';
-import { baseImageOf, offersOfJobs } from './run-plan.js';
+import { offersOfJobs } from './run-plan.js';
 import { ACTIVE_RUN_STATUSES, findRunRow, loadRun } from './run-reads.js';
 import { newJobRow, newRunRow } from './run-rows.js';
 import { nextScheduledStart } from './run-schedule.js';
@@ -59,7 +59,7 @@ export async function applyRun(
   const now = Date.now();
   const runId = randomUUID();
   if (options.attachesByPolling) expectPollingAttach(app, runId, now);
-  const jobSpecs = planJobSpecs(runName, runSpec, baseImageOf(app));
+  const jobSpecs = planJobSpecs(runName, runSpec, app.settings.images);
   // Before anything is stored: a run naming a secret the project lacks is refused (400).
   checkSecretReferences(jobSpecs, await projectSecretNames(app, project.id));
   const volumePlacements = await planJobVolumes(app, project.id, runSpec.configuration, jobSpecs, backends);
@@ -91,7 +91,7 @@ export async function applyRun(
     nextStart !== null
       ? []
       : service
-        ? initialReplicaJobSpecs(runName, runSpec, service, baseImageOf(app))
+        ? initialReplicaJobSpecs(runName, runSpec, service, app.settings.images)
         : jobSpecs;
   await app.db.transaction().execute(async (trx) => {
     const existing = await trx
@@ -119,7 +119,7 @@ export async function applyRun(
           .set({ run_spec: encoded, deployment_num: deploymentNum, last_processed_at: 0 })
           .where('id', '=', active.id)
           .execute();
-        await recordEvents(trx, app.settings, [
+        await recordEvents(trx, app.settings.events, [
           {
             message: `Run updated. Deployment: ${deploymentNum}`,
             actor: userActor(user),
@@ -172,7 +172,7 @@ export async function applyRun(
     const jobs = initialJobSpecs.map((jobSpec) => newJobRow(project.id, runId, runName, jobSpec, 0, now));
     if (jobs.length > 0) await trx.insertInto('jobs').values(jobs).execute();
     const actor = userActor(user);
-    await recordEvents(trx, app.settings, [
+    await recordEvents(trx, app.settings.events, [
       {
         message: `Run submitted. Status: ${row.status.toUpperCase()}`,
         actor,
@@ -234,7 +234,7 @@ export async function stopRuns(
     const events = toStop.map((row) => statusChangeEvent('runs', row, stop, userActor(user)));
     await recordEvents(
       trx,
-      app.settings,
+      app.settings.events,
       events.filter((event) => event !== null),
     );
   });
@@ -267,7 +267,7 @@ export async function deleteRuns(
       .execute();
     await recordEvents(
       trx,
-      app.settings,
+      app.settings.events,
       rows.map((row) => ({
         message: 'Run deleted',
         actor: userActor(user),

@@ -63,7 +63,7 @@ export async function probeReplicas(
   replicas: readonly JobsTable[],
 ): Promise<ProbeOutcome> {
   const probes = service.probes ?? [];
-  const states = app.caches.probeStates;
+  const states = app.caches.services.probeStates;
   const outcome: ProbeOutcome = { failed: [], nextInMs: null };
   if (probes.length === 0) return outcome;
   const now = Date.now();
@@ -127,5 +127,5 @@ export async function probeReplicas(
 
 /** Forgets the probe state of jobs that are gone. */
 export function forgetProbes(app: AppContext, jobIds: readonly string[]): void {
-  for (const id of jobIds) app.caches.probeStates.delete(id);
+  for (const id of jobIds) app.caches.services.probeStates.delete(id);
 }

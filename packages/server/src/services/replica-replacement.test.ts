@@ -63,7 +63,7 @@ describe('replacing a replica whose probes failed', () => {
       probes_ready: 0,
       job_spec_data: JSON.stringify({ replica_num: 0, job_num: 0 }),
     } as JobsTable;
-    server.app.caches.probeStates.set(job.id, {
+    server.app.caches.services.probeStates.set(job.id, {
       successes: [0],
       nextAt: Date.now() + 60_000,
       wasReady: true,

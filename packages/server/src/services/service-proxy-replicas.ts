@@ -26,7 +26,7 @@ export async function runningReplicas(app: AppContext, runId: string, probed = f
 /** The next replica in turn for `runId`; replicas coming and going only shift the turn. */
 export function nextReplica(app: AppContext, runId: string, replicas: readonly JobsTable[]): JobsTable {
   if (replicas.length === 0) throw new Error('nextReplica needs at least one replica');
-  const byRun = app.caches.replicaTurns;
+  const byRun = app.caches.services.replicaTurns;
   const turn = byRun.get(runId) ?? 0;
   byRun.set(runId, (turn + 1) % Number.MAX_SAFE_INTEGER);
   return replicas[turn % replicas.length] as JobsTable;
@@ -34,5 +34,5 @@ export function nextReplica(app: AppContext, runId: string, replicas: readonly J
 
 /** Forgets the turn of a run that has no replicas left, so the map does not grow forever. */
 export function forgetReplicaTurn(app: AppContext, runId: string): void {
-  app.caches.replicaTurns.delete(runId);
+  app.caches.services.replicaTurns.delete(runId);
 }

@@ -109,8 +109,8 @@ export function desiredReplicaCounts(
         : autoscaledCount({
             range,
             scaling,
-            rps: app.caches.serviceStats.rps(run.id, scaling.window ?? DEFAULT_WINDOW_SECONDS),
-            waiting: app.caches.serviceStats.waiting(run.id),
+            rps: app.caches.services.stats.rps(run.id, scaling.window ?? DEFAULT_WINDOW_SECONDS),
+            waiting: app.caches.services.stats.waiting(run.id),
             current: Math.max(range.min, Math.min(range.max, current)),
             lastScaledAt: run.last_scaled_at ?? null,
             now: Date.now(),
@@ -284,7 +284,7 @@ export async function keepServiceReplicas(
 
 /** Whether the replica's probes pass, as this pass left them. */
 function isReadyNow(app: AppContext, job: JobsTable, service: ServiceConfiguration): boolean {
-  const state = app.caches.probeStates.get(job.id);
+  const state = app.caches.services.probeStates.get(job.id);
   // Not probed by this process yet (it restarted): what the last prober wrote.
   if (!state) return job.probes_ready === 1;
   const probes = service.probes ?? [];

@@ -37,7 +37,9 @@ async function provision(app: AppContext, volume: VolumesTable, lock: RowLock<'v
         .where('lock_token', '=', lock.token)
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) !== 1) return false;
-      await recordStatusChange(transaction, app.settings, 'volumes', volume, { status: 'provisioning' });
+      await recordStatusChange(transaction, app.settings.events, 'volumes', volume, {
+        status: 'provisioning',
+      });
       return true;
     });
     if (!marked) return;
@@ -116,7 +118,7 @@ async function cleanUpIdle(app: AppContext, volume: VolumesTable, lock: RowLock<
       .set({ to_be_deleted: 1, status_message: 'deleted after its auto_cleanup_duration without use' })
       .where('id', '=', volume.id)
       .execute();
-    await recordEvent(transaction, app.settings, {
+    await recordEvent(transaction, app.settings.events, {
       message: 'Volume marked for deletion due to exceeding auto_cleanup_duration',
       actor: SYSTEM_ACTOR,
       targets: [eventTargets.volume(volume)],

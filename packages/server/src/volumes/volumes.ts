@@ -114,7 +114,7 @@ export async function createVolume(
       await assertVolumeLocationFree(app, transaction, project.id, backend.compute, configuration.volume_id);
     }
     await transaction.insertInto('volumes').values(row).execute();
-    await recordEvent(transaction, app.settings, {
+    await recordEvent(transaction, app.settings.events, {
       message: 'Volume created. Status: SUBMITTED',
       actor: userActor(user),
       targets: [eventTargets.volume(row)],
@@ -244,7 +244,7 @@ export async function deleteVolumes(
       .execute();
     await recordEvents(
       transaction,
-      app.settings,
+      app.settings.events,
       locked.map((volume) => ({
         message: 'Volume marked for deletion',
         actor,
@@ -293,7 +293,7 @@ export async function markDeleted(app: AppContext, volume: VolumesTable): Promis
       .where('deleted', '=', 0)
       .executeTakeFirst();
     if (Number(deleted.numUpdatedRows) !== 1) return;
-    await recordEvent(transaction, app.settings, {
+    await recordEvent(transaction, app.settings.events, {
       message: 'Volume deleted',
       actor: SYSTEM_ACTOR,
       targets: [eventTargets.volume(volume)],

@@ -42,6 +42,7 @@ import {
   NIC_TYPE,
   PUBLIC_IP_TYPE,
   putUserAssignedIdentity,
+  stopVmHost,
   VM_TYPE,
 } from './azure-virtual-machines.js';
 
@@ -142,6 +143,7 @@ export async function startAzureEmulator(options: AzureEmulatorOptions = {}): Pr
       options.onHostError ??
       ((name, error) => console.error(`Azure emulator: host of ${name} failed: ${String(error)}`)),
     launched,
+    creations: new WeakMap(),
   });
 
   /** Bearer token, then throttling, then the call: the order Azure's front door checks them. */
@@ -265,7 +267,9 @@ export async function startAzureEmulator(options: AzureEmulatorOptions = {}): Pr
     removeInstance: (name) => {
       const vm = vmOf(name);
       resources.delete(vm.id);
-      void options.hosts?.terminate(String(vm.properties.vmId));
+      void stopVmHost(resourceManager.context, vm).catch((error: unknown) =>
+        console.error(`Azure emulator: cannot stop the host of ${name}: ${String(error)}`),
+      );
     },
     launchedMachineCount: () => launched.length,
     close: () => server.close(),

@@ -121,6 +121,13 @@ export class AzureResources {
     if (error) operation.error = error;
   }
 
+  /** Ends the operation `Canceled`: a later operation on its resource overtook it. */
+  cancelOperation(operation: AzureOperation, error: { code: string; message: string }): void {
+    operation.status = 'Canceled';
+    operation.endTime = new Date(this.clock()).toISOString();
+    operation.error = error;
+  }
+
   operation(id: string): AzureOperation | undefined {
     return this.#operations.get(id);
   }

@@ -5,18 +5,20 @@
  * addresses then on the NIC and public IP) or fails with `AllocationFailed`, the VM left `Failed`.
  * A DELETE answers 202 (204 for a VM that is not there); its operation ends with the host gone and
  * the disk, NIC and public IP deleted when their `deleteOption` is `Delete` (Azure's default is
- * `Detach`: they stay behind, as on Azure).
+ * `Detach`: they stay behind, as on Azure). A DELETE of a VM still `Creating` ends the create
+ * operation `Canceled` (`OperationPreempted`), as on Azure.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { EmulatorResponse } from '../../emulator/emulator-responses.js';
 import { empty, json } from '../../emulator/emulator-responses.js';
 import type { EmulatedHosts } from '../emulated-hosts.js';
 import type { EmulatedHostKind } from '../hosts/emulated-host-image.js';
+import { EmulatedInstanceHost } from '../instance-host.js';
 import { AzureArmError } from './azure-arm-error.js';
 import type { AzureEmulatorData } from './azure-emulator-data.js';
 import type { AzureEmulatorFaults } from './azure-emulator-faults.js';
 import { nameOf, resourceId } from './azure-resource-ids.js';
-import type { AzureResource, AzureResources } from './azure-resources.js';
+import type { AzureOperation, AzureResource, AzureResources } from './azure-resources.js';
 
 export const VM_TYPE = 'Microsoft.Compute/virtualMachines';
 export const DISK_TYPE = 'Microsoft.Compute/disks';
@@ -47,6 +49,15 @@ export interface AzureVmContext {
   readonly onHostError: (vmName: string, error: unknown) => void;
   /** VM names whose host was launched, failed and deleted ones included. */
   readonly launched: string[];
+  /** What each VM's PUT started (kept beside the VM, whose document is what GET answers). */
+  readonly creations: WeakMap<AzureResource, VmCreation>;
+}
+
+export interface VmCreation {
+  /** The operation the PUT answered with. */
+  readonly operation: AzureOperation;
+  /** The VM's host, with hosts (none when its allocation failed). */
+  readonly host: EmulatedInstanceHost | undefined;
 }
 
 type Json = Record<string, unknown>;
@@ -292,15 +303,21 @@ export function putVirtualMachine(
   });
 
   const operation = context.resources.startOperation('Microsoft.Compute', location);
+  // Once a DELETE or an eviction has preempted the creation (or the VM went with its group), how
+  // the host's launch ends changes nothing.
+  const creating = () => operation.status === 'InProgress' && resources.get(id) === vm;
   const fail = (code: string, message: string) => {
+    if (!creating()) return;
     vm.properties.provisioningState = 'Failed';
     resources.finishOperation(operation, { code, message });
   };
   const succeed = (address: string) => {
+    if (!creating()) return;
     vm.properties.provisioningState = 'Succeeded';
     setAddresses(resources, nic, publicIp, address);
     resources.finishOperation(operation);
   };
+  let host: EmulatedInstanceHost | undefined;
   if (context.faults.fire('AllocationFailed', target)) {
     setTimeout(
       () =>
@@ -312,32 +329,28 @@ export function putVirtualMachine(
     ).unref();
   } else if (context.hosts) {
     context.launched.push(name);
-    context.hosts
-      .launch({
+    host = new EmulatedInstanceHost(
+      context.hosts,
+      {
         instanceId: vm.properties.vmId as string,
         userData: Buffer.from(userData, 'base64').toString('utf8'),
         kind: hostKindOf(imageReference),
-      })
-      .then(
-        (host) => {
-          if (resources.get(id) === vm) succeed(host.address);
-        },
-        (error: unknown) => {
-          context.onHostError(name, error);
-          if (resources.get(id) === vm)
-            fail(
-              'VMAgentStatusCommunicationError',
-              `VM '${name}' has not reported status for VM agent or extensions.`,
-            );
-        },
-      );
+      },
+      (error) => {
+        context.onHostError(name, error);
+        fail(
+          'VMAgentStatusCommunicationError',
+          `VM '${name}' has not reported status for VM agent or extensions.`,
+        );
+      },
+      succeed,
+    );
   } else {
     context.launched.push(name);
     const octet = (context.launched.length % 250) + 4;
-    setTimeout(() => {
-      if (resources.get(id) === vm) succeed(`10.0.0.${octet}`);
-    }, context.timeline.provisioningMs).unref();
+    setTimeout(() => succeed(`10.0.0.${octet}`), context.timeline.provisioningMs).unref();
   }
+  context.creations.set(vm, { operation, host });
   return json(vmDocument(vm), 201, {
     'azure-asyncoperation': resources.operationUrl(request.baseUrl, operation, request.apiVersion),
     'retry-after': '1',
@@ -464,7 +477,7 @@ export function deleteVirtualMachine(
   if (!vm) return empty(204);
   vm.properties.provisioningState = 'Deleting';
   const operation = resources.startOperation('Microsoft.Compute', vm.location);
-  const hostGone = context.hosts ? context.hosts.terminate(vm.properties.vmId as string) : Promise.resolve();
+  const hostGone = stopVmHost(context, vm);
   const removal = new Promise((resolve) => setTimeout(resolve, context.timeline.deletingMs).unref());
   void Promise.allSettled([hostGone, removal]).then(() => {
     removeVirtualMachine(resources, vm);
@@ -472,6 +485,22 @@ export function deleteVirtualMachine(
   });
   const url = resources.operationUrl(request.baseUrl, operation, request.apiVersion);
   return empty(202, { 'azure-asyncoperation': url, location: `${url}&monitor=true`, 'retry-after': '1' });
+}
+
+/**
+ * Stops the VM's host (once its launch settles, so none is left behind); a creation still under
+ * way ends as Azure ends a create that a delete overtook. Resolves once the host is gone.
+ */
+export function stopVmHost(context: AzureVmContext, vm: AzureResource): Promise<void> {
+  const creation = context.creations.get(vm);
+  if (!creation) return Promise.resolve();
+  if (creation.operation.status === 'InProgress') {
+    context.resources.cancelOperation(creation.operation, {
+      code: 'OperationPreempted',
+      message: 'Operation execution has been preempted by a more recent operation.',
+    });
+  }
+  return creation.host?.stop() ?? Promise.resolve();
 }
 
 /** Removes the VM and what it created with `deleteOption: Delete`; a detached NIC loses its VM. */
@@ -513,7 +542,9 @@ function removeVirtualMachine(resources: AzureResources, vm: AzureResource): voi
  * with what it created (their `deleteOption`), with `Deallocate` it stays, stopped.
  */
 export function evictVirtualMachine(context: AzureVmContext, vm: AzureResource): void {
-  void context.hosts?.terminate(vm.properties.vmId as string);
+  void stopVmHost(context, vm).catch((error: unknown) =>
+    console.error(`Azure emulator: cannot stop the host of ${vm.name}: ${String(error)}`),
+  );
   if (vm.properties.evictionPolicy === 'Delete') removeVirtualMachine(context.resources, vm);
   else vm.properties.provisioningState = 'Succeeded';
 }

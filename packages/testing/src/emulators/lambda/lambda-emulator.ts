@@ -32,6 +32,7 @@ import {
 import type { EmulatedHosts } from '../emulated-hosts.js';
 import { controlError, emulatorControlRoutes } from '../emulator-control-routes.js';
 import { EmulatedInstanceHost } from '../instance-host.js';
+import { madeUpAddress } from '../made-up-address.js';
 import {
   DEFAULT_LAMBDA_INSTANCE_TYPES,
   DEFAULT_LAMBDA_REGIONS,
@@ -132,11 +133,6 @@ function lambdaError(status: number, code: string, message: string, suggestion?:
 }
 
 const invalidParameters = (message: string) => lambdaError(400, 'global/invalid-parameters', message);
-
-/** Made-up loopback addresses: nothing outside the machine is ever contacted. */
-function madeUpIp(sequence: number): string {
-  return `127.77.${Math.floor(sequence / 250) % 250}.${(sequence % 250) + 2}`;
-}
 
 export async function startLambdaEmulator(options: LambdaEmulatorOptions = {}): Promise<LambdaEmulator> {
   const apiKey = options.apiKey ?? DEFAULT_LAMBDA_EMULATOR_API_KEY;
@@ -294,7 +290,7 @@ export async function startLambdaEmulator(options: LambdaEmulatorOptions = {}): 
       launchedAt: Date.now(),
       host: undefined,
       terminatedAt: null,
-      madeUpIp: madeUpIp(launched),
+      madeUpIp: madeUpAddress('127.77', launched),
     };
     instances.set(instance.id, instance);
     if (hosts) bootHost(hosts, instance, key.public_key);

@@ -6,6 +6,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { EmulatedHosts } from '../emulated-hosts.js';
 import { EmulatedInstanceHost } from '../instance-host.js';
+import { madeUpAddress } from '../made-up-address.js';
 import type { NebiusPlatformSpec, NebiusProjectSpec } from './nebius-emulator-data.js';
 import type { NebiusEmulatorFaults } from './nebius-emulator-faults.js';
 import type { InstanceState, NebiusEmulatorState, NebiusEmulatorTimeline } from './nebius-emulator-types.js';
@@ -363,7 +364,7 @@ export function createNebiusCompute(settings: NebiusComputeSettings): NebiusComp
           deletedAt: null,
           preempted: null,
           host: undefined,
-          madeUpIp: `127.79.${Math.floor(launched / 250) % 250}.${(launched % 250) + 2}`,
+          madeUpIp: madeUpAddress('127.79', launched),
         };
         instances.set(id, instance);
         if (hosts) {

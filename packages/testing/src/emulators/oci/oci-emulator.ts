@@ -32,7 +32,6 @@ import {
   INSTANCE,
   type OciEmulatorTimeline,
   ociCompute,
-  VNIC_ATTACHMENT,
 } from './oci-instances.js';
 import { marketplaceListings, marketplaceRoutes } from './oci-marketplace.js';
 import { NSG, networkRoutes, SUBNET, VCN, VNIC } from './oci-network.js';
@@ -276,13 +275,7 @@ export async function startOciEmulator(options: OciEmulatorOptions = {}): Promis
     failNextLaunchWithNoCapacity: (count = 1) => {
       faults.add({ code: 'OutOfHostCapacity', count });
     },
-    removeInstance: (id) => {
-      const instance = instanceOf(id);
-      resources.delete(instance.id);
-      for (const attachment of resources.list(VNIC_ATTACHMENT, (document) => document.instanceId === id))
-        resources.delete(attachment.id);
-      void options.hosts?.terminate(id);
-    },
+    removeInstance: (id) => compute.remove(instanceOf(id)),
     launchedMachineCount: () => launched.length,
     close: () => server.close(),
   };

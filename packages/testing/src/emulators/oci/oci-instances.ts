@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import { empty } from '../../emulator/emulator-responses.js';
 import type { EmulatedHosts } from '../emulated-hosts.js';
 import type { EmulatedHostKind } from '../hosts/emulated-host-image.js';
+import { EmulatedInstanceHost } from '../instance-host.js';
 import type { OciEmulatorData, OciShape } from './oci-emulator-data.js';
 import type { OciEmulatorFaults, OciLaunchTarget } from './oci-emulator-faults.js';
 import { requireCompartment } from './oci-identity.js';
@@ -95,13 +96,18 @@ export interface OciCompute {
   readonly routes: OciServiceRoute[];
   /** Terminates the instance as TerminateInstance does. */
   terminate(instance: OciResource, preserveBootVolume: boolean): void;
+  /** Removes the instance and its VNIC attachments as if OCI had reclaimed it long ago; its host stops. */
+  remove(instance: OciResource): void;
 }
 
 export function ociCompute(context: OciComputeContext): OciCompute {
   const { resources, data, faults, tenancyId } = context;
   const retryTokens = new Map<string, RetryTokenRecord>();
-  /** What each launch made besides the instance. */
-  const parts = new Map<string, { vnicId: string; attachmentId: string; bootVolumeId: string }>();
+  /** What each launch made besides the instance (its host, with hosts). */
+  const parts = new Map<
+    string,
+    { vnicId: string; attachmentId: string; bootVolumeId: string; host: EmulatedInstanceHost | undefined }
+  >();
   const requireDomain = (region: { availabilityDomains: readonly string[] }, name: string | undefined) => {
     if (!name || !region.availabilityDomains.includes(name))
       throw invalidParameter(`availabilityDomain ${name} is not in this region`);
@@ -237,7 +243,6 @@ export function ociCompute(context: OciComputeContext): OciCompute {
         timeCreated: now(),
       },
     });
-    parts.set(id, { vnicId, attachmentId, bootVolumeId: bootVolume });
     const running = (address: string) => {
       if (instance.document.lifecycleState !== 'PROVISIONING') return;
       instance.document.lifecycleState = 'RUNNING';
@@ -253,18 +258,22 @@ export function ociCompute(context: OciComputeContext): OciCompute {
     };
     context.launched.push(id);
     const userData = Buffer.from(String(metadata.user_data ?? ''), 'base64').toString('utf8');
+    let host: EmulatedInstanceHost | undefined;
     if (context.hosts) {
-      context.hosts.launch({ instanceId: id, userData, kind: hostKindOf(context, imageId) }).then(
-        (host) => running(host.address),
-        (error: unknown) => {
+      host = new EmulatedInstanceHost(
+        context.hosts,
+        { instanceId: id, userData, kind: hostKindOf(context, imageId) },
+        (error) => {
           context.onHostError(id, error);
-          if (instance.document.lifecycleState === 'PROVISIONING') terminate(instance, false);
+          terminate(instance, false);
         },
+        running,
       );
     } else {
       const octet = (context.launched.length % 250) + 4;
       setTimeout(() => running(`10.0.0.${octet}`), context.timeline.provisioningMs).unref();
     }
+    parts.set(id, { vnicId, attachmentId, bootVolumeId: bootVolume, host });
     return instance;
   };
 
@@ -273,7 +282,7 @@ export function ociCompute(context: OciComputeContext): OciCompute {
     const state = instance.document.lifecycleState;
     if (state === 'TERMINATING' || state === 'TERMINATED') return;
     instance.document.lifecycleState = 'TERMINATING';
-    const hostGone = context.hosts ? context.hosts.terminate(instance.id) : Promise.resolve();
+    const hostGone = parts.get(instance.id)?.host?.stop() ?? Promise.resolve();
     const delay = new Promise((resolve) => setTimeout(resolve, context.timeline.terminatingMs).unref());
     void Promise.allSettled([hostGone, delay]).then(() => {
       instance.document.lifecycleState = 'TERMINATED';
@@ -284,6 +293,18 @@ export function ociCompute(context: OciComputeContext): OciCompute {
       resources.delete(made.attachmentId);
       if (!preserveBootVolume) resources.delete(made.bootVolumeId);
     });
+  };
+
+  const remove = (instance: OciResource) => {
+    resources.delete(instance.id);
+    const attachments = resources.list(VNIC_ATTACHMENT, (document) => document.instanceId === instance.id);
+    for (const attachment of attachments) resources.delete(attachment.id);
+    void parts
+      .get(instance.id)
+      ?.host?.stop()
+      .catch((error: unknown) =>
+        console.error(`OCI emulator: cannot stop the host of ${instance.id}: ${String(error)}`),
+      );
   };
 
   const routes: OciServiceRoute[] = [
@@ -392,5 +413,5 @@ export function ociCompute(context: OciComputeContext): OciCompute {
       },
     },
   ];
-  return { routes, terminate };
+  return { routes, terminate, remove };
 }

@@ -28,6 +28,7 @@ import {
 import type { EmulatedHosts } from '../emulated-hosts.js';
 import { controlError, emulatorControlRoutes } from '../emulator-control-routes.js';
 import { EmulatedInstanceHost } from '../instance-host.js';
+import { madeUpAddress } from '../made-up-address.js';
 import {
   DEFAULT_VERDA_INSTANCE_TYPES,
   DEFAULT_VERDA_LOCATIONS,
@@ -294,7 +295,7 @@ export async function startVerdaEmulator(options: VerdaEmulatorOptions = {}): Pr
       createdAt: Date.now(),
       host: undefined,
       deletedAt: null,
-      madeUpIp: `127.78.${Math.floor(launched / 250) % 250}.${(launched % 250) + 2}`,
+      madeUpIp: madeUpAddress('127.78', launched),
     };
     instances.set(instance.id, instance);
     if (hosts)

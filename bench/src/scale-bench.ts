@@ -1,12 +1,12 @@
 /**
- * The scale bench (`--only=scale`): N runs alive at once on the instant backend (one real shim in
- * its own process, a real runner and job process per run), their jobs running and each printing a
- * log line every few seconds, on one SQLite server and on two server replicas sharing Postgres.
- * Per N it measures runs/s to running and, once every run is alive, the API's p99 of three routes
- * (each called in a loop by a client process of its own), one pass of each steady pipeline, and
- * then releases the jobs and measures runs/s to done; memory and CPU per run; and that each job
- * was provisioned once (two replicas must not both launch it). Printed as a table, one column per
- * N, so the growth shows.
+ * The scale bench (`--only=scale`): N runs alive at once on the instant backend (real shims in
+ * processes of their own, one per 2,000 runs, a real runner and job process per run), their jobs
+ * running and each printing a log line every few seconds, on one SQLite server and on two server
+ * replicas sharing Postgres. Per N it measures runs/s to running and, once every run is alive, the
+ * API's p99 of three routes (each called in a loop by a client process of its own), one pass of
+ * each steady pipeline, and then releases the jobs and measures runs/s to done; memory and CPU per
+ * run; and that each job was provisioned once (two replicas must not both launch it). Printed as a
+ * table, one column per N, so the growth shows.
  */
 
 import { execFileSync } from 'node:child_process';
@@ -26,6 +26,11 @@ export type ScaleDatabase = 'sqlite' | 'postgres';
 /** `DSTACK_BENCH_POSTGRES_URL`: a server where the bench may create and drop a database. */
 const POSTGRES_URL = process.env.DSTACK_BENCH_POSTGRES_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 const APPLY_CONCURRENCY = 50;
+/**
+ * Runs per shim process, as jobs spread over hosts: each runner holds about five open files in its
+ * shim (its socket, the server's connection, its job's pipes), and a process may hold 20,000 here.
+ */
+const RUNS_PER_SHIM = 2_000;
 /** Seconds between two log lines of a job: 10,000 jobs print 5,000 lines a second. */
 const LOG_INTERVAL_SECONDS = 2;
 /** The routes timed while every run is alive, each by a client process calling it in a loop. */
@@ -166,6 +171,12 @@ async function waitForEveryRun(
   }
 }
 
+/** The CPU seconds of every shim process so far. */
+async function shimsCpuSeconds(backend: InstantBackend): Promise<number> {
+  const usages = await Promise.all(backend.shimPids.map((pid) => processUsage(pid)));
+  return usages.reduce((sum, usage) => sum + usage.cpuSeconds, 0);
+}
+
 /** N runs alive at once on `database`; see the module's comment. */
 export async function scaleRound(runs: number, database: ScaleDatabase): Promise<ScaleResult> {
   const directory = await mkdtemp(path.join(tmpdir(), 'dstack-bench-scale-'));
@@ -173,7 +184,11 @@ export async function scaleRound(runs: number, database: ScaleDatabase): Promise
   const release = path.join(directory, 'release');
   execFileSync('mkfifo', [fifo]);
   const postgres = database === 'postgres' ? await createPostgresDatabase() : undefined;
-  const backend = await createInstantBackend({ homeDir: path.join(directory, 'shim'), shimProcess: true });
+  const backend = await createInstantBackend({
+    homeDir: path.join(directory, 'shim'),
+    shimProcess: true,
+    shimProcesses: Math.ceil(runs / RUNS_PER_SHIM),
+  });
   let servers: RunningServer[] = [];
   try {
     servers = await startReplicas(database, directory, backend, postgres?.url);
@@ -185,7 +200,7 @@ export async function scaleRound(runs: number, database: ScaleDatabase): Promise
     const sampler = setInterval(() => {
       peakRss = Math.max(peakRss, process.memoryUsage().rss);
     }, 200);
-    const shimCpuBefore = (await processUsage(backend.shimPid!)).cpuSeconds;
+    const shimCpuBefore = await shimsCpuSeconds(backend);
     const cpuBefore = process.cpuUsage();
     const names = Array.from({ length: runs }, (_, index) => `scale-${index}`);
     const pollMs = Math.min(500, Math.max(20, runs / 20));
@@ -253,7 +268,7 @@ export async function scaleRound(runs: number, database: ScaleDatabase): Promise
         passes,
         peakRssMb: peakRss / 1024 / 1024,
         cpuSeconds: (cpu.user + cpu.system) / 1e6,
-        shimCpuSeconds: (await processUsage(backend.shimPid!)).cpuSeconds - shimCpuBefore,
+        shimCpuSeconds: (await shimsCpuSeconds(backend)) - shimCpuBefore,
         provisioned: launched,
         provisionedTwice: launched - new Set(backend.provisioned).size,
       };
@@ -345,7 +360,7 @@ export async function benchmarkScale(options: { runs: number[]; databases: Scale
   for (const database of options.databases) {
     const label = database === 'sqlite' ? 'one server on SQLite' : 'two replicas on Postgres';
     console.log(
-      `\nScale, ${label} (instant backend; a real shim process, a runner and a job process per run, a log line every ${LOG_INTERVAL_SECONDS} s per job):`,
+      `\nScale, ${label} (instant backend; real shim processes, one per ${RUNS_PER_SHIM.toLocaleString('en-US')} runs, a runner and a job process per run, a log line every ${LOG_INTERVAL_SECONDS} s per job):`,
     );
     const results: ScaleResult[] = [];
     for (const runs of options.runs) {

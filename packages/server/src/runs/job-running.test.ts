@@ -36,7 +36,8 @@ describe('max_duration', () => {
     await h.step('jobs-running');
     expect((await h.jobs(run.id))[0]?.status).toBe('running');
 
-    h.advance(2_000);
+    // Its next pull: a job nobody follows is pulled every 5 s at that age.
+    h.advance(5_000);
     await h.step('jobs-running');
     const [job] = await h.jobs(run.id);
     expect(job).toMatchObject({
@@ -133,13 +134,23 @@ describe('inactivityDurationOf', () => {
 });
 
 describe('pullIntervalMs', () => {
-  it('pulls a young submission often and an older one every second', () => {
-    const submitted = { submitted_at: 1_000_000 };
-    expect(pullIntervalMs(submitted, 1_000_000)).toBe(200);
-    expect(pullIntervalMs(submitted, 1_000_000 + 2_000)).toBe(500);
-    expect(pullIntervalMs(submitted, 1_000_000 + 1_003)).toBe(251);
-    expect(pullIntervalMs(submitted, 1_000_000 + 4_000)).toBe(1_000);
-    expect(pullIntervalMs(submitted, 1_000_000 + 3_600_000)).toBe(1_000);
+  const submitted = { submitted_at: 1_000_000 };
+  const at = (ageMs: number, watched: boolean) => pullIntervalMs(submitted, 1_000_000 + ageMs, watched);
+
+  it('pulls a young submission often and an older watched one every second', () => {
+    expect(at(0, true)).toBe(200);
+    expect(at(2_000, true)).toBe(500);
+    expect(at(1_003, true)).toBe(251);
+    expect(at(4_000, true)).toBe(1_000);
+    expect(at(3_600_000, true)).toBe(1_000);
+  });
+
+  it("pulls an unwatched one less often as it ages, every 5 s from a minute on (dstack's cadence)", () => {
+    expect(at(1_003, false)).toBe(251);
+    expect(at(4_000, false)).toBe(1_000);
+    expect(at(30_000, false)).toBe(2_500);
+    expect(at(60_000, false)).toBe(5_000);
+    expect(at(3_600_000, false)).toBe(5_000);
   });
 });
 

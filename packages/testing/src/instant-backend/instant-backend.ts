@@ -2,7 +2,8 @@
  * A backend with unlimited, instant capacity for server tests and benchmarks (it lives in
  * the private @dstack/testing, so it never ships with the server):
  * every "instance" is one shared, real shim (process runtime) on this host, so
- * jobs run through the real agents; `runJob` answers at once and is counted.
+ * jobs run through the real agents; `runJob` answers at once and is counted. With
+ * `shimProcesses`, the instances take turns on several shims, as on several hosts.
  * Launches are keyed by dstack's instance id, as the contract asks: a repeated
  * launch with the same id returns the first one's instance.
  * The shim runs inside this process, or, as on a real host, as its own process.
@@ -47,6 +48,12 @@ export interface InstantBackendOptions {
    */
   shimProcess?: boolean;
   /**
+   * How many shim processes the instances take turns on (with `shimProcess`), as jobs spread over
+   * hosts: every runner lives in its shim with a few open files of its own, so thousands of runs
+   * outgrow one process's limit of open files. Default 1.
+   */
+  shimProcesses?: number;
+  /**
    * Instances never become reachable: they get no hostname, as a machine that never boots,
    * so they stay provisioning until their provisioning deadline. Default false.
    */
@@ -65,15 +72,21 @@ export interface InstantBackend {
   readonly terminated: string[];
   /** How many times `updateProvisioningData` was called. */
   readonly provisioningPolls: number;
-  /** The shim's process id when it runs as its own process (`shimProcess`), else null. */
+  /** The shim's process id when it runs as its own process (`shimProcess`), else null; the first of several. */
   readonly shimPid: number | null;
+  /** Every shim process's id (`shimProcess`), else none. */
+  readonly shimPids: readonly number[];
   close(): Promise<void>;
 }
 
 export async function createInstantBackend(options: InstantBackendOptions): Promise<InstantBackend> {
-  const shim: Pick<ShimProcess, 'port' | 'close'> & { pid?: number } = options.shimProcess
-    ? await startShimProcess({ homeDir: options.homeDir })
-    : await startShim({ port: 0, homeDir: options.homeDir });
+  const shims: Array<Pick<ShimProcess, 'port' | 'close'> & { pid?: number }> = options.shimProcess
+    ? await Promise.all(
+        Array.from({ length: options.shimProcesses ?? 1 }, (_, index) =>
+          startShimProcess({ homeDir: index === 0 ? options.homeDir : `${options.homeDir}-${index}` }),
+        ),
+      )
+    : [await startShim({ port: 0, homeDir: options.homeDir })];
   const provisioned: string[] = [];
   /** Launched instances by the dstack instance id they were keyed by. */
   const launches = new Map<string, JobProvisioningData>();
@@ -131,7 +144,9 @@ export async function createInstantBackend(options: InstantBackendOptions): Prom
         username: 'root',
         ssh_port: null,
         dockerized: true,
-        backend_data: JSON.stringify({ agent_ports: { shim: shim.port } }),
+        backend_data: JSON.stringify({
+          agent_ports: { shim: shims[provisioned.length % shims.length]!.port },
+        }),
       };
       launches.set(configuration.instance_id, data);
       return { ...data };
@@ -176,7 +191,10 @@ export async function createInstantBackend(options: InstantBackendOptions): Prom
     get provisioningPolls() {
       return polled;
     },
-    shimPid: shim.pid ?? null,
-    close: () => shim.close(),
+    shimPid: shims[0]?.pid ?? null,
+    shimPids: shims.flatMap((shim) => (shim.pid === undefined ? [] : [shim.pid])),
+    close: async () => {
+      await Promise.all(shims.map((shim) => shim.close()));
+    },
   };
 }

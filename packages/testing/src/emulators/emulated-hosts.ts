@@ -2,8 +2,8 @@
  * The machines a cloud emulator boots: when the emulated cloud launches an instance, a real
  * isolated host comes up (its own address, sshd on port 22) and runs the exact user data the
  * backend sent; when the instance is terminated, the host goes away with everything it ran.
- * The emulators (EC2, Compute Engine) depend on this interface only; the Docker implementation
- * makes each host a container.
+ * The VM emulators depend on this interface only, each instance's host held in an
+ * `EmulatedInstanceHost` (instance-host.ts); the Docker implementation makes each host a container.
  */
 
 import type { EmulatedHostKind } from './hosts/emulated-host-image.js';

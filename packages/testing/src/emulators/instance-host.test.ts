@@ -27,6 +27,36 @@ describe('EmulatedInstanceHost', () => {
     expect(host.status).toBe('failed');
   });
 
+  it('settled resolves once the launch is over, after onUp heard of it', async () => {
+    const hosts = new RecordingHosts('manual');
+    const onUp = vi.fn();
+    const host = new EmulatedInstanceHost(hosts, REQUEST, () => undefined, onUp);
+    let upHeardWhenSettled: boolean | undefined;
+    const settled = host.settled.then(() => {
+      upHeardWhenSettled = onUp.mock.calls.length === 1;
+    });
+    await settle();
+    // A disk attached now must wait: the host is not there to take it yet.
+    expect(upHeardWhenSettled).toBeUndefined();
+
+    await hosts.finishLaunch('instance-1');
+    await settled;
+    expect(upHeardWhenSettled).toBe(true);
+    expect(host.status).toBe('up');
+  });
+
+  it('settled resolves, not rejects, when the launch fails, after onFailure heard of it', async () => {
+    const hosts = new RecordingHosts('manual');
+    const onFailure = vi.fn();
+    const host = new EmulatedInstanceHost(hosts, REQUEST, onFailure);
+    const settled = host.settled.then(() => onFailure.mock.calls.length);
+
+    await hosts.finishLaunch('instance-1', new Error('no sshd'));
+    await expect(settled).resolves.toBe(1);
+    expect(host.status).toBe('failed');
+    expect(host.address).toBeUndefined();
+  });
+
   it('stop() during the launch terminates the host once the launch is over, not before', async () => {
     const hosts = new RecordingHosts('manual');
     const onUp = vi.fn();

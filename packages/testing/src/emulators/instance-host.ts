@@ -1,7 +1,7 @@
 /**
- * The host an emulated instance boots, for the VM emulators (Lambda, Verda, Nebius, OCI, Azure):
- * the launch starts at once and settles in the background, `stop()` waits for a launch still under
- * way and terminates what it made, so no host is left behind whatever the order of launch and
+ * The host an emulated instance boots, for the VM emulators (AWS, GCP, Lambda, Verda, Nebius, OCI,
+ * Azure): the launch starts at once and settles in the background, `stop()` waits for a launch still
+ * under way and terminates what it made, so no host is left behind whatever the order of launch and
  * termination. Once `stop()` has begun, the instance is going away: how its launch ends is no
  * longer news, so neither `onUp` nor `onFailure` hears of it (a host stopped while it boots fails
  * its launch, which is no host failure).
@@ -46,6 +46,14 @@ export class EmulatedInstanceHost {
   /** The host's address once it is up. */
   get address(): string | undefined {
     return this.#state.status === 'up' ? this.#state.address : undefined;
+  }
+
+  /**
+   * Resolves once the launch is over (a failed launch resolves it too) and `onUp` or `onFailure`
+   * has heard of it: work that needs the host (a disk attached while it boots) waits here.
+   */
+  get settled(): Promise<void> {
+    return this.#launch;
   }
 
   /** Terminates the host (after its launch settles); idempotent. */

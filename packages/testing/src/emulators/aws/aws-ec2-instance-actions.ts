@@ -38,9 +38,7 @@ function instanceXml(
   const { instances } = account;
   const state = forceState ?? instances.state(instance);
   const privateIp =
-    forceState === 'pending' && !instance.hostLaunch
-      ? instance.madeUpPrivateIp
-      : instances.privateIp(instance);
+    forceState === 'pending' && !instance.host ? instance.madeUpPrivateIp : instances.privateIp(instance);
   const publicIp = forceState === undefined ? instances.publicIp(instance) : undefined;
   const spec = account.data.instanceTypes.get(instance.type);
   const launchTime = new Date(instance.launchedAt).toISOString();

@@ -340,6 +340,22 @@ describe('the instance timeline', () => {
     await settle();
     expect(hosts.terminated).toEqual([id]);
   });
+
+  it('with hosts: terminating while the host boots stops the host once its launch is over', async () => {
+    const hosts = new RecordingHosts('manual');
+    const started = await start({ hosts });
+    const { ec2, clock } = started;
+    const id = await launched(started);
+    await ec2.send(new TerminateInstancesCommand({ InstanceIds: [id] }));
+    await settle();
+    // A terminate now could miss the host still being made, which would then be left behind.
+    expect(hosts.terminated).toEqual([]);
+
+    await hosts.finishLaunch(id);
+    expect(hosts.terminated).toEqual([id]);
+    clock.advance(TEST_TIMELINE.notFoundWindowMs + TEST_TIMELINE.shuttingDownMs);
+    expect((await describeOne(ec2, id)).State?.Name).toBe('terminated');
+  });
 });
 
 describe('the SDK waiter', () => {
@@ -477,6 +493,30 @@ describe('spot interruption', () => {
     const instance = await describeOne(ec2, id);
     expect(instance.State?.Name).toBe('shutting-down');
     expect(instance.StateReason?.Code).toBe('Server.SpotInstanceTermination');
+  });
+
+  it('with hosts, a SpotInterruption fault counts afterRunningMs from when the host came up', async () => {
+    const hosts = new RecordingHosts('manual');
+    const started = await start({
+      hosts,
+      faults: [{ code: 'SpotInterruption', instanceType: 'g5.xlarge', afterRunningMs: 30_000 }],
+    });
+    const { ec2, clock } = started;
+    const { imageId } = await launchBasics(ec2);
+    const answer = await ec2.send(
+      new RunInstancesCommand(launchInput(imageId, { InstanceMarketOptions: { MarketType: 'spot' } })),
+    );
+    const id = answer.Instances?.[0]?.InstanceId ?? '';
+    clock.advance(TEST_TIMELINE.notFoundWindowMs + TEST_TIMELINE.pendingMs + 60_000);
+    expect((await describeOne(ec2, id)).State?.Name).toBe('pending');
+
+    await hosts.finishLaunch(id);
+    clock.advance(29_999);
+    expect((await describeOne(ec2, id)).State?.Name).toBe('running');
+    clock.advance(1);
+    expect((await describeOne(ec2, id)).State?.Name).toBe('shutting-down');
+    await settle();
+    expect(hosts.terminated).toEqual([id]);
   });
 });
 

@@ -6,6 +6,7 @@
  */
 import type { EmulatedHosts } from '../emulated-hosts.js';
 import type { EmulatedHostKind } from '../hosts/emulated-host-image.js';
+import { EmulatedInstanceHost } from '../instance-host.js';
 import type { Subnet } from './aws-ec2-network.js';
 import type { AwsMarket } from './aws-vcpu-quotas.js';
 
@@ -49,12 +50,6 @@ export interface BlockDevice {
   readonly volumeType: string;
 }
 
-type HostStatus =
-  | { readonly status: 'none' }
-  | { readonly status: 'launching' }
-  | { readonly status: 'up'; readonly address: string; readonly upAt: number }
-  | { readonly status: 'failed'; readonly error: string };
-
 export interface Ec2Instance {
   readonly id: string;
   readonly reservationId: string;
@@ -97,9 +92,10 @@ export interface Ec2Instance {
   readonly publicIpDelayMs: number;
   /** SpotInterruption: taken back this long after it started running. */
   readonly interruptAfterRunningMs: number | undefined;
-  host: HostStatus;
-  /** Settles when the host's launch has (so a termination waits for it). */
-  hostLaunch: Promise<void> | undefined;
+  /** The instance's host, with hosts (its termination waits for its launch). */
+  host: EmulatedInstanceHost | undefined;
+  /** When the host came up, by the emulator's clock: the instance runs no earlier. */
+  hostUpAt: number | undefined;
   terminationStartedAt: number | undefined;
   /** Deleted behind the API's back (`forget`): unknown from then on. */
   forgotten: boolean;
@@ -120,7 +116,7 @@ export interface Ec2InstancesOptions {
 export type NewInstance = Omit<
   Ec2Instance,
   | 'host'
-  | 'hostLaunch'
+  | 'hostUpAt'
   | 'terminationStartedAt'
   | 'forgotten'
   | 'stateReason'
@@ -167,8 +163,8 @@ export class Ec2Instances {
     const instance: Ec2Instance = {
       ...spec,
       launchedAt: this.#options.clock(),
-      host: { status: 'none' },
-      hostLaunch: undefined,
+      host: undefined,
+      hostUpAt: undefined,
       terminationStartedAt: undefined,
       forgotten: false,
       stateReason: undefined,
@@ -177,21 +173,19 @@ export class Ec2Instances {
     this.#all.push(instance);
     const hosts = this.#options.hosts;
     if (hosts) {
-      instance.host = { status: 'launching' };
-      instance.hostLaunch = hosts
-        .launch({ instanceId: instance.id, userData: instance.userData, kind: instance.hostKind })
-        .then(
-          (host) => {
-            instance.host = { status: 'up', address: host.address, upAt: this.#options.clock() };
-            this.#scheduleInterruption(instance);
-          },
-          (error: unknown) => {
-            instance.host = { status: 'failed', error: String(error) };
-            this.#options.onHostError(instance.id, error);
-            if (instance.terminationStartedAt === undefined)
-              this.#startTermination(instance, LAUNCH_FAILURE_REASON);
-          },
-        );
+      // Once the instance is terminating (which stops its host), how the launch ends is no news.
+      instance.host = new EmulatedInstanceHost(
+        hosts,
+        { instanceId: instance.id, userData: instance.userData, kind: instance.hostKind },
+        (error) => {
+          this.#options.onHostError(instance.id, error);
+          this.#startTermination(instance, LAUNCH_FAILURE_REASON);
+        },
+        () => {
+          instance.hostUpAt = this.#options.clock();
+          this.#scheduleInterruption(instance);
+        },
+      );
     } else {
       this.#scheduleInterruption(instance);
     }
@@ -232,8 +226,7 @@ export class Ec2Instances {
 
   privateIp(instance: Ec2Instance): string | undefined {
     if (this.state(instance) === 'terminated') return undefined;
-    if (instance.host.status === 'up') return instance.host.address;
-    return this.#options.hosts ? undefined : instance.madeUpPrivateIp;
+    return this.#options.hosts ? instance.host?.address : instance.madeUpPrivateIp;
   }
 
   /** The public IP: only while running, and only once a SlowPublicIp delay has passed. */
@@ -242,7 +235,7 @@ export class Ec2Instances {
     const runningAt = this.#runningAt(instance);
     if (runningAt === undefined || this.#options.clock() < runningAt + instance.publicIpDelayMs)
       return undefined;
-    return instance.host.status === 'up' ? instance.host.address : instance.madeUpPublicIp;
+    return instance.host?.address ?? instance.madeUpPublicIp;
   }
 
   /** Terminates (idempotent); answers the state before and after, as TerminateInstances does. */
@@ -301,7 +294,7 @@ export class Ec2Instances {
   #runningAt(instance: Ec2Instance): number | undefined {
     const afterPending = instance.launchedAt + this.#options.timeline.pendingMs;
     if (!this.#options.hosts) return afterPending;
-    return instance.host.status === 'up' ? Math.max(afterPending, instance.host.upAt) : undefined;
+    return instance.hostUpAt === undefined ? undefined : Math.max(afterPending, instance.hostUpAt);
   }
 
   #startTermination(instance: Ec2Instance, reason: StateReason): void {
@@ -313,12 +306,8 @@ export class Ec2Instances {
         ? `User initiated (${new Date(now).toISOString().slice(0, 19).replace('T', ' ')} GMT)`
         : 'Service initiated';
     this.#options.onTermination?.(instance);
-    const hosts = this.#options.hosts;
-    if (!hosts) return;
     // A host still booting is terminated once its launch settles: never leave one behind.
-    void (instance.hostLaunch ?? Promise.resolve())
-      .then(() => hosts.terminate(instance.id))
-      .catch((error: unknown) => this.#options.onHostError(instance.id, error));
+    void instance.host?.stop().catch((error: unknown) => this.#options.onHostError(instance.id, error));
   }
 
   /** A SpotInterruption fault takes the instance back `interruptAfterRunningMs` after it started running. */

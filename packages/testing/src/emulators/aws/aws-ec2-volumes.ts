@@ -145,7 +145,7 @@ export class Ec2Volumes {
     };
     volume.attachment = attachment;
     const { hosts, disks } = this.#options;
-    if (!hosts?.attachBlockDevice || !disks || instance.host.status !== 'up') {
+    if (!hosts?.attachBlockDevice || !disks || instance.host?.status !== 'up') {
       attachment.deviceReady = true;
       return;
     }

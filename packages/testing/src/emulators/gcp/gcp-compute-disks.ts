@@ -267,8 +267,9 @@ export class GcpDisks {
     const operation = this.#operation(disk, 'attachDisk', now, () => settledAt, instance);
     this.#track(
       (async () => {
-        await instance.hostLaunch;
-        if (instance.host.status !== 'up') throw new Error(`the instance's host is ${instance.host.status}`);
+        await instance.host?.settled;
+        const hostStatus = instance.host?.status ?? 'none';
+        if (hostStatus !== 'up') throw new Error(`the instance's host is ${hostStatus}`);
         const loops = this.#loopBackedDisks();
         await loops.create(backingKey(disk), disk.sizeGb);
         const loop = await loops.attach(backingKey(disk));

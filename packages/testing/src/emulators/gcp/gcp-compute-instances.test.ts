@@ -266,6 +266,22 @@ describe('instances and zone operations', () => {
     await hosts.finishLaunch(hosts.launches[0]?.instanceId ?? '');
     expect((await call('GET', `zones/${ZONE}/instances/dstack-slow`)).body.status).toBe('RUNNING');
   });
+
+  it('a delete while the host boots stops the host once its launch is over', async () => {
+    const hosts = new RecordingHosts('manual');
+    const { call, clock } = await start({ hosts });
+    await call('POST', `zones/${ZONE}/instances`, instanceBody('dstack-early', ZONE));
+    await call('DELETE', `zones/${ZONE}/instances/dstack-early`);
+    await settle();
+    // A terminate now could miss the host still being made, which would then be left behind.
+    expect(hosts.terminated).toEqual([]);
+
+    const hostId = hosts.launches[0]?.instanceId ?? '';
+    await hosts.finishLaunch(hostId);
+    expect(hosts.terminated).toEqual([hostId]);
+    clock.advance(TEST_TIMELINE.stoppingMs);
+    expect((await call('GET', `zones/${ZONE}/instances/dstack-early`)).body.status).toBe('TERMINATED');
+  });
 });
 
 describe('spot', () => {

@@ -13,6 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import type { EmulatedHosts } from '../emulated-hosts.js';
 import type { EmulatedHostKind } from '../hosts/emulated-host-image.js';
+import { EmulatedInstanceHost } from '../instance-host.js';
 import type { GcpProvisioningModel } from './gcp-emulator-faults.js';
 
 /** How long each step takes, in ms of the emulator's clock. */
@@ -67,12 +68,6 @@ export interface GcpOperation {
   readonly statusMessage: string | undefined;
 }
 
-type HostStatus =
-  | { readonly status: 'none' }
-  | { readonly status: 'launching' }
-  | { readonly status: 'up'; readonly address: string; readonly upAt: number }
-  | { readonly status: 'failed'; readonly error: string };
-
 export interface GcpInstance {
   readonly id: string;
   readonly name: string;
@@ -94,8 +89,10 @@ export interface GcpInstance {
   readonly preemptAfterRunningMs: number | undefined;
   readonly madeUpInternalIp: string;
   readonly madeUpExternalIp: string;
-  host: HostStatus;
-  hostLaunch: Promise<void> | undefined;
+  /** The instance's host, with hosts (none for a failing insert); its stop waits for its launch. */
+  host: EmulatedInstanceHost | undefined;
+  /** When the host came up, by the emulator's clock: the instance is RUNNING no earlier. */
+  hostUpAt: number | undefined;
   stoppingAt: number | undefined;
   /** Why it stops: deleted (then 404) or preempted (stays TERMINATED). */
   stopReason: 'deleted' | 'preempted' | undefined;
@@ -164,8 +161,8 @@ export class GcpInstances {
       failure: failure ? { at: now + failure.afterMs, error: failure.error } : undefined,
       madeUpInternalIp: `10.128.${Math.floor(this.#sequence / 250)}.${(this.#sequence % 250) + 2}`,
       madeUpExternalIp: `34.16.${Math.floor(this.#sequence / 250)}.${(this.#sequence % 250) + 2}`,
-      host: { status: 'none' },
-      hostLaunch: undefined,
+      host: undefined,
+      hostUpAt: undefined,
       stoppingAt: undefined,
       stopReason: undefined,
       forgotten: false,
@@ -265,8 +262,7 @@ export class GcpInstances {
   internalIp(instance: GcpInstance): string | undefined {
     const status = this.status(instance);
     if (status === undefined || status === 'PROVISIONING' || status === 'TERMINATED') return undefined;
-    if (instance.host.status === 'up') return instance.host.address;
-    return this.#options.hosts ? undefined : instance.madeUpInternalIp;
+    return this.#options.hosts ? instance.host?.address : instance.madeUpInternalIp;
   }
 
   /** The natIP: only while RUNNING, and only once a SLOW_NAT_IP delay has passed. */
@@ -275,7 +271,7 @@ export class GcpInstances {
     const runningAt = this.#runningAt(instance);
     if (runningAt === undefined || this.#options.clock() < runningAt + instance.natIpDelayMs)
       return undefined;
-    return instance.host.status === 'up' ? instance.host.address : instance.madeUpExternalIp;
+    return instance.host?.address ?? instance.madeUpExternalIp;
   }
 
   operation(zone: string, name: string): GcpOperation | undefined {
@@ -319,21 +315,20 @@ export class GcpInstances {
       this.#schedulePreemption(instance);
       return;
     }
-    instance.host = { status: 'launching' };
-    // The host is named by the instance's numeric id: names are reused after a delete.
-    instance.hostLaunch = hosts
-      .launch({ instanceId: instance.id, userData: instance.userData, kind: instance.hostKind })
-      .then(
-        (host) => {
-          instance.host = { status: 'up', address: host.address, upAt: this.#options.clock() };
-          this.#schedulePreemption(instance);
-        },
-        (error: unknown) => {
-          instance.host = { status: 'failed', error: String(error) };
-          this.#options.onHostError(instance.name, error);
-          if (instance.stoppingAt === undefined) this.#stop(instance, 'deleted', this.#options.clock());
-        },
-      );
+    // The host is named by the instance's numeric id: names are reused after a delete. Once the
+    // instance is stopping (which stops its host), how the launch ends is no news.
+    instance.host = new EmulatedInstanceHost(
+      hosts,
+      { instanceId: instance.id, userData: instance.userData, kind: instance.hostKind },
+      (error) => {
+        this.#options.onHostError(instance.name, error);
+        this.#stop(instance, 'deleted', this.#options.clock());
+      },
+      () => {
+        instance.hostUpAt = this.#options.clock();
+        this.#schedulePreemption(instance);
+      },
+    );
   }
 
   /** When the instance is (or will be) RUNNING: after PROVISIONING and STAGING, with hosts not before its host is up. */
@@ -341,18 +336,14 @@ export class GcpInstances {
     const { provisioningMs, stagingMs } = this.#options.timeline;
     const afterStaging = instance.createdAt + provisioningMs + stagingMs;
     if (!this.#options.hosts) return afterStaging;
-    return instance.host.status === 'up' ? Math.max(afterStaging, instance.host.upAt) : undefined;
+    return instance.hostUpAt === undefined ? undefined : Math.max(afterStaging, instance.hostUpAt);
   }
 
   #stop(instance: GcpInstance, reason: 'deleted' | 'preempted', at: number): void {
     instance.stoppingAt = at;
     instance.stopReason = reason;
-    const hosts = this.#options.hosts;
-    if (!hosts || !instance.hostLaunch) return;
     // A host still booting is terminated once its launch settles: never leave one behind.
-    void instance.hostLaunch
-      .then(() => hosts.terminate(instance.id))
-      .catch((error: unknown) => this.#options.onHostError(instance.name, error));
+    void instance.host?.stop().catch((error: unknown) => this.#options.onHostError(instance.name, error));
   }
 
   /** A PREEMPTION fault takes a spot instance back `preemptAfterRunningMs` after it started running. */

@@ -217,6 +217,26 @@ describe('other faults', () => {
     expect(operations.body.items.at(-1)).toMatchObject({ operationType: 'compute.instances.preempted' });
   });
 
+  it('PREEMPTION counts afterRunningMs from when a late host came up', async () => {
+    const hosts = new RecordingHosts('manual');
+    const { call, clock } = await start({ hosts, faults: [{ code: 'PREEMPTION', afterRunningMs: 60_000 }] });
+    await call(
+      'POST',
+      `zones/${ZONE}/instances`,
+      instanceBody('dstack-late', ZONE, { scheduling: { provisioningModel: 'SPOT' } }),
+    );
+    clock.advance(TEST_TIMELINE.provisioningMs + TEST_TIMELINE.stagingMs + 120_000);
+    expect((await call('GET', `zones/${ZONE}/instances/dstack-late`)).body.status).toBe('STAGING');
+
+    await hosts.finishLaunch(hosts.launches[0]?.instanceId ?? '');
+    clock.advance(59_999);
+    expect((await call('GET', `zones/${ZONE}/instances/dstack-late`)).body.status).toBe('RUNNING');
+    clock.advance(1);
+    expect((await call('GET', `zones/${ZONE}/instances/dstack-late`)).body.status).toBe('STOPPING');
+    await settle();
+    expect(hosts.terminated).toHaveLength(1);
+  });
+
   it('faults over HTTP: add, list, remove; bad faults name the field', async () => {
     const { call, clock } = await start();
     const added = await fetch(`${emulator?.url}/_emulator/faults`, {

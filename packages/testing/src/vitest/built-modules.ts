@@ -20,9 +20,6 @@ import { join, relative, sep } from 'node:path';
 /** Where a package's build lies, for `server.deps.external`: any workspace package's `dist/`. */
 export const builtModulesExternal = [/\/(packages|generators)\/[^/]+\/dist\//];
 
-/** The build record tsc writes last (`tsBuildInfoFile` in every package's tsconfig). */
-const BUILD_INFO = join('dist', '.tsbuildinfo');
-
 interface VitePlugin {
   name: string;
   enforce: 'pre';
@@ -42,9 +39,10 @@ interface VitePlugin {
 export function preferBuiltModules(packageDir: string): VitePlugin | null {
   const sourceDir = join(packageDir, 'src');
   const distDir = join(packageDir, 'dist');
-  const buildInfo = join(packageDir, BUILD_INFO);
-  if (!existsSync(buildInfo)) return null;
-  if (newestModificationMs(sourceDir) > statSync(buildInfo).mtimeMs) {
+  if (!existsSync(distDir)) return null;
+  // Against the newest emitted module, not the build record: `tsc --noEmit` on a composite project
+  // rewrites `.tsbuildinfo` and emits nothing, which made a stale build look current.
+  if (newestModificationMs(sourceDir) > newestModificationMs(distDir, '.js')) {
     console.warn(
       `[tests] ${relative(process.cwd(), sourceDir) || sourceDir} is newer than its build: its tests load it from source (run \`pnpm build\` for the faster load)`,
     );
@@ -65,11 +63,13 @@ export function preferBuiltModules(packageDir: string): VitePlugin | null {
   };
 }
 
-function newestModificationMs(dir: string): number {
+/** The newest modification under `dir` of a file whose name ends with `suffix` (any file by default). */
+function newestModificationMs(dir: string, suffix = ''): number {
   let newest = 0;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
-    const mtime = entry.isDirectory() ? newestModificationMs(path) : statSync(path).mtimeMs;
+    if (!entry.isDirectory() && !entry.name.endsWith(suffix)) continue;
+    const mtime = entry.isDirectory() ? newestModificationMs(path, suffix) : statSync(path).mtimeMs;
     if (mtime > newest) newest = mtime;
   }
   return newest;

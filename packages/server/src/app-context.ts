@@ -12,7 +12,9 @@ import type { AgentConnector } from './agents/agent-connector.js';
 import { BackendRegistry } from './backends/registry.js';
 import type { AppCaches, AppContext, SqlDialect } from './context.js';
 import type { Database } from './db/schema.js';
+import { createFleetCaches } from './fleets/fleet-caches.js';
 import { LogNotifications } from './logs/log-notifications.js';
+import { createMetricsCaches } from './metrics/metrics-caches.js';
 import { WakeUps } from './pipelines/wake-ups.js';
 import { createRunCaches } from './runs/run-caches.js';
 import { createEncryption, type Encryption } from './security/encryption.js';
@@ -60,5 +62,7 @@ export function createAppCaches(): AppCaches {
     agents: createAgentCaches(),
     services: createServiceCaches(),
     runs: createRunCaches(),
+    fleets: createFleetCaches(),
+    metrics: createMetricsCaches(),
   };
 }

@@ -10,7 +10,9 @@ import type { AgentConnector } from './agents/agent-connector.js';
 import type { BackendRegistry } from './backends/registry.js';
 import type { DefaultPermissions } from './config/server-config.js';
 import type { Database } from './db/schema.js';
+import type { FleetCaches } from './fleets/fleet-caches.js';
 import type { LogNotifications } from './logs/log-notifications.js';
+import type { MetricsCaches } from './metrics/metrics-caches.js';
 import type { WakeUps } from './pipelines/wake-ups.js';
 import type { RunCaches } from './runs/run-caches.js';
 import type { Encryption } from './security/encryption.js';
@@ -66,4 +68,6 @@ export interface AppCaches {
   agents: AgentCaches;
   services: ServiceCaches;
   runs: RunCaches;
+  fleets: FleetCaches;
+  metrics: MetricsCaches;
 }

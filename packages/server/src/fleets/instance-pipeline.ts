@@ -37,8 +37,6 @@ const TERMINATION_RETRY_MS = 30_000;
 const TERMINATION_RETRY_LIMIT_MS = 15 * 60_000;
 /** How often the bootstrap log of an instance whose shim does not answer yet is read over SSH. */
 const BOOTSTRAP_LOG_CHECK_MS = 10_000;
-/** When each provisioning instance's bootstrap log was last read (by instance id). */
-const bootstrapLogChecks = new Map<string, number>();
 /** An idle instance whose shim does not answer this long is terminated (dstack: 20 minutes). */
 const UNREACHABLE_LIMIT_MS = 20 * 60_000;
 /**
@@ -89,7 +87,7 @@ async function processProvisioning(
   lock: RowLock<'instances'>,
 ): Promise<void> {
   if (instance.provisioning_deadline !== null && Date.now() > instance.provisioning_deadline) {
-    bootstrapLogChecks.delete(instance.id);
+    app.caches.fleets.bootstrapLogChecks.delete(instance.id);
     await startTerminating(
       lock,
       'provisioning_timeout',
@@ -129,7 +127,7 @@ async function processProvisioning(
     job_provisioning_data: instanceProvisioningDataColumn.encode(provisioningData),
   };
   if (provisioningData.hostname && (await shimAnswers(app, project, updated))) {
-    bootstrapLogChecks.delete(instance.id);
+    app.caches.fleets.bootstrapLogChecks.delete(instance.id);
     // Decided on the row as it is now: a job that stopped during this pass freed its blocks
     // without the claim, and an instance left busy with no job would never time out idle.
     const idle = sql<boolean>`busy_blocks = 0`;
@@ -171,11 +169,12 @@ async function bootstrapFailureToReport(
     return null;
   }
   const now = Date.now();
-  const last = bootstrapLogChecks.get(instance.id);
+  const checks = app.caches.fleets.bootstrapLogChecks;
+  const last = checks.get(instance.id);
   if (last !== undefined && now - last < BOOTSTRAP_LOG_CHECK_MS) return null;
-  bootstrapLogChecks.set(instance.id, now);
+  checks.set(instance.id, now);
   const failure = await bootstrapFailureOf(provisioningData, app.encryption.decrypt(project.ssh_private_key));
-  if (failure !== null) bootstrapLogChecks.delete(instance.id);
+  if (failure !== null) app.caches.fleets.bootstrapLogChecks.delete(instance.id);
   return failure;
 }
 

@@ -9,12 +9,6 @@ import type { AppContext } from '../context.js';
 import type { JobsTable, ProjectsTable } from '../db/schema.js';
 import { storeJobMetricsPoint } from './job-metrics-points.js';
 
-/**
- * When this process last sampled each job (ms). Several server replicas may each sample a job
- * now and then: that stores a few more points, as dstack accepts, and saves a query per pass.
- */
-const lastSampledAt = new WeakMap<AppContext, Map<string, number>>();
-
 export interface SampledJob {
   app: AppContext;
   job: JobsTable;
@@ -31,11 +25,7 @@ export interface SampledJob {
  */
 export async function sampleJobMetricsWhenDue(context: SampledJob): Promise<boolean> {
   const { app, job } = context;
-  let sampled = lastSampledAt.get(app);
-  if (!sampled) {
-    sampled = new Map();
-    lastSampledAt.set(app, sampled);
-  }
+  const sampled = app.caches.metrics.lastSampledAt;
   const now = Date.now();
   const interval = app.settings.metrics.collectIntervalMs;
   if (now - (sampled.get(job.id) ?? 0) < interval) return false;

@@ -315,7 +315,7 @@ export async function throughput(options: { shimProcess: boolean }): Promise<Thr
         homeDir: path.join(dir, 'shim'),
         shimProcess: options.shimProcess,
       });
-      shimPid = backend.shimPid;
+      shimPid = backend.shimPids[0] ?? null;
       return {
         options: {
           config: {

@@ -72,8 +72,6 @@ export interface InstantBackend {
   readonly terminated: string[];
   /** How many times `updateProvisioningData` was called. */
   readonly provisioningPolls: number;
-  /** The shim's process id when it runs as its own process (`shimProcess`), else null; the first of several. */
-  readonly shimPid: number | null;
   /** Every shim process's id (`shimProcess`), else none. */
   readonly shimPids: readonly number[];
   close(): Promise<void>;
@@ -191,7 +189,6 @@ export async function createInstantBackend(options: InstantBackendOptions): Prom
     get provisioningPolls() {
       return polled;
     },
-    shimPid: shims[0]?.pid ?? null,
     shimPids: shims.flatMap((shim) => (shim.pid === undefined ? [] : [shim.pid])),
     close: async () => {
       await Promise.all(shims.map((shim) => shim.close()));

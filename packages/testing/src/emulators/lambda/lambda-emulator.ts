@@ -303,10 +303,7 @@ export async function startLambdaEmulator(options: LambdaEmulatorOptions = {}): 
     instance.host = new EmulatedInstanceHost(
       hosts,
       { instanceId: instance.id, userData: keysOnly, kind: 'docker' },
-      (error) => {
-        if (instance.terminatedAt === null)
-          console.error(`Lambda emulator: host of ${instance.id} failed: ${String(error)}`);
-      },
+      (error) => console.error(`Lambda emulator: host of ${instance.id} failed: ${String(error)}`),
     );
   }
 

@@ -371,10 +371,7 @@ export function createNebiusCompute(settings: NebiusComputeSettings): NebiusComp
           instance.host = new EmulatedInstanceHost(
             hosts,
             { instanceId: id, userData: String(spec.cloud_init_user_data ?? ''), kind: 'docker' },
-            (error) => {
-              if (instance.deletedAt === null)
-                console.error(`Nebius emulator: host of ${id} failed: ${String(error)}`);
-            },
+            (error) => console.error(`Nebius emulator: host of ${id} failed: ${String(error)}`),
           );
         }
         return operation(id, 'create instance', () => {

@@ -328,10 +328,7 @@ export async function startVerdaEmulator(options: VerdaEmulatorOptions = {}): Pr
     instance.host = new EmulatedInstanceHost(
       hosts,
       { instanceId: instance.id, userData, kind: 'docker' },
-      (error) => {
-        if (instance.deletedAt === null)
-          console.error(`Verda emulator: host of ${instance.id} failed: ${String(error)}`);
-      },
+      (error) => console.error(`Verda emulator: host of ${instance.id} failed: ${String(error)}`),
     );
   }
 

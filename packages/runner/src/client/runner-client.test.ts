@@ -87,3 +87,26 @@ it('calls the runner through the fetch the caller passes', async () => {
   }
   expect(urls).toEqual(['http://runner/api/healthcheck']);
 });
+
+it('calls one runner over one connection, call after call', async () => {
+  const tcp = createServer(async (request, response) => {
+    request.resume();
+    request.on('end', () => response.end());
+  });
+  let connections = 0;
+  tcp.on('connection', () => {
+    connections++;
+  });
+  await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = tcp.address() as { port: number };
+    const client = new RunnerClient(`http://127.0.0.1:${port}`);
+    await client.submit({} as never);
+    await client.uploadCode(new Uint8Array(0));
+    await client.stop();
+    expect(connections).toBe(1);
+  } finally {
+    tcp.closeAllConnections();
+    await new Promise((resolve) => tcp.close(resolve));
+  }
+});

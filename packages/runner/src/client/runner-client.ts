@@ -10,7 +10,7 @@ import {
   RunnerRunResponseSchema,
   type RunnerSubmitBody,
 } from '@dstack/core/agent-protocol';
-import { type Dispatcher, request } from 'undici';
+import { Agent, type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
 import { AgentApiError } from './agent-api-error.js';
 
@@ -21,7 +21,7 @@ export interface RunnerClientOptions {
   /**
    * The undici `Dispatcher` of the requests (e.g. an `Agent` with `connect.socketPath` to reach a
    * runner through a forwarded Unix socket); with option `fetch`, passed as `init.dispatcher`.
-   * Default: undici's global dispatcher.
+   * Default: one connection per runner.
    */
   dispatcher?: object;
   /**
@@ -36,6 +36,14 @@ export interface RunnerClientOptions {
   /** Aborts every request (e.g. when the caller gives up on its work), besides each one's deadline. */
   signal?: AbortSignal;
 }
+
+/**
+ * The default dispatcher: one connection per runner. A job's runner is called one request at a
+ * time, and undici's pool frees a connection a tick after its response has been read, so a call
+ * made right after another opened a second connection to every runner (500 runs, 1,000 connects).
+ * Requests beyond one at a time (a metrics sample during a pull) wait for the connection.
+ */
+const ONE_CONNECTION_PER_RUNNER = new Agent({ connections: 1 });
 
 /** Talks to dstack's runner API (`@dstack/runner`'s server or dstack's Go runner). */
 export class RunnerClient {
@@ -134,7 +142,7 @@ export class RunnerClient {
       signal,
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
-      ...(this.options.dispatcher === undefined ? {} : { dispatcher: this.options.dispatcher as Dispatcher }),
+      dispatcher: (this.options.dispatcher as Dispatcher | undefined) ?? ONE_CONNECTION_PER_RUNNER,
     });
     return { status: response.statusCode, text: await response.body.text() };
   }

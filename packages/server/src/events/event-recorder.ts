@@ -3,7 +3,6 @@
  * through the API, or the system in a pipeline) and what it is about. Callers pass the
  * transaction that makes the change, so the change and its event are stored together or not at all.
  */
-import { randomUUID } from 'node:crypto';
 import type { EventTargetType } from '@dstack/core';
 import type { Insertable, Kysely } from 'kysely';
 import type {
@@ -17,6 +16,7 @@ import type {
   UsersTable,
   VolumesTable,
 } from '../db/schema.js';
+import { timeOrderedUuid } from './event-ids.js';
 import type { EventSettings } from './event-settings.js';
 
 /** Who caused an event: a user (an API request) or the system (a pipeline's own decision). */
@@ -161,7 +161,7 @@ export async function recordEvents(
     if (event.targets.length === 0) throw new Error(`event "${event.message}" has no target`);
     const message = normalizeMessage(event.message);
     if (!message) throw new Error('an event needs a message');
-    const id = randomUUID();
+    const id = timeOrderedUuid();
     eventRows.push({
       id,
       message,

@@ -25,6 +25,37 @@ export type StatusTable = 'runs' | 'jobs' | 'instances' | 'fleets' | 'volumes' |
 /** What a status change of a row of `Table` sets: the status and, maybe, its reason. */
 export type StatusUpdate<Table extends StatusTable> = Partial<Database[Table]>;
 
+/**
+ * The columns the events of a change read from the row it changes: its status, what words the
+ * change (reasons, messages, reachability) and what names its target.
+ */
+export const STATUS_EVENT_COLUMNS = {
+  runs: ['id', 'project_id', 'run_name', 'status', 'termination_reason'],
+  jobs: [
+    'id',
+    'project_id',
+    'run_id',
+    'job_name',
+    'status',
+    'termination_reason',
+    'termination_reason_message',
+    'disconnected_at',
+  ],
+  instances: [
+    'id',
+    'project_id',
+    'fleet_id',
+    'name',
+    'status',
+    'termination_reason',
+    'termination_reason_message',
+    'unreachable',
+  ],
+  fleets: ['id', 'project_id', 'name', 'status', 'status_message'],
+  volumes: ['id', 'project_id', 'name', 'status', 'status_message'],
+  gateways: ['id', 'project_id', 'name', 'status', 'status_message'],
+} as const satisfies { [Table in StatusTable]: readonly (keyof Database[Table] & string)[] };
+
 const upper = (value: string) => value.toUpperCase();
 
 function transition(kind: string, from: string, to: string): string {

@@ -4,10 +4,10 @@
  * job. The job pipeline claims from them; the plan shows them as offers (dstack's pool offers).
  */
 import type { InstanceOfferWithAvailability, Requirements, RunConfiguration } from '@dstack/core';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import { instanceOfferOf, instanceProvisioningDataOf } from '../db/json-columns.js';
-import type { InstancesTable } from '../db/schema.js';
+import type { Database, InstancesTable } from '../db/schema.js';
 import { isClusterFleet } from './cluster-fleets.js';
 import { activeFleets } from './fleets.js';
 import { makesRoomRatherThanReused } from './host-instance-reuse.js';
@@ -27,29 +27,37 @@ export interface FittingInstance {
 }
 
 /**
+ * The instances of `fleetIds` (a project's fleets) with blocks free, cheapest first. By fleet and
+ * status (an index) only: with the project's id as well SQLite read every instance the project
+ * ever had once a job could use two fleets.
+ */
+export function takeableInstancesQuery(db: Kysely<Database>, fleetIds: readonly string[]) {
+  return (
+    db
+      .selectFrom('instances')
+      .selectAll()
+      .where('fleet_id', 'in', [...fleetIds])
+      .where('status', 'in', ['idle', 'busy'])
+      .where('deleted', '=', 0)
+      // A job on an instance whose shim does not answer could only wait for it (dstack skips them too).
+      .where('unreachable', '=', 0)
+      .where(sql<boolean>`busy_blocks < total_blocks`)
+      .orderBy('price')
+  );
+}
+
+/**
  * The instances of `fleetIds` the job fits on now, cheapest first; on the server's host, not an
  * idle one that holds more than the job asks for (it makes room for the job's own instead).
  */
 export async function fittingFleetInstances(
   app: AppContext,
-  projectId: string,
   fleetIds: readonly string[],
   placement: FleetPlacement,
   requirements: Requirements,
 ): Promise<FittingInstance[]> {
   if (fleetIds.length === 0) return [];
-  const instances = await app.db
-    .selectFrom('instances')
-    .selectAll()
-    .where('project_id', '=', projectId)
-    .where('fleet_id', 'in', [...fleetIds])
-    .where('status', 'in', ['idle', 'busy'])
-    .where('deleted', '=', 0)
-    // A job on an instance whose shim does not answer could only wait for it (dstack skips them too).
-    .where('unreachable', '=', 0)
-    .where(sql<boolean>`busy_blocks < total_blocks`)
-    .orderBy('price')
-    .execute();
+  const instances = await takeableInstancesQuery(app.db, fleetIds).execute();
   const fitting = instances.flatMap((instance) => {
     if (placement.backends?.length && !placement.backends.some((backend) => backend === instance.backend))
       return [];
@@ -88,7 +96,6 @@ export async function fleetInstanceOffers(
   );
   const fitting = await fittingFleetInstances(
     app,
-    projectId,
     fleets.map((fleet) => fleet.id),
     placement,
     requirements,

@@ -155,6 +155,33 @@ describe('cloud fleets with nodes', () => {
     expect((await instancesOf(h))[0]?.status).toBe('idle');
   });
 
+  it.each([
+    ['1h', false],
+    ['0s', true],
+  ])(
+    'makes an instance that a job left idle due at once only when its idle_duration (%s) is shorter than its passes',
+    async (idleDuration, dueAtOnce) => {
+      const h = await createPipelineHarness();
+      harness = h;
+      await apply(h, { nodes: { min: 0, target: 1 }, idle_duration: idleDuration });
+      await untilIdle(h, 1);
+      const run = await h.applyTask('on-pool', { commands: ['true'], fleets: ['pool'] });
+      // Not the instance pipeline: what the job's end left on its instance is looked at.
+      await h.stepUntil(async () => (await h.run(run.id)).status === 'done', {
+        pipelines: ['jobs-submitted', 'jobs-running', 'jobs-terminating', 'runs'],
+      });
+      await h.step('jobs-terminating');
+      const [instance] = await instancesOf(h);
+      expect(instance?.status).toBe('idle');
+      expect(instance?.last_processed_at === 0).toBe(dueAtOnce);
+      if (dueAtOnce) {
+        h.advance(1);
+        await h.step('instances');
+        expect((await instancesOf(h))[0]?.termination_reason).toBe('idle_timeout');
+      }
+    },
+  );
+
   it('terminates its instances when deleted', async () => {
     const h = await createPipelineHarness();
     harness = h;

@@ -29,9 +29,9 @@ import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { fleetKeepsInstance } from './fleet-rows.js';
 import { abandonPendingInstance, relaunchStrandedInstance } from './instance-launch.js';
-import { markInstanceJobsDue } from './instance-rows.js';
+import { INSTANCE_PASS_INTERVAL_MS, markInstanceJobsDue } from './instance-rows.js';
 
-const MIN_INTERVAL_MS = 10_000;
+const MIN_INTERVAL_MS = INSTANCE_PASS_INTERVAL_MS;
 const PROVISIONING_POLL_MS = 200;
 const TERMINATION_RETRY_MS = 30_000;
 const TERMINATION_RETRY_LIMIT_MS = 15 * 60_000;

@@ -2,6 +2,9 @@
 import type { AppContext } from '../context.js';
 import type { InstancesTable } from '../db/schema.js';
 
+/** How often the instance pipeline looks at an instance nothing made due (its shim's health, its idle time). */
+export const INSTANCE_PASS_INTERVAL_MS = 10_000;
+
 export async function instanceRowOf(
   app: AppContext,
   instanceId: string | null,

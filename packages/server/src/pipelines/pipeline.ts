@@ -28,7 +28,7 @@ import type { AppContext } from '../context.js';
 import { asBackgroundWork } from '../db/background-work.js';
 import type { Database } from '../db/schema.js';
 import { recordEvents } from '../events/event-recorder.js';
-import { mayBeEventful, rowChangeEvents } from '../events/status-events.js';
+import { mayBeEventful, rowChangeEvents, STATUS_EVENT_COLUMNS } from '../events/status-events.js';
 import { inReleaseGroup, inReleaseTransaction } from './release-groups.js';
 import type { PipelineName, WakeUps } from './wake-ups.js';
 
@@ -243,11 +243,17 @@ export class Pipeline<Table extends PipelineTable> {
         // Given up: the row was released and may be claimed again; this late result is dropped.
         if (giveUp.signal.aborted) return Promise.resolve(false);
         released = true;
-        return this.#release(row.id, token, values, mayBeEventful(row, values));
+        return this.#release(row.id, token, values, mayBeEventful(row, values) ? row : null);
       },
       releaseWith: async (alongside, values) => {
         if (giveUp.signal.aborted) return 'lost';
-        const outcome = await this.#releaseWith(row.id, token, alongside, values, mayBeEventful(row, values));
+        const outcome = await this.#releaseWith(
+          row.id,
+          token,
+          alongside,
+          values,
+          mayBeEventful(row, values) ? row : null,
+        );
         if (outcome === 'released') released = true;
         return outcome;
       },
@@ -320,14 +326,14 @@ export class Pipeline<Table extends PipelineTable> {
     id: string,
     token: string,
     values: Record<string, unknown> = {},
-    eventful = false,
+    claimed: PipelineRow<Table> | null = null,
   ): Promise<boolean> {
     const { db, dialect } = this.#app;
     // A status change and its event are stored together; a release that lost its claim records
     // nothing. On SQLite the releases of one turn share a commit (release-groups.ts).
-    const released = eventful
+    const released = claimed
       ? await inReleaseTransaction(db, dialect, (transaction) =>
-          this.#releaseChangingStatus(transaction, id, token, values),
+          this.#releaseChangingStatus(transaction, claimed, token, values),
         )
       : await inReleaseGroup(db, dialect, (db) => this.#releaseRow(db, id, token, values));
     if (released) this.#afterRelease(released.last_processed_at);
@@ -338,22 +344,24 @@ export class Pipeline<Table extends PipelineTable> {
    * Releases the row with a new status (or reachability) and records its events (the system
    * acted), worded from the row as it was just before (a pass may have moved it on its way: a
    * volume marked provisioning before the provider call) and the status it got (which may be a
-   * SQL expression's result).
+   * SQL expression's result). Only the columns the events read are read again (a job's or a run's
+   * spec is kilobytes the events do not use); the rest are the claimed row's.
    */
   async #releaseChangingStatus(
     transaction: Kysely<Database>,
-    id: string,
+    claimed: PipelineRow<Table>,
     token: string,
     values: Record<string, unknown>,
   ): Promise<{ last_processed_at: unknown } | undefined> {
-    const before = await transaction
+    const current = await transaction
       .selectFrom(this.#table)
-      .selectAll()
-      .where('id', '=', id)
+      .select(STATUS_EVENT_COLUMNS[this.#table] as never)
+      .where('id', '=', claimed.id)
       .where('lock_token', '=', token)
       .executeTakeFirst();
-    const row = await this.#releaseRow(transaction, id, token, values);
-    if (!before || !row) return row;
+    const row = await this.#releaseRow(transaction, claimed.id, token, values);
+    if (!current || !row) return row;
+    const before = { ...claimed, ...(current as Record<string, unknown>) } as PipelineRow<Table>;
     const events = rowChangeEvents(
       this.#table,
       before as PipelineRow<PipelineTable>,
@@ -371,14 +379,14 @@ export class Pipeline<Table extends PipelineTable> {
     token: string,
     alongside: (transaction: Transaction<Database>) => Promise<boolean>,
     values: Record<string, unknown> = {},
-    eventful = false,
+    claimed: PipelineRow<Table> | null = null,
   ): Promise<ReleaseOutcome> {
     let released: { last_processed_at: unknown };
     try {
       released = await inReleaseTransaction(this.#app.db, this.#app.dialect, async (transaction) => {
         if (!(await alongside(transaction))) throw new RolledBack('refused');
-        const row = eventful
-          ? await this.#releaseChangingStatus(transaction, id, token, values)
+        const row = claimed
+          ? await this.#releaseChangingStatus(transaction, claimed, token, values)
           : await this.#releaseRow(transaction, id, token, values);
         if (!row) throw new RolledBack('lost');
         return row;

@@ -27,13 +27,14 @@ import {
 
 type Work = (transaction: Transaction<Database>) => Promise<unknown>;
 
-interface Pending {
-  work: Work;
+type Pending = (
+  | { singleStatement: false; work: Work }
   /** One statement: SQLite undoes a failed statement by itself, so it needs no savepoint. */
-  singleStatement: boolean;
+  | { singleStatement: true; work: (db: Kysely<Database>) => Promise<unknown> }
+) & {
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
-}
+};
 
 /** Releases per transaction: enough to share the commit, few enough not to hold the connection long. */
 const MAX_GROUP = 64;
@@ -47,9 +48,13 @@ class ReleaseGroups {
     this.#db = db;
   }
 
-  run<T>(work: (transaction: Transaction<Database>) => Promise<T>, singleStatement: boolean): Promise<T> {
+  run<T>(
+    work:
+      | { singleStatement: false; work: (transaction: Transaction<Database>) => Promise<T> }
+      | { singleStatement: true; work: (db: Kysely<Database>) => Promise<T> },
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ work, singleStatement, resolve: resolve as (value: unknown) => void, reject });
+      this.#queue.push({ ...work, resolve: resolve as (value: unknown) => void, reject });
       if (!this.#flushing) {
         this.#flushing = true;
         // The other releases of this turn join the group.
@@ -61,6 +66,12 @@ class ReleaseGroups {
   async #flush(): Promise<void> {
     while (this.#queue.length > 0) {
       const group = this.#queue.splice(0, MAX_GROUP);
+      const [only] = group;
+      if (group.length === 1 && only?.singleStatement) {
+        // One statement alone is its own transaction: no BEGIN and COMMIT around it.
+        await only.work(this.#db).then(only.resolve, only.reject);
+        continue;
+      }
       const outcomes: Array<{ value: unknown } | { error: unknown }> = [];
       try {
         await this.#db.transaction().execute(async (transaction) => {
@@ -133,7 +144,7 @@ export function inReleaseTransaction<T>(
   work: (transaction: Transaction<Database>) => Promise<T>,
 ): Promise<T> {
   if (dialect === 'postgres') return db.transaction().execute(work);
-  return groupOf(db).run(work, false);
+  return groupOf(db).run({ singleStatement: false, work });
 }
 
 /**
@@ -146,7 +157,7 @@ export function inReleaseGroup<T>(
   write: (db: Kysely<Database>) => Promise<T>,
 ): Promise<T> {
   if (dialect === 'postgres') return write(db);
-  return groupOf(db).run(write, true);
+  return groupOf(db).run({ singleStatement: true, work: write });
 }
 
 function groupOf(db: Kysely<Database>): ReleaseGroups {

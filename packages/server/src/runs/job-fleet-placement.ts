@@ -69,7 +69,6 @@ export async function placeOnFleetInstance(
   const readAt = performance.now();
   const fitting = await fittingFleetInstances(
     app,
-    job.project_id,
     fleets.map((fleet) => fleet.id),
     configuration,
     jobSpec.requirements,

@@ -15,7 +15,7 @@ import type { Database, InstancesTable, JobsTable, ProjectsTable } from '../db/s
 import { recordStatusChange, type StatusUpdate } from '../events/status-events.js';
 import { blocksHeldBy, shareOfLaunchedInstance } from '../fleets/instance-blocks.js';
 import { abandonPendingInstance } from '../fleets/instance-launch.js';
-import { instanceRowOf } from '../fleets/instance-rows.js';
+import { INSTANCE_PASS_INTERVAL_MS, instanceRowOf } from '../fleets/instance-rows.js';
 import type { PipelineDefinition, RowLock, RowUpdate } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { detachJobVolumes } from '../volumes/job-volumes.js';
@@ -45,7 +45,10 @@ const RUNNER_REASONS: readonly string[] = [
 /**
  * Frees the blocks the job holds; a busy instance becomes idle when they were the last ones. A
  * job stopped while its instance is still provisioning frees its blocks too, so the instance
- * comes up idle (and its fleet's idle rules apply) instead of busy with no job forever.
+ * comes up idle (and its fleet's idle rules apply) instead of busy with no job forever. An
+ * instance that became idle is due now only when its idle time is shorter than the instance
+ * pipeline's interval (`idle_duration: 0`: it goes at once); its regular passes see a longer one
+ * end as soon (a pass for each job that ended was a shim healthcheck per run for nothing).
  */
 async function freeInstanceBlocks(app: AppContext, instance: InstancesTable, job: JobsTable): Promise<void> {
   // A launch stored on the instance but never on the job (its server died in between) counted
@@ -62,7 +65,7 @@ async function freeInstanceBlocks(app: AppContext, instance: InstancesTable, job
         busy_blocks: sql`CASE WHEN busy_blocks > ${blocks} THEN busy_blocks - ${blocks} ELSE 0 END`,
         status: sql`CASE WHEN ${becomesIdle} THEN 'idle' ELSE status END`,
         idle_since: sql`CASE WHEN ${becomesIdle} THEN CAST(${Date.now()} AS BIGINT) ELSE idle_since END`,
-        last_processed_at: 0,
+        last_processed_at: sql`CASE WHEN ${becomesIdle} AND termination_idle_time IS NOT NULL AND termination_idle_time * 1000 < ${INSTANCE_PASS_INTERVAL_MS} THEN 0 ELSE last_processed_at END`,
       })
       .where('id', '=', instance.id)
       .where('status', 'in', ['busy', 'provisioning'])

@@ -8,9 +8,10 @@
  * an event says for which run, once.
  */
 import type { InstanceOfferWithAvailability, Requirements } from '@dstack/core';
+import type { Kysely } from 'kysely';
 import type { AppContext } from '../context.js';
 import { instanceOfferOf, jobSpecOf } from '../db/json-columns.js';
-import type { InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
+import type { Database, InstancesTable, JobsTable, RunsTable } from '../db/schema.js';
 import { eventTargets, recordEvent, SYSTEM_ACTOR } from '../events/event-recorder.js';
 import { smallestFittingShare } from '../fleets/instance-blocks.js';
 import { offerSatisfies } from '../fleets/instance-matching.js';
@@ -27,29 +28,42 @@ const JOBS_AHEAD_LIMIT = 20;
 
 /**
  * The jobs of the project's higher-priority runs waiting in `submitted` with no instance yet,
- * highest first (one query). None for the highest priority.
+ * highest first. None for the highest priority.
  */
+/** The project's runs of a higher priority than `priority` whose jobs may wait for capacity. */
+export function higherPriorityRunsQuery(db: Kysely<Database>, projectId: string, priority: number) {
+  return db
+    .selectFrom('runs')
+    .select(['id', 'run_name', 'priority'])
+    .where('project_id', '=', projectId)
+    .where('status', 'in', ['submitted', 'provisioning', 'running'])
+    .where('priority', '>', priority);
+}
+
 export async function jobsAhead(app: AppContext, job: JobsTable, run: RunsTable): Promise<JobAhead[]> {
   const priority = run.priority ?? 0;
-  const rows = await app.db
+  // The project's active runs of a higher priority (an index; usually none), then their jobs (by
+  // run): one join let SQLite start from every submitted job of every project instead. A pending
+  // run's jobs are not provisioned (a retry's backoff, a schedule): they wait for nothing.
+  const runsAhead = await higherPriorityRunsQuery(app.db, job.project_id, priority).execute();
+  if (runsAhead.length === 0) return [];
+  const runsById = new Map(runsAhead.map((ahead) => [ahead.id, ahead]));
+  // Only the run's jobs are filtered by SQL, so that the run index is the one used.
+  const jobs = await app.db
     .selectFrom('jobs')
-    .innerJoin('runs', 'runs.id', 'jobs.run_id')
-    .select(['jobs.id', 'jobs.job_spec_data', 'runs.run_name', 'runs.priority'])
-    .where('jobs.project_id', '=', job.project_id)
-    .where('jobs.status', '=', 'submitted')
-    .where('jobs.instance_id', 'is', null)
-    .where('runs.priority', '>', priority)
-    // A pending run's jobs are not provisioned (a retry's backoff, a schedule): they wait for nothing.
-    .where('runs.status', 'not in', ['pending', 'terminating'])
-    .orderBy('runs.priority', 'desc')
-    .orderBy('jobs.submitted_at')
-    .limit(JOBS_AHEAD_LIMIT)
+    .select(['id', 'run_id', 'status', 'instance_id', 'submitted_at', 'job_spec_data'])
+    .where('run_id', 'in', [...runsById.keys()])
     .execute();
-  return rows.map((row) => ({
-    runName: row.run_name,
-    priority: row.priority ?? 0,
-    requirements: jobSpecOf({ id: row.id, job_spec_data: row.job_spec_data }).requirements,
-  }));
+  return jobs
+    .filter((other) => other.status === 'submitted' && other.instance_id === null)
+    .map((other) => ({ job: other, run: runsById.get(other.run_id) as (typeof runsAhead)[number] }))
+    .sort((a, b) => (b.run.priority ?? 0) - (a.run.priority ?? 0) || a.job.submitted_at - b.job.submitted_at)
+    .slice(0, JOBS_AHEAD_LIMIT)
+    .map(({ job: other, run: ahead }) => ({
+      runName: ahead.run_name,
+      priority: ahead.priority ?? 0,
+      requirements: jobSpecOf(other).requirements,
+    }));
 }
 
 /**

@@ -33,6 +33,7 @@ import m019ServiceHttps from './019-service-https.js';
 import m020GatewayAgentToken from './020-gateway-agent-token.js';
 import m021RunPriority from './021-run-priority.js';
 import m022RunsListIndex from './022-runs-list-index.js';
+import m023SchedulerIndexes from './023-scheduler-indexes.js';
 import type { MigrationFactory } from './migration-helpers.js';
 
 /** Every migration, by name; names sort in application order. */
@@ -59,6 +60,7 @@ const MIGRATIONS: Record<string, MigrationFactory> = {
   '020_gateway_agent_token': m020GatewayAgentToken,
   '021_run_priority': m021RunPriority,
   '022_runs_list_index': m022RunsListIndex,
+  '023_scheduler_indexes': m023SchedulerIndexes,
 };
 
 export function getMigrations(dialect: SqlDialect): Record<string, Migration> {

@@ -16,9 +16,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type RunningServer, startServer } from '@dstack/server';
 import { createInstantBackend, type InstantBackend } from '@dstack/testing/instant-backend';
+import { applyFromClientProcess, epochNow } from './apply-client.js';
 import { type CheapRouteProbe, startCheapRouteProbe } from './cheap-route-probe.js';
 import { measurePipelinePasses, STEADY_PIPELINES, type SteadyPipeline } from './pipeline-passes.js';
-import { apply, BENCH_ADMIN_TOKEN, call, processUsage } from './server-bench.js';
+import { BENCH_ADMIN_TOKEN, call, processUsage, task } from './server-bench.js';
 import { quantile } from './stats.js';
 
 export const DEFAULT_SCALE_RUNS = [100, 1_000, 10_000];
@@ -135,10 +136,10 @@ async function waitForEveryRun(
   options: { pollMs: number; timeoutMs: number; onReached?: (name: string, at: number) => void },
 ): Promise<void> {
   const pending = new Set(names);
-  const deadline = performance.now() + options.timeoutMs;
+  const deadline = epochNow() + options.timeoutMs;
   while (pending.size > 0) {
     const statuses = await runStatuses(server);
-    const now = performance.now();
+    const now = epochNow();
     for (const name of pending) {
       const status = statuses.get(name);
       if (status === 'failed' || status === 'terminated') {
@@ -206,27 +207,24 @@ export async function scaleRound(runs: number, database: ScaleDatabase): Promise
     const pollMs = Math.min(500, Math.max(20, runs / 20));
     // Generous: the machine may be shared, and a stuck run is reported with the jobs' states.
     const timeoutMs = 300_000 + runs * 500;
-    const appliedAt = new Map<string, number>();
     const applyToRunningMs: number[] = [];
-    const begin = performance.now();
+    let begin = epochNow();
     try {
-      const queue = [...names];
-      const command = jobCommand(fifo, release);
-      await Promise.all(
-        Array.from({ length: APPLY_CONCURRENCY }, async (_, worker) => {
-          // Applies go to every replica in turn, as behind a load balancer.
-          const server = servers[worker % servers.length]!;
-          for (let name = queue.shift(); name; name = queue.shift()) {
-            appliedAt.set(name, await apply(server, name, [command]));
-          }
-        }),
-      );
+      // Applies go to every replica in turn, as behind a load balancer.
+      const appliedAt = await applyFromClientProcess({
+        urls: servers.map((server) => server.url),
+        token: BENCH_ADMIN_TOKEN,
+        names,
+        configuration: task('', [jobCommand(fifo, release)]),
+        concurrency: APPLY_CONCURRENCY,
+      });
+      begin = Math.min(...appliedAt.values());
       await waitForEveryRun(first, names, (status) => status === 'running', {
         pollMs,
         timeoutMs,
         onReached: (name, at) => applyToRunningMs.push(at - appliedAt.get(name)!),
       });
-      const toRunningSeconds = (performance.now() - begin) / 1000;
+      const toRunningSeconds = (epochNow() - begin) / 1000;
 
       const aliveSince = performance.now();
       const probes = new Map<string, CheapRouteProbe>(

@@ -91,3 +91,38 @@ it('resumes only a turn budget of waiting background work per turn of the event 
   // steps, far fewer than the workers waiting.
   expect(stepsBeforeTheAnswer).toBeLessThan(workers / 2);
 });
+
+it('answers a cheap request while another request makes long chains of queries', async () => {
+  // Requests' pieces wait too once a turn has had its budget, behind other requests' only: work a
+  // request (or a burst of them, ready in one turn) starts no longer keeps the event loop until it
+  // ends. Here one request runs ten chains of queries at once, as a burst of applies would.
+  const chains = 10;
+  const queriesEach = 3_000;
+  let queriesDone = 0;
+  const longRoute = createServer((_request, response) => {
+    void Promise.all(
+      Array.from({ length: chains }, async () => {
+        for (let query = 0; query < queriesEach; query++) {
+          await sql`select 1`.execute(opened.db);
+          queriesDone += 1;
+        }
+      }),
+    ).then(() => response.end('done'));
+  });
+  await new Promise<void>((resolve) => longRoute.listen(0, '127.0.0.1', resolve));
+  try {
+    const long = fetch(`http://127.0.0.1:${(longRoute.address() as AddressInfo).port}/`).then((response) =>
+      response.text(),
+    );
+    while (queriesDone === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+    const cheap = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`).then(
+      (response) => response.text(),
+    );
+    const doneAtTheAnswer = queriesDone;
+    expect(cheap).toBe('1');
+    expect(await long).toBe('done');
+    expect(doneAtTheAnswer).toBeLessThan((chains * queriesEach) / 2);
+  } finally {
+    await new Promise((resolve) => longRoute.close(resolve));
+  }
+});

@@ -3,10 +3,13 @@
  *
  * better-sqlite3 is synchronous, so Kysely's queries on it resolve as microtasks: a pipeline
  * pass that makes twenty queries, and a hundred such passes started at once, run as one long
- * turn of the event loop, and an API request waits for the whole of it. Here background work
- * gives the event loop back (setImmediate) before a query once the current turn has run for
- * `TURN_BUDGET_MS`: requests are read and answered between the pieces. Requests themselves never
- * wait here, and neither does a query inside a transaction (it holds the one connection).
+ * turn of the event loop, and an API request waits for the whole of it. Here work gives the event
+ * loop back (setImmediate) before a query once the current turn has run for `TURN_BUDGET_MS`:
+ * requests are read and answered between the pieces. Requests' own pieces wait too, but only
+ * behind other requests' (they are resumed first): a burst of applies ready in one turn was
+ * handled whole in that turn, and a cheap request arriving meanwhile waited behind all of it (its
+ * p99 read 160–300 ms during 500 applies from 50 clients). A query inside a transaction never
+ * waits (it holds the one connection).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { type DatabaseConnection, type Driver, SqliteDialect } from 'kysely';
@@ -24,8 +27,10 @@ export function asBackgroundWork<T>(work: () => T): T {
 /** When the current turn's background work began; undefined once the event loop has moved on. */
 let turnStartedAt: number | undefined;
 
+/** Requests' work waiting for a later turn, first come first served; resumed before background work. */
+const waitingRequests: Array<() => void> = [];
 /** Background work waiting for a later turn, first come first served. */
-const waiting: Array<() => void> = [];
+const waitingBackground: Array<() => void> = [];
 
 /** Milliseconds of the current turn background work has had; starts the turn's budget when new. */
 function turnElapsedMs(): number {
@@ -41,34 +46,36 @@ function turnElapsedMs(): number {
 }
 
 /**
- * One per waiting piece of work (an immediate): resumes the first waiting one when the turn has
- * budget left, else waits for the next turn, so that requests are read in between. Node drains
- * the microtasks after each immediate, so the piece resumed here has run up to its next wait
- * before the next immediate looks at the clock: a turn resumes about `TURN_BUDGET_MS` of work,
- * not every piece that yielded in the turn before.
+ * One per waiting piece of work (an immediate): resumes the first waiting one, a request's before
+ * any background work's, when the turn has budget left, else waits for the next turn, so that new
+ * requests are read in between. Node drains the microtasks after each immediate, so the piece
+ * resumed here has run up to its next wait before the next immediate looks at the clock: a turn
+ * resumes about `TURN_BUDGET_MS` of work, not every piece that yielded in the turn before.
  */
 function resumeNext(): void {
   if (turnElapsedMs() >= TURN_BUDGET_MS) {
     setImmediate(resumeNext);
     return;
   }
-  waiting.shift()?.();
+  (waitingRequests.shift() ?? waitingBackground.shift())?.();
 }
 
 /**
- * Resolves at once, or on a later turn of the event loop when background work has had the
- * current one for `TURN_BUDGET_MS`. Outside background work it never waits.
+ * Resolves at once, or on a later turn of the event loop when the current one has had
+ * `TURN_BUDGET_MS` of work or work is waiting ahead: for a request, other requests' only.
  */
 export function yieldToRequests(): Promise<void> | undefined {
-  if (background.getStore() === undefined) return undefined;
-  if (waiting.length === 0 && turnElapsedMs() < TURN_BUDGET_MS) return undefined;
+  const queue = background.getStore() === undefined ? waitingRequests : waitingBackground;
+  const ahead =
+    queue === waitingRequests ? waitingRequests.length : waitingRequests.length + waitingBackground.length;
+  if (ahead === 0 && turnElapsedMs() < TURN_BUDGET_MS) return undefined;
   return new Promise((resolve) => {
-    waiting.push(resolve);
+    queue.push(resolve);
     setImmediate(resumeNext);
   });
 }
 
-/** Kysely's SQLite dialect whose queries, made by background work, yield to requests first. */
+/** Kysely's SQLite dialect whose queries yield the event loop (background work's to requests first). */
 export class YieldingSqliteDialect extends SqliteDialect {
   override createDriver(): Driver {
     const driver = super.createDriver();

@@ -6,11 +6,11 @@
  * turn of the event loop, and an API request waits for the whole of it. Here work gives the event
  * loop back (setImmediate) before a query once the current turn has run for `TURN_BUDGET_MS`:
  * requests are read and answered between the pieces. Requests' own pieces wait too, but only once
- * requests have had the turn's budget, and only behind other requests' (they are resumed first; a
- * request arriving while the pipelines are busy still runs at once): a burst of applies ready in one turn was
- * handled whole in that turn, and a cheap request arriving meanwhile waited behind all of it (its
- * p99 read 160–300 ms during 500 applies from 50 clients). A query inside a transaction never
- * waits (it holds the one connection).
+ * requests have had the turn's budget, and only behind other requests' (they are resumed first;
+ * a request arriving while the pipelines are busy still runs at once): a burst of applies ready in
+ * one turn was handled whole in that turn, and a cheap request arriving meanwhile waited behind
+ * all of it (its p99 read 160–300 ms during 500 applies from 50 clients). A query inside a
+ * transaction never waits (it holds the one connection).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { type DatabaseConnection, type Driver, SqliteDialect } from 'kysely';

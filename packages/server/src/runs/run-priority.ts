@@ -23,13 +23,9 @@ export interface JobAhead {
   requirements: Requirements;
 }
 
-/** How many waiting jobs ahead a pass reads at most: enough to find one that fits. */
+/** How many waiting jobs ahead a pass keeps at most: enough to find one that fits. */
 const JOBS_AHEAD_LIMIT = 20;
 
-/**
- * The jobs of the project's higher-priority runs waiting in `submitted` with no instance yet,
- * highest first. None for the highest priority.
- */
 /** The project's runs of a higher priority than `priority` whose jobs may wait for capacity. */
 export function higherPriorityRunsQuery(db: Kysely<Database>, projectId: string, priority: number) {
   return db
@@ -40,6 +36,10 @@ export function higherPriorityRunsQuery(db: Kysely<Database>, projectId: string,
     .where('priority', '>', priority);
 }
 
+/**
+ * The jobs of the project's higher-priority runs waiting in `submitted` with no instance yet,
+ * highest first. None for the highest priority.
+ */
 export async function jobsAhead(app: AppContext, job: JobsTable, run: RunsTable): Promise<JobAhead[]> {
   const priority = run.priority ?? 0;
   // The project's active runs of a higher priority (an index; usually none), then their jobs (by

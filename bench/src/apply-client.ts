@@ -3,7 +3,7 @@
  * process would spend the server's CPU on its own requests (the 500 applies of the throughput
  * bench cost that process about a third of a second) and wait on the server's busy event loop.
  */
-import { spawn } from 'node:child_process';
+import { startClientProcess } from './client-process.js';
 
 /**
  * The client: reads its task from standard input, applies the runs `concurrency` at a time (the
@@ -43,24 +43,10 @@ export interface ApplyClientOptions {
 }
 
 /** The moment (ms since the epoch, as `epochNow()` gives it) each run's apply was sent. */
-export function applyFromClientProcess(options: ApplyClientOptions): Promise<Map<string, number>> {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', CLIENT_SCRIPT], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  let output = '';
-  child.stdout.setEncoding('utf8');
-  child.stdout.on('data', (chunk: string) => {
-    output += chunk;
-  });
-  child.stdin.end(JSON.stringify(options));
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    // 'close', not 'exit': the process may exit before its output has all been read.
-    child.once('close', (code) => {
-      if (code === 0) resolve(new Map(Object.entries(JSON.parse(output) as Record<string, number>)));
-      else reject(new Error(`the apply client exited with status ${code}`));
-    });
-  });
+export async function applyFromClientProcess(options: ApplyClientOptions): Promise<Map<string, number>> {
+  const client = startClientProcess(CLIENT_SCRIPT, 'the apply client');
+  client.child.stdin.end(JSON.stringify(options));
+  return new Map(Object.entries((await client.output) as Record<string, number>));
 }
 
 /** Now, in milliseconds since the epoch, on the clock the apply client reports. */

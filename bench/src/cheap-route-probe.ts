@@ -3,7 +3,7 @@
  * server's process would wait on the server's busy event loop for its own reads and writes, and
  * count that as the server's latency.
  */
-import { spawn } from 'node:child_process';
+import { startClientProcess } from './client-process.js';
 
 /** The client: calls the route one call at a time, then prints the milliseconds of each as JSON. */
 const PROBE_SCRIPT = `
@@ -47,25 +47,13 @@ export interface CheapRouteProbe {
 }
 
 export function startCheapRouteProbe(options: CheapRouteProbeOptions): CheapRouteProbe {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', PROBE_SCRIPT], {
-    env: { ...process.env, PROBE: JSON.stringify(options) },
-    stdio: ['pipe', 'pipe', 'inherit'],
+  const { child, output } = startClientProcess(PROBE_SCRIPT, 'the cheap-route probe', {
+    ...process.env,
+    PROBE: JSON.stringify(options),
   });
   // Ending the input of a probe that already stopped by itself must not fail.
   child.stdin.on('error', () => {});
-  let output = '';
-  child.stdout.setEncoding('utf8');
-  child.stdout.on('data', (chunk: string) => {
-    output += chunk;
-  });
-  const exited = new Promise<number[]>((resolve, reject) => {
-    child.once('error', reject);
-    // 'close', not 'exit': the process may exit before its output has all been read.
-    child.once('close', (code) => {
-      if (code === 0) resolve(JSON.parse(output) as number[]);
-      else reject(new Error(`the cheap-route probe exited with status ${code}`));
-    });
-  });
+  const exited = output as Promise<number[]>;
   return {
     calls: exited,
     stop() {

@@ -361,15 +361,11 @@ export class Pipeline<Table extends PipelineTable> {
       .executeTakeFirst();
     const row = await this.#releaseRow(transaction, claimed.id, token, values);
     if (!current || !row) return row;
-    const before = { ...claimed, ...(current as Record<string, unknown>) } as PipelineRow<Table>;
-    const events = rowChangeEvents(
-      this.#table,
-      before as PipelineRow<PipelineTable>,
-      {
-        ...values,
-        status: row.status,
-      } as never,
-    );
+    const before = { ...claimed, ...(current as Record<string, unknown>) } as PipelineRow<PipelineTable>;
+    const events = rowChangeEvents(this.#table, before, {
+      ...values,
+      status: row.status,
+    } as never);
     await recordEvents(transaction, this.#app.settings.events, events);
     return row;
   }

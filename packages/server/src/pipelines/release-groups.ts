@@ -27,11 +27,15 @@ import {
 
 type Work = (transaction: Transaction<Database>) => Promise<unknown>;
 
-type Pending = (
-  | { singleStatement: false; work: Work }
-  /** One statement: SQLite undoes a failed statement by itself, so it needs no savepoint. */
-  | { singleStatement: true; work: (db: Kysely<Database>) => Promise<unknown> }
-) & {
+/**
+ * A release's writes: several, or one statement (SQLite undoes a failed statement by itself, so it
+ * needs no savepoint, and alone in a turn it needs no transaction).
+ */
+type Release<T> =
+  | { singleStatement: false; work: (transaction: Transaction<Database>) => Promise<T> }
+  | { singleStatement: true; work: (db: Kysely<Database>) => Promise<T> };
+
+type Pending = Release<unknown> & {
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 };
@@ -48,11 +52,7 @@ class ReleaseGroups {
     this.#db = db;
   }
 
-  run<T>(
-    work:
-      | { singleStatement: false; work: (transaction: Transaction<Database>) => Promise<T> }
-      | { singleStatement: true; work: (db: Kysely<Database>) => Promise<T> },
-  ): Promise<T> {
+  run<T>(work: Release<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.#queue.push({ ...work, resolve: resolve as (value: unknown) => void, reject });
       if (!this.#flushing) {

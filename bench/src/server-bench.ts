@@ -28,6 +28,8 @@ const LATENCY_RUNS = 10;
 const THROUGHPUT_RUNS = 500;
 /** How often the throughput bench reads the runs' statuses (its precision on a figure of seconds). */
 const THROUGHPUT_POLL_MS = 25;
+/** How often the throughput bench samples the server's and the shim's memory (in the server's process). */
+const MEMORY_SAMPLE_MS = 200;
 /** Tasks of `cpu: 1..` applied at once to the local backend of a 2-CPU host, and what each runs. */
 const LOCAL_SHARING_RUNS = 40;
 const LOCAL_SHARING_COMMAND = 'sleep 0.5';
@@ -334,11 +336,11 @@ export async function throughput(options: { shimProcess: boolean }): Promise<Thr
       await call(server, '/api/project/main/fleets/apply', {
         plan: { spec: { configuration: { type: 'fleet', name: 'pool', nodes: '0..', idle_duration: '1h' } } },
       });
-      let peakRss = process.memoryUsage().rss;
+      let peakRss = process.memoryUsage.rss();
       let peakShimRssMb = 0;
       const shimCpuBefore = shimPid === null ? 0 : (await processUsage(shimPid)).cpuSeconds;
       const sampler = setInterval(() => {
-        peakRss = Math.max(peakRss, process.memoryUsage().rss);
+        peakRss = Math.max(peakRss, process.memoryUsage.rss());
         if (shimPid !== null) {
           void processUsage(shimPid).then(
             (usage) => {
@@ -347,7 +349,7 @@ export async function throughput(options: { shimProcess: boolean }): Promise<Thr
             () => {},
           );
         }
-      }, 50);
+      }, MEMORY_SAMPLE_MS);
       const cheapRouteIdle = await probeCheapRoute(server, 100).calls;
       const cheapRoute = probeCheapRoute(server, 0);
       let cheapRouteCalls: Promise<number[]> = Promise.resolve([]);
@@ -365,27 +367,38 @@ export async function throughput(options: { shimProcess: boolean }): Promise<Thr
           concurrency: APPLY_CONCURRENCY,
         });
         begin = Math.min(...started.values());
-        // The poll shares the server's process: it reads only the runs not done yet.
-        const pending = new Set(names);
-        while (pending.size > 0) {
+        // The poll shares the server's process: it reads the runs not running yet and counts the
+        // done ones, both from the index of runs by project and status.
+        const project = await server.app.db
+          .selectFrom('projects')
+          .select('id')
+          .where('name', '=', 'main')
+          .executeTakeFirstOrThrow();
+        const toRun = new Set(names);
+        for (;;) {
           const rows = await server.app.db
             .selectFrom('runs')
             .select(['run_name', 'status'])
-            .where('deleted', '=', 0)
-            .where('status', '!=', 'done')
+            .where('project_id', '=', project.id)
+            .where('status', 'in', ['pending', 'submitted', 'provisioning', 'failed', 'terminated'])
             .execute();
+          const { done } = await server.app.db
+            .selectFrom('runs')
+            .select((eb) => eb.fn.countAll<number>().as('done'))
+            .where('project_id', '=', project.id)
+            .where('status', '=', 'done')
+            .executeTakeFirstOrThrow();
           const now = epochNow();
           const failed = rows.filter((row) => ['failed', 'terminated'].includes(row.status));
           if (failed.length > 0) throw new Error(`${failed.length} runs did not finish done`);
-          const statuses = new Map(rows.map((row) => [row.run_name, row.status]));
-          for (const name of pending) {
-            const status = statuses.get(name) ?? 'done';
-            if (!running.has(name) && ['running', 'terminating', 'done'].includes(status)) {
-              running.set(name, now - (started.get(name) ?? now));
-            }
-            if (status === 'done') pending.delete(name);
+          const waiting = new Set(rows.map((row) => row.run_name));
+          for (const name of toRun) {
+            if (waiting.has(name)) continue;
+            running.set(name, now - (started.get(name) ?? now));
+            toRun.delete(name);
           }
-          if (pending.size > 0) await new Promise((resolve) => setTimeout(resolve, THROUGHPUT_POLL_MS));
+          if (Number(done) >= names.length) break;
+          await new Promise((resolve) => setTimeout(resolve, THROUGHPUT_POLL_MS));
         }
       } finally {
         // The probe ends with the runs, whatever their outcome; its figures are read below.

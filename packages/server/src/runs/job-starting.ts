@@ -188,7 +188,7 @@ export async function startJob(context: JobContext): Promise<void> {
       last_processed_at: dueIn(STARTING_POLL_MS * 2, MIN_INTERVAL_MS),
     });
     await markRunDue(app, job.run_id);
-    await markServiceGatewayDue(app, job.run_id);
+    await markServiceGatewayDue(app, run);
   } catch (error) {
     await retrySoonOrTimeOut(context, errorMessage(error));
   }

@@ -266,3 +266,29 @@ describe('run retry', () => {
     expect((await h.jobs(run.id))[1]?.submission_num).toBe(1);
   });
 });
+
+describe('run end', () => {
+  it('ends a run whose jobs are all done in one pass, recording its way through terminating', async () => {
+    const h = await createPipelineHarness();
+    harness = h;
+    const run = await h.applyTask('quick', { commands: ['true'] });
+    // Every pipeline but the runs' until the job is done: the run has not followed it yet.
+    await h.stepUntil(async () => (await h.jobs(run.id))[0]?.status === 'done', {
+      pipelines: ['jobs-submitted', 'jobs-running', 'jobs-terminating', 'instances'],
+    });
+    expect(await h.step('runs')).toBe(1);
+    expect(await h.run(run.id)).toMatchObject({ status: 'done', termination_reason: 'all_jobs_done' });
+    const changes = await h.app.db
+      .selectFrom('events')
+      .innerJoin('event_targets', 'event_targets.event_id', 'events.id')
+      .select('events.message')
+      .where('event_targets.entity_id', '=', run.id)
+      .where('events.message', 'like', 'Run status changed%')
+      .orderBy('events.id')
+      .execute();
+    expect(changes.map((event) => event.message)).toEqual([
+      'Run status changed SUBMITTED -> TERMINATING. Termination reason: ALL_JOBS_DONE',
+      'Run status changed TERMINATING -> DONE',
+    ]);
+  });
+});

@@ -18,7 +18,7 @@ import type { Database, JobsTable, RunsTable } from '../db/schema.js';
 import { eventTargets, recordEvents, SYSTEM_ACTOR } from '../events/event-recorder.js';
 import { recordStatusChange } from '../events/status-events.js';
 import { countPendingRun, observeSubmitToProvision } from '../metrics/run-client-metrics.js';
-import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
+import type { PipelineDefinition, RowLock, RowUpdate } from '../pipelines/pipeline.js';
 import { dueIn } from '../pipelines/pipeline.js';
 import { markServiceGatewayDue } from '../services/service-gateway.js';
 import { keepServiceReplicas } from '../services/service-scaling.js';
@@ -64,6 +64,7 @@ function latestSubmissions(jobs: readonly JobsTable[]): JobsTable[] {
 /** Moves unfinished jobs to terminating; false when one is claimed by a job pipeline (try again soon). */
 async function terminateJobs(
   app: AppContext,
+  run: RunsTable,
   jobs: readonly JobsTable[],
   reason: JobTerminationReason,
 ): Promise<boolean> {
@@ -88,8 +89,7 @@ async function terminateJobs(
   }
   app.wakeUps.wake('jobs-terminating');
   // A replica that stops leaves its gateway's choice at once, as it leaves the server proxy's.
-  const runIds = new Set(jobs.map((job) => job.run_id));
-  for (const runId of runIds) await markServiceGatewayDue(app, runId);
+  await markServiceGatewayDue(app, run);
   return allDone;
 }
 
@@ -143,33 +143,76 @@ async function processTerminating(
 ): Promise<void> {
   const reason = run.termination_reason ?? 'stopped_by_user';
   const latest = latestSubmissions(jobs);
-  const claimedAll = await terminateJobs(app, latest, runTerminationReasonToJobTerminationReason(reason));
+  const claimedAll = await terminateJobs(
+    app,
+    run,
+    latest,
+    runTerminationReasonToJobTerminationReason(reason),
+  );
   const unfinished = latest.filter((job) => !FINISHED_JOB_STATUSES.includes(job.status));
   if (unfinished.length === 0) {
-    const nextStart = stoppedByUser(reason)
-      ? null
-      : nextScheduledStart(runSpecOf(run).configuration, app.clock());
-    if (nextStart !== null) {
-      // A scheduled run waits for its next start, as dstack's (its instance's fleet is chosen again then).
-      await lock.release({
-        status: 'pending',
-        next_triggered_at: nextStart,
-        fleet_id: null,
-        resubmission_attempt: 0,
-        last_processed_at: 0,
-      });
-      app.wakeUps.wake('fleets');
-      return;
-    }
-    await lock.release({ status: runTerminationReasonToStatus(reason) });
-    // Log streams end on the run's final status; tell this replica's streams now.
-    app.logNotifications.notify(run.id);
-    app.caches.services.stats.forget(run.id);
-    app.wakeUps.wake('fleets');
+    await endRun(app, run, reason, (values) => lock.release(values));
     return;
   }
   // Jobs finish in their own pipeline, which wakes us; poll as a fallback.
   await lock.release({ last_processed_at: dueIn(claimedAll ? 1_000 : 100, MIN_INTERVAL_MS) });
+}
+
+/**
+ * The end of a run none of whose jobs is left to stop: its final status, or, for a scheduled run
+ * not stopped by its user, a wait for its next start (as dstack's; its fleet is chosen again then).
+ * `release` stores it.
+ */
+async function endRun(
+  app: AppContext,
+  run: RunsTable,
+  reason: RunTerminationReason,
+  release: (values: RowUpdate<'runs'>) => Promise<unknown>,
+): Promise<void> {
+  const nextStart = stoppedByUser(reason)
+    ? null
+    : nextScheduledStart(runSpecOf(run).configuration, app.clock());
+  if (nextStart !== null) {
+    await release({
+      status: 'pending',
+      next_triggered_at: nextStart,
+      fleet_id: null,
+      resubmission_attempt: 0,
+      last_processed_at: 0,
+    });
+    app.wakeUps.wake('fleets');
+    return;
+  }
+  await release({ status: runTerminationReasonToStatus(reason) });
+  // Log streams end on the run's final status; tell this replica's streams now.
+  app.logNotifications.notify(run.id);
+  app.caches.services.stats.forget(run.id);
+  app.wakeUps.wake('fleets');
+}
+
+/**
+ * A run all of whose jobs are done has nothing to stop: it passes through terminating to its end
+ * in this pass, not in a pass of its own. Both changes are stored and recorded, as two passes
+ * would: terminating here (guarded by the claim) in the transaction that then ends it.
+ */
+async function endAllJobsDone(app: AppContext, run: RunsTable, lock: RowLock<'runs'>): Promise<void> {
+  const terminating = { status: 'terminating', termination_reason: 'all_jobs_done' } as const;
+  const throughTerminating = async (transaction: Transaction<Database>) => {
+    const result = await transaction
+      .updateTable('runs')
+      .set(terminating)
+      .where('id', '=', run.id)
+      .where('lock_token', '=', lock.token)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) !== 1) return false;
+    await recordStatusChange(transaction, app.settings.events, 'runs', run, terminating);
+    return true;
+  };
+  await endRun(app, { ...run, ...terminating }, terminating.termination_reason, (values) =>
+    lock.releaseWith(throughTerminating, values),
+  );
+  // A service's gateway stops routing to it, as when the pass of its own stopped its jobs.
+  await markServiceGatewayDue(app, run);
 }
 
 function stoppedByUser(reason: RunTerminationReason): boolean {
@@ -259,7 +302,7 @@ async function followJobs(
     if (decisions.length > 0 && decisions.every((decision) => decision === 'retry')) {
       if (active.length > 0) {
         // Multi-node: the other nodes stop before the run is resubmitted.
-        await terminateJobs(app, active, 'terminated_by_server');
+        await terminateJobs(app, run, active, 'terminated_by_server');
         await lock.release({ last_processed_at: dueIn(200, MIN_INTERVAL_MS) });
         return;
       }
@@ -287,7 +330,11 @@ async function followJobs(
     app.wakeUps.wake('runs');
     return;
   }
-  if (latest.length > 0 && (latest.every((job) => job.status === 'done') || masterDone(run, latest))) {
+  if (latest.length > 0 && latest.every((job) => job.status === 'done')) {
+    await endAllJobsDone(app, run, lock);
+    return;
+  }
+  if (latest.length > 0 && masterDone(run, latest)) {
     await lock.release({ status: 'terminating', termination_reason: 'all_jobs_done', last_processed_at: 0 });
     app.wakeUps.wake('runs');
     return;
@@ -302,7 +349,7 @@ async function followJobs(
   // when the run becomes provisioning), so a long run interrupted now and then is not held 10 minutes.
   const provisioned = status === 'provisioning' && run.status !== 'provisioning';
   const service = await keepServiceReplicas(app, run, jobs, {
-    stop: (stopped, reason) => terminateJobs(app, stopped, reason),
+    stop: (stopped, reason) => terminateJobs(app, run, stopped, reason),
     submit: (serviceRun, replicas) => submitReplicas(app, serviceRun, replicas),
   });
   // dstack's `_emit_active_metrics`: submitted → provisioning. A run whose job was placed and

@@ -188,7 +188,7 @@ export async function applyRun(
   app.wakeUps.wake('runs');
   app.wakeUps.wake('jobs-submitted');
   // Its gateway learns of it now, not at its next pass: a service at zero is reachable at once.
-  if (gateway) await markServiceGatewayDue(app, runId);
+  if (gateway) await markServiceGatewayDue(app, gateway);
   const row = await findRunRow(app, project.id, runName);
   if (!row) throw new Error(`run ${runName} vanished after apply`);
   return loadRun(app, row, project);

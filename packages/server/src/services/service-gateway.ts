@@ -91,16 +91,20 @@ export async function serviceGatewayOf(
 }
 
 /**
- * Makes the gateway that publishes run `runId` (if any) due now, so its agent learns of a replica
- * that started, became ready or is stopping within milliseconds instead of at its next pass.
+ * Makes the gateway that publishes `run` (if any) due now, so its agent learns of a replica that
+ * started, became ready or is stopping within milliseconds instead of at its next pass. A run's
+ * gateway is chosen at its apply and never changes: a caller holding the run's row passes it.
  */
-export async function markServiceGatewayDue(app: AppContext, runId: string): Promise<void> {
-  const run = await app.db.selectFrom('runs').select('gateway_id').where('id', '=', runId).executeTakeFirst();
-  if (!run?.gateway_id) return;
-  await app.db
-    .updateTable('gateways')
-    .set({ last_processed_at: 0 })
-    .where('id', '=', run.gateway_id)
-    .execute();
+export async function markServiceGatewayDue(
+  app: AppContext,
+  run: string | { gateway_id?: string | null },
+): Promise<void> {
+  const gatewayId =
+    typeof run === 'string'
+      ? (await app.db.selectFrom('runs').select('gateway_id').where('id', '=', run).executeTakeFirst())
+          ?.gateway_id
+      : run.gateway_id;
+  if (!gatewayId) return;
+  await app.db.updateTable('gateways').set({ last_processed_at: 0 }).where('id', '=', gatewayId).execute();
   app.wakeUps.wake('gateways');
 }

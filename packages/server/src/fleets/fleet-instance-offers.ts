@@ -27,23 +27,36 @@ export interface FittingInstance {
 }
 
 /**
- * The instances of `fleetIds` (a project's fleets) with blocks free, cheapest first. By fleet and
- * status (an index) only: with the project's id as well SQLite read every instance the project
- * ever had once a job could use two fleets.
+ * Reachable instances, idle or busy, with blocks free: the condition of the partial index
+ * `instances_takeable_idx` (migration 024), word for word, so that the database reads only them.
+ * (A job on an instance whose shim does not answer could only wait for it: dstack skips them too.)
  */
-export function takeableInstancesQuery(db: Kysely<Database>, fleetIds: readonly string[]) {
-  return (
-    db
-      .selectFrom('instances')
-      .selectAll()
-      .where('fleet_id', 'in', [...fleetIds])
-      .where('status', 'in', ['idle', 'busy'])
-      .where('deleted', '=', 0)
-      // A job on an instance whose shim does not answer could only wait for it (dstack skips them too).
-      .where('unreachable', '=', 0)
-      .where(sql<boolean>`busy_blocks < total_blocks`)
-      .orderBy('price')
-  );
+const TAKEABLE = sql<boolean>`status IN ('idle', 'busy') AND deleted = 0 AND unreachable = 0 AND busy_blocks < total_blocks`;
+
+/**
+ * The instances of fleet `fleetId` with blocks free, cheapest first, from the partial index of
+ * such instances by fleet and price: neither the full ones nor, as a read by project did, every
+ * instance the project ever had. One fleet per query: given several (`fleet_id IN`), SQLite
+ * reads the index by fleet instead, every instance of theirs.
+ */
+export function takeableInstancesQuery(db: Kysely<Database>, fleetId: string) {
+  return db
+    .selectFrom('instances')
+    .selectAll()
+    .where('fleet_id', '=', fleetId)
+    .where(TAKEABLE)
+    .orderBy('price');
+}
+
+/** The takeable instances of every fleet of `fleetIds`, cheapest first. */
+async function takeableInstances(
+  db: Kysely<Database>,
+  fleetIds: readonly string[],
+): Promise<InstancesTable[]> {
+  const byFleet = await Promise.all(fleetIds.map((fleetId) => takeableInstancesQuery(db, fleetId).execute()));
+  return byFleet.length === 1
+    ? (byFleet[0] as InstancesTable[])
+    : byFleet.flat().sort((a, b) => (a.price ?? 0) - (b.price ?? 0));
 }
 
 /**
@@ -57,7 +70,7 @@ export async function fittingFleetInstances(
   requirements: Requirements,
 ): Promise<FittingInstance[]> {
   if (fleetIds.length === 0) return [];
-  const instances = await takeableInstancesQuery(app.db, fleetIds).execute();
+  const instances = await takeableInstances(app.db, fleetIds);
   const fitting = instances.flatMap((instance) => {
     if (placement.backends?.length && !placement.backends.some((backend) => backend === instance.backend))
       return [];

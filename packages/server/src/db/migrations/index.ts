@@ -34,6 +34,7 @@ import m020GatewayAgentToken from './020-gateway-agent-token.js';
 import m021RunPriority from './021-run-priority.js';
 import m022RunsListIndex from './022-runs-list-index.js';
 import m023SchedulerIndexes from './023-scheduler-indexes.js';
+import m024TakeableInstancesIndex from './024-takeable-instances-index.js';
 import type { MigrationFactory } from './migration-helpers.js';
 
 /** Every migration, by name; names sort in application order. */
@@ -61,6 +62,7 @@ const MIGRATIONS: Record<string, MigrationFactory> = {
   '021_run_priority': m021RunPriority,
   '022_runs_list_index': m022RunsListIndex,
   '023_scheduler_indexes': m023SchedulerIndexes,
+  '024_takeable_instances_index': m024TakeableInstancesIndex,
 };
 
 export function getMigrations(dialect: SqlDialect): Record<string, Migration> {

@@ -161,11 +161,13 @@ export async function recordEvents(
     if (event.targets.length === 0) throw new Error(`event "${event.message}" has no target`);
     const message = normalizeMessage(event.message);
     if (!message) throw new Error('an event needs a message');
-    const id = timeOrderedUuid();
+    const recordedAt = nextRecordedAt();
+    // Its time in the id too: ids then sort as the events were recorded, one after the other.
+    const id = timeOrderedUuid(recordedAt);
     eventRows.push({
       id,
       message,
-      recorded_at: nextRecordedAt(),
+      recorded_at: recordedAt,
       actor_user_id: event.actor.kind === 'user' ? event.actor.userId : null,
       actor_user_name: event.actor.kind === 'user' ? event.actor.userName : null,
     });

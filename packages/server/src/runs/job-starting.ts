@@ -38,6 +38,7 @@ import {
   terminate,
 } from './job-running-context.js';
 import { jobRuntimeOf } from './job-runtime.js';
+import { runFollowsJob } from './run-follows-job.js';
 
 /** The shim of the job's instance; its calls end with the pass (`lock.signal`). */
 function jobShim(context: JobContext): Promise<ShimClient> {
@@ -180,14 +181,14 @@ export async function startJob(context: JobContext): Promise<void> {
       username: started?.username ?? null,
     };
     rememberRunningSince(app, job, Date.now());
-    await context.lock.release({
+    const released = await context.lock.release({
       status: 'running',
       ...jobAddressUpdate(job, provisioningData),
       job_runtime_data: jobRuntimeDataColumn.encode(runtimeData),
       runner_timestamp: 0,
       last_processed_at: dueIn(STARTING_POLL_MS * 2, MIN_INTERVAL_MS),
     });
-    await markRunDue(app, job.run_id);
+    await (released ? runFollowsJob(app, context, 'running') : markRunDue(app, job.run_id));
     await markServiceGatewayDue(app, run);
   } catch (error) {
     await retrySoonOrTimeOut(context, errorMessage(error));

@@ -61,12 +61,12 @@ import {
 import { fleetOffersForJob, offersForNewCapacity } from './job-capacity-offers.js';
 import { candidateFleets, placeOnFleetInstance } from './job-fleet-placement.js';
 import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
-
 import {
   failJob,
   SUBMITTED_JOB_MIN_INTERVAL_MS as MIN_INTERVAL_MS,
   waitForCapacity,
 } from './job-submitted-release.js';
+import { runFollowsJob } from './run-follows-job.js';
 import { offerFiltersOf } from './run-plan.js';
 import { aheadForOffer, type JobAhead, jobsAhead } from './run-priority.js';
 import { type JobVolumePlacement, jobVolumePlacement, launchVolumesOf } from './run-volumes.js';
@@ -197,7 +197,7 @@ async function launchJobInstance(
   }
   if (result.launched) {
     // Not due yet: the instance pipeline makes the job due once the instance is up (or gone).
-    await lock.release({
+    const released = await lock.release({
       status: 'provisioning',
       instance_id: instance.id,
       instance_assigned: 1,
@@ -207,7 +207,7 @@ async function launchJobInstance(
       ),
     });
     app.wakeUps.wake('instances');
-    await markRunDue(app, job.run_id);
+    await (released ? runFollowsJob(app, context, 'provisioning') : markRunDue(app, job.run_id));
     if (requirements.multinode && job.job_num === 0) await markClusterWorkersDue(app, job);
     return;
   }
@@ -300,7 +300,7 @@ async function resumeRecordedLaunch(
   // (the blocks it holds were counted when the launch was stored).
   const alreadyUp = instance.status !== 'provisioning';
   const share = shareOfLaunchedInstance(instance, jobSpecOf(job).requirements);
-  await lock.release({
+  const released = await lock.release({
     status: 'provisioning',
     instance_id: instance.id,
     instance_assigned: 1,
@@ -309,7 +309,7 @@ async function resumeRecordedLaunch(
     ...(alreadyUp ? { last_processed_at: 0 } : {}),
   });
   app.wakeUps.wake(alreadyUp ? 'jobs-running' : 'instances');
-  await markRunDue(app, job.run_id);
+  await (released ? runFollowsJob(app, context, 'provisioning') : markRunDue(app, job.run_id));
   return true;
 }
 
@@ -360,7 +360,7 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<'jobs'
       }
       if (placement === 'placed') {
         app.wakeUps.wake('jobs-running');
-        await markRunDue(app, job.run_id);
+        await runFollowsJob(app, context, 'provisioning');
         if (cluster.kind === 'master') await markClusterWorkersDue(app, job);
         return;
       }

@@ -267,28 +267,61 @@ describe('run retry', () => {
   });
 });
 
-describe('run end', () => {
-  it('ends a run whose jobs are all done in one pass, recording its way through terminating', async () => {
+/** The run's status changes, as its events word them, in order. */
+async function runStatusEvents(h: PipelineHarness, runId: string): Promise<string[]> {
+  const rows = await h.app.db
+    .selectFrom('events')
+    .innerJoin('event_targets', 'event_targets.event_id', 'events.id')
+    .select('events.message')
+    .where('event_targets.entity_id', '=', runId)
+    .where('events.message', 'like', 'Run status changed%')
+    .orderBy('events.recorded_at')
+    .execute();
+  return rows.map((row) => row.message);
+}
+
+/** Every pipeline a run's job goes through, not the runs'. */
+const JOB_PIPELINES = ['jobs-submitted', 'jobs-running', 'jobs-terminating', 'instances'] as const;
+
+describe('a run follows its job', () => {
+  it("without a pass of its own: a run of one job is moved by its job's passes, and ends in one pass", async () => {
     const h = await createPipelineHarness();
     harness = h;
     const run = await h.applyTask('quick', { commands: ['true'] });
-    // Every pipeline but the runs' until the job is done: the run has not followed it yet.
-    await h.stepUntil(async () => (await h.jobs(run.id))[0]?.status === 'done', {
-      pipelines: ['jobs-submitted', 'jobs-running', 'jobs-terminating', 'instances'],
+    await h.step('jobs-submitted');
+    expect((await h.jobs(run.id))[0]?.status).toBe('provisioning');
+    expect(await h.run(run.id)).toMatchObject({
+      status: 'provisioning',
+      last_processed_at: run.last_processed_at,
     });
+    await h.stepUntil(async () => (await h.jobs(run.id))[0]?.status === 'done', { pipelines: JOB_PIPELINES });
+    // The job's end is the run's to decide (retries, schedules): it is due for that one pass.
+    expect((await h.run(run.id)).status).toBe('running');
     expect(await h.step('runs')).toBe(1);
     expect(await h.run(run.id)).toMatchObject({ status: 'done', termination_reason: 'all_jobs_done' });
-    const changes = await h.app.db
-      .selectFrom('events')
-      .innerJoin('event_targets', 'event_targets.event_id', 'events.id')
-      .select('events.message')
-      .where('event_targets.entity_id', '=', run.id)
-      .where('events.message', 'like', 'Run status changed%')
-      .orderBy('events.id')
-      .execute();
-    expect(changes.map((event) => event.message)).toEqual([
-      'Run status changed SUBMITTED -> TERMINATING. Termination reason: ALL_JOBS_DONE',
+    expect(await runStatusEvents(h, run.id)).toEqual([
+      'Run status changed SUBMITTED -> PROVISIONING',
+      'Run status changed PROVISIONING -> RUNNING',
+      'Run status changed RUNNING -> TERMINATING. Termination reason: ALL_JOBS_DONE',
       'Run status changed TERMINATING -> DONE',
     ]);
+  });
+
+  it('through its own pass when a run pass holds it', async () => {
+    const h = await createPipelineHarness();
+    harness = h;
+    const run = await h.applyTask('held', { commands: ['true'] });
+    // Another server's run pass holds the run while the job is placed.
+    await h.app.db
+      .updateTable('runs')
+      .set({ lock_token: 'other', lock_owner: 'other', lock_expires_at: h.now() + 60_000 })
+      .where('id', '=', run.id)
+      .execute();
+    await h.step('jobs-submitted');
+    expect((await h.jobs(run.id))[0]?.status).toBe('provisioning');
+    expect(await h.run(run.id)).toMatchObject({ status: 'submitted', last_processed_at: 0 });
+    h.advance(61_000);
+    await h.step('runs');
+    expect((await h.run(run.id)).status).toBe('provisioning');
   });
 });

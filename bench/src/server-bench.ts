@@ -290,6 +290,8 @@ export interface ThroughputResult {
   cheapRoute: number[];
   /** The same before any run was applied. */
   cheapRouteIdle: number[];
+  /** Passes over a row per run, by pipeline, while the runs went (what a run costs the scheduler). */
+  passesPerRun: Map<string, number>;
 }
 
 /** A client process calling the cheap route one call at a time, `maxCalls` times or until stopped. */
@@ -358,6 +360,7 @@ export async function throughput(options: { shimProcess: boolean }): Promise<Thr
       // From the first apply sent: the client process's own start-up is not the server's time.
       let begin = epochNow();
       const cpuBefore = process.cpuUsage();
+      const passesBefore = server.pipelinePasses();
       try {
         const started = await applyFromClientProcess({
           urls: [server.url],
@@ -407,6 +410,12 @@ export async function throughput(options: { shimProcess: boolean }): Promise<Thr
       }
       const seconds = (epochNow() - begin) / 1000;
       const cpu = process.cpuUsage(cpuBefore);
+      const passesPerRun = new Map(
+        [...server.pipelinePasses()].map(([name, passes]) => [
+          name,
+          (passes - (passesBefore.get(name) ?? 0)) / THROUGHPUT_RUNS,
+        ]),
+      );
       const shimCpuSeconds = shimPid === null ? 0 : (await processUsage(shimPid)).cpuSeconds - shimCpuBefore;
       clearInterval(sampler);
       return {
@@ -418,6 +427,7 @@ export async function throughput(options: { shimProcess: boolean }): Promise<Thr
         shimCpuSeconds,
         cheapRoute: await cheapRouteCalls,
         cheapRouteIdle,
+        passesPerRun,
       };
     },
   );
@@ -479,6 +489,11 @@ function reportThroughput(load: ThroughputResult): void {
       : '; the shim inside it';
   console.log(
     `  ${THROUGHPUT_RUNS} runs at once, instant backend: ${rate.toFixed(1)} runs/s to done (${load.seconds.toFixed(1)} s; target >= 50: ${rate >= 50 ? 'ok' : 'MISSED'}), apply→running p50 ${p(load.toRunning, 0.5).toFixed(0)} ms, p99 ${p(load.toRunning, 0.99).toFixed(0)} ms, peak RSS ${load.peakRssMb.toFixed(0)} MB, CPU ${load.cpuSeconds.toFixed(1)} s (the server and the bench's status poll in one process, the applies from another${shim})`,
+  );
+  const passes = [...load.passesPerRun].filter(([, perRun]) => perRun > 0);
+  const total = passes.reduce((sum, [, perRun]) => sum + perRun, 0);
+  console.log(
+    `  passes per run: ${total.toFixed(1)} (${passes.map(([name, perRun]) => `${name} ${perRun.toFixed(2)}`).join(', ')})`,
   );
   const p99 = p(load.cheapRoute, 0.99);
   console.log(

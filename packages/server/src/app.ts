@@ -33,6 +33,7 @@ import { startMetricsRetention } from './metrics/metrics-retention.js';
 import { openMetricsWarning } from './metrics/prometheus-exposure.js';
 import { prometheusRoute } from './metrics/prometheus-route.js';
 import { type AnyPipelineDefinition, Pipeline } from './pipelines/pipeline.js';
+import type { PipelineName } from './pipelines/wake-ups.js';
 import { rawRoutes } from './proxies/proxy-routes.js';
 import { type RunningSshProxy, startSshProxy } from './proxies/sshproxy/ssh-proxy-server.js';
 import { jobRunningPipeline } from './runs/job-running.js';
@@ -75,6 +76,8 @@ export interface RunningServer {
   /** Where dstack's clients reach the built-in SSH proxy; null when it is off. */
   sshProxy: SshProxyAddress | null;
   app: AppContext;
+  /** Passes over a row each pipeline has made since the start (none when pipelines are off). */
+  pipelinePasses(): Map<PipelineName, number>;
   close(): Promise<void>;
 }
 
@@ -172,6 +175,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
       webConsole: staticSite !== null,
       sshProxy: sshProxy?.address ?? null,
       app,
+      pipelinePasses: () => new Map(started.map((pipeline) => [pipeline.name, pipeline.passes])),
       close() {
         closing ??= (async () => {
           // Streams see the abort and write their last line; the database stays open until they are done.

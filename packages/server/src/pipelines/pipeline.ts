@@ -148,6 +148,7 @@ export class Pipeline<Table extends PipelineTable> {
   #loop: Promise<void> | null = null;
   #unsubscribe: (() => void) | null = null;
   #heartbeat: NodeJS.Timeout | null = null;
+  #passes = 0;
 
   constructor(app: AppContext, definition: PipelineDefinition<Table>) {
     this.#app = app;
@@ -156,6 +157,11 @@ export class Pipeline<Table extends PipelineTable> {
 
   get name(): PipelineName {
     return this.#definition.name;
+  }
+
+  /** Rows processed since the pipeline was made: one per pass over a row (what a run costs is counted in them). */
+  get passes(): number {
+    return this.#passes;
   }
 
   /** The table, for Kysely's builders (they take the union of tables, not a type parameter). */
@@ -231,6 +237,7 @@ export class Pipeline<Table extends PipelineTable> {
   }
 
   #dispatch(row: PipelineRow<Table>): void {
+    this.#passes += 1;
     const token = row.lock_token as string;
     const key = `${row.id}:${token}`;
     const timeoutMs = this.#definition.processTimeoutMs ?? DEFAULT_PROCESS_TIMEOUT_MS;

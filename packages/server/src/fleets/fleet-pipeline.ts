@@ -6,14 +6,13 @@
  * server made for a run is removed once it is empty. The fleet's claim makes
  * this exclusive: with several servers on one database, one of them sizes it.
  */
-import { sql } from 'kysely';
 import { projectOf } from '../accounts/projects.js';
 import type { AppContext } from '../context.js';
 import { fleetConfigurationOf } from '../db/json-columns.js';
 import type { FleetsTable } from '../db/schema.js';
 import { recordStatusChange } from '../events/status-events.js';
 import type { PipelineDefinition, RowLock } from '../pipelines/pipeline.js';
-import { dueIn } from '../pipelines/pipeline.js';
+import { dueIn, unclaimedAt } from '../pipelines/pipeline.js';
 import { clusterMasterInstance, isClusterFleet } from './cluster-fleets.js';
 import { missingFleetBackends } from './fleet-backends.js';
 import { provisionFleetInstance, topUpFleetInstances } from './fleet-provisioning.js';
@@ -66,7 +65,7 @@ async function processTerminating(
       .selectAll()
       .where('fleet_id', '=', fleet.id)
       .where('status', 'in', ['idle', 'provisioning', 'pending'])
-      .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+      .where(unclaimedAt(now))
       .execute();
     if (ending.length === 0) return;
     const ended = await transaction

@@ -1,10 +1,10 @@
 /** A fleet row's configuration and its live instances, as the fleet service and pipelines read them. */
 import type { FleetConfiguration, FleetNodes, InstanceTerminationReason } from '@dstack/core';
-import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import { fleetConfigurationOf } from '../db/json-columns.js';
 import type { InstancesTable } from '../db/schema.js';
 import { recordStatusChange } from '../events/status-events.js';
+import { unclaimedAt } from '../pipelines/pipeline.js';
 
 /** `nodes` of a fleet; a fleet without it (an SSH fleet, a run-made one) keeps nothing by itself. */
 export function fleetNodesOf(configuration: FleetConfiguration): FleetNodes {
@@ -49,7 +49,7 @@ export async function terminateSpareInstances(
         .where('id', '=', instance.id)
         .where('status', '=', instance.status)
         .where('busy_blocks', '=', 0)
-        .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+        .where(unclaimedAt(now))
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) !== 1) return;
       marked += 1;

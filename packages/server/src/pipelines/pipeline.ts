@@ -304,7 +304,7 @@ export class Pipeline<Table extends PipelineTable> {
     const now = Date.now();
     const token = randomUUID();
     const lockMs = this.#definition.lockMs ?? DEFAULT_LOCK_MS;
-    const lockFree = sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`;
+    const lockFree = unclaimedAt(now);
     let due = db
       .selectFrom(table)
       .select('id')
@@ -452,6 +452,15 @@ export class Pipeline<Table extends PipelineTable> {
       .execute()
       .catch(() => {});
   }
+}
+
+/**
+ * The condition that a row is claimed by no pass at `now`: never claimed, released, or its claim
+ * expired. Writes outside a pass that must not race one (a run following its job, a fleet's
+ * placement) are guarded by it as the claim itself is.
+ */
+export function unclaimedAt(now: number): RawBuilder<boolean> {
+  return sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`;
 }
 
 /** `last_processed_at` that makes a row due again in `ms` (pipelines process rows older than their interval). */

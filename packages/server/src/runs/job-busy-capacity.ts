@@ -4,7 +4,6 @@
  * is made due when capacity frees.
  */
 import { DEFAULT_RETRY_DURATION } from '@dstack/core';
-import { sql } from 'kysely';
 import type { BackendOffer } from '../backends/offers.js';
 import type { AppContext } from '../context.js';
 import { instanceOfferOf, jobSpecOf } from '../db/json-columns.js';
@@ -13,6 +12,7 @@ import { recordStatusChange } from '../events/status-events.js';
 import { fleetKeepsInstance } from '../fleets/fleet-rows.js';
 import { makesRoomRatherThanReused } from '../fleets/host-instance-reuse.js';
 import { smallestFittingShare } from '../fleets/instance-blocks.js';
+import { unclaimedAt } from '../pipelines/pipeline.js';
 import type { JobPassContext } from './job-pass.js';
 import { failJob, waitForCapacity } from './job-submitted-release.js';
 import { type JobAhead, recordWaitForPriority } from './run-priority.js';
@@ -124,7 +124,7 @@ export async function makeRoomOnHost(
         .where('id', '=', instance.id)
         .where('status', '=', 'idle')
         .where('busy_blocks', '=', 0)
-        .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+        .where(unclaimedAt(now))
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) !== 1) return false;
       await recordStatusChange(transaction, app.settings.events, 'instances', instance, update);

@@ -15,6 +15,7 @@ import { activeFleets } from '../fleets/fleets.js';
 import { sharesServerHost } from '../fleets/host-instance-reuse.js';
 import { runtimeDataForShare } from '../fleets/instance-blocks.js';
 import type { RowLock } from '../pipelines/pipeline.js';
+import { unclaimedAt } from '../pipelines/pipeline.js';
 import type { ClusterJobPlacement } from './cluster-jobs.js';
 import { aheadForInstance, type JobAhead } from './run-priority.js';
 
@@ -98,7 +99,7 @@ export async function placeOnFleetInstance(
         .where('status', 'in', ['idle', 'busy'])
         .where('deleted', '=', 0)
         .where(sql<boolean>`busy_blocks + ${share.blocks} <= total_blocks`)
-        .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+        .where(unclaimedAt(now))
         .returning(['status', 'busy_blocks', 'total_blocks'])
         .executeTakeFirst();
       if (!taken) return false;

@@ -26,7 +26,6 @@ import { markServiceGatewayDue } from '../services/service-gateway.js';
 import { rememberRunningSince } from './attach-window.js';
 import { clusterInfoOf } from './cluster-gang.js';
 import { agentJobSpec, jobCode, taskMounts, taskResourcesOf } from './job-agent-inputs.js';
-import { markRunDue } from './job-pass.js';
 import { runtimeDataOf } from './job-runner-port.js';
 import {
   asTerminationReason,
@@ -188,7 +187,7 @@ export async function startJob(context: JobContext): Promise<void> {
       runner_timestamp: 0,
       last_processed_at: dueIn(STARTING_POLL_MS * 2, MIN_INTERVAL_MS),
     });
-    await (released ? runFollowsJob(app, context, 'running') : markRunDue(app, job.run_id));
+    await runFollowsJob(app, context, 'running', released);
     await markServiceGatewayDue(app, run);
   } catch (error) {
     await retrySoonOrTimeOut(context, errorMessage(error));

@@ -60,7 +60,7 @@ import {
 } from './job-busy-capacity.js';
 import { fleetOffersForJob, offersForNewCapacity } from './job-capacity-offers.js';
 import { candidateFleets, placeOnFleetInstance } from './job-fleet-placement.js';
-import { type JobPassContext, markRunDue, runRowOf } from './job-pass.js';
+import { type JobPassContext, runRowOf } from './job-pass.js';
 import {
   failJob,
   SUBMITTED_JOB_MIN_INTERVAL_MS as MIN_INTERVAL_MS,
@@ -207,7 +207,7 @@ async function launchJobInstance(
       ),
     });
     app.wakeUps.wake('instances');
-    await (released ? runFollowsJob(app, context, 'provisioning') : markRunDue(app, job.run_id));
+    await runFollowsJob(app, context, 'provisioning', released);
     if (requirements.multinode && job.job_num === 0) await markClusterWorkersDue(app, job);
     return;
   }
@@ -309,7 +309,7 @@ async function resumeRecordedLaunch(
     ...(alreadyUp ? { last_processed_at: 0 } : {}),
   });
   app.wakeUps.wake(alreadyUp ? 'jobs-running' : 'instances');
-  await (released ? runFollowsJob(app, context, 'provisioning') : markRunDue(app, job.run_id));
+  await runFollowsJob(app, context, 'provisioning', released);
   return true;
 }
 
@@ -360,7 +360,7 @@ export function jobSubmittedPipeline(app: AppContext): PipelineDefinition<'jobs'
       }
       if (placement === 'placed') {
         app.wakeUps.wake('jobs-running');
-        await runFollowsJob(app, context, 'provisioning');
+        await runFollowsJob(app, context, 'provisioning', true);
         if (cluster.kind === 'master') await markClusterWorkersDue(app, job);
         return;
       }

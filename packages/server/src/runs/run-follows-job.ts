@@ -6,12 +6,12 @@
  * its own (a claim, a read of its jobs and a release per step). Anything else, or a run whose
  * status moved since the job's pass read it or that a run pass holds, is left to that pass.
  */
-import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import { jobSpecOf, runSpecOf } from '../db/json-columns.js';
 import type { JobsTable, ProjectsTable, RunsTable } from '../db/schema.js';
 import { recordStatusChange } from '../events/status-events.js';
 import { observeSubmitToProvision } from '../metrics/run-client-metrics.js';
+import { unclaimedAt } from '../pipelines/pipeline.js';
 import { inReleaseTransaction } from '../pipelines/release-groups.js';
 import { markRunDue } from './job-pass.js';
 
@@ -25,17 +25,19 @@ const RUN_STATUSES_BEFORE: Record<FollowedJobStatus, readonly string[]> = {
 };
 
 /**
- * The run of `job` (as the job's pass read it) after the job became `status`: moved here when the
- * job is its run's only one, else made due for the run pipeline.
+ * The run of `job` (as the job's pass read it) after the job's release to `status`: moved here when
+ * the release took (`released`) and the job is its run's only one, else made due for the run pipeline.
  */
 export async function runFollowsJob(
   app: AppContext,
   context: { run: RunsTable; project: ProjectsTable; job: JobsTable },
   status: FollowedJobStatus,
+  released: boolean,
 ): Promise<void> {
   const { run, project, job } = context;
   const type = runSpecOf(run).configuration.type;
   const follows =
+    released &&
     type !== 'service' &&
     jobSpecOf(job).jobs_per_replica === 1 &&
     RUN_STATUSES_BEFORE[status].includes(run.status);
@@ -60,7 +62,7 @@ async function moveRun(app: AppContext, run: RunsTable, status: FollowedJobStatu
       .set(update)
       .where('id', '=', run.id)
       .where('status', '=', run.status)
-      .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+      .where(unclaimedAt(now))
       .executeTakeFirst();
     if (Number(result.numUpdatedRows) !== 1) return false;
     await recordStatusChange(transaction, app.settings.events, 'runs', run, update);

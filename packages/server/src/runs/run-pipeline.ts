@@ -11,7 +11,7 @@ import {
   runTerminationReasonToJobTerminationReason,
   runTerminationReasonToStatus,
 } from '@dstack/core';
-import { sql, type Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import type { AppContext } from '../context.js';
 import { jobSpecOf, runSpecOf } from '../db/json-columns.js';
 import type { Database, JobsTable, RunsTable } from '../db/schema.js';
@@ -19,7 +19,7 @@ import { eventTargets, recordEvents, SYSTEM_ACTOR } from '../events/event-record
 import { recordStatusChange } from '../events/status-events.js';
 import { countPendingRun, observeSubmitToProvision } from '../metrics/run-client-metrics.js';
 import type { PipelineDefinition, RowLock, RowUpdate } from '../pipelines/pipeline.js';
-import { dueIn } from '../pipelines/pipeline.js';
+import { dueIn, unclaimedAt } from '../pipelines/pipeline.js';
 import { markServiceGatewayDue } from '../services/service-gateway.js';
 import { keepServiceReplicas } from '../services/service-scaling.js';
 import { serviceConfigurationOf } from '../services/service-spec.js';
@@ -79,7 +79,7 @@ async function terminateJobs(
         .set({ ...update, last_processed_at: 0 })
         .where('id', '=', job.id)
         .where('status', '=', job.status)
-        .where(sql<boolean>`(lock_expires_at IS NULL OR lock_expires_at < ${now})`)
+        .where(unclaimedAt(now))
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) !== 1) return false;
       await recordStatusChange(transaction, app.settings.events, 'jobs', job, update);

@@ -23,6 +23,8 @@ import type { ServerSettings } from './settings.js';
 
 export interface AppContextParts {
   db: Kysely<Database>;
+  /** The handle background work queries through (`OpenedDatabase.backgroundDb`); default `db`. */
+  backgroundDb?: Kysely<Database>;
   dialect: SqlDialect;
   settings: ServerSettings;
   /** Aborted when the server stops. */
@@ -41,6 +43,7 @@ export function createAppContext(parts: AppContextParts): AppContext {
   const { plugins = [], clock = () => Date.now(), ...given } = parts;
   const app: Omit<AppContext, 'backends'> = {
     ...given,
+    backgroundDb: given.backgroundDb ?? given.db,
     clock,
     encryption: parts.encryption ?? createEncryption([]),
     serverId: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
@@ -65,4 +68,15 @@ export function createAppCaches(): AppCaches {
     fleets: createFleetCaches(),
     metrics: createMetricsCaches(),
   };
+}
+
+/**
+ * The context background work (the pipelines, retention) runs with: `app` itself but for `db`,
+ * which is `app.backgroundDb`, so that its queries yield to requests' (db/background-work.ts).
+ * Every other member is read through to `app`, so what start-up replaces there (the encryption,
+ * the settings) is seen here too.
+ */
+export function backgroundContextOf(app: AppContext): AppContext {
+  if (app.backgroundDb === app.db) return app;
+  return Object.create(app, { db: { value: app.backgroundDb, enumerable: true } }) as AppContext;
 }

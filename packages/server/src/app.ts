@@ -7,7 +7,7 @@ import type { BackendPlugin } from '@dstack/core';
 import { requestAuthentication } from './accounts/request-authentication.js';
 import { AgentConnector } from './agents/index.js';
 import { allRoutes } from './api-routes.js';
-import { createAppContext } from './app-context.js';
+import { backgroundContextOf, createAppContext } from './app-context.js';
 import { listAvailableBackendTypes } from './backends/discovery.js';
 import { createServerCatalog } from './backends/server-catalog.js';
 import {
@@ -146,10 +146,14 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
       configOverride,
       clock,
     });
-    const started = runPipelines ? PIPELINE_FACTORIES.map((factory) => new Pipeline(app, factory(app))) : [];
+    // The pipelines and retention query through the handle that yields to requests (background-work.ts).
+    const background = backgroundContextOf(app);
+    const started = runPipelines
+      ? PIPELINE_FACTORIES.map((factory) => new Pipeline(background, factory(background)))
+      : [];
     for (const pipeline of started) pipeline.start(app.wakeUps);
-    const metricsRetention = runPipelines ? startMetricsRetention(app) : null;
-    const stopEventRetention = runPipelines ? startEventRetention(app) : async () => {};
+    const metricsRetention = runPipelines ? startMetricsRetention(background) : null;
+    const stopEventRetention = runPipelines ? startEventRetention(background) : async () => {};
     const staticSite = loadWebConsole(webConsoleDirectory);
     sshProxy =
       settings.sshProxy.port === null
@@ -227,6 +231,7 @@ async function prepareApp(
 
   const app = createAppContext({
     db: opened.db,
+    backgroundDb: opened.backgroundDb,
     dialect: opened.dialect,
     settings,
     signal: controller.signal,

@@ -32,7 +32,10 @@ export interface SshProxyAddress {
  * by `createAppContext` (app-context.ts), for the server (app.ts) and for tests alike.
  */
 export interface AppContext {
+  /** The database as requests query it. */
   db: Kysely<Database>;
+  /** The same database as background work queries it (yielding to requests on SQLite): see `backgroundContextOf`. */
+  backgroundDb: Kysely<Database>;
   dialect: SqlDialect;
   settings: ServerSettings;
   /** Replaced once config.yml's keys are loaded. */

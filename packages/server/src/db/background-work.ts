@@ -11,19 +11,25 @@
  * one turn was handled whole in that turn, and a cheap request arriving meanwhile waited behind
  * all of it (its p99 read 160–300 ms during 500 applies from 50 clients). A query inside a
  * transaction never waits (it holds the one connection).
+ *
+ * Which work is which is told by the Kysely instance it queries through: the pipelines run with a
+ * context whose `db` is the background handle (`backgroundContextOf`), both handles over the one
+ * connection. (An AsyncLocalStorage marking the work cost every promise of the server a hook:
+ * 12–15% of its CPU under the throughput bench, on Node 20.)
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { type DatabaseConnection, type Driver, SqliteDialect } from 'kysely';
+import {
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  SqliteDialect,
+  type SqliteDialectConfig,
+} from 'kysely';
+
+/** Whose a query is: a request's, or background work's (which yields to requests). */
+export type WorkKind = 'request' | 'background';
 
 /** How long background work may keep the event loop before it lets requests in. */
 export const TURN_BUDGET_MS = 5;
-
-const background = new AsyncLocalStorage<true>();
-
-/** Runs `work` (and everything it starts) as background work, which yields to requests. */
-export function asBackgroundWork<T>(work: () => T): T {
-  return background.run(true, work);
-}
 
 /**
  * How long work has had the current turn of the event loop: started by the first piece that asks
@@ -79,8 +85,8 @@ function resumeNext(): void {
  * `TURN_BUDGET_MS` of work or work is waiting ahead. Background work counts every piece's time
  * and waits behind everything; a request counts and waits behind other requests' only.
  */
-export function yieldToRequests(): Promise<void> | undefined {
-  const isRequest = background.getStore() === undefined;
+export function yieldToRequests(kind: WorkKind): Promise<void> | undefined {
+  const isRequest = kind === 'request';
   // Every piece counts toward the turn background work is held to.
   const turnMs = anyWork.elapsedMs();
   const mayGoOn = isRequest
@@ -93,19 +99,53 @@ export function yieldToRequests(): Promise<void> | undefined {
   });
 }
 
-/** Kysely's SQLite dialect whose queries yield the event loop (background work's to requests first). */
-export class YieldingSqliteDialect extends SqliteDialect {
-  override createDriver(): Driver {
-    const driver = super.createDriver();
-    // A query outside a transaction, or a transaction's start, acquires the one connection:
-    // waiting there never holds it.
-    const acquireConnection = async (): Promise<DatabaseConnection> => {
-      await yieldToRequests();
-      return driver.acquireConnection();
+/**
+ * Kysely dialects over one SQLite connection whose queries yield the event loop, one per kind of
+ * work: `dialectFor('request')` for the API's handle, `dialectFor('background')` for the
+ * pipelines'. The connection is opened by the first handle used and closed by the first destroyed.
+ */
+export class YieldingSqliteConnection {
+  readonly #dialect: SqliteDialect;
+  readonly #driver: Driver;
+  #initialized: Promise<void> | undefined;
+  #destroyed: Promise<void> | undefined;
+
+  constructor(config: SqliteDialectConfig) {
+    this.#dialect = new SqliteDialect(config);
+    this.#driver = this.#dialect.createDriver();
+  }
+
+  dialectFor(kind: WorkKind): Dialect {
+    const dialect = this.#dialect;
+    return {
+      createDriver: () => this.#driverFor(kind),
+      createQueryCompiler: () => dialect.createQueryCompiler(),
+      createAdapter: () => dialect.createAdapter(),
+      createIntrospector: (db) => dialect.createIntrospector(db),
+    };
+  }
+
+  #driverFor(kind: WorkKind): Driver {
+    const driver = this.#driver;
+    const overrides: Partial<Driver> = {
+      init: () => {
+        this.#initialized ??= driver.init();
+        return this.#initialized;
+      },
+      destroy: () => {
+        this.#destroyed ??= driver.destroy();
+        return this.#destroyed;
+      },
+      // A query outside a transaction, or a transaction's start, acquires the one connection:
+      // waiting there never holds it.
+      acquireConnection: async (): Promise<DatabaseConnection> => {
+        await yieldToRequests(kind);
+        return driver.acquireConnection();
+      },
     };
     return new Proxy(driver, {
       get(target, key, receiver) {
-        if (key === 'acquireConnection') return acquireConnection;
+        if (key in overrides) return overrides[key as keyof Driver];
         const value = Reflect.get(target, key, receiver);
         return typeof value === 'function' ? value.bind(target) : value;
       },

@@ -14,7 +14,7 @@ import {
   makeOwnerOnlyDirectory,
   restrictToOwner,
 } from '../security/owner-only-files.js';
-import { YieldingSqliteDialect } from './background-work.js';
+import { type WorkKind, YieldingSqliteConnection } from './background-work.js';
 import { OwnSchemaPostgresDialect } from './own-schema-postgres-dialect.js';
 import type { Database } from './schema.js';
 import { withStatementCache } from './statement-cache.js';
@@ -36,6 +36,11 @@ export interface OpenDatabaseOptions {
 
 export interface OpenedDatabase {
   db: Kysely<Database>;
+  /**
+   * The handle background work (the pipelines) queries through: on SQLite its queries yield the
+   * event loop to requests' (background-work.ts); on Postgres it is `db`.
+   */
+  backgroundDb: Kysely<Database>;
   dialect: SqlDialect;
   /** Closes every connection; the `db` cannot be used afterwards. */
   close(): Promise<void>;
@@ -104,12 +109,12 @@ function openSqlite(filename: string): OpenedDatabase {
   connection.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
   connection.pragma('busy_timeout = 5000');
   connection.pragma('foreign_keys = ON');
-  const db = new Kysely<Database>({
-    // Background work yields to requests between its queries (see background-work.ts).
-    dialect: new YieldingSqliteDialect({ database: withStatementCache(connection) }),
-    plugins: [new WholeNumbersPlugin()],
-  });
-  return { db, dialect: 'sqlite', close: () => db.destroy() };
+  // Background work yields to requests between its queries (see background-work.ts).
+  const shared = new YieldingSqliteConnection({ database: withStatementCache(connection) });
+  const handle = (kind: WorkKind) =>
+    new Kysely<Database>({ dialect: shared.dialectFor(kind), plugins: [new WholeNumbersPlugin()] });
+  const db = handle('request');
+  return { db, backgroundDb: handle('background'), dialect: 'sqlite', close: () => db.destroy() };
 }
 
 async function openPostgres(connectionString: string, options: OpenDatabaseOptions): Promise<OpenedDatabase> {
@@ -139,5 +144,5 @@ async function openPostgres(connectionString: string, options: OpenDatabaseOptio
     dialect: new OwnSchemaPostgresDialect({ pool }),
     plugins: [new WholeNumbersPlugin()],
   });
-  return { db, dialect: 'postgres', close: () => db.destroy() };
+  return { db, backgroundDb: db, dialect: 'postgres', close: () => db.destroy() };
 }

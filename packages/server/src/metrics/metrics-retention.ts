@@ -4,7 +4,6 @@
  * with its run) for `DSTACK_SERVER_METRICS_FINISHED_TTL_SECONDS` (a week). Every 5 minutes.
  */
 import type { AppContext } from '../context.js';
-import { asBackgroundWork } from '../db/background-work.js';
 
 const RETENTION_INTERVAL_MS = 5 * 60 * 1000;
 
@@ -31,11 +30,11 @@ export interface MetricsRetention {
   stop(): Promise<void>;
 }
 
-/** Runs `deleteExpiredJobMetrics` now and every 5 minutes until stopped. */
+/** Runs `deleteExpiredJobMetrics` now and every 5 minutes until stopped (pass the background context, `backgroundContextOf`). */
 export function startMetricsRetention(app: AppContext): MetricsRetention {
   let running: Promise<unknown> = Promise.resolve();
   const sweep = () => {
-    running = asBackgroundWork(() => deleteExpiredJobMetrics(app)).catch(() => undefined);
+    running = deleteExpiredJobMetrics(app).catch(() => undefined);
   };
   sweep();
   const timer = setInterval(sweep, RETENTION_INTERVAL_MS);

@@ -25,7 +25,6 @@ import {
   type UpdateObject,
 } from 'kysely';
 import type { AppContext } from '../context.js';
-import { asBackgroundWork } from '../db/background-work.js';
 import type { Database } from '../db/schema.js';
 import { recordEvents } from '../events/event-recorder.js';
 import { mayBeEventful, rowChangeEvents, STATUS_EVENT_COLUMNS } from '../events/status-events.js';
@@ -150,6 +149,10 @@ export class Pipeline<Table extends PipelineTable> {
   #heartbeat: NodeJS.Timeout | null = null;
   #passes = 0;
 
+  /**
+   * `app` is what the pipeline and its passes query through: the server gives the background
+   * context (`backgroundContextOf`), whose queries yield the event loop to requests'.
+   */
   constructor(app: AppContext, definition: PipelineDefinition<Table>) {
     this.#app = app;
     this.#definition = definition;
@@ -172,10 +175,9 @@ export class Pipeline<Table extends PipelineTable> {
   start(wakeUps: WakeUps): void {
     this.#unsubscribe = wakeUps.subscribe(this.#definition.name, () => this.#signalDue());
     const lockMs = this.#definition.lockMs ?? DEFAULT_LOCK_MS;
-    this.#heartbeat = setInterval(() => void asBackgroundWork(() => this.#extendLocks(lockMs)), lockMs / 3);
+    this.#heartbeat = setInterval(() => void this.#extendLocks(lockMs), lockMs / 3);
     this.#heartbeat.unref();
-    // The fetcher and the workers it starts yield the event loop to API requests (background-work.ts).
-    this.#loop = asBackgroundWork(() => this.#run());
+    this.#loop = this.#run();
   }
 
   /** Stops fetching, waits for rows in flight, and releases nothing else (their results are applied). */
@@ -267,7 +269,7 @@ export class Pipeline<Table extends PipelineTable> {
     };
     const work = (async () => {
       let timer: NodeJS.Timeout | undefined;
-      const processing = asBackgroundWork(async () => this.#definition.process(row, lock));
+      const processing = (async () => this.#definition.process(row, lock))();
       const deadline = new Promise<'timed-out'>((resolve) => {
         timer = setTimeout(() => resolve('timed-out'), timeoutMs);
       });

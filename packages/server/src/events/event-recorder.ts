@@ -16,7 +16,7 @@ import type {
   UsersTable,
   VolumesTable,
 } from '../db/schema.js';
-import { timeOrderedUuid } from './event-ids.js';
+import { timeOrderedUuid } from '../db/time-ordered-ids.js';
 import type { EventSettings } from './event-settings.js';
 
 /** Who caused an event: a user (an API request) or the system (a pipeline's own decision). */

@@ -23,7 +23,6 @@
  * (`relaunchStrandedInstance`) to learn its machine, then terminates it.
  */
 
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type BackendFailureKind,
@@ -50,6 +49,7 @@ import {
   instanceRequirementsColumn,
 } from '../db/json-columns.js';
 import type { Database, FleetsTable, InstancesTable, JobsTable } from '../db/schema.js';
+import { timeOrderedUuid } from '../db/time-ordered-ids.js';
 import { errorMessage } from '../error-message.js';
 import { eventTargets, recordEvent, SYSTEM_ACTOR } from '../events/event-recorder.js';
 import { recordStatusChange, type StatusUpdate } from '../events/status-events.js';
@@ -118,7 +118,7 @@ export async function insertPendingInstance(
     const now = Date.now();
     const instanceNum = await nextInstanceNum(transaction, options.fleet.id);
     const row: InstancesTable = {
-      id: randomUUID(),
+      id: timeOrderedUuid(now),
       project_id: options.projectId,
       fleet_id: options.fleet.id,
       name: `${options.fleet.name}-${instanceNum}`,

@@ -3,10 +3,10 @@
  * apply, later ones by retries and replica scaling).
  */
 
-import { randomUUID } from 'node:crypto';
 import { type JobSpec, RUN_PRIORITY_DEFAULT } from '@dstack/core';
 import { jobSpecColumn, runSpecColumn, type StoredRunSpec } from '../db/json-columns.js';
 import type { JobsTable, RunsTable } from '../db/schema.js';
+import { timeOrderedUuid } from '../db/time-ordered-ids.js';
 
 /**
  * A new run row: `submitted`, unclaimed, and not due (a new run has nothing to follow until its
@@ -50,7 +50,7 @@ export function newJobRow(
   now: number,
 ): JobsTable {
   return {
-    id: randomUUID(),
+    id: timeOrderedUuid(now),
     project_id: projectId,
     run_id: runId,
     run_name: runName,

@@ -4,12 +4,12 @@
  * run-reads.ts.
  */
 
-import { randomUUID } from 'node:crypto';
 import { type Run, type RunSpec, ServerClientError } from '@dstack/core';
 import type { AppContext } from '../context.js';
 import { runSpecColumn, type StoredRunSpec } from '../db/json-columns.js';
 import { requireEachFound } from '../db/named-resources.js';
 import type { ProjectsTable, RunsTable, UsersTable } from '../db/schema.js';
+import { timeOrderedUuid } from '../db/time-ordered-ids.js';
 import { eventTargets, recordEvents, userActor } from '../events/event-recorder.js';
 import { statusChangeEvent } from '../events/status-events.js';
 import { hasSshClusterFleet } from '../fleets/cluster-fleets.js';
@@ -57,7 +57,7 @@ export async function applyRun(
   const runName = normalized.run_name ?? (await uniqueRunName(app, project.id));
   const runSpec: StoredRunSpec = { ...normalized, run_name: runName };
   const now = Date.now();
-  const runId = randomUUID();
+  const runId = timeOrderedUuid(now);
   if (options.attachesByPolling) expectPollingAttach(app, runId, now);
   const jobSpecs = planJobSpecs(runName, runSpec, app.settings.images);
   // Before anything is stored: a run naming a secret the project lacks is refused (400).

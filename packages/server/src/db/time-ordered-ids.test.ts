@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { timeOrderedUuid } from './event-ids.js';
+import { timeOrderedUuid } from './time-ordered-ids.js';
 
 describe('timeOrderedUuid', () => {
   it('is a version-7 UUID whose first 48 bits are the time', () => {

@@ -1,5 +1,6 @@
 import {
   agentAuthorizationHeader,
+  callDeadline,
   type RunnerHealthcheck,
   RunnerHealthcheckSchema,
   type RunnerMetricsResponse,
@@ -106,16 +107,19 @@ export class RunnerClient {
     contentType = 'application/json',
   ): Promise<z.output<Schema>> {
     const timeoutMs = this.options.timeoutMs ?? 30_000;
-    const deadline = AbortSignal.timeout(timeoutMs);
-    const signal =
-      this.options.signal === undefined ? deadline : AbortSignal.any([deadline, this.options.signal]);
     const headers: Record<string, string> = this.options.token
       ? agentAuthorizationHeader(this.options.token)
       : {};
     if (body !== undefined) headers['content-type'] = contentType;
-    const response = this.options.fetch
-      ? await this.viaFetch(this.options.fetch, method, path, headers, signal, body)
-      : await this.viaRequest(method, path, headers, signal, timeoutMs, body);
+    const deadline = callDeadline(timeoutMs, this.options.signal);
+    let response: { status: number; text: string };
+    try {
+      response = this.options.fetch
+        ? await this.viaFetch(this.options.fetch, method, path, headers, deadline.signal, body)
+        : await this.viaRequest(method, path, headers, deadline.signal, timeoutMs, body);
+    } finally {
+      deadline.clear();
+    }
     const { status, text } = response;
     if (status < 200 || status >= 300) {
       throw new AgentApiError(`runner ${method} ${path} answered ${status}: ${text}`, status, text);

@@ -1,5 +1,6 @@
 import {
   agentAuthorizationHeader,
+  callDeadline,
   type InstanceInfo,
   InstanceInfoSchema,
   type ShimHealthcheck,
@@ -88,27 +89,30 @@ export class ShimClient {
     body?: unknown,
   ): Promise<z.output<Schema>> {
     const timeout = this.options.timeoutMs ?? 30_000;
-    const deadline = AbortSignal.timeout(timeout);
-    const response = await request(`${this.baseUrl}${path}`, {
-      method,
-      dispatcher: this.options.dispatcher,
-      headers: {
-        ...(this.options.token ? agentAuthorizationHeader(this.options.token) : {}),
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      headersTimeout: timeout,
-      bodyTimeout: timeout,
-      // bodyTimeout bounds the pause between two chunks only: a trickling answer needs a deadline.
-      signal: this.options.signal === undefined ? deadline : AbortSignal.any([deadline, this.options.signal]),
-    });
-    const text = await response.body.text();
-    if (response.statusCode < 200 || response.statusCode >= 300) {
-      throw new AgentApiError(
-        `shim ${method} ${path} answered ${response.statusCode}: ${text}`,
-        response.statusCode,
-        text,
-      );
+    const deadline = callDeadline(timeout, this.options.signal);
+    let statusCode: number;
+    let text: string;
+    try {
+      const response = await request(`${this.baseUrl}${path}`, {
+        method,
+        dispatcher: this.options.dispatcher,
+        headers: {
+          ...(this.options.token ? agentAuthorizationHeader(this.options.token) : {}),
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+        // bodyTimeout bounds the pause between two chunks only: a trickling answer needs a deadline.
+        signal: deadline.signal,
+      });
+      statusCode = response.statusCode;
+      text = await response.body.text();
+    } finally {
+      deadline.clear();
+    }
+    if (statusCode < 200 || statusCode >= 300) {
+      throw new AgentApiError(`shim ${method} ${path} answered ${statusCode}: ${text}`, statusCode, text);
     }
     if (schema === null) {
       return undefined as z.output<Schema>;

